@@ -1,0 +1,134 @@
+"""Typed errors. Every error embedselect raises on purpose derives from :class:`EmbedselectError`.
+
+Each message says what went wrong *and what to do about it*. The CLI maps the classes to exit codes
+(:data:`EXIT_CODES`) so that a pipeline can act on them.
+"""
+
+from __future__ import annotations
+
+
+class EmbedselectError(Exception):
+    """Base class of all embedselect errors."""
+
+    exit_code: int = 1
+
+
+# --- input data -------------------------------------------------------------------------------
+class DataError(EmbedselectError, ValueError):
+    """The reference data cannot be used as given."""
+
+    exit_code = 3
+
+
+class DataFileNotFoundError(DataError, FileNotFoundError):
+    """The data file or folder does not exist."""
+
+
+class ColumnNotFoundError(DataError, KeyError):
+    """The requested column is not in the table."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else ""
+
+
+class EmptyDataError(DataError):
+    """No usable items are left after loading and validation."""
+
+
+class TooFewItemsError(DataError):
+    """Fewer items than a metric needs."""
+
+    def __init__(self, message: str, *, needed: int, got: int) -> None:
+        super().__init__(message)
+        self.needed = needed
+        self.got = got
+
+
+class DecodeError(DataError):
+    """Items could not be decoded (bad text encoding, unreadable image) and ``on_error='fail'``."""
+
+
+class UnsupportedFormatError(DataError):
+    """The file type is not one embedselect can read."""
+
+
+# --- configuration / usage --------------------------------------------------------------------
+class ConfigError(EmbedselectError, ValueError):
+    """An option or argument is invalid."""
+
+    exit_code = 2
+
+
+class UnknownMetricError(ConfigError):
+    """A metric name that embedselect does not know."""
+
+
+# --- candidates / models ----------------------------------------------------------------------
+class CandidateError(EmbedselectError):
+    """A candidate model cannot be resolved, fetched, or loaded."""
+
+    exit_code = 4
+
+
+class CandidateSpecError(CandidateError, ValueError):
+    """A candidate string is neither a hub id, a local directory, a baseline nor a catalog name."""
+
+
+class ModelLoadError(CandidateError):
+    """The model was found but could not be loaded or run."""
+
+
+class UnsafeModelError(CandidateError):
+    """Loading the model would need something the safety policy forbids (remote code, pickle weights,
+    a size over the cap, a gated repo). The message names the option that allows it."""
+
+    def __init__(self, message: str, *, reason: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+class AllCandidatesFailedError(CandidateError):
+    """No candidate could be embedded; nothing to rank."""
+
+
+# --- hub ----------------------------------------------------------------------------------------
+class HubError(EmbedselectError):
+    """The model hub answered with an error or could not be reached."""
+
+    exit_code = 5
+
+
+# --- store --------------------------------------------------------------------------------------
+class StoreError(EmbedselectError):
+    """The cache database or vector files cannot be used."""
+
+    exit_code = 6
+
+
+class StoreLockedError(StoreError):
+    """Another process holds the cache database and did not release it within the wait time."""
+
+
+class CacheCorruptError(StoreError):
+    """A cached vector file does not match its recorded checksum (it is discarded and recomputed)."""
+
+
+# --- metrics ------------------------------------------------------------------------------------
+class MetricError(EmbedselectError):
+    """A metric cannot be computed on the given embeddings."""
+
+    exit_code = 7
+
+
+EXIT_CODES: dict[str, int] = {
+    "ok": 0,
+    "error": 1,
+    "usage": 2,
+    "data": 3,
+    "candidate": 4,
+    "hub": 5,
+    "store": 6,
+    "metric": 7,
+    "partial": 8,  # ranking produced, but some candidates failed (`rank --strict`)
+    "interrupted": 130,
+}

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Create .venv and install embedselect into it. Idempotent: re-running after a change to
+# pyproject.toml or the constraints re-installs; otherwise it returns at once.
+#
+#   scripts/setup.sh [EXTRAS]      EXTRAS defaults to "models" (e.g. "dev", "dev,bench")
+#
+# Torch: on a machine where `nvidia-smi` sees a GPU, pip chooses torch (and torchvision) freely, so a
+# CUDA build is installed. Everywhere else torch is pinned to the CPU build in constraints/cpu.txt
+# and installed *first*, so that nothing later (timm -> torchvision, sentence-transformers) can pull a
+# newer torch with several GB of CUDA packages.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+extras="${1:-models}"
+py="${PYTHON:-python3}"
+venv=".venv"
+stamp="$venv/.embedselect-installed-$extras"
+
+if [ ! -x "$venv/bin/python" ]; then
+  "$py" -m venv "$venv"
+fi
+if [ -f "$stamp" ] && [ "$stamp" -nt pyproject.toml ] && [ "$stamp" -nt constraints/cpu.txt ]; then
+  exit 0
+fi
+pip=("$venv/bin/python" -m pip install --disable-pip-version-check -q)
+if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
+  echo "setup: CUDA GPU found; installing torch from the default index" >&2
+  "${pip[@]}" -e ".[$extras]"
+else
+  echo "setup: no CUDA GPU; pinning the CPU torch build (constraints/cpu.txt)" >&2
+  torch_pin=$(grep -E '^torch==' constraints/cpu.txt)
+  "${pip[@]}" "$torch_pin"
+  "${pip[@]}" -c constraints/cpu.txt -e ".[$extras]"
+fi
+touch "$stamp"
