@@ -1,5 +1,66 @@
-"""embedselect: rank embedding models on your own data, label-free."""
+"""embedselect: rank embedding models on your own data, label-free.
+
+Public API::
+
+    import embedselect
+    ranking = embedselect.select("my_texts.csv", ["sentence-transformers/all-MiniLM-L6-v2", "tfidf-svd"],
+                                 column="text")
+    ranking.best.name, ranking.to_pandas(), ranking.to_json()
+
+Heavy modules (torch, transformers) are imported only when used.
+"""
 
 from __future__ import annotations
 
+import importlib
+from typing import Any
+
+from embedselect.errors import (
+    AllCandidatesFailedError,
+    CandidateError,
+    ConfigError,
+    DataError,
+    EmbedselectError,
+    HubError,
+    MetricError,
+    StoreError,
+    StoreLockedError,
+    TooFewItemsError,
+    UnsafeModelError,
+)
+from embedselect.policy import LoadPolicy
+
 __version__ = "0.1.0"
+
+_LAZY = {
+    "select": "embedselect.api",
+    "embed": "embedselect.api",
+    "Ranking": "embedselect.ranking",
+    "CandidateResult": "embedselect.ranking",
+    "ReferenceData": "embedselect.data",
+    "Candidate": "embedselect.candidates",
+    "Store": "embedselect.store",
+}
+
+__all__ = [
+    "__version__",
+    "LoadPolicy",
+    "EmbedselectError",
+    "DataError",
+    "TooFewItemsError",
+    "ConfigError",
+    "CandidateError",
+    "UnsafeModelError",
+    "AllCandidatesFailedError",
+    "HubError",
+    "StoreError",
+    "StoreLockedError",
+    "MetricError",
+    *_LAZY,
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'embedselect' has no attribute {name!r}")

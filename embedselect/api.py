@@ -1,0 +1,432 @@
+"""The one orchestration path: reference data -> candidates -> cached embeddings -> metrics -> Ranking.
+
+Used by the CLI, the nightly job and pipelines alike. Logs through :mod:`logging`; never prints.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import platform
+import time
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from embedselect.errors import (
+    AllCandidatesFailedError,
+    ConfigError,
+    EmbedselectError,
+    MetricError,
+)
+from embedselect.metrics.base import MIN_ITEMS, MetricContext, available_metrics, get_metric
+from embedselect.policy import LoadPolicy
+from embedselect.ranking import CandidateResult, Ranking, rank_scores
+
+log = logging.getLogger(__name__)
+
+DEFAULT_METRICS = ("task_prior", "sufficiency")
+SMALL_POOL = 4
+
+
+@dataclass
+class EmbedOutcome:
+    """What happened to one candidate in :func:`embed`.
+
+    ``vectors`` is the float32 (n, d) matrix when ``status == "ok"`` and ``keep_vectors`` was set.
+    """
+
+    result: CandidateResult
+    vectors: np.ndarray | None = field(default=None, repr=False)
+
+
+def _versions() -> dict[str, str]:
+    from importlib import metadata
+
+    from embedselect import __version__
+
+    out = {"embedselect": __version__, "python": platform.python_version()}
+    for pkg in ("numpy", "torch", "transformers", "sentence-transformers", "timm", "huggingface_hub", "duckdb"):
+        try:
+            out[pkg] = metadata.version(pkg)
+        except metadata.PackageNotFoundError:
+            pass
+    return out
+
+
+def resolve_device(device: str | None) -> str:
+    """``None``/"auto" -> "cuda" when a CUDA GPU is usable, else "cpu"; otherwise ``device`` unchanged."""
+    if device in (None, "auto"):
+        import torch
+
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    return device
+
+
+def _load_data(data: Any, *, column, labels, max_items, seed, on_error):
+    from embedselect.data import ReferenceData
+
+    if isinstance(data, ReferenceData):
+        if max_items is not None and len(data) > max_items:
+            raise ConfigError("max_items cannot sub-sample an existing ReferenceData; load it with max_items=")
+        if labels is not None and not isinstance(labels, str):
+            raise ConfigError("pass labels when building the ReferenceData, not to select()")
+        return data
+    kw: dict[str, Any] = {"max_items": max_items, "seed": seed, "on_error": on_error}
+    is_file = isinstance(data, (str, Path)) and Path(data).is_file()
+    if column is not None:
+        kw["column"] = column
+    if isinstance(labels, str):
+        kw["label_column"] = labels
+    elif labels is not None:
+        if is_file:
+            raise ConfigError("for a data file, give labels as the name of its label column (labels='label')")
+        kw["labels"] = labels
+    return ReferenceData.load(data, **kw)
+
+
+def embed(
+    data: Any,
+    candidates: Any,
+    *,
+    column: str | None = None,
+    labels: Any = None,
+    max_items: int | None = None,
+    seed: int = 0,
+    on_error: str = "fail",
+    cache_dir: str | Path | None = None,
+    device: str | None = None,
+    batch_size: int | None = None,
+    policy: LoadPolicy | None = None,
+    token: str | None = None,
+    progress: bool = False,
+    keep_vectors: bool = False,
+    _data=None,
+    _store=None,
+) -> list[EmbedOutcome]:
+    """Make sure every candidate's embeddings of ``data`` are in the cache; compute only what is missing.
+
+    A candidate that cannot be resolved, loaded or run is returned with ``status="failed"`` and its reason,
+    recorded in the store's ``failures`` table, and the others go on.
+
+    Returns:
+        one :class:`EmbedOutcome` per candidate, in the order given.
+    """
+    from embedselect.candidates import parse_candidates, resolve_candidate
+    from embedselect.store import Store, run_key
+
+    policy = policy or LoadPolicy()
+    ref = _data if _data is not None else _load_data(
+        data, column=column, labels=labels, max_items=max_items, seed=seed, on_error=on_error
+    )
+    store = _store if _store is not None else Store.open(cache_dir)
+    store.record_dataset(
+        fingerprint=ref.fingerprint, modality=ref.modality, n_items=len(ref), source=ref.source, summary=ref.to_dict()
+    )
+    cands = parse_candidates(candidates, modality=ref.modality)
+    if not cands:
+        raise ConfigError("no candidates given: pass model ids, local directories, baselines or catalog:NAME")
+    dev = resolve_device(device)
+    outcomes: list[EmbedOutcome] = []
+    for cand in cands:
+        res = CandidateResult(name=cand.name, spec=cand.spec)
+        outcomes.append(EmbedOutcome(res))
+        stage = "resolve"
+        try:
+            rc = resolve_candidate(cand, policy=policy.for_model(cand.ref), token=token)
+            res.model_id, res.revision, res.backend, res.modality = rc.model_id, rc.revision, rc.backend, rc.modality
+            if rc.modality != ref.modality:
+                raise ConfigError(
+                    f"{cand.name} embeds {rc.modality} but the reference data is {ref.modality}; "
+                    "choose candidates of the data's modality"
+                )
+            store.record_model(
+                model_id=rc.model_id,
+                revision=rc.revision,
+                backend=rc.backend,
+                modality=rc.modality,
+                spec=cand.spec,
+                local_dir=str(rc.local_dir) if rc.local_dir else None,
+            )
+            is_baseline = rc.model_id.startswith("baseline:")
+            precision = "fp16" if dev.startswith("cuda") and not is_baseline else "fp32"
+            key_options = dict(cand.options)
+            if is_baseline:
+                key_options["seed"] = seed  # fitted / random baselines depend on the seed
+            key = run_key(
+                model_id=rc.model_id,
+                revision=rc.revision,
+                backend=rc.backend,
+                options=key_options,
+                fingerprint=ref.fingerprint,
+                precision=precision,
+            )
+            res.run_key = key
+            stage = "cache"
+            vectors = store.load_vectors(key)
+            if vectors is not None:
+                rec = store.get_run(key)
+                res.cached, res.seconds = True, rec.seconds if rec else None
+                log.info("%s: cached (%d x %d)", cand.name, *vectors.shape)
+            else:
+                stage = "load"
+                from embedselect.embed.loader import load_embedder
+
+                embedder = load_embedder(
+                    rc, device=dev, policy=policy.for_model(cand.ref), options=cand.options, seed=seed
+                )
+                stage = "embed"
+                log.info("%s: embedding %d %s items on %s", cand.name, len(ref), ref.modality, embedder.device)
+                t0 = time.perf_counter()
+                vectors = embedder.embed(list(ref.items), batch_size=batch_size, progress=progress)
+                seconds = time.perf_counter() - t0
+                if vectors.ndim != 2 or vectors.shape[0] != len(ref):
+                    raise MetricError(
+                        f"{cand.name} returned an array of shape {vectors.shape} for {len(ref)} items"
+                    )
+                stage = "store"
+                store.save_run(
+                    key=key,
+                    vectors=vectors,
+                    model_id=rc.model_id,
+                    revision=rc.revision,
+                    backend=rc.backend,
+                    settings=embedder.settings(),
+                    fingerprint=ref.fingerprint,
+                    device=embedder.device,
+                    seconds=seconds,
+                )
+                res.seconds = seconds
+            res.n, res.dim = int(vectors.shape[0]), int(vectors.shape[1])
+            if keep_vectors:
+                outcomes[-1].vectors = vectors
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except Exception as exc:  # noqa: BLE001 - one model's failure must not end the run
+            res.status, res.error_type, res.error = "failed", type(exc).__name__, str(exc)
+            if not isinstance(exc, EmbedselectError):
+                log.debug("unexpected error for %s", cand.name, exc_info=True)
+            log.warning("%s failed at %s: %s: %s", cand.name, stage, type(exc).__name__, exc)
+            store.record_failure(
+                spec=cand.spec,
+                stage=stage,
+                error=exc,
+                model_id=res.model_id,
+                revision=res.revision,
+                fingerprint=ref.fingerprint,
+            )
+    return outcomes
+
+
+def select(
+    data: Any,
+    candidates: Any,
+    *,
+    metrics: Sequence[str] = DEFAULT_METRICS,
+    column: str | None = None,
+    labels: Any = None,
+    max_items: int | None = None,
+    seed: int = 0,
+    on_error: str = "fail",
+    cache_dir: str | Path | None = None,
+    device: str | None = None,
+    batch_size: int | None = None,
+    policy: LoadPolicy | None = None,
+    metric_options: Mapping[str, Mapping[str, Any]] | None = None,
+    weights: Mapping[str, float] | None = None,
+    bootstrap: int = 0,
+    token: str | None = None,
+    progress: bool = False,
+    save: bool = True,
+) -> Ranking:
+    """Rank candidate embedders on ``data`` without labels.
+
+    Args:
+        data: a file (CSV/TSV/JSONL/Parquet/TXT), an image folder, a list of texts or image paths, a pandas
+            Series, or a :class:`~embedselect.data.ReferenceData`.
+        candidates: hub ids (``org/name[@revision]``), local model directories, baseline names
+            (``tfidf-svd``, ``random-projection``, ``pixel-pca``), ``catalog:text`` / ``catalog:image``,
+            :class:`~embedselect.candidates.Candidate` objects, or a comma-separated string of these.
+        metrics: metric names; see :func:`embedselect.metrics.available_metrics`.
+        column: the text column of a table file.
+        labels: optional label column name (file data) or array aligned with the items. Labels are used only to
+            *validate* the label-free ranking (held-out probe accuracy and rank correlations), never by the
+            label-free scores, unless a metric is explicitly asked for a label prior
+            (``metric_options={"task_prior": {"prior": "labels"}}``).
+        max_items: seeded sub-sample of the reference data to at most this many items.
+        seed: root seed for sampling, baselines, metrics and bootstrap.
+        on_error: "fail" or "skip" undecodable items.
+        cache_dir: cache root (default ``$EMBEDSELECT_CACHE_DIR`` or the user cache directory).
+        device: "cpu", "cuda", "cuda:1", or None for automatic.
+        batch_size: embedding batch size (None = backend default).
+        policy: safe-loading policy (default: safetensors only, no remote code, no gated repos).
+        metric_options: per-metric options, e.g. ``{"task_prior": {"tau": 0.1}}``.
+        weights: metric weights for the combined rank (default equal).
+        bootstrap: number of bootstrap resamples of the reference items for score intervals (0 = off).
+        token: hub token (never logged or stored); default from ``HF_TOKEN``.
+        progress: show progress bars (only on a terminal).
+        save: store the ranking in the cache database.
+
+    Returns:
+        a :class:`~embedselect.ranking.Ranking`, best candidate first.
+
+    Raises:
+        DataError: the data cannot be used (missing file/column, empty, too few items, undecodable).
+        ConfigError: invalid arguments (unknown metric, ...).
+        AllCandidatesFailedError: no candidate could be embedded.
+        StoreError: the cache cannot be used.
+    """
+    from embedselect.store import Store
+
+    metrics = list(dict.fromkeys(metrics))
+    unknown = [m for m in metrics if m not in available_metrics()]
+    if unknown:
+        from embedselect.errors import UnknownMetricError
+
+        raise UnknownMetricError(f"unknown metric(s) {unknown}; available: {available_metrics()}")
+    if not metrics:
+        raise ConfigError("choose at least one metric")
+    metric_options = {k: dict(v) for k, v in (metric_options or {}).items()}
+    ref = _load_data(data, column=column, labels=labels, max_items=max_items, seed=seed, on_error=on_error)
+    for m in metrics:
+        ref.require(MIN_ITEMS.get(m, 2), purpose=f"the {m} metric")
+    store = Store.open(cache_dir)
+    dev = resolve_device(device)
+    outcomes = embed(
+        None, candidates, seed=seed, device=dev, batch_size=batch_size, policy=policy, token=token,
+        progress=progress, keep_vectors=True, _data=ref, _store=store,
+    )  # fmt: skip
+    results = [o.result for o in outcomes]
+    ok = {o.result.name: o.vectors for o in outcomes if o.result.ok}
+    if not ok:
+        reasons = "; ".join(f"{r.name}: {r.error_type}: {r.error}" for r in results)
+        raise AllCandidatesFailedError(f"no candidate could be embedded ({reasons})")
+    warnings: list[str] = [f"{r.name} failed ({r.error_type}): {r.error}" for r in results if not r.ok]
+    if len(ok) < SMALL_POOL:
+        warnings.append(
+            f"only {len(ok)} candidate(s) were scored: label-free scores compare candidates with each other and "
+            f"are unreliable in pools smaller than {SMALL_POOL}"
+        )
+    run_keys = {r.name: r.run_key for r in results if r.ok}
+    details: dict[str, Any] = {}
+    per_metric: dict[str, dict[str, float]] = {}
+    uncertainty: dict[str, Any] = {}
+    by_name = {r.name: r for r in results}
+    for m in metrics:
+        opts = metric_options.get(m, {})
+        ctx = MetricContext(
+            embeddings=ok,
+            run_keys=run_keys,
+            seed=seed,
+            options=opts,
+            labels=ref.labels if opts.get("prior") == "labels" else None,
+            pair_cache=store,
+            device=dev,
+        )
+        fn = get_metric(m)
+        try:
+            mr = fn(ctx)
+        except MetricError as exc:
+            warnings.append(f"metric {m} was not computed: {exc}")
+            log.warning("metric %s failed: %s", m, exc)
+            continue
+        per_metric[m] = mr.scores
+        details[m] = mr.details
+        ranks = rank_scores(mr.scores)
+        for name, score in mr.scores.items():
+            by_name[name].scores[m] = float(score)
+            by_name[name].ranks[m] = ranks[name]
+        for col, values in mr.columns.items():
+            for name, v in values.items():
+                by_name[name].columns[col if col.startswith(m) else f"{m}.{col}"] = float(v)
+        if bootstrap and bootstrap > 0:
+            from embedselect.uncertainty import bootstrap_metric
+
+            b = bootstrap_metric(fn, ctx, n_boot=bootstrap, seed=seed)
+            uncertainty[m] = b.to_dict()
+            for name, (lo, hi) in b.intervals.items():
+                by_name[name].intervals[m] = [float(lo), float(hi)]
+    if not per_metric:
+        raise MetricError("no metric could be computed: " + "; ".join(warnings))
+
+    from embedselect.aggregate import combine_ranks
+
+    combined = combine_ranks(per_metric, weights=weights)
+    combine_method = "mean-rank"
+    for name, score in combined.items():
+        by_name[name].combined_score = float(score)
+    order = rank_scores({n: by_name[n].combined_score for n in combined})
+    for name, r in order.items():
+        by_name[name].rank = r
+    results.sort(key=lambda r: (not r.ok, r.rank if r.rank is not None else math.inf, r.name))
+
+    validation = None
+    if ref.labels is not None:
+        validation = _validate(ok, ref.labels, per_metric, by_name, seed=seed)
+
+    ranking = Ranking(
+        candidates=results,
+        metrics=[m for m in metrics if m in per_metric],
+        combine=combine_method,
+        dataset=ref.to_dict(),
+        settings={
+            "seed": seed,
+            "max_items": max_items,
+            "on_error": on_error,
+            "device": dev,
+            "batch_size": batch_size,
+            "metric_options": metric_options,
+            "weights": dict(weights) if weights else None,
+            "bootstrap": bootstrap,
+            "policy": {
+                "allow_pickle": (policy or LoadPolicy()).allow_pickle,
+                "trust_remote_code": (policy or LoadPolicy()).trust_remote_code,
+            },
+        },
+        versions=_versions(),
+        details=details,
+        validation=validation,
+        uncertainty=uncertainty or None,
+        warnings=warnings,
+        ranking_id=uuid.uuid4().hex,
+        created_at=datetime.now(timezone.utc).isoformat(),
+    )
+    if save:
+        rows = [
+            {
+                "metric": m,
+                "candidate": r.name,
+                "model_id": r.model_id,
+                "revision": r.revision,
+                "run_key": r.run_key,
+                "score": r.scores.get(m),
+                "rank": r.ranks.get(m),
+                "columns": {k: v for k, v in r.columns.items() if k.startswith(m)},
+            }
+            for r in results
+            if r.ok
+            for m in ranking.metrics
+        ]
+        store.save_ranking(ranking.ranking_id, ranking.to_dict(), rows)
+    return ranking
+
+
+def _validate(embeddings, labels, per_metric, by_name, *, seed: int) -> dict[str, Any]:
+    """Held-out probe accuracy on the user's labels, and how well each label-free metric predicts it."""
+    from embedselect.validate import probe_accuracy, validate_scores
+
+    acc = probe_accuracy(embeddings, labels, seed=seed)
+    for name, row in acc.iterrows():
+        for col, v in row.items():
+            by_name[name].columns[f"labels.{col}"] = float(v)
+    primary = "logistic_mean" if "logistic_mean" in acc.columns else acc.columns[0]
+    accuracy = {str(k): float(v) for k, v in acc[primary].items()}
+    combined = {n: by_name[n].combined_score for n in accuracy if by_name[n].combined_score is not None}
+    report = validate_scores({**per_metric, "combined": combined}, accuracy, seed=seed)
+    out = report.to_dict()
+    out["accuracy_column"] = primary
+    return out

