@@ -58,15 +58,6 @@ def _versions() -> dict[str, str]:
     return out
 
 
-def resolve_device(device: str | None) -> str:
-    """``None``/"auto" -> "cuda" when a CUDA GPU is usable, else "cpu"; otherwise ``device`` unchanged."""
-    if device in (None, "auto"):
-        import torch
-
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    return device
-
-
 def _load_data(data: Any, *, column, labels, max_items, seed, on_error):
     from embedselect.data import ReferenceData
 
@@ -117,6 +108,7 @@ def embed(
         one :class:`EmbedOutcome` per candidate, in the order given.
     """
     from embedselect.candidates import parse_candidates, resolve_candidate
+    from embedselect.embed.device import resolve_device
     from embedselect.store import Store, run_key
 
     policy = policy or LoadPolicy()
@@ -280,6 +272,7 @@ def select(
         AllCandidatesFailedError: no candidate could be embedded.
         StoreError: the cache cannot be used.
     """
+    from embedselect.embed.device import resolve_device
     from embedselect.store import Store
 
     metrics = list(dict.fromkeys(metrics))

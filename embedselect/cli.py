@@ -195,11 +195,13 @@ def cmd_embed(args) -> int:
         }
         for o in outcomes
     ]
-    text = "\n".join(
-        f"{r['name']}: {r['status']}"
-        + (f" ({r['n']}x{r['dim']}, {'cached' if r['cached'] else f'{r['seconds']:.1f}s'})" if r["status"] == "ok" else f" - {r['error']}")
-        for r in rows
-    )
+    def line(r: dict[str, Any]) -> str:
+        if r["status"] != "ok":
+            return f"{r['name']}: failed - {r['error']}"
+        how = "cached" if r["cached"] else f"{r['seconds']:.1f}s"
+        return f"{r['name']}: ok ({r['n']}x{r['dim']}, {how})"
+
+    text = "\n".join(line(r) for r in rows)
     _emit(args, json.dumps(rows, indent=2), text)
     failed = [r for r in rows if r["status"] != "ok"]
     if len(failed) == len(rows):

@@ -1,0 +1,981 @@
+"""Reference data: load the user's texts or images, validate them, fingerprint them, sub-sample them.
+
+The one entry point is :class:`ReferenceData` (build it with :meth:`ReferenceData.load` or one of the
+``from_*`` classmethods). Loading goes through the same steps for every source:
+
+1. read the raw rows (CSV / TSV / JSONL / JSON / Parquet / plain text, a list of texts, a folder or list of
+   images);
+2. decode each item strictly (texts: UTF-8, a BOM is fine; images: PIL open + full decode) — undecodable
+   items fail the load (``on_error="fail"``, a :class:`~embedselect.errors.DecodeError` that gives counts and
+   row ids) or are dropped and counted (``on_error="skip"``);
+3. drop empty / whitespace-only texts (counted, not an error unless nothing remains);
+4. optionally drop exact duplicates (``dedupe=True``; duplicates are counted either way);
+5. seeded sub-sampling to ``max_items`` (without replacement, original order kept);
+6. a sha256 content fingerprint over the exact items used.
+
+Item ids are stable strings: for files, the 1-based data row number (header not counted; for ``.txt`` and
+``.jsonl`` files this is the line number); for a list of texts or a DataFrame, the 0-based position; for images,
+the path relative to the folder (POSIX separators).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import gzip
+import hashlib
+import io
+import json
+import math
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Literal, Mapping, Sequence
+
+import numpy as np
+
+from embedselect.errors import (
+    ColumnNotFoundError,
+    ConfigError,
+    DataError,
+    DataFileNotFoundError,
+    DecodeError,
+    EmptyDataError,
+    TooFewItemsError,
+    UnsupportedFormatError,
+)
+
+__all__ = ["ReferenceData", "LoadReport", "sample_path", "IMAGE_SUFFIXES", "TEXT_FORMATS"]
+
+IMAGE_SUFFIXES: tuple[str, ...] = (".jpg", ".jpeg", ".png", ".webp")
+"""Image file suffixes picked up from a folder (case-insensitive)."""
+
+TEXT_FORMATS: dict[str, str] = {
+    ".csv": "csv",
+    ".tsv": "tsv",
+    ".tab": "tsv",
+    ".jsonl": "jsonl",
+    ".ndjson": "jsonl",
+    ".json": "json",
+    ".parquet": "parquet",
+    ".pq": "parquet",
+    ".txt": "txt",
+    ".text": "txt",
+}
+"""File suffix -> format name for :meth:`ReferenceData.from_file` (``.gz`` allowed except for Parquet)."""
+
+_MAX_EXAMPLES = 10  # skipped items listed in the report
+_MAX_IDS_IN_MESSAGE = 8
+_FINGERPRINT_VERSION = b"embedselect-reference-data-v1"
+
+OnError = Literal["fail", "skip"]
+
+# Reason categories of skipped/undecodable items -> phrase used in DecodeError messages.
+_REASON_PHRASES = {
+    "utf8": "could not be decoded as UTF-8",
+    "json": "are not valid JSON",
+    "type": "do not hold a text value",
+    "image": "could not be decoded as images",
+}
+
+
+@dataclass(frozen=True)
+class LoadReport:
+    """What happened while loading.
+
+    Attributes:
+        n_total: rows / files found in the source.
+        n_used: items kept in the final :class:`ReferenceData` (after skipping, dedupe and sampling).
+        n_skipped_empty: empty or whitespace-only texts dropped (missing cells count as empty).
+        n_skipped_undecodable: items dropped because they could not be decoded (``on_error="skip"``).
+        n_duplicates: valid items that are exact duplicates of an earlier one (text equality, or equal image
+            bytes). Removed only when ``deduped`` is true.
+        skipped_examples: the first few dropped items, as ``{"id": ..., "reason": ...}`` dicts.
+        sampled: whether seeded sub-sampling to ``max_items`` happened.
+        deduped: whether duplicates were removed (``dedupe=True``).
+    """
+
+    n_total: int
+    n_used: int
+    n_skipped_empty: int = 0
+    n_skipped_undecodable: int = 0
+    n_duplicates: int = 0
+    skipped_examples: tuple[dict[str, str], ...] = ()
+    sampled: bool = False
+    deduped: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-serialisable copy."""
+        d = dataclasses.asdict(self)
+        d["skipped_examples"] = [dict(e) for e in self.skipped_examples]
+        return d
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class ReferenceData:
+    """Validated, fingerprinted reference items. Build it with :meth:`load` or a ``from_*`` classmethod.
+
+    Attributes:
+        modality: ``"text"`` or ``"image"``.
+        items: the texts (``str``), or absolute image paths (:class:`pathlib.Path`), in final order.
+        labels: ``None``, or a read-only array of shape ``(n,)`` aligned with ``items``: ``int64`` when every
+            label is an integer, else ``object`` (``str`` / ``int`` values, ``None`` for a missing label —
+            items with a missing label are kept).
+        ids: stable item ids, one per item (see the module docstring).
+        fingerprint: sha256 hex over the modality and the exact items used (UTF-8 text bytes, or image file
+            bytes — not paths), plus ``max_items`` and ``seed`` when sampling happened. Labels are not
+            included.
+        source: human-readable origin (a file path, ``"<list of 120 texts>"``).
+        report: a :class:`LoadReport`.
+    """
+
+    modality: Literal["text", "image"]
+    items: tuple[Any, ...]
+    labels: np.ndarray | None
+    ids: tuple[str, ...]
+    fingerprint: str
+    source: str
+    report: LoadReport
+    _sample_settings: dict[str, Any] = field(default_factory=dict)
+
+    # ------------------------------------------------------------------ basics
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __repr__(self) -> str:
+        lab = "" if self.labels is None else ", labelled"
+        return (
+            f"ReferenceData({self.modality}, n={len(self)}{lab}, source={self.source!r}, "
+            f"fingerprint={self.fingerprint[:12]})"
+        )
+
+    def require(self, n_min: int, *, purpose: str) -> None:
+        """Raise :class:`~embedselect.errors.TooFewItemsError` when fewer than ``n_min`` items are loaded.
+
+        Args:
+            n_min: the number of items ``purpose`` needs.
+            purpose: what needs them, e.g. ``"the task_prior metric (64 probe tasks, 5-fold)"``.
+        """
+        n = len(self)
+        if n >= n_min:
+            return
+        hints = []
+        if self.report.sampled:
+            hints.append(
+                f"raise --max-items / max_items (now {self._sample_settings.get('max_items')}; "
+                f"{self.report.n_total} rows are in the source)"
+            )
+        dropped = self.report.n_skipped_empty + self.report.n_skipped_undecodable
+        if self.report.deduped and self.report.n_duplicates:
+            dropped += self.report.n_duplicates
+        if dropped:
+            hints.append(
+                f"fix the {dropped} dropped items ({self.report.n_skipped_empty} empty, "
+                f"{self.report.n_skipped_undecodable} undecodable"
+                + (f", {self.report.n_duplicates} duplicates" if self.report.deduped else "")
+                + ")"
+            )
+        hints.append(f"add at least {n_min - n} more items to the reference data")
+        hints.append("or choose settings of the metric that need fewer items")
+        raise TooFewItemsError(
+            f"{purpose} needs at least {n_min} items, but the reference data ({self.source}) has {n}. "
+            + "To fix: " + "; ".join(hints) + ".",
+            needed=n_min,
+            got=n,
+        )
+
+    def load_images(self, indices: Iterable[int] | None = None) -> list[Any]:
+        """Open images as RGB ``PIL.Image.Image`` objects (fully loaded, files closed).
+
+        Args:
+            indices: positions in ``items`` (``None``: all items).
+
+        Raises:
+            ConfigError: the data are texts.
+            DecodeError: a file changed or vanished since loading.
+        """
+        if self.modality != "image":
+            raise ConfigError(f"load_images() needs image data; this reference data holds {self.modality}s")
+        idx = range(len(self)) if indices is None else [int(i) for i in indices]
+        out = []
+        for i in idx:
+            path = self.items[i]
+            try:
+                out.append(_decode_image(path.read_bytes()).convert("RGB"))
+            except OSError as exc:
+                raise DecodeError(
+                    f"image {self.ids[i]} ({path}) can no longer be read: {exc}. Was it changed or moved "
+                    "after loading? Load the reference data again."
+                ) from exc
+            except _ImageInvalid as exc:
+                raise DecodeError(
+                    f"image {self.ids[i]} ({path}) can no longer be decoded: {exc}. Load the reference data again."
+                ) from exc
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON summary for ranking metadata: source, modality, n, fingerprint, has_labels, sampling, report."""
+        return {
+            "source": self.source,
+            "modality": self.modality,
+            "n": len(self),
+            "fingerprint": self.fingerprint,
+            "has_labels": self.labels is not None,
+            "sampling": dict(self._sample_settings),
+            "report": self.report.to_dict(),
+        }
+
+    # ------------------------------------------------------------------ constructors
+    @classmethod
+    def load(cls, obj: Any, **kw: Any) -> "ReferenceData":
+        """Build reference data from whatever the user handed in.
+
+        Dispatch: a :class:`ReferenceData` is returned as is (keyword arguments are ignored); a ``str`` /
+        :class:`~pathlib.Path` naming a folder -> :meth:`from_images`, a file -> :meth:`from_file`; a
+        ``pandas.DataFrame`` -> its ``column`` (and ``label_column``, or ``labels`` aligned with the rows); a
+        ``pandas.Series``, numpy array or list/tuple of ``str`` -> :meth:`from_texts`; a list/tuple of
+        :class:`~pathlib.Path` -> :meth:`from_images`.
+
+        Keyword arguments that are ``None`` and do not apply to the chosen loader are dropped, so a caller
+        can always pass ``column=..., label_column=..., max_items=..., seed=..., on_error=...``.
+
+        Raises:
+            ConfigError: an argument that does not apply (e.g. ``column="text"`` with a list of texts), or an
+                object of an unsupported type.
+            DataFileNotFoundError: a path that does not exist.
+        """
+        if isinstance(obj, ReferenceData):
+            return obj
+        if isinstance(obj, (str, os.PathLike)):
+            path = Path(obj).expanduser()
+            if path.is_dir():
+                return cls.from_images(path, **_only(kw, cls.from_images, "a folder of images"))
+            return cls.from_file(path, **_only(kw, cls.from_file, "a data file"))
+        try:
+            import pandas as pd
+        except ImportError:  # pragma: no cover - pandas is a dependency
+            pd = None
+        if pd is not None and isinstance(obj, pd.DataFrame):
+            kw = dict(kw)
+            column, label_column = kw.pop("column", None), kw.pop("label_column", None)
+            kw.pop("format", None)
+            source = kw.pop("source", None) or f"<DataFrame of {len(obj)} rows>"
+            labels = kw.pop("labels", None)
+            if labels is not None:
+                if label_column is not None:
+                    raise ConfigError("give either labels (an array) or label_column (a column name), not both")
+                labels = list(labels)
+                if len(labels) != len(obj):
+                    raise ConfigError(f"labels has {len(labels)} entries but the DataFrame has {len(obj)} rows")
+                obj = obj.assign(**{"__labels__": labels})
+                label_column = "__labels__"
+            kw = {"max_items": None, "seed": 0, "on_error": "fail", "dedupe": False,
+                  **_only(kw, _frame_options, "a DataFrame")}
+            _check_common(kw["max_items"], kw["seed"], kw["on_error"])
+            return cls._from_frame(obj, column=column, label_column=label_column, source=source, first_id=0, **kw)
+        if pd is not None and isinstance(obj, pd.Series):
+            obj = obj.tolist()
+        elif isinstance(obj, np.ndarray):
+            obj = obj.tolist()
+        if isinstance(obj, (list, tuple)):
+            if not obj:
+                raise EmptyDataError("the reference data is an empty list; pass at least one text or image path")
+            if all(isinstance(x, Path) for x in obj):
+                return cls.from_images(obj, **_only(kw, cls.from_images, "a list of image paths"))
+            if all(isinstance(x, (str, bytes)) or _is_missing(x) for x in obj):
+                return cls.from_texts(obj, **_only(kw, cls.from_texts, "a list of texts"))
+            raise ConfigError(
+                "a list of reference items must hold only texts (str) or only image paths (pathlib.Path); "
+                f"got {sorted({type(x).__name__ for x in obj})}"
+            )
+        raise ConfigError(
+            f"cannot use an object of type {type(obj).__name__} as reference data; pass a file path, a folder of "
+            "images, a list of texts, a list of image Paths, a pandas Series/DataFrame or a ReferenceData"
+        )
+
+    @classmethod
+    def from_file(
+        cls,
+        path: str | os.PathLike,
+        *,
+        column: str | None = None,
+        label_column: str | None = None,
+        max_items: int | None = None,
+        seed: int = 0,
+        on_error: OnError = "fail",
+        dedupe: bool = False,
+        format: str | None = None,
+    ) -> "ReferenceData":
+        """Load texts from a CSV / TSV / JSONL / JSON / Parquet / plain-text file.
+
+        Args:
+            path: the file. The format comes from the suffix (see :data:`TEXT_FORMATS`; ``.gz`` allowed except
+                for Parquet) unless ``format`` is given.
+            column: the text column (tables). ``None``: the only text-like column; for ``.txt`` files each line is
+                one item and ``column`` must be ``None``.
+            label_column: optional label column; missing labels become ``None`` (the item is kept).
+            max_items: seeded sub-sample size (``None``: keep all).
+            seed: seed of the sub-sampling.
+            on_error: ``"fail"`` (raise :class:`DecodeError`) or ``"skip"`` (drop and count) undecodable rows.
+            dedupe: drop exact duplicate texts (first one kept).
+            format: ``"csv"``, ``"tsv"``, ``"jsonl"``, ``"json"``, ``"parquet"`` or ``"txt"`` to override the suffix.
+
+        Raises:
+            DataFileNotFoundError, UnsupportedFormatError, ColumnNotFoundError, DecodeError, EmptyDataError,
+            ConfigError (bad arguments).
+        """
+        _check_common(max_items, seed, on_error)
+        path = Path(path).expanduser()
+        if not path.exists():
+            hint = ""
+            if path.parent.is_dir():
+                near = difflib.get_close_matches(path.name, [p.name for p in path.parent.iterdir()], n=1)
+                if near:
+                    hint = f" Did you mean {str(path.parent / near[0])!r}?"
+            raise DataFileNotFoundError(f"reference data file {str(path)!r} does not exist.{hint}")
+        if path.is_dir():
+            raise UnsupportedFormatError(
+                f"{str(path)!r} is a folder; load a folder of images with ReferenceData.from_images (or "
+                "ReferenceData.load / the CLI, which do it automatically), or name a data file"
+            )
+        fmt, gz = _detect_format(path, format)
+        if fmt == "txt" and column is not None:
+            raise ConfigError(
+                f"{str(path)!r} is a plain-text file (one item per line) and has no columns; drop column="
+                f"{column!r} / --column, or use a CSV/JSONL file"
+            )
+        if fmt == "txt" and label_column is not None:
+            raise ConfigError(
+                f"{str(path)!r} is a plain-text file and has no label column; drop label_column / --label-column"
+            )
+        source = str(path.resolve())
+        if fmt == "txt":
+            raw = _read_bytes(path, gz)
+            lines = raw.splitlines()
+            if lines and lines[0].startswith(b"\xef\xbb\xbf"):
+                lines[0] = lines[0][3:]
+            values: list[Any] = list(lines)
+            ids = [str(i + 1) for i in range(len(values))]
+            return cls._build_text(values, ids, None, source=source, max_items=max_items, seed=seed,
+                                   on_error=on_error, dedupe=dedupe)
+        if fmt in ("csv", "tsv"):
+            import pandas as pd
+
+            data = io.BytesIO(_read_bytes(path, gz))
+            try:
+                frame = pd.read_csv(
+                    data, sep="," if fmt == "csv" else "\t", dtype=object, keep_default_na=False,
+                    encoding="utf-8-sig", encoding_errors="surrogateescape",
+                )
+            except pd.errors.EmptyDataError as exc:
+                raise EmptyDataError(f"{source} is empty (no header, no rows); add rows with a header line") from exc
+            except (pd.errors.ParserError, ValueError) as exc:
+                raise DecodeError(
+                    f"{source} could not be parsed as {fmt.upper()}: {exc}. Check the delimiter and quoting"
+                    + (" (use format='tsv' / a .tsv suffix for tab-separated files)" if fmt == "csv" else "")
+                ) from exc
+            return cls._from_frame(frame, column=column, label_column=label_column, source=source,
+                                   max_items=max_items, seed=seed, on_error=on_error, dedupe=dedupe,
+                                   untyped_labels=True)
+        if fmt == "parquet":
+            import pandas as pd
+
+            try:
+                frame = pd.read_parquet(path)
+            except Exception as exc:  # pyarrow raises several unrelated types for broken files
+                raise DecodeError(f"{source} could not be read as Parquet: {exc}") from exc
+            return cls._from_frame(frame, column=column, label_column=label_column, source=source,
+                                   max_items=max_items, seed=seed, on_error=on_error, dedupe=dedupe)
+        if fmt == "jsonl":
+            records, bad = _read_jsonl(_read_bytes(path, gz))
+            return cls._from_records(records, bad, column=column, label_column=label_column, source=source,
+                                     max_items=max_items, seed=seed, on_error=on_error, dedupe=dedupe)
+        # json
+        raw = _read_bytes(path, gz)
+        try:
+            text = raw.decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            raise DecodeError(
+                f"{source} is not valid UTF-8 (byte {exc.start}); a .json file is parsed as a whole, so bad rows "
+                "cannot be skipped one by one — re-encode it as UTF-8 or convert it to JSONL (one object per line)"
+            ) from exc
+        try:
+            doc = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise DecodeError(f"{source} is not valid JSON: {exc}; fix it or convert it to JSONL") from exc
+        if isinstance(doc, dict) and doc and all(isinstance(v, list) for v in doc.values()):
+            lengths = {len(v) for v in doc.values()}
+            if len(lengths) != 1:
+                raise DecodeError(f"{source}: the column lists have different lengths {sorted(lengths)}")
+            keys = list(doc)
+            doc = [dict(zip(keys, row)) for row in zip(*doc.values())]
+        if not isinstance(doc, list):
+            raise UnsupportedFormatError(
+                f"{source} must hold a JSON list of objects or strings, or an object of equal-length column "
+                f"lists; it holds a {type(doc).__name__}"
+            )
+        records = [(str(i + 1), rec) for i, rec in enumerate(doc)]
+        return cls._from_records(records, [], column=column, label_column=label_column, source=source,
+                                 max_items=max_items, seed=seed, on_error=on_error, dedupe=dedupe)
+
+    @classmethod
+    def from_texts(
+        cls,
+        texts: Sequence[str] | Iterable[str],
+        *,
+        labels: Sequence[Any] | None = None,
+        max_items: int | None = None,
+        seed: int = 0,
+        on_error: OnError = "fail",
+        dedupe: bool = False,
+        source: str | None = None,
+    ) -> "ReferenceData":
+        """Reference data from in-memory texts (``str``; ``bytes`` are decoded as UTF-8; ``None`` / NaN are
+        treated as empty). Ids are the 0-based list positions.
+
+        Args:
+            texts: the texts.
+            labels: optional labels aligned with ``texts`` (``None`` / NaN entries = missing label).
+            max_items, seed, on_error, dedupe: as in :meth:`from_file`.
+            source: description for reports (default ``"<list of N texts>"``).
+        """
+        _check_common(max_items, seed, on_error)
+        values = list(texts)
+        if labels is not None:
+            labels = list(labels)
+            if len(labels) != len(values):
+                raise ConfigError(f"labels has {len(labels)} entries but there are {len(values)} texts; align them")
+        return cls._build_text(values, [str(i) for i in range(len(values))], labels,
+                               source=source or f"<list of {len(values)} texts>", max_items=max_items, seed=seed,
+                               on_error=on_error, dedupe=dedupe)
+
+    @classmethod
+    def from_images(
+        cls,
+        folder_or_paths: str | os.PathLike | Sequence[str | os.PathLike],
+        *,
+        labels: Sequence[Any] | Literal["folder"] | None = None,
+        max_items: int | None = None,
+        seed: int = 0,
+        on_error: OnError = "fail",
+        recursive: bool = True,
+        dedupe: bool = False,
+    ) -> "ReferenceData":
+        """Reference data from a folder of images (``.jpg`` / ``.jpeg`` / ``.png`` / ``.webp``, case-insensitive)
+        or a list of image paths. Every image is fully decoded with PIL to validate it.
+
+        Args:
+            folder_or_paths: a folder (files sorted by relative path) or a list of image files (order kept).
+            labels: ``None``; ``"folder"`` — the first sub-folder below the root names the class (files directly in
+                the root get ``None``); or a sequence aligned with the files (for a folder: with the sorted
+                files).
+            max_items, seed, on_error, dedupe: as in :meth:`from_file` (duplicates = identical file bytes).
+            recursive: also look in sub-folders.
+
+        Ids are POSIX paths relative to the folder (for a list: relative to the deepest common folder).
+        """
+        _check_common(max_items, seed, on_error)
+        if isinstance(folder_or_paths, (str, os.PathLike)):
+            root = Path(folder_or_paths).expanduser()
+            if not root.exists():
+                raise DataFileNotFoundError(f"image folder {str(root)!r} does not exist")
+            if not root.is_dir():
+                raise UnsupportedFormatError(
+                    f"{str(root)!r} is a file; pass a folder of images or a list of image paths"
+                )
+            root = root.resolve()
+            walker = root.rglob("*") if recursive else root.glob("*")
+            paths = sorted(
+                (p for p in walker if p.is_file() and p.suffix.lower() in IMAGE_SUFFIXES),
+                key=lambda p: p.relative_to(root).as_posix(),
+            )
+            if not paths:
+                raise EmptyDataError(
+                    f"no image files ({', '.join(IMAGE_SUFFIXES)}) in {str(root)!r}"
+                    + ("" if recursive else " (sub-folders not searched: recursive=False)")
+                )
+            source = str(root)
+        else:
+            paths = [Path(p).expanduser().resolve() for p in folder_or_paths]
+            if not paths:
+                raise EmptyDataError("the list of image paths is empty")
+            missing = [str(p) for p in paths if not p.is_file()]
+            if missing:
+                raise DataFileNotFoundError(
+                    f"{len(missing)} of {len(paths)} image files do not exist: {', '.join(missing[:5])}"
+                )
+            root = Path(os.path.commonpath([str(p.parent) for p in paths]))
+            source = f"<list of {len(paths)} images under {root}>"
+        ids = [p.relative_to(root).as_posix() for p in paths]
+        if labels is None:
+            label_list = None
+        elif isinstance(labels, str):
+            if labels != "folder":
+                raise ConfigError(f"labels must be None, 'folder' or a sequence; got {labels!r}")
+            label_list = [i.split("/")[0] if "/" in i else None for i in ids]
+        else:
+            label_list = list(labels)
+            if len(label_list) != len(paths):
+                raise ConfigError(
+                    f"labels has {len(label_list)} entries but there are {len(paths)} images; align them "
+                    "(for a folder, with the files sorted by relative path)"
+                )
+
+        keep: list[int] = []
+        hashes: list[bytes] = []
+        bad: list[tuple[str, str]] = []
+        for i, p in enumerate(paths):
+            try:
+                data = p.read_bytes()
+                _decode_image(data)
+            except (OSError, _ImageInvalid) as exc:
+                bad.append((ids[i], f"{type(exc).__name__}: {exc}"))
+                continue
+            keep.append(i)
+            hashes.append(hashlib.sha256(data).digest())
+        if bad and on_error == "fail":
+            raise DecodeError(_decode_message(len(paths), [(i, "image", r) for i, r in bad], unit="images"))
+        return cls._finish(
+            modality="image", items=[paths[i] for i in keep], ids=[ids[i] for i in keep],
+            labels=None if label_list is None else [label_list[i] for i in keep], digests=hashes,
+            n_total=len(paths), n_empty=0, skipped=[(i, "image", r) for i, r in bad], source=source,
+            max_items=max_items, seed=seed, dedupe=dedupe,
+        )
+
+    # ------------------------------------------------------------------ internals
+    @classmethod
+    def _from_frame(cls, frame: Any, *, column: str | None, label_column: str | None, source: str,
+                    untyped_labels: bool = False, first_id: int = 1, **kw: Any) -> "ReferenceData":
+        columns = [str(c) for c in frame.columns]
+        frame = frame.set_axis(columns, axis=1)
+        if label_column is not None and label_column not in columns:
+            raise ColumnNotFoundError(_missing_column_message("label column", label_column, columns, source, []))
+        textlike = [c for c in columns if c != label_column and _is_textlike(frame[c].tolist())]
+        if column is None:
+            column = _choose_column(columns, textlike, source, frame)
+        elif column not in columns:
+            raise ColumnNotFoundError(_missing_column_message("column", column, columns, source, textlike))
+        values = frame[column].tolist()
+        labels = frame[label_column].tolist() if label_column is not None else None
+        if labels is not None and untyped_labels:
+            labels = _parse_untyped_labels(labels)
+        ids = [str(i + first_id) for i in range(len(values))]
+        return cls._build_text(values, ids, labels, source=source, **kw)
+
+    @classmethod
+    def _from_records(cls, records: list[tuple[str, Any]], bad: list[tuple[str, str, str]], *, column: str | None,
+                      label_column: str | None, source: str, **kw: Any) -> "ReferenceData":
+        """``records``: (id, parsed JSON value) pairs; ``bad``: (id, category, reason) of unparseable lines."""
+        dicts = [r for _, r in records if isinstance(r, dict)]
+        n_rows = len(records) + len(bad)
+        if not dicts:
+            # A list of plain strings: each is one item.
+            if column is not None or label_column is not None:
+                raise ColumnNotFoundError(
+                    f"{source} holds plain JSON values, not objects, so it has no column {column or label_column!r}; "
+                    "drop --column / --label-column"
+                )
+        else:
+            columns: list[str] = []
+            for r in dicts:
+                for k in r:
+                    if k not in columns:
+                        columns.append(k)
+            if label_column is not None and label_column not in columns:
+                raise ColumnNotFoundError(_missing_column_message("label column", label_column, columns, source, []))
+            textlike = [
+                c for c in columns if c != label_column and _is_textlike([r.get(c) for r in dicts])
+            ]
+            if column is None:
+                column = _choose_column(columns, textlike, source, None, dicts=dicts)
+            elif column not in columns:
+                raise ColumnNotFoundError(_missing_column_message("column", column, columns, source, textlike))
+        rows: list[tuple[str, Any]] = records + [(i, _Bad(c, r)) for i, c, r in bad]
+        rows.sort(key=lambda t: int(t[0]))
+        all_values: list[Any] = []
+        labels: list[Any] | None = None if (not dicts or label_column is None) else []
+        for i, r in rows:
+            if isinstance(r, _Bad) or not dicts or r is None:
+                all_values.append(r)
+            elif isinstance(r, dict):
+                all_values.append(r.get(column))
+            else:
+                all_values.append(_Bad("type", f"a JSON {type(r).__name__}, not an object with {column!r}"))
+            if labels is not None:
+                labels.append(r.get(label_column) if isinstance(r, dict) else None)
+        order = [i for i, _ in rows]
+        assert len(all_values) == n_rows
+        return cls._build_text(all_values, order, labels, source=source, **kw)
+
+    @classmethod
+    def _build_text(cls, values: list[Any], ids: list[str], labels: list[Any] | None, *, source: str,
+                    max_items: int | None, seed: int, on_error: OnError, dedupe: bool) -> "ReferenceData":
+        """Decode, validate and finish text rows. ``values``: raw cells (str, bytes, None/NaN, numbers, _Bad)."""
+        keep: list[int] = []
+        texts: list[str] = []
+        digests: list[bytes] = []
+        bad: list[tuple[str, str, str]] = []
+        empty: list[tuple[str, str, str]] = []
+        for i, v in enumerate(values):
+            text, problem = _to_text(v)
+            if problem is not None:
+                bad.append((ids[i], problem[0], problem[1]))
+                continue
+            if text is None or not text.strip():
+                empty.append((ids[i], "empty", "empty or whitespace-only"))
+                continue
+            keep.append(i)
+            texts.append(text)
+            digests.append(text.encode("utf-8"))
+        if bad and on_error == "fail":
+            raise DecodeError(_decode_message(len(values), bad, unit="rows"))
+        skipped = sorted(bad + empty, key=lambda t: _id_key(t[0]))
+        return cls._finish(
+            modality="text", items=texts, ids=[ids[i] for i in keep],
+            labels=None if labels is None else [labels[i] for i in keep], digests=digests,
+            n_total=len(values), n_empty=len(empty), skipped=skipped, source=source, max_items=max_items,
+            seed=seed, dedupe=dedupe, n_bad=len(bad),
+        )
+
+    @classmethod
+    def _finish(cls, *, modality: str, items: list[Any], ids: list[str], labels: list[Any] | None,
+                digests: list[bytes], n_total: int, n_empty: int, skipped: list[tuple[str, str, str]], source: str,
+                max_items: int | None, seed: int, dedupe: bool, n_bad: int | None = None) -> "ReferenceData":
+        """Dedupe, sample, fingerprint. ``digests[i]``: exact bytes (texts) or sha256 digest (images) of item i."""
+        n_bad = len(skipped) - n_empty if n_bad is None else n_bad
+        seen: set[bytes] = set()
+        dup_mask = []
+        for d in digests:
+            dup_mask.append(d in seen)
+            seen.add(d)
+        n_dup = int(sum(dup_mask))
+        if dedupe and n_dup:
+            sel = [i for i, dup in enumerate(dup_mask) if not dup]
+            items, ids, digests = [items[i] for i in sel], [ids[i] for i in sel], [digests[i] for i in sel]
+            labels = None if labels is None else [labels[i] for i in sel]
+        if not items:
+            parts = []
+            if n_empty:
+                parts.append(f"{n_empty} empty")
+            if n_bad:
+                parts.append(f"{n_bad} undecodable")
+            what = f" ({', '.join(parts)} skipped)" if parts else ""
+            raise EmptyDataError(
+                f"no usable {modality} items in {source}: {n_total} found{what}; add non-empty, decodable items"
+            )
+        sampled = max_items is not None and len(items) > max_items
+        settings: dict[str, Any] = {}
+        if sampled:
+            rng = np.random.default_rng(seed)
+            sel = np.sort(rng.choice(len(items), size=max_items, replace=False)).tolist()
+            items, ids, digests = [items[i] for i in sel], [ids[i] for i in sel], [digests[i] for i in sel]
+            labels = None if labels is None else [labels[i] for i in sel]
+            settings = {"max_items": int(max_items), "seed": int(seed)}
+        fp = _fingerprint(modality, digests, settings)
+        report = LoadReport(
+            n_total=n_total, n_used=len(items), n_skipped_empty=n_empty, n_skipped_undecodable=n_bad,
+            n_duplicates=n_dup,
+            skipped_examples=tuple({"id": i, "reason": r} for i, _, r in skipped[:_MAX_EXAMPLES]),
+            sampled=sampled, deduped=bool(dedupe),
+        )
+        return cls(
+            modality=modality,  # type: ignore[arg-type]
+            items=tuple(items), labels=_labels_array(labels), ids=tuple(ids), fingerprint=fp, source=source,
+            report=report, _sample_settings=settings,
+        )
+
+
+# ---------------------------------------------------------------------- helpers
+def sample_path(name: str = "texts") -> Path:
+    """Path of a bundled sample data set (offline demo).
+
+    ``"texts"``: ``texts.csv`` with columns ``text,label`` — 240 short English sentences, 40 for each of six
+    topics (sports, cooking, finance, technology, health, travel).
+
+    Raises:
+        ConfigError: an unknown sample name (the message lists the available ones).
+    """
+    folder = Path(__file__).with_name("samples")
+    available = sorted(p.stem for p in folder.glob("*.csv"))
+    path = folder / f"{name}.csv"
+    if name not in available or not path.is_file():
+        raise ConfigError(f"no bundled sample named {name!r}; available: {', '.join(available) or 'none'}")
+    return path
+
+
+class _ImageInvalid(Exception):
+    """PIL could not decode an image (wraps PIL's various error types)."""
+
+
+@dataclass(frozen=True)
+class _Bad:
+    """A raw row that already failed to parse (e.g. invalid JSON line)."""
+
+    category: str
+    reason: str
+
+
+def _decode_image(data: bytes) -> Any:
+    """Fully decode image bytes with PIL; return the loaded image. Raises _ImageInvalid."""
+    from PIL import Image
+
+    try:
+        img = Image.open(io.BytesIO(data))
+        img.load()
+    except (OSError, SyntaxError, ValueError, Image.DecompressionBombError) as exc:
+        raise _ImageInvalid(str(exc) or type(exc).__name__) from exc
+    return img
+
+
+def _to_text(v: Any) -> tuple[str | None, tuple[str, str] | None]:
+    """Raw cell -> (text or None for missing, problem (category, reason) or None)."""
+    if isinstance(v, _Bad):
+        return None, (v.category, v.reason)
+    if _is_missing(v):
+        return None, None
+    if isinstance(v, (bytes, bytearray)):
+        try:
+            return bytes(v).decode("utf-8"), None
+        except UnicodeDecodeError as exc:
+            return None, ("utf8", f"invalid UTF-8 at byte {exc.start}")
+    if isinstance(v, str):
+        try:
+            v.encode("utf-8")  # lone surrogates = undecodable bytes read with surrogateescape
+        except UnicodeEncodeError as exc:
+            return None, ("utf8", f"invalid UTF-8 at character {exc.start}")
+        return v, None
+    if isinstance(v, (bool, np.bool_)):
+        return None, ("type", f"a boolean ({v}), not text")
+    if isinstance(v, (int, float, np.integer, np.floating)):
+        return str(v), None
+    return None, ("type", f"a {type(v).__name__}, not text")
+
+
+def _is_missing(v: Any) -> bool:
+    if v is None:
+        return True
+    if isinstance(v, (float, np.floating)):
+        return bool(math.isnan(v))
+    try:
+        import pandas as pd
+
+        return v is pd.NA or v is pd.NaT
+    except ImportError:  # pragma: no cover
+        return False
+
+
+def _column_values(c: str, frame: Any, dicts: list[dict] | None) -> list[Any]:
+    return frame[c].tolist() if frame is not None else [d.get(c) for d in dicts or []]
+
+
+def _present(values: list[Any]) -> list[Any]:
+    """Values that are neither missing nor blank strings."""
+    return [v for v in values if not _is_missing(v) and not (isinstance(v, str) and not v.strip())]
+
+
+def _is_textlike(values: list[Any]) -> bool:
+    """A column is text-like when its non-missing values are strings/bytes that are not all numbers."""
+    present = _present(values)
+    if not present or not all(isinstance(v, (str, bytes)) for v in present):
+        return False
+    return not all(isinstance(v, str) and _NUMBER.fullmatch(v.strip()) for v in present)
+
+
+_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+_INT = re.compile(r"[+-]?\d+")
+
+
+def _choose_column(columns: list[str], textlike: list[str], source: str, frame: Any,
+                   dicts: list[dict] | None = None) -> str:
+    if len(textlike) == 1:
+        return textlike[0]
+    if not columns:
+        raise EmptyDataError(f"{source} has no columns; add a header row and a text column")
+    if not textlike:
+        if not any(_present(_column_values(c, frame, dicts)) for c in columns):
+            raise EmptyDataError(f"{source} has no rows with content (columns: {', '.join(map(repr, columns))}); "
+                                 "add non-empty rows")
+        raise ColumnNotFoundError(
+            f"{source} has no text column (columns: {', '.join(map(repr, columns))}); pass the column to use "
+            "with column=... / --column"
+        )
+
+    def mean_len(c: str) -> float:
+        vals = _column_values(c, frame, dicts)
+        lens = [len(v) for v in vals if isinstance(v, (str, bytes))]
+        return float(np.mean(lens)) if lens else 0.0
+
+    desc = ", ".join(f"{c!r} (mean {mean_len(c):.0f} chars)" for c in textlike)
+    raise ColumnNotFoundError(
+        f"{source} has several text columns: {desc}; choose one with column=... / --column "
+        f"(and the label column, if any, with label_column=... / --label-column)"
+    )
+
+
+def _missing_column_message(what: str, name: str, columns: list[str], source: str, textlike: list[str]) -> str:
+    msg = f"{what} {name!r} is not in {source}; available columns: {', '.join(map(repr, columns)) or 'none'}."
+    near = difflib.get_close_matches(name, columns, n=1)
+    if near:
+        msg += f" Did you mean {near[0]!r}?"
+    elif len(textlike) == 1 and what == "column":
+        msg += f" The only text column is {textlike[0]!r}: pass column={textlike[0]!r} / --column {textlike[0]}."
+    return msg
+
+
+def _parse_untyped_labels(labels: list[Any]) -> list[Any]:
+    """CSV/TSV labels are all strings: '' -> None; all-integer strings -> int."""
+    out = [None if (_is_missing(v) or (isinstance(v, str) and not v.strip())) else v for v in labels]
+    present = [v for v in out if v is not None]
+    if present and all(isinstance(v, str) and _INT.fullmatch(v.strip()) for v in present):
+        out = [None if v is None else int(v) for v in out]
+    return out
+
+
+def _labels_array(labels: list[Any] | None) -> np.ndarray | None:
+    """Labels -> read-only (n,) array: int64 if all are integers, else object (str/int/None)."""
+    if labels is None:
+        return None
+    norm: list[Any] = []
+    for v in labels:
+        if _is_missing(v):
+            norm.append(None)
+        elif isinstance(v, (np.generic,)):
+            v = v.item()
+            norm.append(int(v) if isinstance(v, float) and v.is_integer() else v)
+        elif isinstance(v, float) and v.is_integer():
+            norm.append(int(v))
+        else:
+            norm.append(v)
+    if norm and all(isinstance(v, int) and not isinstance(v, bool) for v in norm):
+        arr = np.asarray(norm, dtype=np.int64)
+    else:
+        arr = np.empty(len(norm), dtype=object)
+        arr[:] = norm
+    arr.setflags(write=False)
+    return arr
+
+
+def _fingerprint(modality: str, digests: list[bytes], settings: dict[str, Any]) -> str:
+    """sha256 over version tag, modality, length-prefixed item bytes, and sampling settings (if sampled)."""
+    h = hashlib.sha256()
+    h.update(_FINGERPRINT_VERSION + b"\0" + modality.encode() + b"\0")
+    h.update(len(digests).to_bytes(8, "little"))
+    for d in digests:
+        h.update(len(d).to_bytes(8, "little"))
+        h.update(d)
+    if settings:
+        h.update(b"\0sampling\0" + json.dumps(settings, sort_keys=True).encode())
+    return h.hexdigest()
+
+
+def _decode_message(n_total: int, bad: list[tuple[str, str, str]], *, unit: str) -> str:
+    """E.g. '3 of 120 rows could not be decoded as UTF-8 (rows 4, 17, 51); pass on_error=...'."""
+    groups: dict[str, list[tuple[str, str]]] = {}
+    for i, cat, reason in bad:
+        groups.setdefault(cat, []).append((i, reason))
+    parts = []
+    for cat, entries in groups.items():
+        entries.sort(key=lambda e: _id_key(e[0]))
+        shown = [e[0] for e in entries[:_MAX_IDS_IN_MESSAGE]]
+        more = f", ... {len(entries) - len(shown)} more" if len(entries) > len(shown) else ""
+        label = ("row" if unit == "rows" else "file") + ("s" if len(entries) > 1 else "")
+        detail = f"{label} {', '.join(shown)}{more}"
+        if cat in ("image", "json", "type"):
+            detail += f"; first: {entries[0][1]}"
+        phrase = _REASON_PHRASES.get(cat, "could not be decoded")
+        if unit == "images" and cat == "image":
+            phrase = "could not be decoded"
+        parts.append(f"{len(entries)} of {n_total} {unit} {phrase} ({detail})")
+    return "; ".join(parts) + "; pass on_error='skip' / --on-error skip to drop them"
+
+
+def _id_key(i: str) -> tuple[int, Any]:
+    return (0, int(i)) if i.isdigit() else (1, i)
+
+
+def _read_jsonl(raw: bytes) -> tuple[list[tuple[str, Any]], list[tuple[str, str, str]]]:
+    """Parse JSON lines. Returns ((line number, value) for good lines, (line number, category, reason) for bad)."""
+    lines = raw.splitlines()
+    if lines and lines[0].startswith(b"\xef\xbb\xbf"):
+        lines[0] = lines[0][3:]
+    records: list[tuple[str, Any]] = []
+    bad: list[tuple[str, str, str]] = []
+    for n, line in enumerate(lines, start=1):
+        if not line.strip():
+            records.append((str(n), None))  # a blank line counts as an empty row
+            continue
+        # surrogateescape: invalid bytes survive inside string values and are reported per row later, so bad
+        # bytes in a column that is not used do not drop the row.
+        text = line.decode("utf-8", errors="surrogateescape")
+        try:
+            records.append((str(n), json.loads(text)))
+        except json.JSONDecodeError as exc:
+            bad.append((str(n), "json", f"invalid JSON on line {n}: {exc.msg} (column {exc.colno})"))
+    return records, bad
+
+
+def _read_bytes(path: Path, gz: bool) -> bytes:
+    try:
+        if gz:
+            with gzip.open(path, "rb") as f:
+                return f.read()
+        return path.read_bytes()
+    except (gzip.BadGzipFile, EOFError) as exc:
+        raise DecodeError(f"{path} is not a valid gzip file ({exc}); re-compress it or drop the .gz suffix") from exc
+    except OSError as exc:
+        raise DataError(f"cannot read {path}: {exc}; check the file's permissions") from exc
+
+
+def _detect_format(path: Path, fmt: str | None) -> tuple[str, bool]:
+    suffixes = [s.lower() for s in path.suffixes]
+    gz = bool(suffixes) and suffixes[-1] == ".gz"
+    known = ", ".join(sorted(set(TEXT_FORMATS.values())))
+    if fmt is not None:
+        if fmt not in set(TEXT_FORMATS.values()):
+            raise UnsupportedFormatError(f"unknown format {fmt!r}; use one of {known}")
+    else:
+        suffix = suffixes[-2] if gz and len(suffixes) >= 2 else (suffixes[-1] if suffixes and not gz else "")
+        if suffix in IMAGE_SUFFIXES:
+            raise UnsupportedFormatError(
+                f"{str(path)!r} is a single image; pass the folder that holds the images (or a list of image paths)"
+            )
+        if suffix not in TEXT_FORMATS:
+            raise UnsupportedFormatError(
+                f"cannot tell the format of {str(path)!r} from its suffix {suffix or '(none)'!r}; supported suffixes: "
+                f"{', '.join(TEXT_FORMATS)} (optionally + .gz), image folders, or pass format= / --format ({known})"
+            )
+        fmt = TEXT_FORMATS[suffix]
+    if gz and fmt == "parquet":
+        raise UnsupportedFormatError(f"{str(path)!r}: Parquet files are compressed internally; do not gzip them")
+    return fmt, gz
+
+
+def _check_common(max_items: int | None, seed: int, on_error: str) -> None:
+    if on_error not in ("fail", "skip"):
+        raise ConfigError(f"on_error must be 'fail' or 'skip'; got {on_error!r}")
+    if max_items is not None and (isinstance(max_items, bool) or not isinstance(max_items, (int, np.integer))
+                                  or max_items < 1):
+        raise ConfigError(f"max_items must be a positive integer or None; got {max_items!r}")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ConfigError(f"seed must be a non-negative integer; got {seed!r}")
+
+
+def _frame_options(*, max_items: Any = None, seed: Any = 0, on_error: Any = "fail", dedupe: Any = False) -> None:
+    """Signature of the options :meth:`ReferenceData.load` accepts for a DataFrame (besides the columns)."""
+
+
+def _only(kw: Mapping[str, Any], fn: Any, what: str) -> dict[str, Any]:
+    """Keep the keyword arguments ``fn`` accepts; drop inapplicable ones that are None; refuse the rest."""
+    import inspect
+
+    accepted = set(inspect.signature(fn).parameters)
+    out, refused = {}, []
+    for k, v in kw.items():
+        if k in accepted:
+            out[k] = v
+        elif v is not None and not (k == "recursive" and v is True) and not (k == "dedupe" and v is False):
+            refused.append(f"{k}={v!r}")
+    if refused:
+        raise ConfigError(f"{', '.join(refused)} does not apply to {what}; drop it")
+    return out

@@ -1,0 +1,155 @@
+"""select() / embed(): the one orchestration path, end to end on real (tiny and pretrained) models."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import embedselect
+from embedselect import api
+from embedselect.data import sample_path
+from embedselect.errors import (
+    AllCandidatesFailedError,
+    ColumnNotFoundError,
+    TooFewItemsError,
+    UnknownMetricError,
+)
+from embedselect.ranking import Ranking
+from tests.tinymodels import make_pickle_only_model, make_tiny_sentence_transformer
+
+SAMPLE = sample_path("texts")
+
+
+@pytest.fixture
+def no_model_loading(monkeypatch):
+    """Fail the test if any model is loaded (and so if any forward pass could happen)."""
+    import embedselect.embed.loader as loader
+
+    def refuse(*a, **k):
+        raise AssertionError("a model was loaded although everything was cached")
+
+    monkeypatch.setattr(loader, "load_embedder", refuse)
+
+
+def test_select_ranks_and_second_run_is_fully_cached(tmp_path, cache_dir, monkeypatch):
+    st_dir = make_tiny_sentence_transformer(tmp_path / "tiny-st")
+    models = [str(st_dir), "tfidf-svd", "random-projection"]
+    first = embedselect.select(SAMPLE, models, column="text", metrics=["task_prior"], seed=0)
+    assert isinstance(first, Ranking)
+    assert [c.status for c in first] == ["ok"] * 3
+    assert sorted(c.rank for c in first) == [1, 2, 3]
+    assert not any(c.cached for c in first)
+    assert all(np.isfinite(c.scores["task_prior"]) for c in first)
+
+    import embedselect.embed.loader as loader
+
+    monkeypatch.setattr(loader, "load_embedder", lambda *a, **k: pytest.fail("model loaded on a cached run"))
+    second = embedselect.select(SAMPLE, models, column="text", metrics=["task_prior"], seed=0)
+    assert all(c.cached for c in second)
+    assert {c.name: c.scores for c in second} == {c.name: c.scores for c in first}
+
+    # the store holds what a user would query
+    store = embedselect.Store.open(cache_dir)
+    assert len(store.query_df("SELECT * FROM embedding_runs")) == 3
+    assert len(store.query_df("SELECT * FROM rankings")) == 2
+    assert set(store.query_df("SELECT DISTINCT candidate FROM metric_results").candidate) == {c.name for c in first}
+
+
+def test_ranking_json_roundtrip_and_pandas(tmp_path, cache_dir):
+    r = embedselect.select(SAMPLE, "tfidf-svd,random-projection", column="text", metrics=["task_prior"])
+    text = r.to_json()
+    back = Ranking.from_json(text)
+    assert back.to_dict() == r.to_dict()
+    assert json.loads(text)["dataset"]["fingerprint"] == r.dataset["fingerprint"]
+    df = r.to_pandas()
+    assert isinstance(df, pd.DataFrame)
+    assert list(df.index) == [c.name for c in r.candidates]
+    assert {"rank", "task_prior", "task_prior_rank", "model_id", "revision"} <= set(df.columns)
+    assert r.versions["embedselect"] == embedselect.__version__
+    assert r.settings["seed"] == 0
+    assert any("unreliable in pools smaller" in w for w in r.warnings)
+
+
+def test_a_failing_model_is_reported_and_the_run_goes_on(tmp_path, cache_dir):
+    bad = make_pickle_only_model(tmp_path / "pickle-only")
+    r = embedselect.select(SAMPLE, [str(bad), "tfidf-svd", "random-projection"], column="text", metrics=["task_prior"])
+    failed = r.failed
+    assert len(failed) == 1 and failed[0].error_type == "UnsafeModelError"
+    assert "safetensors" in failed[0].error or "pickle" in failed[0].error
+    assert r.candidates[-1].status == "failed"  # failures sorted last
+    assert {c.name for c in r.ok} == {"tfidf-svd", "random-projection"}
+    store = embedselect.Store.open(cache_dir)
+    f = store.query_df("SELECT stage, error_type FROM failures")
+    assert len(f) == 1 and f.iloc[0]["error_type"] == "UnsafeModelError"
+    assert f.iloc[0]["stage"] in ("resolve", "load")
+
+
+def test_all_candidates_failing_is_a_typed_error(tmp_path, cache_dir):
+    bad = make_pickle_only_model(tmp_path / "pickle-only")
+    with pytest.raises(AllCandidatesFailedError, match="no candidate could be embedded"):
+        embedselect.select(SAMPLE, [str(bad)], column="text", metrics=["task_prior"])
+
+
+def test_bad_inputs_are_typed_errors(tmp_path, cache_dir):
+    with pytest.raises(ColumnNotFoundError):
+        embedselect.select(SAMPLE, "tfidf-svd", column="nope")
+    with pytest.raises(UnknownMetricError, match="available"):
+        embedselect.select(SAMPLE, "tfidf-svd", column="text", metrics=["accuracy"])
+    with pytest.raises(TooFewItemsError) as e:
+        embedselect.select(["a b", "c d", "e f"], "tfidf-svd", metrics=["task_prior"])
+    assert e.value.needed > 3 and e.value.got == 3
+    assert isinstance(e.value, embedselect.EmbedselectError)
+
+
+def test_labels_validate_but_never_reach_label_free_metrics(tmp_path, cache_dir, monkeypatch):
+    from embedselect.metrics import base
+
+    seen = []
+    real_get = base.get_metric
+
+    def spy(name):
+        fn = real_get(name)
+
+        def wrapped(ctx):
+            seen.append(ctx.labels)
+            return fn(ctx)
+
+        return wrapped
+
+    monkeypatch.setattr(api, "get_metric", spy)
+    with_labels = embedselect.select(
+        SAMPLE, "tfidf-svd,random-projection", column="text", labels="label", metrics=["task_prior"]
+    )
+    without = embedselect.select(SAMPLE, "tfidf-svd,random-projection", column="text", metrics=["task_prior"])
+    assert seen == [None, None]
+    assert {c.name: c.scores for c in with_labels} == {c.name: c.scores for c in without}
+    assert with_labels.validation is not None and without.validation is None
+    acc = {c.name: c.columns[f"labels.{with_labels.validation['accuracy_column']}"] for c in with_labels}
+    assert acc["tfidf-svd"] > acc["random-projection"]
+
+
+def test_embed_only_fills_the_cache(tmp_path, cache_dir, request):
+    outcomes = api.embed(SAMPLE, "tfidf-svd,random-projection", column="text")
+    assert [o.result.status for o in outcomes] == ["ok", "ok"]
+    store = embedselect.Store.open(cache_dir)
+    assert len(store.list_runs()) == 2
+    request.getfixturevalue("no_model_loading")
+    again = api.embed(SAMPLE, "tfidf-svd,random-projection", column="text")
+    assert all(o.result.cached for o in again)
+
+
+@pytest.mark.slow
+def test_end_to_end_real_minilm_beats_random_projection(cache_dir, minilm_path):
+    r = embedselect.select(
+        SAMPLE, [minilm_path, "tfidf-svd", "random-projection"], column="text", labels="label", seed=0
+    )
+    assert [c.status for c in r] == ["ok"] * 3
+    minilm = r[next(c.name for c in r if c.model_id and c.model_id.startswith("local:"))]
+    assert minilm.dim == 384
+    assert minilm.rank < r["random-projection"].rank
+    acc_col = f"labels.{r.validation['accuracy_column']}"
+    assert minilm.columns[acc_col] > 0.8  # real model on 6 well-separated topics
+    assert set(r.metrics) == {"task_prior", "sufficiency"}

@@ -1,0 +1,87 @@
+"""The command line: spellings from the README, JSON output, exit codes, cache management."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from embedselect.cli import main
+from embedselect.data import sample_path
+from embedselect.ranking import Ranking
+
+SAMPLE = str(sample_path("texts"))
+
+
+def test_rank_json_with_the_documented_spelling(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("EMBEDSELECT_CACHE_DIR", str(tmp_path / "c"))
+    out = tmp_path / "r.json"
+    code = main(
+        ["rank", SAMPLE, "--column", "text", "--models", "tfidf-svd,random-projection", "--json",
+         "--metrics", "task_prior", "--out", str(out), "-q"]
+    )  # fmt: skip
+    assert code == 0
+    printed = capsys.readouterr().out
+    r = Ranking.from_json(printed)
+    assert {c.name for c in r} == {"tfidf-svd", "random-projection"}
+    assert Ranking.from_json(out.read_text()).to_dict() == r.to_dict()
+    assert (tmp_path / "c" / "embedselect.duckdb").exists()  # cache location from the environment
+
+
+def test_table_output_and_cache_commands(tmp_path, capsys):
+    cache = str(tmp_path / "c")
+    assert main(["rank", SAMPLE, "-c", "text", "-m", "tfidf-svd,random-projection", "--metrics", "task_prior",
+                 "--cache-dir", cache, "-q"]) == 0  # fmt: skip
+    table = capsys.readouterr().out
+    assert "rank" in table.splitlines()[0] and "tfidf-svd" in table
+    assert main(["cache", "ls", "--cache-dir", cache, "--json"]) == 0
+    runs = json.loads(capsys.readouterr().out)
+    assert len(runs) == 2
+    assert main(["cache", "rm", "--cache-dir", cache, "--model", "random-projection"]) == 0
+    assert "removed 1" in capsys.readouterr().out
+    assert main(["cache", "ls", "--cache-dir", cache, "--json"]) == 0
+    assert [r["model_id"] for r in json.loads(capsys.readouterr().out)] == ["baseline:tfidf-svd"]
+    assert main(["cache", "rm", "--cache-dir", cache]) == 2  # says what to remove
+
+
+@pytest.mark.parametrize(
+    "argv, code, message",
+    [
+        (["rank", "missing.csv", "-m", "tfidf-svd"], 3, "missing.csv"),
+        (["rank", SAMPLE, "-c", "nope", "-m", "tfidf-svd"], 3, "nope"),
+        (["rank", SAMPLE, "-c", "text", "-m", "tfidf-svd", "--metrics", "bogus"], 2, "bogus"),
+        (["rank", SAMPLE, "-c", "text", "-m", "not a model!!"], 4, "accepted forms"),
+        (["rank", SAMPLE, "-c", "text", "-m", "tfidf-svd", "--option", "oops"], 2, "METRIC.KEY=VALUE"),
+    ],
+)
+def test_exit_codes_for_bad_input(tmp_path, capsys, argv, code, message):
+    assert main([*argv, "--cache-dir", str(tmp_path / "c")]) == code
+    assert message in capsys.readouterr().err
+
+
+def test_strict_exit_code_when_a_candidate_fails(tmp_path, capsys):
+    from tests.tinymodels import make_pickle_only_model
+
+    bad = make_pickle_only_model(tmp_path / "bad")
+    argv = ["rank", SAMPLE, "-c", "text", "-m", f"{bad},tfidf-svd,random-projection", "--metrics", "task_prior",
+            "--cache-dir", str(tmp_path / "c"), "-q"]  # fmt: skip
+    assert main(argv) == 0
+    assert "FAILED" in capsys.readouterr().out
+    assert main([*argv, "--strict"]) == 8
+
+
+@pytest.mark.slow
+def test_demo_runs_offline_as_a_console_script(tmp_path):
+    exe = [sys.executable, "-m", "embedselect.cli"]
+    done = subprocess.run(
+        [*exe, "demo", "--cache-dir", str(tmp_path / "c"), "--json", "-q"],
+        capture_output=True, text=True, timeout=900, env={"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin",
+                                                          "HOME": str(tmp_path)},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    r = Ranking.from_json(done.stdout)
+    assert len(r.ok) == 3
+    assert r.validation is not None
+    assert r.best.dim == 384  # all-MiniLM-L6-v2 wins on the bundled topics

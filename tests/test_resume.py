@@ -1,0 +1,116 @@
+"""A run killed with SIGKILL at any point leaves a consistent cache, and the next run resumes."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import numpy as np
+import pytest
+
+from embedselect.data import sample_path
+from embedselect.store import Store
+from tests.tinymodels import make_tiny_sentence_transformer
+
+pytestmark = pytest.mark.slow
+
+# Runs the real CLI in a child process; the second vector file to land is followed by a long sleep *after* it
+# was renamed into place and *before* its database row is committed: the narrowest crash window.
+_CHILD = textwrap.dedent(
+    """
+    import pathlib, sys, time
+    import embedselect.store as st
+    marker = pathlib.Path(sys.argv[1])
+    original = st._fsync_dir
+    calls = {"n": 0}
+    def fsync_then_hang(path):
+        original(path)
+        calls["n"] += 1
+        if calls["n"] == 2:
+            marker.write_text("file written, row not committed")
+            time.sleep(120)
+    st._fsync_dir = fsync_then_hang
+    from embedselect.cli import main
+    sys.exit(main(sys.argv[2:]))
+    """
+)
+
+
+def _check_consistent(store: Store) -> int:
+    """Every committed run has its file and checksum; returns the number of runs."""
+    runs = store.list_runs()
+    for key in runs.run_key:
+        assert store.load_vectors(key) is not None, key
+    return len(runs)
+
+
+def _embed_args(cache, models):
+    return ["embed", str(sample_path("texts")), "--column", "text", "--models", models, "--cache-dir", str(cache), "-q"]
+
+
+def test_kill_between_vector_file_and_commit_then_resume(tmp_path, monkeypatch):
+    st_dir = make_tiny_sentence_transformer(tmp_path / "tiny-st")
+    models = f"{st_dir},tfidf-svd,random-projection"
+    cache = tmp_path / "cache"
+    marker = tmp_path / "marker"
+    env = {**os.environ, "PYTHONPATH": os.getcwd()}
+    child = subprocess.Popen([sys.executable, "-c", _CHILD, str(marker), *_embed_args(cache, models)], env=env)
+    try:
+        deadline = time.monotonic() + 240
+        while not marker.exists():
+            assert child.poll() is None, "child ended before reaching the crash window"
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        os.kill(child.pid, signal.SIGKILL)
+    finally:
+        child.wait(timeout=60)
+    assert child.returncode == -signal.SIGKILL
+
+    store = Store.open(cache)
+    assert _check_consistent(store) == 1  # the second run's file landed, but its row never committed
+    orphans = [p for p in store.vectors_dir.glob("*/*.npy") if p.name[:-4] not in set(store.list_runs().run_key)]
+    assert len(orphans) == 1
+
+    # resume: only the two missing runs are computed
+    from embedselect import api
+
+    loads: list[str] = []
+    import embedselect.embed.loader as loader
+
+    real = loader.load_embedder
+    monkeypatch.setattr(loader, "load_embedder", lambda rc, **kw: loads.append(rc.backend) or real(rc, **kw))
+    outcomes = api.embed(sample_path("texts"), models, column="text", cache_dir=cache)
+    assert [o.result.status for o in outcomes] == ["ok", "ok", "ok"]
+    assert [o.result.cached for o in outcomes] == [True, False, False]
+    assert len(loads) == 2
+    assert _check_consistent(store) == 3
+
+    # and a further run does no model loading and no forward pass at all
+    loads.clear()
+    outcomes = api.embed(sample_path("texts"), models, column="text", cache_dir=cache)
+    assert all(o.result.cached for o in outcomes) and loads == []
+
+
+def test_random_kills_never_leave_an_invalid_entry(tmp_path, minilm_path):
+    models = f"{minilm_path},tfidf-svd,random-projection,tfidf-svd?dim=32"
+    cache = tmp_path / "cache"
+    env = {**os.environ, "PYTHONPATH": os.getcwd()}
+    rng = np.random.default_rng(7)
+    seen = 0
+    for delay in sorted(rng.uniform(1.0, 12.0, size=4)):
+        child = subprocess.Popen([sys.executable, "-m", "embedselect.cli", *_embed_args(cache, models)], env=env)
+        time.sleep(delay)
+        if child.poll() is None:
+            os.kill(child.pid, signal.SIGKILL)
+        child.wait(timeout=60)
+        if (cache / "embedselect.duckdb").exists():
+            n = _check_consistent(Store.open(cache))
+            assert n >= seen  # committed work is never lost
+            seen = n
+    done = subprocess.run([sys.executable, "-m", "embedselect.cli", *_embed_args(cache, models)], env=env, timeout=600)
+    assert done.returncode == 0
+    assert _check_consistent(Store.open(cache)) == 4
