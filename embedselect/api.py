@@ -5,12 +5,14 @@ Used by the CLI, the nightly job and pipelines alike. Logs through :mod:`logging
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 import math
 import platform
 import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -23,9 +25,9 @@ from embedselect.errors import (
     EmbedselectError,
     MetricError,
 )
-from embedselect.metrics.base import MIN_ITEMS, MetricContext, available_metrics, get_metric
+from embedselect.metrics.base import MIN_ITEMS, MetricContext, MetricResult, available_metrics, get_metric
 from embedselect.policy import LoadPolicy
-from embedselect.ranking import CandidateResult, Ranking, rank_scores
+from embedselect.ranking import CandidateResult, Ranking, _clean, rank_scores
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +58,29 @@ def _versions() -> dict[str, str]:
         except metadata.PackageNotFoundError:
             pass
     return out
+
+
+def _num(v: Any) -> float:
+    """A float from a metric value (None, as JSON writes NaN, becomes NaN)."""
+    return math.nan if v is None else float(v)
+
+
+def _metric_key(metric: str, run_keys: Mapping[str, str], options: Mapping[str, Any], seed: int, labels) -> str:
+    """Cache key of a whole metric result: the metric, embedselect's version, the options, the seed, the
+    embedding runs it read (by candidate name) and, only for a label prior, the labels."""
+    from embedselect import __version__
+
+    payload = {
+        "metric": metric,
+        "version": __version__,
+        "options": options,
+        "seed": seed,
+        "runs": sorted(run_keys.items()),
+        "labels": hashlib.sha256(json.dumps([str(x) for x in labels]).encode()).hexdigest()
+        if labels is not None
+        else None,
+    }
+    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
 
 
 def _load_data(data: Any, *, column, labels, max_items, seed, on_error):
@@ -321,28 +346,42 @@ def select(
             device=dev,
         )
         fn = get_metric(m)
-        try:
-            mr = fn(ctx)
-        except MetricError as exc:
-            warnings.append(f"metric {m} was not computed: {exc}")
-            log.warning("metric %s failed: %s", m, exc)
-            continue
+        mkey = _metric_key(m, run_keys, opts, seed, ref.labels if ctx.labels is not None else None)
+        cached = store.get_metric_result(mkey)
+        if cached is not None:
+            mr = MetricResult(**cached)
+            mr.scores = {k: _num(v) for k, v in mr.scores.items()}
+            mr.columns = {c: {k: _num(v) for k, v in vals.items()} for c, vals in mr.columns.items()}
+            mr.intervals = {k: tuple(v) for k, v in mr.intervals.items()}
+            log.info("metric %s: cached", m)
+        else:
+            try:
+                mr = fn(ctx)
+            except MetricError as exc:
+                warnings.append(f"metric {m} was not computed: {exc}")
+                log.warning("metric %s failed: %s", m, exc)
+                continue
+            store.put_metric_result(mkey, m, _clean(asdict(mr)))
         per_metric[m] = mr.scores
         details[m] = mr.details
         ranks = rank_scores(mr.scores)
         for name, score in mr.scores.items():
-            by_name[name].scores[m] = float(score)
+            by_name[name].scores[m] = _num(score)
             by_name[name].ranks[m] = ranks[name]
         for col, values in mr.columns.items():
             for name, v in values.items():
-                by_name[name].columns[col if col.startswith(m) else f"{m}.{col}"] = float(v)
+                by_name[name].columns[col if col.startswith(m) else f"{m}.{col}"] = _num(v)
         if bootstrap and bootstrap > 0:
-            from embedselect.uncertainty import bootstrap_metric
+            bkey = f"{mkey}:bootstrap:{bootstrap}"
+            boot = store.get_metric_result(bkey)
+            if boot is None:
+                from embedselect.uncertainty import bootstrap_metric
 
-            b = bootstrap_metric(fn, ctx, n_boot=bootstrap, seed=seed)
-            uncertainty[m] = b.to_dict()
-            for name, (lo, hi) in b.intervals.items():
-                by_name[name].intervals[m] = [float(lo), float(hi)]
+                boot = _clean(bootstrap_metric(fn, ctx, n_boot=bootstrap, seed=seed).to_dict())
+                store.put_metric_result(bkey, f"{m}:bootstrap", boot)
+            uncertainty[m] = boot
+            for name, (lo, hi) in boot["intervals"].items():
+                by_name[name].intervals[m] = [_num(lo), _num(hi)]
     if not per_metric:
         raise MetricError("no metric could be computed: " + "; ".join(warnings))
 

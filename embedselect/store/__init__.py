@@ -117,6 +117,11 @@ _SCHEMA = [
         rank INTEGER,
         columns JSON,
         created_at TIMESTAMPTZ NOT NULL)""",
+    """CREATE TABLE IF NOT EXISTS metric_cache (
+        key VARCHAR PRIMARY KEY,
+        metric VARCHAR NOT NULL,
+        value JSON NOT NULL,
+        created_at TIMESTAMPTZ NOT NULL)""",
     """CREATE TABLE IF NOT EXISTS pair_cache (
         key VARCHAR PRIMARY KEY,
         value JSON NOT NULL,
@@ -528,6 +533,19 @@ class Store:
                         r.get("run_key"), r.get("score"), r.get("rank"), json.dumps(r.get("columns", {})), now,
                     ],
                 )  # fmt: skip
+
+    # --- whole metric results, keyed by the metric, its options and the runs it read ---------------
+    def get_metric_result(self, key: str) -> dict[str, Any] | None:
+        with self.read() as con:
+            row = con.execute("SELECT value FROM metric_cache WHERE key = ?", [key]).fetchone()
+        return json.loads(row[0]) if row else None
+
+    def put_metric_result(self, key: str, metric: str, value: dict[str, Any]) -> None:
+        with self.write() as con:
+            con.execute(
+                "INSERT OR REPLACE INTO metric_cache VALUES (?, ?, ?, ?)",
+                [key, metric, json.dumps(value, default=str), _now()],
+            )
 
     # --- pair cache (PairCache protocol of embedselect.metrics.base) -------------------------------
     def get_many(self, keys: list[str]) -> dict[str, dict[str, Any]]:
