@@ -368,12 +368,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_output_args(p)
     p.set_defaults(func=cmd_demo)
 
-    try:
-        from embedselect.cli_hub import register as register_hub
-    except ImportError:  # pragma: no cover - hub commands ship with the package
-        register_hub = None
-    if register_hub is not None:
-        register_hub(sub)
+    from embedselect.cli_hub import register as register_hub
+
+    register_hub(sub)
     return parser
 
 

@@ -1,0 +1,153 @@
+"""Hub commands of the CLI: ``embedselect crawl`` and ``embedselect catalog ls``.
+
+:func:`register` adds them to the main parser's subparsers (see :func:`embedselect.cli.build_parser`); each
+sets ``func`` to a handler ``(args) -> exit code``. Exit codes: 0 ok, 5 (hub) when a crawl got no model and
+some page failed, 8 (partial) when ``--strict`` is given and any page failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+
+from embedselect.errors import EXIT_CODES, ConfigError
+
+_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kKmMbBtT]?)\s*$")
+_SUFFIX = {"": 1, "k": 10**3, "m": 10**6, "b": 10**9, "t": 10**12}
+
+
+def parse_count(text: str) -> int:
+    """A parameter count such as ``"110M"``, ``"1.5B"``, ``"300k"`` or ``"125000000"`` → int."""
+    m = _SIZE_RE.match(str(text))
+    if not m:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a parameter count (e.g. 110M, 1.5B, 300000)")
+    return int(round(float(m.group(1)) * _SUFFIX[m.group(2).lower()]))
+
+
+def register(subparsers) -> None:
+    """Add ``crawl`` and ``catalog`` to an argparse subparsers object."""
+    p = subparsers.add_parser(
+        "crawl",
+        help="list embedding models on the hub and record them in the catalogue",
+        description="List models on the Hugging Face Hub (HF_ENDPOINT, HF_TOKEN honoured) and upsert them into "
+        "the catalogue of the store, keeping history (downloads, trending score per crawl).",
+    )
+    p.add_argument("--library", help="library_name, e.g. sentence-transformers, timm, transformers")
+    p.add_argument("--pipeline-tag", help="e.g. feature-extraction, image-feature-extraction, sentence-similarity")
+    p.add_argument("--tag", action="append", default=[], help="required tag (repeatable)")
+    p.add_argument("--author", help="user or organisation")
+    p.add_argument("--search", help="substring of the model id")
+    p.add_argument("--sort", default="trending", choices=["trending", "downloads", "likes", "recency", "created"])
+    p.add_argument("--limit", type=int, default=100, help="maximum number of models (default 100)")
+    p.add_argument("--min-params", type=parse_count, help="minimum parameter count, e.g. 10M")
+    p.add_argument("--max-params", type=parse_count, help="maximum parameter count, e.g. 500M")
+    p.add_argument("--license", action="append", dest="licenses", help="allowed licence id (repeatable)")
+    p.add_argument("--exclude-gated", action="store_true", help="skip gated repos")
+    p.add_argument("--no-store", action="store_true", help="only print; do not record in the catalogue")
+    p.add_argument("--cache-dir", help="store root (default: $EMBEDSELECT_CACHE_DIR or the user cache dir)")
+    p.add_argument("--json", action="store_true", help="print the crawl as JSON on stdout")
+    p.add_argument("--strict", action="store_true", help="exit 8 if any listing page failed")
+    p.add_argument("--quiet", "-q", action="store_true")
+    p.add_argument("--verbose", "-v", action="store_true")
+    p.set_defaults(func=cmd_crawl)
+
+    p = subparsers.add_parser("catalog", help="query the hub catalogue recorded by `crawl`")
+    p.add_argument("catalog_cmd", choices=["ls"])
+    p.add_argument("--modality", choices=["text", "image"])
+    p.add_argument("--max-params", type=parse_count)
+    p.add_argument("--license", action="append", dest="licenses")
+    p.add_argument("--exclude-gated", action="store_true")
+    p.add_argument("--new", action="store_true", help="only models first seen in the latest crawl")
+    p.add_argument("--include-refused", action="store_true", help="also list models the safety policy refused")
+    p.add_argument("--limit", type=int)
+    p.add_argument("--cache-dir")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--quiet", "-q", action="store_true")
+    p.add_argument("--verbose", "-v", action="store_true")
+    p.set_defaults(func=cmd_catalog)
+
+
+def _fmt(v) -> str:
+    if v is None or v != v:  # None or NaN
+        return "-"
+    if isinstance(v, float):
+        return f"{v:.1f}"
+    return str(v)
+
+
+def _table(rows: list[dict], cols: list[str]) -> str:
+    widths = [max(len(c), *(len(_fmt(r.get(c))) for r in rows)) if rows else len(c) for c in cols]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(cols, widths))]
+    lines += ["  ".join(_fmt(r.get(c)).ljust(w) for c, w in zip(cols, widths)) for r in rows]
+    return "\n".join(lines)
+
+
+def cmd_crawl(args) -> int:
+    """Handler of ``embedselect crawl``."""
+    from embedselect.hub import crawl
+
+    result = crawl(
+        library=args.library,
+        pipeline_tag=args.pipeline_tag,
+        tags=tuple(args.tag),
+        author=args.author,
+        search=args.search,
+        sort=args.sort,
+        limit=args.limit,
+        min_params=args.min_params,
+        max_params=args.max_params,
+        licenses=args.licenses,
+        include_gated=not args.exclude_gated,
+    )
+    crawl_id = None
+    if not args.no_store and result.models:
+        from embedselect.store import Store
+        from embedselect.store.catalog import record_crawl
+
+        crawl_id = record_crawl(Store.open(args.cache_dir), result)
+    if args.json:
+        out = result.to_dict()
+        out["crawl_id"] = crawl_id
+        print(json.dumps(out, indent=2, default=str))
+    elif not args.quiet:
+        rows = [m.to_dict() for m in result.models]
+        print(_table(rows, ["repo_id", "library", "modality", "num_params", "downloads", "trending_score", "license"]))
+        print(
+            f"{len(result.models)} models from {result.pages} page(s)"
+            + (f", recorded as crawl {crawl_id}" if crawl_id else ""),
+            file=sys.stderr,
+        )
+    for e in result.errors:
+        print(f"embedselect: warning: page {e.page} ({e.kind}): {e.message}", file=sys.stderr)
+    if result.errors and not result.models:
+        return EXIT_CODES["hub"]
+    if result.errors and args.strict:
+        return EXIT_CODES["partial"]
+    return 0
+
+
+def cmd_catalog(args) -> int:
+    """Handler of ``embedselect catalog ls``."""
+    from embedselect.store import Store
+    from embedselect.store.catalog import candidates
+
+    if args.limit is not None and args.limit < 1:
+        raise ConfigError("--limit must be a positive integer")
+    df = candidates(
+        Store.open(args.cache_dir),
+        modality=args.modality,
+        max_params=args.max_params,
+        licenses=args.licenses,
+        exclude_gated=args.exclude_gated,
+        new_since_last_crawl=args.new,
+        include_refused=args.include_refused,
+        limit=args.limit,
+    )
+    if args.json:
+        print(df.to_json(orient="records", date_format="iso"))
+    else:
+        rows = df.to_dict(orient="records")
+        print(_table(rows, ["repo_id", "library", "modality", "num_params", "downloads", "trending_score", "is_new"]))
+    return 0

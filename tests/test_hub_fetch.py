@@ -1,0 +1,333 @@
+"""Resolve → policy → fetch → embed through the real libraries, against the fake hub (tests/hubserver.py).
+
+Tiny models come from tests/tinymodels.py (built once per module); each test publishes what it needs.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from embedselect import hub as H
+from embedselect.errors import CandidateError, ConfigError, HubError, UnsafeModelError
+from embedselect.policy import LoadPolicy
+from embedselect.store import Store
+from embedselect.store import catalog
+from tests import _hubsetup
+from tests import tinymodels as tm
+
+TOKEN = "hf_TestTokenDoNotLeak0123456789"
+
+
+@pytest.fixture
+def hub():
+    h = _hubsetup.HUB
+    h.reset()
+    yield h
+    assert h.unknown == [], f"the client used routes the fake hub does not know: {h.unknown}"
+    h.reset()
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory):
+    """Tiny model folders, built once: {name: Path}."""
+    import torch
+
+    torch.set_num_threads(1)
+    root = tmp_path_factory.mktemp("tiny")
+    return {
+        "st": tm.make_tiny_sentence_transformer(root / "st"),
+        "timm": tm.make_tiny_timm(root / "timm"),
+        "text": tm.make_tiny_transformers_text(root / "text"),
+        "image": tm.make_tiny_transformers_image(root / "image"),
+        "pickle": tm.make_pickle_only_model(root / "pickle"),
+        "remote": tm.make_remote_code_model(root / "remote"),
+    }
+
+
+@pytest.fixture
+def sleeps():
+    return []
+
+
+@pytest.fixture
+def retry(sleeps):
+    return H.RetryPolicy(max_retries=2, base_wait=0.01, max_wait=0.05, timeout=5.0, sleep=sleeps.append)
+
+
+_counter = [0]
+
+
+def _rid(name: str) -> str:
+    """A fresh repo id per publication, so the session-wide HF cache never hides a download."""
+    _counter[0] += 1
+    return f"acme/{name}-{_counter[0]}"
+
+
+def _downloaded(hub, rid: str) -> set[str]:
+    """Repo files the client GET-downloaded (resolve routes; LFS bodies come from /cdn)."""
+    import hashlib
+
+    out = set()
+    for r in hub.requests_to(rf"^/{rid}/resolve/", "GET"):
+        out.add(r["path"].split("/resolve/", 1)[1].split("/", 1)[1])
+    by_digest = {hashlib.sha256(data).hexdigest(): name for files in hub.repos[rid].commits.values()
+                 for name, data in files.items()}  # fmt: skip
+    for r in hub.requests_to(r"^/cdn/", "GET"):
+        name = by_digest.get(r["path"].rsplit("/", 1)[1])
+        if name is not None:
+            out.add(name)
+    return out
+
+
+# --- the happy path through the real libraries --------------------------------------------------------------
+def test_crawl_catalogue_fetch_embed_sentence_transformers(hub, models, retry, tmp_path):
+    rid = _rid("st")
+    sha = hub.publish(
+        rid, models["st"], library_name="sentence-transformers", pipeline_tag="sentence-similarity",
+        extra_files={"pytorch_model.bin": b"pickle" * 10, "onnx/model.onnx": b"o" * 30, "README.md": b"# card"},
+    )  # fmt: skip
+    store = Store.open(tmp_path / "cache")
+    res = H.crawl(library="sentence-transformers", limit=5, retry=retry)
+    catalog.record_crawl(store, res)
+    cand = catalog.candidates(store, modality="text")
+    assert list(cand["repo_id"]) == [rid] and cand["sha"][0] == sha and cand["num_params"][0] > 0
+
+    fm = H.fetch_model(rid, retry=retry)
+    assert fm.revision == sha and fm.library == "sentence-transformers" and fm.backend == "sentence-transformers"
+    assert fm.pipeline_tag == "sentence-similarity"
+    assert fm.local_dir.name == sha and (fm.local_dir / "1_Pooling" / "config.json").is_file()
+    assert {"modules.json", "model.safetensors", "tokenizer.json", "1_Pooling/config.json"} <= set(fm.files)
+    assert not {"pytorch_model.bin", "onnx/model.onnx", "README.md"} & set(fm.files)
+    assert _downloaded(hub, rid) == set(fm.files)  # only what the backend needs went over the wire
+    assert not (fm.local_dir / "pytorch_model.bin").exists()
+    assert len(hub.requests_to(rf"^/api/models/{rid}")) == 2  # one model info + one tree listing
+
+    from sentence_transformers import SentenceTransformer
+
+    emb = SentenceTransformer(str(fm.local_dir), device="cpu").encode(["the cat sat on the mat", "a red car"])
+    ref = SentenceTransformer(str(models["st"]), device="cpu").encode(["the cat sat on the mat", "a red car"])
+    assert emb.shape == (2, 32) and np.allclose(emb, ref, atol=1e-6)
+
+    # second fetch: resolved once more (one model-info request), every file from the local cache
+    hub.requests.clear()
+    again = H.fetch_model(rid, retry=retry)
+    assert again.local_dir == fm.local_dir
+    assert [r["path"] for r in hub.requests if r["path"] != "/api/agent-harnesses"] == [f"/api/models/{rid}"]
+
+
+def test_fetch_timm_and_transformers_models_and_embed(hub, models, retry):
+    import timm
+    import torch
+    from transformers import AutoModel, AutoTokenizer
+
+    rid_timm = _rid("vit")
+    hub.publish(rid_timm, models["timm"], library_name="timm", pipeline_tag="image-classification",
+                extra_files={"pytorch_model.bin": b"x" * 10})  # fmt: skip
+    fm = H.fetch_model(rid_timm, retry=retry)
+    assert fm.backend == "timm" and set(fm.files) == {"config.json", "model.safetensors"}
+    m = timm.create_model(f"local-dir:{fm.local_dir}", pretrained=True, num_classes=0).eval()
+    with torch.no_grad():
+        assert m(torch.zeros(2, 3, 32, 32)).shape == (2, 32)
+
+    rid_text = _rid("bert")
+    hub.publish(rid_text, models["text"], library_name="transformers", pipeline_tag="feature-extraction")
+    fm = H.fetch_model(rid_text, retry=retry)
+    assert fm.backend == "transformers" and "vocab.txt" in fm.files and "model.safetensors" in fm.files
+    tok = AutoTokenizer.from_pretrained(fm.local_dir)
+    with torch.no_grad():
+        out = AutoModel.from_pretrained(fm.local_dir)(**tok(["a dog"], return_tensors="pt")).last_hidden_state
+    assert out.shape[-1] == 32
+
+    rid_img = _rid("vitmodel")
+    hub.publish(rid_img, models["image"], library_name="transformers", pipeline_tag="image-feature-extraction")
+    fm = H.fetch_model(rid_img, retry=retry)
+    assert "preprocessor_config.json" in fm.files
+    with torch.no_grad():
+        out = AutoModel.from_pretrained(fm.local_dir)(pixel_values=torch.zeros(1, 3, 32, 32)).pooler_output
+    assert out.shape == (1, 32)
+
+
+def test_revision_is_pinned_to_a_commit(hub, models, retry):
+    rid = _rid("st")
+    old = hub.publish(rid, models["st"], library_name="sentence-transformers")
+    first = H.fetch_model(rid, retry=retry)
+    new = hub.publish(rid, models["st"], extra_files={"extra.txt": b"v2"})
+    assert new != old
+    assert H.fetch_model(rid, retry=retry).revision == new
+    pinned = H.fetch_model(rid, revision=old, retry=retry)
+    assert pinned.revision == old and pinned.local_dir == first.local_dir
+    assert hub.requests_to(rf"^/api/models/{rid}/revision/{old}$")  # resolved by sha, not by branch
+
+
+def test_backend_is_inferred_or_given(hub, models, retry):
+    rid = _rid("noinfo")
+    hub.publish(rid, models["text"], library_name=None)
+    assert H.fetch_model(rid, retry=retry).backend == "transformers"  # from the files
+    with pytest.raises(ConfigError, match="backend"):
+        H.fetch_model(rid, backend="onnx")
+    with pytest.raises(CandidateError, match="owner/name"):
+        H.fetch_model("no-slash")
+
+
+# --- refusals -----------------------------------------------------------------------------------------------
+def _refused(hub, rid, reason, **kw):
+    hub.requests.clear()  # CDN requests are keyed by content: count only this attempt's
+    with pytest.raises(UnsafeModelError) as ei:
+        H.fetch_model(rid, **kw)
+    assert ei.value.reason == reason
+    assert not any(p.endswith((".safetensors", ".bin")) for p in _downloaded(hub, rid))  # no weights fetched
+    return ei.value
+
+
+def test_refuses_remote_code_pickle_size_and_gated_unless_opted_in(hub, models, retry, tmp_path):
+    store = Store.open(tmp_path / "cache")
+    remote = _rid("remote")
+    hub.publish(remote, models["remote"], library_name="transformers")
+    err = _refused(hub, remote, "remote_code", retry=retry)
+    assert "auto_map" in str(err) and "trust_remote_code" in str(err)
+    catalog.record_refusal(store, remote, hub.repos[remote].main, err.reason, str(err))
+    assert H.fetch_model(remote, policy=LoadPolicy(trust_remote_code=True), retry=retry).revision
+
+    # custom sentence-transformers module types are remote code too (found in modules.json)
+    st_custom = _rid("stcustom")
+    hub.publish(st_custom, models["st"], library_name="sentence-transformers",
+                files={"modules.json": b'[{"idx":0,"name":"0","path":"","type":"my_pkg.CustomModule"}]'})  # fmt: skip
+    assert "CustomModule" in str(_refused(hub, st_custom, "remote_code", retry=retry))
+
+    pickle = _rid("pickle")
+    hub.publish(pickle, models["pickle"], library_name="transformers")
+    assert "allow_pickle" in str(_refused(hub, pickle, "pickle_only", retry=retry))
+    fm = H.fetch_model(pickle, policy=LoadPolicy(allow_pickle=True), retry=retry)
+    assert "pytorch_model.bin" in fm.files and (fm.local_dir / "pytorch_model.bin").is_file()
+
+    big = _rid("big")
+    hub.publish(big, models["text"], library_name="transformers")
+    assert "max_bytes" in str(_refused(hub, big, "too_large", policy=LoadPolicy(max_bytes=1000), retry=retry))
+    optin = LoadPolicy(max_bytes=1000, allow_models=frozenset({big}))
+    assert H.fetch_model(big, policy=optin, retry=retry).revision == hub.repos[big].main
+
+    gated = _rid("gated")
+    hub.publish(gated, models["st"], library_name="sentence-transformers", gated="manual", allowed_tokens={TOKEN})
+    _refused(hub, gated, "gated", retry=retry)
+    # opted in, but the (absent) token has no access: the hub's GatedRepo answer becomes a "gated" refusal
+    err = _refused(hub, gated, "gated", policy=LoadPolicy(allow_gated=True), retry=retry)
+    assert "HF_TOKEN" in str(err)
+    fm = H.fetch_model(gated, policy=LoadPolicy(allow_gated=True), token=TOKEN, retry=retry)
+    assert (fm.local_dir / "model.safetensors").is_file()
+
+    reasons = set(catalog.refusals(store)["reason"])
+    assert reasons == {"remote_code"}
+
+
+# --- faults -------------------------------------------------------------------------------------------------
+def test_fetch_retries_429_and_5xx(hub, models, retry, sleeps):
+    rid = _rid("st")
+    hub.publish(rid, models["st"], library_name="sentence-transformers")
+    hub.add_fault(rf"^/api/models/{rid}(\?|$)", status=429, headers={"Retry-After": "2"})
+    hub.add_fault(rf"^/api/models/{rid}(\?|$)", status=500)
+    hub.add_fault(r"/resolve/.*/tokenizer\.json$", status=503, method="GET")
+    fm = H.fetch_model(rid, retry=retry)
+    assert (fm.local_dir / "tokenizer.json").read_bytes() == (models["st"] / "tokenizer.json").read_bytes()
+    assert sleeps[:2] == [2.0, 0.02]  # Retry-After honoured, then exponential backoff
+
+
+def test_fetch_not_found_errors(hub, models, retry):
+    with pytest.raises(CandidateError, match="not found"):
+        H.fetch_model("acme/missing", retry=retry)
+    rid = _rid("st")
+    hub.publish(rid, models["st"], library_name="sentence-transformers")
+    with pytest.raises(CandidateError, match="revision"):
+        H.fetch_model(rid, revision="v9", retry=retry)
+
+
+def test_fetch_truncated_download_retried_then_clear_error(hub, models, retry):
+    rid = _rid("st")
+    hub.publish(rid, models["st"], library_name="sentence-transformers")
+    hub.add_fault(r"^/cdn/", "truncate", method="GET")  # once: the retry completes the file
+    fm = H.fetch_model(rid, retry=retry)
+    assert (fm.local_dir / "model.safetensors").read_bytes() == (models["st"] / "model.safetensors").read_bytes()
+
+    rid2 = _rid("st")
+    hub.publish(rid2, models["text"], library_name="transformers")
+    hub.add_fault(r"^/cdn/", "truncate", method="GET", times=-1)
+    with pytest.raises(HubError, match="truncated"):
+        H.fetch_model(rid2, retry=retry)
+    snaps = list((Path(os.environ["HF_HOME"]) / "hub" / f"models--acme--{rid2.split('/')[1]}").rglob("model.safetensors"))
+    assert snaps == []  # no half file was ever put in place
+
+
+def test_fetch_dropped_connection_resumes(hub, models, retry, monkeypatch):
+    import huggingface_hub.file_download as fd
+
+    monkeypatch.setattr(fd.time, "sleep", lambda s: None)  # the client's own 1 s pause before resuming
+    rid = _rid("st")
+    hub.publish(rid, models["st"], library_name="sentence-transformers")
+    hub.add_fault(r"^/cdn/", "drop", method="GET")
+    fm = H.fetch_model(rid, retry=retry)
+    assert (fm.local_dir / "model.safetensors").read_bytes() == (models["st"] / "model.safetensors").read_bytes()
+    cdn = hub.requests_to(r"^/cdn/", "GET")
+    assert len(cdn) == 2  # the cut-off body was fetched again (resumed with Range when bytes had been kept)
+
+
+def test_fetch_malformed_info_and_timeouts_are_hub_errors(hub, models, sleeps):
+    rid = _rid("st")
+    hub.publish(rid, models["st"], library_name="sentence-transformers")
+    retry = H.RetryPolicy(max_retries=1, base_wait=0.01, timeout=0.3, sleep=sleeps.append)
+    hub.add_fault(rf"^/api/models/{rid}(\?|$)", "malformed", times=-1)
+    with pytest.raises(HubError, match="malformed answer"):
+        H.fetch_model(rid, retry=retry)
+    hub.faults.clear()
+    hub.add_fault(rf"^/api/models/{rid}(\?|$)", "delay", delay=1.0, times=-1)
+    with pytest.raises(HubError, match="in time"):
+        H.fetch_model(rid, retry=retry)
+    assert len(sleeps) == 2  # one retry each
+
+
+# --- offline ------------------------------------------------------------------------------------------------
+def test_offline_uses_the_cache_alone(hub, models, retry, monkeypatch):
+    import huggingface_hub.constants as c
+
+    rid = _rid("st")
+    hub.publish(rid, models["st"], library_name="sentence-transformers")
+    online = H.fetch_model(rid, retry=retry)
+    hub.requests.clear()
+    monkeypatch.setattr(c, "HF_HUB_OFFLINE", True)
+    offline = H.fetch_model(rid)
+    assert offline.revision == online.revision and offline.local_dir == online.local_dir
+    assert set(offline.files) == set(online.files) and offline.backend == "sentence-transformers"
+    assert H.fetch_model(rid, revision=online.revision).revision == online.revision
+    with pytest.raises(CandidateError, match="HF_HUB_OFFLINE"):
+        H.fetch_model(_rid("never-fetched"))
+    assert hub.requests == []
+
+
+# --- token --------------------------------------------------------------------------------------------------
+def test_token_reaches_the_hub_but_never_logs_or_store(hub, models, retry, monkeypatch, caplog, tmp_path):
+    monkeypatch.setenv("HF_TOKEN", TOKEN)
+    caplog.set_level(logging.DEBUG)
+    rid = _rid("gated")
+    hub.publish(rid, models["st"], library_name="sentence-transformers", gated="auto", allowed_tokens={TOKEN})
+    store = Store.open(tmp_path / "cache")
+    hub.add_fault(r"^/api/models\?", status=503)  # a retried page: the warning must not show the token
+    res = H.crawl(limit=5, retry=retry)
+    catalog.record_crawl(store, res)
+    fm = H.fetch_model(rid, policy=LoadPolicy(allow_gated=True), retry=retry)
+    assert (fm.local_dir / "model.safetensors").is_file()
+    hub_side = [r for r in hub.requests if not r["path"].startswith("/cdn/")]
+    assert hub_side and all(r["headers"].get("authorization") == f"Bearer {TOKEN}" for r in hub_side
+                            if r["path"] != "/api/agent-harnesses")  # fmt: skip
+    assert all("authorization" not in r["headers"] for r in hub.requests_to(r"^/cdn/"))  # not sent to the CDN
+    # a refusal message that quotes the token is scrubbed before it is stored
+    catalog.record_refusal(store, rid, fm.revision, "fetch_error", f"failed with {TOKEN}")
+    hub.add_fault(rf"^/api/models/{rid}(\?|$)", status=500, times=-1)
+    with pytest.raises(HubError) as ei:
+        H.fetch_model(rid, policy=LoadPolicy(allow_gated=True), retry=retry)
+    assert TOKEN not in str(ei.value)
+    assert TOKEN not in caplog.text and "WARNING" in caplog.text
+    assert TOKEN.encode() not in (tmp_path / "cache" / "embedselect.duckdb").read_bytes()
+    assert TOKEN not in catalog.refusals(store)["message"][0]
