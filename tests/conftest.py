@@ -20,12 +20,8 @@ os.environ["HF_HOME"] = os.path.join(_SESSION_TMP, "hf-home")
 os.environ.pop("HF_TOKEN", None)
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("OMP_NUM_THREADS", "2")
-# HF_ENDPOINT points at the fake hub started in tests/hubserver.py (see the `hub` fixture). Until that
-# server is up, an unreachable loopback port makes any accidental hub call fail fast and locally.
-os.environ.setdefault("HF_ENDPOINT", "http://127.0.0.1:9")
-if os.path.exists(os.path.join(os.path.dirname(__file__), "_hubsetup.py")):
-    # Starts the fake hub on a loopback port and points HF_ENDPOINT at it, before any hub import.
-    from tests import _hubsetup  # noqa: F401
+# Start the fake hub on a loopback port and point HF_ENDPOINT at it, before anything imports huggingface_hub.
+from tests import _hubsetup  # noqa: E402,F401
 
 
 # --- nothing connects beyond loopback ------------------------------------------------------------------
