@@ -38,3 +38,91 @@ class Embedder(Protocol):
             model itself normalises.
         """
         ...
+
+
+# --- helpers shared by the backends ---------------------------------------------------------------
+TEXT = "text"
+IMAGE = "image"
+MODALITIES = (TEXT, IMAGE)
+
+
+def check_items(items: Sequence[Any], modality: str) -> list[Any]:
+    """Validate ``items`` for a backend of ``modality`` and return them as a list.
+
+    Text items must be ``str``; image items must be a path (``str``/``os.PathLike``) or a
+    ``PIL.Image.Image``.
+
+    Raises:
+        DataError: ``items`` is a bare string/bytes, or an item has the wrong type.
+    """
+    from embedselect.errors import DataError
+
+    if isinstance(items, (str, bytes)):
+        raise DataError("items must be a sequence of items, not a single string: wrap it in a list")
+    items = list(items)
+    if modality == TEXT:
+        for i, it in enumerate(items):
+            if not isinstance(it, str):
+                raise DataError(
+                    f"item {i} is {type(it).__name__}, but this embedder takes text: pass a list of str"
+                )
+    elif modality == IMAGE:
+        import os
+
+        for i, it in enumerate(items):
+            if not (isinstance(it, (str, os.PathLike)) or _is_pil_image(it)):
+                raise DataError(
+                    f"item {i} is {type(it).__name__}, but this embedder takes images: pass image file paths"
+                )
+    return items
+
+
+def _is_pil_image(obj: Any) -> bool:
+    try:
+        from PIL import Image
+    except ImportError:  # pragma: no cover - pillow is a dependency
+        return False
+    return isinstance(obj, Image.Image)
+
+
+def load_image(item: Any, mode: str = "RGB"):
+    """Open one image item (path or PIL image) as a PIL image in ``mode`` (``"RGB"`` or ``"L"``).
+
+    Raises:
+        DataFileNotFoundError: the file does not exist.
+        DecodeError: the file is not a readable image.
+    """
+    from PIL import Image, UnidentifiedImageError
+
+    from embedselect.errors import DataFileNotFoundError, DecodeError
+
+    if _is_pil_image(item):
+        return item.convert(mode)
+    try:
+        with Image.open(item) as im:
+            im.load()
+            return im.convert(mode)
+    except FileNotFoundError as exc:
+        raise DataFileNotFoundError(f"image file not found: {item}: check the path") from exc
+    except (UnidentifiedImageError, OSError, ValueError) as exc:
+        raise DecodeError(f"cannot decode image {item}: {exc}; remove or replace the file") from exc
+
+
+def as_embedding_matrix(x: Any, n: int) -> np.ndarray:
+    """``x`` (torch tensor or array) as a C-contiguous float32 numpy array of shape (n, d).
+
+    Raises:
+        ModelLoadError: the model returned a different number of rows or non-finite values.
+    """
+    from embedselect.errors import ModelLoadError
+
+    if hasattr(x, "detach"):
+        x = x.detach().float().cpu().numpy()
+    arr = np.ascontiguousarray(np.asarray(x, dtype=np.float32))
+    if arr.ndim != 2 or arr.shape[0] != n:
+        raise ModelLoadError(f"the model returned an array of shape {arr.shape}, expected ({n}, d)")
+    if n and not np.isfinite(arr).all():
+        raise ModelLoadError(
+            "the model produced NaN/inf embeddings (often float16 overflow): retry with dtype='float32'"
+        )
+    return arr

@@ -1,0 +1,302 @@
+"""Baseline embedders that need no download: TF-IDF + truncated SVD, seeded random projection, and
+raw-pixel PCA. They run on CPU with numpy/scikit-learn and are fully determined by their ``seed``.
+
+A ranking that puts a neural embedder below these baselines on the user's data is a useful warning.
+
+Fitting: ``tfidf-svd`` and ``pixel-pca`` learn from data. With ``fit_items`` given at construction
+they are fitted once on those items and every :meth:`embed` call transforms with that fit (outputs of
+separate calls are comparable). Without it, each :meth:`embed` call fits on the items it is given, so
+``embed(items)`` is a pure function of ``items`` and the settings. ``random-projection`` learns nothing.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from embedselect.embed.base import IMAGE, TEXT, as_embedding_matrix, check_items, load_image
+from embedselect.embed.device import progress_bar, progress_enabled
+from embedselect.errors import ConfigError, EmptyDataError, TooFewItemsError
+
+BASELINE_VERSION = 1
+"""Bumped whenever a baseline's output changes for the same inputs and settings (part of the revision)."""
+
+_U64 = np.uint64
+
+
+def _splitmix64(x: np.ndarray) -> np.ndarray:
+    """SplitMix64 finaliser on a uint64 array (wrapping arithmetic): a fast, well-mixed integer hash."""
+    with np.errstate(over="ignore"):
+        z = x + _U64(0x9E3779B97F4A7C15)
+        z = (z ^ (z >> _U64(30))) * _U64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> _U64(27))) * _U64(0x94D049BB133111EB)
+        return z ^ (z >> _U64(31))
+
+
+def gaussian_projection_rows(columns: np.ndarray, dim: int, seed: int) -> np.ndarray:
+    """Rows ``columns`` of a (conceptually infinite) seeded Gaussian matrix, shape (len(columns), dim),
+    float32, entries i.i.d. N(0, 1).
+
+    Entry (j, k) depends only on (seed, j, k), so the matrix never has to be materialised: a hashed
+    bag of words with 2**20 columns only draws the rows its vocabulary uses.
+    """
+    cols = np.asarray(columns, dtype=np.uint64).reshape(-1, 1)
+    k = np.arange(dim, dtype=np.uint64).reshape(1, -1)
+    with np.errstate(over="ignore"):
+        key = _splitmix64(np.asarray([seed & 0xFFFFFFFFFFFFFFFF], dtype=np.uint64))[0]
+        base = (cols * _U64(dim) + k) * _U64(2) + key
+    u1 = ((_splitmix64(base) >> _U64(11)).astype(np.float64) + 0.5) / float(1 << 53)
+    u2 = ((_splitmix64(base + _U64(1)) >> _U64(11)).astype(np.float64) + 0.5) / float(1 << 53)
+    return (np.sqrt(-2.0 * np.log(u1)) * np.cos(2.0 * np.pi * u2)).astype(np.float32)
+
+
+def _check_dim(dim: Any, name: str = "dim") -> int:
+    if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)) or dim < 1:
+        raise ConfigError(f"{name} must be a positive integer, got {dim!r}")
+    return int(dim)
+
+
+def _images_to_pixels(items: list, size: int, mode: str, progress: bool, desc: str) -> np.ndarray:
+    """Images -> float32 array (n, size*size*channels), values in [0, 1]."""
+    from PIL import Image
+
+    ch = 1 if mode == "L" else 3
+    out = np.empty((len(items), size * size * ch), dtype=np.float32)
+    with progress_bar(len(items), desc=desc, enabled=progress_enabled(progress), unit="img") as bar:
+        for i, it in enumerate(items):
+            im = load_image(it, mode).resize((size, size), Image.BILINEAR)
+            out[i] = np.asarray(im, dtype=np.float32).reshape(-1) / 255.0
+            bar.update(1)
+    return out
+
+
+def _exact_truncated_svd(x, k: int) -> np.ndarray:
+    """Top-``k`` right singular vectors of the sparse (n, V) matrix ``x`` as a dense (V, k) float64 array,
+    via the eigendecomposition of the Gram matrix x xᵀ (n×n, float64). Signs are fixed so the largest-|v|
+    entry of each vector is positive. Directions with (numerically) zero singular value are zero columns,
+    so the output dimension is always ``k``."""
+    g = np.asarray((x @ x.T).toarray(), dtype=np.float64)
+    w, u = np.linalg.eigh(g)
+    order = np.argsort(w)[::-1][:k]
+    w, u = np.clip(w[order], 0.0, None), u[:, order]
+    s = np.sqrt(w)
+    ok = s > max(s[0], 1e-300) * 1e-6 if s.size else s.astype(bool)
+    comps = np.zeros((x.shape[1], k), dtype=np.float64)
+    if ok.any():
+        comps[:, ok] = np.asarray(x.T @ u[:, ok], dtype=np.float64) / s[ok]
+    idx = np.argmax(np.abs(comps), axis=0)
+    signs = np.sign(comps[idx, np.arange(k)])
+    signs[signs == 0] = 1.0
+    return comps * signs
+
+
+class TfidfSvdEmbedder:
+    """TF-IDF (sublinear tf, unigrams+bigrams, l2 rows) followed by truncated SVD (LSA).
+
+    Output: float32 (n, d) with d = min(dim, n_fit - 1, vocabulary size - 1) (at least 1), where
+    n_fit is the number of items the fit saw.
+    """
+
+    backend = "tfidf-svd"
+    modality = TEXT
+    device = "cpu"
+    EXACT_MAX_ITEMS = 3000
+    """Up to this many fit items the SVD is exact (eigendecomposition of the n×n Gram matrix, float64);
+    above it, scikit-learn's seeded randomized TruncatedSVD."""
+
+    def __init__(self, *, dim: int = 256, seed: int = 0, max_features: int = 50_000, ngram_max: int = 2,
+                 fit_items: Sequence[str] | None = None) -> None:
+        self.dim = _check_dim(dim)
+        self.max_features = _check_dim(max_features, "max_features")
+        self.ngram_max = _check_dim(ngram_max, "ngram_max")
+        self.seed = int(seed)
+        self._fitted = None
+        if fit_items is not None:
+            self._fitted = self._fit(check_items(fit_items, TEXT))
+
+    def settings(self) -> dict[str, Any]:
+        return {
+            "dim": self.dim,
+            "max_features": self.max_features,
+            "ngram_range": [1, self.ngram_max],
+            "sublinear_tf": True,
+            "seed": self.seed,
+            "fit": "fit_items" if self._fitted is not None else "per-call",
+            "version": BASELINE_VERSION,
+        }
+
+    def _fit(self, texts: list[str]):
+        from sklearn.decomposition import TruncatedSVD
+        from sklearn.feature_extraction.text import TfidfVectorizer
+
+        if len(texts) < 2:
+            raise TooFewItemsError(
+                f"tfidf-svd needs at least 2 texts to fit, got {len(texts)}: pass more items", needed=2, got=len(texts)
+            )
+        vec = TfidfVectorizer(sublinear_tf=True, ngram_range=(1, self.ngram_max), max_features=self.max_features,
+                              dtype=np.float32)
+        try:
+            x = vec.fit_transform(texts)
+        except ValueError as exc:  # empty vocabulary
+            raise EmptyDataError(f"tfidf-svd found no words in the texts ({exc}); check the text column") from exc
+        k = max(1, min(self.dim, len(texts) - 1, x.shape[1] - 1))
+        if x.shape[0] <= self.EXACT_MAX_ITEMS:
+            return vec, _exact_truncated_svd(x, k)
+        svd = TruncatedSVD(n_components=k, algorithm="randomized", n_iter=5, random_state=self.seed)
+        svd.fit(x)
+        return vec, svd.components_.T.astype(np.float64)
+
+    def embed(self, items: Sequence[str], *, batch_size: int | None = None, progress: bool = False) -> np.ndarray:
+        """Embed texts; ``batch_size`` is ignored (the work is one sparse matrix product)."""
+        texts = check_items(items, TEXT)
+        if not texts:
+            return np.zeros((0, self._fitted[1].shape[1] if self._fitted else 0), dtype=np.float32)
+        vec, comps = self._fitted if self._fitted is not None else self._fit(texts)
+        return as_embedding_matrix(np.asarray(vec.transform(texts) @ comps), len(texts))
+
+
+class RandomProjectionEmbedder:
+    """A seeded Gaussian random projection, scaled by 1/sqrt(dim).
+
+    Text: hashed bag of words (2**20 buckets, lower-cased, l2-normalised counts) projected to ``dim``.
+    Image: RGB pixels resized to ``size``×``size`` (values in [0, 1], centred at 0.5) projected to ``dim``.
+    Output: float32 (n, dim). Nothing is fitted; the same item always gets the same vector.
+    """
+
+    backend = "random-projection"
+    device = "cpu"
+    N_HASH_FEATURES = 2**20
+
+    def __init__(self, *, modality: str = TEXT, dim: int = 256, seed: int = 0, size: int = 32) -> None:
+        if modality not in (TEXT, IMAGE):
+            raise ConfigError(f"random-projection modality must be 'text' or 'image', got {modality!r}")
+        self.modality = modality
+        self.dim = _check_dim(dim)
+        self.size = _check_dim(size, "size")
+        self.seed = int(seed)
+        self._pixel_matrix: np.ndarray | None = None
+
+    def settings(self) -> dict[str, Any]:
+        s: dict[str, Any] = {"dim": self.dim, "seed": self.seed, "version": BASELINE_VERSION}
+        if self.modality == TEXT:
+            s.update(features="hashed-bow", n_features=self.N_HASH_FEATURES)
+        else:
+            s.update(features="pixels-rgb", size=self.size)
+        return s
+
+    def embed(self, items: Sequence[Any], *, batch_size: int | None = None, progress: bool = False) -> np.ndarray:
+        """Embed texts or image paths (per :attr:`modality`); ``batch_size`` is ignored."""
+        items = check_items(items, self.modality)
+        scale = np.float32(1.0 / np.sqrt(self.dim))
+        if self.modality == TEXT:
+            from sklearn.feature_extraction.text import HashingVectorizer
+
+            if not items:
+                return np.zeros((0, self.dim), dtype=np.float32)
+            x = HashingVectorizer(n_features=self.N_HASH_FEATURES, alternate_sign=False, norm="l2",
+                                  dtype=np.float32).transform(items).tocsc()
+            used = np.flatnonzero(np.diff(x.indptr))
+            rows = gaussian_projection_rows(used, self.dim, self.seed)
+            out = np.asarray(x[:, used] @ rows.astype(np.float64)) * scale
+            return as_embedding_matrix(out, len(items))
+        pixels = _images_to_pixels(items, self.size, "RGB", progress, "random-projection")
+        if self._pixel_matrix is None:
+            self._pixel_matrix = gaussian_projection_rows(np.arange(pixels.shape[1]), self.dim, self.seed)
+        out = (pixels.astype(np.float64) - 0.5) @ self._pixel_matrix.astype(np.float64) * scale
+        return as_embedding_matrix(out, len(items))
+
+
+class PixelPCAEmbedder:
+    """Raw pixels (resized to ``size``×``size``, RGB or grayscale, values in [0, 1]) reduced by PCA.
+
+    Output: float32 (n, d) with d = min(dim, n_fit - 1, n_pixels) (at least 1).
+    """
+
+    backend = "pixel-pca"
+    modality = IMAGE
+    device = "cpu"
+
+    def __init__(self, *, dim: int = 128, size: int = 32, grayscale: bool = False, seed: int = 0,
+                 fit_items: Sequence[Any] | None = None) -> None:
+        self.dim = _check_dim(dim)
+        self.size = _check_dim(size, "size")
+        self.grayscale = bool(grayscale)
+        self.seed = int(seed)
+        self._pca = None
+        if fit_items is not None:
+            self._pca = self._fit(self._pixels(check_items(fit_items, IMAGE), False))
+
+    @property
+    def _mode(self) -> str:
+        return "L" if self.grayscale else "RGB"
+
+    def settings(self) -> dict[str, Any]:
+        return {
+            "dim": self.dim,
+            "size": self.size,
+            "color": "grayscale" if self.grayscale else "rgb",
+            "seed": self.seed,
+            "fit": "fit_items" if self._pca is not None else "per-call",
+            "version": BASELINE_VERSION,
+        }
+
+    def _pixels(self, items: list, progress: bool) -> np.ndarray:
+        return _images_to_pixels(items, self.size, self._mode, progress, "pixel-pca")
+
+    def _fit(self, pixels: np.ndarray):
+        from sklearn.decomposition import PCA
+
+        n = pixels.shape[0]
+        if n < 2:
+            raise TooFewItemsError(f"pixel-pca needs at least 2 images to fit, got {n}: pass more items",
+                                   needed=2, got=n)
+        k = max(1, min(self.dim, n - 1, pixels.shape[1]))
+        solver = "randomized" if k < min(n, pixels.shape[1]) * 0.8 else "full"
+        return PCA(n_components=k, svd_solver=solver, random_state=self.seed).fit(pixels.astype(np.float64))
+
+    def embed(self, items: Sequence[Path | str], *, batch_size: int | None = None, progress: bool = False) -> np.ndarray:
+        """Embed image paths; ``batch_size`` is ignored."""
+        items = check_items(items, IMAGE)
+        if not items:
+            return np.zeros((0, self._pca.n_components_ if self._pca is not None else 0), dtype=np.float32)
+        pixels = self._pixels(items, progress)
+        pca = self._pca if self._pca is not None else self._fit(pixels)
+        return as_embedding_matrix(pca.transform(pixels.astype(np.float64)), len(items))
+
+
+BASELINE_CLASSES = {
+    "tfidf-svd": TfidfSvdEmbedder,
+    "random-projection": RandomProjectionEmbedder,
+    "pixel-pca": PixelPCAEmbedder,
+}
+
+
+def make_baseline(name: str, *, modality: str, options: dict[str, Any], seed: int = 0,
+                  fit_items: Sequence[Any] | None = None):
+    """Build the baseline embedder ``name`` with backend ``options`` (``dim``, ``size``, ...).
+
+    Raises:
+        ConfigError: unknown baseline, unknown option, or a modality the baseline cannot embed.
+    """
+    if name not in BASELINE_CLASSES:
+        raise ConfigError(f"unknown baseline {name!r}: use one of {', '.join(BASELINE_CLASSES)}")
+    opts = dict(options)
+    seed = int(opts.pop("seed", seed))
+    allowed = {
+        "tfidf-svd": {"dim", "max_features", "ngram_max"},
+        "random-projection": {"dim", "size"},
+        "pixel-pca": {"dim", "size", "grayscale"},
+    }[name]
+    opts.pop("modality", None)
+    unknown = sorted(set(opts) - allowed)
+    if unknown:
+        raise ConfigError(f"baseline {name!r} does not take option(s) {unknown}: allowed are {sorted(allowed)}")
+    if name == "random-projection":
+        return RandomProjectionEmbedder(modality=modality, seed=seed, **opts)
+    expected = TEXT if name == "tfidf-svd" else IMAGE
+    if modality != expected:
+        raise ConfigError(f"baseline {name!r} embeds {expected}s only, not {modality}: use "
+                          f"{'pixel-pca' if expected == TEXT else 'tfidf-svd'} or random-projection")
+    return BASELINE_CLASSES[name](seed=seed, fit_items=fit_items, **opts)

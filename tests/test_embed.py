@@ -1,0 +1,371 @@
+"""Embedding backends on tiny models built in the tests (offline), the baselines, device detection,
+safe-loading refusals and their opt-ins, and the real all-MiniLM-L6-v2."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import numpy as np
+import pytest
+
+from embedselect.candidates import parse_candidates, resolve_candidate
+from embedselect.embed import load_embedder
+from embedselect.embed.base import Embedder
+from embedselect.embed.device import progress_enabled, resolve_device, resolve_dtype
+from embedselect.errors import (
+    ConfigError,
+    DataError,
+    DecodeError,
+    ModelLoadError,
+    TooFewItemsError,
+    UnsafeModelError,
+)
+from embedselect.policy import LoadPolicy
+from tests import tinymodels as tm
+
+TEXTS = [
+    "the cat sat on the mat",
+    "a dog runs in the city",
+    "money in the bank",
+    "the river water is cold",
+    "people read a book at night",
+    "the stock market price fell",
+]
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    import torch
+
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory):
+    base = tmp_path_factory.mktemp("tiny")
+    return {
+        "st": tm.make_tiny_sentence_transformer(base / "st"),
+        "timm": tm.make_tiny_timm(base / "timm"),
+        "hf_text": tm.make_tiny_transformers_text(base / "hf_text"),
+        "hf_image": tm.make_tiny_transformers_image(base / "hf_image"),
+        "pickle": tm.make_pickle_only_model(base / "pickle"),
+        "remote": tm.make_remote_code_model(base / "remote"),
+        "clip": tm.make_tiny_clip(base / "clip"),
+        "images": tm.make_tiny_images(base / "images", n=5),
+    }
+
+
+def _load(path, modality=None, policy=LoadPolicy(), **kw):
+    (c,) = parse_candidates(str(path), modality=modality)
+    rc = resolve_candidate(c, policy=policy)
+    return rc, load_embedder(rc, device="cpu", policy=policy, **kw)
+
+
+def _cos(a, b):
+    return float(a @ b / np.linalg.norm(a) / np.linalg.norm(b))
+
+
+# --- sentence-transformers ------------------------------------------------------------------------
+def test_sentence_transformers_tiny(models):
+    rc, emb = _load(models["st"], "text")
+    assert rc.backend == "sentence-transformers" and rc.modality == "text"
+    assert isinstance(emb, Embedder)
+    x = emb.embed(TEXTS, batch_size=4)
+    assert x.shape == (len(TEXTS), 32) and x.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(x, axis=1), 1.0, atol=1e-5)  # the model's Normalize module
+    # order is preserved and rows do not depend on the batch composition
+    y = emb.embed(TEXTS[::-1], batch_size=2)
+    np.testing.assert_allclose(x[::-1], y, atol=1e-5)
+    s = emb.settings()
+    json.dumps(s)
+    assert s["normalize"] is True and s["dtype"] == "float32" and s["max_length"] == 64
+    assert s["pooling"] in ("mean", ["mean"])
+    assert emb.embed([]).shape == (0, 32)
+
+
+def test_sentence_transformers_options(models):
+    _, emb = _load(models["st"], "text", options={"max_length": 8, "prompt": "query: "})
+    assert emb.settings()["max_length"] == 8 and emb.settings()["prompt"] == "query: "
+    _, plain = _load(models["st"], "text")
+    long = ["the cat sat on the mat " * 5]
+    assert not np.allclose(emb.embed(long), plain.embed(long))  # truncation + prompt change the output
+    with pytest.raises(ConfigError, match="allowed"):
+        _load(models["st"], "text", options={"no_such_option": 1})
+
+
+def test_wrong_item_types_are_rejected(models):
+    _, emb = _load(models["st"], "text")
+    with pytest.raises(DataError, match="list"):
+        emb.embed("a single string")
+    with pytest.raises(DataError, match="text"):
+        emb.embed([1, 2])
+
+
+# --- timm -----------------------------------------------------------------------------------------
+def test_timm_tiny_uses_data_config(models):
+    import timm
+    import torch
+
+    rc, emb = _load(models["timm"], "image")
+    assert rc.backend == "timm" and rc.modality == "image"
+    paths = models["images"]
+    x = emb.embed(paths, batch_size=2)
+    assert x.shape == (len(paths), 32) and x.dtype == np.float32
+    s = emb.settings()
+    assert s["input_size"] == [3, 32, 32] and s["mean"] == [0.5, 0.5, 0.5] and s["crop_pct"] == 0.875
+    # reference: timm's own loading + preprocessing of one image gives the same vector
+    ref_model = timm.create_model(f"local-dir:{models['timm']}", pretrained=True, num_classes=0).eval()
+    cfg = timm.data.resolve_model_data_config(ref_model)
+    tf = timm.data.create_transform(**cfg, is_training=False)
+    from PIL import Image
+
+    with torch.inference_mode():
+        ref = ref_model(tf(Image.open(paths[1]).convert("RGB")).unsqueeze(0)).numpy()[0]
+    np.testing.assert_allclose(x[1], ref, rtol=1e-4, atol=1e-5)
+    # the tiny model differs from a fresh random init (weights were really loaded)
+    assert not np.allclose(x[0], x[1])
+
+
+def test_timm_bad_image(models, tmp_path):
+    _, emb = _load(models["timm"], "image")
+    bad = tmp_path / "bad.png"
+    bad.write_bytes(b"not an image")
+    with pytest.raises(DecodeError, match="bad.png"):
+        emb.embed([bad])
+
+
+# --- transformers -------------------------------------------------------------------------------
+def test_transformers_text_pooling(models):
+    rc, mean = _load(models["hf_text"], "text")
+    assert rc.backend == "transformers" and rc.modality == "text"
+    x = mean.embed(TEXTS, batch_size=4)
+    assert x.shape == (len(TEXTS), 32) and x.dtype == np.float32
+    assert mean.settings()["pooling"] == "mean"
+    _, cls = _load(models["hf_text"], "text", options={"pooling": "cls"})
+    c = cls.embed(TEXTS)
+    assert cls.settings()["pooling"] == "cls" and not np.allclose(x, c)
+    # mean pooling over the attention mask: padding (batching with a longer text) does not change a row
+    alone = mean.embed([TEXTS[0]])
+    np.testing.assert_allclose(alone[0], x[0], atol=1e-5)
+    # reference mean pooling by hand
+    import torch
+    from transformers import AutoModel, AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(str(models["hf_text"]))
+    m = AutoModel.from_pretrained(str(models["hf_text"])).eval()
+    enc = tok([TEXTS[2]], return_tensors="pt")
+    with torch.inference_mode():
+        h = m(**enc).last_hidden_state[0].numpy()
+    np.testing.assert_allclose(x[2], h.mean(0), atol=1e-5)
+    with pytest.raises(ConfigError, match="pooling"):
+        _load(models["hf_text"], "text", options={"pooling": "max"})
+
+
+def test_transformers_image(models):
+    rc, emb = _load(models["hf_image"], "image")
+    assert rc.backend == "transformers" and rc.modality == "image"
+    paths = models["images"]
+    x = emb.embed(paths, batch_size=2)
+    assert x.shape == (len(paths), 32) and emb.settings()["pooling"] == "cls"
+    _, mean = _load(models["hf_image"], "image", options={"pooling": "mean"})
+    y = mean.embed(paths)
+    assert y.shape == x.shape and not np.allclose(x, y)
+    assert emb.embed([]).shape == (0, 32)
+
+
+def test_transformers_clip_projection(models):
+    rc, emb = _load(models["clip"], "image")
+    assert rc.modality == "image"
+    x = emb.embed(models["images"])
+    assert x.shape == (len(models["images"]), 16) and emb.settings()["pooling"] == "projection"
+    assert emb.embed([]).shape == (0, 16)
+    _, cls = _load(models["clip"], "image", options={"pooling": "pooler"})
+    assert cls.embed(models["images"][:2]).shape == (2, 32)  # the vision tower's pooled output, unprojected
+
+
+def test_modality_mismatch_is_reported(models):
+    from embedselect.errors import CandidateSpecError
+
+    (c,) = parse_candidates(str(models["timm"]), modality="text")
+    with pytest.raises(CandidateSpecError, match="image"):
+        resolve_candidate(c, policy=LoadPolicy())
+
+
+# --- safe loading ---------------------------------------------------------------------------------
+def test_pickle_only_refused_then_allowed(models):
+    with pytest.raises(UnsafeModelError, match="allow_pickle") as ei:
+        _load(models["pickle"], "text")
+    assert ei.value.reason == "pickle_only"
+    _, emb = _load(models["pickle"], "text", policy=LoadPolicy(allow_pickle=True))
+    assert emb.embed(TEXTS[:2]).shape == (2, 32)
+
+
+def test_remote_code_refused_then_allowed(models):
+    with pytest.raises(UnsafeModelError, match="trust_remote_code") as ei:
+        _load(models["remote"], "text")
+    assert ei.value.reason == "remote_code"
+    _, emb = _load(models["remote"], "text", policy=LoadPolicy(trust_remote_code=True))
+    assert type(emb.model).__name__ == "TinyRemoteModel"  # the shipped code really ran
+    assert emb.embed(TEXTS[:3]).shape == (3, 32)
+
+
+def test_per_model_opt_in_lifts_policy(models):
+    (c,) = parse_candidates(str(models["pickle"]), modality="text")
+    rc = resolve_candidate(c, policy=LoadPolicy())
+    emb = load_embedder(rc, device="cpu", policy=LoadPolicy(allow_models=frozenset({rc.model_id})))
+    assert emb.embed(TEXTS[:1]).shape == (1, 32)
+
+
+def test_broken_model_is_a_model_load_error(models, tmp_path):
+    import shutil
+
+    d = tmp_path / "broken"
+    shutil.copytree(models["hf_text"], d)
+    (d / "model.safetensors").write_bytes(b"\0" * 64)
+    with pytest.raises(ModelLoadError, match="could not be loaded"):
+        _load(d, "text")
+    empty = tmp_path / "noweights"
+    shutil.copytree(models["hf_text"], empty)
+    (empty / "model.safetensors").unlink()
+    with pytest.raises(ModelLoadError, match="no weight files"):
+        _load(empty, "text")
+
+
+# --- baselines ------------------------------------------------------------------------------------
+def _baseline(name, modality, seed=0, **options):
+    (c,) = parse_candidates(name, modality=modality)
+    rc = resolve_candidate(c, policy=LoadPolicy())
+    return load_embedder(rc, options=options, seed=seed)
+
+
+def test_tfidf_svd_deterministic_and_capped():
+    texts = TEXTS * 3 + ["unique words here", "another different sentence"]
+    a = _baseline("tfidf-svd", "text", seed=3).embed(texts)
+    b = _baseline("tfidf-svd", "text", seed=3).embed(texts)
+    assert a.dtype == np.float32 and a.shape[0] == len(texts)
+    assert a.shape[1] == len(texts) - 1  # dim 256 capped by n - 1
+    np.testing.assert_array_equal(a, b)
+    small = _baseline("tfidf-svd", "text", dim=4).embed(texts)
+    assert small.shape == (len(texts), 4)
+    # identical texts get identical vectors; different topics differ
+    np.testing.assert_allclose(a[0], a[len(TEXTS)], atol=1e-6)
+    with pytest.raises(TooFewItemsError):
+        _baseline("tfidf-svd", "text").embed(["only one"])
+    with pytest.raises(ConfigError, match="allowed"):
+        _baseline("tfidf-svd", "text", bogus=1)
+
+
+def _match_signs(a, ref):
+    return a * np.sign((a * ref).sum(0, keepdims=True))
+
+
+def test_tfidf_svd_exact_and_randomized_match_sklearn(monkeypatch):
+    from sklearn.decomposition import TruncatedSVD
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    from embedselect.embed.baselines import TfidfSvdEmbedder
+
+    texts = TEXTS + ["cats and dogs play", "a red car in the rain", "hot sun in the sky", "snow at night",
+                     "the bank of the river", "music and a good book"]
+    vec = TfidfVectorizer(sublinear_tf=True, ngram_range=(1, 2), dtype=np.float32)
+    ref = TruncatedSVD(5, algorithm="arpack").fit_transform(vec.fit_transform(texts).astype(np.float64))
+    exact = TfidfSvdEmbedder(dim=5).embed(texts)
+    np.testing.assert_allclose(_match_signs(exact, ref), ref, atol=1e-4)
+    monkeypatch.setattr(TfidfSvdEmbedder, "EXACT_MAX_ITEMS", 2)  # force the randomized path
+    rand = TfidfSvdEmbedder(dim=5, seed=0).embed(texts)
+    np.testing.assert_allclose(_match_signs(rand, ref), ref, atol=1e-3)
+
+
+def test_tfidf_svd_fit_items_fixes_the_projection():
+    (c,) = parse_candidates("tfidf-svd?dim=3", modality="text")
+    rc = resolve_candidate(c, policy=LoadPolicy())
+    emb = load_embedder(rc, fit_items=TEXTS)
+    full = emb.embed(TEXTS)
+    part = emb.embed(TEXTS[:2])
+    np.testing.assert_allclose(full[:2], part, atol=1e-6)
+    assert emb.settings()["fit"] == "fit_items" and emb.settings()["dim"] == 3
+
+
+def test_random_projection_text_and_image(models):
+    a = _baseline("random-projection", "text", seed=1).embed(TEXTS)
+    b = _baseline("random-projection", "text", seed=1).embed(TEXTS)
+    c = _baseline("random-projection", "text", seed=2).embed(TEXTS)
+    assert a.shape == (len(TEXTS), 256) and a.dtype == np.float32
+    np.testing.assert_array_equal(a, b)
+    assert not np.allclose(a, c)
+    # no fitting: a row depends only on its own text
+    np.testing.assert_array_equal(_baseline("random-projection", "text", seed=1).embed(TEXTS[2:3])[0], a[2])
+    # a Gaussian projection roughly preserves cosine similarity of the bags of words (JL)
+    emb = _baseline("random-projection", "text", seed=0, dim=2048)
+    x = emb.embed(["cat dog cat", "cat dog dog", "river money bank"])
+    assert _cos(x[0], x[1]) > 0.5 and abs(_cos(x[0], x[2])) < 0.2
+    im = _baseline("random-projection", "image", seed=1, dim=16).embed(models["images"])
+    assert im.shape == (len(models["images"]), 16)
+
+
+def test_pixel_pca(models):
+    paths = models["images"]
+    a = _baseline("pixel-pca", "image", seed=0).embed(paths)
+    b = _baseline("pixel-pca", "image", seed=0).embed(paths)
+    assert a.shape == (len(paths), len(paths) - 1) and a.dtype == np.float32
+    np.testing.assert_array_equal(a, b)
+    g = _baseline("pixel-pca", "image", grayscale=True, dim=2, size=8).embed(paths)
+    assert g.shape == (len(paths), 2)
+
+
+def test_gaussian_rows_are_standard_normal():
+    from embedselect.embed.baselines import gaussian_projection_rows
+
+    r = gaussian_projection_rows(np.arange(2000), 64, seed=5).astype(np.float64)
+    assert abs(r.mean()) < 0.02 and abs(r.std() - 1.0) < 0.02
+    np.testing.assert_array_equal(gaussian_projection_rows(np.array([7, 3]), 64, 5), r[[7, 3]])
+
+
+# --- device and progress --------------------------------------------------------------------------
+def test_device_auto_detection_on_cpu(monkeypatch):
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert resolve_device(None) == "cpu" and resolve_device("auto") == "cpu"
+    assert resolve_dtype(None, "cpu") == "float32" and resolve_dtype(None, "cuda") == "float16"
+    with pytest.raises(ConfigError, match="CUDA is not available"):
+        resolve_device("cuda")
+    with pytest.raises(ConfigError, match="unknown device"):
+        resolve_device("tpu")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert resolve_device(None) == "cuda"
+
+
+def test_progress_only_on_a_terminal():
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    assert progress_enabled(True, Tty()) is True
+    assert progress_enabled(False, Tty()) is False
+    assert progress_enabled(True, io.StringIO()) is False
+    from embedselect.embed.device import progress_bar
+
+    with progress_bar(3, enabled=True) as bar:
+        from tqdm.std import tqdm
+
+        assert isinstance(bar, tqdm) and bar.total == 3
+        bar.update(3)
+    with progress_bar(3, enabled=False) as bar:
+        assert not hasattr(bar, "total")
+        bar.update(1)  # no-op, same interface
+
+
+# --- the real all-MiniLM-L6-v2 -------------------------------------------------------------------------
+@pytest.mark.slow
+def test_real_minilm(minilm_path):
+    rc, emb = _load(minilm_path, "text")
+    assert rc.backend == "sentence-transformers" and len(rc.revision) == 64
+    x = emb.embed(["A man is playing a guitar.", "Someone plays an acoustic guitar.",
+                   "The stock market fell sharply today."])
+    assert x.shape == (3, 384) and x.dtype == np.float32
+    assert _cos(x[0], x[1]) > _cos(x[0], x[2]) + 0.2
