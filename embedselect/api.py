@@ -448,17 +448,14 @@ def select(
 
 
 def _validate(embeddings, labels, per_metric, by_name, *, seed: int) -> dict[str, Any]:
-    """Held-out probe accuracy on the user's labels, and how well each label-free metric predicts it."""
-    from embedselect.validate import probe_accuracy, validate_scores
+    """Held-out probe accuracy on the user's labels, and how well each label-free metric (and the combined
+    score) predicts it."""
+    from embedselect.validate import validate
 
-    acc = probe_accuracy(embeddings, labels, seed=seed)
-    for name, row in acc.iterrows():
+    combined = {n: by_name[n].combined_score for n in embeddings if by_name[n].combined_score is not None}
+    report = validate(embeddings, labels, {**per_metric, "combined": combined}, seed=seed)
+    for name, row in report.table.iterrows():
         for col, v in row.items():
-            by_name[name].columns[f"labels.{col}"] = float(v)
-    primary = "logistic_mean" if "logistic_mean" in acc.columns else acc.columns[0]
-    accuracy = {str(k): float(v) for k, v in acc[primary].items()}
-    combined = {n: by_name[n].combined_score for n in accuracy if by_name[n].combined_score is not None}
-    report = validate_scores({**per_metric, "combined": combined}, accuracy, seed=seed)
-    out = report.to_dict()
-    out["accuracy_column"] = primary
-    return out
+            if col not in per_metric and col != "combined":
+                by_name[str(name)].columns[f"labels.{col}"] = _num(v)
+    return report.to_dict()

@@ -123,8 +123,11 @@ def format_table(ranking) -> str:
         for c in ranking.ok:
             acc = c.columns.get(f"labels.{acc_col}")
             lines.append(f"  {c.name}: {_fmt(acc)}")
-        for metric, corr in (ranking.validation.get("correlations") or {}).items():
-            lines.append(f"  {metric}: " + ", ".join(f"{k}={_fmt(v)}" for k, v in corr.items() if not isinstance(v, list)))
+        for mv in ranking.validation.get("metrics", []):
+            lines.append(
+                f"  {mv['metric']}: Spearman {_fmt(mv.get('spearman'))}, Kendall {_fmt(mv.get('kendall'))}, "
+                f"top pick {mv.get('top_pick')} (regret {_fmt(mv.get('regret'))})"
+            )
     for w in ranking.warnings:
         lines.append(f"note: {w}")
     return "\n".join(lines)

@@ -123,11 +123,14 @@ def test_labels_validate_but_never_reach_label_free_metrics(tmp_path, cache_dir,
     with_labels = embedselect.select(
         SAMPLE, "tfidf-svd,random-projection", column="text", labels="label", metrics=["task_prior"]
     )
-    without = embedselect.select(SAMPLE, "tfidf-svd,random-projection", column="text", metrics=["task_prior"])
+    without = embedselect.select(  # a separate cache, so that the metric is computed again
+        SAMPLE, "tfidf-svd,random-projection", column="text", metrics=["task_prior"], cache_dir=tmp_path / "other"
+    )
     assert seen == [None, None]
     assert {c.name: c.scores for c in with_labels} == {c.name: c.scores for c in without}
     assert with_labels.validation is not None and without.validation is None
-    acc = {c.name: c.columns[f"labels.{with_labels.validation['accuracy_column']}"] for c in with_labels}
+    assert with_labels.validation["accuracy_column"] == "logistic_acc"
+    acc = {c.name: c.columns["labels.logistic_acc"] for c in with_labels}
     assert acc["tfidf-svd"] > acc["random-projection"]
 
 

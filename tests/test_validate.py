@@ -1,0 +1,184 @@
+"""Validation with a few labels (embedselect.validate)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from embedselect.errors import ConfigError, DataError
+from embedselect.validate import (
+    kendall,
+    probe_accuracy,
+    spearman,
+    validate,
+    validate_scores,
+)
+
+
+def _separable(n_per_class=40, q=3, d=16, seed=0):
+    """Well separated classes: the 'good' embedder sees the class means, 'random' sees noise."""
+    rng = np.random.default_rng(seed)
+    y = np.repeat(np.arange(q), n_per_class)
+    means = rng.normal(size=(q, d)) * 4.0
+    good = (means[y] + rng.normal(size=(len(y), d))).astype(np.float32)
+    random = rng.normal(size=(len(y), d)).astype(np.float32)
+    return {"good": good, "random": random}, y
+
+
+def test_probe_accuracy_good_is_near_one_random_is_near_chance():
+    emb, y = _separable()
+    df = probe_accuracy(emb, y, cv=5, seed=0)
+    for p in ("logistic", "knn"):
+        assert df.loc["good", f"{p}_acc"] >= 0.97
+        assert abs(df.loc["random", f"{p}_acc"] - 1 / 3) < 0.15
+        assert 0 <= df.loc["good", f"{p}_acc_std"] < 0.1
+    assert df.loc["good", "chance"] == pytest.approx(1 / 3)
+    assert df.attrs["n_folds"] == 5 and df.attrs["n_classes"] == 3
+    assert all(len(v) == 5 for v in df.attrs["fold_acc"]["good"].values())
+
+
+def test_probe_accuracy_is_seeded():
+    emb, y = _separable()
+    a = probe_accuracy(emb, y, seed=3, probes=("knn",))
+    b = probe_accuracy(emb, y, seed=3, probes=("knn",))
+    assert a.equals(b)
+    assert list(a.columns) == ["knn_acc", "knn_acc_std", "n_labeled", "chance"]
+
+
+def test_unlabelled_items_are_ignored_and_small_classes_handled():
+    emb, y = _separable(n_per_class=10)
+    labels = [str(v) for v in y]
+    labels[0] = None
+    labels[1] = float("nan")
+    labels[25] = "singleton"  # a class with one member: dropped
+    labels[11] = labels[12] = labels[13] = None  # class "1" keeps 7 items -> 5 folds still fine
+    df = probe_accuracy(emb, labels, cv=5)
+    assert df.loc["good", "n_labeled"] == 30 - 2 - 3 - 1
+    assert df.attrs["dropped_classes"] == ["singleton"]
+    # a class with 3 members forces 3 folds
+    labels3 = list(labels)
+    for i in range(20, 27):
+        labels3[i] = None
+    df3 = probe_accuracy(emb, labels3, cv=5)
+    assert df3.attrs["n_folds"] == 3
+
+
+@pytest.mark.parametrize(
+    "labels, kwargs, err",
+    [
+        (np.zeros(5), {}, DataError),  # wrong length
+        (np.zeros(120), {}, DataError),  # one class
+        ([None] * 120, {}, DataError),  # nothing labelled
+        (np.repeat([0, 1, 2], 40), {"cv": 1}, ConfigError),
+        (np.repeat([0, 1, 2], 40), {"probes": ("svm",)}, ConfigError),
+    ],
+)
+def test_bad_input_raises_typed_errors(labels, kwargs, err):
+    emb, _ = _separable()
+    with pytest.raises(err):
+        probe_accuracy(emb, labels, **kwargs)
+
+
+def test_nonfinite_or_mismatched_embeddings_raise():
+    emb, y = _separable()
+    with pytest.raises(DataError, match="same number of rows"):
+        probe_accuracy({"a": emb["good"], "b": emb["good"][:10]}, y)
+    bad = emb["good"].copy()
+    bad[3, 2] = np.nan
+    with pytest.raises(DataError, match="NaN"):
+        probe_accuracy({"a": bad}, y)
+
+
+def test_correlations_match_scipy():
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=9)
+    y = x + rng.normal(size=9)
+    y[2] = y[3]  # a tie
+    assert spearman(x, y) == pytest.approx(stats.spearmanr(x, y).statistic)
+    assert kendall(x, y) == pytest.approx(stats.kendalltau(x, y).statistic)
+
+
+def test_validate_scores_perfect_and_reversed_metrics():
+    acc = {"a": 0.9, "b": 0.8, "c": 0.7, "d": 0.6, "e": 0.5}
+    label_free = {
+        "right": {"a": 5.0, "b": 4.0, "c": 3.0, "d": 2.0, "e": 1.0},
+        "wrong": {"a": 1.0, "b": 2.0, "c": 3.0, "d": 4.0, "e": 5.0},
+        "one_swap": {"a": 4.0, "b": 5.0, "c": 3.0, "d": 2.0, "e": 1.0},
+    }
+    rep = validate_scores(label_free, acc, n_boot=200, seed=0)
+    by = {m.metric: m for m in rep.metrics}
+    assert by["right"].spearman == pytest.approx(1.0) and by["right"].kendall == pytest.approx(1.0)
+    assert by["right"].wrong_pairs == [] and by["right"].regret == 0.0
+    assert by["wrong"].spearman == pytest.approx(-1.0)
+    assert len(by["wrong"].wrong_pairs) == 10
+    sw = by["one_swap"]
+    assert [(w.ranked_higher, w.ranked_lower) for w in sw.wrong_pairs] == [("b", "a")]
+    assert sw.top_pick == "b" and sw.regret == pytest.approx(0.1)
+    lo, hi = sw.spearman_ci
+    assert lo <= sw.spearman <= hi + 1e-12 and lo < hi  # few candidates: a real, wide interval
+    assert any("only 5 candidates" in w for w in rep.warnings)
+    df = rep.to_pandas()
+    assert df.loc["wrong", "n_wrong_pairs"] == 10
+    d = json.loads(json.dumps(rep.to_dict()))
+    assert d["table"]["a"]["accuracy"] == 0.9
+
+
+def test_validate_scores_is_seeded_and_skips_missing_candidates():
+    acc = {"a": 0.9, "b": 0.7, "c": 0.8, "d": float("nan")}
+    lf = {"m": {"a": 3.0, "b": 1.0, "c": 2.0, "d": 9.0, "zz": 1.0}}
+    r1 = validate_scores(lf, acc, n_boot=100, seed=5)
+    r2 = validate_scores(lf, acc, n_boot=100, seed=5)
+    assert r1.metrics[0].n_candidates == 3
+    assert r1.metrics[0].spearman_ci == r2.metrics[0].spearman_ci
+    with pytest.raises(DataError):
+        validate_scores({"m": {"a": 1.0}}, acc)
+    with pytest.raises(ConfigError):
+        validate_scores(lf, acc, level=1.5)
+
+
+def test_validate_end_to_end_on_a_separable_set():
+    emb, y = _separable()
+    rng = np.random.default_rng(2)
+    emb["noisy"] = (emb["good"] + rng.normal(size=emb["good"].shape) * 6.0).astype(np.float32)
+    label_free = {"toy": {"good": 2.0, "noisy": 1.0, "random": 0.0}}
+    rep = validate(emb, y, label_free, n_boot=100, seed=0)
+    t = rep.table
+    assert t.loc["good", "logistic_acc"] > t.loc["noisy", "logistic_acc"] > t.loc["random", "logistic_acc"]
+    assert rep.accuracy_column == "logistic_acc"
+    assert rep.metrics[0].spearman == pytest.approx(1.0)
+    assert rep.metrics[0].wrong_pairs == []
+    assert {"knn_acc", "toy", "chance"} <= set(t.columns)
+    json.dumps(rep.to_dict())
+
+
+def test_label_free_metrics_ignore_labels():
+    """task_prior (default options) gives identical scores with or without labels in the context."""
+    import torch
+
+    from embedselect.metrics import MetricContext, get_metric
+
+    torch.set_num_threads(1)
+    emb, y = _separable()
+    emb["noisy"] = emb["good"] + np.random.default_rng(0).normal(size=emb["good"].shape).astype(np.float32) * 5
+    keys = {k: k for k in emb}
+    fn = get_metric("task_prior")
+    opts = {"n_tasks": 8}
+    without = fn(MetricContext(embeddings=emb, run_keys=keys, options=opts, labels=None))
+    with_y = fn(MetricContext(embeddings=emb, run_keys=keys, options=opts, labels=y))
+    shuffled = fn(MetricContext(embeddings=emb, run_keys=keys, options=opts, labels=y[::-1].copy()))
+    assert without.scores == with_y.scores == shuffled.scores
+    assert without.columns == with_y.columns
+    # ...while a label prior (explicit opt-in) does read them
+    lab = fn(MetricContext(embeddings=emb, run_keys=keys, options={**opts, "prior": "labels"}, labels=y))
+    assert lab.scores != without.scores
+
+
+def test_tied_top_scores_report_the_pessimistic_pick():
+    acc = {"a": 0.9, "b": 0.6, "c": 0.5}
+    rep = validate_scores({"m": {"a": 1.0, "b": 1.0, "c": 0.0}}, acc, n_boot=10)
+    m = rep.metrics[0]
+    assert m.top_pick == "b" and m.regret == pytest.approx(0.3)
+    assert m.wrong_pairs == []  # a tie in score is not a wrong order
