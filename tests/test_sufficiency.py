@@ -1,0 +1,197 @@
+"""Tests of median information sufficiency (embedselect.metrics.sufficiency / knife)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from embedselect.errors import ConfigError, MetricError, TooFewItemsError
+from embedselect.metrics import MetricContext, get_metric, information_sufficiency
+from embedselect.metrics.sufficiency import SufficiencySettings
+
+torch.set_num_threads(1)
+
+# Small, fast settings for tests that do not check accuracy.
+FAST = dict(max_steps=120, eval_every=20, patience=2, batch_size=128, hidden=32, n_components=4)
+
+
+class DictCache:
+    """Dict-backed PairCache that counts what was read and written."""
+
+    def __init__(self) -> None:
+        self.data: dict[str, dict] = {}
+        self.puts = 0
+
+    def get_many(self, keys):
+        return {k: self.data[k] for k in keys if k in self.data}
+
+    def put_many(self, items):
+        self.puts += len(items)
+        self.data.update({k: dict(v) for k, v in items.items()})
+
+
+def _gaussian_pair(n, a, noise_sd, seed):
+    """U ~ N(0, I_du), Z = U a + noise; returns U, Z and the analytic I(U; Z) in nats."""
+    rng = np.random.default_rng(seed)
+    u = rng.standard_normal((n, a.shape[0]))
+    z = u @ a + noise_sd * rng.standard_normal((n, a.shape[1]))
+    cov_z = a.T @ a + noise_sd**2 * np.eye(a.shape[1])
+    mi = 0.5 * (np.linalg.slogdet(cov_z)[1] - a.shape[1] * np.log(noise_sd**2))
+    return u, z, mi
+
+
+@pytest.mark.parametrize("case", ["diagonal", "mixed"])
+def test_gaussian_known_mutual_information(case):
+    """Total MI (IS * dim Z) of jointly Gaussian data is within 15% of the analytic value."""
+    rng = np.random.default_rng(1)
+    if case == "diagonal":
+        a = 0.8 / np.sqrt(1 - 0.8**2) * np.eye(4)  # per-dim correlation 0.8 (after scaling)
+        noise = 1.0
+    else:
+        a = rng.standard_normal((3, 5)) * 0.7  # Z (5-d) depends on all of U (3-d)
+        noise = 0.8
+    u, z, mi = _gaussian_pair(3000, a, noise, seed=2)
+    res = information_sufficiency({"u": u, "z": z}, seed=0)
+    est_total = res.matrix.loc["u", "z"] * z.shape[1]
+    assert abs(est_total - mi) <= 0.15 * mi, (est_total, mi)
+    # reverse direction: I(U;Z) is symmetric; IS(Z->U) * dim U estimates the same MI
+    est_rev = res.matrix.loc["z", "u"] * u.shape[1]
+    assert abs(est_rev - mi) <= 0.15 * mi, (est_rev, mi)
+
+
+def test_independent_source_scores_about_zero():
+    """A source independent of a non-Gaussian target gets |IS| <= 0.05 nats/dim on held-out data."""
+    rng = np.random.default_rng(3)
+    n = 1500
+    lab = rng.integers(0, 3, n)
+    centres = rng.standard_normal((3, 6)) * 3
+    target = centres[lab] + rng.standard_normal((n, 6))  # a 3-cluster mixture
+    noise = rng.standard_normal((n, 8))
+    res = information_sufficiency({"noise": noise, "target": target}, seed=0, max_steps=600)
+    assert abs(res.matrix.loc["noise", "target"]) <= 0.05
+    assert abs(res.matrix.loc["target", "noise"]) <= 0.05
+    # its own (noisy one-hot) cluster label explains about I = H(label) = log 3 nats of the target
+    onehot = np.eye(3)[lab] + 0.05 * rng.standard_normal((n, 3))
+    res2 = information_sufficiency({"label": onehot, "target": target}, seed=0, **FAST)
+    expected = np.log(3) / 6  # per target dimension; clusters are well separated
+    assert 0.8 * expected < res2.matrix.loc["label", "target"] < 1.15 * expected
+
+
+def test_noise_family_is_decreasing_and_pool_ranked():
+    rng = np.random.default_rng(4)
+    n = 1500
+    x = rng.standard_normal((n, 5))
+    target = np.tanh(x @ rng.standard_normal((5, 6)))
+    noises = [0.05, 0.3, 0.8, 2.0]
+    pool = {"target": target}
+    for s in noises:
+        pool[f"noisy{s}"] = target + s * rng.standard_normal(target.shape)
+    res = information_sufficiency(pool, seed=0, max_steps=300, eval_every=25, batch_size=128)
+    vals = [res.matrix.loc[f"noisy{s}", "target"] for s in noises]
+    assert all(a > b for a, b in zip(vals, vals[1:])), vals
+
+    # a pool of equal-size views of one latent with increasing noise s0 < s1 < s2 < s3. With 4
+    # candidates the medians are: v0 -> I(v0;v2), v1 -> I(v1;v2), v2 -> I(v2;v1), v3 -> I(v3;v1), so
+    # the true order is v0 > v1 = v2 > v3 (v1 and v2 tie exactly: MI is symmetric). Check every
+    # strict inequality.
+    views = {}
+    for k, s in enumerate([0.1, 0.5, 1.0, 2.0]):
+        views[f"v{k}"] = x @ rng.standard_normal((5, 6)) + s * rng.standard_normal((n, 6))
+    sc = information_sufficiency(views, seed=0, **{**FAST, "max_steps": 200}).scores
+    assert sc["v0"] > sc["v1"] > sc["v3"] and sc["v0"] > sc["v2"] > sc["v3"], sc
+
+
+def _pool(n=600, seed=5):
+    rng = np.random.default_rng(seed)
+    xa, xb = rng.standard_normal((n, 3)), rng.standard_normal((n, 3))
+    return {
+        "a1": xa @ rng.standard_normal((3, 5)) + 0.3 * rng.standard_normal((n, 5)),
+        "a2": np.tanh(xa @ rng.standard_normal((3, 4))) + 0.3 * rng.standard_normal((n, 4)),
+        "b1": xb @ rng.standard_normal((3, 6)) + 0.3 * rng.standard_normal((n, 6)),
+        "b2": xb @ rng.standard_normal((3, 3)) + 0.3 * rng.standard_normal((n, 3)),
+    }
+
+
+def test_batched_equals_one_pair_at_a_time_and_seeded():
+    pool = {k: v for k, v in _pool().items() if k != "b2"}
+    b = information_sufficiency(pool, seed=7, batched=True, **FAST)
+    s = information_sufficiency(pool, seed=7, batched=False, **FAST)
+    np.testing.assert_allclose(b.matrix.to_numpy(), s.matrix.to_numpy(), atol=2e-4, equal_nan=True)
+    assert [p["best_step"] for p in b.pairs] == [p["best_step"] for p in s.pairs]
+    again = information_sufficiency(pool, seed=7, batched=True, **FAST)
+    np.testing.assert_array_equal(b.matrix.to_numpy(), again.matrix.to_numpy())
+    other = information_sufficiency(pool, seed=8, batched=True, **FAST)
+    assert not np.allclose(b.matrix.to_numpy(), other.matrix.to_numpy(), equal_nan=True)
+
+
+def test_incremental_pool_computes_only_new_pairs():
+    pool = _pool()
+    keys = {k: f"run-{k}" for k in pool}
+    cache = DictCache()
+    first = {k: pool[k] for k in ("a1", "a2", "b1")}
+    r1 = information_sufficiency(first, seed=0, run_keys=keys, pair_cache=cache, **FAST)
+    assert r1.n_computed == 6 and r1.n_cached == 0
+    assert cache.puts == 6 + 3  # 6 pairs + 3 target marginals
+    r2 = information_sufficiency(pool, seed=0, run_keys=keys, pair_cache=cache, **FAST)
+    assert r2.n_computed == 6 and r2.n_cached == 6  # only pairs with b2
+    for s in first:
+        for t in first:
+            if s != t:
+                assert r2.matrix.loc[s, t] == r1.matrix.loc[s, t]
+    fresh = information_sufficiency(pool, seed=0, run_keys=keys, **FAST)
+    np.testing.assert_allclose(r2.matrix.to_numpy(), fresh.matrix.to_numpy(), atol=2e-4, equal_nan=True)
+    # the two independent groups are found as communities (Louvain on the directed IS graph)
+    assert r2.communities == [["a1", "a2"], ["b1", "b2"]]
+    assert r2.matrix.loc["a1", "b1"] < 0.05 < r2.matrix.loc["a1", "a2"]
+    # another seed (or other settings) -> other cache keys -> recomputed
+    sub = {k: pool[k] for k in ("a1", "a2")}
+    r3 = information_sufficiency(sub, seed=1, run_keys=keys, pair_cache=cache, **FAST)
+    assert r3.n_cached == 0 and r3.n_computed == 2
+
+
+def test_constant_dimension_is_ignored():
+    rng = np.random.default_rng(6)
+    n = 800
+    u = rng.standard_normal((n, 3))
+    z = u @ rng.standard_normal((3, 4)) + 0.5 * rng.standard_normal((n, 4))
+    z_const = np.concatenate([z, np.full((n, 1), 3.0)], 1)
+    r1 = information_sufficiency({"u": u, "z": z}, seed=0, **FAST)
+    r2 = information_sufficiency({"u": u, "z": z_const}, seed=0, **FAST)
+    assert r2.pairs[0]["dim"] == 4
+    assert r2.matrix.loc["u", "z"] == pytest.approx(r1.matrix.loc["u", "z"], abs=1e-4)
+
+
+def test_compute_wiring_and_errors():
+    pool = _pool(n=300)
+    two = {k: pool[k].astype(np.float32) for k in ("a1", "a2")}
+    ctx = MetricContext(embeddings=two, run_keys={k: k for k in two}, seed=0, options=FAST,
+                        pair_cache=DictCache())
+    res = get_metric("sufficiency")(ctx)
+    assert res.name == "sufficiency"
+    assert set(res.scores) == {"a1", "a2"}
+    assert res.scores["a1"] == pytest.approx(res.details["matrix"]["a1"]["a2"])
+    assert res.scores["a1"] > 0.05
+    assert any("small pool" in w for w in res.details["warnings"])
+    assert res.details["settings"]["max_steps"] == FAST["max_steps"]
+    assert res.details["pairs_computed"] == 2
+    assert sorted(m for c in res.details["communities"] for m in c) == ["a1", "a2"]
+    import json
+
+    json.dumps(res.details)  # JSON-serialisable
+
+    with pytest.raises(MetricError, match="at least 2"):
+        get_metric("sufficiency")(MetricContext(embeddings={"a1": two["a1"]}, run_keys={}))
+    with pytest.raises(ConfigError, match="unknown sufficiency option"):
+        get_metric("sufficiency")(MetricContext(embeddings=two, run_keys={}, options={"steps": 3}))
+    with pytest.raises(ConfigError):
+        SufficiencySettings(patience=0)
+    bad = dict(two, a2=np.where(np.arange(two["a2"].size).reshape(two["a2"].shape) == 5, np.nan, two["a2"]))
+    with pytest.raises(MetricError, match="NaN"):
+        information_sufficiency(bad)
+    with pytest.raises(MetricError, match="same items"):
+        information_sufficiency({"a1": two["a1"], "a2": two["a2"][:-1]})
+    with pytest.raises(TooFewItemsError):
+        information_sufficiency({"a1": two["a1"][:40], "a2": two["a2"][:40]})
+    with pytest.raises(ConfigError, match="run_keys"):
+        information_sufficiency(two, pair_cache=DictCache())
