@@ -224,19 +224,42 @@ def embed(
         except (KeyboardInterrupt, SystemExit):
             raise
         except Exception as exc:  # noqa: BLE001 - one model's failure must not end the run
-            res.status, res.error_type, res.error = "failed", type(exc).__name__, str(exc)
+            from embedselect.hub import redact
+
+            message = redact(str(exc), token)
+            res.status, res.error_type, res.error = "failed", type(exc).__name__, message
             if not isinstance(exc, EmbedselectError):
                 log.debug("unexpected error for %s", cand.name, exc_info=True)
-            log.warning("%s failed at %s: %s: %s", cand.name, stage, type(exc).__name__, exc)
+            log.warning("%s failed at %s: %s: %s", cand.name, stage, type(exc).__name__, message)
             store.record_failure(
                 spec=cand.spec,
                 stage=stage,
-                error=exc,
+                error_type=type(exc).__name__,
+                message=message,
                 model_id=res.model_id,
                 revision=res.revision,
                 fingerprint=ref.fingerprint,
             )
+            if cand.kind == "hub" and stage in ("resolve", "load"):
+                _record_hub_refusal(store, cand.ref, res.revision, exc, message)
     return outcomes
+
+
+def _record_hub_refusal(store, repo_id: str, revision: str | None, exc: Exception, message: str) -> None:
+    """Put a hub model that was refused or could not be fetched into the catalogue's ``hub_refusals``, so
+    that the ``candidates`` view (and the nightly job) skip it until it has a new commit."""
+    from embedselect.errors import HubError, UnsafeModelError
+    from embedselect.store import catalog
+
+    if isinstance(exc, UnsafeModelError):
+        reason = exc.reason
+    elif isinstance(exc, HubError):
+        reason = "fetch_error"
+    elif isinstance(exc, EmbedselectError) and "not found" in message.lower():
+        reason = "not_found"
+    else:
+        return
+    catalog.record_refusal(store, repo_id, revision, reason, message)
 
 
 def select(

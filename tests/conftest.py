@@ -63,6 +63,17 @@ ensure_torchvision_importable()
 
 
 @pytest.fixture
+def hub():
+    """The session's fake hub (tests/hubserver.py), reset before and after the test; the test fails if the
+    client used a route the fake hub does not know."""
+    h = _hubsetup.HUB
+    h.reset()
+    yield h
+    assert h.unknown == [], f"the client used routes the fake hub does not know: {h.unknown}"
+    h.reset()
+
+
+@pytest.fixture
 def cache_dir(tmp_path, monkeypatch):
     """A fresh embedselect cache directory, also exported as EMBEDSELECT_CACHE_DIR."""
     d = tmp_path / "cache"

@@ -12,7 +12,6 @@ from embedselect import hub as H
 from embedselect.errors import ConfigError, HubError
 from embedselect.store import Store
 from embedselect.store import catalog
-from tests import _hubsetup
 
 
 def _safetensors(n_params: int) -> bytes:
@@ -20,15 +19,6 @@ def _safetensors(n_params: int) -> bytes:
     header = json.dumps({"w": {"dtype": "F32", "shape": [n_params], "data_offsets": [0, 4 * n_params]}}).encode()
     header += b" " * (-len(header) % 8)
     return struct.pack("<Q", len(header)) + header + bytes(4 * n_params)
-
-
-@pytest.fixture
-def hub():
-    h = _hubsetup.HUB
-    h.reset()
-    yield h
-    assert h.unknown == [], f"the client used routes the fake hub does not know: {h.unknown}"
-    h.reset()
 
 
 @pytest.fixture

@@ -17,19 +17,9 @@ from embedselect.errors import CandidateError, ConfigError, HubError, UnsafeMode
 from embedselect.policy import LoadPolicy
 from embedselect.store import Store
 from embedselect.store import catalog
-from tests import _hubsetup
 from tests import tinymodels as tm
 
 TOKEN = "hf_TestTokenDoNotLeak0123456789"
-
-
-@pytest.fixture
-def hub():
-    h = _hubsetup.HUB
-    h.reset()
-    yield h
-    assert h.unknown == [], f"the client used routes the fake hub does not know: {h.unknown}"
-    h.reset()
 
 
 @pytest.fixture(scope="module")

@@ -334,15 +334,17 @@ class Store:
         *,
         spec: str,
         stage: str,
-        error: BaseException,
+        error_type: str,
+        message: str,
         model_id: str | None = None,
         revision: str | None = None,
         fingerprint: str | None = None,
     ) -> None:
+        """Record why a candidate failed. ``message`` must already be free of secrets."""
         with self.write() as con:
             con.execute(
                 "INSERT INTO failures VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                [_now(), spec, model_id, revision, stage, type(error).__name__, str(error), fingerprint],
+                [_now(), spec, model_id, revision, stage, error_type, message, fingerprint],
             )
 
     # --- embedding runs ---------------------------------------------------------------------------
