@@ -55,9 +55,12 @@ def _add_model_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--verbose", "-v", action="store_true", help="log progress")
 
 
-def _add_output_args(p: argparse.ArgumentParser) -> None:
+def _add_output_args(p: argparse.ArgumentParser, *, reports: bool = True) -> None:
     p.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
     p.add_argument("--out", "-o", type=Path, help="also write the JSON result to this file")
+    if reports:
+        p.add_argument("--html", type=Path, help="also write a self-contained HTML report to this file")
+        p.add_argument("--markdown", type=Path, help="also write a Markdown leaderboard to this file")
     p.add_argument("--strict", action="store_true", help="exit 8 if any candidate failed")
 
 
@@ -133,12 +136,24 @@ def format_table(ranking) -> str:
     return "\n".join(lines)
 
 
-def _emit(args, payload_json: str, text: str) -> None:
+def _write(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` atomically (a reader never sees a half-written file)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def _emit(args, payload_json: str, text: str, ranking=None) -> None:
     if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = args.out.with_name(args.out.name + ".tmp")
-        tmp.write_text(payload_json + "\n")
-        os.replace(tmp, args.out)
+        _write(args.out, payload_json + "\n")
+    if ranking is not None:
+        from embedselect import report
+
+        if getattr(args, "html", None):
+            _write(args.html, report.to_html(ranking))
+        if getattr(args, "markdown", None):
+            _write(args.markdown, report.to_markdown(ranking))
     print(payload_json if args.json else text)
 
 
@@ -164,7 +179,7 @@ def cmd_rank(args) -> int:
         bootstrap=args.bootstrap,
         progress=not args.quiet,
     )
-    _emit(args, ranking.to_json(), format_table(ranking))
+    _emit(args, ranking.to_json(), format_table(ranking), ranking)
     return EXIT_CODES["partial"] if (args.strict and ranking.failed) else 0
 
 
@@ -235,7 +250,7 @@ def cmd_validate(args) -> int:
         bootstrap=args.bootstrap,
         progress=not args.quiet,
     )
-    _emit(args, ranking.to_json(), format_table(ranking))
+    _emit(args, ranking.to_json(), format_table(ranking), ranking)
     return EXIT_CODES["partial"] if (args.strict and ranking.failed) else 0
 
 
@@ -309,7 +324,7 @@ def cmd_demo(args) -> int:
         device=args.device,
         progress=not args.quiet,
     )
-    _emit(args, ranking.to_json(), format_table(ranking))
+    _emit(args, ranking.to_json(), format_table(ranking), ranking)
     return 0
 
 
@@ -339,7 +354,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("embed", help="compute and cache embeddings only")
     _add_data_args(p)
     _add_model_args(p)
-    _add_output_args(p)
+    _add_output_args(p, reports=False)
     p.set_defaults(func=cmd_embed)
 
     p = sub.add_parser("validate", help="rank, then check the ranking against held-out probes on your labels")
