@@ -1,0 +1,293 @@
+"""Task Priors: kernels, closed-form moments, sampler and the `task_prior` metric."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from embedselect.errors import ConfigError, MetricError, TooFewItemsError
+from embedselect.metrics import MetricContext, centered_cosine_kernel, get_metric, sample_tasks, task_prior_moments
+from embedselect.metrics.kernels import kernel_factor, label_factor, sum_kernel_factor
+from embedselect.metrics.taskprior import DEFAULT_TAU, compute, resolve_temperature
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    """The shared 2-core machine is oversubscribed; one torch thread is faster and steadier."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def _sig(x):
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+def _dense(m_emb, k_dense, t):
+    """Dense float64 reference of Theorem 2.6 (all i, j)."""
+    m = centered_cosine_kernel(m_emb)
+    p = _sig(k_dense / t)
+    return float(np.sum(m * p)), float(np.sum(m * m * p * (1 - p)))
+
+
+def _clusters(n, d, k, sep, seed):
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(size=(k, d)) * sep
+    lab = rng.integers(0, k, size=n)
+    return centres[lab] + rng.normal(size=(n, d)), lab
+
+
+# --- kernels ------------------------------------------------------------------------------------------
+def test_centered_cosine_kernel_properties():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(37, 5)) + 3.0
+    k = centered_cosine_kernel(x)
+    assert k.shape == (37, 37) and k.dtype == np.float64
+    np.testing.assert_allclose(k, k.T, atol=1e-15)
+    np.testing.assert_allclose(k.sum(axis=0), 0.0, atol=1e-12)
+    assert np.linalg.norm(k) == pytest.approx(1.0, rel=1e-12)
+    # cosine: invariant to positive row scaling
+    k2 = centered_cosine_kernel(x * rng.uniform(0.1, 10, size=(37, 1)))
+    np.testing.assert_allclose(k, k2, atol=1e-12)
+    # matches the explicit H C H / ||H C H||_F
+    xn = x / np.linalg.norm(x, axis=1, keepdims=True)
+    h = np.eye(37) - 1.0 / 37
+    ref = h @ (xn @ xn.T) @ h
+    np.testing.assert_allclose(k, ref / np.linalg.norm(ref), atol=1e-13)
+
+
+def test_kernel_errors():
+    with pytest.raises(MetricError, match="NaN"):
+        kernel_factor(np.array([[1.0, np.nan], [0.0, 1.0], [1.0, 1.0]]))
+    with pytest.raises(MetricError, match="2-D"):
+        kernel_factor(np.ones(5))
+    with pytest.raises(MetricError, match="same direction"):
+        kernel_factor(np.tile([[1.0, 2.0]], (6, 1)) * np.arange(1, 7)[:, None])
+    with pytest.raises(MetricError, match="2 distinct"):
+        label_factor(np.zeros(10, dtype=int))
+
+
+# --- closed-form moments --------------------------------------------------------------------------------
+def test_moments_match_bernoulli_brute_force():
+    """E and Var of Tr(MG) over 40 000 sampled graphs with independent Bernoulli(σ(K_ij/T)) edges."""
+    rng = np.random.default_rng(1)
+    n = 10
+    x, p_emb = rng.normal(size=(n, 4)), rng.normal(size=(n, 3))
+    tau = 0.5  # mid-range probabilities so the variance is not degenerate
+    mo = task_prior_moments(x, p_emb, tau=tau)
+    m = centered_cosine_kernel(x)
+    prob = _sig(centered_cosine_kernel(p_emb) / (tau / n))
+    assert 0.05 < prob.mean() < 0.95
+    n_graphs = 40_000
+    g = rng.random((n_graphs, n, n)) < prob  # every (i, j) independent, diagonal included
+    tr = np.einsum("sij,ij->s", g.astype(np.float64), m)
+    se_mean = tr.std(ddof=1) / np.sqrt(n_graphs)
+    c = tr - tr.mean()
+    se_var = np.sqrt((np.mean(c**4) - np.var(c) ** 2) / n_graphs)
+    assert abs(tr.mean() - mo.mean) < 4 * se_mean
+    assert abs(tr.var(ddof=1) - mo.var) < 4 * se_var
+    # the test can fail: dropping the diagonal (a plausible mistake) is rejected by the same check
+    no_diag = mo.mean - float(np.sum(np.diag(m) * np.diag(prob)))
+    assert abs(tr.mean() - no_diag) > 4 * se_mean
+
+
+@pytest.mark.parametrize("dtype,rtol", [("float64", 1e-9), ("float32", 1e-4)])
+def test_streamed_equals_dense(dtype, rtol):
+    rng = np.random.default_rng(2)
+    n = 203  # not a multiple of the tile
+    models = {"a": rng.normal(size=(n, 7)), "b": rng.normal(size=(n, 12)) ** 3}
+    prior = rng.normal(size=(n, 9))
+    t = resolve_temperature(n, tau=DEFAULT_TAU)
+    res = task_prior_moments(models, prior, tile=64, dtype=dtype)
+    for key, emb in models.items():
+        e, v = _dense(emb, centered_cosine_kernel(prior), t)
+        assert res[key].mean == pytest.approx(e, rel=rtol)
+        assert res[key].var == pytest.approx(v, rel=rtol)
+        assert res[key].temperature == t and res[key].n == n
+        assert -1.0 <= res[key].alignment <= 1.0
+    # one tile or many: same result
+    single = task_prior_moments(models["a"], prior, tile=1000, dtype=dtype)
+    assert single.mean == pytest.approx(res["a"].mean, rel=rtol)
+
+
+def test_kernel_sum_prior_equals_summed_kernel():
+    rng = np.random.default_rng(3)
+    n = 150
+    x, p1, p2 = rng.normal(size=(n, 6)), rng.normal(size=(n, 5)), rng.normal(size=(n, 8))
+    t = 2e-3
+    got = task_prior_moments(x, [p1, p2], temperature=t, tile=64)
+    k_sum = centered_cosine_kernel(p1) + centered_cosine_kernel(p2)
+    e, v = _dense(x, k_sum, t)
+    assert got.mean == pytest.approx(e, rel=1e-9)
+    assert got.var == pytest.approx(v, rel=1e-9)
+    # and differs from either prior alone (the check has teeth)
+    alone = task_prior_moments(x, p1, temperature=t)
+    assert abs(alone.mean - got.mean) > 1e-6 * abs(got.mean)
+    # the normalised sum factor really has unit Frobenius norm
+    z = sum_kernel_factor([kernel_factor(p1), kernel_factor(p2)], normalize=True)
+    assert np.linalg.norm(z @ z.T) == pytest.approx(1.0, rel=1e-12)
+
+
+def test_temperature_and_tau():
+    assert resolve_temperature(8192, tau=DEFAULT_TAU) == pytest.approx(1e-5, rel=1e-12)
+    assert resolve_temperature(100, tau=1.0, temperature=0.3) == 0.3
+    rng = np.random.default_rng(4)
+    x, p = rng.normal(size=(50, 4)), rng.normal(size=(50, 4))
+    a = task_prior_moments(x, p, tau=0.5)
+    b = task_prior_moments(x, p, temperature=0.5 / 50)
+    assert a.mean == pytest.approx(b.mean, rel=1e-12) and a.tau == pytest.approx(0.5)
+    for bad in (0, -1.0, float("nan"), "x"):
+        with pytest.raises(ConfigError):
+            task_prior_moments(x, p, tau=bad)
+    with pytest.raises(MetricError, match="same n items"):
+        task_prior_moments(x, p[:40])
+    with pytest.raises(ConfigError, match="dtype"):
+        task_prior_moments(x, p, dtype="float16")
+    with pytest.raises(ConfigError, match="tile"):
+        task_prior_moments(x, p, tile=0)
+
+
+# --- sampler ------------------------------------------------------------------------------------------
+def test_sampler_reproducible_and_shaped():
+    x, _ = _clusters(120, 6, 3, 3.0, seed=5)
+    a = sample_tasks(x, 16, 3, seed=7)
+    b = sample_tasks(x, 16, 3, seed=7)
+    c = sample_tasks(x, 16, 3, seed=8)
+    assert a.shape == (16, 120) and a.dtype == np.int64
+    assert a.min() >= 0 and a.max() <= 2
+    np.testing.assert_array_equal(a, b)
+    assert (a != c).any()
+    with pytest.raises(ConfigError):
+        sample_tasks(x, 0, 2)
+    with pytest.raises(ConfigError):
+        sample_tasks(x, 4, 1)
+
+
+def test_sampler_high_temperature_is_uniform_and_independent():
+    x, lab = _clusters(400, 5, 2, 4.0, seed=6)
+    tasks = sample_tasks(x, 200, 2, temperature=1e9, seed=0)
+    # class frequencies: binomial(400·200, 1/2)
+    assert abs(tasks.mean() - 0.5) < 4 * np.sqrt(0.25 / tasks.size)
+    # independence: a pair of points in the same true cluster shares a label half of the time
+    same = lab[:, None] == lab[None, :]
+    np.fill_diagonal(same, False)
+    agree = np.mean([(t[:, None] == t[None, :])[same].mean() for t in tasks[:50]])
+    assert abs(agree - 0.5) < 0.02
+
+
+def test_sampler_follows_clusters_as_temperature_drops():
+    x, lab = _clusters(300, 8, 2, 3.0, seed=9)
+
+    def cluster_agreement(tau):
+        tasks = sample_tasks(x, 60, 2, tau=tau, seed=1)
+        acc = (tasks == lab[None, :]).mean(axis=1)
+        return float(np.mean(np.maximum(acc, 1 - acc)))  # label permutation does not matter
+
+    scores = [cluster_agreement(tau) for tau in (1e3, 10.0, 1.0, DEFAULT_TAU)]
+    assert scores[0] < 0.6  # hot: unrelated to the clusters
+    assert all(a < b for a, b in zip(scores, scores[1:])), scores
+    assert scores[-1] > 0.95  # default temperature: tasks follow the well-separated clusters
+
+
+# --- the metric ---------------------------------------------------------------------------------------
+def _pool(n=240, seed=11):
+    """A shared clustered signal seen through increasing noise, plus a near-duplicate of the worst."""
+    rng = np.random.default_rng(seed)
+    sig, lab = _clusters(n, 8, 4, 2.0, seed)
+    emb = {}
+    for name, noise in (("clean", 0.3), ("mid", 1.5), ("noisy", 6.0)):
+        emb[name] = (sig @ rng.normal(size=(8, 24)) + noise * 3 * rng.normal(size=(n, 24))).astype(np.float32)
+    emb["noisy_copy"] = emb["noisy"] + 0.01 * rng.normal(size=(n, 24)).astype(np.float32)
+    return emb, lab
+
+
+def _ctx(emb, **kw):
+    return MetricContext(embeddings=emb, run_keys={k: k for k in emb}, **kw)
+
+
+def test_compute_registered_and_complete():
+    emb, lab = _pool()
+    assert get_metric("task_prior") is compute
+    res = compute(_ctx(emb, options={"n_tasks": 16}, labels=np.array(["bad"])))  # labels must be ignored
+    assert res.name == "task_prior"
+    assert set(res.scores) == set(emb)
+    for col in ("task_prior_mean", "task_prior_var", "task_prior_alignment", "probe_acc_mean",
+                "probe_acc_std", "probe_acc_p05", "agreement_mean"):
+        assert set(res.columns[col]) == set(emb), col
+    assert res.details["prior"] == "balanced"
+    assert sum(res.details["prior_weights"].values()) == pytest.approx(1.0)
+    # the two near-copies share one member's weight
+    w = res.details["prior_weights"]
+    assert w["noisy"] < 0.6 * w["clean"] and w["noisy"] + w["noisy_copy"] < 1.2 * w["clean"]
+    assert res.details["temperature"] == pytest.approx(DEFAULT_TAU / 240)
+    assert res.scores == res.columns["probe_acc_mean"]
+    assert res.scores["clean"] > res.scores["noisy"]
+    assert res.columns["agreement_mean"]["clean"] > res.columns["agreement_mean"]["noisy"]
+    # same seed, same result
+    again = compute(_ctx(emb, options={"n_tasks": 16}))
+    assert again.scores == res.scores
+
+
+def test_compute_priors():
+    emb, lab = _pool()
+    opts = {"probes": False}
+    lab_res = compute(_ctx(emb, options={**opts, "prior": "labels"}, labels=lab))
+    assert lab_res.details["prior"] == "labels"
+    s = lab_res.scores
+    assert s["clean"] > s["mid"] > s["noisy"]
+    assert lab_res.scores == lab_res.columns["task_prior_alignment"]
+    loo = compute(_ctx(emb, options={**opts, "prior": "loo"}))
+    cons = compute(_ctx(emb, options={**opts, "prior": "consensus"}))
+    assert loo.details["prior"] == "loo"
+    assert loo.scores["clean"] != pytest.approx(cons.scores["clean"], rel=1e-6)
+    # loo equals an explicit moments call with the others' kernels summed and renormalised
+    others = [emb[k] for k in emb if k != "mid"]
+    z = sum_kernel_factor([kernel_factor(o) for o in others], normalize=True)
+    e, _ = _dense(emb["mid"], z @ z.T, DEFAULT_TAU / 240)
+    assert loo.columns["task_prior_mean"]["mid"] == pytest.approx(e, rel=1e-9)
+    own = compute(_ctx(emb, options={**opts, "prior": "mid"}))
+    assert own.details["prior"] == "candidate:mid"
+    assert any("self-bias" in w for w in own.details["warnings"])
+
+
+def test_balanced_prior_resists_near_duplicates():
+    """Three near-copies of the noisiest model: the plain consensus prior is pulled toward them and
+    ranks them above the clean model (the known trap); the redundancy-balanced prior does not."""
+    emb, _ = _pool()
+    rng = np.random.default_rng(0)
+    for j in range(3):
+        emb[f"noisy_copy{j}"] = emb["noisy"] + 0.01 * rng.normal(size=emb["noisy"].shape).astype(np.float32)
+    opts = {"probes": False}
+    cons = compute(_ctx(emb, options={**opts, "prior": "consensus"})).scores
+    bal = compute(_ctx(emb, options={**opts, "prior": "balanced"})).scores
+    assert cons["noisy"] > cons["clean"]  # the trap is real in this pool
+    assert bal["clean"] > bal["mid"] > bal["noisy"]
+
+
+def test_compute_subsamples_for_probes_only():
+    emb, _ = _pool()
+    res = compute(_ctx(emb, options={"n_tasks": 8, "max_items": 100, "agreement": False, "n_classes": 3}))
+    assert res.details["n_probe_items"] == 100 and res.details["n_items"] == 240
+    assert res.details["probe_temperature"] == pytest.approx(DEFAULT_TAU / 100)
+    assert "agreement_mean" not in res.columns
+    full = compute(_ctx(emb, options={"probes": False}))
+    assert res.columns["task_prior_mean"] == full.columns["task_prior_mean"]  # moments use all items
+
+
+def test_compute_errors():
+    emb, _ = _pool()
+    with pytest.raises(ConfigError, match="labels"):
+        compute(_ctx(emb, options={"prior": "labels"}))
+    with pytest.raises(ConfigError, match="prior must be"):
+        compute(_ctx(emb, options={"prior": "nope"}))
+    with pytest.raises(ConfigError, match="unknown task_prior option"):
+        compute(_ctx(emb, options={"n_task": 3}))
+    with pytest.raises(ConfigError, match="True or False"):
+        compute(_ctx(emb, options={"probes": "no"}))
+    with pytest.raises(TooFewItemsError):
+        compute(_ctx({k: v[:10] for k, v in emb.items()}))
+    with pytest.raises(MetricError, match="rows"):
+        compute(_ctx({"a": emb["clean"], "b": emb["mid"][:-1]}))
