@@ -403,8 +403,11 @@ def select(
                 boot = _clean(bootstrap_metric(fn, ctx, n_boot=bootstrap, seed=seed).to_dict())
                 store.put_metric_result(bkey, f"{m}:bootstrap", boot)
             uncertainty[m] = boot
+            # the interval belongs to the score that was bootstrapped: the headline, or a cheaper proxy of it
+            # (task_prior bootstraps its closed-form alignment, not the probes)
+            key = m if boot.get("score_name") in (None, m, mr.details.get("headline")) else boot["score_name"]
             for name, (lo, hi) in boot["intervals"].items():
-                by_name[name].intervals[m] = [_num(lo), _num(hi)]
+                by_name[name].intervals[key] = [_num(lo), _num(hi)]
     if not per_metric:
         raise MetricError("no metric could be computed: " + "; ".join(warnings))
 

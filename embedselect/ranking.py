@@ -27,7 +27,9 @@ class CandidateResult:
         ranks: metric name -> 1-based rank among the ok candidates (1 = best).
         columns: extra per-metric numbers, e.g. "task_prior.probe_acc_mean".
         combined_score / rank: the aggregate over metrics (see :mod:`embedselect.aggregate`).
-        intervals: metric name -> [low, high] bootstrap confidence interval of the score, when computed.
+        intervals: score name -> [low, high] bootstrap confidence interval, when computed. The key is the
+            metric name when its headline score was bootstrapped, else the name of the bootstrapped score
+            (e.g. ``task_prior_alignment``: the closed-form part of ``task_prior``, without probes).
         run_key: the cache key of the embedding run.
     """
 
@@ -127,8 +129,8 @@ class Ranking:
             for m in self.metrics:
                 row[m] = c.scores.get(m, math.nan)
                 row[f"{m}_rank"] = c.ranks.get(m)
-                if m in c.intervals:
-                    row[f"{m}_low"], row[f"{m}_high"] = c.intervals[m]
+            for key, (low, high) in c.intervals.items():
+                row[f"{key}_low"], row[f"{key}_high"] = low, high
             row.update(c.columns)
             row.update(
                 {

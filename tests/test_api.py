@@ -156,3 +156,21 @@ def test_end_to_end_real_minilm_beats_random_projection(cache_dir, minilm_path):
     acc_col = f"labels.{r.validation['accuracy_column']}"
     assert minilm.columns[acc_col] > 0.8  # real model on 6 well-separated topics
     assert set(r.metrics) == {"task_prior", "sufficiency"}
+
+
+def test_bootstrap_intervals_and_indistinguishable_pairs(tmp_path, cache_dir):
+    r = embedselect.select(
+        SAMPLE, "tfidf-svd,random-projection,tfidf-svd?dim=16", column="text", metrics=["task_prior"], bootstrap=8
+    )
+    boot = r.uncertainty["task_prior"]
+    assert boot["n_boot"] == 8 and len(boot["pairs"]) == 2
+    for c in r.ok:
+        (key,) = c.intervals
+        lo, hi = c.intervals[key]
+        assert lo <= hi
+    df = r.to_pandas()
+    assert any(col.endswith("_low") for col in df.columns)
+    again = embedselect.select(  # cached, including the bootstrap
+        SAMPLE, "tfidf-svd,random-projection,tfidf-svd?dim=16", column="text", metrics=["task_prior"], bootstrap=8
+    )
+    assert again.uncertainty == r.uncertainty
