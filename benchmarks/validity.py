@@ -17,9 +17,9 @@ Labelled data (shipped inside installed packages):
   (capital-world, currency, family, plural, past tense, ... 13 classes), 30 pairs per class.
 - ``digits``: scikit-learn's 8x8 handwritten digits, 10 classes, upscaled to 64x64 PNG files.
 
-Each dataset goes through :func:`embedselect.select` with ``labels=`` twice: the default consensus
-prior and the leave-one-out prior for ``task_prior`` (embeddings are cached, so the second call only
-recomputes metrics). The label-free scores never see the labels; ``select`` then trains held-out
+Each dataset goes through :func:`embedselect.select` with ``labels=`` once per ``task_prior`` prior
+(``--priors``, default: the default ``balanced`` prior, the plain ``consensus`` and the leave-one-out
+``loo``; embeddings are cached, so each further call only recomputes metrics). The label-free scores never see the labels; ``select`` then trains held-out
 probes on them and reports the correlations.
 
 Run: ``.venv/bin/python benchmarks/validity.py --out docs/benchmarks-validity.md`` (about 10 minutes on
@@ -260,10 +260,10 @@ def candidates_for(modality: str) -> dict[str, str]:
 
 
 DATASETS = {"polarity": ("text", polarity), "analogy": ("text", analogy), "digits": ("image", digits)}
-PRIORS = ("consensus", "loo")
+PRIORS = ("balanced", "consensus", "loo")
 
 
-def run_dataset(name: str, *, cache_dir: Path, metrics: list[str]) -> dict[str, Any]:
+def run_dataset(name: str, *, cache_dir: Path, metrics: list[str], priors=PRIORS) -> dict[str, Any]:
     import embedselect
 
     modality, load = DATASETS[name]
@@ -272,7 +272,7 @@ def run_dataset(name: str, *, cache_dir: Path, metrics: list[str]) -> dict[str, 
     display = {v: k for k, v in cands.items()}
     out: dict[str, Any] = {"dataset": name, "modality": modality, "n": len(items),
                            "n_classes": len(set(labels)), "variants": {}}
-    for prior in PRIORS:
+    for prior in priors:
         t0 = time.perf_counter()
         r = embedselect.select(
             items, list(cands.values()), metrics=metrics, labels=labels, seed=SEED, cache_dir=cache_dir,
@@ -368,6 +368,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cache-dir", default=str(BENCH_CACHE / "store"), help="embedselect cache (embeddings)")
     ap.add_argument("--out", default=None, help="write the markdown table here (else print it)")
     ap.add_argument("--json", default=None, help="also write the raw results as JSON here")
+    ap.add_argument("--priors", default=",".join(PRIORS), help="task_prior priors to compare")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -378,7 +379,8 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"unknown dataset(s) {bad}; choose from {', '.join(DATASETS)}")
     metrics = [m for m in args.metrics.split(",") if m]
     t0 = time.perf_counter()
-    results = [run_dataset(d, cache_dir=Path(args.cache_dir), metrics=metrics) for d in names]
+    priors = [p for p in args.priors.split(",") if p]
+    results = [run_dataset(d, cache_dir=Path(args.cache_dir), metrics=metrics, priors=priors) for d in names]
     total = time.perf_counter() - t0
     cmd = "python benchmarks/validity.py " + " ".join(argv if argv is not None else sys.argv[1:])
     md = to_markdown(results, command=cmd.strip(), total_s=total, metrics=metrics)

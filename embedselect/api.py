@@ -424,7 +424,16 @@ def select(
 
     validation = None
     if ref.labels is not None:
-        validation = _validate(ok, ref.labels, per_metric, by_name, seed=seed)
+        # also check the secondary scores a metric names (e.g. task_prior's probe accuracy when the headline
+        # is the closed-form alignment), so that users see which of them their labels agree with
+        label_free = dict(per_metric)
+        for m, det in details.items():
+            for col in det.get("secondary", []) or []:
+                name = col if col.startswith(m) else f"{m}.{col}"
+                values = {r: by_name[r].columns[name] for r in ok if name in by_name[r].columns}
+                if values:
+                    label_free[name] = values
+        validation = _validate(ok, ref.labels, label_free, by_name, seed=seed)
 
     ranking = Ranking(
         candidates=results,
