@@ -227,33 +227,6 @@ def cmd_embed(args) -> int:
     return EXIT_CODES["partial"] if (args.strict and failed) else 0
 
 
-def cmd_validate(args) -> int:
-    args.option = args.option or []
-    args.bootstrap = args.bootstrap or 0
-    from embedselect.api import select
-
-    metrics = [m.strip() for m in args.metrics.split(",") if m.strip()]
-    ranking = select(
-        args.data,
-        args.models,
-        metrics=metrics,
-        column=args.column,
-        labels=args.labels,
-        max_items=args.max_items,
-        seed=args.seed,
-        on_error=args.on_error,
-        cache_dir=args.cache_dir,
-        device=args.device,
-        batch_size=args.batch_size,
-        policy=_policy(args),
-        metric_options=_metric_options(args.option),
-        bootstrap=args.bootstrap,
-        progress=not args.quiet,
-    )
-    _emit(args, ranking.to_json(), format_table(ranking), ranking)
-    return EXIT_CODES["partial"] if (args.strict and ranking.failed) else 0
-
-
 def cmd_cache(args) -> int:
     from embedselect.store import Store
 
@@ -362,7 +335,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_model_args(p)
     metric_args(p)
     _add_output_args(p)
-    p.set_defaults(func=cmd_validate)
+    p.set_defaults(func=cmd_rank)  # rank, with --labels required: the validation is part of the ranking
 
     p = sub.add_parser("cache", help="inspect or clean the embedding cache")
     p.add_argument("cache_cmd", choices=["ls", "rm", "gc", "path"])

@@ -178,7 +178,9 @@ def _metric_name(metric_fn: Any) -> str | None:
     return None
 
 
-def _quantiles(x: np.ndarray, level: float) -> tuple[float, float]:
+def percentile_interval(x: np.ndarray, level: float) -> tuple[float, float]:
+    """Central percentile interval of the finite values of ``x`` at ``level`` (e.g. 0.9 -> 5th..95th);
+    (nan, nan) when there are none."""
     x = x[np.isfinite(x)]
     if x.size == 0:
         return (float("nan"), float("nan"))
@@ -290,7 +292,7 @@ def bootstrap_metric(
     S = np.asarray(samples, dtype=np.float64).reshape(len(samples), len(order))
 
     def interval(x: np.ndarray, centre: float) -> tuple[float, float]:
-        lo, hi = _quantiles(x, level)
+        lo, hi = percentile_interval(x, level)
         if resample == "half" and math.isfinite(lo):
             med = float(np.nanmedian(x))
             lo, hi = centre + (lo - med), centre + (hi - med)
@@ -301,7 +303,7 @@ def bootstrap_metric(
 
     R = np.where(np.isnan(S), np.inf, -S)  # missing scores rank last
     ranks = rankdata(R, method="average", axis=1) if len(S) else np.empty_like(S)
-    rank_intervals = {c: _quantiles(ranks[:, col[c]], level) for c in order}
+    rank_intervals = {c: percentile_interval(ranks[:, col[c]], level) for c in order}
 
     pairs: list[PairComparison] = []
     for a, b in zip(order[:-1], order[1:]):

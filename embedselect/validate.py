@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from embedselect.errors import ConfigError, DataError, TooFewItemsError
+from embedselect.uncertainty import percentile_interval
 
 __all__ = [
     "PROBES",
@@ -394,15 +395,6 @@ class ValidationReport:
         )
 
 
-def _percentile_ci(values: np.ndarray, level: float) -> tuple[float, float]:
-    values = values[np.isfinite(values)]
-    if values.size == 0:
-        return (float("nan"), float("nan"))
-    a = (1.0 - level) / 2.0
-    lo, hi = np.quantile(values, [a, 1.0 - a])
-    return (float(lo), float(hi))
-
-
 def validate_scores(
     label_free: Mapping[str, Mapping[str, float]],
     accuracy: Mapping[str, float],
@@ -478,9 +470,9 @@ def validate_scores(
                 metric=metric,
                 n_candidates=k,
                 spearman=rho,
-                spearman_ci=_percentile_ci(boot_rho, level),
+                spearman_ci=percentile_interval(boot_rho, level),
                 kendall=tau,
-                kendall_ci=_percentile_ci(boot_tau, level),
+                kendall_ci=percentile_interval(boot_tau, level),
                 top_pick=top,
                 top_pick_accuracy=acc[top],
                 best=best,

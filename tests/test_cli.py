@@ -85,3 +85,16 @@ def test_demo_runs_offline_as_a_console_script(tmp_path):
     assert len(r.ok) == 3
     assert r.validation is not None
     assert r.best.dim == 384  # all-MiniLM-L6-v2 wins on the bundled topics
+
+
+def test_validate_with_the_documented_spelling(tmp_path, capsys):
+    code = main(["validate", SAMPLE, "--column", "text", "--labels", "label", "--models", "tfidf-svd,random-projection",
+                 "--json", "--metrics", "task_prior", "--cache-dir", str(tmp_path / "c"), "-q"])  # fmt: skip
+    assert code == 0
+    r = Ranking.from_json(capsys.readouterr().out)
+    assert r.validation["accuracy_column"] == "logistic_acc"
+    assert {m["metric"] for m in r.validation["metrics"]} >= {"task_prior", "combined"}
+    assert all(0.0 <= c.columns["labels.logistic_acc"] <= 1.0 for c in r)
+    with pytest.raises(SystemExit) as exit_:  # --labels is required: argparse's usage error
+        main(["validate", SAMPLE, "--column", "text", "--models", "tfidf-svd"])
+    assert exit_.value.code == 2
