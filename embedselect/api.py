@@ -5,6 +5,7 @@ Used by the CLI, the nightly job and pipelines alike. Logs through :mod:`logging
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -65,14 +66,25 @@ def _num(v: Any) -> float:
     return math.nan if v is None else float(v)
 
 
+@functools.lru_cache(maxsize=1)
+def _metrics_code_hash() -> str:
+    """sha256 of the metric implementations' source: a cached metric result is reused only if the code that
+    computed it (including its defaults) is unchanged."""
+    h = hashlib.sha256()
+    for path in sorted((Path(__file__).parent / "metrics").glob("*.py")):
+        h.update(path.name.encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()
+
+
 def _metric_key(metric: str, run_keys: Mapping[str, str], options: Mapping[str, Any], seed: int, labels) -> str:
-    """Cache key of a whole metric result: the metric, embedselect's version, the options, the seed, the
-    embedding runs it read (by candidate name) and, only for a label prior, the labels."""
+    """Cache key of a whole metric result: the metric, embedselect's version and metric code, the options, the
+    seed, the embedding runs it read (by candidate name) and, only for a label prior, the labels."""
     from embedselect import __version__
 
     payload = {
         "metric": metric,
         "version": __version__,
+        "code": _metrics_code_hash(),
         "options": options,
         "seed": seed,
         "runs": sorted(run_keys.items()),
