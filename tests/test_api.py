@@ -148,14 +148,14 @@ def test_embed_only_fills_the_cache(tmp_path, cache_dir, request):
 def test_end_to_end_real_minilm_configurations_and_baselines(cache_dir):
     """The demo's pool on the bundled sample: the real all-MiniLM-L6-v2 as shipped, with CLS pooling and
     truncated to 8 tokens, and two baselines. The label-free ranking puts the shipped configuration first and
-    both baselines below every MiniLM configuration; the labels agree."""
+    the random projection last; the labels agree."""
     from embedselect.cli import demo_candidates
 
     r = embedselect.select(SAMPLE, demo_candidates(), column="text", labels="label", metrics=["task_prior"], seed=0)
     assert [c.status for c in r] == ["ok"] * 5
     assert r.best.name == "all-MiniLM-L6-v2" and r.best.dim == 384
-    minilm_ranks = [r[n].rank for n in r.to_pandas().index if n.startswith("all-MiniLM")]
-    assert max(minilm_ranks) < min(r["tfidf-svd"].rank, r["random-projection"].rank)
+    assert r["random-projection"].rank == 5
+    assert r.best.columns["task_prior_alignment"] == max(c.columns["task_prior_alignment"] for c in r)
     acc = {c.name: c.columns["labels.logistic_acc"] for c in r}
     assert acc["all-MiniLM-L6-v2"] > 0.85 > acc["tfidf-svd"] > acc["random-projection"]
     tp = next(m for m in r.validation["metrics"] if m["metric"] == "task_prior")

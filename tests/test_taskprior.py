@@ -223,14 +223,15 @@ def test_compute_registered_and_complete():
     w = res.details["prior_weights"]
     assert w["noisy"] < 0.6 * w["clean"] and w["noisy"] + w["noisy_copy"] < 1.2 * w["clean"]
     assert res.details["temperature"] == pytest.approx(DEFAULT_TAU / 240)
-    assert res.scores == res.columns["task_prior_alignment"]  # the default headline
-    assert res.details["headline"] == "task_prior_alignment" and res.details["secondary"] == ["probe_acc_mean"]
+    assert res.scores == res.columns["probe_acc_mean"]  # the default headline
+    assert res.details["headline"] == "probe_acc_mean" and res.details["secondary"] == ["task_prior_alignment"]
     assert res.scores["clean"] > res.scores["noisy"]
-    assert res.columns["probe_acc_mean"]["clean"] > res.columns["probe_acc_mean"]["noisy"]
-    by_probes = compute(_ctx(emb, options={"n_tasks": 16, "headline": "probes"}))
-    assert by_probes.scores == by_probes.columns["probe_acc_mean"] == res.columns["probe_acc_mean"]
+    assert res.columns["task_prior_alignment"]["clean"] > res.columns["task_prior_alignment"]["noisy"]
+    by_alignment = compute(_ctx(emb, options={"n_tasks": 16, "headline": "alignment"}))
+    assert by_alignment.scores == by_alignment.columns["task_prior_alignment"] == res.columns["task_prior_alignment"]
+    assert compute(_ctx(emb, options={"probes": False})).details["headline"] == "task_prior_alignment"
     with pytest.raises(ConfigError, match="headline"):
-        compute(_ctx(emb, options={"headline": "probes", "probes": False}))
+        compute(_ctx(emb, options={"headline": "best"}))
     assert res.columns["agreement_mean"]["clean"] > res.columns["agreement_mean"]["noisy"]
     # same seed, same result
     again = compute(_ctx(emb, options={"n_tasks": 16}))
