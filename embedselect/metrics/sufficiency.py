@@ -36,7 +36,7 @@ log = logging.getLogger(__name__)
 
 MIN_ITEMS = 50
 SMALL_POOL = 4
-_CACHE_VERSION = "is-v1"
+_CACHE_VERSION = "is-v2"
 
 
 @dataclass(frozen=True)
@@ -58,6 +58,15 @@ class SufficiencySettings:
         val_fraction / test_fraction: share of rows held out for early stopping / for the estimate.
         max_val_items / max_test_items: caps on those splits (large n needs no more).
         marginal_max_items: most training rows used by the EM fit of a marginal.
+        rows_per_pc: small-n rule: at most n_train / rows_per_pc source PCs and target top coordinates.
+        rows_per_component: small-n rule: at most n_train / rows_per_component mixture components.
+        eval_epochs: small-n rule: evaluate at least every ``eval_epochs`` passes over the training rows.
+        min_steps: early stopping counts evaluations without improvement only after this many steps.
+
+    The small-n rule (see :meth:`effective`) only bites when the training split is small (for the
+    defaults: PC caps below 1 280 training rows, component cap below 512, evaluation interval below
+    2 305); it keeps a conditional with more inputs than training rows from
+    memorising them, which made every pair stop at step 0 (IS = 0) on a 200-item set.
     """
 
     n_components: int = 8
@@ -74,20 +83,44 @@ class SufficiencySettings:
     max_val_items: int = 5000
     max_test_items: int = 10000
     marginal_max_items: int = 50000
+    rows_per_pc: int = 10
+    rows_per_component: int = 64
+    eval_epochs: int = 5
+    min_steps: int = 100
 
     def __post_init__(self) -> None:
         ints = ("n_components", "hidden", "source_pcs", "target_pcs", "batch_size", "max_steps", "eval_every", "patience",
-                "max_val_items", "max_test_items", "marginal_max_items")
+                "max_val_items", "max_test_items", "marginal_max_items", "rows_per_pc", "rows_per_component",
+                "eval_epochs")
         for name in ints:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
                 raise ConfigError(f"sufficiency option {name} must be a positive integer, got {v!r}")
+        v = self.min_steps
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
+            raise ConfigError(f"sufficiency option min_steps must be a non-negative integer, got {v!r}")
         if not (isinstance(self.learning_rate, (int, float)) and 0 < self.learning_rate < 1):
             raise ConfigError(f"sufficiency option learning_rate must be in (0, 1), got {self.learning_rate!r}")
         for name in ("val_fraction", "test_fraction"):
             v = getattr(self, name)
             if not (isinstance(v, (int, float)) and 0 < v < 0.5):
                 raise ConfigError(f"sufficiency option {name} must be in (0, 0.5), got {v!r}")
+
+    def effective(self, n_train: int) -> dict[str, int]:
+        """Capacity and evaluation settings actually used for ``n_train`` training rows.
+
+        Returns ``source_pcs``, ``target_pcs`` (each <= max(2, n_train // rows_per_pc)),
+        ``n_components`` (<= max(1, n_train // rows_per_component)) and ``eval_every`` (<= eval_epochs
+        passes over the training rows, in optimiser steps). Large n gets the settings unchanged.
+        """
+        pcs = max(2, n_train // self.rows_per_pc)
+        steps_per_epoch = max(1, math.ceil(n_train / self.batch_size))
+        return {
+            "source_pcs": min(self.source_pcs, pcs),
+            "target_pcs": min(self.target_pcs, pcs),
+            "n_components": min(self.n_components, max(1, n_train // self.rows_per_component)),
+            "eval_every": min(self.eval_every, self.eval_epochs * steps_per_epoch),
+        }
 
     def key(self, seed: int) -> str:
         """Stable hash of the settings and the seed (hex, 16 chars)."""
@@ -291,6 +324,7 @@ def information_sufficiency(
     n = next(iter(embs.values())).shape[0]
     skey = st.key(seed)
     train, val, test = _splits(n, st, seed)
+    eff = st.effective(len(train))
 
     all_pairs = [(s, t) for s in names for t in names if s != t]
     pkeys = {p: _pair_key(ids[p[0]], ids[p[1]], skey) for p in all_pairs}
@@ -303,7 +337,7 @@ def information_sufficiency(
     todo = [p for p in all_pairs if pkeys[p] not in cached]
     need_prep = {x for p in todo for x in p} | {t for t in names if mkeys[t] not in cached_m}
 
-    prep = {k: knife.Prepared.fit(embs[k], train, st.source_pcs, dev) for k in names if k in need_prep}
+    prep = {k: knife.Prepared.fit(embs[k], train, eff["source_pcs"], dev) for k in names if k in need_prep}
     tables: dict[str, knife.TargetTables] = {}
     marg: dict[str, knife.Marginal] = {}
     h_z: dict[str, float] = {}
@@ -315,17 +349,17 @@ def information_sufficiency(
             h_z[t], dims[t] = float(rec["h"]), int(rec["dim"])
             if t in {p[1] for p in todo}:
                 marg[t] = knife.Marginal.from_json(rec["params"], dev)
-                tables[t] = knife.TargetTables.build(prep[t], marg[t], st.target_pcs)
+                tables[t] = knife.TargetTables.build(prep[t], marg[t], eff["target_pcs"])
             continue
         sub = train
         if len(train) > st.marginal_max_items:
             sub = np.sort(np.random.default_rng(_derive_seed(seed, "em-rows", n)).choice(
                 train, st.marginal_max_items, replace=False))
-        m = knife.fit_marginal(prep[t].z[torch.from_numpy(sub).to(dev)], st.n_components,
+        m = knife.fit_marginal(prep[t].z[torch.from_numpy(sub).to(dev)], eff["n_components"],
                                seed=_derive_seed(seed, "em", ids[t]))
         marg[t] = m
         dims[t] = prep[t].dim
-        tables[t] = knife.TargetTables.build(prep[t], m, st.target_pcs)
+        tables[t] = knife.TargetTables.build(prep[t], m, eff["target_pcs"])
         h_z[t] = knife.marginal_nll(tables[t], m, test, dev)
         new_cache[mkeys[t]] = {"h": h_z[t], "dim": dims[t], "params": m.to_json()}
 
@@ -340,9 +374,11 @@ def information_sufficiency(
         b = schedule.shape[1]
         groups: list[list[tuple[str, str]]] = []
         if batched:
+            # one stacked model per group; a group is bounded by the activation-memory budget
             cur, used = [], 0
             for p in sorted(todo, key=lambda q: (q[1], q[0])):
-                cost = 12 * 4 * max(b, 1024) * st.n_components * min(st.target_pcs, dims[p[1]])
+                cost = knife.pair_bytes(b, prep[p[0]].u.shape[1], min(eff["target_pcs"], dims[p[1]]),
+                                        eff["n_components"], st.hidden)
                 if cur and used + cost > budget:
                     groups.append(cur)
                     cur, used = [], 0
@@ -354,8 +390,8 @@ def information_sufficiency(
         for grp in groups:
             fits = knife.train_pairs(
                 [specs[p] for p in grp], prep, tables, marg, schedule, val, test,
-                hidden=st.hidden, lr=st.learning_rate, eval_every=st.eval_every,
-                patience=st.patience, device=dev,
+                hidden=st.hidden, lr=st.learning_rate, eval_every=eff["eval_every"],
+                patience=st.patience, min_steps=st.min_steps, device=dev,
             )
             for p, f in zip(grp, fits):
                 rec = {
@@ -388,7 +424,7 @@ def information_sufficiency(
         )
     settings_out = {
         **dataclasses.asdict(st), "seed": int(seed), "n_train": len(train), "n_val": len(val),
-        "n_test": len(test), "settings_key": skey, "units": "nats per target dimension",
+        "n_test": len(test), "effective": eff, "settings_key": skey, "units": "nats per target dimension",
     }
     return SufficiencyResult(
         matrix=mat,
