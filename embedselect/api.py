@@ -317,7 +317,7 @@ def select(
         batch_size: embedding batch size (None = backend default).
         policy: safe-loading policy (default: safetensors only, no remote code, no gated repos).
         metric_options: per-metric options, e.g. ``{"task_prior": {"tau": 0.1}}``.
-        weights: metric weights for the combined rank (default equal).
+        weights: metric weights for the combined rank; metrics not named keep weight 1 (default: equal).
         bootstrap: number of bootstrap resamples of the reference items for score intervals (0 = off).
         token: hub token (never logged or stored); default from ``HF_TOKEN``.
         progress: show progress bars (only on a terminal).
@@ -425,7 +425,13 @@ def select(
 
     from embedselect.aggregate import combine_ranks
 
-    combined = combine_ranks(per_metric, weights=weights)
+    if weights:
+        unknown = set(weights) - set(metrics)
+        if unknown:
+            raise ConfigError(f"weights for metric(s) not requested: {sorted(unknown)}; metrics: {metrics}")
+    # metrics not named in ``weights`` keep weight 1; weights of metrics that failed are dropped
+    full_weights = {m: float((weights or {}).get(m, 1.0)) for m in per_metric}
+    combined = combine_ranks(per_metric, weights=full_weights)
     combine_method = "mean-rank"
     for name, score in combined.items():
         by_name[name].combined_score = float(score)

@@ -75,6 +75,20 @@ def _policy(args):
     )
 
 
+def _weights(pairs: Sequence[str]) -> dict[str, float] | None:
+    """Parse ``METRIC=W`` weights for the combined rank."""
+    out: dict[str, float] = {}
+    for item in pairs:
+        name, eq, value = item.partition("=")
+        try:
+            out[name.strip()] = float(value)
+        except ValueError:
+            raise ConfigError(f"--weight {item!r}: expected METRIC=NUMBER, e.g. sufficiency=0.5") from None
+        if not eq or not name.strip():
+            raise ConfigError(f"--weight {item!r}: expected METRIC=NUMBER, e.g. sufficiency=0.5")
+    return out or None
+
+
 def _metric_options(pairs: Sequence[str]) -> dict[str, dict[str, Any]]:
     """Parse ``metric.key=value`` options (values parsed as JSON when possible)."""
     out: dict[str, dict[str, Any]] = {}
@@ -176,6 +190,7 @@ def cmd_rank(args) -> int:
         batch_size=args.batch_size,
         policy=_policy(args),
         metric_options=_metric_options(args.option),
+        weights=_weights(args.weight),
         bootstrap=args.bootstrap,
         progress=not args.quiet,
     )
@@ -334,6 +349,10 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--metrics", default="task_prior,sufficiency", help="comma-separated metric names")
         p.add_argument("--option", action="append", default=[], metavar="METRIC.KEY=VALUE", help="metric option")
         p.add_argument("--bootstrap", type=int, default=0, help="bootstrap resamples for score intervals")
+        p.add_argument(
+            "--weight", action="append", default=[], metavar="METRIC=W",
+            help="weight of a metric in the combined rank (default 1 each), e.g. sufficiency=0.5",
+        )  # fmt: skip
 
     p = sub.add_parser("rank", help="rank candidate embedders on your data")
     _add_data_args(p)
