@@ -22,7 +22,7 @@ Each dataset goes through :func:`embedselect.select` with ``labels=`` once per `
 ``loo``; embeddings are cached, so each further call only recomputes metrics). The label-free scores never see the labels; ``select`` then trains held-out
 probes on them and reports the correlations.
 
-Run: ``.venv/bin/python benchmarks/validity.py --out docs/benchmarks-validity.md`` (about 10 minutes on
+Run: ``.venv/bin/python benchmarks/validity.py --metrics task_prior,sufficiency`` (about 10 minutes on
 2 CPU cores the first time, most of it distilling the model2vec model and embedding with mpnet; the
 prepared models are cached under ``~/.cache/embedselect-bench``).
 """
