@@ -74,6 +74,18 @@ def hub():
 
 
 @pytest.fixture
+def one_thread():
+    """One torch thread for the test: small linear algebra is faster and steadier that way when other work
+    shares the cores; the previous setting is restored afterwards."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture
 def cache_dir(tmp_path, monkeypatch):
     """A fresh embedselect cache directory, also exported as EMBEDSELECT_CACHE_DIR."""
     d = tmp_path / "cache"

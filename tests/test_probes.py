@@ -9,15 +9,7 @@ from embedselect.errors import ConfigError, MetricError
 from embedselect.metrics.probes import probe_tasks, split_indices
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """The shared 2-core machine is oversubscribed; one torch thread is faster and steadier."""
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def test_split_indices():

@@ -11,15 +11,7 @@ from embedselect.metrics.kernels import kernel_factor, label_factor, sum_kernel_
 from embedselect.metrics.taskprior import DEFAULT_TAU, compute, resolve_temperature
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """The shared 2-core machine is oversubscribed; one torch thread is faster and steadier."""
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def _sig(x):

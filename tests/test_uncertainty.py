@@ -149,14 +149,6 @@ def known_order_pool(n=200, seed=0):
     return out
 
 
-@pytest.fixture
-def one_thread():
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 def test_task_prior_ranks_the_known_order(one_thread):
