@@ -343,6 +343,10 @@ def select(
         raise UnknownMetricError(f"unknown metric(s) {unknown}; available: {available_metrics()}")
     if not metrics:
         raise ConfigError("choose at least one metric")
+    if weights and set(weights) - set(metrics):
+        raise ConfigError(
+            f"weights for metric(s) not requested: {sorted(set(weights) - set(metrics))}; metrics: {metrics}"
+        )
     metric_options = {k: dict(v) for k, v in (metric_options or {}).items()}
     ref = _load_data(data, column=column, labels=labels, max_items=max_items, seed=seed, on_error=on_error)
     for m in metrics:
@@ -425,10 +429,6 @@ def select(
 
     from embedselect.aggregate import combine_ranks
 
-    if weights:
-        unknown = set(weights) - set(metrics)
-        if unknown:
-            raise ConfigError(f"weights for metric(s) not requested: {sorted(unknown)}; metrics: {metrics}")
     # metrics not named in ``weights`` keep weight 1; weights of metrics that failed are dropped
     full_weights = {m: float((weights or {}).get(m, 1.0)) for m in per_metric}
     combined = combine_ranks(per_metric, weights=full_weights)
