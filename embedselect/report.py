@@ -50,7 +50,7 @@ def to_markdown(ranking: Ranking) -> str:
     ds = ranking.dataset
     lines.append("")
     lines.append(
-        f"Reference data: {_md(ds.get('source', '?'))}, {ds.get('n_items', ds.get('n', '?'))} {ds.get('modality', '')} "
+        f"Reference data: {_md(ds.get('source', '?'))}, {ds.get('n', '?')} {ds.get('modality', '')} "
         f"items (fingerprint {str(ds.get('fingerprint', ''))[:12]}). embedselect {ranking.versions.get('embedselect')}."
     )
     for c in ranking.failed:
@@ -79,7 +79,7 @@ def to_html(ranking: Ranking, *, title: str = "embedselect ranking") -> str:
         f"<h1>{_e(title)}</h1>",
         "<p>Reference data: <code>{}</code> — {} {} items, fingerprint <code>{}</code>. Created {}.</p>".format(
             _e(ds.get("source", "?")),
-            _e(ds.get("n_items", ds.get("n", "?"))),
+            _e(ds.get("n", "?")),
             _e(ds.get("modality", "")),
             _e(str(ds.get("fingerprint", ""))[:16]),
             _e(ranking.created_at),

@@ -160,3 +160,26 @@ def test_end_to_end_real_minilm_configurations_and_baselines(cache_dir):
     assert acc["all-MiniLM-L6-v2"] > 0.85 > acc["tfidf-svd"] > acc["random-projection"]
     tp = next(m for m in r.validation["metrics"] if m["metric"] == "task_prior")
     assert tp["top_pick"] == "all-MiniLM-L6-v2" and tp["spearman"] > 0.5
+
+
+def test_images_end_to_end_with_timm_and_baselines(tmp_path, cache_dir):
+    """An image folder through the same path: a real timm model (its own data config), pixel-PCA, random
+    projection; one undecodable file is skipped and reported when asked to."""
+    from tests.tinymodels import make_tiny_images, make_tiny_timm
+
+    folder = tmp_path / "photos"
+    make_tiny_images(folder, n=40, size=32)
+    (folder / "broken.jpg").write_bytes(b"not an image")
+    timm_dir = make_tiny_timm(tmp_path / "tiny-timm")
+    models = [str(timm_dir), "pixel-pca", "random-projection"]
+    with pytest.raises(embedselect.DataError, match="broken.jpg"):
+        embedselect.select(folder, models, metrics=["task_prior"])
+    r = embedselect.select(folder, models, metrics=["task_prior"], on_error="skip")
+    assert r.dataset["modality"] == "image" and r.dataset["n"] == 40
+    assert r.dataset["report"]["n_skipped_undecodable"] == 1
+    assert [c.status for c in r] == ["ok"] * 3
+    assert {c.backend for c in r} == {"timm", "pixel-pca", "random-projection"}
+    assert sorted(c.rank for c in r) == [1, 2, 3]
+    text_model = make_tiny_sentence_transformer(tmp_path / "st")
+    mixed = embedselect.select(folder, [str(text_model), "pixel-pca"], metrics=["task_prior"], on_error="skip")
+    assert mixed[text_model.name].status == "failed" and "text" in mixed[text_model.name].error

@@ -24,7 +24,7 @@ def _ranking() -> Ranking:
     bad = CandidateResult(name="broken", spec="broken", status="failed", error_type="ModelLoadError", error=EVIL)
     return Ranking(
         candidates=[good, other, bad], metrics=["task_prior"], combine="mean-rank",
-        dataset={"source": EVIL, "n_items": 240, "modality": "text", "fingerprint": "f" * 64},
+        dataset={"source": EVIL, "n": 240, "modality": "text", "fingerprint": "f" * 64},
         settings={"seed": 0}, versions={"embedselect": "0.1.0"}, warnings=[EVIL], created_at="2026-01-01",
     )  # fmt: skip
 
