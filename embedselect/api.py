@@ -145,7 +145,7 @@ def embed(
         one :class:`EmbedOutcome` per candidate, in the order given.
     """
     from embedselect.candidates import parse_candidates, resolve_candidate
-    from embedselect.embed.device import resolve_device
+    from embedselect.embed.device import library_progress, progress_enabled, resolve_device
     from embedselect.store import Store, run_key
 
     policy = policy or LoadPolicy()
@@ -166,7 +166,8 @@ def embed(
         outcomes.append(EmbedOutcome(res))
         stage = "resolve"
         try:
-            rc = resolve_candidate(cand, policy=policy.for_model(cand.ref), token=token)
+            with library_progress(progress_enabled(progress)):
+                rc = resolve_candidate(cand, policy=policy.for_model(cand.ref), token=token)
             res.model_id, res.revision, res.backend, res.modality = rc.model_id, rc.revision, rc.backend, rc.modality
             if rc.modality != ref.modality:
                 raise ConfigError(
@@ -205,9 +206,10 @@ def embed(
                 stage = "load"
                 from embedselect.embed.loader import load_embedder
 
-                embedder = load_embedder(
-                    rc, device=dev, policy=policy.for_model(cand.ref), options=cand.options, seed=seed
-                )
+                with library_progress(progress_enabled(progress)):
+                    embedder = load_embedder(
+                        rc, device=dev, policy=policy.for_model(cand.ref), options=cand.options, seed=seed
+                    )
                 stage = "embed"
                 log.info("%s: embedding %d %s items on %s", cand.name, len(ref), ref.modality, embedder.device)
                 t0 = time.perf_counter()

@@ -183,3 +183,14 @@ def test_images_end_to_end_with_timm_and_baselines(tmp_path, cache_dir):
     text_model = make_tiny_sentence_transformer(tmp_path / "st")
     mixed = embedselect.select(folder, [str(text_model), "pixel-pca"], metrics=["task_prior"], on_error="skip")
     assert mixed[text_model.name].status == "failed" and "text" in mixed[text_model.name].error
+
+
+def test_select_prints_nothing(cache_dir, minilm_path, capfd):
+    """Pipelines get no output on stdout/stderr: no progress bars from transformers or huggingface_hub."""
+    from transformers.utils import logging as tf_logging
+
+    assert tf_logging.is_progress_bar_enabled()
+    embedselect.select(SAMPLE, [minilm_path, "tfidf-svd"], column="text", metrics=["task_prior"])
+    out, err = capfd.readouterr()
+    assert out == "" and "Loading weights" not in err and "it/s" not in err
+    assert tf_logging.is_progress_bar_enabled()  # the global setting is restored

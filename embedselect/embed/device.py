@@ -88,6 +88,33 @@ def progress_enabled(progress: bool, stream: TextIO | None = None) -> bool:
         return False
 
 
+@contextlib.contextmanager
+def library_progress(enabled: bool) -> Iterator[None]:
+    """While the block runs, let transformers and huggingface_hub draw their own progress bars (weight loading,
+    downloads) only if ``enabled``; their previous global setting is restored afterwards. Keeps ``select()``
+    silent in pipelines."""
+    if enabled:
+        yield
+        return
+    from embedselect._compat import ensure_torchvision_importable
+
+    ensure_torchvision_importable()
+    import huggingface_hub.utils as hub_utils
+    from transformers.utils import logging as tf_logging
+
+    tf_was_on = tf_logging.is_progress_bar_enabled()
+    hub_was_off = hub_utils.are_progress_bars_disabled()
+    tf_logging.disable_progress_bar()
+    hub_utils.disable_progress_bars()
+    try:
+        yield
+    finally:
+        if tf_was_on:
+            tf_logging.enable_progress_bar()
+        if not hub_was_off:
+            hub_utils.enable_progress_bars()
+
+
 class _NullBar:
     def update(self, n: int = 1) -> None:  # noqa: D401 - tqdm-compatible no-op
         pass
