@@ -158,12 +158,9 @@ def test_task_prior_ranks_the_known_order(one_thread):
     s = get_metric("task_prior")(_ctx(emb, options={"probes": False})).scores  # closed-form alignment
     assert s["clean"] == pytest.approx(s["clean_copy"])
     assert s["clean"] > s["mid"] > s["noisy"] > s["random"], s
-    # probes (the default headline) saturate on the two least noisy views (both ~0.85): they separate
-    # signal from noise but not clean from mid here — the closed form is the finer instrument on this pool
-    p = get_metric("task_prior")(_ctx(emb, options={"n_tasks": 16})).scores
+    p = get_metric("task_prior")(_ctx(emb)).scores  # the default headline: probes on 64 sampled tasks
     assert p["clean"] == pytest.approx(p["clean_copy"])
-    assert min(p["clean"], p["mid"]) > p["noisy"] + 0.1 > p["random"] + 0.1, p
-    assert abs(p["clean"] - p["mid"]) < 0.05
+    assert p["clean"] > p["mid"] > p["noisy"] > p["random"], p
 
 
 def test_task_prior_bootstrap_flags_only_the_copy_as_indistinguishable(one_thread):
