@@ -162,7 +162,7 @@ def _emit(args, payload_json: str, text: str, ranking=None) -> None:
     if args.out:
         _write(args.out, payload_json + "\n")
     if ranking is not None:
-        from embedselect import report
+        from embedselect.publish import report
 
         if getattr(args, "html", None):
             _write(args.html, report.to_html(ranking))
@@ -399,6 +399,9 @@ def build_parser() -> argparse.ArgumentParser:
     from embedselect.cli_hub import register as register_hub
 
     register_hub(sub)
+    from embedselect.cli_publish import register as register_publish
+
+    register_publish(sub)
     return parser
 
 
