@@ -1,4 +1,4 @@
-"""CLI commands that publish a stored ranking: ``badge``, ``leaderboard``, ``report``.
+"""CLI commands that publish a stored ranking: ``badge``, ``card``, ``leaderboard``, ``report``.
 
 Each takes a stored ranking id (``--ranking``, a unique prefix is enough) or the latest ranking of a dataset
 (``--dataset FINGERPRINT-PREFIX``), or else the newest ranking in the store.
@@ -69,6 +69,21 @@ def cmd_leaderboard(args) -> int:
     return 0
 
 
+def cmd_card(args) -> int:
+    from embedselect.publish.cards import write_card
+
+    _, ranking = _ranking(args)
+    if args.candidate is None:
+        if ranking.best is None:
+            from embedselect.errors import ConfigError
+
+            raise ConfigError("this ranking has no ranked candidate; nothing to write")
+        args.candidate = ranking.best.name
+    path = write_card(args.card, ranking, args.candidate, image_url=args.image_url)
+    print(f"wrote {path} ({args.candidate}: rank {ranking[args.candidate].rank} of {len(ranking.ok)})")
+    return 0
+
+
 def cmd_report(args) -> int:
     from embedselect.publish.report import to_html
 
@@ -98,6 +113,13 @@ def register(subparsers) -> None:
     p.add_argument("--output", "-o", help="write to this file instead of stdout")
     p.add_argument("--list", action="store_true", help="list stored rankings instead")
     p.set_defaults(func=cmd_leaderboard)
+
+    p = subparsers.add_parser("card", help="write a ranking result into a local model card (README.md)")
+    common(p)
+    p.add_argument("card", help="model card file or directory (README.md inside); created when missing")
+    p.add_argument("--candidate", help="candidate name in the ranking (default: the top-ranked one)")
+    p.add_argument("--image-url", help="URL of the badge SVG (default: the relative file name from `badge`)")
+    p.set_defaults(func=cmd_card)
 
     p = subparsers.add_parser("report", help="self-contained HTML report of a stored ranking")
     common(p)

@@ -65,7 +65,7 @@ class Badge:
 
     def markdown(self, image_url: str | None = None) -> str:
         alt = f"{LABEL}: {self.message}".replace("[", "(").replace("]", ")")
-        return f"![{alt}]({image_url or self.filename})"
+        return f"![{alt}]({image_url or self.filename + '.svg'})"
 
 
 def _dataset_label(ranking: Ranking) -> str:
