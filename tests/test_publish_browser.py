@@ -58,10 +58,13 @@ class _Dom(HTMLParser):
     def __init__(self):
         super().__init__()
         self.scripts = 0
+        self.imgs: list[str] = []
         self.text: list[str] = []
 
     def handle_starttag(self, tag, attrs):
         self.scripts += tag == "script"
+        if tag == "img":
+            self.imgs.append(dict(attrs).get("src", ""))
 
     def handle_data(self, data):
         self.text.append(data)
@@ -109,6 +112,8 @@ def test_report_renders_in_chromium_safely(tmp_path):
     assert EVIL in text  # the hostile name is shown as text ...
     assert dom.scripts == 0  # ... and never became a script element
     assert "org/m2" in text and "broken" in text
+    # every plot the ranking has data for is in the rendered page, inline (fixture: score + cost plots)
+    assert len(dom.imgs) >= 2 and all(s.startswith("data:image/png;base64,") for s in dom.imgs)
     console = [line for line in proc.stderr.splitlines() if "CONSOLE" in line]
     assert console == []
     assert requests == []  # the page made no network request

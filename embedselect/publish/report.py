@@ -66,11 +66,16 @@ table{border-collapse:collapse;margin:1em 0}th,td{border:1px solid #ccc;padding:
 th{background:#f3f3f3}td.num{text-align:right;font-variant-numeric:tabular-nums}
 tr.failed td{color:#999}.bar{background:#4a7bd0;height:8px;display:inline-block}
 .note{color:#8a5a00}code{font-size:12px}
+.answer{font-size:1.3em;background:#ebfbee;border-left:4px solid #2b8a3e;padding:.5em 1em}
+.scroll{overflow-x:auto}figure{margin:1em 0;max-width:720px}figure img{width:100%;height:auto}
+figcaption{font-weight:600}@media (max-width:600px){body{margin:.5em}}
 """
 
 
-def to_html(ranking: Ranking, *, title: str = "embedselect ranking") -> str:
-    """A self-contained HTML page (no scripts, no external resources) for a ranking."""
+def to_html(ranking: Ranking, *, title: str = "embedselect ranking", plots: bool = True) -> str:
+    """A self-contained HTML page (no scripts, no external resources) for a ranking: the answer first, the
+    table with intervals, then the plots of :mod:`embedselect.publish.plots` as inline PNG data URIs (when
+    ``plots`` and matplotlib is installed)."""
     ds = ranking.dataset
     out = [
         "<!DOCTYPE html>",
@@ -84,7 +89,8 @@ def to_html(ranking: Ranking, *, title: str = "embedselect ranking") -> str:
             _e(str(ds.get("fingerprint", ""))[:16]),
             _e(ranking.created_at),
         ),
-        "<table><thead><tr><th>rank</th><th>candidate</th><th>score</th>",
+        _answer(ranking),
+        "<div class=\"scroll\"><table><thead><tr><th>rank</th><th>candidate</th><th>score [interval]</th>",
     ]
     out += [f"<th>{_e(m)}</th><th>#</th>" for m in ranking.metrics]
     out.append("<th>dim</th><th>model</th><th>revision</th><th>status</th></tr></thead><tbody>")
@@ -94,7 +100,7 @@ def to_html(ranking: Ranking, *, title: str = "embedselect ranking") -> str:
             f'<tr class="{"ok" if c.ok else "failed"}">',
             f'<td class="num">{_e(_num(c.rank))}</td>',
             f"<td>{_e(c.name)}</td>",
-            f'<td class="num">{_e(_num(c.combined_score))} <span class="bar" style="width:{width:.0f}px"></span></td>',
+            f'<td class="num">{_e(_num(c.combined_score))}{_e(_interval(c))} <span class="bar" style="width:{width:.0f}px"></span></td>',
         ]
         for m in ranking.metrics:
             row.append(f'<td class="num">{_e(_num(c.scores.get(m)))}</td><td class="num">{_e(_num(c.ranks.get(m)))}</td>')
@@ -106,7 +112,9 @@ def to_html(ranking: Ranking, *, title: str = "embedselect ranking") -> str:
             f"<td>{_e(status)}</td></tr>",
         ]
         out.append("".join(row))
-    out.append("</tbody></table>")
+    out.append("</tbody></table></div>")
+    if plots:
+        out += _figures(ranking)
     if ranking.validation:
         out.append("<h2>Check against your labels</h2><table><thead><tr><th>metric</th><th>Spearman</th>"
                    "<th>Kendall</th><th>top pick</th><th>best by accuracy</th><th>regret</th></tr></thead><tbody>")  # fmt: skip
@@ -126,3 +134,31 @@ def to_html(ranking: Ranking, *, title: str = "embedselect ranking") -> str:
     out.append(f"<p><small>{versions}. Settings: <code>{_e(ranking.settings)}</code></small></p>")
     out.append("</body></html>")
     return "\n".join(out)
+
+
+def _interval(c) -> str:
+    """The first bootstrap interval of a candidate, as " [low, high]", or ""."""
+    for low, high in c.intervals.values():
+        return f" [{_num(low, 3)}, {_num(high, 3)}]"
+    return ""
+
+
+def _answer(ranking: Ranking) -> str:
+    best = ranking.best
+    if best is None:
+        return '<p class="answer">No candidate could be ranked; see the failures below.</p>'
+    return (f'<p class="answer">Best for this data: <strong>{_e(best.name)}</strong> '
+            f"(#1 of {len(ranking.ok)} ranked candidates).</p>")  # fmt: skip
+
+
+def _figures(ranking: Ranking) -> list[str]:
+    try:
+        from embedselect.publish.plots import plots
+    except ImportError:  # pragma: no cover - matplotlib missing
+        return ["<p class=\"note\">Plots need matplotlib: pip install 'embedselect[publish]'.</p>"]
+    try:
+        figs = plots(ranking)
+    except ImportError:
+        return ["<p class=\"note\">Plots need matplotlib: pip install 'embedselect[publish]'.</p>"]
+    return [f'<figure class="plot"><figcaption>{_e(t)}</figcaption><img alt="{_e(t)}" src="{_e(uri)}"></figure>'
+            for t, uri in figs]  # fmt: skip
