@@ -89,7 +89,7 @@ def accuracy_distribution_plot(r: Ranking):
         ax.scatter([p for _, p in p05], [y for y, _ in p05], marker="|", s=200, color="#c92a2a", label="5th percentile")
     ax.set_yticks(ys, [f"#{c.rank} {_short(c.name)}" for c, *_ in rows])
     ax.set_xlabel("held-out probe accuracy over sampled tasks")
-    ax.legend(fontsize=8, loc="lower left")
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     return "Held-out accuracy over sampled tasks", _uri(fig)
 
 
@@ -149,8 +149,9 @@ def cost_plot(r: Ranking):
 
 def validation_plot(r: Ranking):
     """Label-free combined score vs accuracy of probes trained on the user's labels, when given."""
-    table = (r.validation or {}).get("table") or {}
-    acc = {name: (row or {}).get("accuracy") for name, row in table.items()}
+    v = r.validation or {}
+    col = v.get("accuracy_column") or "accuracy"
+    acc = {name: (row or {}).get(col) for name, row in (v.get("table") or {}).items()}
     pts = [(c, c.combined_score, acc.get(c.name)) for c in r.ok]
     pts = [(c, s, a) for c, s, a in pts if _finite(s) and _finite(a)]
     if len(pts) < 2:
@@ -160,7 +161,7 @@ def validation_plot(r: Ranking):
     for c, s, a in pts:
         ax.annotate(_short(c.name, 20), (s, a), fontsize=8, xytext=(3, 3), textcoords="offset points")
     ax.set_xlabel("label-free combined score")
-    ax.set_ylabel("probe accuracy on your labels")
+    ax.set_ylabel(f"{_short(str(col), 20)} on your labels")
     return "Label-free score vs real accuracy", _uri(fig)
 
 
