@@ -81,6 +81,31 @@ def register(subparsers) -> None:
     _add_load_args(p)
     p.set_defaults(func=cmd_search)
 
+    p = subparsers.add_parser(
+        "neighbours",
+        aliases=["neighbors"],
+        help="show the nearest neighbours of sample items under each candidate, side by side",
+        description="For a few seeded sample items, their nearest other items under each candidate (cosine, "
+        "exact FAISS search, vectors from the cache), the candidates' mutual k-NN agreement and its communities, "
+        "and optionally near-duplicates in the data (and a copy of the data without them).",
+    )
+    _add_data_args(p)
+    p.add_argument("--models", "-m", required=True, help="comma-separated candidates, as for `rank`")
+    p.add_argument("--sample", type=int, default=5, help="number of seeded sample items (default 5)")
+    p.add_argument("--rows", help="comma-separated row numbers to show instead of a sample")
+    p.add_argument("-k", type=int, default=5, help="neighbours shown per item (default 5)")
+    p.add_argument("--agreement-k", type=int, default=10, help="k of the mutual k-NN agreement (default 10)")
+    p.add_argument("--near-duplicates", type=float, metavar="COSINE",
+                   help="count near-duplicate items (cosine similarity >= COSINE, e.g. 0.95) under each candidate")
+    p.add_argument("--write-deduped", type=Path, metavar="FILE.csv",
+                   help="with --near-duplicates, text data: write the items minus near-duplicates under the first "
+                        "candidate (columns id, text) to rank them again")  # fmt: skip
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--html", type=Path, help="also write the view as an HTML section to this file")
+    _add_load_args(p)
+    p.set_defaults(func=cmd_neighbours)
+
 
 def _short(text: str, width: int = 100) -> str:
     text = " ".join(str(text).split())
@@ -129,4 +154,44 @@ def cmd_search(args) -> int:
             print(f"  {h.rank:>3}  {h.score:7.4f}  {_short(h.id, 16):<16}  {_short(h.item)}")
     if not sys.stdout.isatty():
         sys.stdout.flush()
+    return 0
+
+
+def cmd_neighbours(args) -> int:
+    from embedselect.search import neighbours_view
+
+    if args.write_deduped is not None and args.near_duplicates is None:
+        raise ConfigError("--write-deduped needs --near-duplicates COSINE (the similarity above which items are "
+                          "near-duplicates)")
+    rows = None
+    if args.rows:
+        try:
+            rows = [int(r) for r in args.rows.split(",") if r.strip()]
+        except ValueError as exc:
+            raise ConfigError(f"--rows takes comma-separated row numbers, got {args.rows!r}") from exc
+    view = neighbours_view(
+        args.data, args.models, sample=args.sample, rows=rows, k=args.k, agreement_k=args.agreement_k,
+        near_duplicate_threshold=args.near_duplicates, column=args.column, max_items=args.max_items,
+        seed=args.seed, on_error=args.on_error, cache_dir=args.cache_dir, device=args.device,
+        batch_size=args.batch_size, policy=_policy(args), progress=not args.quiet,
+    )  # fmt: skip
+    if args.write_deduped is not None:
+        import pandas as pd
+
+        if view.modality != "text":
+            raise ConfigError("--write-deduped writes text data; for images use the JSON output's groups")
+        keep = view.near_duplicate_keep
+        frame = pd.DataFrame({"id": [i for i, k in zip(view.all_ids, keep) if k],
+                              "text": [t for t, k in zip(view.all_items, keep) if k]})
+        args.write_deduped.parent.mkdir(parents=True, exist_ok=True)
+        frame.to_csv(args.write_deduped, index=False)
+        print(f"wrote {len(frame)} of {len(keep)} items (near-duplicates under {view.names[0]} dropped) to "
+              f"{args.write_deduped}", file=sys.stderr)
+    if args.html is not None:
+        args.html.parent.mkdir(parents=True, exist_ok=True)
+        args.html.write_text("<!doctype html><meta charset=utf-8><title>embedselect neighbours</title>\n"
+                             + view.to_html() + "\n", encoding="utf-8")
+    print(json.dumps(view.to_dict(), indent=2, ensure_ascii=False) if args.json else view.to_text(), end="")
+    if args.json:
+        print()
     return 0

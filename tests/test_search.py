@@ -134,3 +134,37 @@ def test_cli_index_and_search(tmp_path, cache_dir, tiny_st, capsys, one_thread):
     assert main(["search", str(out), "x", "--model", "tfidf-svd"]) == 6  # store-class exit code
     assert "was built with" in capsys.readouterr().err
     assert main(["search", str(tmp_path / "missing"), "x"]) == 6
+
+
+def test_neighbours_view_and_cli_with_duplicates(tmp_path, cache_dir, tiny_st, capsys, one_thread):
+    from embedselect.cli import main
+    from embedselect.search import neighbours_view
+
+    texts = TEXTS + [TEXTS[0], TEXTS[5], "<script>alert(1)</script> the cat"]
+    data = tmp_path / "d.txt"
+    data.write_text("\n".join(texts) + "\n")
+    view = neighbours_view(str(data), [str(tiny_st), "random-projection"], rows=[0, 14], k=3,
+                           near_duplicate_threshold=0.999)
+    assert len(view.names) == 2 and view.rows == [0, 14]
+    for nm in view.names:
+        first = view.neighbours[nm][0]
+        assert len(first) == 3 and all(j != 0 for j, _ in first)  # never the item itself
+        assert first[0][0] == 12 and abs(first[0][1] - 1.0) < 1e-5  # its exact copy is nearest
+        # the near-duplicates: rows 12 and 13 copy rows 0 and 5, under every candidate
+        nd = view.near_duplicates[nm]
+        assert nd["n_drop"] == 2 and [0, 12] in nd["groups"] and [5, 13] in nd["groups"]
+    assert view.agreement.matrix.shape == (2, 2) and view.knn_communities
+    html = view.to_html()
+    assert "<script>" not in html and "&lt;script&gt;" in html
+    # the CLI: JSON, and a deduplicated copy of the data to rank again
+    out = tmp_path / "dedup.csv"
+    assert main(["neighbours", str(data), "-m", f"{tiny_st},random-projection", "--rows", "0", "-k", "2",
+                 "--near-duplicates", "0.999", "--write-deduped", str(out), "--json", "-q"]) == 0  # fmt: skip
+    payload = json.loads(capsys.readouterr().out)
+    assert payload["candidates"] == view.names
+    assert payload["sample"][0]["neighbours"][view.names[0]][0]["row"] == 12
+    import pandas as pd
+
+    kept = pd.read_csv(out)
+    assert len(kept) == len(texts) - 2 and kept["text"].tolist() == texts[:12] + [texts[14]]
+    assert main(["neighbours", str(data), "-m", "random-projection", "--write-deduped", str(out)]) == 2

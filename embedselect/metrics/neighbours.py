@@ -339,6 +339,21 @@ class KnnAgreement:
 
         return pd.DataFrame(self.matrix, index=self.names, columns=self.names)
 
+    def communities(self, *, seed: int = 0) -> list[list[str]]:
+        """Louvain communities (networkx, seeded) of the agreement graph (edge weight = agreement), largest
+        first: candidates that agree on who is near whom, to set beside the information-sufficiency ones."""
+        import networkx as nx
+        from networkx.algorithms.community import louvain_communities
+
+        g = nx.Graph()
+        g.add_nodes_from(self.names)
+        for a in range(len(self.names)):
+            for b in range(a + 1, len(self.names)):
+                if self.matrix[a, b] > 0:
+                    g.add_edge(self.names[a], self.names[b], weight=float(self.matrix[a, b]))
+        comms = louvain_communities(g, weight="weight", seed=int(seed) % (2**32))
+        return sorted((sorted(c, key=self.names.index) for c in comms), key=lambda c: (-len(c), self.names.index(c[0])))
+
 
 def mutual_knn_agreement(
     embeddings: Mapping[str, Any],
