@@ -166,3 +166,20 @@ def test_near_duplicates_found_grouped_and_dropped():
     assert near_duplicates(rng.normal(size=(50, 32)), threshold=0.98).n_drop == 0
     with pytest.raises(ConfigError, match="threshold"):
         near_duplicates(x, threshold=1.5)
+
+
+def test_faiss_classifier_is_a_drop_in_for_scikit_learn_in_a_pipeline():
+    from sklearn.model_selection import cross_val_score
+    from sklearn.neighbors import KNeighborsClassifier
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    from embedselect.metrics.neighbours import FaissKNeighborsClassifier
+
+    rng = np.random.default_rng(6)
+    y = rng.integers(0, 3, 300)
+    x = rng.normal(size=(3, 12))[y] * 1.5 + rng.normal(size=(300, 12))
+    ours = cross_val_score(make_pipeline(StandardScaler(), FaissKNeighborsClassifier(n_neighbors=5)), x, y, cv=5)
+    ref = cross_val_score(make_pipeline(StandardScaler(), KNeighborsClassifier(n_neighbors=5)), x, y, cv=5)
+    np.testing.assert_allclose(ours, ref, atol=1 / 60)  # at most one of 60 held-out items differs per fold
+    assert ours.mean() > 0.6

@@ -311,6 +311,34 @@ def knn_predict(
     return classes[np.argmax(votes, axis=1)]
 
 
+def _sklearn_base():
+    from sklearn.base import BaseEstimator, ClassifierMixin
+
+    return BaseEstimator, ClassifierMixin
+
+
+class FaissKNeighborsClassifier(*_sklearn_base()):
+    """A drop-in for scikit-learn's ``KNeighborsClassifier(n_neighbors, weights="uniform")`` that searches
+    with FAISS (:func:`knn_predict`): usable in pipelines, ``clone`` and cross-validation.
+
+    Args:
+        n_neighbors: k; metric: ``l2`` (scikit-learn's default Euclidean), ``cosine`` or ``ip``.
+    """
+
+    def __init__(self, n_neighbors: int = 5, metric: str = "l2") -> None:
+        self.n_neighbors = n_neighbors
+        self.metric = metric
+
+    def fit(self, X: Any, y: Any) -> "FaissKNeighborsClassifier":
+        self.X_ = prepare(X, "l2")  # validated float32 copy; the metric's own preparation happens at search
+        self.y_ = np.asarray(y)
+        self.classes_ = np.unique(self.y_)
+        return self
+
+    def predict(self, X: Any) -> np.ndarray:
+        return knn_predict(self.X_, self.y_, X, k=self.n_neighbors, metric=self.metric)
+
+
 @dataclass
 class KnnAgreement:
     """Mutual k-NN agreement between candidates (:func:`mutual_knn_agreement`).
@@ -501,6 +529,7 @@ def near_duplicates(
 
 __all__ = [
     "APPROX_THRESHOLD",
+    "FaissKNeighborsClassifier",
     "KnnAgreement",
     "NearDuplicates",
     "Neighbours",
