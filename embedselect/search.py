@@ -585,7 +585,7 @@ def neighbours_view(
     """
     from embedselect.api import _load_data, embed
     from embedselect.metrics.neighbours import build_index as faiss_index
-    from embedselect.metrics.neighbours import mutual_knn_agreement, near_duplicates, prepare, search_index
+    from embedselect.metrics.neighbours import knn, mutual_knn_agreement, near_duplicates, prepare, search_index
     from embedselect.store import Store
 
     store = Store.open(cache_dir)
@@ -617,13 +617,17 @@ def neighbours_view(
         sc, ids = search_index(faiss_index(x, metric="cosine", prepared=True), x[rows], k, prepared=True,
                                self_ids=np.asarray(rows, dtype=np.int64))
         view.neighbours[nm] = [[(int(j), float(v)) for j, v in zip(irow, srow) if j >= 0] for irow, srow in zip(ids, sc)]
+    # one cosine k-NN graph per candidate, shared by the agreement and the near-duplicates
+    ka = min(int(agreement_k), n - 1)
+    need = max(ka if len(ok) > 1 else 0, min(10, n - 1) if near_duplicate_threshold is not None else 0)
+    graphs = {nm: knn(vecs, need) for nm, vecs in ok.items()} if need else {}
     if len(ok) > 1:
-        view.agreement = mutual_knn_agreement(ok, k=min(int(agreement_k), n - 1))
+        view.agreement = mutual_knn_agreement(ok, k=ka, graphs=graphs)
         view.knn_communities = view.agreement.communities(seed=seed)
         view.sufficiency_communities = _stored_communities(store, ref.fingerprint)
     if near_duplicate_threshold is not None:
         for i, (nm, vecs) in enumerate(ok.items()):
-            nd = near_duplicates(vecs, threshold=near_duplicate_threshold)
+            nd = near_duplicates(vecs, threshold=near_duplicate_threshold, graph=graphs[nm])
             view.near_duplicates[nm] = nd.to_dict()
             if i == 0:
                 view.near_duplicate_keep = nd.keep

@@ -183,3 +183,16 @@ def test_faiss_classifier_is_a_drop_in_for_scikit_learn_in_a_pipeline():
     ref = cross_val_score(make_pipeline(StandardScaler(), KNeighborsClassifier(n_neighbors=5)), x, y, cv=5)
     np.testing.assert_allclose(ours, ref, atol=1 / 60)  # at most one of 60 held-out items differs per fold
     assert ours.mean() > 0.6
+
+
+def test_precomputed_graphs_give_the_same_agreement_and_duplicates():
+    rng = np.random.default_rng(7)
+    a = rng.normal(size=(120, 8)).astype(np.float32)
+    a[5] = a[9]
+    emb = {"a": a, "b": (a + 0.3 * rng.normal(size=a.shape)).astype(np.float32)}
+    graphs = {k: knn(v, 12) for k, v in emb.items()}
+    np.testing.assert_array_equal(mutual_knn_agreement(emb, k=10, graphs=graphs).matrix,
+                                  mutual_knn_agreement(emb, k=10).matrix)
+    with_graph = near_duplicates(a, threshold=0.99, graph=graphs["a"])
+    fresh = near_duplicates(a, threshold=0.99)
+    assert [g.tolist() for g in with_graph.groups] == [g.tolist() for g in fresh.groups] == [[5, 9]]

@@ -391,12 +391,15 @@ def mutual_knn_agreement(
     exact: bool | None = None,
     threshold: int = APPROX_THRESHOLD,
     device: str = "cpu",
+    graphs: Mapping[str, Neighbours] | None = None,
 ) -> KnnAgreement:
     """How much the candidates agree on who is near whom: the mutual k-NN overlap of every pair.
 
     Args:
         embeddings: name -> (n, d_name) matrix; every matrix has the same n and row order.
         k: neighbours per item (at most n - 1).
+        graphs: optional name -> self-join :class:`Neighbours` with at least k columns, computed already
+            (their first k columns are used; the matrices are then not searched again).
 
     Returns:
         :class:`KnnAgreement`. Cost: one k-NN graph per candidate (n·k ids each, held at once) and
@@ -409,10 +412,14 @@ def mutual_knn_agreement(
     if len(sizes) != 1:
         raise MetricError(f"candidates embed different numbers of items: {sorted(sizes)}")
     graphs, all_exact = [], True
+    given = graphs or {}
+    graphs = []
     for nm in names:
-        nb = knn(embeddings[nm], k, metric=metric, exact=exact, threshold=threshold, device=device)
+        nb = given.get(nm)
+        if nb is None or nb.ids.shape[1] < k:
+            nb = knn(embeddings[nm], k, metric=metric, exact=exact, threshold=threshold, device=device)
         all_exact &= nb.exact
-        graphs.append(np.sort(nb.ids, axis=1))
+        graphs.append(np.sort(nb.ids[:, :k], axis=1))
     c = len(names)
     m = np.eye(c, dtype=np.float64)
     for a in range(c):
@@ -472,6 +479,7 @@ def near_duplicates(
     k: int = 10,
     exact: bool | None = None,
     device: str = "cpu",
+    graph: Neighbours | None = None,
 ) -> NearDuplicates:
     """Items whose embeddings are near-identical (cosine similarity >= ``threshold``) to another item's.
 
@@ -483,6 +491,7 @@ def near_duplicates(
         x: (n, d) embeddings of the reference items (any one candidate's).
         threshold: cosine similarity in (0, 1]; 0.95 is strict for sentence embedders, tune per model.
         k: neighbours searched per item (at most n - 1).
+        graph: optional cosine self-join :class:`Neighbours` of ``x`` with at least k columns, computed already.
 
     Returns:
         :class:`NearDuplicates`.
@@ -495,7 +504,11 @@ def near_duplicates(
         return NearDuplicates(np.empty((0, 2), np.int64), np.empty(0, np.float32), [], np.ones(n, bool),
                               float(threshold), int(k))
     kk = max(1, min(int(k), n - 1))
-    nb = knn(xs, kk, metric="cosine", exact=exact, device=device)
+    if graph is not None and graph.metric == "cosine" and graph.ids.shape == (n, graph.ids.shape[1]) \
+            and graph.ids.shape[1] >= kk:
+        nb = Neighbours(graph.scores[:, :kk], graph.ids[:, :kk], "cosine", graph.exact)
+    else:
+        nb = knn(xs, kk, metric="cosine", exact=exact, device=device)
     # cosine of float32-normalised rows may exceed 1 by rounding; compare with a float32 tolerance
     hit = (nb.scores >= np.float32(threshold) - np.float32(1e-6)) & (nb.ids >= 0)
     rows = np.repeat(np.arange(n), kk)[hit.ravel()]
