@@ -86,9 +86,11 @@ def test_approximate_index_above_threshold_has_high_recall():
     x = (centers[rng.integers(0, 20, 2000)] + 0.3 * rng.normal(size=(2000, 24))).astype(np.float32)
     exact = knn(x, 10)
     approx = knn(x, 10, threshold=1000)  # 2000 rows > threshold -> HNSW
-    assert exact.exact and not approx.exact
+    assert exact.exact and not approx.exact and exact.recall is None
     recall = np.mean([len(set(a) & set(b)) / 10 for a, b in zip(exact.ids, approx.ids)])
     assert recall > 0.9
+    # the approximate search measures its own recall on sampled queries, close to the true one
+    assert abs(approx.recall - recall) < 0.05
     forced = knn(x, 10, threshold=1000, exact=True)
     assert forced.exact
     np.testing.assert_array_equal(forced.ids, exact.ids)
@@ -196,3 +198,12 @@ def test_precomputed_graphs_give_the_same_agreement_and_duplicates():
     with_graph = near_duplicates(a, threshold=0.99, graph=graphs["a"])
     fresh = near_duplicates(a, threshold=0.99)
     assert [g.tolist() for g in with_graph.groups] == [g.tolist() for g in fresh.groups] == [[5, 9]]
+
+
+def test_a_low_recall_approximate_search_warns(caplog):
+    rng = np.random.default_rng(8)
+    x = rng.normal(size=(8000, 384)).astype(np.float32)  # no structure: hard for a graph index
+    with caplog.at_level("WARNING", logger="embedselect.metrics.neighbours"):
+        nb = knn(x, 10, threshold=1000, ef_search=1)
+    assert not nb.exact and nb.recall < 0.9
+    assert "recall@10" in caplog.text and "exact=True" in caplog.text

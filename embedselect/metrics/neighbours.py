@@ -40,6 +40,9 @@ APPROX_THRESHOLD = 200_000
 HNSW_M = 32
 HNSW_EF_CONSTRUCTION = 80
 HNSW_EF_SEARCH = 128
+RECALL_SAMPLE = 256
+"""Queries on which an approximate :func:`knn` measures its own recall against exact search."""
+RECALL_WARN = 0.9
 _QUERY_BLOCK = 16_384
 
 
@@ -230,12 +233,15 @@ class Neighbours:
         ids: int64 (m, k): row indices into the indexed matrix (-1: not found by an approximate index).
         metric: the metric used.
         exact: whether the search was exact.
+        recall: for an approximate search, recall@k measured against exact (brute-force FAISS) search on
+            :data:`RECALL_SAMPLE` seeded queries; ``None`` for an exact search.
     """
 
     scores: np.ndarray
     ids: np.ndarray
     metric: str
     exact: bool
+    recall: float | None = None
 
 
 def knn(
@@ -275,7 +281,31 @@ def knn(
                         prepared=True)
     self_ids = np.arange(xs.shape[0], dtype=np.int64) if exclude_self else None
     s, i = search_index(index, qs, k, metric=metric, prepared=True, self_ids=self_ids)
-    return Neighbours(scores=s, ids=i, metric=metric, exact=is_exact(index))
+    nb = Neighbours(scores=s, ids=i, metric=metric, exact=is_exact(index))
+    if not nb.exact:
+        nb.recall = _sample_recall(xs, qs, nb.ids, k, metric, exclude_self, seed=0)
+        if nb.recall < RECALL_WARN:
+            log.warning(
+                "approximate k-NN over %d rows: recall@%d %.2f on %d sampled queries (below %.2f); pass "
+                "exact=True for exact search, or raise ef_search", xs.shape[0], k, nb.recall,
+                min(RECALL_SAMPLE, qs.shape[0]), RECALL_WARN,
+            )
+    return nb
+
+
+def _sample_recall(xs: np.ndarray, qs: np.ndarray, ids: np.ndarray, k: int, metric: str, exclude_self: bool,
+                   *, seed: int) -> float:
+    """recall@k of ``ids`` on a seeded sample of queries, against brute-force FAISS search (no index copy)."""
+    faiss = _faiss()
+    rng = np.random.default_rng(seed)
+    rows = np.sort(rng.choice(qs.shape[0], size=min(RECALL_SAMPLE, qs.shape[0]), replace=False))
+    ftype = faiss.METRIC_INNER_PRODUCT if _higher_is_nearer(metric) else faiss.METRIC_L2
+    _, truth = faiss.knn(np.ascontiguousarray(qs[rows]), xs, k + (1 if exclude_self else 0), metric=ftype)
+    hits = 0
+    for r, t, got in zip(rows, truth, ids[rows]):
+        t = [j for j in t if not (exclude_self and j == r)][:k]
+        hits += len(set(t) & set(got.tolist()))
+    return hits / (len(rows) * k)
 
 
 def knn_predict(
