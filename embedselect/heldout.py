@@ -11,7 +11,8 @@ candidate and says what it is (:data:`PROBE_DESCRIPTIONS`, copied into every rep
     Standardising every dimension and tuning ``C`` keeps an anisotropic embedding (a few large directions
     that carry no class information, e.g. CLS pooling) from being underrated by a fixed regulariser.
 ``"knn"`` (secondary)
-    ``StandardScaler`` followed by k-nearest neighbours (k = :data:`KNN_NEIGHBORS`, Euclidean).
+    ``StandardScaler`` followed by k-nearest neighbours (k = :data:`KNN_NEIGHBORS`, Euclidean, FAISS exact
+    search: :class:`~embedselect.metrics.neighbours.FaissKNeighborsClassifier`, votes as scikit-learn's).
 
 Outer folds are ``StratifiedKFold(shuffle=True, random_state=seed)`` and shared by every candidate, so
 differences between candidates are not differences between splits.
@@ -60,7 +61,7 @@ PROBE_DESCRIPTIONS = {
         "StandardScaler + LogisticRegressionCV (multinomial, lbfgs; C from "
         f"{list(LOGISTIC_CS)} by {INNER_FOLDS}-fold inner stratified CV on the training fold)"
     ),
-    "knn": f"StandardScaler + {KNN_NEIGHBORS}-nearest-neighbours (Euclidean)",
+    "knn": f"StandardScaler + {KNN_NEIGHBORS}-nearest-neighbours (Euclidean, FAISS exact search)",
 }
 """What each probe is, in words; reports copy it so a reader knows which probe produced the accuracies."""
 
@@ -153,9 +154,10 @@ def make_probe(name: str, y_train: np.ndarray, *, seed: int):
     """
     from sklearn.linear_model import LogisticRegressionCV
     from sklearn.model_selection import StratifiedKFold
-    from sklearn.neighbors import KNeighborsClassifier
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
+
+    from embedselect.metrics.neighbours import FaissKNeighborsClassifier
 
     if name == "logistic":
         smallest = int(np.bincount(y_train)[np.bincount(y_train) > 0].min())
@@ -164,7 +166,7 @@ def make_probe(name: str, y_train: np.ndarray, *, seed: int):
             Cs=list(LOGISTIC_CS), cv=inner, scoring="accuracy", max_iter=1000, random_state=seed, **_lrcv_compat()
         )
     elif name == "knn":
-        clf = KNeighborsClassifier(n_neighbors=max(1, min(KNN_NEIGHBORS, len(y_train))))
+        clf = FaissKNeighborsClassifier(n_neighbors=max(1, min(KNN_NEIGHBORS, len(y_train))))
     else:
         raise ConfigError(f"unknown probe {name!r}; choose from {', '.join(PROBES)}")
     return make_pipeline(StandardScaler(), clf)
