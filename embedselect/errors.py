@@ -113,6 +113,16 @@ class CacheCorruptError(StoreError):
     """A cached vector file does not match its recorded checksum (it is discarded and recomputed)."""
 
 
+# --- search index (embedselect index / search) -------------------------------------------------
+class SearchIndexError(StoreError):
+    """A search index directory cannot be used (missing, unreadable, or written by a newer embedselect)."""
+
+
+class IndexMismatchError(SearchIndexError):
+    """A search index does not belong to what it is used with: another model or model revision, changed
+    reference data, or files that no longer match its manifest. The message says what to rebuild."""
+
+
 # --- metrics ------------------------------------------------------------------------------------
 class MetricError(EmbedselectError):
     """A metric cannot be computed on the given embeddings."""

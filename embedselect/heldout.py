@@ -14,7 +14,9 @@ candidate and says what it is (:data:`PROBE_DESCRIPTIONS`, copied into every rep
     whose standardised coordinates are the whitened data: every item equidistant from every other) from
     being destroyed by it.
 ``"knn"`` (secondary)
-    k-nearest neighbours (k = :data:`KNN_NEIGHBORS`, Euclidean) on the embedding as it is.
+    k-nearest neighbours (k = :data:`KNN_NEIGHBORS`, Euclidean, FAISS exact search:
+    :class:`~embedselect.metrics.neighbours.FaissKNeighborsClassifier`, votes as scikit-learn's) on the
+    embedding as it is.
 
 Outer folds are ``StratifiedKFold(shuffle=True, random_state=seed)`` and shared by every candidate, so
 differences between candidates are not differences between splits.
@@ -63,7 +65,7 @@ PROBE_DESCRIPTIONS = {
         "GridSearchCV(Pipeline[StandardScaler or none, LogisticRegression (multinomial, lbfgs)]): C in "
         f"{list(LOGISTIC_CS)} and the scaler chosen by {INNER_FOLDS}-fold inner stratified CV on the training fold"
     ),
-    "knn": f"{KNN_NEIGHBORS}-nearest-neighbours (Euclidean, on the unscaled embedding)",
+    "knn": f"{KNN_NEIGHBORS}-nearest-neighbours (Euclidean, FAISS exact search, on the unscaled embedding)",
 }
 """What each probe is, in words; reports copy it so a reader knows which probe produced the accuracies."""
 
@@ -139,8 +141,9 @@ def make_probe(name: str, y_train: np.ndarray, *, seed: int):
     every candidate gets the same probe.
     """
     from sklearn.model_selection import StratifiedKFold
-    from sklearn.neighbors import KNeighborsClassifier
     from sklearn.preprocessing import StandardScaler
+
+    from embedselect.metrics.neighbours import FaissKNeighborsClassifier
 
     if name == "logistic":
         from sklearn.linear_model import LogisticRegression
@@ -156,13 +159,13 @@ def make_probe(name: str, y_train: np.ndarray, *, seed: int):
     elif name == "knn":
         # Euclidean neighbours of the embedding as it is: centring or one global scale would not change them,
         # and per-dimension standardisation would whiten a rank-deficient embedding into equidistant points
-        return KNeighborsClassifier(n_neighbors=max(1, min(KNN_NEIGHBORS, len(y_train))))
+        return FaissKNeighborsClassifier(n_neighbors=max(1, min(KNN_NEIGHBORS, len(y_train))))
     raise ConfigError(f"unknown probe {name!r}; choose from {', '.join(PROBES)}")
 
 
 def _fold_accuracies(x: np.ndarray, y: np.ndarray, splits, probe: str, seed: int):
     """Per outer fold: held-out accuracy, the C chosen by the inner CV (NaN for k-NN), and whether the inner
-    CV chose per-dimension standardisation (False for k-NN, which always standardises)."""
+    CV chose per-dimension standardisation (False for k-NN, which uses the embedding as it is)."""
     from sklearn.exceptions import ConvergenceWarning
     from threadpoolctl import threadpool_limits
 
