@@ -236,3 +236,27 @@ def test_minimal_config_from_the_issue_validates(tmp_path):
     with pytest.raises(ConfigError, match="data: required key is missing"):
         (tmp_path / "m.yaml").write_text("output: x\n")
         load_config(tmp_path / "m.yaml")
+
+
+def test_model_past_its_time_limit_is_skipped(hub, tiny, tmp_path, monkeypatch):
+    import time
+
+    import embedselect.embed.loader as loader
+
+    publish_st(hub, "acme/fast", tiny[0], 5)
+    publish_st(hub, "acme/slow", tiny[1], 4)
+    real = loader.load_embedder
+
+    def load(rc, **kw):
+        if rc.model_id == "acme/slow":
+            time.sleep(120)
+        return real(rc, **kw)
+
+    monkeypatch.setattr(loader, "load_embedder", load)
+    conf = load_config(write_config(tmp_path, model_timeout_minutes=0.25))  # 15 s
+    t0 = time.monotonic()
+    s = run_night(conf)
+    assert time.monotonic() - t0 < 100
+    (f,) = s["failed"]
+    assert f["name"] == "acme/slow" and f["error_type"] == "ModelTimeoutError" and "limit" in f["reason"]
+    assert s["ranked"] == 2 and s["status"] == "partial"
