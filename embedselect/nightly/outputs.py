@@ -29,6 +29,12 @@ def _write(path: Path, text: str) -> None:
         os.fsync(f.fileno())
 
 
+def _short(rev: str | None) -> str:
+    """A 40-hex commit sha shortened to 10 characters; other revisions (builtin versions) as they are."""
+    rev = rev or ""
+    return rev[:10] if len(rev) == 40 and all(c in "0123456789abcdef" for c in rev) else rev
+
+
 def _leaderboard_md(rows: list[dict[str, Any]], summary: dict[str, Any]) -> str:
     def change(r):
         if r["prev_rank"] is None:
@@ -47,7 +53,7 @@ def _leaderboard_md(rows: list[dict[str, Any]], summary: dict[str, Any]) -> str:
     ]
     for r in rows:
         score = "-" if r["combined_score"] is None else f"{r['combined_score']:.3f}"
-        lines.append(f"| {r['rank']} | {change(r)} | {cell(r['name'])} | {cell((r['revision'] or '')[:10])} | {score} |")
+        lines.append(f"| {r['rank']} | {change(r)} | {cell(r['name'])} | {cell(_short(r['revision']))} | {score} |")
     return "\n".join(lines) + "\n"
 
 
