@@ -7,7 +7,6 @@ the summary), 9 another night holds the lock, 10 the night ranked nothing (outpu
 from __future__ import annotations
 
 import json
-import sys
 
 
 def register(subparsers) -> None:
@@ -59,5 +58,5 @@ def cmd_nightly(args) -> int:
     if args.json:
         print(json.dumps(summary, indent=2, default=str))
     elif not args.quiet:
-        print(_human(summary), file=sys.stderr if not args.dry_run else sys.stdout)
+        print(_human(summary))
     return 0
