@@ -52,9 +52,17 @@ def _human(s: dict) -> str:
 
 def cmd_nightly(args) -> int:
     """Handler of ``embedselect nightly``."""
+    from embedselect.errors import NightlyEmptyError, NightlyLockedError
     from embedselect.nightly import load_config, run_night
 
-    summary = run_night(load_config(args.config), dry_run=args.dry_run)
+    try:
+        summary = run_night(load_config(args.config), dry_run=args.dry_run)
+    except (NightlyEmptyError, NightlyLockedError) as exc:
+        if args.json:  # the machine-readable summary also for the nights that exit non-zero
+            status = "locked" if isinstance(exc, NightlyLockedError) else "empty"
+            print(json.dumps(getattr(exc, "summary", None) or {"status": status, "error": str(exc)}, indent=2,
+                             default=str))  # fmt: skip
+        raise
     if args.json:
         print(json.dumps(summary, indent=2, default=str))
     elif not args.quiet:

@@ -189,11 +189,18 @@ def test_lock_contention_exits_at_once(hub, tmp_path, capsys):
     assert "another nightly run holds" in capsys.readouterr().err
 
 
-def test_empty_night_exits_nonzero_and_keeps_outputs(hub, tmp_path):
-    conf = load_config(write_config(tmp_path, pinned=[]))
+def test_empty_night_exits_nonzero_and_keeps_outputs(hub, tmp_path, capsys):
+    from embedselect.cli import main
+
+    path = write_config(tmp_path, pinned=[])
     with pytest.raises(NightlyEmptyError) as e:
-        run_night(conf)
+        run_night(load_config(path))
     assert e.value.exit_code == 10 and not (tmp_path / "site").exists()
+    assert main(["nightly", "--config", str(path), "--json"]) == 10
+    out = capsys.readouterr()
+    s = json.loads(out.out)
+    assert s["status"] == "empty" and s["ranked"] == 0 and "ranked no candidate" in out.err
+    assert (tmp_path / "store" / "nightly" / "runs" / f"{s['run_id']}.json").is_file()
 
 
 def test_dry_run_plans_without_writing(hub, tiny, tmp_path, capsys):

@@ -56,6 +56,7 @@ class Executor(abc.ABC):
     """Runs units for the nightly driver. Use as a context manager (``close`` releases workers)."""
 
     name = "abstract"
+    computes_pairs = False  # True when precompute_pairs does work (the driver then hands it the embeddings)
 
     @abc.abstractmethod
     def embed(

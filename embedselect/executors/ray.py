@@ -118,6 +118,7 @@ class RayExecutor(Executor):
     """
 
     name = "ray"
+    computes_pairs = True
 
     def __init__(self, address: str | None = None, num_cpus: int | None = None, gpus_per_model: float = 0.0,
                  cpus_per_task: float = 1.0) -> None:  # fmt: skip

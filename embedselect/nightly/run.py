@@ -259,10 +259,12 @@ def _night(cfg: NightlyConfig, store: Any, *, dry_run: bool, executor: Any, toke
         _finish(summary, stages, t_start)
         _save_summary(store, summary)
         history.record_night(store, summary, [], failed)
-        raise NightlyEmptyError(
+        exc = NightlyEmptyError(
             "the night ranked no candidate (" + ("; ".join(f"{f['name']}: {f['reason']}" for f in failed)
                                                  or "nothing to rank") + "); the published outputs were kept"
         )
+        exc.summary = summary
+        raise exc
     summary["status"] = "partial" if (failed or summary["left"]) else "ok"
     with stages("publish"):
         from embedselect.nightly.outputs import publish
@@ -293,7 +295,7 @@ def _save_summary(store: Any, summary: dict[str, Any]) -> None:
 def _pairs_on_executor(cfg: NightlyConfig, executor: Any, store: Any, ref: Any, pool: list, token) -> int:
     """Let the executor estimate missing sufficiency pairs (Ray spreads them over workers; local does nothing
     and leaves them to select()). Returns the number of pairs computed by the executor."""
-    if "sufficiency" not in cfg.metrics or type(executor).precompute_pairs is _base_precompute():
+    if "sufficiency" not in cfg.metrics or not executor.computes_pairs:
         return 0
     from embedselect.api import embed
 
@@ -306,8 +308,3 @@ def _pairs_on_executor(cfg: NightlyConfig, executor: Any, store: Any, ref: Any, 
     return executor.precompute_pairs(embs, keys, seed=cfg.seed, options=dict(cfg.metric_options.get("sufficiency", {})),
                                      store=store, device=cfg.device or "cpu")  # fmt: skip
 
-
-def _base_precompute():
-    from embedselect.executors.base import Executor
-
-    return Executor.precompute_pairs
