@@ -9,11 +9,11 @@ import pytest
 from embedselect.nightly import load_config, run_night
 from tests.test_nightly import publish_st, tiny, write_config  # noqa: F401 - fixture reused
 
-ray = pytest.importorskip("ray", reason="the ray extra is not installed (pip install 'embedselect[ray]')")
-
 
 @pytest.fixture
 def local_ray():
+    import ray  # the `ray` extra, part of `dev`
+
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     yield
     ray.shutdown()
