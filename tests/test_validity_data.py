@@ -37,7 +37,10 @@ def test_l2_normalize_leaves_zero_rows_zero():
 
 
 def test_quantize_binary_is_the_sign_bit_of_sentence_transformers():
-    from sentence_transformers.quantization import quantize_embeddings
+    try:
+        from sentence_transformers.util.quantization import quantize_embeddings
+    except ImportError:  # sentence-transformers < 5.2
+        from sentence_transformers.quantization import quantize_embeddings
 
     x = _rng(1).normal(size=(6, 16)).astype(np.float32)
     b = vd.quantize_binary(x)
