@@ -597,6 +597,26 @@ def build_pool(folder: Path, items: list[Any], pool: list[Candidate],
     return [entries[p.name] for p in pool if p.name in entries]
 
 
+def load_pool(name: str, root: Path | None = None) -> tuple[dict[str, Any], np.ndarray, list[Any], list[dict], dict[str, np.ndarray]]:
+    """Read a written pool folder: (meta, labels int64 (n,), items, candidates.json entries,
+    {candidate name: float32 (n, d)}). Only candidates listed in candidates.json are returned.
+
+    Raises:
+        DataError: the folder or one of its files is missing (run this script first).
+    """
+    folder = (root or bench_cache() / "pools") / name
+    need = [folder / f for f in ("meta.json", "labels.npy", "items.json", "candidates.json")]
+    missing = [p.name for p in need if not p.is_file()]
+    if missing:
+        raise DataError(f"{folder} lacks {missing}: run python benchmarks/validity_data.py --datasets {name}")
+    meta = json.loads(need[0].read_text())
+    labels = np.load(need[1])
+    items = json.loads(need[2].read_text())
+    entries = json.loads(need[3].read_text())
+    vectors = {e["name"]: np.load(folder / f"{e['name']}.npy") for e in entries}
+    return meta, labels, items, entries, vectors
+
+
 def run(names: list[str], *, max_items: int, seed: int, only: set[str] | None) -> None:
     import torch
 

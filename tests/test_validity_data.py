@@ -135,6 +135,19 @@ def test_build_pool_resumes_without_recomputing(tmp_path):
     assert len(json.loads((tmp_path / "candidates.json").read_text())) == len(POOL)
 
 
+def test_load_pool_reads_back_what_was_written_and_names_what_is_missing(tmp_path):
+    texts = [f"w{i}" for i in range(6)]
+    ds = vd.Dataset("toy", "text", "numpy", "none", "MIT", "toy", lambda: (texts, ["a", "b"] * 3))
+    with pytest.raises(EmbedselectError, match="validity_data.py"):
+        vd.load_pool("toy", root=tmp_path)
+    vd.prepare_dataset(ds, tmp_path / "toy")
+    vd.build_pool(tmp_path / "toy", texts, POOL, _producers(6, []))
+    meta, labels, items, entries, vectors = vd.load_pool("toy", root=tmp_path)
+    assert meta["name"] == "toy" and items == texts and labels.tolist() == [0, 1] * 3
+    assert [e["name"] for e in entries] == list(vectors) == [c.name for c in POOL]
+    np.testing.assert_array_equal(vectors["base"], np.load(tmp_path / "toy" / "base.npy"))
+
+
 def test_build_pool_rejects_wrong_shapes_and_non_finite(tmp_path):
     bad = {"pass:x": lambda: {"base": np.full((3, 2), np.nan, dtype=np.float32)}}
     with pytest.raises(RuntimeError, match="base"):
