@@ -383,3 +383,22 @@ def test_a_degenerate_candidate_is_left_out_and_the_others_are_ranked(kind):
     # too few usable candidates left: a typed error that names the reason
     with pytest.raises(MetricError, match="usable"):
         information_sufficiency({"a1": pool["a1"], "bad": bad}, seed=0, **FAST)
+
+
+def test_small_n_known_order_is_seed_stable():
+    """Issue 9 item 3: at 500 items the old capacity rule (rows_per_pc=10) let the conditional overfit before its
+    first evaluation, so nearly every pair stopped at step 0 and scored exactly 0 (Spearman undefined or negative
+    across seeds). The known order must now come out on every seed, with a positive score for the best."""
+    from scipy.stats import spearmanr
+
+    rng = np.random.default_rng(7)
+    n = 500
+    lat = rng.standard_normal((n, 4))
+    pool = {f"noise{sd}": lat @ rng.standard_normal((4, 64)) + sd * rng.standard_normal((n, 64)) for sd in (0.3, 0.7, 1.5, 3.0)}
+    pool["random"] = rng.standard_normal((n, 64))
+    truth = [5, 4, 3, 2, 1]
+    for seed in (0, 1):
+        r = information_sufficiency(pool, seed=seed)
+        scores = [r.scores[k] for k in pool]
+        assert r.scores["noise0.3"] > 0.02
+        assert spearmanr(scores, truth).statistic >= 0.7

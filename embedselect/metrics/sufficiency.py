@@ -69,13 +69,17 @@ class SufficiencySettings:
         val_fraction / test_fraction: share of rows held out for early stopping / for the estimate.
         max_val_items / max_test_items: caps on those splits (large n needs no more).
         marginal_max_items: most training rows used by the EM fit of a marginal.
-        rows_per_pc: small-n rule: at most n_train / rows_per_pc source PCs and target top coordinates.
+        rows_per_pc: small-n rule: at most max(min_pcs, n_train / rows_per_pc) source PCs and target top
+            coordinates (40: below about 5 000 training rows the conditional's inputs and shifted coordinates are
+            capped; with 10, most pairs at 300-1 000 items overfit before their first evaluation and stopped
+            at step 0, IS = 0; see docs/benchmarks.md, "Sufficiency at small n").
+        min_pcs: floor of that cap.
         rows_per_component: small-n rule: at most n_train / rows_per_component mixture components.
         eval_epochs: small-n rule: evaluate at least every ``eval_epochs`` passes over the training rows.
         min_steps: early stopping counts evaluations without improvement only after this many steps.
 
     The small-n rule (see :meth:`effective`) only bites when the training split is small (for the
-    defaults: PC caps below 1 280 training rows, component cap below 512, evaluation interval below
+    defaults: PC caps below 5 120 training rows, component cap below 512, evaluation interval below
     2 305); it keeps a conditional with more inputs than training rows from
     memorising them, which made every pair stop at step 0 (IS = 0) on a 200-item set.
     """
@@ -94,14 +98,15 @@ class SufficiencySettings:
     max_val_items: int = 5000
     max_test_items: int = 10000
     marginal_max_items: int = 50000
-    rows_per_pc: int = 10
+    rows_per_pc: int = 40
+    min_pcs: int = 8
     rows_per_component: int = 64
     eval_epochs: int = 5
     min_steps: int = 100
 
     def __post_init__(self) -> None:
         ints = ("n_components", "hidden", "source_pcs", "target_pcs", "batch_size", "max_steps", "eval_every", "patience",
-                "max_val_items", "max_test_items", "marginal_max_items", "rows_per_pc", "rows_per_component",
+                "max_val_items", "max_test_items", "marginal_max_items", "rows_per_pc", "min_pcs", "rows_per_component",
                 "eval_epochs")
         for name in ints:
             v = getattr(self, name)
@@ -120,11 +125,11 @@ class SufficiencySettings:
     def effective(self, n_train: int) -> dict[str, int]:
         """Capacity and evaluation settings actually used for ``n_train`` training rows.
 
-        Returns ``source_pcs``, ``target_pcs`` (each <= max(2, n_train // rows_per_pc)),
+        Returns ``source_pcs``, ``target_pcs`` (each <= max(min_pcs, n_train // rows_per_pc)),
         ``n_components`` (<= max(1, n_train // rows_per_component)) and ``eval_every`` (<= eval_epochs
         passes over the training rows, in optimiser steps). Large n gets the settings unchanged.
         """
-        pcs = max(2, n_train // self.rows_per_pc)
+        pcs = max(self.min_pcs, n_train // self.rows_per_pc)
         steps_per_epoch = max(1, math.ceil(n_train / self.batch_size))
         return {
             "source_pcs": min(self.source_pcs, pcs),
