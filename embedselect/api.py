@@ -405,6 +405,8 @@ def select(
             store.put_metric_result(mkey, m, _clean(asdict(mr)))
         per_metric[m] = mr.scores
         details[m] = mr.details
+        for name, why in (mr.details.get("excluded") or {}).items():  # degenerate for this metric only
+            warnings.append(f"{m} did not score {name}: {why}")
         ranks = rank_scores(mr.scores)
         for name, score in mr.scores.items():
             by_name[name].scores[m] = _num(score)

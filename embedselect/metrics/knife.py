@@ -4,8 +4,10 @@ Pure torch; no store, no backends. Used by :mod:`embedselect.metrics.sufficiency
 
 Coordinates. Each embedding is standardised per dimension (train-split statistics) and rotated into
 its principal axes (train-split PCA). The rotation is orthogonal, so entropies and IS are unchanged,
-while a *diagonal* mixture fits much better in that basis. Constant and numerically null directions
-(eigenvalue <= 1e-6 x the largest) are dropped; dim(Z) counts the kept ones.
+while a *diagonal* mixture fits much better in that basis. Columns that are constant at the embedding's
+scale (sd <= 1e-4 x the RMS column sd, *before* standardising, so float noise in an embedder's null space
+is not inflated to unit variance) and numerically null directions (eigenvalue <= 1e-6 x the largest) are
+dropped; dim(Z) counts the kept ones.
 
 Model (per pair U -> Z, C components, hidden width H):
 
@@ -59,6 +61,10 @@ LOG_SCALE_MAX = 7.0
 VAR_FLOOR = 1e-6
 #: Principal directions with eigenvalue <= NULL_EIG x the largest are dropped (numerically null).
 NULL_EIG = 1e-6
+#: Columns whose train sd is <= NULL_SD x the RMS of all the columns' sds are dropped before standardising
+#: (numerically constant at the embedding's scale). Measured on rank-deficient pixel PCA (digits, n=500):
+#: real components >= 7e-3, rounding-noise components <= 4e-6 of the RMS.
+NULL_SD = 1e-4
 
 
 @dataclass
@@ -86,7 +92,14 @@ class Prepared:
         tr = xt[torch.from_numpy(train_idx).to(device)].double()
         mean = tr.mean(0)
         sd = tr.std(0, unbiased=False)
-        keep = sd > 1e-7 * torch.clamp(tr.abs().max(0).values, min=1e-30)
+        # A column is null at the scale of the *embedding*, not of itself: float rounding in an embedder's
+        # null space (e.g. PCA components past the data's rank) has a tiny sd of its own, and standardising
+        # it would blow that rounding noise up to a unit-variance dimension with a degenerate distribution
+        # (issue 9: 118 nats per dimension on rank-deficient pixel features).
+        rms = float(torch.sqrt((sd * sd).mean()))
+        keep = sd > NULL_SD * rms
+        if rms == 0.0 or not bool(keep.any()):
+            raise MetricError("every dimension is constant on the training rows: the embedding carries no information")
         tr = (tr[:, keep] - mean[keep]) / sd[keep]
         evals, evecs = torch.linalg.eigh(tr.T @ tr / tr.shape[0])
         evals, evecs = evals.flip(0), evecs.flip(1)
