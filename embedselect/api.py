@@ -440,7 +440,13 @@ def select(
     order = rank_scores({n: by_name[n].combined_score for n in combined})
     for name, r in order.items():
         by_name[name].rank = r
+    # ties share a rank and are listed by name (embedselect.ranking.tie_groups), so the first row, best and
+    # the validation's top pick for "combined" are the same candidate
     results.sort(key=lambda r: (not r.ok, r.rank if r.rank is not None else math.inf, r.name))
+    from embedselect.aggregate import decide
+
+    decision = decide(combined, intervals={n: by_name[n].intervals for n in combined})
+    warnings += [f"no clear winner: {why}" for why in decision.reasons]
 
     validation = None
     if ref.labels is not None:
@@ -481,6 +487,9 @@ def select(
         warnings=warnings,
         ranking_id=uuid.uuid4().hex,
         created_at=datetime.now(timezone.utc).isoformat(),
+        decided=decision.decided,
+        leaders=decision.leaders,
+        undecided_reasons=decision.reasons,
     )
     if save:
         rows = [

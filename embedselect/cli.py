@@ -399,6 +399,12 @@ def build_parser() -> argparse.ArgumentParser:
     from embedselect.cli_hub import register as register_hub
 
     register_hub(sub)
+    from embedselect.cli_search import register as register_search
+
+    register_search(sub)
+    from embedselect.cli_nightly import register as register_nightly
+
+    register_nightly(sub)
     return parser
 
 

@@ -194,3 +194,33 @@ def test_select_prints_nothing(cache_dir, minilm_path, capfd):
     out, err = capfd.readouterr()
     assert out == "" and "Loading weights" not in err and "it/s" not in err
     assert tf_logging.is_progress_bar_enabled()  # the global setting is restored
+
+
+def test_a_combined_tie_is_shown_and_best_first_row_and_top_pick_agree(tmp_path, cache_dir, monkeypatch):
+    """Issue 9 item 4: two metrics that disagree on the top two give a combined tie. The table shows it (shared
+    rank 1), the ranking says it does not know (decided False, leaders, a warning, in the JSON), and best, the
+    first row and the validation's top pick for the combined score are the same candidate."""
+    from embedselect.metrics import MetricResult
+
+    order_a = ["tfidf-svd?dim=16", "tfidf-svd?dim=8", "random-projection?dim=16", "random-projection?dim=8"]
+    order_b = [order_a[1], order_a[0], *order_a[2:]]
+
+    def fake(order):
+        def fn(ctx):
+            return MetricResult(name="fake", scores={k: float(len(order) - order.index(k)) for k in ctx.embeddings})
+
+        return fn
+
+    monkeypatch.setattr(api, "get_metric", lambda m: fake(order_a if m == "task_prior" else order_b))
+    r = embedselect.select(SAMPLE, order_a, column="text", labels="label", metrics=["task_prior", "sufficiency"])
+    first, second = r.candidates[0], r.candidates[1]
+    assert first.rank == second.rank == 1
+    assert {first.name, second.name} == set(order_a[:2])
+    assert r.best.name == first.name == sorted(order_a[:2])[0]  # the documented rule: ties by name
+    combined = next(m for m in r.validation["metrics"] if m["metric"] == "combined")
+    assert combined["top_pick"] == r.best.name and combined["top_tied"] == sorted(order_a[:2])
+    assert r.decided is False and r.leaders == sorted(order_a[:2])
+    assert any("no clear winner" in w and "tie" in w for w in r.warnings)
+    d = json.loads(r.to_json())
+    assert d["decided"] is False and d["leaders"] == r.leaders and d["undecided_reasons"]
+    assert Ranking.from_json(r.to_json()).leaders == r.leaders

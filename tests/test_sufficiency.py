@@ -286,3 +286,29 @@ def test_hand_written_gradients_match_autograd():
         e2.step(idx + s, 1e-2)
     for name in e1.params:
         torch.testing.assert_close(e1.params[name], e2.params[name], rtol=0, atol=0)
+
+
+def test_pair_cache_keys_follow_the_estimator_code(tmp_path, monkeypatch):
+    """Issue 13 bug 2: the pair and marginal keys came from a hand-bumped constant ('is-v2'), so a fix in
+    knife.py silently reused old pair results. They now hash the estimator's source."""
+    from pathlib import Path
+
+    from embedselect.metrics import sufficiency
+
+    pool = {k: v for k, v in _pool().items() if k in ("a1", "a2")}
+    keys = {k: f"run-{k}" for k in pool}
+    cache = DictCache()
+    r1 = information_sufficiency(pool, seed=0, run_keys=keys, pair_cache=cache, **FAST)
+    assert r1.n_computed == 2
+    assert information_sufficiency(pool, seed=0, run_keys=keys, pair_cache=cache, **FAST).n_cached == 2
+    # the same code read from another place: same keys
+    suff, knife = sufficiency._CODE_FILES
+    (tmp_path / "same").mkdir()
+    copy = tmp_path / "same" / "knife.py"
+    copy.write_bytes(Path(knife).read_bytes())
+    monkeypatch.setattr(sufficiency, "_CODE_FILES", (suff, copy))
+    assert information_sufficiency(pool, seed=0, run_keys=keys, pair_cache=cache, **FAST).n_cached == 2
+    # one changed line in knife.py: every pair and marginal is recomputed
+    copy.write_text(Path(knife).read_text().replace("NULL_EIG = ", "NULL_EIG =  "))
+    r3 = information_sufficiency(pool, seed=0, run_keys=keys, pair_cache=cache, **FAST)
+    assert r3.n_cached == 0 and r3.n_computed == 2

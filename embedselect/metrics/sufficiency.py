@@ -24,6 +24,7 @@ import json
 import logging
 import math
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Mapping
 
 import numpy as np
@@ -36,7 +37,17 @@ log = logging.getLogger(__name__)
 
 MIN_ITEMS = 50
 SMALL_POOL = 4
-_CACHE_VERSION = "is-v2"
+_CODE_FILES: tuple[Path, ...] = (Path(__file__), Path(__file__).with_name("knife.py"))
+"""Source files whose code decides a cached pair or marginal: a change to either invalidates the cache."""
+
+
+def code_version() -> str:
+    """sha256 (hex, 16 chars) of the estimator's source (:data:`_CODE_FILES`), part of every pair and marginal
+    cache key, as the code hash is for the metric cache: a fix in knife.py never reuses old pair results."""
+    h = hashlib.sha256()
+    for path in _CODE_FILES:
+        h.update(path.name.encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()[:16]
 
 
 @dataclass(frozen=True)
@@ -123,8 +134,8 @@ class SufficiencySettings:
         }
 
     def key(self, seed: int) -> str:
-        """Stable hash of the settings and the seed (hex, 16 chars)."""
-        blob = json.dumps({"v": _CACHE_VERSION, "seed": int(seed), **dataclasses.asdict(self)}, sort_keys=True)
+        """Stable hash of the estimator's code (:func:`code_version`), the settings and the seed (hex, 16 chars)."""
+        blob = json.dumps({"v": code_version(), "seed": int(seed), **dataclasses.asdict(self)}, sort_keys=True)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
@@ -236,11 +247,12 @@ def _splits(n: int, st: SufficiencySettings, seed: int) -> tuple[np.ndarray, np.
 
 
 def _pair_key(src_id: str, tgt_id: str, skey: str) -> str:
-    return "is:" + hashlib.sha256(f"{_CACHE_VERSION}|{src_id}|{tgt_id}|{skey}".encode()).hexdigest()[:40]
+    """``skey`` (:meth:`SufficiencySettings.key`) already holds the code version, the settings and the seed."""
+    return "is:" + hashlib.sha256(f"{src_id}|{tgt_id}|{skey}".encode()).hexdigest()[:40]
 
 
 def _marg_key(tgt_id: str, skey: str) -> str:
-    return "is-marginal:" + hashlib.sha256(f"{_CACHE_VERSION}|{tgt_id}|{skey}".encode()).hexdigest()[:40]
+    return "is-marginal:" + hashlib.sha256(f"{tgt_id}|{skey}".encode()).hexdigest()[:40]
 
 
 def _communities(matrix: pd.DataFrame, seed: int) -> list[list[str]]:
