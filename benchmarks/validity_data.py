@@ -465,14 +465,14 @@ def text_pass(model_dir: Path, texts: list[str], prefix: str, *, layer: int | No
 def image_pass(model_dir: Path, paths: list[str], resolution: int | None, *, batch_size: int = 32) -> dict[str, np.ndarray]:
     """One EfficientNet-Lite0 forward pass (timm, its own eval transform; ``resolution`` replaces the
     input size). Returns float32 arrays "avg" (n, 1280), "max" (n, 1280) and "stage5" (n, 112)."""
+    from embedselect._compat import ensure_torchvision_importable
+
+    ensure_torchvision_importable()  # before timm, which imports torchvision
     import timm
     import timm.data
     import torch
     from PIL import Image
 
-    from embedselect._compat import ensure_torchvision_importable
-
-    ensure_torchvision_importable()
     model = timm.create_model(f"local-dir:{model_dir}", pretrained=True, num_classes=0).eval()
     dc = timm.data.resolve_model_data_config(model)
     if resolution:

@@ -169,3 +169,18 @@ def test_prepare_dataset_writes_labels_items_meta_and_refuses_another_seed(tmp_p
     assert vd.prepare_dataset(ds, tmp_path, max_items=20, seed=0) == meta  # reused
     with pytest.raises(EmbedselectError, match="seed"):
         vd.prepare_dataset(ds, tmp_path, max_items=20, seed=1)
+
+
+def test_text_pass_derives_poolings_and_a_layer_from_one_forward_pass(tmp_path):
+    from tests.tinymodels import make_tiny_sentence_transformer
+
+    model_dir = make_tiny_sentence_transformer(tmp_path / "st", seed=1, layers=2)
+    texts = ["a short one", "the quick brown fox jumps", "x", "lorem ipsum dolor sit amet consectetur", "hello"]
+    out = vd.text_pass(model_dir, texts, "tiny", layer=1, batch_size=2)  # checks itself against encode()
+    assert set(out) == {"tiny", "tiny-cls", "tiny-layer1"}
+    for arr in out.values():
+        assert arr.shape == (5, 32) and arr.dtype == np.float32
+        np.testing.assert_allclose(np.linalg.norm(arr, axis=1), 1.0, rtol=1e-5)
+    st = vd._sentence_transformer(model_dir)
+    np.testing.assert_allclose(out["tiny"], st.encode(texts, convert_to_numpy=True), atol=1e-5)  # order kept
+    assert not np.allclose(out["tiny-cls"], out["tiny"]) and not np.allclose(out["tiny-layer1"], out["tiny"])
