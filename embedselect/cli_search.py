@@ -108,7 +108,9 @@ def register(subparsers) -> None:
 
 
 def _short(text: str, width: int = 100) -> str:
-    text = " ".join(str(text).split())
+    """One line of at most ``width`` characters; control characters (terminal escapes in data) dropped."""
+    text = "".join(ch for ch in str(text) if ch.isprintable() or ch.isspace())
+    text = " ".join(text.split())
     return text if len(text) <= width else text[: width - 1] + "…"
 
 

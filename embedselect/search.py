@@ -492,7 +492,7 @@ class NeighbourView:
 
     def to_text(self, width: int = 60) -> str:
         def short(t: str) -> str:
-            t = " ".join(str(t).split())
+            t = " ".join("".join(ch for ch in str(t) if ch.isprintable() or ch.isspace()).split())
             return t if len(t) <= width else t[: width - 1] + "…"
 
         lines = []

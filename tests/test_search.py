@@ -168,3 +168,10 @@ def test_neighbours_view_and_cli_with_duplicates(tmp_path, cache_dir, tiny_st, c
     kept = pd.read_csv(out)
     assert len(kept) == len(texts) - 2 and kept["text"].tolist() == texts[:12] + [texts[14]]
     assert main(["neighbours", str(data), "-m", "random-projection", "--write-deduped", str(out)]) == 2
+
+
+def test_printed_items_carry_no_terminal_escapes():
+    from embedselect.cli_search import _short
+
+    assert _short("evil\x1b[2Jtext\x07 and\nmore") == "evil[2Jtext and more"
+    assert len(_short("x" * 500)) == 100
