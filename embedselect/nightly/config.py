@@ -25,6 +25,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from embedselect.api import DEFAULT_METRICS
 from embedselect.errors import ConfigError
 
 _SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kKmMbBtT]?)\s*$")
@@ -101,7 +102,7 @@ class NightlyConfig(_Strict):
     max_new: int | None = Field(default=None, ge=0)  # at most this many models embedded per night
     retry_failed: bool = False  # re-try models that failed at the same revision in an earlier night
     store: str | None = None  # cache root; default $EMBEDSELECT_CACHE_DIR or the user cache dir
-    metrics: tuple[str, ...] = ("task_prior", "sufficiency")
+    metrics: tuple[str, ...] = DEFAULT_METRICS
     metric_options: dict[str, dict[str, Any]] = {}
     weights: dict[str, float] | None = None
     seed: int = 0
