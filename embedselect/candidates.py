@@ -45,7 +45,6 @@ _ACCEPTED_FORMS = (
 )
 # Hub repo ids: "owner/name", letters, digits, '-', '_', '.'; no '--' or '..'; at most 96 characters.
 _REPO_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,95}/[A-Za-z0-9_.\-]{1,96}$")
-_REV_RE = re.compile(r"^[A-Za-z0-9_.\-/]{1,200}$")
 _OPTION_KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
@@ -322,8 +321,13 @@ def _parse_one(spec: str, *, catalog_dir: Path | None, modality: str | None) -> 
             break
     repo, at, rev = hub_text.partition("@")
     if _REPO_RE.match(repo) and "--" not in repo and ".." not in repo and not repo.endswith((".", "-")):
-        if at and not _REV_RE.match(rev):
-            raise CandidateSpecError(f"bad revision {rev!r} in {spec!r}: use a branch, tag or commit sha after '@'")
+        if at:
+            from embedselect.hub import check_revision
+
+            try:
+                check_revision(rev)
+            except CandidateError as exc:
+                raise CandidateSpecError(f"{exc} (in candidate {spec!r})") from None
         return [Candidate(spec=spec, kind="hub", ref=repo, backend=backend, revision=rev or None, options=opts,
                           modality=cand_modality)]
     raise CandidateSpecError(f"cannot understand candidate {spec!r}; " + _ACCEPTED_FORMS)

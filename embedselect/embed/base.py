@@ -8,6 +8,16 @@ from typing import Any, Protocol, Sequence, runtime_checkable
 import numpy as np
 
 
+SPEED_ONLY_OPTIONS = frozenset({"batch_size", "num_workers"})
+"""Backend options that change how fast vectors are computed, never the vectors themselves: they are not part
+of an embedding run's cache key (the same model at another batch size reuses the cached run)."""
+
+
+def vector_options(options: dict[str, Any] | Any) -> dict[str, Any]:
+    """The options of a candidate that change its vectors (``options`` minus :data:`SPEED_ONLY_OPTIONS`)."""
+    return {k: v for k, v in dict(options).items() if k not in SPEED_ONLY_OPTIONS}
+
+
 @runtime_checkable
 class Embedder(Protocol):
     """A loaded model that turns reference items into vectors.
