@@ -11,11 +11,13 @@ import json
 import logging
 import math
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any, Sequence
 
 from embedselect.errors import EXIT_CODES, ConfigError, EmbedselectError
+from embedselect.policy import DEFAULT_MAX_MODEL_BYTES
 
 log = logging.getLogger("embedselect")
 
@@ -51,6 +53,13 @@ def _add_model_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--allow-model", action="append", default=[], metavar="ID", help="lift every safety check for this model id"
     )
+    p.add_argument(
+        "--max-model-bytes",
+        type=_byte_size,
+        default=DEFAULT_MAX_MODEL_BYTES,
+        metavar="SIZE",
+        help="refuse hub models whose weight files are larger (e.g. 500MB, 8GB, 'none'; default 5GiB)",
+    )
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bars, warnings only")
     p.add_argument("--verbose", "-v", action="store_true", help="log progress")
 
@@ -64,6 +73,20 @@ def _add_output_args(p: argparse.ArgumentParser, *, reports: bool = True) -> Non
     p.add_argument("--strict", action="store_true", help="exit 8 if any candidate failed")
 
 
+_BYTES_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(i?)b?\s*$", re.IGNORECASE)
+
+
+def _byte_size(text: str) -> int | None:
+    """``"500MB"``, ``"8GB"``, ``"2GiB"``, ``"1000000"`` → bytes; ``"none"`` → no cap (None)."""
+    if str(text).strip().lower() in ("none", "unlimited"):
+        return None
+    m = _BYTES_RE.match(str(text))
+    if not m:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a size (e.g. 500MB, 8GB, 2GiB, none)")
+    base = 1024 if m.group(3) else 1000
+    return int(float(m.group(1)) * base ** "_kmgt".index(m.group(2).lower() or "_"))
+
+
 def _policy(args):
     from embedselect.policy import LoadPolicy
 
@@ -71,6 +94,7 @@ def _policy(args):
         allow_pickle=args.allow_pickle,
         trust_remote_code=args.trust_remote_code,
         allow_gated=args.allow_gated,
+        max_bytes=args.max_model_bytes,
         allow_models=frozenset(args.allow_model),
     )
 
@@ -387,7 +411,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("metrics", help="list the available metrics")
     p.set_defaults(func=cmd_metrics)
 
-    p = sub.add_parser("demo", help="offline quickstart: rank three embedders on a bundled sample")
+    p = sub.add_parser("demo", help="offline quickstart: rank five embedders on a bundled sample")
     p.add_argument("--cache-dir")
     p.add_argument("--device", default=None)
     p.add_argument("--seed", type=int, default=0)
@@ -414,8 +438,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     level = logging.WARNING
     if getattr(args, "verbose", False):
         level = logging.INFO
-    if getattr(args, "quiet", False):
-        level = logging.ERROR
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
     if getattr(args, "quiet", False) or not sys.stderr.isatty():
         os.environ.setdefault("TQDM_DISABLE", "1")
