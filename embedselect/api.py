@@ -239,7 +239,7 @@ def embed(
         except (KeyboardInterrupt, SystemExit):
             raise
         except Exception as exc:  # noqa: BLE001 - one model's failure must not end the run
-            from embedselect.hub import redact
+            from embedselect.redaction import redact
 
             message = redact(str(exc), token)
             res.status, res.error_type, res.error = "failed", type(exc).__name__, message

@@ -26,17 +26,9 @@ from pathlib import Path
 from typing import Any, Iterable, Literal, Mapping, Sequence
 
 from embedselect.errors import CandidateError, CandidateSpecError, ConfigError, HubError
+from embedselect.kinds import BACKENDS, BASELINE_VERSION, BASELINES, MODALITIES
 from embedselect.policy import LoadPolicy
 
-BASELINES: dict[str, tuple[str, ...]] = {
-    "tfidf-svd": ("text",),
-    "random-projection": ("text", "image"),
-    "pixel-pca": ("image",),
-}
-"""Baseline name -> the modalities it can embed."""
-
-BACKENDS = ("sentence-transformers", "timm", "transformers")
-MODALITIES = ("text", "image")
 
 _ACCEPTED_FORMS = (
     "accepted forms: a hub id 'org/name' or 'org/name@revision'; an existing model directory "
@@ -582,7 +574,6 @@ def infer_modality(local_dir: Path, backend: str, requested: str | None = None) 
 
 def _builtin_revision() -> str:
     from embedselect import __version__
-    from embedselect.embed.baselines import BASELINE_VERSION
 
     return f"builtin-{__version__}-v{BASELINE_VERSION}"
 

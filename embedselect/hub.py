@@ -35,7 +35,9 @@ from typing import Any, Callable, Iterable, Sequence, TypeVar
 import httpx2  # huggingface_hub's HTTP client; imported here so a missing one fails at import, not in a handler
 
 from embedselect.errors import CandidateError, ConfigError, HubError, UnsafeModelError
+from embedselect.kinds import BACKENDS
 from embedselect.policy import LoadPolicy
+from embedselect.redaction import redact
 
 log = logging.getLogger(__name__)
 
@@ -57,8 +59,6 @@ __all__ = [
     "select_files",
 ]
 
-BACKENDS = ("sentence-transformers", "timm", "transformers")
-"""Backends :func:`fetch_model` knows how to select files for."""
 
 SORTS: dict[str, str] = {
     "trending": "trendingScore",
@@ -133,7 +133,6 @@ def _read_ref(ref: Path) -> str | None:
     except (OSError, UnicodeDecodeError):
         return None
     return sha if _SHA_RE.match(sha) else None
-_TOKEN_RE = re.compile(r"\bhf_[A-Za-z0-9]{6,}\b")
 _RETRY_STATUS = frozenset({408, 429, 500, 502, 503, 504})
 
 TEXT_PIPELINES = frozenset(
@@ -147,16 +146,6 @@ TEXT_LIBRARIES = frozenset({"sentence-transformers", "model2vec"})
 # --------------------------------------------------------------------------------------------------
 # helpers
 # --------------------------------------------------------------------------------------------------
-def redact(text: str, token: str | None = None) -> str:
-    """``text`` with any Hugging Face token (``hf_...``, the given ``token`` and ``$HF_TOKEN``) replaced by
-    ``***``. Every message that may reach a log or the store goes through this."""
-    out = str(text)
-    for secret in (token, os.environ.get("HF_TOKEN"), os.environ.get("HUGGING_FACE_HUB_TOKEN")):
-        if secret and len(secret) >= 4:
-            out = out.replace(secret, "***")
-    return _TOKEN_RE.sub("***", out)
-
-
 def _now() -> datetime:
     return datetime.now(timezone.utc)
 

@@ -7,6 +7,8 @@ from typing import Any, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
+from embedselect.kinds import IMAGE, MODALITIES, TEXT  # noqa: F401 - re-exported for the backends
+
 
 SPEED_ONLY_OPTIONS = frozenset({"batch_size", "num_workers"})
 """Backend options that change how fast vectors are computed, never the vectors themselves: they are not part
@@ -51,9 +53,6 @@ class Embedder(Protocol):
 
 
 # --- helpers shared by the backends ---------------------------------------------------------------
-TEXT = "text"
-IMAGE = "image"
-MODALITIES = (TEXT, IMAGE)
 
 
 def check_items(items: Sequence[Any], modality: str) -> list[Any]:
