@@ -147,7 +147,8 @@ def test_every_flag_named_in_a_message_exists():
 
 
 def test_max_model_bytes_reaches_the_policy():
-    from embedselect.cli import _policy, build_parser
+    from embedselect.cli import build_parser
+    from embedselect.cli.common import load_policy as _policy
 
     args = build_parser().parse_args(["rank", SAMPLE, "-m", "tfidf-svd", "--max-model-bytes", "500MB"])
     assert _policy(args).max_bytes == 500_000_000
