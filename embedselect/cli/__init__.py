@@ -1,5 +1,5 @@
 """Command line: ``embedselect rank | embed | validate | cache | demo | crawl | catalog | metrics | index | search |
-neighbours | nightly``, one module per command group (each has ``register(subparsers)``; add a group to
+neighbours | nightly | badge | card | leaderboard | report``, one module per command group (each has ``register(subparsers)``; add a group to
 :data:`GROUPS`).
 
 Exit codes (for pipelines): 0 ok, 1 unexpected error, 2 usage/config, 3 data, 4 candidates, 5 hub, 6 store,
@@ -19,7 +19,7 @@ from embedselect.cli.common import format_table
 from embedselect.cli.rank import demo_candidates
 from embedselect.errors import EXIT_CODES, EmbedselectError
 
-GROUPS = ("rank", "cache", "hub", "search", "nightly")
+GROUPS = ("rank", "cache", "hub", "search", "nightly", "publish")
 """Command groups, in the order ``--help`` lists them: modules of this package with ``register(subparsers)``."""
 
 __all__ = ["main", "build_parser", "format_table", "demo_candidates", "GROUPS"]

@@ -178,7 +178,7 @@ def emit(args, payload_json: str, text: str, ranking=None) -> None:
     if args.out:
         write_atomic(args.out, payload_json + "\n")
     if ranking is not None:
-        from embedselect import report
+        from embedselect.publish import report
 
         if getattr(args, "html", None):
             write_atomic(args.html, report.to_html(ranking))
