@@ -146,6 +146,7 @@ def embed(
     """
     from embedselect.candidates import parse_candidates, resolve_candidate
     from embedselect.embed.device import library_progress, progress_enabled, resolve_device
+    from embedselect.embed.base import vector_options
     from embedselect.store import Store, run_key
 
     policy = policy or LoadPolicy()
@@ -184,7 +185,7 @@ def embed(
             )
             is_baseline = rc.model_id.startswith("baseline:")
             precision = "fp16" if dev.startswith("cuda") and not is_baseline else "fp32"
-            key_options = dict(cand.options)
+            key_options = vector_options(cand.options)
             if is_baseline:
                 key_options["seed"] = seed  # fitted / random baselines depend on the seed
             key = run_key(
@@ -238,7 +239,7 @@ def embed(
         except (KeyboardInterrupt, SystemExit):
             raise
         except Exception as exc:  # noqa: BLE001 - one model's failure must not end the run
-            from embedselect.hub import redact
+            from embedselect.redaction import redact
 
             message = redact(str(exc), token)
             res.status, res.error_type, res.error = "failed", type(exc).__name__, message
@@ -405,6 +406,8 @@ def select(
             store.put_metric_result(mkey, m, _clean(asdict(mr)))
         per_metric[m] = mr.scores
         details[m] = mr.details
+        for name, why in (mr.details.get("excluded") or {}).items():  # degenerate for this metric only
+            warnings.append(f"{m} did not score {name}: {why}")
         ranks = rank_scores(mr.scores)
         for name, score in mr.scores.items():
             by_name[name].scores[m] = _num(score)
@@ -440,7 +443,13 @@ def select(
     order = rank_scores({n: by_name[n].combined_score for n in combined})
     for name, r in order.items():
         by_name[name].rank = r
+    # ties share a rank and are listed by name (embedselect.ranking.tie_groups), so the first row, best and
+    # the validation's top pick for "combined" are the same candidate
     results.sort(key=lambda r: (not r.ok, r.rank if r.rank is not None else math.inf, r.name))
+    from embedselect.aggregate import decide
+
+    decision = decide(combined, intervals={n: by_name[n].intervals for n in combined})
+    warnings += [f"no clear winner: {why}" for why in decision.reasons]
 
     validation = None
     if ref.labels is not None:
@@ -481,6 +490,9 @@ def select(
         warnings=warnings,
         ranking_id=uuid.uuid4().hex,
         created_at=datetime.now(timezone.utc).isoformat(),
+        decided=decision.decided,
+        leaders=decision.leaders,
+        undecided_reasons=decision.reasons,
     )
     if save:
         rows = [

@@ -130,6 +130,23 @@ class MetricError(EmbedselectError):
     exit_code = 7
 
 
+# --- nightly ------------------------------------------------------------------------------------
+class NightlyLockedError(EmbedselectError):
+    """Another nightly run holds the lock of this store; this one did nothing."""
+
+    exit_code = 9
+
+
+class NightlyEmptyError(EmbedselectError):
+    """The nightly run produced nothing (no candidate could be ranked); the published outputs were kept."""
+
+    exit_code = 10
+
+
+class ModelTimeoutError(CandidateError):
+    """A model took longer than the configured per-model time limit; it is skipped."""
+
+
 EXIT_CODES: dict[str, int] = {
     "ok": 0,
     "error": 1,
@@ -140,5 +157,7 @@ EXIT_CODES: dict[str, int] = {
     "store": 6,
     "metric": 7,
     "partial": 8,  # ranking produced, but some candidates failed (`rank --strict`)
+    "locked": 9,  # `nightly`: another run holds the lock
+    "empty": 10,  # `nightly`: the night produced nothing
     "interrupted": 130,
 }

@@ -31,6 +31,7 @@ import pandas as pd
 
 from embedselect.errors import ConfigError, DataError, EmbedselectError, MetricError
 from embedselect.metrics.base import MetricContext, MetricResult
+from embedselect.ranking import order_by_score
 
 __all__ = ["BootstrapResult", "PairComparison", "bootstrap_metric", "BOOTSTRAP_OPTIONS", "DEFAULT_RESAMPLE", "RESAMPLE"]
 
@@ -84,7 +85,7 @@ class BootstrapResult:
         score_name: which score was bootstrapped (the metric's ``details['headline']`` under the
             bootstrap options, e.g. ``task_prior_alignment`` when probes are off), or the metric name.
         scores: point estimate, candidate -> headline score (higher is better).
-        order: candidates best first by the point estimate (ties: alphabetical).
+        order: candidates best first by the point estimate (:func:`embedselect.ranking.order_by_score`).
         intervals: candidate -> (low, high) score interval at ``level``.
         rank_intervals: candidate -> (low, high) rank interval (1 = best) at ``level``.
         samples: float64 array (n_valid_replicates, n_candidates) of replicate scores, columns in
@@ -254,7 +255,7 @@ def bootstrap_metric(
     if point is None:
         point = metric_fn(base)
     scores = {k: float(v) for k, v in point.scores.items()}
-    order = sorted(scores, key=lambda c: (-scores[c] if math.isfinite(scores[c]) else math.inf, c))
+    order = order_by_score(scores)
     col = {c: j for j, c in enumerate(order)}
 
     rng = np.random.default_rng(seed)

@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from embedselect.errors import ConfigError, DataError
+from embedselect.ranking import order_by_score, tie_groups
 from embedselect.heldout import PROBE_DESCRIPTIONS, PROBES, clean_labels, probe_accuracies, probe_accuracy
 from embedselect.uncertainty import percentile_interval
 
@@ -91,10 +92,14 @@ class MetricValidation:
         spearman, kendall: rank correlations (NaN if undefined, e.g. fewer than 2 candidates).
         spearman_ci, kendall_ci: percentile bootstrap intervals at ``level`` (resampling candidates
             with replacement; NaN when fewer than 3 candidates).
-        top_pick: candidate with the highest score (if several tie, the one with the lowest accuracy:
-            a user following the metric could have picked any of them); ``top_pick_accuracy`` its accuracy.
+        top_pick: candidate with the highest score; if several tie, the first of them by name (the package's
+            one tie rule, :func:`embedselect.ranking.tie_groups`: for the combined score it is the ranking's
+            first row and ``Ranking.best``); ``top_pick_accuracy`` its accuracy.
         best: candidate with the highest accuracy; ``regret`` = best accuracy − top pick's accuracy.
         wrong_pairs: every pair ordered opposite to the accuracies, largest accuracy gap first.
+        top_tied: every candidate tied for the top score (``[top_pick]`` without a tie).
+        tied_regret: best accuracy − the lowest accuracy among ``top_tied`` (the regret of a user who
+            picked the worst of the tied candidates; equals ``regret`` without a tie).
     """
 
     metric: str
@@ -109,6 +114,8 @@ class MetricValidation:
     best_accuracy: float
     regret: float
     wrong_pairs: list[WrongPair] = field(default_factory=list)
+    top_tied: list[str] = field(default_factory=list)
+    tied_regret: float = 0.0
 
 
 @dataclass
@@ -251,11 +258,11 @@ def validate_scores(
                 if s[i] > s[j] and a[i] < a[j]:
                     wrong.append(WrongPair(cands[i], cands[j], float(s[i] - s[j]), float(a[j] - a[i])))
         wrong.sort(key=lambda w: (-w.accuracy_diff, w.ranked_higher, w.ranked_lower))
-        # ties for the top score: the pessimistic choice (lowest accuracy among the tied) is reported,
-        # since a user following the metric could have picked any of them
-        tied = [i for i in range(k) if s[i] == s.max()]
-        top = cands[min(tied, key=lambda i: (a[i], cands[i]))]
-        best = cands[int(np.argmax(a))]
+        # the package's one tie rule: the top pick is the first of the tied top group (by name), the same
+        # candidate the ranking lists first and ``Ranking.best`` returns; the whole tied group is reported
+        tied = tie_groups({c: sc[c] for c in cands})[0]
+        top = tied[0]
+        best = order_by_score({c: acc[c] for c in cands})[0]
         results.append(
             MetricValidation(
                 metric=metric,
@@ -270,6 +277,8 @@ def validate_scores(
                 best_accuracy=acc[best],
                 regret=float(acc[best] - acc[top]),
                 wrong_pairs=wrong,
+                top_tied=list(tied),
+                tied_regret=float(acc[best] - min(acc[c] for c in tied)),
             )
         )
         if k < SMALL_POOL:

@@ -79,12 +79,21 @@ MetricFn = Callable[[MetricContext], MetricResult]
 _REGISTRY: dict[str, str] = {
     "task_prior": "embedselect.metrics.taskprior:compute",
     "sufficiency": "embedselect.metrics.sufficiency:compute",
+    # label-free comparators from the literature (docs/benchmarks.md §4)
+    "rankme": "embedselect.metrics.spectral:compute_rankme",
+    "alpha_req": "embedselect.metrics.spectral:compute_alpha_req",
+    "uniformity": "embedselect.metrics.spectral:compute_uniformity",
+    "nn_agreement": "embedselect.metrics.agreement:compute",
 }
 
 # Minimum number of reference items each metric needs (checked before embedding anything).
 MIN_ITEMS: dict[str, int] = {
     "task_prior": 20,
     "sufficiency": 50,
+    "rankme": 2,
+    "alpha_req": 2,
+    "uniformity": 2,
+    "nn_agreement": 3,
 }
 
 

@@ -8,32 +8,10 @@ that would break out of a table cell or inject links/HTML.
 
 from __future__ import annotations
 
-import html
-import math
-import re
-from typing import Any
-
+from embedselect.publish.text import esc as _e
+from embedselect.publish.text import md as _md
+from embedselect.publish.text import num as _num
 from embedselect.ranking import Ranking
-
-
-def _num(v: Any, digits: int = 4) -> str:
-    if v is None or (isinstance(v, float) and not math.isfinite(v)):
-        return "–"
-    if isinstance(v, float):
-        return f"{v:.{digits}g}"
-    return str(v)
-
-
-def _e(v: Any) -> str:
-    return html.escape(str(v), quote=True)
-
-
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]<>()#+!|])")
-
-
-def _md(v: Any) -> str:
-    """Escape text for a Markdown table cell (no HTML, no links, no cell breaks, one line)."""
-    return _MD_SPECIAL.sub(r"\\\1", " ".join(str(v).split()))
 
 
 def to_markdown(ranking: Ranking) -> str:
