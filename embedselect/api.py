@@ -26,7 +26,7 @@ from embedselect.errors import (
     EmbedselectError,
     MetricError,
 )
-from embedselect.metrics.base import MIN_ITEMS, MetricContext, MetricResult, available_metrics, get_metric
+from embedselect.metrics.base import MetricContext, MetricResult, available_metrics, get_metric, get_spec
 from embedselect.policy import LoadPolicy
 from embedselect.ranking import CandidateResult, Ranking, _clean, rank_scores
 
@@ -66,14 +66,10 @@ def _num(v: Any) -> float:
     return math.nan if v is None else float(v)
 
 
-@functools.lru_cache(maxsize=1)
-def _metrics_code_hash() -> str:
-    """sha256 of the metric implementations' source: a cached metric result is reused only if the code that
-    computed it (including its defaults) is unchanged."""
-    h = hashlib.sha256()
-    for path in sorted((Path(__file__).parent / "metrics").glob("*.py")):
-        h.update(path.name.encode() + b"\0" + path.read_bytes())
-    return h.hexdigest()
+@functools.lru_cache(maxsize=None)
+def _code_version(metric: str) -> str:
+    """The metric's code version (its spec's hash of its source), computed once per process."""
+    return get_spec(metric).code_version()
 
 
 def _metric_key(metric: str, run_keys: Mapping[str, str], options: Mapping[str, Any], seed: int, labels) -> str:
@@ -84,7 +80,7 @@ def _metric_key(metric: str, run_keys: Mapping[str, str], options: Mapping[str, 
     payload = {
         "metric": metric,
         "version": __version__,
-        "code": _metrics_code_hash(),
+        "code": _code_version(metric),
         "options": options,
         "seed": seed,
         "runs": sorted(run_keys.items()),
@@ -353,7 +349,7 @@ def select(
     metric_options = {k: dict(v) for k, v in (metric_options or {}).items()}
     ref = _load_data(data, column=column, labels=labels, max_items=max_items, seed=seed, on_error=on_error)
     for m in metrics:
-        ref.require(MIN_ITEMS.get(m, 2), purpose=f"the {m} metric")
+        ref.require(get_spec(m).min_items, purpose=f"the {m} metric")
     store = Store.open(cache_dir)
     dev = resolve_device(device)
     outcomes = embed(
