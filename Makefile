@@ -1,5 +1,5 @@
 # Two commands for a fresh machine:
-#   make demo   install, then rank three embedders on the bundled sample (offline)
+#   make demo   install, then rank five embedders on the bundled sample (offline)
 #   make test   install with test extras, then run the test suite
 .PHONY: demo test bench
 demo:

@@ -146,6 +146,7 @@ def embed(
     """
     from embedselect.candidates import parse_candidates, resolve_candidate
     from embedselect.embed.device import library_progress, progress_enabled, resolve_device
+    from embedselect.embed.base import vector_options
     from embedselect.store import Store, run_key
 
     policy = policy or LoadPolicy()
@@ -184,7 +185,7 @@ def embed(
             )
             is_baseline = rc.model_id.startswith("baseline:")
             precision = "fp16" if dev.startswith("cuda") and not is_baseline else "fp32"
-            key_options = dict(cand.options)
+            key_options = vector_options(cand.options)
             if is_baseline:
                 key_options["seed"] = seed  # fitted / random baselines depend on the seed
             key = run_key(
@@ -238,7 +239,7 @@ def embed(
         except (KeyboardInterrupt, SystemExit):
             raise
         except Exception as exc:  # noqa: BLE001 - one model's failure must not end the run
-            from embedselect.hub import redact
+            from embedselect.redaction import redact
 
             message = redact(str(exc), token)
             res.status, res.error_type, res.error = "failed", type(exc).__name__, message

@@ -36,4 +36,17 @@ else
   "${pip[@]}" "$torch_pin"
   "${pip[@]}" -c constraints/cpu.txt -e ".[$extras]"
 fi
+# The browser tests (tests/test_report_browser.py) open the HTML report in Debian's chromium.
+case ",$extras," in
+  *,dev,*)
+    if ! command -v chromium >/dev/null 2>&1; then
+      if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        echo "setup: installing Debian's chromium for the browser tests" >&2
+        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+      else
+        echo "setup: the browser tests need chromium: sudo apt-get install chromium" >&2
+      fi
+    fi
+    ;;
+esac
 touch "$stamp"

@@ -144,6 +144,28 @@ def test_embed_only_fills_the_cache(tmp_path, cache_dir, request):
     assert all(o.result.cached for o in again)
 
 
+def test_batch_size_and_workers_reuse_the_cached_run(tmp_path, cache_dir, request):
+    """?batch_size= / ?num_workers= change speed, not vectors: another value is served from the cache."""
+    st_dir = make_tiny_sentence_transformer(tmp_path / "tiny-st")
+    (first,) = api.embed(SAMPLE, f"{st_dir}?batch_size=4", column="text")
+    assert first.result.status == "ok" and not first.result.cached
+    request.getfixturevalue("no_model_loading")
+    (again,) = api.embed(SAMPLE, f"{st_dir}?batch_size=16", column="text")
+    assert again.result.cached and again.result.run_key == first.result.run_key
+
+
+def test_embed_function_survives_importing_the_backends(tmp_path, cache_dir):
+    """`embedselect.embed` is the public function, also after a select() imported the backend package."""
+    embedselect.select(SAMPLE, "tfidf-svd,random-projection", column="text", metrics=["task_prior"], seed=0)
+    import importlib
+
+    importlib.import_module("embedselect.backends.base")  # what select() imports; it used to rebind the attribute
+
+    assert callable(embedselect.embed)
+    outcomes = embedselect.embed(SAMPLE, "tfidf-svd", column="text")
+    assert outcomes[0].result.status == "ok"
+
+
 @pytest.mark.slow
 def test_end_to_end_real_minilm_configurations_and_baselines(cache_dir):
     """The demo's pool on the bundled sample: the real all-MiniLM-L6-v2 as shipped, with CLS pooling and

@@ -171,7 +171,7 @@ def test_neighbours_view_and_cli_with_duplicates(tmp_path, cache_dir, tiny_st, c
 
 
 def test_printed_items_carry_no_terminal_escapes():
-    from embedselect.cli_search import _short
+    from embedselect.cli.search import _short
 
     assert _short("evil\x1b[2Jtext\x07 and\nmore") == "evil[2Jtext and more"
     assert len(_short("x" * 500)) == 100

@@ -64,7 +64,7 @@ def write_site(folder: Path, ranking: Any, leaderboard: list[dict[str, Any]], su
     full :class:`~embedselect.ranking.Ranking`), ``report.html`` / ``report.md``, ``badges/leader.json`` (a
     shields.io endpoint badge) and ``run.json`` (the run summary).
     """
-    from embedselect import report
+    from embedselect.publish import report
 
     _write(folder / "leaderboard.json", json.dumps({"night": summary["started_at"], "run_id": summary["run_id"],
                                                    "rows": leaderboard}, indent=2, default=str))  # fmt: skip

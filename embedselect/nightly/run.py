@@ -27,7 +27,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterator
 
-from embedselect.errors import NightlyEmptyError, NightlyLockedError
+from embedselect.errors import AllCandidatesFailedError, NightlyEmptyError, NightlyLockedError
 from embedselect.nightly import history
 from embedselect.nightly.config import NightlyConfig
 
@@ -224,11 +224,15 @@ def _night(cfg: NightlyConfig, store: Any, *, dry_run: bool, executor: Any, toke
             with stages("pairs"):
                 summary["pairs_on_executor"] = _pairs_on_executor(cfg, executor, store, ref, pool, token)
             with stages("rank"):
-                ranking = select(
-                    ref, [p.candidate for p in pool], metrics=list(cfg.metrics), seed=cfg.seed,
-                    cache_dir=store.root, device=cfg.device, batch_size=cfg.batch_size,
-                    metric_options=cfg.metric_options, weights=cfg.weights, token=token, save=True,
-                )  # fmt: skip
+                try:
+                    ranking = select(
+                        ref, [p.candidate for p in pool], metrics=list(cfg.metrics), seed=cfg.seed,
+                        cache_dir=store.root, device=cfg.device, batch_size=cfg.batch_size,
+                        metric_options=cfg.metric_options, weights=cfg.weights, token=token, save=True,
+                    )  # fmt: skip
+                except AllCandidatesFailedError as exc:  # e.g. every cached model vanished from the hub
+                    log.warning("nightly: nothing could be ranked: %s", exc)
+                    summary["rank_error"] = str(exc)
     finally:
         if own_executor:
             executor.close()
