@@ -32,8 +32,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence, TypeVar
 
+import httpx2  # huggingface_hub's HTTP client; imported here so a missing one fails at import, not in a handler
+
 from embedselect.errors import CandidateError, ConfigError, HubError, UnsafeModelError
+from embedselect.kinds import BACKENDS
 from embedselect.policy import LoadPolicy
+from embedselect.redaction import redact
 
 log = logging.getLogger(__name__)
 
@@ -55,8 +59,6 @@ __all__ = [
     "select_files",
 ]
 
-BACKENDS = ("sentence-transformers", "timm", "transformers")
-"""Backends :func:`fetch_model` knows how to select files for."""
 
 SORTS: dict[str, str] = {
     "trending": "trendingScore",
@@ -88,7 +90,49 @@ EXPAND_FIELDS = (
 MAX_PAGE_SIZE = 1000  # the hub's cap on ``limit`` per listing page
 
 _SHA_RE = re.compile(r"^[0-9a-f]{40}$")
-_TOKEN_RE = re.compile(r"\bhf_[A-Za-z0-9]{6,}\b")
+_REV_CHARS_RE = re.compile(r"^[A-Za-z0-9_.\-/]{1,200}$")
+
+
+def check_revision(revision: str) -> str:
+    """Return ``revision`` if it is a safe branch, tag or commit name, else raise :class:`CandidateError`.
+
+    The one rule for revision names (user specs, catalog files and crawl results all pass through it). A
+    revision becomes a file name under the Hugging Face cache's ``refs/`` folder, so besides git's ref-name
+    rules (no ``..``, no empty, ``.``-leading or ``.lock`` components, no leading or trailing ``/``) it may
+    only contain letters, digits and ``_ . - /``.
+    """
+    parts = revision.split("/") if isinstance(revision, str) else []
+    if (
+        not isinstance(revision, str)
+        or not _REV_CHARS_RE.match(revision)
+        or ".." in revision
+        or revision.startswith("-")
+        or any(not p or p.startswith(".") or p.endswith(".lock") for p in parts)
+    ):
+        raise CandidateError(
+            f"bad revision {revision!r}: use a branch, tag or 40-hex commit sha (letters, digits, '_', '.', '-', "
+            "'/'; no '..', no empty or '.'-leading path parts)"
+        )
+    return revision
+
+
+def _ref_file(storage: Path, revision: str) -> Path:
+    """The cache's ``refs/<revision>`` file for a checked revision, guaranteed to lie inside ``storage/refs``."""
+    refs = (storage / "refs").resolve()
+    ref = (refs / check_revision(revision)).resolve()
+    if not ref.is_relative_to(refs):
+        raise CandidateError(f"bad revision {revision!r}: it points outside the cache's refs folder")
+    return ref
+
+
+def _read_ref(ref: Path) -> str | None:
+    """The sha stored in a ref file, or None when the file is missing or does not hold a 40-hex sha (a damaged
+    or foreign file is never trusted as a commit id)."""
+    try:
+        sha = ref.read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    return sha if _SHA_RE.match(sha) else None
 _RETRY_STATUS = frozenset({408, 429, 500, 502, 503, 504})
 
 TEXT_PIPELINES = frozenset(
@@ -102,16 +146,6 @@ TEXT_LIBRARIES = frozenset({"sentence-transformers", "model2vec"})
 # --------------------------------------------------------------------------------------------------
 # helpers
 # --------------------------------------------------------------------------------------------------
-def redact(text: str, token: str | None = None) -> str:
-    """``text`` with any Hugging Face token (``hf_...``, the given ``token`` and ``$HF_TOKEN``) replaced by
-    ``***``. Every message that may reach a log or the store goes through this."""
-    out = str(text)
-    for secret in (token, os.environ.get("HF_TOKEN"), os.environ.get("HUGGING_FACE_HUB_TOKEN")):
-        if secret and len(secret) >= 4:
-            out = out.replace(secret, "***")
-    return _TOKEN_RE.sub("***", out)
-
-
 def _now() -> datetime:
     return datetime.now(timezone.utc)
 
@@ -189,7 +223,6 @@ def _causes(exc: BaseException) -> Iterable[BaseException]:
 
 def _is_transient(exc: BaseException) -> bool:
     """Whether a failure is worth retrying: 408/429/5xx, timeouts, network errors, truncated/malformed bodies."""
-    import httpx2
     from huggingface_hub.errors import HfHubHTTPError
 
     for e in _causes(exc):
@@ -442,7 +475,6 @@ def _fetch_page(url: str, params: dict | None, headers: dict, retry: RetryPolicy
 
 
 def _error_kind(exc: BaseException) -> str:
-    import httpx2
     from huggingface_hub.errors import HfHubHTTPError
 
     for e in _causes(exc):
@@ -806,7 +838,6 @@ def _read_json(path: Path) -> Any:
 
 def _map_error(exc: BaseException, repo_id: str, revision: str | None, token: str | None) -> Exception:
     """Translate a huggingface_hub / httpx failure into embedselect's typed errors (token-free messages)."""
-    import httpx2
     from huggingface_hub.errors import (
         FileMetadataError,
         GatedRepoError,
@@ -947,6 +978,8 @@ def fetch_model(
         raise CandidateError(f"{repo_id!r} is not a hub model id; expected 'owner/name'.")
     if backend is not None and backend not in BACKENDS:
         raise ConfigError(f"unknown backend {backend!r}; use one of: {', '.join(BACKENDS)}")
+    if revision is not None:
+        check_revision(revision)
     policy = policy.for_model(repo_id)
     retry = retry or RetryPolicy()
     if _offline():
@@ -1033,11 +1066,11 @@ def _remember_ref(snapshot: Path, revision: str | None, sha: str) -> None:
     from huggingface_hub import constants
 
     rev = revision or constants.DEFAULT_REVISION
-    if _SHA_RE.match(rev):
+    if _SHA_RE.match(rev) or not _SHA_RE.match(sha):
         return
-    ref = snapshot.parent.parent / "refs" / rev
+    ref = _ref_file(snapshot.parent.parent, rev)
     try:
-        if ref.is_file() and ref.read_text(encoding="utf-8").strip() == sha:
+        if _read_ref(ref) == sha:
             return
         ref.parent.mkdir(parents=True, exist_ok=True)
         tmp = ref.with_name(f".{ref.name}.{os.getpid()}.tmp")
@@ -1061,10 +1094,10 @@ def _fetch_offline(repo_id: str, revision: str | None, backend: str | None, poli
     if revision is not None and _SHA_RE.match(revision):
         sha = revision
     else:
-        ref = storage / "refs" / (revision or "main")
-        if not ref.is_file():
+        found = _read_ref(_ref_file(storage, revision or "main"))
+        if found is None:
             raise not_cached
-        sha = ref.read_text(encoding="utf-8").strip()
+        sha = found
     snap = storage / "snapshots" / sha
     if not snap.is_dir():
         raise not_cached

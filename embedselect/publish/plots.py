@@ -1,173 +1,189 @@
-"""Plots of a stored ranking for the HTML report: matplotlib (Agg backend, offline) rendered to PNG and
-returned as ``data:`` URIs, so the report stays one self-contained file and no text inside a plot can
-become markup.
+"""The report's figures, drawn with matplotlib (Agg) into inline SVG: no network, no scripts, and text drawn
+as paths (``svg.fonttype = "path"``), so a hostile candidate name cannot become markup.
 
-Each function takes a :class:`~embedselect.ranking.Ranking` and returns ``(title, data_uri)`` or None when the
-ranking lacks what the plot needs (e.g. no sufficiency matrix). Nothing is recomputed: every number is read
-from the ranking's scores, columns, intervals, details and validation.
+Every function takes a :class:`~embedselect.ranking.Ranking` and returns an SVG document as a string, or
+``None`` when the ranking lacks what the figure needs (e.g. no sufficiency matrix).
 """
 
 from __future__ import annotations
 
-import base64
 import io
 import math
+from typing import Any
 
 from embedselect.ranking import Ranking
 
+_BLUE, _GREY, _ORANGE = "#2563eb", "#9ca3af", "#ea580c"
 
-def _fig(w: float = 6.4, h: float = 3.6):
+
+def _figure(width: float = 6.4, height: float = 4.0):
     import matplotlib
 
-    matplotlib.use("Agg", force=True)
+    matplotlib.use("Agg", force=False)
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(w, h), dpi=96)
-    return fig, ax
+    plt.rcParams.update({"svg.fonttype": "path", "font.size": 9, "axes.spines.top": False,
+                         "axes.spines.right": False, "svg.hashsalt": "embedselect"})  # fmt: skip
+    return plt, plt.figure(figsize=(width, height))
 
 
-def _uri(fig) -> str:
-    import matplotlib.pyplot as plt
-
-    buf = io.BytesIO()
+def _svg(plt, fig) -> str:
+    buf = io.StringIO()
     fig.tight_layout()
-    fig.savefig(buf, format="png", metadata={"Software": None})
+    fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None})
     plt.close(fig)
-    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
+    text = buf.getvalue()
+    return text[text.index("<svg"):]  # drop the XML prolog and DOCTYPE: inline SVG in HTML
+
+
+def _finite(v: Any) -> bool:
+    return v is not None and isinstance(v, (int, float)) and math.isfinite(v)
 
 
 def _short(name: str, n: int = 28) -> str:
     return name if len(name) <= n else name[: n - 1] + "…"
 
 
-def _finite(v) -> bool:
-    return isinstance(v, (int, float)) and math.isfinite(v)
-
-
-def ranking_plot(r: Ranking):
-    """Combined score per candidate (best at top) with the first available bootstrap interval."""
-    ok = [c for c in r.ok if _finite(c.combined_score)]
-    if not ok:
+def task_prior_scatter(ranking: Ranking) -> str | None:
+    """Task Prior alignment: mean E[Tr(MG)] vs its variance per candidate (both under the prior)."""
+    pts = [(c.name, c.columns.get("task_prior_mean"), c.columns.get("task_prior_var")) for c in ranking.ok]
+    pts = [p for p in pts if _finite(p[1]) and _finite(p[2])]
+    if len(pts) < 2:
         return None
-    fig, ax = _fig(6.4, 0.45 * len(ok) + 1.2)
-    ys = list(range(len(ok)))[::-1]
-    ax.barh(ys, [c.combined_score for c in ok], color=["#2b8a3e" if i == 0 else "#4a7bd0" for i in range(len(ok))])
-    ax.set_yticks(ys, [f"#{c.rank} {_short(c.name)}" for c in ok])
-    ax.set_xlabel("combined score (higher is better)")
-    return "Ranking (combined score)", _uri(fig)
+    plt, fig = _figure(5.6, 3.8)
+    ax = fig.gca()
+    best = set(ranking.leaders or ([ranking.best.name] if ranking.best else []))
+    for name, mean, var in pts:
+        ax.scatter(var, mean, s=36, color=_BLUE if name in best else _GREY, zorder=3)
+        ax.annotate(_short(name), (var, mean), textcoords="offset points", xytext=(5, 4), fontsize=8)
+    ax.set_xlabel("variance of the alignment under the prior")
+    ax.set_ylabel("mean alignment under the prior")
+    ax.set_title("Task Prior statistics (higher mean, lower variance is better)")
+    return _svg(plt, fig)
 
 
-def mean_variance_plot(r: Ranking):
-    """Task Prior: mean held-out probe accuracy vs its variance over sampled tasks, one point per candidate."""
-    pts = [(c, c.columns.get("task_prior.probe_acc_mean"), c.columns.get("task_prior.probe_acc_std")) for c in r.ok]
-    pts = [(c, m, s) for c, m, s in pts if _finite(m) and _finite(s)]
-    if not pts:
-        return None
-    fig, ax = _fig()
-    ax.scatter([s * s for _, _, s in pts], [m for _, m, _ in pts], color="#4a7bd0")
-    for c, m, s in pts:
-        ax.annotate(f"#{c.rank} {_short(c.name, 20)}", (s * s, m), fontsize=8, xytext=(3, 3), textcoords="offset points")
-    ax.set_xlabel("variance of held-out accuracy over tasks")
-    ax.set_ylabel("mean held-out accuracy")
-    return "Task Prior: mean vs variance (up and left is better)", _uri(fig)
-
-
-def accuracy_distribution_plot(r: Ranking):
-    """Held-out accuracy over sampled tasks per candidate: mean ± std and the 5th percentile (the ranking
-    stores these summaries, not every task's accuracy)."""
-    rows = [(c, c.columns.get("task_prior.probe_acc_mean"), c.columns.get("task_prior.probe_acc_std"),
-             c.columns.get("task_prior.probe_acc_p05")) for c in r.ok]  # fmt: skip
-    rows = [x for x in rows if _finite(x[1]) and _finite(x[2])]
+def task_accuracy(ranking: Ranking) -> str | None:
+    """Held-out probe accuracy on tasks sampled from the prior: mean ± std and the 5th percentile."""
+    rows = [(c.name, c.columns.get("task_prior.probe_acc_mean"), c.columns.get("task_prior.probe_acc_std"),
+             c.columns.get("task_prior.probe_acc_p05")) for c in ranking.ok]  # fmt: skip
+    rows = [r for r in rows if _finite(r[1])]
     if not rows:
         return None
-    fig, ax = _fig(6.4, 0.45 * len(rows) + 1.2)
+    plt, fig = _figure(5.6, 0.45 * len(rows) + 1.2)
+    ax = fig.gca()
     ys = list(range(len(rows)))[::-1]
-    ax.errorbar([m for _, m, _, _ in rows], ys, xerr=[s for _, _, s, _ in rows], fmt="o", color="#4a7bd0",
-                label="mean ± std")  # fmt: skip
-    p05 = [(y, p) for y, (_, _, _, p) in zip(ys, rows) if _finite(p)]
-    if p05:
-        ax.scatter([p for _, p in p05], [y for y, _ in p05], marker="|", s=200, color="#c92a2a", label="5th percentile")
-    ax.set_yticks(ys, [f"#{c.rank} {_short(c.name)}" for c, *_ in rows])
-    ax.set_xlabel("held-out probe accuracy over sampled tasks")
-    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
-    return "Held-out accuracy over sampled tasks", _uri(fig)
+    for y, (name, mean, std, p05) in zip(ys, rows):
+        if _finite(std):
+            ax.plot([mean - std, mean + std], [y, y], color=_BLUE, lw=4, alpha=0.35, solid_capstyle="butt")
+        if _finite(p05):
+            ax.plot([p05], [y], marker="|", color=_ORANGE, ms=12, mew=2)
+        ax.plot([mean], [y], marker="o", color=_BLUE)
+    ax.set_yticks(ys, [_short(r[0]) for r in rows])
+    ax.set_xlabel("held-out accuracy (dot: mean, bar: ±1 std, tick: 5th pct.)")
+    ax.set_title("Accuracy over sampled tasks")
+    return _svg(plt, fig)
 
 
-def sufficiency_heatmap(r: Ranking):
-    """Information-sufficiency matrix (source row -> target column, nats per target dimension), rows and
-    columns ordered by community."""
-    d = (r.details or {}).get("sufficiency") or {}
-    mat = d.get("matrix")
-    if not mat:
+def sufficiency_heatmap(ranking: Ranking) -> str | None:
+    """The information-sufficiency matrix IS(row → column) in nats per target dimension, ordered by community."""
+    d = ranking.details.get("sufficiency") or {}
+    matrix = d.get("matrix") or {}
+    if len(matrix) < 2:
         return None
-    order = [m for comm in d.get("communities", []) for m in comm if m in mat]
-    order += [m for m in mat if m not in order]
+    order = [n for group in d.get("communities") or [] for n in group if n in matrix]
+    order += [n for n in matrix if n not in order]
+    values = [[matrix.get(a, {}).get(b) if a != b else None for b in order] for a in order]
     import numpy as np
 
-    a = np.array([[mat.get(s, {}).get(t, np.nan) if s != t else np.nan for t in order] for s in order], dtype=float)
-    fig, ax = _fig(6.4, 0.4 * len(order) + 2.0)
-    im = ax.imshow(a, cmap="viridis")
-    labels = [_short(m, 18) for m in order]
-    ax.set_xticks(range(len(order)), labels, rotation=45, ha="right", fontsize=8)
-    ax.set_yticks(range(len(order)), labels, fontsize=8)
-    ax.set_xlabel("target")
-    ax.set_ylabel("source")
-    fig.colorbar(im, ax=ax, label="IS (nats / target dim)")
-    return "Information sufficiency (ordered by community)", _uri(fig)
+    arr = np.array([[np.nan if v is None else float(v) for v in row] for row in values], dtype=np.float64)
+    size = 1.2 + 0.55 * len(order)
+    plt, fig = _figure(size + 1.8, size)
+    ax = fig.gca()
+    im = ax.imshow(np.ma.masked_invalid(arr), cmap="viridis")
+    labels = [_short(n, 22) for n in order]
+    ax.set_xticks(range(len(order)), labels, rotation=40, ha="right")
+    ax.set_yticks(range(len(order)), labels)
+    ax.set_xlabel("target (predicted)")
+    ax.set_ylabel("source (predicts)")
+    fig.colorbar(im, ax=ax, label="nats per target dimension")
+    ax.set_title("Information sufficiency, grouped by community")
+    return _svg(plt, fig)
 
 
-def pareto_front(points: list[tuple[float, float]]) -> list[int]:
-    """Indices of the points not dominated when lower cost (x) and higher score (y) are better."""
-    idx = sorted(range(len(points)), key=lambda i: (points[i][0], -points[i][1]))
-    front, best = [], -math.inf
-    for i in idx:
-        if points[i][1] > best:
-            front.append(i)
-            best = points[i][1]
+def pareto_front(points: list[tuple[str, float, float]], *, lower_cost_better: bool = True) -> list[str]:
+    """Names on the Pareto front of (name, cost, score): no other point has a score at least as high at a cost
+    at least as good, and is strictly better in one of them."""
+    front = []
+    for name, cost, score in points:
+        dominated = any(
+            (s >= score and (c <= cost if lower_cost_better else c >= cost)) and (s > score or c != cost)
+            for n, c, s in points if n != name
+        )  # fmt: skip
+        if not dominated:
+            front.append(name)
     return front
 
 
-def cost_plot(r: Ranking):
-    """Combined score vs embedding dimension (a storage/search cost), Pareto front marked; point size
-    shows the measured embedding time (seconds) when known."""
-    pts = [(c, float(c.dim), float(c.combined_score)) for c in r.ok if _finite(c.dim) and _finite(c.combined_score)]
-    if len(pts) < 2:
+def score_vs_cost(ranking: Ranking) -> str | None:
+    """Combined score against two costs: embedding dimension (storage, search) and measured throughput
+    (items per second of the embedding run), with the Pareto front marked."""
+    rows = [c for c in ranking.ok if _finite(c.combined_score)]
+    if len(rows) < 2:
         return None
-    fig, ax = _fig()
-    front = set(pareto_front([(x, y) for _, x, y in pts]))
-    for i, (c, x, y) in enumerate(pts):
-        ax.scatter([x], [y], color="#2b8a3e" if i in front else "#adb5bd", s=60 if i in front else 30, zorder=3)
-        ax.annotate(_short(c.name, 20), (x, y), fontsize=8, xytext=(3, 3), textcoords="offset points")
-    fx = sorted((pts[i][1], pts[i][2]) for i in front)
-    ax.plot([x for x, _ in fx], [y for _, y in fx], color="#2b8a3e", lw=1, label="Pareto front")
-    ax.set_xscale("log")
-    ax.set_xlabel("embedding dimension (log)")
-    ax.set_ylabel("combined score")
-    ax.legend(fontsize=8)
-    return "Score vs cost (green: best score for its cost)", _uri(fig)
+    plt, fig = _figure(8.0, 3.6)
+    axes = fig.subplots(1, 2)
+    panels = [
+        ("embedding dimension (lower is cheaper)", [(c.name, float(c.dim), c.combined_score) for c in rows if c.dim], True),
+        ("items per second when embedded (higher is cheaper)",
+         [(c.name, c.n / c.seconds, c.combined_score) for c in rows if c.n and c.seconds and not c.cached], False),
+    ]  # fmt: skip
+    for ax, (label, pts, lower) in zip(axes, panels):
+        if len(pts) < 2:
+            ax.set_axis_off()
+            ax.text(0.5, 0.5, "not measured in this run\n(embeddings came from the cache)", ha="center",
+                    va="center", transform=ax.transAxes)  # fmt: skip
+            continue
+        front = set(pareto_front(pts, lower_cost_better=lower))
+        for name, cost, score in pts:
+            on = name in front
+            ax.scatter(cost, score, s=40 if on else 24, color=_BLUE if on else _GREY, zorder=3)
+            ax.annotate(_short(name, 22), (cost, score), textcoords="offset points", xytext=(4, 4), fontsize=7)
+        fpts = sorted((c, s) for n, c, s in pts if n in front)
+        ax.plot([p[0] for p in fpts], [p[1] for p in fpts], color=_BLUE, lw=1, alpha=0.6)
+        costs = [p[1] for p in pts]
+        if max(costs) > 20 * min(costs):
+            ax.set_xscale("log")
+        ax.set_xlabel(label)
+        ax.set_ylabel("combined score")
+    fig.suptitle("Score vs cost (blue: Pareto front)")
+    return _svg(plt, fig)
 
 
-def validation_plot(r: Ranking):
-    """Label-free combined score vs accuracy of probes trained on the user's labels, when given."""
-    v = r.validation or {}
-    col = v.get("accuracy_column") or "accuracy"
-    acc = {name: (row or {}).get(col) for name, row in (v.get("table") or {}).items()}
-    pts = [(c, c.combined_score, acc.get(c.name)) for c in r.ok]
-    pts = [(c, s, a) for c, s, a in pts if _finite(s) and _finite(a)]
+def label_free_vs_accuracy(ranking: Ranking) -> str | None:
+    """When labels were given: the combined label-free score against held-out probe accuracy."""
+    if not ranking.validation:
+        return None
+    col = f"labels.{ranking.validation.get('accuracy_column', 'logistic_acc')}"
+    pts = [(c.name, c.combined_score, c.columns.get(col)) for c in ranking.ok]
+    pts = [p for p in pts if _finite(p[1]) and _finite(p[2])]
     if len(pts) < 2:
         return None
-    fig, ax = _fig()
-    ax.scatter([s for _, s, _ in pts], [a for *_, a in pts], color="#4a7bd0")
-    for c, s, a in pts:
-        ax.annotate(_short(c.name, 20), (s, a), fontsize=8, xytext=(3, 3), textcoords="offset points")
+    plt, fig = _figure(5.6, 3.8)
+    ax = fig.gca()
+    for name, score, acc in pts:
+        ax.scatter(score, acc, s=36, color=_BLUE, zorder=3)
+        ax.annotate(_short(name), (score, acc), textcoords="offset points", xytext=(5, 4), fontsize=8)
     ax.set_xlabel("label-free combined score")
-    ax.set_ylabel(f"{_short(str(col), 20)} on your labels")
-    return "Label-free score vs real accuracy", _uri(fig)
+    ax.set_ylabel("held-out probe accuracy on your labels")
+    ax.set_title("Does the label-free ranking match your labels?")
+    return _svg(plt, fig)
 
 
-ALL = (ranking_plot, mean_variance_plot, accuracy_distribution_plot, sufficiency_heatmap, cost_plot, validation_plot)
-
-
-def plots(r: Ranking) -> list[tuple[str, str]]:
-    """Every plot the ranking has data for, as (title, data URI)."""
-    return [p for p in (f(r) for f in ALL) if p is not None]
+FIGURES = {
+    "task_prior_scatter": task_prior_scatter,
+    "task_accuracy": task_accuracy,
+    "sufficiency_heatmap": sufficiency_heatmap,
+    "score_vs_cost": score_vs_cost,
+    "label_free_vs_accuracy": label_free_vs_accuracy,
+}
+"""Figure id -> function, in the order the report shows them."""

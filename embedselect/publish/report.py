@@ -8,32 +8,10 @@ that would break out of a table cell or inject links/HTML.
 
 from __future__ import annotations
 
-import html
-import math
-import re
-from typing import Any
-
+from embedselect.publish.text import esc as _e
+from embedselect.publish.text import md as _md
+from embedselect.publish.text import num as _num
 from embedselect.ranking import Ranking
-
-
-def _num(v: Any, digits: int = 4) -> str:
-    if v is None or (isinstance(v, float) and not math.isfinite(v)):
-        return "–"
-    if isinstance(v, float):
-        return f"{v:.{digits}g}"
-    return str(v)
-
-
-def _e(v: Any) -> str:
-    return html.escape(str(v), quote=True)
-
-
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]<>()#+!|])")
-
-
-def _md(v: Any) -> str:
-    """Escape text for a Markdown table cell (no HTML, no links, no cell breaks, one line)."""
-    return _MD_SPECIAL.sub(r"\\\1", " ".join(str(v).split()))
 
 
 def to_markdown(ranking: Ranking) -> str:
@@ -61,104 +39,133 @@ def to_markdown(ranking: Ranking) -> str:
 
 
 _CSS = """
-body{font:14px/1.4 system-ui,sans-serif;margin:2em;color:#222}
-table{border-collapse:collapse;margin:1em 0}th,td{border:1px solid #ccc;padding:4px 8px;text-align:left}
-th{background:#f3f3f3}td.num{text-align:right;font-variant-numeric:tabular-nums}
-tr.failed td{color:#999}.bar{background:#4a7bd0;height:8px;display:inline-block}
-.note{color:#8a5a00}code{font-size:12px}
-.answer{font-size:1.3em;background:#ebfbee;border-left:4px solid #2b8a3e;padding:.5em 1em}
-.scroll{overflow-x:auto}figure{margin:1em 0;max-width:720px}figure img{width:100%;height:auto}
-figcaption{font-weight:600}@media (max-width:600px){body{margin:.5em}}
+:root{--fg:#1f2937;--muted:#6b7280;--line:#e5e7eb;--accent:#2563eb;--warn:#b45309}
+*{box-sizing:border-box}body{font:15px/1.5 system-ui,-apple-system,Segoe UI,sans-serif;margin:0;color:var(--fg)}
+main{max-width:1100px;margin:0 auto;padding:16px}h1{font-size:1.4em;margin:.2em 0}h2{font-size:1.15em;margin:1.6em 0 .4em}
+.answer{border:2px solid var(--accent);border-radius:10px;padding:12px 16px;margin:12px 0;background:#eff6ff}
+.answer.undecided{border-color:var(--warn);background:#fffbeb}.answer .big{font-size:1.3em;font-weight:600}
+.muted{color:var(--muted)}.wrap{overflow-x:auto;-webkit-overflow-scrolling:touch}
+table{border-collapse:collapse;width:100%;font-size:14px}th,td{border-bottom:1px solid var(--line);padding:6px 8px;
+text-align:left;vertical-align:top}th{background:#f9fafb;white-space:nowrap}td.num{text-align:right;font-variant-numeric:tabular-nums}
+tr.failed td{color:#9ca3af}tr.lead td:first-child{font-weight:600}.tie{color:var(--warn);font-weight:600}
+.ci{color:var(--muted);font-size:12px;white-space:nowrap}.bar{background:var(--accent);height:6px;display:inline-block;border-radius:3px}
+.figs{display:grid;grid-template-columns:repeat(auto-fit,minmax(320px,1fr));gap:16px}
+figure{margin:0;border:1px solid var(--line);border-radius:8px;padding:8px}figure svg{width:100%;height:auto}
+figcaption{font-size:13px;color:var(--muted)}.note{color:var(--warn)}code{font-size:12px}td.src{white-space:nowrap}
+@media (max-width:700px){main{padding:10px}.wide{display:none}th,td{padding:5px 4px}}
 """
 
-
-def to_html(ranking: Ranking, *, title: str = "embedselect ranking", plots: bool = True) -> str:
-    """A self-contained HTML page (no scripts, no external resources) for a ranking: the answer first, the
-    table with intervals, then the plots of :mod:`embedselect.publish.plots` as inline PNG data URIs (when
-    ``plots`` and matplotlib is installed)."""
-    ds = ranking.dataset
-    out = [
-        "<!DOCTYPE html>",
-        '<html lang="en"><head><meta charset="utf-8">',
-        f"<title>{_e(title)}</title><style>{_CSS}</style></head><body>",
-        f"<h1>{_e(title)}</h1>",
-        "<p>Reference data: <code>{}</code> — {} {} items, fingerprint <code>{}</code>. Created {}.</p>".format(
-            _e(ds.get("source", "?")),
-            _e(ds.get("n", "?")),
-            _e(ds.get("modality", "")),
-            _e(str(ds.get("fingerprint", ""))[:16]),
-            _e(ranking.created_at),
-        ),
-        _answer(ranking),
-        "<div class=\"scroll\"><table><thead><tr><th>rank</th><th>candidate</th><th>score [interval]</th>",
-    ]
-    out += [f"<th>{_e(m)}</th><th>#</th>" for m in ranking.metrics]
-    out.append("<th>dim</th><th>model</th><th>revision</th><th>status</th></tr></thead><tbody>")
-    for c in ranking.candidates:
-        width = 0 if c.combined_score is None else max(0.0, min(1.0, float(c.combined_score))) * 100
-        row = [
-            f'<tr class="{"ok" if c.ok else "failed"}">',
-            f'<td class="num">{_e(_num(c.rank))}</td>',
-            f"<td>{_e(c.name)}</td>",
-            f'<td class="num">{_e(_num(c.combined_score))}{_e(_interval(c))} <span class="bar" style="width:{width:.0f}px"></span></td>',
-        ]
-        for m in ranking.metrics:
-            row.append(f'<td class="num">{_e(_num(c.scores.get(m)))}</td><td class="num">{_e(_num(c.ranks.get(m)))}</td>')
-        status = "ok" if c.ok else f"failed: {c.error_type}: {c.error}"
-        row += [
-            f'<td class="num">{_e(_num(c.dim))}</td>',
-            f"<td><code>{_e(c.model_id or '')}</code></td>",
-            f"<td><code>{_e((c.revision or '')[:12])}</code></td>",
-            f"<td>{_e(status)}</td></tr>",
-        ]
-        out.append("".join(row))
-    out.append("</tbody></table></div>")
-    if plots:
-        out += _figures(ranking)
-    if ranking.validation:
-        out.append("<h2>Check against your labels</h2><table><thead><tr><th>metric</th><th>Spearman</th>"
-                   "<th>Kendall</th><th>top pick</th><th>best by accuracy</th><th>regret</th></tr></thead><tbody>")  # fmt: skip
-        for mv in ranking.validation.get("metrics", []):
-            out.append(
-                "<tr>"
-                + "".join(
-                    f"<td>{_e(_num(mv.get(k)))}</td>"
-                    for k in ("metric", "spearman", "kendall", "top_pick", "best", "regret")
-                )
-                + "</tr>"
-            )
-        out.append("</tbody></table>")
-    if ranking.warnings:
-        out.append("<h2>Notes</h2><ul>" + "".join(f'<li class="note">{_e(w)}</li>' for w in ranking.warnings) + "</ul>")
-    versions = ", ".join(f"{_e(k)} {_e(v)}" for k, v in ranking.versions.items())
-    out.append(f"<p><small>{versions}. Settings: <code>{_e(ranking.settings)}</code></small></p>")
-    out.append("</body></html>")
-    return "\n".join(out)
+_CAPTIONS = {
+    "task_prior_scatter": "Closed-form Task Prior statistics of each candidate's kernel under the prior.",
+    "task_accuracy": "How well linear probes on each embedding solve tasks sampled from the prior (held-out).",
+    "sufficiency_heatmap": "How much each embedding (row) tells about each other (column); blocks are communities.",
+    "score_vs_cost": "For a cost-aware choice: candidates on the blue line are not beaten on both score and cost.",
+    "label_free_vs_accuracy": "Label-free score against held-out probe accuracy on your labels.",
+}
 
 
-def _interval(c) -> str:
-    """The first bootstrap interval of a candidate, as " [low, high]", or ""."""
-    for low, high in c.intervals.values():
-        return f" [{_num(low, 3)}, {_num(high, 3)}]"
-    return ""
+def _figures(ranking: Ranking) -> list[str]:
+    try:
+        from embedselect.publish.plots import FIGURES
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return ['<p class="note">Plots need matplotlib: <code>pip install "embedselect[publish]"</code>.</p>']
+    out = []
+    for key, fn in FIGURES.items():
+        svg = fn(ranking)
+        if svg:
+            out.append(f'<figure id="fig-{key}">{svg}<figcaption>{_e(_CAPTIONS[key])}</figcaption></figure>')
+    return out
 
 
 def _answer(ranking: Ranking) -> str:
     best = ranking.best
     if best is None:
-        return '<p class="answer">No candidate could be ranked; see the failures below.</p>'
-    return (f'<p class="answer">Best for this data: <strong>{_e(best.name)}</strong> '
-            f"(#1 of {len(ranking.ok)} ranked candidates).</p>")  # fmt: skip
+        return '<div class="answer undecided"><div class="big">No candidate could be ranked.</div></div>'
+    if ranking.decided:
+        scores = ", ".join(f"{_e(m)} {_e(_num(best.scores.get(m)))}" for m in ranking.metrics)
+        return (f'<div class="answer"><div class="muted">Most promising embedder for this data</div>'
+                f'<div class="big">{_e(best.name)}</div><div class="muted">{scores} · ranked first of '
+                f"{len(ranking.ok)}</div></div>")  # fmt: skip
+    leaders = ", ".join(_e(n) for n in ranking.leaders)
+    reasons = "; ".join(_e(r) for r in ranking.undecided_reasons)
+    return (f'<div class="answer undecided"><div class="big">No clear winner among: {leaders}</div>'
+            f'<div class="muted">{reasons}</div></div>')
 
 
-def _figures(ranking: Ranking) -> list[str]:
-    try:
-        from embedselect.publish.plots import plots
-    except ImportError:  # pragma: no cover - matplotlib missing
-        return ["<p class=\"note\">Plots need matplotlib: pip install 'embedselect[publish]'.</p>"]
-    try:
-        figs = plots(ranking)
-    except ImportError:
-        return ["<p class=\"note\">Plots need matplotlib: pip install 'embedselect[publish]'.</p>"]
-    return [f'<figure class="plot"><figcaption>{_e(t)}</figcaption><img alt="{_e(t)}" src="{_e(uri)}"></figure>'
-            for t, uri in figs]  # fmt: skip
+def _tail(text: str, n: int = 48) -> str:
+    """Long local paths shown by their end (the model folder's name is what tells them apart)."""
+    return text if len(text) <= n else "…" + text[-(n - 1):]
+
+
+def _score_cell(c, m: str) -> str:
+    text = _e(_num(c.scores.get(m)))
+    ci = c.intervals.get(m)
+    if ci and len(ci) == 2:
+        text += f'<br><span class="ci">[{_e(_num(ci[0], 3))}, {_e(_num(ci[1], 3))}]</span>'
+    return f'<td class="num">{text}</td>'
+
+
+def to_html(ranking: Ranking, *, title: str = "embedselect ranking", plots: bool = True) -> str:
+    """One self-contained HTML page for a ranking: the answer at a glance, the table with intervals and ties
+    marked, the figures (inline SVG, see :mod:`embedselect.publish.plots`), the check against labels when
+    given, and notes. No scripts, no external resources; every string escaped."""
+    ds = ranking.dataset
+    undecided = set() if ranking.decided else set(ranking.leaders)
+    out = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">',
+        # nothing may load or run: the page is self-contained (inline styles and SVG only)
+        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; "
+        "img-src data:\">",
+        f"<title>{_e(title)}</title><style>{_CSS}</style></head><body><main>",
+        f"<h1>{_e(title)}</h1>",
+        '<p class="muted">Reference data: <code>{}</code> — {} {} items, fingerprint <code>{}</code>. Created {}.</p>'.format(
+            _e(ds.get("source", "?")), _e(ds.get("n", "?")), _e(ds.get("modality", "")),
+            _e(str(ds.get("fingerprint", ""))[:16]), _e(ranking.created_at),
+        ),  # fmt: skip
+        _answer(ranking),
+        '<h2>Ranking</h2><div class="wrap"><table><thead><tr><th>rank</th><th>candidate</th><th>score</th>',
+    ]
+    out += [f"<th>{_e(m)}</th><th>#</th>" for m in ranking.metrics]
+    out.append('<th>dim</th><th class="wide">model</th><th class="wide">revision</th><th>status</th></tr></thead><tbody>')
+    for c in ranking.candidates:
+        width = 0 if c.combined_score is None else max(0.0, min(1.0, float(c.combined_score))) * 60
+        tie = ' <span class="tie" title="cannot be separated from the other leaders">≈ tie</span>' if c.name in undecided else ""
+        cls = "failed" if not c.ok else ("lead" if c.rank == 1 else "ok")
+        row = [
+            f'<tr class="{cls}">',
+            f'<td class="num">{_e(_num(c.rank))}</td>',
+            f"<td>{_e(c.name)}{tie}</td>",
+            f'<td class="num">{_e(_num(c.combined_score))}<br><span class="bar" style="width:{width:.0f}px"></span></td>',
+        ]
+        for m in ranking.metrics:
+            row.append(_score_cell(c, m) + f'<td class="num">{_e(_num(c.ranks.get(m)))}</td>')
+        status = "ok" if c.ok else f"failed: {c.error_type}: {c.error}"
+        row += [
+            f'<td class="num">{_e(_num(c.dim))}</td>',
+            f'<td class="wide src"><code>{_e(_tail(c.model_id or ""))}</code></td>',
+            f'<td class="wide src"><code>{_e((c.revision or "")[:12])}</code></td>',
+            f"<td>{_e(status)}</td></tr>",
+        ]
+        out.append("".join(row))
+    out.append("</tbody></table></div>")
+    if plots:
+        figs = _figures(ranking)
+        if figs:
+            out.append('<h2>Figures</h2><div class="figs">' + "".join(figs) + "</div>")
+    if ranking.validation:
+        probe = (ranking.validation.get("probe_settings") or {}).get("accuracy_probe", "")
+        out.append(f'<h2>Check against your labels</h2><p class="muted">Accuracy: held-out {_e(probe)} probe.</p>'
+                   '<div class="wrap"><table><thead><tr><th>metric</th><th>Spearman</th>'
+                   "<th>Kendall</th><th>top pick</th><th>best by accuracy</th><th>regret</th></tr></thead><tbody>")  # fmt: skip
+        for mv in ranking.validation.get("metrics", []):
+            out.append("<tr>" + "".join(f"<td>{_e(_num(mv.get(k)))}</td>"
+                       for k in ("metric", "spearman", "kendall", "top_pick", "best", "regret")) + "</tr>")  # fmt: skip
+        out.append("</tbody></table></div>")
+    if ranking.warnings:
+        out.append("<h2>Notes</h2><ul>" + "".join(f'<li class="note">{_e(w)}</li>' for w in ranking.warnings) + "</ul>")
+    versions = ", ".join(f"{_e(k)} {_e(v)}" for k, v in ranking.versions.items())
+    out.append(f'<p class="muted"><small>{versions}. Settings: <code>{_e(ranking.settings)}</code></small></p>')
+    out.append("</main></body></html>")
+    return "\n".join(out)

@@ -1,0 +1,99 @@
+"""``nn_agreement``: how much a candidate's nearest neighbours agree with the other candidates'.
+
+A label-free comparator (a "wisdom of the pool" baseline, cf. mutual k-NN alignment, Huh et al.
+2024): for every item, take its k nearest neighbours by cosine similarity in each candidate; the
+agreement of candidates a and b is the mean over items of ``|N_a(i) ∩ N_b(i)| / k``. A candidate's
+score is its mean agreement with the other candidates (higher is better), in [0, 1].
+
+The pairwise matrix is in ``details['agreement']``. With near-copies in the pool, a family of copies
+agrees with itself and is favoured; this is the failure the benchmark measures, not a feature.
+Computed on at most ``max_items`` items (seeded subsample), O(m·n²) time in row blocks.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from embedselect.errors import ConfigError, MetricError, TooFewItemsError
+from embedselect.metrics.base import MIN_ITEMS, MetricContext, MetricResult
+from embedselect.metrics.kernels import _as_matrix
+
+_OPTION_DEFAULTS: dict[str, Any] = {"k": 10, "max_items": 2048}
+
+
+def knn_indices(embeddings: Any, k: int, *, what: str = "embeddings") -> np.ndarray:
+    """Indices (int64, (n, k)) of each row's k nearest other rows by cosine similarity.
+
+    Ties are broken by the lower index (stable sort), so the result is deterministic.
+    """
+    x = _as_matrix(embeddings, what).astype(np.float64)
+    n = x.shape[0]
+    if not 1 <= k < n:
+        raise ConfigError(f"nn_agreement option 'k' must be in [1, n − 1] = [1, {n - 1}], got {k}")
+    norms = np.linalg.norm(x, axis=1, keepdims=True)
+    x /= np.where(norms > 1e-12, norms, 1.0)
+    out = np.empty((n, k), dtype=np.int64)
+    for i0 in range(0, n, 1024):
+        s = x[i0:i0 + 1024] @ x.T
+        s[np.arange(s.shape[0]), np.arange(i0, i0 + s.shape[0])] = -np.inf  # never its own neighbour
+        out[i0:i0 + 1024] = np.argsort(-s, axis=1, kind="stable")[:, :k]
+    return out
+
+
+def agreement_matrix(neighbours: list[np.ndarray]) -> np.ndarray:
+    """(m, m) float64 matrix of mean k-NN overlap fractions between candidates (diagonal 1)."""
+    m = len(neighbours)
+    n, k = neighbours[0].shape
+    # item i's neighbour set as a row of a sparse-ish 0/1 matrix: overlap = row-wise dot product
+    onehots = []
+    for nb in neighbours:
+        a = np.zeros((n, n), dtype=np.float32) if n <= 4096 else None
+        if a is None:  # pragma: no cover - guarded by max_items
+            raise MetricError("nn_agreement is limited to 4096 items; lower max_items")
+        a[np.repeat(np.arange(n), k), nb.reshape(-1)] = 1.0
+        onehots.append(a)
+    g = np.eye(m)
+    for i in range(m):
+        for j in range(i + 1, m):
+            g[i, j] = g[j, i] = float(np.einsum("ij,ij->", onehots[i], onehots[j], dtype=np.float64)) / (n * k)
+    return g
+
+
+def compute(ctx: MetricContext) -> MetricResult:
+    """The ``nn_agreement`` comparator metric. Options: k (10), max_items (2048)."""
+    unknown = set(ctx.options) - set(_OPTION_DEFAULTS)
+    if unknown:
+        raise ConfigError(f"unknown nn_agreement option(s) {sorted(unknown)}; known: k, max_items")
+    opt = {**_OPTION_DEFAULTS, **dict(ctx.options)}
+    for name, lo in (("k", 1), ("max_items", 3)):
+        v = opt[name]
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < lo:
+            raise ConfigError(f"nn_agreement option {name!r} must be an integer ≥ {lo}, got {v!r}")
+    if int(opt["max_items"]) > 4096:
+        raise ConfigError("nn_agreement option 'max_items' must be ≤ 4096 (O(n²) memory per candidate)")
+    keys = list(ctx.embeddings)
+    if len(keys) < 2:
+        raise MetricError("nn_agreement compares candidates with each other: give at least 2 candidates")
+    n = int(np.shape(ctx.embeddings[keys[0]])[0])
+    need = MIN_ITEMS["nn_agreement"]
+    if n < need:
+        raise TooFewItemsError(f"nn_agreement needs at least {need} reference items, got {n}; add more data",
+                               needed=need, got=n)
+    rng = np.random.default_rng([ctx.seed, 12])
+    mi = int(opt["max_items"])
+    sub = np.sort(rng.choice(n, size=mi, replace=False)) if n > mi else np.arange(n)
+    k = min(int(opt["k"]), len(sub) - 1)
+    nbs = []
+    for key in keys:
+        a = np.asarray(ctx.embeddings[key])
+        if a.ndim != 2 or a.shape[0] != n:
+            raise MetricError(f"embeddings[{key!r}] has shape {a.shape}, expected ({n}, d) (same items, same order)")
+        nbs.append(knn_indices(a[sub], k, what=f"embeddings[{key!r}]"))
+    g = agreement_matrix(nbs)
+    m = len(keys)
+    scores = {key: float((g[i].sum() - 1.0) / (m - 1)) for i, key in enumerate(keys)}
+    details = {"k": k, "n_items": len(sub),
+               "agreement": {a: {b: float(g[i, j]) for j, b in enumerate(keys)} for i, a in enumerate(keys)}}
+    return MetricResult(name="nn_agreement", scores=scores, details=details)

@@ -1,0 +1,134 @@
+"""Label-free comparators from the literature: spectra and uniformity of one embedding at a time.
+
+These are the simple baselines the validity benchmark scores next to ``task_prior`` and
+``sufficiency`` (docs/benchmarks.md §4). Each one looks at a single candidate's geometry:
+
+- ``rankme`` — RankMe effective rank (Garrido et al., ICML 2023): ``exp(H(p))`` with
+  ``p_k = σ_k / Σ σ`` the normalised singular values of the (n, d) embedding matrix. Higher is better;
+  in [1, min(n, d)].
+- ``alpha_req`` — α-ReQ (Agrawal et al., NeurIPS 2022): the eigenvalues of the covariance decay like
+  ``λ_k ∝ k^(−α)``; the paper finds α ≈ 1 best. The score is ``−|α − 1|`` (higher is better) and the
+  fitted α is reported in the column ``alpha``.
+- ``uniformity`` — Wang & Isola (ICML 2020): ``log E_{i≠j} exp(−t ‖x̂_i − x̂_j‖²)`` with t = 2 on unit
+  rows. Lower is more uniform; the score is its negative (higher is better). The paper's companion
+  *alignment* term needs positive pairs (augmentations of the same item), which a plain list of
+  reference items does not have, so it is not computed.
+
+All three use the same cosine geometry as the task prior kernel: rows scaled to unit L2 norm, then
+(for the spectra) column-centred — i.e. the factor of :func:`embedselect.metrics.kernels.kernel_factor`.
+Computed in float64 on at most ``max_items`` items (seeded subsample).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from embedselect.errors import ConfigError, MetricError, TooFewItemsError
+from embedselect.metrics.base import MIN_ITEMS, MetricContext, MetricResult
+from embedselect.metrics.kernels import _as_matrix, kernel_factor
+
+_OPTION_DEFAULTS: dict[str, Any] = {"max_items": 4096}
+
+#: eigenvalues below this fraction of the largest are numerical zeros and left out of the α fit
+_REL_EIG_FLOOR = 1e-10
+
+
+def singular_values(embeddings: Any, *, what: str = "embeddings") -> np.ndarray:
+    """Singular values (float64, descending, length min(n, d)) of the row-normalised, centred matrix."""
+    z = kernel_factor(embeddings, what=what)
+    return np.linalg.svd(z, compute_uv=False)
+
+
+def rankme(embeddings: Any, *, eps: float = 1e-12) -> float:
+    """RankMe effective rank of an (n, d) embedding matrix: exp of the entropy of σ / Σσ.
+
+    Returns a float in [1, min(n, d)]: 1 for rank-1 embeddings, ≈ d for isotropic ones (n ≫ d).
+    """
+    s = singular_values(embeddings)
+    p = s / max(float(s.sum()), eps) + eps
+    return float(np.exp(-np.sum(p * np.log(p))))
+
+
+def alpha_req(embeddings: Any) -> float:
+    """α of the power-law fit ``λ_k ∝ k^(−α)`` to the covariance eigenvalues (least squares in log-log).
+
+    Eigenvalues below 1e-10 of the largest are dropped. Returns 0.0 when fewer than 2 eigenvalues
+    remain (rank-1: no decay can be measured).
+    """
+    lam = singular_values(embeddings) ** 2
+    lam = lam[lam > lam[0] * _REL_EIG_FLOOR] if lam.size and lam[0] > 0 else lam[:0]
+    if lam.size < 2:
+        return 0.0
+    k = np.log(np.arange(1, lam.size + 1, dtype=np.float64))
+    slope = np.polyfit(k, np.log(lam), 1)[0]
+    return float(-slope)
+
+
+def uniformity(embeddings: Any, *, t: float = 2.0) -> float:
+    """Wang & Isola uniformity ``log mean_{i≠j} exp(−t‖x̂_i − x̂_j‖²)`` on unit rows (lower = more uniform).
+
+    O(n²) time in blocks of 1024 rows, O(n·d) memory; the log-mean-exp is computed stably in float64.
+    """
+    x = np.asarray(embeddings, dtype=np.float64)
+    norms = np.linalg.norm(x, axis=1, keepdims=True)
+    x = x / np.where(norms > 1e-12, norms, 1.0)
+    n = x.shape[0]
+    sq = np.sum(x * x, axis=1)
+    # ‖a−b‖² ≥ 0, so exp(−t d²) ≤ 1: sum directly, no overflow; the diagonal (d = 0) is removed.
+    total = 0.0
+    for i0 in range(0, n, 1024):
+        g = x[i0:i0 + 1024] @ x.T
+        d2 = np.maximum(sq[i0:i0 + 1024, None] + sq[None, :] - 2 * g, 0.0)
+        total += float(np.exp(-t * d2).sum())
+    total -= n  # the n diagonal terms, exp(0) = 1 each
+    return float(np.log(max(total, 1e-300) / (n * (n - 1))))
+
+
+def _subsample(ctx: MetricContext, name: str) -> tuple[list[str], dict[str, np.ndarray], int]:
+    unknown = set(ctx.options) - set(_OPTION_DEFAULTS)
+    if unknown:
+        raise ConfigError(f"unknown {name} option(s) {sorted(unknown)}; known: {', '.join(_OPTION_DEFAULTS)}")
+    opt = {**_OPTION_DEFAULTS, **dict(ctx.options)}
+    mi = opt["max_items"]
+    if isinstance(mi, bool) or not isinstance(mi, (int, np.integer)) or mi < 2:
+        raise ConfigError(f"{name} option 'max_items' must be an integer ≥ 2, got {mi!r}")
+    keys = list(ctx.embeddings)
+    if not keys:
+        raise MetricError(f"{name} needs at least one candidate's embeddings")
+    n = int(np.shape(ctx.embeddings[keys[0]])[0])
+    need = MIN_ITEMS[name]
+    if n < need:
+        raise TooFewItemsError(f"{name} needs at least {need} reference items, got {n}; add more data",
+                               needed=need, got=n)
+    rng = np.random.default_rng([ctx.seed, 11])
+    sub = np.sort(rng.choice(n, size=int(mi), replace=False)) if n > mi else np.arange(n)
+    out = {}
+    for k in keys:
+        a = np.asarray(ctx.embeddings[k])
+        if a.ndim != 2 or a.shape[0] != n:
+            raise MetricError(f"embeddings[{k!r}] has shape {a.shape}, expected ({n}, d) (same items, same order)")
+        out[k] = a[sub]
+    return keys, out, len(sub)
+
+
+def _single(name: str, fn: Callable[[np.ndarray], float], sign: float, column: str | None = None):
+    def compute(ctx: MetricContext) -> MetricResult:
+        keys, emb, ns = _subsample(ctx, name)
+        raw = {}
+        for k in keys:
+            _as_matrix(emb[k], f"embeddings[{k!r}]")  # typed error for NaN / bad shapes
+            raw[k] = fn(emb[k])
+        scores = {k: sign * v if column is None else -abs(v - 1.0) for k, v in raw.items()}
+        cols = {column or name: raw}
+        return MetricResult(name=name, scores=scores, columns=cols, details={"n_items": ns})
+
+    compute.__name__ = f"compute_{name}"
+    compute.__doc__ = f"The ``{name}`` comparator metric (higher is better); see the module docstring."
+    return compute
+
+
+compute_rankme = _single("rankme", rankme, 1.0)
+compute_alpha_req = _single("alpha_req", alpha_req, 1.0, column="alpha")
+compute_uniformity = _single("uniformity", uniformity, -1.0)

@@ -1,0 +1,88 @@
+"""Label-free comparators: RankMe, α-ReQ, uniformity, nearest-neighbour agreement on known geometry."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from embedselect.errors import ConfigError, MetricError, TooFewItemsError
+from embedselect.metrics import MetricContext, get_metric
+from embedselect.metrics.agreement import agreement_matrix, knn_indices
+from embedselect.metrics.spectral import alpha_req, rankme, uniformity
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+
+def _ctx(emb, **opts):
+    return MetricContext(embeddings=emb, run_keys={k: k for k in emb}, seed=0, options=opts)
+
+
+def test_rankme_isotropic_vs_rank_one():
+    rng = np.random.default_rng(0)
+    iso = rng.normal(size=(4000, 16))
+    assert rankme(iso) == pytest.approx(16, rel=0.02)  # flat spectrum: every direction counts
+    r1 = np.outer(rng.normal(size=4000), rng.normal(size=16)) + 1e-9 * rng.normal(size=(4000, 16))
+    # rows of a rank-1 matrix are ± one direction: after normalising and centring one direction is left
+    assert rankme(r1) < 1.05
+    low = iso[:, :4] @ rng.normal(size=(4, 16))  # rank 4 in 16 dims
+    assert 3.0 < rankme(low) <= 4.0 + 1e-6
+
+
+def test_alpha_req_recovers_power_law_slope():
+    rng = np.random.default_rng(1)
+    d = 64
+    for alpha in (0.5, 1.0, 2.0):
+        scales = np.arange(1, d + 1, dtype=np.float64) ** (-alpha / 2)  # λ_k = scale_k² ∝ k^-α
+        x = rng.normal(size=(20000, d)) * scales
+        # cosine normalisation bends the spectrum a little; the fitted α stays close
+        assert alpha_req(x) == pytest.approx(alpha, abs=0.15), alpha
+    assert abs(alpha_req(rng.normal(size=(5000, 32)))) < 0.1  # flat spectrum: α ≈ 0
+
+
+def test_uniformity_orders_spread_and_collapse():
+    rng = np.random.default_rng(2)
+    spread = rng.normal(size=(500, 8))
+    clumped = np.array([1.0] + [0.0] * 7) + 0.05 * rng.normal(size=(500, 8))
+    u_s, u_c = uniformity(spread), uniformity(clumped)
+    assert u_s < u_c <= 0.0  # lower = more uniform; a clump has all distances ≈ 0 → log 1 = 0
+    # exact on two antipodal points: ‖a − b‖² = 4 → log exp(−8) = −8
+    assert uniformity(np.array([[1.0, 0.0], [-1.0, 0.0]])) == pytest.approx(-8.0, abs=1e-9)
+
+
+def test_comparator_metrics_through_the_registry():
+    rng = np.random.default_rng(3)
+    emb = {"iso": rng.normal(size=(300, 16)), "low": rng.normal(size=(300, 2)) @ rng.normal(size=(2, 16))}
+    r = get_metric("rankme")(_ctx(emb))
+    assert r.scores["iso"] > r.scores["low"]
+    a = get_metric("alpha_req")(_ctx(emb))
+    assert set(a.columns["alpha"]) == {"iso", "low"} and all(s <= 0 for s in a.scores.values())
+    u = get_metric("uniformity")(_ctx(emb))
+    assert u.scores["iso"] > u.scores["low"]
+    with pytest.raises(ConfigError, match="unknown rankme option"):
+        get_metric("rankme")(_ctx(emb, bogus=1))
+    with pytest.raises(MetricError, match="NaN"):
+        get_metric("rankme")(_ctx({"bad": np.full((10, 3), np.nan)}))
+    with pytest.raises(TooFewItemsError):
+        get_metric("nn_agreement")(_ctx({"a": np.eye(2), "b": np.eye(2)}))
+
+
+def test_knn_and_agreement_known_values():
+    x = np.array([[1.0, 0.0], [0.99, 0.1], [0.0, 1.0], [0.1, 0.99]])
+    nb = knn_indices(x, 1)
+    assert nb[:, 0].tolist() == [1, 0, 3, 2]
+    same = agreement_matrix([nb, nb.copy()])
+    np.testing.assert_allclose(same, np.ones((2, 2)))
+    other = np.array([[2], [3], [0], [1]])
+    assert agreement_matrix([nb, other])[0, 1] == 0.0
+
+
+def test_nn_agreement_favours_the_consensus_and_copies():
+    rng = np.random.default_rng(4)
+    base = rng.normal(size=(400, 12))
+    emb = {"a": base + 0.1 * rng.normal(size=base.shape), "b": base + 0.1 * rng.normal(size=base.shape),
+           "c": base + 0.1 * rng.normal(size=base.shape), "noise": rng.normal(size=(400, 12))}
+    r = get_metric("nn_agreement")(_ctx(emb, k=5))
+    assert min(r.scores["a"], r.scores["b"], r.scores["c"]) > r.scores["noise"] + 0.2
+    assert r.details["agreement"]["a"]["a"] == 1.0
+    with pytest.raises(MetricError, match="at least 2"):
+        get_metric("nn_agreement")(_ctx({"a": base}))
