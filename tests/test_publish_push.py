@@ -42,7 +42,38 @@ def test_push_opens_a_pull_request_through_the_real_client(hub, caplog):
 
 def test_push_failure_is_a_typed_error_without_the_token(hub, caplog):
     caplog.set_level(logging.DEBUG)
-    with pytest.raises(HubError) as ei:  # no such repository on the hub
-        push_card("acme/missing", CARD, token=TOKEN, endpoint=hub.url)
+    hub.publish("acme/m1", files={"README.md": CARD.encode()})
+    hub.add_fault(r"/commit/", status=500, times=-1)  # the hub fails the commit (retried, then given up)
+    with pytest.raises(HubError) as ei:
+        push_card("acme/m1", CARD, token=TOKEN, endpoint=hub.url)
     assert TOKEN not in str(ei.value) and TOKEN not in caplog.text
     assert hub.pull_requests == []
+
+
+@pytest.mark.parametrize("name", ["../../etc/passwd", "/abs/path", "..", "", "ünï/cødé模型", "a\\b\x00c", "x" * 500])
+def test_safe_filename_never_leaves_its_directory(name, tmp_path):
+    from embedselect.publish.text import safe_filename
+
+    f = safe_filename(name)
+    assert f and f.isascii() and not f.startswith(".") and len(f) <= 100
+    assert not any(ch in f for ch in "/\\\x00")
+    assert (tmp_path / f).resolve().parent == tmp_path.resolve()
+    assert safe_filename("a/b") != safe_filename("a_b")
+
+
+def test_cli_card_push_opens_a_pull_request(hub, tmp_path, monkeypatch, capsys):
+    from embedselect.cli import main
+    from embedselect.store import Store
+
+    monkeypatch.setenv("HF_TOKEN", TOKEN)
+    hub.publish("acme/m1", files={"README.md": CARD.encode(), "config.json": b"{}"})
+    r = _ranking()
+    Store.open(tmp_path / "store").save_ranking(r.ranking_id, r.to_dict(), [])
+    card = tmp_path / "README.md"
+    card.write_text(CARD)
+    rc = main(["card", "--cache-dir", str(tmp_path / "store"), "--candidate", "acme/m1", "--card", str(card),
+               "--push", "acme/m1"])  # fmt: skip
+    out = capsys.readouterr()
+    assert rc == 0, out.err
+    assert len(hub.pull_requests) == 1 and "discussions/1" in out.err
+    assert TOKEN not in out.out + out.err
