@@ -20,7 +20,7 @@ Tokens: a token (argument, or ``HF_TOKEN`` read by huggingface_hub) is handed to
 logged, never part of an error message and never written to the store (:func:`redact` scrubs messages).
 """
 
-from embedselect.hub.crawl import SORTS, CrawlResult, HubModel, PageError, crawl, infer_modality
+from embedselect.hub.crawl import EXPAND_FIELDS, SORTS, CrawlResult, HubModel, PageError, crawl, infer_modality
 from embedselect.hub.fetch import FetchedModel, check_revision, fetch_model
 from embedselect.hub.files import infer_backend, select_files
 from embedselect.hub.http import RetryPolicy
@@ -30,6 +30,7 @@ from embedselect.redaction import redact
 __all__ = [
     "BACKENDS",
     "CrawlResult",
+    "EXPAND_FIELDS",
     "FetchedModel",
     "HubModel",
     "PageError",
