@@ -11,10 +11,10 @@ from pathlib import Path
 from typing import Sequence
 
 from embedselect.errors import CandidateError, ConfigError, HubError, UnsafeModelError
-from embedselect.hub.files import check_policy, infer_backend, remote_code_reason, select_files
+from embedselect.hub.files import check_policy, infer_backend, select_files
 from embedselect.hub.http import SHA_RE, RetryPolicy, map_error, offline, read_json, silent_tqdm, with_retries
 from embedselect.kinds import BACKENDS
-from embedselect.policy import LoadPolicy
+from embedselect.policy import LoadPolicy, remote_code_reason
 
 log = logging.getLogger("embedselect.hub")
 
@@ -184,7 +184,7 @@ def fetch_model(
         repo_id,
         policy,
         gated=info.gated,
-        remote_reason=remote_code_reason(tags, info.config if isinstance(info.config, dict) else None, None, ()),
+        remote_reason=remote_code_reason(tags, info.config if isinstance(info.config, dict) else None, None),
         weights=weights,
         sizes=sizes,
     )
@@ -205,9 +205,7 @@ def fetch_model(
     try:
         local = with_retries(lambda: download(small), retry, f"config of {repo_id}") if small else None
         if local is not None:
-            remote = remote_code_reason(
-                tags, read_json(local / "config.json"), read_json(local / "modules.json"), sizes
-            )
+            remote = remote_code_reason(tags, read_json(local / "config.json"), read_json(local / "modules.json"))
             check_policy(repo_id, policy, gated=None, remote_reason=remote, weights=(), sizes={})
         local = with_retries(lambda: download(files), retry, f"files of {repo_id}")
         _verify_sizes(repo_id, sha, local, files, sizes)
@@ -282,7 +280,7 @@ def _fetch_offline(repo_id: str, revision: str | None, backend: str | None, poli
     except CandidateError:
         raise not_cached from None
     sizes = {f: (snap / f).stat().st_size for f in files}
-    remote = remote_code_reason((), read_json(snap / "config.json"), read_json(snap / "modules.json"), present)
+    remote = remote_code_reason((), read_json(snap / "config.json"), read_json(snap / "modules.json"))
     check_policy(repo_id, policy, gated=None, remote_reason=remote, weights=weights, sizes=sizes)
     try:
         local = Path(snapshot_download(repo_id, revision=sha, allow_patterns=files, local_files_only=True))

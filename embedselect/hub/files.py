@@ -8,7 +8,7 @@ from typing import Any, Iterable, Sequence
 
 from embedselect.errors import CandidateError, ConfigError, UnsafeModelError
 from embedselect.kinds import BACKENDS
-from embedselect.policy import LoadPolicy
+from embedselect.policy import PICKLE_SUFFIXES, LoadPolicy
 
 
 _TOKENIZER_FILES = frozenset(
@@ -37,7 +37,6 @@ _ST_CONFIG_FILES = frozenset(
 )
 
 
-PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".pkl", ".ckpt")
 
 
 _ST_MODULE_DIR = re.compile(r"^\d+_[A-Za-z0-9_\-]+$")
@@ -152,20 +151,6 @@ def select_files(
             wanted.update(f for f in inside if f.endswith((".json", ".txt", ".model")) and not f.endswith(".index.json"))
             take_weights(folder, False)
     return sorted(wanted), sorted(weights)
-
-
-def remote_code_reason(tags: Sequence[str], config: dict | None, modules: list | None, files: Iterable[str]) -> str | None:
-    """Why the model would need remote code, or None."""
-    if "custom_code" in set(tags or ()):
-        return "the hub tags it 'custom_code'"
-    if isinstance(config, dict) and config.get("auto_map"):
-        return "its config.json has an 'auto_map' pointing at Python files in the repo"
-    if isinstance(modules, list):
-        for m in modules:
-            t = m.get("type", "") if isinstance(m, dict) else ""
-            if t and not t.startswith("sentence_transformers."):
-                return f"its modules.json uses the custom module type {t!r}"
-    return None
 
 
 def check_policy(
