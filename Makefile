@@ -1,14 +1,19 @@
 # Two commands for a fresh machine:
 #   make demo   install, then rank five embedders on the bundled sample (offline)
 #   make test   install with test extras, then run the test suite
-.PHONY: demo test bench
+.PHONY: demo test test-fast bench
 demo:
 	scripts/setup.sh models
 	.venv/bin/embedselect demo
 
 test:
 	scripts/setup.sh dev
-	.venv/bin/python -m pytest -q
+	.venv/bin/python -m pytest -q --durations=15
+
+# the inner loop: everything but the tests marked slow (real models, subprocesses, browsers, Ray)
+test-fast:
+	scripts/setup.sh dev
+	.venv/bin/python -m pytest -q -m "not slow"
 
 bench:
 	scripts/setup.sh dev,bench

@@ -26,9 +26,9 @@ from embedselect.errors import (
     EmbedselectError,
     MetricError,
 )
-from embedselect.metrics.base import MIN_ITEMS, MetricContext, MetricResult, available_metrics, get_metric
+from embedselect.metrics.base import MetricContext, MetricResult, available_metrics, get_metric, get_spec
 from embedselect.policy import LoadPolicy
-from embedselect.ranking import CandidateResult, Ranking, _clean, rank_scores
+from embedselect.ranking import CandidateResult, Ranking, to_jsonable, rank_scores
 
 log = logging.getLogger(__name__)
 
@@ -66,14 +66,10 @@ def _num(v: Any) -> float:
     return math.nan if v is None else float(v)
 
 
-@functools.lru_cache(maxsize=1)
-def _metrics_code_hash() -> str:
-    """sha256 of the metric implementations' source: a cached metric result is reused only if the code that
-    computed it (including its defaults) is unchanged."""
-    h = hashlib.sha256()
-    for path in sorted((Path(__file__).parent / "metrics").glob("*.py")):
-        h.update(path.name.encode() + b"\0" + path.read_bytes())
-    return h.hexdigest()
+@functools.lru_cache(maxsize=None)
+def _code_version(metric: str) -> str:
+    """The metric's code version (its spec's hash of its source), computed once per process."""
+    return get_spec(metric).code_version()
 
 
 def _metric_key(metric: str, run_keys: Mapping[str, str], options: Mapping[str, Any], seed: int, labels) -> str:
@@ -84,7 +80,7 @@ def _metric_key(metric: str, run_keys: Mapping[str, str], options: Mapping[str, 
     payload = {
         "metric": metric,
         "version": __version__,
-        "code": _metrics_code_hash(),
+        "code": _code_version(metric),
         "options": options,
         "seed": seed,
         "runs": sorted(run_keys.items()),
@@ -95,7 +91,10 @@ def _metric_key(metric: str, run_keys: Mapping[str, str], options: Mapping[str, 
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def _load_data(data: Any, *, column, labels, max_items, seed, on_error):
+def load_reference_data(data: Any, *, column, labels, max_items, seed, on_error):
+    """``data`` as a :class:`~embedselect.data.ReferenceData` (a ReferenceData is returned as it is; a path or a
+    list of items is loaded with the given column, labels, sub-sampling and error rule), the one way ``select()``,
+    ``embed()`` and the search index read reference data."""
     from embedselect.data import ReferenceData
 
     if isinstance(data, ReferenceData):
@@ -150,7 +149,7 @@ def embed(
     from embedselect.store import Store, run_key
 
     policy = policy or LoadPolicy()
-    ref = _data if _data is not None else _load_data(
+    ref = _data if _data is not None else load_reference_data(
         data, column=column, labels=labels, max_items=max_items, seed=seed, on_error=on_error
     )
     store = _store if _store is not None else Store.open(cache_dir)
@@ -351,9 +350,9 @@ def select(
             f"weights for metric(s) not requested: {sorted(set(weights) - set(metrics))}; metrics: {metrics}"
         )
     metric_options = {k: dict(v) for k, v in (metric_options or {}).items()}
-    ref = _load_data(data, column=column, labels=labels, max_items=max_items, seed=seed, on_error=on_error)
+    ref = load_reference_data(data, column=column, labels=labels, max_items=max_items, seed=seed, on_error=on_error)
     for m in metrics:
-        ref.require(MIN_ITEMS.get(m, 2), purpose=f"the {m} metric")
+        ref.require(get_spec(m).min_items, purpose=f"the {m} metric")
     store = Store.open(cache_dir)
     dev = resolve_device(device)
     outcomes = embed(
@@ -403,7 +402,7 @@ def select(
                 warnings.append(f"metric {m} was not computed: {exc}")
                 log.warning("metric %s failed: %s", m, exc)
                 continue
-            store.put_metric_result(mkey, m, _clean(asdict(mr)))
+            store.put_metric_result(mkey, m, to_jsonable(asdict(mr)))
         per_metric[m] = mr.scores
         details[m] = mr.details
         for name, why in (mr.details.get("excluded") or {}).items():  # degenerate for this metric only
@@ -421,7 +420,7 @@ def select(
             if boot is None:
                 from embedselect.uncertainty import bootstrap_metric
 
-                boot = _clean(bootstrap_metric(fn, ctx, n_boot=bootstrap, seed=seed).to_dict())
+                boot = to_jsonable(bootstrap_metric(fn, ctx, n_boot=bootstrap, seed=seed).to_dict())
                 store.put_metric_result(bkey, f"{m}:bootstrap", boot)
             uncertainty[m] = boot
             # the interval belongs to the score that was bootstrapped: the headline, or a cheaper proxy of it

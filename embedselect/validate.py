@@ -23,8 +23,14 @@ import numpy as np
 import pandas as pd
 
 from embedselect.errors import ConfigError, DataError
+from embedselect.heldout import (
+    PROBE_DESCRIPTIONS,
+    PROBES,
+    clean_labels,
+    probe_accuracies,
+    probe_accuracy,
+)
 from embedselect.ranking import order_by_score, tie_groups
-from embedselect.heldout import PROBE_DESCRIPTIONS, PROBES, clean_labels, probe_accuracies, probe_accuracy
 from embedselect.uncertainty import percentile_interval
 
 __all__ = [

@@ -6,6 +6,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
 PKG = Path(__file__).resolve().parents[1] / "embedselect"
 
 # part -> parts it must never import (directly, at any depth of the module)
@@ -89,3 +91,40 @@ def test_baseline_registry_is_the_one_backends_implement():
     from embedselect.kinds import BASELINES
 
     assert set(BASELINE_CLASSES) == set(BASELINES)
+
+
+def test_one_metric_spec_feeds_select_the_bootstrap_and_the_cache():
+    from embedselect.errors import ConfigError, UnknownMetricError
+    from embedselect.metrics import base
+    from embedselect.metrics.sufficiency import MIN_ITEMS as SUFF_MIN
+
+    assert base.get_spec("sufficiency").min_items == base.MIN_ITEMS["sufficiency"] == SUFF_MIN
+    assert base.get_spec("sufficiency").resample == "half" and base.get_spec("task_prior").resample == "bootstrap"
+    assert base.spec_of(base.get_metric("task_prior")) is base.get_spec("task_prior")
+    a, b = base.get_spec("task_prior").code_version(), base.get_spec("sufficiency").code_version()
+    assert len(a) == 64 and a != b  # each metric versioned by its own code
+    with pytest.raises(UnknownMetricError):
+        base.get_spec("nope")
+    with pytest.raises(ConfigError, match="registered already"):
+        base.register_metric(base.MetricSpec("task_prior", "x:y"))
+    with pytest.raises(ConfigError, match="resample"):
+        base.register_metric(base.MetricSpec("new_metric", "x:y", resample="jackknife"))
+
+
+def test_a_registered_metric_runs_through_select(tmp_path, cache_dir, monkeypatch):
+    """The extension point: a metric registered with register_metric() is ranked, cached and bootstrapped."""
+    import numpy as np
+
+    import embedselect
+    from embedselect.data import sample_path
+    from embedselect.metrics import base
+
+    def dims(ctx):
+        return base.MetricResult("dims", {k: float(np.shape(v)[1]) for k, v in ctx.embeddings.items()})
+
+    monkeypatch.setattr(base, "_SPECS", dict(base._SPECS))
+    base.register_metric(base.MetricSpec("dims", dims, min_items=5, description="embedding width"))
+    r = embedselect.select(sample_path("texts"), "tfidf-svd,random-projection", column="text", metrics=["dims"],
+                           seed=0, bootstrap=3)  # fmt: skip
+    assert r.best.name == "random-projection" and r["random-projection"].scores["dims"] == 256.0
+    assert "dims" in (r.uncertainty or {})

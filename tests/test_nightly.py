@@ -100,6 +100,8 @@ def test_two_nights_embed_only_the_new_and_updated_models(hub, tiny, tmp_path, m
     assert scores == sorted(scores, reverse=True)
     # the site now points at a new complete version; the previous one is still on disk, nothing partial left
     assert site.resolve() != v1 and (site / "report.html").is_file() and (site / "badges" / "leader.json").is_file()
+    svgs = sorted(p.name for p in (site / "badges").glob("*.svg"))  # one badge per ranked candidate
+    assert len(svgs) == len(board2) and "#1 of" in (site / "badges" / "badges.md").read_text()
     versions = tmp_path / ".site.versions"
     assert not [p for p in versions.iterdir() if p.name.startswith(".")]
     # the history is in the store, queryable by SQL

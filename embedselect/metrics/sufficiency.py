@@ -31,11 +31,12 @@ import numpy as np
 import pandas as pd
 
 from embedselect.errors import ConfigError, MetricError, TooFewItemsError
+from embedselect.metrics.base import MIN_ITEMS as _MIN_ITEMS
 from embedselect.metrics.base import MetricContext, MetricResult, PairCache
 
 log = logging.getLogger(__name__)
 
-MIN_ITEMS = 50
+MIN_ITEMS = _MIN_ITEMS["sufficiency"]  # the spec's rule (metrics/base.py), named here for messages
 SMALL_POOL = 4
 _CODE_FILES: tuple[Path, ...] = (Path(__file__), Path(__file__).with_name("knife.py"))
 """Source files whose code decides a cached pair or marginal: a change to either invalidates the cache."""
