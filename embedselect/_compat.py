@@ -11,7 +11,9 @@ installed, and timm always does, so nothing would work.
 extension failing to load) and defines the two missing operator *schemas*, nothing else. The Python
 parts of torchvision (transforms, which is all timm and transformers use here) then import and work;
 calling a detection op such as ``torchvision.ops.nms`` still fails loudly, as it would have anyway.
-On a healthy install (matching torch and torchvision) the function does nothing.
+On a healthy install (matching torch and torchvision) the function does nothing. It runs only when a
+backend that imports torchvision (sentence-transformers, timm, transformers) is loaded, never at
+``import embedselect``; set ``EMBEDSELECT_TORCHVISION_SHIM=0`` to switch it off.
 """
 
 from __future__ import annotations
@@ -41,6 +43,8 @@ def ensure_torchvision_importable() -> bool:
     if "applied" in _state:
         return bool(_state["applied"])
     _state["applied"] = False
+    if os.environ.get("EMBEDSELECT_TORCHVISION_SHIM", "1").strip().lower() in ("0", "false", "no", "off"):
+        return False
     if "torchvision" in sys.modules:
         return False
     spec = importlib.util.find_spec("torchvision")

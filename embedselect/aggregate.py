@@ -13,24 +13,33 @@ Method ``"mean-z"``: the weighted mean of per-metric z-scores (score minus the m
 its standard deviation across candidates). It uses the size of the gaps, not only the order, so one
 metric with an outlier can dominate; ranks are more robust and are the default.
 
-Tie-breaking in :func:`rank_table` (and so in the combined rank): higher combined score, then the
-better rank on the first metric given (the primary one), then the candidate key in alphabetical
-order. The per-metric ranks are always columns of :func:`rank_table`.
+Ties follow the package's one rule (:func:`embedselect.ranking.tie_groups`): equal combined scores share
+a rank (competition ranks 1, 1, 3) and are listed by name; no metric breaks a tie, because a tie decided by
+one metric is that metric's ranking, not the combination's. :func:`decide` says when the leading candidates
+cannot be separated (a tie, overlapping bootstrap intervals, too few candidates). The per-metric ranks are
+always columns of :func:`rank_table`.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Mapping
+from dataclasses import dataclass, field
+from typing import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
 from embedselect.errors import ConfigError, DataError
+from embedselect.ranking import order_by_score, rank_scores, tie_groups
 
-__all__ = ["METHODS", "metric_ranks", "combine_ranks", "rank_table"]
+__all__ = ["METHODS", "MIN_POOL", "Decision", "metric_ranks", "combine_ranks", "rank_table", "decide"]
 
 METHODS = ("mean-rank", "mean-z")
+
+MIN_POOL = 4
+"""With fewer scored candidates than this, the ranking is reported as undecided: the label-free scores
+compare candidates with one another (consensus priors, pairwise sufficiency), so 2 or 3 candidates give them
+too little to compare against."""
 
 
 def _finite(scores: Mapping[str, float]) -> dict[str, float]:
@@ -54,14 +63,10 @@ def metric_ranks(per_metric_scores: Mapping[str, Mapping[str, float]]) -> pd.Dat
         DataFrame indexed by candidate, one float column per metric: rank 1.0 = best, ties share the
         average rank, NaN where the metric did not score the candidate.
     """
-    from scipy.stats import rankdata
-
     cols = {}
     for metric, scores in per_metric_scores.items():
-        sc = _finite(scores)
-        keys = list(sc)
-        ranks = rankdata([-sc[k] for k in keys], method="average") if keys else []
-        cols[metric] = pd.Series(dict(zip(keys, map(float, ranks))), dtype=np.float64)
+        ranks = rank_scores(_finite(scores), ties="average")
+        cols[metric] = pd.Series({k: float(r) for k, r in ranks.items()}, dtype=np.float64)
     df = pd.DataFrame(cols)
     df.index.name = "candidate"
     return df
@@ -149,15 +154,91 @@ def rank_table(
     """
     combined = combine_ranks(per_metric_scores, weights=weights, method=method)
     ranks = metric_ranks(per_metric_scores)
-    df = ranks.add_suffix("_rank").reindex(sorted(set(ranks.index) | set(combined)))
+    order = order_by_score(combined)
+    df = ranks.add_suffix("_rank").reindex(order)
     df["combined"] = pd.Series(combined, dtype=np.float64)
-    first = next(iter(per_metric_scores))
-    key = df[f"{first}_rank"].fillna(np.inf)
-    order = sorted(
-        df.index,
-        key=lambda c: (-df.at[c, "combined"] if math.isfinite(df.at[c, "combined"]) else math.inf, key[c], c),
-    )
-    df = df.loc[order]
-    df["rank"] = np.arange(1, len(df) + 1, dtype=np.int64)
+    competition = rank_scores(combined)
+    df["rank"] = np.array([competition[c] for c in order], dtype=np.int64)
     df.index.name = "candidate"
     return df
+
+
+@dataclass
+class Decision:
+    """Whether the combined ranking separates its first candidate from the rest.
+
+    Attributes:
+        decided: True when the first candidate is the winner on this data; False when the scores cannot
+            separate it from ``leaders`` or the pool is too small to judge.
+        leaders: the first candidate followed by every candidate it cannot be told apart from (the first is
+            what ``Ranking.best`` returns; a single name when decided).
+        reasons: plain-language reasons when undecided (empty when decided).
+    """
+
+    decided: bool
+    leaders: list[str]
+    reasons: list[str] = field(default_factory=list)
+
+
+def _overlap(a: Sequence[float], b: Sequence[float]) -> bool:
+    lo1, hi1 = float(a[0]), float(a[1])
+    lo2, hi2 = float(b[0]), float(b[1])
+    if not all(math.isfinite(v) for v in (lo1, hi1, lo2, hi2)):
+        return True  # an undefined interval separates nothing
+    return max(lo1, lo2) <= min(hi1, hi2)
+
+
+def decide(
+    combined: Mapping[str, float],
+    *,
+    intervals: Mapping[str, Mapping[str, Sequence[float]]] | None = None,
+    min_pool: int = MIN_POOL,
+) -> Decision:
+    """Can the combined ranking name a winner?
+
+    Args:
+        combined: candidate -> combined score (higher is better), as from :func:`combine_ranks`.
+        intervals: candidate -> {score name: (low, high)} bootstrap intervals (``CandidateResult.intervals``),
+            when a bootstrap ran.
+        min_pool: fewer finite-scored candidates than this is undecided (:data:`MIN_POOL`).
+
+    Rules (each adds to ``leaders`` / ``reasons``):
+
+    1. **Tie**: candidates whose combined score ties the first one's (:func:`embedselect.ranking.tie_groups`).
+    2. **Overlapping intervals**: a candidate whose bootstrap interval overlaps the first candidate's on
+       *every* bootstrapped score they share (at least one) is not separated from it by the data.
+    3. **Small pool**: fewer than ``min_pool`` candidates.
+
+    The first candidate (``leaders[0]``) is always the first row of :func:`rank_table` and ``Ranking.best``.
+    """
+    groups = tie_groups(combined)
+    if not groups:
+        return Decision(False, [], ["no candidate has a combined score"])
+    order = [k for g in groups for k in g]
+    first = order[0]
+    leaders = list(groups[0])
+    reasons: list[str] = []
+    if len(groups[0]) > 1:
+        reasons.append(
+            f"tie: {', '.join(groups[0])} have the same combined score; listed by name, not by merit"
+        )
+    if intervals:
+        mine = intervals.get(first) or {}
+        close = []
+        for c in order[len(groups[0]):]:
+            theirs = intervals.get(c) or {}
+            shared = [k for k in mine if k in theirs]
+            if shared and all(_overlap(mine[k], theirs[k]) for k in shared):
+                close.append(c)
+        if close:
+            leaders += close
+            reasons.append(
+                f"the bootstrap intervals of {first} overlap those of {', '.join(close)} on every bootstrapped "
+                "score: the data do not separate them (use more items, or read them as equals)"
+            )
+    if len(order) < min_pool:
+        reasons.append(
+            f"only {len(order)} candidate(s) scored; with fewer than {min_pool} the label-free scores have "
+            "too little to compare against to name a winner"
+        )
+    return Decision(not reasons, leaders, reasons)

@@ -26,9 +26,9 @@ from embedselect.errors import (
     EmbedselectError,
     MetricError,
 )
-from embedselect.metrics.base import MIN_ITEMS, MetricContext, MetricResult, available_metrics, get_metric
+from embedselect.metrics.base import MetricContext, MetricResult, available_metrics, get_metric, get_spec
 from embedselect.policy import LoadPolicy
-from embedselect.ranking import CandidateResult, Ranking, _clean, rank_scores
+from embedselect.ranking import CandidateResult, Ranking, to_jsonable, rank_scores
 
 log = logging.getLogger(__name__)
 
@@ -66,14 +66,10 @@ def _num(v: Any) -> float:
     return math.nan if v is None else float(v)
 
 
-@functools.lru_cache(maxsize=1)
-def _metrics_code_hash() -> str:
-    """sha256 of the metric implementations' source: a cached metric result is reused only if the code that
-    computed it (including its defaults) is unchanged."""
-    h = hashlib.sha256()
-    for path in sorted((Path(__file__).parent / "metrics").glob("*.py")):
-        h.update(path.name.encode() + b"\0" + path.read_bytes())
-    return h.hexdigest()
+@functools.lru_cache(maxsize=None)
+def _code_version(metric: str) -> str:
+    """The metric's code version (its spec's hash of its source), computed once per process."""
+    return get_spec(metric).code_version()
 
 
 def _metric_key(metric: str, run_keys: Mapping[str, str], options: Mapping[str, Any], seed: int, labels) -> str:
@@ -84,7 +80,7 @@ def _metric_key(metric: str, run_keys: Mapping[str, str], options: Mapping[str, 
     payload = {
         "metric": metric,
         "version": __version__,
-        "code": _metrics_code_hash(),
+        "code": _code_version(metric),
         "options": options,
         "seed": seed,
         "runs": sorted(run_keys.items()),
@@ -95,7 +91,10 @@ def _metric_key(metric: str, run_keys: Mapping[str, str], options: Mapping[str, 
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def _load_data(data: Any, *, column, labels, max_items, seed, on_error):
+def load_reference_data(data: Any, *, column, labels, max_items, seed, on_error):
+    """``data`` as a :class:`~embedselect.data.ReferenceData` (a ReferenceData is returned as it is; a path or a
+    list of items is loaded with the given column, labels, sub-sampling and error rule), the one way ``select()``,
+    ``embed()`` and the search index read reference data."""
     from embedselect.data import ReferenceData
 
     if isinstance(data, ReferenceData):
@@ -146,10 +145,11 @@ def embed(
     """
     from embedselect.candidates import parse_candidates, resolve_candidate
     from embedselect.embed.device import library_progress, progress_enabled, resolve_device
+    from embedselect.embed.base import vector_options
     from embedselect.store import Store, run_key
 
     policy = policy or LoadPolicy()
-    ref = _data if _data is not None else _load_data(
+    ref = _data if _data is not None else load_reference_data(
         data, column=column, labels=labels, max_items=max_items, seed=seed, on_error=on_error
     )
     store = _store if _store is not None else Store.open(cache_dir)
@@ -184,7 +184,7 @@ def embed(
             )
             is_baseline = rc.model_id.startswith("baseline:")
             precision = "fp16" if dev.startswith("cuda") and not is_baseline else "fp32"
-            key_options = dict(cand.options)
+            key_options = vector_options(cand.options)
             if is_baseline:
                 key_options["seed"] = seed  # fitted / random baselines depend on the seed
             key = run_key(
@@ -238,7 +238,7 @@ def embed(
         except (KeyboardInterrupt, SystemExit):
             raise
         except Exception as exc:  # noqa: BLE001 - one model's failure must not end the run
-            from embedselect.hub import redact
+            from embedselect.redaction import redact
 
             message = redact(str(exc), token)
             res.status, res.error_type, res.error = "failed", type(exc).__name__, message
@@ -350,9 +350,9 @@ def select(
             f"weights for metric(s) not requested: {sorted(set(weights) - set(metrics))}; metrics: {metrics}"
         )
     metric_options = {k: dict(v) for k, v in (metric_options or {}).items()}
-    ref = _load_data(data, column=column, labels=labels, max_items=max_items, seed=seed, on_error=on_error)
+    ref = load_reference_data(data, column=column, labels=labels, max_items=max_items, seed=seed, on_error=on_error)
     for m in metrics:
-        ref.require(MIN_ITEMS.get(m, 2), purpose=f"the {m} metric")
+        ref.require(get_spec(m).min_items, purpose=f"the {m} metric")
     store = Store.open(cache_dir)
     dev = resolve_device(device)
     outcomes = embed(
@@ -402,9 +402,11 @@ def select(
                 warnings.append(f"metric {m} was not computed: {exc}")
                 log.warning("metric %s failed: %s", m, exc)
                 continue
-            store.put_metric_result(mkey, m, _clean(asdict(mr)))
+            store.put_metric_result(mkey, m, to_jsonable(asdict(mr)))
         per_metric[m] = mr.scores
         details[m] = mr.details
+        for name, why in (mr.details.get("excluded") or {}).items():  # degenerate for this metric only
+            warnings.append(f"{m} did not score {name}: {why}")
         ranks = rank_scores(mr.scores)
         for name, score in mr.scores.items():
             by_name[name].scores[m] = _num(score)
@@ -418,7 +420,7 @@ def select(
             if boot is None:
                 from embedselect.uncertainty import bootstrap_metric
 
-                boot = _clean(bootstrap_metric(fn, ctx, n_boot=bootstrap, seed=seed).to_dict())
+                boot = to_jsonable(bootstrap_metric(fn, ctx, n_boot=bootstrap, seed=seed).to_dict())
                 store.put_metric_result(bkey, f"{m}:bootstrap", boot)
             uncertainty[m] = boot
             # the interval belongs to the score that was bootstrapped: the headline, or a cheaper proxy of it
@@ -440,7 +442,13 @@ def select(
     order = rank_scores({n: by_name[n].combined_score for n in combined})
     for name, r in order.items():
         by_name[name].rank = r
+    # ties share a rank and are listed by name (embedselect.ranking.tie_groups), so the first row, best and
+    # the validation's top pick for "combined" are the same candidate
     results.sort(key=lambda r: (not r.ok, r.rank if r.rank is not None else math.inf, r.name))
+    from embedselect.aggregate import decide
+
+    decision = decide(combined, intervals={n: by_name[n].intervals for n in combined})
+    warnings += [f"no clear winner: {why}" for why in decision.reasons]
 
     validation = None
     if ref.labels is not None:
@@ -481,6 +489,9 @@ def select(
         warnings=warnings,
         ranking_id=uuid.uuid4().hex,
         created_at=datetime.now(timezone.utc).isoformat(),
+        decided=decision.decided,
+        leaders=decision.leaders,
+        undecided_reasons=decision.reasons,
     )
     if save:
         rows = [
@@ -514,3 +525,23 @@ def _validate(embeddings, labels, per_metric, by_name, *, seed: int) -> dict[str
             if col not in per_metric and col != "combined":
                 by_name[str(name)].columns[f"labels.{col}"] = _num(v)
     return report.to_dict()
+
+
+def refresh_catalog(*, store: Any = None, cache_dir: str | Path | None = None, record: bool = True,
+                    token: str | None = None, **query: Any):
+    """Crawl the hub (:func:`embedselect.hub.crawl` with ``query``: library, pipeline_tag, tags, author, search,
+    sort, limit, min_params, max_params, licenses, include_gated) and record the result in the store's catalogue
+    (all of it or nothing). The one path the ``crawl`` command and the nightly job share.
+
+    Returns:
+        ``(CrawlResult, crawl_id)``; ``crawl_id`` is None when nothing was recorded (``record=False`` or no model).
+    """
+    from embedselect.hub import crawl
+    from embedselect.store import Store
+    from embedselect.store.catalog import record_crawl
+
+    result = crawl(token=token, **query)
+    crawl_id = None
+    if record and result.models:
+        crawl_id = record_crawl(store if store is not None else Store.open(cache_dir), result)
+    return result, crawl_id

@@ -26,17 +26,9 @@ from pathlib import Path
 from typing import Any, Iterable, Literal, Mapping, Sequence
 
 from embedselect.errors import CandidateError, CandidateSpecError, ConfigError, HubError
+from embedselect.kinds import BACKENDS, BASELINE_VERSION, BASELINES, MODALITIES
 from embedselect.policy import LoadPolicy
 
-BASELINES: dict[str, tuple[str, ...]] = {
-    "tfidf-svd": ("text",),
-    "random-projection": ("text", "image"),
-    "pixel-pca": ("image",),
-}
-"""Baseline name -> the modalities it can embed."""
-
-BACKENDS = ("sentence-transformers", "timm", "transformers")
-MODALITIES = ("text", "image")
 
 _ACCEPTED_FORMS = (
     "accepted forms: a hub id 'org/name' or 'org/name@revision'; an existing model directory "
@@ -45,7 +37,6 @@ _ACCEPTED_FORMS = (
 )
 # Hub repo ids: "owner/name", letters, digits, '-', '_', '.'; no '--' or '..'; at most 96 characters.
 _REPO_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,95}/[A-Za-z0-9_.\-]{1,96}$")
-_REV_RE = re.compile(r"^[A-Za-z0-9_.\-/]{1,200}$")
 _OPTION_KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
@@ -322,8 +313,13 @@ def _parse_one(spec: str, *, catalog_dir: Path | None, modality: str | None) -> 
             break
     repo, at, rev = hub_text.partition("@")
     if _REPO_RE.match(repo) and "--" not in repo and ".." not in repo and not repo.endswith((".", "-")):
-        if at and not _REV_RE.match(rev):
-            raise CandidateSpecError(f"bad revision {rev!r} in {spec!r}: use a branch, tag or commit sha after '@'")
+        if at:
+            from embedselect.hub import check_revision
+
+            try:
+                check_revision(rev)
+            except CandidateError as exc:
+                raise CandidateSpecError(f"{exc} (in candidate {spec!r})") from None
         return [Candidate(spec=spec, kind="hub", ref=repo, backend=backend, revision=rev or None, options=opts,
                           modality=cand_modality)]
     raise CandidateSpecError(f"cannot understand candidate {spec!r}; " + _ACCEPTED_FORMS)
@@ -578,7 +574,6 @@ def infer_modality(local_dir: Path, backend: str, requested: str | None = None) 
 
 def _builtin_revision() -> str:
     from embedselect import __version__
-    from embedselect.embed.baselines import BASELINE_VERSION
 
     return f"builtin-{__version__}-v{BASELINE_VERSION}"
 

@@ -347,7 +347,7 @@ class ReferenceData:
             )
         if fmt == "txt" and label_column is not None:
             raise ConfigError(
-                f"{str(path)!r} is a plain-text file and has no label column; drop label_column / --label-column"
+                f"{str(path)!r} is a plain-text file and has no label column; drop label_column= / --labels"
             )
         source = str(path.resolve())
         if fmt == "txt":
@@ -574,7 +574,7 @@ class ReferenceData:
             if column is not None or label_column is not None:
                 raise ColumnNotFoundError(
                     f"{source} holds plain JSON values, not objects, so it has no column {column or label_column!r}; "
-                    "drop --column / --label-column"
+                    "drop --column / --labels"
                 )
         else:
             columns: list[str] = []
@@ -809,7 +809,7 @@ def _choose_column(columns: list[str], textlike: list[str], source: str, frame: 
     desc = ", ".join(f"{c!r} (mean {mean_len(c):.0f} chars)" for c in textlike)
     raise ColumnNotFoundError(
         f"{source} has several text columns: {desc}; choose one with column=... / --column "
-        f"(and the label column, if any, with label_column=... / --label-column)"
+        f"(and the label column, if any, with label_column=... / --labels)"
     )
 
 
@@ -943,7 +943,7 @@ def _detect_format(path: Path, fmt: str | None) -> tuple[str, bool]:
         if suffix not in TEXT_FORMATS:
             raise UnsupportedFormatError(
                 f"cannot tell the format of {str(path)!r} from its suffix {suffix or '(none)'!r}; supported suffixes: "
-                f"{', '.join(TEXT_FORMATS)} (optionally + .gz), image folders, or pass format= / --format ({known})"
+                f"{', '.join(TEXT_FORMATS)} (optionally + .gz), image folders; rename the file with one of them, or pass format= to ReferenceData.from_file ({known})"
             )
         fmt = TEXT_FORMATS[suffix]
     if gz and fmt == "parquet":

@@ -113,11 +113,38 @@ class CacheCorruptError(StoreError):
     """A cached vector file does not match its recorded checksum (it is discarded and recomputed)."""
 
 
+# --- search index (embedselect index / search) -------------------------------------------------
+class SearchIndexError(StoreError):
+    """A search index directory cannot be used (missing, unreadable, or written by a newer embedselect)."""
+
+
+class IndexMismatchError(SearchIndexError):
+    """A search index does not belong to what it is used with: another model or model revision, changed
+    reference data, or files that no longer match its manifest. The message says what to rebuild."""
+
+
 # --- metrics ------------------------------------------------------------------------------------
 class MetricError(EmbedselectError):
     """A metric cannot be computed on the given embeddings."""
 
     exit_code = 7
+
+
+# --- nightly ------------------------------------------------------------------------------------
+class NightlyLockedError(EmbedselectError):
+    """Another nightly run holds the lock of this store; this one did nothing."""
+
+    exit_code = 9
+
+
+class NightlyEmptyError(EmbedselectError):
+    """The nightly run produced nothing (no candidate could be ranked); the published outputs were kept."""
+
+    exit_code = 10
+
+
+class ModelTimeoutError(CandidateError):
+    """A model took longer than the configured per-model time limit; it is skipped."""
 
 
 EXIT_CODES: dict[str, int] = {
@@ -130,5 +157,7 @@ EXIT_CODES: dict[str, int] = {
     "store": 6,
     "metric": 7,
     "partial": 8,  # ranking produced, but some candidates failed (`rank --strict`)
+    "locked": 9,  # `nightly`: another run holds the lock
+    "empty": 10,  # `nightly`: the night produced nothing
     "interrupted": 130,
 }

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Mapping
 
 FORMAT_VERSION = 1
 
@@ -75,6 +75,11 @@ class Ranking:
         uncertainty: bootstrap results, when requested.
         warnings: things the user should know (small pool, failed candidates, ...).
         ranking_id / created_at: identity in the store.
+        decided: False when the scores cannot separate the first candidate from others (a tie in the combined
+            score, overlapping bootstrap intervals on every bootstrapped score, or fewer than
+            ``aggregate.MIN_POOL`` candidates); see :func:`embedselect.aggregate.decide`.
+        leaders: the first candidate and every candidate it cannot be told apart from (``[best]`` when decided).
+        undecided_reasons: why ``decided`` is False, in words (empty when decided).
     """
 
     candidates: list[CandidateResult]
@@ -89,6 +94,9 @@ class Ranking:
     warnings: list[str] = field(default_factory=list)
     ranking_id: str = ""
     created_at: str = ""
+    decided: bool = True
+    leaders: list[str] = field(default_factory=list)
+    undecided_reasons: list[str] = field(default_factory=list)
 
     # --- access ---------------------------------------------------------------------------------
     @property
@@ -102,6 +110,12 @@ class Ranking:
 
     @property
     def best(self) -> CandidateResult | None:
+        """The first row of the table (None when no candidate was scored).
+
+        When :attr:`decided` is False it is still the first row — the first of :attr:`leaders` under the
+        documented tie rule (ties listed by name) — but not a winner: read :attr:`leaders` and
+        :attr:`undecided_reasons`, and treat the leaders as equals on this data.
+        """
         ok = self.ok
         return ok[0] if ok else None
 
@@ -156,7 +170,7 @@ class Ranking:
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["format_version"] = FORMAT_VERSION
-        return _clean(d)
+        return to_jsonable(d)
 
     def to_json(self, *, indent: int | None = 2) -> str:
         """JSON text (NaN and infinities are written as null)."""
@@ -178,31 +192,89 @@ class Ranking:
         return cls.from_dict(json.loads(text))
 
 
-def _clean(obj: Any) -> Any:
+def to_jsonable(obj: Any) -> Any:
     """Make ``obj`` strict-JSON serialisable: NaN/inf -> None, numpy scalars -> Python, tuples -> lists."""
     if isinstance(obj, dict):
-        return {str(k): _clean(v) for k, v in obj.items()}
+        return {str(k): to_jsonable(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
-        return [_clean(v) for v in obj]
+        return [to_jsonable(v) for v in obj]
     if isinstance(obj, float):
         return obj if math.isfinite(obj) else None
     if hasattr(obj, "item") and callable(obj.item) and getattr(obj, "ndim", 1) == 0:  # numpy scalar
-        return _clean(obj.item())
+        return to_jsonable(obj.item())
     if hasattr(obj, "tolist"):
-        return _clean(obj.tolist())
+        return to_jsonable(obj.tolist())
     return obj
 
 
-def rank_scores(scores: dict[str, float]) -> dict[str, int]:
-    """1-based competition ranks (1 = highest score; ties share the best rank; NaN ranked last)."""
-    ordered = sorted(scores, key=lambda k: (math.isnan(scores[k]), -scores[k] if not math.isnan(scores[k]) else 0))
-    ranks: dict[str, int] = {}
-    prev = None
-    for i, k in enumerate(ordered, start=1):
-        v = scores[k]
-        if prev is not None and v == prev[1]:
-            ranks[k] = prev[0]
+# ------------------------------------------------------------------------------------------------
+# the one rank rule of the package
+# ------------------------------------------------------------------------------------------------
+TIE_RTOL = 1e-9
+"""Scores within this relative distance (``math.isclose(a, b, rel_tol=TIE_RTOL, abs_tol=TIE_ATOL)``) of the
+best score of their group are a tie: the same weighted mean summed in a different order must not decide."""
+TIE_ATOL = 1e-12
+
+
+def _finite_items(scores: Mapping[str, float | None]) -> list[tuple[str, float]]:
+    out = []
+    for k, v in scores.items():
+        if v is None:
+            continue
+        v = float(v)
+        if math.isfinite(v):
+            out.append((str(k), v))
+    return out
+
+
+def tie_groups(scores: Mapping[str, float | None]) -> list[list[str]]:
+    """Candidates grouped by tied score, best (highest) group first; names inside a group in alphabetical order.
+
+    This is the package's one tie rule. Scores are "higher is better". Two scores tie when they are equal up
+    to :data:`TIE_RTOL` / :data:`TIE_ATOL` relative to the highest score of the group. ``None``, NaN and
+    infinities are not ranked (left out). Where one order is needed (the table's rows, ``Ranking.best``, a
+    validation's top pick), tied candidates are listed by name: a neutral, reproducible order that favours no
+    metric and no kind of model; the ranking then says the tie exists (``Ranking.decided`` / ``leaders``).
+    """
+    items = sorted(_finite_items(scores), key=lambda kv: (-kv[1], kv[0]))
+    groups: list[list[str]] = []
+    head = None
+    for k, v in items:
+        if head is not None and math.isclose(v, head, rel_tol=TIE_RTOL, abs_tol=TIE_ATOL):
+            groups[-1].append(k)
         else:
-            ranks[k] = i
-        prev = (ranks[k], v)
+            groups.append([k])
+            head = v
+    return [sorted(g) for g in groups]
+
+
+def order_by_score(scores: Mapping[str, float | None]) -> list[str]:
+    """Names best first by :func:`tie_groups` (ties by name); unranked (None / NaN) names last, by name."""
+    ordered = [k for g in tie_groups(scores) for k in g]
+    rest = sorted(str(k) for k in scores if str(k) not in set(ordered))
+    return ordered + rest
+
+
+def rank_scores(scores: Mapping[str, float | None], *, ties: str = "min") -> dict[str, float | None]:
+    """1-based ranks (1 = highest score) under the tie rule of :func:`tie_groups`.
+
+    Args:
+        scores: name -> score, higher is better.
+        ties: ``"min"`` (default; competition ranks 1, 1, 3: what tables and JSON show, so a tie reads as a
+            tie) or ``"average"`` (1.5, 1.5, 3: tied candidates share the ranks they span, what a rank
+            average such as the Borda count in :mod:`embedselect.aggregate` needs).
+
+    Returns:
+        name -> rank (int for ``"min"``, float for ``"average"``); ``None`` for an unranked (None / NaN / inf)
+        score.
+    """
+    if ties not in ("min", "average"):
+        raise ValueError(f"ties must be 'min' or 'average', got {ties!r}")
+    ranks: dict[str, float | None] = {str(k): None for k in scores}
+    pos = 1
+    for g in tie_groups(scores):
+        r = pos if ties == "min" else pos + (len(g) - 1) / 2.0
+        for k in g:
+            ranks[k] = r
+        pos += len(g)
     return ranks

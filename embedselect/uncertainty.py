@@ -31,26 +31,11 @@ import pandas as pd
 
 from embedselect.errors import ConfigError, DataError, EmbedselectError, MetricError
 from embedselect.metrics.base import MetricContext, MetricResult
+from embedselect.ranking import order_by_score
 
-__all__ = ["BootstrapResult", "PairComparison", "bootstrap_metric", "BOOTSTRAP_OPTIONS", "DEFAULT_RESAMPLE", "RESAMPLE"]
+__all__ = ["BootstrapResult", "PairComparison", "bootstrap_metric"]
 
 log = logging.getLogger(__name__)
-
-RESAMPLE = ("bootstrap", "half")
-
-DEFAULT_RESAMPLE: dict[str, str] = {
-    # information sufficiency fits on a train split and scores a held-out split: copies of a row on
-    # both sides would inflate it, so it is half-sampled (without replacement) by default.
-    "sufficiency": "half",
-}
-
-BOOTSTRAP_OPTIONS: dict[str, dict[str, Any]] = {
-    # Only the moments of the Task Prior are bootstrapped; sampling tasks and training probes per
-    # replicate would multiply the cost by n_boot for a score the moments already summarise.
-    "task_prior": {"probes": False},
-}
-"""Default option overrides per metric name, applied in replicates (and the point estimate) unless
-the caller overrides them."""
 
 MAX_FAILED_FRACTION = 0.5
 """If more than this fraction of replicates raise an embedselect error, the bootstrap fails."""
@@ -84,7 +69,7 @@ class BootstrapResult:
         score_name: which score was bootstrapped (the metric's ``details['headline']`` under the
             bootstrap options, e.g. ``task_prior_alignment`` when probes are off), or the metric name.
         scores: point estimate, candidate -> headline score (higher is better).
-        order: candidates best first by the point estimate (ties: alphabetical).
+        order: candidates best first by the point estimate (:func:`embedselect.ranking.order_by_score`).
         intervals: candidate -> (low, high) score interval at ``level``.
         rank_intervals: candidate -> (low, high) rank interval (1 = best) at ``level``.
         samples: float64 array (n_valid_replicates, n_candidates) of replicate scores, columns in
@@ -167,17 +152,6 @@ class BootstrapResult:
         }
 
 
-def _metric_name(metric_fn: Any) -> str | None:
-    from embedselect.metrics.base import _REGISTRY
-
-    mod = getattr(metric_fn, "__module__", None)
-    fn = getattr(metric_fn, "__name__", None)
-    for name, target in _REGISTRY.items():
-        if target == f"{mod}:{fn}":
-            return name
-    return None
-
-
 def percentile_interval(x: np.ndarray, level: float) -> tuple[float, float]:
     """Central percentile interval of the finite values of ``x`` at ``level`` (e.g. 0.9 -> 5th..95th);
     (nan, nan) when there are none."""
@@ -211,10 +185,10 @@ def bootstrap_metric(
             network initialisation, is part of the spread).
         level: coverage of the percentile intervals, in (0, 1).
         options: option overrides merged over ``ctx.options`` and the metric's
-            :data:`BOOTSTRAP_OPTIONS` defaults, for the point estimate and every replicate.
+            :attr:`~embedselect.metrics.base.MetricSpec.bootstrap_options`, for the point estimate and every replicate.
         resample: ``"bootstrap"`` (n rows with replacement) or ``"half"`` (n//2 rows without
             replacement, intervals re-centred on the point estimate); see the module docstring.
-            ``None`` = the metric's default in :data:`DEFAULT_RESAMPLE`, else ``"bootstrap"``.
+            ``None`` = the metric's :attr:`~embedselect.metrics.base.MetricSpec.resample` rule, else ``"bootstrap"``.
         point: an already computed point estimate *with the same options* (saves one computation).
 
     Returns:
@@ -225,21 +199,20 @@ def bootstrap_metric(
         DataError: fewer than 2 candidates, or arrays with different row counts.
         MetricError: more than half of the replicates failed.
     """
-    if isinstance(metric_fn, str):
-        from embedselect.metrics.base import get_metric
+    from embedselect.metrics.base import RESAMPLE_RULES, get_spec, spec_of
 
-        name: str | None = metric_fn
-        metric_fn = get_metric(metric_fn)
-    else:
-        name = _metric_name(metric_fn)
+    spec = get_spec(metric_fn) if isinstance(metric_fn, str) else spec_of(metric_fn)
+    if isinstance(metric_fn, str):
+        metric_fn = spec.load()
+    name = spec.name if spec is not None else None
     if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or n_boot < 2:
         raise ConfigError(f"n_boot must be an integer >= 2, got {n_boot!r}")
     if not (0.0 < float(level) < 1.0):
         raise ConfigError(f"level must be in (0, 1), e.g. 0.9; got {level!r}")
     if resample is None:
-        resample = DEFAULT_RESAMPLE.get(name or "", "bootstrap")
-    if resample not in RESAMPLE:
-        raise ConfigError(f"resample must be one of {', '.join(RESAMPLE)}; got {resample!r}")
+        resample = spec.resample if spec is not None else "bootstrap"
+    if resample not in RESAMPLE_RULES:
+        raise ConfigError(f"resample must be one of {', '.join(RESAMPLE_RULES)}; got {resample!r}")
     if len(ctx.embeddings) < 2:
         raise DataError("bootstrap of a ranking needs at least 2 candidates")
     ns = {np.shape(v)[0] for v in ctx.embeddings.values()}
@@ -249,12 +222,13 @@ def bootstrap_metric(
     if ctx.labels is not None and len(ctx.labels) != n:
         raise DataError(f"labels has {len(ctx.labels)} entries for {n} rows")
 
-    merged = {**BOOTSTRAP_OPTIONS.get(name or "", {}), **dict(ctx.options), **dict(options or {})}
+    defaults = dict(spec.bootstrap_options) if spec is not None else {}
+    merged = {**defaults, **dict(ctx.options), **dict(options or {})}
     base = replace(ctx, options=merged)
     if point is None:
         point = metric_fn(base)
     scores = {k: float(v) for k, v in point.scores.items()}
-    order = sorted(scores, key=lambda c: (-scores[c] if math.isfinite(scores[c]) else math.inf, c))
+    order = order_by_score(scores)
     col = {c: j for j, c in enumerate(order)}
 
     rng = np.random.default_rng(seed)

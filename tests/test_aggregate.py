@@ -22,15 +22,49 @@ def test_agreeing_metrics_give_the_same_order_and_bounds():
     assert list(table["b_rank"]) == [1.0, 2.0, 3.0]
 
 
-def test_disagreement_tie_is_broken_by_first_metric_then_name():
+def test_a_tie_is_shown_as_a_tie_and_no_metric_breaks_it():
+    """Issue 9 item 4: a mean-rank tie used to be decided by the first metric (task_prior put the distilled copy
+    first); now tied candidates share rank 1 and are listed by name."""
     scores = {"primary": {"x": 1.0, "y": 2.0}, "other": {"x": 2.0, "y": 1.0}}
     combined = combine_ranks(scores)
     assert combined["x"] == combined["y"] == 0.5
-    assert list(rank_table(scores).index) == ["y", "x"]  # y is first on the primary metric
-    # full tie on every metric: alphabetical
+    t = rank_table(scores)
+    assert list(t.index) == ["x", "y"] and list(t["rank"]) == [1, 1]
+    # full tie on every metric: alphabetical, average rank inside the metric
     tied = {"m": {"b": 1.0, "a": 1.0}}
     t = rank_table(tied)
-    assert list(t.index) == ["a", "b"] and t.loc["a", "m_rank"] == 1.5
+    assert list(t.index) == ["a", "b"] and t.loc["a", "m_rank"] == 1.5 and list(t["rank"]) == [1, 1]
+
+
+def test_one_rank_rule_everywhere():
+    from embedselect.ranking import order_by_score, rank_scores, tie_groups
+
+    s = {"c": 0.1 + 0.2, "a": 0.3, "b": 1.0, "d": float("nan"), "e": None}
+    assert tie_groups(s) == [["b"], ["a", "c"]]
+    assert order_by_score(s) == ["b", "a", "c", "d", "e"]
+    assert rank_scores(s) == {"b": 1, "a": 2, "c": 2, "d": None, "e": None}
+    assert rank_scores(s, ties="average") == {"b": 1.0, "a": 2.5, "c": 2.5, "d": None, "e": None}
+
+
+def test_decide_names_a_winner_only_when_it_can():
+    from embedselect.aggregate import decide
+
+    pool = {"a": 0.9, "b": 0.5, "c": 0.2, "d": 0.0}
+    d = decide(pool)
+    assert d.decided and d.leaders == ["a"] and d.reasons == []
+    # a tie at the top
+    d = decide({**pool, "b": 0.9})
+    assert not d.decided and d.leaders == ["a", "b"] and "tie" in d.reasons[0]
+    # overlapping bootstrap intervals on every bootstrapped score
+    iv = {"a": {"m": (0.5, 0.9)}, "b": {"m": (0.4, 0.6)}, "c": {"m": (0.1, 0.3)}, "d": {"m": (0.0, 0.1)}}
+    d = decide(pool, intervals=iv)
+    assert not d.decided and d.leaders == ["a", "b"] and "overlap" in d.reasons[0]
+    # separated on one bootstrapped score is enough
+    iv2 = {k: {**v, "n": (1.0, 2.0) if k == "a" else (0.0, 0.5)} for k, v in iv.items()}
+    assert decide(pool, intervals=iv2).decided
+    # too small a pool
+    d = decide({"a": 1.0, "b": 0.0})
+    assert not d.decided and d.leaders == ["a"] and "only 2" in d.reasons[0]
 
 
 def test_weights_change_the_winner():

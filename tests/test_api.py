@@ -144,6 +144,28 @@ def test_embed_only_fills_the_cache(tmp_path, cache_dir, request):
     assert all(o.result.cached for o in again)
 
 
+def test_batch_size_and_workers_reuse_the_cached_run(tmp_path, cache_dir, request):
+    """?batch_size= / ?num_workers= change speed, not vectors: another value is served from the cache."""
+    st_dir = make_tiny_sentence_transformer(tmp_path / "tiny-st")
+    (first,) = api.embed(SAMPLE, f"{st_dir}?batch_size=4", column="text")
+    assert first.result.status == "ok" and not first.result.cached
+    request.getfixturevalue("no_model_loading")
+    (again,) = api.embed(SAMPLE, f"{st_dir}?batch_size=16", column="text")
+    assert again.result.cached and again.result.run_key == first.result.run_key
+
+
+def test_embed_function_survives_importing_the_backends(tmp_path, cache_dir):
+    """`embedselect.embed` is the public function, also after a select() imported the backend package."""
+    embedselect.select(SAMPLE, "tfidf-svd,random-projection", column="text", metrics=["task_prior"], seed=0)
+    import importlib
+
+    importlib.import_module("embedselect.backends.base")  # what select() imports; it used to rebind the attribute
+
+    assert callable(embedselect.embed)
+    outcomes = embedselect.embed(SAMPLE, "tfidf-svd", column="text")
+    assert outcomes[0].result.status == "ok"
+
+
 @pytest.mark.slow
 def test_end_to_end_real_minilm_configurations_and_baselines(cache_dir):
     """The demo's pool on the bundled sample: the real all-MiniLM-L6-v2 as shipped, with CLS pooling and
@@ -194,3 +216,33 @@ def test_select_prints_nothing(cache_dir, minilm_path, capfd):
     out, err = capfd.readouterr()
     assert out == "" and "Loading weights" not in err and "it/s" not in err
     assert tf_logging.is_progress_bar_enabled()  # the global setting is restored
+
+
+def test_a_combined_tie_is_shown_and_best_first_row_and_top_pick_agree(tmp_path, cache_dir, monkeypatch):
+    """Issue 9 item 4: two metrics that disagree on the top two give a combined tie. The table shows it (shared
+    rank 1), the ranking says it does not know (decided False, leaders, a warning, in the JSON), and best, the
+    first row and the validation's top pick for the combined score are the same candidate."""
+    from embedselect.metrics import MetricResult
+
+    order_a = ["tfidf-svd?dim=16", "tfidf-svd?dim=8", "random-projection?dim=16", "random-projection?dim=8"]
+    order_b = [order_a[1], order_a[0], *order_a[2:]]
+
+    def fake(order):
+        def fn(ctx):
+            return MetricResult(name="fake", scores={k: float(len(order) - order.index(k)) for k in ctx.embeddings})
+
+        return fn
+
+    monkeypatch.setattr(api, "get_metric", lambda m: fake(order_a if m == "task_prior" else order_b))
+    r = embedselect.select(SAMPLE, order_a, column="text", labels="label", metrics=["task_prior", "sufficiency"])
+    first, second = r.candidates[0], r.candidates[1]
+    assert first.rank == second.rank == 1
+    assert {first.name, second.name} == set(order_a[:2])
+    assert r.best.name == first.name == sorted(order_a[:2])[0]  # the documented rule: ties by name
+    combined = next(m for m in r.validation["metrics"] if m["metric"] == "combined")
+    assert combined["top_pick"] == r.best.name and combined["top_tied"] == sorted(order_a[:2])
+    assert r.decided is False and r.leaders == sorted(order_a[:2])
+    assert any("no clear winner" in w and "tie" in w for w in r.warnings)
+    d = json.loads(r.to_json())
+    assert d["decided"] is False and d["leaders"] == r.leaders and d["undecided_reasons"]
+    assert Ranking.from_json(r.to_json()).leaders == r.leaders

@@ -45,6 +45,14 @@ def test_hub_ids_and_revisions():
     assert (u.kind, u.ref, h.ref, h.revision) == ("hub", "BAAI/bge-small-en-v1.5", "org/m", "v2")
 
 
+def test_revisions_that_would_become_paths_are_refused():
+    for spec in ("org/m@../../etc", "org/m@a/../b", "org/m@.git", "org/m@main/", "org/m@x.lock"):
+        with pytest.raises(CandidateSpecError, match="bad revision"):
+            parse_candidates(spec)
+    (c,) = parse_candidates("org/m@refs/pr/3")
+    assert c.revision == "refs/pr/3"
+
+
 def test_options_and_backend_in_spec():
     (c,) = parse_candidates("org/m?pooling=cls&max_length=128&normalize=true&backend=transformers")
     assert c.backend == "transformers"

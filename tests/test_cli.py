@@ -113,3 +113,75 @@ def test_weights_reach_the_combined_rank(tmp_path, capsys):
         assert {c.name: c.combined_score for c in r} == pytest.approx(combine_ranks(per_metric, weights=expected))
     assert main([*base, "--weight", "nope=1"]) == 2
     assert main([*base, "--weight", "sufficiency=lots"]) == 2
+
+
+def _parser_options(parser) -> set[str]:
+    import argparse
+
+    found = set()
+    for action in parser._actions:
+        found.update(action.option_strings)
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                found |= _parser_options(sub)
+    return found
+
+
+def test_every_flag_named_in_a_message_exists():
+    """Error messages and help name real options (an error once told users about a missing --max-model-bytes)."""
+    import ast
+    import re
+    from pathlib import Path
+
+    from embedselect.cli import build_parser
+
+    known = _parser_options(build_parser())
+    named: dict[str, str] = {}
+    for path in (Path(__file__).resolve().parents[1] / "embedselect").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                for flag in re.findall(r"(?<![\w-])--[a-z][a-z0-9-]+", node.value):
+                    named.setdefault(flag, path.name)
+    unknown = {f: where for f, where in named.items() if f not in known}
+    assert not unknown, f"messages name options the CLI does not have: {unknown}"
+
+
+def test_max_model_bytes_reaches_the_policy():
+    from embedselect.cli import build_parser
+    from embedselect.cli.common import load_policy as _policy
+
+    args = build_parser().parse_args(["rank", SAMPLE, "-m", "tfidf-svd", "--max-model-bytes", "500MB"])
+    assert _policy(args).max_bytes == 500_000_000
+    args = build_parser().parse_args(["rank", SAMPLE, "-m", "tfidf-svd", "--max-model-bytes", "2GiB"])
+    assert _policy(args).max_bytes == 2 * 1024**3
+    assert _policy(build_parser().parse_args(["rank", SAMPLE, "-m", "x", "--max-model-bytes", "none"])).max_bytes is None
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["rank", SAMPLE, "-m", "x", "--max-model-bytes", "lots"])
+
+
+def test_demo_help_counts_the_candidates_it_ranks():
+    from embedselect.cli import build_parser, demo_candidates
+
+    words = {3: "three", 4: "four", 5: "five", 6: "six"}
+    (sub,) = [a for a in build_parser()._actions if a.__class__.__name__ == "_SubParsersAction"]
+    helps = {c.dest: c.help for c in sub._choices_actions}
+    assert words[len(demo_candidates())] in helps["demo"]
+
+
+@pytest.mark.slow
+def test_quiet_still_shows_warnings(tmp_path):
+    """--quiet: no progress bars, warnings only (it used to raise the log level to ERROR and hide them)."""
+    import os
+
+    data = tmp_path / "few.csv"
+    data.write_text("text\n" + "\n".join(f"item number {i} about topic {i % 3}" for i in range(30)) + "\n")
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf")}
+    proc = subprocess.run(
+        [sys.executable, "-m", "embedselect.cli", "rank", str(data), "-c", "text", "-m",
+         "tfidf-svd,random-projection,some-org/not-in-any-cache", "--metrics", "task_prior",
+         "--cache-dir", str(tmp_path / "c"), "--quiet"],
+        capture_output=True, text=True, timeout=300, env=env,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "WARNING" in proc.stderr and "some-org/not-in-any-cache failed" in proc.stderr
+    assert "it/s" not in proc.stderr  # no progress bars

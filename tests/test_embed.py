@@ -90,6 +90,21 @@ def test_sentence_transformers_options(models):
         _load(models["st"], "text", options={"no_such_option": 1})
 
 
+def test_normalize_false_switches_off_the_models_normalize_module(models):
+    _, plain = _load(models["st"], "text")
+    _, raw = _load(models["st"], "text", options={"normalize": False})
+    assert "Normalize" not in raw.settings()["modules"] and raw.settings()["normalize"] is False
+    x, y = plain.embed(TEXTS), raw.embed(TEXTS)
+    assert not np.allclose(np.linalg.norm(y, axis=1), 1.0, atol=1e-3)  # the raw pooled vectors
+    np.testing.assert_allclose(y / np.linalg.norm(y, axis=1, keepdims=True), x, atol=1e-5)
+
+
+def test_speed_only_options_are_not_part_of_the_cache_key():
+    from embedselect.embed.base import vector_options
+
+    assert vector_options({"batch_size": 8, "num_workers": 2, "pooling": "cls"}) == {"pooling": "cls"}
+
+
 def test_wrong_item_types_are_rejected(models):
     _, emb = _load(models["st"], "text")
     with pytest.raises(DataError, match="list"):

@@ -270,7 +270,7 @@ def test_refusals_are_recorded_scrubbed_and_hide_candidates(hub, retry, tmp_path
 
 # --- CLI ------------------------------------------------------------------------------------------------
 def _parser():
-    from embedselect import cli_hub
+    from embedselect.cli import hub as cli_hub
 
     p = argparse.ArgumentParser(prog="embedselect")
     cli_hub.register(p.add_subparsers(dest="command", required=True))
@@ -301,7 +301,7 @@ def test_cli_crawl_exit_code_when_every_page_fails(hub, tmp_path, capsys, monkey
 
 
 def test_parse_count():
-    from embedselect.cli_hub import parse_count
+    from embedselect.cli.hub import parse_count
 
     assert parse_count("110M") == 110_000_000 and parse_count("1.5B") == 1_500_000_000 and parse_count("42") == 42
     with pytest.raises(argparse.ArgumentTypeError):

@@ -296,6 +296,35 @@ def test_offline_uses_the_cache_alone(hub, models, retry, monkeypatch):
     assert hub.requests == []
 
 
+def test_revision_names_cannot_escape_the_cache_and_ref_files_must_hold_a_sha(hub, models, retry, monkeypatch):
+    """A revision becomes a file under the HF cache's refs/ folder: '..' and friends are refused before any
+    request, and a ref file that does not hold a 40-hex sha is never trusted as a commit id."""
+    import huggingface_hub.constants as c
+
+    for bad in ("../../../../tmp/x", "a/../b", ".hidden", "main/", "/abs", "v1.lock", "-x", "a//b", ""):
+        with pytest.raises(CandidateError, match="bad revision"):
+            H.check_revision(bad)
+    for good in ("main", "v1.0", "refs/pr/1", "release/2024-01", "0" * 40):
+        assert H.check_revision(good) == good
+    hub.requests.clear()
+    with pytest.raises(CandidateError, match="bad revision"):
+        H.fetch_model(_rid("st"), revision="../../../escape", retry=retry)
+    assert hub.requests == []  # refused before asking the hub
+
+    rid = _rid("st-ref")
+    hub.publish(rid, models["st"], library_name="sentence-transformers")
+    online = H.fetch_model(rid, revision="main", retry=retry)
+    ref = online.local_dir.parent.parent / "refs" / "main"
+    assert ref.read_text().strip() == online.revision  # written by the online fetch, read back offline
+    monkeypatch.setattr(c, "HF_HUB_OFFLINE", True)
+    assert H.fetch_model(rid).revision == online.revision
+    ref.write_text("../../snapshots/elsewhere")  # damaged or foreign content: not a sha, not trusted
+    with pytest.raises(CandidateError, match="HF_HUB_OFFLINE"):
+        H.fetch_model(rid)
+    with pytest.raises(CandidateError, match="bad revision"):
+        H.fetch_model(rid, revision="../../../../etc")
+
+
 # --- token --------------------------------------------------------------------------------------------------
 def test_token_reaches_the_hub_but_never_logs_or_store(hub, models, retry, monkeypatch, caplog, tmp_path):
     monkeypatch.setenv("HF_TOKEN", TOKEN)

@@ -7,7 +7,7 @@ from html.parser import HTMLParser
 from embedselect.cli import main
 from embedselect.data import sample_path
 from embedselect.ranking import CandidateResult, Ranking
-from embedselect.report import to_html, to_markdown
+from embedselect.publish.report import to_html, to_markdown
 
 EVIL = '<script>alert("x")</script> | [click](javascript:alert(1)) <img src=x onerror=alert(1)>'
 

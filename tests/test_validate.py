@@ -11,6 +11,7 @@ from scipy import stats
 from embedselect.errors import ConfigError, DataError
 from embedselect.validate import (
     kendall,
+    probe_accuracies,
     probe_accuracy,
     spearman,
     validate,
@@ -30,7 +31,7 @@ def _separable(n_per_class=40, q=3, d=16, seed=0):
 
 def test_probe_accuracy_good_is_near_one_random_is_near_chance():
     emb, y = _separable()
-    df = probe_accuracy(emb, y, cv=5, seed=0)
+    df = probe_accuracies(emb, y, cv=5, seed=0)
     for p in ("logistic", "knn"):
         assert df.loc["good", f"{p}_acc"] >= 0.97
         assert abs(df.loc["random", f"{p}_acc"] - 1 / 3) < 0.15
@@ -42,8 +43,8 @@ def test_probe_accuracy_good_is_near_one_random_is_near_chance():
 
 def test_probe_accuracy_is_seeded():
     emb, y = _separable()
-    a = probe_accuracy(emb, y, seed=3, probes=("knn",))
-    b = probe_accuracy(emb, y, seed=3, probes=("knn",))
+    a = probe_accuracies(emb, y, seed=3, probes=("knn",))
+    b = probe_accuracies(emb, y, seed=3, probes=("knn",))
     assert a.equals(b)
     assert list(a.columns) == ["knn_acc", "knn_acc_std", "n_labeled", "chance"]
 
@@ -55,14 +56,14 @@ def test_unlabelled_items_are_ignored_and_small_classes_handled():
     labels[1] = float("nan")
     labels[25] = "singleton"  # a class with one member: dropped
     labels[11] = labels[12] = labels[13] = None  # class "1" keeps 7 items -> 5 folds still fine
-    df = probe_accuracy(emb, labels, cv=5)
+    df = probe_accuracies(emb, labels, cv=5)
     assert df.loc["good", "n_labeled"] == 30 - 2 - 3 - 1
     assert df.attrs["dropped_classes"] == ["singleton"]
     # a class with 3 members forces 3 folds
     labels3 = list(labels)
     for i in range(20, 27):
         labels3[i] = None
-    df3 = probe_accuracy(emb, labels3, cv=5)
+    df3 = probe_accuracies(emb, labels3, cv=5)
     assert df3.attrs["n_folds"] == 3
 
 
@@ -79,17 +80,17 @@ def test_unlabelled_items_are_ignored_and_small_classes_handled():
 def test_bad_input_raises_typed_errors(labels, kwargs, err):
     emb, _ = _separable()
     with pytest.raises(err):
-        probe_accuracy(emb, labels, **kwargs)
+        probe_accuracies(emb, labels, **kwargs)
 
 
 def test_nonfinite_or_mismatched_embeddings_raise():
     emb, y = _separable()
     with pytest.raises(DataError, match="same number of rows"):
-        probe_accuracy({"a": emb["good"], "b": emb["good"][:10]}, y)
+        probe_accuracies({"a": emb["good"], "b": emb["good"][:10]}, y)
     bad = emb["good"].copy()
     bad[3, 2] = np.nan
     with pytest.raises(DataError, match="NaN"):
-        probe_accuracy({"a": bad}, y)
+        probe_accuracies({"a": bad}, y)
 
 
 def test_correlations_match_scipy():
@@ -176,9 +177,68 @@ def test_label_free_metrics_ignore_labels():
     assert lab.scores != without.scores
 
 
-def test_tied_top_scores_report_the_pessimistic_pick():
-    acc = {"a": 0.9, "b": 0.6, "c": 0.5}
-    rep = validate_scores({"m": {"a": 1.0, "b": 1.0, "c": 0.0}}, acc, n_boot=10)
+def test_tied_top_scores_follow_the_one_tie_rule_and_report_the_tie():
+    acc = {"a": 0.6, "b": 0.9, "c": 0.5}
+    rep = validate_scores({"m": {"b": 1.0, "a": 1.0, "c": 0.0}}, acc, n_boot=10)
     m = rep.metrics[0]
-    assert m.top_pick == "b" and m.regret == pytest.approx(0.3)
+    # the first of the tied group by name, as in the ranking's table and Ranking.best
+    assert m.top_pick == "a" and m.regret == pytest.approx(0.3)
+    assert m.top_tied == ["a", "b"] and m.tied_regret == pytest.approx(0.3)
     assert m.wrong_pairs == []  # a tie in score is not a wrong order
+    # near-equal sums (a weighted mean added in another order) are a tie too
+    rep = validate_scores({"m": {"b": 0.1 + 0.2, "a": 0.3, "c": 0.0}}, acc, n_boot=10)
+    assert rep.metrics[0].top_tied == ["a", "b"]
+
+
+def _anisotropic(n_per_class=60, q=3, d_noise=20, seed=0):
+    """Class information in a few small-variance dimensions next to large-variance noise dimensions (e.g. a CLS
+    vector dominated by a few uninformative directions)."""
+    rng = np.random.default_rng(seed)
+    y = np.repeat(np.arange(q), n_per_class)
+    means = np.eye(q)[:, :q] * 3.0
+    informative = (means[y] + rng.normal(size=(len(y), q))) * 0.01
+    noise = rng.normal(size=(len(y), d_noise)) * 10.0
+    return np.hstack([noise, informative]).astype(np.float32), y
+
+
+def test_probe_standardises_each_dimension_and_tunes_c():
+    """The old probe (centring + one global RMS scale + C=1) regularised small informative directions away
+    and scored this anisotropic embedding near chance; the standard probe recovers it."""
+    x, y = _anisotropic()
+    acc = probe_accuracy(x, y, seed=0)
+    assert acc > 0.85
+    # a per-candidate call equals the per-candidate column of probe_accuracies (same folds)
+    df = probe_accuracies({"aniso": x, "other": x[:, ::-1]}, y, seed=0, probes=("logistic",))
+    assert df.loc["aniso", "logistic_acc"] == pytest.approx(acc)
+    assert df.loc["aniso", "logistic_C"] in (0.01, 0.1, 1.0, 10.0, 100.0)
+
+
+def test_probe_is_not_fooled_by_per_dimension_scale():
+    """The same for every candidate: rescaling the dimensions of an embedding barely moves its ground truth."""
+    x, y = _anisotropic(seed=1)
+    scale = np.random.default_rng(0).uniform(0.01, 100.0, size=x.shape[1])
+    a = probe_accuracies({"x": x, "scaled": x * scale}, y, seed=0, probes=("logistic",))
+    assert a.loc["x", "logistic_acc"] > 0.85
+    assert a.loc["x", "logistic_acc"] == pytest.approx(a.loc["scaled", "logistic_acc"], abs=0.03)
+
+
+def test_probe_survives_a_rank_deficient_svd():
+    """An SVD with as many components as items: standardising its coordinates whitens the data (every item
+    equidistant from every other). The inner CV may decline standardisation, so the probe still sees the classes."""
+    rng = np.random.default_rng(0)
+    y = np.repeat(np.arange(4), 30)
+    raw = np.eye(4)[y] @ rng.normal(size=(4, 300)) * 2.0 + rng.normal(size=(len(y), 300))
+    u, s, _ = np.linalg.svd(raw - raw.mean(0), full_matrices=False)
+    svd = (u * s)[:, : len(y) - 1]  # n - 1 components, the tail near-empty
+    df = probe_accuracies({"svd": svd}, y, seed=0)
+    assert df.loc["svd", "logistic_acc"] > 0.9
+    assert df.loc["svd", "logistic_standardised"] < 1.0
+
+
+def test_report_states_which_probe_produced_the_accuracies():
+    emb, y = _separable()
+    rep = validate(emb, y, {"toy": {"good": 1.0, "random": 0.0}}, n_boot=10)
+    d = rep.to_dict()
+    assert "StandardScaler" in d["probe_settings"]["accuracy_probe"]
+    assert "GridSearchCV" in d["probe_settings"]["accuracy_probe"]
+    assert set(d["probe_settings"]["probe_descriptions"]) == {"logistic", "knn"}

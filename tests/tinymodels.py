@@ -88,13 +88,15 @@ def _tiny_bert(directory: Path, seed: int, hidden: int = 32, layers: int = 2):
     return model
 
 
-def make_tiny_sentence_transformer(directory, seed: int = 0, *, normalize: bool = True) -> Path:
-    """A sentence-transformers model: tiny BERT (hidden 32, 2 layers) + mean Pooling (+ Normalize).
+def make_tiny_sentence_transformer(directory, seed: int = 0, *, normalize: bool = True, hidden: int = 32,
+                                   layers: int = 2) -> Path:
+    """A sentence-transformers model: tiny BERT (``hidden`` 32, ``layers`` 2 by default) + mean Pooling
+    (+ Normalize).
 
-    Output: 32-d sentence embeddings (L2-normalised when ``normalize``).
+    Output: ``hidden``-d sentence embeddings (L2-normalised when ``normalize``).
     """
     d = Path(directory)
-    _tiny_bert(d, seed)
+    _tiny_bert(d, seed, hidden=hidden, layers=layers)
     modules = [
         {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
         {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
@@ -112,7 +114,7 @@ def make_tiny_sentence_transformer(directory, seed: int = 0, *, normalize: bool 
     _write_json(
         d / "1_Pooling" / "config.json",
         {
-            "word_embedding_dimension": 32,
+            "word_embedding_dimension": hidden,
             "pooling_mode_cls_token": False,
             "pooling_mode_mean_tokens": True,
             "pooling_mode_max_tokens": False,

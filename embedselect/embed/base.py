@@ -7,6 +7,18 @@ from typing import Any, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
+from embedselect.kinds import IMAGE, MODALITIES, TEXT  # noqa: F401 - re-exported for the backends
+
+
+SPEED_ONLY_OPTIONS = frozenset({"batch_size", "num_workers"})
+"""Backend options that change how fast vectors are computed, never the vectors themselves: they are not part
+of an embedding run's cache key (the same model at another batch size reuses the cached run)."""
+
+
+def vector_options(options: dict[str, Any] | Any) -> dict[str, Any]:
+    """The options of a candidate that change its vectors (``options`` minus :data:`SPEED_ONLY_OPTIONS`)."""
+    return {k: v for k, v in dict(options).items() if k not in SPEED_ONLY_OPTIONS}
+
 
 @runtime_checkable
 class Embedder(Protocol):
@@ -41,9 +53,6 @@ class Embedder(Protocol):
 
 
 # --- helpers shared by the backends ---------------------------------------------------------------
-TEXT = "text"
-IMAGE = "image"
-MODALITIES = (TEXT, IMAGE)
 
 
 def check_items(items: Sequence[Any], modality: str) -> list[Any]:

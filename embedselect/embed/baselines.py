@@ -19,9 +19,8 @@ import numpy as np
 from embedselect.embed.base import IMAGE, TEXT, as_embedding_matrix, check_items, load_image
 from embedselect.embed.device import progress_bar, progress_enabled
 from embedselect.errors import ConfigError, EmptyDataError, TooFewItemsError
+from embedselect.kinds import BASELINE_VERSION
 
-BASELINE_VERSION = 1
-"""Bumped whenever a baseline's output changes for the same inputs and settings (part of the revision)."""
 
 _U64 = np.uint64
 

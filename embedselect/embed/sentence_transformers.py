@@ -26,7 +26,7 @@ class SentenceTransformerEmbedder:
         trust_remote_code: allow custom module code shipped with the model.
         allow_pickle: allow ``.bin`` pickle weights (otherwise ``use_safetensors=True`` is passed).
         options: ``max_length`` (tokens), ``normalize`` (``None`` = the model's own setting, ``True``
-            forces L2 normalisation), ``prompt`` / ``prompt_name`` (prefix for every text),
+            forces L2 normalisation, ``False`` removes the model's ``Normalize`` module), ``prompt`` / ``prompt_name`` (prefix for every text),
             ``batch_size`` (default 32 on CPU, 128 on CUDA), ``dtype`` (``"auto"`` = float16 on CUDA).
     """
 
@@ -60,6 +60,10 @@ class SentenceTransformerEmbedder:
         if opts.get("max_length") is not None:
             self.model.max_seq_length = int(opts["max_length"])
         self.normalize_forced = bool(opts.get("normalize")) if opts.get("normalize") is not None else False
+        if opts.get("normalize") is not None and not opts["normalize"]:
+            # normalize=False switches off the model's own Normalize module (Sequential re-numbers the rest)
+            for idx in reversed([i for i, m in enumerate(self.model) if type(m).__name__ == "Normalize"]):
+                del self.model[idx]
         self.prompt = opts.get("prompt")
         self.prompt_name = opts.get("prompt_name")
         self.batch_size = int(opts.get("batch_size") or (128 if device.startswith("cuda") else 32))

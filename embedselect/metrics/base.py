@@ -7,6 +7,7 @@ which returns a :class:`MetricResult`.
 
 from __future__ import annotations
 
+from collections import abc
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Protocol
 
@@ -74,31 +75,141 @@ class MetricResult:
 
 MetricFn = Callable[[MetricContext], MetricResult]
 
-# name -> "module:function". Imported lazily so that a metric's import cost (torch, networkx) is only
-# paid when it is used.
-_REGISTRY: dict[str, str] = {
-    "task_prior": "embedselect.metrics.taskprior:compute",
-    "sufficiency": "embedselect.metrics.sufficiency:compute",
-    # label-free comparators from the literature (docs/benchmarks.md §4)
-    "rankme": "embedselect.metrics.spectral:compute_rankme",
-    "alpha_req": "embedselect.metrics.spectral:compute_alpha_req",
-    "uniformity": "embedselect.metrics.spectral:compute_uniformity",
-    "nn_agreement": "embedselect.metrics.agreement:compute",
-}
+@dataclass(frozen=True)
+class MetricSpec:
+    """Everything embedselect needs to know about one metric, in one place.
 
-# Minimum number of reference items each metric needs (checked before embedding anything).
-MIN_ITEMS: dict[str, int] = {
-    "task_prior": 20,
-    "sufficiency": 50,
-    "rankme": 2,
-    "alpha_req": 2,
-    "uniformity": 2,
-    "nn_agreement": 3,
-}
+    Attributes:
+        name: the metric's name ("task_prior", ...), as users write it.
+        compute: ``"module:function"`` of its ``compute(ctx) -> MetricResult`` (imported lazily, so a metric's
+            import cost is only paid when it is used), or the function itself.
+        min_items: the fewest reference items it accepts (checked by ``select()`` before any embedding).
+        resample: how the bootstrap resamples items for its intervals: ``"bootstrap"`` (with replacement) or
+            ``"half"`` (half the items without replacement, for estimators with held-out splits, where a copied
+            row on both sides would inflate the score).
+        bootstrap_options: option overrides inside bootstrap replicates (e.g. skip an expensive secondary part).
+        description: one line for ``embedselect metrics``.
+        code: modules whose source makes up the metric's code version (default: the compute function's module,
+            plus this package's shared modules). A cached result of the metric is reused only while that
+            source is unchanged.
+    """
+
+    name: str
+    compute: str | MetricFn
+    min_items: int = 2
+    resample: str = "bootstrap"
+    bootstrap_options: Mapping[str, Any] = field(default_factory=dict)
+    description: str = ""
+    code: tuple[str, ...] = ()
+
+    def load(self) -> MetricFn:
+        """The compute function."""
+        if callable(self.compute):
+            return self.compute
+        import importlib
+
+        module, func = self.compute.split(":")
+        return getattr(importlib.import_module(module), func)
+
+    def code_version(self) -> str:
+        """sha256 over the source of the metric's modules (:attr:`code`, or the compute function's module, and
+        the shared metric modules): changes whenever the code that computes it changes."""
+        import hashlib
+        import importlib
+        import inspect
+
+        modules = set(self.code) or {self.compute.split(":")[0] if isinstance(self.compute, str)
+                                     else self.compute.__module__}  # fmt: skip
+        modules |= set(_SHARED_CODE)
+        h = hashlib.sha256()
+        for name in sorted(modules):
+            mod = importlib.import_module(name)
+            h.update(name.encode() + b"\0" + inspect.getsource(mod).encode())
+        return h.hexdigest()
+
+
+_SHARED_CODE = ("embedselect.metrics.base", "embedselect.metrics.kernels")
+"""Modules every metric's code version includes (the contract and the shared kernels)."""
+
+_SPECS: dict[str, MetricSpec] = {}
+
+
+def register_metric(spec: MetricSpec, *, replace: bool = False) -> MetricSpec:
+    """Make a metric available to ``select()``, the CLI, the bootstrap and validation.
+
+    Raises:
+        ConfigError: a metric of that name exists (pass ``replace=True`` to override it), or the spec is
+            malformed (bad resample rule, min_items < 2).
+    """
+    from embedselect.errors import ConfigError
+
+    if spec.name in _SPECS and not replace:
+        raise ConfigError(f"a metric named {spec.name!r} is registered already; pass replace=True to override it")
+    if spec.resample not in RESAMPLE_RULES:
+        raise ConfigError(f"metric {spec.name!r}: resample must be one of {RESAMPLE_RULES}, got {spec.resample!r}")
+    if int(spec.min_items) < 2:
+        raise ConfigError(f"metric {spec.name!r}: min_items must be at least 2")
+    _SPECS[spec.name] = spec
+    return spec
+
+
+RESAMPLE_RULES = ("bootstrap", "half")
+
+for _spec in (
+    MetricSpec("task_prior", "embedselect.metrics.taskprior:compute", min_items=20,
+               bootstrap_options={"probes": False},  # replicates bootstrap the moments, not sampled-task probes
+               description="Task Prior statistics: probes on tasks sampled from a prior over labelings",
+               code=("embedselect.metrics.taskprior", "embedselect.metrics.probes")),
+    MetricSpec("sufficiency", "embedselect.metrics.sufficiency:compute", min_items=50, resample="half",
+               description="median information sufficiency: how well each embedding predicts the others",
+               code=("embedselect.metrics.sufficiency", "embedselect.metrics.knife")),
+    # label-free comparators from the literature (docs/benchmarks.md §4)
+    MetricSpec("rankme", "embedselect.metrics.spectral:compute_rankme",
+               description="RankMe effective rank (comparator)"),
+    MetricSpec("alpha_req", "embedselect.metrics.spectral:compute_alpha_req",
+               description="alpha-ReQ eigenspectrum decay (comparator)"),
+    MetricSpec("uniformity", "embedselect.metrics.spectral:compute_uniformity",
+               description="uniformity on the sphere (comparator)"),
+    MetricSpec("nn_agreement", "embedselect.metrics.agreement:compute", min_items=3,
+               description="nearest-neighbour agreement with the other candidates (comparator)"),
+):  # fmt: skip
+    register_metric(_spec)
+
+
+class _MinItems(abc.Mapping):
+    """Read-only view: metric name -> its spec's ``min_items``."""
+
+    def __getitem__(self, name: str) -> int:
+        return _SPECS[name].min_items
+
+    def __iter__(self):
+        return iter(_SPECS)
+
+    def __len__(self) -> int:
+        return len(_SPECS)
+
+
+MIN_ITEMS: Mapping[str, int] = _MinItems()
+"""Minimum number of reference items each metric needs (from the specs; checked before embedding anything)."""
 
 
 def available_metrics() -> list[str]:
-    return list(_REGISTRY)
+    """Names of the registered metrics, in registration order."""
+    return list(_SPECS)
+
+
+def get_spec(name: str) -> MetricSpec:
+    """The :class:`MetricSpec` of metric ``name``.
+
+    Raises:
+        UnknownMetricError: ``name`` is not registered.
+    """
+    from embedselect.errors import UnknownMetricError
+
+    try:
+        return _SPECS[name]
+    except KeyError:
+        raise UnknownMetricError(f"unknown metric {name!r}; available: {', '.join(sorted(_SPECS))}") from None
 
 
 def get_metric(name: str) -> MetricFn:
@@ -107,15 +218,10 @@ def get_metric(name: str) -> MetricFn:
     Raises:
         UnknownMetricError: ``name`` is not registered.
     """
-    import importlib
+    return get_spec(name).load()
 
-    from embedselect.errors import UnknownMetricError
 
-    try:
-        target = _REGISTRY[name]
-    except KeyError:
-        raise UnknownMetricError(
-            f"unknown metric {name!r}; available: {', '.join(sorted(_REGISTRY))}"
-        ) from None
-    module, func = target.split(":")
-    return getattr(importlib.import_module(module), func)
+def spec_of(fn: Any) -> MetricSpec | None:
+    """The spec whose compute function is ``fn`` (None for an unregistered function)."""
+    target = f"{getattr(fn, '__module__', None)}:{getattr(fn, '__name__', None)}"
+    return next((s for s in _SPECS.values() if s.compute == target or s.compute is fn), None)

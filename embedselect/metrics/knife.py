@@ -4,8 +4,10 @@ Pure torch; no store, no backends. Used by :mod:`embedselect.metrics.sufficiency
 
 Coordinates. Each embedding is standardised per dimension (train-split statistics) and rotated into
 its principal axes (train-split PCA). The rotation is orthogonal, so entropies and IS are unchanged,
-while a *diagonal* mixture fits much better in that basis. Constant and numerically null directions
-(eigenvalue <= 1e-6 x the largest) are dropped; dim(Z) counts the kept ones.
+while a *diagonal* mixture fits much better in that basis. Columns that are constant at the embedding's
+scale (sd <= 1e-4 x the RMS column sd, *before* standardising, so float noise in an embedder's null space
+is not inflated to unit variance) and near-null directions (eigenvalue <= 1e-3 x the mean eigenvalue) are
+dropped; dim(Z) counts the kept ones.
 
 Model (per pair U -> Z, C components, hidden width H):
 
@@ -57,8 +59,15 @@ LOG_SCALE_MIN = -7.0
 LOG_SCALE_MAX = 7.0
 #: EM variance floor (standardised units), the same order as exp(2 * LOG_SCALE_MIN).
 VAR_FLOOR = 1e-6
-#: Principal directions with eigenvalue <= NULL_EIG x the largest are dropped (numerically null).
-NULL_EIG = 1e-6
+#: Principal directions (of the standardised train rows) with eigenvalue <= NULL_EIG x the mean eigenvalue are
+#: dropped. Was 1e-6 x the largest: on pixel-pca of upscaled digits (n=500) two directions at 4.5e-6 and 2.3e-4 of
+#: the largest passed, held-out rows lay up to 1.1e4 train sds along them, and IS into that target was -723 to
+#: +104 nats/dim; with this rule it is 0.002-0.008 (docs/sufficiency.md, "Degenerate embeddings").
+NULL_EIG = 1e-3
+#: Columns whose train sd is <= NULL_SD x the RMS of all the columns' sds are dropped before standardising
+#: (numerically constant at the embedding's scale). Measured on rank-deficient pixel PCA (digits, n=500):
+#: real components >= 7e-3, rounding-noise components <= 4e-6 of the RMS.
+NULL_SD = 1e-4
 
 
 @dataclass
@@ -86,11 +95,21 @@ class Prepared:
         tr = xt[torch.from_numpy(train_idx).to(device)].double()
         mean = tr.mean(0)
         sd = tr.std(0, unbiased=False)
-        keep = sd > 1e-7 * torch.clamp(tr.abs().max(0).values, min=1e-30)
+        # A column is null at the scale of the *embedding*, not of itself: float rounding in an embedder's
+        # null space (e.g. PCA components past the data's rank) has a tiny sd of its own, and standardising
+        # it would blow that rounding noise up to a unit-variance dimension with a degenerate distribution
+        # (issue 9: 118 nats per dimension on rank-deficient pixel features).
+        rms = float(torch.sqrt((sd * sd).mean()))
+        keep = sd > NULL_SD * rms
+        if rms == 0.0 or not bool(keep.any()):
+            raise MetricError("every dimension is constant on the training rows: the embedding carries no information")
         tr = (tr[:, keep] - mean[keep]) / sd[keep]
         evals, evecs = torch.linalg.eigh(tr.T @ tr / tr.shape[0])
         evals, evecs = evals.flip(0), evecs.flip(1)
-        ok = evals > NULL_EIG * evals[0]
+        # relative to the mean eigenvalue (1 after standardising), not the largest: a direction with a thousandth
+        # of an average direction's variance is a near-collinearity of the training rows, and a density fitted
+        # along it explodes on new rows (pixel-pca of upscaled digits: held-out rows 1.1e4 train sds away)
+        ok = evals > NULL_EIG * evals.mean()
         evals, evecs = evals[ok], evecs[:, ok]
         # deterministic signs: largest-magnitude entry of each axis positive
         sign = torch.sign(evecs.gather(0, evecs.abs().argmax(0, keepdim=True)))

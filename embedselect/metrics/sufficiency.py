@@ -24,19 +24,31 @@ import json
 import logging
 import math
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Mapping
 
 import numpy as np
 import pandas as pd
 
 from embedselect.errors import ConfigError, MetricError, TooFewItemsError
+from embedselect.metrics.base import MIN_ITEMS as _MIN_ITEMS
 from embedselect.metrics.base import MetricContext, MetricResult, PairCache
 
 log = logging.getLogger(__name__)
 
-MIN_ITEMS = 50
+MIN_ITEMS = _MIN_ITEMS["sufficiency"]  # the spec's rule (metrics/base.py), named here for messages
 SMALL_POOL = 4
-_CACHE_VERSION = "is-v2"
+_CODE_FILES: tuple[Path, ...] = (Path(__file__), Path(__file__).with_name("knife.py"))
+"""Source files whose code decides a cached pair or marginal: a change to either invalidates the cache."""
+
+
+def code_version() -> str:
+    """sha256 (hex, 16 chars) of the estimator's source (:data:`_CODE_FILES`), part of every pair and marginal
+    cache key, as the code hash is for the metric cache: a fix in knife.py never reuses old pair results."""
+    h = hashlib.sha256()
+    for path in _CODE_FILES:
+        h.update(path.name.encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()[:16]
 
 
 @dataclass(frozen=True)
@@ -58,13 +70,17 @@ class SufficiencySettings:
         val_fraction / test_fraction: share of rows held out for early stopping / for the estimate.
         max_val_items / max_test_items: caps on those splits (large n needs no more).
         marginal_max_items: most training rows used by the EM fit of a marginal.
-        rows_per_pc: small-n rule: at most n_train / rows_per_pc source PCs and target top coordinates.
+        rows_per_pc: small-n rule: at most max(min_pcs, n_train / rows_per_pc) source PCs and target top
+            coordinates (40: below about 5 000 training rows the conditional's inputs and shifted coordinates are
+            capped; with 10, most pairs at 300-1 000 items overfit before their first evaluation and stopped
+            at step 0, IS = 0; see docs/benchmarks.md, "Sufficiency at small n").
+        min_pcs: floor of that cap.
         rows_per_component: small-n rule: at most n_train / rows_per_component mixture components.
         eval_epochs: small-n rule: evaluate at least every ``eval_epochs`` passes over the training rows.
         min_steps: early stopping counts evaluations without improvement only after this many steps.
 
     The small-n rule (see :meth:`effective`) only bites when the training split is small (for the
-    defaults: PC caps below 1 280 training rows, component cap below 512, evaluation interval below
+    defaults: PC caps below 5 120 training rows, component cap below 512, evaluation interval below
     2 305); it keeps a conditional with more inputs than training rows from
     memorising them, which made every pair stop at step 0 (IS = 0) on a 200-item set.
     """
@@ -83,14 +99,15 @@ class SufficiencySettings:
     max_val_items: int = 5000
     max_test_items: int = 10000
     marginal_max_items: int = 50000
-    rows_per_pc: int = 10
+    rows_per_pc: int = 40
+    min_pcs: int = 8
     rows_per_component: int = 64
     eval_epochs: int = 5
     min_steps: int = 100
 
     def __post_init__(self) -> None:
         ints = ("n_components", "hidden", "source_pcs", "target_pcs", "batch_size", "max_steps", "eval_every", "patience",
-                "max_val_items", "max_test_items", "marginal_max_items", "rows_per_pc", "rows_per_component",
+                "max_val_items", "max_test_items", "marginal_max_items", "rows_per_pc", "min_pcs", "rows_per_component",
                 "eval_epochs")
         for name in ints:
             v = getattr(self, name)
@@ -109,11 +126,11 @@ class SufficiencySettings:
     def effective(self, n_train: int) -> dict[str, int]:
         """Capacity and evaluation settings actually used for ``n_train`` training rows.
 
-        Returns ``source_pcs``, ``target_pcs`` (each <= max(2, n_train // rows_per_pc)),
+        Returns ``source_pcs``, ``target_pcs`` (each <= max(min_pcs, n_train // rows_per_pc)),
         ``n_components`` (<= max(1, n_train // rows_per_component)) and ``eval_every`` (<= eval_epochs
         passes over the training rows, in optimiser steps). Large n gets the settings unchanged.
         """
-        pcs = max(2, n_train // self.rows_per_pc)
+        pcs = max(self.min_pcs, n_train // self.rows_per_pc)
         steps_per_epoch = max(1, math.ceil(n_train / self.batch_size))
         return {
             "source_pcs": min(self.source_pcs, pcs),
@@ -123,8 +140,8 @@ class SufficiencySettings:
         }
 
     def key(self, seed: int) -> str:
-        """Stable hash of the settings and the seed (hex, 16 chars)."""
-        blob = json.dumps({"v": _CACHE_VERSION, "seed": int(seed), **dataclasses.asdict(self)}, sort_keys=True)
+        """Stable hash of the estimator's code (:func:`code_version`), the settings and the seed (hex, 16 chars)."""
+        blob = json.dumps({"v": code_version(), "seed": int(seed), **dataclasses.asdict(self)}, sort_keys=True)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
@@ -145,7 +162,9 @@ class SufficiencyResult:
         pairs: per-pair diagnostics (source, target, is, h_z, h_z_given_u in nats per item, dim,
             best_step, steps, cached).
         settings: the estimator settings, seed and split sizes used.
-        warnings: human-readable caveats (e.g. a small pool).
+        warnings: human-readable caveats (e.g. a small pool, a candidate left out).
+        excluded: candidate -> why it was left out (NaN/inf values, constant rows, no non-null dimension);
+            its score and matrix row/column are NaN, the other candidates are ranked without it.
     """
 
     matrix: pd.DataFrame
@@ -155,6 +174,7 @@ class SufficiencyResult:
     pairs: list[dict[str, Any]]
     settings: dict[str, Any]
     warnings: list[str] = field(default_factory=list)
+    excluded: dict[str, str] = field(default_factory=dict)
 
     @property
     def n_computed(self) -> int:
@@ -178,6 +198,7 @@ class SufficiencyResult:
             "pairs": [dict(p) for p in self.pairs],
             "settings": dict(self.settings),
             "warnings": list(self.warnings),
+            "excluded": dict(self.excluded),
         }
 
 
@@ -187,15 +208,17 @@ def _derive_seed(*parts: Any) -> int:
     return int.from_bytes(h[:8], "little") & ((1 << 63) - 1)
 
 
-def _validate(embeddings: Mapping[str, Any]) -> dict[str, np.ndarray]:
+def _validate(embeddings: Mapping[str, Any]) -> tuple[dict[str, np.ndarray], dict[str, str]]:
+    """Usable candidates as float32 arrays, and the candidates left out with the reason.
+
+    A candidate whose embeddings contain NaN/inf, or whose every item has the same embedding, is left out
+    (its score is NaN and a warning names it): the others are still ranked. Shape errors, which mean the
+    candidates did not embed the same items, stop the metric.
+    """
     if not isinstance(embeddings, Mapping):
         raise MetricError("embeddings must be a mapping {candidate name: array of shape (n, d)}")
-    if len(embeddings) < 2:
-        raise MetricError(
-            f"information sufficiency compares candidates with each other and needs at least 2, got "
-            f"{len(embeddings)}; add candidates or use another metric (e.g. task_prior)"
-        )
     out: dict[str, np.ndarray] = {}
+    excluded: dict[str, str] = {}
     n = None
     for name, x in embeddings.items():
         if not isinstance(name, str) or not name:
@@ -212,10 +235,20 @@ def _validate(embeddings: Mapping[str, Any]) -> dict[str, np.ndarray]:
             raise MetricError(
                 f"all candidates must embed the same items: {name!r} has {a.shape[0]} rows, others {n}"
             )
-        if not np.isfinite(a).all():
-            raise MetricError(f"embeddings of {name!r} contain NaN or inf; re-embed or drop that candidate")
+        bad = ~np.isfinite(a)
+        if bad.any():
+            rows = int(bad.any(axis=1).sum())
+            excluded[name] = f"{rows} of {a.shape[0]} items have NaN or infinite embeddings; re-embed them"
+            continue
+        if a.shape[0] > 0 and not (a != a[:1]).any():
+            excluded[name] = "every item has the same embedding (constant rows): it carries no information"
+            continue
         out[name] = a
-    assert n is not None
+    if n is None or len(embeddings) < 2:
+        raise MetricError(
+            f"information sufficiency compares candidates with each other and needs at least 2, got "
+            f"{len(embeddings)}; add candidates or use another metric (e.g. task_prior)"
+        )
     if n < MIN_ITEMS:
         raise TooFewItemsError(
             f"information sufficiency needs at least {MIN_ITEMS} reference items (held-out splits), "
@@ -223,7 +256,15 @@ def _validate(embeddings: Mapping[str, Any]) -> dict[str, np.ndarray]:
             needed=MIN_ITEMS,
             got=n,
         )
-    return out
+    return out, excluded
+
+
+def _too_few_usable(excluded: Mapping[str, str], usable: list[str]) -> MetricError:
+    why = "; ".join(f"{k}: {v}" for k, v in excluded.items())
+    return MetricError(
+        f"information sufficiency needs at least 2 usable candidates, {len(usable)} left after leaving out "
+        f"degenerate ones ({why})"
+    )
 
 
 def _splits(n: int, st: SufficiencySettings, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -236,11 +277,12 @@ def _splits(n: int, st: SufficiencySettings, seed: int) -> tuple[np.ndarray, np.
 
 
 def _pair_key(src_id: str, tgt_id: str, skey: str) -> str:
-    return "is:" + hashlib.sha256(f"{_CACHE_VERSION}|{src_id}|{tgt_id}|{skey}".encode()).hexdigest()[:40]
+    """``skey`` (:meth:`SufficiencySettings.key`) already holds the code version, the settings and the seed."""
+    return "is:" + hashlib.sha256(f"{src_id}|{tgt_id}|{skey}".encode()).hexdigest()[:40]
 
 
 def _marg_key(tgt_id: str, skey: str) -> str:
-    return "is-marginal:" + hashlib.sha256(f"{_CACHE_VERSION}|{tgt_id}|{skey}".encode()).hexdigest()[:40]
+    return "is-marginal:" + hashlib.sha256(f"{tgt_id}|{skey}".encode()).hexdigest()[:40]
 
 
 def _communities(matrix: pd.DataFrame, seed: int) -> list[list[str]]:
@@ -291,7 +333,8 @@ def information_sufficiency(
         :class:`SufficiencyResult` (matrix in nats per target dimension, median scores, communities).
 
     Raises:
-        MetricError: fewer than 2 candidates, mismatched rows, non-finite values.
+        MetricError: fewer than 2 candidates (or fewer than 2 left after leaving out degenerate ones:
+            NaN/inf values, constant rows, no non-null dimension), mismatched rows.
         TooFewItemsError: n < 50.
         ConfigError: an unknown option or an invalid setting; ``pair_cache`` without ``run_keys``.
     """
@@ -306,7 +349,7 @@ def information_sufficiency(
             f"{sorted([f.name for f in dataclasses.fields(SufficiencySettings)] + list(_RUN_OPTIONS))}"
         )
     st = dataclasses.replace(settings or SufficiencySettings(), **options)
-    embs = _validate(embeddings)
+    embs, excluded = _validate(embeddings)
     names = list(embs)
     if pair_cache is not None and run_keys is None:
         raise ConfigError("pair_cache needs run_keys (a content key per candidate) to key cached pairs")
@@ -337,7 +380,18 @@ def information_sufficiency(
     todo = [p for p in all_pairs if pkeys[p] not in cached]
     need_prep = {x for p in todo for x in p} | {t for t in names if mkeys[t] not in cached_m}
 
-    prep = {k: knife.Prepared.fit(embs[k], train, eff["source_pcs"], dev) for k in names if k in need_prep}
+    prep: dict[str, knife.Prepared] = {}
+    for k in [k for k in names if k in need_prep]:
+        try:
+            prep[k] = knife.Prepared.fit(embs[k], train, eff["source_pcs"], dev)
+        except MetricError as e:  # degenerate on the training rows: this candidate only
+            excluded[k] = str(e)
+    if excluded:
+        names = [k for k in names if k not in excluded]
+        if len(names) < 2:
+            raise _too_few_usable(excluded, names)
+        all_pairs = [(s, t) for s in names for t in names if s != t]
+        todo = [p for p in todo if p[0] in names and p[1] in names]
     tables: dict[str, knife.TargetTables] = {}
     marg: dict[str, knife.Marginal] = {}
     h_z: dict[str, float] = {}
@@ -407,11 +461,13 @@ def information_sufficiency(
     if pair_cache is not None and new_cache:
         pair_cache.put_many(new_cache)
 
-    mat = pd.DataFrame(np.nan, index=pd.Index(names, name="source"), columns=pd.Index(names, name="target"))
+    every = list(embeddings)
+    mat = pd.DataFrame(np.nan, index=pd.Index(every, name="source"), columns=pd.Index(every, name="target"))
     for (s, t), r in results.items():
         mat.loc[s, t] = float(r["is"])
-    scores = {s: float(np.median([mat.loc[s, t] for t in names if t != s])) for s in names}
-    warnings = []
+    scores = {s: float(np.median([mat.loc[s, t] for t in names if t != s])) if s in names else math.nan
+              for s in every}
+    warnings = [f"{k} left out of information sufficiency (score NaN): {why}" for k, why in excluded.items()]
     if len(names) < SMALL_POOL:
         warnings.append(
             f"small pool ({len(names)} candidates): median information sufficiency depends on the other "
@@ -434,6 +490,7 @@ def information_sufficiency(
         pairs=[{"source": s, "target": t, **results[(s, t)]} for (s, t) in all_pairs],
         settings=settings_out,
         warnings=warnings,
+        excluded=dict(excluded),
     )
 
 

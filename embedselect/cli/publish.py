@@ -1,0 +1,119 @@
+"""Publishing commands: ``embedselect badge | card | leaderboard | report``, each from a stored ranking (``--ranking
+ID``, or the latest for ``--fingerprint FP``, or the latest of all)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from embedselect.cli.common import write_atomic
+
+
+def _ranking(args):
+    from embedselect.publish import load_ranking
+    from embedselect.store import Store
+
+    store = Store.open(args.cache_dir)
+    return store, load_ranking(store, ranking_id=args.ranking, fingerprint=args.fingerprint)
+
+
+def cmd_badge(args) -> int:
+    from embedselect.publish import write_badges
+
+    _, ranking = _ranking(args)
+    written = write_badges(ranking, args.out, dataset=args.dataset, base_url=args.base_url)
+    if args.json:
+        print(json.dumps(written, indent=2))
+    else:
+        for name, files in written.items():
+            print(f"{name}: {files['svg']}\n  {files['markdown']}")
+    return 0
+
+
+def cmd_card(args) -> int:
+    from embedselect.publish import push_card, update_card
+
+    _, ranking = _ranking(args)
+    text = Path(args.card).read_text(encoding="utf-8") if args.card else None
+    card = update_card(text, ranking, args.candidate, dataset=args.dataset, base_url=args.base_url)
+    if args.out:
+        write_atomic(Path(args.out), card)
+        print(f"wrote {args.out}", file=sys.stderr)
+    if args.push:
+        url = push_card(args.push, card)
+        print(f"opened a pull request on {args.push}: {url}", file=sys.stderr)
+    if not args.out and not args.push:
+        print(card)
+    return 0
+
+
+def cmd_leaderboard(args) -> int:
+    from embedselect.publish import leaderboard as lb
+
+    store, ranking = _ranking(args)
+    if args.list:
+        df = store.list_rankings(fingerprint=args.fingerprint)
+        print(df.to_json(orient="records", date_format="iso", indent=2) if args.json else df.to_string(index=False))
+        return 0
+    previous = lb.previous_ranking(store, ranking)
+    fmt = "json" if args.json else args.format
+    text = {"md": lb.to_markdown, "json": lb.to_json, "html": lb.to_html}[fmt](ranking, previous)
+    if args.out:
+        write_atomic(Path(args.out), text)
+    else:
+        print(text)
+    return 0
+
+
+def cmd_report(args) -> int:
+    from embedselect.publish import report
+
+    _, ranking = _ranking(args)
+    write_atomic(Path(args.out), report.to_html(ranking))
+    print(f"wrote {args.out}", file=sys.stderr)
+    return 0
+
+
+def register(sub) -> None:
+    """Add badge, card, leaderboard and report to the main parser's subparsers."""
+
+    def source(p):
+        p.add_argument("--cache-dir", help="cache root (default: $EMBEDSELECT_CACHE_DIR or the user cache dir)")
+        p.add_argument("--ranking", metavar="ID", help="stored ranking id or a unique prefix (default: the latest)")
+        p.add_argument("--fingerprint", metavar="FP", help="the latest ranking of this data fingerprint (prefix)")
+
+    p = sub.add_parser("badge", help="write an SVG badge and a shields.io endpoint JSON per ranked candidate",
+                       description="Example: embedselect badge --out site/badges --dataset support-tickets")  # fmt: skip
+    source(p)
+    p.add_argument("--out", required=True, type=Path, help="folder for <candidate>.svg / .json and badges.md")
+    p.add_argument("--dataset", help="data set name shown on the badge (default: the data file's name)")
+    p.add_argument("--base-url", help="where the SVGs will be served, for the Markdown snippets")
+    p.add_argument("--json", action="store_true", help="print the written files as JSON")
+    p.set_defaults(func=cmd_badge)
+
+    p = sub.add_parser("card", help="write a ranking's result into a model card (model-index + badge section)",
+                       description="Example: embedselect card --candidate org/model --card README.md --out README.md")  # fmt: skip
+    source(p)
+    p.add_argument("--candidate", required=True, help="the ranked candidate's name")
+    p.add_argument("--card", help="existing README.md to update (default: a new card)")
+    p.add_argument("--out", help="write the card here (default: print it)")
+    p.add_argument("--dataset", help="data set name in the card (default: the data file's name)")
+    p.add_argument("--base-url", help="where the badge SVG is served")
+    p.add_argument("--push", metavar="REPO_ID", help="open a pull request with the card on this hub model repo")
+    p.set_defaults(func=cmd_card)
+
+    p = sub.add_parser("leaderboard", help="a ranking as a leaderboard with rank/score changes against the previous one",
+                       description="Example: embedselect leaderboard --format html --out leaderboard.html")  # fmt: skip
+    source(p)
+    p.add_argument("--format", choices=["md", "json", "html"], default="md")
+    p.add_argument("--json", action="store_true", help="same as --format json")
+    p.add_argument("--out", help="write to this file (default: print)")
+    p.add_argument("--list", action="store_true", help="list the stored rankings instead")
+    p.set_defaults(func=cmd_leaderboard)
+
+    p = sub.add_parser("report", help="a self-contained HTML report of a stored ranking",
+                       description="Example: embedselect report --out report.html")  # fmt: skip
+    source(p)
+    p.add_argument("--out", required=True, help="the HTML file to write")
+    p.set_defaults(func=cmd_report)

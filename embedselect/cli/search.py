@@ -1,0 +1,199 @@
+"""Search commands of the CLI: ``embedselect index``, ``embedselect search`` and ``embedselect neighbours``.
+
+:func:`register` adds them to the main parser's subparsers (see :func:`embedselect.cli.build_parser`); each
+sets ``func`` to a handler ``(args) -> exit code``. Errors are typed and mapped to exit codes by
+:func:`embedselect.cli.main` (an index that does not match its model or data: 6, like other store errors).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from embedselect.errors import ConfigError
+
+
+def _add_load_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--cache-dir", help="cache root (default: $EMBEDSELECT_CACHE_DIR or the user cache dir)")
+    p.add_argument("--device", default=None, help="cpu, cuda, cuda:1 (default: auto)")
+    p.add_argument("--batch-size", type=int)
+    p.add_argument("--allow-pickle", action="store_true", help="allow non-safetensors (pickle) weights")
+    p.add_argument("--trust-remote-code", action="store_true", help="allow model repos that ship Python code")
+    p.add_argument("--allow-gated", action="store_true", help="try gated hub repos (needs HF_TOKEN with access)")
+    p.add_argument("--quiet", "-q", action="store_true")
+    p.add_argument("--verbose", "-v", action="store_true")
+
+
+def _add_data_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("data", help="data file (.csv .tsv .jsonl .json .parquet .txt) or image folder")
+    p.add_argument("--column", "-c", help="text column of a table file")
+    p.add_argument("--max-items", type=int, help="seeded sub-sample of at most this many items")
+    p.add_argument("--on-error", choices=["fail", "skip"], default="fail")
+
+
+def _policy(args):
+    from embedselect.policy import LoadPolicy
+
+    return LoadPolicy(
+        allow_pickle=args.allow_pickle, trust_remote_code=args.trust_remote_code, allow_gated=args.allow_gated
+    )
+
+
+def register(subparsers) -> None:
+    """Add ``index``, ``search`` and ``neighbours`` to an argparse subparsers object."""
+    p = subparsers.add_parser(
+        "index",
+        help="write a FAISS index of your data under one model (e.g. the winner of `rank`)",
+        description="Build a FAISS index of the reference data under one candidate, from its cached vectors "
+        "(embedding only when not cached), with the row ids and a manifest (model id, revision, data "
+        "fingerprint, metric, dimension) so that `embedselect search` can check it later.",
+    )
+    _add_data_args(p)
+    p.add_argument("--model", "-m", required=True,
+                   help="candidate spec (hub id, local dir, baseline), or 'best': the top candidate of the newest "
+                        "ranking of the same data in the cache")  # fmt: skip
+    p.add_argument("--out", "-o", required=True, type=Path, help="index folder to write")
+    p.add_argument("--seed", type=int, default=None, help="root seed (default 0, or the ranking's for 'best')")
+    p.add_argument("--metric", choices=["cosine", "ip", "l2"], default="cosine")
+    p.add_argument("--approximate", action="store_true", help="HNSW index instead of exact (for very large data)")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing index in --out")
+    p.add_argument("--json", action="store_true", help="print the manifest as JSON")
+    _add_load_args(p)
+    p.set_defaults(func=cmd_index)
+
+    p = subparsers.add_parser(
+        "search",
+        help="embed a query with an index's model and print the nearest items",
+        description="Search an index written by `embedselect index`: the query (text, or an image path for an "
+        "image index) is embedded with the same model at the same revision.",
+    )
+    p.add_argument("index_dir", type=Path, help="folder written by `embedselect index`")
+    p.add_argument("query", nargs="+", help="query text(s) or image path(s)")
+    p.add_argument("-k", type=int, default=10, help="results per query (default 10)")
+    p.add_argument("--model", help="refuse the index unless it was built with this model")
+    p.add_argument("--data", help="refuse the index unless it was built from this data file / folder")
+    p.add_argument("--column", "-c", help="text column of --data")
+    p.add_argument("--max-items", type=int, help="as given to `index` for --data")
+    p.add_argument("--seed", type=int, default=None, help="as given to `index` for --data")
+    p.add_argument("--json", action="store_true")
+    _add_load_args(p)
+    p.set_defaults(func=cmd_search)
+
+    p = subparsers.add_parser(
+        "neighbours",
+        aliases=["neighbors"],
+        help="show the nearest neighbours of sample items under each candidate, side by side",
+        description="For a few seeded sample items, their nearest other items under each candidate (cosine, "
+        "exact FAISS search, vectors from the cache), the candidates' mutual k-NN agreement and its communities, "
+        "and optionally near-duplicates in the data (and a copy of the data without them).",
+    )
+    _add_data_args(p)
+    p.add_argument("--models", "-m", required=True, help="comma-separated candidates, as for `rank`")
+    p.add_argument("--sample", type=int, default=5, help="number of seeded sample items (default 5)")
+    p.add_argument("--rows", help="comma-separated row numbers to show instead of a sample")
+    p.add_argument("-k", type=int, default=5, help="neighbours shown per item (default 5)")
+    p.add_argument("--agreement-k", type=int, default=10, help="k of the mutual k-NN agreement (default 10)")
+    p.add_argument("--near-duplicates", type=float, metavar="COSINE",
+                   help="count near-duplicate items (cosine similarity >= COSINE, e.g. 0.95) under each candidate")
+    p.add_argument("--write-deduped", type=Path, metavar="FILE.csv",
+                   help="with --near-duplicates, text data: write the items minus near-duplicates under the first "
+                        "candidate (columns id, text) to rank them again")  # fmt: skip
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--html", type=Path, help="also write the view as an HTML section to this file")
+    _add_load_args(p)
+    p.set_defaults(func=cmd_neighbours)
+
+
+def _short(text: str, width: int = 100) -> str:
+    """One line of at most ``width`` characters; control characters (terminal escapes in data) dropped."""
+    text = "".join(ch for ch in str(text) if ch.isprintable() or ch.isspace())
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def cmd_index(args) -> int:
+    from embedselect.search import build_index
+
+    idx = build_index(
+        args.data, args.model, out=args.out, column=args.column, max_items=args.max_items, seed=args.seed,
+        on_error=args.on_error, cache_dir=args.cache_dir, device=args.device, batch_size=args.batch_size,
+        policy=_policy(args), metric=args.metric, exact=False if args.approximate else None,
+        overwrite=args.overwrite, progress=not args.quiet,
+    )  # fmt: skip
+    m = idx.manifest
+    if args.json:
+        print(json.dumps(m.to_dict(), indent=2, default=str))
+    else:
+        kind = "exact" if m.exact else "approximate"
+        print(f"index {idx.directory}: {m.n} items x {m.dim} dims, {m.name} ({m.model_id}@{m.revision[:12]}), "
+              f"{m.metric}, {kind} ({m.index_type}); data {m.fingerprint[:12]}")
+    return 0
+
+
+def cmd_search(args) -> int:
+    from embedselect.search import SearchIndex
+
+    if args.k < 1:
+        raise ConfigError("-k must be at least 1")
+    idx = SearchIndex.load(args.index_dir, model=args.model, data=args.data, column=args.column,
+                           max_items=args.max_items, seed=args.seed)  # fmt: skip
+    results = idx.search(args.query, args.k, device=args.device, policy=_policy(args))
+    if args.json:
+        payload = {
+            "index": str(idx.directory),
+            "model": idx.manifest.name,
+            "metric": idx.manifest.metric,
+            "results": [{"query": q, "hits": [h.__dict__ for h in hits]} for q, hits in zip(args.query, results)],
+        }
+        print(json.dumps(payload, indent=2, ensure_ascii=False))
+        return 0
+    for q, hits in zip(args.query, results):
+        print(f"query: {_short(q)}")
+        for h in hits:
+            print(f"  {h.rank:>3}  {h.score:7.4f}  {_short(h.id, 16):<16}  {_short(h.item)}")
+    if not sys.stdout.isatty():
+        sys.stdout.flush()
+    return 0
+
+
+def cmd_neighbours(args) -> int:
+    from embedselect.search import neighbours_view
+
+    if args.write_deduped is not None and args.near_duplicates is None:
+        raise ConfigError("--write-deduped needs --near-duplicates COSINE (the similarity above which items are "
+                          "near-duplicates)")
+    rows = None
+    if args.rows:
+        try:
+            rows = [int(r) for r in args.rows.split(",") if r.strip()]
+        except ValueError as exc:
+            raise ConfigError(f"--rows takes comma-separated row numbers, got {args.rows!r}") from exc
+    view = neighbours_view(
+        args.data, args.models, sample=args.sample, rows=rows, k=args.k, agreement_k=args.agreement_k,
+        near_duplicate_threshold=args.near_duplicates, column=args.column, max_items=args.max_items,
+        seed=args.seed, on_error=args.on_error, cache_dir=args.cache_dir, device=args.device,
+        batch_size=args.batch_size, policy=_policy(args), progress=not args.quiet,
+    )  # fmt: skip
+    if args.write_deduped is not None:
+        import pandas as pd
+
+        if view.modality != "text":
+            raise ConfigError("--write-deduped writes text data; for images use the JSON output's groups")
+        keep = view.near_duplicate_keep
+        frame = pd.DataFrame({"id": [i for i, k in zip(view.all_ids, keep) if k],
+                              "text": [t for t, k in zip(view.all_items, keep) if k]})
+        args.write_deduped.parent.mkdir(parents=True, exist_ok=True)
+        frame.to_csv(args.write_deduped, index=False)
+        print(f"wrote {len(frame)} of {len(keep)} items (near-duplicates under {view.names[0]} dropped) to "
+              f"{args.write_deduped}", file=sys.stderr)
+    if args.html is not None:
+        args.html.parent.mkdir(parents=True, exist_ok=True)
+        args.html.write_text("<!doctype html><meta charset=utf-8><title>embedselect neighbours</title>\n"
+                             + view.to_html() + "\n", encoding="utf-8")
+    print(json.dumps(view.to_dict(), indent=2, ensure_ascii=False) if args.json else view.to_text(), end="")
+    if args.json:
+        print()
+    return 0

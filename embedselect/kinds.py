@@ -1,0 +1,24 @@
+"""The vocabulary every layer shares, in one place: modalities, model backends, built-in baselines.
+
+A low module with no imports of its own, so that candidate parsing, the hub, the store's catalogue and the
+backends agree on the same names without importing each other (candidates never import a backend).
+"""
+
+from __future__ import annotations
+
+TEXT = "text"
+IMAGE = "image"
+MODALITIES: tuple[str, ...] = (TEXT, IMAGE)
+
+BACKENDS: tuple[str, ...] = ("sentence-transformers", "timm", "transformers")
+"""Model backends that load a model folder (hub or local)."""
+
+BASELINES: dict[str, tuple[str, ...]] = {
+    "tfidf-svd": (TEXT,),
+    "random-projection": (TEXT, IMAGE),
+    "pixel-pca": (IMAGE,),
+}
+"""Built-in, download-free baselines -> the modalities each can embed."""
+
+BASELINE_VERSION = 1
+"""Bumped whenever a baseline's output changes for the same inputs and settings (part of the revision)."""

@@ -1,0 +1,208 @@
+"""The nightly job's configuration: a YAML file validated into :class:`NightlyConfig`.
+
+Unknown keys and bad values are :class:`~embedselect.errors.ConfigError` naming the key's path
+(``crawl.limit: ...``). Relative paths (``data.path``, ``output``, ``store``) are resolved against the folder of the
+configuration file, so that cron can run the job from any working directory.
+
+Minimal file::
+
+    data: {path: texts.csv, column: text, max_items: 2000}
+    crawl: {library: sentence-transformers, sort: trending, limit: 50}
+    keep_top: 5
+    pinned: [tfidf-svd]
+    output: ./site
+    budget_minutes: 60
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from embedselect.api import DEFAULT_METRICS
+from embedselect.errors import ConfigError
+
+_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kKmMbBtT]?)\s*$")
+_SUFFIX = {"": 1, "k": 10**3, "m": 10**6, "b": 10**9, "t": 10**12}
+
+
+def _count(v: Any) -> Any:
+    """``"110M"`` / ``"1.5B"`` / ``300000`` -> int parameter count (None stays None)."""
+    if v is None or isinstance(v, bool):
+        return v
+    if isinstance(v, int):
+        return v
+    m = _SIZE_RE.match(str(v))
+    if not m:
+        raise ValueError(f"{v!r} is not a parameter count (e.g. 110M, 1.5B, 300000)")
+    return int(round(float(m.group(1)) * _SUFFIX[m.group(2).lower()]))
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class DataConfig(_Strict):
+    """``data:`` the fixed reference data every night ranks on."""
+
+    path: str
+    column: str | None = None
+    max_items: int | None = Field(default=None, ge=2)
+    on_error: Literal["fail", "skip"] = "fail"
+
+
+class CrawlConfig(_Strict):
+    """``crawl:`` the hub listing (as :func:`embedselect.hub.crawl`); the hub is the one ``HF_ENDPOINT`` names."""
+
+    library: str | None = None
+    pipeline_tag: str | None = None
+    tags: tuple[str, ...] = ()
+    author: str | None = None
+    search: str | None = None
+    sort: Literal["trending", "downloads", "likes", "recency", "created"] = "trending"
+    limit: int = Field(default=50, ge=1, le=10_000)
+    min_params: int | None = None
+    max_params: int | None = None
+    licenses: tuple[str, ...] | None = None
+    exclude_gated: bool = True
+
+    @field_validator("min_params", "max_params", mode="before")
+    @classmethod
+    def _params(cls, v: Any) -> Any:
+        return _count(v)
+
+
+class ExecutorConfig(_Strict):
+    """``executor:`` where embedding and pair estimation run (see docs/nightly.md)."""
+
+    kind: Literal["local", "ray"] = "local"
+    address: str | None = None  # ray: "auto", "ray://head:10001", ...; None starts a local Ray
+    num_cpus: int | None = Field(default=None, ge=1)  # ray: CPUs of a locally started Ray
+    gpus_per_model: float = Field(default=0.0, ge=0)  # ray: GPUs each embedding task requests
+    cpus_per_task: float = Field(default=1.0, gt=0)
+
+
+class NightlyConfig(_Strict):
+    """The whole configuration. Times are minutes; ``budget_minutes`` is the wall-clock limit of one night."""
+
+    data: DataConfig
+    crawl: CrawlConfig = CrawlConfig()
+    keep_top: int = Field(default=5, ge=0)
+    pinned: tuple[str, ...] = ()
+    output: str
+    budget_minutes: float = Field(default=60.0, gt=0)
+    rank_reserve: float = Field(default=0.2, ge=0, lt=1)  # share of the budget kept for ranking and publishing
+    model_timeout_minutes: float | None = Field(default=None, gt=0)
+    max_new: int | None = Field(default=None, ge=0)  # at most this many models embedded per night
+    retry_failed: bool = False  # re-try models that failed at the same revision in an earlier night
+    store: str | None = None  # cache root; default $EMBEDSELECT_CACHE_DIR or the user cache dir
+    metrics: tuple[str, ...] = DEFAULT_METRICS
+    metric_options: dict[str, dict[str, Any]] = {}
+    weights: dict[str, float] | None = None
+    seed: int = 0
+    device: str | None = None
+    batch_size: int | None = Field(default=None, ge=1)
+    executor: ExecutorConfig = ExecutorConfig()
+    base_dir: str = Field(default=".", exclude=True)
+
+    @field_validator("pinned", mode="before")
+    @classmethod
+    def _pinned(cls, v: Any) -> Any:
+        return (v,) if isinstance(v, str) else v
+
+    @field_validator("metrics")
+    @classmethod
+    def _metrics(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        from embedselect.metrics.base import available_metrics
+
+        unknown = [m for m in v if m not in available_metrics()]
+        if unknown:
+            raise ValueError(f"unknown metric(s) {unknown}; available: {available_metrics()}")
+        if not v:
+            raise ValueError("choose at least one metric")
+        return v
+
+    def path(self, p: str) -> Path:
+        """``p`` resolved against the configuration file's folder."""
+        q = Path(p).expanduser()
+        # abspath, not resolve(): the output is a symbolic link that must not be followed
+        return Path(os.path.abspath(q if q.is_absolute() else Path(self.base_dir) / q))
+
+    @property
+    def data_path(self) -> Path:
+        return self.path(self.data.path)
+
+    @property
+    def output_path(self) -> Path:
+        return self.path(self.output)
+
+    @property
+    def store_path(self) -> Path | None:
+        return self.path(self.store) if self.store else None
+
+    def ranking_key(self) -> str:
+        """sha256 of what makes two nights comparable (data, metrics and their options, weights, seed): the
+        history and rank changes are kept per key, so a changed setting starts a new history."""
+        payload = {
+            "data": self.data.model_dump(),
+            "data_path": str(self.data_path),
+            "metrics": list(self.metrics),
+            "metric_options": self.metric_options,
+            "weights": self.weights,
+            "seed": self.seed,
+        }
+        return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def _format(err: ValidationError, source: str) -> str:
+    lines = []
+    for e in err.errors():
+        loc = ".".join(str(x) for x in e["loc"]) or "(top level)"
+        if e["type"] == "extra_forbidden":
+            lines.append(f"{loc}: unknown key")
+        elif e["type"] == "missing":
+            lines.append(f"{loc}: required key is missing")
+        else:
+            msg = e["msg"].removeprefix("Value error, ")
+            lines.append(f"{loc}: {msg} (got {e.get('input')!r})")
+    return f"invalid nightly configuration {source}:\n  " + "\n  ".join(lines)
+
+
+def parse_config(obj: Any, *, base_dir: str | Path = ".", source: str = "") -> NightlyConfig:
+    """Validate a mapping (as read from YAML) into a :class:`NightlyConfig`.
+
+    Raises:
+        ConfigError: unknown keys, missing keys or bad values, each with its path.
+    """
+    if not isinstance(obj, dict):
+        raise ConfigError(f"the nightly configuration {source} must be a mapping of keys, got {type(obj).__name__}")
+    if "base_dir" in obj:
+        raise ConfigError(f"invalid nightly configuration {source}:\n  base_dir: unknown key")
+    try:
+        return NightlyConfig(**obj, base_dir=str(Path(base_dir).resolve()))
+    except ValidationError as exc:
+        raise ConfigError(_format(exc, source)) from None
+
+
+def load_config(path: str | Path) -> NightlyConfig:
+    """Read and validate a YAML configuration file; relative paths in it are relative to its folder.
+
+    Raises:
+        ConfigError: the file is missing, is not YAML, or does not validate.
+    """
+    import yaml
+
+    p = Path(path).expanduser()
+    if not p.is_file():
+        raise ConfigError(f"nightly configuration file not found: {p}")
+    try:
+        obj = yaml.safe_load(p.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{p} is not valid YAML: {exc}") from None
+    return parse_config(obj, base_dir=p.parent, source=str(p))

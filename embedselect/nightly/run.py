@@ -1,0 +1,311 @@
+"""One night: lock → data → crawl → plan → embed (through an executor) → pairs → rank → publish → history.
+
+Operations rules:
+
+- **lock**: ``nightly.lock`` in the store root, taken without waiting; a second run raises
+  :class:`~embedselect.errors.NightlyLockedError` (exit code 9) at once. The OS releases it when the process
+  dies, however it dies.
+- **budget**: no new model is started once ``budget_minutes * (1 - rank_reserve)`` have passed; what was not
+  embedded is listed under ``left`` and is planned again the next night.
+- **failures**: a model that cannot be fetched, loaded or run, returns NaN, or runs past
+  ``model_timeout_minutes`` is recorded with its reason and skipped.
+- **resume**: every finished embedding is in the store at once and the night is recorded only at its end, so a
+  killed night is simply planned again and reuses what it had finished.
+- **outputs**: replaced atomically (:mod:`embedselect.nightly.outputs`); a night that ranked nothing keeps the
+  previous outputs and raises :class:`~embedselect.errors.NightlyEmptyError` (exit code 10).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import time
+import uuid
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterator
+
+from embedselect.errors import AllCandidatesFailedError, NightlyEmptyError, NightlyLockedError
+from embedselect.nightly import history
+from embedselect.nightly.config import NightlyConfig
+
+log = logging.getLogger(__name__)
+
+_clock = time.monotonic  # the budget's clock (tests replace it)
+
+
+@contextlib.contextmanager
+def night_lock(root: Path) -> Iterator[None]:
+    """Hold ``root/nightly.lock`` for the block, or raise :class:`NightlyLockedError` at once."""
+    import filelock
+
+    path = Path(root) / "nightly.lock"
+    lock = filelock.FileLock(str(path))
+    try:
+        lock.acquire(timeout=0)
+    except filelock.Timeout:
+        holder = ""
+        with contextlib.suppress(OSError):
+            holder = (Path(root) / "nightly.pid").read_text().strip()
+        raise NightlyLockedError(
+            f"another nightly run holds {path}" + (f" (pid {holder})" if holder else "")
+            + "; this run did nothing. Runs must not overlap: schedule them further apart."
+        ) from None
+    try:
+        with contextlib.suppress(OSError):
+            (Path(root) / "nightly.pid").write_text(str(os.getpid()))
+        yield
+    finally:
+        lock.release()
+
+
+class _Stages:
+    """Wall seconds per stage."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+
+    @contextlib.contextmanager
+    def __call__(self, name: str) -> Iterator[None]:
+        t0 = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.seconds[name] = round(self.seconds.get(name, 0.0) + time.perf_counter() - t0, 3)
+
+
+def _count_pairs(store: Any) -> int:
+    with store.read() as con:
+        return int(con.execute("SELECT count(*) FROM pair_cache WHERE starts_with(key, 'is:')").fetchone()[0])
+
+
+def _crawl(cfg: NightlyConfig, store: Any, token: str | None, *, record: bool):
+    from embedselect.api import refresh_catalog
+
+    c = cfg.crawl
+    result, _ = refresh_catalog(
+        store=store, record=record, token=token, library=c.library, pipeline_tag=c.pipeline_tag, tags=c.tags,
+        author=c.author, search=c.search, sort=c.sort, limit=c.limit, min_params=c.min_params,
+        max_params=c.max_params, licenses=c.licenses, include_gated=not c.exclude_gated,
+    )  # fmt: skip
+    return result
+
+
+def _leaderboard(ranking: Any, planned: dict[str, Any]) -> list[dict[str, Any]]:
+    rows = []
+    for r in ranking.ok:
+        p = planned.get(r.name)
+        prev = p.prev_rank if p is not None else None
+        rows.append({
+            "rank": r.rank, "name": r.name, "model_id": r.model_id, "revision": r.revision,
+            "why": p.why if p is not None else None, "prev_rank": prev,
+            "delta": (prev - r.rank) if prev is not None and r.rank is not None else None,
+            "combined_score": r.combined_score, "scores": dict(r.scores),
+        })  # fmt: skip
+    return sorted(rows, key=lambda x: (x["rank"] is None, x["rank"] or 0, x["name"]))
+
+
+def run_night(cfg: NightlyConfig, *, dry_run: bool = False, executor: Any = None,
+              token: str | None = None) -> dict[str, Any]:
+    """Run one night (or, with ``dry_run``, only crawl and plan, writing nothing).
+
+    Args:
+        cfg: the validated configuration (:func:`~embedselect.nightly.config.load_config`).
+        dry_run: crawl the hub and print what would be embedded and computed; no store or output is written.
+        executor: an :class:`~embedselect.executors.Executor`; default from ``cfg.executor``.
+        token: hub token (default ``HF_TOKEN``); never logged or stored.
+
+    Returns:
+        the run summary (also written as ``run.json`` into the output folder): see docs/nightly.md.
+
+    Raises:
+        ConfigError / DataError: bad configuration or reference data (before any work).
+        NightlyLockedError: another night holds the lock (exit code 9).
+        NightlyEmptyError: nothing could be ranked; previous outputs kept (exit code 10).
+    """
+    from embedselect.store import Store
+
+    token = token if token is not None else (os.environ.get("HF_TOKEN") or None)
+    store = Store.open(cfg.store_path)
+    if dry_run:
+        return _night(cfg, store, dry_run=True, executor=None, token=token)
+    with night_lock(store.root):
+        return _night(cfg, store, dry_run=False, executor=executor, token=token)
+
+
+def _night(cfg: NightlyConfig, store: Any, *, dry_run: bool, executor: Any, token: str | None) -> dict[str, Any]:
+    from embedselect.data import ReferenceData
+    from embedselect.executors import EmbedJob, get_executor
+    from embedselect.nightly.plan import build_plan
+
+    t_start = _clock()
+    budget_s = cfg.budget_minutes * 60.0
+    embed_deadline = budget_s * (1.0 - cfg.rank_reserve)
+    stages = _Stages()
+    run_id = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ") + "-" + uuid.uuid4().hex[:6]
+    summary: dict[str, Any] = {
+        "run_id": run_id,
+        "started_at": datetime.now(timezone.utc).isoformat(),
+        "status": "dry-run" if dry_run else "running",
+        "ranking_key": cfg.ranking_key(),
+        "output": str(cfg.output_path),
+        "store": str(store.root),
+        "executor": cfg.executor.kind if executor is None else executor.name,
+        "budget": {"minutes": cfg.budget_minutes, "embed_stop_after_s": round(embed_deadline, 1), "exhausted": False},
+    }
+    with stages("data"):
+        ref = ReferenceData.load(cfg.data_path, column=cfg.data.column, max_items=cfg.data.max_items, seed=cfg.seed,
+                                 on_error=cfg.data.on_error)  # fmt: skip
+    summary["data"] = {"path": str(cfg.data_path), "items": len(ref), "fingerprint": ref.fingerprint}
+    with stages("crawl"):
+        crawled = _crawl(cfg, store, token, record=not dry_run)
+    summary["crawl"] = {"query": crawled.query, "models": len(crawled.models), "pages": crawled.pages,
+                        "complete": crawled.complete, "errors": [e.message for e in crawled.errors]}  # fmt: skip
+    with stages("plan"):
+        plan = build_plan(cfg, store, crawled, ref, token=token)
+    planned = {p.name: p for p in plan.candidates}
+    summary["candidates"] = {
+        "considered": len(plan.candidates),
+        **{why: [p.name for p in plan.candidates if p.why == why] for why in ("new", "updated", "top", "pinned")},
+        "skipped": plan.skipped,
+    }
+    if dry_run:
+        n = len(plan.candidates)
+        summary["plan"] = plan.to_dict()
+        summary["would_compute"] = {
+            "forward_passes": len(plan.to_embed),
+            "sufficiency_pairs_at_most": n * (n - 1) if "sufficiency" in cfg.metrics else 0,
+        }
+        summary["stages"] = stages.seconds
+        return summary
+
+    # --- embed: only what the store lacks, through the executor, within the budget -------------------------
+    def over_budget() -> bool:
+        spent = _clock() - t_start
+        if spent >= embed_deadline:
+            summary["budget"]["exhausted"] = True
+            return True
+        return False
+
+    job = EmbedJob(seed=cfg.seed, device=cfg.device, batch_size=cfg.batch_size, token=token,
+                   timeout_s=cfg.model_timeout_minutes * 60.0 if cfg.model_timeout_minutes else None)  # fmt: skip
+    own_executor = executor is None
+    if own_executor:
+        executor = get_executor(cfg.executor.kind, **cfg.executor.model_dump(exclude={"kind"}))
+    failed: list[dict[str, Any]] = []
+    embedded: list[str] = []
+    try:
+        with stages("embed"):
+            todo = [p.candidate for p in plan.candidates if not p.cached]
+            units, left = executor.embed(ref, todo, store=store, job=job, should_stop=over_budget)
+        for u in units:
+            r = u.outcome.result
+            if not r.ok:
+                failed.append({"name": r.name, "model_id": r.model_id or planned[r.name].model_id,
+                               "revision": r.revision or planned[r.name].revision, "why": planned[r.name].why,
+                               "error_type": r.error_type, "reason": r.error})  # fmt: skip
+            elif not r.cached:
+                embedded.append(r.name)
+        left_names = {c.name for c in left}
+        failed_names = {f["name"] for f in failed}
+        pool = [p for p in plan.candidates if p.name not in left_names and p.name not in failed_names]
+
+        # --- sufficiency pairs on the executor (Ray), then rank: select() reads the cache ---------------
+        pairs_before = _count_pairs(store)
+        ranking = None
+        if pool:
+            from embedselect.api import select
+
+            with stages("pairs"):
+                summary["pairs_on_executor"] = _pairs_on_executor(cfg, executor, store, ref, pool, token)
+            with stages("rank"):
+                try:
+                    ranking = select(
+                        ref, [p.candidate for p in pool], metrics=list(cfg.metrics), seed=cfg.seed,
+                        cache_dir=store.root, device=cfg.device, batch_size=cfg.batch_size,
+                        metric_options=cfg.metric_options, weights=cfg.weights, token=token, save=True,
+                    )  # fmt: skip
+                except AllCandidatesFailedError as exc:  # e.g. every cached model vanished from the hub
+                    log.warning("nightly: nothing could be ranked: %s", exc)
+                    summary["rank_error"] = str(exc)
+    finally:
+        if own_executor:
+            executor.close()
+    reused = [p.name for p in pool if p.name not in embedded]
+    if ranking is not None:
+        for r in ranking.failed:  # e.g. a cached model whose files vanished
+            if r.name not in failed_names:
+                p = planned.get(r.name)
+                failed.append({"name": r.name, "model_id": r.model_id, "revision": r.revision,
+                               "why": p.why if p else None, "error_type": r.error_type, "reason": r.error})  # fmt: skip
+                reused = [n for n in reused if n != r.name]
+    pairs_computed = _count_pairs(store) - pairs_before
+    n_ok = len(ranking.ok) if ranking is not None else 0
+    pairs_total = n_ok * (n_ok - 1) if ranking is not None and "sufficiency" in ranking.metrics else 0
+    summary.update({
+        "embedded": {"count": len(embedded), "names": embedded},
+        "reused": {"count": len(reused), "names": reused},
+        "failed": failed,
+        "left": [{"name": c.name, "reason": "budget"} for c in left]
+        + [{"name": p.name, "reason": "max_new"} for p in plan.deferred],
+        "pairs": {"computed": pairs_computed, "reused": max(pairs_total - pairs_computed, 0), "total": pairs_total},
+        "ranked": n_ok,
+    })  # fmt: skip
+    leaderboard = _leaderboard(ranking, planned) if ranking is not None else []
+    summary["leader"] = leaderboard[0]["name"] if leaderboard else None
+    if not leaderboard:
+        summary["status"] = "empty"
+        _finish(summary, stages, t_start)
+        _save_summary(store, summary)
+        history.record_night(store, summary, [], failed)
+        exc = NightlyEmptyError(
+            "the night ranked no candidate (" + ("; ".join(f"{f['name']}: {f['reason']}" for f in failed)
+                                                 or "nothing to rank") + "); the published outputs were kept"
+        )
+        exc.summary = summary
+        raise exc
+    summary["status"] = "partial" if (failed or summary["left"]) else "ok"
+    with stages("publish"):
+        from embedselect.nightly.outputs import publish
+
+        _finish(summary, stages, t_start)
+        publish(cfg.output_path, run_id, ranking, leaderboard, summary)
+    _finish(summary, stages, t_start)
+    history.record_night(store, summary, leaderboard, failed)
+    _save_summary(store, summary)
+    return summary
+
+
+def _finish(summary: dict[str, Any], stages: _Stages, t_start: float) -> None:
+    summary["stages"] = dict(stages.seconds)
+    summary["wall_seconds"] = round(_clock() - t_start, 3)
+    summary["finished_at"] = datetime.now(timezone.utc).isoformat()
+
+
+def _save_summary(store: Any, summary: dict[str, Any]) -> None:
+    """Every night's summary also goes to ``<store>/nightly/runs/<run_id>.json`` (empty nights included)."""
+    d = Path(store.root) / "nightly" / "runs"
+    d.mkdir(parents=True, exist_ok=True)
+    tmp = d / f".{summary['run_id']}.json.tmp"
+    tmp.write_text(json.dumps(summary, indent=2, default=str), encoding="utf-8")
+    os.replace(tmp, d / f"{summary['run_id']}.json")
+
+
+def _pairs_on_executor(cfg: NightlyConfig, executor: Any, store: Any, ref: Any, pool: list, token) -> int:
+    """Let the executor estimate missing sufficiency pairs (Ray spreads them over workers; local does nothing
+    and leaves them to select()). Returns the number of pairs computed by the executor."""
+    if "sufficiency" not in cfg.metrics or not executor.computes_pairs:
+        return 0
+    from embedselect.api import embed
+
+    outs = embed(None, [p.candidate for p in pool], seed=cfg.seed, device=cfg.device, token=token,
+                 keep_vectors=True, _data=ref, _store=store)  # fmt: skip
+    embs = {o.result.name: o.vectors for o in outs if o.result.ok}
+    keys = {o.result.name: o.result.run_key for o in outs if o.result.ok}
+    if len(embs) < 2:
+        return 0
+    return executor.precompute_pairs(embs, keys, seed=cfg.seed, options=dict(cfg.metric_options.get("sufficiency", {})),
+                                     store=store, device=cfg.device or "cpu")  # fmt: skip
+

@@ -1,0 +1,115 @@
+"""Badges for ranked candidates: a self-contained SVG (renders offline), a shields.io endpoint JSON and the
+Markdown to paste into a model card.
+
+The SVG comes from `anybadge <https://github.com/jongracecox/anybadge>`_: pure Python with no dependencies of
+its own, renders offline (no request to a badge service), escapes label and value text, and draws the familiar
+flat shields.io style. The endpoint JSON follows shields.io's schema (``schemaVersion`` 1), for users who
+prefer the live shields.io badge pointing at a published file.
+
+File names come from :func:`~embedselect.publish.text.safe_filename`, never from hub text directly.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from embedselect.publish.text import md, safe_filename
+from embedselect.ranking import CandidateResult, Ranking
+
+LABEL = "embedselect"
+
+# by rank, first to last, shields.io's palette
+_COLOURS = ("brightgreen", "green", "yellowgreen", "yellow", "orange")
+_HEX = {"brightgreen": "#4c1", "green": "#97ca00", "yellowgreen": "#a4a61d", "yellow": "#dfb317",
+        "orange": "#fe7d37", "lightgrey": "#9f9f9f"}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Badge:
+    """A badge for one candidate.
+
+    Attributes:
+        candidate: candidate name (untrusted text).
+        message: the badge's right-hand text, e.g. ``#2 of 14 · my-data``.
+        color: shields.io colour name (by rank: brightgreen for the first, orange for the last).
+        stem: safe file stem for this candidate (``<stem>.svg``, ``<stem>.json``).
+    """
+
+    candidate: str
+    message: str
+    color: str
+    stem: str
+
+    def svg(self) -> str:
+        """The badge as a standalone SVG document."""
+        import anybadge
+
+        return anybadge.Badge(label=LABEL, value=self.message, default_color=_HEX[self.color]).badge_svg_text
+
+    def endpoint(self) -> dict[str, Any]:
+        """shields.io endpoint JSON (https://shields.io/badges/endpoint-badge), schemaVersion 1."""
+        return {"schemaVersion": 1, "label": LABEL, "message": self.message, "color": self.color}
+
+    def markdown(self, base_url: str | None = None) -> str:
+        """Markdown to paste: the SVG file next to the card, or ``base_url/<stem>.svg`` when given."""
+        src = f"{base_url.rstrip('/')}/{self.stem}.svg" if base_url else f"{self.stem}.svg"
+        alt = self.message.replace("[", "(").replace("]", ")")
+        return f"![{LABEL}: {alt}]({src})"
+
+
+def _colour(rank: int | None, total: int) -> str:
+    if rank is None or total <= 0:
+        return "lightgrey"
+    frac = 0.0 if total == 1 else (rank - 1) / (total - 1)  # 0 = first, 1 = last
+    return _COLOURS[min(len(_COLOURS) - 1, int(frac * (len(_COLOURS) - 1) + 1e-9))]
+
+
+def badge_for(ranking: Ranking, candidate: CandidateResult | str, *, dataset: str | None = None) -> Badge:
+    """The badge of one ranked candidate: ``#rank of N`` (``tied #1`` when the lead is undecided) and the
+    data set's name (default: the reference data's file name)."""
+    c = ranking[candidate] if isinstance(candidate, str) else candidate
+    total = len(ranking.ok)
+    label = dataset or Path(str(ranking.dataset.get("source", "data"))).name or "data"
+    if not c.ok or c.rank is None:
+        message = f"failed · {label}"
+    elif not ranking.decided and c.name in ranking.leaders:
+        message = f"tied #{c.rank} of {total} · {label}"
+    else:
+        message = f"#{c.rank} of {total} · {label}"
+    return Badge(candidate=c.name, message=message, color=_colour(c.rank if c.ok else None, total),
+                 stem=safe_filename(c.name))  # fmt: skip
+
+
+def _write(path: Path, text: str) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_badges(ranking: Ranking, folder: str | Path, *, dataset: str | None = None,
+                 base_url: str | None = None) -> dict[str, dict[str, str]]:
+    """Write ``<stem>.svg`` and ``<stem>.json`` (endpoint) for every ranked candidate into ``folder`` and
+    ``badges.md`` with the Markdown snippets. Returns candidate name -> {"svg", "json", "markdown"}."""
+    out = Path(folder)
+    out.mkdir(parents=True, exist_ok=True)
+    written: dict[str, dict[str, str]] = {}
+    lines = []
+    for c in ranking.ok:
+        b = badge_for(ranking, c, dataset=dataset)
+        _write(out / f"{b.stem}.svg", b.svg())
+        _write(out / f"{b.stem}.json", json.dumps(b.endpoint()) + "\n")
+        snippet = b.markdown(base_url)
+        written[c.name] = {"svg": str(out / f"{b.stem}.svg"), "json": str(out / f"{b.stem}.json"), "markdown": snippet}
+        lines.append(f"- {md(c.name)}: {snippet}")
+    _write(out / "badges.md", "\n".join(lines) + "\n")
+    return written

@@ -1,0 +1,189 @@
+"""The report's figures, drawn with matplotlib (Agg) into inline SVG: no network, no scripts, and text drawn
+as paths (``svg.fonttype = "path"``), so a hostile candidate name cannot become markup.
+
+Every function takes a :class:`~embedselect.ranking.Ranking` and returns an SVG document as a string, or
+``None`` when the ranking lacks what the figure needs (e.g. no sufficiency matrix).
+"""
+
+from __future__ import annotations
+
+import io
+import math
+from typing import Any
+
+from embedselect.ranking import Ranking
+
+_BLUE, _GREY, _ORANGE = "#2563eb", "#9ca3af", "#ea580c"
+
+
+def _figure(width: float = 6.4, height: float = 4.0):
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+
+    plt.rcParams.update({"svg.fonttype": "path", "font.size": 9, "axes.spines.top": False,
+                         "axes.spines.right": False, "svg.hashsalt": "embedselect"})  # fmt: skip
+    return plt, plt.figure(figsize=(width, height))
+
+
+def _svg(plt, fig) -> str:
+    buf = io.StringIO()
+    fig.tight_layout()
+    fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None})
+    plt.close(fig)
+    text = buf.getvalue()
+    return text[text.index("<svg"):]  # drop the XML prolog and DOCTYPE: inline SVG in HTML
+
+
+def _finite(v: Any) -> bool:
+    return v is not None and isinstance(v, (int, float)) and math.isfinite(v)
+
+
+def _short(name: str, n: int = 28) -> str:
+    return name if len(name) <= n else name[: n - 1] + "…"
+
+
+def task_prior_scatter(ranking: Ranking) -> str | None:
+    """Task Prior alignment: mean E[Tr(MG)] vs its variance per candidate (both under the prior)."""
+    pts = [(c.name, c.columns.get("task_prior_mean"), c.columns.get("task_prior_var")) for c in ranking.ok]
+    pts = [p for p in pts if _finite(p[1]) and _finite(p[2])]
+    if len(pts) < 2:
+        return None
+    plt, fig = _figure(5.6, 3.8)
+    ax = fig.gca()
+    best = set(ranking.leaders or ([ranking.best.name] if ranking.best else []))
+    for name, mean, var in pts:
+        ax.scatter(var, mean, s=36, color=_BLUE if name in best else _GREY, zorder=3)
+        ax.annotate(_short(name), (var, mean), textcoords="offset points", xytext=(5, 4), fontsize=8)
+    ax.set_xlabel("variance of the alignment under the prior")
+    ax.set_ylabel("mean alignment under the prior")
+    ax.set_title("Task Prior statistics (higher mean, lower variance is better)")
+    return _svg(plt, fig)
+
+
+def task_accuracy(ranking: Ranking) -> str | None:
+    """Held-out probe accuracy on tasks sampled from the prior: mean ± std and the 5th percentile."""
+    rows = [(c.name, c.columns.get("task_prior.probe_acc_mean"), c.columns.get("task_prior.probe_acc_std"),
+             c.columns.get("task_prior.probe_acc_p05")) for c in ranking.ok]  # fmt: skip
+    rows = [r for r in rows if _finite(r[1])]
+    if not rows:
+        return None
+    plt, fig = _figure(5.6, 0.45 * len(rows) + 1.2)
+    ax = fig.gca()
+    ys = list(range(len(rows)))[::-1]
+    for y, (name, mean, std, p05) in zip(ys, rows):
+        if _finite(std):
+            ax.plot([mean - std, mean + std], [y, y], color=_BLUE, lw=4, alpha=0.35, solid_capstyle="butt")
+        if _finite(p05):
+            ax.plot([p05], [y], marker="|", color=_ORANGE, ms=12, mew=2)
+        ax.plot([mean], [y], marker="o", color=_BLUE)
+    ax.set_yticks(ys, [_short(r[0]) for r in rows])
+    ax.set_xlabel("held-out accuracy (dot: mean, bar: ±1 std, tick: 5th pct.)")
+    ax.set_title("Accuracy over sampled tasks")
+    return _svg(plt, fig)
+
+
+def sufficiency_heatmap(ranking: Ranking) -> str | None:
+    """The information-sufficiency matrix IS(row → column) in nats per target dimension, ordered by community."""
+    d = ranking.details.get("sufficiency") or {}
+    matrix = d.get("matrix") or {}
+    if len(matrix) < 2:
+        return None
+    order = [n for group in d.get("communities") or [] for n in group if n in matrix]
+    order += [n for n in matrix if n not in order]
+    values = [[matrix.get(a, {}).get(b) if a != b else None for b in order] for a in order]
+    import numpy as np
+
+    arr = np.array([[np.nan if v is None else float(v) for v in row] for row in values], dtype=np.float64)
+    size = 1.2 + 0.55 * len(order)
+    plt, fig = _figure(size + 1.8, size)
+    ax = fig.gca()
+    im = ax.imshow(np.ma.masked_invalid(arr), cmap="viridis")
+    labels = [_short(n, 22) for n in order]
+    ax.set_xticks(range(len(order)), labels, rotation=40, ha="right")
+    ax.set_yticks(range(len(order)), labels)
+    ax.set_xlabel("target (predicted)")
+    ax.set_ylabel("source (predicts)")
+    fig.colorbar(im, ax=ax, label="nats per target dimension")
+    ax.set_title("Information sufficiency, grouped by community")
+    return _svg(plt, fig)
+
+
+def pareto_front(points: list[tuple[str, float, float]], *, lower_cost_better: bool = True) -> list[str]:
+    """Names on the Pareto front of (name, cost, score): no other point has a score at least as high at a cost
+    at least as good, and is strictly better in one of them."""
+    front = []
+    for name, cost, score in points:
+        dominated = any(
+            (s >= score and (c <= cost if lower_cost_better else c >= cost)) and (s > score or c != cost)
+            for n, c, s in points if n != name
+        )  # fmt: skip
+        if not dominated:
+            front.append(name)
+    return front
+
+
+def score_vs_cost(ranking: Ranking) -> str | None:
+    """Combined score against two costs: embedding dimension (storage, search) and measured throughput
+    (items per second of the embedding run), with the Pareto front marked."""
+    rows = [c for c in ranking.ok if _finite(c.combined_score)]
+    if len(rows) < 2:
+        return None
+    plt, fig = _figure(8.0, 3.6)
+    axes = fig.subplots(1, 2)
+    panels = [
+        ("embedding dimension (lower is cheaper)", [(c.name, float(c.dim), c.combined_score) for c in rows if c.dim], True),
+        ("items per second when embedded (higher is cheaper)",
+         [(c.name, c.n / c.seconds, c.combined_score) for c in rows if c.n and c.seconds and not c.cached], False),
+    ]  # fmt: skip
+    for ax, (label, pts, lower) in zip(axes, panels):
+        if len(pts) < 2:
+            ax.set_axis_off()
+            ax.text(0.5, 0.5, "not measured in this run\n(embeddings came from the cache)", ha="center",
+                    va="center", transform=ax.transAxes)  # fmt: skip
+            continue
+        front = set(pareto_front(pts, lower_cost_better=lower))
+        for name, cost, score in pts:
+            on = name in front
+            ax.scatter(cost, score, s=40 if on else 24, color=_BLUE if on else _GREY, zorder=3)
+            ax.annotate(_short(name, 22), (cost, score), textcoords="offset points", xytext=(4, 4), fontsize=7)
+        fpts = sorted((c, s) for n, c, s in pts if n in front)
+        ax.plot([p[0] for p in fpts], [p[1] for p in fpts], color=_BLUE, lw=1, alpha=0.6)
+        costs = [p[1] for p in pts]
+        if max(costs) > 20 * min(costs):
+            ax.set_xscale("log")
+        ax.set_xlabel(label)
+        ax.set_ylabel("combined score")
+    fig.suptitle("Score vs cost (blue: Pareto front)")
+    return _svg(plt, fig)
+
+
+def label_free_vs_accuracy(ranking: Ranking) -> str | None:
+    """When labels were given: the combined label-free score against held-out probe accuracy."""
+    if not ranking.validation:
+        return None
+    col = f"labels.{ranking.validation.get('accuracy_column', 'logistic_acc')}"
+    pts = [(c.name, c.combined_score, c.columns.get(col)) for c in ranking.ok]
+    pts = [p for p in pts if _finite(p[1]) and _finite(p[2])]
+    if len(pts) < 2:
+        return None
+    plt, fig = _figure(5.6, 3.8)
+    ax = fig.gca()
+    for name, score, acc in pts:
+        ax.scatter(score, acc, s=36, color=_BLUE, zorder=3)
+        ax.annotate(_short(name), (score, acc), textcoords="offset points", xytext=(5, 4), fontsize=8)
+    ax.set_xlabel("label-free combined score")
+    ax.set_ylabel("held-out probe accuracy on your labels")
+    ax.set_title("Does the label-free ranking match your labels?")
+    return _svg(plt, fig)
+
+
+FIGURES = {
+    "task_prior_scatter": task_prior_scatter,
+    "task_accuracy": task_accuracy,
+    "sufficiency_heatmap": sufficiency_heatmap,
+    "score_vs_cost": score_vs_cost,
+    "label_free_vs_accuracy": label_free_vs_accuracy,
+}
+"""Figure id -> function, in the order the report shows them."""

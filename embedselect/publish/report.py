@@ -1,0 +1,171 @@
+"""Human-readable renderings of a :class:`~embedselect.ranking.Ranking`: a self-contained HTML report and a
+Markdown leaderboard table.
+
+Every string that can come from outside (model ids and revisions from the hub, file names, error messages,
+warnings) is untrusted: the HTML report escapes all of them and the Markdown table escapes the characters
+that would break out of a table cell or inject links/HTML.
+"""
+
+from __future__ import annotations
+
+from embedselect.publish.text import esc as _e
+from embedselect.publish.text import md as _md
+from embedselect.publish.text import num as _num
+from embedselect.ranking import Ranking
+
+
+def to_markdown(ranking: Ranking) -> str:
+    """A Markdown leaderboard: rank, candidate, combined score, each metric's score and rank, dimension."""
+    head = ["rank", "candidate", "score", *(f"{m} (rank)" for m in ranking.metrics), "dim", "revision"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for c in ranking.candidates:
+        if not c.ok:
+            continue
+        cells = [_num(c.rank), _md(c.name), _num(c.combined_score)]
+        cells += [f"{_num(c.scores.get(m))} ({_num(c.ranks.get(m))})" for m in ranking.metrics]
+        cells += [_num(c.dim), _md((c.revision or "")[:12])]
+        lines.append("| " + " | ".join(cells) + " |")
+    ds = ranking.dataset
+    lines.append("")
+    lines.append(
+        f"Reference data: {_md(ds.get('source', '?'))}, {ds.get('n', '?')} {ds.get('modality', '')} "
+        f"items (fingerprint {str(ds.get('fingerprint', ''))[:12]}). embedselect {ranking.versions.get('embedselect')}."
+    )
+    for c in ranking.failed:
+        lines.append(f"- failed: {_md(c.name)} — {_md(c.error_type)}: {_md(c.error)}")
+    for w in ranking.warnings:
+        lines.append(f"- note: {_md(w)}")
+    return "\n".join(lines) + "\n"
+
+
+_CSS = """
+:root{--fg:#1f2937;--muted:#6b7280;--line:#e5e7eb;--accent:#2563eb;--warn:#b45309}
+*{box-sizing:border-box}body{font:15px/1.5 system-ui,-apple-system,Segoe UI,sans-serif;margin:0;color:var(--fg)}
+main{max-width:1100px;margin:0 auto;padding:16px}h1{font-size:1.4em;margin:.2em 0}h2{font-size:1.15em;margin:1.6em 0 .4em}
+.answer{border:2px solid var(--accent);border-radius:10px;padding:12px 16px;margin:12px 0;background:#eff6ff}
+.answer.undecided{border-color:var(--warn);background:#fffbeb}.answer .big{font-size:1.3em;font-weight:600}
+.muted{color:var(--muted)}.wrap{overflow-x:auto;-webkit-overflow-scrolling:touch}
+table{border-collapse:collapse;width:100%;font-size:14px}th,td{border-bottom:1px solid var(--line);padding:6px 8px;
+text-align:left;vertical-align:top}th{background:#f9fafb;white-space:nowrap}td.num{text-align:right;font-variant-numeric:tabular-nums}
+tr.failed td{color:#9ca3af}tr.lead td:first-child{font-weight:600}.tie{color:var(--warn);font-weight:600}
+.ci{color:var(--muted);font-size:12px;white-space:nowrap}.bar{background:var(--accent);height:6px;display:inline-block;border-radius:3px}
+.figs{display:grid;grid-template-columns:repeat(auto-fit,minmax(320px,1fr));gap:16px}
+figure{margin:0;border:1px solid var(--line);border-radius:8px;padding:8px}figure svg{width:100%;height:auto}
+figcaption{font-size:13px;color:var(--muted)}.note{color:var(--warn)}code{font-size:12px}td.src{white-space:nowrap}
+@media (max-width:700px){main{padding:10px}.wide{display:none}th,td{padding:5px 4px}}
+"""
+
+_CAPTIONS = {
+    "task_prior_scatter": "Closed-form Task Prior statistics of each candidate's kernel under the prior.",
+    "task_accuracy": "How well linear probes on each embedding solve tasks sampled from the prior (held-out).",
+    "sufficiency_heatmap": "How much each embedding (row) tells about each other (column); blocks are communities.",
+    "score_vs_cost": "For a cost-aware choice: candidates on the blue line are not beaten on both score and cost.",
+    "label_free_vs_accuracy": "Label-free score against held-out probe accuracy on your labels.",
+}
+
+
+def _figures(ranking: Ranking) -> list[str]:
+    try:
+        from embedselect.publish.plots import FIGURES
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return ['<p class="note">Plots need matplotlib: <code>pip install "embedselect[publish]"</code>.</p>']
+    out = []
+    for key, fn in FIGURES.items():
+        svg = fn(ranking)
+        if svg:
+            out.append(f'<figure id="fig-{key}">{svg}<figcaption>{_e(_CAPTIONS[key])}</figcaption></figure>')
+    return out
+
+
+def _answer(ranking: Ranking) -> str:
+    best = ranking.best
+    if best is None:
+        return '<div class="answer undecided"><div class="big">No candidate could be ranked.</div></div>'
+    if ranking.decided:
+        scores = ", ".join(f"{_e(m)} {_e(_num(best.scores.get(m)))}" for m in ranking.metrics)
+        return (f'<div class="answer"><div class="muted">Most promising embedder for this data</div>'
+                f'<div class="big">{_e(best.name)}</div><div class="muted">{scores} · ranked first of '
+                f"{len(ranking.ok)}</div></div>")  # fmt: skip
+    leaders = ", ".join(_e(n) for n in ranking.leaders)
+    reasons = "; ".join(_e(r) for r in ranking.undecided_reasons)
+    return (f'<div class="answer undecided"><div class="big">No clear winner among: {leaders}</div>'
+            f'<div class="muted">{reasons}</div></div>')
+
+
+def _tail(text: str, n: int = 48) -> str:
+    """Long local paths shown by their end (the model folder's name is what tells them apart)."""
+    return text if len(text) <= n else "…" + text[-(n - 1):]
+
+
+def _score_cell(c, m: str) -> str:
+    text = _e(_num(c.scores.get(m)))
+    ci = c.intervals.get(m)
+    if ci and len(ci) == 2:
+        text += f'<br><span class="ci">[{_e(_num(ci[0], 3))}, {_e(_num(ci[1], 3))}]</span>'
+    return f'<td class="num">{text}</td>'
+
+
+def to_html(ranking: Ranking, *, title: str = "embedselect ranking", plots: bool = True) -> str:
+    """One self-contained HTML page for a ranking: the answer at a glance, the table with intervals and ties
+    marked, the figures (inline SVG, see :mod:`embedselect.publish.plots`), the check against labels when
+    given, and notes. No scripts, no external resources; every string escaped."""
+    ds = ranking.dataset
+    undecided = set() if ranking.decided else set(ranking.leaders)
+    out = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">',
+        # nothing may load or run: the page is self-contained (inline styles and SVG only)
+        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; "
+        "img-src data:\">",
+        f"<title>{_e(title)}</title><style>{_CSS}</style></head><body><main>",
+        f"<h1>{_e(title)}</h1>",
+        '<p class="muted">Reference data: <code>{}</code> — {} {} items, fingerprint <code>{}</code>. Created {}.</p>'.format(
+            _e(ds.get("source", "?")), _e(ds.get("n", "?")), _e(ds.get("modality", "")),
+            _e(str(ds.get("fingerprint", ""))[:16]), _e(ranking.created_at),
+        ),  # fmt: skip
+        _answer(ranking),
+        '<h2>Ranking</h2><div class="wrap"><table><thead><tr><th>rank</th><th>candidate</th><th>score</th>',
+    ]
+    out += [f"<th>{_e(m)}</th><th>#</th>" for m in ranking.metrics]
+    out.append('<th>dim</th><th class="wide">model</th><th class="wide">revision</th><th>status</th></tr></thead><tbody>')
+    for c in ranking.candidates:
+        width = 0 if c.combined_score is None else max(0.0, min(1.0, float(c.combined_score))) * 60
+        tie = ' <span class="tie" title="cannot be separated from the other leaders">≈ tie</span>' if c.name in undecided else ""
+        cls = "failed" if not c.ok else ("lead" if c.rank == 1 else "ok")
+        row = [
+            f'<tr class="{cls}">',
+            f'<td class="num">{_e(_num(c.rank))}</td>',
+            f"<td>{_e(c.name)}{tie}</td>",
+            f'<td class="num">{_e(_num(c.combined_score))}<br><span class="bar" style="width:{width:.0f}px"></span></td>',
+        ]
+        for m in ranking.metrics:
+            row.append(_score_cell(c, m) + f'<td class="num">{_e(_num(c.ranks.get(m)))}</td>')
+        status = "ok" if c.ok else f"failed: {c.error_type}: {c.error}"
+        row += [
+            f'<td class="num">{_e(_num(c.dim))}</td>',
+            f'<td class="wide src"><code>{_e(_tail(c.model_id or ""))}</code></td>',
+            f'<td class="wide src"><code>{_e((c.revision or "")[:12])}</code></td>',
+            f"<td>{_e(status)}</td></tr>",
+        ]
+        out.append("".join(row))
+    out.append("</tbody></table></div>")
+    if plots:
+        figs = _figures(ranking)
+        if figs:
+            out.append('<h2>Figures</h2><div class="figs">' + "".join(figs) + "</div>")
+    if ranking.validation:
+        probe = (ranking.validation.get("probe_settings") or {}).get("accuracy_probe", "")
+        out.append(f'<h2>Check against your labels</h2><p class="muted">Accuracy: held-out {_e(probe)} probe.</p>'
+                   '<div class="wrap"><table><thead><tr><th>metric</th><th>Spearman</th>'
+                   "<th>Kendall</th><th>top pick</th><th>best by accuracy</th><th>regret</th></tr></thead><tbody>")  # fmt: skip
+        for mv in ranking.validation.get("metrics", []):
+            out.append("<tr>" + "".join(f"<td>{_e(_num(mv.get(k)))}</td>"
+                       for k in ("metric", "spearman", "kendall", "top_pick", "best", "regret")) + "</tr>")  # fmt: skip
+        out.append("</tbody></table></div>")
+    if ranking.warnings:
+        out.append("<h2>Notes</h2><ul>" + "".join(f'<li class="note">{_e(w)}</li>' for w in ranking.warnings) + "</ul>")
+    versions = ", ".join(f"{_e(k)} {_e(v)}" for k, v in ranking.versions.items())
+    out.append(f'<p class="muted"><small>{versions}. Settings: <code>{_e(ranking.settings)}</code></small></p>')
+    out.append("</main></body></html>")
+    return "\n".join(out)

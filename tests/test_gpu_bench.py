@@ -1,0 +1,54 @@
+"""The CPU half of benchmarks/gpu.py runs in the suite (CI sizes), so the GPU script cannot rot."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _gpu_module():
+    spec = importlib.util.spec_from_file_location("bench_gpu", ROOT / "benchmarks" / "gpu.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_cpu_half_of_the_gpu_script_runs_every_section_and_every_check_passes(tmp_path, one_thread):
+    gpu = _gpu_module()
+    out, md = tmp_path / "gpu.json", tmp_path / "gpu.md"
+    code = gpu.main(["--ci", "--device", "cpu", "--out", str(out), "--markdown", str(md)])
+    result = json.loads(out.read_text())
+    failed = [r for r in result["rows"] if not r["ok"]]
+    assert code == 0 and result["ok"], failed
+    assert result["device"] == "cpu" and result["ci"] is True
+    sections = [r["section"] for r in result["rows"]]
+    assert sections == ["embed", "embed", "embed", "moments", "probes", "sufficiency", "faiss"]
+    assert {r["case"].split(" ")[0] for r in result["rows"] if r["section"] == "embed"} == {
+        "sentence-transformers", "transformers", "timm"}
+    for r in result["rows"]:
+        assert r["cpu_s"] > 0 and r["device_s"] > 0
+    moments = next(r for r in result["rows"] if r["section"] == "moments")
+    assert moments["gemm_floor_s"] > 0
+    suff = next(r for r in result["rows"] if r["section"] == "sufficiency")
+    assert suff["one_pair_at_a_time_s"] > 0
+    table = md.read_text()
+    assert table.count("\n| ") == 1 + 7 and "**NO**" not in table  # header + one line per row
+
+
+def test_a_failing_section_is_reported_not_hidden(monkeypatch):
+    gpu = _gpu_module()
+
+    def broken(dev, ci):
+        raise RuntimeError("CUDA error: out of memory")
+
+    monkeypatch.setitem(gpu.SECTIONS, "faiss", broken)
+    result = gpu.run(ci=True, device="cpu", sections=["faiss"])
+    assert not result["ok"] and result["rows"][0]["check"] == "RuntimeError: CUDA error: out of memory"
+    assert "**NO**" in gpu.markdown(result)
+    with pytest.raises(SystemExit):
+        gpu.main(["--ci", "--sections", "nope"])

@@ -1,0 +1,271 @@
+"""The nightly job against the loopback hub: two nights, failures, budget, lock, atomic outputs, config errors."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+import yaml
+
+from embedselect.errors import ConfigError, NightlyEmptyError, NightlyLockedError
+from embedselect.nightly import load_config, run_night
+from embedselect.nightly import run as nightly_run
+from embedselect.store import Store
+from tests import tinymodels as tm
+
+TEXTS = [f"the {a} {b} sat on the {c} at night" for a in ("cat", "dog", "man", "child", "woman")
+         for b in ("red", "blue", "green", "big", "small", "old") for c in ("mat", "tree", "house", "car")]
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    root = tmp_path_factory.mktemp("tiny-nightly")
+    return {i: tm.make_tiny_sentence_transformer(root / f"st{i}", seed=i) for i in range(6)}
+
+
+def write_config(tmp_path, **over):
+    import pandas as pd
+
+    pd.DataFrame({"text": TEXTS}).to_csv(tmp_path / "texts.csv", index=False)
+    cfg = {
+        "data": {"path": "texts.csv", "column": "text", "max_items": 2000},
+        "crawl": {"library": "sentence-transformers", "sort": "trending", "limit": 50},
+        "keep_top": 5,
+        "pinned": ["tfidf-svd"],
+        "output": "./site",
+        "budget_minutes": 60,
+        "store": "./store",
+        "metrics": ["task_prior"],
+    }
+    cfg.update(over)
+    (tmp_path / "nightly.yaml").write_text(yaml.safe_dump(cfg))
+    return tmp_path / "nightly.yaml"
+
+
+def publish_st(hub, repo, path, trending):
+    return hub.publish(repo, path, library_name="sentence-transformers", pipeline_tag="sentence-similarity",
+                       trending_score=trending)
+
+
+def test_two_nights_embed_only_the_new_and_updated_models(hub, tiny, tmp_path, monkeypatch):
+    monkeypatch.chdir("/")  # paths in the config are relative to its folder, not the working directory
+    for i, name in enumerate(["a", "b", "c"]):
+        publish_st(hub, f"acme/{name}", tiny[i], 10 - i)
+    conf = load_config(write_config(tmp_path))
+
+    first = run_night(conf)
+    assert first["status"] == "ok"
+    assert sorted(first["embedded"]["names"]) == ["acme/a", "acme/b", "acme/c", "tfidf-svd"]
+    assert first["reused"]["count"] == 0 and first["failed"] == [] and first["left"] == []
+    assert sorted(first["candidates"]["new"]) == ["acme/a", "acme/b", "acme/c"]
+    assert set(first["stages"]) >= {"data", "crawl", "plan", "embed", "rank", "publish"}
+    site = tmp_path / "site"
+    assert site.is_symlink()
+    v1 = site.resolve()
+    board1 = json.loads((site / "leaderboard.json").read_text())["rows"]
+    assert len(board1) == 4 and board1[0]["rank"] == 1
+    assert all(r["prev_rank"] is None and r["delta"] is None for r in board1)
+    assert json.loads((site / "run.json").read_text())["run_id"] == first["run_id"]
+
+    # night 2: one new trending model and one updated revision; count the forward passes
+    new_sha = publish_st(hub, "acme/b", tiny[3], 9)
+    publish_st(hub, "acme/d", tiny[4], 20)
+    import embedselect.embed.loader as loader
+
+    loaded = []
+    real = loader.load_embedder
+
+    def counting(rc, **kw):
+        loaded.append(rc.model_id)
+        return real(rc, **kw)
+
+    monkeypatch.setattr(loader, "load_embedder", counting)
+    second = run_night(conf)
+    assert sorted(loaded) == ["acme/b", "acme/d"]  # forward passes: only the new and the updated model
+    assert sorted(second["embedded"]["names"]) == ["acme/b", "acme/d"]
+    assert sorted(second["reused"]["names"]) == ["acme/a", "acme/c", "tfidf-svd"]
+    assert second["candidates"]["new"] == ["acme/d"] and second["candidates"]["updated"] == ["acme/b"]
+    assert sorted(second["candidates"]["top"]) == ["acme/a", "acme/c"]
+    board2 = json.loads((site / "leaderboard.json").read_text())["rows"]
+    prev = {r["name"]: r["rank"] for r in board1}
+    ranks = [r["rank"] for r in board2]
+    assert len(ranks) == 5 and ranks[0] == 1 and ranks == sorted(ranks)  # ties share a rank
+    for r in board2:
+        assert r["prev_rank"] == prev.get(r["name"])
+        assert r["delta"] == (None if r["name"] == "acme/d" else prev[r["name"]] - r["rank"])
+    assert {r["name"]: r["revision"] for r in board2}["acme/b"] == new_sha
+    # ranks follow the combined score
+    scores = [r["combined_score"] for r in board2]
+    assert scores == sorted(scores, reverse=True)
+    # the site now points at a new complete version; the previous one is still on disk, nothing partial left
+    assert site.resolve() != v1 and (site / "report.html").is_file() and (site / "badges" / "leader.json").is_file()
+    svgs = sorted(p.name for p in (site / "badges").glob("*.svg"))  # one badge per ranked candidate
+    assert len(svgs) == len(board2) and "#1 of" in (site / "badges" / "badges.md").read_text()
+    versions = tmp_path / ".site.versions"
+    assert not [p for p in versions.iterdir() if p.name.startswith(".")]
+    # the history is in the store, queryable by SQL
+    store = Store.open(tmp_path / "store")
+    hist = store.query_df("SELECT run_id, name, rank, delta FROM nightly_results ORDER BY run_id, rank")
+    assert len(hist) == 9 and hist.run_id.nunique() == 2
+    # night 3: nothing new -> only the leaders and the pinned baseline, all reused
+    third = run_night(conf)
+    assert third["embedded"]["count"] == 0 and third["candidates"]["new"] == [] == third["candidates"]["updated"]
+
+
+def test_failing_model_is_recorded_and_skipped_and_outputs_stay_atomic(hub, tiny, tmp_path):
+    publish_st(hub, "acme/good", tiny[0], 5)
+    publish_st(hub, "acme/good2", tiny[1], 4)
+    bad = tmp_path / "bad"
+    tm.make_tiny_sentence_transformer(bad, seed=2)
+    (bad / "model.safetensors").write_bytes(b"not a safetensors file")
+    publish_st(hub, "acme/broken", bad, 9)
+    conf = load_config(write_config(tmp_path))
+    s = run_night(conf)
+    assert s["status"] == "partial" and s["ranked"] == 3
+    (f,) = s["failed"]
+    assert f["name"] == "acme/broken" and f["reason"]
+    store = Store.open(tmp_path / "store")
+    assert "acme/broken" in store.query_df("SELECT model_id FROM failures").model_id.tolist()
+    # the next night does not retry it at the same revision
+    old = (tmp_path / "site").resolve()
+    # a publish that dies half-way leaves the published site untouched
+    from embedselect.nightly import outputs
+
+    def boom(*a, **k):
+        raise OSError("disk full")
+
+    import unittest.mock as mock
+
+    with mock.patch.object(outputs, "_leaderboard_md", boom), pytest.raises(OSError):
+        run_night(conf)
+    assert (tmp_path / "site").resolve() == old
+    assert json.loads((tmp_path / "site" / "run.json").read_text())["run_id"] == s["run_id"]
+    s2 = run_night(conf)
+    assert "acme/broken" in [x["name"] for x in s2["candidates"]["skipped"]] and s2["failed"] == []
+
+
+def test_budget_exhaustion_finishes_cleanly_and_the_next_night_continues(hub, tiny, tmp_path, monkeypatch):
+    for i in range(3):
+        publish_st(hub, f"acme/m{i}", tiny[i], 10 - i)
+    conf = load_config(write_config(tmp_path, pinned=[], budget_minutes=10))
+    t = [0.0]
+
+    def clock():  # every model takes "5 minutes": the budget (80 % of 10 min for embedding) allows two
+        return t[0]
+
+    from embedselect.executors import local
+
+    real = local.LocalExecutor.embed
+
+    def slow_embed(self, ref, cands, *, store, job, should_stop, on_done=None):
+        def stop():
+            r = should_stop()
+            t[0] += 300.0
+            return r
+        return real(self, ref, cands, store=store, job=job, should_stop=stop, on_done=on_done)
+
+    monkeypatch.setattr(nightly_run, "_clock", clock)
+    monkeypatch.setattr(local.LocalExecutor, "embed", slow_embed)
+    s = run_night(conf)
+    assert s["budget"]["exhausted"] and s["embedded"]["count"] == 2
+    assert [x["reason"] for x in s["left"]] == ["budget"] and s["status"] == "partial"
+    left = s["left"][0]["name"]
+    monkeypatch.setattr(local.LocalExecutor, "embed", real)
+    t[0] = 0.0
+    s2 = run_night(conf)
+    assert s2["embedded"]["names"] == [left] and s2["ranked"] == 3
+
+
+def test_lock_contention_exits_at_once(hub, tmp_path, capsys):
+    import filelock
+
+    from embedselect.cli import main
+
+    path = write_config(tmp_path)
+    (tmp_path / "store").mkdir()
+    with filelock.FileLock(str(tmp_path / "store" / "nightly.lock")):
+        with pytest.raises(NightlyLockedError):
+            run_night(load_config(path))
+        assert main(["nightly", "--config", str(path)]) == 9
+    assert "another nightly run holds" in capsys.readouterr().err
+
+
+def test_empty_night_exits_nonzero_and_keeps_outputs(hub, tmp_path, capsys):
+    from embedselect.cli import main
+
+    path = write_config(tmp_path, pinned=[])
+    with pytest.raises(NightlyEmptyError) as e:
+        run_night(load_config(path))
+    assert e.value.exit_code == 10 and not (tmp_path / "site").exists()
+    assert main(["nightly", "--config", str(path), "--json"]) == 10
+    out = capsys.readouterr()
+    s = json.loads(out.out)
+    assert s["status"] == "empty" and s["ranked"] == 0 and "ranked no candidate" in out.err
+    assert (tmp_path / "store" / "nightly" / "runs" / f"{s['run_id']}.json").is_file()
+
+
+def test_dry_run_plans_without_writing(hub, tiny, tmp_path, capsys):
+    from embedselect.cli import main
+
+    publish_st(hub, "acme/a", tiny[0], 3)
+    path = write_config(tmp_path)
+    assert main(["nightly", "--config", str(path), "--dry-run", "--json"]) == 0
+    s = json.loads(capsys.readouterr().out)
+    assert s["status"] == "dry-run"
+    assert sorted(s["plan"]["to_embed"]) == ["acme/a", "tfidf-svd"]
+    assert s["would_compute"]["forward_passes"] == 2
+    assert not (tmp_path / "site").exists()
+    store = Store.open(tmp_path / "store")
+    assert store.query_df("SELECT count(*) AS n FROM embedding_runs").n[0] == 0
+
+
+@pytest.mark.parametrize("patch, message", [
+    ({"crawl": {"limit": 0}}, "crawl.limit"),
+    ({"crawl": {"sortt": "trending"}}, "crawl.sortt: unknown key"),
+    ({"budget_minutes": -1}, "budget_minutes"),
+    ({"keep_top": "many"}, "keep_top"),
+    ({"colour": "red"}, "colour: unknown key"),
+    ({"metrics": ["nope"]}, "unknown metric"),
+    ({"executor": {"kind": "slurm"}}, "executor.kind"),
+])
+def test_config_errors_name_the_key(tmp_path, patch, message):
+    with pytest.raises(ConfigError, match=message.replace(".", r"\.")):
+        load_config(write_config(tmp_path, **patch))
+
+
+def test_minimal_config_from_the_issue_validates(tmp_path):
+    (tmp_path / "n.yaml").write_text(
+        "data: {path: texts.csv, column: text, max_items: 2000}\n"
+        "crawl: {library: sentence-transformers, sort: trending, limit: 50}\n"
+        "keep_top: 5\npinned: [tfidf-svd]\noutput: ./site\nbudget_minutes: 60\n"
+    )
+    c = load_config(tmp_path / "n.yaml")
+    assert c.output_path == tmp_path / "site" and c.data_path == tmp_path / "texts.csv" and c.pinned == ("tfidf-svd",)
+    with pytest.raises(ConfigError, match="data: required key is missing"):
+        (tmp_path / "m.yaml").write_text("output: x\n")
+        load_config(tmp_path / "m.yaml")
+
+
+def test_model_past_its_time_limit_is_skipped(hub, tiny, tmp_path, monkeypatch):
+    import time
+
+    import embedselect.embed.loader as loader
+
+    publish_st(hub, "acme/fast", tiny[0], 5)
+    publish_st(hub, "acme/slow", tiny[1], 4)
+    real = loader.load_embedder
+
+    def load(rc, **kw):
+        if rc.model_id == "acme/slow":
+            time.sleep(120)
+        return real(rc, **kw)
+
+    monkeypatch.setattr(loader, "load_embedder", load)
+    conf = load_config(write_config(tmp_path, model_timeout_minutes=0.25))  # 15 s
+    t0 = time.monotonic()
+    s = run_night(conf)
+    assert time.monotonic() - t0 < 100
+    (f,) = s["failed"]
+    assert f["name"] == "acme/slow" and f["error_type"] == "ModelTimeoutError" and "limit" in f["reason"]
+    assert s["ranked"] == 2 and s["status"] == "partial"

@@ -1,0 +1,55 @@
+"""The Ray executor on a local Ray instance (num_cpus=2): the same two nights give the same ranking as local."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from embedselect.nightly import load_config, run_night
+from tests.test_nightly import publish_st, tiny, write_config  # noqa: F401 - fixture reused
+
+
+@pytest.fixture
+def local_ray():
+    import ray  # the `ray` extra, part of `dev`
+
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield
+    ray.shutdown()
+
+
+def board(path):
+    return [(r["name"], r["rank"], r["prev_rank"], r["delta"])
+            for r in json.loads((path / "site" / "leaderboard.json").read_text())["rows"]]
+
+
+@pytest.mark.slow
+def test_ray_nights_match_local_nights(hub, tiny, tmp_path, local_ray):  # noqa: F811
+    from embedselect.executors.ray import RayExecutor
+
+    for i, name in enumerate(["a", "b", "c"]):
+        publish_st(hub, f"acme/{name}", tiny[i], 10 - i)
+    (tmp_path / "local").mkdir()
+    (tmp_path / "ray").mkdir()
+    metrics = ["task_prior", "sufficiency"]
+    local = load_config(write_config(tmp_path / "local", metrics=metrics))
+    on_ray = load_config(write_config(tmp_path / "ray", metrics=metrics, executor={"kind": "ray"}))
+    ex = RayExecutor()  # joins the running local Ray
+    nights = []
+    for night in (1, 2):
+        if night == 2:
+            publish_st(hub, "acme/b", tiny[3], 9)
+            publish_st(hub, "acme/d", tiny[4], 20)
+        a = run_night(local)
+        b = run_night(on_ray, executor=ex)
+        nights.append((a, b))
+        assert b["executor"] == "ray"
+        assert sorted(a["embedded"]["names"]) == sorted(b["embedded"]["names"])
+        assert board(tmp_path / "local") == board(tmp_path / "ray")
+    (a1, b1), (a2, b2) = nights
+    assert sorted(b2["embedded"]["names"]) == ["acme/b", "acme/d"]
+    # pairs: the Ray workers estimated the missing ones, select() only read them
+    assert b1["pairs_on_executor"] == 12 and b2["pairs_on_executor"] == 2 * (4 + 3)
+    assert b2["pairs"]["total"] == 20 and b2["pairs"]["reused"] == 20 - b2["pairs"]["computed"]
+    assert a2["pairs"]["computed"] == b2["pairs"]["computed"] == 14

@@ -1,0 +1,69 @@
+"""What embedselect imports is what it declares, and the installed versions satisfy the declared floors."""
+
+from __future__ import annotations
+
+import ast
+import importlib.metadata as md
+import sys
+import tomllib
+from pathlib import Path
+
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _declared() -> tuple[dict[str, Requirement], dict[str, Requirement]]:
+    project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    core = {canonicalize_name(r.name): r for r in map(Requirement, project["dependencies"])}
+    extras = {
+        canonicalize_name(r.name): r
+        for reqs in project.get("optional-dependencies", {}).values()
+        for r in map(Requirement, reqs)
+    }
+    return core, extras
+
+
+def _third_party_imports() -> dict[str, set[str]]:
+    """top-level module name -> the embedselect files that import it."""
+    found: dict[str, set[str]] = {}
+    for path in (REPO / "embedselect").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module]
+            else:
+                continue
+            for name in names:
+                top = name.split(".")[0]
+                if top != "embedselect" and top not in sys.stdlib_module_names:
+                    found.setdefault(top, set()).add(str(path.relative_to(REPO)))
+    return found
+
+
+def test_every_imported_package_is_declared():
+    core, extras = _declared()
+    declared = set(core) | set(extras)
+    dists = md.packages_distributions()
+    missing = {}
+    for module, files in sorted(_third_party_imports().items()):
+        names = {canonicalize_name(d) for d in dists.get(module, [])}
+        if not names & declared:
+            missing[module] = (sorted(names), sorted(files))
+    assert not missing, f"imported but not declared in pyproject.toml (module: distributions, files): {missing}"
+
+
+def test_installed_versions_satisfy_the_declared_core_floors():
+    core, _ = _declared()
+    bad = {}
+    for name, req in core.items():
+        try:
+            version = md.version(name)
+        except md.PackageNotFoundError:
+            bad[name] = "not installed"
+            continue
+        if version not in req.specifier and version.split("+")[0] not in req.specifier:
+            bad[name] = f"{version} not in {req.specifier}"
+    assert not bad, f"declared floors the test environment does not meet: {bad}"

@@ -1,0 +1,171 @@
+"""Publishing: badges, model cards and leaderboards from stored rankings, safe with hostile names."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+
+import pytest
+
+import embedselect
+from embedselect.cli import main
+from embedselect.data import sample_path
+from embedselect.errors import ConfigError
+from embedselect.publish import leaderboard as lb
+from embedselect.publish import load_ranking, previous_ranking, update_card, write_badges
+from embedselect.ranking import CandidateResult, Ranking
+from tests.tinymodels import make_tiny_sentence_transformer
+
+SAMPLE = sample_path("texts")
+EVIL = '../../<script>alert("x")</script> | [a](javascript:1)'
+
+# shields.io endpoint badge schema (https://shields.io/badges/endpoint-badge)
+ENDPOINT_SCHEMA = {
+    "type": "object",
+    "required": ["schemaVersion", "label", "message"],
+    "properties": {
+        "schemaVersion": {"const": 1}, "label": {"type": "string"}, "message": {"type": "string"},
+        "color": {"type": "string"}, "labelColor": {"type": "string"}, "isError": {"type": "boolean"},
+        "namedLogo": {"type": "string"}, "logoSvg": {"type": "string"}, "logoColor": {"type": "string"},
+        "style": {"type": "string"}, "cacheSeconds": {"type": "integer", "minimum": 300},
+    },
+    "additionalProperties": False,
+}  # fmt: skip
+
+
+def _fake(names_scores: list[tuple[str, float]], *, fingerprint: str = "f" * 64) -> Ranking:
+    cands = [
+        CandidateResult(name=n, spec=n, model_id=f"org/{i}", revision="a" * 40, scores={"task_prior": s},
+                        ranks={"task_prior": i + 1}, combined_score=s, rank=i + 1, dim=8)
+        for i, (n, s) in enumerate(names_scores)
+    ]  # fmt: skip
+    return Ranking(candidates=cands, metrics=["task_prior"], combine="mean-rank",
+                   dataset={"source": "/data/tickets.csv", "n": 100, "modality": "text", "fingerprint": fingerprint},
+                   settings={"seed": 0}, versions={"embedselect": "0.1.0"}, ranking_id="r" * 32,
+                   created_at="2026-11-23T00:00:00+00:00")  # fmt: skip
+
+
+def test_badges_are_svg_with_the_rank_and_valid_endpoint_json_under_safe_names(tmp_path):
+    import jsonschema
+
+    ranking = _fake([(EVIL, 0.9), ("org/model", 0.5), ("tfidf-svd", 0.1)])
+    written = write_badges(ranking, tmp_path / "badges")
+    assert set(written) == {EVIL, "org/model", "tfidf-svd"}
+    files = sorted(p.name for p in (tmp_path / "badges").iterdir())
+    assert all(p.parent == tmp_path / "badges" for p in (tmp_path / "badges").iterdir())
+    assert len(files) == 7 and "badges.md" in files  # 3 × (svg, json) + the snippets
+    assert not any(n.startswith(".") or "/" in n or ".." in n.replace(".svg", "").replace(".json", "") for n in files)
+    for i, name in enumerate([EVIL, "org/model", "tfidf-svd"]):
+        svg = ET.parse(written[name]["svg"]).getroot()
+        texts = [t.text for t in svg.iter("{http://www.w3.org/2000/svg}text")]
+        assert "embedselect" in texts and f"#{i + 1} of 3 · tickets.csv" in texts
+        endpoint = json.loads(open(written[name]["json"]).read())
+        jsonschema.validate(endpoint, ENDPOINT_SCHEMA)
+        assert endpoint["message"] == f"#{i + 1} of 3 · tickets.csv"
+    assert json.loads(open(written[EVIL]["json"]).read())["color"] == "brightgreen"
+    assert json.loads(open(written["tfidf-svd"]["json"]).read())["color"] == "orange"
+    assert "<script>" not in (tmp_path / "badges" / "badges.md").read_text()
+
+
+def test_an_undecided_lead_shows_as_a_tie_on_the_badge(tmp_path):
+    ranking = _fake([("a", 0.9), ("b", 0.9), ("c", 0.1)])
+    ranking.decided, ranking.leaders = False, ["a", "b"]
+    written = write_badges(ranking, tmp_path)
+    assert json.loads(open(written["a"]["json"]).read())["message"].startswith("tied #1 of 3")
+
+
+CARD = """---
+license: apache-2.0
+language: [en]
+tags: [sentence-transformers, feature-extraction]
+pipeline_tag: sentence-similarity
+model-index:
+- name: org/model
+  results:
+  - task: {type: retrieval}
+    dataset: {type: mteb/scifact, name: SciFact}
+    metrics:
+    - {type: ndcg_at_10, value: 0.64}
+---
+
+# org/model
+
+Some words the authors wrote.
+
+## Training
+
+Details that must stay.
+"""
+
+
+def test_model_card_round_trip_keeps_everything_else_and_replaces_its_own_section():
+    from huggingface_hub import ModelCard
+
+    ranking = _fake([("org/model", 0.9), ("other", 0.4)])
+    once = update_card(CARD, ranking, "org/model")
+    twice = update_card(once, ranking, "org/model")
+    assert twice == once  # idempotent: the same section and the same eval results, not appended again
+    card = ModelCard(twice)
+    data = card.data.to_dict()
+    assert data["license"] == "apache-2.0" and data["language"] == ["en"]
+    assert data["tags"] == ["sentence-transformers", "feature-extraction"] and data["pipeline_tag"] == "sentence-similarity"
+    results = card.data.eval_results  # parsed by huggingface_hub's own model-index parser
+    assert any(r.dataset_type == "mteb/scifact" and r.metric_value == 0.64 for r in results)
+    ours = [r for r in results if r.source_name == "embedselect"]
+    assert {r.metric_type for r in ours} == {"embedselect/rank", "embedselect/task_prior"}
+    assert all(r.dataset_revision == "f" * 64 for r in ours)
+    assert [r.metric_value for r in ours if r.metric_type == "embedselect/rank"] == [1]
+    assert "Some words the authors wrote." in card.text and "## Training\n\nDetails that must stay." in card.text
+    assert card.text.count("<!-- embedselect:start -->") == 1 and "#1 of 2" in card.text
+    # a new ranking of other data adds its own entries next to the first
+    other = update_card(twice, _fake([("x", 0.2), ("org/model", 0.1)], fingerprint="e" * 64), "org/model")
+    assert len([r for r in ModelCard(other).data.eval_results if r.source_name == "embedselect"]) == 4
+    with pytest.raises(ConfigError, match="not in ranking"):
+        update_card(CARD, ranking, "no-such-candidate")
+
+
+def test_a_new_card_gets_front_matter_and_the_section():
+    from huggingface_hub import ModelCard
+
+    card = ModelCard(update_card(None, _fake([(EVIL, 0.9), ("b", 0.1)]), EVIL))
+    assert card.data.eval_results and "<script>" not in card.text.split("<!-- embedselect:start -->")[1]
+
+
+def test_leaderboard_history_from_the_store(tmp_path, cache_dir, capsys):
+    st = make_tiny_sentence_transformer(tmp_path / "tiny-st")
+    first = embedselect.select(SAMPLE, "tfidf-svd,random-projection", column="text", metrics=["task_prior"], seed=0)
+    second = embedselect.select(SAMPLE, ["tfidf-svd", "random-projection", str(st)], column="text",
+                                metrics=["task_prior"], seed=0)  # fmt: skip
+    store = embedselect.Store.open(cache_dir)
+    latest = load_ranking(store)
+    assert latest.ranking_id == second.ranking_id
+    prev = previous_ranking(store, latest)
+    assert prev is not None and prev.ranking_id == first.ranking_id
+    assert previous_ranking(store, first) is None
+    rows = {r.name: r for r in lb.leaderboard_rows(latest, prev)}
+    new_name = next(c.name for c in second if c.name not in {"tfidf-svd", "random-projection"})
+    assert rows[new_name].new and rows[new_name].rank_change is None
+    for name in ("tfidf-svd", "random-projection"):
+        assert not rows[name].new
+        assert rows[name].rank_change == first[name].rank - second[name].rank
+        assert rows[name].score_change == pytest.approx(second[name].combined_score - first[name].combined_score)
+    assert "| new |" in lb.to_markdown(latest, prev)
+
+    assert main(["leaderboard", "--json"]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert payload["ranking_id"] == second.ranking_id and payload["previous_ranking_id"] == first.ranking_id
+    assert {r["name"] for r in payload["rows"] if r["new"]} == {new_name}
+    assert main(["leaderboard", "--ranking", first.ranking_id[:10], "--format", "html", "--out", str(tmp_path / "l.html")]) == 0
+    assert "<table" in (tmp_path / "l.html").read_text()
+    assert main(["badge", "--out", str(tmp_path / "b"), "--json"]) == 0
+    assert len(json.loads(capsys.readouterr().out)) == 3
+    assert main(["card", "--candidate", "tfidf-svd", "--out", str(tmp_path / "README.md")]) == 0
+    assert "embedselect/task_prior" in (tmp_path / "README.md").read_text()
+    assert main(["report", "--out", str(tmp_path / "r.html")]) == 0
+    assert main(["leaderboard", "--ranking", "nope"]) == 2
+    assert "no stored ranking" in capsys.readouterr().err
+
+
+def test_no_stored_ranking_is_a_clear_error(cache_dir, capsys):
+    assert main(["leaderboard"]) == 2
+    assert "run `embedselect rank` first" in capsys.readouterr().err

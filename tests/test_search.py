@@ -1,0 +1,177 @@
+"""Use the winner: index + search round trip on a tiny model, manifest checks, `--model best`, the CLI."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from embedselect.errors import ConfigError, IndexMismatchError, SearchIndexError
+from embedselect.search import SearchIndex, build_index, search
+from tests.tinymodels import make_tiny_sentence_transformer
+
+TEXTS = [
+    "the cat sat on the mat",
+    "a dog barked at the mailman",
+    "stock prices fell sharply on monday",
+    "the recipe needs two cups of flour",
+    "rain is expected for the weekend",
+    "the striker scored a late goal",
+    "central banks raised interest rates",
+    "bake the bread for forty minutes",
+    "thunderstorms moved across the valley",
+    "the goalkeeper saved a penalty",
+    "my cat sleeps all day",
+    "markets rallied after the report",
+]
+
+
+@pytest.fixture(scope="module")
+def tiny_st(tmp_path_factory):
+    return make_tiny_sentence_transformer(tmp_path_factory.mktemp("models") / "tiny-st")
+
+
+def test_index_search_round_trip_on_a_tiny_model(tmp_path, cache_dir, tiny_st, one_thread):
+    out = tmp_path / "idx"
+    idx = build_index(TEXTS, str(tiny_st), out=out)
+    m = idx.manifest
+    assert (out / "manifest.json").is_file() and (out / "index.faiss").is_file() and (out / "rows.jsonl").is_file()
+    assert m.n == len(TEXTS) and m.dim == 32 and m.metric == "cosine" and m.exact
+    assert m.model_id == f"local:{tiny_st}" and len(m.revision) == 64 and m.modality == "text"
+    on_disk = json.loads((out / "manifest.json").read_text())
+    assert on_disk["fingerprint"] == m.fingerprint and set(on_disk["files"]) == {"index.faiss", "rows.jsonl"}
+    # every item finds itself first, with cosine similarity 1 (query embedded in-process, index from the cache)
+    hits = search(out, TEXTS, k=3)
+    assert [h[0].row for h in hits] == list(range(len(TEXTS)))
+    assert all(abs(h[0].score - 1.0) < 1e-4 for h in hits)
+    assert hits[0][0].item == TEXTS[0] and hits[0][0].id == idx.ids[0]
+    assert all(h[0].score >= h[1].score >= h[2].score for h in hits)
+    # the query vectors are the cached vectors of the same texts (same model, same revision)
+    loaded = SearchIndex.load(out)
+    q = loaded.embed_queries(TEXTS[:2])
+    from embedselect.store import Store
+
+    cached = Store.open(cache_dir).load_vectors(m.run_key)
+    np.testing.assert_allclose(q, cached[:2], atol=1e-5)
+
+
+def test_build_reads_cached_vectors_without_a_forward_pass(tmp_path, cache_dir, tiny_st, monkeypatch, one_thread):
+    build_index(TEXTS, str(tiny_st), out=tmp_path / "a")
+
+    def no_model(*a, **k):
+        raise AssertionError("the model was loaded although its vectors are cached")
+
+    monkeypatch.setattr("embedselect.embed.loader.load_embedder", no_model)
+    idx = build_index(TEXTS, str(tiny_st), out=tmp_path / "b")
+    assert idx.manifest.run_key == SearchIndex.load(tmp_path / "a").manifest.run_key
+
+
+def test_manifest_mismatches_are_refused(tmp_path, cache_dir, tiny_st, one_thread):
+    out = tmp_path / "idx"
+    build_index(TEXTS, str(tiny_st), out=out)
+    SearchIndex.load(out, model=str(tiny_st), data=TEXTS)  # the right model and data pass
+    with pytest.raises(IndexMismatchError, match="was built with .* not 'random-projection'"):
+        SearchIndex.load(out, model="random-projection")
+    with pytest.raises(IndexMismatchError, match="reference data changed"):
+        SearchIndex.load(out, data=TEXTS[:-1] + ["a changed last item"])
+    # overwrite protection, and a folder that is not an index
+    with pytest.raises(ConfigError, match="already holds an index"):
+        build_index(TEXTS, str(tiny_st), out=out)
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "keep.txt").write_text("mine")
+    with pytest.raises(ConfigError, match="not an embedselect index"):
+        build_index(TEXTS, str(tiny_st), out=tmp_path / "other")
+    assert (tmp_path / "other" / "keep.txt").read_text() == "mine"
+    with pytest.raises(SearchIndexError, match="not an embedselect index"):
+        SearchIndex.load(tmp_path / "other")
+    # an edited rows file is caught by its checksum
+    rows = out / "rows.jsonl"
+    rows.write_text(rows.read_text().replace("cat", "cow"))
+    with pytest.raises(IndexMismatchError, match="checksum"):
+        SearchIndex.load(out)
+
+
+def test_search_refuses_a_model_whose_files_changed(tmp_path, cache_dir, one_thread):
+    model = make_tiny_sentence_transformer(tmp_path / "m")
+    out = tmp_path / "idx"
+    build_index(TEXTS, str(model), out=out)
+    (model / "README.md").write_text("edited after indexing\n")  # new bytes -> new local revision
+    with pytest.raises(IndexMismatchError, match="model changed"):
+        search(out, "a cat")
+
+
+def test_model_best_uses_the_top_of_the_stored_ranking(tmp_path, cache_dir, one_thread):
+    from embedselect import select
+    from embedselect.data import sample_path
+
+    data = sample_path("texts")
+    with pytest.raises(ConfigError, match="no ranking of these data"):
+        build_index(data, "best", column="text", out=tmp_path / "none")
+    ranking = select(data, ["tfidf-svd", "random-projection"], column="text", metrics=["task_prior"], seed=3)
+    idx = build_index(data, "best", column="text", out=tmp_path / "best")
+    top = ranking.candidates[0]
+    assert idx.manifest.name == top.name and idx.manifest.run_key == top.run_key and idx.manifest.seed == 3
+    # the fitted baseline is refit on the indexed items with the same seed: queries land on themselves
+    first = idx.items[:5]
+    assert [h[0].row for h in idx.search(first, k=1)] == [0, 1, 2, 3, 4]
+
+
+def test_cli_index_and_search(tmp_path, cache_dir, tiny_st, capsys, one_thread):
+    from embedselect.cli import main
+
+    data = tmp_path / "d.txt"
+    data.write_text("\n".join(TEXTS) + "\n")
+    out = tmp_path / "idx"
+    assert main(["index", str(data), "--model", str(tiny_st), "--out", str(out), "-q"]) == 0
+    assert "12 items" in capsys.readouterr().out
+    assert main(["search", str(out), TEXTS[3], "-k", "2", "--json"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    assert res["results"][0]["hits"][0]["item"] == TEXTS[3] and len(res["results"][0]["hits"]) == 2
+    assert main(["search", str(out), TEXTS[3], "-k", "2"]) == 0
+    text = capsys.readouterr().out
+    assert TEXTS[3] in text.splitlines()[1]
+    assert main(["search", str(out), "x", "--model", "tfidf-svd"]) == 6  # store-class exit code
+    assert "was built with" in capsys.readouterr().err
+    assert main(["search", str(tmp_path / "missing"), "x"]) == 6
+
+
+def test_neighbours_view_and_cli_with_duplicates(tmp_path, cache_dir, tiny_st, capsys, one_thread):
+    from embedselect.cli import main
+    from embedselect.search import neighbours_view
+
+    texts = TEXTS + [TEXTS[0], TEXTS[5], "<script>alert(1)</script> the cat"]
+    data = tmp_path / "d.txt"
+    data.write_text("\n".join(texts) + "\n")
+    view = neighbours_view(str(data), [str(tiny_st), "random-projection"], rows=[0, 14], k=3,
+                           near_duplicate_threshold=0.999)
+    assert len(view.names) == 2 and view.rows == [0, 14]
+    for nm in view.names:
+        first = view.neighbours[nm][0]
+        assert len(first) == 3 and all(j != 0 for j, _ in first)  # never the item itself
+        assert first[0][0] == 12 and abs(first[0][1] - 1.0) < 1e-5  # its exact copy is nearest
+        # the near-duplicates: rows 12 and 13 copy rows 0 and 5, under every candidate
+        nd = view.near_duplicates[nm]
+        assert nd["n_drop"] == 2 and [0, 12] in nd["groups"] and [5, 13] in nd["groups"]
+    assert view.agreement.matrix.shape == (2, 2) and view.knn_communities
+    html = view.to_html()
+    assert "<script>" not in html and "&lt;script&gt;" in html
+    # the CLI: JSON, and a deduplicated copy of the data to rank again
+    out = tmp_path / "dedup.csv"
+    assert main(["neighbours", str(data), "-m", f"{tiny_st},random-projection", "--rows", "0", "-k", "2",
+                 "--near-duplicates", "0.999", "--write-deduped", str(out), "--json", "-q"]) == 0  # fmt: skip
+    payload = json.loads(capsys.readouterr().out)
+    assert payload["candidates"] == view.names
+    assert payload["sample"][0]["neighbours"][view.names[0]][0]["row"] == 12
+    import pandas as pd
+
+    kept = pd.read_csv(out)
+    assert len(kept) == len(texts) - 2 and kept["text"].tolist() == texts[:12] + [texts[14]]
+    assert main(["neighbours", str(data), "-m", "random-projection", "--write-deduped", str(out)]) == 2
+
+
+def test_printed_items_carry_no_terminal_escapes():
+    from embedselect.cli.search import _short
+
+    assert _short("evil\x1b[2Jtext\x07 and\nmore") == "evil[2Jtext and more"
+    assert len(_short("x" * 500)) == 100

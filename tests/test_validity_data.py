@@ -1,0 +1,186 @@
+"""The derivations and the pool-folder writing of benchmarks/validity_data.py, on tiny synthetic inputs
+(no real model, no package data)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+import validity_data as vd  # noqa: E402
+
+from embedselect.errors import ConfigError, EmbedselectError  # noqa: E402
+
+
+def _rng(seed=0):
+    return np.random.default_rng(seed)
+
+
+def test_truncate_keeps_first_k_and_renormalises():
+    x = _rng().normal(size=(5, 8)).astype(np.float32)
+    t = vd.truncate(x, 3)
+    assert t.shape == (5, 3) and t.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(t, axis=1), 1.0, rtol=1e-6)
+    # same direction as the first 3 coordinates
+    np.testing.assert_allclose(t * np.linalg.norm(x[:, :3], axis=1, keepdims=True), x[:, :3], rtol=1e-5)
+    with pytest.raises(ConfigError):
+        vd.truncate(x, 9)
+
+
+def test_l2_normalize_leaves_zero_rows_zero():
+    x = np.array([[3.0, 4.0], [0.0, 0.0]], dtype=np.float32)
+    np.testing.assert_allclose(vd.l2_normalize(x), [[0.6, 0.8], [0.0, 0.0]])
+
+
+def test_quantize_binary_is_the_sign_bit_of_sentence_transformers():
+    try:
+        from sentence_transformers.util.quantization import quantize_embeddings
+    except ImportError:  # sentence-transformers < 5.2
+        from sentence_transformers.quantization import quantize_embeddings
+
+    x = _rng(1).normal(size=(6, 16)).astype(np.float32)
+    b = vd.quantize_binary(x)
+    assert set(np.unique(b)) == {-1.0, 1.0} and b.dtype == np.float32
+    bits = np.unpackbits(quantize_embeddings(x, precision="ubinary"), axis=1)
+    np.testing.assert_array_equal(b > 0, bits.astype(bool))
+
+
+def test_quantize_int8_has_256_levels_and_keeps_order():
+    x = _rng(2).normal(size=(300, 4)).astype(np.float32)
+    q = vd.quantize_int8(x)
+    assert q.shape == x.shape and q.dtype == np.float32
+    assert q.min() >= -128 and q.max() <= 127 and np.all(q == np.round(q))
+    for j in range(4):  # monotone per dimension: quantisation never swaps two values
+        o = np.argsort(x[:, j])
+        assert np.all(np.diff(q[o, j]) >= 0)
+
+
+def test_mean_and_cls_pool_respect_the_mask():
+    h = np.arange(2 * 3 * 2, dtype=np.float32).reshape(2, 3, 2)
+    mask = np.array([[1, 1, 0], [1, 0, 0]])
+    np.testing.assert_allclose(vd.mean_pool(h, mask), [[1.0, 2.0], [6.0, 7.0]])
+    np.testing.assert_allclose(vd.cls_pool(h), [[0.0, 1.0], [6.0, 7.0]])
+    np.testing.assert_allclose(vd.mean_pool(h, np.zeros((2, 3))), 0.0)
+
+
+def test_stratified_indices_are_seeded_sorted_and_proportional():
+    labels = ["a"] * 600 + ["b"] * 300 + ["c"] * 100
+    idx = vd.stratified_indices(labels, 100, seed=3)
+    assert len(idx) == 100 and np.all(np.diff(idx) > 0) and idx.dtype == np.int64
+    counts = {c: sum(labels[i] == c for i in idx) for c in "abc"}
+    assert counts == {"a": 60, "b": 30, "c": 10}
+    np.testing.assert_array_equal(idx, vd.stratified_indices(labels, 100, seed=3))
+    assert not np.array_equal(idx, vd.stratified_indices(labels, 100, seed=4))
+    np.testing.assert_array_equal(vd.stratified_indices(labels[:50], 100, seed=3), np.arange(50))
+
+
+POOL = [
+    vd.Candidate("base", "transformer", "m", None, None, "mean", "pass:x"),
+    vd.Candidate("base-cls", "transformer", "m", "base", "pooling", "cls", "pass:x"),
+    vd.Candidate("base-first2", "transformer", "m", "base", "truncated", "first 2", "derive"),
+    vd.Candidate("base-binary", "transformer", "m", "base", "quantized-binary", "bits", "derive"),
+    vd.Candidate("rp", "baseline", None, None, None, "random", "baseline"),
+]
+
+
+def _producers(n, calls):
+    def pass_x():
+        calls.append("pass:x")
+        r = _rng(5)
+        return {"base": r.normal(size=(n, 4)).astype(np.float32), "base-cls": r.normal(size=(n, 4)).astype(np.float32)}
+
+    def rp():
+        calls.append("rp")
+        return {"rp": np.ones((n, 3), dtype=np.float32)}
+
+    return {"pass:x": pass_x, "rp": rp}
+
+
+def test_build_pool_writes_every_file_and_candidates_json(tmp_path):
+    calls: list[str] = []
+    items = [f"t{i}" for i in range(7)]
+    entries = vd.build_pool(tmp_path, items, POOL, _producers(7, calls))
+    assert [e["name"] for e in entries] == [c.name for c in POOL]
+    assert calls == ["pass:x", "rp"]  # one call per producer, the derived ones come from the stored vectors
+    for c in POOL:
+        arr = np.load(tmp_path / f"{c.name}.npy")
+        assert arr.dtype == np.float32 and arr.shape[0] == 7
+    base = np.load(tmp_path / "base.npy")
+    np.testing.assert_allclose(np.load(tmp_path / "base-first2.npy"), vd.truncate(base, 2))
+    np.testing.assert_array_equal(np.load(tmp_path / "base-binary.npy"), vd.quantize_binary(base))
+    cj = json.loads((tmp_path / "candidates.json").read_text())
+    by = {e["name"]: e for e in cj}
+    assert by["base-first2"]["parent"] == "base" and by["base-first2"]["relation"] == "truncated"
+    assert by["base-first2"]["dims"] == 2 and by["base"]["dims"] == 4
+    assert by["base-cls"]["shared_pass"] == "pass:x" and by["base"]["parent"] is None
+    assert set(by["rp"]) >= {"name", "kind", "base_model", "parent", "relation", "dims", "seconds"}
+    assert not list(tmp_path.glob(".*tmp*"))  # no temporary file left behind
+
+
+def test_build_pool_resumes_without_recomputing(tmp_path):
+    calls: list[str] = []
+    items = list(range(5))
+    vd.build_pool(tmp_path, items, POOL, _producers(5, calls), only={"base", "base-cls", "base-first2"})
+    assert calls == ["pass:x"] and not (tmp_path / "rp.npy").exists()
+    before = (tmp_path / "base.npy").read_bytes()
+    (tmp_path / "base-first2.npy").unlink()  # an interrupted run lost one file
+    vd.build_pool(tmp_path, items, POOL, _producers(5, calls))
+    assert calls == ["pass:x", "rp"]  # the pass is not run again; the missing derived file is rebuilt
+    assert (tmp_path / "base.npy").read_bytes() == before
+    assert (tmp_path / "base-first2.npy").is_file()
+    assert len(json.loads((tmp_path / "candidates.json").read_text())) == len(POOL)
+
+
+def test_load_pool_reads_back_what_was_written_and_names_what_is_missing(tmp_path):
+    texts = [f"w{i}" for i in range(6)]
+    ds = vd.Dataset("toy", "text", "numpy", "none", "MIT", "toy", lambda: (texts, ["a", "b"] * 3))
+    with pytest.raises(EmbedselectError, match="validity_data.py"):
+        vd.load_pool("toy", root=tmp_path)
+    vd.prepare_dataset(ds, tmp_path / "toy")
+    vd.build_pool(tmp_path / "toy", texts, POOL, _producers(6, []))
+    meta, labels, items, entries, vectors = vd.load_pool("toy", root=tmp_path)
+    assert meta["name"] == "toy" and items == texts and labels.tolist() == [0, 1] * 3
+    assert [e["name"] for e in entries] == list(vectors) == [c.name for c in POOL]
+    np.testing.assert_array_equal(vectors["base"], np.load(tmp_path / "toy" / "base.npy"))
+
+
+def test_build_pool_rejects_wrong_shapes_and_non_finite(tmp_path):
+    bad = {"pass:x": lambda: {"base": np.full((3, 2), np.nan, dtype=np.float32)}}
+    with pytest.raises(RuntimeError, match="base"):
+        vd.build_pool(tmp_path, [1, 2, 3], POOL[:1], bad)
+    assert not (tmp_path / "base.npy").exists()
+
+
+def test_prepare_dataset_writes_labels_items_meta_and_refuses_another_seed(tmp_path):
+    texts = [f"w{i}" for i in range(40)]
+    labels = ["x"] * 30 + ["y"] * 10
+    ds = vd.Dataset("toy", "text", "numpy", "none", "MIT", "toy", lambda: (texts, labels))
+    meta = vd.prepare_dataset(ds, tmp_path, max_items=20, seed=0)
+    lab = np.load(tmp_path / "labels.npy")
+    items = json.loads((tmp_path / "items.json").read_text())
+    assert lab.dtype == np.int64 and lab.shape == (20,) and len(items) == 20
+    assert meta["n"] == 20 and meta["n_classes"] == 2 and meta["classes"] == ["x", "y"]
+    assert meta["class_counts"] == [15, 5] and meta["n_total"] == 40 and meta["seed"] == 0
+    assert all(labels[texts.index(t)] == meta["classes"][c] for t, c in zip(items, lab))
+    assert vd.prepare_dataset(ds, tmp_path, max_items=20, seed=0) == meta  # reused
+    with pytest.raises(EmbedselectError, match="seed"):
+        vd.prepare_dataset(ds, tmp_path, max_items=20, seed=1)
+
+
+def test_text_pass_derives_poolings_and_a_layer_from_one_forward_pass(tmp_path):
+    from tests.tinymodels import make_tiny_sentence_transformer
+
+    model_dir = make_tiny_sentence_transformer(tmp_path / "st", seed=1, layers=2)
+    texts = ["a short one", "the quick brown fox jumps", "x", "lorem ipsum dolor sit amet consectetur", "hello"]
+    out = vd.text_pass(model_dir, texts, "tiny", layer=1, batch_size=2)  # checks itself against encode()
+    assert set(out) == {"tiny", "tiny-cls", "tiny-layer1"}
+    for arr in out.values():
+        assert arr.shape == (5, 32) and arr.dtype == np.float32
+        np.testing.assert_allclose(np.linalg.norm(arr, axis=1), 1.0, rtol=1e-5)
+    st = vd._sentence_transformer(model_dir)
+    np.testing.assert_allclose(out["tiny"], st.encode(texts, convert_to_numpy=True), atol=1e-5)  # order kept
+    assert not np.allclose(out["tiny-cls"], out["tiny"]) and not np.allclose(out["tiny-layer1"], out["tiny"])
