@@ -253,7 +253,10 @@ def signals(name: str, vectors: Mapping[str, np.ndarray], *, n: int, seed: int, 
 # ------------------------------------------------------------------------------------------------
 def run_dataset(name: str, *, max_items: int, seed: int, folds: int, metrics: Sequence[str], jobs: int) -> dict[str, Any]:
     meta, labels, _items, entries, vectors = load_pool(name)
-    idx = stratified_indices([str(v) for v in labels], max_items, seed)
+    # a stratified sample needs at least one left-out item per class; with fewer to leave out, keep all items
+    n_cls = len(np.unique(labels))
+    keep_all = len(labels) - max_items < n_cls
+    idx = np.arange(len(labels)) if keep_all else stratified_indices([str(v) for v in labels], max_items, seed)
     y = labels[idx]
     vectors = {c: np.ascontiguousarray(v[idx], dtype=np.float32) for c, v in vectors.items()}
     n = len(idx)
