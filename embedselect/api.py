@@ -144,8 +144,8 @@ def embed(
         one :class:`EmbedOutcome` per candidate, in the order given.
     """
     from embedselect.candidates import parse_candidates, resolve_candidate
-    from embedselect.embed.device import library_progress, progress_enabled, resolve_device
-    from embedselect.embed.base import vector_options
+    from embedselect.backends.device import library_progress, progress_enabled, resolve_device
+    from embedselect.backends.base import vector_options
     from embedselect.store import Store, run_key
 
     policy = policy or LoadPolicy()
@@ -204,7 +204,7 @@ def embed(
                 log.info("%s: cached (%d x %d)", cand.name, *vectors.shape)
             else:
                 stage = "load"
-                from embedselect.embed.loader import load_embedder
+                from embedselect.backends.loader import load_embedder
 
                 with library_progress(progress_enabled(progress)):
                     embedder = load_embedder(
@@ -334,7 +334,7 @@ def select(
         AllCandidatesFailedError: no candidate could be embedded.
         StoreError: the cache cannot be used.
     """
-    from embedselect.embed.device import resolve_device
+    from embedselect.backends.device import resolve_device
     from embedselect.store import Store
 
     metrics = list(dict.fromkeys(metrics))
