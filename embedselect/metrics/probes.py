@@ -163,7 +163,7 @@ def probe_tasks(
     import torch
 
     from embedselect.metrics.kernels import _as_matrix
-    from embedselect.metrics.taskprior import _torch_device
+    from embedselect.metrics.devices import torch_device as _torch_device
 
     x = _as_matrix(features, "features").astype(np.float64, copy=False)
     t = np.asarray(tasks)

@@ -30,6 +30,7 @@ import torch
 from embedselect.errors import ConfigError, MetricError, TooFewItemsError
 from embedselect.metrics.base import MIN_ITEMS, MetricContext, MetricResult
 from embedselect.metrics.kernels import kernel_factor, label_factor, sum_kernel_factor
+from embedselect.metrics.devices import torch_device as _torch_device
 
 #: Scale-free temperature: T = tau / n. The Task Priors paper used T = 1e-5 at n = 8192, i.e.
 #: tau = 0.08192 (see docs/task_prior.md for the calibration behind keeping it).
@@ -103,16 +104,6 @@ class TaskPriorMoments:
     def tau(self) -> float:
         """The scale-free temperature T·n."""
         return self.temperature * self.n
-
-
-def _torch_device(device: str | None):
-    try:
-        dev = torch.device(device or "cpu")
-    except (RuntimeError, TypeError):
-        raise ConfigError(f"device {device!r} is not a torch device; use 'cpu' or 'cuda[:k]'") from None
-    if dev.type == "cuda" and not torch.cuda.is_available():
-        raise ConfigError(f"device {device!r} requested but CUDA is not available; use device='cpu'")
-    return dev
 
 
 def _default_tile(dev) -> int:

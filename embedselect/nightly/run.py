@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from embedselect.errors import AllCandidatesFailedError, NightlyEmptyError, NightlyLockedError
-from embedselect.nightly import history
+import embedselect.nightly.history as history
 from embedselect.nightly.config import NightlyConfig
 
 log = logging.getLogger(__name__)
