@@ -27,7 +27,7 @@ from embedselect.errors import MetricError
 _ZERO_NORM = 1e-12
 
 
-def _as_matrix(x: object, what: str) -> np.ndarray:
+def as_matrix(x: object, what: str) -> np.ndarray:
     """Validate one embedding matrix: 2-D, numeric, finite, at least 2 rows and 1 column."""
     try:
         a = np.asarray(x)
@@ -60,7 +60,7 @@ def kernel_factor(embeddings: object, *, what: str = "embeddings") -> np.ndarray
         MetricError: not 2-D, non-finite values, fewer than 2 rows, or a kernel that is zero after
             centring (all rows point the same way).
     """
-    x = _as_matrix(embeddings, what).astype(np.float64, copy=True)
+    x = as_matrix(embeddings, what).astype(np.float64, copy=True)
     norms = np.linalg.norm(x, axis=1, keepdims=True)
     x /= np.where(norms > _ZERO_NORM, norms, 1.0)
     x -= x.mean(axis=0, keepdims=True)

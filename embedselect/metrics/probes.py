@@ -162,10 +162,10 @@ def probe_tasks(
     """
     import torch
 
-    from embedselect.metrics.kernels import _as_matrix
+    from embedselect.metrics.kernels import as_matrix
     from embedselect.metrics.devices import torch_device as _torch_device
 
-    x = _as_matrix(features, "features").astype(np.float64, copy=False)
+    x = as_matrix(features, "features").astype(np.float64, copy=False)
     t = np.asarray(tasks)
     if t.ndim == 1:
         t = t[None, :]
