@@ -28,5 +28,4 @@ def get_executor(kind: str = "local", **options: Any) -> Executor:
         return RayExecutor(**options)
     raise ConfigError(f"unknown executor {kind!r}; use 'local' or 'ray'")
 
-
 __all__ = ["EmbedJob", "Executor", "UnitOutcome", "get_executor"]

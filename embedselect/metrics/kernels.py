@@ -22,7 +22,7 @@ from typing import Sequence
 
 import numpy as np
 
-from embedselect.errors import MetricError
+from embedselect.errors import ConfigError, MetricError
 
 _ZERO_NORM = 1e-12
 
@@ -148,3 +148,17 @@ def label_factor(labels: object, *, what: str = "labels") -> np.ndarray:
     onehot = np.zeros((len(y), len(classes)), dtype=np.float64)
     onehot[np.arange(len(y)), codes] = 1.0
     return kernel_factor(onehot, what=what)
+
+
+def torch_device(device: str | None):
+    """The torch device for metric computations (``"cpu"``, ``"cuda[:k]"``; None = CPU), checked: a typed error
+    for an unknown name or for CUDA without a GPU."""
+    import torch
+
+    try:
+        dev = torch.device(device or "cpu")
+    except (RuntimeError, TypeError):
+        raise ConfigError(f"device {device!r} is not a torch device; use 'cpu' or 'cuda[:k]'") from None
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise ConfigError(f"device {device!r} requested but CUDA is not available; use device='cpu'")
+    return dev

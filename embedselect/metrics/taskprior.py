@@ -29,8 +29,7 @@ import torch
 
 from embedselect.errors import ConfigError, MetricError, TooFewItemsError
 from embedselect.metrics.base import MIN_ITEMS, MetricContext, MetricResult
-from embedselect.metrics.kernels import kernel_factor, label_factor, sum_kernel_factor
-from embedselect.metrics.devices import torch_device as _torch_device
+from embedselect.metrics.kernels import kernel_factor, label_factor, sum_kernel_factor, torch_device
 
 #: Scale-free temperature: T = tau / n. The Task Priors paper used T = 1e-5 at n = 8192, i.e.
 #: tau = 0.08192 (see docs/task_prior.md for the calibration behind keeping it).
@@ -244,7 +243,7 @@ def task_prior_moments(
                 f"all matrices must embed the same n items in the same order; got {n} and {np.shape(x)[0]} rows"
             )
     t = resolve_temperature(max(n, 1), temperature=temperature, tau=tau)
-    dev = _torch_device(device)
+    dev = torch_device(device)
     tile_ = _check_tile(tile, dev)
     # one factor at a time, so that float64 host copies do not pile up next to the device copies
     zs = [_to_torch(kernel_factor(x, what=f"model_embeddings[{keys[i] if keys else i}]"), dev, dtype)
@@ -530,7 +529,7 @@ def compute(ctx: MetricContext) -> MetricResult:
     # --- closed-form moments ------------------------------------------------------------------
     temperature = resolve_temperature(n, temperature=opt["temperature"], tau=opt["tau"])
     dtype = _check_dtype(opt["dtype"])
-    dev = _torch_device(ctx.device)
+    dev = torch_device(ctx.device)
     tile = _check_tile(opt["tile"], dev)
     if kind in ("consensus", "loo", "balanced"):
         g = _cross_gram(zs)
