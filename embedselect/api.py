@@ -439,6 +439,8 @@ def _select(ref, cands, store, bar, *, metrics, max_items, seed, on_error, dev, 
             continue
         per_metric[m] = mr.scores
         details[m] = mr.details
+        for w in mr.details.get("warnings") or []:  # the metric's own warnings, also at the top level
+            warnings.append(f"{m}: {w}" if not str(w).startswith(m) else str(w))
         for name, why in (mr.details.get("excluded") or {}).items():  # degenerate for this metric only
             warnings.append(f"{m} did not score {name}: {why}")
         ranks = rank_scores(mr.scores)
