@@ -584,6 +584,7 @@ def compute(ctx: MetricContext) -> MetricResult:
         per_cand_prior = kind == "loo"
         tasks_shared = None
         summaries: dict[str, dict[str, float]] = {}
+        task_acc: dict[str, list[float]] = {}  # candidate -> held-out accuracy per sampled task (for plots)
         for c, k in enumerate(keys):
             if per_cand_prior or tasks_shared is None:
                 zp = _prior_factor(kind, zsub, c, lz)
@@ -597,10 +598,11 @@ def compute(ctx: MetricContext) -> MetricResult:
                               test_fraction=opt["test_fraction"], agreement=bool(opt["agreement"]),
                               seed=ctx.seed, device=str(dev))
             summaries[k] = rep.summary()
+            task_acc[k] = [round(float(a), 4) for a in rep.accuracy]
         for col in next(iter(summaries.values())):
             columns[col] = {k: summaries[k][col] for k in keys}
         details.update(n_probe_items=ns, n_tasks=n_tasks, n_classes=q, probe_temperature=t_sub,
-                       test_fraction=float(opt["test_fraction"]))
+                       test_fraction=float(opt["test_fraction"]), task_accuracy=task_acc)
     if opt["headline"] == "probes":
         details.update(headline="probe_acc_mean", secondary=["task_prior_alignment"])
         scores = dict(columns["probe_acc_mean"])
