@@ -13,6 +13,7 @@ Heavy modules (torch, transformers) are imported only when used.
 from __future__ import annotations
 
 import importlib
+import logging
 from typing import Any
 
 from embedselect.errors import (
@@ -31,6 +32,9 @@ from embedselect.errors import (
 from embedselect.policy import LoadPolicy
 
 __version__ = "0.1.0"
+
+# a library never prints: without a handler, logging's last resort would write warnings to stderr
+logging.getLogger(__name__).addHandler(logging.NullHandler())
 
 _LAZY = {
     "select": "embedselect.api",

@@ -134,6 +134,7 @@ def embed(
     keep_vectors: bool = False,
     _data=None,
     _store=None,
+    _progress=None,
 ) -> list[EmbedOutcome]:
     """Make sure every candidate's embeddings of ``data`` are in the cache; compute only what is missing.
 
@@ -143,10 +144,9 @@ def embed(
     Returns:
         one :class:`EmbedOutcome` per candidate, in the order given.
     """
-    from embedselect.candidates import parse_candidates, resolve_candidate
-    from embedselect.embed.device import library_progress, progress_enabled, resolve_device
-    from embedselect.embed.base import vector_options
-    from embedselect.store import Store, run_key
+    from embedselect.candidates import parse_candidates
+    from embedselect.backends.device import resolve_device
+    from embedselect.store import Store
 
     policy = policy or LoadPolicy()
     ref = _data if _data is not None else load_reference_data(
@@ -160,12 +160,38 @@ def embed(
     if not cands:
         raise ConfigError("no candidates given: pass model ids, local directories, baselines or catalog:NAME")
     dev = resolve_device(device)
-    outcomes: list[EmbedOutcome] = []
-    for cand in cands:
-        res = CandidateResult(name=cand.name, spec=cand.spec)
-        outcomes.append(EmbedOutcome(res))
-        stage = "resolve"
-        try:
+    from embedselect.progress import RunProgress
+
+    bar = _progress if _progress is not None else RunProgress(STAGES_PER_CANDIDATE * len(cands), enabled=progress)
+    try:
+        return [
+            _embed_one(cand, ref, store, bar, dev=dev, seed=seed, batch_size=batch_size, policy=policy, token=token,
+                       progress=progress, keep_vectors=keep_vectors)
+            for cand in cands
+        ]  # fmt: skip
+    finally:
+        if _progress is None:
+            bar.close()
+
+
+STAGES_PER_CANDIDATE = 3
+"""Steps of the run's progress display per candidate: resolve, load (or the cache look-up), embed."""
+
+
+def _embed_one(cand, ref, store, bar, *, dev, seed, batch_size, policy, token, progress, keep_vectors) -> EmbedOutcome:
+    """One candidate's embeddings of ``ref`` (from the cache or computed), or its failure; see :func:`embed`."""
+    from embedselect.candidates import resolve_candidate
+    from embedselect.backends.base import vector_options
+    from embedselect.backends.device import library_progress, progress_enabled
+    from embedselect.store import run_key
+
+    res = CandidateResult(name=cand.name, spec=cand.spec)
+    outcome = EmbedOutcome(res)
+    stage = "resolve"
+    done = 0  # progress steps counted for this candidate
+    try:
+        with bar.stage(f"{cand.name}: resolve"):
+            done += 1
             with library_progress(progress_enabled(progress)):
                 rc = resolve_candidate(cand, policy=policy.for_model(cand.ref), token=token)
             res.model_id, res.revision, res.backend, res.modality = rc.model_id, rc.revision, rc.backend, rc.modality
@@ -196,67 +222,72 @@ def embed(
                 precision=precision,
             )
             res.run_key = key
-            stage = "cache"
-            vectors = store.load_vectors(key)
-            if vectors is not None:
-                rec = store.get_run(key)
-                res.cached, res.seconds = True, rec.seconds if rec else None
-                log.info("%s: cached (%d x %d)", cand.name, *vectors.shape)
-            else:
-                stage = "load"
-                from embedselect.embed.loader import load_embedder
+        stage = "cache"
+        vectors = store.load_vectors(key)
+        if vectors is not None:
+            rec = store.get_run(key)
+            res.cached, res.seconds = True, rec.seconds if rec else None
+            log.info("%s: cached (%d x %d)", cand.name, *vectors.shape)
+            bar.advance(STAGES_PER_CANDIDATE - done)
+            done = STAGES_PER_CANDIDATE
+        else:
+            stage = "load"
+            from embedselect.backends.loader import load_embedder
 
-                with library_progress(progress_enabled(progress)):
-                    embedder = load_embedder(
-                        rc, device=dev, policy=policy.for_model(cand.ref), options=cand.options, seed=seed
-                    )
-                stage = "embed"
-                log.info("%s: embedding %d %s items on %s", cand.name, len(ref), ref.modality, embedder.device)
+            with bar.stage(f"{cand.name}: load"), library_progress(progress_enabled(progress)):
+                done += 1
+                embedder = load_embedder(
+                    rc, device=dev, policy=policy.for_model(cand.ref), options=cand.options, seed=seed
+                )
+            stage = "embed"
+            log.info("%s: embedding %d %s items on %s", cand.name, len(ref), ref.modality, embedder.device)
+            with bar.stage(f"{cand.name}: embed {len(ref)} {ref.modality} items"):
+                done += 1
                 t0 = time.perf_counter()
                 vectors = embedder.embed(list(ref.items), batch_size=batch_size, progress=progress)
                 seconds = time.perf_counter() - t0
-                if vectors.ndim != 2 or vectors.shape[0] != len(ref):
-                    raise MetricError(
-                        f"{cand.name} returned an array of shape {vectors.shape} for {len(ref)} items"
-                    )
-                stage = "store"
-                store.save_run(
-                    key=key,
-                    vectors=vectors,
-                    model_id=rc.model_id,
-                    revision=rc.revision,
-                    backend=rc.backend,
-                    settings=embedder.settings(),
-                    fingerprint=ref.fingerprint,
-                    device=embedder.device,
-                    seconds=seconds,
-                )
-                res.seconds = seconds
-            res.n, res.dim = int(vectors.shape[0]), int(vectors.shape[1])
-            if keep_vectors:
-                outcomes[-1].vectors = vectors
-        except (KeyboardInterrupt, SystemExit):
-            raise
-        except Exception as exc:  # noqa: BLE001 - one model's failure must not end the run
-            from embedselect.redaction import redact
-
-            message = redact(str(exc), token)
-            res.status, res.error_type, res.error = "failed", type(exc).__name__, message
-            if not isinstance(exc, EmbedselectError):
-                log.debug("unexpected error for %s", cand.name, exc_info=True)
-            log.warning("%s failed at %s: %s: %s", cand.name, stage, type(exc).__name__, message)
-            store.record_failure(
-                spec=cand.spec,
-                stage=stage,
-                error_type=type(exc).__name__,
-                message=message,
-                model_id=res.model_id,
-                revision=res.revision,
+            bar.rate(cand.name, len(ref), seconds)
+            if vectors.ndim != 2 or vectors.shape[0] != len(ref):
+                raise MetricError(f"{cand.name} returned an array of shape {vectors.shape} for {len(ref)} items")
+            stage = "store"
+            store.save_run(
+                key=key,
+                vectors=vectors,
+                model_id=rc.model_id,
+                revision=rc.revision,
+                backend=rc.backend,
+                settings=embedder.settings(),
                 fingerprint=ref.fingerprint,
+                device=embedder.device,
+                seconds=seconds,
             )
-            if cand.kind == "hub" and stage in ("resolve", "load"):
-                _record_hub_refusal(store, cand.ref, res.revision, exc, message)
-    return outcomes
+            res.seconds = seconds
+        res.n, res.dim = int(vectors.shape[0]), int(vectors.shape[1])
+        if keep_vectors:
+            outcome.vectors = vectors
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except Exception as exc:  # noqa: BLE001 - one model's failure must not end the run
+        from embedselect.redaction import redact
+
+        bar.advance(STAGES_PER_CANDIDATE - done)  # the candidate's remaining stages will not run
+        message = redact(str(exc), token)
+        res.status, res.error_type, res.error = "failed", type(exc).__name__, message
+        if not isinstance(exc, EmbedselectError):
+            log.debug("unexpected error for %s", cand.name, exc_info=True)
+        log.warning("%s failed at %s: %s: %s", cand.name, stage, type(exc).__name__, message)
+        store.record_failure(
+            spec=cand.spec,
+            stage=stage,
+            error_type=type(exc).__name__,
+            message=message,
+            model_id=res.model_id,
+            revision=res.revision,
+            fingerprint=ref.fingerprint,
+        )
+        if cand.kind == "hub" and stage in ("resolve", "load"):
+            _record_hub_refusal(store, cand.ref, res.revision, exc, message)
+    return outcome
 
 
 def _record_hub_refusal(store, repo_id: str, revision: str | None, exc: Exception, message: str) -> None:
@@ -334,7 +365,7 @@ def select(
         AllCandidatesFailedError: no candidate could be embedded.
         StoreError: the cache cannot be used.
     """
-    from embedselect.embed.device import resolve_device
+    from embedselect.backends.device import resolve_device
     from embedselect.store import Store
 
     metrics = list(dict.fromkeys(metrics))
@@ -355,9 +386,27 @@ def select(
         ref.require(get_spec(m).min_items, purpose=f"the {m} metric")
     store = Store.open(cache_dir)
     dev = resolve_device(device)
+    from embedselect.candidates import parse_candidates
+    from embedselect.progress import RunProgress
+
+    cands = parse_candidates(candidates, modality=ref.modality)
+    bar = RunProgress(
+        STAGES_PER_CANDIDATE * len(cands) + len(metrics) + (ref.labels is not None), enabled=progress
+    )
+    try:
+        return _select(ref, cands, store, bar, metrics=metrics, max_items=max_items, seed=seed, on_error=on_error,
+                       dev=dev, batch_size=batch_size, policy=policy, metric_options=metric_options, weights=weights,
+                       bootstrap=bootstrap, token=token, progress=progress, save=save)  # fmt: skip
+    finally:
+        bar.close()
+
+
+def _select(ref, cands, store, bar, *, metrics, max_items, seed, on_error, dev, batch_size, policy, metric_options,
+            weights, bootstrap, token, progress, save) -> Ranking:
+    """:func:`select` after its arguments were checked, the data loaded and the candidates parsed."""
     outcomes = embed(
-        None, candidates, seed=seed, device=dev, batch_size=batch_size, policy=policy, token=token,
-        progress=progress, keep_vectors=True, _data=ref, _store=store,
+        None, cands, seed=seed, device=dev, batch_size=batch_size, policy=policy, token=token,
+        progress=progress, keep_vectors=True, _data=ref, _store=store, _progress=bar,
     )  # fmt: skip
     results = [o.result for o in outcomes]
     ok = {o.result.name: o.vectors for o in outcomes if o.result.ok}
@@ -386,25 +435,15 @@ def select(
             pair_cache=store,
             device=dev,
         )
-        fn = get_metric(m)
-        mkey = _metric_key(m, run_keys, opts, seed, ref.labels if ctx.labels is not None else None)
-        cached = store.get_metric_result(mkey)
-        if cached is not None:
-            mr = MetricResult(**cached)
-            mr.scores = {k: _num(v) for k, v in mr.scores.items()}
-            mr.columns = {c: {k: _num(v) for k, v in vals.items()} for c, vals in mr.columns.items()}
-            mr.intervals = {k: tuple(v) for k, v in mr.intervals.items()}
-            log.info("metric %s: cached", m)
-        else:
-            try:
-                mr = fn(ctx)
-            except MetricError as exc:
-                warnings.append(f"metric {m} was not computed: {exc}")
-                log.warning("metric %s failed: %s", m, exc)
-                continue
-            store.put_metric_result(mkey, m, to_jsonable(asdict(mr)))
+        with bar.stage(f"metric {m}"):
+            mr = _run_metric(m, ctx, store, warnings, run_keys=run_keys, opts=opts, seed=seed, ref=ref,
+                             bootstrap=bootstrap, uncertainty=uncertainty)  # fmt: skip
+        if mr is None:
+            continue
         per_metric[m] = mr.scores
         details[m] = mr.details
+        for w in mr.details.get("warnings") or []:  # the metric's own warnings, also at the top level
+            warnings.append(f"{m}: {w}" if not str(w).startswith(m) else str(w))
         for name, why in (mr.details.get("excluded") or {}).items():  # degenerate for this metric only
             warnings.append(f"{m} did not score {name}: {why}")
         ranks = rank_scores(mr.scores)
@@ -414,15 +453,8 @@ def select(
         for col, values in mr.columns.items():
             for name, v in values.items():
                 by_name[name].columns[col if col.startswith(m) else f"{m}.{col}"] = _num(v)
-        if bootstrap and bootstrap > 0:
-            bkey = f"{mkey}:bootstrap:{bootstrap}"
-            boot = store.get_metric_result(bkey)
-            if boot is None:
-                from embedselect.uncertainty import bootstrap_metric
-
-                boot = to_jsonable(bootstrap_metric(fn, ctx, n_boot=bootstrap, seed=seed).to_dict())
-                store.put_metric_result(bkey, f"{m}:bootstrap", boot)
-            uncertainty[m] = boot
+        boot = uncertainty.get(m)
+        if boot is not None:
             # the interval belongs to the score that was bootstrapped: the headline, or a cheaper proxy of it
             # (task_prior bootstraps its closed-form alignment, not the probes)
             key = m if boot.get("score_name") in (None, m, mr.details.get("headline")) else boot["score_name"]
@@ -461,7 +493,8 @@ def select(
                 values = {r: by_name[r].columns[name] for r in ok if name in by_name[r].columns}
                 if values:
                     label_free[name] = values
-        validation = _validate(ok, ref.labels, label_free, by_name, seed=seed)
+        with bar.stage("validation against your labels"):
+            validation = _validate(ok, ref.labels, label_free, by_name, seed=seed)
 
     ranking = Ranking(
         candidates=results,
@@ -511,6 +544,38 @@ def select(
         ]
         store.save_ranking(ranking.ranking_id, ranking.to_dict(), rows)
     return ranking
+
+
+def _run_metric(m, ctx, store, warnings, *, run_keys, opts, seed, ref, bootstrap, uncertainty) -> MetricResult | None:
+    """One metric's result (from the store, or computed and stored), and its bootstrap into ``uncertainty[m]``
+    when asked; None (with a warning) when the metric cannot be computed."""
+    fn = get_metric(m)
+    mkey = _metric_key(m, run_keys, opts, seed, ref.labels if ctx.labels is not None else None)
+    cached = store.get_metric_result(mkey)
+    if cached is not None:
+        mr = MetricResult(**cached)
+        mr.scores = {k: _num(v) for k, v in mr.scores.items()}
+        mr.columns = {c: {k: _num(v) for k, v in vals.items()} for c, vals in mr.columns.items()}
+        mr.intervals = {k: tuple(v) for k, v in mr.intervals.items()}
+        log.info("metric %s: cached", m)
+    else:
+        try:
+            mr = fn(ctx)
+        except MetricError as exc:
+            warnings.append(f"metric {m} was not computed: {exc}")
+            log.warning("metric %s failed: %s", m, exc)
+            return None
+        store.put_metric_result(mkey, m, to_jsonable(asdict(mr)))
+    if bootstrap and bootstrap > 0:
+        bkey = f"{mkey}:bootstrap:{bootstrap}"
+        boot = store.get_metric_result(bkey)
+        if boot is None:
+            from embedselect.uncertainty import bootstrap_metric
+
+            boot = to_jsonable(bootstrap_metric(fn, ctx, n_boot=bootstrap, seed=seed).to_dict())
+            store.put_metric_result(bkey, f"{m}:bootstrap", boot)
+        uncertainty[m] = boot
+    return mr
 
 
 def _validate(embeddings, labels, per_metric, by_name, *, seed: int) -> dict[str, Any]:

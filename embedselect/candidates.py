@@ -233,6 +233,15 @@ def parse_candidates(
         specs = [specs]
     if specs is None:
         raise CandidateSpecError("no candidates given; " + _ACCEPTED_FORMS)
+    if isinstance(specs, Mapping):
+        raise CandidateSpecError(
+            "candidates must be a list (or a comma-separated string), not a mapping: a mapping would be read by its "
+            "keys only; to name candidates pass NAME=SPEC strings, e.g. ['minilm=./model']; " + _ACCEPTED_FORMS
+        )
+    if not isinstance(specs, Iterable):
+        raise CandidateSpecError(
+            f"candidates must be a str, a Candidate or a list of these, got {type(specs).__name__}; " + _ACCEPTED_FORMS
+        )
     out: list[Candidate] = []
     for item in specs:
         if isinstance(item, Candidate):

@@ -370,8 +370,8 @@ class SearchIndex:
 
     def _load_embedder(self, *, device: str | None, policy: LoadPolicy | None, token: str | None):
         from embedselect.candidates import parse_candidates, resolve_candidate
-        from embedselect.embed.device import library_progress
-        from embedselect.embed.loader import load_embedder
+        from embedselect.backends.device import library_progress
+        from embedselect.backends.loader import load_embedder
 
         m = self.manifest
         policy = policy or LoadPolicy()

@@ -1,5 +1,5 @@
 """``load_embedder``: the one way to turn a :class:`~embedselect.candidates.ResolvedCandidate` into an
-:class:`~embedselect.embed.base.Embedder`, applying the safe-loading policy to the files first."""
+:class:`~embedselect.backends.base.Embedder`, applying the safe-loading policy to the files first."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import logging
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from embedselect.embed.base import Embedder
-from embedselect.embed.device import resolve_device
+from embedselect.backends.base import Embedder
+from embedselect.backends.device import resolve_device
 from embedselect.errors import ConfigError, EmbedselectError, ModelLoadError, UnsafeModelError
 from embedselect.policy import NOT_WEIGHTS, PICKLE_SUFFIXES, LoadPolicy, remote_code_reason
 
@@ -100,7 +100,7 @@ def load_embedder(
             :meth:`embed` call's items).
 
     Returns:
-        an object implementing :class:`~embedselect.embed.base.Embedder`; neural models run in float16
+        an object implementing :class:`~embedselect.backends.base.Embedder`; neural models run in float16
         on CUDA (``settings()["dtype"]``) unless ``options["dtype"]`` says otherwise.
 
     Raises:
@@ -112,7 +112,7 @@ def load_embedder(
     opts.pop("modality", None)
     backend = rc.backend
     if rc.model_id.startswith("baseline:") or backend in ("tfidf-svd", "random-projection", "pixel-pca"):
-        from embedselect.embed.baselines import make_baseline
+        from embedselect.backends.baselines import make_baseline
 
         return make_baseline(backend, modality=rc.modality, options=opts, seed=seed, fit_items=fit_items)
     if backend not in ("sentence-transformers", "timm", "transformers"):
@@ -126,7 +126,7 @@ def load_embedder(
     check_local_files(Path(rc.local_dir), backend, pol, ref)
     try:
         if backend == "sentence-transformers":
-            from embedselect.embed.sentence_transformers import SentenceTransformerEmbedder
+            from embedselect.backends.sentence_transformers import SentenceTransformerEmbedder
 
             return SentenceTransformerEmbedder(rc.local_dir, device=dev, modality=rc.modality,
                                                trust_remote_code=pol.trust_remote_code,
@@ -134,10 +134,10 @@ def load_embedder(
         if backend == "timm":
             if rc.modality != "image":
                 raise ConfigError(f"{rc.model_id}: timm models embed images, not {rc.modality}")
-            from embedselect.embed.timm import TimmEmbedder
+            from embedselect.backends.timm import TimmEmbedder
 
             return TimmEmbedder(rc.local_dir, device=dev, options=opts)
-        from embedselect.embed.transformers import TransformersEmbedder
+        from embedselect.backends.transformers import TransformersEmbedder
 
         return TransformersEmbedder(rc.local_dir, device=dev, modality=rc.modality,
                                     trust_remote_code=pol.trust_remote_code, allow_pickle=pol.allow_pickle,

@@ -1,0 +1,91 @@
+"""The run's one progress display: drawn on a terminal (read back through a real pseudo-terminal), never in a
+pipe, with --quiet, or from the Python API unless asked."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import pty
+import select as _select
+import subprocess
+import struct
+import sys
+import termios
+import time
+
+import pytest
+
+from embedselect.data import sample_path
+
+SAMPLE = str(sample_path("texts"))
+
+
+def _run_in_pty(argv: list[str], env: dict[str, str], timeout: float = 300) -> tuple[int, str]:
+    """Run ``argv`` with stdout and stderr on a pseudo-terminal; return its exit code and what it drew."""
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))  # a terminal has a size
+    proc = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, env=env, close_fds=True)
+    os.close(slave)
+    chunks: list[bytes] = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        ready, _, _ = _select.select([master], [], [], 0.5)
+        if ready:
+            try:
+                data = os.read(master, 65536)
+            except OSError:  # the child closed the terminal
+                break
+            if not data:
+                break
+            chunks.append(data)
+        elif proc.poll() is not None:
+            break
+    os.close(master)
+    code = proc.wait(timeout=30)
+    return code, b"".join(chunks).decode("utf-8", "replace")
+
+
+def _env(tmp_path) -> dict[str, str]:
+    return {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "HF_HUB_OFFLINE": "1",
+            "PYTHONPATH": os.getcwd(), "COLUMNS": "120", "TERM": "xterm"}  # fmt: skip
+
+
+ARGV = [sys.executable, "-m", "embedselect.cli", "rank", SAMPLE, "-c", "text", "-m", "tfidf-svd,random-projection",
+        "--metrics", "task_prior,sufficiency", "--labels", "label"]  # fmt: skip
+
+
+@pytest.mark.slow
+def test_a_terminal_gets_one_progress_display_for_the_whole_run(tmp_path):
+    code, drawn = _run_in_pty([*ARGV, "--cache-dir", str(tmp_path / "c")], _env(tmp_path))
+    assert code == 0, drawn
+    # every stage of every candidate, each metric and the validation are named while they run
+    for stage in ("tfidf-svd: resolve", "tfidf-svd: embed", "random-projection: load", "metric task_prior",
+                  "metric sufficiency", "validation"):  # fmt: skip
+        assert stage in drawn, stage
+    assert "items/s" in drawn
+    assert "9/9 [" in drawn  # 2 candidates x 3 stages + 2 metrics + validation, counted in one display
+    assert "rank  candidate" in drawn  # and the table after it
+
+
+@pytest.mark.slow
+def test_quiet_and_pipes_get_no_progress(tmp_path):
+    code, drawn = _run_in_pty([*ARGV, "--cache-dir", str(tmp_path / "c"), "-q"], _env(tmp_path))
+    assert code == 0, drawn
+    assert "items/s" not in drawn and "resolve" not in drawn
+    assert "rank  candidate" in drawn
+    piped = subprocess.run([*ARGV, "--cache-dir", str(tmp_path / "c2")], capture_output=True, text=True,
+                           env=_env(tmp_path), timeout=300)  # fmt: skip
+    assert piped.returncode == 0, piped.stderr
+    assert "items/s" not in piped.stderr and "resolve" not in piped.stderr
+
+
+def test_the_python_api_draws_nothing_unless_asked(tmp_path, capsys, monkeypatch):
+    import embedselect
+
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True, raising=False)
+    embedselect.select(SAMPLE, ["tfidf-svd", "random-projection"], column="text", metrics=["task_prior"],
+                       cache_dir=tmp_path / "c")  # fmt: skip
+    assert "resolve" not in capsys.readouterr().err
+    embedselect.select(SAMPLE, ["tfidf-svd", "random-projection"], column="text", metrics=["task_prior"],
+                       cache_dir=tmp_path / "c2", progress=True)  # fmt: skip
+    assert "tfidf-svd: resolve" in capsys.readouterr().err

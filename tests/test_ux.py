@@ -1,0 +1,53 @@
+"""What a person at the terminal and an operator in a pipeline meet (issue 14): a silent library, typed errors
+for odd arguments, names, output paths checked before any work, timings, one-line CLI errors."""
+
+from __future__ import annotations
+
+import json
+import logging
+import subprocess
+import sys
+
+import pytest
+
+import embedselect
+from embedselect.cli import main
+from embedselect.data import sample_path
+from embedselect.errors import CandidateSpecError, EmbedselectError
+
+SAMPLE = str(sample_path("texts"))
+PAIR = ["tfidf-svd", "random-projection"]
+
+
+# --- 2. select() never prints ------------------------------------------------------------------------
+def test_select_prints_nothing_even_when_it_warns(tmp_path):
+    """Run in a fresh interpreter with no logging set up: logging's last-resort handler must not reach stderr."""
+    code = (
+        "import embedselect\n"
+        f"r = embedselect.select({SAMPLE!r}, {PAIR!r}, column='text', metrics=['task_prior', 'sufficiency'],\n"
+        f"                       cache_dir={str(tmp_path / 'c')!r})\n"
+        "assert r.warnings\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == "" and done.stdout == ""
+
+
+def test_the_package_logger_has_a_null_handler():
+    assert any(isinstance(h, logging.NullHandler) for h in logging.getLogger("embedselect").handlers)
+
+
+@pytest.mark.parametrize("bad", [42, {"tfidf-svd": "x", "random-projection": "y"}])
+def test_odd_candidates_get_a_typed_error(tmp_path, bad):
+    with pytest.raises(CandidateSpecError) as info:
+        embedselect.select(SAMPLE, bad, column="text", metrics=["task_prior"], cache_dir=tmp_path / "c")
+    assert isinstance(info.value, EmbedselectError)
+    assert "list" in str(info.value)
+
+
+def test_metric_warnings_reach_the_top_level_warnings(tmp_path):
+    r = embedselect.select(SAMPLE, PAIR, column="text", metrics=["sufficiency"], cache_dir=tmp_path / "c")
+    metric_warnings = r.details["sufficiency"]["warnings"]
+    assert metric_warnings
+    for w in metric_warnings:
+        assert any(w in top for top in r.warnings), w
