@@ -281,7 +281,7 @@ def run_dataset(name: str, *, max_items: int, seed: int, folds: int, metrics: Se
         pick, tied = top_pick(comb)
         per_setting[s] = {"spearman": rho, "kendall": tau, "regret": regret(comb, truth), "top": pick, "tied": tied,
                           "violations": family_violations(comb, truth, entries)}
-    return {"name": name, "modality": meta["modality"], "n": n, "n_total": meta.get("n_total", meta["n"]),
+    return {"name": name, "modality": meta["modality"], "n": n, "n_pool": meta["n"], "n_total": meta.get("n_total", meta["n"]),
             "n_classes": meta["n_classes"], "entries": entries, "truth": truth_full, "signals": per_signal,
             "settings": per_setting, "seconds": round(time.perf_counter() - t0, 1)}
 
@@ -309,7 +309,7 @@ def to_markdown(results: list[dict[str, Any]], *, command: str, folds: int, max_
     for r in results:
         best = max(r["truth"].items(), key=lambda kv: kv[1]["acc"])
         accs = ", ".join(f"{c} {v['acc']:.3f}" for c, v in sorted(r["truth"].items(), key=lambda kv: -kv[1]["acc"]))
-        L.append(f"- {r['name']} ({r['modality']}, n={r['n']} of {r['n_total']}, {r['n_classes']} classes, "
+        L.append(f"- {r['name']} ({r['modality']}, n={r['n']} of the pool's {r['n_pool']} (dataset {r['n_total']}), {r['n_classes']} classes, "
                  f"{len(r['truth'])} candidates): best {best[0]}; {accs}")
     L.append("")
     # per-signal table
