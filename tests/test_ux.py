@@ -51,3 +51,29 @@ def test_metric_warnings_reach_the_top_level_warnings(tmp_path):
     assert metric_warnings
     for w in metric_warnings:
         assert any(w in top for top in r.warnings), w
+
+
+# --- 3. names ------------------------------------------------------------------------------------------
+def test_name_equals_spec_and_readable_local_names(tmp_path):
+    from embedselect.candidates import parse_candidates
+    from tests.tinymodels import make_tiny_sentence_transformer
+
+    model = make_tiny_sentence_transformer(tmp_path / "all-tiny" / "model")
+    (model / "README.md").write_text("---\nlibrary_name: sentence-transformers\n---\n\n# tiny-minilm\n\ntext\n")
+    named = parse_candidates(f"mine={model},cls={model}?pooling=cls,tfidf-svd,rp=random-projection?dim=8")
+    assert [c.name for c in named] == ["mine", "cls", "tfidf-svd", "rp"]
+    assert named[1].options == {"pooling": "cls"} and named[3].options == {"dim": 8}
+    # default names: the model card's title plus the options, not the folder's basename "model"
+    plain = parse_candidates([str(model), f"{model}?pooling=cls"])
+    assert [c.name for c in plain] == ["tiny-minilm", "tiny-minilm?pooling=cls"]
+    (model / "README.md").write_text("# <script>alert(1)</script>\n")  # untrusted card text is not a name
+    assert parse_candidates(str(model))[0].name == "all-tiny"  # the parent of a folder called "model"
+    with pytest.raises(CandidateSpecError, match="NAME=SPEC"):
+        parse_candidates("=tfidf-svd")
+
+
+def test_cli_names_reach_the_table(tmp_path, capsys):
+    assert main(["rank", SAMPLE, "-c", "text", "-m", "words=tfidf-svd,noise=random-projection", "--metrics",
+                 "task_prior", "--cache-dir", str(tmp_path / "c"), "-q", "--json"]) == 0  # fmt: skip
+    r = json.loads(capsys.readouterr().out)
+    assert {c["name"] for c in r["candidates"]} == {"words", "noise"}

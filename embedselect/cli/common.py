@@ -34,7 +34,8 @@ def add_model_args(p: argparse.ArgumentParser) -> None:
         "-m",
         required=True,
         help="comma-separated candidates: hub ids (org/name[@rev]), local dirs, baselines "
-        "(tfidf-svd, random-projection, pixel-pca), catalog:text / catalog:image",
+        "(tfidf-svd, random-projection, pixel-pca), catalog:text / catalog:image; name one with NAME=SPEC, "
+        "e.g. 'minilm=./model,minilm-cls=./model?backend=transformers&pooling=cls'",
     )
     p.add_argument("--cache-dir", help="cache root (default: $EMBEDSELECT_CACHE_DIR or the user cache dir)")
     p.add_argument("--device", default=None, help="cpu, cuda, cuda:1 (default: auto)")
