@@ -77,3 +77,38 @@ def test_cli_names_reach_the_table(tmp_path, capsys):
                  "task_prior", "--cache-dir", str(tmp_path / "c"), "-q", "--json"]) == 0  # fmt: skip
     r = json.loads(capsys.readouterr().out)
     assert {c["name"] for c in r["candidates"]} == {"words", "noise"}
+
+
+# --- 4. output paths ------------------------------------------------------------------------------------
+@pytest.mark.parametrize("option", ["--out", "--html", "--markdown"])
+@pytest.mark.parametrize("where", ["directory", "missing-parent"])
+def test_bad_output_paths_are_refused_before_any_work(tmp_path, capsys, option, where):
+    target = tmp_path if where == "directory" else tmp_path / "no" / "such" / "r.json"
+    cache = tmp_path / "cache"
+    code = main(["rank", SAMPLE, "-c", "text", "-m", "tfidf-svd", "--metrics", "task_prior", "--cache-dir",
+                 str(cache), "-q", "--json", option, str(target)])  # fmt: skip
+    assert code == 2
+    err = capsys.readouterr()
+    assert err.out == ""  # nothing was computed, nothing half-printed
+    assert len(err.err.strip().splitlines()) == 1 and option in err.err
+    assert not cache.exists()  # no work: the store was never opened
+    assert not (tmp_path / "no").exists()  # a missing parent is not created silently
+
+
+def test_outputs_are_written_through_unique_temporary_names(tmp_path, capsys):
+    out = tmp_path / "r.json"
+    users_file = tmp_path / "r.json.tmp"
+    users_file.write_text("the user's own file")
+    assert main(["rank", SAMPLE, "-c", "text", "-m", "tfidf-svd,random-projection", "--metrics", "task_prior",
+                 "--cache-dir", str(tmp_path / "c"), "-q", "--out", str(out)]) == 0  # fmt: skip
+    assert json.loads(out.read_text())["candidates"]
+    assert users_file.read_text() == "the user's own file"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c", "r.json", "r.json.tmp"]  # no temporary left
+
+
+def test_write_atomic_removes_its_temporary_file_when_writing_fails(tmp_path):
+    from embedselect.cli.common import write_atomic
+
+    with pytest.raises(TypeError):
+        write_atomic(tmp_path / "x.txt", 42)  # type: ignore[arg-type]
+    assert list(tmp_path.iterdir()) == []

@@ -4,10 +4,12 @@ weights, the plain-text table, and writing results."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
 import re
+import tempfile
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -167,12 +169,47 @@ def format_table(ranking) -> str:
     return "\n".join(lines)
 
 
+def check_output_path(path: Path | str | None, *, option: str) -> None:
+    """Refuse an output file that cannot be written, before any work is done.
+
+    Raises:
+        ConfigError: ``path`` is a directory, its parent folder does not exist (it is not created silently), or
+            the file or its folder is not writable.
+    """
+    if path is None:
+        return
+    path = Path(path)
+    parent = path.parent if str(path.parent) else Path(".")
+    if path.is_dir():
+        raise ConfigError(f"{option} {path} is a directory: give a file name, e.g. {path / 'result'}")
+    if not parent.is_dir():
+        raise ConfigError(f"{option} {path}: the folder {parent} does not exist; create it first")
+    if path.exists() and not os.access(path, os.W_OK):
+        raise ConfigError(f"{option} {path} is not writable: choose another file or fix its permissions")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise ConfigError(f"{option} {path}: the folder {parent} is not writable: choose another place")
+
+
+def check_output_args(args) -> None:
+    """:func:`check_output_path` for ``--out``, ``--html`` and ``--markdown`` of the ranking commands."""
+    for option in ("out", "html", "markdown"):
+        check_output_path(getattr(args, option, None), option=f"--{option}")
+
+
 def write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` atomically (a reader never sees a half-written file)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    """Write ``text`` to ``path`` atomically (a reader never sees a half-written file), through a temporary file
+    with a unique name in the same folder (never a fixed ``<path>.tmp`` that could be a user's file); the
+    temporary file is removed if writing fails."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent if str(path.parent) else ".", prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
 
 
 def emit(args, payload_json: str, text: str, ranking=None) -> None:
