@@ -80,6 +80,10 @@ class Ranking:
             ``aggregate.MIN_POOL`` candidates); see :func:`embedselect.aggregate.decide`.
         leaders: the first candidate and every candidate it cannot be told apart from (``[best]`` when decided).
         undecided_reasons: why ``decided`` is False, in words (empty when decided).
+        timings: wall time of this call's stages, in seconds: ``{"candidates": {name: s}, "metrics": {metric: s},
+            "validation": s | None, "total": s}``. A candidate's time covers resolving, loading and embedding it (or
+            reading its cached vectors); a metric's covers its bootstrap; a result served from the store is
+            counted at the time it took to read it.
     """
 
     candidates: list[CandidateResult]
@@ -97,6 +101,7 @@ class Ranking:
     decided: bool = True
     leaders: list[str] = field(default_factory=list)
     undecided_reasons: list[str] = field(default_factory=list)
+    timings: dict[str, Any] = field(default_factory=dict)
 
     # --- access ---------------------------------------------------------------------------------
     @property

@@ -112,3 +112,24 @@ def test_write_atomic_removes_its_temporary_file_when_writing_fails(tmp_path):
     with pytest.raises(TypeError):
         write_atomic(tmp_path / "x.txt", 42)  # type: ignore[arg-type]
     assert list(tmp_path.iterdir()) == []
+
+
+# --- 5. timings -----------------------------------------------------------------------------------------
+def test_per_stage_wall_time_in_the_ranking_json_store_and_table(tmp_path, capsys):
+    from embedselect.cli.common import format_table
+    from embedselect.ranking import Ranking
+    from embedselect.store import Store
+
+    labels = [str(i % 2) for i in range(240)]
+    texts = [f"text number {i} about {'cats' if i % 2 else 'dogs'} and {i % 7}" for i in range(240)]
+    r = embedselect.select(texts, PAIR, labels=labels, metrics=["task_prior"], cache_dir=tmp_path / "c")
+    t = r.timings
+    assert set(t["candidates"]) == set(PAIR) and all(v > 0 for v in t["candidates"].values())
+    assert set(t["metrics"]) == {"task_prior"} and t["metrics"]["task_prior"] > 0
+    assert t["validation"] > 0
+    assert t["total"] >= sum(t["candidates"].values()) + t["metrics"]["task_prior"] + t["validation"]
+    assert Ranking.from_json(r.to_json()).timings == t  # in the JSON
+    stored = Store.open(tmp_path / "c").get_ranking(r.ranking_id)  # and in the store
+    assert stored["timings"]["metrics"]["task_prior"] == pytest.approx(t["metrics"]["task_prior"])
+    footer = format_table(r).splitlines()[-1]
+    assert footer.startswith("time: embed tfidf-svd") and "task_prior" in footer and "validation" in footer

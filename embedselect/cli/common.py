@@ -166,7 +166,28 @@ def format_table(ranking) -> str:
             )
     for w in ranking.warnings:
         lines.append(f"note: {w}")
+    timing = format_timings(getattr(ranking, "timings", None) or {})
+    if timing:
+        lines.append(timing)
     return "\n".join(lines)
+
+
+def _secs(v: Any) -> str:
+    return "-" if v is None else (f"{v:.2f}s" if v < 10 else f"{v:.0f}s")
+
+
+def format_timings(t: dict[str, Any]) -> str:
+    """One footer line of a ranking's wall times per stage (see ``Ranking.timings``); empty when none."""
+    parts = []
+    if t.get("candidates"):
+        parts.append("embed " + ", ".join(f"{n} {_secs(v)}" for n, v in t["candidates"].items()))
+    if t.get("metrics"):
+        parts.append(", ".join(f"{m} {_secs(v)}" for m, v in t["metrics"].items()))
+    if t.get("validation") is not None:
+        parts.append(f"validation {_secs(t['validation'])}")
+    if t.get("total") is not None:
+        parts.append(f"total {_secs(t['total'])}")
+    return ("time: " + "; ".join(parts)) if parts else ""
 
 
 def check_output_path(path: Path | str | None, *, option: str) -> None:
