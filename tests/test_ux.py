@@ -133,3 +133,47 @@ def test_per_stage_wall_time_in_the_ranking_json_store_and_table(tmp_path, capsy
     assert stored["timings"]["metrics"]["task_prior"] == pytest.approx(t["metrics"]["task_prior"])
     footer = format_table(r).splitlines()[-1]
     assert footer.startswith("time: embed tfidf-svd") and "task_prior" in footer and "validation" in footer
+
+
+# --- 6. one-line errors, JSON only ----------------------------------------------------------------------
+def test_an_unexpected_exception_is_one_line_and_exit_1(tmp_path, capsys, monkeypatch):
+    import embedselect.api
+
+    def boom(*a, **k):
+        raise RuntimeError("something broke\n  deep inside")
+
+    monkeypatch.setattr(embedselect.api, "select", boom)
+    argv = ["rank", SAMPLE, "-c", "text", "-m", "tfidf-svd", "--cache-dir", str(tmp_path / "c")]
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert err.strip().splitlines() == [
+        "embedselect: error: unexpected RuntimeError: something broke deep inside (run with -v for the traceback)"
+    ]
+    assert main([*argv, "-v"]) == 1
+    err = capsys.readouterr().err
+    assert "Traceback" in err and err.strip().splitlines()[-1].startswith("embedselect: error: unexpected")
+
+
+def test_typed_errors_are_one_line_with_their_exit_code(tmp_path, capsys, monkeypatch):
+    import embedselect.api
+    from embedselect.errors import StoreError
+
+    def locked(*a, **k):
+        raise StoreError("the cache is busy\nwait or use --cache-dir")
+
+    monkeypatch.setattr(embedselect.api, "select", locked)
+    assert main(["rank", SAMPLE, "-c", "text", "-m", "tfidf-svd", "--cache-dir", str(tmp_path / "c")]) == 6
+    assert capsys.readouterr().err.strip().splitlines() == [
+        "embedselect: error: the cache is busy wait or use --cache-dir"
+    ]
+
+
+def test_json_on_stdout_is_only_json_even_with_warnings(tmp_path):
+    done = subprocess.run(
+        [sys.executable, "-m", "embedselect.cli", "rank", SAMPLE, "-c", "text", "-m", ",".join(PAIR),
+         "--metrics", "sufficiency", "--json", "--cache-dir", str(tmp_path / "c")],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["warnings"]  # stdout parses as one JSON document
+    assert "WARNING" in done.stderr  # the warnings went to stderr
