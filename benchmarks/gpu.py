@@ -109,8 +109,8 @@ def _pool(n: int, dims: list[int], seed: int) -> dict[str, np.ndarray]:
 def section_embed(dev: str, ci: bool, work: Path) -> list[dict[str, Any]]:
     from embedselect.candidates import parse_candidates, resolve_candidate
     from embedselect.data import ReferenceData, sample_path
-    from embedselect.embed.device import library_progress
-    from embedselect.embed.loader import load_embedder
+    from embedselect.backends.device import library_progress
+    from embedselect.backends.loader import load_embedder
     from tests.tinymodels import make_tiny_images, make_tiny_sentence_transformer, make_tiny_timm
 
     n = SIZES["embed_n"][0 if ci else 1]

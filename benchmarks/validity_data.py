@@ -513,7 +513,7 @@ def m2v_dir(teacher: str) -> Path:
 
 def _producers(modality: str, items: list[Any], seed: int) -> dict[str, Callable[[], dict[str, np.ndarray]]]:
     """source -> function returning {candidate name: vectors} for every candidate that source makes."""
-    from embedselect.embed.baselines import make_baseline
+    from embedselect.backends.baselines import make_baseline
 
     def base(name: str) -> Callable[[], dict[str, np.ndarray]]:
         return lambda: {name: make_baseline(name, modality=modality, options={}, seed=seed).embed(items)}

@@ -28,7 +28,7 @@ from embedselect.errors import (
 )
 from embedselect.metrics.base import MetricContext, MetricResult, available_metrics, get_metric, get_spec
 from embedselect.policy import LoadPolicy
-from embedselect.ranking import CandidateResult, Ranking, _clean, rank_scores
+from embedselect.ranking import CandidateResult, Ranking, to_jsonable, rank_scores
 
 log = logging.getLogger(__name__)
 
@@ -93,7 +93,10 @@ def _metric_key(metric: str, run_keys: Mapping[str, str], options: Mapping[str, 
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def _load_data(data: Any, *, column, labels, max_items, seed, on_error):
+def load_reference_data(data: Any, *, column, labels, max_items, seed, on_error):
+    """``data`` as a :class:`~embedselect.data.ReferenceData` (a ReferenceData is returned as it is; a path or a
+    list of items is loaded with the given column, labels, sub-sampling and error rule), the one way ``select()``,
+    ``embed()`` and the search index read reference data."""
     from embedselect.data import ReferenceData
 
     if isinstance(data, ReferenceData):
@@ -144,11 +147,11 @@ def embed(
         one :class:`EmbedOutcome` per candidate, in the order given.
     """
     from embedselect.candidates import parse_candidates
-    from embedselect.embed.device import resolve_device
+    from embedselect.backends.device import resolve_device
     from embedselect.store import Store
 
     policy = policy or LoadPolicy()
-    ref = _data if _data is not None else _load_data(
+    ref = _data if _data is not None else load_reference_data(
         data, column=column, labels=labels, max_items=max_items, seed=seed, on_error=on_error
     )
     store = _store if _store is not None else Store.open(cache_dir)
@@ -180,8 +183,8 @@ STAGES_PER_CANDIDATE = 3
 def _embed_one(cand, ref, store, bar, *, dev, seed, batch_size, policy, token, progress, keep_vectors) -> EmbedOutcome:
     """One candidate's embeddings of ``ref`` (from the cache or computed), or its failure; see :func:`embed`."""
     from embedselect.candidates import resolve_candidate
-    from embedselect.embed.base import vector_options
-    from embedselect.embed.device import library_progress, progress_enabled
+    from embedselect.backends.base import vector_options
+    from embedselect.backends.device import library_progress, progress_enabled
     from embedselect.store import run_key
 
     t_start = time.perf_counter()
@@ -232,7 +235,7 @@ def _embed_one(cand, ref, store, bar, *, dev, seed, batch_size, policy, token, p
             done = STAGES_PER_CANDIDATE
         else:
             stage = "load"
-            from embedselect.embed.loader import load_embedder
+            from embedselect.backends.loader import load_embedder
 
             with bar.stage(f"{cand.name}: load"), library_progress(progress_enabled(progress)):
                 done += 1
@@ -366,7 +369,7 @@ def select(
         AllCandidatesFailedError: no candidate could be embedded.
         StoreError: the cache cannot be used.
     """
-    from embedselect.embed.device import resolve_device
+    from embedselect.backends.device import resolve_device
     from embedselect.store import Store
 
     metrics = list(dict.fromkeys(metrics))
@@ -382,7 +385,7 @@ def select(
             f"weights for metric(s) not requested: {sorted(set(weights) - set(metrics))}; metrics: {metrics}"
         )
     metric_options = {k: dict(v) for k, v in (metric_options or {}).items()}
-    ref = _load_data(data, column=column, labels=labels, max_items=max_items, seed=seed, on_error=on_error)
+    ref = load_reference_data(data, column=column, labels=labels, max_items=max_items, seed=seed, on_error=on_error)
     for m in metrics:
         ref.require(get_spec(m).min_items, purpose=f"the {m} metric")
     store = Store.open(cache_dir)
@@ -575,14 +578,14 @@ def _run_metric(m, ctx, store, warnings, *, run_keys, opts, seed, ref, bootstrap
             warnings.append(f"metric {m} was not computed: {exc}")
             log.warning("metric %s failed: %s", m, exc)
             return None
-        store.put_metric_result(mkey, m, _clean(asdict(mr)))
+        store.put_metric_result(mkey, m, to_jsonable(asdict(mr)))
     if bootstrap and bootstrap > 0:
         bkey = f"{mkey}:bootstrap:{bootstrap}"
         boot = store.get_metric_result(bkey)
         if boot is None:
             from embedselect.uncertainty import bootstrap_metric
 
-            boot = _clean(bootstrap_metric(fn, ctx, n_boot=bootstrap, seed=seed).to_dict())
+            boot = to_jsonable(bootstrap_metric(fn, ctx, n_boot=bootstrap, seed=seed).to_dict())
             store.put_metric_result(bkey, f"{m}:bootstrap", boot)
         uncertainty[m] = boot
     return mr
@@ -600,3 +603,23 @@ def _validate(embeddings, labels, per_metric, by_name, *, seed: int) -> dict[str
             if col not in per_metric and col != "combined":
                 by_name[str(name)].columns[f"labels.{col}"] = _num(v)
     return report.to_dict()
+
+
+def refresh_catalog(*, store: Any = None, cache_dir: str | Path | None = None, record: bool = True,
+                    token: str | None = None, **query: Any):
+    """Crawl the hub (:func:`embedselect.hub.crawl` with ``query``: library, pipeline_tag, tags, author, search,
+    sort, limit, min_params, max_params, licenses, include_gated) and record the result in the store's catalogue
+    (all of it or nothing). The one path the ``crawl`` command and the nightly job share.
+
+    Returns:
+        ``(CrawlResult, crawl_id)``; ``crawl_id`` is None when nothing was recorded (``record=False`` or no model).
+    """
+    from embedselect.hub import crawl
+    from embedselect.store import Store
+    from embedselect.store.catalog import record_crawl
+
+    result = crawl(token=token, **query)
+    crawl_id = None
+    if record and result.models:
+        crawl_id = record_crawl(store if store is not None else Store.open(cache_dir), result)
+    return result, crawl_id

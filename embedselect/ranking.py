@@ -175,7 +175,7 @@ class Ranking:
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["format_version"] = FORMAT_VERSION
-        return _clean(d)
+        return to_jsonable(d)
 
     def to_json(self, *, indent: int | None = 2) -> str:
         """JSON text (NaN and infinities are written as null)."""
@@ -197,18 +197,18 @@ class Ranking:
         return cls.from_dict(json.loads(text))
 
 
-def _clean(obj: Any) -> Any:
+def to_jsonable(obj: Any) -> Any:
     """Make ``obj`` strict-JSON serialisable: NaN/inf -> None, numpy scalars -> Python, tuples -> lists."""
     if isinstance(obj, dict):
-        return {str(k): _clean(v) for k, v in obj.items()}
+        return {str(k): to_jsonable(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
-        return [_clean(v) for v in obj]
+        return [to_jsonable(v) for v in obj]
     if isinstance(obj, float):
         return obj if math.isfinite(obj) else None
     if hasattr(obj, "item") and callable(obj.item) and getattr(obj, "ndim", 1) == 0:  # numpy scalar
-        return _clean(obj.item())
+        return to_jsonable(obj.item())
     if hasattr(obj, "tolist"):
-        return _clean(obj.tolist())
+        return to_jsonable(obj.tolist())
     return obj
 
 

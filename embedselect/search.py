@@ -193,7 +193,7 @@ def build_index(
     import faiss
 
     from embedselect import __version__
-    from embedselect.api import _load_data, embed
+    from embedselect.api import load_reference_data, embed
     from embedselect.metrics.neighbours import build_index as faiss_index
     from embedselect.metrics.neighbours import is_exact
     from embedselect.store import Store
@@ -205,7 +205,7 @@ def build_index(
         if not overwrite:
             raise ConfigError(f"{out} already holds an index; pass overwrite=True (--overwrite) to replace it")
     store = Store.open(cache_dir)
-    ref = _load_data(data, column=column, labels=None, max_items=max_items, seed=seed or 0, on_error=on_error)
+    ref = load_reference_data(data, column=column, labels=None, max_items=max_items, seed=seed or 0, on_error=on_error)
     if isinstance(model, str) and model.strip().lower() == "best":
         cand, ranked_seed = best_candidate(store, ref.fingerprint)
         seed = ranked_seed if seed is None else seed
@@ -356,10 +356,10 @@ class SearchIndex:
     def check_data(self, data: Any, *, column: str | None = None, max_items: int | None = None,
                    seed: int | None = None) -> None:
         """Raise :class:`IndexMismatchError` unless ``data`` has the fingerprint the index was built from."""
-        from embedselect.api import _load_data
+        from embedselect.api import load_reference_data
 
         seed = self.manifest.seed if seed is None else seed
-        ref = _load_data(data, column=column, labels=None, max_items=max_items, seed=seed, on_error="fail")
+        ref = load_reference_data(data, column=column, labels=None, max_items=max_items, seed=seed, on_error="fail")
         if ref.fingerprint != self.manifest.fingerprint:
             raise IndexMismatchError(
                 f"the reference data changed: {ref.source} has fingerprint {ref.fingerprint[:12]} ({len(ref)} items), "
@@ -370,8 +370,8 @@ class SearchIndex:
 
     def _load_embedder(self, *, device: str | None, policy: LoadPolicy | None, token: str | None):
         from embedselect.candidates import parse_candidates, resolve_candidate
-        from embedselect.embed.device import library_progress
-        from embedselect.embed.loader import load_embedder
+        from embedselect.backends.device import library_progress
+        from embedselect.backends.loader import load_embedder
 
         m = self.manifest
         policy = policy or LoadPolicy()
@@ -583,13 +583,13 @@ def neighbours_view(
 
     Memory: every candidate's (n, d) matrix is held at once (as in :func:`embedselect.select`).
     """
-    from embedselect.api import _load_data, embed
+    from embedselect.api import load_reference_data, embed
     from embedselect.metrics.neighbours import build_index as faiss_index
     from embedselect.metrics.neighbours import knn, mutual_knn_agreement, near_duplicates, prepare, search_index
     from embedselect.store import Store
 
     store = Store.open(cache_dir)
-    ref = _load_data(data, column=column, labels=None, max_items=max_items, seed=seed, on_error=on_error)
+    ref = load_reference_data(data, column=column, labels=None, max_items=max_items, seed=seed, on_error=on_error)
     n = len(ref)
     if n < 2:
         raise ConfigError("looking at neighbours needs at least 2 items")

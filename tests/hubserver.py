@@ -23,6 +23,7 @@ body is cut off, ``Link`` kept), "truncate" (a file body shorter than the hub sa
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import re
@@ -109,6 +110,7 @@ class FakeHub:
         self.faults: list[Fault] = []
         self.requests: list[dict[str, Any]] = []
         self.unknown: list[str] = []
+        self.pull_requests: list[dict[str, Any]] = []
         self.page_size = page_size
         self.server: ThreadingHTTPServer | None = None
         self.port = 0
@@ -143,6 +145,7 @@ class FakeHub:
             self.faults.clear()
             self.requests.clear()
             self.unknown.clear()
+            self.pull_requests.clear()
             self.page_size = 1000
 
     # --- content ---------------------------------------------------------------------------------------
@@ -363,9 +366,12 @@ class _Handler(BaseHTTPRequestHandler):
         self._dispatch()
 
     def do_POST(self) -> None:
+        self._dispatch()
+
+    def do_PUT(self) -> None:
         self._refuse()
 
-    do_PUT = do_DELETE = do_PATCH = do_POST
+    do_DELETE = do_PATCH = do_PUT
 
     def _refuse(self) -> None:
         with self.hub.lock:
@@ -411,10 +417,69 @@ class _Handler(BaseHTTPRequestHandler):
         m = re.fullmatch(r"/([^/]+/[^/]+)/resolve/([^/]+)/(.+)", path)
         if m and self.command in ("GET", "HEAD") and not path.startswith("/api/"):
             return self._resolve(m.group(1), m.group(2), unquote(m.group(3)))
+        if path == "/api/validate-yaml" and self.command == "POST":  # the client checks README.md metadata
+            return self._validate_yaml()
+        m = re.fullmatch(r"/api/models/([^/]+/[^/]+)/preupload/([^/]+)", path)
+        if m and self.command == "POST":
+            return self._preupload(m.group(1))
+        m = re.fullmatch(r"/api/models/([^/]+/[^/]+)/commit/([^/]+)", path)
+        if m and self.command == "POST":
+            return self._commit(m.group(1), unquote(m.group(2)), query)
         m = re.fullmatch(r"/cdn/([0-9a-f]{64})", path)
         if m and self.command in ("GET", "HEAD"):
             return self._cdn(m.group(1))
         self._refuse()
+
+    def _body(self) -> bytes:
+        return self.rfile.read(int(self.headers.get("Content-Length") or 0))
+
+    def _validate_yaml(self) -> None:
+        """Accept front matter that parses as a YAML mapping (the real hub also checks its schema)."""
+        import yaml
+
+        body = json.loads(self._body() or b"{}")
+        content = str(body.get("content", ""))
+        m = re.match(r"---\n(.*?)\n---", content, re.S)
+        try:
+            ok = m is None or isinstance(yaml.safe_load(m.group(1)) or {}, dict)
+        except yaml.YAMLError:
+            ok = False
+        if not ok:
+            return self._error(400, None, "Invalid metadata in README.md.")
+        return self._json(200, {"errors": [], "warnings": []})
+
+    def _preupload(self, repo_id: str) -> None:
+        """Every file is a small regular (non-LFS) upload."""
+        body = json.loads(self._body() or b"{}")
+        if self._repo(repo_id) is None:
+            return self._error(404, "RepoNotFound", "Repository not found")
+        files = [{"path": f["path"], "uploadMode": "regular", "shouldIgnore": False, "oid": None}
+                 for f in body.get("files", [])]  # fmt: skip
+        return self._json(200, {"files": files, "commitOid": None})
+
+    def _commit(self, repo_id: str, revision: str, query: dict[str, list[str]]) -> None:
+        """A commit (ndjson: header + base64 files). Only pull requests (``create_pr=1``) are accepted: they are
+        recorded in :attr:`FakeHub.pull_requests` and never change the repository's main branch."""
+        data = self._body()
+        repo = self._repo(repo_id)
+        if repo is None:
+            return self._error(404, "RepoNotFound", "Repository not found")
+        if query.get("create_pr") != ["1"]:
+            return self._error(403, None, "fake hub: direct commits are refused; open a pull request")
+        header, files = {}, {}
+        for line in data.splitlines():
+            item = json.loads(line)
+            if item["key"] == "header":
+                header = item["value"]
+            elif item["key"] == "file":
+                files[item["value"]["path"]] = base64.b64decode(item["value"]["content"])
+        with self.hub.lock:
+            num = len(self.hub.pull_requests) + 1
+            self.hub.pull_requests.append({"repo_id": repo_id, "revision": revision, "num": num, "files": files,
+                                           "summary": header.get("summary"), "authorization": self.headers.get("Authorization")})  # fmt: skip
+        sha = hashlib.sha1(data).hexdigest()
+        return self._json(200, {"commitUrl": f"{self.hub.url}/{repo_id}/commit/{sha}", "commitOid": sha,
+                                "pullRequestUrl": f"{self.hub.url}/{repo_id}/discussions/{num}"})  # fmt: skip
 
     def _repo(self, repo_id: str) -> Repo | None:
         with self.hub.lock:

@@ -26,7 +26,7 @@ SAMPLE = sample_path("texts")
 @pytest.fixture
 def no_model_loading(monkeypatch):
     """Fail the test if any model is loaded (and so if any forward pass could happen)."""
-    import embedselect.embed.loader as loader
+    import embedselect.backends.loader as loader
 
     def refuse(*a, **k):
         raise AssertionError("a model was loaded although everything was cached")
@@ -44,7 +44,7 @@ def test_select_ranks_and_second_run_is_fully_cached(tmp_path, cache_dir, monkey
     assert not any(c.cached for c in first)
     assert all(np.isfinite(c.scores["task_prior"]) for c in first)
 
-    import embedselect.embed.loader as loader
+    import embedselect.backends.loader as loader
 
     monkeypatch.setattr(loader, "load_embedder", lambda *a, **k: pytest.fail("model loaded on a cached run"))
     second = embedselect.select(SAMPLE, models, column="text", metrics=["task_prior"], seed=0)

@@ -282,7 +282,7 @@ def test_hub_resolution_goes_through_fetch_model(tmp_path, monkeypatch):
 
 
 def test_baseline_names_match_implementations():
-    from embedselect.embed.baselines import BASELINE_CLASSES
+    from embedselect.backends.baselines import BASELINE_CLASSES
 
     assert set(BASELINES) == set(BASELINE_CLASSES)
     for name, cls in BASELINE_CLASSES.items():

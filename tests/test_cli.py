@@ -140,7 +140,8 @@ def test_every_flag_named_in_a_message_exists():
     for path in (Path(__file__).resolve().parents[1] / "embedselect").rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Constant) and isinstance(node.value, str):
-                for flag in re.findall(r"(?<![\w-])--[a-z][a-z0-9-]+", node.value):
+                # a flag, not a CSS custom property (`--fg: #222`, `var(--fg)`)
+                for flag in re.findall(r"(?<![\w(-])--[a-z][a-z0-9-]+(?![\w:-])", node.value):
                     named.setdefault(flag, path.name)
     unknown = {f: where for f, where in named.items() if f not in known}
     assert not unknown, f"messages name options the CLI does not have: {unknown}"

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from embedselect.candidates import parse_candidates, resolve_candidate
-from embedselect.embed import load_embedder
-from embedselect.embed.base import Embedder
-from embedselect.embed.device import progress_enabled, resolve_device, resolve_dtype
+from embedselect.backends import load_embedder
+from embedselect.backends.base import Embedder
+from embedselect.backends.device import progress_enabled, resolve_device, resolve_dtype
 from embedselect.errors import (
     ConfigError,
     DataError,
@@ -100,7 +100,7 @@ def test_normalize_false_switches_off_the_models_normalize_module(models):
 
 
 def test_speed_only_options_are_not_part_of_the_cache_key():
-    from embedselect.embed.base import vector_options
+    from embedselect.backends.base import vector_options
 
     assert vector_options({"batch_size": 8, "num_workers": 2, "pooling": "cls"}) == {"pooling": "cls"}
 
@@ -275,7 +275,7 @@ def test_tfidf_svd_exact_and_randomized_match_sklearn(monkeypatch):
     from sklearn.decomposition import TruncatedSVD
     from sklearn.feature_extraction.text import TfidfVectorizer
 
-    from embedselect.embed.baselines import TfidfSvdEmbedder
+    from embedselect.backends.baselines import TfidfSvdEmbedder
 
     texts = TEXTS + ["cats and dogs play", "a red car in the rain", "hot sun in the sky", "snow at night",
                      "the bank of the river", "music and a good book"]
@@ -326,7 +326,7 @@ def test_pixel_pca(models):
 
 
 def test_gaussian_rows_are_standard_normal():
-    from embedselect.embed.baselines import gaussian_projection_rows
+    from embedselect.backends.baselines import gaussian_projection_rows
 
     r = gaussian_projection_rows(np.arange(2000), 64, seed=5).astype(np.float64)
     assert abs(r.mean()) < 0.02 and abs(r.std() - 1.0) < 0.02
@@ -356,7 +356,7 @@ def test_progress_only_on_a_terminal():
     assert progress_enabled(True, Tty()) is True
     assert progress_enabled(False, Tty()) is False
     assert progress_enabled(True, io.StringIO()) is False
-    from embedselect.embed.device import progress_bar
+    from embedselect.backends.device import progress_bar
 
     with progress_bar(3, enabled=True) as bar:
         from tqdm.std import tqdm

@@ -12,10 +12,10 @@ PKG = Path(__file__).resolve().parents[1] / "embedselect"
 
 # part -> parts it must never import (directly, at any depth of the module)
 FORBIDDEN = {
-    "metrics": {"embed", "store", "hub", "api", "candidates", "cli", "publish", "nightly", "executors", "search"},
-    "embed": {"metrics", "store", "hub", "api", "candidates", "cli", "publish", "nightly", "executors"},
-    "store": {"hub", "api", "candidates", "embed", "metrics", "cli", "publish", "nightly", "executors"},
-    "candidates": {"embed", "api", "cli", "store", "metrics", "publish", "nightly"},
+    "metrics": {"backends", "store", "hub", "api", "candidates", "cli", "publish", "nightly", "executors", "search"},
+    "backends": {"metrics", "store", "hub", "api", "candidates", "cli", "publish", "nightly", "executors"},
+    "store": {"hub", "api", "candidates", "backends", "metrics", "cli", "publish", "nightly", "executors"},
+    "candidates": {"backends", "api", "cli", "store", "metrics", "publish", "nightly"},
     "kinds": {"*"},
     "redaction": {"*"},
     "errors": {"*"},
@@ -87,7 +87,7 @@ def test_no_module_imports_another_modules_private_names():
 
 
 def test_baseline_registry_is_the_one_backends_implement():
-    from embedselect.embed.baselines import BASELINE_CLASSES
+    from embedselect.backends.baselines import BASELINE_CLASSES
     from embedselect.kinds import BASELINES
 
     assert set(BASELINE_CLASSES) == set(BASELINES)

@@ -71,7 +71,7 @@ def test_two_nights_embed_only_the_new_and_updated_models(hub, tiny, tmp_path, m
     # night 2: one new trending model and one updated revision; count the forward passes
     new_sha = publish_st(hub, "acme/b", tiny[3], 9)
     publish_st(hub, "acme/d", tiny[4], 20)
-    import embedselect.embed.loader as loader
+    import embedselect.backends.loader as loader
 
     loaded = []
     real = loader.load_embedder
@@ -100,6 +100,8 @@ def test_two_nights_embed_only_the_new_and_updated_models(hub, tiny, tmp_path, m
     assert scores == sorted(scores, reverse=True)
     # the site now points at a new complete version; the previous one is still on disk, nothing partial left
     assert site.resolve() != v1 and (site / "report.html").is_file() and (site / "badges" / "leader.json").is_file()
+    svgs = sorted(p.name for p in (site / "badges").glob("*.svg"))  # one badge per ranked candidate
+    assert len(svgs) == len(board2) and "#1 of" in (site / "badges" / "badges.md").read_text()
     versions = tmp_path / ".site.versions"
     assert not [p for p in versions.iterdir() if p.name.startswith(".")]
     # the history is in the store, queryable by SQL
@@ -248,7 +250,7 @@ def test_minimal_config_from_the_issue_validates(tmp_path):
 def test_model_past_its_time_limit_is_skipped(hub, tiny, tmp_path, monkeypatch):
     import time
 
-    import embedselect.embed.loader as loader
+    import embedselect.backends.loader as loader
 
     publish_st(hub, "acme/fast", tiny[0], 5)
     publish_st(hub, "acme/slow", tiny[1], 4)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import xml.etree.ElementTree as ET
 
+import numpy as np
 import pytest
 
 import embedselect
@@ -169,3 +170,17 @@ def test_leaderboard_history_from_the_store(tmp_path, cache_dir, capsys):
 def test_no_stored_ranking_is_a_clear_error(cache_dir, capsys):
     assert main(["leaderboard"]) == 2
     assert "run `embedselect rank` first" in capsys.readouterr().err
+
+
+def test_the_report_shows_the_distribution_of_accuracy_over_sampled_tasks(cache_dir):
+    from embedselect.publish import plots
+
+    r = embedselect.select(SAMPLE, "tfidf-svd,random-projection", column="text", metrics=["task_prior"], seed=0)
+    per_task = r.details["task_prior"]["task_accuracy"]
+    n_tasks = r.details["task_prior"]["n_tasks"]
+    assert set(per_task) == {"tfidf-svd", "random-projection"} and all(len(v) == n_tasks for v in per_task.values())
+    assert r["tfidf-svd"].columns["task_prior.probe_acc_mean"] == pytest.approx(np.mean(per_task["tfidf-svd"]), abs=1e-3)
+    full = plots.task_accuracy(r)
+    r.details["task_prior"].pop("task_accuracy")
+    summary = plots.task_accuracy(r)
+    assert full.startswith("<svg") and summary.startswith("<svg") and full != summary

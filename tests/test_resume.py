@@ -79,7 +79,7 @@ def test_kill_between_vector_file_and_commit_then_resume(tmp_path, monkeypatch):
     from embedselect import api
 
     loads: list[str] = []
-    import embedselect.embed.loader as loader
+    import embedselect.backends.loader as loader
 
     real = loader.load_embedder
     monkeypatch.setattr(loader, "load_embedder", lambda rc, **kw: loads.append(rc.backend) or real(rc, **kw))

@@ -62,7 +62,7 @@ def test_build_reads_cached_vectors_without_a_forward_pass(tmp_path, cache_dir, 
     def no_model(*a, **k):
         raise AssertionError("the model was loaded although its vectors are cached")
 
-    monkeypatch.setattr("embedselect.embed.loader.load_embedder", no_model)
+    monkeypatch.setattr("embedselect.backends.loader.load_embedder", no_model)
     idx = build_index(TEXTS, str(tiny_st), out=tmp_path / "b")
     assert idx.manifest.run_key == SearchIndex.load(tmp_path / "a").manifest.run_key
 

@@ -412,7 +412,7 @@ def test_upscaled_digits_pixel_pca_gives_sane_numbers(tmp_path):
     from PIL import Image
     from sklearn.datasets import load_digits
 
-    from embedselect.embed.baselines import make_baseline
+    from embedselect.backends.baselines import make_baseline
 
     d = load_digits()
     idx = np.sort(np.random.default_rng(0).choice(len(d.target), 500, replace=False))

@@ -17,28 +17,25 @@ from embedselect.errors import ConfigError
 from embedselect.policy import DEFAULT_MAX_MODEL_BYTES
 
 # --- shared options ---------------------------------------------------------------------------------
-def add_data_args(p: argparse.ArgumentParser, *, labels_required: bool = False) -> None:
+def add_data_args(p: argparse.ArgumentParser, *, labels: bool = True, labels_required: bool = False,
+                  seed: bool = True) -> None:
+    """The reference data: file or folder, column, (label column), sub-sampling, error rule, (seed)."""
     p.add_argument("data", help="data file (.csv .tsv .jsonl .json .parquet .txt), image folder")
     p.add_argument("--column", "-c", help="text column of a table file")
-    p.add_argument(
-        "--labels",
-        required=labels_required,
-        help="label column: used only to validate the label-free ranking (held-out probe accuracy)",
-    )
+    if labels:
+        p.add_argument(
+            "--labels",
+            required=labels_required,
+            help="label column: used only to validate the label-free ranking (held-out probe accuracy)",
+        )
     p.add_argument("--max-items", type=int, help="seeded sub-sample of at most this many items")
     p.add_argument("--on-error", choices=["fail", "skip"], default="fail", help="undecodable items: fail or skip")
-    p.add_argument("--seed", type=int, default=0, help="root seed (sampling, baselines, metrics)")
+    if seed:
+        p.add_argument("--seed", type=int, default=0, help="root seed (sampling, baselines, metrics)")
 
 
-def add_model_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--models",
-        "-m",
-        required=True,
-        help="comma-separated candidates: hub ids (org/name[@rev]), local dirs, baselines "
-        "(tfidf-svd, random-projection, pixel-pca), catalog:text / catalog:image; name one with NAME=SPEC, "
-        "e.g. 'minilm=./model,minilm-cls=./model?backend=transformers&pooling=cls'",
-    )
+def add_load_args(p: argparse.ArgumentParser) -> None:
+    """Where and how models load: cache, device, batch size, the safety options, progress and logging."""
     p.add_argument("--cache-dir", help="cache root (default: $EMBEDSELECT_CACHE_DIR or the user cache dir)")
     p.add_argument("--device", default=None, help="cpu, cuda, cuda:1 (default: auto)")
     p.add_argument("--batch-size", type=int)
@@ -57,6 +54,19 @@ def add_model_args(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bars, warnings only")
     p.add_argument("--verbose", "-v", action="store_true", help="log progress")
+
+
+def add_model_args(p: argparse.ArgumentParser) -> None:
+    """The candidates (--models) and how they load."""
+    p.add_argument(
+        "--models",
+        "-m",
+        required=True,
+        help="comma-separated candidates: hub ids (org/name[@rev]), local dirs, baselines "
+        "(tfidf-svd, random-projection, pixel-pca), catalog:text / catalog:image; name one with NAME=SPEC, "
+        "e.g. 'minilm=./model,minilm-cls=./model?backend=transformers&pooling=cls'",
+    )
+    add_load_args(p)
 
 
 def add_output_args(p: argparse.ArgumentParser, *, reports: bool = True) -> None:

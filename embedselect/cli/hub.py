@@ -86,9 +86,11 @@ def _table(rows: list[dict], cols: list[str]) -> str:
 
 def cmd_crawl(args) -> int:
     """Handler of ``embedselect crawl``."""
-    from embedselect.hub import crawl
+    from embedselect.api import refresh_catalog
 
-    result = crawl(
+    result, crawl_id = refresh_catalog(
+        cache_dir=args.cache_dir,
+        record=not args.no_store,
         library=args.library,
         pipeline_tag=args.pipeline_tag,
         tags=tuple(args.tag),
@@ -101,12 +103,6 @@ def cmd_crawl(args) -> int:
         licenses=args.licenses,
         include_gated=not args.exclude_gated,
     )
-    crawl_id = None
-    if not args.no_store and result.models:
-        from embedselect.store import Store
-        from embedselect.store.catalog import record_crawl
-
-        crawl_id = record_crawl(Store.open(args.cache_dir), result)
     if args.json:
         out = result.to_dict()
         out["crawl_id"] = crawl_id

@@ -7,38 +7,12 @@ sets ``func`` to a handler ``(args) -> exit code``. Errors are typed and mapped 
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
 
+from embedselect.cli.common import add_data_args, add_load_args, load_policy
 from embedselect.errors import ConfigError
-
-
-def _add_load_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--cache-dir", help="cache root (default: $EMBEDSELECT_CACHE_DIR or the user cache dir)")
-    p.add_argument("--device", default=None, help="cpu, cuda, cuda:1 (default: auto)")
-    p.add_argument("--batch-size", type=int)
-    p.add_argument("--allow-pickle", action="store_true", help="allow non-safetensors (pickle) weights")
-    p.add_argument("--trust-remote-code", action="store_true", help="allow model repos that ship Python code")
-    p.add_argument("--allow-gated", action="store_true", help="try gated hub repos (needs HF_TOKEN with access)")
-    p.add_argument("--quiet", "-q", action="store_true")
-    p.add_argument("--verbose", "-v", action="store_true")
-
-
-def _add_data_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("data", help="data file (.csv .tsv .jsonl .json .parquet .txt) or image folder")
-    p.add_argument("--column", "-c", help="text column of a table file")
-    p.add_argument("--max-items", type=int, help="seeded sub-sample of at most this many items")
-    p.add_argument("--on-error", choices=["fail", "skip"], default="fail")
-
-
-def _policy(args):
-    from embedselect.policy import LoadPolicy
-
-    return LoadPolicy(
-        allow_pickle=args.allow_pickle, trust_remote_code=args.trust_remote_code, allow_gated=args.allow_gated
-    )
 
 
 def register(subparsers) -> None:
@@ -50,7 +24,7 @@ def register(subparsers) -> None:
         "(embedding only when not cached), with the row ids and a manifest (model id, revision, data "
         "fingerprint, metric, dimension) so that `embedselect search` can check it later.",
     )
-    _add_data_args(p)
+    add_data_args(p, labels=False, seed=False)
     p.add_argument("--model", "-m", required=True,
                    help="candidate spec (hub id, local dir, baseline), or 'best': the top candidate of the newest "
                         "ranking of the same data in the cache")  # fmt: skip
@@ -60,7 +34,7 @@ def register(subparsers) -> None:
     p.add_argument("--approximate", action="store_true", help="HNSW index instead of exact (for very large data)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing index in --out")
     p.add_argument("--json", action="store_true", help="print the manifest as JSON")
-    _add_load_args(p)
+    add_load_args(p)
     p.set_defaults(func=cmd_index)
 
     p = subparsers.add_parser(
@@ -78,7 +52,7 @@ def register(subparsers) -> None:
     p.add_argument("--max-items", type=int, help="as given to `index` for --data")
     p.add_argument("--seed", type=int, default=None, help="as given to `index` for --data")
     p.add_argument("--json", action="store_true")
-    _add_load_args(p)
+    add_load_args(p)
     p.set_defaults(func=cmd_search)
 
     p = subparsers.add_parser(
@@ -89,7 +63,7 @@ def register(subparsers) -> None:
         "exact FAISS search, vectors from the cache), the candidates' mutual k-NN agreement and its communities, "
         "and optionally near-duplicates in the data (and a copy of the data without them).",
     )
-    _add_data_args(p)
+    add_data_args(p, labels=False, seed=False)
     p.add_argument("--models", "-m", required=True, help="comma-separated candidates, as for `rank`")
     p.add_argument("--sample", type=int, default=5, help="number of seeded sample items (default 5)")
     p.add_argument("--rows", help="comma-separated row numbers to show instead of a sample")
@@ -103,7 +77,7 @@ def register(subparsers) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", action="store_true")
     p.add_argument("--html", type=Path, help="also write the view as an HTML section to this file")
-    _add_load_args(p)
+    add_load_args(p)
     p.set_defaults(func=cmd_neighbours)
 
 
@@ -120,7 +94,7 @@ def cmd_index(args) -> int:
     idx = build_index(
         args.data, args.model, out=args.out, column=args.column, max_items=args.max_items, seed=args.seed,
         on_error=args.on_error, cache_dir=args.cache_dir, device=args.device, batch_size=args.batch_size,
-        policy=_policy(args), metric=args.metric, exact=False if args.approximate else None,
+        policy=load_policy(args), metric=args.metric, exact=False if args.approximate else None,
         overwrite=args.overwrite, progress=not args.quiet,
     )  # fmt: skip
     m = idx.manifest
@@ -140,7 +114,7 @@ def cmd_search(args) -> int:
         raise ConfigError("-k must be at least 1")
     idx = SearchIndex.load(args.index_dir, model=args.model, data=args.data, column=args.column,
                            max_items=args.max_items, seed=args.seed)  # fmt: skip
-    results = idx.search(args.query, args.k, device=args.device, policy=_policy(args))
+    results = idx.search(args.query, args.k, device=args.device, policy=load_policy(args))
     if args.json:
         payload = {
             "index": str(idx.directory),
@@ -175,7 +149,7 @@ def cmd_neighbours(args) -> int:
         args.data, args.models, sample=args.sample, rows=rows, k=args.k, agreement_k=args.agreement_k,
         near_duplicate_threshold=args.near_duplicates, column=args.column, max_items=args.max_items,
         seed=args.seed, on_error=args.on_error, cache_dir=args.cache_dir, device=args.device,
-        batch_size=args.batch_size, policy=_policy(args), progress=not args.quiet,
+        batch_size=args.batch_size, policy=load_policy(args), progress=not args.quiet,
     )  # fmt: skip
     if args.write_deduped is not None:
         import pandas as pd

@@ -5,6 +5,27 @@
 implement it. Whatever the executor, only the driver process writes the store (DuckDB has a single writer).
 """
 
-from embedselect.executors.base import EmbedJob, Executor, UnitOutcome, get_executor
+from typing import Any
+
+from embedselect.executors.base import EmbedJob, Executor, UnitOutcome
+
+
+def get_executor(kind: str = "local", **options: Any) -> Executor:
+    """The executor called ``kind`` ("local" or "ray"), built with ``options`` (see each class).
+
+    Raises:
+        ConfigError: an unknown kind, or "ray" without Ray installed.
+    """
+    from embedselect.errors import ConfigError
+
+    if kind == "local":
+        from embedselect.executors.local import LocalExecutor
+
+        return LocalExecutor(**options)
+    if kind == "ray":
+        from embedselect.executors.ray import RayExecutor
+
+        return RayExecutor(**options)
+    raise ConfigError(f"unknown executor {kind!r}; use 'local' or 'ray'")
 
 __all__ = ["EmbedJob", "Executor", "UnitOutcome", "get_executor"]

@@ -101,22 +101,3 @@ class Executor(abc.ABC):
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
-
-
-def get_executor(kind: str = "local", **options: Any) -> Executor:
-    """The executor called ``kind`` ("local" or "ray"), built with ``options`` (see each class).
-
-    Raises:
-        ConfigError: an unknown kind, or "ray" without Ray installed.
-    """
-    from embedselect.errors import ConfigError
-
-    if kind == "local":
-        from embedselect.executors.local import LocalExecutor
-
-        return LocalExecutor(**options)
-    if kind == "ray":
-        from embedselect.executors.ray import RayExecutor
-
-        return RayExecutor(**options)
-    raise ConfigError(f"unknown executor {kind!r}; use 'local' or 'ray'")

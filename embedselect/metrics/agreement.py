@@ -18,7 +18,7 @@ import numpy as np
 
 from embedselect.errors import ConfigError, MetricError, TooFewItemsError
 from embedselect.metrics.base import MIN_ITEMS, MetricContext, MetricResult
-from embedselect.metrics.kernels import _as_matrix
+from embedselect.metrics.kernels import as_matrix
 
 _OPTION_DEFAULTS: dict[str, Any] = {"k": 10, "max_items": 2048}
 
@@ -28,7 +28,7 @@ def knn_indices(embeddings: Any, k: int, *, what: str = "embeddings") -> np.ndar
 
     Ties are broken by the lower index (stable sort), so the result is deterministic.
     """
-    x = _as_matrix(embeddings, what).astype(np.float64)
+    x = as_matrix(embeddings, what).astype(np.float64)
     n = x.shape[0]
     if not 1 <= k < n:
         raise ConfigError(f"nn_agreement option 'k' must be in [1, n − 1] = [1, {n - 1}], got {k}")

@@ -22,12 +22,12 @@ from typing import Sequence
 
 import numpy as np
 
-from embedselect.errors import MetricError
+from embedselect.errors import ConfigError, MetricError
 
 _ZERO_NORM = 1e-12
 
 
-def _as_matrix(x: object, what: str) -> np.ndarray:
+def as_matrix(x: object, what: str) -> np.ndarray:
     """Validate one embedding matrix: 2-D, numeric, finite, at least 2 rows and 1 column."""
     try:
         a = np.asarray(x)
@@ -60,7 +60,7 @@ def kernel_factor(embeddings: object, *, what: str = "embeddings") -> np.ndarray
         MetricError: not 2-D, non-finite values, fewer than 2 rows, or a kernel that is zero after
             centring (all rows point the same way).
     """
-    x = _as_matrix(embeddings, what).astype(np.float64, copy=True)
+    x = as_matrix(embeddings, what).astype(np.float64, copy=True)
     norms = np.linalg.norm(x, axis=1, keepdims=True)
     x /= np.where(norms > _ZERO_NORM, norms, 1.0)
     x -= x.mean(axis=0, keepdims=True)
@@ -148,3 +148,17 @@ def label_factor(labels: object, *, what: str = "labels") -> np.ndarray:
     onehot = np.zeros((len(y), len(classes)), dtype=np.float64)
     onehot[np.arange(len(y)), codes] = 1.0
     return kernel_factor(onehot, what=what)
+
+
+def torch_device(device: str | None):
+    """The torch device for metric computations (``"cpu"``, ``"cuda[:k]"``; None = CPU), checked: a typed error
+    for an unknown name or for CUDA without a GPU."""
+    import torch
+
+    try:
+        dev = torch.device(device or "cpu")
+    except (RuntimeError, TypeError):
+        raise ConfigError(f"device {device!r} is not a torch device; use 'cpu' or 'cuda[:k]'") from None
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise ConfigError(f"device {device!r} requested but CUDA is not available; use device='cpu'")
+    return dev

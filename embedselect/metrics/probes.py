@@ -162,10 +162,9 @@ def probe_tasks(
     """
     import torch
 
-    from embedselect.metrics.kernels import _as_matrix
-    from embedselect.metrics.taskprior import _torch_device
+    from embedselect.metrics.kernels import as_matrix, torch_device
 
-    x = _as_matrix(features, "features").astype(np.float64, copy=False)
+    x = as_matrix(features, "features").astype(np.float64, copy=False)
     t = np.asarray(tasks)
     if t.ndim == 1:
         t = t[None, :]
@@ -183,7 +182,7 @@ def probe_tasks(
     tr, te = split_indices(n, test_fraction, seed)
     if len(tr) < 4:
         raise MetricError(f"need at least 4 training items for probes (got {len(tr)} of n = {n})")
-    dev = _torch_device(device)
+    dev = torch_device(device)
     xt = torch.as_tensor(x, dtype=torch.float64, device=dev)
     y = torch.as_tensor(_onehot(t, q), dtype=torch.float64, device=dev)
     tr_t = torch.as_tensor(tr, device=dev)

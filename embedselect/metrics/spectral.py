@@ -27,7 +27,7 @@ import numpy as np
 
 from embedselect.errors import ConfigError, MetricError, TooFewItemsError
 from embedselect.metrics.base import MIN_ITEMS, MetricContext, MetricResult
-from embedselect.metrics.kernels import _as_matrix, kernel_factor
+from embedselect.metrics.kernels import as_matrix, kernel_factor
 
 _OPTION_DEFAULTS: dict[str, Any] = {"max_items": 4096}
 
@@ -118,7 +118,7 @@ def _single(name: str, fn: Callable[[np.ndarray], float], sign: float, column: s
         keys, emb, ns = _subsample(ctx, name)
         raw = {}
         for k in keys:
-            _as_matrix(emb[k], f"embeddings[{k!r}]")  # typed error for NaN / bad shapes
+            as_matrix(emb[k], f"embeddings[{k!r}]")  # typed error for NaN / bad shapes
             raw[k] = fn(emb[k])
         scores = {k: sign * v if column is None else -abs(v - 1.0) for k, v in raw.items()}
         cols = {column or name: raw}

@@ -29,7 +29,7 @@ import torch
 
 from embedselect.errors import ConfigError, MetricError, TooFewItemsError
 from embedselect.metrics.base import MIN_ITEMS, MetricContext, MetricResult
-from embedselect.metrics.kernels import kernel_factor, label_factor, sum_kernel_factor
+from embedselect.metrics.kernels import kernel_factor, label_factor, sum_kernel_factor, torch_device
 
 #: Scale-free temperature: T = tau / n. The Task Priors paper used T = 1e-5 at n = 8192, i.e.
 #: tau = 0.08192 (see docs/task_prior.md for the calibration behind keeping it).
@@ -103,16 +103,6 @@ class TaskPriorMoments:
     def tau(self) -> float:
         """The scale-free temperature T·n."""
         return self.temperature * self.n
-
-
-def _torch_device(device: str | None):
-    try:
-        dev = torch.device(device or "cpu")
-    except (RuntimeError, TypeError):
-        raise ConfigError(f"device {device!r} is not a torch device; use 'cpu' or 'cuda[:k]'") from None
-    if dev.type == "cuda" and not torch.cuda.is_available():
-        raise ConfigError(f"device {device!r} requested but CUDA is not available; use device='cpu'")
-    return dev
 
 
 def _default_tile(dev) -> int:
@@ -253,7 +243,7 @@ def task_prior_moments(
                 f"all matrices must embed the same n items in the same order; got {n} and {np.shape(x)[0]} rows"
             )
     t = resolve_temperature(max(n, 1), temperature=temperature, tau=tau)
-    dev = _torch_device(device)
+    dev = torch_device(device)
     tile_ = _check_tile(tile, dev)
     # one factor at a time, so that float64 host copies do not pile up next to the device copies
     zs = [_to_torch(kernel_factor(x, what=f"model_embeddings[{keys[i] if keys else i}]"), dev, dtype)
@@ -539,7 +529,7 @@ def compute(ctx: MetricContext) -> MetricResult:
     # --- closed-form moments ------------------------------------------------------------------
     temperature = resolve_temperature(n, temperature=opt["temperature"], tau=opt["tau"])
     dtype = _check_dtype(opt["dtype"])
-    dev = _torch_device(ctx.device)
+    dev = torch_device(ctx.device)
     tile = _check_tile(opt["tile"], dev)
     if kind in ("consensus", "loo", "balanced"):
         g = _cross_gram(zs)
@@ -594,6 +584,7 @@ def compute(ctx: MetricContext) -> MetricResult:
         per_cand_prior = kind == "loo"
         tasks_shared = None
         summaries: dict[str, dict[str, float]] = {}
+        task_acc: dict[str, list[float]] = {}  # candidate -> held-out accuracy per sampled task (for plots)
         for c, k in enumerate(keys):
             if per_cand_prior or tasks_shared is None:
                 zp = _prior_factor(kind, zsub, c, lz)
@@ -607,10 +598,11 @@ def compute(ctx: MetricContext) -> MetricResult:
                               test_fraction=opt["test_fraction"], agreement=bool(opt["agreement"]),
                               seed=ctx.seed, device=str(dev))
             summaries[k] = rep.summary()
+            task_acc[k] = [round(float(a), 4) for a in rep.accuracy]
         for col in next(iter(summaries.values())):
             columns[col] = {k: summaries[k][col] for k in keys}
         details.update(n_probe_items=ns, n_tasks=n_tasks, n_classes=q, probe_temperature=t_sub,
-                       test_fraction=float(opt["test_fraction"]))
+                       test_fraction=float(opt["test_fraction"]), task_accuracy=task_acc)
     if opt["headline"] == "probes":
         details.update(headline="probe_acc_mean", secondary=["task_prior_alignment"])
         scores = dict(columns["probe_acc_mean"])

@@ -62,9 +62,10 @@ def write_site(folder: Path, ranking: Any, leaderboard: list[dict[str, Any]], su
 
     Files: ``leaderboard.json`` / ``leaderboard.md`` (rank, change vs the previous night), ``ranking.json`` (the
     full :class:`~embedselect.ranking.Ranking`), ``report.html`` / ``report.md``, ``badges/leader.json`` (a
-    shields.io endpoint badge) and ``run.json`` (the run summary).
+    shields.io endpoint badge naming the leader), ``badges/<candidate>.svg|.json`` + ``badges/badges.md`` (one
+    badge per ranked candidate, :func:`embedselect.publish.write_badges`) and ``run.json`` (the run summary).
     """
-    from embedselect.publish import report
+    from embedselect.publish import report, write_badges
 
     _write(folder / "leaderboard.json", json.dumps({"night": summary["started_at"], "run_id": summary["run_id"],
                                                    "rows": leaderboard}, indent=2, default=str))  # fmt: skip
@@ -75,6 +76,7 @@ def write_site(folder: Path, ranking: Any, leaderboard: list[dict[str, Any]], su
     leader = leaderboard[0]["name"] if leaderboard else "none"
     _write(folder / "badges" / "leader.json", json.dumps(
         {"schemaVersion": 1, "label": "best embedder", "message": leader, "color": "blue"}))  # fmt: skip
+    write_badges(ranking, folder / "badges", dataset=Path(str(ranking.dataset.get("source", "data"))).name)
     _write(folder / "run.json", json.dumps(summary, indent=2, default=str))
 
 

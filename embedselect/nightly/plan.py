@@ -12,7 +12,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-from embedselect.nightly import history
+import embedselect.nightly.history as history
 
 log = logging.getLogger(__name__)
 

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from embedselect.errors import AllCandidatesFailedError, NightlyEmptyError, NightlyLockedError
-from embedselect.nightly import history
+import embedselect.nightly.history as history
 from embedselect.nightly.config import NightlyConfig
 
 log = logging.getLogger(__name__)
@@ -81,15 +81,16 @@ def _count_pairs(store: Any) -> int:
         return int(con.execute("SELECT count(*) FROM pair_cache WHERE starts_with(key, 'is:')").fetchone()[0])
 
 
-def _crawl(cfg: NightlyConfig, token: str | None):
-    from embedselect.hub import crawl
+def _crawl(cfg: NightlyConfig, store: Any, token: str | None, *, record: bool):
+    from embedselect.api import refresh_catalog
 
     c = cfg.crawl
-    return crawl(
-        library=c.library, pipeline_tag=c.pipeline_tag, tags=c.tags, author=c.author, search=c.search, sort=c.sort,
-        limit=c.limit, min_params=c.min_params, max_params=c.max_params, licenses=c.licenses,
-        include_gated=not c.exclude_gated, token=token,
+    result, _ = refresh_catalog(
+        store=store, record=record, token=token, library=c.library, pipeline_tag=c.pipeline_tag, tags=c.tags,
+        author=c.author, search=c.search, sort=c.sort, limit=c.limit, min_params=c.min_params,
+        max_params=c.max_params, licenses=c.licenses, include_gated=not c.exclude_gated,
     )  # fmt: skip
+    return result
 
 
 def _leaderboard(ranking: Any, planned: dict[str, Any]) -> list[dict[str, Any]]:
@@ -159,11 +160,7 @@ def _night(cfg: NightlyConfig, store: Any, *, dry_run: bool, executor: Any, toke
                                  on_error=cfg.data.on_error)  # fmt: skip
     summary["data"] = {"path": str(cfg.data_path), "items": len(ref), "fingerprint": ref.fingerprint}
     with stages("crawl"):
-        crawled = _crawl(cfg, token)
-        if not dry_run and crawled.models:
-            from embedselect.store.catalog import record_crawl
-
-            record_crawl(store, crawled)
+        crawled = _crawl(cfg, store, token, record=not dry_run)
     summary["crawl"] = {"query": crawled.query, "models": len(crawled.models), "pages": crawled.pages,
                         "complete": crawled.complete, "errors": [e.message for e in crawled.errors]}  # fmt: skip
     with stages("plan"):

@@ -9,8 +9,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from embedselect._compat import ensure_torchvision_importable
-from embedselect.embed.base import TEXT, as_embedding_matrix, check_items, load_image
-from embedselect.embed.device import progress_enabled, resolve_dtype, torch_dtype
+from embedselect.backends.base import TEXT, as_embedding_matrix, check_items, load_image
+from embedselect.backends.device import progress_enabled, resolve_dtype, torch_dtype
 from embedselect.errors import ConfigError
 
 OPTIONS = ("max_length", "normalize", "prompt", "prompt_name", "batch_size", "dtype", "modality")

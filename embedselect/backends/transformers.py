@@ -22,8 +22,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from embedselect._compat import ensure_torchvision_importable
-from embedselect.embed.base import IMAGE, TEXT, as_embedding_matrix, check_items, load_image
-from embedselect.embed.device import progress_bar, progress_enabled, resolve_dtype, torch_dtype
+from embedselect.backends.base import IMAGE, TEXT, as_embedding_matrix, check_items, load_image
+from embedselect.backends.device import progress_bar, progress_enabled, resolve_dtype, torch_dtype
 from embedselect.errors import ConfigError
 
 TEXT_POOLINGS = ("mean", "cls", "pooler", "projection")

@@ -16,8 +16,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from embedselect.embed.base import IMAGE, TEXT, as_embedding_matrix, check_items, load_image
-from embedselect.embed.device import progress_bar, progress_enabled
+from embedselect.backends.base import IMAGE, TEXT, as_embedding_matrix, check_items, load_image
+from embedselect.backends.device import progress_bar, progress_enabled
 from embedselect.errors import ConfigError, EmptyDataError, TooFewItemsError
 from embedselect.kinds import BASELINE_VERSION
 

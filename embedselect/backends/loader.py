@@ -1,5 +1,5 @@
 """``load_embedder``: the one way to turn a :class:`~embedselect.candidates.ResolvedCandidate` into an
-:class:`~embedselect.embed.base.Embedder`, applying the safe-loading policy to the files first."""
+:class:`~embedselect.backends.base.Embedder`, applying the safe-loading policy to the files first."""
 
 from __future__ import annotations
 
@@ -8,15 +8,13 @@ import logging
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from embedselect.embed.base import Embedder
-from embedselect.embed.device import resolve_device
+from embedselect.backends.base import Embedder
+from embedselect.backends.device import resolve_device
 from embedselect.errors import ConfigError, EmbedselectError, ModelLoadError, UnsafeModelError
-from embedselect.policy import LoadPolicy
+from embedselect.policy import NOT_WEIGHTS, PICKLE_SUFFIXES, LoadPolicy, remote_code_reason
 
 log = logging.getLogger(__name__)
 
-PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt", ".pkl", ".pickle")
-_NOT_WEIGHTS = ("training_args.bin", "optimizer.pt", "scheduler.pt", "rng_state.pth")
 
 
 def check_local_files(local_dir: Path, backend: str, policy: LoadPolicy, model_id: str) -> None:
@@ -48,7 +46,7 @@ def check_local_files(local_dir: Path, backend: str, policy: LoadPolicy, model_i
     for folder in folders:
         files = [p for p in folder.iterdir() if p.is_file()]
         safe = [p for p in files if p.name.endswith(".safetensors")]
-        pickles = [p for p in files if p.name.endswith(PICKLE_SUFFIXES) and p.name not in _NOT_WEIGHTS]
+        pickles = [p for p in files if p.name.endswith(PICKLE_SUFFIXES) and p.name not in NOT_WEIGHTS]
         any_weights = any_weights or bool(safe or pickles)
         if pickles and not safe and not policy.allow_pickle:
             where = "the model folder" if folder == d else f"{folder.name}/"
@@ -65,23 +63,20 @@ def check_local_files(local_dir: Path, backend: str, policy: LoadPolicy, model_i
 
 
 def _remote_code_reason(d: Path) -> str | None:
-    for cfg_path in [d / "config.json", *sorted(d.glob("*/config.json"))]:
+    """:func:`~embedselect.policy.remote_code_reason` for a local folder: its (and its module folders')
+    ``config.json`` and its ``modules.json``."""
+    def read(path: Path):
         try:
-            cfg = json.loads(cfg_path.read_text(encoding="utf-8"))
+            return json.loads(path.read_text(encoding="utf-8"))
         except (FileNotFoundError, ValueError, UnicodeDecodeError):
-            continue
-        if isinstance(cfg, dict) and cfg.get("auto_map"):
-            return f"{cfg_path.relative_to(d).as_posix()} has an 'auto_map' pointing at Python files"
-    try:
-        modules = json.loads((d / "modules.json").read_text(encoding="utf-8"))
-    except (FileNotFoundError, ValueError, UnicodeDecodeError):
-        modules = None
-    if isinstance(modules, list):
-        for m in modules:
-            t = m.get("type", "") if isinstance(m, dict) else ""
-            if t and not t.startswith("sentence_transformers."):
-                return f"modules.json uses the custom module type {t!r}"
-    return None
+            return None
+
+    modules = read(d / "modules.json")
+    for cfg_path in [d / "config.json", *sorted(d.glob("*/config.json"))]:
+        why = remote_code_reason(config=read(cfg_path), modules=modules if cfg_path == d / "config.json" else None)
+        if why:
+            return why if cfg_path == d / "config.json" else f"{cfg_path.parent.name}/: {why}"
+    return remote_code_reason(modules=modules)
 
 
 def load_embedder(
@@ -105,7 +100,7 @@ def load_embedder(
             :meth:`embed` call's items).
 
     Returns:
-        an object implementing :class:`~embedselect.embed.base.Embedder`; neural models run in float16
+        an object implementing :class:`~embedselect.backends.base.Embedder`; neural models run in float16
         on CUDA (``settings()["dtype"]``) unless ``options["dtype"]`` says otherwise.
 
     Raises:
@@ -117,7 +112,7 @@ def load_embedder(
     opts.pop("modality", None)
     backend = rc.backend
     if rc.model_id.startswith("baseline:") or backend in ("tfidf-svd", "random-projection", "pixel-pca"):
-        from embedselect.embed.baselines import make_baseline
+        from embedselect.backends.baselines import make_baseline
 
         return make_baseline(backend, modality=rc.modality, options=opts, seed=seed, fit_items=fit_items)
     if backend not in ("sentence-transformers", "timm", "transformers"):
@@ -131,7 +126,7 @@ def load_embedder(
     check_local_files(Path(rc.local_dir), backend, pol, ref)
     try:
         if backend == "sentence-transformers":
-            from embedselect.embed.sentence_transformers import SentenceTransformerEmbedder
+            from embedselect.backends.sentence_transformers import SentenceTransformerEmbedder
 
             return SentenceTransformerEmbedder(rc.local_dir, device=dev, modality=rc.modality,
                                                trust_remote_code=pol.trust_remote_code,
@@ -139,10 +134,10 @@ def load_embedder(
         if backend == "timm":
             if rc.modality != "image":
                 raise ConfigError(f"{rc.model_id}: timm models embed images, not {rc.modality}")
-            from embedselect.embed.timm import TimmEmbedder
+            from embedselect.backends.timm import TimmEmbedder
 
             return TimmEmbedder(rc.local_dir, device=dev, options=opts)
-        from embedselect.embed.transformers import TransformersEmbedder
+        from embedselect.backends.transformers import TransformersEmbedder
 
         return TransformersEmbedder(rc.local_dir, device=dev, modality=rc.modality,
                                     trust_remote_code=pol.trust_remote_code, allow_pickle=pol.allow_pickle,

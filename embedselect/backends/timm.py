@@ -12,8 +12,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from embedselect._compat import ensure_torchvision_importable
-from embedselect.embed.base import IMAGE, as_embedding_matrix, check_items, load_image
-from embedselect.embed.device import progress_bar, progress_enabled, resolve_dtype, torch_dtype
+from embedselect.backends.base import IMAGE, as_embedding_matrix, check_items, load_image
+from embedselect.backends.device import progress_bar, progress_enabled, resolve_dtype, torch_dtype
 from embedselect.errors import ConfigError
 
 OPTIONS = ("batch_size", "dtype", "num_workers", "modality")

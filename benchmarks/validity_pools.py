@@ -1,0 +1,409 @@
+"""Scoring harness of the wider validity benchmark (issue 9) on the real pools of ``validity_data.py``.
+
+For each dataset (a pool folder written by ``benchmarks/validity_data.py``):
+
+1. ground truth: the tuned logistic probe of :func:`embedselect.heldout.probe_accuracies` (per-dimension
+   standardisation or not and C chosen by inner CV; mean held-out accuracy over ``--folds`` outer folds),
+   once per candidate, cached as JSON under ``<bench cache>/validity_pools/``;
+2. every label-free signal of the metric registry (task_prior, sufficiency and the comparators rankme,
+   alpha_req, uniformity, nn_agreement), cached per dataset x metric;
+3. Spearman and Kendall (scipy) of each signal and of combined scores against the ground truth, the top
+   pick's regret (best accuracy minus the accuracy of the combined score's first candidate under the
+   package's tie rule, :func:`embedselect.ranking.order_by_score`) and family violations (a distilled /
+   truncated / quantized copy scored strictly above its parent while the parent's accuracy is higher);
+4. leave-one-dataset-out (LODO) choice of the combination: for each held-out dataset, the setting
+   (weight of sufficiency vs task_prior, optional comparator) with the best mean Spearman on the *other*
+   datasets is chosen and its held-out Spearman / regret reported next to today's default (equal weights of
+   task_prior and sufficiency).
+
+Run (the pools must exist; see ``validity_data.py``)::
+
+    nice -n 5 python benchmarks/validity_pools.py --datasets polarity analogy empath --out /tmp/vp.md
+
+Every number is a benchmark result, never a test threshold.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import math
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+if __package__ in (None, ""):  # run as a script: make ``benchmarks`` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.validity_data import bench_cache, load_pool, save_json, stratified_indices  # noqa: E402
+
+log = logging.getLogger("validity_pools")
+
+DATASETS = ("polarity", "analogy", "empath", "vader", "emoji", "digits", "mnist-5k")
+MISSION = ("task_prior", "sufficiency")
+COMPARATORS = ("rankme", "alpha_req", "uniformity", "nn_agreement")
+SIGNALS = MISSION + COMPARATORS
+COPY_RELATIONS = ("distilled", "truncated", "quantized-int8", "quantized-binary")
+SUFF_WEIGHTS = (0.0, 0.25, 0.5, 1.0, 2.0, 4.0)
+DEFAULT_SETTING = (1.0, None)
+"""Today's default combination: task_prior and sufficiency with equal weights, no comparator."""
+TARGETS = {"spearman_each": 0.8, "spearman_mean": 0.9, "regret": 0.02}
+
+
+# ------------------------------------------------------------------------------------------------
+# pure scoring functions (tested in tests/test_validity_pools.py)
+# ------------------------------------------------------------------------------------------------
+def _finite(scores: Mapping[str, float | None]) -> dict[str, float]:
+    return {k: float(v) for k, v in scores.items() if v is not None and math.isfinite(float(v))}
+
+
+def correlations(scores: Mapping[str, float | None], truth: Mapping[str, float]) -> tuple[float, float]:
+    """(Spearman rho, Kendall tau-b) between a signal (higher = better) and the ground-truth accuracy over the
+    candidates both have finite values for; NaN with fewer than 3 such candidates or a constant side."""
+    from scipy.stats import kendalltau, spearmanr
+
+    sc = _finite(scores)
+    keys = sorted(k for k in sc if k in truth and math.isfinite(truth[k]))
+    if len(keys) < 3:
+        return math.nan, math.nan
+    a = np.array([sc[k] for k in keys], dtype=np.float64)
+    b = np.array([truth[k] for k in keys], dtype=np.float64)
+    if np.ptp(a) == 0 or np.ptp(b) == 0:
+        return math.nan, math.nan
+    return float(spearmanr(a, b).statistic), float(kendalltau(a, b).statistic)
+
+
+def top_pick(scores: Mapping[str, float | None]) -> tuple[str | None, list[str]]:
+    """(first candidate under the package's tie rule, the candidates tied with it)."""
+    from embedselect.ranking import tie_groups
+
+    groups = tie_groups(scores)
+    if not groups:
+        return None, []
+    return groups[0][0], list(groups[0])
+
+
+def regret(scores: Mapping[str, float | None], truth: Mapping[str, float]) -> float:
+    """Best ground-truth accuracy minus the accuracy of the signal's top pick (accuracy points as a fraction);
+    NaN when the signal scored nothing."""
+    pick, _ = top_pick({k: v for k, v in scores.items() if k in truth})
+    if pick is None:
+        return math.nan
+    return float(max(truth.values()) - truth[pick])
+
+
+def family_violations(
+    scores: Mapping[str, float | None], truth: Mapping[str, float], entries: Sequence[Mapping[str, Any]],
+    relations: Sequence[str] = COPY_RELATIONS,
+) -> list[tuple[str, str]]:
+    """(copy, parent) pairs where a copy (``relation`` in ``relations``) is scored strictly above its parent
+    while the parent's ground-truth accuracy is strictly higher. Candidates without a finite score are skipped."""
+    sc = _finite(scores)
+    out = []
+    for e in entries:
+        c, p = e.get("name"), e.get("parent")
+        if e.get("relation") not in relations or p is None:
+            continue
+        if c in sc and p in sc and c in truth and p in truth and sc[c] > sc[p] and truth[p] > truth[c]:
+            out.append((c, p))
+    return out
+
+
+def settings_grid(comparators: Sequence[str] = COMPARATORS) -> list[tuple[float, str | None]]:
+    """Every (sufficiency weight vs task_prior weight 1, comparator added with weight 1 or None); today's
+    default first so it wins ties in :func:`lodo_select`."""
+    grid = [DEFAULT_SETTING]
+    for comp in (None, *comparators):
+        for w in SUFF_WEIGHTS:
+            if (w, comp) != DEFAULT_SETTING:
+                grid.append((w, comp))
+    return grid
+
+
+def setting_weights(setting: tuple[float, str | None]) -> dict[str, float]:
+    w_suff, comp = setting
+    w = {"task_prior": 1.0, "sufficiency": float(w_suff)}
+    if comp:
+        w[comp] = 1.0
+    return w
+
+
+def setting_label(setting: tuple[float, str | None]) -> str:
+    w_suff, comp = setting
+    return f"tp 1 + suff {w_suff:g}" + (f" + {comp} 1" if comp else "")
+
+
+def combined_scores(signals: Mapping[str, Mapping[str, float]], setting: tuple[float, str | None]) -> dict[str, float]:
+    """The package's combination (:func:`embedselect.aggregate.combine_ranks`, mean-rank) under one setting."""
+    from embedselect.aggregate import combine_ranks
+
+    w = setting_weights(setting)
+    return combine_ranks({m: signals[m] for m in w if m in signals}, weights={m: v for m, v in w.items() if m in signals})
+
+
+def lodo_select(table: Mapping[str, Mapping[Any, float]], settings: Sequence[Any]) -> dict[str, Any]:
+    """Leave-one-dataset-out choice: ``table[dataset][setting]`` = that setting's Spearman on that dataset.
+
+    For each held-out dataset, the setting with the highest mean Spearman over the other datasets (NaN counts
+    as -1: an undefined ranking is a failed one); ties go to the earlier setting in ``settings``.
+    Returns held-out dataset -> chosen setting. Needs at least 2 datasets.
+    """
+    names = list(table)
+    if len(names) < 2:
+        raise ValueError("leave-one-dataset-out needs at least 2 datasets")
+    out = {}
+    for held in names:
+        others = [d for d in names if d != held]
+        best, best_v = None, -math.inf
+        for s in settings:
+            vals = [table[d].get(s, math.nan) for d in others]
+            v = float(np.mean([x if math.isfinite(x) else -1.0 for x in vals]))
+            if v > best_v + 1e-12:
+                best, best_v = s, v
+        out[held] = best
+    return out
+
+
+# ------------------------------------------------------------------------------------------------
+# cached computations
+# ------------------------------------------------------------------------------------------------
+def _cache_dir(name: str, n: int, seed: int) -> Path:
+    d = bench_cache() / "validity_pools" / name / f"n{n}_seed{seed}"
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+def _probe_one(x: np.ndarray, y: np.ndarray, folds: int, seed: int) -> dict[str, Any]:
+    from embedselect.heldout import probe_accuracies
+
+    t0 = time.perf_counter()
+    df = probe_accuracies({"x": x}, y, cv=folds, seed=seed, probes=("logistic",))
+    r = df.loc["x"]
+    return {
+        "acc": float(r["logistic_acc"]), "acc_std": float(r["logistic_acc_std"]), "C": float(r["logistic_C"]),
+        "standardised": float(r["logistic_standardised"]), "n_folds": int(df.attrs["n_folds"]),
+        "seconds": round(time.perf_counter() - t0, 2),
+    }
+
+
+def ground_truth(name: str, y: np.ndarray, vectors: Mapping[str, np.ndarray], *, n: int, seed: int, folds: int,
+                 jobs: int) -> dict[str, dict[str, Any]]:
+    """candidate -> tuned-probe result (``acc`` fraction in [0, 1]), cached per candidate."""
+    path = _cache_dir(name, n, seed) / f"truth_logistic_f{folds}.json"
+    cache = json.loads(path.read_text()) if path.is_file() else {}
+    todo = [c for c in vectors if c not in cache]
+    if todo:
+        with ProcessPoolExecutor(max_workers=max(1, jobs)) as ex:
+            futs = {c: ex.submit(_probe_one, vectors[c], y, folds, seed) for c in todo}
+            for c, f in futs.items():
+                cache[c] = f.result()
+                log.info("%s: truth %s acc=%.4f (%.0f s)", name, c, cache[c]["acc"], cache[c]["seconds"])
+                save_json(path, cache)
+    return {c: cache[c] for c in vectors}
+
+
+def _metric_one(metric: str, vectors: Mapping[str, np.ndarray], keys: Mapping[str, str], seed: int):
+    from threadpoolctl import threadpool_limits
+
+    from embedselect.metrics.base import MetricContext, get_metric
+
+    t0 = time.perf_counter()
+    with threadpool_limits(limits=1):
+        res = get_metric(metric)(MetricContext(embeddings=dict(vectors), run_keys=dict(keys), seed=seed))
+    return {"scores": {k: (float(v) if v is not None else None) for k, v in res.scores.items()},
+            "seconds": round(time.perf_counter() - t0, 2)}
+
+
+def signals(name: str, vectors: Mapping[str, np.ndarray], *, n: int, seed: int, metrics: Sequence[str],
+            jobs: int) -> dict[str, dict[str, Any]]:
+    """metric -> {"scores": {candidate: score}, "seconds": s}, cached per metric (recomputed when the pool's
+    candidates changed)."""
+    d = _cache_dir(name, n, seed)
+    out, todo = {}, []
+    for m in metrics:
+        p = d / f"metric_{m}.json"
+        got = json.loads(p.read_text()) if p.is_file() else None
+        if got and set(got["scores"]) == set(vectors):
+            out[m] = got
+        else:
+            todo.append(m)
+    if todo:
+        keys = {c: f"{name}:{c}:n{n}:seed{seed}" for c in vectors}
+        with ProcessPoolExecutor(max_workers=max(1, jobs)) as ex:
+            futs = {m: ex.submit(_metric_one, m, vectors, keys, seed) for m in todo}
+            for m, f in futs.items():
+                try:
+                    out[m] = f.result()
+                except Exception as err:  # a signal that fails is reported as failed, not hidden
+                    log.warning("%s: %s failed: %s", name, m, err)
+                    out[m] = {"scores": {}, "seconds": None, "error": f"{type(err).__name__}: {err}"}
+                    continue
+                log.info("%s: %s done (%.0f s)", name, m, out[m]["seconds"])
+                save_json(d / f"metric_{m}.json", out[m])
+    return {m: out[m] for m in metrics}
+
+
+# ------------------------------------------------------------------------------------------------
+# one dataset, all datasets, markdown
+# ------------------------------------------------------------------------------------------------
+def run_dataset(name: str, *, max_items: int, seed: int, folds: int, metrics: Sequence[str], jobs: int) -> dict[str, Any]:
+    meta, labels, _items, entries, vectors = load_pool(name)
+    # a stratified sample needs at least one left-out item per class; with fewer to leave out, keep all items
+    n_cls = len(np.unique(labels))
+    keep_all = len(labels) - max_items < n_cls
+    idx = np.arange(len(labels)) if keep_all else stratified_indices([str(v) for v in labels], max_items, seed)
+    y = labels[idx]
+    vectors = {c: np.ascontiguousarray(v[idx], dtype=np.float32) for c, v in vectors.items()}
+    n = len(idx)
+    t0 = time.perf_counter()
+    truth_full = ground_truth(name, y, vectors, n=n, seed=seed, folds=folds, jobs=jobs)
+    truth = {c: r["acc"] for c, r in truth_full.items()}
+    sig = signals(name, vectors, n=n, seed=seed, metrics=metrics, jobs=jobs)
+    per_signal = {}
+    for m, r in sig.items():
+        rho, tau = correlations(r["scores"], truth)
+        pick, tied = top_pick(r["scores"])
+        per_signal[m] = {"spearman": rho, "kendall": tau, "regret": regret(r["scores"], truth) if r["scores"] else math.nan,
+                         "top": pick, "tied": tied, "violations": family_violations(r["scores"], truth, entries),
+                         "seconds": r.get("seconds"), "error": r.get("error")}
+    scores = {m: r["scores"] for m, r in sig.items() if r["scores"]}
+    per_setting = {}
+    for s in settings_grid([c for c in COMPARATORS if c in scores]):
+        if not all(m in scores for m in setting_weights(s)):
+            continue
+        comb = combined_scores(scores, s)
+        rho, tau = correlations(comb, truth)
+        pick, tied = top_pick(comb)
+        per_setting[s] = {"spearman": rho, "kendall": tau, "regret": regret(comb, truth), "top": pick, "tied": tied,
+                          "violations": family_violations(comb, truth, entries)}
+    return {"name": name, "modality": meta["modality"], "n": n, "n_total": meta.get("n_total", meta["n"]),
+            "n_classes": meta["n_classes"], "entries": entries, "truth": truth_full, "signals": per_signal,
+            "settings": per_setting, "seconds": round(time.perf_counter() - t0, 1)}
+
+
+def _f(x: Any, nd: int = 3) -> str:
+    if x is None or (isinstance(x, float) and not math.isfinite(x)):
+        return "–"
+    return f"{x:.{nd}f}"
+
+
+def _miss(v: float, target: float, higher: bool = True) -> str:
+    if not math.isfinite(v):
+        return "MISS"
+    return "ok" if (v >= target if higher else v <= target) else "MISS"
+
+
+def to_markdown(results: list[dict[str, Any]], *, command: str, folds: int, max_items: int, seed: int) -> str:
+    L = [f"Command: `{command}`", "",
+         f"Ground truth: tuned logistic probe (`embedselect.heldout`, inner CV over per-dimension standardisation "
+         f"and C ∈ {{0.01, 0.1, 1, 10, 100}}), mean held-out accuracy over {folds} stratified outer folds, seed {seed}; "
+         f"at most {max_items} items per dataset (stratified, seeded). Label-free signals at their defaults, seed {seed}.",
+         ""]
+    # ground truth
+    L += ["**Ground truth (tuned probe accuracy)**", ""]
+    for r in results:
+        best = max(r["truth"].items(), key=lambda kv: kv[1]["acc"])
+        accs = ", ".join(f"{c} {v['acc']:.3f}" for c, v in sorted(r["truth"].items(), key=lambda kv: -kv[1]["acc"]))
+        L.append(f"- {r['name']} ({r['modality']}, n={r['n']} of {r['n_total']}, {r['n_classes']} classes, "
+                 f"{len(r['truth'])} candidates): best {best[0]}; {accs}")
+    L.append("")
+    # per-signal table
+    sigs = list(results[0]["signals"]) if results else []
+    L += ["**Each signal alone: Spearman ρ / Kendall τ vs the tuned probe, top-pick regret, copy-above-teacher violations**", "",
+          "| dataset | " + " | ".join(sigs) + " |", "|---|" + "---|" * len(sigs)]
+    for r in results:
+        cells = []
+        for m in sigs:
+            s = r["signals"][m]
+            if s.get("error"):
+                cells.append("failed")
+                continue
+            cells.append(f"{_f(s['spearman'], 2)} / {_f(s['kendall'], 2)}, regret {_f(s['regret'])}, viol {len(s['violations'])}")
+        L.append(f"| {r['name']} | " + " | ".join(cells) + " |")
+    if len(results) > 0:
+        L.append("| mean ρ | " + " | ".join(_f(float(np.nanmean([r["signals"][m]["spearman"] for r in results])), 2)
+                                          for m in sigs) + " |")
+    L.append("")
+    # default combination
+    L += ["**Today's default (task_prior + sufficiency, equal weights) vs the targets**", "",
+          "| dataset | Spearman | Kendall | top pick (tied) | regret | copies above a better parent | ρ ≥ 0.8 | regret ≤ 0.02 |",
+          "|---|---|---|---|---|---|---|---|"]
+    for r in results:
+        s = r["settings"].get(DEFAULT_SETTING)
+        if s is None:
+            L.append(f"| {r['name']} | – | – | – | – | – | MISS | MISS |")
+            continue
+        tied = f" (tied: {', '.join(t for t in s['tied'] if t != s['top'])})" if len(s["tied"]) > 1 else ""
+        viol = "; ".join(f"{c} > {p}" for c, p in s["violations"]) or "none"
+        L.append(f"| {r['name']} | {_f(s['spearman'], 2)} | {_f(s['kendall'], 2)} | {s['top']}{tied} | {_f(s['regret'])} | "
+                 f"{viol} | {_miss(s['spearman'], TARGETS['spearman_each'])} | {_miss(s['regret'], TARGETS['regret'], False)} |")
+    if results:
+        m = float(np.nanmean([r["settings"].get(DEFAULT_SETTING, {}).get("spearman", math.nan) for r in results]))
+        L += ["", f"Mean Spearman of the default: {_f(m, 3)} (target ≥ 0.9: {_miss(m, TARGETS['spearman_mean'])})."]
+    L.append("")
+    # LODO
+    if len(results) >= 2:
+        table = {r["name"]: {s: v["spearman"] for s, v in r["settings"].items()} for r in results}
+        common = [s for s in settings_grid() if all(s in table[d] for d in table)]
+        chosen = lodo_select(table, common)
+        L += [f"**Leave-one-dataset-out choice of the combination** ({len(common)} settings: sufficiency weight ∈ "
+              f"{{{', '.join(f'{w:g}' for w in SUFF_WEIGHTS)}}} against task_prior weight 1, × comparator ∈ {{none, "
+              f"{', '.join(COMPARATORS)}}} at weight 1; for each held-out dataset the setting is chosen by the best mean "
+              f"Spearman over the *other* {len(results) - 1} datasets only, ties to the default)", "",
+              "| held-out dataset | setting chosen on the others | held-out ρ (chosen) | held-out regret (chosen) | "
+              "held-out ρ (default) | held-out regret (default) | copy violations (chosen) |", "|---|---|---|---|---|---|---|"]
+        rc, rd, gc, gd = [], [], [], []
+        for r in results:
+            s = chosen[r["name"]]
+            c, d = r["settings"][s], r["settings"][DEFAULT_SETTING]
+            rc.append(c["spearman"]); rd.append(d["spearman"]); gc.append(c["regret"]); gd.append(d["regret"])
+            L.append(f"| {r['name']} | {setting_label(s)} | {_f(c['spearman'], 2)} | {_f(c['regret'])} | "
+                     f"{_f(d['spearman'], 2)} | {_f(d['regret'])} | {len(c['violations'])} |")
+        L.append(f"| **mean** | | {_f(float(np.nanmean(rc)), 3)} | {_f(float(np.nanmean(gc)))} | "
+                 f"{_f(float(np.nanmean(rd)), 3)} | {_f(float(np.nanmean(gd)))} | |")
+        L.append("")
+        # in-sample view of the best few settings (for information; NOT a held-out number)
+        mean_all = {s: float(np.mean([table[d][s] if math.isfinite(table[d][s]) else -1.0 for d in table])) for s in common}
+        top = sorted(common, key=lambda s: -mean_all[s])[:5]
+        L += ["In-sample (all datasets, for information only, not a held-out result): best settings by mean ρ: "
+              + "; ".join(f"{setting_label(s)} {mean_all[s]:.3f}" for s in top)
+              + f"; default {mean_all.get(DEFAULT_SETTING, math.nan):.3f}.", ""]
+    times = ", ".join(f"{r['name']} " + "/".join(f"{m} {_f(r['signals'][m]['seconds'], 0)}s" for m in sigs) for r in results)
+    L += [f"Signal run times (seconds, cached after the first run): {times}.", ""]
+    return "\n".join(L)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--datasets", nargs="+", default=list(DATASETS))
+    ap.add_argument("--metrics", nargs="+", default=list(SIGNALS))
+    ap.add_argument("--max-items", type=int, default=2000, help="stratified, seeded sub-sample per dataset")
+    ap.add_argument("--folds", type=int, default=5, help="outer folds of the ground-truth probe")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--jobs", type=int, default=2, help="processes for probes and metrics")
+    ap.add_argument("--out", type=Path, default=None, help="also write the markdown here")
+    ap.add_argument("--json", type=Path, default=None, help="also write the raw results here")
+    a = ap.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    command = "python benchmarks/validity_pools.py " + " ".join(sys.argv[1:] if argv is None else argv)
+    results = [run_dataset(d, max_items=a.max_items, seed=a.seed, folds=a.folds, metrics=a.metrics, jobs=a.jobs)
+               for d in a.datasets]
+    md = to_markdown(results, command=command, folds=a.folds, max_items=a.max_items, seed=a.seed)
+    print(md)
+    if a.out:
+        a.out.write_text(md)
+    if a.json:
+        from embedselect.ranking import to_jsonable
+
+        raw = [{**r, "settings": {setting_label(s): v for s, v in r["settings"].items()}} for r in results]
+        a.json.write_text(json.dumps(to_jsonable(raw), indent=1, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,71 @@
+"""Pure functions of the wider validity benchmark's harness (benchmarks/validity_pools.py), on synthetic inputs."""
+
+import math
+
+import pytest
+
+from benchmarks.validity_pools import (
+    DEFAULT_SETTING,
+    correlations,
+    family_violations,
+    lodo_select,
+    regret,
+    settings_grid,
+    top_pick,
+)
+
+ENTRIES = [
+    {"name": "teacher", "parent": None, "relation": None},
+    {"name": "static", "parent": "teacher", "relation": "distilled"},
+    {"name": "first64", "parent": "teacher", "relation": "truncated"},
+    {"name": "cls", "parent": "teacher", "relation": "pooling"},
+    {"name": "random", "parent": None, "relation": None},
+]
+TRUTH = {"teacher": 0.9, "static": 0.7, "first64": 0.92, "cls": 0.6, "random": 0.3}
+
+
+def test_family_violation_only_for_copies_above_a_better_parent():
+    scores = {"teacher": 0.5, "static": 0.8, "first64": 0.9, "cls": 0.99, "random": 0.1}
+    # static > teacher while the teacher is better: a violation; first64 > teacher but first64 is really better:
+    # not one; cls is a pooling, not a copy relation
+    assert family_violations(scores, TRUTH, ENTRIES) == [("static", "teacher")]
+    assert family_violations({**scores, "static": 0.4}, TRUTH, ENTRIES) == []
+    # an unscored (NaN) copy is skipped, not counted
+    assert family_violations({**scores, "static": math.nan}, TRUTH, ENTRIES) == []
+
+
+def test_regret_and_top_pick_follow_the_tie_rule():
+    scores = {"teacher": 0.5, "static": 0.8, "first64": 0.8, "cls": 0.1, "random": 0.0}
+    pick, tied = top_pick(scores)
+    assert tied == ["first64", "static"] and pick == "first64"  # ties listed by name
+    assert regret(scores, TRUTH) == pytest.approx(0.0)
+    assert regret({"static": 1.0, "teacher": 0.0}, TRUTH) == pytest.approx(0.92 - 0.7)
+
+
+def test_correlations_perfect_and_reversed():
+    rho, tau = correlations(TRUTH, TRUTH)
+    assert rho == pytest.approx(1.0) and tau == pytest.approx(1.0)
+    rho, tau = correlations({k: -v for k, v in TRUTH.items()}, TRUTH)
+    assert rho == pytest.approx(-1.0) and tau == pytest.approx(-1.0)
+    assert all(math.isnan(v) for v in correlations({"teacher": 1.0, "static": 0.0}, TRUTH))
+
+
+def test_lodo_chooses_on_the_other_datasets_only():
+    a, b = (1.0, None), (2.0, None)
+    # b is better on d1 alone; a is better on d2 and d3
+    table = {"d1": {a: 0.5, b: 0.6}, "d2": {a: 0.9, b: 0.5}, "d3": {a: 0.8, b: 0.6}}
+    chosen = lodo_select(table, [a, b])
+    assert chosen == {"d1": a, "d2": a, "d3": a}  # d1's own numbers never choose for d1
+    table["d2"][b] = 1.0
+    table["d3"][b] = 1.0
+    chosen = lodo_select(table, [a, b])
+    assert chosen["d1"] == b and chosen["d2"] == b
+    # a NaN (undefined ranking) counts as a failure, and exact ties go to the earlier setting
+    assert lodo_select({"x": {a: math.nan, b: 0.1}, "y": {a: 0.5, b: 0.5}}, [a, b]) == {"x": a, "y": b}
+    with pytest.raises(ValueError):
+        lodo_select({"x": {a: 1.0}}, [a])
+
+
+def test_grid_starts_with_the_default():
+    grid = settings_grid()
+    assert grid[0] == DEFAULT_SETTING and len(grid) == len(set(grid)) == 30
