@@ -16,6 +16,7 @@ from typing import Any, Sequence
 from embedselect.errors import ConfigError
 from embedselect.policy import DEFAULT_MAX_MODEL_BYTES
 
+
 # --- shared options ---------------------------------------------------------------------------------
 def add_data_args(p: argparse.ArgumentParser, *, labels: bool = True, labels_required: bool = False,
                   seed: bool = True) -> None:

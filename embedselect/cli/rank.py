@@ -10,9 +10,9 @@ from typing import Any
 
 from embedselect.cli.common import (
     add_data_args,
-    check_output_args,
     add_model_args,
     add_output_args,
+    check_output_args,
     emit,
     format_table,
     load_policy,
