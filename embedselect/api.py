@@ -184,6 +184,7 @@ def _embed_one(cand, ref, store, bar, *, dev, seed, batch_size, policy, token, p
     """One candidate's embeddings of ``ref`` (from the cache or computed), or its failure; see :func:`embed`."""
     from embedselect.candidates import resolve_candidate
     from embedselect.backends.base import vector_options
+    from embedselect.backends.loader import weight_bytes
     from embedselect.backends.device import library_progress, progress_enabled
     from embedselect.store import run_key
 
@@ -198,6 +199,7 @@ def _embed_one(cand, ref, store, bar, *, dev, seed, batch_size, policy, token, p
             with library_progress(progress_enabled(progress)):
                 rc = resolve_candidate(cand, policy=policy.for_model(cand.ref), token=token)
             res.model_id, res.revision, res.backend, res.modality = rc.model_id, rc.revision, rc.backend, rc.modality
+            res.model_bytes = weight_bytes(rc.local_dir) if rc.local_dir else None
             if rc.modality != ref.modality:
                 raise ConfigError(
                     f"{cand.name} embeds {rc.modality} but the reference data is {ref.modality}; "

@@ -31,6 +31,7 @@ class CandidateResult:
             metric name when its headline score was bootstrapped, else the name of the bootstrapped score
             (e.g. ``task_prior_alignment``: the closed-form part of ``task_prior``, without probes).
         run_key: the cache key of the embedding run.
+        model_bytes: size of the model's weight files in bytes (None for the built-in baselines); a cost.
     """
 
     name: str
@@ -53,6 +54,7 @@ class CandidateResult:
     rank: int | None = None
     intervals: dict[str, list[float]] = field(default_factory=dict)
     run_key: str | None = None
+    model_bytes: int | None = None
 
     @property
     def ok(self) -> bool:
