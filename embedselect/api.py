@@ -45,6 +45,8 @@ class EmbedOutcome:
 
     result: CandidateResult
     vectors: np.ndarray | None = field(default=None, repr=False)
+    wall_seconds: float = 0.0
+    """Wall time of this call for the candidate (resolve, load and embed, or the cache read), in seconds."""
 
 
 def _versions() -> dict[str, str]:
@@ -182,9 +184,11 @@ def _embed_one(cand, ref, store, bar, *, dev, seed, batch_size, policy, token, p
     """One candidate's embeddings of ``ref`` (from the cache or computed), or its failure; see :func:`embed`."""
     from embedselect.candidates import resolve_candidate
     from embedselect.backends.base import vector_options
+    from embedselect.backends.loader import weight_bytes
     from embedselect.backends.device import library_progress, progress_enabled
     from embedselect.store import run_key
 
+    t_start = time.perf_counter()
     res = CandidateResult(name=cand.name, spec=cand.spec)
     outcome = EmbedOutcome(res)
     stage = "resolve"
@@ -195,6 +199,7 @@ def _embed_one(cand, ref, store, bar, *, dev, seed, batch_size, policy, token, p
             with library_progress(progress_enabled(progress)):
                 rc = resolve_candidate(cand, policy=policy.for_model(cand.ref), token=token)
             res.model_id, res.revision, res.backend, res.modality = rc.model_id, rc.revision, rc.backend, rc.modality
+            res.model_bytes = weight_bytes(rc.local_dir) if rc.local_dir else None
             if rc.modality != ref.modality:
                 raise ConfigError(
                     f"{cand.name} embeds {rc.modality} but the reference data is {ref.modality}; "
@@ -287,6 +292,7 @@ def _embed_one(cand, ref, store, bar, *, dev, seed, batch_size, policy, token, p
         )
         if cand.kind == "hub" and stage in ("resolve", "load"):
             _record_hub_refusal(store, cand.ref, res.revision, exc, message)
+    outcome.wall_seconds = time.perf_counter() - t_start
     return outcome
 
 
@@ -404,11 +410,14 @@ def select(
 def _select(ref, cands, store, bar, *, metrics, max_items, seed, on_error, dev, batch_size, policy, metric_options,
             weights, bootstrap, token, progress, save) -> Ranking:
     """:func:`select` after its arguments were checked, the data loaded and the candidates parsed."""
+    t_start = time.perf_counter()
     outcomes = embed(
         None, cands, seed=seed, device=dev, batch_size=batch_size, policy=policy, token=token,
         progress=progress, keep_vectors=True, _data=ref, _store=store, _progress=bar,
     )  # fmt: skip
     results = [o.result for o in outcomes]
+    timings: dict[str, Any] = {"candidates": {o.result.name: o.wall_seconds for o in outcomes}, "metrics": {},
+                               "validation": None, "total": None}  # fmt: skip
     ok = {o.result.name: o.vectors for o in outcomes if o.result.ok}
     if not ok:
         reasons = "; ".join(f"{r.name}: {r.error_type}: {r.error}" for r in results)
@@ -435,9 +444,11 @@ def _select(ref, cands, store, bar, *, metrics, max_items, seed, on_error, dev, 
             pair_cache=store,
             device=dev,
         )
+        t_metric = time.perf_counter()
         with bar.stage(f"metric {m}"):
             mr = _run_metric(m, ctx, store, warnings, run_keys=run_keys, opts=opts, seed=seed, ref=ref,
                              bootstrap=bootstrap, uncertainty=uncertainty)  # fmt: skip
+        timings["metrics"][m] = time.perf_counter() - t_metric
         if mr is None:
             continue
         per_metric[m] = mr.scores
@@ -493,8 +504,10 @@ def _select(ref, cands, store, bar, *, metrics, max_items, seed, on_error, dev, 
                 values = {r: by_name[r].columns[name] for r in ok if name in by_name[r].columns}
                 if values:
                     label_free[name] = values
+        t_validation = time.perf_counter()
         with bar.stage("validation against your labels"):
             validation = _validate(ok, ref.labels, label_free, by_name, seed=seed)
+        timings["validation"] = time.perf_counter() - t_validation
 
     ranking = Ranking(
         candidates=results,
@@ -525,7 +538,9 @@ def _select(ref, cands, store, bar, *, metrics, max_items, seed, on_error, dev, 
         decided=decision.decided,
         leaders=decision.leaders,
         undecided_reasons=decision.reasons,
+        timings=timings,
     )
+    timings["total"] = time.perf_counter() - t_start
     if save:
         rows = [
             {

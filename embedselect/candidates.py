@@ -16,6 +16,7 @@ This module imports no torch; hashing a local directory and reading YAML are the
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -33,7 +34,8 @@ from embedselect.policy import LoadPolicy
 _ACCEPTED_FORMS = (
     "accepted forms: a hub id 'org/name' or 'org/name@revision'; an existing model directory "
     "(or 'local:PATH'); a baseline ('tfidf-svd', 'random-projection', 'pixel-pca', or 'baseline:NAME'); "
-    "'catalog:text', 'catalog:image' or 'catalog:/path/list.yaml'; options as '?key=value&key=value'"
+    "'catalog:text', 'catalog:image' or 'catalog:/path/list.yaml'; options as '?key=value&key=value'; "
+    "a name first as 'NAME=SPEC'"
 )
 # Hub repo ids: "owner/name", letters, digits, '-', '_', '.'; no '--' or '..'; at most 96 characters.
 _REPO_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,95}/[A-Za-z0-9_.\-]{1,96}$")
@@ -161,8 +163,34 @@ def _fmt_value(v: Any) -> str:
     return str(v)
 
 
+_MODEL_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,79}$")
+_GENERIC_DIRS = frozenset({"model", "models", "snapshot", "snapshots", "checkpoint", "weights", "main"})
+
+
+def _local_model_name(directory: str) -> str:
+    """A readable name for a local model folder: the model card's title (the first ``# NAME`` heading of its
+    README.md, as sentence-transformers writes it, when NAME looks like a model name), else the folder's name, or
+    its parent's when the folder is called ``model`` or the like. The card is untrusted text: only a plain name
+    (letters, digits, ``_.-``) is taken from it."""
+    path = Path(directory)
+    try:
+        with open(path / "README.md", encoding="utf-8", errors="replace") as fh:
+            head = fh.read(16384)
+    except OSError:
+        head = ""
+    for line in head.splitlines():
+        if line.startswith("# "):
+            title = line[2:].strip()
+            if _MODEL_NAME_RE.match(title):
+                return title
+            break
+    if path.name.lower() in _GENERIC_DIRS and path.parent.name:
+        return path.parent.name
+    return path.name
+
+
 def _default_name(kind: str, ref: str, revision: str | None, options: Mapping[str, Any]) -> str:
-    base = Path(ref).name if kind == "local" else ref
+    base = _local_model_name(ref) if kind == "local" else ref
     if revision:
         base += f"@{revision}"
     if options:
@@ -199,6 +227,23 @@ def _split_options(spec: str) -> tuple[str, dict[str, Any]]:
             raise CandidateSpecError(f"bad option {part!r} in candidate {spec!r}: write options as '?key=value&key2=value2'")
         opts[key] = _parse_value(value.strip())
     return head, opts
+
+
+_CAND_NAME_RE = re.compile(r"^[^=?/\\,]{1,80}$")
+
+
+def _split_name(text: str) -> tuple[str | None, str]:
+    """``"minilm=./model?pooling=cls"`` -> ``("minilm", "./model?pooling=cls")``; a spec without a name (its first
+    ``=`` comes after the ``?`` of its options, or there is none) -> ``(None, text)``."""
+    name, eq, rest = text.partition("=")
+    if not eq or "?" in name or "/" in name or "\\" in name or ":" in name:
+        return None, text
+    name = name.strip()
+    if not _CAND_NAME_RE.match(name) or not rest.strip():
+        raise CandidateSpecError(
+            f"bad candidate {text!r}: write NAME=SPEC with a non-empty name and spec, e.g. minilm=./model"
+        )
+    return name, rest.strip()
 
 
 def _looks_like_path(s: str) -> bool:
@@ -252,7 +297,13 @@ def parse_candidates(
                 raise CandidateSpecError(f"empty candidate spec {item!r}; " + _ACCEPTED_FORMS)
             for p in parts:
                 if p:
-                    out.extend(_parse_one(p, catalog_dir=catalog_dir, modality=modality))
+                    name, spec = _split_name(p)
+                    parsed = _parse_one(spec, catalog_dir=catalog_dir, modality=modality)
+                    if name is not None:
+                        if len(parsed) != 1:
+                            raise CandidateSpecError(f"{p!r}: a NAME= can name one candidate, not a catalog")
+                        parsed = [dataclasses.replace(parsed[0], name=name)]
+                    out.extend(parsed)
         else:
             raise CandidateSpecError(f"candidate must be a str or Candidate, got {type(item).__name__}; " + _ACCEPTED_FORMS)
     result: list[Candidate] = []

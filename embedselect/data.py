@@ -22,23 +22,42 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-import gzip
 import hashlib
 import io
 import json
-import math
 import os
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Literal, Mapping, Sequence
+from typing import Any, Iterable, Literal, Sequence
 
 import numpy as np
 
+from embedselect.data_readers import (  # noqa: F401 - IMAGE_SUFFIXES / TEXT_FORMATS are re-exported
+    IMAGE_SUFFIXES,
+    TEXT_FORMATS,
+    BadItem,
+    ImageInvalid,
+    check_common,
+    choose_column,
+    decode_image,
+    decode_message,
+    detect_format,
+    fingerprint,
+    frame_options,
+    id_key,
+    is_missing,
+    is_textlike,
+    labels_array,
+    missing_column_message,
+    only,
+    parse_untyped_labels,
+    read_bytes,
+    read_jsonl,
+    to_text,
+)
 from embedselect.errors import (
     ColumnNotFoundError,
     ConfigError,
-    DataError,
     DataFileNotFoundError,
     DecodeError,
     EmptyDataError,
@@ -48,36 +67,9 @@ from embedselect.errors import (
 
 __all__ = ["ReferenceData", "LoadReport", "sample_path", "IMAGE_SUFFIXES", "TEXT_FORMATS"]
 
-IMAGE_SUFFIXES: tuple[str, ...] = (".jpg", ".jpeg", ".png", ".webp")
-"""Image file suffixes picked up from a folder (case-insensitive)."""
-
-TEXT_FORMATS: dict[str, str] = {
-    ".csv": "csv",
-    ".tsv": "tsv",
-    ".tab": "tsv",
-    ".jsonl": "jsonl",
-    ".ndjson": "jsonl",
-    ".json": "json",
-    ".parquet": "parquet",
-    ".pq": "parquet",
-    ".txt": "txt",
-    ".text": "txt",
-}
-"""File suffix -> format name for :meth:`ReferenceData.from_file` (``.gz`` allowed except for Parquet)."""
-
 _MAX_EXAMPLES = 10  # skipped items listed in the report
-_MAX_IDS_IN_MESSAGE = 8
-_FINGERPRINT_VERSION = b"embedselect-reference-data-v1"
 
 OnError = Literal["fail", "skip"]
-
-# Reason categories of skipped/undecodable items -> phrase used in DecodeError messages.
-_REASON_PHRASES = {
-    "utf8": "could not be decoded as UTF-8",
-    "json": "are not valid JSON",
-    "type": "do not hold a text value",
-    "image": "could not be decoded as images",
-}
 
 
 @dataclass(frozen=True)
@@ -202,13 +194,13 @@ class ReferenceData:
         for i in idx:
             path = self.items[i]
             try:
-                out.append(_decode_image(path.read_bytes()).convert("RGB"))
+                out.append(decode_image(path.read_bytes()).convert("RGB"))
             except OSError as exc:
                 raise DecodeError(
                     f"image {self.ids[i]} ({path}) can no longer be read: {exc}. Was it changed or moved "
                     "after loading? Load the reference data again."
                 ) from exc
-            except _ImageInvalid as exc:
+            except ImageInvalid as exc:
                 raise DecodeError(
                     f"image {self.ids[i]} ({path}) can no longer be decoded: {exc}. Load the reference data again."
                 ) from exc
@@ -250,8 +242,8 @@ class ReferenceData:
         if isinstance(obj, (str, os.PathLike)):
             path = Path(obj).expanduser()
             if path.is_dir():
-                return cls.from_images(path, **_only(kw, cls.from_images, "a folder of images"))
-            return cls.from_file(path, **_only(kw, cls.from_file, "a data file"))
+                return cls.from_images(path, **only(kw, cls.from_images, "a folder of images"))
+            return cls.from_file(path, **only(kw, cls.from_file, "a data file"))
         try:
             import pandas as pd
         except ImportError:  # pragma: no cover - pandas is a dependency
@@ -271,8 +263,8 @@ class ReferenceData:
                 obj = obj.assign(**{"__labels__": labels})
                 label_column = "__labels__"
             kw = {"max_items": None, "seed": 0, "on_error": "fail", "dedupe": False,
-                  **_only(kw, _frame_options, "a DataFrame")}
-            _check_common(kw["max_items"], kw["seed"], kw["on_error"])
+                  **only(kw, frame_options, "a DataFrame")}
+            check_common(kw["max_items"], kw["seed"], kw["on_error"])
             return cls._from_frame(obj, column=column, label_column=label_column, source=source, first_id=0, **kw)
         if pd is not None and isinstance(obj, pd.Series):
             obj = obj.tolist()
@@ -282,9 +274,9 @@ class ReferenceData:
             if not obj:
                 raise EmptyDataError("the reference data is an empty list; pass at least one text or image path")
             if all(isinstance(x, Path) for x in obj):
-                return cls.from_images(obj, **_only(kw, cls.from_images, "a list of image paths"))
-            if all(isinstance(x, (str, bytes)) or _is_missing(x) for x in obj):
-                return cls.from_texts(obj, **_only(kw, cls.from_texts, "a list of texts"))
+                return cls.from_images(obj, **only(kw, cls.from_images, "a list of image paths"))
+            if all(isinstance(x, (str, bytes)) or is_missing(x) for x in obj):
+                return cls.from_texts(obj, **only(kw, cls.from_texts, "a list of texts"))
             raise ConfigError(
                 "a list of reference items must hold only texts (str) or only image paths (pathlib.Path); "
                 f"got {sorted({type(x).__name__ for x in obj})}"
@@ -325,7 +317,7 @@ class ReferenceData:
             DataFileNotFoundError, UnsupportedFormatError, ColumnNotFoundError, DecodeError, EmptyDataError,
             ConfigError (bad arguments).
         """
-        _check_common(max_items, seed, on_error)
+        check_common(max_items, seed, on_error)
         path = Path(path).expanduser()
         if not path.exists():
             hint = ""
@@ -339,7 +331,7 @@ class ReferenceData:
                 f"{str(path)!r} is a folder; load a folder of images with ReferenceData.from_images (or "
                 "ReferenceData.load / the CLI, which do it automatically), or name a data file"
             )
-        fmt, gz = _detect_format(path, format)
+        fmt, gz = detect_format(path, format)
         if fmt == "txt" and column is not None:
             raise ConfigError(
                 f"{str(path)!r} is a plain-text file (one item per line) and has no columns; drop column="
@@ -351,7 +343,7 @@ class ReferenceData:
             )
         source = str(path.resolve())
         if fmt == "txt":
-            raw = _read_bytes(path, gz)
+            raw = read_bytes(path, gz)
             lines = raw.splitlines()
             if lines and lines[0].startswith(b"\xef\xbb\xbf"):
                 lines[0] = lines[0][3:]
@@ -362,7 +354,7 @@ class ReferenceData:
         if fmt in ("csv", "tsv"):
             import pandas as pd
 
-            data = io.BytesIO(_read_bytes(path, gz))
+            data = io.BytesIO(read_bytes(path, gz))
             try:
                 frame = pd.read_csv(
                     data, sep="," if fmt == "csv" else "\t", dtype=object, keep_default_na=False,
@@ -388,11 +380,11 @@ class ReferenceData:
             return cls._from_frame(frame, column=column, label_column=label_column, source=source,
                                    max_items=max_items, seed=seed, on_error=on_error, dedupe=dedupe)
         if fmt == "jsonl":
-            records, bad = _read_jsonl(_read_bytes(path, gz))
+            records, bad = read_jsonl(read_bytes(path, gz))
             return cls._from_records(records, bad, column=column, label_column=label_column, source=source,
                                      max_items=max_items, seed=seed, on_error=on_error, dedupe=dedupe)
         # json
-        raw = _read_bytes(path, gz)
+        raw = read_bytes(path, gz)
         try:
             text = raw.decode("utf-8-sig")
         except UnicodeDecodeError as exc:
@@ -440,7 +432,7 @@ class ReferenceData:
             max_items, seed, on_error, dedupe: as in :meth:`from_file`.
             source: description for reports (default ``"<list of N texts>"``).
         """
-        _check_common(max_items, seed, on_error)
+        check_common(max_items, seed, on_error)
         values = list(texts)
         if labels is not None:
             labels = list(labels)
@@ -475,7 +467,7 @@ class ReferenceData:
 
         Ids are POSIX paths relative to the folder (for a list: relative to the deepest common folder).
         """
-        _check_common(max_items, seed, on_error)
+        check_common(max_items, seed, on_error)
         if isinstance(folder_or_paths, (str, os.PathLike)):
             root = Path(folder_or_paths).expanduser()
             if not root.exists():
@@ -528,14 +520,14 @@ class ReferenceData:
         for i, p in enumerate(paths):
             try:
                 data = p.read_bytes()
-                _decode_image(data)
-            except (OSError, _ImageInvalid) as exc:
+                decode_image(data)
+            except (OSError, ImageInvalid) as exc:
                 bad.append((ids[i], f"{type(exc).__name__}: {exc}"))
                 continue
             keep.append(i)
             hashes.append(hashlib.sha256(data).digest())
         if bad and on_error == "fail":
-            raise DecodeError(_decode_message(len(paths), [(i, "image", r) for i, r in bad], unit="images"))
+            raise DecodeError(decode_message(len(paths), [(i, "image", r) for i, r in bad], unit="images"))
         return cls._finish(
             modality="image", items=[paths[i] for i in keep], ids=[ids[i] for i in keep],
             labels=None if label_list is None else [label_list[i] for i in keep], digests=hashes,
@@ -550,16 +542,16 @@ class ReferenceData:
         columns = [str(c) for c in frame.columns]
         frame = frame.set_axis(columns, axis=1)
         if label_column is not None and label_column not in columns:
-            raise ColumnNotFoundError(_missing_column_message("label column", label_column, columns, source, []))
-        textlike = [c for c in columns if c != label_column and _is_textlike(frame[c].tolist())]
+            raise ColumnNotFoundError(missing_column_message("label column", label_column, columns, source, []))
+        textlike = [c for c in columns if c != label_column and is_textlike(frame[c].tolist())]
         if column is None:
-            column = _choose_column(columns, textlike, source, frame)
+            column = choose_column(columns, textlike, source, frame)
         elif column not in columns:
-            raise ColumnNotFoundError(_missing_column_message("column", column, columns, source, textlike))
+            raise ColumnNotFoundError(missing_column_message("column", column, columns, source, textlike))
         values = frame[column].tolist()
         labels = frame[label_column].tolist() if label_column is not None else None
         if labels is not None and untyped_labels:
-            labels = _parse_untyped_labels(labels)
+            labels = parse_untyped_labels(labels)
         ids = [str(i + first_id) for i in range(len(values))]
         return cls._build_text(values, ids, labels, source=source, **kw)
 
@@ -583,25 +575,25 @@ class ReferenceData:
                     if k not in columns:
                         columns.append(k)
             if label_column is not None and label_column not in columns:
-                raise ColumnNotFoundError(_missing_column_message("label column", label_column, columns, source, []))
+                raise ColumnNotFoundError(missing_column_message("label column", label_column, columns, source, []))
             textlike = [
-                c for c in columns if c != label_column and _is_textlike([r.get(c) for r in dicts])
+                c for c in columns if c != label_column and is_textlike([r.get(c) for r in dicts])
             ]
             if column is None:
-                column = _choose_column(columns, textlike, source, None, dicts=dicts)
+                column = choose_column(columns, textlike, source, None, dicts=dicts)
             elif column not in columns:
-                raise ColumnNotFoundError(_missing_column_message("column", column, columns, source, textlike))
-        rows: list[tuple[str, Any]] = records + [(i, _Bad(c, r)) for i, c, r in bad]
+                raise ColumnNotFoundError(missing_column_message("column", column, columns, source, textlike))
+        rows: list[tuple[str, Any]] = records + [(i, BadItem(c, r)) for i, c, r in bad]
         rows.sort(key=lambda t: int(t[0]))
         all_values: list[Any] = []
         labels: list[Any] | None = None if (not dicts or label_column is None) else []
         for i, r in rows:
-            if isinstance(r, _Bad) or not dicts or r is None:
+            if isinstance(r, BadItem) or not dicts or r is None:
                 all_values.append(r)
             elif isinstance(r, dict):
                 all_values.append(r.get(column))
             else:
-                all_values.append(_Bad("type", f"a JSON {type(r).__name__}, not an object with {column!r}"))
+                all_values.append(BadItem("type", f"a JSON {type(r).__name__}, not an object with {column!r}"))
             if labels is not None:
                 labels.append(r.get(label_column) if isinstance(r, dict) else None)
         order = [i for i, _ in rows]
@@ -611,14 +603,14 @@ class ReferenceData:
     @classmethod
     def _build_text(cls, values: list[Any], ids: list[str], labels: list[Any] | None, *, source: str,
                     max_items: int | None, seed: int, on_error: OnError, dedupe: bool) -> "ReferenceData":
-        """Decode, validate and finish text rows. ``values``: raw cells (str, bytes, None/NaN, numbers, _Bad)."""
+        """Decode, validate and finish text rows. ``values``: raw cells (str, bytes, None/NaN, numbers, BadItem)."""
         keep: list[int] = []
         texts: list[str] = []
         digests: list[bytes] = []
         bad: list[tuple[str, str, str]] = []
         empty: list[tuple[str, str, str]] = []
         for i, v in enumerate(values):
-            text, problem = _to_text(v)
+            text, problem = to_text(v)
             if problem is not None:
                 bad.append((ids[i], problem[0], problem[1]))
                 continue
@@ -629,8 +621,8 @@ class ReferenceData:
             texts.append(text)
             digests.append(text.encode("utf-8"))
         if bad and on_error == "fail":
-            raise DecodeError(_decode_message(len(values), bad, unit="rows"))
-        skipped = sorted(bad + empty, key=lambda t: _id_key(t[0]))
+            raise DecodeError(decode_message(len(values), bad, unit="rows"))
+        skipped = sorted(bad + empty, key=lambda t: id_key(t[0]))
         return cls._finish(
             modality="text", items=texts, ids=[ids[i] for i in keep],
             labels=None if labels is None else [labels[i] for i in keep], digests=digests,
@@ -672,7 +664,7 @@ class ReferenceData:
             items, ids, digests = [items[i] for i in sel], [ids[i] for i in sel], [digests[i] for i in sel]
             labels = None if labels is None else [labels[i] for i in sel]
             settings = {"max_items": int(max_items), "seed": int(seed)}
-        fp = _fingerprint(modality, digests, settings)
+        fp = fingerprint(modality, digests, settings)
         report = LoadReport(
             n_total=n_total, n_used=len(items), n_skipped_empty=n_empty, n_skipped_undecodable=n_bad,
             n_duplicates=n_dup,
@@ -681,12 +673,11 @@ class ReferenceData:
         )
         return cls(
             modality=modality,  # type: ignore[arg-type]
-            items=tuple(items), labels=_labels_array(labels), ids=tuple(ids), fingerprint=fp, source=source,
+            items=tuple(items), labels=labels_array(labels), ids=tuple(ids), fingerprint=fp, source=source,
             report=report, _sample_settings=settings,
         )
 
 
-# ---------------------------------------------------------------------- helpers
 def sample_path(name: str = "texts") -> Path:
     """Path of a bundled sample data set (offline demo).
 
@@ -704,278 +695,3 @@ def sample_path(name: str = "texts") -> Path:
     return path
 
 
-class _ImageInvalid(Exception):
-    """PIL could not decode an image (wraps PIL's various error types)."""
-
-
-@dataclass(frozen=True)
-class _Bad:
-    """A raw row that already failed to parse (e.g. invalid JSON line)."""
-
-    category: str
-    reason: str
-
-
-def _decode_image(data: bytes) -> Any:
-    """Fully decode image bytes with PIL; return the loaded image. Raises _ImageInvalid."""
-    from PIL import Image
-
-    try:
-        img = Image.open(io.BytesIO(data))
-        img.load()
-    except (OSError, SyntaxError, ValueError, Image.DecompressionBombError) as exc:
-        raise _ImageInvalid(str(exc) or type(exc).__name__) from exc
-    return img
-
-
-def _to_text(v: Any) -> tuple[str | None, tuple[str, str] | None]:
-    """Raw cell -> (text or None for missing, problem (category, reason) or None)."""
-    if isinstance(v, _Bad):
-        return None, (v.category, v.reason)
-    if _is_missing(v):
-        return None, None
-    if isinstance(v, (bytes, bytearray)):
-        try:
-            return bytes(v).decode("utf-8"), None
-        except UnicodeDecodeError as exc:
-            return None, ("utf8", f"invalid UTF-8 at byte {exc.start}")
-    if isinstance(v, str):
-        try:
-            v.encode("utf-8")  # lone surrogates = undecodable bytes read with surrogateescape
-        except UnicodeEncodeError as exc:
-            return None, ("utf8", f"invalid UTF-8 at character {exc.start}")
-        return v, None
-    if isinstance(v, (bool, np.bool_)):
-        return None, ("type", f"a boolean ({v}), not text")
-    if isinstance(v, (int, float, np.integer, np.floating)):
-        return str(v), None
-    return None, ("type", f"a {type(v).__name__}, not text")
-
-
-def _is_missing(v: Any) -> bool:
-    if v is None:
-        return True
-    if isinstance(v, (float, np.floating)):
-        return bool(math.isnan(v))
-    try:
-        import pandas as pd
-
-        return v is pd.NA or v is pd.NaT
-    except ImportError:  # pragma: no cover
-        return False
-
-
-def _column_values(c: str, frame: Any, dicts: list[dict] | None) -> list[Any]:
-    return frame[c].tolist() if frame is not None else [d.get(c) for d in dicts or []]
-
-
-def _present(values: list[Any]) -> list[Any]:
-    """Values that are neither missing nor blank strings."""
-    return [v for v in values if not _is_missing(v) and not (isinstance(v, str) and not v.strip())]
-
-
-def _is_textlike(values: list[Any]) -> bool:
-    """A column is text-like when its non-missing values are strings/bytes that are not all numbers."""
-    present = _present(values)
-    if not present or not all(isinstance(v, (str, bytes)) for v in present):
-        return False
-    return not all(isinstance(v, str) and _NUMBER.fullmatch(v.strip()) for v in present)
-
-
-_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
-_INT = re.compile(r"[+-]?\d+")
-
-
-def _choose_column(columns: list[str], textlike: list[str], source: str, frame: Any,
-                   dicts: list[dict] | None = None) -> str:
-    if len(textlike) == 1:
-        return textlike[0]
-    if not columns:
-        raise EmptyDataError(f"{source} has no columns; add a header row and a text column")
-    if not textlike:
-        if not any(_present(_column_values(c, frame, dicts)) for c in columns):
-            raise EmptyDataError(f"{source} has no rows with content (columns: {', '.join(map(repr, columns))}); "
-                                 "add non-empty rows")
-        raise ColumnNotFoundError(
-            f"{source} has no text column (columns: {', '.join(map(repr, columns))}); pass the column to use "
-            "with column=... / --column"
-        )
-
-    def mean_len(c: str) -> float:
-        vals = _column_values(c, frame, dicts)
-        lens = [len(v) for v in vals if isinstance(v, (str, bytes))]
-        return float(np.mean(lens)) if lens else 0.0
-
-    desc = ", ".join(f"{c!r} (mean {mean_len(c):.0f} chars)" for c in textlike)
-    raise ColumnNotFoundError(
-        f"{source} has several text columns: {desc}; choose one with column=... / --column "
-        f"(and the label column, if any, with label_column=... / --labels)"
-    )
-
-
-def _missing_column_message(what: str, name: str, columns: list[str], source: str, textlike: list[str]) -> str:
-    msg = f"{what} {name!r} is not in {source}; available columns: {', '.join(map(repr, columns)) or 'none'}."
-    near = difflib.get_close_matches(name, columns, n=1)
-    if near:
-        msg += f" Did you mean {near[0]!r}?"
-    elif len(textlike) == 1 and what == "column":
-        msg += f" The only text column is {textlike[0]!r}: pass column={textlike[0]!r} / --column {textlike[0]}."
-    return msg
-
-
-def _parse_untyped_labels(labels: list[Any]) -> list[Any]:
-    """CSV/TSV labels are all strings: '' -> None; all-integer strings -> int."""
-    out = [None if (_is_missing(v) or (isinstance(v, str) and not v.strip())) else v for v in labels]
-    present = [v for v in out if v is not None]
-    if present and all(isinstance(v, str) and _INT.fullmatch(v.strip()) for v in present):
-        out = [None if v is None else int(v) for v in out]
-    return out
-
-
-def _labels_array(labels: list[Any] | None) -> np.ndarray | None:
-    """Labels -> read-only (n,) array: int64 if all are integers, else object (str/int/None)."""
-    if labels is None:
-        return None
-    norm: list[Any] = []
-    for v in labels:
-        if _is_missing(v):
-            norm.append(None)
-        elif isinstance(v, (np.generic,)):
-            v = v.item()
-            norm.append(int(v) if isinstance(v, float) and v.is_integer() else v)
-        elif isinstance(v, float) and v.is_integer():
-            norm.append(int(v))
-        else:
-            norm.append(v)
-    if norm and all(isinstance(v, int) and not isinstance(v, bool) for v in norm):
-        arr = np.asarray(norm, dtype=np.int64)
-    else:
-        arr = np.empty(len(norm), dtype=object)
-        arr[:] = norm
-    arr.setflags(write=False)
-    return arr
-
-
-def _fingerprint(modality: str, digests: list[bytes], settings: dict[str, Any]) -> str:
-    """sha256 over version tag, modality, length-prefixed item bytes, and sampling settings (if sampled)."""
-    h = hashlib.sha256()
-    h.update(_FINGERPRINT_VERSION + b"\0" + modality.encode() + b"\0")
-    h.update(len(digests).to_bytes(8, "little"))
-    for d in digests:
-        h.update(len(d).to_bytes(8, "little"))
-        h.update(d)
-    if settings:
-        h.update(b"\0sampling\0" + json.dumps(settings, sort_keys=True).encode())
-    return h.hexdigest()
-
-
-def _decode_message(n_total: int, bad: list[tuple[str, str, str]], *, unit: str) -> str:
-    """E.g. '3 of 120 rows could not be decoded as UTF-8 (rows 4, 17, 51); pass on_error=...'."""
-    groups: dict[str, list[tuple[str, str]]] = {}
-    for i, cat, reason in bad:
-        groups.setdefault(cat, []).append((i, reason))
-    parts = []
-    for cat, entries in groups.items():
-        entries.sort(key=lambda e: _id_key(e[0]))
-        shown = [e[0] for e in entries[:_MAX_IDS_IN_MESSAGE]]
-        more = f", ... {len(entries) - len(shown)} more" if len(entries) > len(shown) else ""
-        label = ("row" if unit == "rows" else "file") + ("s" if len(entries) > 1 else "")
-        detail = f"{label} {', '.join(shown)}{more}"
-        if cat in ("image", "json", "type"):
-            detail += f"; first: {entries[0][1]}"
-        phrase = _REASON_PHRASES.get(cat, "could not be decoded")
-        if unit == "images" and cat == "image":
-            phrase = "could not be decoded"
-        parts.append(f"{len(entries)} of {n_total} {unit} {phrase} ({detail})")
-    return "; ".join(parts) + "; pass on_error='skip' / --on-error skip to drop them"
-
-
-def _id_key(i: str) -> tuple[int, Any]:
-    return (0, int(i)) if i.isdigit() else (1, i)
-
-
-def _read_jsonl(raw: bytes) -> tuple[list[tuple[str, Any]], list[tuple[str, str, str]]]:
-    """Parse JSON lines. Returns ((line number, value) for good lines, (line number, category, reason) for bad)."""
-    lines = raw.splitlines()
-    if lines and lines[0].startswith(b"\xef\xbb\xbf"):
-        lines[0] = lines[0][3:]
-    records: list[tuple[str, Any]] = []
-    bad: list[tuple[str, str, str]] = []
-    for n, line in enumerate(lines, start=1):
-        if not line.strip():
-            records.append((str(n), None))  # a blank line counts as an empty row
-            continue
-        # surrogateescape: invalid bytes survive inside string values and are reported per row later, so bad
-        # bytes in a column that is not used do not drop the row.
-        text = line.decode("utf-8", errors="surrogateescape")
-        try:
-            records.append((str(n), json.loads(text)))
-        except json.JSONDecodeError as exc:
-            bad.append((str(n), "json", f"invalid JSON on line {n}: {exc.msg} (column {exc.colno})"))
-    return records, bad
-
-
-def _read_bytes(path: Path, gz: bool) -> bytes:
-    try:
-        if gz:
-            with gzip.open(path, "rb") as f:
-                return f.read()
-        return path.read_bytes()
-    except (gzip.BadGzipFile, EOFError) as exc:
-        raise DecodeError(f"{path} is not a valid gzip file ({exc}); re-compress it or drop the .gz suffix") from exc
-    except OSError as exc:
-        raise DataError(f"cannot read {path}: {exc}; check the file's permissions") from exc
-
-
-def _detect_format(path: Path, fmt: str | None) -> tuple[str, bool]:
-    suffixes = [s.lower() for s in path.suffixes]
-    gz = bool(suffixes) and suffixes[-1] == ".gz"
-    known = ", ".join(sorted(set(TEXT_FORMATS.values())))
-    if fmt is not None:
-        if fmt not in set(TEXT_FORMATS.values()):
-            raise UnsupportedFormatError(f"unknown format {fmt!r}; use one of {known}")
-    else:
-        suffix = suffixes[-2] if gz and len(suffixes) >= 2 else (suffixes[-1] if suffixes and not gz else "")
-        if suffix in IMAGE_SUFFIXES:
-            raise UnsupportedFormatError(
-                f"{str(path)!r} is a single image; pass the folder that holds the images (or a list of image paths)"
-            )
-        if suffix not in TEXT_FORMATS:
-            raise UnsupportedFormatError(
-                f"cannot tell the format of {str(path)!r} from its suffix {suffix or '(none)'!r}; supported suffixes: "
-                f"{', '.join(TEXT_FORMATS)} (optionally + .gz), image folders; rename the file with one of them, or pass format= to ReferenceData.from_file ({known})"
-            )
-        fmt = TEXT_FORMATS[suffix]
-    if gz and fmt == "parquet":
-        raise UnsupportedFormatError(f"{str(path)!r}: Parquet files are compressed internally; do not gzip them")
-    return fmt, gz
-
-
-def _check_common(max_items: int | None, seed: int, on_error: str) -> None:
-    if on_error not in ("fail", "skip"):
-        raise ConfigError(f"on_error must be 'fail' or 'skip'; got {on_error!r}")
-    if max_items is not None and (isinstance(max_items, bool) or not isinstance(max_items, (int, np.integer))
-                                  or max_items < 1):
-        raise ConfigError(f"max_items must be a positive integer or None; got {max_items!r}")
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise ConfigError(f"seed must be a non-negative integer; got {seed!r}")
-
-
-def _frame_options(*, max_items: Any = None, seed: Any = 0, on_error: Any = "fail", dedupe: Any = False) -> None:
-    """Signature of the options :meth:`ReferenceData.load` accepts for a DataFrame (besides the columns)."""
-
-
-def _only(kw: Mapping[str, Any], fn: Any, what: str) -> dict[str, Any]:
-    """Keep the keyword arguments ``fn`` accepts; drop inapplicable ones that are None; refuse the rest."""
-    import inspect
-
-    accepted = set(inspect.signature(fn).parameters)
-    out, refused = {}, []
-    for k, v in kw.items():
-        if k in accepted:
-            out[k] = v
-        elif v is not None and not (k == "recursive" and v is True) and not (k == "dedupe" and v is False):
-            refused.append(f"{k}={v!r}")
-    if refused:
-        raise ConfigError(f"{', '.join(refused)} does not apply to {what}; drop it")
-    return out

@@ -31,6 +31,7 @@ class CandidateResult:
             metric name when its headline score was bootstrapped, else the name of the bootstrapped score
             (e.g. ``task_prior_alignment``: the closed-form part of ``task_prior``, without probes).
         run_key: the cache key of the embedding run.
+        model_bytes: size of the model's weight files in bytes (None for the built-in baselines); a cost.
     """
 
     name: str
@@ -53,6 +54,7 @@ class CandidateResult:
     rank: int | None = None
     intervals: dict[str, list[float]] = field(default_factory=dict)
     run_key: str | None = None
+    model_bytes: int | None = None
 
     @property
     def ok(self) -> bool:
@@ -80,6 +82,10 @@ class Ranking:
             ``aggregate.MIN_POOL`` candidates); see :func:`embedselect.aggregate.decide`.
         leaders: the first candidate and every candidate it cannot be told apart from (``[best]`` when decided).
         undecided_reasons: why ``decided`` is False, in words (empty when decided).
+        timings: wall time of this call's stages, in seconds: ``{"candidates": {name: s}, "metrics": {metric: s},
+            "validation": s | None, "total": s}``. A candidate's time covers resolving, loading and embedding it (or
+            reading its cached vectors); a metric's covers its bootstrap; a result served from the store is
+            counted at the time it took to read it.
     """
 
     candidates: list[CandidateResult]
@@ -97,6 +103,7 @@ class Ranking:
     decided: bool = True
     leaders: list[str] = field(default_factory=list)
     undecided_reasons: list[str] = field(default_factory=list)
+    timings: dict[str, Any] = field(default_factory=dict)
 
     # --- access ---------------------------------------------------------------------------------
     @property

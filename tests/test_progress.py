@@ -7,8 +7,8 @@ import fcntl
 import os
 import pty
 import select as _select
-import subprocess
 import struct
+import subprocess
 import sys
 import termios
 import time

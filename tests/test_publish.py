@@ -184,3 +184,17 @@ def test_the_report_shows_the_distribution_of_accuracy_over_sampled_tasks(cache_
     r.details["task_prior"].pop("task_accuracy")
     summary = plots.task_accuracy(r)
     assert full.startswith("<svg") and summary.startswith("<svg") and full != summary
+
+
+def test_model_size_is_recorded_for_the_cost_plot(tmp_path, cache_dir):
+    from embedselect.publish import plots
+
+    st = make_tiny_sentence_transformer(tmp_path / "tiny-st")
+    r = embedselect.select(SAMPLE, [str(st), "tfidf-svd", "random-projection"], column="text",
+                           metrics=["task_prior"], seed=0)  # fmt: skip
+    weights = sum(p.stat().st_size for p in st.rglob("*.safetensors"))
+    (model,) = [c for c in r if c.name not in ("tfidf-svd", "random-projection")]
+    assert model.model_bytes == weights > 0 and r["tfidf-svd"].model_bytes is None
+    again = Ranking.from_json(r.to_json())
+    assert again[model.name].model_bytes == weights
+    assert plots.score_vs_cost(r).startswith("<svg")

@@ -51,3 +51,129 @@ def test_metric_warnings_reach_the_top_level_warnings(tmp_path):
     assert metric_warnings
     for w in metric_warnings:
         assert any(w in top for top in r.warnings), w
+
+
+# --- 3. names ------------------------------------------------------------------------------------------
+def test_name_equals_spec_and_readable_local_names(tmp_path):
+    from embedselect.candidates import parse_candidates
+    from tests.tinymodels import make_tiny_sentence_transformer
+
+    model = make_tiny_sentence_transformer(tmp_path / "all-tiny" / "model")
+    (model / "README.md").write_text("---\nlibrary_name: sentence-transformers\n---\n\n# tiny-minilm\n\ntext\n")
+    named = parse_candidates(f"mine={model},cls={model}?pooling=cls,tfidf-svd,rp=random-projection?dim=8")
+    assert [c.name for c in named] == ["mine", "cls", "tfidf-svd", "rp"]
+    assert named[1].options == {"pooling": "cls"} and named[3].options == {"dim": 8}
+    # default names: the model card's title plus the options, not the folder's basename "model"
+    plain = parse_candidates([str(model), f"{model}?pooling=cls"])
+    assert [c.name for c in plain] == ["tiny-minilm", "tiny-minilm?pooling=cls"]
+    (model / "README.md").write_text("# <script>alert(1)</script>\n")  # untrusted card text is not a name
+    assert parse_candidates(str(model))[0].name == "all-tiny"  # the parent of a folder called "model"
+    with pytest.raises(CandidateSpecError, match="NAME=SPEC"):
+        parse_candidates("=tfidf-svd")
+
+
+def test_cli_names_reach_the_table(tmp_path, capsys):
+    assert main(["rank", SAMPLE, "-c", "text", "-m", "words=tfidf-svd,noise=random-projection", "--metrics",
+                 "task_prior", "--cache-dir", str(tmp_path / "c"), "-q", "--json"]) == 0  # fmt: skip
+    r = json.loads(capsys.readouterr().out)
+    assert {c["name"] for c in r["candidates"]} == {"words", "noise"}
+
+
+# --- 4. output paths ------------------------------------------------------------------------------------
+@pytest.mark.parametrize("option", ["--out", "--html", "--markdown"])
+@pytest.mark.parametrize("where", ["directory", "missing-parent"])
+def test_bad_output_paths_are_refused_before_any_work(tmp_path, capsys, option, where):
+    target = tmp_path if where == "directory" else tmp_path / "no" / "such" / "r.json"
+    cache = tmp_path / "cache"
+    code = main(["rank", SAMPLE, "-c", "text", "-m", "tfidf-svd", "--metrics", "task_prior", "--cache-dir",
+                 str(cache), "-q", "--json", option, str(target)])  # fmt: skip
+    assert code == 2
+    err = capsys.readouterr()
+    assert err.out == ""  # nothing was computed, nothing half-printed
+    assert len(err.err.strip().splitlines()) == 1 and option in err.err
+    assert not cache.exists()  # no work: the store was never opened
+    assert not (tmp_path / "no").exists()  # a missing parent is not created silently
+
+
+def test_outputs_are_written_through_unique_temporary_names(tmp_path, capsys):
+    out = tmp_path / "r.json"
+    users_file = tmp_path / "r.json.tmp"
+    users_file.write_text("the user's own file")
+    assert main(["rank", SAMPLE, "-c", "text", "-m", "tfidf-svd,random-projection", "--metrics", "task_prior",
+                 "--cache-dir", str(tmp_path / "c"), "-q", "--out", str(out)]) == 0  # fmt: skip
+    assert json.loads(out.read_text())["candidates"]
+    assert users_file.read_text() == "the user's own file"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c", "r.json", "r.json.tmp"]  # no temporary left
+
+
+def test_write_atomic_removes_its_temporary_file_when_writing_fails(tmp_path):
+    from embedselect.cli.common import write_atomic
+
+    with pytest.raises(TypeError):
+        write_atomic(tmp_path / "x.txt", 42)  # type: ignore[arg-type]
+    assert list(tmp_path.iterdir()) == []
+
+
+# --- 5. timings -----------------------------------------------------------------------------------------
+def test_per_stage_wall_time_in_the_ranking_json_store_and_table(tmp_path, capsys):
+    from embedselect.cli.common import format_table
+    from embedselect.ranking import Ranking
+    from embedselect.store import Store
+
+    labels = [str(i % 2) for i in range(240)]
+    texts = [f"text number {i} about {'cats' if i % 2 else 'dogs'} and {i % 7}" for i in range(240)]
+    r = embedselect.select(texts, PAIR, labels=labels, metrics=["task_prior"], cache_dir=tmp_path / "c")
+    t = r.timings
+    assert set(t["candidates"]) == set(PAIR) and all(v > 0 for v in t["candidates"].values())
+    assert set(t["metrics"]) == {"task_prior"} and t["metrics"]["task_prior"] > 0
+    assert t["validation"] > 0
+    assert t["total"] >= sum(t["candidates"].values()) + t["metrics"]["task_prior"] + t["validation"]
+    assert Ranking.from_json(r.to_json()).timings == t  # in the JSON
+    stored = Store.open(tmp_path / "c").get_ranking(r.ranking_id)  # and in the store
+    assert stored["timings"]["metrics"]["task_prior"] == pytest.approx(t["metrics"]["task_prior"])
+    footer = format_table(r).splitlines()[-1]
+    assert footer.startswith("time: embed tfidf-svd") and "task_prior" in footer and "validation" in footer
+
+
+# --- 6. one-line errors, JSON only ----------------------------------------------------------------------
+def test_an_unexpected_exception_is_one_line_and_exit_1(tmp_path, capsys, monkeypatch):
+    import embedselect.api
+
+    def boom(*a, **k):
+        raise RuntimeError("something broke\n  deep inside")
+
+    monkeypatch.setattr(embedselect.api, "select", boom)
+    argv = ["rank", SAMPLE, "-c", "text", "-m", "tfidf-svd", "--cache-dir", str(tmp_path / "c")]
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert err.strip().splitlines() == [
+        "embedselect: error: unexpected RuntimeError: something broke deep inside (run with -v for the traceback)"
+    ]
+    assert main([*argv, "-v"]) == 1
+    err = capsys.readouterr().err
+    assert "Traceback" in err and err.strip().splitlines()[-1].startswith("embedselect: error: unexpected")
+
+
+def test_typed_errors_are_one_line_with_their_exit_code(tmp_path, capsys, monkeypatch):
+    import embedselect.api
+    from embedselect.errors import StoreError
+
+    def locked(*a, **k):
+        raise StoreError("the cache is busy\nwait or use --cache-dir")
+
+    monkeypatch.setattr(embedselect.api, "select", locked)
+    assert main(["rank", SAMPLE, "-c", "text", "-m", "tfidf-svd", "--cache-dir", str(tmp_path / "c")]) == 6
+    assert capsys.readouterr().err.strip().splitlines() == [
+        "embedselect: error: the cache is busy wait or use --cache-dir"
+    ]
+
+
+def test_json_on_stdout_is_only_json_even_with_warnings(tmp_path):
+    done = subprocess.run(
+        [sys.executable, "-m", "embedselect.cli", "rank", SAMPLE, "-c", "text", "-m", ",".join(PAIR),
+         "--metrics", "sufficiency", "--json", "--cache-dir", str(tmp_path / "c")],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["warnings"]  # stdout parses as one JSON document
+    assert "WARNING" in done.stderr  # the warnings went to stderr

@@ -17,6 +17,17 @@ log = logging.getLogger(__name__)
 
 
 
+def weight_bytes(local_dir: Path) -> int | None:
+    """Bytes of the weight files in a model folder and its module folders (safetensors and pickle weights, not
+    training state), or None when there are none: the model's size as a cost."""
+    d = Path(local_dir)
+    if not d.is_dir():
+        return None
+    total = sum(p.stat().st_size for p in d.rglob("*") if p.is_file() and p.name not in NOT_WEIGHTS
+                and (p.name.endswith(".safetensors") or p.name.endswith(PICKLE_SUFFIXES)))  # fmt: skip
+    return total or None
+
+
 def check_local_files(local_dir: Path, backend: str, policy: LoadPolicy, model_id: str) -> None:
     """Refuse a model folder that ``policy`` does not allow, before any library touches it.
 

@@ -13,6 +13,7 @@ import importlib
 import logging
 import os
 import sys
+import traceback
 from typing import Sequence
 
 from embedselect.cli.common import format_table
@@ -55,6 +56,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("interrupted; embeddings finished so far are cached and will be reused", file=sys.stderr)
         return EXIT_CODES["interrupted"]
     except EmbedselectError as exc:
-        print(f"embedselect: error: {exc}", file=sys.stderr)
+        if getattr(args, "verbose", False):
+            traceback.print_exc()
+        print(f"embedselect: error: {one_line(exc)}", file=sys.stderr)
         return exc.exit_code
+    except Exception as exc:  # noqa: BLE001 - a bug or an unforeseen environment: one line, not a traceback
+        if getattr(args, "verbose", False):
+            traceback.print_exc()
+            hint = ""
+        else:
+            hint = " (run with -v for the traceback)"
+        print(f"embedselect: error: unexpected {type(exc).__name__}: {one_line(exc)}{hint}", file=sys.stderr)
+        return EXIT_CODES["error"]
+
+
+def one_line(exc: BaseException, limit: int = 2000) -> str:
+    """An exception's message on one line (newlines and runs of spaces collapsed), at most ``limit`` characters."""
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 

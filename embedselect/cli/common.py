@@ -4,15 +4,18 @@ weights, the plain-text table, and writing results."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
 import re
+import tempfile
 from pathlib import Path
 from typing import Any, Sequence
 
 from embedselect.errors import ConfigError
 from embedselect.policy import DEFAULT_MAX_MODEL_BYTES
+
 
 # --- shared options ---------------------------------------------------------------------------------
 def add_data_args(p: argparse.ArgumentParser, *, labels: bool = True, labels_required: bool = False,
@@ -61,7 +64,8 @@ def add_model_args(p: argparse.ArgumentParser) -> None:
         "-m",
         required=True,
         help="comma-separated candidates: hub ids (org/name[@rev]), local dirs, baselines "
-        "(tfidf-svd, random-projection, pixel-pca), catalog:text / catalog:image",
+        "(tfidf-svd, random-projection, pixel-pca), catalog:text / catalog:image; name one with NAME=SPEC, "
+        "e.g. 'minilm=./model,minilm-cls=./model?backend=transformers&pooling=cls'",
     )
     add_load_args(p)
 
@@ -173,15 +177,71 @@ def format_table(ranking) -> str:
             )
     for w in ranking.warnings:
         lines.append(f"note: {w}")
+    timing = format_timings(getattr(ranking, "timings", None) or {})
+    if timing:
+        lines.append(timing)
     return "\n".join(lines)
 
 
+def _secs(v: Any) -> str:
+    return "-" if v is None else (f"{v:.2f}s" if v < 10 else f"{v:.0f}s")
+
+
+def format_timings(t: dict[str, Any]) -> str:
+    """One footer line of a ranking's wall times per stage (see ``Ranking.timings``); empty when none."""
+    parts = []
+    if t.get("candidates"):
+        parts.append("embed " + ", ".join(f"{n} {_secs(v)}" for n, v in t["candidates"].items()))
+    if t.get("metrics"):
+        parts.append(", ".join(f"{m} {_secs(v)}" for m, v in t["metrics"].items()))
+    if t.get("validation") is not None:
+        parts.append(f"validation {_secs(t['validation'])}")
+    if t.get("total") is not None:
+        parts.append(f"total {_secs(t['total'])}")
+    return ("time: " + "; ".join(parts)) if parts else ""
+
+
+def check_output_path(path: Path | str | None, *, option: str) -> None:
+    """Refuse an output file that cannot be written, before any work is done.
+
+    Raises:
+        ConfigError: ``path`` is a directory, its parent folder does not exist (it is not created silently), or
+            the file or its folder is not writable.
+    """
+    if path is None:
+        return
+    path = Path(path)
+    parent = path.parent if str(path.parent) else Path(".")
+    if path.is_dir():
+        raise ConfigError(f"{option} {path} is a directory: give a file name, e.g. {path / 'result'}")
+    if not parent.is_dir():
+        raise ConfigError(f"{option} {path}: the folder {parent} does not exist; create it first")
+    if path.exists() and not os.access(path, os.W_OK):
+        raise ConfigError(f"{option} {path} is not writable: choose another file or fix its permissions")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise ConfigError(f"{option} {path}: the folder {parent} is not writable: choose another place")
+
+
+def check_output_args(args) -> None:
+    """:func:`check_output_path` for ``--out``, ``--html`` and ``--markdown`` of the ranking commands."""
+    for option in ("out", "html", "markdown"):
+        check_output_path(getattr(args, option, None), option=f"--{option}")
+
+
 def write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` atomically (a reader never sees a half-written file)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    """Write ``text`` to ``path`` atomically (a reader never sees a half-written file), through a temporary file
+    with a unique name in the same folder (never a fixed ``<path>.tmp`` that could be a user's file); the
+    temporary file is removed if writing fails."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent if str(path.parent) else ".", prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
 
 
 def emit(args, payload_json: str, text: str, ranking=None) -> None:

@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from embedselect.cli.common import write_atomic
+from embedselect.cli.common import check_output_path, write_atomic
 
 
 def _ranking(args):
@@ -34,6 +34,7 @@ def cmd_badge(args) -> int:
 def cmd_card(args) -> int:
     from embedselect.publish import push_card, update_card
 
+    check_output_path(args.out, option="--out")
     _, ranking = _ranking(args)
     text = Path(args.card).read_text(encoding="utf-8") if args.card else None
     card = update_card(text, ranking, args.candidate, dataset=args.dataset, base_url=args.base_url)
@@ -51,6 +52,7 @@ def cmd_card(args) -> int:
 def cmd_leaderboard(args) -> int:
     from embedselect.publish import leaderboard as lb
 
+    check_output_path(args.out, option="--out")
     store, ranking = _ranking(args)
     if args.list:
         df = store.list_rankings(fingerprint=args.fingerprint)
@@ -69,6 +71,7 @@ def cmd_leaderboard(args) -> int:
 def cmd_report(args) -> int:
     from embedselect.publish import report
 
+    check_output_path(args.out, option="--out")
     _, ranking = _ranking(args)
     write_atomic(Path(args.out), report.to_html(ranking))
     print(f"wrote {args.out}", file=sys.stderr)

@@ -12,6 +12,7 @@ from embedselect.cli.common import (
     add_data_args,
     add_model_args,
     add_output_args,
+    check_output_args,
     emit,
     format_table,
     load_policy,
@@ -24,6 +25,7 @@ log = logging.getLogger("embedselect")
 
 
 def cmd_rank(args) -> int:
+    check_output_args(args)  # before any work
     from embedselect.api import select
 
     metrics = [m.strip() for m in args.metrics.split(",") if m.strip()]
@@ -50,6 +52,7 @@ def cmd_rank(args) -> int:
 
 
 def cmd_embed(args) -> int:
+    check_output_args(args)  # before any work
     from embedselect.api import embed
 
     outcomes = embed(
@@ -130,6 +133,7 @@ def cmd_demo(args) -> int:
     from embedselect.api import select
     from embedselect.data import sample_path
 
+    check_output_args(args)  # before any work
     models = demo_candidates()
     data = sample_path("texts")
     if not args.quiet:

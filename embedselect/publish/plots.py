@@ -144,22 +144,25 @@ def pareto_front(points: list[tuple[str, float, float]], *, lower_cost_better: b
 
 
 def score_vs_cost(ranking: Ranking) -> str | None:
-    """Combined score against two costs: embedding dimension (storage, search) and measured throughput
-    (items per second of the embedding run), with the Pareto front marked."""
+    """Combined score against three costs: model size (MB of weight files; baselines have none), embedding
+    dimension (storage, search) and measured throughput (items per second of the embedding run), with the Pareto
+    front of each marked."""
     rows = [c for c in ranking.ok if _finite(c.combined_score)]
     if len(rows) < 2:
         return None
-    plt, fig = _figure(8.0, 3.6)
-    axes = fig.subplots(1, 2)
+    plt, fig = _figure(11.0, 3.6)
+    axes = fig.subplots(1, 3)
     panels = [
+        ("model size, MB of weights (lower is cheaper)",
+         [(c.name, c.model_bytes / 1e6, c.combined_score) for c in rows if c.model_bytes], True),
         ("embedding dimension (lower is cheaper)", [(c.name, float(c.dim), c.combined_score) for c in rows if c.dim], True),
         ("items per second when embedded (higher is cheaper)",
-         [(c.name, c.n / c.seconds, c.combined_score) for c in rows if c.n and c.seconds and not c.cached], False),
+         [(c.name, c.n / c.seconds, c.combined_score) for c in rows if c.n and c.seconds], False),
     ]  # fmt: skip
     for ax, (label, pts, lower) in zip(axes, panels):
         if len(pts) < 2:
             ax.set_axis_off()
-            ax.text(0.5, 0.5, "not measured in this run\n(embeddings came from the cache)", ha="center",
+            ax.text(0.5, 0.5, "not known for enough\ncandidates in this run", ha="center",
                     va="center", transform=ax.transAxes)  # fmt: skip
             continue
         front = set(pareto_front(pts, lower_cost_better=lower))
