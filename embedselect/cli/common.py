@@ -105,6 +105,23 @@ def load_policy(args):
     )
 
 
+def run_options(args) -> dict:
+    """The keyword arguments that ``select()`` and ``embed()`` both take from the data and model options: how to
+    read the data, where and how models load, and progress."""
+    return dict(
+        column=args.column,
+        labels=args.labels,
+        max_items=args.max_items,
+        seed=args.seed,
+        on_error=args.on_error,
+        cache_dir=args.cache_dir,
+        device=args.device,
+        batch_size=args.batch_size,
+        policy=load_policy(args),
+        progress=not args.quiet,
+    )
+
+
 def parse_weights(pairs: Sequence[str]) -> dict[str, float] | None:
     """Parse ``METRIC=W`` weights for the combined rank."""
     out: dict[str, float] = {}

@@ -15,9 +15,9 @@ from embedselect.cli.common import (
     check_output_args,
     emit,
     format_table,
-    load_policy,
     parse_metric_options,
     parse_weights,
+    run_options,
 )
 from embedselect.errors import EXIT_CODES
 
@@ -33,19 +33,10 @@ def cmd_rank(args) -> int:
         args.data,
         args.models,
         metrics=metrics,
-        column=args.column,
-        labels=args.labels,
-        max_items=args.max_items,
-        seed=args.seed,
-        on_error=args.on_error,
-        cache_dir=args.cache_dir,
-        device=args.device,
-        batch_size=args.batch_size,
-        policy=load_policy(args),
         metric_options=parse_metric_options(args.option),
         weights=parse_weights(args.weight),
         bootstrap=args.bootstrap,
-        progress=not args.quiet,
+        **run_options(args),
     )
     emit(args, ranking.to_json(), format_table(ranking), ranking)
     return EXIT_CODES["partial"] if (args.strict and ranking.failed) else 0
@@ -58,16 +49,7 @@ def cmd_embed(args) -> int:
     outcomes = embed(
         args.data,
         args.models,
-        column=args.column,
-        labels=args.labels,
-        max_items=args.max_items,
-        seed=args.seed,
-        on_error=args.on_error,
-        cache_dir=args.cache_dir,
-        device=args.device,
-        batch_size=args.batch_size,
-        policy=load_policy(args),
-        progress=not args.quiet,
+        **run_options(args),
     )
     rows = [
         {
