@@ -361,7 +361,10 @@ def to_markdown(results: list[dict[str, Any]], *, command: str, folds: int, max_
         for r in results:
             s = chosen[r["name"]]
             c, d = r["settings"][s], r["settings"][DEFAULT_SETTING]
-            rc.append(c["spearman"]); rd.append(d["spearman"]); gc.append(c["regret"]); gd.append(d["regret"])
+            rc.append(c["spearman"])
+            rd.append(d["spearman"])
+            gc.append(c["regret"])
+            gd.append(d["regret"])
             L.append(f"| {r['name']} | {setting_label(s)} | {_f(c['spearman'], 2)} | {_f(c['regret'])} | "
                      f"{_f(d['spearman'], 2)} | {_f(d['regret'])} | {len(c['violations'])} |")
         L.append(f"| **mean** | | {_f(float(np.nanmean(rc)), 3)} | {_f(float(np.nanmean(gc)))} | "

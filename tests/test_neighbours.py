@@ -207,3 +207,17 @@ def test_a_low_recall_approximate_search_warns(caplog):
         nb = knn(x, 10, threshold=1000, ef_search=1)
     assert not nb.exact and nb.recall < 0.9
     assert "recall@10" in caplog.text and "exact=True" in caplog.text
+
+
+def test_gpu_smoke_test_reports_a_child_that_aborts():
+    """A FAISS build without kernels for the GPU aborts the process (SIGABRT) on its first GPU search: the
+    check runs it in a child, so the parent survives and learns why."""
+    from embedselect.metrics.neighbours import gpu_smoke_test
+
+    ok, reason = gpu_smoke_test("import os, sys\nsys.stderr.write('no kernel image is available\\n')\nos.abort()\n")
+    assert not ok
+    assert "SIGABRT" in reason and "no kernel image" in reason
+    ok, reason = gpu_smoke_test("raise SystemExit(3)")
+    assert (ok, reason) == (False, "exit status 3")
+    assert gpu_smoke_test("pass") == (True, "")
+

@@ -57,9 +57,79 @@ def _faiss():
 
 
 def faiss_has_gpu() -> bool:
-    """Whether the installed FAISS was built with GPU support and sees at least one GPU."""
+    """Whether the installed FAISS was built with GPU support, sees a GPU, and its GPU kernels run there.
+
+    The last point is checked once per process by a tiny GPU search in a child process (:func:`gpu_smoke_test`):
+    a FAISS build without kernels for this GPU's architecture aborts the whole process on its first GPU search
+    (measured: faiss-gpu-cu12 1.14.1 on an H100, "CUDA error 209 no kernel image is available"), which no
+    exception handler can catch. When the check fails, a warning says why and callers search on the CPU.
+    """
     faiss = _faiss()
-    return hasattr(faiss, "StandardGpuResources") and int(getattr(faiss, "get_num_gpus", lambda: 0)()) > 0
+    if not (hasattr(faiss, "StandardGpuResources") and int(getattr(faiss, "get_num_gpus", lambda: 0)()) > 0):
+        return False
+    return _gpu_kernels_run()
+
+
+_GPU_SMOKE = (
+    "import numpy as np, faiss\n"
+    "x = np.random.default_rng(0).standard_normal((64, 8)).astype('float32')\n"
+    "index = faiss.index_cpu_to_gpu(faiss.StandardGpuResources(), 0, faiss.IndexFlatIP(8))\n"
+    "index.add(x)\n"
+    "_, ids = index.search(x[:4], 2)\n"
+    "assert (ids[:, 0] == np.arange(4)).all(), ids\n"
+)
+
+
+def gpu_smoke_test(code: str = _GPU_SMOKE, *, timeout_s: float = 120.0) -> tuple[bool, str]:
+    """Run ``code`` (default: a 64-row FAISS GPU search) in a child Python process.
+
+    Returns:
+        ``(ok, reason)``: ``ok`` when the child exits 0; otherwise ``reason`` is its exit status (a signal such
+        as SIGABRT is named) and the last line it wrote to stderr.
+    """
+    import signal
+    import subprocess
+    import sys
+
+    try:
+        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        return False, f"the FAISS GPU check did not finish in {timeout_s:.0f} s"
+    if proc.returncode == 0:
+        return True, ""
+    if proc.returncode < 0:
+        try:
+            status = f"killed by {signal.Signals(-proc.returncode).name}"
+        except ValueError:
+            status = f"killed by signal {-proc.returncode}"
+    else:
+        status = f"exit status {proc.returncode}"
+    last = next((ln.strip() for ln in reversed(proc.stderr.splitlines()) if ln.strip()), "")
+    return False, f"{status}" + (f": {last[:300]}" if last else "")
+
+
+_GPU_CHECK: list[bool] = []  # the one answer of _gpu_kernels_run for this process
+
+
+def _gpu_kernels_run() -> bool:
+    if not _GPU_CHECK:
+        ok, reason = gpu_smoke_test()
+        if not ok:
+            log.warning("FAISS has GPU support but its GPU kernels fail on this machine (%s); nearest-neighbour "
+                        "search runs on the CPU. Install a FAISS build for this GPU's architecture.", reason)
+        _GPU_CHECK.append(ok)
+    return _GPU_CHECK[0]
+
+
+_GPU_RESOURCES: dict[int, Any] = {}
+
+
+def _gpu_resources(dev_id: int):
+    """One ``StandardGpuResources`` per GPU for the whole process (FAISS's advice: it holds the cuBLAS handle,
+    streams and scratch memory; a GPU index must not outlive the resources it was built with)."""
+    if dev_id not in _GPU_RESOURCES:
+        _GPU_RESOURCES[dev_id] = _faiss().StandardGpuResources()
+    return _GPU_RESOURCES[dev_id]
 
 
 def _check_metric(metric: str) -> str:
@@ -134,9 +204,7 @@ def build_index(
         index.hnsw.efSearch = int(ef_search)
     if gpu:
         dev_id = int(str(device).split(":", 1)[1]) if ":" in str(device) else 0
-        res = faiss.StandardGpuResources()
-        index = faiss.index_cpu_to_gpu(res, dev_id, index)
-        index.referenced_resources = res  # keep the resources alive as long as the index
+        index = faiss.index_cpu_to_gpu(_gpu_resources(dev_id), dev_id, index)
     index.add(xs)
     return index
 

@@ -29,7 +29,7 @@ import torch
 
 from embedselect.errors import ConfigError, MetricError, TooFewItemsError
 from embedselect.metrics.base import MIN_ITEMS, MetricContext, MetricResult
-from embedselect.metrics.kernels import kernel_factor, label_factor, sum_kernel_factor, torch_device
+from embedselect.metrics.kernels import kernel_factor, kernel_factor_on, label_factor, sum_kernel_factor, torch_device
 
 #: Scale-free temperature: T = tau / n. The Task Priors paper used T = 1e-5 at n = 8192, i.e.
 #: tau = 0.08192 (see docs/task_prior.md for the calibration behind keeping it).
@@ -246,11 +246,15 @@ def task_prior_moments(
     dev = torch_device(device)
     tile_ = _check_tile(tile, dev)
     # one factor at a time, so that float64 host copies do not pile up next to the device copies
-    zs = [_to_torch(kernel_factor(x, what=f"model_embeddings[{keys[i] if keys else i}]"), dev, dtype)
+    # the factors are computed on the device (on CUDA the host would otherwise spend longer on them than the GPU
+    # on the whole stream), one at a time so that float64 copies do not pile up next to the working ones
+    tdt = getattr(torch, dtype)
+    zs = [kernel_factor_on(x, dev, what=f"model_embeddings[{keys[i] if keys else i}]").to(tdt)
           for i, x in enumerate(mats)]
-    pz = sum_kernel_factor([kernel_factor(x, what=f"prior_embeddings[{i}]") for i, x in enumerate(priors)])
-    prior = _Prior("ext", z=_to_torch(pz, dev, dtype))
-    del pz
+    # the product of the priors is the kernel sum: its factor is the column-wise concatenation (sum_kernel_factor)
+    pz = torch.cat([kernel_factor_on(x, dev, what=f"prior_embeddings[{i}]").to(tdt) for i, x in enumerate(priors)],
+                   dim=1)
+    prior = _Prior("ext", z=pz)
     res = _stream_moments(zs, prior, t, tile=tile_)
     out = [TaskPriorMoments(mean=e, var=v, p_fro=math.sqrt(max(pp, 0.0)), temperature=t, n=n) for e, v, pp in res]
     if keys is not None:
