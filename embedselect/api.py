@@ -356,7 +356,9 @@ def select(
         batch_size: embedding batch size (None = backend default).
         policy: safe-loading policy (default: safetensors only, no remote code, no gated repos).
         metric_options: per-metric options, e.g. ``{"task_prior": {"tau": 0.1}}``.
-        weights: metric weights for the combined rank; metrics not named keep weight 1 (default: equal).
+        weights: metric weights for the combined rank; metrics not named keep their default weight
+            (:attr:`embedselect.metrics.base.MetricSpec.weight`; the weights used are in
+            ``settings["combined_weights"]``).
         bootstrap: number of bootstrap resamples of the reference items for score intervals (0 = off).
         token: hub token (never logged or stored); default from ``HF_TOKEN``.
         progress: show progress bars (only on a terminal).
@@ -476,8 +478,8 @@ def _select(ref, cands, store, bar, *, metrics, max_items, seed, on_error, dev, 
 
     from embedselect.aggregate import combine_ranks
 
-    # metrics not named in ``weights`` keep weight 1; weights of metrics that failed are dropped
-    full_weights = {m: float((weights or {}).get(m, 1.0)) for m in per_metric}
+    # metrics not named in ``weights`` keep their spec's default weight; weights of metrics that failed are dropped
+    full_weights = {m: float((weights or {}).get(m, get_spec(m).weight)) for m in per_metric}
     combined = combine_ranks(per_metric, weights=full_weights)
     combine_method = "mean-rank"
     for name, score in combined.items():
@@ -522,6 +524,7 @@ def _select(ref, cands, store, bar, *, metrics, max_items, seed, on_error, dev, 
             "batch_size": batch_size,
             "metric_options": metric_options,
             "weights": dict(weights) if weights else None,
+            "combined_weights": full_weights,
             "bootstrap": bootstrap,
             "policy": {
                 "allow_pickle": (policy or LoadPolicy()).allow_pickle,
