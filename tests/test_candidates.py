@@ -179,6 +179,19 @@ def test_catalog_file_path_and_schema_errors(tmp_path):
             parse_candidates(f"catalog:{bad}")
 
 
+def test_a_catalog_entry_is_one_model_and_its_revision_is_checked_when_read(tmp_path):
+    """A catalog entry naming a catalog (itself, here) is refused with the entry named, instead of recursing until
+    RecursionError; a catalog's revision passes the same revision rule as a spec's ``@revision``."""
+    loop = tmp_path / "loop.yaml"
+    loop.write_text(f"modality: text\nmodels:\n  - id: catalog:{loop}\n")
+    with pytest.raises(CandidateSpecError, match=r"entry 0: cannot understand candidate 'catalog:"):
+        parse_candidates(f"catalog:{loop}")
+    bad_rev = tmp_path / "rev.yaml"
+    bad_rev.write_text("modality: text\nmodels:\n  - {id: org/m, revision: ../../../etc}\n")
+    with pytest.raises(CandidateSpecError, match=r"entry 0: bad revision '\.\./\.\./\.\./etc'"):
+        parse_candidates(f"catalog:{bad_rev}")
+
+
 # --- resolution -------------------------------------------------------------------------------------
 def test_baseline_resolution():
     from embedselect import __version__
