@@ -259,6 +259,33 @@ def test_backend_and_modality_inference(tmp_path):
         infer_backend(junk)
 
 
+def test_one_json_reader_for_model_folders(tmp_path):
+    """embedselect.layout.read_json: None for a missing file, the document otherwise, and ModelFileError naming the
+    file for bad JSON, bad UTF-8 or a folder; candidate resolution and the backends' policy check read through it."""
+    from embedselect.backends.loader import check_local_files
+    from embedselect.errors import ModelFileError
+    from embedselect.layout import read_json
+
+    assert read_json(tmp_path / "missing.json") is None
+    (tmp_path / "ok.json").write_text('{"a": [1, 2]}')
+    assert read_json(tmp_path / "ok.json") == {"a": [1, 2]}
+    (tmp_path / "bad.json").write_text("{oops")
+    (tmp_path / "latin1.json").write_bytes(b'{"a": "\xe9"}')
+    (tmp_path / "dir.json").mkdir()
+    for name, why in [("bad.json", "not valid JSON"), ("latin1.json", "not UTF-8"), ("dir.json", "cannot be read")]:
+        with pytest.raises(ModelFileError, match=why) as info:
+            read_json(tmp_path / name)
+        assert str(tmp_path / name) in str(info.value)
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "model.safetensors").write_bytes(b"x")
+    (model / "config.json").write_text("{oops")
+    with pytest.raises(ModelFileError, match="config.json is not valid JSON"):
+        infer_backend(model)
+    with pytest.raises(ModelFileError, match="config.json is not valid JSON"):  # was read as "no custom code"
+        check_local_files(model, "transformers", LoadPolicy(), "m")
+
+
 def test_local_resolution_uses_explicit_backend(tmp_path):
     d = tmp_path / "m"
     d.mkdir()

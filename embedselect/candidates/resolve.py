@@ -5,15 +5,14 @@ tell a model folder's backend and modality from its files."""
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import threading
 from pathlib import Path
-from typing import Any
 
 from embedselect.candidates.model import Candidate, ResolvedCandidate
 from embedselect.errors import CandidateError, CandidateSpecError, HubError
 from embedselect.kinds import BACKENDS, BASELINE_VERSION, BASELINES
+from embedselect.layout import read_json
 from embedselect.policy import LoadPolicy
 
 _HASH_CACHE: dict[tuple[str, int, int], str] = {}
@@ -64,15 +63,6 @@ def local_dir_revision(directory: Path) -> str:
     return total.hexdigest()
 
 
-def _read_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return None
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise CandidateError(f"{path} is not valid JSON ({exc}); the model folder is damaged") from exc
-
-
 _IMAGE_MODEL_TYPES = {
     "vit", "dinov2", "deit", "beit", "convnext", "convnextv2", "swin", "swinv2", "resnet", "regnet",
     "efficientnet", "mobilevit", "levit", "dit", "data2vec-vision", "clip_vision_model", "siglip_vision_model",
@@ -94,7 +84,7 @@ def infer_backend(local_dir: Path) -> str:
     d = Path(local_dir)
     if (d / "modules.json").is_file():
         return "sentence-transformers"
-    cfg = _read_json(d / "config.json")
+    cfg = read_json(d / "config.json")
     if isinstance(cfg, dict):
         if "architecture" in cfg and ("pretrained_cfg" in cfg or "num_features" in cfg):
             return "timm"
@@ -117,11 +107,11 @@ def infer_modality(local_dir: Path, backend: str, requested: str | None = None) 
     if backend == "timm":
         found: tuple[str, ...] = ("image",)
     elif backend == "sentence-transformers":
-        modules = _read_json(d / "modules.json") or []
+        modules = read_json(d / "modules.json") or []
         types = " ".join(str(m.get("type", "")) for m in modules if isinstance(m, dict))
         found = ("text", "image") if "CLIPModel" in types else ("text",)
     else:
-        cfg = _read_json(d / "config.json") or {}
+        cfg = read_json(d / "config.json") or {}
         has_tok = any((d / f).is_file() for f in _TOKENIZER_FILES)
         has_proc = (d / "preprocessor_config.json").is_file() or (d / "processor_config.json").is_file()
         dual = isinstance(cfg, dict) and "vision_config" in cfg and "text_config" in cfg

@@ -12,8 +12,9 @@ from typing import Sequence
 
 from embedselect.errors import CandidateError, ConfigError, HubError, UnsafeModelError
 from embedselect.hub.files import check_policy, infer_backend, select_files
-from embedselect.hub.http import SHA_RE, RetryPolicy, map_error, offline, read_json, silent_tqdm, with_retries
+from embedselect.hub.http import SHA_RE, RetryPolicy, map_error, offline, silent_tqdm, with_retries
 from embedselect.kinds import BACKENDS
+from embedselect.layout import read_json
 from embedselect.policy import LoadPolicy, remote_code_reason
 
 log = logging.getLogger("embedselect.hub")
