@@ -279,7 +279,7 @@ def _fetch_offline(repo_id: str, revision: str | None, backend: str | None, poli
         raise not_cached
     try:  # the commit's snapshot folder, if cached; which files the backend needs follows from what is in it
         snap = Path(snapshot_download(repo_id, revision=sha, local_files_only=True, allow_patterns=[]))
-    except Exception as exc:  # noqa: BLE001 - LocalEntryNotFoundError and kin: not (usably) cached
+    except Exception as exc:  # LocalEntryNotFoundError and kin: not (usably) cached
         raise not_cached from exc
     present = sorted(str(p.relative_to(snap)).replace(os.sep, "/") for p in snap.rglob("*") if p.is_file())
     chosen = backend or infer_backend(None, (), present)
