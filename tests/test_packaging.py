@@ -84,7 +84,9 @@ def test_every_error_class_is_exported_from_the_package():
 
 def test_lazy_exports_are_visible_to_type_checkers():
     """The ``if TYPE_CHECKING:`` imports of embedselect/__init__.py name exactly what ``__getattr__`` serves lazily,
-    each from the module ``_LAZY`` says, and every name resolves at run time."""
+    each from the module ``_LAZY`` says, are listed in ``__all__``, and every name resolves at run time."""
+    import importlib
+
     import embedselect
 
     tree = ast.parse((REPO / "embedselect" / "__init__.py").read_text(encoding="utf-8"))
@@ -95,5 +97,6 @@ def test_lazy_exports_are_visible_to_type_checkers():
                 assert isinstance(imp, ast.ImportFrom) and imp.module, "only 'from X import Y' under TYPE_CHECKING"
                 typed.update({a.asname or a.name: imp.module for a in imp.names})
     assert typed == embedselect._LAZY
+    assert set(typed) <= set(embedselect.__all__) and len(set(embedselect.__all__)) == len(embedselect.__all__)
     for name in typed:
-        assert getattr(embedselect, name) is not None and name in embedselect.__all__
+        assert getattr(embedselect, name) is getattr(importlib.import_module(typed[name]), name)
