@@ -98,5 +98,5 @@ def test_lazy_exports_are_visible_to_type_checkers():
                 typed.update({a.asname or a.name: imp.module for a in imp.names})
     assert typed == embedselect._LAZY
     assert set(typed) <= set(embedselect.__all__) and len(set(embedselect.__all__)) == len(embedselect.__all__)
-    for name in typed:
-        assert getattr(embedselect, name) is getattr(importlib.import_module(typed[name]), name)
+    for name, module in typed.items():
+        assert getattr(embedselect, name) is getattr(importlib.import_module(module), name)
