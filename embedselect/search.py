@@ -193,7 +193,7 @@ def build_index(
     import faiss
 
     from embedselect import __version__
-    from embedselect.api import load_reference_data, embed
+    from embedselect.api import embed_reference, load_reference_data
     from embedselect.metrics.neighbours import build_index as faiss_index
     from embedselect.metrics.neighbours import is_exact
     from embedselect.store import Store
@@ -213,8 +213,8 @@ def build_index(
     else:
         cand = _one_candidate(model, ref.modality)
     seed = 0 if seed is None else int(seed)
-    [outcome] = embed(ref, [cand], seed=seed, cache_dir=None, device=device, batch_size=batch_size, policy=policy,
-                      token=token, progress=progress, keep_vectors=True, _data=ref, _store=store)
+    [outcome] = embed_reference(ref, [cand], store=store, seed=seed, device=device, batch_size=batch_size,
+                                policy=policy, token=token, progress=progress, keep_vectors=True)
     res = outcome.result
     if not res.ok or outcome.vectors is None:
         raise CandidateError(f"{cand.name} could not be embedded: {res.error_type}: {res.error}")
@@ -369,9 +369,9 @@ class SearchIndex:
             )
 
     def _load_embedder(self, *, device: str | None, policy: LoadPolicy | None, token: str | None):
-        from embedselect.candidates import parse_candidates, resolve_candidate
         from embedselect.backends.device import library_progress
         from embedselect.backends.loader import load_embedder
+        from embedselect.candidates import parse_candidates, resolve_candidate
 
         m = self.manifest
         policy = policy or LoadPolicy()
@@ -583,9 +583,15 @@ def neighbours_view(
 
     Memory: every candidate's (n, d) matrix is held at once (as in :func:`embedselect.select`).
     """
-    from embedselect.api import load_reference_data, embed
+    from embedselect.api import embed_reference, load_reference_data
     from embedselect.metrics.neighbours import build_index as faiss_index
-    from embedselect.metrics.neighbours import knn, mutual_knn_agreement, near_duplicates, prepare, search_index
+    from embedselect.metrics.neighbours import (
+        knn,
+        mutual_knn_agreement,
+        near_duplicates,
+        prepare,
+        search_index,
+    )
     from embedselect.store import Store
 
     store = Store.open(cache_dir)
@@ -601,8 +607,8 @@ def neighbours_view(
     if bad:
         raise ConfigError(f"rows {bad} are outside the data's {n} items")
     k = max(1, min(int(k), n - 1))
-    outcomes = embed(ref, candidates, seed=seed, device=device, batch_size=batch_size, policy=policy, token=token,
-                     progress=progress, keep_vectors=True, _data=ref, _store=store)
+    outcomes = embed_reference(ref, candidates, store=store, seed=seed, device=device, batch_size=batch_size,
+                               policy=policy, token=token, progress=progress, keep_vectors=True)
     ok = {o.result.name: o.vectors for o in outcomes if o.result.ok}
     failed = {o.result.name: f"{o.result.error_type}: {o.result.error}" for o in outcomes if not o.result.ok}
     if not ok:

@@ -144,6 +144,22 @@ def test_embed_only_fills_the_cache(tmp_path, cache_dir, request):
     assert all(o.result.cached for o in again)
 
 
+def test_public_signatures_show_no_private_parameters_and_loaded_data_goes_through_embed_reference(cache_dir):
+    """select()/embed() take no ``_data``/``_store``; a caller with a loaded ReferenceData and an open Store uses
+    the internal embed_reference(), which reads and writes that store and records the data set once."""
+    import inspect
+
+    for fn in (api.select, api.embed, embedselect.select, embedselect.embed):
+        private = [p for p in inspect.signature(fn).parameters if p.startswith("_")]
+        assert not private, f"{fn.__name__} shows private parameters {private}"
+    ref = api.load_reference_data(SAMPLE, column="text", labels=None, max_items=None, seed=0, on_error="fail")
+    store = embedselect.Store.open(cache_dir / "other")
+    outcomes = api.embed_reference(ref, ["tfidf-svd"], store=store, keep_vectors=True)
+    assert outcomes[0].result.ok and outcomes[0].vectors.shape == (len(ref), outcomes[0].result.dim)
+    assert store.load_vectors(outcomes[0].result.run_key) is not None
+    assert len(embedselect.Store.open(cache_dir).list_runs()) == 0  # nothing went to the default store
+
+
 def test_batch_size_and_workers_reuse_the_cached_run(tmp_path, cache_dir, request):
     """?batch_size= / ?num_workers= change speed, not vectors: another value is served from the cache."""
     st_dir = make_tiny_sentence_transformer(tmp_path / "tiny-st")

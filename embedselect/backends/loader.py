@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -11,6 +10,7 @@ from typing import Any, Mapping, Sequence
 from embedselect.backends.base import Embedder
 from embedselect.backends.device import resolve_device
 from embedselect.errors import ConfigError, EmbedselectError, ModelLoadError, UnsafeModelError
+from embedselect.layout import read_json
 from embedselect.policy import NOT_WEIGHTS, PICKLE_SUFFIXES, LoadPolicy, remote_code_reason
 
 log = logging.getLogger(__name__)
@@ -75,16 +75,13 @@ def check_local_files(local_dir: Path, backend: str, policy: LoadPolicy, model_i
 
 def _remote_code_reason(d: Path) -> str | None:
     """:func:`~embedselect.policy.remote_code_reason` for a local folder: its (and its module folders')
-    ``config.json`` and its ``modules.json``."""
-    def read(path: Path):
-        try:
-            return json.loads(path.read_text(encoding="utf-8"))
-        except (FileNotFoundError, ValueError, UnicodeDecodeError):
-            return None
+    ``config.json`` and its ``modules.json``.
 
-    modules = read(d / "modules.json")
+    Raises:
+        ModelFileError: one of these files is damaged (not JSON), so what it asks for cannot be checked."""
+    modules = read_json(d / "modules.json")
     for cfg_path in [d / "config.json", *sorted(d.glob("*/config.json"))]:
-        why = remote_code_reason(config=read(cfg_path), modules=modules if cfg_path == d / "config.json" else None)
+        why = remote_code_reason(config=read_json(cfg_path), modules=modules if cfg_path == d / "config.json" else None)
         if why:
             return why if cfg_path == d / "config.json" else f"{cfg_path.parent.name}/: {why}"
     return remote_code_reason(modules=modules)
