@@ -93,10 +93,11 @@ def _metric_key(metric: str, run_keys: Mapping[str, str], options: Mapping[str, 
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def load_reference_data(data: Any, *, column, labels, max_items, seed, on_error):
+def load_reference_data(data: Any, *, column, labels, max_items, seed, on_error, drop_duplicates=None):
     """``data`` as a :class:`~embedselect.data.ReferenceData` (a ReferenceData is returned as it is; a path or a
     list of items is loaded with the given column, labels, sub-sampling and error rule), the one way ``select()``,
-    ``embed()`` and the search index read reference data."""
+    ``embed()`` and the search index read reference data. ``drop_duplicates`` (``"exact"``, ``"near"`` or None)
+    then removes duplicates (:meth:`~embedselect.data.ReferenceData.drop_duplicates`, after sub-sampling)."""
     from embedselect.data import ReferenceData
 
     if isinstance(data, ReferenceData):
@@ -104,7 +105,7 @@ def load_reference_data(data: Any, *, column, labels, max_items, seed, on_error)
             raise ConfigError("max_items cannot sub-sample an existing ReferenceData; load it with max_items=")
         if labels is not None and not isinstance(labels, str):
             raise ConfigError("pass labels when building the ReferenceData, not to select()")
-        return data
+        return data if drop_duplicates is None else data.drop_duplicates(drop_duplicates, seed=seed)
     kw: dict[str, Any] = {"max_items": max_items, "seed": seed, "on_error": on_error}
     is_file = isinstance(data, (str, Path)) and Path(data).is_file()
     if column is not None:
@@ -115,7 +116,8 @@ def load_reference_data(data: Any, *, column, labels, max_items, seed, on_error)
         if is_file:
             raise ConfigError("for a data file, give labels as the name of its label column (labels='label')")
         kw["labels"] = labels
-    return ReferenceData.load(data, **kw)
+    ref = ReferenceData.load(data, **kw)
+    return ref if drop_duplicates is None else ref.drop_duplicates(drop_duplicates, seed=seed)
 
 
 STAGES_PER_CANDIDATE = 3
@@ -442,6 +444,7 @@ def select(
     token: str | None = None,
     progress: bool = False,
     save: bool = True,
+    drop_duplicates: str | None = None,
 ) -> Ranking:
     """Rank candidate embedders on ``data`` without labels.
 
@@ -472,6 +475,10 @@ def select(
         token: hub token (never logged or stored); default from ``HF_TOKEN``.
         progress: show progress bars (only on a terminal).
         save: store the ranking in the cache database.
+        drop_duplicates: ``"exact"`` or ``"near"``: rank on the reference data without its duplicates (see
+            :meth:`~embedselect.data.ReferenceData.drop_duplicates`; near duplicates are found on cheap text /
+            pixel features, the same for every candidate); how many were dropped is in
+            ``ranking.dataset["report"]["n_dropped_duplicates"]``. None (default): keep every item.
 
     Returns:
         a :class:`~embedselect.ranking.Ranking`, best candidate first.
@@ -485,7 +492,8 @@ def select(
     from embedselect.store import Store
 
     metrics = _checked_metrics(metrics, weights)
-    ref = load_reference_data(data, column=column, labels=labels, max_items=max_items, seed=seed, on_error=on_error)
+    ref = load_reference_data(data, column=column, labels=labels, max_items=max_items, seed=seed, on_error=on_error,
+                              drop_duplicates=drop_duplicates)
     for m in metrics:
         ref.require(get_spec(m).min_items, purpose=f"the {m} metric")
     ctx = _run_context(ref, candidates, store=Store.open(cache_dir), seed=seed, device=device, batch_size=batch_size,

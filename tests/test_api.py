@@ -262,3 +262,26 @@ def test_a_combined_tie_is_shown_and_best_first_row_and_top_pick_agree(tmp_path,
     d = json.loads(r.to_json())
     assert d["decided"] is False and d["leaders"] == r.leaders and d["undecided_reasons"]
     assert Ranking.from_json(r.to_json()).leaders == r.leaders
+
+
+def test_select_drops_duplicates_and_embeds_only_the_kept_rows(tmp_path, cache_dir):
+    base = pd.read_csv(SAMPLE)["text"].tolist()[:60]
+    texts = base + base[:10] + [t.upper() + "!" for t in base[10:15]]  # 10 exact and 5 near copies
+    full = embedselect.select(texts, ["tfidf-svd", "random-projection"], metrics=["task_prior"], seed=0)
+    assert full.dataset["n"] == 75 and full.dataset["report"]["n_dropped_duplicates"] == 0
+    exact = embedselect.select(texts, ["tfidf-svd", "random-projection"], metrics=["task_prior"], seed=0,
+                               drop_duplicates="exact")
+    near = embedselect.select(texts, ["tfidf-svd", "random-projection"], metrics=["task_prior"], seed=0,
+                              drop_duplicates="near")
+    for r, n_kept, rule in ((exact, 65, "exact"), (near, 60, "near")):
+        rep = r.dataset["report"]
+        assert r.dataset["n"] == n_kept and rep["n_dropped_duplicates"] == 75 - n_kept
+        assert rep["duplicates_dropped"] == rule
+        assert json.loads(r.to_json())["dataset"]["report"]["n_dropped_duplicates"] == 75 - n_kept
+        # vectors of the rows actually embedded: a new fingerprint, new runs, not the full data's cache
+        assert r.dataset["fingerprint"] != full.dataset["fingerprint"]
+        assert all(c.n == n_kept and not c.cached for c in r)
+        assert {c.run_key for c in r}.isdisjoint({c.run_key for c in full})
+    assert near.dataset["fingerprint"] == embedselect.ReferenceData.from_texts(base).fingerprint
+    with pytest.raises(embedselect.ConfigError, match="drop_duplicates"):
+        embedselect.select(texts, ["tfidf-svd"], metrics=["task_prior"], drop_duplicates="all")

@@ -95,6 +95,7 @@ def load_embedder(
     options: Mapping[str, Any] | None = None,
     seed: int = 0,
     fit_items: Sequence[Any] | None = None,
+    fit_state: Mapping[str, Any] | None = None,
 ) -> Embedder:
     """Load the embedder for a resolved candidate.
 
@@ -106,6 +107,8 @@ def load_embedder(
         seed: seed of the baselines (ignored by the deterministic neural backends).
         fit_items: for ``tfidf-svd`` / ``pixel-pca``: fit once on these items (default: fit on each
             :meth:`embed` call's items).
+        fit_state: for ``tfidf-svd`` / ``pixel-pca``: a saved fit (the embedder's ``fit_state()`` arrays), used
+            as it is (no refit).
 
     Returns:
         an object implementing :class:`~embedselect.backends.base.Embedder`; neural models run in float16
@@ -122,7 +125,8 @@ def load_embedder(
     if rc.model_id.startswith("baseline:") or backend in ("tfidf-svd", "random-projection", "pixel-pca"):
         from embedselect.backends.baselines import make_baseline
 
-        return make_baseline(backend, modality=rc.modality, options=opts, seed=seed, fit_items=fit_items)
+        return make_baseline(backend, modality=rc.modality, options=opts, seed=seed, fit_items=fit_items,
+                             fit_state=fit_state)
     if backend not in ("sentence-transformers", "timm", "transformers"):
         raise ConfigError(f"unknown backend {backend!r} for {rc.model_id}: use sentence-transformers, timm or "
                           "transformers")

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -578,6 +578,8 @@ def near_duplicates(
     exact: bool | None = None,
     device: str = "cpu",
     graph: Neighbours | None = None,
+    rescore: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None,
+    margin: float = 0.05,
 ) -> NearDuplicates:
     """Items whose embeddings are near-identical (cosine similarity >= ``threshold``) to another item's.
 
@@ -590,6 +592,11 @@ def near_duplicates(
         threshold: cosine similarity in (0, 1]; 0.95 is strict for sentence embedders, tune per model.
         k: neighbours searched per item (at most n - 1).
         graph: optional cosine self-join :class:`Neighbours` of ``x`` with at least k columns, computed already.
+        rescore: optional ``f(rows, cols) -> similarities`` (int64 (p,) pairs with rows < cols -> float (p,)) that
+            decides instead of ``x``'s cosine: ``x`` then only proposes the pairs whose cosine is at least
+            ``threshold - margin`` (e.g. ``x`` a random projection of sparse features, ``rescore`` their exact
+            cosine), and ``similarities`` are the rescored values.
+        margin: how far below the threshold a proposed pair may lie in ``x`` (only with ``rescore``).
 
     Returns:
         :class:`NearDuplicates`.
@@ -608,18 +615,31 @@ def near_duplicates(
     else:
         nb = knn(xs, kk, metric="cosine", exact=exact, device=device)
     # cosine of float32-normalised rows may exceed 1 by rounding; compare with a float32 tolerance
-    hit = (nb.scores >= np.float32(threshold) - np.float32(1e-6)) & (nb.ids >= 0)
-    rows = np.repeat(np.arange(n), kk)[hit.ravel()]
-    cols = nb.ids.ravel()[hit.ravel()]
-    sims = nb.scores.ravel()[hit.ravel()]
-    a, b = np.minimum(rows, cols), np.maximum(rows, cols)
-    if a.size:
-        uniq, first = np.unique(a * n + b, return_index=True)
-        pairs = np.stack([uniq // n, uniq % n], axis=1).astype(np.int64)
-        sims = sims[first].astype(np.float32)
-    else:
-        pairs = np.empty((0, 2), np.int64)
-        sims = np.empty(0, np.float32)
+    tol = np.float32(1e-6)
+    cut = np.float32(threshold) - (np.float32(margin) if rescore is not None else np.float32(0.0))
+    hit = (nb.scores >= cut - tol) & (nb.ids >= 0)
+    pairs, sims = _unique_pairs(np.repeat(np.arange(n), kk)[hit.ravel()], nb.ids.ravel()[hit.ravel()],
+                                nb.scores.ravel()[hit.ravel()], n)
+    if rescore is not None and pairs.size:
+        sims = np.asarray(rescore(pairs[:, 0], pairs[:, 1]), dtype=np.float32).reshape(-1)
+        ok = sims >= np.float32(threshold) - tol
+        pairs, sims = pairs[ok], sims[ok]
+    keep, groups = _groups(pairs, n)
+    return NearDuplicates(pairs, sims, groups, keep, float(threshold), int(kk))
+
+
+def _unique_pairs(rows: np.ndarray, cols: np.ndarray, sims: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Pairs (i, j), i < j, each once (int64 (p, 2), sorted), with the similarity of their first occurrence."""
+    a, b = np.minimum(rows, cols).astype(np.int64), np.maximum(rows, cols).astype(np.int64)
+    if not a.size:
+        return np.empty((0, 2), np.int64), np.empty(0, np.float32)
+    uniq, first = np.unique(a * n + b, return_index=True)
+    return np.stack([uniq // n, uniq % n], axis=1).astype(np.int64), sims[first].astype(np.float32)
+
+
+def _groups(pairs: np.ndarray, n: int) -> tuple[np.ndarray, list[np.ndarray]]:
+    """Connected components of the pair graph: the keep mask (bool (n,), False for every member of a group but
+    its lowest row) and the groups of >= 2 rows (sorted int64 arrays, ordered by their first row)."""
     keep = np.ones(n, dtype=bool)
     groups: list[np.ndarray] = []
     if pairs.size:
@@ -635,7 +655,7 @@ def near_duplicates(
                 groups.append(members.astype(np.int64))
                 keep[members[1:]] = False
         groups.sort(key=lambda g: int(g[0]))
-    return NearDuplicates(pairs, sims, groups, keep, float(threshold), int(kk))
+    return keep, groups
 
 
 __all__ = [

@@ -391,6 +391,7 @@ _OPTION_DEFAULTS: dict[str, Any] = {
     "agreement": True,
     "headline": "probes",
     "max_items": 4096,
+    "moments_max_items": 16384,
     "test_fraction": 0.3,
     "dtype": "float64",
     "tile": None,
@@ -452,8 +453,12 @@ def compute(ctx: MetricContext) -> MetricResult:
         n_tasks (64), n_classes (2): sampled tasks for the probes.
         probes (True): sample tasks and train probes; False gives the closed-form moments only.
         agreement (True): also compute the agreement score.
-        max_items (4096): items (seeded subsample) used for sampling and probes; the closed-form
-            moments always use all n items.
+        max_items (4096): items (seeded subsample) used for sampling and probes.
+        moments_max_items (16384): items (a seeded subsample, drawn apart from the probes') for the closed-form
+            moments, whose cost is O(n²·d) time (O(n·d) memory): at n = 100 000 on two CPU cores they alone
+            took about 4-6 minutes per candidate (docs/benchmarks.md, sections 2 and 8). ``None``: all items.
+            When it bites, ``details['subsampled']['moments']`` says how many were used, and the temperature
+            follows the subsample (T = tau / n_used).
         test_fraction (0.3): held-out share for the probes.
         dtype ("float64"), tile (None = device default): precision and tile of the streamed moments.
 
@@ -494,10 +499,22 @@ def compute(ctx: MetricContext) -> MetricResult:
     if 0 <= n < need:
         raise TooFewItemsError(f"task_prior needs at least {need} reference items, got {n}; add more data",
                                needed=need, got=n)
-    zs = [kernel_factor(ctx.embeddings[k], what=f"embeddings[{k!r}]") for k in keys]
-    for k, z in zip(keys, zs):
-        if z.shape[0] != n:
-            raise MetricError(f"embeddings[{k!r}] has {z.shape[0]} rows, expected {n} (same items, same order)")
+    for k in keys:
+        rows_k = int(np.asarray(ctx.embeddings[k]).shape[0]) if np.ndim(ctx.embeddings[k]) == 2 else -1
+        if rows_k != n:
+            raise MetricError(f"embeddings[{k!r}] has {rows_k} rows, expected {n} (same items, same order)")
+    n_all = n
+    cap = opt["moments_max_items"]
+    moment_rows = None
+    if cap is not None and n > _positive_int(cap, "moments_max_items", need):
+        rng_m = np.random.default_rng([ctx.seed, 5])
+        moment_rows = np.sort(rng_m.choice(n, size=int(cap), replace=False))
+        n = int(cap)
+
+    def moment_input(a):
+        return np.asarray(a) if moment_rows is None else np.asarray(a)[moment_rows]
+
+    zs = [kernel_factor(moment_input(ctx.embeddings[k]), what=f"embeddings[{k!r}]") for k in keys]
     m = len(keys)
     warnings: list[str] = []
 
@@ -507,9 +524,9 @@ def compute(ctx: MetricContext) -> MetricResult:
     if prior_opt == "labels":
         if ctx.labels is None:
             raise ConfigError("prior='labels' needs labels; pass labels to select() or choose prior='consensus'")
-        if len(ctx.labels) != n:
-            raise ConfigError(f"labels has length {len(ctx.labels)}, expected {n} (one per reference item)")
-        labels_z = label_factor(ctx.labels)
+        if len(ctx.labels) != n_all:
+            raise ConfigError(f"labels has length {len(ctx.labels)}, expected {n_all} (one per reference item)")
+        labels_z = label_factor(moment_input(ctx.labels))
         kind = "labels"
     elif prior_opt in ("consensus", "loo", "balanced"):
         kind = prior_opt
@@ -564,13 +581,16 @@ def compute(ctx: MetricContext) -> MetricResult:
         "prior": prior_name,
         "temperature": temperature,
         "tau": temperature * n,
-        "n_items": n,
+        "n_items": n_all,
+        "n_moment_items": n,
         "dtype": dtype,
         "device": str(dev),
         "headline": "task_prior_alignment",
     }
     if kind == "balanced":
         details["prior_weights"] = details_weights
+    if moment_rows is not None:
+        details["subsampled"] = {"moments": n}
 
     # --- probes on sampled tasks ----------------------------------------------------------------
     if opt["probes"]:
@@ -580,7 +600,7 @@ def compute(ctx: MetricContext) -> MetricResult:
         q = _positive_int(opt["n_classes"], "n_classes", 2)
         max_items = _positive_int(opt["max_items"], "max_items", need)
         rng = np.random.default_rng([ctx.seed, 3])
-        sub = np.sort(rng.choice(n, size=max_items, replace=False)) if n > max_items else np.arange(n)
+        sub = np.sort(rng.choice(n_all, size=max_items, replace=False)) if n_all > max_items else np.arange(n_all)
         ns = len(sub)
         t_sub = resolve_temperature(ns, temperature=opt["temperature"], tau=opt["tau"])
         zsub = [kernel_factor(np.asarray(ctx.embeddings[k])[sub], what=f"embeddings[{k!r}]") for k in keys]
@@ -605,6 +625,8 @@ def compute(ctx: MetricContext) -> MetricResult:
             task_acc[k] = [round(float(a), 4) for a in rep.accuracy]
         for col in next(iter(summaries.values())):
             columns[col] = {k: summaries[k][col] for k in keys}
+        if ns < n_all:
+            details.setdefault("subsampled", {})["probes"] = ns
         details.update(n_probe_items=ns, n_tasks=n_tasks, n_classes=q, probe_temperature=t_sub,
                        test_fraction=float(opt["test_fraction"]), task_accuracy=task_acc)
     if opt["headline"] == "probes":
