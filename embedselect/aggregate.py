@@ -1,6 +1,6 @@
 """Combine several label-free metrics into one rank, keeping each metric's own rank visible.
 
-Method ``"mean-rank"`` (the default, a weighted Borda count):
+Method ``"mean-rank"`` (a weighted Borda count):
 
 1. For each metric, rank the candidates it scored (1 = best = highest score; tied scores share the
    average rank). Candidates a metric did not score, or scored NaN, are left out of that metric.
@@ -9,9 +9,10 @@ Method ``"mean-rank"`` (the default, a weighted Borda count):
 3. Combined score = ``1 - Σ_k w_k u_k / Σ_k w_k`` over the metrics that scored the candidate:
    1.0 means first on every metric, 0.0 last on every metric. Higher is better.
 
-Method ``"mean-z"``: the weighted mean of per-metric z-scores (score minus the metric's mean, over
-its standard deviation across candidates). It uses the size of the gaps, not only the order, so one
-metric with an outlier can dominate; ranks are more robust and are the default.
+Method ``"mean-z"`` (:data:`DEFAULT_METHOD`, what ``select()`` uses): the weighted mean of per-metric z-scores
+(score minus the metric's mean, over its standard deviation across candidates; unbounded, 0 = average). It uses the
+size of the gaps, not only the order; one metric with an outlier can dominate, which the benchmark's leave-one-
+dataset-out choice weighed against ranks (docs/benchmarks.md §4c).
 
 Ties follow the package's one rule (:func:`embedselect.ranking.tie_groups`): equal combined scores share
 a rank (competition ranks 1, 1, 3) and are listed by name; no metric breaks a tie, because a tie decided by
@@ -32,9 +33,15 @@ import pandas as pd
 from embedselect.errors import ConfigError, DataError
 from embedselect.ranking import order_by_score, rank_scores, tie_groups
 
-__all__ = ["METHODS", "MIN_POOL", "Decision", "metric_ranks", "combine_ranks", "rank_table", "decide"]
+__all__ = ["METHODS", "DEFAULT_METHOD", "MIN_POOL", "Decision", "metric_ranks", "combine_ranks", "rank_table", "decide",
+           "copies_below_parents"]
 
 METHODS = ("mean-rank", "mean-z")
+DEFAULT_METHOD = "mean-z"
+"""The combination ``select()`` uses: chosen by leave-one-dataset-out on the validity benchmark (docs/benchmarks.md
+§4c). With real models and baselines in one pool, z-scores keep the size of the gaps: the consensus signals put the
+real models close together far above the baselines, and an intrinsic signal (rankme) then decides among them, where
+ranks would let the consensus signals' small differences decide."""
 
 MIN_POOL = 4
 """With fewer scored candidates than this, the ranking is reported as undecided: the label-free scores
@@ -186,6 +193,42 @@ def _overlap(a: Sequence[float], b: Sequence[float]) -> bool:
     if not all(math.isfinite(v) for v in (lo1, hi1, lo2, hi2)):
         return True  # an undefined interval separates nothing
     return max(lo1, lo2) <= min(hi1, hi2)
+
+
+def copies_below_parents(
+    combined: Mapping[str, float], pairs: Sequence[tuple[str, str]]
+) -> tuple[dict[str, float], list[tuple[str, str]]]:
+    """Combined scores with every derived copy strictly below each of its parents.
+
+    A copy that is a coordinate-wise function of its parent's vectors (:mod:`embedselect.metrics.copies`: a
+    quantisation or a truncation) cannot carry more information about any labelling than the parent (data
+    processing inequality): the parent is at least as good as its copy. So when a copy scores at or above its
+    parent, the parent takes the copy's score (the evidence for the copy is evidence for the parent) and the copy
+    gets the largest float below it. Chains such as first-64 < first-128 < full resolve in order; candidates that
+    are neither copy nor parent keep their scores.
+
+    Args:
+        combined: candidate -> combined score (higher is better).
+        pairs: (copy, parent) names; pairs naming a candidate without a finite score are ignored.
+
+    Returns:
+        (the adjusted scores, the (copy, parent) pairs that were moved, in the order they were moved).
+    """
+    out = {k: float(v) for k, v in combined.items()}
+    live = [(c, p) for c, p in pairs if c in out and p in out and math.isfinite(out[c]) and math.isfinite(out[p])]
+    moved: list[tuple[str, str]] = []
+    for _ in range(len(live) + 1):  # a chain of k copies settles in at most k passes
+        changed = False
+        for c, p in live:
+            if out[c] >= out[p]:
+                out[p] = out[c]
+                out[c] = math.nextafter(out[p], -math.inf)
+                if (c, p) not in moved:
+                    moved.append((c, p))
+                changed = True
+        if not changed:
+            break
+    return out, moved
 
 
 def decide(

@@ -240,7 +240,8 @@ def test_a_combined_tie_is_shown_and_best_first_row_and_top_pick_agree(tmp_path,
     first row and the validation's top pick for the combined score are the same candidate."""
     from embedselect.metrics import MetricResult
 
-    order_a = ["tfidf-svd?dim=16", "tfidf-svd?dim=8", "random-projection?dim=16", "random-projection?dim=8"]
+    # the top two are not copies of each other (tfidf-svd?dim=8 would be a truncation of ?dim=16)
+    order_a = ["tfidf-svd?dim=16", "random-projection?dim=16", "tfidf-svd?dim=8", "random-projection?dim=8"]
     order_b = [order_a[1], order_a[0], *order_a[2:]]
 
     def fake(order):
@@ -250,7 +251,8 @@ def test_a_combined_tie_is_shown_and_best_first_row_and_top_pick_agree(tmp_path,
         return fn
 
     monkeypatch.setattr(api, "get_metric", lambda m: fake(order_a if m == "task_prior" else order_b))
-    r = embedselect.select(SAMPLE, order_a, column="text", labels="label", metrics=["task_prior", "sufficiency"])
+    r = embedselect.select(SAMPLE, order_a, column="text", labels="label", metrics=["task_prior", "sufficiency"],
+                           weights={"task_prior": 1.0, "sufficiency": 1.0})
     first, second = r.candidates[0], r.candidates[1]
     assert first.rank == second.rank == 1
     assert {first.name, second.name} == set(order_a[:2])
@@ -285,3 +287,36 @@ def test_select_drops_duplicates_and_embeds_only_the_kept_rows(tmp_path, cache_d
     assert near.dataset["fingerprint"] == embedselect.ReferenceData.from_texts(base).fingerprint
     with pytest.raises(embedselect.ConfigError, match="drop_duplicates"):
         embedselect.select(texts, ["tfidf-svd"], metrics=["task_prior"], drop_duplicates="all")
+
+
+def test_a_truncated_copy_ranks_below_its_parent_who_takes_its_score(tmp_path, cache_dir, monkeypatch):
+    """Issue 9: a copy (here the first 8 SVD dimensions of tfidf-svd?dim=16) that the label-free scores put first is
+    ranked right below its parent, which takes its combined score; the run says so and records the pair."""
+    from embedselect.metrics import MetricResult
+
+    order = ["tfidf-svd?dim=8", "random-projection?dim=16", "tfidf-svd?dim=16"]
+
+    def fn(ctx):
+        return MetricResult(name="fake", scores={k: float(len(order) - order.index(k)) for k in ctx.embeddings})
+
+    monkeypatch.setattr(api, "get_metric", lambda m: fn)
+    r = embedselect.select(SAMPLE, order, column="text", metrics=["task_prior"])
+    assert [c.name for c in r.candidates][:2] == ["tfidf-svd?dim=16", "tfidf-svd?dim=8"]
+    assert r.candidates[0].combined_score > r.candidates[1].combined_score > r.candidates[2].combined_score
+    pairs = {(p["copy"], p["parent"]) for p in r.details["copies"]["pairs"]}
+    assert ("tfidf-svd?dim=8", "tfidf-svd?dim=16") in pairs
+    assert r.details["copies"]["moved_below_parent"] == [["tfidf-svd?dim=8", "tfidf-svd?dim=16"]]
+    assert any("truncated copy of tfidf-svd?dim=16" in w for w in r.warnings)
+    assert r.settings["combined_weights"] == {"task_prior": 1.0}
+
+
+def test_default_metrics_weights_and_method_are_the_benchmark_choice():
+    """The defaults live in one place each (DEFAULT_METRICS, the specs' weights, DEFAULT_METHOD) and are the
+    leave-one-dataset-out choice of docs/benchmarks.md §4c."""
+    from embedselect.aggregate import DEFAULT_METHOD
+    from embedselect.metrics.base import get_spec
+
+    assert api.DEFAULT_METRICS == ("task_prior", "sufficiency", "nn_agreement", "rankme")
+    assert {m: get_spec(m).weight for m in api.DEFAULT_METRICS} == {
+        "task_prior": 1.0, "sufficiency": 0.25, "nn_agreement": 0.5, "rankme": 0.5}
+    assert DEFAULT_METHOD == "mean-z"

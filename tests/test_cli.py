@@ -101,16 +101,18 @@ def test_validate_with_the_documented_spelling(tmp_path, capsys):
 
 
 def test_weights_reach_the_combined_rank(tmp_path, capsys):
-    from embedselect.aggregate import combine_ranks
+    from embedselect.aggregate import DEFAULT_METHOD, combine_ranks
 
     base = ["rank", SAMPLE, "-c", "text", "-m", "tfidf-svd,random-projection", "--json", "-q",
-            "--cache-dir", str(tmp_path / "c")]  # fmt: skip
+            "--metrics", "task_prior,sufficiency", "--cache-dir", str(tmp_path / "c")]  # fmt: skip
     for weight, expected in (("sufficiency=0", {"task_prior": 1.0, "sufficiency": 0.0}),
-                             ("task_prior=0.25", {"task_prior": 0.25, "sufficiency": 1.0})):  # fmt: skip
+                             ("task_prior=0.25", {"task_prior": 0.25, "sufficiency": 0.25})):  # fmt: skip
         assert main([*base, "--weight", weight]) == 0
         r = Ranking.from_json(capsys.readouterr().out)
+        assert r.settings["combined_weights"] == expected  # unnamed metrics keep their default weight
         per_metric = {m: {c.name: c.scores[m] for c in r} for m in r.metrics}
-        assert {c.name: c.combined_score for c in r} == pytest.approx(combine_ranks(per_metric, weights=expected))
+        assert {c.name: c.combined_score for c in r} == pytest.approx(
+            combine_ranks(per_metric, weights=expected, method=DEFAULT_METHOD))
     assert main([*base, "--weight", "nope=1"]) == 2
     assert main([*base, "--weight", "sufficiency=lots"]) == 2
 

@@ -20,6 +20,7 @@ from embedselect.cli.common import (
     run_options,
 )
 from embedselect.errors import EXIT_CODES
+from embedselect.metrics.base import DEFAULT_METRICS
 
 log = logging.getLogger("embedselect")
 
@@ -138,7 +139,8 @@ def cmd_demo(args) -> int:
 def register(sub) -> None:
     """Add rank, embed, validate, metrics and demo to the main parser's subparsers."""
     def metric_args(p):
-        p.add_argument("--metrics", default="task_prior,sufficiency", help="comma-separated metric names")
+        p.add_argument("--metrics", default=",".join(DEFAULT_METRICS),
+                       help=f"comma-separated metric names (default: {','.join(DEFAULT_METRICS)})")
         p.add_argument("--option", action="append", default=[], metavar="METRIC.KEY=VALUE", help="metric option")
         p.add_argument("--bootstrap", type=int, default=0, help="bootstrap resamples for score intervals")
         p.add_argument(

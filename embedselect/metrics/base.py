@@ -168,18 +168,27 @@ for _spec in (
                code=("embedselect.metrics.taskprior", "embedselect.metrics.probes")),
     MetricSpec("sufficiency", "embedselect.metrics.sufficiency:compute", min_items=50, resample="half",
                description="median information sufficiency: how well each embedding predicts the others",
+               weight=0.25,
                code=("embedselect.metrics.sufficiency", "embedselect.metrics.knife")),
-    # label-free comparators from the literature (docs/benchmarks.md §4)
-    MetricSpec("rankme", "embedselect.metrics.spectral:compute_rankme",
-               description="RankMe effective rank (comparator)"),
+    # label-free comparators from the literature (docs/benchmarks.md §4); the default weights (task_prior 1,
+    # sufficiency 0.25, nn_agreement 0.5, rankme 0.5, combined as mean z-scores) were chosen by leave-one-dataset-out
+    # on the validity benchmark (docs/benchmarks.md §4c)
+    MetricSpec("rankme", "embedselect.metrics.spectral:compute_rankme", weight=0.5,
+               description="RankMe effective rank (comparator; part of the default combination)"),
     MetricSpec("alpha_req", "embedselect.metrics.spectral:compute_alpha_req",
                description="alpha-ReQ eigenspectrum decay (comparator)"),
     MetricSpec("uniformity", "embedselect.metrics.spectral:compute_uniformity",
                description="uniformity on the sphere (comparator)"),
-    MetricSpec("nn_agreement", "embedselect.metrics.agreement:compute", min_items=3,
-               description="nearest-neighbour agreement with the other candidates (comparator)"),
+    MetricSpec("nn_agreement", "embedselect.metrics.agreement:compute", min_items=3, weight=0.5,
+               description="nearest-neighbour agreement with the other candidates (comparator; part of the default "
+                           "combination)"),
 ):  # fmt: skip
     register_metric(_spec)
+
+
+DEFAULT_METRICS = ("task_prior", "sufficiency", "nn_agreement", "rankme")
+"""The default label-free metrics; with their specs' weights and :data:`embedselect.aggregate.DEFAULT_METHOD` they are
+the combination chosen by leave-one-dataset-out on the validity benchmark (docs/benchmarks.md §4c)."""
 
 
 class _MinItems(abc.Mapping):

@@ -8,6 +8,8 @@ that would break out of a table cell or inject links/HTML.
 
 from __future__ import annotations
 
+import math
+
 from embedselect.publish.text import esc as _e
 from embedselect.publish.text import md as _md
 from embedselect.publish.text import num as _num
@@ -129,8 +131,13 @@ def to_html(ranking: Ranking, *, title: str = "embedselect ranking", plots: bool
     ]
     out += [f"<th>{_e(m)}</th><th>#</th>" for m in ranking.metrics]
     out.append('<th>dim</th><th class="wide">model</th><th class="wide">revision</th><th>status</th></tr></thead><tbody>')
+    # the bar spans the ranking's own range of combined scores (mean-z scores are unbounded)
+    finite = [float(c.combined_score) for c in ranking.candidates
+              if c.combined_score is not None and math.isfinite(float(c.combined_score))]
+    lo, hi = (min(finite), max(finite)) if finite else (0.0, 1.0)
     for c in ranking.candidates:
-        width = 0 if c.combined_score is None else max(0.0, min(1.0, float(c.combined_score))) * 60
+        v = None if c.combined_score is None else float(c.combined_score)
+        width = 0 if v is None or not math.isfinite(v) else (60.0 if hi == lo else 6 + 54 * (v - lo) / (hi - lo))
         tie = ' <span class="tie" title="cannot be separated from the other leaders">≈ tie</span>' if c.name in undecided else ""
         cls = "failed" if not c.ok else ("lead" if c.rank == 1 else "ok")
         row = [
