@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from embedselect.errors import ConfigError, DataError
-from embedselect.ranking import order_by_score, rank_scores, tie_groups
+from embedselect.ranking import just_below, order_by_score, rank_scores, tie_groups
 
 __all__ = ["METHODS", "DEFAULT_METHOD", "MIN_POOL", "Decision", "metric_ranks", "combine_ranks", "rank_table", "decide",
            "copies_below_parents"]
@@ -204,7 +204,7 @@ def copies_below_parents(
     quantisation or a truncation) cannot carry more information about any labelling than the parent (data
     processing inequality): the parent is at least as good as its copy. So when a copy scores at or above its
     parent, the parent takes the copy's score (the evidence for the copy is evidence for the parent) and the copy
-    gets the largest float below it. Chains such as first-64 < first-128 < full resolve in order; candidates that
+    gets the closest score below it that is not a tie (:func:`embedselect.ranking.just_below`). Chains such as first-64 < first-128 < full resolve in order; candidates that
     are neither copy nor parent keep their scores.
 
     Args:
@@ -222,7 +222,7 @@ def copies_below_parents(
         for c, p in live:
             if out[c] >= out[p]:
                 out[p] = out[c]
-                out[c] = math.nextafter(out[p], -math.inf)
+                out[c] = just_below(out[p])
                 if (c, p) not in moved:
                     moved.append((c, p))
                 changed = True

@@ -223,6 +223,12 @@ best score of their group are a tie: the same weighted mean summed in a differen
 TIE_ATOL = 1e-12
 
 
+def just_below(score: float) -> float:
+    """The score that ranks strictly below ``score`` and as close to it as the tie rule allows (not a tie under
+    :func:`tie_groups`): ``score`` minus 4× the tie tolerance."""
+    return score - 4 * max(TIE_RTOL * abs(score), TIE_ATOL)
+
+
 def _finite_items(scores: Mapping[str, float | None]) -> list[tuple[str, float]]:
     out = []
     for k, v in scores.items():

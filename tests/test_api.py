@@ -302,6 +302,7 @@ def test_a_truncated_copy_ranks_below_its_parent_who_takes_its_score(tmp_path, c
     monkeypatch.setattr(api, "get_metric", lambda m: fn)
     r = embedselect.select(SAMPLE, order, column="text", metrics=["task_prior"])
     assert [c.name for c in r.candidates][:2] == ["tfidf-svd?dim=16", "tfidf-svd?dim=8"]
+    assert [c.rank for c in r.candidates] == [1, 2, 3]  # not a tie: the copy is strictly below
     assert r.candidates[0].combined_score > r.candidates[1].combined_score > r.candidates[2].combined_score
     pairs = {(p["copy"], p["parent"]) for p in r.details["copies"]["pairs"]}
     assert ("tfidf-svd?dim=8", "tfidf-svd?dim=16") in pairs

@@ -9,6 +9,7 @@ import pytest
 from embedselect.aggregate import copies_below_parents
 from embedselect.errors import MetricError
 from embedselect.metrics.copies import derived_copies
+from embedselect.ranking import tie_groups
 
 
 def _teacher(n: int = 600, d: int = 64, seed: int = 0) -> np.ndarray:
@@ -63,6 +64,7 @@ def test_copies_rank_below_their_parents_who_inherit_their_score():
     assert out["other"] == 0.7  # a candidate outside the family keeps its score
     assert {("first128", "full"), ("first64", "first128")} <= set(moved) and ("binary", "full") not in moved
     assert max(out, key=out.get) == "full"
+    assert all(len(g) == 1 for g in tie_groups(out))  # a copy right below its parent is not tied with it
     # a copy already below its parent, or a candidate without a score, is left alone
     out2, moved2 = copies_below_parents({"full": 0.9, "first64": 0.1}, [("first64", "full"), ("x", "full")])
     assert out2 == {"full": 0.9, "first64": 0.1} and moved2 == []

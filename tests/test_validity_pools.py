@@ -69,3 +69,18 @@ def test_lodo_chooses_on_the_other_datasets_only():
 def test_grid_starts_with_the_default():
     grid = settings_grid()
     assert grid[0] == DEFAULT_SETTING and len(grid) == len(set(grid)) == 30
+
+
+def test_validity_default_grid_and_objective():
+    """The default-choosing script's grid (128 settings, both methods) and its objective: views meeting both
+    targets first, mean Spearman (undefined = -1) second."""
+    import math
+
+    from benchmarks import validity_default as vd
+
+    grid = vd.settings()
+    assert len(grid) == 128 and {m for _, m in grid} == {"mean-rank", "mean-z"}
+    assert ({"task_prior": 1.0, "sufficiency": 0.25, "nn_agreement": 0.5, "rankme": 0.5}, "mean-z") in grid
+    good, bad = {"rho": 0.9, "regret": 0.0}, {"rho": 0.95, "regret": 0.05}
+    assert vd.objective([good, bad]) > vd.objective([bad, bad])  # a met target beats a higher correlation
+    assert vd.objective([{"rho": math.nan, "regret": 0.0}]) == pytest.approx(-0.1)

@@ -1,0 +1,147 @@
+"""Choose the default combination by leave-one-dataset-out, from the signals ``validity_pools.py`` cached.
+
+Views: every dataset's full pool (``--pool all``) and, for text, the issue pool (``--pool issue``); run both with
+``validity_pools.py`` first. Grid: task_prior weight 1; sufficiency, nn_agreement and rankme weights from
+:data:`GRID`; combination method mean rank or mean z-score; derived copies below their parents
+(:func:`embedselect.aggregate.copies_below_parents`) in every setting.
+
+Objective (fixed before looking at results): the number of views meeting both targets of issue 9 (Spearman ≥ 0.8
+and top-pick regret ≤ 0.02), ties by mean Spearman (an undefined Spearman counts as -1). For each held-out dataset,
+both its views are left out together and the setting with the best objective on the other datasets is chosen.
+
+    python benchmarks/validity_default.py            # prints the LODO choices and the old-vs-new default table
+
+Every number is a benchmark result, never a test threshold.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.validity_data import load_pool, stratified_indices  # noqa: E402
+from benchmarks.validity_pools import (  # noqa: E402
+    DATASETS,
+    TARGETS,
+    _cache_dir,
+    correlations,
+    family_violations,
+    regret,
+    top_pick,
+)
+from embedselect.aggregate import combine_ranks, copies_below_parents  # noqa: E402
+from embedselect.metrics.copies import derived_copies  # noqa: E402
+
+SIGNALS = ("task_prior", "sufficiency", "nn_agreement", "rankme")
+GRID = {"task_prior": (1.0,), "sufficiency": (0.0, 0.25, 0.5, 1.0), "nn_agreement": (0.0, 0.5, 1.0, 2.0),
+        "rankme": (0.0, 0.5, 1.0, 2.0)}
+METHODS = ("mean-rank", "mean-z")
+OLD_DEFAULT = ({"task_prior": 1.0, "sufficiency": 1.0}, "mean-rank", False)
+"""The default before 2026-11-23: task_prior + sufficiency, equal weights, mean rank, no copy rule."""
+
+
+def settings() -> list[tuple[dict[str, float], str]]:
+    return [({m: w for m, w in zip(GRID, ws) if w}, meth)
+            for meth in METHODS for ws in itertools.product(*GRID.values())]
+
+
+def label(setting: tuple[dict[str, float], str]) -> str:
+    w, meth = setting
+    return " + ".join(f"{m} {v:g}" for m, v in w.items()) + ("" if meth == "mean-rank" else ", mean z")
+
+
+def load_views(datasets, max_items: int, seed: int) -> list[dict[str, Any]]:
+    """One entry per (dataset, pool) whose signals are cached: truth, signals, copy pairs, pool entries."""
+    views = []
+    for d in datasets:
+        meta, labels, _items, entries, vectors = load_pool(d)
+        n_cls = len(np.unique(labels))
+        keep_all = len(labels) - max_items < n_cls  # the rule of validity_pools.run_dataset
+        idx = np.arange(len(labels)) if keep_all else stratified_indices([str(v) for v in labels], max_items, seed)
+        n = len(idx)
+        truth_path = _cache_dir(d, n, seed) / "truth_logistic_f5.json"
+        if not truth_path.is_file():
+            continue
+        truth = {k: v["acc"] for k, v in json.loads(truth_path.read_text()).items()}
+        for pool in ("all", "issue"):
+            cd = _cache_dir(d, n, seed, pool)
+            if not all((cd / f"metric_{m}.json").is_file() for m in SIGNALS):
+                continue
+            sig = {m: json.loads((cd / f"metric_{m}.json").read_text())["scores"] for m in SIGNALS}
+            keys = set(sig["task_prior"])
+            pairs = [(c.copy, c.parent) for c in derived_copies({k: vectors[k][idx] for k in keys}, seed=seed)]
+            views.append({"dataset": d, "pool": pool, "truth": {k: truth[k] for k in keys}, "signals": sig,
+                          "pairs": pairs, "entries": [e for e in entries if e["name"] in keys]})
+    return views
+
+
+def evaluate(view: dict[str, Any], weights: dict[str, float], method: str, copies: bool) -> dict[str, Any]:
+    comb = combine_ranks({m: view["signals"][m] for m in weights}, weights=weights, method=method)
+    if copies:
+        comb, _ = copies_below_parents(comb, view["pairs"])
+    rho, _ = correlations(comb, view["truth"])
+    pick, _ = top_pick(comb)
+    return {"rho": rho, "regret": regret(comb, view["truth"]), "top": pick,
+            "violations": len(family_violations(comb, view["truth"], view["entries"]))}
+
+
+def objective(results: list[dict[str, Any]]) -> float:
+    rhos = [r["rho"] if math.isfinite(r["rho"]) else -1.0 for r in results]
+    hits = sum(1 for r in results if r["rho"] >= TARGETS["spearman_each"] and r["regret"] <= TARGETS["regret"])
+    return hits + float(np.mean(rhos)) / 10 if results else -math.inf
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--datasets", nargs="+", default=list(DATASETS))
+    ap.add_argument("--max-items", type=int, default=1000)
+    ap.add_argument("--seed", type=int, default=0)
+    a = ap.parse_args(argv)
+    views = load_views(a.datasets, a.max_items, a.seed)
+    if len({v["dataset"] for v in views}) < 2:
+        raise SystemExit("need the cached signals of at least 2 datasets: run validity_pools.py first")
+    grid = settings()
+    table = {i: [evaluate(v, w, meth, True) for v in views] for i, (w, meth) in enumerate(grid)}
+    names = sorted({v["dataset"] for v in views})
+    print("Leave-one-dataset-out (both views of the held-out dataset left out together):")
+    held = {"all": [], "issue": []}
+    old = [evaluate(v, *OLD_DEFAULT[:2], True) for v in views]
+    for d in names:
+        others = [j for j, v in enumerate(views) if v["dataset"] != d]
+        best = max(range(len(grid)), key=lambda i: (objective([table[i][j] for j in others]), -i))
+        for j, v in enumerate(views):
+            if v["dataset"] == d:
+                c, o = table[best][j], old[j]
+                held[v["pool"]].append((c, o))
+                print(f"  {d:9s} {v['pool']:6s} chosen [{label(grid[best])}]: rho {c['rho']:.2f} regret "
+                      f"{c['regret']:.3f} | old weights + copy rule: rho {o['rho']:.2f} regret {o['regret']:.3f}")
+    for pool, rows in held.items():
+        if rows:
+            print(f"  {pool} pools, held out: mean rho {np.mean([c['rho'] for c, _ in rows]):.3f} vs "
+                  f"{np.mean([o['rho'] for _, o in rows]):.3f}, regret {np.mean([c['regret'] for c, _ in rows]):.3f} "
+                  f"vs {np.mean([o['regret'] for _, o in rows]):.3f}")
+    best_all = max(range(len(grid)), key=lambda i: (objective(table[i]), -i))
+    print(f"\nIn-sample best (for information): {label(grid[best_all])}\n")
+    print("| dataset | pool | candidates | old default ρ | regret | top pick | copy viol. | new default ρ | regret | "
+          "top pick | copy viol. | targets met (new) |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for v, o in zip(views, [evaluate(v, *OLD_DEFAULT) for v in views]):
+        c = table[best_all][views.index(v)]
+        ok = "yes" if c["rho"] >= TARGETS["spearman_each"] and c["regret"] <= TARGETS["regret"] else "MISS"
+        print(f"| {v['dataset']} | {v['pool']} | {len(v['truth'])} | {o['rho']:.2f} | {o['regret']:.3f} | {o['top']} | "
+              f"{o['violations']} | {c['rho']:.2f} | {c['regret']:.3f} | {c['top']} | {c['violations']} | {ok} |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
