@@ -177,3 +177,53 @@ def test_json_on_stdout_is_only_json_even_with_warnings(tmp_path):
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["warnings"]  # stdout parses as one JSON document
     assert "WARNING" in done.stderr  # the warnings went to stderr
+
+
+# --- 4. the text output of validate -----------------------------------------------------------------------
+TRIO = [*PAIR, "rp8=random-projection?dim=8"]
+
+
+def test_validate_text_shows_what_its_docs_say_to_read(tmp_path):
+    """Per candidate the accuracy with its interval and chance; which probe; each correlation with its interval;
+    the wrong pairs; the small-pool warning; and what the unrequested task_prior_alignment row is."""
+    from embedselect.cli.common import format_table
+
+    r = embedselect.select(SAMPLE, TRIO, column="text", labels="label", metrics=["task_prior"],
+                           cache_dir=tmp_path / "c")  # fmt: skip
+    v = r.validation
+    text = format_table(r)
+    section = text.split("validation against your labels")[1]
+    chance = next(iter(v["table"].values()))["chance"]
+    assert f"chance (always the most frequent class) {chance:.3f}" in section
+    assert v["probe_settings"]["accuracy_probe"] in section  # which probe produced the accuracies
+    assert "90% bootstrap interval" in section
+    for c in r.ok:
+        acc, lo, hi = (c.columns[f"labels.logistic_acc{s}"] for s in ("", "_lo", "_hi"))
+        assert lo < acc < hi
+        assert any(c.name in line and f"{acc:.3f} [{lo:.3f}, {hi:.3f}]" in line for line in section.splitlines())
+    for mv in v["metrics"]:
+        lo, hi = mv["spearman_ci"]
+        line = next(ln for ln in section.splitlines() if ln.strip().split(":")[0].split(" (")[0] == mv["metric"])
+        assert f"Spearman {mv['spearman']:.2f} [{lo:.2f}, {hi:.2f}]" in line, line
+    tp = next(mv for mv in v["metrics"] if mv["metric"] == "task_prior")
+    assert tp["wrong_pairs"]  # this pool has some: every one is listed, with its accuracy gap
+    for w in tp["wrong_pairs"]:
+        assert f"{w['ranked_higher']} above {w['ranked_lower']} (accuracy {w['accuracy_diff']:.3f} lower)" in section
+    assert any("rank correlations over so few models are noisy" in ln for ln in section.splitlines())
+    alignment = next(ln for ln in section.splitlines() if ln.strip().startswith("task_prior_alignment"))
+    assert "secondary score of task_prior" in alignment and "not in the combined rank" in alignment
+
+
+def test_validate_with_one_candidate_reports_its_accuracy(tmp_path, capsys):
+    code = main(["validate", SAMPLE, "-c", "text", "--labels", "label", "-m", "tfidf-svd", "--metrics", "task_prior",
+                 "--cache-dir", str(tmp_path / "c"), "-q"])  # fmt: skip
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    section = out.out.split("validation against your labels")[1]
+    assert "tfidf-svd" in section and "a ranking needs at least two candidates" in section
+    assert main(["validate", SAMPLE, "-c", "text", "--labels", "label", "-m", "tfidf-svd", "--cache-dir",
+                 str(tmp_path / "c"), "-q", "--json"]) == 0  # default metrics: sufficiency cannot score one  # fmt: skip
+    r = json.loads(capsys.readouterr().out)
+    assert r["validation"]["metrics"] == []
+    assert 0 < r["candidates"][0]["columns"]["labels.logistic_acc"] <= 1
+    assert any("needs at least two candidates" in w for w in r["validation"]["warnings"])
