@@ -390,6 +390,7 @@ def select(
     ref = load_reference_data(data, column=column, labels=labels, max_items=max_items, seed=seed, on_error=on_error)
     for m in metrics:
         ref.require(get_spec(m).min_items, purpose=f"the {m} metric")
+    ref.require_distinct()
     store = Store.open(cache_dir)
     dev = resolve_device(device)
     from embedselect.candidates import parse_candidates
@@ -423,6 +424,8 @@ def _select(ref, cands, store, bar, *, metrics, max_items, seed, on_error, dev, 
         reasons = "; ".join(f"{r.name}: {r.error_type}: {r.error}" for r in results)
         raise AllCandidatesFailedError(f"no candidate could be embedded ({reasons})")
     warnings: list[str] = [f"{r.name} failed ({r.error_type}): {r.error}" for r in results if not r.ok]
+    if ref.duplicates_note():
+        warnings.append(ref.duplicates_note())
     if len(ok) < SMALL_POOL:
         warnings.append(
             f"only {len(ok)} candidate(s) were scored: label-free scores compare candidates with each other and "

@@ -58,6 +58,7 @@ from embedselect.data_readers import (  # noqa: F401 - IMAGE_SUFFIXES / TEXT_FOR
 from embedselect.errors import (
     ColumnNotFoundError,
     ConfigError,
+    DataError,
     DataFileNotFoundError,
     DecodeError,
     EmptyDataError,
@@ -82,7 +83,9 @@ class LoadReport:
         n_skipped_empty: empty or whitespace-only texts dropped (missing cells count as empty).
         n_skipped_undecodable: items dropped because they could not be decoded (``on_error="skip"``).
         n_duplicates: valid items that are exact duplicates of an earlier one (text equality, or equal image
-            bytes). Removed only when ``deduped`` is true.
+            bytes), counted before sub-sampling. Removed only when ``deduped`` is true.
+        n_distinct: distinct items among the ``n_used`` items kept (after dedupe and sampling); None in reports
+            written before it was counted.
         skipped_examples: the first few dropped items, as ``{"id": ..., "reason": ...}`` dicts.
         sampled: whether seeded sub-sampling to ``max_items`` happened.
         deduped: whether duplicates were removed (``dedupe=True``).
@@ -96,6 +99,7 @@ class LoadReport:
     skipped_examples: tuple[dict[str, str], ...] = ()
     sampled: bool = False
     deduped: bool = False
+    n_distinct: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-serialisable copy."""
@@ -175,6 +179,30 @@ class ReferenceData:
             + "To fix: " + "; ".join(hints) + ".",
             needed=n_min,
             got=n,
+        )
+
+    def require_distinct(self) -> None:
+        """Raise :class:`~embedselect.errors.DataError` when every item is the same: embeddings of one item say
+        nothing about how candidates differ (every candidate gives one repeated vector)."""
+        if self.report.n_distinct == 1 and len(self) > 1:
+            raise DataError(
+                f"all {len(self)} reference items are the same {self.modality} ({self.source}): every candidate would "
+                f"embed one item {len(self)} times, which cannot tell candidates apart. Give at least 2 distinct "
+                "items (a few hundred for a useful ranking)"
+            )
+
+    def duplicates_note(self) -> str | None:
+        """A sentence saying how many of the items used are exact copies of an earlier item and what that does to
+        the scores, or None when there are none (or they were removed with ``dedupe=True``)."""
+        n_distinct = self.report.n_distinct
+        if n_distinct is None or n_distinct >= len(self):
+            return None
+        copies = len(self) - n_distinct
+        return (
+            f"{copies} of the {len(self)} reference items are exact copies of an earlier item: every candidate "
+            "embeds a copy exactly like its original, so copies inflate the agreement between candidates (the "
+            "kernels task_prior compares, the sufficiency fits) and can sit on both sides of a held-out split; "
+            "remove them from the data, or load it with ReferenceData.load(..., dedupe=True)"
         )
 
     def load_images(self, indices: Iterable[int] | None = None) -> list[Any]:
@@ -667,7 +695,7 @@ class ReferenceData:
         fp = fingerprint(modality, digests, settings)
         report = LoadReport(
             n_total=n_total, n_used=len(items), n_skipped_empty=n_empty, n_skipped_undecodable=n_bad,
-            n_duplicates=n_dup,
+            n_duplicates=n_dup, n_distinct=len(set(digests)),
             skipped_examples=tuple({"id": i, "reason": r} for i, _, r in skipped[:_MAX_EXAMPLES]),
             sampled=sampled, deduped=bool(dedupe),
         )

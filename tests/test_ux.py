@@ -227,3 +227,36 @@ def test_validate_with_one_candidate_reports_its_accuracy(tmp_path, capsys):
     assert r["validation"]["metrics"] == []
     assert 0 < r["candidates"][0]["columns"]["labels.logistic_acc"] <= 1
     assert any("needs at least two candidates" in w for w in r["validation"]["warnings"])
+
+
+# --- 6. duplicates ------------------------------------------------------------------------------------------
+def _texts(n: int) -> list[str]:
+    return [f"text number {i} about {'cats' if i % 2 else 'dogs'} and {i % 7}" for i in range(n)]
+
+
+def test_duplicates_are_shown_in_the_table_the_json_and_the_html(tmp_path, capsys):
+    import pandas as pd
+
+    data = tmp_path / "d.csv"
+    pd.DataFrame({"text": _texts(120) + _texts(30)}).to_csv(data, index=False)  # 30 exact copies
+    html = tmp_path / "r.html"
+    argv = ["rank", str(data), "-c", "text", "-m", ",".join(PAIR), "--metrics", "task_prior", "--cache-dir",
+            str(tmp_path / "c"), "-q"]  # fmt: skip
+    assert main([*argv, "--json", "--html", str(html)]) == 0
+    said = "30 of the 150 reference items are exact copies of an earlier item"
+    warning = next(w for w in json.loads(capsys.readouterr().out)["warnings"] if said in w)
+    assert "inflate the agreement between candidates" in warning  # and says what they do
+    assert said in html.read_text()
+    assert main(argv) == 0
+    assert any(line.startswith("note: ") and said in line for line in capsys.readouterr().out.splitlines())
+    clean = embedselect.select(_texts(120), PAIR, metrics=["task_prior"], cache_dir=tmp_path / "c")
+    assert not any("exact copies" in w for w in clean.warnings)
+
+
+def test_a_reference_set_of_identical_items_is_refused_up_front(tmp_path):
+    from embedselect.errors import DataError
+
+    with pytest.raises(DataError, match="all 60 reference items are the same") as info:
+        embedselect.select(["the same text"] * 60, PAIR, metrics=["task_prior"], cache_dir=tmp_path / "c")
+    assert "distinct" in str(info.value)
+    assert not (tmp_path / "c").exists()  # before any work
