@@ -459,7 +459,9 @@ def _select(ref, cands, store, bar, *, metrics, max_items, seed, on_error, dev, 
         for w in mr.details.get("warnings") or []:  # the metric's own warnings, also at the top level
             warnings.append(f"{m}: {w}" if not str(w).startswith(m) else str(w))
         for name, why in (mr.details.get("excluded") or {}).items():  # degenerate for this metric only
-            warnings.append(f"{m} did not score {name}: {why}")
+            if not any(name in w and why in w for w in warnings):  # unless the metric's own warning said so
+                warnings.append(f"{m} did not score {name}: {why}")
+                log.warning("%s did not score %s: %s", m, name, why)
         ranks = rank_scores(mr.scores)
         for name, score in mr.scores.items():
             by_name[name].scores[m] = _num(score)

@@ -260,3 +260,31 @@ def test_a_reference_set_of_identical_items_is_refused_up_front(tmp_path):
         embedselect.select(["the same text"] * 60, PAIR, metrics=["task_prior"], cache_dir=tmp_path / "c")
     assert "distinct" in str(info.value)
     assert not (tmp_path / "c").exists()  # before any work
+
+
+# --- hostile inputs -------------------------------------------------------------------------------------------
+FAST_SUFFICIENCY = {"max_steps": 120, "eval_every": 20, "patience": 2, "batch_size": 128, "hidden": 32,
+                    "n_components": 4}  # fmt: skip
+
+
+def test_one_degenerate_candidate_fails_only_that_candidate(tmp_path):
+    """A model that gives (up to float noise) the same vector for every input used to abort the whole ranking:
+    a traceback in the default metrics, or "no metric could be computed" with task_prior."""
+    import math
+
+    from tests.tinymodels import make_constant_sentence_transformer
+
+    flat = make_constant_sentence_transformer(tmp_path / "flat")
+    r = embedselect.select(SAMPLE, [f"flat={flat}", *TRIO], column="text", cache_dir=tmp_path / "c",
+                           metric_options={"sufficiency": FAST_SUFFICIENCY})  # fmt: skip
+    assert r.metrics == ["task_prior", "sufficiency"]
+    healthy = [c for c in r if c.name != "flat"]
+    assert all(math.isfinite(c.scores[m]) for c in healthy for m in r.metrics)
+    assert all(c.rank is not None for c in healthy) and r.best.name != "flat"
+    assert all(math.isnan(r["flat"].scores[m]) for m in r.metrics) and r["flat"].rank is None
+    for m in r.metrics:  # the reason, once per metric
+        said = [w for w in r.warnings if w.startswith(m) and "flat" in w and "same embedding" in w]
+        assert len(said) == 1, (m, r.warnings)
+    only_tp = embedselect.select(SAMPLE, [f"flat={flat}", *PAIR], column="text", metrics=["task_prior"],
+                                 cache_dir=tmp_path / "c")  # fmt: skip
+    assert sorted(c.name for c in only_tp if c.rank is not None) == sorted(PAIR)

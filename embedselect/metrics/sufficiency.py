@@ -32,7 +32,7 @@ import pandas as pd
 
 from embedselect.errors import ConfigError, MetricError, TooFewItemsError
 from embedselect.metrics.base import MIN_ITEMS as _MIN_ITEMS
-from embedselect.metrics.base import MetricContext, MetricResult, PairCache
+from embedselect.metrics.base import MetricContext, MetricResult, PairCache, unusable_reason
 
 log = logging.getLogger(__name__)
 
@@ -235,13 +235,9 @@ def _validate(embeddings: Mapping[str, Any]) -> tuple[dict[str, np.ndarray], dic
             raise MetricError(
                 f"all candidates must embed the same items: {name!r} has {a.shape[0]} rows, others {n}"
             )
-        bad = ~np.isfinite(a)
-        if bad.any():
-            rows = int(bad.any(axis=1).sum())
-            excluded[name] = f"{rows} of {a.shape[0]} items have NaN or infinite embeddings; re-embed them"
-            continue
-        if a.shape[0] > 0 and not (a != a[:1]).any():
-            excluded[name] = "every item has the same embedding (constant rows): it carries no information"
+        why = unusable_reason(name, a)
+        if why is not None:
+            excluded[name] = why
             continue
         out[name] = a
     if n is None or len(embeddings) < 2:

@@ -28,7 +28,7 @@ import numpy as np
 import torch
 
 from embedselect.errors import ConfigError, MetricError, TooFewItemsError
-from embedselect.metrics.base import MIN_ITEMS, MetricContext, MetricResult
+from embedselect.metrics.base import MIN_ITEMS, MetricContext, MetricResult, unusable_reason
 from embedselect.metrics.kernels import kernel_factor, label_factor, sum_kernel_factor, torch_device
 
 #: Scale-free temperature: T = tau / n. The Task Priors paper used T = 1e-5 at n = 8192, i.e.
@@ -467,7 +467,9 @@ def compute(ctx: MetricContext) -> MetricResult:
     Raises:
         ConfigError: unknown option or bad value; ``prior='labels'`` without labels.
         TooFewItemsError: fewer than ``MIN_ITEMS['task_prior']`` items.
-        MetricError: malformed embeddings.
+        MetricError: no candidate's embeddings can be used. A candidate whose embeddings cannot be (see
+            :func:`~embedselect.metrics.base.unusable_reason`, or a zero kernel) gets score NaN and its reason in
+            ``details['excluded']``; the others are scored without it.
     """
     unknown = set(ctx.options) - set(_OPTION_DEFAULTS)
     if unknown:
@@ -490,10 +492,39 @@ def compute(ctx: MetricContext) -> MetricResult:
     if 0 <= n < need:
         raise TooFewItemsError(f"task_prior needs at least {need} reference items, got {n}; add more data",
                                needed=need, got=n)
-    zs = [kernel_factor(ctx.embeddings[k], what=f"embeddings[{k!r}]") for k in keys]
-    for k, z in zip(keys, zs):
-        if z.shape[0] != n:
-            raise MetricError(f"embeddings[{k!r}] has {z.shape[0]} rows, expected {n} (same items, same order)")
+    if opt["probes"]:  # the seeded subsample of the probes, drawn before any candidate is looked at
+        max_items = _positive_int(opt["max_items"], "max_items", need)
+        rng = np.random.default_rng([ctx.seed, 3])
+        sub = np.sort(rng.choice(n, size=max_items, replace=False)) if n > max_items else np.arange(n)
+    # a candidate whose embeddings cannot be used (non-finite, one repeated vector, a zero kernel on all items or
+    # on the probes' subsample) is left out with its reason (score NaN); the others are scored without it
+    for k in keys:  # the contract: every candidate embeds the same n items
+        if np.ndim(ctx.embeddings[k]) == 2 and np.shape(ctx.embeddings[k])[0] != n:
+            raise MetricError(
+                f"embeddings[{k!r}] has {np.shape(ctx.embeddings[k])[0]} rows, expected {n} (same items, same order)"
+            )
+    excluded: dict[str, str] = {}
+    zs, zsub = [], []
+    for k in keys:
+        why = unusable_reason(k, ctx.embeddings[k]) if np.ndim(ctx.embeddings[k]) == 2 else None
+        if why is None:
+            try:
+                z = kernel_factor(ctx.embeddings[k], what=f"embeddings[{k!r}]")
+                zk = kernel_factor(np.asarray(ctx.embeddings[k])[sub], what=f"embeddings[{k!r}] (probe subsample)") \
+                    if opt["probes"] else None
+            except MetricError as exc:
+                why = str(exc)
+        if why is not None:
+            excluded[k] = why
+            continue
+        zs.append(z)
+        zsub.append(zk)
+    if excluded:
+        keys = [k for k in keys if k not in excluded]
+        if not keys:
+            raise MetricError(
+                "task_prior could not score any candidate: " + "; ".join(f"{k}: {v}" for k, v in excluded.items())
+            )
     m = len(keys)
     warnings: list[str] = []
 
@@ -514,6 +545,8 @@ def compute(ctx: MetricContext) -> MetricResult:
             warnings.append(f"only one candidate: prior '{prior_opt}' falls back to the candidate's own kernel")
         elif kind == "loo" and m == 2:
             warnings.append("prior 'loo' with two candidates scores each under the other's kernel")
+    elif prior_opt in excluded:
+        raise MetricError(f"the prior candidate {prior_opt!r} cannot be used: {excluded[prior_opt]}")
     elif prior_opt in ctx.embeddings:
         kind = f"candidate:{keys.index(prior_opt)}"
         warnings.append(f"prior is candidate {prior_opt!r}: it and its relatives are favoured (self-bias)")
@@ -574,12 +607,8 @@ def compute(ctx: MetricContext) -> MetricResult:
 
         n_tasks = _positive_int(opt["n_tasks"], "n_tasks", 1)
         q = _positive_int(opt["n_classes"], "n_classes", 2)
-        max_items = _positive_int(opt["max_items"], "max_items", need)
-        rng = np.random.default_rng([ctx.seed, 3])
-        sub = np.sort(rng.choice(n, size=max_items, replace=False)) if n > max_items else np.arange(n)
         ns = len(sub)
         t_sub = resolve_temperature(ns, temperature=opt["temperature"], tau=opt["tau"])
-        zsub = [kernel_factor(np.asarray(ctx.embeddings[k])[sub], what=f"embeddings[{k!r}]") for k in keys]
         lz = label_factor(np.asarray(ctx.labels)[sub]) if kind == "labels" else None
         per_cand_prior = kind == "loo"
         tasks_shared = None
@@ -609,6 +638,12 @@ def compute(ctx: MetricContext) -> MetricResult:
     else:
         details.update(headline="task_prior_alignment", secondary=["probe_acc_mean"] if opt["probes"] else [])
         scores = dict(columns["task_prior_alignment"])
+    if excluded:
+        details["excluded"] = excluded
+        for k in excluded:
+            scores[k] = math.nan
+            for values in columns.values():
+                values[k] = math.nan
     if warnings:
         details["warnings"] = warnings
     return MetricResult(name="task_prior", scores=scores, columns=columns, details=details)
