@@ -32,7 +32,12 @@ import pandas as pd
 
 from embedselect.errors import ConfigError, MetricError, TooFewItemsError
 from embedselect.metrics.base import MIN_ITEMS as _MIN_ITEMS
-from embedselect.metrics.base import MetricContext, MetricResult, PairCache, unusable_reason
+from embedselect.metrics.base import (
+    MetricContext,
+    MetricResult,
+    PairCache,
+    unusable_reason,
+)
 
 log = logging.getLogger(__name__)
 
