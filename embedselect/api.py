@@ -236,6 +236,7 @@ def _embed_one(cand, ref, store, bar, *, dev, seed, batch_size, policy, token, p
             bar.advance(STAGES_PER_CANDIDATE - done)
             done = STAGES_PER_CANDIDATE
         else:
+            store.require_writable(f"store the embeddings of {cand.name}")  # before any work that could not be kept
             stage = "load"
             from embedselect.backends.loader import load_embedder
 
@@ -514,6 +515,9 @@ def _select(ref, cands, store, bar, *, metrics, max_items, seed, on_error, dev, 
             validation = _validate(ok, ref.labels, label_free, by_name, seed=seed)
         timings["validation"] = time.perf_counter() - t_validation
 
+    if save and not store.can_record("the ranking"):
+        warnings.append(f"the cache at {store.root} is read-only: this ranking is not stored (leaderboard and "
+                        "history will not show it)")  # fmt: skip
     ranking = Ranking(
         candidates=results,
         metrics=[m for m in metrics if m in per_metric],

@@ -288,3 +288,51 @@ def test_one_degenerate_candidate_fails_only_that_candidate(tmp_path):
     only_tp = embedselect.select(SAMPLE, [f"flat={flat}", *PAIR], column="text", metrics=["task_prior"],
                                  cache_dir=tmp_path / "c")  # fmt: skip
     assert sorted(c.name for c in only_tp if c.rank is not None) == sorted(PAIR)
+
+
+def _snapshot(root):
+    return {str(p.relative_to(root)): (p.stat().st_size, p.stat().st_mtime_ns) for p in root.rglob("*") if p.is_file()}
+
+
+@pytest.mark.parametrize("how", ["permissions", "env"])
+def test_a_read_only_cache_serves_what_it_holds(tmp_path, capsys, monkeypatch, how):
+    """A shared, pre-filled cache the user cannot write: `cache ls` and a fully cached `rank` work and change
+    nothing; work that would have to be stored fails with a typed error (the candidate, or `cache rm`: exit 6)."""
+    import os
+    import stat
+
+    cache = tmp_path / "c"
+    rank = ["rank", SAMPLE, "-c", "text", "--metrics", "task_prior", "--cache-dir", str(cache), "-q", "--json"]
+    assert main([*rank, "-m", ",".join(PAIR)]) == 0
+    capsys.readouterr()
+    before = _snapshot(cache)
+    dirs = [cache, *(p for p in cache.rglob("*") if p.is_dir())]
+    if how == "env":
+        monkeypatch.setenv("EMBEDSELECT_CACHE_READONLY", "1")
+    else:
+        for p in [*dirs, *(cache / f for f in before)]:
+            p.chmod(p.stat().st_mode & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
+        if os.geteuid() == 0:  # root writes anyway: show it what another user would see
+            real = os.access
+            monkeypatch.setattr(os, "access", lambda p, mode, **k: False if (mode & os.W_OK and str(p).startswith(
+                str(cache))) else real(p, mode, **k))  # fmt: skip
+    try:
+        assert main(["cache", "ls", "--cache-dir", str(cache)]) == 0
+        listing = capsys.readouterr().out
+        assert all(n in listing for n in ("baseline:tfidf-svd", "baseline:random-projection"))
+        assert main([*rank, "-m", ",".join(PAIR)]) == 0
+        r = json.loads(capsys.readouterr().out)
+        assert all(c["cached"] and c["status"] == "ok" for c in r["candidates"])
+        assert any("read-only" in w and "not stored" in w for w in r["warnings"])
+        assert main([*rank, "-m", ",".join([*PAIR, "rp8=random-projection?dim=8"])]) == 0
+        r = json.loads(capsys.readouterr().out)
+        failed = [c for c in r["candidates"] if c["status"] != "ok"]
+        assert [c["name"] for c in failed] == ["rp8"] and failed[0]["error_type"] == "StoreReadOnlyError"
+        assert "read-only" in failed[0]["error"] and "--cache-dir" in failed[0]["error"]
+        assert main(["cache", "rm", "--all", "--cache-dir", str(cache)]) == 6
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "read-only" in err[0]
+        assert _snapshot(cache) == before  # nothing was written, not even a lock file
+    finally:
+        for p in dirs:
+            p.chmod(p.stat().st_mode | stat.S_IWUSR)
