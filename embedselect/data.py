@@ -38,6 +38,7 @@ from embedselect.data_readers import (  # noqa: F401 - IMAGE_SUFFIXES / TEXT_FOR
     BadItem,
     ImageInvalid,
     check_common,
+    check_text_column,
     choose_column,
     decode_image,
     decode_message,
@@ -52,6 +53,7 @@ from embedselect.data_readers import (  # noqa: F401 - IMAGE_SUFFIXES / TEXT_FOR
     only,
     parse_untyped_labels,
     read_bytes,
+    read_ragged_csv,
     read_jsonl,
     to_text,
 )
@@ -383,18 +385,23 @@ class ReferenceData:
             import pandas as pd
 
             data = io.BytesIO(read_bytes(path, gz))
+            sep = "," if fmt == "csv" else "\t"
             try:
                 frame = pd.read_csv(
-                    data, sep="," if fmt == "csv" else "\t", dtype=object, keep_default_na=False,
-                    encoding="utf-8-sig", encoding_errors="surrogateescape",
+                    data, sep=sep, dtype=object, keep_default_na=False, encoding="utf-8-sig",
+                    encoding_errors="surrogateescape",
                 )
             except pd.errors.EmptyDataError as exc:
                 raise EmptyDataError(f"{source} is empty (no header, no rows); add rows with a header line") from exc
             except (pd.errors.ParserError, ValueError) as exc:
-                raise DecodeError(
-                    f"{source} could not be parsed as {fmt.upper()}: {exc}. Check the delimiter and quoting"
-                    + (" (use format='tsv' / a .tsv suffix for tab-separated files)" if fmt == "csv" else "")
-                ) from exc
+                # a row with more fields than the header: re-read so that the row is named (or skipped)
+                ragged = "fields in line" in str(exc)
+                frame = read_ragged_csv(data.getvalue(), sep=sep, label_column=label_column) if ragged else None
+                if frame is None:
+                    raise DecodeError(
+                        f"{source} could not be parsed as {fmt.upper()}: {exc}. Check the delimiter and quoting"
+                        + (" (use format='tsv' / a .tsv suffix for tab-separated files)" if fmt == "csv" else "")
+                    ) from exc
             return cls._from_frame(frame, column=column, label_column=label_column, source=source,
                                    max_items=max_items, seed=seed, on_error=on_error, dedupe=dedupe,
                                    untyped_labels=True)
@@ -549,8 +556,11 @@ class ReferenceData:
             try:
                 data = p.read_bytes()
                 decode_image(data)
-            except (OSError, ImageInvalid) as exc:
-                bad.append((ids[i], f"{type(exc).__name__}: {exc}"))
+            except OSError as exc:
+                bad.append((ids[i], f"cannot be read ({exc.strerror or exc})"))
+                continue
+            except ImageInvalid as exc:
+                bad.append((ids[i], str(exc)))
                 continue
             keep.append(i)
             hashes.append(hashlib.sha256(data).digest())
@@ -577,6 +587,7 @@ class ReferenceData:
         elif column not in columns:
             raise ColumnNotFoundError(missing_column_message("column", column, columns, source, textlike))
         values = frame[column].tolist()
+        check_text_column(column, values, source, textlike)
         labels = frame[label_column].tolist() if label_column is not None else None
         if labels is not None and untyped_labels:
             labels = parse_untyped_labels(labels)
@@ -611,6 +622,7 @@ class ReferenceData:
                 column = choose_column(columns, textlike, source, None, dicts=dicts)
             elif column not in columns:
                 raise ColumnNotFoundError(missing_column_message("column", column, columns, source, textlike))
+            check_text_column(column, [r.get(column) for r in dicts], source, textlike)
         rows: list[tuple[str, Any]] = records + [(i, BadItem(c, r)) for i, c, r in bad]
         rows.sort(key=lambda t: int(t[0]))
         all_values: list[Any] = []

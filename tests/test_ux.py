@@ -336,3 +336,57 @@ def test_a_read_only_cache_serves_what_it_holds(tmp_path, capsys, monkeypatch, h
     finally:
         for p in dirs:
             p.chmod(p.stat().st_mode | stat.S_IWUSR)
+
+
+def test_a_ragged_csv_row_is_named_and_skippable(tmp_path):
+    from embedselect.data import ReferenceData
+    from embedselect.errors import DecodeError
+
+    data = tmp_path / "r.csv"
+    data.write_text('text,label\nfirst row,a\nsecond row,b,EXTRA\n"third, quoted",c\nfourth,d\n')
+    with pytest.raises(DecodeError) as info:
+        ReferenceData.load(data, column="text")
+    msg = str(info.value)
+    assert "row 2" in msg and "3 fields" in msg and "--on-error skip" in msg
+    ref = ReferenceData.load(data, column="text", label_column="label", on_error="skip")
+    assert ref.items == ("first row", "third, quoted", "fourth")
+    assert ref.ids == ("1", "3", "4")  # data row numbers, as without the ragged row
+    assert list(ref.labels) == ["a", "c", "d"]
+    assert ref.report.n_skipped_undecodable == 1 and ref.report.skipped_examples[0]["id"] == "2"
+
+
+def test_images_that_fail_to_decode_are_named_without_internals(tmp_path):
+    from PIL import Image
+
+    from embedselect.data import ReferenceData
+    from embedselect.errors import DecodeError
+
+    for i in range(3):
+        Image.new("RGB", (8, 8), (60 * i, 0, 0)).save(tmp_path / f"ok{i}.png")
+    (tmp_path / "broken.jpg").write_bytes(b"\xff\xd8\xff\xe0 not really a jpeg")
+    (tmp_path / "empty.png").write_bytes(b"")
+    with pytest.raises(DecodeError) as info:
+        ReferenceData.load(tmp_path)
+    msg = str(info.value)
+    assert "broken.jpg" in msg and "empty.png" in msg
+    assert not any(s in msg for s in ("ImageInvalid", "BytesIO", "0x")), msg
+    ref = ReferenceData.load(tmp_path, on_error="skip")
+    reasons = [e["reason"] for e in ref.report.skipped_examples]
+    assert len(reasons) == 2 and not any("BytesIO" in r or "ImageInvalid" in r for r in reasons), reasons
+
+
+@pytest.mark.parametrize("suffix", ["csv", "parquet", "jsonl"])
+def test_a_numeric_column_given_as_the_text_column_is_refused(tmp_path, suffix):
+    import pandas as pd
+
+    from embedselect.data import ReferenceData
+    from embedselect.errors import DataError
+
+    frame = pd.DataFrame({"id": [3, 1, 2], "text": ["a cat", "a dog", "a bird"]})
+    path = tmp_path / f"d.{suffix}"
+    {"csv": lambda: frame.to_csv(path, index=False), "parquet": lambda: frame.to_parquet(path),
+     "jsonl": lambda: frame.to_json(path, orient="records", lines=True)}[suffix]()  # fmt: skip
+    with pytest.raises(DataError, match="column 'id' holds only numbers") as info:
+        ReferenceData.load(path, column="id")
+    assert "text" in str(info.value).split("holds only numbers")[1]  # names the text-like column to use
+    assert ReferenceData.load(path, column="text").items == ("a cat", "a dog", "a bird")
