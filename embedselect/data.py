@@ -53,8 +53,8 @@ from embedselect.data_readers import (  # noqa: F401 - IMAGE_SUFFIXES / TEXT_FOR
     only,
     parse_untyped_labels,
     read_bytes,
-    read_ragged_csv,
     read_jsonl,
+    read_ragged_csv,
     to_text,
 )
 from embedselect.errors import (
