@@ -33,7 +33,6 @@ from embedselect.ranking import CandidateResult, Ranking, to_jsonable, rank_scor
 log = logging.getLogger(__name__)
 
 DEFAULT_METRICS = ("task_prior", "sufficiency")
-SMALL_POOL = 4
 
 
 @dataclass
@@ -427,13 +426,9 @@ def _select(ref, cands, store, bar, *, metrics, max_items, seed, on_error, dev, 
     warnings: list[str] = [f"{r.name} failed ({r.error_type}): {r.error}" for r in results if not r.ok]
     if ref.duplicates_note():
         warnings.append(ref.duplicates_note())
-    if len(ok) < SMALL_POOL:
-        warnings.append(
-            f"only {len(ok)} candidate(s) were scored: label-free scores compare candidates with each other and "
-            f"are unreliable in pools smaller than {SMALL_POOL}"
-        )
     run_keys = {r.name: r.run_key for r in results if r.ok}
     details: dict[str, Any] = {}
+    pool_notes: list[str] = []  # the metrics' caveats about the pool's size: the ranking states it once
     per_metric: dict[str, dict[str, float]] = {}
     uncertainty: dict[str, Any] = {}
     by_name = {r.name: r for r in results}
@@ -458,7 +453,8 @@ def _select(ref, cands, store, bar, *, metrics, max_items, seed, on_error, dev, 
         per_metric[m] = mr.scores
         details[m] = mr.details
         for w in mr.details.get("warnings") or []:  # the metric's own warnings, also at the top level
-            warnings.append(f"{m}: {w}" if not str(w).startswith(m) else str(w))
+            note = f"{m}: {w}" if not str(w).startswith(m) else str(w)
+            (pool_notes if w == mr.details.get("pool_warning") else warnings).append(note)
         for name, why in (mr.details.get("excluded") or {}).items():  # degenerate for this metric only
             if not any(name in w and why in w for w in warnings):  # unless the metric's own warning said so
                 warnings.append(f"{m} did not score {name}: {why}")
@@ -494,10 +490,12 @@ def _select(ref, cands, store, bar, *, metrics, max_items, seed, on_error, dev, 
     # ties share a rank and are listed by name (embedselect.ranking.tie_groups), so the first row, best and
     # the validation's top pick for "combined" are the same candidate
     results.sort(key=lambda r: (not r.ok, r.rank if r.rank is not None else math.inf, r.name))
-    from embedselect.aggregate import decide
+    from embedselect.aggregate import MIN_POOL, decide
 
     decision = decide(combined, intervals={n: by_name[n].intervals for n in combined})
     warnings += [f"no clear winner: {why}" for why in decision.reasons]
+    if sum(1 for v in combined.values() if math.isfinite(v)) >= MIN_POOL:  # else decide() said it
+        warnings += pool_notes
 
     validation = None
     if ref.labels is not None:

@@ -48,9 +48,10 @@ def test_odd_candidates_get_a_typed_error(tmp_path, bad):
 def test_metric_warnings_reach_the_top_level_warnings(tmp_path):
     r = embedselect.select(SAMPLE, PAIR, column="text", metrics=["sufficiency"], cache_dir=tmp_path / "c")
     metric_warnings = r.details["sufficiency"]["warnings"]
-    assert metric_warnings
-    for w in metric_warnings:
-        assert any(w in top for top in r.warnings), w
+    pool = r.details["sufficiency"]["pool_warning"]
+    assert len(metric_warnings) >= 2 and pool in metric_warnings
+    for w in metric_warnings:  # all of them, but the pool's size: the ranking says that once (see below)
+        assert any(w in top for top in r.warnings) == (w != pool), w
 
 
 # --- 3. names ------------------------------------------------------------------------------------------
@@ -390,3 +391,15 @@ def test_a_numeric_column_given_as_the_text_column_is_refused(tmp_path, suffix):
         ReferenceData.load(path, column="id")
     assert "text" in str(info.value).split("holds only numbers")[1]  # names the text-like column to use
     assert ReferenceData.load(path, column="text").items == ("a cat", "a dog", "a bird")
+
+
+def test_a_small_pool_is_said_once(tmp_path):
+    import re
+
+    r = embedselect.select(SAMPLE, TRIO, column="text", cache_dir=tmp_path / "c",
+                           metric_options={"sufficiency": FAST_SUFFICIENCY})  # fmt: skip
+    about_the_pool = [w for w in r.warnings if re.search(r"pool|\b3 candidate", w)]
+    assert len(about_the_pool) == 1, about_the_pool
+    assert "unreliable in pools smaller than 4" in about_the_pool[0]
+    assert any("small pool" in w for w in r.details["sufficiency"]["warnings"])  # the metric's own note stays
+    assert r.details["task_prior"]["pool_warning"]

@@ -94,7 +94,9 @@ class MetricResult:
         columns: extra per-candidate numbers, column name -> {candidate key: value}
             (e.g. ``{"task_prior_var": {...}, "probe_acc_p05": {...}}``). Shown in tables and JSON.
         details: JSON-serialisable extras (settings used, prior used, pairwise matrix, communities,
-            warnings such as "pool is small").
+            warnings such as "pool is small"). Conventional keys: ``warnings`` (list of caveats),
+            ``excluded`` (candidate -> why it was not scored), ``pool_warning`` (the one of ``warnings`` that is
+            about the pool's size: ``select()`` states the pool size once for the whole ranking instead).
         intervals: optional candidate key -> (low, high) confidence interval of the headline score.
     """
 

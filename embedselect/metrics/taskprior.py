@@ -555,8 +555,10 @@ def compute(ctx: MetricContext) -> MetricResult:
             f"prior must be 'consensus', 'balanced', 'loo', 'labels' or a candidate key ({', '.join(map(repr, keys))}); "
             f"got {prior_opt!r}"
         )
+    pool_warning = None
     if m < _SMALL_POOL and kind in ("consensus", "loo", "balanced"):
-        warnings.append(f"pool is small ({m} candidates): consensus-based scores are unreliable")
+        pool_warning = f"pool is small ({m} candidates): consensus-based scores are unreliable"
+        warnings.append(pool_warning)
     prior_name = kind if not kind.startswith("candidate:") else f"candidate:{keys[int(kind.split(':')[1])]}"
 
     # --- closed-form moments ------------------------------------------------------------------
@@ -646,4 +648,6 @@ def compute(ctx: MetricContext) -> MetricResult:
                 values[k] = math.nan
     if warnings:
         details["warnings"] = warnings
+    if pool_warning:
+        details["pool_warning"] = pool_warning
     return MetricResult(name="task_prior", scores=scores, columns=columns, details=details)
