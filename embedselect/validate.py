@@ -355,6 +355,12 @@ def validate(
     settings = {k: v for k, v in acc.attrs.items() if k != "fold_acc"}
     settings["accuracy_probe"] = f"{probe}: {PROBE_DESCRIPTIONS[probe]}"
     report.probe_settings = settings
+    n_missing = len(labels) - int(acc["n_labeled"].iloc[0]) - len(settings.get("dropped_classes") or [])
+    if n_missing > 0:
+        report.warnings.append(
+            f"{n_missing} of the {len(labels)} items have no label and were left out of the check (the label-free "
+            "scores use every item)"
+        )
     if settings.get("dropped_classes"):
         report.warnings.append(
             f"classes with a single labelled item were left out: {settings['dropped_classes']}"

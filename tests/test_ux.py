@@ -403,3 +403,17 @@ def test_a_small_pool_is_said_once(tmp_path):
     assert "unreliable in pools smaller than 4" in about_the_pool[0]
     assert any("small pool" in w for w in r.details["sufficiency"]["warnings"])  # the metric's own note stays
     assert r.details["task_prior"]["pool_warning"]
+
+
+def test_validate_says_how_many_items_had_no_label(tmp_path):
+    import pandas as pd
+
+    from embedselect.cli.common import format_table
+
+    frame = pd.read_csv(SAMPLE)
+    labels = [None if i % 6 == 0 else v for i, v in enumerate(frame["label"])]  # 40 of 240 unlabelled
+    r = embedselect.select(list(frame["text"]), PAIR, labels=labels, metrics=["task_prior"], cache_dir=tmp_path / "c")
+    said = "40 of the 240 items have no label and were left out of the check"
+    assert any(said in w for w in r.validation["warnings"])
+    assert said in format_table(r)
+    assert next(iter(r.validation["table"].values()))["n_labeled"] == 200
