@@ -261,6 +261,10 @@ def test_a_reference_set_of_identical_items_is_refused_up_front(tmp_path):
         embedselect.select(["the same text"] * 60, PAIR, metrics=["task_prior"], cache_dir=tmp_path / "c")
     assert "distinct" in str(info.value)
     assert not (tmp_path / "c").exists()  # before any work
+    # near-constant data (58 copies of one text and 2 others) is ranked, with the copies said
+    r = embedselect.select(["the same text"] * 58 + ["a cat", "a dog"], PAIR, metrics=["task_prior"],
+                           cache_dir=tmp_path / "c")  # fmt: skip
+    assert any("57 of the 60 reference items are exact copies" in w for w in r.warnings)
 
 
 # --- hostile inputs -------------------------------------------------------------------------------------------
