@@ -421,6 +421,8 @@ def _select(ref, cands, store, bar, *, metrics, max_items, seed, on_error, dev, 
                                "validation": None, "total": None}  # fmt: skip
     ok = {o.result.name: o.vectors for o in outcomes if o.result.ok}
     if not ok:
+        if store.read_only and all(r.error_type == "StoreReadOnlyError" for r in results):
+            store.require_writable("store the embeddings of any of the candidates (none is cached)")  # exit 6
         reasons = "; ".join(f"{r.name}: {r.error_type}: {r.error}" for r in results)
         raise AllCandidatesFailedError(f"no candidate could be embedded ({reasons})")
     warnings: list[str] = [f"{r.name} failed ({r.error_type}): {r.error}" for r in results if not r.ok]

@@ -334,6 +334,10 @@ def test_a_read_only_cache_serves_what_it_holds(tmp_path, capsys, monkeypatch, h
         failed = [c for c in r["candidates"] if c["status"] != "ok"]
         assert [c["name"] for c in failed] == ["rp8"] and failed[0]["error_type"] == "StoreReadOnlyError"
         assert "read-only" in failed[0]["error"] and "--cache-dir" in failed[0]["error"]
+        fresh = ["-m", "rp8=random-projection?dim=8"]  # nothing cached, nothing can be stored: a cache error
+        assert main([*rank, *fresh]) == 6
+        assert main(["embed", SAMPLE, "-c", "text", "--cache-dir", str(cache), "-q", *fresh]) == 6
+        capsys.readouterr()
         assert main(["cache", "rm", "--all", "--cache-dir", str(cache)]) == 6
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and "read-only" in err[0]
