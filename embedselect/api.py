@@ -425,7 +425,7 @@ def _select(ref, cands, store, bar, *, metrics, max_items, seed, on_error, dev, 
             store.require_writable("store the embeddings of any of the candidates (none is cached)")  # exit 6
         reasons = "; ".join(f"{r.name}: {r.error_type}: {r.error}" for r in results)
         raise AllCandidatesFailedError(f"no candidate could be embedded ({reasons})")
-    warnings: list[str] = [f"{r.name} failed ({r.error_type}): {r.error}" for r in results if not r.ok]
+    warnings: list[str] = [r.failure_note for r in results if not r.ok]
     if ref.duplicates_note():
         warnings.append(ref.duplicates_note())
     run_keys = {r.name: r.run_key for r in results if r.ok}

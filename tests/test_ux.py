@@ -425,3 +425,15 @@ def test_validate_says_how_many_items_had_no_label(tmp_path):
     assert any(said in w for w in r.validation["warnings"])
     assert said in format_table(r)
     assert next(iter(r.validation["table"].values()))["n_labeled"] == 200
+
+
+def test_a_failed_candidate_is_reported_once_in_the_table(tmp_path):
+    from embedselect.cli.common import format_table
+    from tests.tinymodels import make_pickle_only_model
+
+    bad = make_pickle_only_model(tmp_path / "bad")  # refused at load: pickle weights
+    r = embedselect.select(SAMPLE, [*PAIR, f"nope={bad}"], column="text", metrics=["task_prior"],
+                           cache_dir=tmp_path / "c")  # fmt: skip
+    assert r["nope"].failure_note in r.warnings  # the JSON keeps it among the warnings
+    text = format_table(r)
+    assert sum(r["nope"].error in line for line in text.splitlines()) == 1, text

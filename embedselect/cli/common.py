@@ -182,8 +182,8 @@ def format_table(ranking) -> str:
         lines.append(f"! {c.name}: {c.error}")
     if ranking.validation:
         lines += ["", *format_validation(ranking)]
-    for w in ranking.warnings:
-        lines.append(f"note: {w}")
+    said = {c.failure_note for c in ranking.failed}  # already on a "!" line under the table
+    lines += [f"note: {w}" for w in ranking.warnings if w not in said]
     timing = format_timings(getattr(ranking, "timings", None) or {})
     if timing:
         lines.append(timing)
