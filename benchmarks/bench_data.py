@@ -1,7 +1,11 @@
 """Speed of ReferenceData loading (single process). Usage: python bench_data.py [n_rows] [n_images]"""
-import json, sys, tempfile, time
+import json
+import sys
+import tempfile
+import time
 from pathlib import Path
-import numpy as np, pandas as pd
+import numpy as np
+import pandas as pd
 from PIL import Image
 from embedselect.data import ReferenceData
 

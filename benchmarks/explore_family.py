@@ -1,6 +1,7 @@
 """First measurement of the distilled-copy trap on synthetic families (docs/task_prior.md); run:
 PYTHONPATH=. python benchmarks/explore_family.py"""
-import sys, time, numpy as np
+import sys
+import time
 sys.path.insert(0, __import__('os').path.dirname(__file__))
 from synthetic_pools import family_pool
 from sklearn.preprocessing import StandardScaler
@@ -19,6 +20,7 @@ for seed in [0,1]:
     for opts in [{}, {'n_classes':8}, {'tau':0.01}, {'prior':'loo'}]:
         t=time.time()
         r = get_metric('task_prior')(MetricContext(embeddings=E, run_keys={k:k for k in E}, seed=0, options=opts))
-        ks=list(E); s=r.scores
+        ks = list(E)
+        s = r.scores
         rho=spearmanr([s[k] for k in ks],[gt[k] for k in ks])[0]
         print(opts, 'rho %.2f'%rho, 'top', max(s,key=s.get), {k: round(v,3) for k,v in s.items()}, '%.1fs'%(time.time()-t))

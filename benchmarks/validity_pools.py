@@ -53,6 +53,14 @@ SUFF_WEIGHTS = (0.0, 0.25, 0.5, 1.0, 2.0, 4.0)
 DEFAULT_SETTING = (1.0, None)
 """Today's default combination: task_prior and sufficiency with equal weights, no comparator."""
 TARGETS = {"spearman_each": 0.8, "spearman_mean": 0.9, "regret": 0.02}
+POOLS = {
+    "all": None,
+    # the pool of issue 9's held-out trials, as a new user would build it: the two real models, MiniLM with CLS
+    # pooling, the static copy distilled from MiniLM, and the two baselines (text datasets only)
+    "issue": ("all-mpnet-base-v2", "all-MiniLM-L6-v2", "all-MiniLM-L6-v2-cls", "m2v-MiniLM-256", "tfidf-svd",
+              "random-projection"),
+}
+"""Named candidate subsets (``--pool``); ``all`` is every candidate of the dataset's pool."""
 
 
 # ------------------------------------------------------------------------------------------------
@@ -172,8 +180,8 @@ def lodo_select(table: Mapping[str, Mapping[Any, float]], settings: Sequence[Any
 # ------------------------------------------------------------------------------------------------
 # cached computations
 # ------------------------------------------------------------------------------------------------
-def _cache_dir(name: str, n: int, seed: int) -> Path:
-    d = bench_cache() / "validity_pools" / name / f"n{n}_seed{seed}"
+def _cache_dir(name: str, n: int, seed: int, pool: str = "all") -> Path:
+    d = bench_cache() / "validity_pools" / name / (f"n{n}_seed{seed}" + ("" if pool == "all" else f"_{pool}"))
     d.mkdir(parents=True, exist_ok=True)
     return d
 
@@ -220,10 +228,10 @@ def _metric_one(metric: str, vectors: Mapping[str, np.ndarray], keys: Mapping[st
 
 
 def signals(name: str, vectors: Mapping[str, np.ndarray], *, n: int, seed: int, metrics: Sequence[str],
-            jobs: int) -> dict[str, dict[str, Any]]:
-    """metric -> {"scores": {candidate: score}, "seconds": s}, cached per metric (recomputed when the pool's
-    candidates changed)."""
-    d = _cache_dir(name, n, seed)
+            jobs: int, pool: str = "all") -> dict[str, dict[str, Any]]:
+    """metric -> {"scores": {candidate: score}, "seconds": s}, cached per metric and named pool (recomputed when
+    the pool's candidates changed)."""
+    d = _cache_dir(name, n, seed, pool)
     out, todo = {}, []
     for m in metrics:
         p = d / f"metric_{m}.json"
@@ -251,8 +259,15 @@ def signals(name: str, vectors: Mapping[str, np.ndarray], *, n: int, seed: int, 
 # ------------------------------------------------------------------------------------------------
 # one dataset, all datasets, markdown
 # ------------------------------------------------------------------------------------------------
-def run_dataset(name: str, *, max_items: int, seed: int, folds: int, metrics: Sequence[str], jobs: int) -> dict[str, Any]:
+def run_dataset(name: str, *, max_items: int, seed: int, folds: int, metrics: Sequence[str], jobs: int,
+                pool: str = "all") -> dict[str, Any]:
     meta, labels, _items, entries, vectors = load_pool(name)
+    if POOLS[pool] is not None:
+        missing = [c for c in POOLS[pool] if c not in vectors]
+        if missing:
+            raise SystemExit(f"{name}: pool {pool!r} needs candidates {missing}, which this dataset has not")
+        vectors = {c: vectors[c] for c in POOLS[pool]}
+        entries = [e for e in entries if e["name"] in vectors]
     # a stratified sample needs at least one left-out item per class; with fewer to leave out, keep all items
     n_cls = len(np.unique(labels))
     keep_all = len(labels) - max_items < n_cls
@@ -263,7 +278,7 @@ def run_dataset(name: str, *, max_items: int, seed: int, folds: int, metrics: Se
     t0 = time.perf_counter()
     truth_full = ground_truth(name, y, vectors, n=n, seed=seed, folds=folds, jobs=jobs)
     truth = {c: r["acc"] for c, r in truth_full.items()}
-    sig = signals(name, vectors, n=n, seed=seed, metrics=metrics, jobs=jobs)
+    sig = signals(name, vectors, n=n, seed=seed, metrics=metrics, jobs=jobs, pool=pool)
     per_signal = {}
     for m, r in sig.items():
         rho, tau = correlations(r["scores"], truth)
@@ -361,7 +376,10 @@ def to_markdown(results: list[dict[str, Any]], *, command: str, folds: int, max_
         for r in results:
             s = chosen[r["name"]]
             c, d = r["settings"][s], r["settings"][DEFAULT_SETTING]
-            rc.append(c["spearman"]); rd.append(d["spearman"]); gc.append(c["regret"]); gd.append(d["regret"])
+            rc.append(c["spearman"])
+            rd.append(d["spearman"])
+            gc.append(c["regret"])
+            gd.append(d["regret"])
             L.append(f"| {r['name']} | {setting_label(s)} | {_f(c['spearman'], 2)} | {_f(c['regret'])} | "
                      f"{_f(d['spearman'], 2)} | {_f(d['regret'])} | {len(c['violations'])} |")
         L.append(f"| **mean** | | {_f(float(np.nanmean(rc)), 3)} | {_f(float(np.nanmean(gc)))} | "
@@ -385,14 +403,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-items", type=int, default=2000, help="stratified, seeded sub-sample per dataset")
     ap.add_argument("--folds", type=int, default=5, help="outer folds of the ground-truth probe")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--pool", choices=sorted(POOLS), default="all", help="candidate subset of each dataset's pool")
     ap.add_argument("--jobs", type=int, default=2, help="processes for probes and metrics")
     ap.add_argument("--out", type=Path, default=None, help="also write the markdown here")
     ap.add_argument("--json", type=Path, default=None, help="also write the raw results here")
     a = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     command = "python benchmarks/validity_pools.py " + " ".join(sys.argv[1:] if argv is None else argv)
-    results = [run_dataset(d, max_items=a.max_items, seed=a.seed, folds=a.folds, metrics=a.metrics, jobs=a.jobs)
-               for d in a.datasets]
+    results = [run_dataset(d, max_items=a.max_items, seed=a.seed, folds=a.folds, metrics=a.metrics, jobs=a.jobs,
+                           pool=a.pool) for d in a.datasets]
     md = to_markdown(results, command=command, folds=a.folds, max_items=a.max_items, seed=a.seed)
     print(md)
     if a.out:

@@ -14,20 +14,35 @@ from __future__ import annotations
 
 import importlib
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from embedselect.errors import (
     AllCandidatesFailedError,
+    CacheCorruptError,
     CandidateError,
+    CandidateSpecError,
+    ColumnNotFoundError,
     ConfigError,
     DataError,
+    DataFileNotFoundError,
+    DecodeError,
     EmbedselectError,
+    EmptyDataError,
     HubError,
+    IndexMismatchError,
     MetricError,
+    ModelFileError,
+    ModelLoadError,
+    ModelTimeoutError,
+    NightlyEmptyError,
+    NightlyLockedError,
+    SearchIndexError,
     StoreError,
     StoreLockedError,
     TooFewItemsError,
+    UnknownMetricError,
     UnsafeModelError,
+    UnsupportedFormatError,
 )
 from embedselect.policy import LoadPolicy
 
@@ -46,22 +61,52 @@ _LAZY = {
     "Store": "embedselect.store",
 }
 
+if TYPE_CHECKING:  # what _LAZY serves, visible to type checkers and IDEs (tests/test_packaging.py keeps them equal)
+    from embedselect.api import embed, select
+    from embedselect.candidates import Candidate
+    from embedselect.data import ReferenceData
+    from embedselect.ranking import CandidateResult, Ranking
+    from embedselect.store import Store
+
 __all__ = [
-    "__version__",
-    "LoadPolicy",
-    "EmbedselectError",
-    "DataError",
-    "TooFewItemsError",
-    "ConfigError",
-    "CandidateError",
-    "UnsafeModelError",
     "AllCandidatesFailedError",
+    "CacheCorruptError",
+    "Candidate",
+    "CandidateError",
+    "CandidateResult",
+    "CandidateSpecError",
+    "ColumnNotFoundError",
+    "ConfigError",
+    "DataError",
+    "DataFileNotFoundError",
+    "DecodeError",
+    "EmbedselectError",
+    "EmptyDataError",
     "HubError",
+    "IndexMismatchError",
+    "LoadPolicy",
+    "MetricError",
+    "ModelFileError",
+    "ModelLoadError",
+    "ModelTimeoutError",
+    "NightlyEmptyError",
+    "NightlyLockedError",
+    "Ranking",
+    "ReferenceData",
+    "SearchIndexError",
+    "Store",
     "StoreError",
     "StoreLockedError",
-    "MetricError",
-    *_LAZY,
+    "TooFewItemsError",
+    "UnknownMetricError",
+    "UnsafeModelError",
+    "UnsupportedFormatError",
+    "__version__",
+    "embed",
+    "select",
 ]
+"""Sorted; the lazy exports (``_LAZY``) are written out too, so that type checkers read a static list (a test keeps
+the two equal)."""
 
 
 def __getattr__(name: str) -> Any:

@@ -28,7 +28,7 @@ from embedselect.errors import (
 )
 from embedselect.metrics.base import MetricContext, MetricResult, available_metrics, get_metric, get_spec
 from embedselect.policy import LoadPolicy
-from embedselect.ranking import CandidateResult, Ranking, to_jsonable, rank_scores
+from embedselect.ranking import CandidateResult, Ranking, rank_scores, to_jsonable
 
 log = logging.getLogger(__name__)
 
@@ -92,10 +92,11 @@ def _metric_key(metric: str, run_keys: Mapping[str, str], options: Mapping[str, 
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def load_reference_data(data: Any, *, column, labels, max_items, seed, on_error):
+def load_reference_data(data: Any, *, column, labels, max_items, seed, on_error, drop_duplicates=None):
     """``data`` as a :class:`~embedselect.data.ReferenceData` (a ReferenceData is returned as it is; a path or a
     list of items is loaded with the given column, labels, sub-sampling and error rule), the one way ``select()``,
-    ``embed()`` and the search index read reference data."""
+    ``embed()`` and the search index read reference data. ``drop_duplicates`` (``"exact"``, ``"near"`` or None)
+    then removes duplicates (:meth:`~embedselect.data.ReferenceData.drop_duplicates`, after sub-sampling)."""
     from embedselect.data import ReferenceData
 
     if isinstance(data, ReferenceData):
@@ -103,7 +104,7 @@ def load_reference_data(data: Any, *, column, labels, max_items, seed, on_error)
             raise ConfigError("max_items cannot sub-sample an existing ReferenceData; load it with max_items=")
         if labels is not None and not isinstance(labels, str):
             raise ConfigError("pass labels when building the ReferenceData, not to select()")
-        return data
+        return data if drop_duplicates is None else data.drop_duplicates(drop_duplicates, seed=seed)
     kw: dict[str, Any] = {"max_items": max_items, "seed": seed, "on_error": on_error}
     is_file = isinstance(data, (str, Path)) and Path(data).is_file()
     if column is not None:
@@ -114,7 +115,99 @@ def load_reference_data(data: Any, *, column, labels, max_items, seed, on_error)
         if is_file:
             raise ConfigError("for a data file, give labels as the name of its label column (labels='label')")
         kw["labels"] = labels
-    return ReferenceData.load(data, **kw)
+    ref = ReferenceData.load(data, **kw)
+    return ref if drop_duplicates is None else ref.drop_duplicates(drop_duplicates, seed=seed)
+
+
+STAGES_PER_CANDIDATE = 3
+"""Steps of the run's progress display per candidate: resolve, load (or the cache look-up), embed."""
+
+
+@dataclass
+class RunContext:
+    """One run of :func:`select` or :func:`embed`, built once by :func:`_run_context` and handed from stage to stage.
+
+    Internal. The stages, in order: resolve and embed each candidate (:func:`_embed_stage`, per candidate
+    :func:`_resolve` then :func:`_vectors`), :func:`_metrics_stage`, :func:`_rank_stage`, :func:`_validate_stage`
+    and :func:`_report`. The first block of fields is the run's input; the second is filled by the stages.
+
+    Attributes:
+        ref: the :class:`~embedselect.data.ReferenceData` (n items of one modality).
+        candidates: the parsed :class:`~embedselect.candidates.Candidate` objects, unique names, in order.
+        store: the open :class:`~embedselect.store.Store` (embeddings, metric results, failures, rankings).
+        bar: the run's :class:`~embedselect.progress.RunProgress`.
+        device: the torch device string (``"cpu"``, ``"cuda:0"``), resolved once.
+        seed, batch_size, policy, token, progress: as given to :func:`select` / :func:`embed`.
+        metrics, metric_options, weights, bootstrap: :func:`select`'s metric settings (empty for :func:`embed`).
+        outcomes: one :class:`EmbedOutcome` per candidate, in order.
+        vectors: candidate name -> float32 (n, d) matrix, the candidates that were embedded.
+        per_metric: metric -> {candidate name: headline score}; ``details``: metric -> the metric's details.
+        uncertainty: metric -> its bootstrap summary (when ``bootstrap``).
+        warnings: what the result should tell the user, in order.
+        pool_notes: the metrics' caveats about the pool's size (``details['pool_warning']``): added to ``warnings``
+            only when the ranking itself does not already say that the pool is small.
+        timings: wall seconds per candidate, per metric, of the validation and in total.
+    """
+
+    ref: Any
+    candidates: list[Any]
+    store: Any
+    bar: Any
+    device: str
+    seed: int = 0
+    batch_size: int | None = None
+    policy: LoadPolicy = field(default_factory=LoadPolicy)
+    token: str | None = None
+    progress: bool = False
+    metrics: list[str] = field(default_factory=list)
+    metric_options: dict[str, dict[str, Any]] = field(default_factory=dict)
+    weights: Mapping[str, float] | None = None
+    bootstrap: int = 0
+    outcomes: list[EmbedOutcome] = field(default_factory=list)
+    vectors: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
+    per_metric: dict[str, dict[str, float]] = field(default_factory=dict)
+    combined_weights: dict[str, float] = field(default_factory=dict)
+    details: dict[str, Any] = field(default_factory=dict)
+    uncertainty: dict[str, Any] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    pool_notes: list[str] = field(default_factory=list)
+    timings: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def results(self) -> list[CandidateResult]:
+        """The candidates' results, in the order of :attr:`outcomes`."""
+        return [o.result for o in self.outcomes]
+
+
+def _run_context(ref: Any, candidates: Any, *, store: Any, seed: int, device: str | None, batch_size: int | None,
+                 policy: LoadPolicy | None, token: str | None, progress: bool, metrics: Sequence[str] = (),
+                 metric_options: Mapping[str, Mapping[str, Any]] | None = None,
+                 weights: Mapping[str, float] | None = None, bootstrap: int = 0) -> RunContext:
+    """The :class:`RunContext` of a run: records the data set in the store, parses the candidates for the data's
+    modality, resolves the device once and sizes the progress display (per candidate, per metric, validation).
+
+    Raises:
+        ConfigError: no candidates, or an unknown device.
+        CandidateSpecError: a candidate spec is not understood.
+    """
+    from embedselect.backends.device import resolve_device
+    from embedselect.candidates import parse_candidates
+    from embedselect.progress import RunProgress
+
+    store.record_dataset(
+        fingerprint=ref.fingerprint, modality=ref.modality, n_items=len(ref), source=ref.source, summary=ref.to_dict()
+    )
+    cands = parse_candidates(candidates, modality=ref.modality)
+    if not cands:
+        raise ConfigError("no candidates given: pass model ids, local directories, baselines or catalog:NAME")
+    dev = resolve_device(device)
+    steps = STAGES_PER_CANDIDATE * len(cands) + len(metrics) + (bool(metrics) and ref.labels is not None)
+    return RunContext(
+        ref=ref, candidates=cands, store=store, bar=RunProgress(steps, enabled=progress), device=dev, seed=seed,
+        batch_size=batch_size, policy=policy or LoadPolicy(), token=token, progress=progress, metrics=list(metrics),
+        metric_options={k: dict(v) for k, v in (metric_options or {}).items()}, weights=weights, bootstrap=bootstrap,
+        timings={"candidates": {}, "metrics": {}, "validation": None, "total": None},
+    )  # fmt: skip
 
 
 def embed(
@@ -133,167 +226,188 @@ def embed(
     token: str | None = None,
     progress: bool = False,
     keep_vectors: bool = False,
-    _data=None,
-    _store=None,
-    _progress=None,
 ) -> list[EmbedOutcome]:
     """Make sure every candidate's embeddings of ``data`` are in the cache; compute only what is missing.
 
     A candidate that cannot be resolved, loaded or run is returned with ``status="failed"`` and its reason,
-    recorded in the store's ``failures`` table, and the others go on.
+    recorded in the store's ``failures`` table, and the others go on. The arguments mean what they mean for
+    :func:`select`; ``keep_vectors`` puts each float32 (n, d) matrix into its outcome.
 
     Returns:
         one :class:`EmbedOutcome` per candidate, in the order given.
     """
-    from embedselect.candidates import parse_candidates
-    from embedselect.backends.device import resolve_device
     from embedselect.store import Store
 
-    policy = policy or LoadPolicy()
-    ref = _data if _data is not None else load_reference_data(
-        data, column=column, labels=labels, max_items=max_items, seed=seed, on_error=on_error
-    )
-    store = _store if _store is not None else Store.open(cache_dir)
-    store.record_dataset(
-        fingerprint=ref.fingerprint, modality=ref.modality, n_items=len(ref), source=ref.source, summary=ref.to_dict()
-    )
-    cands = parse_candidates(candidates, modality=ref.modality)
-    if not cands:
-        raise ConfigError("no candidates given: pass model ids, local directories, baselines or catalog:NAME")
-    dev = resolve_device(device)
-    from embedselect.progress import RunProgress
+    ref = load_reference_data(data, column=column, labels=labels, max_items=max_items, seed=seed, on_error=on_error)
+    return embed_reference(ref, candidates, store=Store.open(cache_dir), seed=seed, device=device,
+                           batch_size=batch_size, policy=policy, token=token, progress=progress,
+                           keep_vectors=keep_vectors)  # fmt: skip
 
-    bar = _progress if _progress is not None else RunProgress(STAGES_PER_CANDIDATE * len(cands), enabled=progress)
+
+def embed_reference(
+    ref: Any,
+    candidates: Any,
+    *,
+    store: Any,
+    seed: int = 0,
+    device: str | None = None,
+    batch_size: int | None = None,
+    policy: LoadPolicy | None = None,
+    token: str | None = None,
+    progress: bool = False,
+    keep_vectors: bool = False,
+) -> list[EmbedOutcome]:
+    """Internal: :func:`embed` for a caller that already holds the loaded data and an open store (the search index,
+    the nightly job, the executors' workers), so that neither is loaded or opened twice. Not part of the public API.
+
+    Args:
+        ref: a :class:`~embedselect.data.ReferenceData`.
+        candidates: as for :func:`embed` (specs, :class:`~embedselect.candidates.Candidate` objects, or both).
+        store: the :class:`~embedselect.store.Store` the embeddings are read from and written to.
+        seed, device, batch_size, policy, token, progress, keep_vectors: as for :func:`embed`.
+
+    Returns:
+        one :class:`EmbedOutcome` per candidate, in the order given.
+    """
+    ctx = _run_context(ref, candidates, store=store, seed=seed, device=device, batch_size=batch_size, policy=policy,
+                       token=token, progress=progress)  # fmt: skip
     try:
-        return [
-            _embed_one(cand, ref, store, bar, dev=dev, seed=seed, batch_size=batch_size, policy=policy, token=token,
-                       progress=progress, keep_vectors=keep_vectors)
-            for cand in cands
-        ]  # fmt: skip
+        return _embed_stage(ctx, keep_vectors=keep_vectors)
     finally:
-        if _progress is None:
-            bar.close()
+        ctx.bar.close()
 
 
-STAGES_PER_CANDIDATE = 3
-"""Steps of the run's progress display per candidate: resolve, load (or the cache look-up), embed."""
+def _embed_stage(ctx: RunContext, *, keep_vectors: bool) -> list[EmbedOutcome]:
+    """Stages 1 and 2, one candidate at a time: resolve it (:func:`_resolve`), then read its vectors from the cache
+    or compute and store them (:func:`_vectors`). A candidate's failure is recorded and the others go on. Fills
+    ``ctx.outcomes``, ``ctx.vectors`` (with ``keep_vectors``) and ``ctx.timings["candidates"]``."""
+    for cand in ctx.candidates:
+        outcome = _embed_candidate(ctx, cand, keep_vectors=keep_vectors)
+        ctx.outcomes.append(outcome)
+        ctx.timings["candidates"][cand.name] = outcome.wall_seconds
+        if outcome.result.ok and outcome.vectors is not None:
+            ctx.vectors[cand.name] = outcome.vectors
+    return ctx.outcomes
 
 
-def _embed_one(cand, ref, store, bar, *, dev, seed, batch_size, policy, token, progress, keep_vectors) -> EmbedOutcome:
-    """One candidate's embeddings of ``ref`` (from the cache or computed), or its failure; see :func:`embed`."""
-    from embedselect.candidates import resolve_candidate
-    from embedselect.backends.base import vector_options
-    from embedselect.backends.loader import weight_bytes
-    from embedselect.backends.device import library_progress, progress_enabled
-    from embedselect.store import run_key
+@dataclass(frozen=True)
+class _Pinned:
+    """A resolved candidate and the cache key of its embeddings of the run's data."""
 
+    rc: Any  # ResolvedCandidate
+    key: str
+
+
+def _embed_candidate(ctx: RunContext, cand: Any, *, keep_vectors: bool) -> EmbedOutcome:
+    """One candidate's embeddings of ``ctx.ref`` (from the cache or computed), or its failure; see :func:`embed`."""
     t_start = time.perf_counter()
     res = CandidateResult(name=cand.name, spec=cand.spec)
     outcome = EmbedOutcome(res)
-    stage = "resolve"
-    done = 0  # progress steps counted for this candidate
+    step = {"stage": "resolve", "done": 0}  # where a failure happened, and the progress steps counted so far
     try:
-        with bar.stage(f"{cand.name}: resolve"):
-            done += 1
-            with library_progress(progress_enabled(progress)):
-                rc = resolve_candidate(cand, policy=policy.for_model(cand.ref), token=token)
-            res.model_id, res.revision, res.backend, res.modality = rc.model_id, rc.revision, rc.backend, rc.modality
-            res.model_bytes = weight_bytes(rc.local_dir) if rc.local_dir else None
-            if rc.modality != ref.modality:
-                raise ConfigError(
-                    f"{cand.name} embeds {rc.modality} but the reference data is {ref.modality}; "
-                    "choose candidates of the data's modality"
-                )
-            store.record_model(
-                model_id=rc.model_id,
-                revision=rc.revision,
-                backend=rc.backend,
-                modality=rc.modality,
-                spec=cand.spec,
-                local_dir=str(rc.local_dir) if rc.local_dir else None,
-            )
-            is_baseline = rc.model_id.startswith("baseline:")
-            precision = "fp16" if dev.startswith("cuda") and not is_baseline else "fp32"
-            key_options = vector_options(cand.options)
-            if is_baseline:
-                key_options["seed"] = seed  # fitted / random baselines depend on the seed
-            key = run_key(
-                model_id=rc.model_id,
-                revision=rc.revision,
-                backend=rc.backend,
-                options=key_options,
-                fingerprint=ref.fingerprint,
-                precision=precision,
-            )
-            res.run_key = key
-        stage = "cache"
-        vectors = store.load_vectors(key)
-        if vectors is not None:
-            rec = store.get_run(key)
-            res.cached, res.seconds = True, rec.seconds if rec else None
-            log.info("%s: cached (%d x %d)", cand.name, *vectors.shape)
-            bar.advance(STAGES_PER_CANDIDATE - done)
-            done = STAGES_PER_CANDIDATE
-        else:
-            store.require_writable(f"store the embeddings of {cand.name}")  # before any work that could not be kept
-            stage = "load"
-            from embedselect.backends.loader import load_embedder
-
-            with bar.stage(f"{cand.name}: load"), library_progress(progress_enabled(progress)):
-                done += 1
-                embedder = load_embedder(
-                    rc, device=dev, policy=policy.for_model(cand.ref), options=cand.options, seed=seed
-                )
-            stage = "embed"
-            log.info("%s: embedding %d %s items on %s", cand.name, len(ref), ref.modality, embedder.device)
-            with bar.stage(f"{cand.name}: embed {len(ref)} {ref.modality} items"):
-                done += 1
-                t0 = time.perf_counter()
-                vectors = embedder.embed(list(ref.items), batch_size=batch_size, progress=progress)
-                seconds = time.perf_counter() - t0
-            bar.rate(cand.name, len(ref), seconds)
-            if vectors.ndim != 2 or vectors.shape[0] != len(ref):
-                raise MetricError(f"{cand.name} returned an array of shape {vectors.shape} for {len(ref)} items")
-            stage = "store"
-            store.save_run(
-                key=key,
-                vectors=vectors,
-                model_id=rc.model_id,
-                revision=rc.revision,
-                backend=rc.backend,
-                settings=embedder.settings(),
-                fingerprint=ref.fingerprint,
-                device=embedder.device,
-                seconds=seconds,
-            )
-            res.seconds = seconds
+        pinned = _resolve(ctx, cand, res, step)
+        vectors = _vectors(ctx, cand, pinned, res, step)
         res.n, res.dim = int(vectors.shape[0]), int(vectors.shape[1])
         if keep_vectors:
             outcome.vectors = vectors
     except (KeyboardInterrupt, SystemExit):
         raise
     except Exception as exc:  # noqa: BLE001 - one model's failure must not end the run
-        from embedselect.redaction import redact
-
-        bar.advance(STAGES_PER_CANDIDATE - done)  # the candidate's remaining stages will not run
-        message = redact(str(exc), token)
-        res.status, res.error_type, res.error = "failed", type(exc).__name__, message
-        if not isinstance(exc, EmbedselectError):
-            log.debug("unexpected error for %s", cand.name, exc_info=True)
-        log.warning("%s failed at %s: %s: %s", cand.name, stage, type(exc).__name__, message)
-        store.record_failure(
-            spec=cand.spec,
-            stage=stage,
-            error_type=type(exc).__name__,
-            message=message,
-            model_id=res.model_id,
-            revision=res.revision,
-            fingerprint=ref.fingerprint,
-        )
-        if cand.kind == "hub" and stage in ("resolve", "load"):
-            _record_hub_refusal(store, cand.ref, res.revision, exc, message)
+        _record_failure(ctx, cand, res, exc, step)
     outcome.wall_seconds = time.perf_counter() - t_start
     return outcome
+
+
+def _resolve(ctx: RunContext, cand: Any, res: CandidateResult, step: dict[str, Any]) -> _Pinned:
+    """Stage 1 for one candidate: pin it to exact bytes, check its modality, record the model and compute the cache
+    key of its vectors (model, revision, backend, the options that change vectors, data fingerprint, precision)."""
+    from embedselect.backends.base import vector_options
+    from embedselect.backends.device import library_progress, progress_enabled
+    from embedselect.backends.loader import weight_bytes
+    from embedselect.candidates import resolve_candidate
+    from embedselect.store import run_key
+
+    with ctx.bar.stage(f"{cand.name}: resolve"):
+        step["done"] += 1
+        with library_progress(progress_enabled(ctx.progress)):
+            rc = resolve_candidate(cand, policy=ctx.policy.for_model(cand.ref), token=ctx.token)
+        res.model_id, res.revision, res.backend, res.modality = rc.model_id, rc.revision, rc.backend, rc.modality
+        res.model_bytes = weight_bytes(rc.local_dir) if rc.local_dir else None
+        if rc.modality != ctx.ref.modality:
+            raise ConfigError(
+                f"{cand.name} embeds {rc.modality} but the reference data is {ctx.ref.modality}; "
+                "choose candidates of the data's modality"
+            )
+        ctx.store.record_model(model_id=rc.model_id, revision=rc.revision, backend=rc.backend, modality=rc.modality,
+                               spec=cand.spec, local_dir=str(rc.local_dir) if rc.local_dir else None)  # fmt: skip
+        is_baseline = rc.model_id.startswith("baseline:")
+        precision = "fp16" if ctx.device.startswith("cuda") and not is_baseline else "fp32"
+        key_options = vector_options(cand.options)
+        if is_baseline:
+            key_options["seed"] = ctx.seed  # fitted / random baselines depend on the seed
+        key = run_key(model_id=rc.model_id, revision=rc.revision, backend=rc.backend, options=key_options,
+                      fingerprint=ctx.ref.fingerprint, precision=precision)  # fmt: skip
+        res.run_key = key
+    return _Pinned(rc, key)
+
+
+def _vectors(ctx: RunContext, cand: Any, pinned: _Pinned, res: CandidateResult, step: dict[str, Any]) -> np.ndarray:
+    """Stage 2 for one candidate: its float32 (n, d) embeddings of ``ctx.ref``, from the store or computed (load the
+    model, embed, store the vectors with their run record)."""
+    from embedselect.backends.device import library_progress, progress_enabled
+
+    rc, key, ref = pinned.rc, pinned.key, ctx.ref
+    step["stage"] = "cache"
+    vectors = ctx.store.load_vectors(key)
+    if vectors is not None:
+        rec = ctx.store.get_run(key)
+        res.cached, res.seconds = True, rec.seconds if rec else None
+        log.info("%s: cached (%d x %d)", cand.name, *vectors.shape)
+        ctx.bar.advance(STAGES_PER_CANDIDATE - step["done"])
+        step["done"] = STAGES_PER_CANDIDATE
+        return vectors
+    ctx.store.require_writable(f"store the embeddings of {cand.name}")  # before any work that could not be kept
+    step["stage"] = "load"
+    from embedselect.backends.loader import load_embedder
+
+    with ctx.bar.stage(f"{cand.name}: load"), library_progress(progress_enabled(ctx.progress)):
+        step["done"] += 1
+        embedder = load_embedder(rc, device=ctx.device, policy=ctx.policy.for_model(cand.ref), options=cand.options,
+                                 seed=ctx.seed)  # fmt: skip
+    step["stage"] = "embed"
+    log.info("%s: embedding %d %s items on %s", cand.name, len(ref), ref.modality, embedder.device)
+    with ctx.bar.stage(f"{cand.name}: embed {len(ref)} {ref.modality} items"):
+        step["done"] += 1
+        t0 = time.perf_counter()
+        vectors = embedder.embed(list(ref.items), batch_size=ctx.batch_size, progress=ctx.progress)
+        seconds = time.perf_counter() - t0
+    ctx.bar.rate(cand.name, len(ref), seconds)
+    if vectors.ndim != 2 or vectors.shape[0] != len(ref):
+        raise MetricError(f"{cand.name} returned an array of shape {vectors.shape} for {len(ref)} items")
+    step["stage"] = "store"
+    ctx.store.save_run(key=key, vectors=vectors, model_id=rc.model_id, revision=rc.revision, backend=rc.backend,
+                       settings=embedder.settings(), fingerprint=ref.fingerprint, device=embedder.device,
+                       seconds=seconds)  # fmt: skip
+    res.seconds = seconds
+    return vectors
+
+
+def _record_failure(ctx: RunContext, cand: Any, res: CandidateResult, exc: Exception, step: dict[str, Any]) -> None:
+    """A candidate failed at ``step["stage"]``: mark its result failed (token-free message), log it, record it in
+    the store's ``failures`` (and a hub model's refusal in ``hub_refusals``) and count its remaining steps."""
+    from embedselect.redaction import redact
+
+    ctx.bar.advance(STAGES_PER_CANDIDATE - step["done"])  # the candidate's remaining stages will not run
+    stage = step["stage"]
+    message = redact(str(exc), ctx.token)
+    res.status, res.error_type, res.error = "failed", type(exc).__name__, message
+    if not isinstance(exc, EmbedselectError):
+        log.debug("unexpected error for %s", cand.name, exc_info=exc)
+    log.warning("%s failed at %s: %s: %s", cand.name, stage, type(exc).__name__, message)
+    ctx.store.record_failure(spec=cand.spec, stage=stage, error_type=type(exc).__name__, message=message,
+                             model_id=res.model_id, revision=res.revision, fingerprint=ctx.ref.fingerprint)  # fmt: skip
+    if cand.kind == "hub" and stage in ("resolve", "load"):
+        _record_hub_refusal(ctx.store, cand.ref, res.revision, exc, message)
 
 
 def _record_hub_refusal(store, repo_id: str, revision: str | None, exc: Exception, message: str) -> None:
@@ -333,6 +447,7 @@ def select(
     token: str | None = None,
     progress: bool = False,
     save: bool = True,
+    drop_duplicates: str | None = None,
 ) -> Ranking:
     """Rank candidate embedders on ``data`` without labels.
 
@@ -356,11 +471,17 @@ def select(
         batch_size: embedding batch size (None = backend default).
         policy: safe-loading policy (default: safetensors only, no remote code, no gated repos).
         metric_options: per-metric options, e.g. ``{"task_prior": {"tau": 0.1}}``.
-        weights: metric weights for the combined rank; metrics not named keep weight 1 (default: equal).
+        weights: metric weights for the combined rank; metrics not named keep their default weight
+            (:attr:`embedselect.metrics.base.MetricSpec.weight`; the weights used are in
+            ``settings["combined_weights"]``).
         bootstrap: number of bootstrap resamples of the reference items for score intervals (0 = off).
         token: hub token (never logged or stored); default from ``HF_TOKEN``.
         progress: show progress bars (only on a terminal).
         save: store the ranking in the cache database.
+        drop_duplicates: ``"exact"`` or ``"near"``: rank on the reference data without its duplicates (see
+            :meth:`~embedselect.data.ReferenceData.drop_duplicates`; near duplicates are found on cheap text /
+            pixel features, the same for every candidate); how many were dropped is in
+            ``ranking.dataset["report"]["n_dropped_duplicates"]``. None (default): keep every item.
 
     Returns:
         a :class:`~embedselect.ranking.Ranking`, best candidate first.
@@ -371,9 +492,42 @@ def select(
         AllCandidatesFailedError: no candidate could be embedded.
         StoreError: the cache cannot be used.
     """
-    from embedselect.backends.device import resolve_device
     from embedselect.store import Store
 
+    metrics = _checked_metrics(metrics, weights)
+    ref = load_reference_data(data, column=column, labels=labels, max_items=max_items, seed=seed, on_error=on_error,
+                              drop_duplicates=drop_duplicates)
+    for m in metrics:
+        ref.require(get_spec(m).min_items, purpose=f"the {m} metric")
+    ref.require_distinct()
+    ctx = _run_context(ref, candidates, store=Store.open(cache_dir), seed=seed, device=device, batch_size=batch_size,
+                       policy=policy, token=token, progress=progress, metrics=metrics, metric_options=metric_options,
+                       weights=weights, bootstrap=bootstrap)  # fmt: skip
+    try:
+        t_start = time.perf_counter()
+        _embed_stage(ctx, keep_vectors=True)
+        _metrics_stage(ctx)
+        decision = _rank_stage(ctx)
+        validation = _validate_stage(ctx)
+        if save and not ctx.store.can_record("the ranking"):
+            ctx.warnings.append(f"the cache at {ctx.store.root} is read-only: this ranking is not stored (leaderboard "
+                                "and history will not show it)")  # fmt: skip
+        ranking = _report(ctx, decision, validation, max_items=max_items, on_error=on_error)
+        ctx.timings["total"] = time.perf_counter() - t_start
+        if save:
+            _save(ctx, ranking)
+        return ranking
+    finally:
+        ctx.bar.close()
+
+
+def _checked_metrics(metrics: Sequence[str], weights: Mapping[str, float] | None) -> list[str]:
+    """The requested metric names without repeats, in order.
+
+    Raises:
+        UnknownMetricError: a metric that is not registered.
+        ConfigError: no metric, or a weight for a metric that was not requested.
+    """
     metrics = list(dict.fromkeys(metrics))
     unknown = [m for m in metrics if m not in available_metrics()]
     if unknown:
@@ -386,77 +540,51 @@ def select(
         raise ConfigError(
             f"weights for metric(s) not requested: {sorted(set(weights) - set(metrics))}; metrics: {metrics}"
         )
-    metric_options = {k: dict(v) for k, v in (metric_options or {}).items()}
-    ref = load_reference_data(data, column=column, labels=labels, max_items=max_items, seed=seed, on_error=on_error)
-    for m in metrics:
-        ref.require(get_spec(m).min_items, purpose=f"the {m} metric")
-    ref.require_distinct()
-    store = Store.open(cache_dir)
-    dev = resolve_device(device)
-    from embedselect.candidates import parse_candidates
-    from embedselect.progress import RunProgress
-
-    cands = parse_candidates(candidates, modality=ref.modality)
-    bar = RunProgress(
-        STAGES_PER_CANDIDATE * len(cands) + len(metrics) + (ref.labels is not None), enabled=progress
-    )
-    try:
-        return _select(ref, cands, store, bar, metrics=metrics, max_items=max_items, seed=seed, on_error=on_error,
-                       dev=dev, batch_size=batch_size, policy=policy, metric_options=metric_options, weights=weights,
-                       bootstrap=bootstrap, token=token, progress=progress, save=save)  # fmt: skip
-    finally:
-        bar.close()
+    return metrics
 
 
-def _select(ref, cands, store, bar, *, metrics, max_items, seed, on_error, dev, batch_size, policy, metric_options,
-            weights, bootstrap, token, progress, save) -> Ranking:
-    """:func:`select` after its arguments were checked, the data loaded and the candidates parsed."""
-    t_start = time.perf_counter()
-    outcomes = embed(
-        None, cands, seed=seed, device=dev, batch_size=batch_size, policy=policy, token=token,
-        progress=progress, keep_vectors=True, _data=ref, _store=store, _progress=bar,
-    )  # fmt: skip
-    results = [o.result for o in outcomes]
-    timings: dict[str, Any] = {"candidates": {o.result.name: o.wall_seconds for o in outcomes}, "metrics": {},
-                               "validation": None, "total": None}  # fmt: skip
-    ok = {o.result.name: o.vectors for o in outcomes if o.result.ok}
+def _metrics_stage(ctx: RunContext) -> None:
+    """Stage 3: every metric over the embedded candidates (from the store or computed), with its bootstrap; fills
+    ``ctx.per_metric``, ``ctx.details``, ``ctx.uncertainty``, each result's scores, per-metric ranks, columns and
+    intervals, and the warnings (failed candidates, duplicates in the data, the metrics' own warnings).
+
+    Raises:
+        AllCandidatesFailedError: no candidate could be embedded.
+        MetricError: no metric could be computed.
+    """
+    results, ok, warnings = ctx.results, ctx.vectors, ctx.warnings
     if not ok:
-        if store.read_only and all(r.error_type == "StoreReadOnlyError" for r in results):
-            store.require_writable("store the embeddings of any of the candidates (none is cached)")  # exit 6
+        if ctx.store.read_only and all(r.error_type == "StoreReadOnlyError" for r in results):
+            ctx.store.require_writable("store the embeddings of any of the candidates (none is cached)")  # exit 6
         reasons = "; ".join(f"{r.name}: {r.error_type}: {r.error}" for r in results)
         raise AllCandidatesFailedError(f"no candidate could be embedded ({reasons})")
-    warnings: list[str] = [r.failure_note for r in results if not r.ok]
-    if ref.duplicates_note():
-        warnings.append(ref.duplicates_note())
+    warnings += [r.failure_note for r in results if not r.ok]
+    if ctx.ref.duplicates_note():
+        warnings.append(ctx.ref.duplicates_note())
     run_keys = {r.name: r.run_key for r in results if r.ok}
-    details: dict[str, Any] = {}
-    pool_notes: list[str] = []  # the metrics' caveats about the pool's size: the ranking states it once
-    per_metric: dict[str, dict[str, float]] = {}
-    uncertainty: dict[str, Any] = {}
     by_name = {r.name: r for r in results}
-    for m in metrics:
-        opts = metric_options.get(m, {})
-        ctx = MetricContext(
+    for m in ctx.metrics:
+        opts = ctx.metric_options.get(m, {})
+        mctx = MetricContext(
             embeddings=ok,
             run_keys=run_keys,
-            seed=seed,
+            seed=ctx.seed,
             options=opts,
-            labels=ref.labels if opts.get("prior") == "labels" else None,
-            pair_cache=store,
-            device=dev,
+            labels=ctx.ref.labels if opts.get("prior") == "labels" else None,
+            pair_cache=ctx.store,
+            device=ctx.device,
         )
         t_metric = time.perf_counter()
-        with bar.stage(f"metric {m}"):
-            mr = _run_metric(m, ctx, store, warnings, run_keys=run_keys, opts=opts, seed=seed, ref=ref,
-                             bootstrap=bootstrap, uncertainty=uncertainty)  # fmt: skip
-        timings["metrics"][m] = time.perf_counter() - t_metric
+        with ctx.bar.stage(f"metric {m}"):
+            mr = _run_metric(m, mctx, ctx, run_keys=run_keys, opts=opts)
+        ctx.timings["metrics"][m] = time.perf_counter() - t_metric
         if mr is None:
             continue
-        per_metric[m] = mr.scores
-        details[m] = mr.details
+        ctx.per_metric[m] = mr.scores
+        ctx.details[m] = mr.details
         for w in mr.details.get("warnings") or []:  # the metric's own warnings, also at the top level
             note = f"{m}: {w}" if not str(w).startswith(m) else str(w)
-            (pool_notes if w == mr.details.get("pool_warning") else warnings).append(note)
+            (ctx.pool_notes if w == mr.details.get("pool_warning") else warnings).append(note)
         for name, why in (mr.details.get("excluded") or {}).items():  # degenerate for this metric only
             if not any(name in w and why in w for w in warnings):  # unless the metric's own warning said so
                 warnings.append(f"{m} did not score {name}: {why}")
@@ -468,114 +596,142 @@ def _select(ref, cands, store, bar, *, metrics, max_items, seed, on_error, dev, 
         for col, values in mr.columns.items():
             for name, v in values.items():
                 by_name[name].columns[col if col.startswith(m) else f"{m}.{col}"] = _num(v)
-        boot = uncertainty.get(m)
+        boot = ctx.uncertainty.get(m)
         if boot is not None:
             # the interval belongs to the score that was bootstrapped: the headline, or a cheaper proxy of it
             # (task_prior bootstraps its closed-form alignment, not the probes)
             key = m if boot.get("score_name") in (None, m, mr.details.get("headline")) else boot["score_name"]
             for name, (lo, hi) in boot["intervals"].items():
                 by_name[name].intervals[key] = [_num(lo), _num(hi)]
-    if not per_metric:
+    if not ctx.per_metric:
         raise MetricError("no metric could be computed: " + "; ".join(warnings))
 
-    from embedselect.aggregate import combine_ranks
 
-    # metrics not named in ``weights`` keep weight 1; weights of metrics that failed are dropped
-    full_weights = {m: float((weights or {}).get(m, 1.0)) for m in per_metric}
-    combined = combine_ranks(per_metric, weights=full_weights)
-    combine_method = "mean-rank"
+def _rank_stage(ctx: RunContext) -> Any:
+    """Stage 4: combine the metrics' ranks (mean rank; metrics not named in ``weights`` keep their spec's default weight, weights of
+    metrics that failed are dropped), give each result its combined score and rank, sort the outcomes best first
+    (ties share a rank and are listed by name, so the first row, ``best`` and the validation's top pick agree)
+    and decide whether there is a clear winner.
+
+    Returns:
+        the :class:`~embedselect.aggregate.Decision`.
+    """
+    from embedselect.aggregate import MIN_POOL, combine_ranks, decide
+
+    by_name = {r.name: r for r in ctx.results}
+    full_weights = {m: float((ctx.weights or {}).get(m, get_spec(m).weight)) for m in ctx.per_metric}
+    ctx.combined_weights = full_weights
+    combined = combine_ranks(ctx.per_metric, weights=full_weights)
     for name, score in combined.items():
         by_name[name].combined_score = float(score)
-    order = rank_scores({n: by_name[n].combined_score for n in combined})
-    for name, r in order.items():
+    for name, r in rank_scores({n: by_name[n].combined_score for n in combined}).items():
         by_name[name].rank = r
-    # ties share a rank and are listed by name (embedselect.ranking.tie_groups), so the first row, best and
-    # the validation's top pick for "combined" are the same candidate
-    results.sort(key=lambda r: (not r.ok, r.rank if r.rank is not None else math.inf, r.name))
-    from embedselect.aggregate import MIN_POOL, decide
-
+    ctx.outcomes.sort(key=lambda o: (not o.result.ok, o.result.rank if o.result.rank is not None else math.inf,
+                                     o.result.name))  # fmt: skip
     decision = decide(combined, intervals={n: by_name[n].intervals for n in combined})
-    warnings += [f"no clear winner: {why}" for why in decision.reasons]
+    ctx.warnings += [f"no clear winner: {why}" for why in decision.reasons]
     if sum(1 for v in combined.values() if math.isfinite(v)) >= MIN_POOL:  # else decide() said it
-        warnings += pool_notes
+        ctx.warnings += ctx.pool_notes
+    return decision
 
-    validation = None
-    if ref.labels is not None:
-        # also check the secondary scores a metric names (e.g. task_prior's probe accuracy when the headline
-        # is the closed-form alignment), so that users see which of them their labels agree with
-        label_free = dict(per_metric)
-        for m, det in details.items():
-            for col in det.get("secondary", []) or []:
-                name = col if col.startswith(m) else f"{m}.{col}"
-                values = {r: by_name[r].columns[name] for r in ok if name in by_name[r].columns}
-                if values:
-                    label_free[name] = values
-        t_validation = time.perf_counter()
-        with bar.stage("validation against your labels"):
-            validation = _validate(ok, ref.labels, label_free, by_name, seed=seed)
-        timings["validation"] = time.perf_counter() - t_validation
 
-    if save and not store.can_record("the ranking"):
-        warnings.append(f"the cache at {store.root} is read-only: this ranking is not stored (leaderboard and "
-                        "history will not show it)")  # fmt: skip
-    ranking = Ranking(
-        candidates=results,
-        metrics=[m for m in metrics if m in per_metric],
-        combine=combine_method,
-        dataset=ref.to_dict(),
+def _validate_stage(ctx: RunContext) -> dict[str, Any] | None:
+    """Stage 5, only when the data has labels: held-out probe accuracy on the user's labels, and how well each
+    label-free score (the headlines, the secondary scores a metric names, and the combined score) predicts it.
+    Adds ``labels.*`` columns to the results.
+
+    Returns:
+        the validation report as a dict, or None without labels.
+    """
+    if ctx.ref.labels is None:
+        return None
+    from embedselect.validate import validate
+
+    by_name = {r.name: r for r in ctx.results}
+    # also check the secondary scores a metric names (e.g. task_prior's probe accuracy when the headline is the
+    # closed-form alignment), so that users see which of them their labels agree with
+    label_free = dict(ctx.per_metric)
+    for m, det in ctx.details.items():
+        for col in det.get("secondary", []) or []:
+            name = col if col.startswith(m) else f"{m}.{col}"
+            values = {r: by_name[r].columns[name] for r in ctx.vectors if name in by_name[r].columns}
+            if values:
+                label_free[name] = values
+    t_validation = time.perf_counter()
+    with ctx.bar.stage("validation against your labels"):
+        combined = {n: by_name[n].combined_score for n in ctx.vectors if by_name[n].combined_score is not None}
+        report = validate(ctx.vectors, ctx.ref.labels, {**label_free, "combined": combined}, seed=ctx.seed)
+        for name, row in report.table.iterrows():
+            for col, v in row.items():
+                if col not in label_free and col != "combined":
+                    by_name[str(name)].columns[f"labels.{col}"] = _num(v)
+        validation = report.to_dict()
+    ctx.timings["validation"] = time.perf_counter() - t_validation
+    return validation
+
+
+def _report(ctx: RunContext, decision: Any, validation: dict[str, Any] | None, *, max_items: int | None,
+            on_error: str) -> Ranking:
+    """Stage 6: the :class:`~embedselect.ranking.Ranking` of the run (results best first, settings, versions,
+    details, validation, uncertainty, warnings, the decision and the timings)."""
+    return Ranking(
+        candidates=ctx.results,
+        metrics=[m for m in ctx.metrics if m in ctx.per_metric],
+        combine="mean-rank",
+        dataset=ctx.ref.to_dict(),
         settings={
-            "seed": seed,
+            "seed": ctx.seed,
             "max_items": max_items,
             "on_error": on_error,
-            "device": dev,
-            "batch_size": batch_size,
-            "metric_options": metric_options,
-            "weights": dict(weights) if weights else None,
-            "bootstrap": bootstrap,
-            "policy": {
-                "allow_pickle": (policy or LoadPolicy()).allow_pickle,
-                "trust_remote_code": (policy or LoadPolicy()).trust_remote_code,
-            },
+            "device": ctx.device,
+            "batch_size": ctx.batch_size,
+            "metric_options": ctx.metric_options,
+            "weights": dict(ctx.weights) if ctx.weights else None,
+            "combined_weights": ctx.combined_weights,
+            "bootstrap": ctx.bootstrap,
+            "policy": {"allow_pickle": ctx.policy.allow_pickle, "trust_remote_code": ctx.policy.trust_remote_code},
         },
         versions=_versions(),
-        details=details,
+        details=ctx.details,
         validation=validation,
-        uncertainty=uncertainty or None,
-        warnings=warnings,
+        uncertainty=ctx.uncertainty or None,
+        warnings=ctx.warnings,
         ranking_id=uuid.uuid4().hex,
         created_at=datetime.now(timezone.utc).isoformat(),
         decided=decision.decided,
         leaders=decision.leaders,
         undecided_reasons=decision.reasons,
-        timings=timings,
+        timings=ctx.timings,
     )
-    timings["total"] = time.perf_counter() - t_start
-    if save:
-        rows = [
-            {
-                "metric": m,
-                "candidate": r.name,
-                "model_id": r.model_id,
-                "revision": r.revision,
-                "run_key": r.run_key,
-                "score": r.scores.get(m),
-                "rank": r.ranks.get(m),
-                "columns": {k: v for k, v in r.columns.items() if k.startswith(m)},
-            }
-            for r in results
-            if r.ok
-            for m in ranking.metrics
-        ]
-        store.save_ranking(ranking.ranking_id, ranking.to_dict(), rows)
-    return ranking
 
 
-def _run_metric(m, ctx, store, warnings, *, run_keys, opts, seed, ref, bootstrap, uncertainty) -> MetricResult | None:
-    """One metric's result (from the store, or computed and stored), and its bootstrap into ``uncertainty[m]``
+def _save(ctx: RunContext, ranking: Ranking) -> None:
+    """Store the ranking and one row per (metric, embedded candidate) in the cache database."""
+    rows = [
+        {
+            "metric": m,
+            "candidate": r.name,
+            "model_id": r.model_id,
+            "revision": r.revision,
+            "run_key": r.run_key,
+            "score": r.scores.get(m),
+            "rank": r.ranks.get(m),
+            "columns": {k: v for k, v in r.columns.items() if k.startswith(m)},
+        }
+        for r in ranking.candidates
+        if r.ok
+        for m in ranking.metrics
+    ]
+    ctx.store.save_ranking(ranking.ranking_id, ranking.to_dict(), rows)
+
+
+def _run_metric(m: str, mctx: MetricContext, ctx: RunContext, *, run_keys: Mapping[str, str],
+                opts: Mapping[str, Any]) -> MetricResult | None:
+    """One metric's result (from the store, or computed and stored), and its bootstrap into ``ctx.uncertainty[m]``
     when asked; None (with a warning) when the metric cannot be computed."""
     fn = get_metric(m)
-    mkey = _metric_key(m, run_keys, opts, seed, ref.labels if ctx.labels is not None else None)
-    cached = store.get_metric_result(mkey)
+    mkey = _metric_key(m, run_keys, opts, ctx.seed, ctx.ref.labels if mctx.labels is not None else None)
+    cached = ctx.store.get_metric_result(mkey)
     if cached is not None:
         mr = MetricResult(**cached)
         mr.scores = {k: _num(v) for k, v in mr.scores.items()}
@@ -584,36 +740,22 @@ def _run_metric(m, ctx, store, warnings, *, run_keys, opts, seed, ref, bootstrap
         log.info("metric %s: cached", m)
     else:
         try:
-            mr = fn(ctx)
+            mr = fn(mctx)
         except MetricError as exc:
-            warnings.append(f"metric {m} was not computed: {exc}")
+            ctx.warnings.append(f"metric {m} was not computed: {exc}")
             log.warning("metric %s failed: %s", m, exc)
             return None
-        store.put_metric_result(mkey, m, to_jsonable(asdict(mr)))
-    if bootstrap and bootstrap > 0:
-        bkey = f"{mkey}:bootstrap:{bootstrap}"
-        boot = store.get_metric_result(bkey)
+        ctx.store.put_metric_result(mkey, m, to_jsonable(asdict(mr)))
+    if ctx.bootstrap and ctx.bootstrap > 0:
+        bkey = f"{mkey}:bootstrap:{ctx.bootstrap}"
+        boot = ctx.store.get_metric_result(bkey)
         if boot is None:
             from embedselect.uncertainty import bootstrap_metric
 
-            boot = to_jsonable(bootstrap_metric(fn, ctx, n_boot=bootstrap, seed=seed).to_dict())
-            store.put_metric_result(bkey, f"{m}:bootstrap", boot)
-        uncertainty[m] = boot
+            boot = to_jsonable(bootstrap_metric(fn, mctx, n_boot=ctx.bootstrap, seed=ctx.seed).to_dict())
+            ctx.store.put_metric_result(bkey, f"{m}:bootstrap", boot)
+        ctx.uncertainty[m] = boot
     return mr
-
-
-def _validate(embeddings, labels, per_metric, by_name, *, seed: int) -> dict[str, Any]:
-    """Held-out probe accuracy on the user's labels, and how well each label-free metric (and the combined
-    score) predicts it."""
-    from embedselect.validate import validate
-
-    combined = {n: by_name[n].combined_score for n in embeddings if by_name[n].combined_score is not None}
-    report = validate(embeddings, labels, {**per_metric, "combined": combined}, seed=seed)
-    for name, row in report.table.iterrows():
-        for col, v in row.items():
-            if col not in per_metric and col != "combined":
-                by_name[str(name)].columns[f"labels.{col}"] = _num(v)
-    return report.to_dict()
 
 
 def refresh_catalog(*, store: Any = None, cache_dir: str | Path | None = None, record: bool = True,

@@ -13,6 +13,9 @@ The one entry point is :class:`ReferenceData` (build it with :meth:`ReferenceDat
 5. seeded sub-sampling to ``max_items`` (without replacement, original order kept);
 6. a sha256 content fingerprint over the exact items used.
 
+:meth:`ReferenceData.drop_duplicates` removes exact or near duplicates from loaded data afterwards (the
+fingerprint is then recomputed over the rows that remain, so cached vectors of the full data are never reused).
+
 Item ids are stable strings: for files, the 1-based data row number (header not counted; for ``.txt`` and
 ``.jsonl`` files this is the line number); for a list of texts or a DataFrame, the 0-based position; for images,
 the path relative to the folder (POSIX separators).
@@ -72,6 +75,11 @@ __all__ = ["ReferenceData", "LoadReport", "sample_path", "IMAGE_SUFFIXES", "TEXT
 
 _MAX_EXAMPLES = 10  # skipped items listed in the report
 
+DUPLICATE_RULES = ("exact", "near")
+"""Rules of :meth:`ReferenceData.drop_duplicates` (``select(..., drop_duplicates=...)``)."""
+NEAR_DUPLICATE_THRESHOLD = 0.95
+"""Default cosine threshold of the ``"near"`` rule."""
+
 OnError = Literal["fail", "skip"]
 
 
@@ -90,7 +98,10 @@ class LoadReport:
             written before it was counted.
         skipped_examples: the first few dropped items, as ``{"id": ..., "reason": ...}`` dicts.
         sampled: whether seeded sub-sampling to ``max_items`` happened.
-        deduped: whether duplicates were removed (``dedupe=True``).
+        deduped: whether duplicates were removed (``dedupe=True`` or :meth:`ReferenceData.drop_duplicates`).
+        duplicates_dropped: the rule that removed them: ``"exact"`` or ``"near"`` (``None``: none removed).
+        n_dropped_duplicates: items removed by that rule (``n_used`` counts what remains).
+        near_duplicate_threshold: the cosine threshold of ``"near"`` (``None`` otherwise).
     """
 
     n_total: int
@@ -101,6 +112,9 @@ class LoadReport:
     skipped_examples: tuple[dict[str, str], ...] = ()
     sampled: bool = False
     deduped: bool = False
+    duplicates_dropped: str | None = None
+    n_dropped_duplicates: int = 0
+    near_duplicate_threshold: float | None = None
     n_distinct: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
@@ -164,14 +178,13 @@ class ReferenceData:
                 f"raise --max-items / max_items (now {self._sample_settings.get('max_items')}; "
                 f"{self.report.n_total} rows are in the source)"
             )
-        dropped = self.report.n_skipped_empty + self.report.n_skipped_undecodable
-        if self.report.deduped and self.report.n_duplicates:
-            dropped += self.report.n_duplicates
+        dropped = self.report.n_skipped_empty + self.report.n_skipped_undecodable + self.report.n_dropped_duplicates
         if dropped:
             hints.append(
                 f"fix the {dropped} dropped items ({self.report.n_skipped_empty} empty, "
                 f"{self.report.n_skipped_undecodable} undecodable"
-                + (f", {self.report.n_duplicates} duplicates" if self.report.deduped else "")
+                + (f", {self.report.n_dropped_duplicates} {self.report.duplicates_dropped} duplicates"
+                   if self.report.n_dropped_duplicates else "")
                 + ")"
             )
         hints.append(f"add at least {n_min - n} more items to the reference data")
@@ -204,7 +217,7 @@ class ReferenceData:
             f"{copies} of the {len(self)} reference items are exact copies of an earlier item: every candidate "
             "embeds a copy exactly like its original, so copies inflate the agreement between candidates (the "
             "kernels task_prior compares, the sufficiency fits) and can sit on both sides of a held-out split; "
-            "remove them from the data, or load it with ReferenceData.load(..., dedupe=True)"
+            "remove them with --drop-duplicates exact (select(..., drop_duplicates='exact'))"
         )
 
     def load_images(self, indices: Iterable[int] | None = None) -> list[Any]:
@@ -247,6 +260,104 @@ class ReferenceData:
             "sampling": dict(self._sample_settings),
             "report": self.report.to_dict(),
         }
+
+    # ------------------------------------------------------------------ duplicates
+    def drop_duplicates(self, rule: str, *, threshold: float = NEAR_DUPLICATE_THRESHOLD, k: int = 10,
+                        seed: int = 0) -> "ReferenceData":
+        """A copy without duplicate items: of each group of duplicates the first (lowest row) is kept.
+
+        Rules:
+            ``"exact"``: equal items, as :attr:`LoadReport.n_duplicates` counts them (text equality, equal image
+                bytes).
+            ``"near"``: exact duplicates, then items whose cheap, candidate-independent features have cosine
+                similarity >= ``threshold`` (FAISS k-NN, :func:`embedselect.metrics.neighbours.near_duplicates`):
+                the same rows are dropped whichever candidates are ranked, and the choice favours none of them.
+                Texts: hashed word unigrams and bigrams (lower-cased, punctuation ignored, l2-normalised counts,
+                2**20 buckets); FAISS searches a seeded 128-d sparse random projection of them for pairs within
+                0.05 of the threshold and the exact cosine of the sparse vectors decides. Images: 16×16
+                grayscale thumbnails, each centred on its mean pixel, so the cosine is the thumbnails' pixel
+                correlation. Cost: O(n·k) pairs, one exact (or, above 200 000 items, HNSW) k-NN search.
+
+        Args:
+            rule: ``"exact"`` or ``"near"``.
+            threshold: cosine similarity in (0, 1] for ``"near"``.
+            k: neighbours searched per item for ``"near"``.
+            seed: seed of the random projection (``"near"``, texts).
+
+        Returns:
+            a new :class:`ReferenceData` whose ``fingerprint`` covers the kept items only, with
+            ``report.duplicates_dropped`` / ``report.n_dropped_duplicates`` set (``self`` when nothing was
+            dropped and the rule is already recorded).
+
+        Raises:
+            ConfigError: an unknown rule or a threshold outside (0, 1].
+            DecodeError: an image changed or vanished since loading.
+        """
+        if rule not in DUPLICATE_RULES:
+            raise ConfigError(f"drop_duplicates must be one of {', '.join(map(repr, DUPLICATE_RULES))} or None, "
+                              f"got {rule!r}")
+        if rule == "near" and not (0.0 < float(threshold) <= 1.0):
+            raise ConfigError(f"near-duplicate threshold must be in (0, 1], got {threshold}")
+        digests = self._digests()
+        keep = ~np.asarray(duplicate_mask(digests), dtype=bool)
+        if rule == "near" and keep.sum() >= 2:
+            rows = np.flatnonzero(keep)
+            keep[rows[~self._near_duplicate_mask(rows, threshold=float(threshold), k=k, seed=seed)]] = False
+        sel = np.flatnonzero(keep).tolist()
+        labels = None if self.labels is None else [self.labels[i] for i in sel]
+        items = [self.items[i] for i in sel]
+        report = dataclasses.replace(
+            self.report, n_used=len(sel), n_distinct=len(sel), deduped=True, duplicates_dropped=rule,
+            n_dropped_duplicates=self.report.n_dropped_duplicates + len(self) - len(sel),
+            near_duplicate_threshold=float(threshold) if rule == "near" else self.report.near_duplicate_threshold,
+        )  # fmt: skip
+        return ReferenceData(
+            modality=self.modality, items=tuple(items), labels=labels_array(labels),
+            ids=tuple(self.ids[i] for i in sel),
+            fingerprint=fingerprint(self.modality, [digests[i] for i in sel], self._sample_settings),
+            source=self.source, report=report, _sample_settings=dict(self._sample_settings),
+        )  # fmt: skip
+
+    def _digests(self) -> list[bytes]:
+        """The bytes the fingerprint covers, per item: UTF-8 text, or the sha256 of the image file (read again)."""
+        if self.modality == "text":
+            return [t.encode("utf-8") for t in self.items]
+        out = []
+        for i, path in enumerate(self.items):
+            try:
+                out.append(hashlib.sha256(Path(path).read_bytes()).digest())
+            except OSError as exc:
+                raise DecodeError(f"image {self.ids[i]} ({path}) can no longer be read: {exc}. Load the reference "
+                                  "data again.") from exc
+        return out
+
+    def _near_duplicate_mask(self, rows: np.ndarray, *, threshold: float, k: int, seed: int) -> np.ndarray:
+        """bool (len(rows),): False for the items among ``rows`` that are near duplicates of an earlier one."""
+        from embedselect.metrics.neighbours import near_duplicates
+
+        if self.modality == "text":
+            sparse, dense = _text_duplicate_features([self.items[i] for i in rows], seed=seed)
+
+            def rescore(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+                out = np.empty(len(a), dtype=np.float64)
+                for s in range(0, len(a), 65536):  # exact sparse cosine, in blocks of pairs
+                    sl = slice(s, s + 65536)
+                    out[sl] = np.asarray(sparse[a[sl]].multiply(sparse[b[sl]]).sum(axis=1)).ravel()
+                return out
+
+            return near_duplicates(dense, threshold=threshold, k=k, rescore=rescore).keep
+        return near_duplicates(self._thumbnails(rows), threshold=threshold, k=k).keep
+
+    def _thumbnails(self, rows: np.ndarray, size: int = 16, block: int = 256) -> np.ndarray:
+        """float32 (len(rows), size²): grayscale thumbnails of the images at ``rows``, each minus its mean."""
+        from PIL import Image
+
+        out = np.empty((len(rows), size * size), dtype=np.float32)
+        for s in range(0, len(rows), block):
+            for j, im in enumerate(self.load_images(rows[s:s + block])):
+                px = np.asarray(im.convert("L").resize((size, size), Image.BILINEAR), dtype=np.float32).ravel()
+                out[s + j] = px - px.mean()
+        return out
 
     # ------------------------------------------------------------------ constructors
     @classmethod
@@ -676,11 +787,7 @@ class ReferenceData:
                 max_items: int | None, seed: int, dedupe: bool, n_bad: int | None = None) -> "ReferenceData":
         """Dedupe, sample, fingerprint. ``digests[i]``: exact bytes (texts) or sha256 digest (images) of item i."""
         n_bad = len(skipped) - n_empty if n_bad is None else n_bad
-        seen: set[bytes] = set()
-        dup_mask = []
-        for d in digests:
-            dup_mask.append(d in seen)
-            seen.add(d)
+        dup_mask = duplicate_mask(digests)
         n_dup = int(sum(dup_mask))
         if dedupe and n_dup:
             sel = [i for i, dup in enumerate(dup_mask) if not dup]
@@ -710,12 +817,36 @@ class ReferenceData:
             n_duplicates=n_dup, n_distinct=len(set(digests)),
             skipped_examples=tuple({"id": i, "reason": r} for i, _, r in skipped[:_MAX_EXAMPLES]),
             sampled=sampled, deduped=bool(dedupe),
+            duplicates_dropped="exact" if dedupe else None, n_dropped_duplicates=n_dup if dedupe else 0,
         )
         return cls(
             modality=modality,  # type: ignore[arg-type]
             items=tuple(items), labels=labels_array(labels), ids=tuple(ids), fingerprint=fp, source=source,
             report=report, _sample_settings=settings,
         )
+
+
+def duplicate_mask(digests: Sequence[bytes]) -> list[bool]:
+    """True for each item whose digest (exact text bytes, or an image file's sha256) equals an earlier one's."""
+    seen: set[bytes] = set()
+    mask = []
+    for d in digests:
+        mask.append(d in seen)
+        seen.add(d)
+    return mask
+
+
+def _text_duplicate_features(texts: list[str], *, seed: int, dim: int = 128):
+    """Near-duplicate features of texts (see :meth:`ReferenceData.drop_duplicates`): the l2-normalised hashed
+    word 1-2-gram counts (sparse CSR float32, (n, 2**20)) and their seeded sparse random projection (dense
+    float32, (n, ``dim``)), whose cosines approximate the sparse ones."""
+    from sklearn.feature_extraction.text import HashingVectorizer
+    from sklearn.random_projection import SparseRandomProjection
+
+    x = HashingVectorizer(ngram_range=(1, 2), n_features=2**20, alternate_sign=False, norm="l2",
+                          dtype=np.float32).transform(texts).tocsr()
+    proj = SparseRandomProjection(n_components=dim, dense_output=True, random_state=int(seed) % (2**32))
+    return x, np.asarray(proj.fit_transform(x), dtype=np.float32)
 
 
 def sample_path(name: str = "texts") -> Path:

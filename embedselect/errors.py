@@ -78,6 +78,11 @@ class ModelLoadError(CandidateError):
     """The model was found but could not be loaded or run."""
 
 
+class ModelFileError(ModelLoadError):
+    """A file of a model folder (``config.json``, ``modules.json``, ...) exists but cannot be read: not UTF-8 JSON,
+    or not readable. The message names the file; the folder is damaged (re-download or re-save the model)."""
+
+
 class UnsafeModelError(CandidateError):
     """Loading the model would need something the safety policy forbids (remote code, pickle weights,
     a size over the cap, a gated repo). The message names the option that allows it."""

@@ -20,5 +20,8 @@ BASELINES: dict[str, tuple[str, ...]] = {
 }
 """Built-in, download-free baselines -> the modalities each can embed."""
 
+FITTED_BASELINES: tuple[str, ...] = ("tfidf-svd", "pixel-pca")
+"""Baselines that learn from the data they embed (their fit can be saved and restored)."""
+
 BASELINE_VERSION = 1
 """Bumped whenever a baseline's output changes for the same inputs and settings (part of the revision)."""

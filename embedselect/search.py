@@ -8,6 +8,8 @@ what is missing, through :func:`embedselect.api.embed`), and writes to ``DIR``::
                     data fingerprint / modality / source, n, dim, metric, index type, versions, file sha256s
     index.faiss     the FAISS index (row i = reference item i); cosine: rows L2-normalised, inner product
     rows.jsonl      one JSON object per row: {"row": i, "id": item id, "item": text or image path}
+    baseline.npz    only for a fitted baseline (tfidf-svd, pixel-pca): its fit on the reference data as numpy
+                    arrays (no pickle), so that queries are embedded exactly as the items were, with no refit
 
 ``SearchIndex.load(DIR)`` checks every file against the manifest and, when asked, that the model and the data
 are the ones it was built from (:class:`~embedselect.errors.IndexMismatchError` otherwise);
@@ -39,14 +41,19 @@ from embedselect.errors import (
     IndexMismatchError,
     SearchIndexError,
 )
+from embedselect.kinds import FITTED_BASELINES
 from embedselect.policy import LoadPolicy
 
 log = logging.getLogger(__name__)
 
-INDEX_FORMAT = 1
+INDEX_FORMAT = 2
+"""2: a fitted baseline's fit is saved in ``baseline.npz`` (format 1 refitted it on load)."""
 MANIFEST = "manifest.json"
 INDEX_FILE = "index.faiss"
 ROWS_FILE = "rows.jsonl"
+FIT_FILE = "baseline.npz"
+FIT_CHECK_ROWS = 256
+"""Rows on which a fitted baseline's saved fit is checked against the cached vectors when an index is built."""
 
 
 @dataclass
@@ -193,7 +200,7 @@ def build_index(
     import faiss
 
     from embedselect import __version__
-    from embedselect.api import load_reference_data, embed
+    from embedselect.api import embed_reference, load_reference_data
     from embedselect.metrics.neighbours import build_index as faiss_index
     from embedselect.metrics.neighbours import is_exact
     from embedselect.store import Store
@@ -213,11 +220,12 @@ def build_index(
     else:
         cand = _one_candidate(model, ref.modality)
     seed = 0 if seed is None else int(seed)
-    [outcome] = embed(ref, [cand], seed=seed, cache_dir=None, device=device, batch_size=batch_size, policy=policy,
-                      token=token, progress=progress, keep_vectors=True, _data=ref, _store=store)
+    [outcome] = embed_reference(ref, [cand], store=store, seed=seed, device=device, batch_size=batch_size,
+                                policy=policy, token=token, progress=progress, keep_vectors=True)
     res = outcome.result
     if not res.ok or outcome.vectors is None:
         raise CandidateError(f"{cand.name} could not be embedded: {res.error_type}: {res.error}")
+    fit_state = _baseline_fit(cand, res, ref, outcome.vectors, seed=seed) if res.backend in FITTED_BASELINES else None
     index = faiss_index(outcome.vectors, metric=metric, exact=exact)
     tmp = out.parent / f".{out.name}.tmp-{os.getpid()}"
     if tmp.exists():
@@ -225,6 +233,8 @@ def build_index(
     tmp.mkdir(parents=True)
     try:
         faiss.write_index(index, str(tmp / INDEX_FILE))
+        if fit_state is not None:
+            np.savez(tmp / FIT_FILE, **fit_state)
         with open(tmp / ROWS_FILE, "w", encoding="utf-8") as f:
             for i, (rid, item) in enumerate(zip(ref.ids, ref.items)):
                 f.write(json.dumps({"row": i, "id": str(rid), "item": str(item)}, ensure_ascii=False) + "\n")
@@ -235,7 +245,7 @@ def build_index(
             index_type=type(index).__name__, exact=is_exact(index),
             versions={"embedselect": __version__, "faiss": faiss.__version__},
             created_at=datetime.now(timezone.utc).isoformat(),
-            files={name: _sha256(tmp / name) for name in (INDEX_FILE, ROWS_FILE)},
+            files={name: _sha256(tmp / name) for name in (INDEX_FILE, ROWS_FILE, FIT_FILE) if (tmp / name).is_file()},
         )  # fmt: skip
         (tmp / MANIFEST).write_text(json.dumps(manifest.to_dict(), indent=2, default=str) + "\n", encoding="utf-8")
         if out.exists():
@@ -245,6 +255,31 @@ def build_index(
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
     return SearchIndex.load(out)
+
+
+def _baseline_fit(cand, res, ref, vectors: np.ndarray, *, seed: int) -> dict[str, np.ndarray]:
+    """The ``fit_state`` of a fitted baseline (tfidf-svd, pixel-pca) on the reference items, checked to
+    reproduce the indexed (cached) vectors on the first :data:`FIT_CHECK_ROWS` rows.
+
+    Fitting is the baseline's whole cost (no model is run); it happens once, here, and never when searching.
+
+    Raises:
+        SearchIndexError: the fit does not reproduce the cached vectors (they came from another version).
+    """
+    from embedselect.backends.loader import load_embedder
+    from embedselect.candidates import resolve_candidate
+
+    rc = resolve_candidate(cand, policy=LoadPolicy())
+    embedder = load_embedder(rc, seed=seed, fit_items=list(ref.items))
+    rows = min(FIT_CHECK_ROWS, len(ref))
+    again = np.asarray(embedder.embed(list(ref.items[:rows])), dtype=np.float32)
+    if again.shape != (rows, vectors.shape[1]) or not np.allclose(again, vectors[:rows], rtol=1e-4, atol=1e-5):
+        raise SearchIndexError(
+            f"{cand.name}: fitting it on the reference data again does not reproduce its cached vectors (were they "
+            f"made by another embedselect or scikit-learn version?); remove them with `embedselect cache rm --model "
+            f"{cand.name}` and build the index again"
+        )
+    return embedder.fit_state()
 
 
 # --- loading and searching -------------------------------------------------------------------------------
@@ -305,7 +340,7 @@ class SearchIndex:
             manifest = IndexManifest.from_dict(json.loads(mpath.read_text(encoding="utf-8")))
         except (ValueError, TypeError) as exc:
             raise SearchIndexError(f"{mpath} is unreadable ({exc}); rebuild the index with `embedselect index`") from exc
-        for name in (INDEX_FILE, ROWS_FILE):
+        for name in (INDEX_FILE, ROWS_FILE, *([FIT_FILE] if FIT_FILE in manifest.files else [])):
             if not (d / name).is_file():
                 raise SearchIndexError(f"{d / name} is missing; rebuild the index with `embedselect index`")
             if verify and name in manifest.files and _sha256(d / name) != manifest.files[name]:
@@ -369,9 +404,9 @@ class SearchIndex:
             )
 
     def _load_embedder(self, *, device: str | None, policy: LoadPolicy | None, token: str | None):
-        from embedselect.candidates import parse_candidates, resolve_candidate
         from embedselect.backends.device import library_progress
         from embedselect.backends.loader import load_embedder
+        from embedselect.candidates import parse_candidates, resolve_candidate
 
         m = self.manifest
         policy = policy or LoadPolicy()
@@ -386,11 +421,24 @@ class SearchIndex:
                 f"{rc.model_id}@{rc.revision[:12]}, the index holds vectors of {m.model_id}@{m.revision[:12]}; "
                 "rebuild the index with `embedselect index ... --overwrite`"
             )
-        fit = None
-        if rc.backend in ("tfidf-svd", "pixel-pca"):  # fitted baselines: refit on the indexed items, same seed
-            fit = list(self.items) if m.modality == "text" else [Path(p) for p in self.items]
+        state = None
+        if rc.backend in FITTED_BASELINES:  # the fit saved with the index, never a refit
+            if FIT_FILE not in m.files or not (self.directory / FIT_FILE).is_file():
+                raise SearchIndexError(
+                    f"the index in {self.directory} holds {m.name} vectors but not its fit ({FIT_FILE}; indexes "
+                    "before format 2 lack it); rebuild it with `embedselect index ... --overwrite`"
+                )
+            with np.load(self.directory / FIT_FILE, allow_pickle=False) as npz:
+                state = {k: npz[k] for k in npz.files}
         with library_progress(False):
-            return load_embedder(rc, device=device, policy=policy.for_model(cand.ref), seed=m.seed, fit_items=fit)
+            try:
+                return load_embedder(rc, device=device, policy=policy.for_model(cand.ref), seed=m.seed,
+                                     fit_state=state)
+            except ConfigError as exc:
+                if state is None:
+                    raise
+                raise SearchIndexError(f"{self.directory / FIT_FILE} does not fit {m.name}: {exc}; rebuild the "
+                                       "index with `embedselect index ... --overwrite`") from exc
 
     def embed_queries(self, queries: Sequence[Any], *, device: str | None = None, policy: LoadPolicy | None = None,
                       token: str | None = None) -> np.ndarray:
@@ -583,9 +631,15 @@ def neighbours_view(
 
     Memory: every candidate's (n, d) matrix is held at once (as in :func:`embedselect.select`).
     """
-    from embedselect.api import load_reference_data, embed
+    from embedselect.api import embed_reference, load_reference_data
     from embedselect.metrics.neighbours import build_index as faiss_index
-    from embedselect.metrics.neighbours import knn, mutual_knn_agreement, near_duplicates, prepare, search_index
+    from embedselect.metrics.neighbours import (
+        knn,
+        mutual_knn_agreement,
+        near_duplicates,
+        prepare,
+        search_index,
+    )
     from embedselect.store import Store
 
     store = Store.open(cache_dir)
@@ -601,8 +655,8 @@ def neighbours_view(
     if bad:
         raise ConfigError(f"rows {bad} are outside the data's {n} items")
     k = max(1, min(int(k), n - 1))
-    outcomes = embed(ref, candidates, seed=seed, device=device, batch_size=batch_size, policy=policy, token=token,
-                     progress=progress, keep_vectors=True, _data=ref, _store=store)
+    outcomes = embed_reference(ref, candidates, store=store, seed=seed, device=device, batch_size=batch_size,
+                               policy=policy, token=token, progress=progress, keep_vectors=True)
     ok = {o.result.name: o.vectors for o in outcomes if o.result.ok}
     failed = {o.result.name: f"{o.result.error_type}: {o.result.error}" for o in outcomes if not o.result.ok}
     if not ok:

@@ -144,6 +144,22 @@ def test_embed_only_fills_the_cache(tmp_path, cache_dir, request):
     assert all(o.result.cached for o in again)
 
 
+def test_public_signatures_show_no_private_parameters_and_loaded_data_goes_through_embed_reference(cache_dir):
+    """select()/embed() take no ``_data``/``_store``; a caller with a loaded ReferenceData and an open Store uses
+    the internal embed_reference(), which reads and writes that store and records the data set once."""
+    import inspect
+
+    for fn in (api.select, api.embed, embedselect.select, embedselect.embed):
+        private = [p for p in inspect.signature(fn).parameters if p.startswith("_")]
+        assert not private, f"{fn.__name__} shows private parameters {private}"
+    ref = api.load_reference_data(SAMPLE, column="text", labels=None, max_items=None, seed=0, on_error="fail")
+    store = embedselect.Store.open(cache_dir / "other")
+    outcomes = api.embed_reference(ref, ["tfidf-svd"], store=store, keep_vectors=True)
+    assert outcomes[0].result.ok and outcomes[0].vectors.shape == (len(ref), outcomes[0].result.dim)
+    assert store.load_vectors(outcomes[0].result.run_key) is not None
+    assert len(embedselect.Store.open(cache_dir).list_runs()) == 0  # nothing went to the default store
+
+
 def test_batch_size_and_workers_reuse_the_cached_run(tmp_path, cache_dir, request):
     """?batch_size= / ?num_workers= change speed, not vectors: another value is served from the cache."""
     st_dir = make_tiny_sentence_transformer(tmp_path / "tiny-st")
@@ -246,3 +262,26 @@ def test_a_combined_tie_is_shown_and_best_first_row_and_top_pick_agree(tmp_path,
     d = json.loads(r.to_json())
     assert d["decided"] is False and d["leaders"] == r.leaders and d["undecided_reasons"]
     assert Ranking.from_json(r.to_json()).leaders == r.leaders
+
+
+def test_select_drops_duplicates_and_embeds_only_the_kept_rows(tmp_path, cache_dir):
+    base = pd.read_csv(SAMPLE)["text"].tolist()[:60]
+    texts = base + base[:10] + [t.upper() + "!" for t in base[10:15]]  # 10 exact and 5 near copies
+    full = embedselect.select(texts, ["tfidf-svd", "random-projection"], metrics=["task_prior"], seed=0)
+    assert full.dataset["n"] == 75 and full.dataset["report"]["n_dropped_duplicates"] == 0
+    exact = embedselect.select(texts, ["tfidf-svd", "random-projection"], metrics=["task_prior"], seed=0,
+                               drop_duplicates="exact")
+    near = embedselect.select(texts, ["tfidf-svd", "random-projection"], metrics=["task_prior"], seed=0,
+                              drop_duplicates="near")
+    for r, n_kept, rule in ((exact, 65, "exact"), (near, 60, "near")):
+        rep = r.dataset["report"]
+        assert r.dataset["n"] == n_kept and rep["n_dropped_duplicates"] == 75 - n_kept
+        assert rep["duplicates_dropped"] == rule
+        assert json.loads(r.to_json())["dataset"]["report"]["n_dropped_duplicates"] == 75 - n_kept
+        # vectors of the rows actually embedded: a new fingerprint, new runs, not the full data's cache
+        assert r.dataset["fingerprint"] != full.dataset["fingerprint"]
+        assert all(c.n == n_kept and not c.cached for c in r)
+        assert {c.run_key for c in r}.isdisjoint({c.run_key for c in full})
+    assert near.dataset["fingerprint"] == embedselect.ReferenceData.from_texts(base).fingerprint
+    with pytest.raises(embedselect.ConfigError, match="drop_duplicates"):
+        embedselect.select(texts, ["tfidf-svd"], metrics=["task_prior"], drop_duplicates="all")

@@ -179,6 +179,19 @@ def test_catalog_file_path_and_schema_errors(tmp_path):
             parse_candidates(f"catalog:{bad}")
 
 
+def test_a_catalog_entry_is_one_model_and_its_revision_is_checked_when_read(tmp_path):
+    """A catalog entry naming a catalog (itself, here) is refused with the entry named, instead of recursing until
+    RecursionError; a catalog's revision passes the same revision rule as a spec's ``@revision``."""
+    loop = tmp_path / "loop.yaml"
+    loop.write_text(f"modality: text\nmodels:\n  - id: catalog:{loop}\n")
+    with pytest.raises(CandidateSpecError, match=r"entry 0: cannot understand candidate 'catalog:"):
+        parse_candidates(f"catalog:{loop}")
+    bad_rev = tmp_path / "rev.yaml"
+    bad_rev.write_text("modality: text\nmodels:\n  - {id: org/m, revision: ../../../etc}\n")
+    with pytest.raises(CandidateSpecError, match=r"entry 0: bad revision '\.\./\.\./\.\./etc'"):
+        parse_candidates(f"catalog:{bad_rev}")
+
+
 # --- resolution -------------------------------------------------------------------------------------
 def test_baseline_resolution():
     from embedselect import __version__
@@ -244,6 +257,33 @@ def test_backend_and_modality_inference(tmp_path):
     (junk / "readme.txt").write_text("hi")
     with pytest.raises(CandidateError, match="backend"):
         infer_backend(junk)
+
+
+def test_one_json_reader_for_model_folders(tmp_path):
+    """embedselect.layout.read_json: None for a missing file, the document otherwise, and ModelFileError naming the
+    file for bad JSON, bad UTF-8 or a folder; candidate resolution and the backends' policy check read through it."""
+    from embedselect.backends.loader import check_local_files
+    from embedselect.errors import ModelFileError
+    from embedselect.layout import read_json
+
+    assert read_json(tmp_path / "missing.json") is None
+    (tmp_path / "ok.json").write_text('{"a": [1, 2]}')
+    assert read_json(tmp_path / "ok.json") == {"a": [1, 2]}
+    (tmp_path / "bad.json").write_text("{oops")
+    (tmp_path / "latin1.json").write_bytes(b'{"a": "\xe9"}')
+    (tmp_path / "dir.json").mkdir()
+    for name, why in [("bad.json", "not valid JSON"), ("latin1.json", "not UTF-8"), ("dir.json", "cannot be read")]:
+        with pytest.raises(ModelFileError, match=why) as info:
+            read_json(tmp_path / name)
+        assert str(tmp_path / name) in str(info.value)
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "model.safetensors").write_bytes(b"x")
+    (model / "config.json").write_text("{oops")
+    with pytest.raises(ModelFileError, match="config.json is not valid JSON"):
+        infer_backend(model)
+    with pytest.raises(ModelFileError, match="config.json is not valid JSON"):  # was read as "no custom code"
+        check_local_files(model, "transformers", LoadPolicy(), "m")
 
 
 def test_local_resolution_uses_explicit_backend(tmp_path):

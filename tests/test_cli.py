@@ -186,3 +186,20 @@ def test_quiet_still_shows_warnings(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert "WARNING" in proc.stderr and "some-org/not-in-any-cache failed" in proc.stderr
     assert "it/s" not in proc.stderr  # no progress bars
+
+
+def test_rank_and_validate_drop_duplicates(tmp_path, capsys, monkeypatch):
+    import pandas as pd
+
+    monkeypatch.setenv("EMBEDSELECT_CACHE_DIR", str(tmp_path / "c"))
+    frame = pd.read_csv(SAMPLE)
+    data = tmp_path / "dup.csv"
+    pd.concat([frame, frame.iloc[:20]]).to_csv(data, index=False)
+    for cmd, extra in (("rank", []), ("validate", ["--labels", "label"])):
+        assert main([cmd, str(data), "-c", "text", "-m", "tfidf-svd,random-projection", "--metrics", "task_prior",
+                     "--drop-duplicates", "exact", "--json", "-q", *extra]) == 0
+        r = Ranking.from_json(capsys.readouterr().out)
+        assert r.dataset["n"] == 240 and r.dataset["report"]["n_dropped_duplicates"] == 20
+    with pytest.raises(SystemExit) as exit_:  # argparse's usage error names the choices
+        main(["rank", str(data), "-c", "text", "-m", "tfidf-svd", "--drop-duplicates", "some"])
+    assert exit_.value.code == 2 and "choose from 'exact', 'near'" in capsys.readouterr().err

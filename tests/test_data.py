@@ -381,6 +381,66 @@ def test_image_duplicates_by_bytes(tmp_path):
     assert len(d) == 3 and d.report.n_duplicates == 1 and "zz_copy.png" not in d.ids
 
 
+def test_drop_exact_duplicates_equals_dedupe_at_load_and_keeps_labels():
+    texts = ["a", "b", "a", "c", "b", "a"]
+    d = ReferenceData.from_texts(texts, labels=[1, 2, 3, 4, 5, 6])
+    e = d.drop_duplicates("exact")
+    assert e.items == ("a", "b", "c") and e.ids == ("0", "1", "3") and e.labels.tolist() == [1, 2, 4]
+    assert e.report.n_dropped_duplicates == 3 and e.report.duplicates_dropped == "exact" and e.report.n_used == 3
+    # the fingerprint covers the rows that remain: the same as loading with dedupe=True, not the full data's
+    at_load = ReferenceData.from_texts(texts, labels=[1, 2, 3, 4, 5, 6], dedupe=True)
+    assert e.fingerprint == at_load.fingerprint != d.fingerprint
+    assert at_load.report.n_dropped_duplicates == 3 and at_load.report.duplicates_dropped == "exact"
+    assert e.to_dict()["report"]["n_dropped_duplicates"] == 3
+    # nothing to drop: the same items and fingerprint
+    u = ReferenceData.from_texts(["x", "y"]).drop_duplicates("exact")
+    assert u.report.n_dropped_duplicates == 0 and u.fingerprint == ReferenceData.from_texts(["x", "y"]).fingerprint
+
+
+def test_drop_near_duplicate_texts():
+    base = [f"sentence number {w} about topic {t}" for w, t in zip(
+        ["one", "two", "three", "four", "five", "six", "seven", "eight"],
+        ["cooking", "finance", "sports", "travel", "health", "music", "tools", "birds"])]
+    texts = base + ["Sentence number one, about topic COOKING!", "sentence number two about topic finance",
+                    "???", "???"]
+    d = ReferenceData.from_texts(texts)
+    e = d.drop_duplicates("near")
+    # case / punctuation / whitespace variants and an exact copy of a token-less text go; related but different
+    # sentences (sharing most words with each other) stay
+    assert e.items == tuple(base) + ("???",)
+    assert e.report.n_dropped_duplicates == 3 and e.report.duplicates_dropped == "near"
+    assert e.report.near_duplicate_threshold == 0.95
+    assert e.fingerprint == ReferenceData.from_texts(list(base) + ["???"]).fingerprint
+    # a lower threshold also links the template sentences (they share 6 of their 11 word 1-2-grams: cosine 0.55)
+    assert len(d.drop_duplicates("near", threshold=0.5)) < len(e)
+    assert d.drop_duplicates("near", seed=1).items == e.items  # the projection's seed only proposes pairs
+
+
+def test_drop_near_duplicate_images(tmp_path):
+    rng = np.random.default_rng(0)
+    folder = tmp_path / "imgs"
+    folder.mkdir()
+    pics = [rng.integers(0, 255, size=(24, 24, 3), dtype=np.uint8) for _ in range(4)]
+    for i, a in enumerate(pics):
+        Image.fromarray(a).save(folder / f"p{i}.png")
+    # a brighter copy of p0 (same pixel correlation) and a re-encoded, slightly noisy copy of p1
+    Image.fromarray(np.clip(pics[0].astype(int) + 20, 0, 255).astype(np.uint8)).save(folder / "q0.png")
+    noisy = np.clip(pics[1].astype(int) + rng.integers(-3, 4, size=pics[1].shape), 0, 255).astype(np.uint8)
+    Image.fromarray(noisy).save(folder / "q1.png")
+    d = ReferenceData.from_images(folder)
+    e = d.drop_duplicates("near")
+    assert e.ids == ("p0.png", "p1.png", "p2.png", "p3.png") and e.report.n_dropped_duplicates == 2
+    assert d.drop_duplicates("exact").ids == d.ids
+
+
+def test_drop_duplicates_bad_arguments():
+    d = ReferenceData.from_texts(["a", "b"])
+    with pytest.raises(ConfigError, match="'exact', 'near'"):
+        d.drop_duplicates("fuzzy")
+    with pytest.raises(ConfigError, match=r"\(0, 1\]"):
+        d.drop_duplicates("near", threshold=0)
+
+
 # ------------------------------------------------------------------ dispatcher, summary, sample
 def test_load_dispatches_on_type(tmp_path):
     files = write_all_formats(tmp_path)

@@ -325,6 +325,49 @@ def test_pixel_pca(models):
     assert g.shape == (len(paths), 2)
 
 
+def test_pixel_pca_output_is_scikit_learns_and_its_fit_state_round_trips(models, tmp_path):
+    from sklearn.decomposition import PCA
+
+    from embedselect.backends.baselines import PixelPCAEmbedder, make_baseline
+
+    paths = models["images"]
+    emb = make_baseline("pixel-pca", modality="image", options={"dim": 3, "size": 8}, seed=0, fit_items=paths)
+    pixels = emb._pixels(paths, False).astype(np.float64)
+    ref = PCA(n_components=3, svd_solver="full", random_state=0).fit(pixels).transform(pixels)
+    np.testing.assert_array_equal(emb.embed(paths), ref.astype(np.float32))  # bit for bit: no version bump
+    np.savez(tmp_path / "fit.npz", **emb.fit_state())
+    with np.load(tmp_path / "fit.npz", allow_pickle=False) as npz:
+        state = {k: npz[k] for k in npz.files}
+    again = make_baseline("pixel-pca", modality="image", options={"dim": 3, "size": 8}, seed=0, fit_state=state)
+    np.testing.assert_array_equal(again.embed(paths[:2]), emb.embed(paths[:2]))
+    with pytest.raises(ConfigError, match="other settings.*size=8, not 16"):
+        make_baseline("pixel-pca", modality="image", options={"dim": 3, "size": 16}, seed=0, fit_state=state)
+    with pytest.raises(ConfigError, match="belongs to 'pixel-pca', not 'tfidf-svd'"):
+        make_baseline("tfidf-svd", modality="text", options={}, seed=0, fit_state=state)
+    with pytest.raises(ConfigError, match="fits on each embed"):
+        PixelPCAEmbedder().fit_state()
+
+
+def test_tfidf_svd_fit_state_round_trips_without_pickle(tmp_path):
+    from embedselect.backends.baselines import make_baseline
+
+    emb = make_baseline("tfidf-svd", modality="text", options={"dim": 3}, seed=0, fit_items=TEXTS)
+    np.savez(tmp_path / "fit.npz", **emb.fit_state())
+    with np.load(tmp_path / "fit.npz", allow_pickle=False) as npz:
+        state = {k: npz[k] for k in npz.files}
+    assert state["terms"].dtype.kind == "U" and state["components"].dtype == np.float64
+    again = make_baseline("tfidf-svd", modality="text", options={"dim": 3}, seed=0, fit_state=state)
+    queries = ["a new sentence about cats", TEXTS[0]]
+    np.testing.assert_array_equal(again.embed(queries), emb.embed(queries))
+    # the per-call fit on the same items gives the same vectors as the kept fit
+    np.testing.assert_array_equal(make_baseline("tfidf-svd", modality="text", options={"dim": 3}).embed(TEXTS),
+                                  again.embed(TEXTS))
+    with pytest.raises(ConfigError, match="seed=0, not 1"):
+        make_baseline("tfidf-svd", modality="text", options={"dim": 3}, seed=1, fit_state=state)
+    with pytest.raises(ConfigError, match="learns nothing"):
+        make_baseline("random-projection", modality="text", options={}, fit_state=state)
+
+
 def test_gaussian_rows_are_standard_normal():
     from embedselect.backends.baselines import gaussian_projection_rows
 

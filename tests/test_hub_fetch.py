@@ -296,6 +296,24 @@ def test_offline_uses_the_cache_alone(hub, models, retry, monkeypatch):
     assert hub.requests == []
 
 
+def test_a_damaged_cached_config_is_a_typed_error_naming_the_file(hub, models, retry, monkeypatch):
+    """Offline, a cached config.json that is not JSON used to escape as the hub's internal ``Malformed`` (no
+    EmbedselectError at all); now it is the one JSON reader's ModelFileError, naming the file."""
+    import huggingface_hub.constants as c
+
+    from embedselect.errors import ModelFileError
+
+    rid = _rid("st-damaged")
+    hub.publish(rid, models["st"], library_name="sentence-transformers")
+    online = H.fetch_model(rid, retry=retry)
+    cfg = online.local_dir / "config.json"
+    cfg.unlink()  # a link into blobs/ that other repos may share: replace the link, not the blob
+    cfg.write_text("{not json", encoding="utf-8")
+    monkeypatch.setattr(c, "HF_HUB_OFFLINE", True)
+    with pytest.raises(ModelFileError, match=r"config\.json is not valid JSON"):
+        H.fetch_model(rid)
+
+
 def test_revision_names_cannot_escape_the_cache_and_ref_files_must_hold_a_sha(hub, models, retry, monkeypatch):
     """A revision becomes a file under the HF cache's refs/ folder: '..' and friends are refused before any
     request, and a ref file that does not hold a 40-hex sha is never trusted as a commit id."""

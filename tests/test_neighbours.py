@@ -207,3 +207,36 @@ def test_a_low_recall_approximate_search_warns(caplog):
         nb = knn(x, 10, threshold=1000, ef_search=1)
     assert not nb.exact and nb.recall < 0.9
     assert "recall@10" in caplog.text and "exact=True" in caplog.text
+
+
+def test_gpu_smoke_test_reports_a_child_that_aborts():
+    """A FAISS build without kernels for the GPU aborts the process (SIGABRT) on its first GPU search: the
+    check runs it in a child, so the parent survives and learns why."""
+    from embedselect.metrics.neighbours import gpu_smoke_test
+
+    ok, reason = gpu_smoke_test("import os, sys\nsys.stderr.write('no kernel image is available\\n')\nos.abort()\n")
+    assert not ok
+    assert "SIGABRT" in reason and "no kernel image" in reason
+    ok, reason = gpu_smoke_test("raise SystemExit(3)")
+    assert (ok, reason) == (False, "exit status 3")
+    assert gpu_smoke_test("pass") == (True, "")
+
+
+
+def test_near_duplicates_rescored_pairs_decide():
+    rng = np.random.default_rng(8)
+    x = rng.normal(size=(40, 16)).astype(np.float32)
+    x[11] = x[2] + 0.05 * rng.normal(size=16)  # cosine ~0.999 in x
+    x[30] = x[4] + 0.05 * rng.normal(size=16)
+    # the rescorer says only (2, 11) is a duplicate; (4, 30) is refused although x proposes it
+    truth = {(2, 11): 0.97, (4, 30): 0.6}
+    seen = []
+
+    def rescore(a, b):
+        seen.append(list(zip(a.tolist(), b.tolist())))
+        return np.array([truth.get(p, 0.0) for p in zip(a.tolist(), b.tolist())])
+
+    nd = near_duplicates(x, threshold=0.95, rescore=rescore)
+    assert [g.tolist() for g in nd.groups] == [[2, 11]] and nd.similarities.tolist() == [np.float32(0.97)]
+    assert set(seen[0]) == {(2, 11), (4, 30)}  # only the pairs x proposes (cosine >= 0.95 - margin) are rescored
+    assert near_duplicates(x, threshold=0.95).n_drop == 2  # without the rescorer both pairs count

@@ -67,3 +67,36 @@ def test_installed_versions_satisfy_the_declared_core_floors():
         if version not in req.specifier and version.split("+")[0] not in req.specifier:
             bad[name] = f"{version} not in {req.specifier}"
     assert not bad, f"declared floors the test environment does not meet: {bad}"
+
+
+def test_every_error_class_is_exported_from_the_package():
+    """Every error embedselect raises is importable as ``embedselect.<Name>`` and listed in ``__all__``."""
+    import inspect
+
+    import embedselect
+    from embedselect import errors
+
+    defined = {n for n, c in vars(errors).items() if inspect.isclass(c) and issubclass(c, errors.EmbedselectError)}
+    assert "ModelFileError" in defined and len(defined) > 20
+    assert defined - set(embedselect.__all__) == set(), "error classes missing from embedselect.__all__"
+    assert all(getattr(embedselect, n) is getattr(errors, n) for n in defined)
+
+
+def test_lazy_exports_are_visible_to_type_checkers():
+    """The ``if TYPE_CHECKING:`` imports of embedselect/__init__.py name exactly what ``__getattr__`` serves lazily,
+    each from the module ``_LAZY`` says, are listed in ``__all__``, and every name resolves at run time."""
+    import importlib
+
+    import embedselect
+
+    tree = ast.parse((REPO / "embedselect" / "__init__.py").read_text(encoding="utf-8"))
+    typed: dict[str, str] = {}
+    for node in tree.body:
+        if isinstance(node, ast.If) and getattr(node.test, "id", None) == "TYPE_CHECKING":
+            for imp in node.body:
+                assert isinstance(imp, ast.ImportFrom) and imp.module, "only 'from X import Y' under TYPE_CHECKING"
+                typed.update({a.asname or a.name: imp.module for a in imp.names})
+    assert typed == embedselect._LAZY
+    assert set(typed) <= set(embedselect.__all__) and len(set(embedselect.__all__)) == len(embedselect.__all__)
+    for name, module in typed.items():
+        assert getattr(embedselect, name) is getattr(importlib.import_module(module), name)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -112,9 +113,54 @@ def test_model_best_uses_the_top_of_the_stored_ranking(tmp_path, cache_dir, one_
     idx = build_index(data, "best", column="text", out=tmp_path / "best")
     top = ranking.candidates[0]
     assert idx.manifest.name == top.name and idx.manifest.run_key == top.run_key and idx.manifest.seed == 3
-    # the fitted baseline is refit on the indexed items with the same seed: queries land on themselves
+    # the fitted baseline's fit is saved with the index (same seed): queries land on themselves
     first = idx.items[:5]
     assert [h[0].row for h in idx.search(first, k=1)] == [0, 1, 2, 3, 4]
+
+
+@pytest.mark.parametrize("modality", ["text", "image"])
+def test_fitted_baselines_are_saved_with_the_index_and_never_refit(tmp_path, cache_dir, monkeypatch, modality):
+    from PIL import Image
+
+    from embedselect.backends.baselines import PixelPCAEmbedder, TfidfSvdEmbedder, make_baseline
+    from embedselect.store import Store
+
+    if modality == "text":
+        data, spec, cls, queries = TEXTS, "tfidf-svd?dim=6", TfidfSvdEmbedder, ["a cat on a mat", "rates and banks"]
+        options = {"dim": 6}
+    else:
+        rng = np.random.default_rng(0)
+        (tmp_path / "imgs").mkdir()
+        for i in range(10):
+            Image.fromarray(rng.integers(0, 255, (12, 12, 3), dtype=np.uint8)).save(tmp_path / "imgs" / f"{i}.png")
+        data, spec, cls, options = tmp_path / "imgs", "pixel-pca?dim=4&size=8", PixelPCAEmbedder, {"dim": 4, "size": 8}
+        queries = [str(tmp_path / "imgs" / "3.png")]
+        Image.fromarray(rng.integers(0, 255, (12, 12, 3), dtype=np.uint8)).save(tmp_path / "query.png")
+        queries.append(str(tmp_path / "query.png"))
+    out = tmp_path / "idx"
+    idx = build_index(data, spec, out=out, seed=2)
+    assert "baseline.npz" in idx.manifest.files and (out / "baseline.npz").is_file()
+    items = list(idx.items) if modality == "text" else [Path(p) for p in idx.items]
+    before = make_baseline(cls.backend, modality=modality, options=options, seed=2, fit_items=items)
+    expected = before.embed(queries if modality == "text" else [Path(q) for q in queries])
+
+    def refit(*a, **k):
+        raise AssertionError("the baseline was fitted again when searching")
+
+    monkeypatch.setattr(cls, "_fit", refit)
+    loaded = SearchIndex.load(out)
+    np.testing.assert_array_equal(loaded.embed_queries(queries), expected)  # bit for bit, no refit
+    cached = Store.open(cache_dir).load_vectors(idx.manifest.run_key)
+    probe, row = ([TEXTS[0]], 0) if modality == "text" else (queries[:1], 3)  # an indexed item as the query
+    np.testing.assert_array_equal(loaded.embed_queries(probe), cached[[row]])
+    assert loaded.search(probe, k=1)[0][0].row == row
+    # an index without its fit (format 1) is refused with what to do, not refitted
+    manifest = json.loads((out / "manifest.json").read_text())
+    del manifest["files"]["baseline.npz"]
+    (out / "manifest.json").write_text(json.dumps(manifest))
+    (out / "baseline.npz").unlink()
+    with pytest.raises(SearchIndexError, match="not its fit .*--overwrite"):
+        SearchIndex.load(out).embed_queries(queries)
 
 
 def test_cli_index_and_search(tmp_path, cache_dir, tiny_st, capsys, one_thread):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 import torch
@@ -432,3 +434,12 @@ def test_upscaled_digits_pixel_pca_gives_sane_numbers(tmp_path):
     assert np.isfinite(values).all()
     assert max(abs(v) for v in values) < 1.0, r.matrix
     assert all(np.isfinite(v) for v in r.scores.values())
+
+
+def test_capped_splits_and_marginal_fit_are_stated():
+    from embedselect.metrics.sufficiency import SufficiencySettings, _subsampled
+
+    st = dataclasses.asdict(SufficiencySettings())  # test 0.2 (cap 10 000), val 0.15 (cap 5 000), EM cap 50 000
+    assert _subsampled({**st, "n_train": 85_000, "n_val": 5_000, "n_test": 10_000}) == {
+        "test": 10_000, "val": 5_000, "marginal_fit": 50_000}
+    assert _subsampled({**st, "n_train": 650, "n_val": 150, "n_test": 200}) == {}

@@ -276,6 +276,31 @@ def test_compute_subsamples_for_probes_only():
     assert res.columns["task_prior_mean"] == full.columns["task_prior_mean"]  # moments use all items
 
 
+def test_moments_subsample_above_their_cap_and_say_so():
+    emb, lab = _pool()
+    opts = {"probes": False}
+    full = compute(_ctx(emb, options=opts))
+    assert "subsampled" not in full.details and full.details["n_moment_items"] == 240
+    capped = compute(_ctx(emb, options={**opts, "moments_max_items": 120}))
+    assert capped.details["subsampled"] == {"moments": 120}
+    assert capped.details["n_moment_items"] == 120 and capped.details["n_items"] == 240
+    assert capped.details["temperature"] == pytest.approx(DEFAULT_TAU / 120)
+    # the same as the moments of the seeded subsample itself (rows drawn with the metric's own seed stream)
+    rows = np.sort(np.random.default_rng([0, 5]).choice(240, size=120, replace=False))
+    direct = compute(_ctx({k: v[rows] for k, v in emb.items()}, options=opts))
+    assert capped.columns["task_prior_alignment"] == direct.columns["task_prior_alignment"]
+    assert capped.scores != full.scores
+    # a label prior follows the same rows
+    lp = compute(_ctx(emb, options={**opts, "prior": "labels", "moments_max_items": 120}, labels=lab))
+    lp_direct = compute(_ctx({k: v[rows] for k, v in emb.items()}, options={**opts, "prior": "labels"},
+                             labels=np.asarray(lab)[rows]))
+    assert lp.scores == lp_direct.scores
+    probes = compute(_ctx(emb, options={"n_tasks": 4, "max_items": 100, "agreement": False}))
+    assert probes.details["subsampled"] == {"probes": 100}
+    with pytest.raises(ConfigError, match="moments_max_items"):
+        compute(_ctx(emb, options={**opts, "moments_max_items": 0}))
+
+
 def test_compute_errors():
     emb, _ = _pool()
     with pytest.raises(ConfigError, match="labels"):

@@ -7,19 +7,23 @@ Fitting: ``tfidf-svd`` and ``pixel-pca`` learn from data. With ``fit_items`` giv
 they are fitted once on those items and every :meth:`embed` call transforms with that fit (outputs of
 separate calls are comparable). Without it, each :meth:`embed` call fits on the items it is given, so
 ``embed(items)`` is a pure function of ``items`` and the settings. ``random-projection`` learns nothing.
+
+A fit can be kept without pickle: ``fit_state()`` returns it as plain numpy arrays (numbers and unicode strings,
+for :func:`numpy.savez`), and ``fit_state=`` at construction (:func:`make_baseline`) restores it, so that a
+search index embeds its queries exactly as its items were embedded, without refitting (:mod:`embedselect.search`).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
 from embedselect.backends.base import IMAGE, TEXT, as_embedding_matrix, check_items, load_image
 from embedselect.backends.device import progress_bar, progress_enabled
 from embedselect.errors import ConfigError, EmptyDataError, TooFewItemsError
-from embedselect.kinds import BASELINE_VERSION
+from embedselect.kinds import BASELINE_VERSION, FITTED_BASELINES
 
 
 _U64 = np.uint64
@@ -106,14 +110,44 @@ class TfidfSvdEmbedder:
     above it, scikit-learn's seeded randomized TruncatedSVD."""
 
     def __init__(self, *, dim: int = 256, seed: int = 0, max_features: int = 50_000, ngram_max: int = 2,
-                 fit_items: Sequence[str] | None = None) -> None:
+                 fit_items: Sequence[str] | None = None, fit_state: Mapping[str, np.ndarray] | None = None) -> None:
         self.dim = _check_dim(dim)
         self.max_features = _check_dim(max_features, "max_features")
         self.ngram_max = _check_dim(ngram_max, "ngram_max")
         self.seed = int(seed)
         self._fitted = None
+        if fit_items is not None and fit_state is not None:
+            raise ConfigError("give fit_items (fit now) or fit_state (a saved fit), not both")
         if fit_items is not None:
             self._fitted = self._fit(check_items(fit_items, TEXT))
+        elif fit_state is not None:
+            self._fitted = self._restore(fit_state)
+
+    def fit_state(self) -> dict[str, np.ndarray]:
+        """The fit as arrays: ``terms`` (unicode (V,), the vocabulary in column order), ``idf`` (float (V,)),
+        ``components`` (float64 (V, d)), ``backend`` and ``settings`` (JSON) as 0-d unicode arrays.
+
+        Raises:
+            ConfigError: the embedder was built without ``fit_items`` (it fits per call: nothing to keep).
+        """
+        if self._fitted is None:
+            raise ConfigError("this tfidf-svd embedder fits on each embed() call; build it with fit_items to keep a fit")
+        vec, comps = self._fitted
+        terms = np.array(sorted(vec.vocabulary_, key=vec.vocabulary_.get), dtype=str)
+        return _state(self, terms=terms, idf=np.asarray(vec.idf_), components=comps)
+
+    def _restore(self, state: Mapping[str, np.ndarray]):
+        from sklearn.feature_extraction.text import TfidfVectorizer
+
+        _check_state(self, state, ("terms", "idf", "components"))
+        terms, idf, comps = np.asarray(state["terms"]), np.asarray(state["idf"]), np.asarray(state["components"])
+        if not (terms.ndim == idf.ndim == 1 and comps.ndim == 2 and len(terms) == len(idf) == comps.shape[0]):
+            raise ConfigError(f"a tfidf-svd fit_state needs terms (V,), idf (V,) and components (V, d); got shapes "
+                              f"{terms.shape}, {idf.shape}, {comps.shape}")
+        vec = TfidfVectorizer(sublinear_tf=True, ngram_range=(1, self.ngram_max), dtype=np.float32,
+                              vocabulary={str(t): i for i, t in enumerate(terms.tolist())})
+        vec.idf_ = idf
+        return vec, comps.astype(np.float64, copy=False)
 
     def settings(self) -> dict[str, Any]:
         return {
@@ -218,14 +252,34 @@ class PixelPCAEmbedder:
     device = "cpu"
 
     def __init__(self, *, dim: int = 128, size: int = 32, grayscale: bool = False, seed: int = 0,
-                 fit_items: Sequence[Any] | None = None) -> None:
+                 fit_items: Sequence[Any] | None = None, fit_state: Mapping[str, np.ndarray] | None = None) -> None:
         self.dim = _check_dim(dim)
         self.size = _check_dim(size, "size")
         self.grayscale = bool(grayscale)
         self.seed = int(seed)
-        self._pca = None
+        self._pca: tuple[np.ndarray, np.ndarray] | None = None  # (mean (p,), components (d, p)), float64
+        if fit_items is not None and fit_state is not None:
+            raise ConfigError("give fit_items (fit now) or fit_state (a saved fit), not both")
         if fit_items is not None:
             self._pca = self._fit(self._pixels(check_items(fit_items, IMAGE), False))
+        elif fit_state is not None:
+            _check_state(self, fit_state, ("mean", "components"))
+            mean, comps = np.asarray(fit_state["mean"], np.float64), np.asarray(fit_state["components"], np.float64)
+            if not (mean.ndim == 1 and comps.ndim == 2 and comps.shape[1] == mean.shape[0]):
+                raise ConfigError(f"a pixel-pca fit_state needs mean (p,) and components (d, p); got shapes "
+                                  f"{mean.shape}, {comps.shape}")
+            self._pca = (mean, comps)
+
+    def fit_state(self) -> dict[str, np.ndarray]:
+        """The fit as arrays: ``mean`` (float64 (p,), p pixels), ``components`` (float64 (d, p)), ``backend`` and
+        ``settings`` (JSON) as 0-d unicode arrays.
+
+        Raises:
+            ConfigError: the embedder was built without ``fit_items`` (it fits per call: nothing to keep).
+        """
+        if self._pca is None:
+            raise ConfigError("this pixel-pca embedder fits on each embed() call; build it with fit_items to keep a fit")
+        return _state(self, mean=self._pca[0], components=self._pca[1])
 
     @property
     def _mode(self) -> str:
@@ -253,16 +307,49 @@ class PixelPCAEmbedder:
                                    needed=2, got=n)
         k = max(1, min(self.dim, n - 1, pixels.shape[1]))
         solver = "randomized" if k < min(n, pixels.shape[1]) * 0.8 else "full"
-        return PCA(n_components=k, svd_solver=solver, random_state=self.seed).fit(pixels.astype(np.float64))
+        pca = PCA(n_components=k, svd_solver=solver, random_state=self.seed).fit(pixels.astype(np.float64))
+        return np.asarray(pca.mean_, np.float64), np.asarray(pca.components_, np.float64)
 
     def embed(self, items: Sequence[Path | str], *, batch_size: int | None = None, progress: bool = False) -> np.ndarray:
         """Embed image paths; ``batch_size`` is ignored."""
         items = check_items(items, IMAGE)
         if not items:
-            return np.zeros((0, self._pca.n_components_ if self._pca is not None else 0), dtype=np.float32)
+            return np.zeros((0, self._pca[1].shape[0] if self._pca is not None else 0), dtype=np.float32)
         pixels = self._pixels(items, progress)
-        pca = self._pca if self._pca is not None else self._fit(pixels)
-        return as_embedding_matrix(pca.transform(pixels.astype(np.float64)), len(items))
+        mean, comps = self._pca if self._pca is not None else self._fit(pixels)
+        if pixels.shape[1] != comps.shape[1]:
+            raise ConfigError(f"pixel-pca was fitted on {comps.shape[1]} pixel values, these images give "
+                              f"{pixels.shape[1]}; use the same size and color settings")
+        # PCA.transform (whiten=False) in scikit-learn's order of operations: project, then subtract the
+        # projected mean, so that the output is bit-for-bit the library's
+        out = pixels.astype(np.float64) @ comps.T
+        out -= mean.reshape(1, -1) @ comps.T
+        return as_embedding_matrix(out, len(items))
+
+
+def _state(embedder: Any, **arrays: np.ndarray) -> dict[str, np.ndarray]:
+    """A fitted baseline's ``fit_state``: its arrays plus its backend and settings as 0-d unicode arrays."""
+    import json
+
+    return {"backend": np.array(embedder.backend), "settings": np.array(json.dumps(embedder.settings())), **arrays}
+
+
+def _check_state(embedder: Any, state: Mapping[str, np.ndarray], keys: tuple[str, ...]) -> None:
+    """Refuse a ``fit_state`` of another baseline, of other settings, or without ``keys``."""
+    import json
+
+    backend = str(np.asarray(state.get("backend", "")))
+    if backend != embedder.backend:
+        raise ConfigError(f"this fit_state belongs to {backend or 'an unknown backend'!r}, not {embedder.backend!r}")
+    missing = [k for k in keys if k not in state]
+    if missing:
+        raise ConfigError(f"the {embedder.backend} fit_state lacks {missing}")
+    saved = json.loads(str(np.asarray(state.get("settings", "{}"))))
+    mine = {k: v for k, v in embedder.settings().items() if k != "fit"}
+    differ = sorted(k for k in mine if k in saved and saved[k] != mine[k])
+    if differ:
+        raise ConfigError(f"the {embedder.backend} fit_state was fitted with other settings "
+                          f"({', '.join(f'{k}={saved[k]!r}, not {mine[k]!r}' for k in differ)})")
 
 
 BASELINE_CLASSES = {
@@ -273,14 +360,18 @@ BASELINE_CLASSES = {
 
 
 def make_baseline(name: str, *, modality: str, options: dict[str, Any], seed: int = 0,
-                  fit_items: Sequence[Any] | None = None):
-    """Build the baseline embedder ``name`` with backend ``options`` (``dim``, ``size``, ...).
+                  fit_items: Sequence[Any] | None = None, fit_state: Mapping[str, np.ndarray] | None = None):
+    """Build the baseline embedder ``name`` with backend ``options`` (``dim``, ``size``, ...); a fitted one
+    (``tfidf-svd``, ``pixel-pca``) fitted on ``fit_items`` or restored from ``fit_state`` (see the module
+    docstring).
 
     Raises:
         ConfigError: unknown baseline, unknown option, or a modality the baseline cannot embed.
     """
     if name not in BASELINE_CLASSES:
         raise ConfigError(f"unknown baseline {name!r}: use one of {', '.join(BASELINE_CLASSES)}")
+    if fit_state is not None and name not in FITTED_BASELINES:
+        raise ConfigError(f"baseline {name!r} learns nothing: it takes no fit_state")
     opts = dict(options)
     seed = int(opts.pop("seed", seed))
     allowed = {
@@ -298,4 +389,4 @@ def make_baseline(name: str, *, modality: str, options: dict[str, Any], seed: in
     if modality != expected:
         raise ConfigError(f"baseline {name!r} embeds {expected}s only, not {modality}: use "
                           f"{'pixel-pca' if expected == TEXT else 'tfidf-svd'} or random-projection")
-    return BASELINE_CLASSES[name](seed=seed, fit_items=fit_items, **opts)
+    return BASELINE_CLASSES[name](seed=seed, fit_items=fit_items, fit_state=fit_state, **opts)

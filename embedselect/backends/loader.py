@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -11,6 +10,7 @@ from typing import Any, Mapping, Sequence
 from embedselect.backends.base import Embedder
 from embedselect.backends.device import resolve_device
 from embedselect.errors import ConfigError, EmbedselectError, ModelLoadError, UnsafeModelError
+from embedselect.layout import read_json
 from embedselect.policy import NOT_WEIGHTS, PICKLE_SUFFIXES, LoadPolicy, remote_code_reason
 
 log = logging.getLogger(__name__)
@@ -75,16 +75,13 @@ def check_local_files(local_dir: Path, backend: str, policy: LoadPolicy, model_i
 
 def _remote_code_reason(d: Path) -> str | None:
     """:func:`~embedselect.policy.remote_code_reason` for a local folder: its (and its module folders')
-    ``config.json`` and its ``modules.json``."""
-    def read(path: Path):
-        try:
-            return json.loads(path.read_text(encoding="utf-8"))
-        except (FileNotFoundError, ValueError, UnicodeDecodeError):
-            return None
+    ``config.json`` and its ``modules.json``.
 
-    modules = read(d / "modules.json")
+    Raises:
+        ModelFileError: one of these files is damaged (not JSON), so what it asks for cannot be checked."""
+    modules = read_json(d / "modules.json")
     for cfg_path in [d / "config.json", *sorted(d.glob("*/config.json"))]:
-        why = remote_code_reason(config=read(cfg_path), modules=modules if cfg_path == d / "config.json" else None)
+        why = remote_code_reason(config=read_json(cfg_path), modules=modules if cfg_path == d / "config.json" else None)
         if why:
             return why if cfg_path == d / "config.json" else f"{cfg_path.parent.name}/: {why}"
     return remote_code_reason(modules=modules)
@@ -98,6 +95,7 @@ def load_embedder(
     options: Mapping[str, Any] | None = None,
     seed: int = 0,
     fit_items: Sequence[Any] | None = None,
+    fit_state: Mapping[str, Any] | None = None,
 ) -> Embedder:
     """Load the embedder for a resolved candidate.
 
@@ -109,6 +107,8 @@ def load_embedder(
         seed: seed of the baselines (ignored by the deterministic neural backends).
         fit_items: for ``tfidf-svd`` / ``pixel-pca``: fit once on these items (default: fit on each
             :meth:`embed` call's items).
+        fit_state: for ``tfidf-svd`` / ``pixel-pca``: a saved fit (the embedder's ``fit_state()`` arrays), used
+            as it is (no refit).
 
     Returns:
         an object implementing :class:`~embedselect.backends.base.Embedder`; neural models run in float16
@@ -125,7 +125,8 @@ def load_embedder(
     if rc.model_id.startswith("baseline:") or backend in ("tfidf-svd", "random-projection", "pixel-pca"):
         from embedselect.backends.baselines import make_baseline
 
-        return make_baseline(backend, modality=rc.modality, options=opts, seed=seed, fit_items=fit_items)
+        return make_baseline(backend, modality=rc.modality, options=opts, seed=seed, fit_items=fit_items,
+                             fit_state=fit_state)
     if backend not in ("sentence-transformers", "timm", "transformers"):
         raise ConfigError(f"unknown backend {backend!r} for {rc.model_id}: use sentence-transformers, timm or "
                           "transformers")

@@ -36,6 +36,7 @@ def cmd_rank(args) -> int:
         metric_options=parse_metric_options(args.option),
         weights=parse_weights(args.weight),
         bootstrap=args.bootstrap,
+        drop_duplicates=args.drop_duplicates,
         **run_options(args),
     )
     emit(args, ranking.to_json(), format_table(ranking), ranking)
@@ -145,6 +146,11 @@ def register(sub) -> None:
         p.add_argument(
             "--weight", action="append", default=[], metavar="METRIC=W",
             help="weight of a metric in the combined rank (default 1 each), e.g. sufficiency=0.5",
+        )  # fmt: skip
+        p.add_argument(
+            "--drop-duplicates", choices=["exact", "near"], default=None,
+            help="rank without duplicate items: exact copies, or near copies (cosine >= 0.95 of cheap text / pixel "
+            "features, the same for every candidate); the JSON's dataset.report says how many were dropped",
         )  # fmt: skip
 
     p = sub.add_parser("rank", help="rank candidate embedders on your data")

@@ -39,7 +39,7 @@ def time_limit(seconds: float | None, what: str) -> Iterator[None]:
 
 
 class LocalExecutor(Executor):
-    """In-process executor: :func:`embedselect.api.embed` one candidate at a time on the driver's store."""
+    """In-process executor: :func:`embedselect.api.embed_reference` one candidate at a time on the driver's store."""
 
     name = "local"
 
@@ -56,7 +56,7 @@ class LocalExecutor(Executor):
         should_stop: Callable[[], bool],
         on_done: Callable[[UnitOutcome], None] | None = None,
     ) -> tuple[list[UnitOutcome], list[Any]]:
-        from embedselect.api import embed
+        from embedselect.api import embed_reference
         from embedselect.errors import ModelTimeoutError
 
         done: list[UnitOutcome] = []
@@ -67,9 +67,9 @@ class LocalExecutor(Executor):
                 break
             try:
                 with time_limit(job.timeout_s, cand.name):
-                    (outcome,) = embed(
-                        None, [cand], seed=job.seed, device=job.device, batch_size=job.batch_size,
-                        policy=job.policy, token=job.token, keep_vectors=False, _data=ref, _store=store,
+                    (outcome,) = embed_reference(
+                        ref, [cand], store=store, seed=job.seed, device=job.device, batch_size=job.batch_size,
+                        policy=job.policy, token=job.token, keep_vectors=False,
                     )  # fmt: skip
             except ModelTimeoutError as exc:  # fired outside embed()'s own error handling
                 outcome = timed_out(cand, exc, store=store, fingerprint=ref.fingerprint)

@@ -38,13 +38,13 @@ def _embed_unit(ref: Any, cand: Any, job: EmbedJob) -> dict[str, Any]:
     / refusal rows of its scratch store."""
     import tempfile
 
-    from embedselect.api import embed
+    from embedselect.api import embed_reference
     from embedselect.store import Store
 
     with tempfile.TemporaryDirectory(prefix="embedselect-worker-") as d:
         store = Store.open(d)
-        (o,) = embed(None, [cand], seed=job.seed, device=job.device, batch_size=job.batch_size, policy=job.policy,
-                     token=job.token, keep_vectors=True, _data=ref, _store=store)  # fmt: skip
+        (o,) = embed_reference(ref, [cand], store=store, seed=job.seed, device=job.device, batch_size=job.batch_size,
+                               policy=job.policy, token=job.token, keep_vectors=True)  # fmt: skip
         rec = store.get_run(o.result.run_key) if o.result.ok and o.result.run_key else None
         with store.write() as con:
             from embedselect.store import catalog

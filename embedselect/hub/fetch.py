@@ -12,8 +12,9 @@ from typing import Sequence
 
 from embedselect.errors import CandidateError, ConfigError, HubError, UnsafeModelError
 from embedselect.hub.files import check_policy, infer_backend, select_files
-from embedselect.hub.http import SHA_RE, RetryPolicy, map_error, offline, read_json, silent_tqdm, with_retries
+from embedselect.hub.http import SHA_RE, RetryPolicy, map_error, offline, silent_tqdm, with_retries
 from embedselect.kinds import BACKENDS
+from embedselect.layout import read_json
 from embedselect.policy import LoadPolicy, remote_code_reason
 
 log = logging.getLogger("embedselect.hub")
@@ -228,7 +229,9 @@ def fetch_model(
 
 def _remember_ref(snapshot: Path, revision: str | None, sha: str) -> None:
     """Write ``refs/<revision>`` = sha in the HF cache (the layout huggingface_hub uses), so that an offline
-    fetch of the branch or tag finds the pinned commit. Downloads by sha do not write it themselves."""
+    fetch of the branch or tag finds the pinned commit. Downloads by sha do not write it themselves, and
+    huggingface_hub's only public writer (``HfApi.resolve_revision``) would cost a second request per fetch on top
+    of the ``model_info`` that already pinned the sha; reading goes through :func:`_cached_commit`."""
     from huggingface_hub import constants
 
     rev = revision or constants.DEFAULT_REVISION
@@ -246,27 +249,38 @@ def _remember_ref(snapshot: Path, revision: str | None, sha: str) -> None:
         log.warning("could not record %s -> %s in the HF cache: %s", rev, sha[:12], exc)
 
 
+def _cached_commit(repo_id: str, revision: str) -> str | None:
+    """The commit sha that the HF cache records for ``revision`` (huggingface_hub's ``resolve_revision`` with
+    ``local_files_only``), or None when it records none, or records something that is not a 40-hex sha: a damaged
+    or foreign ref file is never trusted as a commit id (huggingface_hub would join it into a path)."""
+    from huggingface_hub import HfApi
+    from huggingface_hub.errors import RevisionResolutionError
+
+    if SHA_RE.match(check_revision(revision)):
+        return revision
+    try:
+        resolved = HfApi(library_name="embedselect").resolve_revision(repo_id, revision=revision, local_files_only=True)
+    except (RevisionResolutionError, OSError, UnicodeDecodeError):
+        return None
+    return resolved.resolved if SHA_RE.match(resolved.resolved) else None
+
+
 def _fetch_offline(repo_id: str, revision: str | None, backend: str | None, policy: LoadPolicy) -> FetchedModel:
     """:func:`fetch_model` from the local HF cache alone (``HF_HUB_OFFLINE=1``)."""
     from huggingface_hub import constants, snapshot_download
-    from huggingface_hub.file_download import repo_folder_name
 
-    storage = Path(constants.HF_HUB_CACHE) / repo_folder_name(repo_id=repo_id, repo_type="model")
     not_cached = CandidateError(
         f"{repo_id}@{revision or 'main'} is not in the local Hugging Face cache ({constants.HF_HUB_CACHE}) and "
         "HF_HUB_OFFLINE is set. Fetch it once online (unset HF_HUB_OFFLINE) or point HF_HOME / HF_HUB_CACHE at a "
         "cache that has it."
     )
-    if revision is not None and SHA_RE.match(revision):
-        sha = revision
-    else:
-        found = _read_ref(_ref_file(storage, revision or "main"))
-        if found is None:
-            raise not_cached
-        sha = found
-    snap = storage / "snapshots" / sha
-    if not snap.is_dir():
+    sha = _cached_commit(repo_id, revision or constants.DEFAULT_REVISION)
+    if sha is None:
         raise not_cached
+    try:  # the commit's snapshot folder, if cached; which files the backend needs follows from what is in it
+        snap = Path(snapshot_download(repo_id, revision=sha, local_files_only=True, allow_patterns=[]))
+    except Exception as exc:  # LocalEntryNotFoundError and kin: not (usably) cached
+        raise not_cached from exc
     present = sorted(str(p.relative_to(snap)).replace(os.sep, "/") for p in snap.rglob("*") if p.is_file())
     chosen = backend or infer_backend(None, (), present)
     if chosen is None:

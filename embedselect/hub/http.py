@@ -9,8 +9,7 @@ import re
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from pathlib import Path
-from typing import Any, Callable, Iterable, TypeVar
+from typing import Callable, Iterable, TypeVar
 
 import httpx2  # huggingface_hub's HTTP client; imported here so a missing one fails at import, not in a handler
 
@@ -169,15 +168,6 @@ def silent_tqdm():
             super().__init__(*args, **kwargs)
 
     return _Silent
-
-
-def read_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return None
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise Malformed(f"{path.name} is not valid JSON ({exc})") from None
 
 
 def map_error(exc: BaseException, repo_id: str, revision: str | None, token: str | None) -> Exception:

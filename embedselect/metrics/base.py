@@ -123,6 +123,9 @@ class MetricSpec:
             row on both sides would inflate the score).
         bootstrap_options: option overrides inside bootstrap replicates (e.g. skip an expensive secondary part).
         description: one line for ``embedselect metrics``.
+        weight: its weight in the combined rank when the user names none (``select(weights=...)`` overrides it).
+            Defaults of the built-in metrics are chosen by leave-one-dataset-out on the validity benchmark
+            (docs/benchmarks.md §4c), never by argument.
         code: modules whose source makes up the metric's code version (default: the compute function's module,
             plus this package's shared modules). A cached result of the metric is reused only while that
             source is unchanged.
@@ -134,6 +137,7 @@ class MetricSpec:
     resample: str = "bootstrap"
     bootstrap_options: Mapping[str, Any] = field(default_factory=dict)
     description: str = ""
+    weight: float = 1.0
     code: tuple[str, ...] = ()
 
     def load(self) -> MetricFn:
@@ -183,6 +187,8 @@ def register_metric(spec: MetricSpec, *, replace: bool = False) -> MetricSpec:
         raise ConfigError(f"metric {spec.name!r}: resample must be one of {RESAMPLE_RULES}, got {spec.resample!r}")
     if int(spec.min_items) < 2:
         raise ConfigError(f"metric {spec.name!r}: min_items must be at least 2")
+    if not (isinstance(spec.weight, (int, float)) and spec.weight > 0 and spec.weight < float("inf")):
+        raise ConfigError(f"metric {spec.name!r}: weight must be a positive finite number, got {spec.weight!r}")
     _SPECS[spec.name] = spec
     return spec
 

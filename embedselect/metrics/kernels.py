@@ -18,6 +18,7 @@ Since ``‖K‖_F = 1`` spreads over n² entries, a typical entry is of order 1/
 
 from __future__ import annotations
 
+import math
 from typing import Sequence
 
 import numpy as np
@@ -60,18 +61,39 @@ def kernel_factor(embeddings: object, *, what: str = "embeddings") -> np.ndarray
         MetricError: not 2-D, non-finite values, fewer than 2 rows, or a kernel that is zero after
             centring (all rows point the same way).
     """
-    x = as_matrix(embeddings, what).astype(np.float64, copy=True)
-    norms = np.linalg.norm(x, axis=1, keepdims=True)
-    x /= np.where(norms > _ZERO_NORM, norms, 1.0)
-    x -= x.mean(axis=0, keepdims=True)
+    return kernel_factor_on(embeddings, "cpu", what=what).numpy()
+
+
+def kernel_factor_on(embeddings: object, device: object, *, what: str = "embeddings"):
+    """:func:`kernel_factor` computed on a torch device (the same arithmetic; on CUDA the O(n·d²) Gram and the
+    O(n·d) passes run on the GPU instead of the host).
+
+    Args:
+        embeddings: array-like of shape (n, d), any real dtype (validated on the host).
+        device: a torch device or its name (``"cpu"``, ``"cuda[:k]"``).
+        what: name used in error messages.
+
+    Returns:
+        torch float64 tensor of shape (n, d) on ``device``.
+
+    Raises:
+        MetricError: as :func:`kernel_factor`.
+    """
+    import torch
+
+    a = as_matrix(embeddings, what)
+    x = torch.as_tensor(np.ascontiguousarray(a)).to(device=device, dtype=torch.float64, copy=True)
+    norms = torch.linalg.vector_norm(x, dim=1, keepdim=True)
+    x /= torch.where(norms > _ZERO_NORM, norms, torch.ones_like(norms))
+    x -= x.mean(dim=0, keepdim=True)
     gram = x.T @ x  # d×d, float64
-    fro = float(np.sqrt(np.sum(gram * gram)))
+    fro = float(torch.linalg.matrix_norm(gram))
     if not fro > _ZERO_NORM:
         raise MetricError(
             f"{what}: the centred cosine kernel is zero (all {x.shape[0]} rows point in the same "
             "direction); this embedding carries no information about these items"
         )
-    x /= np.sqrt(fro)
+    x /= math.sqrt(fro)
     return x
 
 

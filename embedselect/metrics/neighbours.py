@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -57,9 +57,79 @@ def _faiss():
 
 
 def faiss_has_gpu() -> bool:
-    """Whether the installed FAISS was built with GPU support and sees at least one GPU."""
+    """Whether the installed FAISS was built with GPU support, sees a GPU, and its GPU kernels run there.
+
+    The last point is checked once per process by a tiny GPU search in a child process (:func:`gpu_smoke_test`):
+    a FAISS build without kernels for this GPU's architecture aborts the whole process on its first GPU search
+    (measured: faiss-gpu-cu12 1.14.1 on an H100, "CUDA error 209 no kernel image is available"), which no
+    exception handler can catch. When the check fails, a warning says why and callers search on the CPU.
+    """
     faiss = _faiss()
-    return hasattr(faiss, "StandardGpuResources") and int(getattr(faiss, "get_num_gpus", lambda: 0)()) > 0
+    if not (hasattr(faiss, "StandardGpuResources") and int(getattr(faiss, "get_num_gpus", lambda: 0)()) > 0):
+        return False
+    return _gpu_kernels_run()
+
+
+_GPU_SMOKE = (
+    "import numpy as np, faiss\n"
+    "x = np.random.default_rng(0).standard_normal((64, 8)).astype('float32')\n"
+    "index = faiss.index_cpu_to_gpu(faiss.StandardGpuResources(), 0, faiss.IndexFlatIP(8))\n"
+    "index.add(x)\n"
+    "_, ids = index.search(x[:4], 2)\n"
+    "assert (ids[:, 0] == np.arange(4)).all(), ids\n"
+)
+
+
+def gpu_smoke_test(code: str = _GPU_SMOKE, *, timeout_s: float = 120.0) -> tuple[bool, str]:
+    """Run ``code`` (default: a 64-row FAISS GPU search) in a child Python process.
+
+    Returns:
+        ``(ok, reason)``: ``ok`` when the child exits 0; otherwise ``reason`` is its exit status (a signal such
+        as SIGABRT is named) and the last line it wrote to stderr.
+    """
+    import signal
+    import subprocess
+    import sys
+
+    try:
+        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        return False, f"the FAISS GPU check did not finish in {timeout_s:.0f} s"
+    if proc.returncode == 0:
+        return True, ""
+    if proc.returncode < 0:
+        try:
+            status = f"killed by {signal.Signals(-proc.returncode).name}"
+        except ValueError:
+            status = f"killed by signal {-proc.returncode}"
+    else:
+        status = f"exit status {proc.returncode}"
+    last = next((ln.strip() for ln in reversed(proc.stderr.splitlines()) if ln.strip()), "")
+    return False, f"{status}" + (f": {last[:300]}" if last else "")
+
+
+_GPU_CHECK: list[bool] = []  # the one answer of _gpu_kernels_run for this process
+
+
+def _gpu_kernels_run() -> bool:
+    if not _GPU_CHECK:
+        ok, reason = gpu_smoke_test()
+        if not ok:
+            log.warning("FAISS has GPU support but its GPU kernels fail on this machine (%s); nearest-neighbour "
+                        "search runs on the CPU. Install a FAISS build for this GPU's architecture.", reason)
+        _GPU_CHECK.append(ok)
+    return _GPU_CHECK[0]
+
+
+_GPU_RESOURCES: dict[int, Any] = {}
+
+
+def _gpu_resources(dev_id: int):
+    """One ``StandardGpuResources`` per GPU for the whole process (FAISS's advice: it holds the cuBLAS handle,
+    streams and scratch memory; a GPU index must not outlive the resources it was built with)."""
+    if dev_id not in _GPU_RESOURCES:
+        _GPU_RESOURCES[dev_id] = _faiss().StandardGpuResources()
+    return _GPU_RESOURCES[dev_id]
 
 
 def _check_metric(metric: str) -> str:
@@ -134,9 +204,7 @@ def build_index(
         index.hnsw.efSearch = int(ef_search)
     if gpu:
         dev_id = int(str(device).split(":", 1)[1]) if ":" in str(device) else 0
-        res = faiss.StandardGpuResources()
-        index = faiss.index_cpu_to_gpu(res, dev_id, index)
-        index.referenced_resources = res  # keep the resources alive as long as the index
+        index = faiss.index_cpu_to_gpu(_gpu_resources(dev_id), dev_id, index)
     index.add(xs)
     return index
 
@@ -510,6 +578,8 @@ def near_duplicates(
     exact: bool | None = None,
     device: str = "cpu",
     graph: Neighbours | None = None,
+    rescore: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None,
+    margin: float = 0.05,
 ) -> NearDuplicates:
     """Items whose embeddings are near-identical (cosine similarity >= ``threshold``) to another item's.
 
@@ -522,6 +592,11 @@ def near_duplicates(
         threshold: cosine similarity in (0, 1]; 0.95 is strict for sentence embedders, tune per model.
         k: neighbours searched per item (at most n - 1).
         graph: optional cosine self-join :class:`Neighbours` of ``x`` with at least k columns, computed already.
+        rescore: optional ``f(rows, cols) -> similarities`` (int64 (p,) pairs with rows < cols -> float (p,)) that
+            decides instead of ``x``'s cosine: ``x`` then only proposes the pairs whose cosine is at least
+            ``threshold - margin`` (e.g. ``x`` a random projection of sparse features, ``rescore`` their exact
+            cosine), and ``similarities`` are the rescored values.
+        margin: how far below the threshold a proposed pair may lie in ``x`` (only with ``rescore``).
 
     Returns:
         :class:`NearDuplicates`.
@@ -540,18 +615,31 @@ def near_duplicates(
     else:
         nb = knn(xs, kk, metric="cosine", exact=exact, device=device)
     # cosine of float32-normalised rows may exceed 1 by rounding; compare with a float32 tolerance
-    hit = (nb.scores >= np.float32(threshold) - np.float32(1e-6)) & (nb.ids >= 0)
-    rows = np.repeat(np.arange(n), kk)[hit.ravel()]
-    cols = nb.ids.ravel()[hit.ravel()]
-    sims = nb.scores.ravel()[hit.ravel()]
-    a, b = np.minimum(rows, cols), np.maximum(rows, cols)
-    if a.size:
-        uniq, first = np.unique(a * n + b, return_index=True)
-        pairs = np.stack([uniq // n, uniq % n], axis=1).astype(np.int64)
-        sims = sims[first].astype(np.float32)
-    else:
-        pairs = np.empty((0, 2), np.int64)
-        sims = np.empty(0, np.float32)
+    tol = np.float32(1e-6)
+    cut = np.float32(threshold) - (np.float32(margin) if rescore is not None else np.float32(0.0))
+    hit = (nb.scores >= cut - tol) & (nb.ids >= 0)
+    pairs, sims = _unique_pairs(np.repeat(np.arange(n), kk)[hit.ravel()], nb.ids.ravel()[hit.ravel()],
+                                nb.scores.ravel()[hit.ravel()], n)
+    if rescore is not None and pairs.size:
+        sims = np.asarray(rescore(pairs[:, 0], pairs[:, 1]), dtype=np.float32).reshape(-1)
+        ok = sims >= np.float32(threshold) - tol
+        pairs, sims = pairs[ok], sims[ok]
+    keep, groups = _groups(pairs, n)
+    return NearDuplicates(pairs, sims, groups, keep, float(threshold), int(kk))
+
+
+def _unique_pairs(rows: np.ndarray, cols: np.ndarray, sims: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Pairs (i, j), i < j, each once (int64 (p, 2), sorted), with the similarity of their first occurrence."""
+    a, b = np.minimum(rows, cols).astype(np.int64), np.maximum(rows, cols).astype(np.int64)
+    if not a.size:
+        return np.empty((0, 2), np.int64), np.empty(0, np.float32)
+    uniq, first = np.unique(a * n + b, return_index=True)
+    return np.stack([uniq // n, uniq % n], axis=1).astype(np.int64), sims[first].astype(np.float32)
+
+
+def _groups(pairs: np.ndarray, n: int) -> tuple[np.ndarray, list[np.ndarray]]:
+    """Connected components of the pair graph: the keep mask (bool (n,), False for every member of a group but
+    its lowest row) and the groups of >= 2 rows (sorted int64 arrays, ordered by their first row)."""
     keep = np.ones(n, dtype=bool)
     groups: list[np.ndarray] = []
     if pairs.size:
@@ -567,7 +655,7 @@ def near_duplicates(
                 groups.append(members.astype(np.int64))
                 keep[members[1:]] = False
         groups.sort(key=lambda g: int(g[0]))
-    return NearDuplicates(pairs, sims, groups, keep, float(threshold), int(kk))
+    return keep, groups
 
 
 __all__ = [

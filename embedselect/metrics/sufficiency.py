@@ -501,6 +501,20 @@ def information_sufficiency(
     )
 
 
+def _subsampled(settings: Mapping[str, Any]) -> dict[str, int]:
+    """Which capped parts of the estimate used fewer rows than the data offer, and how many they used:
+    ``test`` / ``val`` (splits held at max_test_items / max_val_items, the other rows train) and
+    ``marginal_fit`` (the EM fit of each marginal on at most marginal_max_items training rows)."""
+    n = settings["n_train"] + settings["n_val"] + settings["n_test"]
+    out = {}
+    for split in ("test", "val"):
+        if round(settings[f"{split}_fraction"] * n) > settings[f"n_{split}"]:
+            out[split] = int(settings[f"n_{split}"])
+    if settings["n_train"] > settings["marginal_max_items"]:
+        out["marginal_fit"] = int(settings["marginal_max_items"])
+    return out
+
+
 def compute(ctx: MetricContext) -> MetricResult:
     """Metric entry point: median information sufficiency of every candidate (higher = better).
 
@@ -528,6 +542,9 @@ def compute(ctx: MetricContext) -> MetricResult:
     details = res.to_dict()
     details["pairs_computed"] = res.n_computed
     details["pairs_cached"] = res.n_cached
+    subsampled = _subsampled(res.settings)
+    if subsampled:
+        details["subsampled"] = subsampled
     for w in res.warnings:
         log.warning("sufficiency: %s", w)
     return MetricResult(

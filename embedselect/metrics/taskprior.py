@@ -29,7 +29,7 @@ import torch
 
 from embedselect.errors import ConfigError, MetricError, TooFewItemsError
 from embedselect.metrics.base import MIN_ITEMS, MetricContext, MetricResult, unusable_reason
-from embedselect.metrics.kernels import kernel_factor, label_factor, sum_kernel_factor, torch_device
+from embedselect.metrics.kernels import kernel_factor, kernel_factor_on, label_factor, sum_kernel_factor, torch_device
 
 #: Scale-free temperature: T = tau / n. The Task Priors paper used T = 1e-5 at n = 8192, i.e.
 #: tau = 0.08192 (see docs/task_prior.md for the calibration behind keeping it).
@@ -246,11 +246,15 @@ def task_prior_moments(
     dev = torch_device(device)
     tile_ = _check_tile(tile, dev)
     # one factor at a time, so that float64 host copies do not pile up next to the device copies
-    zs = [_to_torch(kernel_factor(x, what=f"model_embeddings[{keys[i] if keys else i}]"), dev, dtype)
+    # the factors are computed on the device (on CUDA the host would otherwise spend longer on them than the GPU
+    # on the whole stream), one at a time so that float64 copies do not pile up next to the working ones
+    tdt = getattr(torch, dtype)
+    zs = [kernel_factor_on(x, dev, what=f"model_embeddings[{keys[i] if keys else i}]").to(tdt)
           for i, x in enumerate(mats)]
-    pz = sum_kernel_factor([kernel_factor(x, what=f"prior_embeddings[{i}]") for i, x in enumerate(priors)])
-    prior = _Prior("ext", z=_to_torch(pz, dev, dtype))
-    del pz
+    # the product of the priors is the kernel sum: its factor is the column-wise concatenation (sum_kernel_factor)
+    pz = torch.cat([kernel_factor_on(x, dev, what=f"prior_embeddings[{i}]").to(tdt) for i, x in enumerate(priors)],
+                   dim=1)
+    prior = _Prior("ext", z=pz)
     res = _stream_moments(zs, prior, t, tile=tile_)
     out = [TaskPriorMoments(mean=e, var=v, p_fro=math.sqrt(max(pp, 0.0)), temperature=t, n=n) for e, v, pp in res]
     if keys is not None:
@@ -387,6 +391,7 @@ _OPTION_DEFAULTS: dict[str, Any] = {
     "agreement": True,
     "headline": "probes",
     "max_items": 4096,
+    "moments_max_items": 16384,
     "test_fraction": 0.3,
     "dtype": "float64",
     "tile": None,
@@ -448,8 +453,12 @@ def compute(ctx: MetricContext) -> MetricResult:
         n_tasks (64), n_classes (2): sampled tasks for the probes.
         probes (True): sample tasks and train probes; False gives the closed-form moments only.
         agreement (True): also compute the agreement score.
-        max_items (4096): items (seeded subsample) used for sampling and probes; the closed-form
-            moments always use all n items.
+        max_items (4096): items (seeded subsample) used for sampling and probes.
+        moments_max_items (16384): items (a seeded subsample, drawn apart from the probes') for the closed-form
+            moments, whose cost is O(n²·d) time (O(n·d) memory): at n = 100 000 on two CPU cores they alone
+            took about 4-6 minutes per candidate (docs/benchmarks.md, sections 2 and 8). ``None``: all items.
+            When it bites, ``details['subsampled']['moments']`` says how many were used, and the temperature
+            follows the subsample (T = tau / n_used).
         test_fraction (0.3): held-out share for the probes.
         dtype ("float64"), tile (None = device default): precision and tile of the streamed moments.
 
@@ -492,24 +501,34 @@ def compute(ctx: MetricContext) -> MetricResult:
     if 0 <= n < need:
         raise TooFewItemsError(f"task_prior needs at least {need} reference items, got {n}; add more data",
                                needed=need, got=n)
+    for k in keys:  # the contract: every candidate embeds the same n items
+        rows_k = int(np.asarray(ctx.embeddings[k]).shape[0]) if np.ndim(ctx.embeddings[k]) == 2 else -1
+        if rows_k != n:
+            raise MetricError(f"embeddings[{k!r}] has {rows_k} rows, expected {n} (same items, same order)")
+    n_all = n
+    cap = opt["moments_max_items"]
+    moment_rows = None
+    if cap is not None and n > _positive_int(cap, "moments_max_items", need):
+        rng_m = np.random.default_rng([ctx.seed, 5])
+        moment_rows = np.sort(rng_m.choice(n, size=int(cap), replace=False))
+        n = int(cap)
+
+    def moment_input(a):
+        return np.asarray(a) if moment_rows is None else np.asarray(a)[moment_rows]
+
     if opt["probes"]:  # the seeded subsample of the probes, drawn before any candidate is looked at
         max_items = _positive_int(opt["max_items"], "max_items", need)
         rng = np.random.default_rng([ctx.seed, 3])
-        sub = np.sort(rng.choice(n, size=max_items, replace=False)) if n > max_items else np.arange(n)
-    # a candidate whose embeddings cannot be used (non-finite, one repeated vector, a zero kernel on all items or
-    # on the probes' subsample) is left out with its reason (score NaN); the others are scored without it
-    for k in keys:  # the contract: every candidate embeds the same n items
-        if np.ndim(ctx.embeddings[k]) == 2 and np.shape(ctx.embeddings[k])[0] != n:
-            raise MetricError(
-                f"embeddings[{k!r}] has {np.shape(ctx.embeddings[k])[0]} rows, expected {n} (same items, same order)"
-            )
+        sub = np.sort(rng.choice(n_all, size=max_items, replace=False)) if n_all > max_items else np.arange(n_all)
+    # a candidate whose embeddings cannot be used (non-finite, one repeated vector, a zero kernel on the moments'
+    # rows or on the probes' subsample) is left out with its reason (score NaN); the others are scored without it
     excluded: dict[str, str] = {}
     zs, zsub = [], []
     for k in keys:
-        why = unusable_reason(k, ctx.embeddings[k]) if np.ndim(ctx.embeddings[k]) == 2 else None
+        why = unusable_reason(k, ctx.embeddings[k])
         if why is None:
             try:
-                z = kernel_factor(ctx.embeddings[k], what=f"embeddings[{k!r}]")
+                z = kernel_factor(moment_input(ctx.embeddings[k]), what=f"embeddings[{k!r}]")
                 zk = kernel_factor(np.asarray(ctx.embeddings[k])[sub], what=f"embeddings[{k!r}] (probe subsample)") \
                     if opt["probes"] else None
             except MetricError as exc:
@@ -534,9 +553,9 @@ def compute(ctx: MetricContext) -> MetricResult:
     if prior_opt == "labels":
         if ctx.labels is None:
             raise ConfigError("prior='labels' needs labels; pass labels to select() or choose prior='consensus'")
-        if len(ctx.labels) != n:
-            raise ConfigError(f"labels has length {len(ctx.labels)}, expected {n} (one per reference item)")
-        labels_z = label_factor(ctx.labels)
+        if len(ctx.labels) != n_all:
+            raise ConfigError(f"labels has length {len(ctx.labels)}, expected {n_all} (one per reference item)")
+        labels_z = label_factor(moment_input(ctx.labels))
         kind = "labels"
     elif prior_opt in ("consensus", "loo", "balanced"):
         kind = prior_opt
@@ -595,13 +614,16 @@ def compute(ctx: MetricContext) -> MetricResult:
         "prior": prior_name,
         "temperature": temperature,
         "tau": temperature * n,
-        "n_items": n,
+        "n_items": n_all,
+        "n_moment_items": n,
         "dtype": dtype,
         "device": str(dev),
         "headline": "task_prior_alignment",
     }
     if kind == "balanced":
         details["prior_weights"] = details_weights
+    if moment_rows is not None:
+        details["subsampled"] = {"moments": n}
 
     # --- probes on sampled tasks ----------------------------------------------------------------
     if opt["probes"]:
@@ -632,6 +654,8 @@ def compute(ctx: MetricContext) -> MetricResult:
             task_acc[k] = [round(float(a), 4) for a in rep.accuracy]
         for col in next(iter(summaries.values())):
             columns[col] = {k: summaries[k][col] for k in keys}
+        if ns < n_all:
+            details.setdefault("subsampled", {})["probes"] = ns
         details.update(n_probe_items=ns, n_tasks=n_tasks, n_classes=q, probe_temperature=t_sub,
                        test_fraction=float(opt["test_fraction"]), task_accuracy=task_acc)
     if opt["headline"] == "probes":

@@ -27,8 +27,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterator
 
-from embedselect.errors import AllCandidatesFailedError, NightlyEmptyError, NightlyLockedError
 import embedselect.nightly.history as history
+from embedselect.errors import AllCandidatesFailedError, NightlyEmptyError, NightlyLockedError
 from embedselect.nightly.config import NightlyConfig
 
 log = logging.getLogger(__name__)
@@ -298,10 +298,10 @@ def _pairs_on_executor(cfg: NightlyConfig, executor: Any, store: Any, ref: Any, 
     and leaves them to select()). Returns the number of pairs computed by the executor."""
     if "sufficiency" not in cfg.metrics or not executor.computes_pairs:
         return 0
-    from embedselect.api import embed
+    from embedselect.api import embed_reference
 
-    outs = embed(None, [p.candidate for p in pool], seed=cfg.seed, device=cfg.device, token=token,
-                 keep_vectors=True, _data=ref, _store=store)  # fmt: skip
+    outs = embed_reference(ref, [p.candidate for p in pool], store=store, seed=cfg.seed, device=cfg.device,
+                           token=token, keep_vectors=True)  # fmt: skip
     embs = {o.result.name: o.vectors for o in outs if o.result.ok}
     keys = {o.result.name: o.result.run_key for o in outs if o.result.ok}
     if len(embs) < 2:

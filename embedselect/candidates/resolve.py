@@ -1,0 +1,186 @@
+"""Resolution: pin a :class:`Candidate` to exact bytes (:class:`ResolvedCandidate`): a hub commit sha (fetched into
+the Hugging Face cache), a content hash of a local folder, or the built-in baseline version; and the rules that
+tell a model folder's backend and modality from its files."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+from pathlib import Path
+
+from embedselect.candidates.model import Candidate, ResolvedCandidate
+from embedselect.errors import CandidateError, CandidateSpecError, HubError
+from embedselect.kinds import BACKENDS, BASELINE_VERSION, BASELINES
+from embedselect.layout import read_json
+from embedselect.policy import LoadPolicy
+
+_HASH_CACHE: dict[tuple[str, int, int], str] = {}
+_HASH_LOCK = threading.Lock()
+_SKIP_DIRS = {".git", "__pycache__", ".cache", ".ipynb_checkpoints"}
+
+
+def _file_sha256(path: Path) -> str:
+    st = path.stat()
+    key = (str(path), st.st_size, st.st_mtime_ns)
+    with _HASH_LOCK:
+        hit = _HASH_CACHE.get(key)
+    if hit is not None:
+        return hit
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    digest = h.hexdigest()
+    with _HASH_LOCK:
+        _HASH_CACHE[key] = digest
+    return digest
+
+
+def local_dir_revision(directory: Path) -> str:
+    """sha256 hex digest over the directory's files: their relative paths and byte contents.
+
+    Hidden caches (``.git``, ``__pycache__``, ``.cache``) are skipped. Per-file digests are cached in
+    memory by (path, size, mtime), so hashing the same unchanged multi-GB folder twice is instant.
+
+    Raises:
+        CandidateSpecError: the directory does not exist.
+    """
+    root = Path(directory)
+    if not root.is_dir():
+        raise CandidateSpecError(f"local model directory {str(root)!r} does not exist")
+    total = hashlib.sha256()
+    files = []
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=True):
+        dirnames[:] = sorted(d for d in dirnames if d not in _SKIP_DIRS)
+        for fn in filenames:
+            files.append(Path(dirpath) / fn)
+    for p in sorted(files, key=lambda q: q.relative_to(root).as_posix()):
+        if not p.is_file():
+            continue
+        total.update(p.relative_to(root).as_posix().encode("utf-8") + b"\0")
+        total.update(_file_sha256(p).encode("ascii") + b"\n")
+    return total.hexdigest()
+
+
+_IMAGE_MODEL_TYPES = {
+    "vit", "dinov2", "deit", "beit", "convnext", "convnextv2", "swin", "swinv2", "resnet", "regnet",
+    "efficientnet", "mobilevit", "levit", "dit", "data2vec-vision", "clip_vision_model", "siglip_vision_model",
+    "vit_mae", "vit_msn", "dinov2_with_registers", "hiera", "pvt", "poolformer", "focalnet",
+}
+_TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "vocab.json", "sentencepiece.bpe.model",
+                    "spiece.model", "tokenizer.model")
+
+
+def infer_backend(local_dir: Path) -> str:
+    """The backend that can load a model folder, from its files.
+
+    ``modules.json`` -> sentence-transformers; ``config.json`` with ``architecture`` and ``pretrained_cfg``
+    (or ``num_features``) -> timm; ``config.json`` with ``model_type`` -> transformers.
+
+    Raises:
+        CandidateError: none of these layouts.
+    """
+    d = Path(local_dir)
+    if (d / "modules.json").is_file():
+        return "sentence-transformers"
+    cfg = read_json(d / "config.json")
+    if isinstance(cfg, dict):
+        if "architecture" in cfg and ("pretrained_cfg" in cfg or "num_features" in cfg):
+            return "timm"
+        if "model_type" in cfg:
+            return "transformers"
+    raise CandidateError(
+        f"cannot tell which library loads {d}: expected modules.json (sentence-transformers), or config.json with "
+        "'architecture' + 'pretrained_cfg' (timm) or 'model_type' (transformers). Pass backend= explicitly."
+    )
+
+
+def infer_modality(local_dir: Path, backend: str, requested: str | None = None) -> str:
+    """``"text"`` or ``"image"`` for a model folder. Dual encoders (CLIP-style: text and vision configs,
+    tokenizer and image processor) take ``requested`` (default ``"image"``).
+
+    Raises:
+        CandidateSpecError: the model embeds only one modality and ``requested`` is the other.
+    """
+    d = Path(local_dir)
+    if backend == "timm":
+        found: tuple[str, ...] = ("image",)
+    elif backend == "sentence-transformers":
+        modules = read_json(d / "modules.json") or []
+        types = " ".join(str(m.get("type", "")) for m in modules if isinstance(m, dict))
+        found = ("text", "image") if "CLIPModel" in types else ("text",)
+    else:
+        cfg = read_json(d / "config.json") or {}
+        has_tok = any((d / f).is_file() for f in _TOKENIZER_FILES)
+        has_proc = (d / "preprocessor_config.json").is_file() or (d / "processor_config.json").is_file()
+        dual = isinstance(cfg, dict) and "vision_config" in cfg and "text_config" in cfg
+        if dual or (has_tok and has_proc):
+            found = ("text", "image")
+        elif has_proc or cfg.get("model_type") in _IMAGE_MODEL_TYPES:
+            found = ("image",)
+        else:
+            found = ("text",)
+    if requested is None:
+        return "image" if "image" in found else found[0]
+    if requested not in found:
+        raise CandidateSpecError(
+            f"{d.name} embeds {'/'.join(found)} but the data is {requested}: choose a {requested} model"
+        )
+    return requested
+
+
+def _builtin_revision() -> str:
+    from embedselect import __version__
+
+    return f"builtin-{__version__}-v{BASELINE_VERSION}"
+
+
+def resolve_candidate(c: Candidate, *, policy: LoadPolicy = LoadPolicy(), token: str | None = None) -> ResolvedCandidate:
+    """Pin a candidate to exact bytes: a hub commit (downloading into the HF cache), a content hash of a
+    local folder, or the built-in baseline version. No model is loaded.
+
+    Args:
+        c: the candidate.
+        policy: safety policy passed to the hub fetch (checked again when loading).
+        token: hub token, for private or gated repos.
+
+    Raises:
+        CandidateSpecError: missing local directory, or a model of the wrong modality.
+        CandidateError: a folder no backend understands.
+        HubError / UnsafeModelError: from the hub fetch (see ``embedselect.hub.fetch_model``).
+    """
+    if not isinstance(c, Candidate):
+        raise CandidateSpecError(f"resolve_candidate needs a Candidate, got {type(c).__name__}; use parse_candidates()")
+    if c.kind == "baseline":
+        mods = BASELINES.get(c.ref)
+        if mods is None:
+            raise CandidateSpecError(f"unknown baseline {c.ref!r}: use one of {', '.join(BASELINES)}")
+        modality = c.modality or str(c.options.get("modality") or mods[0])
+        if modality not in mods:
+            raise CandidateSpecError(f"baseline {c.ref!r} embeds {'/'.join(mods)} only, not {modality}")
+        return ResolvedCandidate(c, f"baseline:{c.ref}", _builtin_revision(), None, c.ref, modality)
+    requested = c.modality or c.options.get("modality")
+    if c.kind == "local":
+        d = Path(c.ref)
+        revision = local_dir_revision(d)
+        backend = c.backend or infer_backend(d)
+        return ResolvedCandidate(c, f"local:{d}", revision, d, backend, infer_modality(d, backend, requested))
+    try:
+        from embedselect.hub import fetch_model
+    except ImportError as exc:  # pragma: no cover - hub.py ships with embedselect
+        raise HubError(f"hub support is unavailable ({exc}); reinstall embedselect") from exc
+    fetched = fetch_model(c.ref, revision=c.revision, backend=c.backend, policy=policy, token=token)
+    d = Path(fetched.local_dir)
+    backend = c.backend or getattr(fetched, "backend", None) or _backend_from_files_or_library(d, fetched.library)
+    modality = infer_modality(d, backend, requested)
+    return ResolvedCandidate(c, fetched.repo_id, fetched.revision, d, backend, modality)
+
+
+def _backend_from_files_or_library(d: Path, library: str | None) -> str:
+    try:
+        return infer_backend(d)
+    except CandidateError:
+        if library in BACKENDS:
+            return library
+        raise
