@@ -281,7 +281,7 @@ def decide(
             )
     if len(order) < min_pool:
         reasons.append(
-            f"only {len(order)} candidate(s) scored; with fewer than {min_pool} the label-free scores have "
-            "too little to compare against to name a winner"
+            f"only {len(order)} candidate(s) scored: label-free scores compare candidates with each other and are "
+            f"unreliable in pools smaller than {min_pool}; add candidates"
         )
     return Decision(not reasons, leaders, reasons)

@@ -40,8 +40,6 @@ from embedselect.ranking import CandidateResult, Ranking, rank_scores, to_jsonab
 log = logging.getLogger(__name__)
 
 
-SMALL_POOL = 4
-
 
 @dataclass
 class EmbedOutcome:
@@ -152,6 +150,8 @@ class RunContext:
         per_metric: metric -> {candidate name: headline score}; ``details``: metric -> the metric's details.
         uncertainty: metric -> its bootstrap summary (when ``bootstrap``).
         warnings: what the result should tell the user, in order.
+        pool_notes: the metrics' caveats about the pool's size (``details['pool_warning']``): added to ``warnings``
+            only when the ranking itself does not already say that the pool is small.
         timings: wall seconds per candidate, per metric, of the validation and in total.
     """
 
@@ -176,6 +176,7 @@ class RunContext:
     details: dict[str, Any] = field(default_factory=dict)
     uncertainty: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    pool_notes: list[str] = field(default_factory=list)
     timings: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -371,6 +372,7 @@ def _vectors(ctx: RunContext, cand: Any, pinned: _Pinned, res: CandidateResult, 
         ctx.bar.advance(STAGES_PER_CANDIDATE - step["done"])
         step["done"] = STAGES_PER_CANDIDATE
         return vectors
+    ctx.store.require_writable(f"store the embeddings of {cand.name}")  # before any work that could not be kept
     step["stage"] = "load"
     from embedselect.backends.loader import load_embedder
 
@@ -503,6 +505,7 @@ def select(
                               drop_duplicates=drop_duplicates)
     for m in metrics:
         ref.require(get_spec(m).min_items, purpose=f"the {m} metric")
+    ref.require_distinct()
     ctx = _run_context(ref, candidates, store=Store.open(cache_dir), seed=seed, device=device, batch_size=batch_size,
                        policy=policy, token=token, progress=progress, metrics=metrics, metric_options=metric_options,
                        weights=weights, bootstrap=bootstrap)  # fmt: skip
@@ -512,6 +515,9 @@ def select(
         _metrics_stage(ctx)
         decision = _rank_stage(ctx)
         validation = _validate_stage(ctx)
+        if save and not ctx.store.can_record("the ranking"):
+            ctx.warnings.append(f"the cache at {ctx.store.root} is read-only: this ranking is not stored (leaderboard "
+                                "and history will not show it)")  # fmt: skip
         ranking = _report(ctx, decision, validation, max_items=max_items, on_error=on_error)
         ctx.timings["total"] = time.perf_counter() - t_start
         if save:
@@ -552,7 +558,7 @@ def _checked_metrics(metrics: Sequence[str], weights: Mapping[str, float] | None
 def _metrics_stage(ctx: RunContext) -> None:
     """Stage 3: every metric over the embedded candidates (from the store or computed), with its bootstrap; fills
     ``ctx.per_metric``, ``ctx.details``, ``ctx.uncertainty``, each result's scores, per-metric ranks, columns and
-    intervals, and the warnings (failed candidates, a small pool, the metrics' own warnings).
+    intervals, and the warnings (failed candidates, duplicates in the data, the metrics' own warnings).
 
     Raises:
         AllCandidatesFailedError: no candidate could be embedded.
@@ -560,14 +566,13 @@ def _metrics_stage(ctx: RunContext) -> None:
     """
     results, ok, warnings = ctx.results, ctx.vectors, ctx.warnings
     if not ok:
+        if ctx.store.read_only and all(r.error_type == "StoreReadOnlyError" for r in results):
+            ctx.store.require_writable("store the embeddings of any of the candidates (none is cached)")  # exit 6
         reasons = "; ".join(f"{r.name}: {r.error_type}: {r.error}" for r in results)
         raise AllCandidatesFailedError(f"no candidate could be embedded ({reasons})")
-    warnings += [f"{r.name} failed ({r.error_type}): {r.error}" for r in results if not r.ok]
-    if len(ok) < SMALL_POOL:
-        warnings.append(
-            f"only {len(ok)} candidate(s) were scored: label-free scores compare candidates with each other and "
-            f"are unreliable in pools smaller than {SMALL_POOL}"
-        )
+    warnings += [r.failure_note for r in results if not r.ok]
+    if ctx.ref.duplicates_note():
+        warnings.append(ctx.ref.duplicates_note())
     run_keys = {r.name: r.run_key for r in results if r.ok}
     by_name = {r.name: r for r in results}
     for m in ctx.metrics:
@@ -590,9 +595,12 @@ def _metrics_stage(ctx: RunContext) -> None:
         ctx.per_metric[m] = mr.scores
         ctx.details[m] = mr.details
         for w in mr.details.get("warnings") or []:  # the metric's own warnings, also at the top level
-            warnings.append(f"{m}: {w}" if not str(w).startswith(m) else str(w))
+            note = f"{m}: {w}" if not str(w).startswith(m) else str(w)
+            (ctx.pool_notes if w == mr.details.get("pool_warning") else warnings).append(note)
         for name, why in (mr.details.get("excluded") or {}).items():  # degenerate for this metric only
-            warnings.append(f"{m} did not score {name}: {why}")
+            if not any(name in w and why in w for w in warnings):  # unless the metric's own warning said so
+                warnings.append(f"{m} did not score {name}: {why}")
+                log.warning("%s did not score %s: %s", m, name, why)
         ranks = rank_scores(mr.scores)
         for name, score in mr.scores.items():
             by_name[name].scores[m] = _num(score)
@@ -621,7 +629,7 @@ def _rank_stage(ctx: RunContext) -> Any:
     Returns:
         the :class:`~embedselect.aggregate.Decision`.
     """
-    from embedselect.aggregate import DEFAULT_METHOD, combine_ranks, copies_below_parents, decide
+    from embedselect.aggregate import DEFAULT_METHOD, MIN_POOL, combine_ranks, copies_below_parents, decide
 
     by_name = {r.name: r for r in ctx.results}
     full_weights = {m: float((ctx.weights or {}).get(m, get_spec(m).weight)) for m in ctx.per_metric}
@@ -646,6 +654,8 @@ def _rank_stage(ctx: RunContext) -> Any:
                                      o.result.name))  # fmt: skip
     decision = decide(combined, intervals={n: by_name[n].intervals for n in combined})
     ctx.warnings += [f"no clear winner: {why}" for why in decision.reasons]
+    if sum(1 for v in combined.values() if math.isfinite(v)) >= MIN_POOL:  # else decide() said it
+        ctx.warnings += ctx.pool_notes
     return decision
 
 

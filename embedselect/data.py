@@ -41,6 +41,7 @@ from embedselect.data_readers import (  # noqa: F401 - IMAGE_SUFFIXES / TEXT_FOR
     BadItem,
     ImageInvalid,
     check_common,
+    check_text_column,
     choose_column,
     decode_image,
     decode_message,
@@ -56,11 +57,13 @@ from embedselect.data_readers import (  # noqa: F401 - IMAGE_SUFFIXES / TEXT_FOR
     parse_untyped_labels,
     read_bytes,
     read_jsonl,
+    read_ragged_csv,
     to_text,
 )
 from embedselect.errors import (
     ColumnNotFoundError,
     ConfigError,
+    DataError,
     DataFileNotFoundError,
     DecodeError,
     EmptyDataError,
@@ -90,7 +93,9 @@ class LoadReport:
         n_skipped_empty: empty or whitespace-only texts dropped (missing cells count as empty).
         n_skipped_undecodable: items dropped because they could not be decoded (``on_error="skip"``).
         n_duplicates: valid items that are exact duplicates of an earlier one (text equality, or equal image
-            bytes). Removed only when ``deduped`` is true.
+            bytes), counted before sub-sampling. Removed only when ``deduped`` is true.
+        n_distinct: distinct items among the ``n_used`` items kept (after dedupe and sampling); None in reports
+            written before it was counted.
         skipped_examples: the first few dropped items, as ``{"id": ..., "reason": ...}`` dicts.
         sampled: whether seeded sub-sampling to ``max_items`` happened.
         deduped: whether duplicates were removed (``dedupe=True`` or :meth:`ReferenceData.drop_duplicates`).
@@ -110,6 +115,7 @@ class LoadReport:
     duplicates_dropped: str | None = None
     n_dropped_duplicates: int = 0
     near_duplicate_threshold: float | None = None
+    n_distinct: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-serialisable copy."""
@@ -188,6 +194,30 @@ class ReferenceData:
             + "To fix: " + "; ".join(hints) + ".",
             needed=n_min,
             got=n,
+        )
+
+    def require_distinct(self) -> None:
+        """Raise :class:`~embedselect.errors.DataError` when every item is the same: embeddings of one item say
+        nothing about how candidates differ (every candidate gives one repeated vector)."""
+        if self.report.n_distinct == 1 and len(self) > 1:
+            raise DataError(
+                f"all {len(self)} reference items are the same {self.modality} ({self.source}): every candidate would "
+                f"embed one item {len(self)} times, which cannot tell candidates apart. Give at least 2 distinct "
+                "items (a few hundred for a useful ranking)"
+            )
+
+    def duplicates_note(self) -> str | None:
+        """A sentence saying how many of the items used are exact copies of an earlier item and what that does to
+        the scores, or None when there are none (or they were removed with ``dedupe=True``)."""
+        n_distinct = self.report.n_distinct
+        if n_distinct is None or n_distinct >= len(self):
+            return None
+        copies = len(self) - n_distinct
+        return (
+            f"{copies} of the {len(self)} reference items are exact copies of an earlier item: every candidate "
+            "embeds a copy exactly like its original, so copies inflate the agreement between candidates (the "
+            "kernels task_prior compares, the sufficiency fits) and can sit on both sides of a held-out split; "
+            "remove them with --drop-duplicates exact (select(..., drop_duplicates='exact'))"
         )
 
     def load_images(self, indices: Iterable[int] | None = None) -> list[Any]:
@@ -277,7 +307,7 @@ class ReferenceData:
         labels = None if self.labels is None else [self.labels[i] for i in sel]
         items = [self.items[i] for i in sel]
         report = dataclasses.replace(
-            self.report, n_used=len(sel), deduped=True, duplicates_dropped=rule,
+            self.report, n_used=len(sel), n_distinct=len(sel), deduped=True, duplicates_dropped=rule,
             n_dropped_duplicates=self.report.n_dropped_duplicates + len(self) - len(sel),
             near_duplicate_threshold=float(threshold) if rule == "near" else self.report.near_duplicate_threshold,
         )  # fmt: skip
@@ -466,18 +496,23 @@ class ReferenceData:
             import pandas as pd
 
             data = io.BytesIO(read_bytes(path, gz))
+            sep = "," if fmt == "csv" else "\t"
             try:
                 frame = pd.read_csv(
-                    data, sep="," if fmt == "csv" else "\t", dtype=object, keep_default_na=False,
-                    encoding="utf-8-sig", encoding_errors="surrogateescape",
+                    data, sep=sep, dtype=object, keep_default_na=False, encoding="utf-8-sig",
+                    encoding_errors="surrogateescape",
                 )
             except pd.errors.EmptyDataError as exc:
                 raise EmptyDataError(f"{source} is empty (no header, no rows); add rows with a header line") from exc
             except (pd.errors.ParserError, ValueError) as exc:
-                raise DecodeError(
-                    f"{source} could not be parsed as {fmt.upper()}: {exc}. Check the delimiter and quoting"
-                    + (" (use format='tsv' / a .tsv suffix for tab-separated files)" if fmt == "csv" else "")
-                ) from exc
+                # a row with more fields than the header: re-read so that the row is named (or skipped)
+                ragged = "fields in line" in str(exc)
+                frame = read_ragged_csv(data.getvalue(), sep=sep, label_column=label_column) if ragged else None
+                if frame is None:
+                    raise DecodeError(
+                        f"{source} could not be parsed as {fmt.upper()}: {exc}. Check the delimiter and quoting"
+                        + (" (use format='tsv' / a .tsv suffix for tab-separated files)" if fmt == "csv" else "")
+                    ) from exc
             return cls._from_frame(frame, column=column, label_column=label_column, source=source,
                                    max_items=max_items, seed=seed, on_error=on_error, dedupe=dedupe,
                                    untyped_labels=True)
@@ -632,8 +667,11 @@ class ReferenceData:
             try:
                 data = p.read_bytes()
                 decode_image(data)
-            except (OSError, ImageInvalid) as exc:
-                bad.append((ids[i], f"{type(exc).__name__}: {exc}"))
+            except OSError as exc:
+                bad.append((ids[i], f"cannot be read ({exc.strerror or exc})"))
+                continue
+            except ImageInvalid as exc:
+                bad.append((ids[i], str(exc)))
                 continue
             keep.append(i)
             hashes.append(hashlib.sha256(data).digest())
@@ -660,6 +698,7 @@ class ReferenceData:
         elif column not in columns:
             raise ColumnNotFoundError(missing_column_message("column", column, columns, source, textlike))
         values = frame[column].tolist()
+        check_text_column(column, values, source, textlike)
         labels = frame[label_column].tolist() if label_column is not None else None
         if labels is not None and untyped_labels:
             labels = parse_untyped_labels(labels)
@@ -694,6 +733,7 @@ class ReferenceData:
                 column = choose_column(columns, textlike, source, None, dicts=dicts)
             elif column not in columns:
                 raise ColumnNotFoundError(missing_column_message("column", column, columns, source, textlike))
+            check_text_column(column, [r.get(column) for r in dicts], source, textlike)
         rows: list[tuple[str, Any]] = records + [(i, BadItem(c, r)) for i, c, r in bad]
         rows.sort(key=lambda t: int(t[0]))
         all_values: list[Any] = []
@@ -774,7 +814,7 @@ class ReferenceData:
         fp = fingerprint(modality, digests, settings)
         report = LoadReport(
             n_total=n_total, n_used=len(items), n_skipped_empty=n_empty, n_skipped_undecodable=n_bad,
-            n_duplicates=n_dup,
+            n_duplicates=n_dup, n_distinct=len(set(digests)),
             skipped_examples=tuple({"id": i, "reason": r} for i, _, r in skipped[:_MAX_EXAMPLES]),
             sampled=sampled, deduped=bool(dedupe),
             duplicates_dropped="exact" if dedupe else None, n_dropped_duplicates=n_dup if dedupe else 0,

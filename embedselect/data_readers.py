@@ -51,6 +51,7 @@ REASON_PHRASES = {
     "json": "are not valid JSON",
     "type": "do not hold a text value",
     "image": "could not be decoded as images",
+    "fields": "have more fields than the header",
 }
 
 
@@ -74,7 +75,9 @@ def decode_image(data: bytes) -> Any:
         img = Image.open(io.BytesIO(data))
         img.load()
     except (OSError, SyntaxError, ValueError, Image.DecompressionBombError) as exc:
-        raise ImageInvalid(str(exc) or type(exc).__name__) from exc
+        # PIL names the in-memory buffer ("cannot identify image file <_io.BytesIO object at 0x...>"): say "file"
+        why = re.sub(r"\s*<_io\.BytesIO object at 0x[0-9a-fA-F]+>", "", str(exc)).strip() or type(exc).__name__
+        raise ImageInvalid(f"not a readable image ({why})") from exc
     return img
 
 
@@ -120,8 +123,41 @@ def column_values(c: str, frame: Any, dicts: list[dict] | None) -> list[Any]:
 
 
 def present_values(values: list[Any]) -> list[Any]:
-    """Values that are neither missing nor blank strings."""
-    return [v for v in values if not is_missing(v) and not (isinstance(v, str) and not v.strip())]
+    """Values that are neither missing, blank strings nor rows that failed to parse (:class:`BadItem`)."""
+    return [
+        v for v in values
+        if not is_missing(v) and not isinstance(v, BadItem) and not (isinstance(v, str) and not v.strip())
+    ]  # fmt: skip
+
+
+def read_ragged_csv(raw: bytes, *, sep: str, label_column: str | None):
+    """Parse a CSV/TSV whose rows do not all have the header's number of fields (what pandas' fast parser refuses),
+    with the :mod:`csv` module's dialect of pandas' defaults: a row with more fields than the header gets a
+    :class:`BadItem` (category ``"fields"``) in every column but the label column, so that it is reported by its
+    data row number, or skipped with ``on_error='skip'``; a shorter row is padded with missing values (as pandas
+    does). Blank lines are skipped without a row number, as pandas does.
+
+    Returns:
+        A ``pandas.DataFrame`` (dtype object), one row per data row, or None when the header has duplicate names
+        (then the caller reports pandas' own error).
+    """
+    import csv
+
+    import pandas as pd
+
+    text = raw.decode("utf-8-sig", errors="surrogateescape")
+    rows = [r for r in csv.reader(io.StringIO(text, newline=""), delimiter=sep) if r]
+    if not rows or len(set(rows[0])) != len(rows[0]):
+        return None
+    header, width = rows[0], len(rows[0])
+    out = []
+    for r in rows[1:]:
+        if len(r) > width:
+            bad = BadItem("fields", f"{len(r)} fields, the header has {width}")
+            out.append([None if c == label_column else bad for c in header])
+        else:
+            out.append(r + [None] * (width - len(r)))
+    return pd.DataFrame(out, columns=header, dtype=object)
 
 
 def is_textlike(values: list[Any]) -> bool:
@@ -134,6 +170,32 @@ def is_textlike(values: list[Any]) -> bool:
 
 NUMBER_RE = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
 INT_RE = re.compile(r"[+-]?\d+")
+
+
+def _is_number(v: Any) -> bool:
+    if isinstance(v, (bool, np.bool_)):
+        return False
+    if isinstance(v, (int, float, np.integer, np.floating)):
+        return True
+    return isinstance(v, str) and NUMBER_RE.fullmatch(v.strip()) is not None
+
+
+def check_text_column(column: str, values: list[Any], source: str, textlike: list[str]) -> None:
+    """Refuse a text column that holds only numbers (an id or a score column given as ``column``): embedding
+    "17" and "42" ranks models on nothing the user cares about.
+
+    Raises:
+        DataError: every present value of ``column`` is a number or a numeric string; the message names the
+            text-like columns to choose from.
+    """
+    present = present_values(values)
+    if present and all(_is_number(v) for v in present):
+        shown = ", ".join(str(v) for v in present[:3])
+        others = f"; text columns: {', '.join(map(repr, textlike))}" if textlike else ""
+        raise DataError(
+            f"column {column!r} holds only numbers (e.g. {shown}), not text ({source}); choose the text column "
+            f"with column=... / --column{others}"
+        )
 
 
 def choose_column(columns: list[str], textlike: list[str], source: str, frame: Any,
@@ -231,8 +293,8 @@ def decode_message(n_total: int, bad: list[tuple[str, str, str]], *, unit: str) 
         more = f", ... {len(entries) - len(shown)} more" if len(entries) > len(shown) else ""
         label = ("row" if unit == "rows" else "file") + ("s" if len(entries) > 1 else "")
         detail = f"{label} {', '.join(shown)}{more}"
-        if cat in ("image", "json", "type"):
-            detail += f"; first: {entries[0][1]}"
+        if cat in ("image", "json", "type", "fields"):
+            detail += f"; first: {entries[0][1] if unit == 'rows' else ': '.join(entries[0])}"
         phrase = REASON_PHRASES.get(cat, "could not be decoded")
         if unit == "images" and cat == "image":
             phrase = "could not be decoded"

@@ -114,6 +114,11 @@ class StoreLockedError(StoreError):
     """Another process holds the cache database and did not release it within the wait time."""
 
 
+class StoreReadOnlyError(StoreError):
+    """The cache is read-only (not writable by this user, or ``EMBEDSELECT_CACHE_READONLY=1``) and something had to
+    be stored in it (new embeddings, a removal). Cached work is still served from it."""
+
+
 class CacheCorruptError(StoreError):
     """A cached vector file does not match its recorded checksum (it is discarded and recomputed)."""
 

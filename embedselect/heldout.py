@@ -35,6 +35,7 @@ import numpy as np
 import pandas as pd
 
 from embedselect.errors import ConfigError, DataError, TooFewItemsError
+from embedselect.uncertainty import check_bootstrap, percentile_interval
 
 __all__ = [
     "PROBES",
@@ -46,6 +47,7 @@ __all__ = [
     "make_probe",
     "probe_accuracy",
     "probe_accuracies",
+    "accuracy_interval",
 ]
 
 PROBES = ("logistic", "knn")
@@ -165,13 +167,15 @@ def make_probe(name: str, y_train: np.ndarray, *, seed: int):
 
 def _fold_accuracies(x: np.ndarray, y: np.ndarray, splits, probe: str, seed: int):
     """Per outer fold: held-out accuracy, the C chosen by the inner CV (NaN for k-NN), and whether the inner
-    CV chose per-dimension standardisation (False for k-NN, which uses the embedding as it is)."""
+    CV chose per-dimension standardisation (False for k-NN, which uses the embedding as it is); and the number of
+    held-out items predicted right over all folds."""
     from sklearn.exceptions import ConvergenceWarning
     from threadpoolctl import threadpool_limits
 
     accs: list[float] = []
     cs: list[float] = []
     scaled: list[bool] = []
+    n_right = 0
     for train, test in splits:
         model = make_probe(probe, y[train], seed=seed)
         # one BLAS thread: the probes' matrices are small and many, and threads on them cost far more than they
@@ -180,11 +184,13 @@ def _fold_accuracies(x: np.ndarray, y: np.ndarray, splits, probe: str, seed: int
             # a probe that did not fully converge in max_iter is still a fair, equal-budget probe
             _warnings.simplefilter("ignore", ConvergenceWarning)
             model.fit(x[train], y[train])
-        accs.append(float(np.mean(model.predict(x[test]) == y[test])))
+        right = model.predict(x[test]) == y[test]
+        n_right += int(right.sum())
+        accs.append(float(np.mean(right)))
         chosen = getattr(model, "best_params_", None)
         cs.append(float(chosen["clf__C"]) if chosen else math.nan)
         scaled.append(bool(chosen) and chosen["scale"] != "passthrough")
-    return accs, cs, scaled
+    return accs, cs, scaled, n_right
 
 
 def _check_matrix(name: str, emb: Any, n: int | None = None) -> np.ndarray:
@@ -194,6 +200,21 @@ def _check_matrix(name: str, emb: Any, n: int | None = None) -> np.ndarray:
     if not np.isfinite(x).all():
         raise DataError(f"embeddings of {name!r} contain NaN or infinite values; re-embed the data")
     return x
+
+
+def accuracy_interval(n_correct: int, n: int, *, level: float = 0.9, n_boot: int = 1000, seed: int = 0):
+    """Percentile bootstrap interval of a held-out accuracy: ``n_correct`` of ``n`` items right.
+
+    Resampling ``n`` items with replacement from ``n`` right/wrong outcomes draws the number right from
+    Binomial(n, n_correct / n), so the ``n_boot`` replicates are drawn from that directly (seeded by ``seed``).
+
+    Returns:
+        ``(lo, hi)``, fractions in [0, 1]; ``(nan, nan)`` when ``n`` or ``n_boot`` is 0.
+    """
+    if n <= 0:
+        return (math.nan, math.nan)
+    draws = np.random.default_rng(seed).binomial(n, n_correct / n, size=n_boot) / n
+    return percentile_interval(draws.astype(np.float64), level)
 
 
 def probe_accuracy(
@@ -227,6 +248,8 @@ def probe_accuracies(
     cv: int = 5,
     seed: int = 0,
     probes: Iterable[str] = PROBES,
+    level: float = 0.9,
+    n_boot: int = 1000,
 ) -> pd.DataFrame:
     """Held-out accuracy of the standard probes on each candidate's embeddings.
 
@@ -238,12 +261,17 @@ def probe_accuracies(
         cv: requested number of outer folds (>= 2).
         seed: fold shuffling and probe randomness.
         probes: subset of :data:`PROBES`.
+        level: coverage of the accuracy intervals, in (0, 1).
+        n_boot: bootstrap replicates of the accuracy intervals (0: no interval, NaN).
 
     Returns:
         DataFrame indexed by candidate with, for each probe ``p``, columns ``{p}_acc`` (mean held-out
-        accuracy over folds, a fraction in [0, 1]) and ``{p}_acc_std`` (standard deviation over
-        folds), ``logistic_C`` (median C chosen by the inner CV) and ``logistic_standardised`` (fraction of
-        outer folds where the inner CV chose per-dimension standardisation), when the logistic probe ran, plus
+        accuracy over folds, a fraction in [0, 1]), ``{p}_acc_std`` (standard deviation over
+        folds), ``{p}_acc_lo`` / ``{p}_acc_hi`` (a percentile bootstrap interval at ``level`` of the held-out
+        accuracy: the labelled items are resampled with replacement, each scored by the probe of the fold that
+        held it out; see :func:`accuracy_interval`), ``logistic_C`` (median C chosen by the inner CV) and
+        ``logistic_standardised`` (fraction of outer folds where the inner CV chose per-dimension
+        standardisation), when the logistic probe ran, plus
         ``n_labeled`` and ``chance`` (accuracy of always predicting the most frequent class).
         ``df.attrs`` holds ``n_folds``, ``dropped_classes``, ``n_classes``, ``probes``,
         ``probe_descriptions``, ``fold_acc`` (candidate -> probe -> per-fold accuracies) and ``seed``.
@@ -255,6 +283,7 @@ def probe_accuracies(
     from sklearn.model_selection import StratifiedKFold
 
     probes = tuple(probes)
+    check_bootstrap(n_boot, level, min_boot=0)
     if not probes:
         raise ConfigError(f"probes is empty; choose from {', '.join(PROBES)}")
     bad = [p for p in probes if p not in PROBES]
@@ -286,10 +315,13 @@ def probe_accuracies(
         rec: dict[str, float] = {}
         fold_acc[cand] = {}
         for p in probes:
-            accs, cs, scaled = _fold_accuracies(x, y, splits, p, seed)
+            accs, cs, scaled, n_right = _fold_accuracies(x, y, splits, p, seed)
             fold_acc[cand][p] = accs
             rec[f"{p}_acc"] = float(np.mean(accs))
             rec[f"{p}_acc_std"] = float(np.std(accs))
+            rec[f"{p}_acc_lo"], rec[f"{p}_acc_hi"] = accuracy_interval(
+                n_right, len(rows), level=level, n_boot=n_boot, seed=seed
+            )
             if p == "logistic":
                 rec["logistic_C"] = float(np.median(cs))
                 rec["logistic_standardised"] = float(np.mean(scaled))

@@ -60,6 +60,11 @@ class CandidateResult:
     def ok(self) -> bool:
         return self.status == "ok"
 
+    @property
+    def failure_note(self) -> str | None:
+        """The ranking's warning about this candidate's failure ("NAME failed (TYPE): why"), None when ok."""
+        return None if self.ok else f"{self.name} failed ({self.error_type}): {self.error}"
+
 
 @dataclass
 class Ranking:

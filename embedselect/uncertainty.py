@@ -152,6 +152,18 @@ class BootstrapResult:
         }
 
 
+def check_bootstrap(n_boot: Any, level: Any, *, min_boot: int) -> None:
+    """The one check of bootstrap settings: ``n_boot`` an integer >= ``min_boot``, ``level`` in (0, 1).
+
+    Raises:
+        ConfigError: either is out of range, with the accepted range.
+    """
+    if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or n_boot < min_boot:
+        raise ConfigError(f"n_boot must be an integer >= {min_boot}, got {n_boot!r}")
+    if isinstance(level, bool) or not isinstance(level, (int, float, np.number)) or not (0.0 < float(level) < 1.0):
+        raise ConfigError(f"level must be in (0, 1), e.g. 0.9; got {level!r}")
+
+
 def percentile_interval(x: np.ndarray, level: float) -> tuple[float, float]:
     """Central percentile interval of the finite values of ``x`` at ``level`` (e.g. 0.9 -> 5th..95th);
     (nan, nan) when there are none."""
@@ -205,10 +217,7 @@ def bootstrap_metric(
     if isinstance(metric_fn, str):
         metric_fn = spec.load()
     name = spec.name if spec is not None else None
-    if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or n_boot < 2:
-        raise ConfigError(f"n_boot must be an integer >= 2, got {n_boot!r}")
-    if not (0.0 < float(level) < 1.0):
-        raise ConfigError(f"level must be in (0, 1), e.g. 0.9; got {level!r}")
+    check_bootstrap(n_boot, level, min_boot=2)
     if resample is None:
         resample = spec.resample if spec is not None else "bootstrap"
     if resample not in RESAMPLE_RULES:

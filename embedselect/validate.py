@@ -31,7 +31,7 @@ from embedselect.heldout import (
     probe_accuracy,
 )
 from embedselect.ranking import order_by_score, tie_groups
-from embedselect.uncertainty import percentile_interval
+from embedselect.uncertainty import check_bootstrap, percentile_interval
 
 __all__ = [
     "PROBES",
@@ -45,6 +45,12 @@ __all__ = [
     "MetricValidation",
     "WrongPair",
 ]
+
+ONE_CANDIDATE = (
+    "only 1 candidate has an accuracy: its accuracy is reported, but a ranking needs at least two candidates to "
+    "be checked; add candidates to see how well the label-free scores predict the accuracies"
+)
+"""The warning of a validation with a single candidate."""
 
 SMALL_POOL = 10
 """With fewer candidates than this, rank correlations are reported with a warning: their bootstrap
@@ -219,34 +225,31 @@ def validate_scores(
 
     Returns:
         A :class:`ValidationReport`. Candidates missing from a metric, or with a NaN score or
-        accuracy, are left out of that metric's statistics. With fewer than :data:`SMALL_POOL`
+        accuracy, are left out of that metric's statistics; a metric left with fewer than 2 candidates is
+        left out of the report, with a warning. With fewer than :data:`SMALL_POOL`
         candidates a warning says that the intervals are wide: the correlation of 4 numbers can be
         high by chance.
 
     Raises:
-        DataError: no metric, or a metric shares fewer than 2 candidates with ``accuracy``.
+        DataError: no metric, or no metric shares at least 2 candidates with ``accuracy``.
         ConfigError: bad ``n_boot`` / ``level``.
     """
-    if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or n_boot < 0:
-        raise ConfigError(f"n_boot must be a non-negative integer, got {n_boot!r}")
-    if not (0.0 < float(level) < 1.0):
-        raise ConfigError(f"level must be in (0, 1), e.g. 0.9; got {level!r}")
+    check_bootstrap(n_boot, level, min_boot=0)
     if not label_free:
         raise DataError("no label-free scores to validate; pass {metric: {candidate: score}}")
     acc = {str(k): float(v) for k, v in accuracy.items() if v is not None and math.isfinite(float(v))}
     rng = np.random.default_rng(seed)
     results: list[MetricValidation] = []
     warnings: list[str] = []
+    skipped: list[str] = []
     columns: dict[str, dict[str, float]] = {}
     for metric, scores in label_free.items():
         sc = {str(k): float(v) for k, v in scores.items() if v is not None and math.isfinite(float(v))}
         cands = sorted(set(sc) & set(acc))
         columns[metric] = {str(k): float(v) for k, v in scores.items()}
         if len(cands) < 2:
-            raise DataError(
-                f"metric {metric!r} shares {len(cands)} candidate(s) with the accuracies; need at least 2 "
-                "candidates with both a finite score and an accuracy"
-            )
+            skipped.append(f"{metric!r} scored {len(cands)} of the candidates with an accuracy")
+            continue
         s = np.array([sc[c] for c in cands])
         a = np.array([acc[c] for c in cands])
         k = len(cands)
@@ -294,6 +297,12 @@ def validate_scores(
             )
             if msg not in warnings:
                 warnings.append(msg)
+    if skipped and not results:
+        raise DataError(
+            f"no metric shares 2 candidates with the accuracies ({'; '.join(skipped)}); a rank correlation needs at "
+            "least 2 candidates with both a finite score and an accuracy"
+        )
+    warnings += [f"not checked against the labels: {why} (a ranking needs at least 2)" for why in skipped]
     table = pd.DataFrame(columns)
     table["accuracy"] = pd.Series(acc)
     table.index.name = "candidate"
@@ -321,21 +330,37 @@ def validate(
 
     Returns:
         The report; its ``table`` also holds every probe column (``logistic_acc``, ``knn_acc``,
-        their ``_std``, ``chance``, ``n_labeled``) and ``accuracy_column`` names the probe used.
+        their ``_std``, ``_lo`` and ``_hi``, ``chance``, ``n_labeled``) and ``accuracy_column`` names the probe
+        used. With a single candidate, or when no metric scored two of them, the report has the accuracies, no
+        ``metrics`` and a warning that says why (a ranking needs at least two candidates).
     """
     probes = tuple(probes)
     if probe not in probes:
         raise ConfigError(f"probe {probe!r} must be one of the probes run: {', '.join(probes)}")
-    acc = probe_accuracies(embeddings, labels, cv=cv, seed=seed, probes=probes)
-    report = validate_scores(
-        label_free, acc[f"{probe}_acc"].to_dict(), n_boot=n_boot, seed=seed, level=level
-    )
-    report.table = report.table.drop(columns=["accuracy"]).join(acc, how="outer")
+    acc = probe_accuracies(embeddings, labels, cv=cv, seed=seed, probes=probes, level=level, n_boot=n_boot)
+    accuracy = acc[f"{probe}_acc"].to_dict()
+    try:
+        report = validate_scores(label_free, accuracy, n_boot=n_boot, seed=seed, level=level)
+        report.table = report.table.drop(columns=["accuracy"])
+    except DataError as exc:
+        # one candidate (or one that every metric scored): its accuracy is still worth reporting, but there is
+        # no ranking to check
+        why = ONE_CANDIDATE if sum(math.isfinite(a) for a in accuracy.values()) < 2 else str(exc)
+        table = pd.DataFrame({m: pd.Series(v, dtype=float) for m, v in label_free.items()}, index=acc.index)
+        report = ValidationReport(metrics=[], table=table, level=float(level), n_boot=int(n_boot), seed=seed,
+                                  warnings=[why])  # fmt: skip
+    report.table = report.table.join(acc, how="outer")
     report.table.index.name = "candidate"
     report.accuracy_column = f"{probe}_acc"
     settings = {k: v for k, v in acc.attrs.items() if k != "fold_acc"}
     settings["accuracy_probe"] = f"{probe}: {PROBE_DESCRIPTIONS[probe]}"
     report.probe_settings = settings
+    n_missing = len(labels) - int(acc["n_labeled"].iloc[0]) - len(settings.get("dropped_classes") or [])
+    if n_missing > 0:
+        report.warnings.append(
+            f"{n_missing} of the {len(labels)} items have no label and were left out of the check (the label-free "
+            "scores use every item)"
+        )
     if settings.get("dropped_classes"):
         report.warnings.append(
             f"classes with a single labelled item were left out: {settings['dropped_classes']}"

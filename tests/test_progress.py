@@ -89,3 +89,22 @@ def test_the_python_api_draws_nothing_unless_asked(tmp_path, capsys, monkeypatch
     embedselect.select(SAMPLE, ["tfidf-svd", "random-projection"], column="text", metrics=["task_prior"],
                        cache_dir=tmp_path / "c2", progress=True)  # fmt: skip
     assert "tfidf-svd: resolve" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_no_library_bar_leaks_when_progress_is_off(tmp_path):
+    """sentence-transformers draws its "Batches" bar whenever its logger is at INFO (``-v``) unless told not to,
+    and transformers its "Loading weights" bar: with --quiet neither may reach the terminal; without it, they nest
+    under the run's display."""
+    from tests.tinymodels import make_tiny_sentence_transformer
+
+    model = make_tiny_sentence_transformer(tmp_path / "tiny")
+    argv = [sys.executable, "-m", "embedselect.cli", "rank", SAMPLE, "-c", "text", "-m", f"tiny={model},tfidf-svd",
+            "--metrics", "task_prior"]  # fmt: skip
+    code, drawn = _run_in_pty([*argv, "--cache-dir", str(tmp_path / "c"), "-q", "-v"], _env(tmp_path))
+    assert code == 0, drawn
+    assert "Batches" not in drawn and "Loading weights" not in drawn and "it/s" not in drawn
+    assert "rank  candidate" in drawn
+    code, drawn = _run_in_pty([*argv, "--cache-dir", str(tmp_path / "c2")], _env(tmp_path))
+    assert code == 0, drawn
+    assert "Batches" in drawn and "tiny: embed" in drawn

@@ -315,3 +315,27 @@ def test_compute_errors():
         compute(_ctx({k: v[:10] for k, v in emb.items()}))
     with pytest.raises(MetricError, match="rows"):
         compute(_ctx({"a": emb["clean"], "b": emb["mid"][:-1]}))
+
+
+@pytest.mark.parametrize("kind", ["constant", "constant_up_to_noise", "nan", "same_direction"])
+def test_a_degenerate_candidate_is_left_out_and_the_others_are_scored_as_without_it(kind):
+    """Issue 14: one candidate whose kernel is useless used to raise for the whole metric (every candidate unscored)."""
+    emb, _ = _pool()
+    n = len(emb["clean"])
+    rng = np.random.default_rng(0)
+    bad = {
+        "constant": np.ones((n, 8), np.float32),
+        "constant_up_to_noise": np.ones((n, 8), np.float32) + 1e-7 * rng.normal(size=(n, 8)).astype(np.float32),
+        "nan": np.where(np.arange(n)[:, None] == 3, np.nan, rng.normal(size=(n, 8))).astype(np.float32),
+        "same_direction": np.outer(rng.uniform(1, 2, n), rng.normal(size=8)).astype(np.float32),
+    }[kind]
+    opts = {"n_tasks": 8}
+    base = compute(_ctx(emb, options=opts))
+    res = compute(_ctx({**emb, "bad": bad}, options=opts))
+    assert np.isnan(res.scores["bad"]) and res.details["excluded"]["bad"]
+    assert all(np.isnan(values["bad"]) for values in res.columns.values())
+    assert {k: res.scores[k] for k in emb} == pytest.approx(base.scores)
+    with pytest.raises(MetricError, match="could not score any candidate"):
+        compute(_ctx({"bad": bad}, options=opts))
+    with pytest.raises(MetricError, match="prior candidate 'bad' cannot be used"):
+        compute(_ctx({**emb, "bad": bad}, options={**opts, "prior": "bad"}))

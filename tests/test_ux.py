@@ -48,9 +48,10 @@ def test_odd_candidates_get_a_typed_error(tmp_path, bad):
 def test_metric_warnings_reach_the_top_level_warnings(tmp_path):
     r = embedselect.select(SAMPLE, PAIR, column="text", metrics=["sufficiency"], cache_dir=tmp_path / "c")
     metric_warnings = r.details["sufficiency"]["warnings"]
-    assert metric_warnings
-    for w in metric_warnings:
-        assert any(w in top for top in r.warnings), w
+    pool = r.details["sufficiency"]["pool_warning"]
+    assert len(metric_warnings) >= 2 and pool in metric_warnings
+    for w in metric_warnings:  # all of them, but the pool's size: the ranking says that once (see below)
+        assert any(w in top for top in r.warnings) == (w != pool), w
 
 
 # --- 3. names ------------------------------------------------------------------------------------------
@@ -177,3 +178,262 @@ def test_json_on_stdout_is_only_json_even_with_warnings(tmp_path):
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["warnings"]  # stdout parses as one JSON document
     assert "WARNING" in done.stderr  # the warnings went to stderr
+
+
+# --- 4. the text output of validate -----------------------------------------------------------------------
+TRIO = [*PAIR, "rp8=random-projection?dim=8"]
+
+
+def test_validate_text_shows_what_its_docs_say_to_read(tmp_path):
+    """Per candidate the accuracy with its interval and chance; which probe; each correlation with its interval;
+    the wrong pairs; the small-pool warning; and what the unrequested task_prior_alignment row is."""
+    from embedselect.cli.common import format_table
+
+    r = embedselect.select(SAMPLE, TRIO, column="text", labels="label", metrics=["task_prior"],
+                           cache_dir=tmp_path / "c")  # fmt: skip
+    v = r.validation
+    text = format_table(r)
+    section = text.split("validation against your labels")[1]
+    chance = next(iter(v["table"].values()))["chance"]
+    assert f"chance (always the most frequent class) {chance:.3f}" in section
+    assert v["probe_settings"]["accuracy_probe"] in section  # which probe produced the accuracies
+    assert "90% bootstrap interval" in section
+    for c in r.ok:
+        acc, lo, hi = (c.columns[f"labels.logistic_acc{s}"] for s in ("", "_lo", "_hi"))
+        assert lo < acc < hi
+        assert any(c.name in line and f"{acc:.3f} [{lo:.3f}, {hi:.3f}]" in line for line in section.splitlines())
+    for mv in v["metrics"]:
+        lo, hi = mv["spearman_ci"]
+        line = next(ln for ln in section.splitlines() if ln.strip().split(":")[0].split(" (")[0] == mv["metric"])
+        assert f"Spearman {mv['spearman']:.2f} [{lo:.2f}, {hi:.2f}]" in line, line
+    tp = next(mv for mv in v["metrics"] if mv["metric"] == "task_prior")
+    assert tp["wrong_pairs"]  # this pool has some: every one is listed, with its accuracy gap
+    for w in tp["wrong_pairs"]:
+        assert f"{w['ranked_higher']} above {w['ranked_lower']} (accuracy {w['accuracy_diff']:.3f} lower)" in section
+    assert any("rank correlations over so few models are noisy" in ln for ln in section.splitlines())
+    alignment = next(ln for ln in section.splitlines() if ln.strip().startswith("task_prior_alignment"))
+    assert "secondary score of task_prior" in alignment and "not in the combined rank" in alignment
+
+
+def test_validate_with_one_candidate_reports_its_accuracy(tmp_path, capsys):
+    code = main(["validate", SAMPLE, "-c", "text", "--labels", "label", "-m", "tfidf-svd", "--metrics", "task_prior",
+                 "--cache-dir", str(tmp_path / "c"), "-q"])  # fmt: skip
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    section = out.out.split("validation against your labels")[1]
+    assert "tfidf-svd" in section and "a ranking needs at least two candidates" in section
+    assert main(["validate", SAMPLE, "-c", "text", "--labels", "label", "-m", "tfidf-svd", "--cache-dir",
+                 str(tmp_path / "c"), "-q", "--json"]) == 0  # default metrics: sufficiency cannot score one  # fmt: skip
+    r = json.loads(capsys.readouterr().out)
+    assert r["validation"]["metrics"] == []
+    assert 0 < r["candidates"][0]["columns"]["labels.logistic_acc"] <= 1
+    assert any("needs at least two candidates" in w for w in r["validation"]["warnings"])
+
+
+# --- 6. duplicates ------------------------------------------------------------------------------------------
+def _texts(n: int) -> list[str]:
+    return [f"text number {i} about {'cats' if i % 2 else 'dogs'} and {i % 7}" for i in range(n)]
+
+
+def test_duplicates_are_shown_in_the_table_the_json_and_the_html(tmp_path, capsys):
+    import pandas as pd
+
+    data = tmp_path / "d.csv"
+    pd.DataFrame({"text": _texts(120) + _texts(30)}).to_csv(data, index=False)  # 30 exact copies
+    html = tmp_path / "r.html"
+    argv = ["rank", str(data), "-c", "text", "-m", ",".join(PAIR), "--metrics", "task_prior", "--cache-dir",
+            str(tmp_path / "c"), "-q"]  # fmt: skip
+    assert main([*argv, "--json", "--html", str(html)]) == 0
+    said = "30 of the 150 reference items are exact copies of an earlier item"
+    warning = next(w for w in json.loads(capsys.readouterr().out)["warnings"] if said in w)
+    assert "inflate the agreement between candidates" in warning  # and says what they do
+    assert said in html.read_text()
+    assert main(argv) == 0
+    assert any(line.startswith("note: ") and said in line for line in capsys.readouterr().out.splitlines())
+    clean = embedselect.select(_texts(120), PAIR, metrics=["task_prior"], cache_dir=tmp_path / "c")
+    assert not any("exact copies" in w for w in clean.warnings)
+
+
+def test_a_reference_set_of_identical_items_is_refused_up_front(tmp_path):
+    from embedselect.errors import DataError
+
+    with pytest.raises(DataError, match="all 60 reference items are the same") as info:
+        embedselect.select(["the same text"] * 60, PAIR, metrics=["task_prior"], cache_dir=tmp_path / "c")
+    assert "distinct" in str(info.value)
+    assert not (tmp_path / "c").exists()  # before any work
+    # near-constant data (58 copies of one text and 2 others) is ranked, with the copies said
+    r = embedselect.select(["the same text"] * 58 + ["a cat", "a dog"], PAIR, metrics=["task_prior"],
+                           cache_dir=tmp_path / "c")  # fmt: skip
+    assert any("57 of the 60 reference items are exact copies" in w for w in r.warnings)
+
+
+# --- hostile inputs -------------------------------------------------------------------------------------------
+FAST_SUFFICIENCY = {"max_steps": 120, "eval_every": 20, "patience": 2, "batch_size": 128, "hidden": 32,
+                    "n_components": 4}  # fmt: skip
+
+
+def test_one_degenerate_candidate_fails_only_that_candidate(tmp_path):
+    """A model that gives (up to float noise) the same vector for every input used to abort the whole ranking:
+    a traceback in the default metrics, or "no metric could be computed" with task_prior."""
+    import math
+
+    from tests.tinymodels import make_constant_sentence_transformer
+
+    flat = make_constant_sentence_transformer(tmp_path / "flat")
+    r = embedselect.select(SAMPLE, [f"flat={flat}", *TRIO], column="text", cache_dir=tmp_path / "c",
+                           metric_options={"sufficiency": FAST_SUFFICIENCY})  # fmt: skip
+    assert r.metrics == ["task_prior", "sufficiency"]
+    healthy = [c for c in r if c.name != "flat"]
+    assert all(math.isfinite(c.scores[m]) for c in healthy for m in r.metrics)
+    assert all(c.rank is not None for c in healthy) and r.best.name != "flat"
+    assert all(math.isnan(r["flat"].scores[m]) for m in r.metrics) and r["flat"].rank is None
+    for m in r.metrics:  # the reason, once per metric
+        said = [w for w in r.warnings if w.startswith(m) and "flat" in w and "same embedding" in w]
+        assert len(said) == 1, (m, r.warnings)
+    only_tp = embedselect.select(SAMPLE, [f"flat={flat}", *PAIR], column="text", metrics=["task_prior"],
+                                 cache_dir=tmp_path / "c")  # fmt: skip
+    assert sorted(c.name for c in only_tp if c.rank is not None) == sorted(PAIR)
+
+
+def _snapshot(root):
+    return {str(p.relative_to(root)): (p.stat().st_size, p.stat().st_mtime_ns) for p in root.rglob("*") if p.is_file()}
+
+
+@pytest.mark.parametrize("how", ["permissions", "env"])
+def test_a_read_only_cache_serves_what_it_holds(tmp_path, capsys, monkeypatch, how):
+    """A shared, pre-filled cache the user cannot write: `cache ls` and a fully cached `rank` work and change
+    nothing; work that would have to be stored fails with a typed error (the candidate, or `cache rm`: exit 6)."""
+    import os
+    import stat
+
+    cache = tmp_path / "c"
+    rank = ["rank", SAMPLE, "-c", "text", "--metrics", "task_prior", "--cache-dir", str(cache), "-q", "--json"]
+    assert main([*rank, "-m", ",".join(PAIR)]) == 0
+    capsys.readouterr()
+    before = _snapshot(cache)
+    dirs = [cache, *(p for p in cache.rglob("*") if p.is_dir())]
+    if how == "env":
+        monkeypatch.setenv("EMBEDSELECT_CACHE_READONLY", "1")
+    else:
+        for p in [*dirs, *(cache / f for f in before)]:
+            p.chmod(p.stat().st_mode & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
+        if os.geteuid() == 0:  # root writes anyway: show it what another user would see
+            real = os.access
+            monkeypatch.setattr(os, "access", lambda p, mode, **k: False if (mode & os.W_OK and str(p).startswith(
+                str(cache))) else real(p, mode, **k))  # fmt: skip
+    try:
+        assert main(["cache", "ls", "--cache-dir", str(cache)]) == 0
+        listing = capsys.readouterr().out
+        assert all(n in listing for n in ("baseline:tfidf-svd", "baseline:random-projection"))
+        assert main([*rank, "-m", ",".join(PAIR)]) == 0
+        r = json.loads(capsys.readouterr().out)
+        assert all(c["cached"] and c["status"] == "ok" for c in r["candidates"])
+        assert any("read-only" in w and "not stored" in w for w in r["warnings"])
+        assert main([*rank, "-m", ",".join([*PAIR, "rp8=random-projection?dim=8"])]) == 0
+        r = json.loads(capsys.readouterr().out)
+        failed = [c for c in r["candidates"] if c["status"] != "ok"]
+        assert [c["name"] for c in failed] == ["rp8"] and failed[0]["error_type"] == "StoreReadOnlyError"
+        assert "read-only" in failed[0]["error"] and "--cache-dir" in failed[0]["error"]
+        fresh = ["-m", "rp8=random-projection?dim=8"]  # nothing cached, nothing can be stored: a cache error
+        assert main([*rank, *fresh]) == 6
+        assert main(["embed", SAMPLE, "-c", "text", "--cache-dir", str(cache), "-q", *fresh]) == 6
+        capsys.readouterr()
+        assert main(["cache", "rm", "--all", "--cache-dir", str(cache)]) == 6
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "read-only" in err[0]
+        assert _snapshot(cache) == before  # nothing was written, not even a lock file
+    finally:
+        for p in dirs:
+            p.chmod(p.stat().st_mode | stat.S_IWUSR)
+
+
+def test_a_ragged_csv_row_is_named_and_skippable(tmp_path):
+    from embedselect.data import ReferenceData
+    from embedselect.errors import DecodeError
+
+    data = tmp_path / "r.csv"
+    data.write_text('text,label\nfirst row,a\nsecond row,b,EXTRA\n"third, quoted",c\nfourth,d\n')
+    with pytest.raises(DecodeError) as info:
+        ReferenceData.load(data, column="text")
+    msg = str(info.value)
+    assert "row 2" in msg and "3 fields" in msg and "--on-error skip" in msg
+    ref = ReferenceData.load(data, column="text", label_column="label", on_error="skip")
+    assert ref.items == ("first row", "third, quoted", "fourth")
+    assert ref.ids == ("1", "3", "4")  # data row numbers, as without the ragged row
+    assert list(ref.labels) == ["a", "c", "d"]
+    assert ref.report.n_skipped_undecodable == 1 and ref.report.skipped_examples[0]["id"] == "2"
+
+
+def test_images_that_fail_to_decode_are_named_without_internals(tmp_path):
+    from PIL import Image
+
+    from embedselect.data import ReferenceData
+    from embedselect.errors import DecodeError
+
+    for i in range(3):
+        Image.new("RGB", (8, 8), (60 * i, 0, 0)).save(tmp_path / f"ok{i}.png")
+    (tmp_path / "broken.jpg").write_bytes(b"\xff\xd8\xff\xe0 not really a jpeg")
+    (tmp_path / "empty.png").write_bytes(b"")
+    with pytest.raises(DecodeError) as info:
+        ReferenceData.load(tmp_path)
+    msg = str(info.value)
+    assert "broken.jpg" in msg and "empty.png" in msg
+    assert not any(s in msg for s in ("ImageInvalid", "BytesIO", "0x")), msg
+    ref = ReferenceData.load(tmp_path, on_error="skip")
+    reasons = [e["reason"] for e in ref.report.skipped_examples]
+    assert len(reasons) == 2 and not any("BytesIO" in r or "ImageInvalid" in r for r in reasons), reasons
+
+
+@pytest.mark.parametrize("suffix", ["csv", "parquet", "jsonl"])
+def test_a_numeric_column_given_as_the_text_column_is_refused(tmp_path, suffix):
+    import pandas as pd
+
+    from embedselect.data import ReferenceData
+    from embedselect.errors import DataError
+
+    frame = pd.DataFrame({"id": [3, 1, 2], "text": ["a cat", "a dog", "a bird"]})
+    path = tmp_path / f"d.{suffix}"
+    {"csv": lambda: frame.to_csv(path, index=False), "parquet": lambda: frame.to_parquet(path),
+     "jsonl": lambda: frame.to_json(path, orient="records", lines=True)}[suffix]()  # fmt: skip
+    with pytest.raises(DataError, match="column 'id' holds only numbers") as info:
+        ReferenceData.load(path, column="id")
+    assert "text" in str(info.value).split("holds only numbers")[1]  # names the text-like column to use
+    assert ReferenceData.load(path, column="text").items == ("a cat", "a dog", "a bird")
+
+
+def test_a_small_pool_is_said_once(tmp_path):
+    import re
+
+    r = embedselect.select(SAMPLE, TRIO, column="text", cache_dir=tmp_path / "c",
+                           metric_options={"sufficiency": FAST_SUFFICIENCY})  # fmt: skip
+    about_the_pool = [w for w in r.warnings if re.search(r"pool|\b3 candidate", w)]
+    assert len(about_the_pool) == 1, about_the_pool
+    assert "unreliable in pools smaller than 4" in about_the_pool[0]
+    assert any("small pool" in w for w in r.details["sufficiency"]["warnings"])  # the metric's own note stays
+    assert r.details["task_prior"]["pool_warning"]
+
+
+def test_validate_says_how_many_items_had_no_label(tmp_path):
+    import pandas as pd
+
+    from embedselect.cli.common import format_table
+
+    frame = pd.read_csv(SAMPLE)
+    labels = [None if i % 6 == 0 else v for i, v in enumerate(frame["label"])]  # 40 of 240 unlabelled
+    r = embedselect.select(list(frame["text"]), PAIR, labels=labels, metrics=["task_prior"], cache_dir=tmp_path / "c")
+    said = "40 of the 240 items have no label and were left out of the check"
+    assert any(said in w for w in r.validation["warnings"])
+    assert said in format_table(r)
+    assert next(iter(r.validation["table"].values()))["n_labeled"] == 200
+
+
+def test_a_failed_candidate_is_reported_once_in_the_table(tmp_path):
+    from embedselect.cli.common import format_table
+    from tests.tinymodels import make_pickle_only_model
+
+    bad = make_pickle_only_model(tmp_path / "bad")  # refused at load: pickle weights
+    r = embedselect.select(SAMPLE, [*PAIR, f"nope={bad}"], column="text", metrics=["task_prior"],
+                           cache_dir=tmp_path / "c")  # fmt: skip
+    assert r["nope"].failure_note in r.warnings  # the JSON keeps it among the warnings
+    text = format_table(r)
+    assert sum(r["nope"].error in line for line in text.splitlines()) == 1, text

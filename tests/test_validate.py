@@ -46,7 +46,7 @@ def test_probe_accuracy_is_seeded():
     a = probe_accuracies(emb, y, seed=3, probes=("knn",))
     b = probe_accuracies(emb, y, seed=3, probes=("knn",))
     assert a.equals(b)
-    assert list(a.columns) == ["knn_acc", "knn_acc_std", "n_labeled", "chance"]
+    assert list(a.columns) == ["knn_acc", "knn_acc_std", "knn_acc_lo", "knn_acc_hi", "n_labeled", "chance"]
 
 
 def test_unlabelled_items_are_ignored_and_small_classes_handled():
@@ -242,3 +242,19 @@ def test_report_states_which_probe_produced_the_accuracies():
     assert "StandardScaler" in d["probe_settings"]["accuracy_probe"]
     assert "GridSearchCV" in d["probe_settings"]["accuracy_probe"]
     assert set(d["probe_settings"]["probe_descriptions"]) == {"logistic", "knn"}
+
+
+def test_each_accuracy_has_a_seeded_bootstrap_interval():
+    emb, y = _separable(n_per_class=20)
+    df = probe_accuracies(emb, y, cv=5, seed=1, level=0.9, n_boot=500)
+    for p in ("logistic", "knn"):
+        for c in emb:
+            lo, acc, hi = df.loc[c, [f"{p}_acc_lo", f"{p}_acc", f"{p}_acc_hi"]]
+            assert 0 <= lo <= acc <= hi <= 1
+        lo, hi = df.loc["random", [f"{p}_acc_lo", f"{p}_acc_hi"]]
+        assert 0.05 < hi - lo < 0.35  # 60 items: about +-0.1 around a chance-level accuracy
+    assert df.equals(probe_accuracies(emb, y, cv=5, seed=1, level=0.9, n_boot=500))
+    wide = probe_accuracies(emb, y, cv=5, seed=1, level=0.99, n_boot=500)
+    assert wide.loc["random", "knn_acc_hi"] - wide.loc["random", "knn_acc_lo"] > hi - lo
+    with pytest.raises(ConfigError):
+        probe_accuracies(emb, y, level=1.0)

@@ -124,6 +124,23 @@ def make_tiny_sentence_transformer(directory, seed: int = 0, *, normalize: bool 
     return d
 
 
+def make_constant_sentence_transformer(directory, seed: int = 0) -> Path:
+    """A degenerate sentence-transformers model: the tiny BERT of :func:`make_tiny_sentence_transformer` whose last
+    LayerNorm has weight 0 and a fixed non-zero bias, so every token, and every sentence, gets the same 32-d
+    vector (a broken fine-tune, as the hostile-input pass of issue 14 met it)."""
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    d = make_tiny_sentence_transformer(directory, seed)
+    weights = load_file(d / "model.safetensors")
+    last = max(int(k.split(".")[2]) for k in weights if k.startswith("encoder.layer."))
+    prefix = f"encoder.layer.{last}.output.LayerNorm."
+    weights[prefix + "weight"].zero_()
+    weights[prefix + "bias"].copy_(torch.linspace(-1.0, 1.0, weights[prefix + "bias"].shape[0]))
+    save_file(weights, d / "model.safetensors", metadata={"format": "pt"})
+    return d
+
+
 def make_tiny_timm(directory, seed: int = 0) -> Path:
     """A timm ViT (``vit_tiny_patch16_224`` shrunk: 32×32 input, patch 8, dim 32, depth 2), saved as the
     hub layout (``config.json`` + ``model.safetensors``) with ``num_classes=10``, mean/std (0.5, 0.5, 0.5)

@@ -181,23 +181,78 @@ def format_table(ranking) -> str:
     for c in ranking.failed:
         lines.append(f"! {c.name}: {c.error}")
     if ranking.validation:
-        lines.append("")
-        lines.append("validation against your labels (held-out probe accuracy):")
-        acc_col = ranking.validation.get("accuracy_column", "")
-        for c in ranking.ok:
-            acc = c.columns.get(f"labels.{acc_col}")
-            lines.append(f"  {c.name}: {fmt(acc)}")
-        for mv in ranking.validation.get("metrics", []):
-            lines.append(
-                f"  {mv['metric']}: Spearman {fmt(mv.get('spearman'))}, Kendall {fmt(mv.get('kendall'))}, "
-                f"top pick {mv.get('top_pick')} (regret {fmt(mv.get('regret'))})"
-            )
-    for w in ranking.warnings:
-        lines.append(f"note: {w}")
+        lines += ["", *format_validation(ranking)]
+    said = {c.failure_note for c in ranking.failed}  # already on a "!" line under the table
+    lines += [f"note: {w}" for w in ranking.warnings if w not in said]
     timing = format_timings(getattr(ranking, "timings", None) or {})
     if timing:
         lines.append(timing)
     return "\n".join(lines)
+
+
+def _interval(lo: Any, hi: Any, spec: str) -> str:
+    if lo is None or hi is None or not (math.isfinite(lo) and math.isfinite(hi)):
+        return "[no interval]"
+    return f"[{lo:{spec}}, {hi:{spec}}]"
+
+
+def format_validation(ranking) -> list[str]:
+    """The lines of a ranking's check against the user's labels (``Ranking.validation``): per candidate the
+    held-out accuracy with its bootstrap interval and chance level, which probe produced it, each label-free
+    score's rank correlations with their intervals, its top pick and wrong pairs, and the validation's warnings."""
+    v = ranking.validation
+    col = v.get("accuracy_column", "logistic_acc")
+    probe = v.get("probe_settings") or {}
+    table = v.get("table") or {}
+    pct = f"{100 * float(v.get('level', 0.9)):g}%"
+    rows = [(c.name, table.get(c.name, {})) for c in ranking.ok]
+    chance = next((r.get("chance") for _, r in rows if r.get("chance") is not None), None)
+    n_labeled = fmt(next((r.get("n_labeled") for _, r in rows), None))
+    lines = [
+        f"validation against your labels: held-out accuracy on {n_labeled} labelled items, "
+        + f"{fmt(probe.get('n_classes'))} classes, {fmt(probe.get('n_folds'))}-fold cross-validation",
+        f"  probe: {probe.get('accuracy_probe', col)}",
+        f"  chance (always the most frequent class) {fmt3(chance)}",
+        f"  accuracy [{pct} bootstrap interval] of each candidate:",
+    ]
+    width = max((len(name) for name, _ in rows), default=0)
+    for name, r in rows:
+        lines.append(f"    {name.ljust(width)}  {fmt3(r.get(col))} {_interval(r.get(col + '_lo'), r.get(col + '_hi'), '.3f')}")
+    secondary = {
+        (c if c.startswith(m) else f"{m}.{c}"): m for m, det in ranking.details.items() for c in det.get("secondary") or []
+    }
+    if v.get("metrics"):
+        lines.append(f"  how well each label-free score predicts these accuracies (rank correlations, {pct} bootstrap "
+                     "interval over candidates):")  # fmt: skip
+    for mv in v.get("metrics", []):
+        name = mv["metric"]
+        if name in secondary:
+            name += f" (a secondary score of {secondary[name]}, checked too; not in the combined rank)"
+        elif name == "combined":
+            name += " (the combined rank)"
+        lines.append(
+            f"    {name}: Spearman {fmt2(mv.get('spearman'))} {_interval(*(mv.get('spearman_ci') or (None, None)), '.2f')}"
+            f", Kendall {fmt2(mv.get('kendall'))} {_interval(*(mv.get('kendall_ci') or (None, None)), '.2f')}; "
+            f"top pick {mv.get('top_pick')} (accuracy {fmt3(mv.get('top_pick_accuracy'))}, regret "
+            f"{fmt3(mv.get('regret'))})"
+        )
+        wrong = mv.get("wrong_pairs") or []
+        pairs = "; ".join(
+            f"{w['ranked_higher']} above {w['ranked_lower']} (accuracy {w['accuracy_diff']:.3f} lower)" for w in wrong
+        )
+        lines.append(f"      wrong pairs: {pairs or 'none'}")
+    lines += [f"  note: {w}" for w in v.get("warnings") or []]
+    return lines
+
+
+def fmt2(v: Any) -> str:
+    """Two decimals; "undefined" for a missing or NaN correlation (tied scores, or too few candidates)."""
+    return "undefined" if v is None or not math.isfinite(v) else f"{v:.2f}"
+
+
+def fmt3(v: Any) -> str:
+    """Three decimals (accuracies, fractions); "-" for a missing or NaN value."""
+    return "-" if v is None or not math.isfinite(v) else f"{v:.3f}"
 
 
 def _secs(v: Any) -> str:

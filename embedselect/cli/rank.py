@@ -62,6 +62,7 @@ def cmd_embed(args) -> int:
             "dim": o.result.dim,
             "seconds": o.result.seconds,
             "run_key": o.result.run_key,
+            "error_type": o.result.error_type,
             "error": o.result.error,
         }
         for o in outcomes
@@ -76,7 +77,8 @@ def cmd_embed(args) -> int:
     emit(args, json.dumps(rows, indent=2), text)
     failed = [r for r in rows if r["status"] != "ok"]
     if len(failed) == len(rows):
-        return EXIT_CODES["candidate"]
+        read_only = all(r["error_type"] == "StoreReadOnlyError" for r in rows)  # nothing cached, nothing storable
+        return EXIT_CODES["store" if read_only else "candidate"]
     return EXIT_CODES["partial"] if (args.strict and failed) else 0
 
 

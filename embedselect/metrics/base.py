@@ -26,6 +26,38 @@ class PairCache(Protocol):
     def put_many(self, items: Mapping[str, dict[str, Any]]) -> None: ...
 
 
+CONSTANT_RTOL = 1e-5
+"""Rows whose spread (largest per-dimension range) is at most this fraction of the largest absolute value are one
+repeated vector up to float noise (a float32 model that maps every input to one vector still differs in the last
+bits)."""
+
+
+def unusable_reason(name: str, x: np.ndarray) -> str | None:
+    """Why one candidate's embeddings cannot be scored by any metric, or None when they can: the one rule every
+    metric applies before leaving a candidate out (score NaN, with this reason) while it scores the others.
+
+    Args:
+        name: the candidate, for the message.
+        x: its embeddings, shape (n, d), any float dtype.
+
+    Returns:
+        "k of n items have NaN or infinite embeddings; ..." or "every item has the same embedding ..." (see
+        :data:`CONSTANT_RTOL`), else None.
+    """
+    a = np.asarray(x)
+    bad = ~np.isfinite(a)
+    if bad.any():
+        return f"{int(bad.any(axis=1).sum())} of {a.shape[0]} items have NaN or infinite embeddings; re-embed them"
+    if a.shape[0] > 1 and a.size:
+        spread = float(np.ptp(a, axis=0).max())
+        if spread <= CONSTANT_RTOL * float(np.abs(a).max()):
+            return (
+                "every item has the same embedding (constant rows, up to float noise): it carries no information; "
+                f"check that {name} loads and runs correctly"
+            )
+    return None
+
+
 @dataclass(frozen=True)
 class MetricContext:
     """Everything a metric may read.
@@ -62,7 +94,9 @@ class MetricResult:
         columns: extra per-candidate numbers, column name -> {candidate key: value}
             (e.g. ``{"task_prior_var": {...}, "probe_acc_p05": {...}}``). Shown in tables and JSON.
         details: JSON-serialisable extras (settings used, prior used, pairwise matrix, communities,
-            warnings such as "pool is small").
+            warnings such as "pool is small"). Conventional keys: ``warnings`` (list of caveats),
+            ``excluded`` (candidate -> why it was not scored), ``pool_warning`` (the one of ``warnings`` that is
+            about the pool's size: ``select()`` states the pool size once for the whole ranking instead).
         intervals: optional candidate key -> (low, high) confidence interval of the headline score.
     """
 

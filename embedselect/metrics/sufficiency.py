@@ -32,7 +32,12 @@ import pandas as pd
 
 from embedselect.errors import ConfigError, MetricError, TooFewItemsError
 from embedselect.metrics.base import MIN_ITEMS as _MIN_ITEMS
-from embedselect.metrics.base import MetricContext, MetricResult, PairCache
+from embedselect.metrics.base import (
+    MetricContext,
+    MetricResult,
+    PairCache,
+    unusable_reason,
+)
 
 log = logging.getLogger(__name__)
 
@@ -163,6 +168,7 @@ class SufficiencyResult:
             best_step, steps, cached).
         settings: the estimator settings, seed and split sizes used.
         warnings: human-readable caveats (e.g. a small pool, a candidate left out).
+        pool_warning: the one of ``warnings`` about the pool's size, or None.
         excluded: candidate -> why it was left out (NaN/inf values, constant rows, no non-null dimension);
             its score and matrix row/column are NaN, the other candidates are ranked without it.
     """
@@ -175,6 +181,7 @@ class SufficiencyResult:
     settings: dict[str, Any]
     warnings: list[str] = field(default_factory=list)
     excluded: dict[str, str] = field(default_factory=dict)
+    pool_warning: str | None = None
 
     @property
     def n_computed(self) -> int:
@@ -199,6 +206,7 @@ class SufficiencyResult:
             "settings": dict(self.settings),
             "warnings": list(self.warnings),
             "excluded": dict(self.excluded),
+            "pool_warning": self.pool_warning,
         }
 
 
@@ -235,13 +243,9 @@ def _validate(embeddings: Mapping[str, Any]) -> tuple[dict[str, np.ndarray], dic
             raise MetricError(
                 f"all candidates must embed the same items: {name!r} has {a.shape[0]} rows, others {n}"
             )
-        bad = ~np.isfinite(a)
-        if bad.any():
-            rows = int(bad.any(axis=1).sum())
-            excluded[name] = f"{rows} of {a.shape[0]} items have NaN or infinite embeddings; re-embed them"
-            continue
-        if a.shape[0] > 0 and not (a != a[:1]).any():
-            excluded[name] = "every item has the same embedding (constant rows): it carries no information"
+        why = unusable_reason(name, a)
+        if why is not None:
+            excluded[name] = why
             continue
         out[name] = a
     if n is None or len(embeddings) < 2:
@@ -468,11 +472,13 @@ def information_sufficiency(
     scores = {s: float(np.median([mat.loc[s, t] for t in names if t != s])) if s in names else math.nan
               for s in every}
     warnings = [f"{k} left out of information sufficiency (score NaN): {why}" for k, why in excluded.items()]
+    pool_warning = None
     if len(names) < SMALL_POOL:
-        warnings.append(
+        pool_warning = (
             f"small pool ({len(names)} candidates): median information sufficiency depends on the other "
             f"candidates and its rankings degrade with few of them (paper, appendix E.4); add candidates"
         )
+        warnings.append(pool_warning)
     if n < 1000:
         warnings.append(
             f"only {n} reference items ({len(test)} in the test split): estimates are noisy "
@@ -491,6 +497,7 @@ def information_sufficiency(
         settings=settings_out,
         warnings=warnings,
         excluded=dict(excluded),
+        pool_warning=pool_warning,
     )
 
 

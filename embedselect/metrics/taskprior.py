@@ -28,7 +28,7 @@ import numpy as np
 import torch
 
 from embedselect.errors import ConfigError, MetricError, TooFewItemsError
-from embedselect.metrics.base import MIN_ITEMS, MetricContext, MetricResult
+from embedselect.metrics.base import MIN_ITEMS, MetricContext, MetricResult, unusable_reason
 from embedselect.metrics.kernels import kernel_factor, kernel_factor_on, label_factor, sum_kernel_factor, torch_device
 
 #: Scale-free temperature: T = tau / n. The Task Priors paper used T = 1e-5 at n = 8192, i.e.
@@ -476,7 +476,9 @@ def compute(ctx: MetricContext) -> MetricResult:
     Raises:
         ConfigError: unknown option or bad value; ``prior='labels'`` without labels.
         TooFewItemsError: fewer than ``MIN_ITEMS['task_prior']`` items.
-        MetricError: malformed embeddings.
+        MetricError: no candidate's embeddings can be used. A candidate whose embeddings cannot be (see
+            :func:`~embedselect.metrics.base.unusable_reason`, or a zero kernel) gets score NaN and its reason in
+            ``details['excluded']``; the others are scored without it.
     """
     unknown = set(ctx.options) - set(_OPTION_DEFAULTS)
     if unknown:
@@ -499,7 +501,7 @@ def compute(ctx: MetricContext) -> MetricResult:
     if 0 <= n < need:
         raise TooFewItemsError(f"task_prior needs at least {need} reference items, got {n}; add more data",
                                needed=need, got=n)
-    for k in keys:
+    for k in keys:  # the contract: every candidate embeds the same n items
         rows_k = int(np.asarray(ctx.embeddings[k]).shape[0]) if np.ndim(ctx.embeddings[k]) == 2 else -1
         if rows_k != n:
             raise MetricError(f"embeddings[{k!r}] has {rows_k} rows, expected {n} (same items, same order)")
@@ -514,7 +516,34 @@ def compute(ctx: MetricContext) -> MetricResult:
     def moment_input(a):
         return np.asarray(a) if moment_rows is None else np.asarray(a)[moment_rows]
 
-    zs = [kernel_factor(moment_input(ctx.embeddings[k]), what=f"embeddings[{k!r}]") for k in keys]
+    if opt["probes"]:  # the seeded subsample of the probes, drawn before any candidate is looked at
+        max_items = _positive_int(opt["max_items"], "max_items", need)
+        rng = np.random.default_rng([ctx.seed, 3])
+        sub = np.sort(rng.choice(n_all, size=max_items, replace=False)) if n_all > max_items else np.arange(n_all)
+    # a candidate whose embeddings cannot be used (non-finite, one repeated vector, a zero kernel on the moments'
+    # rows or on the probes' subsample) is left out with its reason (score NaN); the others are scored without it
+    excluded: dict[str, str] = {}
+    zs, zsub = [], []
+    for k in keys:
+        why = unusable_reason(k, ctx.embeddings[k])
+        if why is None:
+            try:
+                z = kernel_factor(moment_input(ctx.embeddings[k]), what=f"embeddings[{k!r}]")
+                zk = kernel_factor(np.asarray(ctx.embeddings[k])[sub], what=f"embeddings[{k!r}] (probe subsample)") \
+                    if opt["probes"] else None
+            except MetricError as exc:
+                why = str(exc)
+        if why is not None:
+            excluded[k] = why
+            continue
+        zs.append(z)
+        zsub.append(zk)
+    if excluded:
+        keys = [k for k in keys if k not in excluded]
+        if not keys:
+            raise MetricError(
+                "task_prior could not score any candidate: " + "; ".join(f"{k}: {v}" for k, v in excluded.items())
+            )
     m = len(keys)
     warnings: list[str] = []
 
@@ -535,6 +564,8 @@ def compute(ctx: MetricContext) -> MetricResult:
             warnings.append(f"only one candidate: prior '{prior_opt}' falls back to the candidate's own kernel")
         elif kind == "loo" and m == 2:
             warnings.append("prior 'loo' with two candidates scores each under the other's kernel")
+    elif prior_opt in excluded:
+        raise MetricError(f"the prior candidate {prior_opt!r} cannot be used: {excluded[prior_opt]}")
     elif prior_opt in ctx.embeddings:
         kind = f"candidate:{keys.index(prior_opt)}"
         warnings.append(f"prior is candidate {prior_opt!r}: it and its relatives are favoured (self-bias)")
@@ -543,8 +574,10 @@ def compute(ctx: MetricContext) -> MetricResult:
             f"prior must be 'consensus', 'balanced', 'loo', 'labels' or a candidate key ({', '.join(map(repr, keys))}); "
             f"got {prior_opt!r}"
         )
+    pool_warning = None
     if m < _SMALL_POOL and kind in ("consensus", "loo", "balanced"):
-        warnings.append(f"pool is small ({m} candidates): consensus-based scores are unreliable")
+        pool_warning = f"pool is small ({m} candidates): consensus-based scores are unreliable"
+        warnings.append(pool_warning)
     prior_name = kind if not kind.startswith("candidate:") else f"candidate:{keys[int(kind.split(':')[1])]}"
 
     # --- closed-form moments ------------------------------------------------------------------
@@ -598,12 +631,8 @@ def compute(ctx: MetricContext) -> MetricResult:
 
         n_tasks = _positive_int(opt["n_tasks"], "n_tasks", 1)
         q = _positive_int(opt["n_classes"], "n_classes", 2)
-        max_items = _positive_int(opt["max_items"], "max_items", need)
-        rng = np.random.default_rng([ctx.seed, 3])
-        sub = np.sort(rng.choice(n_all, size=max_items, replace=False)) if n_all > max_items else np.arange(n_all)
         ns = len(sub)
         t_sub = resolve_temperature(ns, temperature=opt["temperature"], tau=opt["tau"])
-        zsub = [kernel_factor(np.asarray(ctx.embeddings[k])[sub], what=f"embeddings[{k!r}]") for k in keys]
         lz = label_factor(np.asarray(ctx.labels)[sub]) if kind == "labels" else None
         per_cand_prior = kind == "loo"
         tasks_shared = None
@@ -635,6 +664,14 @@ def compute(ctx: MetricContext) -> MetricResult:
     else:
         details.update(headline="task_prior_alignment", secondary=["probe_acc_mean"] if opt["probes"] else [])
         scores = dict(columns["task_prior_alignment"])
+    if excluded:
+        details["excluded"] = excluded
+        for k in excluded:
+            scores[k] = math.nan
+            for values in columns.values():
+                values[k] = math.nan
     if warnings:
         details["warnings"] = warnings
+    if pool_warning:
+        details["pool_warning"] = pool_warning
     return MetricResult(name="task_prior", scores=scores, columns=columns, details=details)

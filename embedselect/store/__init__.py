@@ -23,6 +23,12 @@ A crash before (2) leaves at most an orphan file, which is never read (no row po
 swept by :meth:`Store.gc`. A row whose file is missing or fails its checksum is reported, deleted and recomputed:
 a half-written entry is never read back as valid.
 
+Read-only caches: a cache root (or database file) this user cannot write, or any cache with
+``EMBEDSELECT_CACHE_READONLY=1``, is opened read-only (a shared, pre-filled cache): DuckDB in read-only mode, no lock
+file, cached runs and metric results are served, bookkeeping (last-used times, failures, rankings, caches of metric
+results) is skipped, and work that must be stored (new embeddings, ``cache rm`` / ``gc``) raises
+:class:`~embedselect.errors.StoreReadOnlyError` (exit 6).
+
 Concurrency: every database access (read or write) happens inside an exclusive inter-process file lock held
 only for that transaction, so long embedding work never blocks other processes. A process that cannot get the
 lock within ``lock_timeout`` seconds (``$EMBEDSELECT_LOCK_TIMEOUT``, default 120) gets :class:`StoreLockedError`.
@@ -45,7 +51,7 @@ from typing import Any, Iterator, Mapping
 
 import numpy as np
 
-from embedselect.errors import CacheCorruptError, ConfigError, StoreError, StoreLockedError
+from embedselect.errors import CacheCorruptError, ConfigError, StoreError, StoreLockedError, StoreReadOnlyError
 
 log = logging.getLogger(__name__)
 
@@ -196,7 +202,7 @@ class Store:
     """Handle on one cache root. Cheap to create; opens DuckDB only inside :meth:`read` / :meth:`write`
     (creating the schema on first use)."""
 
-    def __init__(self, root: Path, *, lock_timeout: float | None = None) -> None:
+    def __init__(self, root: Path, *, lock_timeout: float | None = None, read_only: bool | None = None) -> None:
         self.root = Path(root)
         self.db_path = self.root / DB_NAME
         self.vectors_dir = self.root / "vectors"
@@ -206,6 +212,17 @@ class Store:
         self._thread_lock = threading.RLock()
         self._depth = 0
         self._con = None
+        self._schema_ready = False
+        self.read_only = _read_only(self.root, self.db_path) if read_only is None else bool(read_only)
+        """Opened read-only (see the module docstring): serves what it holds, stores nothing."""
+        if self.read_only:
+            if not self.db_path.is_file():
+                raise StoreReadOnlyError(
+                    f"the cache at {self.root} is read-only and holds no database ({DB_NAME}); use a writable "
+                    "--cache-dir or EMBEDSELECT_CACHE_DIR"
+                )
+            self._file_lock = None  # a lock file cannot be created; readers of a read-only cache need none
+            return
         try:
             self.vectors_dir.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -216,12 +233,37 @@ class Store:
         import filelock
 
         self._file_lock = filelock.FileLock(str(self.root / ".lock"))
-        self._schema_ready = False
 
     @classmethod
-    def open(cls, root: str | Path | None = None, *, lock_timeout: float | None = None) -> "Store":
-        """Open (creating if needed) the cache at ``root`` (default: :func:`default_cache_dir`)."""
-        return cls(Path(root).expanduser() if root is not None else default_cache_dir(), lock_timeout=lock_timeout)
+    def open(cls, root: str | Path | None = None, *, lock_timeout: float | None = None,
+             read_only: bool | None = None) -> "Store":
+        """Open (creating if needed) the cache at ``root`` (default: :func:`default_cache_dir`).
+
+        ``read_only``: None (default) opens it read-only when this user cannot write it or
+        ``EMBEDSELECT_CACHE_READONLY=1``; True / False force it.
+
+        Raises:
+            StoreError: the cache directory cannot be created.
+            StoreReadOnlyError: the cache is read-only and has no database.
+        """
+        root = Path(root).expanduser() if root is not None else default_cache_dir()
+        return cls(root, lock_timeout=lock_timeout, read_only=read_only)
+
+    def require_writable(self, what: str) -> None:
+        """Raise :class:`~embedselect.errors.StoreReadOnlyError` saying that the cache cannot ``what`` (e.g.
+        "store the embeddings of X") when it is read-only; the one message for every impossible write."""
+        if self.read_only:
+            raise StoreReadOnlyError(
+                f"the cache at {self.root} is read-only, so it cannot {what}; use only what it holds, or give a "
+                "writable --cache-dir (or EMBEDSELECT_CACHE_DIR)"
+            )
+
+    def can_record(self, what: str) -> bool:
+        """False (and a debug log line) when the cache is read-only: bookkeeping (``what``, e.g. "the ranking")
+        is then skipped instead of failing the work it describes."""
+        if self.read_only:
+            log.debug("read-only cache %s: %s not recorded", self.root, what)
+        return not self.read_only
 
     # --- connections ------------------------------------------------------------------------------
     @contextlib.contextmanager
@@ -237,6 +279,9 @@ class Store:
                     yield self._con
                 finally:
                     self._depth -= 1
+                return
+            if self.read_only:
+                yield from self._read_only_connection()
                 return
             try:
                 self._file_lock.acquire(timeout=self.lock_timeout)
@@ -282,9 +327,37 @@ class Store:
             finally:
                 self._file_lock.release()
 
+    def _read_only_connection(self) -> Iterator[Any]:
+        """The body of :meth:`_connection` for a read-only cache (called with the thread lock held): DuckDB opened
+        read-only, no lock file, no schema changes."""
+        import duckdb
+
+        deadline = time.monotonic() + self.lock_timeout
+        while True:
+            try:
+                con = duckdb.connect(str(self.db_path), read_only=True)
+                break
+            except duckdb.IOException as exc:  # a writer with permission holds it
+                if "lock" not in str(exc).lower() or time.monotonic() > deadline:
+                    raise StoreLockedError(f"cannot open {self.db_path} read-only: {exc}") from exc
+                time.sleep(0.2)
+            except duckdb.Error as exc:
+                raise StoreError(f"cannot open the read-only cache database {self.db_path}: {exc}") from exc
+        self._con, self._depth = con, 1
+        try:
+            yield con
+        finally:
+            self._depth, self._con = 0, None
+            con.close()
+
     @contextlib.contextmanager
     def write(self) -> Iterator[Any]:
-        """A DuckDB connection inside one transaction: committed on normal exit, rolled back on error."""
+        """A DuckDB connection inside one transaction: committed on normal exit, rolled back on error.
+
+        Raises:
+            StoreReadOnlyError: the cache is read-only.
+        """
+        self.require_writable("be changed")
         with self._connection() as con:
             if self._depth > 1:  # nested: part of the outer transaction
                 yield con
@@ -310,6 +383,8 @@ class Store:
 
     # --- datasets and models ----------------------------------------------------------------------
     def record_dataset(self, *, fingerprint: str, modality: str, n_items: int, source: str, summary: dict) -> None:
+        if not self.can_record("the data set"):
+            return
         now = _now()
         with self.write() as con:
             con.execute(
@@ -321,6 +396,8 @@ class Store:
     def record_model(
         self, *, model_id: str, revision: str, backend: str, modality: str, spec: str, local_dir: str | None
     ) -> None:
+        if not self.can_record("the model"):
+            return
         now = _now()
         with self.write() as con:
             con.execute(
@@ -341,6 +418,8 @@ class Store:
         fingerprint: str | None = None,
     ) -> None:
         """Record why a candidate failed. ``message`` must already be free of secrets."""
+        if not self.can_record("the failure"):
+            return
         with self.write() as con:
             con.execute(
                 "INSERT INTO failures VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
@@ -393,7 +472,8 @@ class Store:
                 else:
                     return arr
         log.warning("discarding cached run %s (%s): %s; it will be recomputed", key[:12], rec.model_id, problem)
-        self.delete_runs([key])
+        if self.can_record("the removal of the broken run"):
+            self.delete_runs([key])
         return None
 
     def save_run(
@@ -415,6 +495,7 @@ class Store:
         """
         from embedselect import __version__
 
+        self.require_writable(f"store the embeddings of {model_id}")
         vectors = np.ascontiguousarray(vectors, dtype=np.float32)
         if vectors.ndim != 2 or vectors.shape[0] == 0 or vectors.shape[1] == 0:
             raise StoreError(f"refusing to cache an embedding matrix of shape {vectors.shape}")
@@ -496,6 +577,7 @@ class Store:
 
     def gc(self) -> int:
         """Remove vector files no row points at (left by interrupted runs). Returns how many were removed."""
+        self.require_writable("remove files")
         with self.read() as con:
             known = {r[0] for r in con.execute("SELECT vector_file FROM embedding_runs").fetchall()}
         removed = 0
@@ -513,6 +595,8 @@ class Store:
     # --- rankings ---------------------------------------------------------------------------------
     def save_ranking(self, ranking_id: str, ranking_json: dict[str, Any], metric_rows: list[dict[str, Any]]) -> None:
         """Store a ranking (its full JSON) and its per-candidate metric rows, in one transaction."""
+        if not self.can_record("the ranking"):
+            return
         now = _now()
         with self.write() as con:
             con.execute(
@@ -567,6 +651,8 @@ class Store:
         return json.loads(row[0]) if row else None
 
     def put_metric_result(self, key: str, metric: str, value: dict[str, Any]) -> None:
+        if not self.can_record("the metric result"):
+            return
         with self.write() as con:
             con.execute(
                 "INSERT OR REPLACE INTO metric_cache VALUES (?, ?, ?, ?)",
@@ -584,12 +670,24 @@ class Store:
         return {k: json.loads(v) for k, v in rows}
 
     def put_many(self, items: Mapping[str, dict[str, Any]]) -> None:
+        if not self.can_record("the pair results"):
+            return
         if not items:
             return
         now = _now()
         with self.write() as con:
             for k, v in items.items():
                 con.execute("INSERT OR REPLACE INTO pair_cache VALUES (?, ?, ?)", [k, json.dumps(v), now])
+
+
+def _read_only(root: Path, db_path: Path) -> bool:
+    """Whether the cache at ``root`` must be opened read-only: ``EMBEDSELECT_CACHE_READONLY`` is set to 1 / true /
+    yes, or the existing root folder or database file is not writable by this user."""
+    if os.environ.get("EMBEDSELECT_CACHE_READONLY", "").strip().lower() in ("1", "true", "yes"):
+        return True
+    if root.is_dir() and not os.access(root, os.W_OK | os.X_OK):
+        return True
+    return db_path.is_file() and not os.access(db_path, os.W_OK)
 
 
 def _fsync_dir(path: Path) -> None:

@@ -170,6 +170,8 @@ def record_refusal(store: Any, repo_id: str, revision: str | None, reason: str, 
         raise ConfigError(f"unknown refusal reason {reason!r}; use one of: {', '.join(sorted(REFUSAL_REASONS))}")
     if not isinstance(repo_id, str) or not repo_id:
         raise ConfigError("record_refusal needs a repo id")
+    if not store.can_record("the refusal"):
+        return
     with store.write() as con:
         ensure_schema(con)
         con.execute(
