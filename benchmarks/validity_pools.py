@@ -13,7 +13,7 @@ For each dataset (a pool folder written by ``benchmarks/validity_data.py``):
    truncated / quantized copy scored strictly above its parent while the parent's accuracy is higher);
 4. leave-one-dataset-out (LODO) choice of the combination: for each held-out dataset, the setting
    (weight of sufficiency vs task_prior, optional comparator) with the best mean Spearman on the *other*
-   datasets is chosen and its held-out Spearman / regret reported next to today's default (equal weights of
+   datasets is chosen and its held-out Spearman / regret reported next to the pre-2026-11-23 default (equal weights of
    task_prior and sufficiency).
 
 Run (the pools must exist; see ``validity_data.py``)::
@@ -51,7 +51,8 @@ SIGNALS = MISSION + COMPARATORS
 COPY_RELATIONS = ("distilled", "truncated", "quantized-int8", "quantized-binary")
 SUFF_WEIGHTS = (0.0, 0.25, 0.5, 1.0, 2.0, 4.0)
 DEFAULT_SETTING = (1.0, None)
-"""Today's default combination: task_prior and sufficiency with equal weights, no comparator."""
+"""The default combination before 2026-11-23 (task_prior and sufficiency with equal weights, mean rank, no comparator),
+the reference of this harness's tables; the current default is chosen by ``validity_default.py``."""
 TARGETS = {"spearman_each": 0.8, "spearman_mean": 0.9, "regret": 0.02}
 POOLS = {
     "all": None,
@@ -345,7 +346,7 @@ def to_markdown(results: list[dict[str, Any]], *, command: str, folds: int, max_
                                           for m in sigs) + " |")
     L.append("")
     # default combination
-    L += ["**Today's default (task_prior + sufficiency, equal weights) vs the targets**", "",
+    L += ["**The pre-2026-11-23 default (task_prior + sufficiency, equal weights, mean rank) vs the targets**", "",
           "| dataset | Spearman | Kendall | top pick (tied) | regret | copies above a better parent | ρ ≥ 0.8 | regret ≤ 0.02 |",
           "|---|---|---|---|---|---|---|---|"]
     for r in results:

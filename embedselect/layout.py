@@ -1,7 +1,9 @@
 """Model-folder layout rules that candidate resolution, the hub and the backends share, in one low place.
 
-Today: how a JSON file of a model folder or of the Hugging Face cache (``config.json``, ``modules.json``,
-``1_Pooling/config.json``) is read: a missing file is ``None``, a damaged one a typed error that names the file.
+How a JSON file of a model folder or of the Hugging Face cache (``config.json``, ``modules.json``,
+``1_Pooling/config.json``) is read: a missing file is ``None``, a damaged one a typed error that names the file;
+and which file names make up a tokenizer (:data:`TOKENIZER_FILES`: what the hub fetches for a text model, and how
+a local folder is recognised as a text model).
 """
 
 from __future__ import annotations
@@ -11,6 +13,24 @@ from pathlib import Path
 from typing import Any
 
 from embedselect.errors import ModelFileError
+
+TOKENIZER_FILES = frozenset(
+    {
+        "tokenizer.json",
+        "tokenizer_config.json",
+        "special_tokens_map.json",
+        "added_tokens.json",
+        "vocab.txt",
+        "vocab.json",
+        "merges.txt",
+        "spiece.model",
+        "sentencepiece.bpe.model",
+        "tokenizer.model",
+        "source.spm",
+        "bpe.codes",
+    }
+)
+"""File names (at a model folder's root) of the tokenizers of transformers / sentence-transformers models."""
 
 
 def read_json(path: str | Path) -> Any:

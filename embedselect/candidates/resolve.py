@@ -12,7 +12,7 @@ from pathlib import Path
 from embedselect.candidates.model import Candidate, ResolvedCandidate
 from embedselect.errors import CandidateError, CandidateSpecError, HubError
 from embedselect.kinds import BACKENDS, BASELINE_VERSION, BASELINES
-from embedselect.layout import read_json
+from embedselect.layout import TOKENIZER_FILES, read_json
 from embedselect.policy import LoadPolicy
 
 _HASH_CACHE: dict[tuple[str, int, int], str] = {}
@@ -68,8 +68,6 @@ _IMAGE_MODEL_TYPES = {
     "efficientnet", "mobilevit", "levit", "dit", "data2vec-vision", "clip_vision_model", "siglip_vision_model",
     "vit_mae", "vit_msn", "dinov2_with_registers", "hiera", "pvt", "poolformer", "focalnet",
 }
-_TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "vocab.json", "sentencepiece.bpe.model",
-                    "spiece.model", "tokenizer.model")
 
 
 def infer_backend(local_dir: Path) -> str:
@@ -112,7 +110,7 @@ def infer_modality(local_dir: Path, backend: str, requested: str | None = None) 
         found = ("text", "image") if "CLIPModel" in types else ("text",)
     else:
         cfg = read_json(d / "config.json") or {}
-        has_tok = any((d / f).is_file() for f in _TOKENIZER_FILES)
+        has_tok = any((d / f).is_file() for f in TOKENIZER_FILES)
         has_proc = (d / "preprocessor_config.json").is_file() or (d / "processor_config.json").is_file()
         dual = isinstance(cfg, dict) and "vision_config" in cfg and "text_config" in cfg
         if dual or (has_tok and has_proc):

@@ -8,25 +8,10 @@ from typing import Any, Iterable, Sequence
 
 from embedselect.errors import CandidateError, ConfigError, UnsafeModelError
 from embedselect.kinds import BACKENDS
+from embedselect.layout import TOKENIZER_FILES
 from embedselect.policy import PICKLE_SUFFIXES, LoadPolicy
 
 
-_TOKENIZER_FILES = frozenset(
-    {
-        "tokenizer.json",
-        "tokenizer_config.json",
-        "special_tokens_map.json",
-        "added_tokens.json",
-        "vocab.txt",
-        "vocab.json",
-        "merges.txt",
-        "spiece.model",
-        "sentencepiece.bpe.model",
-        "tokenizer.model",
-        "source.spm",
-        "bpe.codes",
-    }
-)
 
 
 _PROCESSOR_FILES = frozenset({"preprocessor_config.json", "processor_config.json", "image_processor_config.json"})
@@ -138,12 +123,12 @@ def select_files(
     elif backend == "transformers":
         if "config.json" not in fileset:
             raise CandidateError(f"{repo_id} has no config.json, which transformers needs.")
-        wanted.update(f for f in root if f == "config.json" or f in _TOKENIZER_FILES or f in _PROCESSOR_FILES)
+        wanted.update(f for f in root if f == "config.json" or f in TOKENIZER_FILES or f in _PROCESSOR_FILES)
         take_weights("", True)
     else:  # sentence-transformers
         if "modules.json" not in fileset and "config.json" not in fileset:
             raise CandidateError(f"{repo_id} has neither modules.json nor config.json; is it a sentence-transformers model?")
-        wanted.update(f for f in root if f in _ST_CONFIG_FILES or f in _TOKENIZER_FILES or f in _PROCESSOR_FILES)
+        wanted.update(f for f in root if f in _ST_CONFIG_FILES or f in TOKENIZER_FILES or f in _PROCESSOR_FILES)
         take_weights("", True)
         folders = sorted({f.split("/", 1)[0] for f in files if "/" in f and _ST_MODULE_DIR.match(f.split("/", 1)[0])})
         for folder in folders:
