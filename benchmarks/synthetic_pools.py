@@ -66,3 +66,27 @@ def family_pool(seed: int, *, n: int = 1200, n_coarse: int = 3, n_fine: int = 12
     emb["random"], cands["random"] = rng.normal(size=(n, 64)), {"parent": None, "relation": "baseline"}
     return {"embeddings": {k: v.astype(np.float32) for k, v in emb.items()}, "labels": fine.astype(np.int64),
             "candidates": cands}
+
+
+def family_center_pool(seed: int, *, n: int = 600, n_coarse: int = 3, n_fine: int = 12, dim: int = 48) -> dict[str, Any]:
+    """The pool of issue 9's held-out trials, synthetically: the best model alone (``teacher-B``, 128-d, strongest
+    fine signal) against a weaker model (``teacher-A``, 64-d) that comes with two relatives, a rank-4 static copy
+    (``static-A``) and a noisier variant (``pooled-A``, like another pooling), plus a bag-of-words-like baseline and
+    a random one. Three of six candidates are A's family, so A is the centre of the pool: the consensus signals
+    favour it although B is better. Returns ``{"embeddings": {name: float32 (n, d)}, "labels": int64 (n,)}``."""
+    rng = np.random.default_rng(seed)
+    fine = rng.integers(0, n_fine, size=n)
+    coarse_of = np.arange(n_fine) % n_coarse
+    cc = rng.normal(size=(n_coarse, dim)) * 2.0
+    fc = rng.normal(size=(n_fine, dim))
+    noise = rng.normal(size=(n, dim))
+
+    def latent(a, b, e):
+        return cc[coarse_of[fine]] * a + fc[fine] * b + noise * e + rng.normal(size=(n, dim)) * 0.6
+
+    ta = _embed(rng, latent(1.0, 0.8, 1.0), 64, True)
+    tb = _embed(rng, latent(1.0, 1.4, 1.0), 128, True)
+    emb = {"teacher-B": tb, "teacher-A": ta, "static-A": _pca_copy(ta, 4, rng, 0.02),
+           "pooled-A": ta + 0.5 * rng.normal(size=ta.shape) * ta.std(),
+           "bow": _embed(rng, latent(0.6, 0.4, 2.5), 64, False), "random": rng.normal(size=(n, 64))}
+    return {"embeddings": {k: v.astype(np.float32) for k, v in emb.items()}, "labels": fine.astype(np.int64)}

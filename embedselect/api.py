@@ -598,7 +598,7 @@ def _metrics_stage(ctx: RunContext) -> None:
             note = f"{m}: {w}" if not str(w).startswith(m) else str(w)
             (ctx.pool_notes if w == mr.details.get("pool_warning") else warnings).append(note)
         for name, why in (mr.details.get("excluded") or {}).items():  # degenerate for this metric only
-            if not any(name in w and why in w for w in warnings):  # unless the metric's own warning said so
+            if not any(w.startswith(m) and name in w and why in w for w in warnings):  # unless this metric said so
                 warnings.append(f"{m} did not score {name}: {why}")
                 log.warning("%s did not score %s: %s", m, name, why)
         ranks = rank_scores(mr.scores)

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from embedselect.errors import ConfigError, MetricError, TooFewItemsError
-from embedselect.metrics.base import MIN_ITEMS, MetricContext, MetricResult
+from embedselect.metrics.base import MIN_ITEMS, MetricContext, MetricResult, unusable_reason
 from embedselect.metrics.kernels import as_matrix
 
 _OPTION_DEFAULTS: dict[str, Any] = {"k": 10, "max_items": 2048}
@@ -73,9 +73,13 @@ def compute(ctx: MetricContext) -> MetricResult:
             raise ConfigError(f"nn_agreement option {name!r} must be an integer ≥ {lo}, got {v!r}")
     if int(opt["max_items"]) > 4096:
         raise ConfigError("nn_agreement option 'max_items' must be ≤ 4096 (O(n²) memory per candidate)")
-    keys = list(ctx.embeddings)
+    # the one rule for unusable embeddings (metrics.base.unusable_reason): such a candidate scores NaN and is not
+    # in the pool the others are compared with
+    excluded = {k: why for k in ctx.embeddings if (why := unusable_reason(k, ctx.embeddings[k])) is not None}
+    keys = [k for k in ctx.embeddings if k not in excluded]
     if len(keys) < 2:
-        raise MetricError("nn_agreement compares candidates with each other: give at least 2 candidates")
+        raise MetricError("nn_agreement compares candidates with each other: give at least 2 usable candidates"
+                          + "".join(f"; {k}: {v}" for k, v in excluded.items()))
     n = int(np.shape(ctx.embeddings[keys[0]])[0])
     need = MIN_ITEMS["nn_agreement"]
     if n < need:
@@ -94,6 +98,9 @@ def compute(ctx: MetricContext) -> MetricResult:
     g = agreement_matrix(nbs)
     m = len(keys)
     scores = {key: float((g[i].sum() - 1.0) / (m - 1)) for i, key in enumerate(keys)}
-    details = {"k": k, "n_items": len(sub),
+    details: dict[str, Any] = {"k": k, "n_items": len(sub),
                "agreement": {a: {b: float(g[i, j]) for j, b in enumerate(keys)} for i, a in enumerate(keys)}}
+    if excluded:
+        details["excluded"] = excluded
+        scores.update({key: float("nan") for key in excluded})
     return MetricResult(name="nn_agreement", scores=scores, details=details)

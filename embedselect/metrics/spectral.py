@@ -21,12 +21,13 @@ Computed in float64 on at most ``max_items`` items (seeded subsample).
 
 from __future__ import annotations
 
+import math
 from typing import Any, Callable
 
 import numpy as np
 
 from embedselect.errors import ConfigError, MetricError, TooFewItemsError
-from embedselect.metrics.base import MIN_ITEMS, MetricContext, MetricResult
+from embedselect.metrics.base import MIN_ITEMS, MetricContext, MetricResult, unusable_reason
 from embedselect.metrics.kernels import as_matrix, kernel_factor
 
 _OPTION_DEFAULTS: dict[str, Any] = {"max_items": 4096}
@@ -116,13 +117,26 @@ def _subsample(ctx: MetricContext, name: str) -> tuple[list[str], dict[str, np.n
 def _single(name: str, fn: Callable[[np.ndarray], float], sign: float, column: str | None = None):
     def compute(ctx: MetricContext) -> MetricResult:
         keys, emb, ns = _subsample(ctx, name)
-        raw = {}
+        raw: dict[str, float] = {}
+        excluded: dict[str, str] = {}
         for k in keys:
-            as_matrix(emb[k], f"embeddings[{k!r}]")  # typed error for NaN / bad shapes
+            # the one rule for unusable embeddings (metrics.base.unusable_reason): that candidate scores NaN
+            why = unusable_reason(k, ctx.embeddings[k])
+            if why is not None:
+                excluded[k] = why
+                raw[k] = math.nan
+                continue
+            as_matrix(emb[k], f"embeddings[{k!r}]")  # typed error for bad shapes
             raw[k] = fn(emb[k])
+        if len(excluded) == len(keys):
+            raise MetricError(f"{name} could not score any candidate: "
+                              + "; ".join(f"{k}: {v}" for k, v in excluded.items()))
         scores = {k: sign * v if column is None else -abs(v - 1.0) for k, v in raw.items()}
         cols = {column or name: raw}
-        return MetricResult(name=name, scores=scores, columns=cols, details={"n_items": ns})
+        details: dict[str, Any] = {"n_items": ns}
+        if excluded:
+            details["excluded"] = excluded
+        return MetricResult(name=name, scores=scores, columns=cols, details=details)
 
     compute.__name__ = f"compute_{name}"
     compute.__doc__ = f"The ``{name}`` comparator metric (higher is better); see the module docstring."

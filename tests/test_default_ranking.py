@@ -1,0 +1,38 @@
+"""Issue 9: the default label-free combination on a synthetic pool where the old default fell into the trap of the
+held-out trials (a weaker model with two relatives is the centre of the pool and was ranked first)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from embedselect.aggregate import DEFAULT_METHOD, combine_ranks
+from embedselect.heldout import probe_accuracies
+from embedselect.metrics.base import DEFAULT_METRICS, MetricContext, get_metric, get_spec
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+from synthetic_pools import family_center_pool  # noqa: E402
+
+FAST_SUFFICIENCY = {"max_steps": 120, "eval_every": 20, "patience": 2, "batch_size": 128, "hidden": 32,
+                    "n_components": 4}  # fmt: skip
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [0, 2])
+def test_the_best_model_beats_the_centre_of_a_family(seed):
+    pool = family_center_pool(seed)
+    emb, y = pool["embeddings"], pool["labels"]
+    truth = probe_accuracies(emb, y, cv=3, seed=0, probes=("logistic",))["logistic_acc"].to_dict()
+    assert max(truth, key=truth.get) == "teacher-B" and truth["teacher-B"] > truth["teacher-A"]
+    scores = {}
+    for m in DEFAULT_METRICS:
+        ctx = MetricContext(embeddings=emb, run_keys={k: f"fc{seed}:{k}" for k in emb}, seed=0,
+                            options=FAST_SUFFICIENCY if m == "sufficiency" else {})
+        scores[m] = get_metric(m)(ctx).scores
+    new = combine_ranks(scores, weights={m: get_spec(m).weight for m in DEFAULT_METRICS}, method=DEFAULT_METHOD)
+    old = combine_ranks({m: scores[m] for m in ("task_prior", "sufficiency")},
+                        weights={"task_prior": 1.0, "sufficiency": 1.0}, method="mean-rank")
+    assert max(old, key=old.get) == "teacher-A"  # the trap: the old default put the family's centre first
+    assert max(new, key=new.get) == "teacher-B"
