@@ -32,6 +32,22 @@ def _pca_copy(x: np.ndarray, k: int, rng, noise: float) -> np.ndarray:
     return low + noise * s[0] / np.sqrt(len(x)) * rng.normal(size=x.shape)
 
 
+def _latents(rng, n: int, n_coarse: int, n_fine: int, dim: int):
+    """(fine labels int (n,), latent(a, b, e)): each call of ``latent`` is one model's view of the items,
+    ``coarse·a + fine·b + shared noise·e`` plus its own nuisance (float64 (n, dim))."""
+    fine = rng.integers(0, n_fine, size=n)
+    coarse_of = np.arange(n_fine) % n_coarse
+    cc = rng.normal(size=(n_coarse, dim)) * 2.0
+    fc = rng.normal(size=(n_fine, dim))
+    noise = rng.normal(size=(n, dim))
+
+    def latent(a, b, e):
+        own = rng.normal(size=(n, dim))  # model-specific nuisance
+        return cc[coarse_of[fine]] * a + fc[fine] * b + noise * e + own * 0.6
+
+    return fine, latent
+
+
 def family_pool(seed: int, *, n: int = 1200, n_coarse: int = 3, n_fine: int = 12, dim: int = 48,
                 static_rank: int = 4) -> dict[str, Any]:
     """One synthetic pool: returns ``{"embeddings": {name: (n, d) float32}, "labels": int64 (n,),
@@ -42,15 +58,7 @@ def family_pool(seed: int, *, n: int = 1200, n_coarse: int = 3, n_fine: int = 12
     the sign-binarised teacher-B (``binary``), a noisy bag-of-words-like baseline and a random one.
     """
     rng = np.random.default_rng(seed)
-    fine = rng.integers(0, n_fine, size=n)
-    coarse_of = np.arange(n_fine) % n_coarse
-    cc = rng.normal(size=(n_coarse, dim)) * 2.0
-    fc = rng.normal(size=(n_fine, dim))
-    noise = rng.normal(size=(n, dim))
-    def latent(a, b, e):
-        own = rng.normal(size=(n, dim))  # model-specific nuisance
-        return cc[coarse_of[fine]] * a + fc[fine] * b + noise * e + own * 0.6
-
+    fine, latent = _latents(rng, n, n_coarse, n_fine, dim)
     emb: dict[str, np.ndarray] = {}
     cands: dict[str, dict[str, Any]] = {}
     ta = _embed(rng, latent(1.0, 0.8, 1.0), 96, True)
@@ -75,15 +83,7 @@ def family_center_pool(seed: int, *, n: int = 600, n_coarse: int = 3, n_fine: in
     a random one. Three of six candidates are A's family, so A is the centre of the pool: the consensus signals
     favour it although B is better. Returns ``{"embeddings": {name: float32 (n, d)}, "labels": int64 (n,)}``."""
     rng = np.random.default_rng(seed)
-    fine = rng.integers(0, n_fine, size=n)
-    coarse_of = np.arange(n_fine) % n_coarse
-    cc = rng.normal(size=(n_coarse, dim)) * 2.0
-    fc = rng.normal(size=(n_fine, dim))
-    noise = rng.normal(size=(n, dim))
-
-    def latent(a, b, e):
-        return cc[coarse_of[fine]] * a + fc[fine] * b + noise * e + rng.normal(size=(n, dim)) * 0.6
-
+    fine, latent = _latents(rng, n, n_coarse, n_fine, dim)
     ta = _embed(rng, latent(1.0, 0.8, 1.0), 64, True)
     tb = _embed(rng, latent(1.0, 1.4, 1.0), 128, True)
     emb = {"teacher-B": tb, "teacher-A": ta, "static-A": _pca_copy(ta, 4, rng, 0.02),

@@ -76,6 +76,7 @@ class RunProgress:
 
     def close(self) -> None:
         if self._bar is not None:
+            self._bar.refresh()  # the final count, once (tqdm skips redraws of quick updates)
             self._bar.close()
             self._bar = None
         self._redirect.close()
