@@ -622,14 +622,15 @@ def _metrics_stage(ctx: RunContext) -> None:
 def _rank_stage(ctx: RunContext) -> Any:
     """Stage 4: combine the metrics (:data:`embedselect.aggregate.DEFAULT_METHOD`; metrics not named in ``weights``
     keep their spec's default weight, weights of metrics that failed are dropped), put derived copies below their
-    parents (:func:`embedselect.aggregate.copies_below_parents`), give each result its combined score and rank, sort the outcomes best first
-    (ties share a rank and are listed by name, so the first row, ``best`` and the validation's top pick agree)
-    and decide whether there is a clear winner.
+    parents (:func:`embedselect.aggregate.copies_below_parents`), give each result its combined score and rank,
+    sort the outcomes best first (ties share a rank and are listed by name, so the first row, ``best`` and the
+    validation's top pick agree) and decide whether there is a clear winner.
 
     Returns:
         the :class:`~embedselect.aggregate.Decision`.
     """
     from embedselect.aggregate import DEFAULT_METHOD, MIN_POOL, combine_ranks, copies_below_parents, decide
+    from embedselect.metrics.copies import derived_copies
 
     by_name = {r.name: r for r in ctx.results}
     full_weights = {m: float((ctx.weights or {}).get(m, get_spec(m).weight)) for m in ctx.per_metric}
@@ -637,15 +638,14 @@ def _rank_stage(ctx: RunContext) -> Any:
     combined = combine_ranks(ctx.per_metric, weights=full_weights, method=DEFAULT_METHOD)
     # a quantised or truncated copy of another candidate never ranks above it, and its parent takes its score
     # when it was higher (data processing inequality: the parent is at least as good)
-    from embedselect.metrics.copies import derived_copies
-
     copies = derived_copies({n: ctx.vectors[n] for n in combined if n in ctx.vectors}, seed=ctx.seed)
     combined, moved = copies_below_parents(combined, [(d.copy, d.parent) for d in copies])
     ctx.details["copies"] = {"pairs": [d.to_dict() for d in copies], "moved_below_parent": [list(p) for p in moved]}
     for c, p in moved:
         d = next(x for x in copies if (x.copy, x.parent) == (c, p))
         ctx.warnings.append(f"{c} is a {d.relation} copy of {p} (median per-coordinate |Spearman| "
-                            f"{d.median_abs_spearman:.2f}): ranked below it, and {p} takes its combined score, since a copy cannot carry more information")
+                            f"{d.median_abs_spearman:.2f}): ranked below it, and {p} takes its combined score, "
+                            "since a copy cannot carry more information")
     for name, score in combined.items():
         by_name[name].combined_score = float(score)
     for name, r in rank_scores({n: by_name[n].combined_score for n in combined}).items():

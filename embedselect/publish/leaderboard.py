@@ -26,7 +26,8 @@ class Row:
         rank: combined rank now (1 = best); ties share a rank.
         name: candidate name (untrusted text: escape it).
         model_id / revision: provenance (revision is the pinned commit or content hash).
-        score: combined score now (mean-rank scale, 1 = first in every metric).
+        score: combined score now (the ranking's scale: mean z-score across the pool by default, so it is relative to
+            the candidates ranked with it).
         scores: metric name -> headline score now.
         previous_rank / previous_score: in the previous ranking; None for a new entry.
         rank_change: previous_rank - rank (positive = moved up); None for a new entry.
