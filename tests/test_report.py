@@ -73,3 +73,12 @@ def test_cli_writes_html_and_markdown(tmp_path, capsys):
     assert code == 0
     assert "random-projection" in html_path.read_text() and html_path.read_text().startswith("<!DOCTYPE html>")
     assert md_path.read_text().count("\n| ") == 2
+
+
+def test_html_says_what_the_score_is_and_its_weights(tmp_path):
+    import embedselect
+
+    r = embedselect.select(str(sample_path("texts")), ["tfidf-svd", "random-projection"], column="text",
+                           metrics=["task_prior", "rankme"], cache_dir=tmp_path / "c", weights={"rankme": 0.5})
+    html = to_html(r, plots=False)
+    assert "weighted mean z-score" in html and "task_prior × 1" in html and "rankme × 0.5" in html

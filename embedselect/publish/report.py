@@ -157,6 +157,13 @@ def to_html(ranking: Ranking, *, title: str = "embedselect ranking", plots: bool
         ]
         out.append("".join(row))
     out.append("</tbody></table></div>")
+    weights = ranking.settings.get("combined_weights") or {}
+    if weights:
+        how = "weighted mean z-score (0 = the pool's average)" if ranking.combine == "mean-z" else \
+            "weighted mean rank (1 = first in every metric)"
+        out.append(f'<p class="muted">score: {_e(how)} of '
+                   + ", ".join(f"{_e(m)} × {_e(_num(w))}" for m, w in weights.items())
+                   + "; a quantised or truncated copy of another candidate is placed right below it.</p>")
     if plots:
         figs = _figures(ranking)
         if figs:
