@@ -78,7 +78,14 @@ def test_cli_writes_html_and_markdown(tmp_path, capsys):
 def test_html_says_what_the_score_is_and_its_weights(tmp_path):
     import embedselect
 
-    r = embedselect.select(str(sample_path("texts")), ["tfidf-svd", "random-projection"], column="text",
-                           metrics=["task_prior", "rankme"], cache_dir=tmp_path / "c", weights={"rankme": 0.5})
+    r = embedselect.select(str(sample_path("texts")), ["tfidf-svd", "random-projection", "tfidf-svd?dim=16"],
+                           column="text", labels="label", metrics=["task_prior", "rankme"], cache_dir=tmp_path / "c",
+                           weights={"rankme": 0.5})  # fmt: skip
     html = to_html(r, plots=False)
     assert "weighted mean z-score" in html and "task_prior × 1" in html and "rankme × 0.5" in html
+    # the check against the labels: each accuracy with its interval, chance, and the wrongly ordered pairs
+    acc = r.validation["table"]["tfidf-svd"]
+    assert f"[{acc['logistic_acc_lo']:.4g}, {acc['logistic_acc_hi']:.4g}]" in html
+    assert "chance (always the most frequent class)" in html and "ranked the wrong way round" in html
+    wrong = next(m for m in r.validation["metrics"] if m["wrong_pairs"])["wrong_pairs"][0]
+    assert f"{wrong['ranked_higher']} above {wrong['ranked_lower']}" in html

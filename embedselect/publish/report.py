@@ -108,6 +108,46 @@ def _score_cell(c, m: str) -> str:
     return f'<td class="num">{text}</td>'
 
 
+def _validation_html(v: dict) -> list[str]:
+    """The "check against your labels" section: each candidate's held-out accuracy with its bootstrap interval and
+    chance level, then how well each label-free score predicts the accuracies (correlations with intervals, top
+    pick, regret, the pairs it orders wrongly)."""
+    probe = (v.get("probe_settings") or {}).get("accuracy_probe", "")
+    col = v.get("accuracy_column") or "logistic_acc"
+    table = v.get("table") or {}
+    level = v.get("level")
+    out = [f'<h2>Check against your labels</h2><p class="muted">Accuracy: held-out probe ({_e(probe)})'
+           + (f"; intervals: {_e(_num(100 * level))}% bootstrap" if level else "") + ".</p>"]
+    rows = sorted(table.items(), key=lambda kv: -(kv[1].get(col) or 0.0))
+    if rows:
+        chance = next((r.get("chance") for _, r in rows if r.get("chance") is not None), None)
+        out.append('<div class="wrap"><table><thead><tr><th>candidate</th><th>accuracy</th><th>interval</th></tr>'
+                   "</thead><tbody>")
+        for name, r in rows:
+            lo, hi = r.get(f"{col}_lo"), r.get(f"{col}_hi")
+            iv = f"[{_num(lo)}, {_num(hi)}]" if lo is not None and hi is not None else "–"
+            out.append(f"<tr><td>{_e(name)}</td><td class=\"num\">{_e(_num(r.get(col)))}</td>"
+                       f"<td class=\"num\">{_e(iv)}</td></tr>")
+        out.append("</tbody></table></div>")
+        if chance is not None:
+            out.append(f'<p class="muted">chance (always the most frequent class): {_e(_num(chance))}</p>')
+    out.append('<div class="wrap"><table><thead><tr><th>score</th><th>Spearman</th><th>Kendall</th>'
+               "<th>top pick</th><th>best by accuracy</th><th>regret</th><th>ranked the wrong way round</th></tr>"
+               "</thead><tbody>")
+    for mv in v.get("metrics", []):
+        def with_ci(k: str) -> str:
+            ci = mv.get(f"{k}_ci")
+            return _num(mv.get(k)) + (f" [{_num(ci[0])}, {_num(ci[1])}]" if ci else "")
+
+        wrong = "; ".join(f"{p['ranked_higher']} above {p['ranked_lower']} (accuracy {_num(p['accuracy_diff'])} "
+                          "lower)" for p in mv.get("wrong_pairs") or []) or "none"
+        cells = [_num(mv.get("metric")), with_ci("spearman"), with_ci("kendall"), _num(mv.get("top_pick")),
+                 _num(mv.get("best")), _num(mv.get("regret")), wrong]
+        out.append("<tr>" + "".join(f"<td>{_e(c)}</td>" for c in cells) + "</tr>")
+    out.append("</tbody></table></div>")
+    return out
+
+
 def to_html(ranking: Ranking, *, title: str = "embedselect ranking", plots: bool = True) -> str:
     """One self-contained HTML page for a ranking: the answer at a glance, the table with intervals and ties
     marked, the figures (inline SVG, see :mod:`embedselect.publish.plots`), the check against labels when
@@ -169,14 +209,7 @@ def to_html(ranking: Ranking, *, title: str = "embedselect ranking", plots: bool
         if figs:
             out.append('<h2>Figures</h2><div class="figs">' + "".join(figs) + "</div>")
     if ranking.validation:
-        probe = (ranking.validation.get("probe_settings") or {}).get("accuracy_probe", "")
-        out.append(f'<h2>Check against your labels</h2><p class="muted">Accuracy: held-out {_e(probe)} probe.</p>'
-                   '<div class="wrap"><table><thead><tr><th>metric</th><th>Spearman</th>'
-                   "<th>Kendall</th><th>top pick</th><th>best by accuracy</th><th>regret</th></tr></thead><tbody>")  # fmt: skip
-        for mv in ranking.validation.get("metrics", []):
-            out.append("<tr>" + "".join(f"<td>{_e(_num(mv.get(k)))}</td>"
-                       for k in ("metric", "spearman", "kendall", "top_pick", "best", "regret")) + "</tr>")  # fmt: skip
-        out.append("</tbody></table></div>")
+        out += _validation_html(ranking.validation)
     if ranking.warnings:
         out.append("<h2>Notes</h2><ul>" + "".join(f'<li class="note">{_e(w)}</li>' for w in ranking.warnings) + "</ul>")
     versions = ", ".join(f"{_e(k)} {_e(v)}" for k, v in ranking.versions.items())
