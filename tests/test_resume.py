@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -114,3 +115,29 @@ def test_random_kills_never_leave_an_invalid_entry(tmp_path, minilm_path):
     done = subprocess.run([sys.executable, "-m", "embedselect.cli", *_embed_args(cache, models)], env=env, timeout=600)
     assert done.returncode == 0
     assert _check_consistent(Store.open(cache)) == 4
+
+
+def test_concurrent_runs_of_the_same_models_and_a_gc_leave_one_valid_cache(tmp_path):
+    """Issue 14: two processes embedding the same models into one cache at the same time, with `cache gc` running
+    beside them, all succeed; the cache ends with one valid entry per model, and a third run embeds nothing."""
+    st_dir = make_tiny_sentence_transformer(tmp_path / "tiny-st")
+    models = f"{st_dir},tfidf-svd,random-projection"
+    cache = tmp_path / "cache"
+    env = {**os.environ, "PYTHONPATH": os.getcwd()}
+    cli = [sys.executable, "-m", "embedselect.cli"]
+    procs = [subprocess.Popen([*cli, *_embed_args(cache, models)], env=env, stderr=subprocess.PIPE, text=True)
+             for _ in range(2)]
+    gcs = []
+    while any(p.poll() is None for p in procs):
+        gcs.append(subprocess.run([*cli, "cache", "gc", "--cache-dir", str(cache)], env=env,
+                                  capture_output=True, text=True, timeout=300))
+        time.sleep(0.2)
+    for p in procs:
+        assert p.wait(timeout=600) == 0, p.stderr.read()
+    assert gcs and all(g.returncode == 0 for g in gcs), [g.stderr for g in gcs if g.returncode]
+    assert _check_consistent(Store.open(cache)) == 3
+    third = subprocess.run([*cli, *_embed_args(cache, models), "--json"], env=env, capture_output=True, text=True,
+                           timeout=600)
+    assert third.returncode == 0, third.stderr
+    rows = json.loads(third.stdout)
+    assert len(rows) == 3 and all(r["status"] == "ok" and r["cached"] for r in rows)
