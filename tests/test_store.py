@@ -181,3 +181,43 @@ def test_unwritable_location_is_a_store_error(tmp_path):
     with pytest.raises(StoreError, match="cannot create the cache directory"):
         Store.open(blocker / "sub")
     assert os.path.exists(blocker)
+
+
+def test_a_full_disk_while_writing_vectors_or_recording_a_failure(tmp_path, monkeypatch, caplog):
+    """Issue 14: a full disk while a candidate's vectors are written fails that candidate with a StoreError that
+    says what to do, leaves no partial file, and the other candidates are ranked; a failure that cannot be recorded
+    is a warning, not a crash."""
+    import errno
+
+    import embedselect
+    import embedselect.store as st
+    from embedselect.data import sample_path
+
+    real_save = np.save
+    calls = {"n": 0}
+
+    def save_until_full(f, arr, **kw):
+        calls["n"] += 1
+        if calls["n"] == 1:
+            f.write(b"\x93NUMPY partial")
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_save(f, arr, **kw)
+
+    monkeypatch.setattr(st.np, "save", save_until_full)
+    r = embedselect.select(str(sample_path("texts")), ["tfidf-svd", "random-projection", "tfidf-svd?dim=16"],
+                           column="text", metrics=["rankme"], cache_dir=tmp_path / "c")  # fmt: skip
+    failed = [c for c in r.candidates if not c.ok]
+    assert len(failed) == 1 and failed[0].error_type == "StoreError"
+    assert "No space left on device" in failed[0].error and "free disk space" in failed[0].error
+    assert len(r.ok) == 2
+    assert not list((tmp_path / "c").rglob("*.tmp"))  # no partial file left
+    store = Store.open(tmp_path / "c")
+    assert len(store.list_runs()) == 2 and all(store.load_vectors(k) is not None for k in store.list_runs().run_key)
+
+    def full(*a, **k):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(Store, "write", full)
+    with caplog.at_level("WARNING", logger="embedselect.store"):
+        store.record_failure(spec="x", stage="embed", error_type="E", message="m")
+    assert "could not record the failure of x" in caplog.text

@@ -417,14 +417,24 @@ class Store:
         revision: str | None = None,
         fingerprint: str | None = None,
     ) -> None:
-        """Record why a candidate failed. ``message`` must already be free of secrets."""
+        """Record why a candidate failed. ``message`` must already be free of secrets.
+
+        Best effort: when the record cannot be written (a full disk, a cache that went away), a warning says so
+        and the run goes on; the failure itself is still in the result.
+        """
         if not self.can_record("the failure"):
             return
-        with self.write() as con:
-            con.execute(
-                "INSERT INTO failures VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                [_now(), spec, model_id, revision, stage, error_type, message, fingerprint],
-            )
+        import duckdb
+
+        try:
+            with self.write() as con:
+                con.execute(
+                    "INSERT INTO failures VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    [_now(), spec, model_id, revision, stage, error_type, message, fingerprint],
+                )
+        except (OSError, duckdb.Error, StoreError) as exc:
+            log.warning("could not record the failure of %s in the cache at %s (%s); it is only in this result",
+                        spec, self.root, exc)
 
     # --- embedding runs ---------------------------------------------------------------------------
     def _vector_path(self, key: str) -> Path:
@@ -504,10 +514,17 @@ class Store:
         path = self._vector_path(key)
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-        with open(tmp, "wb") as f:
-            np.save(f, vectors, allow_pickle=False)
-            f.flush()
-            os.fsync(f.fileno())
+        try:
+            with open(tmp, "wb") as f:
+                np.save(f, vectors, allow_pickle=False)
+                f.flush()
+                os.fsync(f.fileno())
+        except OSError as exc:  # a full disk, a quota: no partial file is left behind, nothing stored is touched
+            tmp.unlink(missing_ok=True)
+            raise StoreError(
+                f"could not write the embeddings of {model_id} to the cache at {self.root}: {exc.strerror or exc}; "
+                "free disk space or choose another cache (--cache-dir / EMBEDSELECT_CACHE_DIR)"
+            ) from exc
         digest = _sha256_file(tmp)
         size = tmp.stat().st_size
         os.replace(tmp, path)
