@@ -592,8 +592,13 @@ class Store:
         with self.read() as con:
             return [r[0] for r in con.execute(sql, params).fetchall()]
 
+    GC_GRACE_SECONDS = 3600
+    """Unreferenced files younger than this are kept by :meth:`gc`: a writer in another process renames its vector
+    file into place *before* it commits the row that points at it, so a young orphan may be about to be claimed."""
+
     def gc(self) -> int:
-        """Remove vector files no row points at (left by interrupted runs). Returns how many were removed."""
+        """Remove vector files no row points at (left by interrupted runs), once they are older than
+        :attr:`GC_GRACE_SECONDS`. Returns how many were removed."""
         self.require_writable("remove files")
         with self.read() as con:
             known = {r[0] for r in con.execute("SELECT vector_file FROM embedding_runs").fetchall()}
@@ -601,8 +606,12 @@ class Store:
         for path in self.vectors_dir.glob("*/*"):
             rel = str(path.relative_to(self.root))
             if rel not in known and (path.name.endswith(".tmp") or path.suffix == ".npy"):
-                # a .tmp file may belong to a writer in another process that is still running: only old ones
-                if path.name.endswith(".tmp") and time.time() - path.stat().st_mtime < 3600:
+                # a .tmp file, or a renamed file whose row is not committed yet, may belong to a writer in another
+                # process that is still running: only old ones go
+                try:
+                    if time.time() - path.stat().st_mtime < self.GC_GRACE_SECONDS:
+                        continue
+                except FileNotFoundError:
                     continue
                 with contextlib.suppress(FileNotFoundError):
                     path.unlink()
