@@ -46,8 +46,7 @@ from embedselect.errors import (
     UnsupportedFormatError,
 )
 from embedselect.policy import LoadPolicy
-
-__version__ = "0.1.0"
+from embedselect.version import __version__
 
 # a library never prints: without a handler, logging's last resort would write warnings to stderr
 logging.getLogger(__name__).addHandler(logging.NullHandler())

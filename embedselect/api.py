@@ -57,7 +57,7 @@ class EmbedOutcome:
 def _versions() -> dict[str, str]:
     from importlib import metadata
 
-    from embedselect import __version__
+    from embedselect.version import __version__
 
     out = {"embedselect": __version__, "python": platform.python_version()}
     for pkg in ("numpy", "torch", "transformers", "sentence-transformers", "timm", "huggingface_hub", "duckdb"):
@@ -82,7 +82,7 @@ def _code_version(metric: str) -> str:
 def _metric_key(metric: str, run_keys: Mapping[str, str], options: Mapping[str, Any], seed: int, labels) -> str:
     """Cache key of a whole metric result: the metric, embedselect's version and metric code, the options, the
     seed, the embedding runs it read (by candidate name) and, only for a label prior, the labels."""
-    from embedselect import __version__
+    from embedselect.version import __version__
 
     payload = {
         "metric": metric,

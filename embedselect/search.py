@@ -199,7 +199,7 @@ def build_index(
     """
     import faiss
 
-    from embedselect import __version__
+    from embedselect.version import __version__
     from embedselect.api import embed_reference, load_reference_data
     from embedselect.metrics.neighbours import build_index as faiss_index
     from embedselect.metrics.neighbours import is_exact

@@ -20,6 +20,7 @@ FORBIDDEN = {
     "redaction": {"*"},
     "errors": {"*"},
     "layout": {"*"},
+    "version": {"*"},
 }
 # part -> the only parts it may import although FORBIDDEN bans all ("*")
 ALLOWED = {"layout": {"errors"}}

@@ -129,7 +129,7 @@ def infer_modality(local_dir: Path, backend: str, requested: str | None = None) 
 
 
 def _builtin_revision() -> str:
-    from embedselect import __version__
+    from embedselect.version import __version__
 
     return f"builtin-{__version__}-v{BASELINE_VERSION}"
 

@@ -27,7 +27,7 @@ __all__ = ["main", "build_parser", "format_table", "demo_candidates", "GROUPS"]
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from embedselect import __version__
+    from embedselect.version import __version__
 
     parser = argparse.ArgumentParser(
         prog="embedselect",

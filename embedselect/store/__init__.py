@@ -503,7 +503,7 @@ class Store:
 
         The file is fully written and fsync'd before the row that makes it visible is committed.
         """
-        from embedselect import __version__
+        from embedselect.version import __version__
 
         self.require_writable(f"store the embeddings of {model_id}")
         vectors = np.ascontiguousarray(vectors, dtype=np.float32)
