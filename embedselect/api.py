@@ -35,6 +35,7 @@ from embedselect.metrics.base import (
     get_spec,
 )
 from embedselect.policy import LoadPolicy
+from embedselect.aggregate import DEFAULT_METHOD
 from embedselect.ranking import CandidateResult, Ranking, rank_scores, to_jsonable
 
 log = logging.getLogger(__name__)
@@ -527,12 +528,6 @@ def select(
         ctx.bar.close()
 
 
-def _default_method() -> str:
-    from embedselect.aggregate import DEFAULT_METHOD
-
-    return DEFAULT_METHOD
-
-
 def _checked_metrics(metrics: Sequence[str], weights: Mapping[str, float] | None) -> list[str]:
     """The requested metric names without repeats, in order.
 
@@ -629,7 +624,7 @@ def _rank_stage(ctx: RunContext) -> Any:
     Returns:
         the :class:`~embedselect.aggregate.Decision`.
     """
-    from embedselect.aggregate import DEFAULT_METHOD, MIN_POOL, combine_ranks, copies_below_parents, decide
+    from embedselect.aggregate import MIN_POOL, combine_ranks, copies_below_parents, decide
     from embedselect.metrics.copies import derived_copies
 
     by_name = {r.name: r for r in ctx.results}
@@ -701,7 +696,7 @@ def _report(ctx: RunContext, decision: Any, validation: dict[str, Any] | None, *
     return Ranking(
         candidates=ctx.results,
         metrics=[m for m in ctx.metrics if m in ctx.per_metric],
-        combine=_default_method(),
+        combine=DEFAULT_METHOD,
         dataset=ctx.ref.to_dict(),
         settings={
             "seed": ctx.seed,
