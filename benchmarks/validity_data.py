@@ -369,6 +369,9 @@ TEXT_POOL = [
               "mean pooling of hidden_states[3] (output of layer 3 of 6), L2-normalised", "pass:minilm"),
     Candidate(MPNET, "transformer", ST + MPNET, None, None,
               "mean pooling of the last layer, L2-normalised (the model's own pipeline)", "pass:mpnet"),
+    Candidate(MPNET + "-layer1", "transformer", ST + MPNET, MPNET, "layer",
+              "mean pooling of hidden_states[1] (output of layer 1 of 12), L2-normalised: wide (768) and shallow",
+              "pass:mpnet"),
     Candidate(MPNET + "-first128", "transformer", ST + MPNET, MPNET, "truncated",
               "first 128 of 768 dimensions, re-normalised", "derive"),
     Candidate(MPNET + "-first64", "transformer", ST + MPNET, MPNET, "truncated",
@@ -528,7 +531,8 @@ def _producers(modality: str, items: list[Any], seed: int) -> dict[str, Callable
     if modality == "text":
         return {
             "pass:minilm": lambda: text_pass(validity.minilm_dir(), items, MINILM, layer=3, batch_size=64),
-            "pass:mpnet": lambda: {k: v for k, v in text_pass(validity.mpnet_dir(), items, MPNET).items() if k == MPNET},
+            "pass:mpnet": lambda: {k: v for k, v in text_pass(validity.mpnet_dir(), items, MPNET, layer=1).items()
+                                   if k != MPNET + "-cls"},
             "m2v-MiniLM-256": static("m2v-MiniLM-256", "minilm"),
             "m2v-mpnet-256": static("m2v-mpnet-256", "mpnet"),
             "tfidf-svd": base("tfidf-svd"),
