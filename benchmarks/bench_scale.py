@@ -5,13 +5,16 @@ beyond chance) are loaded with `ReferenceData.from_texts`, then ranked by `embed
 cache with two cheap candidates (default: the tfidf-svd and random-projection baselines) and the default
 metrics. A second `select` on the same data shows the cached path (no embedding, metric results from the store).
 
-Per stage (data generation, load + fingerprint, each candidate's embedding, each metric, the cached re-run):
-wall time, and the peak resident memory (RSS) of the process during the stage, sampled every 20 ms from
-/proc/self/statm (the growth over the RSS at the stage's start is reported too). Stage boundaries come from
+Per stage (data generation, load + fingerprint, each candidate's embedding, each metric, the whole first
+`select`, the cached re-run): wall time, and the peak resident memory (RSS) of the process during the stage,
+sampled every 20 ms from /proc/self/status (the growth over the RSS at the stage's start, and the peak of the
+anonymous part alone, RssAnon: memory the process allocated, as opposed to pages of mapped files that the kernel
+can drop, are reported too). Stage boundaries come from
 select()'s own progress stages (`RunProgress.stage`, wrapped here), so nothing inside embedselect is changed
 for the measurement. `resource.getrusage` gives the process's overall peak as a check.
 
     nice .venv/bin/python benchmarks/bench_scale.py --n 100000 --json /tmp/scale.json     # ~5 min, 2 cores
+    nice .venv/bin/python benchmarks/bench_scale.py --n 300000 --candidates tfidf-svd,random-projection,rp768=random-projection?dim=768
     .venv/bin/python benchmarks/bench_scale.py --n 5000                                   # quick
 """
 
@@ -66,23 +69,39 @@ def synthetic_texts(n: int, seed: int = 0) -> tuple[list[str], np.ndarray]:
     return texts, topic.astype(np.int64)
 
 
+def _rss_parts() -> tuple[float, float]:
+    """(anonymous, file-backed) resident memory of this process in MiB, from /proc/self/status (RssAnon, RssFile).
+
+    Anonymous memory is what the process allocated (arrays, tensors); file-backed memory is pages of mapped files
+    (shared libraries, memory-mapped vector files) that the kernel can drop and re-read under pressure."""
+    parts = {}
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(("RssAnon:", "RssFile:")):
+                key, kib, _unit = line.split()
+                parts[key] = int(kib) / 1024
+    return parts.get("RssAnon:", 0.0), parts.get("RssFile:", 0.0)
+
+
 class RssSampler:
-    """RSS of this process (MiB), sampled every ``interval`` seconds in a thread; :meth:`peak` between times."""
+    """RSS of this process (MiB), sampled every ``interval`` seconds in a thread; :meth:`peak` between times.
+
+    Each sample is (time, total RSS, anonymous RSS); see :func:`_rss_parts`."""
 
     def __init__(self, interval: float = 0.02) -> None:
         self.interval = interval
-        self.samples: list[tuple[float, float]] = []
+        self.samples: list[tuple[float, float, float]] = []
         self._stop = threading.Event()
-        self._page = os.sysconf("SC_PAGE_SIZE") / 2**20
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def now(self) -> float:
-        with open("/proc/self/statm") as f:
-            return int(f.read().split()[1]) * self._page
+        """Total RSS now, MiB."""
+        return sum(_rss_parts())
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            self.samples.append((time.perf_counter(), self.now()))
+            anon, file = _rss_parts()
+            self.samples.append((time.perf_counter(), anon + file, anon))
             time.sleep(self.interval)
 
     def __enter__(self) -> "RssSampler":
@@ -94,15 +113,19 @@ class RssSampler:
         self._thread.join()
 
     def peak(self, t0: float, t1: float, *ends: float) -> float:
-        """Largest sample taken in [t0, t1], or of ``ends`` (the RSS read at the stage's start and end)."""
-        return max([r for t, r in self.samples if t0 <= t <= t1] + list(ends))
+        """Largest total RSS sample taken in [t0, t1], or of ``ends`` (the RSS read at the stage's start and end)."""
+        return max([r for t, r, _a in self.samples if t0 <= t <= t1] + list(ends))
+
+    def peak_anon(self, t0: float, t1: float) -> float:
+        """Largest anonymous RSS sample taken in [t0, t1] (0 when none was taken)."""
+        return max([a for t, _r, a in self.samples if t0 <= t <= t1], default=0.0)
 
 
 def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--n", type=int, default=100_000)
     ap.add_argument("--candidates", default="tfidf-svd,random-projection")
-    ap.add_argument("--metrics", default="task_prior,sufficiency")
+    ap.add_argument("--metrics", default=None, help="comma-separated metrics (default: embedselect's default metrics)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", type=Path, help="also write the results here")
     args = ap.parse_args(argv)
@@ -112,6 +135,7 @@ def main(argv: list[str] | None = None) -> dict:
     import embedselect
     from embedselect import progress as progress_mod
     from embedselect.data import ReferenceData
+    from embedselect.metrics.base import DEFAULT_METRICS
 
     stages: list[dict] = []
     original_stage = progress_mod.RunProgress.stage
@@ -139,10 +163,11 @@ def main(argv: list[str] | None = None) -> dict:
             record("load + fingerprint", t0, r0)
             del texts
             cands = [c.strip() for c in args.candidates.split(",") if c.strip()]
-            metrics = [m.strip() for m in args.metrics.split(",") if m.strip()]
-            t0 = time.perf_counter()
+            metrics = [m.strip() for m in (args.metrics or ",".join(DEFAULT_METRICS)).split(",") if m.strip()]
+            t0, r0 = time.perf_counter(), sampler.now()
             ranking = embedselect.select(ref, cands, metrics=metrics, seed=args.seed, cache_dir=Path(tmp) / "cache")
             t_select = time.perf_counter() - t0
+            record("select (whole first run)", t0, r0)
             t0, r0 = time.perf_counter(), sampler.now()
             again = embedselect.select(ref, cands, metrics=metrics, seed=args.seed, cache_dir=Path(tmp) / "cache")
             record("select again (all cached)", t0, r0)
@@ -154,32 +179,40 @@ def main(argv: list[str] | None = None) -> dict:
     for s in stages:
         peak = sampler.peak(s["t0"], s["t1"], s["rss_start"], s["rss_end"])
         rows.append({"stage": s["stage"], "seconds": round(s["t1"] - s["t0"], 2), "peak_rss_mib": round(peak),
-                     "growth_mib": round(peak - s["rss_start"])})
+                     "growth_mib": round(peak - s["rss_start"]),
+                     "peak_anon_mib": round(sampler.peak_anon(s["t0"], s["t1"]))})
     details = {m: {k: v for k, v in ranking.details.get(m, {}).items()
                    if k in ("n_items", "n_moment_items", "n_probe_items", "subsampled")}
                for m in ranking.metrics}
     if "sufficiency" in ranking.details:
         st = ranking.details["sufficiency"].get("settings", {})
         details["sufficiency"].update({k: st[k] for k in ("n_train", "n_val", "n_test", "max_steps") if k in st})
+    dims = {c.name: c.dim for c in ranking}
     result = {
         "n": args.n,
+        "n_candidates": len(cands),
         "candidates": cands,
+        "vectors_mib": {"largest": round(args.n * max(d or 0 for d in dims.values()) * 4 / 2**20),
+                        "all": round(args.n * sum(d or 0 for d in dims.values()) * 4 / 2**20)},
         "metrics": metrics,
         "select_seconds": round(t_select, 1),
         "timings": ranking.timings,
         "stages": rows,
         "peak_rss_mib_getrusage": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
         "ranking": [(c.name, c.rank, {m: c.scores.get(m) for m in ranking.metrics}) for c in ranking],
-        "dims": {c.name: c.dim for c in ranking},
+        "dims": dims,
         "metric_details": details,
         "warnings": ranking.warnings,
         "machine": {"platform": platform.platform(), "cpus": os.cpu_count(), "torch_threads": torch.get_num_threads(),
                     "load_avg": os.getloadavg()},
     }
-    print(f"n = {args.n}: select {t_select:.1f} s, process peak RSS {result['peak_rss_mib_getrusage']} MiB")
-    print(f"{'stage':<44} {'seconds':>8} {'peak RSS MiB':>13} {'growth MiB':>11}")
+    print(f"n = {args.n}, {len(cands)} candidates: select {t_select:.1f} s, process peak RSS "
+          f"{result['peak_rss_mib_getrusage']} MiB; float32 vectors {result['vectors_mib']['largest']} MiB for the "
+          f"widest candidate, {result['vectors_mib']['all']} MiB for all")
+    print(f"{'stage':<44} {'seconds':>8} {'peak RSS MiB':>13} {'growth MiB':>11} {'peak anon MiB':>14}")
     for r in rows:
-        print(f"{r['stage']:<44} {r['seconds']:>8} {r['peak_rss_mib']:>13} {r['growth_mib']:>11}")
+        print(f"{r['stage']:<44} {r['seconds']:>8} {r['peak_rss_mib']:>13} {r['growth_mib']:>11} "
+              f"{r['peak_anon_mib']:>14}")
     print(json.dumps({k: result[k] for k in ("ranking", "dims", "metric_details")}, default=str))
     if args.json:
         args.json.write_text(json.dumps(result, indent=2, default=str) + "\n")

@@ -46,7 +46,9 @@ log = logging.getLogger(__name__)
 class EmbedOutcome:
     """What happened to one candidate in :func:`embed`.
 
-    ``vectors`` is the float32 (n, d) matrix when ``status == "ok"`` and ``keep_vectors`` was set.
+    ``vectors`` is the float32 (n, d) matrix when ``status == "ok"`` and ``keep_vectors`` was set: a read-only
+    :class:`numpy.memmap` of the cached file (copy it before writing into it), so that holding every candidate's
+    outcome does not hold every candidate's matrix in memory.
     """
 
     result: CandidateResult
@@ -147,7 +149,9 @@ class RunContext:
         seed, batch_size, policy, token, progress: as given to :func:`select` / :func:`embed`.
         metrics, metric_options, weights, bootstrap: :func:`select`'s metric settings (empty for :func:`embed`).
         outcomes: one :class:`EmbedOutcome` per candidate, in order.
-        vectors: candidate name -> float32 (n, d) matrix, the candidates that were embedded.
+        vectors: candidate name -> float32 (n, d) matrix, the candidates that were embedded: read-only memory maps
+            of the cached files (:meth:`~embedselect.store.Store.load_vectors` with ``mmap=True``), so the metrics
+            stage holds only the pages of the candidate (or pair) a metric is working on.
         per_metric: metric -> {candidate name: headline score}; ``details``: metric -> the metric's details.
         uncertainty: metric -> its bootstrap summary (when ``bootstrap``).
         warnings: what the result should tell the user, in order.
@@ -238,7 +242,8 @@ def embed(
 
     A candidate that cannot be resolved, loaded or run is returned with ``status="failed"`` and its reason,
     recorded in the store's ``failures`` table, and the others go on. The arguments mean what they mean for
-    :func:`select`; ``keep_vectors`` puts each float32 (n, d) matrix into its outcome.
+    :func:`select`; ``keep_vectors`` puts each float32 (n, d) matrix into its outcome (a read-only memory map of the
+    cached file; see :class:`EmbedOutcome`).
 
     Returns:
         one :class:`EmbedOutcome` per candidate, in the order given.
@@ -360,12 +365,13 @@ def _resolve(ctx: RunContext, cand: Any, res: CandidateResult, step: dict[str, A
 
 def _vectors(ctx: RunContext, cand: Any, pinned: _Pinned, res: CandidateResult, step: dict[str, Any]) -> np.ndarray:
     """Stage 2 for one candidate: its float32 (n, d) embeddings of ``ctx.ref``, from the store or computed (load the
-    model, embed, store the vectors with their run record)."""
+    model, embed, store the vectors with their run record), as a read-only memory map of the cached file (the
+    in-memory matrix only when the file cannot be mapped back)."""
     from embedselect.backends.device import library_progress, progress_enabled
 
     rc, key, ref = pinned.rc, pinned.key, ctx.ref
     step["stage"] = "cache"
-    vectors = ctx.store.load_vectors(key)
+    vectors = ctx.store.load_vectors(key, mmap=True)
     if vectors is not None:
         rec = ctx.store.get_run(key)
         res.cached, res.seconds = True, rec.seconds if rec else None
@@ -396,7 +402,10 @@ def _vectors(ctx: RunContext, cand: Any, pinned: _Pinned, res: CandidateResult, 
                        settings=embedder.settings(), fingerprint=ref.fingerprint, device=embedder.device,
                        seconds=seconds)  # fmt: skip
     res.seconds = seconds
-    return vectors
+    # hand on the stored file, memory-mapped, and let the in-memory matrix go: the run then holds at most one
+    # candidate's matrix in its own memory at a time (the file was just written and checksummed: size check only)
+    mapped = ctx.store.load_vectors(key, verify=False, mmap=True)
+    return mapped if mapped is not None else vectors
 
 
 def _record_failure(ctx: RunContext, cand: Any, res: CandidateResult, exc: Exception, step: dict[str, Any]) -> None:

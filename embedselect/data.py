@@ -31,7 +31,7 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Literal, Sequence
+from typing import Any, Iterable, Literal, Mapping, Sequence
 
 import numpy as np
 
@@ -122,6 +122,27 @@ class LoadReport:
         d = dataclasses.asdict(self)
         d["skipped_examples"] = [dict(e) for e in self.skipped_examples]
         return d
+
+
+def dropped_duplicates_note(dataset: Mapping[str, Any]) -> str | None:
+    """The sentence a ranking's table and report show about duplicates dropped before ranking, from the ranking's
+    ``dataset`` summary (:meth:`ReferenceData.to_dict`, stored rankings included); None when no rule removed any.
+
+    Example: ``"12 near duplicates dropped before ranking (rule 'near': the same item, or cosine similarity >= 0.95
+    of candidate-independent features); the scores use the 240 items left"``."""
+    rep = dataset.get("report") or {}
+    rule = rep.get("duplicates_dropped")
+    if not rule:
+        return None
+    n_dropped = int(rep.get("n_dropped_duplicates") or 0)
+    n_left = dataset.get("n", rep.get("n_used"))
+    how = "the same item" if rule == "exact" else (
+        "the same item, or cosine similarity >= "
+        f"{float(rep.get('near_duplicate_threshold') or NEAR_DUPLICATE_THRESHOLD):g} of candidate-independent features")
+    if n_dropped == 0:
+        return f"no duplicates found (rule '{rule}': {how}); the scores use all {n_left} items"
+    return (f"{n_dropped} {rule} duplicate{'s' if n_dropped != 1 else ''} dropped before ranking (rule '{rule}': "
+            f"{how}); the scores use the {n_left} items left")
 
 
 @dataclass(frozen=True, eq=False, repr=False)

@@ -22,3 +22,6 @@ def test_bench_scale_small(tmp_path, cache_dir):
     assert stages[-1] == "select again (all cached)"
     assert all(r["seconds"] >= 0 and r["peak_rss_mib"] > 0 for r in result["stages"])
     assert json.loads(out.read_text())["n"] == 300 and len(result["ranking"]) == 2
+    assert result["n_candidates"] == 2 and result["vectors_mib"]["all"] >= result["vectors_mib"]["largest"] >= 0
+    assert "select (whole first run)" in stages
+    assert all(0 <= r["peak_anon_mib"] <= r["peak_rss_mib"] for r in result["stages"])

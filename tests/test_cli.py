@@ -194,6 +194,9 @@ def test_quiet_still_shows_warnings(tmp_path):
 def test_rank_and_validate_drop_duplicates(tmp_path, capsys, monkeypatch):
     import pandas as pd
 
+    from embedselect.publish.text import esc
+    from embedselect.publish.text import md as md_text
+
     monkeypatch.setenv("EMBEDSELECT_CACHE_DIR", str(tmp_path / "c"))
     frame = pd.read_csv(SAMPLE)
     data = tmp_path / "dup.csv"
@@ -203,6 +206,16 @@ def test_rank_and_validate_drop_duplicates(tmp_path, capsys, monkeypatch):
                      "--drop-duplicates", "exact", "--json", "-q", *extra]) == 0
         r = Ranking.from_json(capsys.readouterr().out)
         assert r.dataset["n"] == 240 and r.dataset["report"]["n_dropped_duplicates"] == 20
+    # the table and the HTML / Markdown reports say how many were dropped, not only the JSON
+    html, md = tmp_path / "r.html", tmp_path / "r.md"
+    assert main(["rank", str(data), "-c", "text", "-m", "tfidf-svd,random-projection", "--metrics", "task_prior",
+                 "--drop-duplicates", "exact", "--html", str(html), "--markdown", str(md)]) == 0
+    said = "20 exact duplicates dropped before ranking (rule 'exact': the same item); the scores use the 240 items left"
+    assert f"note: {said}" in capsys.readouterr().out
+    assert f'<li class="note">{esc(said)}</li>' in html.read_text() and f"- note: {md_text(said)}" in md.read_text()
+    assert main(["rank", str(data), "-c", "text", "-m", "tfidf-svd,random-projection", "--metrics", "task_prior",
+                 "--html", str(html)]) == 0  # no rule, no such note
+    assert "dropped before ranking" not in capsys.readouterr().out + html.read_text()
     with pytest.raises(SystemExit) as exit_:  # argparse's usage error names the choices
         main(["rank", str(data), "-c", "text", "-m", "tfidf-svd", "--drop-duplicates", "some"])
     assert exit_.value.code == 2 and "choose from 'exact', 'near'" in capsys.readouterr().err

@@ -507,3 +507,18 @@ def test_broken_whole_files_are_decode_errors(tmp_path):
     (tmp_path / "cols.json").write_text(json.dumps({"text": ["x", "y"], "label": [0, 1]}), encoding="utf-8")
     d = ReferenceData.from_file(tmp_path / "cols.json", label_column="label")
     assert d.items == ("x", "y") and d.labels.tolist() == [0, 1]
+
+
+def test_dropped_duplicates_note_says_the_rule_and_the_counts():
+    from embedselect.data import dropped_duplicates_note
+
+    d = ReferenceData.from_texts(["alpha beta gamma", "delta epsilon", "alpha beta gamma", "ALPHA BETA GAMMA!",
+                                  "zeta eta theta"])
+    assert dropped_duplicates_note(d.to_dict()) is None  # no rule applied
+    assert dropped_duplicates_note(d.drop_duplicates("exact").to_dict()) == (
+        "1 exact duplicate dropped before ranking (rule 'exact': the same item); the scores use the 4 items left")
+    near = dropped_duplicates_note(d.drop_duplicates("near").to_dict())
+    assert near.startswith("2 near duplicates dropped") and "cosine similarity >= 0.95" in near
+    assert near.endswith("the 3 items left")
+    assert dropped_duplicates_note(ReferenceData.from_texts(["x", "y"]).drop_duplicates("exact").to_dict()) == (
+        "no duplicates found (rule 'exact': the same item); the scores use all 2 items")

@@ -183,7 +183,10 @@ def format_table(ranking) -> str:
     if ranking.validation:
         lines += ["", *format_validation(ranking)]
     said = {c.failure_note for c in ranking.failed}  # already on a "!" line under the table
-    lines += [f"note: {w}" for w in ranking.warnings if w not in said]
+    from embedselect.data import dropped_duplicates_note
+
+    dropped = dropped_duplicates_note(ranking.dataset or {})
+    lines += [f"note: {w}" for w in ([dropped] if dropped else []) + list(ranking.warnings) if w not in said]
     timing = format_timings(getattr(ranking, "timings", None) or {})
     if timing:
         lines.append(timing)

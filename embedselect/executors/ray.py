@@ -25,6 +25,8 @@ import socket
 import time
 from typing import Any, Callable, Sequence
 
+import numpy as np
+
 from embedselect.errors import ConfigError
 from embedselect.executors.base import EmbedJob, Executor, UnitOutcome
 
@@ -46,6 +48,8 @@ def _embed_unit(ref: Any, cand: Any, job: EmbedJob) -> dict[str, Any]:
         (o,) = embed_reference(ref, [cand], store=store, seed=job.seed, device=job.device, batch_size=job.batch_size,
                                policy=job.policy, token=job.token, keep_vectors=True)  # fmt: skip
         rec = store.get_run(o.result.run_key) if o.result.ok and o.result.run_key else None
+        if o.vectors is not None:  # a memory map of the scratch store's file: into memory before the folder goes
+            o.vectors = np.array(o.vectors)
         with store.write() as con:
             from embedselect.store import catalog
 

@@ -32,25 +32,47 @@ repeated vector up to float noise (a float32 model that maps every input to one 
 bits)."""
 
 
+BLOCK_ELEMENTS = 1 << 23
+"""Elements per row block (32 MiB of float32) of the checks that read a whole (n, d) matrix: they hold one block's
+temporaries at a time, not a matrix-sized copy (a candidate's matrix may be a memory map of its cached file)."""
+
+
+def row_blocks(a: np.ndarray, elements: int | None = None):
+    """Consecutive row slices (views, no copy) of the 2-D array ``a`` of about ``elements`` (default
+    :data:`BLOCK_ELEMENTS`) elements each (at least one row; a single slice, ``a`` itself, when it is smaller)."""
+    rows = max(1, (elements or BLOCK_ELEMENTS) // max(1, a.shape[1]))
+    if a.shape[0] <= rows:
+        yield a
+        return
+    for i in range(0, a.shape[0], rows):
+        yield a[i:i + rows]
+
+
 def unusable_reason(name: str, x: np.ndarray) -> str | None:
     """Why one candidate's embeddings cannot be scored by any metric, or None when they can: the one rule every
     metric applies before leaving a candidate out (score NaN, with this reason) while it scores the others.
 
     Args:
         name: the candidate, for the message.
-        x: its embeddings, shape (n, d), any float dtype.
+        x: its embeddings, shape (n, d), any float dtype (read in row blocks of :data:`BLOCK_ELEMENTS`; a read-only
+            memory map is fine). Anything that is not 2-D gets None (the metric's shape check reports it).
 
     Returns:
         "k of n items have NaN or infinite embeddings; ..." or "every item has the same embedding ..." (see
         :data:`CONSTANT_RTOL`), else None.
     """
     a = np.asarray(x)
-    bad = ~np.isfinite(a)
-    if bad.any():
-        return f"{int(bad.any(axis=1).sum())} of {a.shape[0]} items have NaN or infinite embeddings; re-embed them"
+    if a.ndim != 2:  # the metrics' own shape checks say what is wrong
+        return None
+    # one row block at a time (max, min and counts are exact in any order: the same answer as on the whole matrix)
+    n_bad = sum(int((~np.isfinite(b)).any(axis=1).sum()) for b in row_blocks(a))
+    if n_bad:
+        return f"{n_bad} of {a.shape[0]} items have NaN or infinite embeddings; re-embed them"
     if a.shape[0] > 1 and a.size:
-        spread = float(np.ptp(a, axis=0).max())
-        if spread <= CONSTANT_RTOL * float(np.abs(a).max()):
+        blocks = list(row_blocks(a))
+        spread = float((np.max([b.max(axis=0) for b in blocks], axis=0)
+                        - np.min([b.min(axis=0) for b in blocks], axis=0)).max())
+        if spread <= CONSTANT_RTOL * max(float(np.abs(b).max()) for b in blocks):
             return (
                 "every item has the same embedding (constant rows, up to float noise): it carries no information; "
                 f"check that {name} loads and runs correctly"

@@ -24,6 +24,7 @@ from typing import Sequence
 import numpy as np
 
 from embedselect.errors import ConfigError, MetricError
+from embedselect.metrics.base import row_blocks
 
 _ZERO_NORM = 1e-12
 
@@ -40,10 +41,24 @@ def as_matrix(x: object, what: str) -> np.ndarray:
         raise MetricError(f"{what}: need at least 2 rows and 1 column, got shape {a.shape}")
     if not np.issubdtype(a.dtype, np.number) or np.issubdtype(a.dtype, np.complexfloating):
         raise MetricError(f"{what}: expected real numbers, got dtype {a.dtype}")
-    if not np.all(np.isfinite(a)):
-        bad = int(np.count_nonzero(~np.isfinite(a).all(axis=1)))
+    bad = sum(int(np.count_nonzero(~np.isfinite(b).all(axis=1))) for b in row_blocks(a))  # no matrix-sized mask
+    if bad:
         raise MetricError(f"{what}: {bad} row(s) contain NaN or inf; drop or re-embed those items")
     return a
+
+
+def host_tensor(a: np.ndarray):
+    """A torch CPU tensor that shares ``a``'s memory (a C-contiguous copy only when ``a`` is not contiguous).
+
+    For arrays that are only read or copied: ``a`` may be read-only (a memory map of a cached vector file), which
+    torch would otherwise warn about; writing into the tensor in place is the caller's error."""
+    import warnings
+
+    import torch
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="The given NumPy array is not writable", category=UserWarning)
+        return torch.as_tensor(np.ascontiguousarray(a))
 
 
 def kernel_factor(embeddings: object, *, what: str = "embeddings") -> np.ndarray:
@@ -82,7 +97,7 @@ def kernel_factor_on(embeddings: object, device: object, *, what: str = "embeddi
     import torch
 
     a = as_matrix(embeddings, what)
-    x = torch.as_tensor(np.ascontiguousarray(a)).to(device=device, dtype=torch.float64, copy=True)
+    x = host_tensor(a).to(device=device, dtype=torch.float64, copy=True)
     norms = torch.linalg.vector_norm(x, dim=1, keepdim=True)
     x /= torch.where(norms > _ZERO_NORM, norms, torch.ones_like(norms))
     x -= x.mean(dim=0, keepdim=True)

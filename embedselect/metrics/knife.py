@@ -49,6 +49,7 @@ import numpy as np
 import torch
 
 from embedselect.errors import MetricError
+from embedselect.metrics.kernels import host_tensor
 
 LOG_2PI = math.log(2.0 * math.pi)
 
@@ -69,6 +70,10 @@ NULL_EIG = 1e-3
 #: real components >= 7e-3, rounding-noise components <= 4e-6 of the RMS.
 NULL_SD = 1e-4
 
+#: Training rows above which :meth:`Prepared.fit` computes its standardisation and principal axes in row blocks of
+#: this size (no float64 copy of every training row; below it, one pass over all of them, as before).
+STATS_BLOCK_ROWS = 131072
+
 
 @dataclass
 class Prepared:
@@ -88,13 +93,30 @@ class Prepared:
         return int(self.z.shape[1])
 
     @classmethod
-    def fit(cls, x: np.ndarray, train_idx: np.ndarray, source_pcs: int, device: torch.device) -> "Prepared":
+    def fit(cls, x: np.ndarray, train_idx: np.ndarray, source_pcs: int, device: torch.device,
+            rows: np.ndarray | None = None) -> "Prepared":
         """Standardise ``x`` (n, d) per dimension and rotate it to its principal axes, both from the
-        rows ``train_idx`` (statistics in float64)."""
-        xt = torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32)).to(device)
-        tr = xt[torch.from_numpy(train_idx).to(device)].double()
-        mean = tr.mean(0)
-        sd = tr.std(0, unbiased=False)
+        rows ``train_idx`` (statistics in float64).
+
+        ``x`` may be a read-only memory map. ``rows`` (sorted int64 row ids, or None for all n): the rows the
+        result holds (``z`` and ``u`` then have ``len(rows)`` rows, row j being item ``rows[j]``), so that a caller
+        that uses only some rows does not hold all n. Up to :data:`STATS_BLOCK_ROWS` training rows the statistics
+        are computed at once; above, in row blocks of that size (the same statistics, summed in another order),
+        so that no float64 copy of every training row is made."""
+        if len(train_idx) <= STATS_BLOCK_ROWS:
+            xt = host_tensor(np.asarray(x, dtype=np.float32)).to(device)
+            tr = xt[torch.from_numpy(train_idx).to(device)].double()
+            mean = tr.mean(0)
+            sd = tr.std(0, unbiased=False)
+        else:
+            tr = None
+            blocks = [train_idx[a:a + STATS_BLOCK_ROWS] for a in range(0, len(train_idx), STATS_BLOCK_ROWS)]
+
+            def block(b: np.ndarray) -> torch.Tensor:
+                return torch.from_numpy(np.asarray(x[b], dtype=np.float32)).to(device).double()
+
+            mean = sum(block(b).sum(0) for b in blocks) / len(train_idx)
+            sd = torch.sqrt(sum(((block(b) - mean) ** 2).sum(0) for b in blocks) / len(train_idx))
         # A column is null at the scale of the *embedding*, not of itself: float rounding in an embedder's
         # null space (e.g. PCA components past the data's rank) has a tiny sd of its own, and standardising
         # it would blow that rounding noise up to a unit-variance dimension with a degenerate distribution
@@ -103,8 +125,16 @@ class Prepared:
         keep = sd > NULL_SD * rms
         if rms == 0.0 or not bool(keep.any()):
             raise MetricError("every dimension is constant on the training rows: the embedding carries no information")
-        tr = (tr[:, keep] - mean[keep]) / sd[keep]
-        evals, evecs = torch.linalg.eigh(tr.T @ tr / tr.shape[0])
+        if tr is not None:
+            tr = (tr[:, keep] - mean[keep]) / sd[keep]
+            cov = tr.T @ tr / tr.shape[0]
+        else:
+            cov = 0.0
+            for b in blocks:
+                c = (block(b)[:, keep] - mean[keep]) / sd[keep]
+                cov = cov + c.T @ c
+            cov = cov / len(train_idx)
+        evals, evecs = torch.linalg.eigh(cov)
         evals, evecs = evals.flip(0), evecs.flip(1)
         # relative to the mean eigenvalue (1 after standardising), not the largest: a direction with a thousandth
         # of an average direction's variance is a near-collinearity of the training rows, and a density fitted
@@ -114,6 +144,8 @@ class Prepared:
         # deterministic signs: largest-magnitude entry of each axis positive
         sign = torch.sign(evecs.gather(0, evecs.abs().argmax(0, keepdim=True)))
         evecs = evecs * sign
+        if rows is not None or tr is None:  # only the rows asked for (all n when rows is None)
+            xt = host_tensor(np.asarray(x[rows] if rows is not None else x, dtype=np.float32)).to(device)
         z = ((xt[:, keep] - mean[keep].float()) / sd[keep].float()) @ evecs.float()
         r = min(source_pcs, z.shape[1])
         u = z[:, :r] / torch.sqrt(evals[:r]).float()

@@ -280,6 +280,13 @@ def _splits(n: int, st: SufficiencySettings, seed: int) -> tuple[np.ndarray, np.
     return np.sort(train), np.sort(val), np.sort(test)
 
 
+def _held_rows(n: int, *used: np.ndarray) -> np.ndarray | None:
+    """The sorted distinct row ids (int64) in the ``used`` index arrays, or None when that is every one of the n rows
+    (the estimate then indexes the full matrices by row id)."""
+    held = np.unique(np.concatenate([np.ravel(u) for u in used]))
+    return None if len(held) == n else held
+
+
 def _pair_key(src_id: str, tgt_id: str, skey: str) -> str:
     """``skey`` (:meth:`SufficiencySettings.key`) already holds the code version, the settings and the seed."""
     return "is:" + hashlib.sha256(f"{src_id}|{tgt_id}|{skey}".encode()).hexdigest()[:40]
@@ -372,6 +379,18 @@ def information_sufficiency(
     skey = st.key(seed)
     train, val, test = _splits(n, st, seed)
     eff = st.effective(len(train))
+    # the rows the estimate reads: the training schedule's (steps x batch rows, independent of n), the held-out
+    # splits and the marginals' EM rows. Each candidate's prepared matrices hold only those (all n for n up to a
+    # few hundred thousand at the default settings; bounded above that, so that the candidates held together for
+    # the batched training do not grow with n); standardisation and principal axes still use every training row.
+    schedule = knife.batch_schedule(train, st.batch_size, st.max_steps, _derive_seed(seed, "batches", n))
+    em_rows = train
+    if len(train) > st.marginal_max_items:
+        em_rows = np.sort(np.random.default_rng(_derive_seed(seed, "em-rows", n)).choice(
+            train, st.marginal_max_items, replace=False))
+    held = _held_rows(n, schedule, val, test, em_rows)
+    if held is not None:  # positions in the held rows
+        schedule, val_h, test_h, em_rows = (np.searchsorted(held, a) for a in (schedule, val, test, em_rows))
 
     all_pairs = [(s, t) for s in names for t in names if s != t]
     pkeys = {p: _pair_key(ids[p[0]], ids[p[1]], skey) for p in all_pairs}
@@ -387,7 +406,7 @@ def information_sufficiency(
     prep: dict[str, knife.Prepared] = {}
     for k in [k for k in names if k in need_prep]:
         try:
-            prep[k] = knife.Prepared.fit(embs[k], train, eff["source_pcs"], dev)
+            prep[k] = knife.Prepared.fit(embs[k], train, eff["source_pcs"], dev, rows=held)
         except MetricError as e:  # degenerate on the training rows: this candidate only
             excluded[k] = str(e)
     if excluded:
@@ -409,16 +428,12 @@ def information_sufficiency(
                 marg[t] = knife.Marginal.from_json(rec["params"], dev)
                 tables[t] = knife.TargetTables.build(prep[t], marg[t], eff["target_pcs"])
             continue
-        sub = train
-        if len(train) > st.marginal_max_items:
-            sub = np.sort(np.random.default_rng(_derive_seed(seed, "em-rows", n)).choice(
-                train, st.marginal_max_items, replace=False))
-        m = knife.fit_marginal(prep[t].z[torch.from_numpy(sub).to(dev)], eff["n_components"],
+        m = knife.fit_marginal(prep[t].z[torch.from_numpy(em_rows).to(dev)], eff["n_components"],
                                seed=_derive_seed(seed, "em", ids[t]))
         marg[t] = m
         dims[t] = prep[t].dim
         tables[t] = knife.TargetTables.build(prep[t], m, eff["target_pcs"])
-        h_z[t] = knife.marginal_nll(tables[t], m, test, dev)
+        h_z[t] = knife.marginal_nll(tables[t], m, test if held is None else test_h, dev)
         new_cache[mkeys[t]] = {"h": h_z[t], "dim": dims[t], "params": m.to_json()}
 
     results: dict[tuple[str, str], dict[str, Any]] = {}
@@ -426,7 +441,6 @@ def information_sufficiency(
         if pkeys[p] in cached:
             results[p] = {**cached[pkeys[p]], "cached": True}
     if todo:
-        schedule = knife.batch_schedule(train, st.batch_size, st.max_steps, _derive_seed(seed, "batches", n))
         specs = {p: knife.PairSpec(p[0], p[1], _derive_seed(seed, "init", ids[p[0]], ids[p[1]])) for p in todo}
         budget = max_batch_bytes or (8 * 1024**3 if dev.type == "cuda" else 1024**3)
         b = schedule.shape[1]
@@ -447,7 +461,8 @@ def information_sufficiency(
             groups = [[p] for p in todo]
         for grp in groups:
             fits = knife.train_pairs(
-                [specs[p] for p in grp], prep, tables, marg, schedule, val, test,
+                [specs[p] for p in grp], prep, tables, marg, schedule, val if held is None else val_h,
+                test if held is None else test_h,
                 hidden=st.hidden, lr=st.learning_rate, eval_every=eff["eval_every"],
                 patience=st.patience, min_steps=st.min_steps, device=dev,
             )
@@ -486,7 +501,7 @@ def information_sufficiency(
         )
     settings_out = {
         **dataclasses.asdict(st), "seed": int(seed), "n_train": len(train), "n_val": len(val),
-        "n_test": len(test), "effective": eff, "settings_key": skey, "units": "nats per target dimension",
+        "n_test": len(test), "n_rows_held": n if held is None else len(held), "effective": eff, "settings_key": skey, "units": "nats per target dimension",
     }
     return SufficiencyResult(
         matrix=mat,

@@ -35,7 +35,7 @@ def to_markdown(ranking: Ranking) -> str:
     )
     for c in ranking.failed:
         lines.append(f"- failed: {_md(c.name)} — {_md(c.error_type)}: {_md(c.error)}")
-    for w in ranking.warnings:
+    for w in _notes(ranking):
         lines.append(f"- note: {_md(w)}")
     return "\n".join(lines) + "\n"
 
@@ -148,6 +148,14 @@ def _validation_html(v: dict) -> list[str]:
     return out
 
 
+def _notes(ranking: Ranking) -> list[str]:
+    """The notes under a ranking: the duplicates dropped from its data (when a rule was applied), then its warnings."""
+    from embedselect.data import dropped_duplicates_note
+
+    dropped = dropped_duplicates_note(ranking.dataset or {})
+    return ([dropped] if dropped else []) + list(ranking.warnings)
+
+
 def to_html(ranking: Ranking, *, title: str = "embedselect ranking", plots: bool = True) -> str:
     """One self-contained HTML page for a ranking: the answer at a glance, the table with intervals and ties
     marked, the figures (inline SVG, see :mod:`embedselect.publish.plots`), the check against labels when
@@ -210,8 +218,9 @@ def to_html(ranking: Ranking, *, title: str = "embedselect ranking", plots: bool
             out.append('<h2>Figures</h2><div class="figs">' + "".join(figs) + "</div>")
     if ranking.validation:
         out += _validation_html(ranking.validation)
-    if ranking.warnings:
-        out.append("<h2>Notes</h2><ul>" + "".join(f'<li class="note">{_e(w)}</li>' for w in ranking.warnings) + "</ul>")
+    notes = _notes(ranking)
+    if notes:
+        out.append("<h2>Notes</h2><ul>" + "".join(f'<li class="note">{_e(w)}</li>' for w in notes) + "</ul>")
     versions = ", ".join(f"{_e(k)} {_e(v)}" for k, v in ranking.versions.items())
     out.append(f'<p class="muted"><small>{versions}. Settings: <code>{_e(ranking.settings)}</code></small></p>')
     out.append("</main></body></html>")

@@ -454,11 +454,18 @@ class Store:
             return None
         return RunRecord(*row[:4], json.loads(row[4]), *row[5:])
 
-    def load_vectors(self, key: str, *, verify: bool = True) -> np.ndarray | None:
+    def load_vectors(self, key: str, *, verify: bool = True, mmap: bool = False) -> np.ndarray | None:
         """The cached (n, d) float32 matrix of run ``key``, or None if not cached.
 
         A row whose file is missing, has the wrong size or fails its sha256 is deleted (so that the caller
         recomputes it) and a warning is logged; with ``verify=False`` only the size is checked.
+
+        With ``mmap=True`` the matrix is a read-only :class:`numpy.memmap` of the file (opened after the checks):
+        its pages are read on demand and belong to the page cache, not to this process's allocations, so a caller
+        can hold many candidates' matrices while only the one it works on is resident. Writing into it raises
+        ``ValueError`` (copy first). The file stays readable through the mapping even if the store replaces it
+        (``os.replace`` of a new version) or removes it (``cache rm`` / ``gc``) meanwhile: both unlink the old
+        inode, which lives until the mapping is closed (POSIX).
         """
         rec = self.get_run(key)
         if rec is None:
@@ -473,7 +480,7 @@ class Store:
             problem = "checksum mismatch"
         if problem is None:
             try:
-                arr = np.load(path, allow_pickle=False)
+                arr = np.load(path, allow_pickle=False, mmap_mode="r" if mmap else None)
             except (OSError, ValueError) as exc:
                 problem = f"unreadable ({exc})"
             else:
