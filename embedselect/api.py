@@ -656,7 +656,10 @@ def _rank_stage(ctx: RunContext) -> Any:
         by_name[name].rank = r
     ctx.outcomes.sort(key=lambda o: (not o.result.ok, o.result.rank if o.result.rank is not None else math.inf,
                                      o.result.name))  # fmt: skip
-    decision = decide(combined, intervals={n: by_name[n].intervals for n in combined})
+    # only the scores in the combination can separate its leaders (a weight-0 metric is shown, not combined)
+    in_score = {m for m, w in full_weights.items() if w > 0}
+    decision = decide(combined, intervals={n: {k: v for k, v in by_name[n].intervals.items()
+                                                if k.split(".")[0] in in_score} for n in combined})
     ctx.warnings += [f"no clear winner: {why}" for why in decision.reasons]
     if sum(1 for v in combined.values() if math.isfinite(v)) >= MIN_POOL:  # else decide() said it
         ctx.warnings += ctx.pool_notes

@@ -319,5 +319,28 @@ def test_default_metrics_weights_and_method_are_the_benchmark_choice():
 
     assert api.DEFAULT_METRICS == ("task_prior", "sufficiency", "nn_agreement", "rankme")
     assert {m: get_spec(m).weight for m in api.DEFAULT_METRICS} == {
-        "task_prior": 1.0, "sufficiency": 0.25, "nn_agreement": 0.5, "rankme": 0.5}
+        "task_prior": 1.0, "sufficiency": 0.0, "nn_agreement": 1.0, "rankme": 1.0}
     assert DEFAULT_METHOD == "mean-z"
+
+
+def test_a_weight_0_metric_is_shown_but_not_combined(cache_dir, monkeypatch):
+    """sufficiency's default weight is 0 (docs/benchmarks.md §4c): its scores and ranks are in the result, and the
+    combined score is the same as without it, whatever it says, also for deciding the leaders."""
+    from embedselect.metrics import MetricResult
+
+    cands = ["tfidf-svd", "random-projection", "random-projection?dim=32", "random-projection?dim=24"]
+    votes = {"task_prior": [4, 3, 2, 1], "sufficiency": [1, 2, 3, 40], "nn_agreement": [4, 1, 3, 2],
+             "rankme": [3, 4, 1, 2]}
+
+    def fake(m):
+        return lambda ctx: MetricResult(name=m, scores={k: float(votes[m][cands.index(k)]) for k in ctx.embeddings})
+
+    monkeypatch.setattr(api, "get_metric", fake)
+    r = embedselect.select(SAMPLE, cands, column="text")
+    assert r.settings["combined_weights"] == {"task_prior": 1.0, "sufficiency": 0.0, "nn_agreement": 1.0,
+                                              "rankme": 1.0}
+    assert all("sufficiency" in c.scores and "sufficiency" in c.ranks for c in r.candidates)
+    without = embedselect.select(SAMPLE, cands, column="text", metrics=["task_prior", "nn_agreement", "rankme"])
+    assert {c.name: c.combined_score for c in r.candidates} == pytest.approx(
+        {c.name: c.combined_score for c in without.candidates})
+    assert r.best.name == without.best.name == "tfidf-svd"  # sufficiency's strong vote for the last one changes nothing

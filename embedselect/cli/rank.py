@@ -84,8 +84,15 @@ def cmd_embed(args) -> int:
 
 def cmd_metrics(args) -> int:
     from embedselect.metrics import available_metrics
+    from embedselect.metrics.base import DEFAULT_METRICS, get_spec
 
-    print("\n".join(available_metrics()))
+    names = available_metrics()
+    width = max(map(len, names))
+    for name in names:
+        spec = get_spec(name)
+        role = (f"default, weight {spec.weight:g}" if spec.weight else "default, shown (weight 0)") \
+            if name in DEFAULT_METRICS else "on request"
+        print(f"{name:<{width}}  {role:<26}  {spec.description}")
     return 0
 
 
@@ -147,7 +154,8 @@ def register(sub) -> None:
         p.add_argument("--bootstrap", type=int, default=0, help="bootstrap resamples for score intervals")
         p.add_argument(
             "--weight", action="append", default=[], metavar="METRIC=W",
-            help="weight of a metric in the combined rank (default 1 each), e.g. sufficiency=0.5",
+            help="weight of a metric in the combined score (default: each metric's own, see `embedselect metrics`; "
+            "0 shows a metric without combining it), e.g. sufficiency=0.5",
         )  # fmt: skip
         p.add_argument(
             "--drop-duplicates", choices=["exact", "near"], default=None,

@@ -145,7 +145,8 @@ class MetricSpec:
             row on both sides would inflate the score).
         bootstrap_options: option overrides inside bootstrap replicates (e.g. skip an expensive secondary part).
         description: one line for ``embedselect metrics``.
-        weight: its weight in the combined rank when the user names none (``select(weights=...)`` overrides it).
+        weight: its weight in the combined rank when the user names none (``select(weights=...)`` overrides it);
+            0 means computed and shown (its column, ranks and details) but not part of the combined score.
             Defaults of the built-in metrics are chosen by leave-one-dataset-out on the validity benchmark
             (docs/benchmarks.md §4c), never by argument.
         code: modules whose source makes up the metric's code version (default: the compute function's module,
@@ -209,8 +210,8 @@ def register_metric(spec: MetricSpec, *, replace: bool = False) -> MetricSpec:
         raise ConfigError(f"metric {spec.name!r}: resample must be one of {RESAMPLE_RULES}, got {spec.resample!r}")
     if int(spec.min_items) < 2:
         raise ConfigError(f"metric {spec.name!r}: min_items must be at least 2")
-    if not (isinstance(spec.weight, (int, float)) and spec.weight > 0 and spec.weight < float("inf")):
-        raise ConfigError(f"metric {spec.name!r}: weight must be a positive finite number, got {spec.weight!r}")
+    if not (isinstance(spec.weight, (int, float)) and 0 <= spec.weight < float("inf")):
+        raise ConfigError(f"metric {spec.name!r}: weight must be a finite number >= 0, got {spec.weight!r}")
     _SPECS[spec.name] = spec
     return spec
 
@@ -223,19 +224,20 @@ for _spec in (
                description="Task Prior statistics: probes on tasks sampled from a prior over labelings",
                code=("embedselect.metrics.taskprior", "embedselect.metrics.probes")),
     MetricSpec("sufficiency", "embedselect.metrics.sufficiency:compute", min_items=50, resample="half",
-               description="median information sufficiency: how well each embedding predicts the others",
-               weight=0.25,
+               description="median information sufficiency: how well each embedding predicts the others (shown with its "
+                           "communities, not in the default score)",
+               weight=0.0,
                code=("embedselect.metrics.sufficiency", "embedselect.metrics.knife")),
     # label-free comparators from the literature (docs/benchmarks.md §4); the default weights (task_prior 1,
-    # sufficiency 0.25, nn_agreement 0.5, rankme 0.5, combined as mean z-scores) were chosen by leave-one-dataset-out
-    # on the validity benchmark (docs/benchmarks.md §4c)
-    MetricSpec("rankme", "embedselect.metrics.spectral:compute_rankme", weight=0.5,
+    # nn_agreement 1, rankme 1, sufficiency 0: shown, not combined; mean z-scores) were chosen by leave-one-dataset-out
+    # on the validity benchmark's 10 datasets (docs/benchmarks.md §4c)
+    MetricSpec("rankme", "embedselect.metrics.spectral:compute_rankme", weight=1.0,
                description="RankMe effective rank (comparator; part of the default combination)"),
     MetricSpec("alpha_req", "embedselect.metrics.spectral:compute_alpha_req",
                description="alpha-ReQ eigenspectrum decay (comparator)"),
     MetricSpec("uniformity", "embedselect.metrics.spectral:compute_uniformity",
                description="uniformity on the sphere (comparator)"),
-    MetricSpec("nn_agreement", "embedselect.metrics.agreement:compute", min_items=3, weight=0.5,
+    MetricSpec("nn_agreement", "embedselect.metrics.agreement:compute", min_items=3, weight=1.0,
                description="nearest-neighbour agreement with the other candidates (comparator; part of the default "
                            "combination)"),
 ):  # fmt: skip
@@ -244,7 +246,9 @@ for _spec in (
 
 DEFAULT_METRICS = ("task_prior", "sufficiency", "nn_agreement", "rankme")
 """The default label-free metrics; with their specs' weights and :data:`embedselect.aggregate.DEFAULT_METHOD` they are
-the combination chosen by leave-one-dataset-out on the validity benchmark (docs/benchmarks.md §4c)."""
+the combination chosen by leave-one-dataset-out on the validity benchmark (docs/benchmarks.md §4c). ``sufficiency``
+has weight 0: it is computed and shown (scores, ranks, communities) but the benchmark found the combined score no
+better with it in."""
 
 
 class _MinItems(abc.Mapping):
