@@ -364,9 +364,9 @@ def to_markdown(results: list[dict[str, Any]], *, command: str, folds: int, max_
         L += ["", f"Mean Spearman of the default: {_f(m, 3)} (target ≥ 0.9: {_miss(m, TARGETS['spearman_mean'])})."]
     L.append("")
     # LODO
-    if len(results) >= 2:
-        table = {r["name"]: {s: v["spearman"] for s, v in r["settings"].items()} for r in results}
-        common = [s for s in settings_grid() if all(s in table[d] for d in table)]
+    table = {r["name"]: {s: v["spearman"] for s, v in r["settings"].items()} for r in results}
+    common = [s for s in settings_grid() if all(s in table[d] for d in table)]
+    if len(results) >= 2 and common:  # no setting is common when the signals a setting needs were not computed
         chosen = lodo_select(table, common)
         L += [f"**Leave-one-dataset-out choice of the combination** ({len(common)} settings: sufficiency weight ∈ "
               f"{{{', '.join(f'{w:g}' for w in SUFF_WEIGHTS)}}} against task_prior weight 1, × comparator ∈ {{none, "

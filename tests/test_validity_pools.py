@@ -84,3 +84,16 @@ def test_validity_default_grid_and_objective():
     good, bad = {"rho": 0.9, "regret": 0.0}, {"rho": 0.95, "regret": 0.05}
     assert vd.objective([good, bad]) > vd.objective([bad, bad])  # a met target beats a higher correlation
     assert vd.objective([{"rho": math.nan, "regret": 0.0}]) == pytest.approx(-0.1)
+
+
+def test_report_of_two_datasets_scored_by_one_signal_has_no_combination_section():
+    """`validity_pools.py --metrics rankme` on two datasets: no setting of the grid can be scored (it needs
+    task_prior), so the report leaves the leave-one-dataset-out section out instead of failing (KeyError: None)."""
+    sig = {"spearman": 0.5, "kendall": 0.4, "regret": 0.01, "violations": [], "top": "a", "tied": ["a"], "seconds": 1}
+    results = [{"name": d, "modality": "text", "n": 10, "n_pool": 10, "n_total": 10, "n_classes": 2,
+                "truth": {"a": {"acc": 0.9}, "b": {"acc": 0.8}}, "signals": {"rankme": dict(sig)}, "settings": {}}
+               for d in ("x", "y")]
+    from benchmarks import validity_pools as vp
+
+    md = vp.to_markdown(results, command="c", folds=5, max_items=10, seed=0)
+    assert "rankme" in md and "Leave-one-dataset-out choice" not in md
