@@ -243,6 +243,25 @@ def test_broken_model_is_a_model_load_error(models, tmp_path):
         _load(empty, "text")
 
 
+def test_nan_embeddings_suggest_float32_only_to_a_lower_precision_run(models):
+    """Issue 14: the NaN/inf message suggested float32 even to a model that had run in float32 on the CPU."""
+    import torch
+
+    from embedselect.backends.base import as_embedding_matrix
+
+    _, emb = _load(models["st"], "text")
+    assert emb.dtype == "float32"
+    with torch.no_grad():
+        for p in emb.model.parameters():
+            p.fill_(float("nan"))
+    with pytest.raises(ModelLoadError) as info:
+        emb.embed(TEXTS[:2])
+    msg = str(info.value)
+    assert "not a precision overflow" in msg and "retry with dtype" not in msg, msg
+    with pytest.raises(ModelLoadError, match=r"in float16 .*retry with dtype=float32 \(the candidate option"):
+        as_embedding_matrix(np.full((2, 3), np.nan), 2, dtype="float16")
+
+
 # --- baselines ------------------------------------------------------------------------------------
 def _baseline(name, modality, seed=0, **options):
     (c,) = parse_candidates(name, modality=modality)

@@ -437,3 +437,49 @@ def test_a_failed_candidate_is_reported_once_in_the_table(tmp_path):
     assert r["nope"].failure_note in r.warnings  # the JSON keeps it among the warnings
     text = format_table(r)
     assert sum(r["nope"].error in line for line in text.splitlines()) == 1, text
+
+
+def test_two_runs_needing_the_same_embeddings_compute_them_once(tmp_path, monkeypatch, caplog):
+    """Issue 14 ("coordinate per run key"): a second run that needs embeddings another run is computing into the same
+    cache waits for it (saying so) and reads the stored result instead of loading the model and embedding again."""
+    import threading
+    import time
+
+    import embedselect.backends.loader as loader
+    from embedselect import api
+
+    real = loader.load_embedder
+    loads: list[str] = []
+    first_loading, go = threading.Event(), threading.Event()
+
+    def slow_first_load(rc, **kw):
+        loads.append(threading.current_thread().name)
+        if len(loads) == 1:
+            first_loading.set()
+            assert go.wait(60)
+        return real(rc, **kw)
+
+    monkeypatch.setattr(loader, "load_embedder", slow_first_load)
+    outcomes: dict[str, list] = {}
+
+    def run(name):
+        outcomes[name] = api.embed(SAMPLE, ["tfidf-svd"], column="text", cache_dir=tmp_path / "c")
+
+    first = threading.Thread(target=run, args=("first",), name="first")
+    first.start()
+    assert first_loading.wait(60)
+    second = threading.Thread(target=run, args=("second",), name="second")
+    with caplog.at_level("WARNING", logger="embedselect.store"):
+        second.start()
+        deadline = time.monotonic() + 60
+        while len(loads) < 2 and "waiting for it" not in caplog.text and second.is_alive():
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        go.set()
+        first.join(120)
+        second.join(120)
+    assert loads == ["first"], loads  # the second run loaded no model
+    (a,), (b,) = outcomes["first"], outcomes["second"]
+    assert a.result.ok and not a.result.cached
+    assert b.result.ok and b.result.cached and b.result.run_key == a.result.run_key
+    assert "another embedselect process is computing these embeddings" in caplog.text
