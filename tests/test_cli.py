@@ -206,3 +206,26 @@ def test_rank_and_validate_drop_duplicates(tmp_path, capsys, monkeypatch):
     with pytest.raises(SystemExit) as exit_:  # argparse's usage error names the choices
         main(["rank", str(data), "-c", "text", "-m", "tfidf-svd", "--drop-duplicates", "some"])
     assert exit_.value.code == 2 and "choose from 'exact', 'near'" in capsys.readouterr().err
+
+
+def test_every_command_has_help_examples_that_parse(capsys):
+    """Issue 14: every command's --help ends with examples, and each example is a valid command line for the real
+    parser (so an example cannot name a flag or a choice that does not exist)."""
+    import shlex
+
+    from embedselect.cli import build_parser
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.choices and "rank" in a.choices)
+    for name, p in sub.choices.items():
+        text = p.format_help()
+        assert "\nexamples:\n" in text, f"`embedselect {name} --help` has no examples"
+        lines = [ln.strip() for ln in text.split("\nexamples:\n", 1)[1].splitlines() if ln.strip().startswith("embedselect")]
+        assert lines, name
+        for line in lines:
+            argv = shlex.split(line)[1:]
+            assert argv[0] in (name, p.prog.split()[-1]) or sub.choices[argv[0]] is p, line
+            try:
+                parser.parse_args(argv)
+            except SystemExit as exc:
+                raise AssertionError(f"example does not parse: {line}\n{capsys.readouterr().err}") from exc
