@@ -483,3 +483,16 @@ def test_two_runs_needing_the_same_embeddings_compute_them_once(tmp_path, monkey
     assert a.result.ok and not a.result.cached
     assert b.result.ok and b.result.cached and b.result.run_key == a.result.run_key
     assert "another embedselect process is computing these embeddings" in caplog.text
+
+
+@pytest.mark.slow
+def test_bootstrap_replicates_do_not_repeat_the_metric_warnings(tmp_path, caplog):
+    """Issue 14: `--bootstrap 200` printed ~400 repeated WARNING lines, two per resample; the point estimate's
+    warnings are said, the replicates' repeats are not."""
+    with caplog.at_level("WARNING", logger="embedselect"):
+        r = embedselect.select(SAMPLE, PAIR, column="text", metrics=["sufficiency"], bootstrap=6, cache_dir=tmp_path / "c",
+                               metric_options={"sufficiency": {"max_steps": 10, "eval_every": 5, "patience": 1,
+                                                               "hidden": 8, "n_components": 2}})  # fmt: skip
+    small_pool = [rec for rec in caplog.records if "small pool" in rec.getMessage()]
+    assert 1 <= len(small_pool) <= 2, len(small_pool)
+    assert r.uncertainty and logging.getLogger("embedselect.metrics").level == logging.NOTSET  # the level is restored
