@@ -198,3 +198,41 @@ def test_model_size_is_recorded_for_the_cost_plot(tmp_path, cache_dir):
     again = Ranking.from_json(r.to_json())
     assert again[model.name].model_bytes == weights
     assert plots.score_vs_cost(r).startswith("<svg")
+
+
+@pytest.mark.fault
+def test_leaderboards_and_cards_are_safe_with_hostile_names_and_card_text():
+    """Issue 14 (fault suite, publish): a candidate name / hub model id with HTML, Markdown and path tricks cannot
+    break out of the Markdown table, inject markup into the HTML leaderboard, or break the JSON; a card whose own text
+    already fakes embedselect's section markers keeps the authors' text and gets exactly one section."""
+    import html
+    from html.parser import HTMLParser
+
+    from huggingface_hub import ModelCard
+
+    pipe = "org/x | injected | cell"
+    ranking = _fake([(EVIL, 0.9), (pipe, 0.5), ("tfidf-svd", 0.1)])
+    md = lb.to_markdown(ranking)
+    rows = [ln for ln in md.splitlines() if ln.startswith("|")]
+    assert len({ln.count("|") - ln.count("\\|") for ln in rows}) == 1, md  # every row has the header's cells
+    assert "<script>" not in md and "](javascript:" not in md
+    page = lb.to_html(ranking)
+
+    class Tags(HTMLParser):
+        seen: list[str] = []
+
+        def handle_starttag(self, tag, attrs):
+            self.seen.append(tag)
+
+    parser = Tags()
+    parser.feed(page)
+    assert "script" not in parser.seen and html.escape(EVIL) in page
+    assert {r["name"] for r in json.loads(lb.to_json(ranking))["rows"]} == {EVIL, pipe, "tfidf-svd"}
+
+    sneaky = CARD + "\n<!-- embedselect:start -->\nfake section the author pasted\n"  # an unterminated marker
+    card = update_card(sneaky, ranking, EVIL)
+    again = update_card(card, ranking, EVIL)
+    assert again == card
+    text = ModelCard(card).text
+    assert "Some words the authors wrote." in text and "Details that must stay." in text
+    assert "<script>" not in text.split("Details that must stay.")[1]
