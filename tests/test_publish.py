@@ -46,6 +46,7 @@ def _fake(names_scores: list[tuple[str, float]], *, fingerprint: str = "f" * 64)
                    created_at="2026-11-23T00:00:00+00:00")  # fmt: skip
 
 
+@pytest.mark.fault
 def test_badges_are_svg_with_the_rank_and_valid_endpoint_json_under_safe_names(tmp_path):
     import jsonschema
 
@@ -125,6 +126,7 @@ def test_model_card_round_trip_keeps_everything_else_and_replaces_its_own_sectio
         update_card(CARD, ranking, "no-such-candidate")
 
 
+@pytest.mark.fault
 def test_a_new_card_gets_front_matter_and_the_section():
     from huggingface_hub import ModelCard
 
@@ -167,6 +169,7 @@ def test_leaderboard_history_from_the_store(tmp_path, cache_dir, capsys):
     assert "no stored ranking" in capsys.readouterr().err
 
 
+@pytest.mark.fault
 def test_no_stored_ranking_is_a_clear_error(cache_dir, capsys):
     assert main(["leaderboard"]) == 2
     assert "run `embedselect rank` first" in capsys.readouterr().err

@@ -51,6 +51,7 @@ def test_run_key_depends_on_every_input():
 
 
 @pytest.mark.parametrize("damage", ["flip", "truncate", "delete"])
+@pytest.mark.fault
 def test_damaged_vector_file_is_discarded_not_returned(tmp_path, damage, caplog):
     store = Store.open(tmp_path)
     x = np.ones((10, 4), np.float32)
@@ -69,6 +70,7 @@ def test_damaged_vector_file_is_discarded_not_returned(tmp_path, damage, caplog)
     assert "discarding cached run" in caplog.text
 
 
+@pytest.mark.fault
 def test_refuses_to_cache_bad_arrays(tmp_path):
     store = Store.open(tmp_path)
     with pytest.raises(StoreError, match="non-finite"):
@@ -87,6 +89,7 @@ def test_write_transaction_rolls_back(tmp_path):
     assert store.get_many(["k"]) == {}
 
 
+@pytest.mark.fault
 def test_gc_removes_orphans_only(tmp_path):
     store = Store.open(tmp_path)
     _save(store, _key(), np.ones((3, 2), np.float32))
@@ -100,6 +103,7 @@ def test_gc_removes_orphans_only(tmp_path):
     assert store.load_vectors(_key()) is not None
 
 
+@pytest.mark.fault
 def test_gc_removes_temporary_files_of_writers_that_are_gone(tmp_path):
     """Issue 14 (a full disk): a killed writer's young temporary file is removed at once when its process is known to
     be gone; a running writer's, another host's or an unknown name's only once it is an hour old."""
@@ -167,6 +171,7 @@ def _race(tmp_path, monkeypatch, key: str, clean) -> tuple[threading.Thread, boo
     return cleaner, blocked.is_set()
 
 
+@pytest.mark.fault
 def test_cache_rm_racing_a_writer_never_leaves_a_row_without_its_file(tmp_path, monkeypatch):
     """Issue 14: `cache rm` of a run that another process is re-writing, between the writer's rename and its row
     commit, deleted the fresh file while the writer's row then pointed at nothing. Now the rm waits for the writer's
@@ -180,6 +185,7 @@ def test_cache_rm_racing_a_writer_never_leaves_a_row_without_its_file(tmp_path, 
     assert waited
 
 
+@pytest.mark.fault
 def test_cache_gc_racing_a_writer_keeps_the_writers_file(tmp_path, monkeypatch):
     """Issue 14: a `cache gc` between a writer's rename and its row commit saw an unreferenced file; now it waits for
     the writer's critical section and keeps the file, which gc also removes at once when truly orphaned."""
@@ -193,6 +199,7 @@ def test_cache_gc_racing_a_writer_keeps_the_writers_file(tmp_path, monkeypatch):
     assert waited
 
 
+@pytest.mark.fault
 def test_a_reader_discarding_a_damaged_file_does_not_delete_a_fresh_rewrite(tmp_path, caplog):
     """A reader that found run ``key``'s file damaged deletes the row only while it is the row it checked: a run
     another process re-wrote in between (a new checksum) stays."""
@@ -206,6 +213,7 @@ def test_a_reader_discarding_a_damaged_file_does_not_delete_a_fresh_rewrite(tmp_
     assert store.delete_runs([key], only_if_sha256={key: store.get_run(key).sha256}) == 1
 
 
+@pytest.mark.fault
 def test_invalid_run_key_is_rejected(tmp_path):
     store = Store.open(tmp_path)
     with pytest.raises(StoreError):
@@ -226,6 +234,7 @@ _HOLD_LOCK = textwrap.dedent(
 )
 
 
+@pytest.mark.fault
 def test_second_writer_waits_or_gets_a_clear_error(tmp_path):
     Store.open(tmp_path)  # create the schema first
     child = subprocess.Popen(
@@ -262,6 +271,7 @@ _WRITER = textwrap.dedent(
 )
 
 
+@pytest.mark.fault
 def test_concurrent_writers_never_corrupt(tmp_path):
     Store.open(tmp_path)
     procs = [subprocess.Popen([sys.executable, "-c", _WRITER, str(tmp_path), str(w)]) for w in range(3)]
@@ -285,6 +295,7 @@ def test_env_var_sets_default_location(tmp_path, monkeypatch):
     assert (tmp_path / "here" / "embedselect.duckdb").exists()
 
 
+@pytest.mark.fault
 def test_unwritable_location_is_a_store_error(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("x")
@@ -293,6 +304,7 @@ def test_unwritable_location_is_a_store_error(tmp_path):
     assert os.path.exists(blocker)
 
 
+@pytest.mark.fault
 def test_a_full_disk_while_writing_vectors_or_recording_a_failure(tmp_path, monkeypatch, caplog):
     """Issue 14: a full disk while a candidate's vectors are written fails that candidate with a StoreError that
     says what to do, leaves no partial file, and the other candidates are ranked; a failure that cannot be recorded
