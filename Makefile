@@ -1,7 +1,7 @@
 # Two commands for a fresh machine:
 #   make demo   install, then rank five embedders on the bundled sample (offline)
 #   make test   install with test extras, then run the test suite
-.PHONY: demo test test-fast bench
+.PHONY: demo test test-fast faults bench
 demo:
 	scripts/setup.sh models
 	.venv/bin/embedselect demo
@@ -14,6 +14,11 @@ test:
 test-fast:
 	scripts/setup.sh dev
 	.venv/bin/python -m pytest -q -m "not slow"
+
+# the counted fault suite (issue 14): every @pytest.mark.fault test; writes the counts into docs/ux.md
+faults:
+	scripts/setup.sh dev
+	.venv/bin/python scripts/fault_suite.py
 
 bench:
 	scripts/setup.sh dev,bench

@@ -21,10 +21,12 @@ The persistent pair cache is never passed to replicates (its keys describe the f
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
+import threading
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 import numpy as np
 import pandas as pd
@@ -175,6 +177,30 @@ def percentile_interval(x: np.ndarray, level: float) -> tuple[float, float]:
     return (float(lo), float(hi))
 
 
+@contextlib.contextmanager
+def _replicate_warnings_silenced() -> Iterator[None]:
+    """While a bootstrap replicate runs, the metrics' log warnings (small pool, few items, ...) are not emitted: they
+    repeat the point estimate's, which are said once, and 200 resamples printed 400 lines (issue 14). Warnings of
+    embedselect's other loggers, and errors, still pass."""
+    metrics_log = logging.getLogger("embedselect.metrics")
+    with _SILENCE_LOCK:  # counted, so that overlapping replicates (threads) restore the level once, when all end
+        if _SILENCE["depth"] == 0:
+            _SILENCE["level"] = metrics_log.level
+            metrics_log.setLevel(max(metrics_log.level, logging.ERROR))
+        _SILENCE["depth"] += 1
+    try:
+        yield
+    finally:
+        with _SILENCE_LOCK:
+            _SILENCE["depth"] -= 1
+            if _SILENCE["depth"] == 0:
+                metrics_log.setLevel(_SILENCE["level"])
+
+
+_SILENCE_LOCK = threading.Lock()
+_SILENCE: dict[str, int] = {"depth": 0, "level": logging.NOTSET}
+
+
 def bootstrap_metric(
     metric_fn: Callable[[MetricContext], MetricResult] | str,
     ctx: MetricContext,
@@ -256,7 +282,8 @@ def bootstrap_metric(
             seed=rep_seed,
         )
         try:
-            res = metric_fn(rep)
+            with _replicate_warnings_silenced():
+                res = metric_fn(rep)
         except EmbedselectError as e:  # e.g. a degenerate resample; counted, not hidden
             n_failed += 1
             last_error = e

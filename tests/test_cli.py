@@ -57,11 +57,13 @@ def test_table_output_and_cache_commands(tmp_path, capsys):
         (["rank", SAMPLE, "-c", "text", "-m", "tfidf-svd", "--option", "oops"], 2, "METRIC.KEY=VALUE"),
     ],
 )
+@pytest.mark.fault
 def test_exit_codes_for_bad_input(tmp_path, capsys, argv, code, message):
     assert main([*argv, "--cache-dir", str(tmp_path / "c")]) == code
     assert message in capsys.readouterr().err
 
 
+@pytest.mark.fault
 def test_strict_exit_code_when_a_candidate_fails(tmp_path, capsys):
     from tests.tinymodels import make_pickle_only_model
 
@@ -130,6 +132,7 @@ def _parser_options(parser) -> set[str]:
     return found
 
 
+@pytest.mark.fault
 def test_every_flag_named_in_a_message_exists():
     """Error messages and help name real options (an error once told users about a missing --max-model-bytes)."""
     import ast
@@ -173,6 +176,7 @@ def test_demo_help_counts_the_candidates_it_ranks():
 
 
 @pytest.mark.slow
+@pytest.mark.fault
 def test_quiet_still_shows_warnings(tmp_path):
     """--quiet: no progress bars, warnings only (it used to raise the log level to ERROR and hide them)."""
     import os
@@ -219,3 +223,27 @@ def test_rank_and_validate_drop_duplicates(tmp_path, capsys, monkeypatch):
     with pytest.raises(SystemExit) as exit_:  # argparse's usage error names the choices
         main(["rank", str(data), "-c", "text", "-m", "tfidf-svd", "--drop-duplicates", "some"])
     assert exit_.value.code == 2 and "choose from 'exact', 'near'" in capsys.readouterr().err
+
+
+@pytest.mark.fault
+def test_every_command_has_help_examples_that_parse(capsys):
+    """Issue 14: every command's --help ends with examples, and each example is a valid command line for the real
+    parser (so an example cannot name a flag or a choice that does not exist)."""
+    import shlex
+
+    from embedselect.cli import build_parser
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.choices and "rank" in a.choices)
+    for name, p in sub.choices.items():
+        text = p.format_help()
+        assert "\nexamples:\n" in text, f"`embedselect {name} --help` has no examples"
+        lines = [ln.strip() for ln in text.split("\nexamples:\n", 1)[1].splitlines() if ln.strip().startswith("embedselect")]
+        assert lines, name
+        for line in lines:
+            argv = shlex.split(line)[1:]
+            assert argv[0] in (name, p.prog.split()[-1]) or sub.choices[argv[0]] is p, line
+            try:
+                parser.parse_args(argv)
+            except SystemExit as exc:
+                raise AssertionError(f"example does not parse: {line}\n{capsys.readouterr().err}") from exc

@@ -95,6 +95,7 @@ def test_column_autodetected_when_single_text_column_and_format_override(tmp_pat
     assert ReferenceData.from_file(tmp_path / "x.data", format="csv").items == d.items
 
 
+@pytest.mark.fault
 def test_bom_and_crlf_are_accepted(tmp_path):
     (tmp_path / "b.csv").write_bytes(b"\xef\xbb\xbftext\r\nfirst row\r\nsecond row\r\n")
     (tmp_path / "b.txt").write_bytes(b"\xef\xbb\xbffirst row\r\nsecond row\r\n")
@@ -121,6 +122,7 @@ def test_missing_labels_keep_item_with_none_and_int_labels_stay_int(tmp_path):
 
 
 # ------------------------------------------------------------------ bad input
+@pytest.mark.fault
 def test_missing_file_suggests_close_name(tmp_path):
     (tmp_path / "texts.csv").write_text("text\na\n", encoding="utf-8")
     with pytest.raises(DataFileNotFoundError, match="does not exist.*texts.csv"):
@@ -131,6 +133,7 @@ def test_missing_file_suggests_close_name(tmp_path):
         ReferenceData.from_images(tmp_path / "no-such-folder")
 
 
+@pytest.mark.fault
 def test_missing_column_lists_columns_and_suggests(tmp_path):
     pd.DataFrame({"id": [1, 2], "sentence": ["a b", "c d"]}).to_csv(tmp_path / "c.csv", index=False)
     with pytest.raises(ColumnNotFoundError) as e:
@@ -147,6 +150,7 @@ def test_missing_column_lists_columns_and_suggests(tmp_path):
         ReferenceData.from_file(tmp_path / "c.jsonl", column="text")
 
 
+@pytest.mark.fault
 def test_several_text_columns_ask_to_choose(tmp_path):
     pd.DataFrame({"title": ["a", "b"], "body": ["long text", "more text"]}).to_csv(tmp_path / "t.csv", index=False)
     with pytest.raises(ColumnNotFoundError, match="several text columns.*--column"):
@@ -155,6 +159,7 @@ def test_several_text_columns_ask_to_choose(tmp_path):
     assert ReferenceData.from_file(tmp_path / "t.csv", label_column="title").items == ("long text", "more text")
 
 
+@pytest.mark.fault
 def test_empty_data_errors(tmp_path):
     (tmp_path / "header.csv").write_text("text,label\n", encoding="utf-8")
     (tmp_path / "zero.csv").write_bytes(b"")
@@ -173,6 +178,7 @@ def test_empty_data_errors(tmp_path):
         ReferenceData.load([])
 
 
+@pytest.mark.fault
 def test_empty_texts_are_skipped_and_counted(tmp_path):
     (tmp_path / "e.txt").write_text("one\n\n  \ntwo\n", encoding="utf-8")
     d = ReferenceData.from_file(tmp_path / "e.txt")
@@ -181,6 +187,7 @@ def test_empty_texts_are_skipped_and_counted(tmp_path):
     assert [e["id"] for e in d.report.skipped_examples] == ["2", "3"]
 
 
+@pytest.mark.fault
 def test_too_few_items_names_purpose_and_fix():
     d = ReferenceData.from_texts([f"text {i}" for i in range(10)])
     d.require(10, purpose="ok")  # enough: no error
@@ -194,6 +201,7 @@ def test_too_few_items_names_purpose_and_fix():
 
 
 @pytest.mark.parametrize("fmt", ["csv", "jsonl", "txt"])
+@pytest.mark.fault
 def test_undecodable_text_rows_fail_or_skip(tmp_path, fmt):
     good = [f"row number {i}".encode() for i in range(1, 8)]
     rows = list(good)
@@ -221,6 +229,7 @@ def test_undecodable_text_rows_fail_or_skip(tmp_path, fmt):
         assert d.labels.tolist() == [1, 2, 4, 5, 7]
 
 
+@pytest.mark.fault
 def test_invalid_json_lines_and_undecodable_unused_columns(tmp_path):
     p = tmp_path / "j.jsonl"
     p.write_bytes(b'{"text": "fine", "other": "x\xff"}\n{"text": broken\n{"text": "ok"}\n')
@@ -231,6 +240,7 @@ def test_invalid_json_lines_and_undecodable_unused_columns(tmp_path):
     assert d.items == ("fine", "ok") and d.report.n_skipped_undecodable == 1
 
 
+@pytest.mark.fault
 def test_from_texts_bytes_and_surrogates():
     with pytest.raises(DecodeError, match="1 of 3 rows"):
         ReferenceData.from_texts(["a", b"\xff", "c"])
@@ -238,6 +248,7 @@ def test_from_texts_bytes_and_surrogates():
     assert d.items == ("a", "café") and d.labels.tolist() == [0, 2] and d.ids == ("0", "2")
 
 
+@pytest.mark.fault
 def test_broken_images_fail_or_skip(tmp_path):
     paths = make_images(tmp_path / "imgs", n=6)
     (tmp_path / "imgs" / "dogs" / "broken.jpg").write_bytes(b"not an image at all")
@@ -259,6 +270,7 @@ def test_broken_images_fail_or_skip(tmp_path):
         ReferenceData.from_texts(["x"]).load_images([0])
 
 
+@pytest.mark.fault
 def test_unsupported_formats(tmp_path):
     (tmp_path / "d.xlsx").write_bytes(b"PK")
     (tmp_path / "noext").write_text("x")
@@ -275,6 +287,7 @@ def test_unsupported_formats(tmp_path):
         ReferenceData.from_file(tmp_path)
 
 
+@pytest.mark.fault
 def test_bad_arguments_are_config_errors(tmp_path):
     with pytest.raises(ConfigError, match="on_error"):
         ReferenceData.from_texts(["a"], on_error="ignore")
@@ -493,6 +506,7 @@ def test_bundled_sample():
         sample_path("images")
 
 
+@pytest.mark.fault
 def test_broken_whole_files_are_decode_errors(tmp_path):
     (tmp_path / "b.parquet").write_bytes(b"PAR1 not really")
     (tmp_path / "b.csv.gz").write_bytes(b"not gzip")

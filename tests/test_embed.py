@@ -105,6 +105,7 @@ def test_speed_only_options_are_not_part_of_the_cache_key():
     assert vector_options({"batch_size": 8, "num_workers": 2, "pooling": "cls"}) == {"pooling": "cls"}
 
 
+@pytest.mark.fault
 def test_wrong_item_types_are_rejected(models):
     _, emb = _load(models["st"], "text")
     with pytest.raises(DataError, match="list"):
@@ -138,6 +139,7 @@ def test_timm_tiny_uses_data_config(models):
     assert not np.allclose(x[0], x[1])
 
 
+@pytest.mark.fault
 def test_timm_bad_image(models, tmp_path):
     _, emb = _load(models["timm"], "image")
     bad = tmp_path / "bad.png"
@@ -195,6 +197,7 @@ def test_transformers_clip_projection(models):
     assert cls.embed(models["images"][:2]).shape == (2, 32)  # the vision tower's pooled output, unprojected
 
 
+@pytest.mark.fault
 def test_modality_mismatch_is_reported(models):
     from embedselect.errors import CandidateSpecError
 
@@ -204,6 +207,7 @@ def test_modality_mismatch_is_reported(models):
 
 
 # --- safe loading ---------------------------------------------------------------------------------
+@pytest.mark.fault
 def test_pickle_only_refused_then_allowed(models):
     with pytest.raises(UnsafeModelError, match="allow_pickle") as ei:
         _load(models["pickle"], "text")
@@ -212,6 +216,7 @@ def test_pickle_only_refused_then_allowed(models):
     assert emb.embed(TEXTS[:2]).shape == (2, 32)
 
 
+@pytest.mark.fault
 def test_remote_code_refused_then_allowed(models):
     with pytest.raises(UnsafeModelError, match="trust_remote_code") as ei:
         _load(models["remote"], "text")
@@ -228,6 +233,7 @@ def test_per_model_opt_in_lifts_policy(models):
     assert emb.embed(TEXTS[:1]).shape == (1, 32)
 
 
+@pytest.mark.fault
 def test_broken_model_is_a_model_load_error(models, tmp_path):
     import shutil
 
@@ -241,6 +247,26 @@ def test_broken_model_is_a_model_load_error(models, tmp_path):
     (empty / "model.safetensors").unlink()
     with pytest.raises(ModelLoadError, match="no weight files"):
         _load(empty, "text")
+
+
+@pytest.mark.fault
+def test_nan_embeddings_suggest_float32_only_to_a_lower_precision_run(models):
+    """Issue 14: the NaN/inf message suggested float32 even to a model that had run in float32 on the CPU."""
+    import torch
+
+    from embedselect.backends.base import as_embedding_matrix
+
+    _, emb = _load(models["st"], "text")
+    assert emb.dtype == "float32"
+    with torch.no_grad():
+        for p in emb.model.parameters():
+            p.fill_(float("nan"))
+    with pytest.raises(ModelLoadError) as info:
+        emb.embed(TEXTS[:2])
+    msg = str(info.value)
+    assert "not a precision overflow" in msg and "retry with dtype" not in msg, msg
+    with pytest.raises(ModelLoadError, match=r"in float16 .*retry with dtype=float32 \(the candidate option"):
+        as_embedding_matrix(np.full((2, 3), np.nan), 2, dtype="float16")
 
 
 # --- baselines ------------------------------------------------------------------------------------

@@ -112,6 +112,7 @@ def test_two_nights_embed_only_the_new_and_updated_models(hub, tiny, tmp_path, m
     assert third["embedded"]["count"] == 0 and third["candidates"]["new"] == [] == third["candidates"]["updated"]
 
 
+@pytest.mark.fault
 def test_failing_model_is_recorded_and_skipped_and_outputs_stay_atomic(hub, tiny, tmp_path):
     publish_st(hub, "acme/good", tiny[0], 5)
     publish_st(hub, "acme/good2", tiny[1], 4)
@@ -144,6 +145,7 @@ def test_failing_model_is_recorded_and_skipped_and_outputs_stay_atomic(hub, tiny
     assert "acme/broken" in [x["name"] for x in s2["candidates"]["skipped"]] and s2["failed"] == []
 
 
+@pytest.mark.fault
 def test_budget_exhaustion_finishes_cleanly_and_the_next_night_continues(hub, tiny, tmp_path, monkeypatch):
     for i in range(3):
         publish_st(hub, f"acme/m{i}", tiny[i], 10 - i)
@@ -176,6 +178,7 @@ def test_budget_exhaustion_finishes_cleanly_and_the_next_night_continues(hub, ti
     assert s2["embedded"]["names"] == [left] and s2["ranked"] == 3
 
 
+@pytest.mark.fault
 def test_lock_contention_exits_at_once(hub, tmp_path, capsys):
     import filelock
 
@@ -190,6 +193,7 @@ def test_lock_contention_exits_at_once(hub, tmp_path, capsys):
     assert "another nightly run holds" in capsys.readouterr().err
 
 
+@pytest.mark.fault
 def test_empty_night_exits_nonzero_and_keeps_outputs(hub, tmp_path, capsys):
     from embedselect.cli import main
 
@@ -228,6 +232,7 @@ def test_dry_run_plans_without_writing(hub, tiny, tmp_path, capsys):
     ({"metrics": ["nope"]}, "unknown metric"),
     ({"executor": {"kind": "slurm"}}, "executor.kind"),
 ])
+@pytest.mark.fault
 def test_config_errors_name_the_key(tmp_path, patch, message):
     with pytest.raises(ConfigError, match=message.replace(".", r"\.")):
         load_config(write_config(tmp_path, **patch))
@@ -246,6 +251,7 @@ def test_minimal_config_from_the_issue_validates(tmp_path):
         load_config(tmp_path / "m.yaml")
 
 
+@pytest.mark.fault
 def test_model_past_its_time_limit_is_skipped(hub, tiny, tmp_path, monkeypatch):
     import time
 
@@ -268,3 +274,26 @@ def test_model_past_its_time_limit_is_skipped(hub, tiny, tmp_path, monkeypatch):
     (f,) = s["failed"]
     assert f["name"] == "acme/slow" and f["error_type"] == "ModelTimeoutError" and "limit" in f["reason"]
     assert s["ranked"] == 2 and s["status"] == "partial"
+
+
+@pytest.mark.fault
+def test_a_junk_hub_listing_is_reported_and_the_night_ranks_what_it_knows(hub, tiny, tmp_path, capsys, caplog):
+    """Issue 14 (fault suite, nightly): the hub's model listing answers with junk (not JSON) on every retry: the night
+    says so (a warning, and the summary's crawl is incomplete with the reason), and ranks the models it already
+    knows instead of failing or publishing an empty board."""
+    from embedselect.cli import main
+
+    publish_st(hub, "acme/a", tiny[0], 10)
+    path = write_config(tmp_path)
+    run_night(load_config(path))
+    capsys.readouterr()
+    hub.add_fault(r"^/api/models\?", "malformed", times=-1)
+    code = main(["nightly", "--config", str(path), "--json"])
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    summary = json.loads(out.out)
+    assert summary["crawl"]["complete"] is False
+    assert any("not valid JSON" in e for e in summary["crawl"]["errors"]), summary["crawl"]
+    assert "crawl: page 1 failed" in caplog.text and "Traceback" not in out.err
+    names = {r["name"] for r in json.loads((tmp_path / "site" / "leaderboard.json").read_text())["rows"]}
+    assert {"acme/a", "tfidf-svd"} <= names

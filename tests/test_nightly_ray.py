@@ -53,3 +53,31 @@ def test_ray_nights_match_local_nights(hub, tiny, tmp_path, local_ray):  # noqa:
     assert b1["pairs_on_executor"] == 12 and b2["pairs_on_executor"] == 2 * (4 + 3)
     assert b2["pairs"]["total"] == 20 and b2["pairs"]["reused"] == 20 - b2["pairs"]["computed"]
     assert a2["pairs"]["computed"] == b2["pairs"]["computed"] == 14
+
+
+@pytest.mark.slow
+@pytest.mark.fault
+def test_a_ray_task_that_raises_fails_its_candidates_with_the_workers_own_error(tmp_path, local_ray):
+    """Issue 14 (fault suite, Ray): a task that raises in the worker (here: a device the workers do not have) fails
+    its candidate with the worker's own error type and one-line message, recorded in the store, not Ray's coloured
+    remote traceback; the executor then runs the next job normally."""
+    from embedselect.candidates import parse_candidates
+    from embedselect.data import ReferenceData, sample_path
+    from embedselect.executors.base import EmbedJob
+    from embedselect.executors.ray import RayExecutor
+    from embedselect.store import Store
+
+    ex = RayExecutor()
+    ref = ReferenceData.load(sample_path("texts"), column="text")
+    cands = parse_candidates("tfidf-svd,random-projection", modality="text")
+    store = Store.open(tmp_path / "c")
+    done, left = ex.embed(ref, cands, store=store, job=EmbedJob(device="cuda:9"), should_stop=lambda: False)
+    assert left == [] and len(done) == 2
+    for unit in done:
+        r = unit.outcome.result
+        assert r.status == "failed" and r.error_type == "ConfigError", (r.error_type, r.error)
+        assert r.error.startswith("device 'cuda:9' requested") and "\n" not in r.error and "\x1b" not in r.error
+    rows = store.query_df("SELECT error_type, message FROM failures").to_dict("records")
+    assert len(rows) == 2 and all(x["error_type"] == "ConfigError" and "File " not in x["message"] for x in rows)
+    done, _ = ex.embed(ref, cands, store=store, job=EmbedJob(device="cpu"), should_stop=lambda: False)
+    assert [u.outcome.result.status for u in done] == ["ok", "ok"]

@@ -19,6 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.mark.slow
+@pytest.mark.fault
 def test_sigkill_mid_night_then_the_next_night_resumes(hub, tiny, tmp_path):  # noqa: F811
     for i in range(5):
         publish_st(hub, f"acme/k{i}", tiny[i], 10 - i)

@@ -68,6 +68,7 @@ def test_a_terminal_gets_one_progress_display_for_the_whole_run(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.fault
 def test_quiet_and_pipes_get_no_progress(tmp_path):
     code, drawn = _run_in_pty([*ARGV, "--cache-dir", str(tmp_path / "c"), "-q"], _env(tmp_path))
     assert code == 0, drawn
@@ -92,6 +93,7 @@ def test_the_python_api_draws_nothing_unless_asked(tmp_path, capsys, monkeypatch
 
 
 @pytest.mark.slow
+@pytest.mark.fault
 def test_no_library_bar_leaks_when_progress_is_off(tmp_path):
     """sentence-transformers draws its "Batches" bar whenever its logger is at INFO (``-v``) unless told not to,
     and transformers its "Loading weights" bar: with --quiet neither may reach the terminal; without it, they nest

@@ -46,6 +46,7 @@ def _fake(names_scores: list[tuple[str, float]], *, fingerprint: str = "f" * 64)
                    created_at="2026-11-23T00:00:00+00:00")  # fmt: skip
 
 
+@pytest.mark.fault
 def test_badges_are_svg_with_the_rank_and_valid_endpoint_json_under_safe_names(tmp_path):
     import jsonschema
 
@@ -125,6 +126,7 @@ def test_model_card_round_trip_keeps_everything_else_and_replaces_its_own_sectio
         update_card(CARD, ranking, "no-such-candidate")
 
 
+@pytest.mark.fault
 def test_a_new_card_gets_front_matter_and_the_section():
     from huggingface_hub import ModelCard
 
@@ -167,6 +169,7 @@ def test_leaderboard_history_from_the_store(tmp_path, cache_dir, capsys):
     assert "no stored ranking" in capsys.readouterr().err
 
 
+@pytest.mark.fault
 def test_no_stored_ranking_is_a_clear_error(cache_dir, capsys):
     assert main(["leaderboard"]) == 2
     assert "run `embedselect rank` first" in capsys.readouterr().err
@@ -198,3 +201,41 @@ def test_model_size_is_recorded_for_the_cost_plot(tmp_path, cache_dir):
     again = Ranking.from_json(r.to_json())
     assert again[model.name].model_bytes == weights
     assert plots.score_vs_cost(r).startswith("<svg")
+
+
+@pytest.mark.fault
+def test_leaderboards_and_cards_are_safe_with_hostile_names_and_card_text():
+    """Issue 14 (fault suite, publish): a candidate name / hub model id with HTML, Markdown and path tricks cannot
+    break out of the Markdown table, inject markup into the HTML leaderboard, or break the JSON; a card whose own text
+    already fakes embedselect's section markers keeps the authors' text and gets exactly one section."""
+    import html
+    from html.parser import HTMLParser
+
+    from huggingface_hub import ModelCard
+
+    pipe = "org/x | injected | cell"
+    ranking = _fake([(EVIL, 0.9), (pipe, 0.5), ("tfidf-svd", 0.1)])
+    md = lb.to_markdown(ranking)
+    rows = [ln for ln in md.splitlines() if ln.startswith("|")]
+    assert len({ln.count("|") - ln.count("\\|") for ln in rows}) == 1, md  # every row has the header's cells
+    assert "<script>" not in md and "](javascript:" not in md
+    page = lb.to_html(ranking)
+
+    class Tags(HTMLParser):
+        seen: list[str] = []
+
+        def handle_starttag(self, tag, attrs):
+            self.seen.append(tag)
+
+    parser = Tags()
+    parser.feed(page)
+    assert "script" not in parser.seen and html.escape(EVIL) in page
+    assert {r["name"] for r in json.loads(lb.to_json(ranking))["rows"]} == {EVIL, pipe, "tfidf-svd"}
+
+    sneaky = CARD + "\n<!-- embedselect:start -->\nfake section the author pasted\n"  # an unterminated marker
+    card = update_card(sneaky, ranking, EVIL)
+    again = update_card(card, ranking, EVIL)
+    assert again == card
+    text = ModelCard(card).text
+    assert "Some words the authors wrote." in text and "Details that must stay." in text
+    assert "<script>" not in text.split("Details that must stay.")[1]

@@ -40,6 +40,7 @@ def test_push_opens_a_pull_request_through_the_real_client(hub, caplog):
     assert all(r["query"].get("create_pr") == ["1"] for r in hub.requests_to(r"/commit/", "POST"))
 
 
+@pytest.mark.fault
 def test_push_failure_is_a_typed_error_without_the_token(hub, caplog):
     caplog.set_level(logging.DEBUG)
     hub.publish("acme/m1", files={"README.md": CARD.encode()})
@@ -51,6 +52,7 @@ def test_push_failure_is_a_typed_error_without_the_token(hub, caplog):
 
 
 @pytest.mark.parametrize("name", ["../../etc/passwd", "/abs/path", "..", "", "ünï/cødé模型", "a\\b\x00c", "x" * 500])
+@pytest.mark.fault
 def test_safe_filename_never_leaves_its_directory(name, tmp_path):
     from embedselect.publish.text import safe_filename
 

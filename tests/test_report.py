@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from html.parser import HTMLParser
 
+import pytest
+
 from embedselect.cli import main
 from embedselect.data import sample_path
 from embedselect.ranking import CandidateResult, Ranking
@@ -44,6 +46,7 @@ class _Collector(HTMLParser):
         self.text.append(data)
 
 
+@pytest.mark.fault
 def test_html_escapes_untrusted_text_and_shows_every_candidate():
     page = to_html(_ranking())
     parsed = _Collector()
@@ -55,6 +58,7 @@ def test_html_escapes_untrusted_text_and_shows_every_candidate():
     assert "tfidf-svd" in text and "broken" in text and "ModelLoadError" in text
 
 
+@pytest.mark.fault
 def test_markdown_table_cannot_be_broken_out_of():
     md = to_markdown(_ranking())
     rows = [line for line in md.splitlines() if line.startswith("| ") and "tfidf" not in line]

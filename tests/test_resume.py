@@ -53,6 +53,7 @@ def _embed_args(cache, models):
     return ["embed", str(sample_path("texts")), "--column", "text", "--models", models, "--cache-dir", str(cache), "-q"]
 
 
+@pytest.mark.fault
 def test_kill_between_vector_file_and_commit_then_resume(tmp_path, monkeypatch):
     st_dir = make_tiny_sentence_transformer(tmp_path / "tiny-st")
     models = f"{st_dir},tfidf-svd,random-projection"
@@ -96,6 +97,7 @@ def test_kill_between_vector_file_and_commit_then_resume(tmp_path, monkeypatch):
     assert all(o.result.cached for o in outcomes) and loads == []
 
 
+@pytest.mark.fault
 def test_random_kills_never_leave_an_invalid_entry(tmp_path, minilm_path):
     models = f"{minilm_path},tfidf-svd,random-projection,tfidf-svd?dim=32"
     cache = tmp_path / "cache"
@@ -117,6 +119,7 @@ def test_random_kills_never_leave_an_invalid_entry(tmp_path, minilm_path):
     assert _check_consistent(Store.open(cache)) == 4
 
 
+@pytest.mark.fault
 def test_concurrent_runs_of_the_same_models_and_a_gc_leave_one_valid_cache(tmp_path):
     """Issue 14: two processes embedding the same models into one cache at the same time, with `cache gc` running
     beside them, all succeed; the cache ends with one valid entry per model, and a third run embeds nothing."""

@@ -6,8 +6,10 @@ import os
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 
+import filelock
 import numpy as np
 import pytest
 
@@ -49,6 +51,7 @@ def test_run_key_depends_on_every_input():
 
 
 @pytest.mark.parametrize("damage", ["flip", "truncate", "delete"])
+@pytest.mark.fault
 def test_damaged_vector_file_is_discarded_not_returned(tmp_path, damage, caplog):
     store = Store.open(tmp_path)
     x = np.ones((10, 4), np.float32)
@@ -67,6 +70,7 @@ def test_damaged_vector_file_is_discarded_not_returned(tmp_path, damage, caplog)
     assert "discarding cached run" in caplog.text
 
 
+@pytest.mark.fault
 def test_refuses_to_cache_bad_arrays(tmp_path):
     store = Store.open(tmp_path)
     with pytest.raises(StoreError, match="non-finite"):
@@ -85,22 +89,131 @@ def test_write_transaction_rolls_back(tmp_path):
     assert store.get_many(["k"]) == {}
 
 
+@pytest.mark.fault
 def test_gc_removes_orphans_only(tmp_path):
     store = Store.open(tmp_path)
     _save(store, _key(), np.ones((3, 2), np.float32))
     orphan = store.vectors_dir / "ab" / ("ab" + "0" * 62 + ".npy")
     orphan.parent.mkdir(exist_ok=True)
     np.save(orphan, np.zeros((2, 2), np.float32))
-    # a young orphan may be a writer's file renamed into place before its row is committed: kept (issue 14,
-    # gc racing a writer)
-    assert store.gc() == 0 and orphan.exists()
-    old = time.time() - Store.GC_GRACE_SECONDS - 10
-    os.utime(orphan, (old, old))
+    # an unreferenced .npy seen under the lock belongs to no running writer (rename and commit are one critical
+    # section), so it goes at once, however young
     assert store.gc() == 1
     assert not orphan.exists()
     assert store.load_vectors(_key()) is not None
 
 
+@pytest.mark.fault
+def test_gc_removes_temporary_files_of_writers_that_are_gone(tmp_path):
+    """Issue 14 (a full disk): a killed writer's young temporary file is removed at once when its process is known to
+    be gone; a running writer's, another host's or an unknown name's only once it is an hour old."""
+    store = Store.open(tmp_path)
+    folder = store.vectors_dir / "ab"
+    folder.mkdir()
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    gone = store._tmp_name(folder / ("ab" + "1" * 62 + ".npy"))
+    gone = gone.with_name(gone.name.replace(f".{os.getpid()}.", f".{int(dead.stdout)}."))
+    running = store._tmp_name(folder / ("ab" + "2" * 62 + ".npy"))  # this process: still running
+    elsewhere = folder / f".ab{'3' * 62}.npy.otherhost.1.1.tmp"
+    unknown = folder / f".ab{'4' * 62}.npy.123.456.tmp"  # the old form without a host
+    for p in (gone, running, elsewhere, unknown):
+        p.write_bytes(b"partial")
+    assert store.gc() == 1
+    assert not gone.exists() and running.exists() and elsewhere.exists() and unknown.exists()
+    old = time.time() - Store.GC_GRACE_SECONDS - 10
+    for p in (elsewhere, unknown):
+        os.utime(p, (old, old))
+    assert store.gc() == 2 and running.exists()
+
+
+def _race(tmp_path, monkeypatch, key: str, clean) -> tuple[threading.Thread, bool]:
+    """Re-write run ``key`` in a writer thread that stops right after renaming its vector file into place (before its
+    row is committed, the old code's window), start ``clean(Store)`` in another thread with its own Store (its own
+    lock, as another process has), and let the writer go on once the cleaner has finished or is seen waiting for
+    the inter-process lock. Returns the cleaner thread (joined) and whether it had to wait."""
+    import embedselect.store as st
+
+    renamed, go, blocked = threading.Event(), threading.Event(), threading.Event()
+    real_fsync = st._fsync_dir
+
+    def hook(path):
+        real_fsync(path)
+        if threading.current_thread().name == "writer":
+            renamed.set()
+            assert go.wait(60)
+
+    monkeypatch.setattr(st, "_fsync_dir", hook)
+    writer = threading.Thread(target=_save, args=(Store.open(tmp_path), key, np.full((4, 3), 2.0, np.float32)),
+                              name="writer")  # fmt: skip
+    writer.start()
+    assert renamed.wait(60)
+    other = Store.open(tmp_path)
+    real_acquire = other._file_lock.acquire
+
+    def acquire(*a, **kw):
+        try:
+            return real_acquire(timeout=0)
+        except filelock.Timeout:
+            blocked.set()
+            return real_acquire(*a, **kw)
+
+    other._file_lock.acquire = acquire
+    cleaner = threading.Thread(target=clean, args=(other,), name="cleaner")
+    cleaner.start()
+    deadline = time.monotonic() + 60
+    while cleaner.is_alive() and not blocked.is_set():
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    go.set()
+    writer.join(60)
+    cleaner.join(60)
+    assert not writer.is_alive() and not cleaner.is_alive()
+    return cleaner, blocked.is_set()
+
+
+@pytest.mark.fault
+def test_cache_rm_racing_a_writer_never_leaves_a_row_without_its_file(tmp_path, monkeypatch):
+    """Issue 14: `cache rm` of a run that another process is re-writing, between the writer's rename and its row
+    commit, deleted the fresh file while the writer's row then pointed at nothing. Now the rm waits for the writer's
+    critical section, then removes the new row and its file: nothing is left half."""
+    key = _key()
+    _save(Store.open(tmp_path), key, np.ones((4, 3), np.float32))
+    _, waited = _race(tmp_path, monkeypatch, key, lambda s: s.delete_runs([key]))
+    store = Store.open(tmp_path)
+    assert store.get_run(key) is None, "a row was left whose file the rm deleted"
+    assert not list(store.vectors_dir.rglob("*.npy")) and not list(store.vectors_dir.rglob("*.tmp"))
+    assert waited
+
+
+@pytest.mark.fault
+def test_cache_gc_racing_a_writer_keeps_the_writers_file(tmp_path, monkeypatch):
+    """Issue 14: a `cache gc` between a writer's rename and its row commit saw an unreferenced file; now it waits for
+    the writer's critical section and keeps the file, which gc also removes at once when truly orphaned."""
+    key = _key(5)
+    Store.open(tmp_path)
+    _, waited = _race(tmp_path, monkeypatch, key, lambda s: s.gc())
+    store = Store.open(tmp_path)
+    assert store.get_run(key) is not None
+    x = store.load_vectors(key)
+    assert x is not None and float(x[0, 0]) == 2.0
+    assert waited
+
+
+@pytest.mark.fault
+def test_a_reader_discarding_a_damaged_file_does_not_delete_a_fresh_rewrite(tmp_path, caplog):
+    """A reader that found run ``key``'s file damaged deletes the row only while it is the row it checked: a run
+    another process re-wrote in between (a new checksum) stays."""
+    store = Store.open(tmp_path)
+    key = _key()
+    _save(store, key, np.ones((4, 3), np.float32))
+    stale = store.get_run(key)
+    _save(Store.open(tmp_path), key, np.full((4, 3), 3.0, np.float32))  # another process re-writes it
+    assert store.delete_runs([key], only_if_sha256={key: stale.sha256}) == 0
+    assert float(store.load_vectors(key)[0, 0]) == 3.0
+    assert store.delete_runs([key], only_if_sha256={key: store.get_run(key).sha256}) == 1
+
+
+@pytest.mark.fault
 def test_invalid_run_key_is_rejected(tmp_path):
     store = Store.open(tmp_path)
     with pytest.raises(StoreError):
@@ -121,6 +234,7 @@ _HOLD_LOCK = textwrap.dedent(
 )
 
 
+@pytest.mark.fault
 def test_second_writer_waits_or_gets_a_clear_error(tmp_path):
     Store.open(tmp_path)  # create the schema first
     child = subprocess.Popen(
@@ -157,6 +271,7 @@ _WRITER = textwrap.dedent(
 )
 
 
+@pytest.mark.fault
 def test_concurrent_writers_never_corrupt(tmp_path):
     Store.open(tmp_path)
     procs = [subprocess.Popen([sys.executable, "-c", _WRITER, str(tmp_path), str(w)]) for w in range(3)]
@@ -180,6 +295,7 @@ def test_env_var_sets_default_location(tmp_path, monkeypatch):
     assert (tmp_path / "here" / "embedselect.duckdb").exists()
 
 
+@pytest.mark.fault
 def test_unwritable_location_is_a_store_error(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("x")
@@ -188,6 +304,7 @@ def test_unwritable_location_is_a_store_error(tmp_path):
     assert os.path.exists(blocker)
 
 
+@pytest.mark.fault
 def test_a_full_disk_while_writing_vectors_or_recording_a_failure(tmp_path, monkeypatch, caplog):
     """Issue 14: a full disk while a candidate's vectors are written fails that candidate with a StoreError that
     says what to do, leaves no partial file, and the other candidates are ranked; a failure that cannot be recorded

@@ -355,6 +355,7 @@ def test_collinear_and_zero_variance_dimensions_change_nothing():
 
 
 @pytest.mark.parametrize("kind", ["nan", "inf", "constant_rows", "constant_after_split"])
+@pytest.mark.fault
 def test_a_degenerate_candidate_is_left_out_and_the_others_are_ranked(kind):
     """NaN/inf values or constant rows used to abort the whole metric (or crash); now that candidate gets NaN
     with the reason, and the others are scored as without it."""

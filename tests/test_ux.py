@@ -20,6 +20,7 @@ PAIR = ["tfidf-svd", "random-projection"]
 
 
 # --- 2. select() never prints ------------------------------------------------------------------------
+@pytest.mark.fault
 def test_select_prints_nothing_even_when_it_warns(tmp_path):
     """Run in a fresh interpreter with no logging set up: logging's last-resort handler must not reach stderr."""
     code = (
@@ -38,6 +39,7 @@ def test_the_package_logger_has_a_null_handler():
 
 
 @pytest.mark.parametrize("bad", [42, {"tfidf-svd": "x", "random-projection": "y"}])
+@pytest.mark.fault
 def test_odd_candidates_get_a_typed_error(tmp_path, bad):
     with pytest.raises(CandidateSpecError) as info:
         embedselect.select(SAMPLE, bad, column="text", metrics=["task_prior"], cache_dir=tmp_path / "c")
@@ -83,6 +85,7 @@ def test_cli_names_reach_the_table(tmp_path, capsys):
 # --- 4. output paths ------------------------------------------------------------------------------------
 @pytest.mark.parametrize("option", ["--out", "--html", "--markdown"])
 @pytest.mark.parametrize("where", ["directory", "missing-parent"])
+@pytest.mark.fault
 def test_bad_output_paths_are_refused_before_any_work(tmp_path, capsys, option, where):
     target = tmp_path if where == "directory" else tmp_path / "no" / "such" / "r.json"
     cache = tmp_path / "cache"
@@ -96,6 +99,7 @@ def test_bad_output_paths_are_refused_before_any_work(tmp_path, capsys, option, 
     assert not (tmp_path / "no").exists()  # a missing parent is not created silently
 
 
+@pytest.mark.fault
 def test_outputs_are_written_through_unique_temporary_names(tmp_path, capsys):
     out = tmp_path / "r.json"
     users_file = tmp_path / "r.json.tmp"
@@ -107,6 +111,7 @@ def test_outputs_are_written_through_unique_temporary_names(tmp_path, capsys):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["c", "r.json", "r.json.tmp"]  # no temporary left
 
 
+@pytest.mark.fault
 def test_write_atomic_removes_its_temporary_file_when_writing_fails(tmp_path):
     from embedselect.cli.common import write_atomic
 
@@ -137,6 +142,7 @@ def test_per_stage_wall_time_in_the_ranking_json_store_and_table(tmp_path, capsy
 
 
 # --- 6. one-line errors, JSON only ----------------------------------------------------------------------
+@pytest.mark.fault
 def test_an_unexpected_exception_is_one_line_and_exit_1(tmp_path, capsys, monkeypatch):
     import embedselect.api
 
@@ -155,6 +161,7 @@ def test_an_unexpected_exception_is_one_line_and_exit_1(tmp_path, capsys, monkey
     assert "Traceback" in err and err.strip().splitlines()[-1].startswith("embedselect: error: unexpected")
 
 
+@pytest.mark.fault
 def test_typed_errors_are_one_line_with_their_exit_code(tmp_path, capsys, monkeypatch):
     import embedselect.api
     from embedselect.errors import StoreError
@@ -169,6 +176,7 @@ def test_typed_errors_are_one_line_with_their_exit_code(tmp_path, capsys, monkey
     ]
 
 
+@pytest.mark.fault
 def test_json_on_stdout_is_only_json_even_with_warnings(tmp_path):
     done = subprocess.run(
         [sys.executable, "-m", "embedselect.cli", "rank", SAMPLE, "-c", "text", "-m", ",".join(PAIR),
@@ -215,6 +223,7 @@ def test_validate_text_shows_what_its_docs_say_to_read(tmp_path):
     assert "secondary score of task_prior" in alignment and "not in the combined rank" in alignment
 
 
+@pytest.mark.fault
 def test_validate_with_one_candidate_reports_its_accuracy(tmp_path, capsys):
     code = main(["validate", SAMPLE, "-c", "text", "--labels", "label", "-m", "tfidf-svd", "--metrics", "task_prior",
                  "--cache-dir", str(tmp_path / "c"), "-q"])  # fmt: skip
@@ -235,6 +244,7 @@ def _texts(n: int) -> list[str]:
     return [f"text number {i} about {'cats' if i % 2 else 'dogs'} and {i % 7}" for i in range(n)]
 
 
+@pytest.mark.fault
 def test_duplicates_are_shown_in_the_table_the_json_and_the_html(tmp_path, capsys):
     import pandas as pd
 
@@ -254,6 +264,7 @@ def test_duplicates_are_shown_in_the_table_the_json_and_the_html(tmp_path, capsy
     assert not any("exact copies" in w for w in clean.warnings)
 
 
+@pytest.mark.fault
 def test_a_reference_set_of_identical_items_is_refused_up_front(tmp_path):
     from embedselect.errors import DataError
 
@@ -272,6 +283,7 @@ FAST_SUFFICIENCY = {"max_steps": 120, "eval_every": 20, "patience": 2, "batch_si
                     "n_components": 4}  # fmt: skip
 
 
+@pytest.mark.fault
 def test_one_degenerate_candidate_fails_only_that_candidate(tmp_path):
     """A model that gives (up to float noise) the same vector for every input used to abort the whole ranking:
     a traceback in the default metrics, or "no metric could be computed" with task_prior."""
@@ -300,6 +312,7 @@ def _snapshot(root):
 
 
 @pytest.mark.parametrize("how", ["permissions", "env"])
+@pytest.mark.fault
 def test_a_read_only_cache_serves_what_it_holds(tmp_path, capsys, monkeypatch, how):
     """A shared, pre-filled cache the user cannot write: `cache ls` and a fully cached `rank` work and change
     nothing; work that would have to be stored fails with a typed error (the candidate, or `cache rm`: exit 6)."""
@@ -347,6 +360,7 @@ def test_a_read_only_cache_serves_what_it_holds(tmp_path, capsys, monkeypatch, h
             p.chmod(p.stat().st_mode | stat.S_IWUSR)
 
 
+@pytest.mark.fault
 def test_a_ragged_csv_row_is_named_and_skippable(tmp_path):
     from embedselect.data import ReferenceData
     from embedselect.errors import DecodeError
@@ -364,6 +378,7 @@ def test_a_ragged_csv_row_is_named_and_skippable(tmp_path):
     assert ref.report.n_skipped_undecodable == 1 and ref.report.skipped_examples[0]["id"] == "2"
 
 
+@pytest.mark.fault
 def test_images_that_fail_to_decode_are_named_without_internals(tmp_path):
     from PIL import Image
 
@@ -385,6 +400,7 @@ def test_images_that_fail_to_decode_are_named_without_internals(tmp_path):
 
 
 @pytest.mark.parametrize("suffix", ["csv", "parquet", "jsonl"])
+@pytest.mark.fault
 def test_a_numeric_column_given_as_the_text_column_is_refused(tmp_path, suffix):
     import pandas as pd
 
@@ -401,6 +417,7 @@ def test_a_numeric_column_given_as_the_text_column_is_refused(tmp_path, suffix):
     assert ReferenceData.load(path, column="text").items == ("a cat", "a dog", "a bird")
 
 
+@pytest.mark.fault
 def test_a_small_pool_is_said_once(tmp_path):
     import re
 
@@ -413,6 +430,7 @@ def test_a_small_pool_is_said_once(tmp_path):
     assert r.details["task_prior"]["pool_warning"]
 
 
+@pytest.mark.fault
 def test_validate_says_how_many_items_had_no_label(tmp_path):
     import pandas as pd
 
@@ -427,6 +445,7 @@ def test_validate_says_how_many_items_had_no_label(tmp_path):
     assert next(iter(r.validation["table"].values()))["n_labeled"] == 200
 
 
+@pytest.mark.fault
 def test_a_failed_candidate_is_reported_once_in_the_table(tmp_path):
     from embedselect.cli.common import format_table
     from tests.tinymodels import make_pickle_only_model
@@ -437,3 +456,96 @@ def test_a_failed_candidate_is_reported_once_in_the_table(tmp_path):
     assert r["nope"].failure_note in r.warnings  # the JSON keeps it among the warnings
     text = format_table(r)
     assert sum(r["nope"].error in line for line in text.splitlines()) == 1, text
+
+
+@pytest.mark.fault
+def test_two_runs_needing_the_same_embeddings_compute_them_once(tmp_path, monkeypatch, caplog):
+    """Issue 14 ("coordinate per run key"): a second run that needs embeddings another run is computing into the same
+    cache waits for it (saying so) and reads the stored result instead of loading the model and embedding again."""
+    import threading
+    import time
+
+    import embedselect.backends.loader as loader
+    from embedselect import api
+
+    real = loader.load_embedder
+    loads: list[str] = []
+    first_loading, go = threading.Event(), threading.Event()
+
+    def slow_first_load(rc, **kw):
+        loads.append(threading.current_thread().name)
+        if len(loads) == 1:
+            first_loading.set()
+            assert go.wait(60)
+        return real(rc, **kw)
+
+    monkeypatch.setattr(loader, "load_embedder", slow_first_load)
+    outcomes: dict[str, list] = {}
+
+    def run(name):
+        outcomes[name] = api.embed(SAMPLE, ["tfidf-svd"], column="text", cache_dir=tmp_path / "c")
+
+    first = threading.Thread(target=run, args=("first",), name="first")
+    first.start()
+    assert first_loading.wait(60)
+    second = threading.Thread(target=run, args=("second",), name="second")
+    with caplog.at_level("WARNING", logger="embedselect.store"):
+        second.start()
+        deadline = time.monotonic() + 60
+        while len(loads) < 2 and "waiting for it" not in caplog.text and second.is_alive():
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        go.set()
+        first.join(120)
+        second.join(120)
+    assert loads == ["first"], loads  # the second run loaded no model
+    (a,), (b,) = outcomes["first"], outcomes["second"]
+    assert a.result.ok and not a.result.cached
+    assert b.result.ok and b.result.cached and b.result.run_key == a.result.run_key
+    assert "another embedselect process is computing these embeddings" in caplog.text
+
+
+@pytest.mark.slow
+@pytest.mark.fault
+def test_bootstrap_replicates_do_not_repeat_the_metric_warnings(tmp_path, caplog):
+    """Issue 14: `--bootstrap 200` printed ~400 repeated WARNING lines, two per resample; the point estimate's
+    warnings are said, the replicates' repeats are not."""
+    with caplog.at_level("WARNING", logger="embedselect"):
+        r = embedselect.select(SAMPLE, PAIR, column="text", metrics=["sufficiency"], bootstrap=6, cache_dir=tmp_path / "c",
+                               metric_options={"sufficiency": {"max_steps": 10, "eval_every": 5, "patience": 1,
+                                                               "hidden": 8, "n_components": 2}})  # fmt: skip
+    small_pool = [rec for rec in caplog.records if "small pool" in rec.getMessage()]
+    assert 1 <= len(small_pool) <= 2, len(small_pool)
+    assert r.uncertainty and logging.getLogger("embedselect.metrics").level == logging.NOTSET  # the level is restored
+
+
+@pytest.mark.fault
+def test_the_fault_table_names_marked_tests_and_every_fault_test_is_counted():
+    """docs/ux.md's fault table and the counted fault suite cannot drift: every test the table names exists and carries
+    the `fault` marker, and every module with fault tests has an area in scripts/fault_suite.py's counts."""
+    import importlib
+    import re
+    import runpy
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    doc = (root / "docs" / "ux.md").read_text()
+    rows = [ln for ln in doc.split("| Hostile input |", 1)[1].split("\n\n", 1)[0].splitlines()[2:] if ln.startswith("|")]
+    assert len(rows) >= 20
+    named = 0
+    for row in rows:
+        module = None
+        refs = [r for r in re.findall(r"`([^`]+)`", row.rsplit("|", 2)[1]) if "::" in r]
+        assert refs, f"a fault-table row names no test: {row[:80]}"
+        for ref in refs:
+            file, name = ref.split("::")
+            module = file[:-3] if file else module
+            mod = importlib.import_module(f"tests.{module}")
+            fn = getattr(mod, name, None)
+            assert fn is not None, f"docs/ux.md names {module}::{name}, which does not exist"
+            assert any(m.name == "fault" for m in getattr(fn, "pytestmark", [])), f"{module}::{name} lacks @pytest.mark.fault"
+            named += 1
+    areas = runpy.run_path(str(root / "scripts" / "fault_suite.py"))["AREAS"]
+    marked = {p.stem for p in (root / "tests").glob("test_*.py") if "@pytest.mark.fault" in p.read_text()}
+    assert marked <= set(areas), f"fault tests in modules without an area: {sorted(marked - set(areas))}"
+    assert named >= 30

@@ -117,8 +117,11 @@ def load_image(item: Any, mode: str = "RGB"):
         raise DecodeError(f"cannot decode image {item}: {exc}; remove or replace the file") from exc
 
 
-def as_embedding_matrix(x: Any, n: int) -> np.ndarray:
+def as_embedding_matrix(x: Any, n: int, *, dtype: str = "float32") -> np.ndarray:
     """``x`` (torch tensor or array) as a C-contiguous float32 numpy array of shape (n, d).
+
+    ``dtype`` is the precision the model computed in (``"float32"``, ``"float16"``, ``"bfloat16"``): it decides what
+    the NaN/inf message suggests (a lower precision may overflow; float32 output that is not finite is the model's).
 
     Raises:
         ModelLoadError: the model returned a different number of rows or non-finite values.
@@ -131,7 +134,14 @@ def as_embedding_matrix(x: Any, n: int) -> np.ndarray:
     if arr.ndim != 2 or arr.shape[0] != n:
         raise ModelLoadError(f"the model returned an array of shape {arr.shape}, expected ({n}, d)")
     if n and not np.isfinite(arr).all():
+        if dtype != "float32":
+            raise ModelLoadError(
+                f"the model produced NaN/inf embeddings in {dtype} (often an overflow of the lower precision): "
+                "retry with dtype=float32 (the candidate option ?dtype=float32)"
+            )
         raise ModelLoadError(
-            "the model produced NaN/inf embeddings (often float16 overflow): retry with dtype='float32'"
+            "the model produced NaN/inf embeddings although it ran in float32, so this is not a precision overflow: "
+            "its weights or its handling of these inputs is broken; try another revision or backend of it, or leave "
+            "it out"
         )
     return arr

@@ -106,7 +106,7 @@ class SentenceTransformerEmbedder:
             normalize_embeddings=self.normalize_forced,
             **kwargs,
         )
-        return as_embedding_matrix(out, len(items))
+        return as_embedding_matrix(out, len(items), dtype=self.dtype)
 
 
 def _pooling_mode(module: Any) -> str | None:

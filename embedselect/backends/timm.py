@@ -96,6 +96,6 @@ class TimmEmbedder:
                 pending = [pool.submit(self._prepare, it) for it in items[nxt:nxt + bs]] if nxt is not None else []
                 batch = torch.stack(current).to(self.device, dtype=dtype)
                 feats = self.model(batch)
-                out[start:start + len(current)] = as_embedding_matrix(feats, len(current))
+                out[start:start + len(current)] = as_embedding_matrix(feats, len(current), dtype=self.dtype)
                 bar.update(len(current))
         return out

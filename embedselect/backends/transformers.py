@@ -184,7 +184,7 @@ class TransformersEmbedder:
                 feats = self._forward_text(chunk) if self.modality == TEXT else self._forward_images(chunk)
                 if self.normalize:
                     feats = torch.nn.functional.normalize(feats.float(), dim=-1)
-                arr = as_embedding_matrix(feats, len(chunk))
+                arr = as_embedding_matrix(feats, len(chunk), dtype=self.dtype)
                 if out is None:
                     out = np.empty((len(items), arr.shape[1]), dtype=np.float32)
                 out[idx] = arr

@@ -17,6 +17,7 @@ import traceback
 from typing import Sequence
 
 from embedselect.cli.common import format_table
+from embedselect.cli.examples import add_examples
 from embedselect.cli.rank import demo_candidates
 from embedselect.errors import EXIT_CODES, EmbedselectError
 
@@ -38,6 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     for group in GROUPS:
         importlib.import_module(f"embedselect.cli.{group}").register(sub)
+    add_examples(sub)
     return parser
 
 

@@ -86,8 +86,7 @@ def register(sub) -> None:
         p.add_argument("--ranking", metavar="ID", help="stored ranking id or a unique prefix (default: the latest)")
         p.add_argument("--fingerprint", metavar="FP", help="the latest ranking of this data fingerprint (prefix)")
 
-    p = sub.add_parser("badge", help="write an SVG badge and a shields.io endpoint JSON per ranked candidate",
-                       description="Example: embedselect badge --out site/badges --dataset support-tickets")  # fmt: skip
+    p = sub.add_parser("badge", help="write an SVG badge and a shields.io endpoint JSON per ranked candidate")
     source(p)
     p.add_argument("--out", required=True, type=Path, help="folder for <candidate>.svg / .json and badges.md")
     p.add_argument("--dataset", help="data set name shown on the badge (default: the data file's name)")
@@ -95,8 +94,7 @@ def register(sub) -> None:
     p.add_argument("--json", action="store_true", help="print the written files as JSON")
     p.set_defaults(func=cmd_badge)
 
-    p = sub.add_parser("card", help="write a ranking's result into a model card (model-index + badge section)",
-                       description="Example: embedselect card --candidate org/model --card README.md --out README.md")  # fmt: skip
+    p = sub.add_parser("card", help="write a ranking's result into a model card (model-index + badge section)")
     source(p)
     p.add_argument("--candidate", required=True, help="the ranked candidate's name")
     p.add_argument("--card", help="existing README.md to update (default: a new card)")
@@ -106,8 +104,7 @@ def register(sub) -> None:
     p.add_argument("--push", metavar="REPO_ID", help="open a pull request with the card on this hub model repo")
     p.set_defaults(func=cmd_card)
 
-    p = sub.add_parser("leaderboard", help="a ranking as a leaderboard with rank/score changes against the previous one",
-                       description="Example: embedselect leaderboard --format html --out leaderboard.html")  # fmt: skip
+    p = sub.add_parser("leaderboard", help="a ranking as a leaderboard with rank/score changes against the previous one")
     source(p)
     p.add_argument("--format", choices=["md", "json", "html"], default="md")
     p.add_argument("--json", action="store_true", help="same as --format json")
@@ -115,8 +112,7 @@ def register(sub) -> None:
     p.add_argument("--list", action="store_true", help="list the stored rankings instead")
     p.set_defaults(func=cmd_leaderboard)
 
-    p = sub.add_parser("report", help="a self-contained HTML report of a stored ranking",
-                       description="Example: embedselect report --out report.html")  # fmt: skip
+    p = sub.add_parser("report", help="a self-contained HTML report of a stored ranking")
     source(p)
     p.add_argument("--out", required=True, help="the HTML file to write")
     p.set_defaults(func=cmd_report)

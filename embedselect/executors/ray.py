@@ -185,7 +185,7 @@ class RayExecutor(Executor):
                 try:
                     unit = self._store_result(ray.get(obj), cand, store, ref.fingerprint)
                 except Exception as exc:  # noqa: BLE001 - a crashed worker (OOM kill...) fails one model only
-                    unit = self._failed(cand, exc, store, ref.fingerprint)
+                    unit = self._failed(cand, self._task_error(exc), store, ref.fingerprint)
                 done.append(unit)
                 log.info("nightly: %s %s on %s", cand.name, "embedded" if unit.outcome.result.ok else "failed",
                          unit.where)  # fmt: skip
@@ -203,6 +203,17 @@ class RayExecutor(Executor):
                                                 f"{job.timeout_s:.0f} s")  # fmt: skip
                         done.append(self._failed(cand, exc, store, ref.fingerprint))
         return done, left
+
+    def _task_error(self, exc: Exception) -> Exception:
+        """What a failed task is reported as: the worker's own exception when the task raised (Ray wraps it in a
+        ``RayTaskError`` whose text is the worker's coloured traceback), else the Ray error with its first line
+        only (a crashed or killed worker)."""
+        cause = getattr(exc, "cause", None)
+        if isinstance(exc, self.ray.exceptions.RayTaskError) and isinstance(cause, Exception):
+            return cause
+        first = next((ln.strip() for ln in str(exc).splitlines() if ln.strip()), "")
+        return RuntimeError(f"the Ray worker failed ({type(exc).__name__}): {first}" if first
+                            else f"the Ray worker failed ({type(exc).__name__})")  # fmt: skip
 
     @staticmethod
     def _failed(cand: Any, exc: Exception, store: Any, fingerprint: str) -> UnitOutcome:

@@ -104,9 +104,10 @@ def update_card(card_text: str | None, ranking: Ranking, candidate: str, *, data
         data.model_name = c.model_id if c.model_id and "/" in c.model_id else c.name
     section = _section(ranking, candidate, dataset=dataset, base_url=base_url)
     text = card.text
-    if START in text and END in text.split(START, 1)[1]:
-        before, rest = text.split(START, 1)
-        text = before + section + rest.split(END, 1)[1]
+    end = text.find(END)
+    start = text.rfind(START, 0, end) if end >= 0 else -1  # the start marker nearest before the end: a stray
+    if start >= 0:  # (unterminated) marker earlier in the authors' text stays theirs
+        text = text[:start] + section + text[end + len(END):]
     else:
         text = text.rstrip("\n") + ("\n\n" if text.strip() else "") + section + "\n"
     card.text = text

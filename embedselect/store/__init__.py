@@ -5,6 +5,7 @@ Layout under the cache root (``--cache-dir`` > ``$EMBEDSELECT_CACHE_DIR`` > the 
     embedselect.duckdb          tables: datasets, models, embedding_runs, failures, metric_results,
                                 rankings, pair_cache (+ the hub catalogue tables, see store/catalog.py)
     vectors/ab/<run_key>.npy    float32 (n, d) embedding matrices, one per run
+    locks/<run_key>.lock        per-run lock files: one process computes a run, others wait and read it
     .lock                       inter-process lock file
 
 Why ``.npy`` files beside DuckDB, rather than DuckDB arrays or FAISS indexes: the vectors are only ever read
@@ -16,11 +17,14 @@ files are the same bytes as ``.npy`` with a heavier dependency and no memory-map
 
 Consistency protocol (crash-safe at any point, tested with ``kill -9``):
 
-1. the vector file is written to a temporary name in the same folder, fsync'd, and renamed into place;
-2. only then is the ``embedding_runs`` row, with the file's sha256 and size, committed in a DuckDB transaction.
+1. the vector file is written to a temporary name in the same folder, fsync'd and hashed (outside the lock);
+2. then, in one critical section under the inter-process lock, the ``embedding_runs`` row with the file's sha256
+   and size is inserted, the file is renamed into place, and the transaction is committed.
 
-A crash before (2) leaves at most an orphan file, which is never read (no row points at it) and is overwritten or
-swept by :meth:`Store.gc`. A row whose file is missing or fails its checksum is reported, deleted and recomputed:
+A crash before the commit leaves at most an orphan file, which is never read (no row points at it) and is
+overwritten or swept by :meth:`Store.gc`. ``cache rm`` (:meth:`Store.delete_runs`) and :meth:`Store.gc` read the
+rows and remove the files in one critical section too, so neither can delete a file whose row is about to be
+committed. A row whose file is missing or fails its checksum is reported, deleted and recomputed:
 a half-written entry is never read back as valid.
 
 Read-only caches: a cache root (or database file) this user cannot write, or any cache with
@@ -42,6 +46,7 @@ import json
 import logging
 import os
 import re
+import socket
 import threading
 import time
 from dataclasses import dataclass
@@ -212,6 +217,7 @@ class Store:
         self._thread_lock = threading.RLock()
         self._depth = 0
         self._con = None
+        self._in_transaction = False
         self._schema_ready = False
         self.read_only = _read_only(self.root, self.db_path) if read_only is None else bool(read_only)
         """Opened read-only (see the module docstring): serves what it holds, stores nothing."""
@@ -359,16 +365,29 @@ class Store:
         """
         self.require_writable("be changed")
         with self._connection() as con:
-            if self._depth > 1:  # nested: part of the outer transaction
+            if self._in_transaction:  # nested: part of the outer transaction
                 yield con
                 return
             con.execute("BEGIN TRANSACTION")
+            self._in_transaction = True
             try:
                 yield con
             except BaseException:
+                self._in_transaction = False
                 con.execute("ROLLBACK")
                 raise
+            self._in_transaction = False
             con.execute("COMMIT")
+
+    @contextlib.contextmanager
+    def _critical(self) -> Iterator[Any]:
+        """Hold the inter-process lock (and a connection) across several steps, e.g. a committed :meth:`write`
+        followed by file operations that must not interleave with another process's: no other process reads or
+        writes the cache until it ends. Yields the connection (autocommit; open a :meth:`write` for a
+        transaction)."""
+        self.require_writable("be changed")
+        with self._connection() as con:
+            yield con
 
     @contextlib.contextmanager
     def read(self) -> Iterator[Any]:
@@ -490,7 +509,7 @@ class Store:
                     return arr
         log.warning("discarding cached run %s (%s): %s; it will be recomputed", key[:12], rec.model_id, problem)
         if self.can_record("the removal of the broken run"):
-            self.delete_runs([key])
+            self.delete_runs([key], only_if_sha256={key: rec.sha256})
         return None
 
     def save_run(
@@ -520,7 +539,7 @@ class Store:
             raise StoreError(f"{model_id} produced non-finite embeddings (NaN/inf); not caching them")
         path = self._vector_path(key)
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+        tmp = self._tmp_name(path)
         try:
             with open(tmp, "wb") as f:
                 np.save(f, vectors, allow_pickle=False)
@@ -532,37 +551,73 @@ class Store:
                 f"could not write the embeddings of {model_id} to the cache at {self.root}: {exc.strerror or exc}; "
                 "free disk space or choose another cache (--cache-dir / EMBEDSELECT_CACHE_DIR)"
             ) from exc
-        digest = _sha256_file(tmp)
-        size = tmp.stat().st_size
-        os.replace(tmp, path)
-        _fsync_dir(path.parent)
-        rec = RunRecord(
-            run_key=key,
-            model_id=model_id,
-            revision=revision,
-            backend=backend,
-            settings=dict(settings),
-            fingerprint=fingerprint,
-            n=int(vectors.shape[0]),
-            dim=int(vectors.shape[1]),
-            dtype="float32",
-            device=device,
-            seconds=seconds,
-            vector_file=str(path.relative_to(self.root)),
-            sha256=digest,
-            bytes=size,
-        )
-        with self.write() as con:
-            con.execute(
-                """INSERT OR REPLACE INTO embedding_runs VALUES
-                   (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
-                [
-                    rec.run_key, rec.model_id, rec.revision, rec.backend,
-                    json.dumps(rec.settings, sort_keys=True, default=str), rec.fingerprint, rec.n, rec.dim,
-                    rec.dtype, rec.device, rec.seconds, rec.vector_file, rec.sha256, rec.bytes, __version__, _now(),
-                ],
-            )  # fmt: skip
+        try:
+            digest = _sha256_file(tmp)
+            size = tmp.stat().st_size
+            rec = RunRecord(
+                run_key=key,
+                model_id=model_id,
+                revision=revision,
+                backend=backend,
+                settings=dict(settings),
+                fingerprint=fingerprint,
+                n=int(vectors.shape[0]),
+                dim=int(vectors.shape[1]),
+                dtype="float32",
+                device=device,
+                seconds=seconds,
+                vector_file=str(path.relative_to(self.root)),
+                sha256=digest,
+                bytes=size,
+            )
+            # The rename and the row commit are one critical section under the inter-process lock: a `cache rm` or
+            # `gc` in another process sees either the old state or the new file with its row, never the renamed file
+            # without its row (which it would delete). Writing and hashing the temporary file above stay outside.
+            with self.write() as con:
+                con.execute(
+                    """INSERT OR REPLACE INTO embedding_runs VALUES
+                       (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+                    [
+                        rec.run_key, rec.model_id, rec.revision, rec.backend,
+                        json.dumps(rec.settings, sort_keys=True, default=str), rec.fingerprint, rec.n, rec.dim,
+                        rec.dtype, rec.device, rec.seconds, rec.vector_file, rec.sha256, rec.bytes, __version__,
+                        _now(),
+                    ],
+                )  # fmt: skip
+                os.replace(tmp, path)
+                _fsync_dir(path.parent)
+        finally:
+            tmp.unlink(missing_ok=True)  # only still there when the row or the rename failed
         return rec
+
+    @contextlib.contextmanager
+    def run_lock(self, key: str, *, what: str = "") -> Iterator[None]:
+        """Hold the per-run lock of run ``key`` (``locks/<key>.lock``) while its vectors are looked up and, if not
+        cached, computed and stored: a second process (or thread) that needs the same run waits here and then
+        reads the cached result instead of computing it again. Held for the whole embedding (minutes), so there is
+        no timeout: a lock whose holder dies is released by the system. A no-op on a read-only cache.
+
+        ``what`` names the run in the log line said while waiting (e.g. the candidate's name).
+        """
+        if self.read_only:
+            yield
+            return
+        import filelock
+
+        self._vector_path(key)  # validates the key
+        locks = self.root / "locks"
+        locks.mkdir(exist_ok=True)
+        lock = filelock.FileLock(str(locks / f"{key}.lock"))
+        try:
+            lock.acquire(timeout=0)
+        except filelock.Timeout:
+            log.warning("%s: another embedselect process is computing these embeddings in the cache at %s; waiting "
+                        "for it, then reading its result", what or key[:12], self.root)  # fmt: skip
+            lock.acquire()
+        try:
+            yield
+        finally:
+            lock.release()
 
     def list_runs(self):
         """All cached embedding runs as a pandas DataFrame (newest first)."""
@@ -571,19 +626,31 @@ class Store:
                FROM embedding_runs ORDER BY created_at DESC"""
         )
 
-    def delete_runs(self, keys: list[str]) -> int:
-        """Delete runs (rows first, then files). Returns the number of rows deleted."""
+    def delete_runs(self, keys: list[str], *, only_if_sha256: Mapping[str, str] | None = None) -> int:
+        """Delete runs: their rows (committed), then their files, in one critical section under the inter-process
+        lock, so that a writer in another process cannot rename a fresh file for one of these keys into place in
+        between (it would be deleted while its new row stays). Returns the number of rows deleted.
+
+        ``only_if_sha256``: run key -> checksum; such a run is deleted only while its row still records that
+        checksum (a reader discarding a damaged file must not delete a fresh run another process has written since).
+        """
         if not keys:
             return 0
-        with self.write() as con:
-            rows = con.execute(
-                f"SELECT run_key, vector_file FROM embedding_runs WHERE run_key IN ({','.join('?' * len(keys))})",
-                list(keys),
-            ).fetchall()
-            con.execute(f"DELETE FROM embedding_runs WHERE run_key IN ({','.join('?' * len(keys))})", list(keys))
-        for _, rel in rows:
-            with contextlib.suppress(FileNotFoundError):
-                (self.root / rel).unlink()
+        self.require_writable("remove embedding runs")
+        marks = ",".join("?" * len(keys))
+        with self._critical():
+            with self.write() as con:
+                rows = con.execute(
+                    f"SELECT run_key, vector_file, sha256 FROM embedding_runs WHERE run_key IN ({marks})", list(keys)
+                ).fetchall()
+                if only_if_sha256 is not None:
+                    rows = [r for r in rows if r[0] not in only_if_sha256 or only_if_sha256[r[0]] == r[2]]
+                if rows:
+                    con.execute(f"DELETE FROM embedding_runs WHERE run_key IN ({','.join('?' * len(rows))})",
+                                [r[0] for r in rows])  # fmt: skip
+            for _, rel, _sha in rows:
+                with contextlib.suppress(FileNotFoundError):
+                    (self.root / rel).unlink()
         return len(rows)
 
     def find_runs(self, *, model: str | None = None, fingerprint: str | None = None) -> list[str]:
@@ -600,30 +667,37 @@ class Store:
             return [r[0] for r in con.execute(sql, params).fetchall()]
 
     GC_GRACE_SECONDS = 3600
-    """Unreferenced files younger than this are kept by :meth:`gc`: a writer in another process renames its vector
-    file into place *before* it commits the row that points at it, so a young orphan may be about to be claimed."""
+    """Temporary (``.tmp``) vector files younger than this are kept by :meth:`gc` unless their writer is known to be
+    gone: a writer in another process (perhaps on another host sharing the cache) may still be writing one."""
 
     def gc(self) -> int:
-        """Remove vector files no row points at (left by interrupted runs), once they are older than
-        :attr:`GC_GRACE_SECONDS`. Returns how many were removed."""
+        """Remove vector files no row points at: ``.npy`` files left by a run killed between renaming its file and
+        committing its row, at once (the rename and the commit are one critical section, so an unreferenced
+        ``.npy`` seen under the lock belongs to no running writer), and temporary files of writers that are gone
+        (a process of this host that no longer runs) or older than :attr:`GC_GRACE_SECONDS`. The row read and the
+        removals are one critical section under the inter-process lock. Returns how many files were removed."""
         self.require_writable("remove files")
-        with self.read() as con:
-            known = {r[0] for r in con.execute("SELECT vector_file FROM embedding_runs").fetchall()}
         removed = 0
-        for path in self.vectors_dir.glob("*/*"):
-            rel = str(path.relative_to(self.root))
-            if rel not in known and (path.name.endswith(".tmp") or path.suffix == ".npy"):
-                # a .tmp file, or a renamed file whose row is not committed yet, may belong to a writer in another
-                # process that is still running: only old ones go
-                try:
-                    if time.time() - path.stat().st_mtime < self.GC_GRACE_SECONDS:
+        with self._critical() as con:
+            known = {r[0] for r in con.execute("SELECT vector_file FROM embedding_runs").fetchall()}
+            for path in self.vectors_dir.glob("*/*"):
+                rel = str(path.relative_to(self.root))
+                if rel in known:
+                    continue
+                if path.name.endswith(".tmp"):
+                    if _writer_alive(path):
                         continue
-                except FileNotFoundError:
+                elif path.suffix != ".npy":
                     continue
                 with contextlib.suppress(FileNotFoundError):
                     path.unlink()
                     removed += 1
         return removed
+
+    def _tmp_name(self, path: Path) -> Path:
+        """The temporary name a writer of this process and thread uses for ``path``: ``.<name>.<host>.<pid>.<tid>.tmp``
+        in the same folder (so that :meth:`gc` can tell whether its writer still runs)."""
+        return path.with_name(f".{path.name}.{_host_tag()}.{os.getpid()}.{threading.get_ident()}.tmp")
 
     # --- rankings ---------------------------------------------------------------------------------
     def save_ranking(self, ranking_id: str, ranking_json: dict[str, Any], metric_rows: list[dict[str, Any]]) -> None:
@@ -721,6 +795,31 @@ def _read_only(root: Path, db_path: Path) -> bool:
     if root.is_dir() and not os.access(root, os.W_OK | os.X_OK):
         return True
     return db_path.is_file() and not os.access(db_path, os.W_OK)
+
+
+def _host_tag() -> str:
+    """This host's name as it appears in temporary file names (no dots)."""
+    return re.sub(r"[^A-Za-z0-9-]", "-", socket.gethostname()) or "host"
+
+
+def _writer_alive(path: Path) -> bool:
+    """Whether the writer of the temporary vector file ``path`` (named by :meth:`Store._tmp_name`) may still be
+    running: its process on this host still exists, or (a writer on another host, or a name of another form) the
+    file is younger than :attr:`Store.GC_GRACE_SECONDS`."""
+    parts = path.name.lstrip(".").split(".")
+    if len(parts) == 6 and parts[3].isdigit():
+        if parts[2] == _host_tag():
+            try:
+                os.kill(int(parts[3]), 0)
+            except ProcessLookupError:
+                return False
+            except OSError:  # exists, but another user's
+                return True
+            return True
+    try:
+        return time.time() - path.stat().st_mtime < Store.GC_GRACE_SECONDS
+    except FileNotFoundError:
+        return True  # gone already: nothing to remove
 
 
 def _fsync_dir(path: Path) -> None:
