@@ -86,3 +86,22 @@ def test_nn_agreement_favours_the_consensus_and_copies():
     assert r.details["agreement"]["a"]["a"] == 1.0
     with pytest.raises(MetricError, match="at least 2"):
         get_metric("nn_agreement")(_ctx({"a": base}))
+
+
+def test_rankme_is_left_out_when_every_candidate_is_capped_by_the_item_count():
+    """With n items, the centred matrix's effective rank is at most min(n - 1, d). When every candidate has d >= n - 1,
+    RankMe compares only spectral flatness, which a noise-like embedding wins: no scores then (values kept as a column,
+    one warning); with one narrower candidate the values are comparable and scored."""
+    rng = np.random.default_rng(0)
+    n = 30
+    structured = rng.normal(size=(n, 3)) @ rng.normal(size=(3, 40)) + 0.05 * rng.normal(size=(n, 40))
+    noise = rng.normal(size=(n, 32))
+    emb = {"structured": structured, "noise": noise}
+    res = get_metric("rankme")(MetricContext(embeddings=emb, run_keys={k: k for k in emb}, seed=0))
+    assert all(np.isnan(v) for v in res.scores.values())
+    assert res.columns["rankme"]["noise"] > res.columns["rankme"]["structured"]  # flatness: noise would have won
+    assert any("capped by the number of items" in w for w in res.details["warnings"])
+    narrow = rng.normal(size=(n, 8))
+    emb["narrow"] = narrow
+    res = get_metric("rankme")(MetricContext(embeddings=emb, run_keys={k: k for k in emb}, seed=0))
+    assert all(np.isfinite(v) for v in res.scores.values()) and "warnings" not in res.details
