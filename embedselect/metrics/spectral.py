@@ -5,7 +5,9 @@ These are the simple baselines the validity benchmark scores next to ``task_prio
 
 - ``rankme`` — RankMe effective rank (Garrido et al., ICML 2023): ``exp(H(p))`` with
   ``p_k = σ_k / Σ σ`` the normalised singular values of the (n, d) embedding matrix. Higher is better;
-  in [1, min(n, d)].
+  in [1, min(n, d)]. When every candidate has at least n − 1 dimensions, all of them are capped by the item
+  count and only spectral flatness is left to compare (noise wins): the values are kept as a column but not scored
+  (:func:`rankme_not_comparable`).
 - ``alpha_req`` — α-ReQ (Agrawal et al., NeurIPS 2022): the eigenvalues of the covariance decay like
   ``λ_k ∝ k^(−α)``; the paper finds α ≈ 1 best. The score is ``−|α − 1|`` (higher is better) and the
   fitted α is reported in the column ``alpha``.
