@@ -639,6 +639,9 @@ def _rank_stage(ctx: RunContext) -> Any:
 
     by_name = {r.name: r for r in ctx.results}
     full_weights = {m: float((ctx.weights or {}).get(m, get_spec(m).weight)) for m in ctx.per_metric}
+    if not ctx.weights and not any(full_weights.values()):
+        # only metrics that are shown, not combined, by default (sufficiency) were asked for: they are the score
+        full_weights = {m: 1.0 for m in full_weights}
     ctx.combined_weights = full_weights
     combined = combine_ranks(ctx.per_metric, weights=full_weights, method=DEFAULT_METHOD)
     # a quantised or truncated copy of another candidate never ranks above it, and its parent takes its score

@@ -344,3 +344,16 @@ def test_a_weight_0_metric_is_shown_but_not_combined(cache_dir, monkeypatch):
     assert {c.name: c.combined_score for c in r.candidates} == pytest.approx(
         {c.name: c.combined_score for c in without.candidates})
     assert r.best.name == without.best.name == "tfidf-svd"  # sufficiency's strong vote for the last one changes nothing
+
+
+def test_a_run_of_only_weight_0_metrics_weights_them_equally(cache_dir, monkeypatch):
+    """Asking for sufficiency alone (default weight 0) ranks by it instead of failing with 'weights all 0'."""
+    from embedselect.metrics import MetricResult
+
+    cands = ["tfidf-svd", "random-projection"]
+    monkeypatch.setattr(api, "get_metric", lambda m: lambda ctx: MetricResult(
+        name=m, scores={"tfidf-svd": 1.0, "random-projection": 2.0}))
+    r = embedselect.select(SAMPLE, cands, column="text", metrics=["sufficiency"])
+    assert r.settings["combined_weights"] == {"sufficiency": 1.0} and r.best.name == "random-projection"
+    with pytest.raises(embedselect.ConfigError, match="not all 0"):  # weights the user set all to 0 stay an error
+        embedselect.select(SAMPLE, cands, column="text", metrics=["sufficiency"], weights={"sufficiency": 0})

@@ -47,6 +47,16 @@ def test_table_output_and_cache_commands(tmp_path, capsys):
     assert main(["cache", "rm", "--cache-dir", cache]) == 2  # says what to remove
 
 
+def test_table_marks_a_metric_shown_but_not_in_the_score(tmp_path, capsys):
+    """A metric of weight 0 (sufficiency by default) is a column of the table, marked, with a footnote saying it is
+    not part of the score."""
+    assert main(["rank", SAMPLE, "-c", "text", "-m", "tfidf-svd,random-projection,tfidf-svd?dim=8", "--metrics",
+                 "task_prior,rankme", "--weight", "rankme=0", "--cache-dir", str(tmp_path / "c"), "-q"]) == 0
+    table = capsys.readouterr().out
+    assert "rankme*" in table.splitlines()[0] and "task_prior*" not in table
+    assert "* shown, not in the score (weight 0): rankme" in table
+
+
 @pytest.mark.parametrize(
     "argv, code, message",
     [
@@ -108,8 +118,8 @@ def test_weights_reach_the_combined_rank(tmp_path, capsys):
 
     base = ["rank", SAMPLE, "-c", "text", "-m", "tfidf-svd,random-projection", "--json", "-q",
             "--metrics", "task_prior,sufficiency", "--cache-dir", str(tmp_path / "c")]  # fmt: skip
-    for weight, expected in (("sufficiency=0", {"task_prior": 1.0, "sufficiency": 0.0}),
-                             ("task_prior=0.25", {"task_prior": 0.25, "sufficiency": 0.25})):  # fmt: skip
+    for weight, expected in (("sufficiency=0.5", {"task_prior": 1.0, "sufficiency": 0.5}),
+                             ("task_prior=0.25", {"task_prior": 0.25, "sufficiency": 0.0})):  # fmt: skip
         assert main([*base, "--weight", weight]) == 0
         r = Ranking.from_json(capsys.readouterr().out)
         assert r.settings["combined_weights"] == expected  # unnamed metrics keep their default weight

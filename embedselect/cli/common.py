@@ -164,8 +164,10 @@ def fmt(v: Any) -> str:
 def format_table(ranking) -> str:
     """A plain-text table of a Ranking, best first."""
     headers = ["rank", "candidate", "score"]
+    weights = (ranking.settings or {}).get("combined_weights") or {}
+    shown_only = [m for m in ranking.metrics if m in weights and not weights[m]]  # weight 0: shown, not in the score
     for m in ranking.metrics:
-        headers += [m, "#"]
+        headers += [m + ("*" if m in shown_only else ""), "#"]
     headers += ["dim", "cached", "status"]
     rows = []
     for c in ranking.candidates:
@@ -178,6 +180,8 @@ def format_table(ranking) -> str:
     lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths))]
     lines.append("  ".join("-" * w for w in widths))
     lines += ["  ".join(v.ljust(w) for v, w in zip(r, widths)) for r in rows]
+    if shown_only:
+        lines.append(f"* shown, not in the score (weight 0): {', '.join(shown_only)}")
     for c in ranking.failed:
         lines.append(f"! {c.name}: {c.error}")
     if ranking.validation:

@@ -146,7 +146,8 @@ class MetricSpec:
         bootstrap_options: option overrides inside bootstrap replicates (e.g. skip an expensive secondary part).
         description: one line for ``embedselect metrics``.
         weight: its weight in the combined rank when the user names none (``select(weights=...)`` overrides it);
-            0 means computed and shown (its column, ranks and details) but not part of the combined score.
+            0 means computed and shown (its column, ranks and details) but not part of the combined score; when
+            every metric a run asks for has weight 0 (e.g. ``metrics=["sufficiency"]``), they are weighted equally.
             Defaults of the built-in metrics are chosen by leave-one-dataset-out on the validity benchmark
             (docs/benchmarks.md §4c), never by argument.
         code: modules whose source makes up the metric's code version (default: the compute function's module,
