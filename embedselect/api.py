@@ -660,14 +660,19 @@ def _rank_stage(ctx: RunContext) -> Any:
         by_name[name].rank = r
     ctx.outcomes.sort(key=lambda o: (not o.result.ok, o.result.rank if o.result.rank is not None else math.inf,
                                      o.result.name))  # fmt: skip
-    # only the scores in the combination can separate its leaders (a weight-0 metric is shown, not combined)
-    in_score = {m for m, w in full_weights.items() if w > 0}
-    decision = decide(combined, intervals={n: {k: v for k, v in by_name[n].intervals.items()
-                                                if k.split(".")[0] in in_score} for n in combined})
+    decision = decide(combined, intervals={n: _intervals_in_score(by_name[n].intervals, full_weights) for n in combined})
     ctx.warnings += [f"no clear winner: {why}" for why in decision.reasons]
     if sum(1 for v in combined.values() if math.isfinite(v)) >= MIN_POOL:  # else decide() said it
         ctx.warnings += ctx.pool_notes
     return decision
+
+
+def _intervals_in_score(intervals: Mapping[str, Any], weights: Mapping[str, float]) -> dict[str, Any]:
+    """The bootstrap intervals of one candidate that belong to scores in the combination: only those can separate
+    its leaders (a weight-0 metric is shown, not combined). An interval's key is a metric's name or a score of it
+    (task_prior bootstraps ``task_prior_alignment``)."""
+    in_score = [m for m, w in weights.items() if w > 0]
+    return {k: v for k, v in intervals.items() if any(k == m or k.startswith((m + "_", m + ".")) for m in in_score)}
 
 
 def _validate_stage(ctx: RunContext) -> dict[str, Any] | None:

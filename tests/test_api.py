@@ -357,3 +357,11 @@ def test_a_run_of_only_weight_0_metrics_weights_them_equally(cache_dir, monkeypa
     assert r.settings["combined_weights"] == {"sufficiency": 1.0} and r.best.name == "random-projection"
     with pytest.raises(embedselect.ConfigError, match="not all 0"):  # weights the user set all to 0 stay an error
         embedselect.select(SAMPLE, cands, column="text", metrics=["sufficiency"], weights={"sufficiency": 0})
+
+
+def test_only_the_intervals_of_combined_scores_decide_the_lead():
+    """A weight-0 metric's bootstrap interval cannot separate the leaders; task_prior's interval (on its alignment)
+    still counts."""
+    iv = {"task_prior_alignment": [0.1, 0.2], "sufficiency": [0.3, 0.4], "rankme": [1.0, 2.0]}
+    w = {"task_prior": 1.0, "sufficiency": 0.0, "rankme": 1.0}
+    assert api._intervals_in_score(iv, w) == {"task_prior_alignment": [0.1, 0.2], "rankme": [1.0, 2.0]}
