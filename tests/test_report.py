@@ -87,6 +87,11 @@ def test_html_says_what_the_score_is_and_its_weights(tmp_path):
                            weights={"rankme": 0.5})  # fmt: skip
     html = to_html(r, plots=False)
     assert "weighted mean z-score" in html and "task_prior × 1" in html and "rankme × 0.5" in html
+    # a metric that scored no candidate (rankme capped by the item count for every one) is not said to be in the score
+    capped = embedselect.select(str(sample_path("texts")), ["tfidf-svd", "random-projection"], column="text",
+                                metrics=["task_prior", "rankme"], cache_dir=tmp_path / "c")  # fmt: skip
+    page = to_html(capped, plots=False)
+    assert "task_prior × 1" in page and "rankme × 1" not in page and "shown, not in the score: rankme" in page
     # the check against the labels: each accuracy with its interval, chance, and the wrongly ordered pairs
     acc = r.validation["table"]["tfidf-svd"]
     assert f"[{acc['logistic_acc_lo']:.4g}, {acc['logistic_acc_hi']:.4g}]" in html

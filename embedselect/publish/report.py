@@ -209,9 +209,11 @@ def to_html(ranking: Ranking, *, title: str = "embedselect ranking", plots: bool
     if weights:
         how = "weighted mean z-score (0 = the pool's average)" if ranking.combine == "mean-z" else \
             "weighted mean rank (1 = first in every metric)"
-        shown = [m for m, w in weights.items() if not w]
+        scored = {m for m in weights if any(isinstance(c.scores.get(m), (int, float)) and math.isfinite(c.scores[m])
+                                            for c in ranking.candidates)}
+        shown = [m for m, w in weights.items() if not w or m not in scored]
         out.append(f'<p class="muted">score: {_e(how)} of '
-                   + ", ".join(f"{_e(m)} × {_e(_num(w))}" for m, w in weights.items() if w)
+                   + ", ".join(f"{_e(m)} × {_e(_num(w))}" for m, w in weights.items() if w and m in scored)
                    + (f"; shown, not in the score: {_e(', '.join(shown))}" if shown else "")
                    + "; a quantised or truncated copy of another candidate is placed right below it.</p>")
     if plots:
