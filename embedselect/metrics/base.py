@@ -48,6 +48,12 @@ def row_blocks(a: np.ndarray, elements: int | None = None):
         yield a[i:i + rows]
 
 
+def nonfinite_rows(a: np.ndarray) -> int:
+    """How many rows of the 2-D array ``a`` hold a NaN or infinite value (read in :func:`row_blocks`: no
+    matrix-sized mask)."""
+    return sum(int(np.count_nonzero(~np.isfinite(b).all(axis=1))) for b in row_blocks(a))
+
+
 def unusable_reason(name: str, x: np.ndarray) -> str | None:
     """Why one candidate's embeddings cannot be scored by any metric, or None when they can: the one rule every
     metric applies before leaving a candidate out (score NaN, with this reason) while it scores the others.
@@ -65,7 +71,7 @@ def unusable_reason(name: str, x: np.ndarray) -> str | None:
     if a.ndim != 2:  # the metrics' own shape checks say what is wrong
         return None
     # one row block at a time (max, min and counts are exact in any order: the same answer as on the whole matrix)
-    n_bad = sum(int((~np.isfinite(b)).any(axis=1).sum()) for b in row_blocks(a))
+    n_bad = nonfinite_rows(a)
     if n_bad:
         return f"{n_bad} of {a.shape[0]} items have NaN or infinite embeddings; re-embed them"
     if a.shape[0] > 1 and a.size:

@@ -24,7 +24,7 @@ from typing import Sequence
 import numpy as np
 
 from embedselect.errors import ConfigError, MetricError
-from embedselect.metrics.base import row_blocks
+from embedselect.metrics.base import nonfinite_rows
 
 _ZERO_NORM = 1e-12
 
@@ -41,7 +41,7 @@ def as_matrix(x: object, what: str) -> np.ndarray:
         raise MetricError(f"{what}: need at least 2 rows and 1 column, got shape {a.shape}")
     if not np.issubdtype(a.dtype, np.number) or np.issubdtype(a.dtype, np.complexfloating):
         raise MetricError(f"{what}: expected real numbers, got dtype {a.dtype}")
-    bad = sum(int(np.count_nonzero(~np.isfinite(b).all(axis=1))) for b in row_blocks(a))  # no matrix-sized mask
+    bad = nonfinite_rows(a)
     if bad:
         raise MetricError(f"{what}: {bad} row(s) contain NaN or inf; drop or re-embed those items")
     return a
