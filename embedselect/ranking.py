@@ -121,6 +121,13 @@ class Ranking:
         return [c for c in self.candidates if not c.ok]
 
     @property
+    def shown_only(self) -> list[str]:
+        """The metrics computed and shown but not part of the combined score (weight 0 in
+        ``settings["combined_weights"]``), in :attr:`metrics` order."""
+        weights = (self.settings or {}).get("combined_weights") or {}
+        return [m for m in self.metrics if m in weights and not weights[m]]
+
+    @property
     def best(self) -> CandidateResult | None:
         """The first row of the table (None when no candidate was scored).
 

@@ -164,8 +164,7 @@ def fmt(v: Any) -> str:
 def format_table(ranking) -> str:
     """A plain-text table of a Ranking, best first."""
     headers = ["rank", "candidate", "score"]
-    weights = (ranking.settings or {}).get("combined_weights") or {}
-    shown_only = [m for m in ranking.metrics if m in weights and not weights[m]]  # weight 0: shown, not in the score
+    shown_only = ranking.shown_only
     for m in ranking.metrics:
         headers += [m + ("*" if m in shown_only else ""), "#"]
     headers += ["dim", "cached", "status"]
