@@ -39,7 +39,8 @@ from benchmarks.validity_pools import (  # noqa: E402
     regret,
     top_pick,
 )
-from embedselect.aggregate import combine_ranks, copies_below_parents  # noqa: E402
+from embedselect.aggregate import DEFAULT_METHOD, combine_ranks, copies_below_parents  # noqa: E402
+from embedselect.metrics.base import DEFAULT_METRICS, get_spec  # noqa: E402
 from embedselect.metrics.copies import derived_copies  # noqa: E402
 
 SIGNALS = ("task_prior", "sufficiency", "nn_agreement", "rankme")
@@ -144,9 +145,6 @@ def main(argv: list[str] | None = None) -> int:
                   f"vs {np.mean([o['regret'] for _, o in rows]):.3f}")
     best_all = max(range(len(grid)), key=lambda i: (objective(table[i]), -i))
     print(f"\nIn-sample best (for information): {label(grid[best_all])}\n")
-    from embedselect.aggregate import DEFAULT_METHOD
-    from embedselect.metrics.base import DEFAULT_METRICS, get_spec
-
     package = ({m: get_spec(m).weight for m in DEFAULT_METRICS if get_spec(m).weight > 0}, DEFAULT_METHOD)
     print(f"The package's default now [{label(package)}] (in-sample where it was chosen on these views):\n")
     current = [evaluate(v, *package, True) for v in views]
