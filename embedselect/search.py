@@ -25,8 +25,6 @@ import dataclasses
 import hashlib
 import json
 import logging
-import os
-import shutil
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -205,7 +203,9 @@ def build_index(
     from embedselect.metrics.neighbours import is_exact
     from embedselect.store import Store
 
-    out = Path(out).expanduser()
+    from embedselect.fsguard import check_output_target
+
+    out = check_output_target(Path(out).expanduser(), what="--out")  # not ., /, home; writable: before any work
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         if not (out / MANIFEST).is_file():
             raise ConfigError(f"{out} exists and is not an embedselect index; choose a new or empty folder for --out")
@@ -227,34 +227,35 @@ def build_index(
         raise CandidateError(f"{cand.name} could not be embedded: {res.error_type}: {res.error}")
     fit_state = _baseline_fit(cand, res, ref, outcome.vectors, seed=seed) if res.backend in FITTED_BASELINES else None
     index = faiss_index(outcome.vectors, metric=metric, exact=exact)
-    tmp = out.parent / f".{out.name}.tmp-{os.getpid()}"
-    if tmp.exists():
-        shutil.rmtree(tmp)
-    tmp.mkdir(parents=True)
-    try:
+    _write_index_folder(out, index, ref, fit_state, lambda files: IndexManifest(
+        name=cand.name, spec=cand.spec, model_id=res.model_id, revision=res.revision, backend=res.backend,
+        options=dict(cand.options), seed=seed, run_key=res.run_key, fingerprint=ref.fingerprint,
+        modality=ref.modality, source=ref.source, n=int(index.ntotal), dim=int(index.d), metric=metric,
+        index_type=type(index).__name__, exact=is_exact(index),
+        versions={"embedselect": __version__, "faiss": faiss.__version__},
+        created_at=datetime.now(timezone.utc).isoformat(), files=files,
+    ))  # fmt: skip
+    return SearchIndex.load(out)
+
+
+def _write_index_folder(out: Path, index: Any, ref: Any, fit_state: dict | None, manifest: Any) -> None:
+    """Write the index files into a new folder and swap it in at ``out`` (:func:`embedselect.fsguard.replace_folder`:
+    a kill leaves the old index or the new one; a failed write is a :class:`SearchIndexError`, ``out`` untouched)."""
+    import faiss
+
+    from embedselect import fsguard
+
+    def fill(tmp: Path) -> None:
         faiss.write_index(index, str(tmp / INDEX_FILE))
         if fit_state is not None:
             np.savez(tmp / FIT_FILE, **fit_state)
         with open(tmp / ROWS_FILE, "w", encoding="utf-8") as f:
             for i, (rid, item) in enumerate(zip(ref.ids, ref.items)):
                 f.write(json.dumps({"row": i, "id": str(rid), "item": str(item)}, ensure_ascii=False) + "\n")
-        manifest = IndexManifest(
-            name=cand.name, spec=cand.spec, model_id=res.model_id, revision=res.revision, backend=res.backend,
-            options=dict(cand.options), seed=seed, run_key=res.run_key, fingerprint=ref.fingerprint,
-            modality=ref.modality, source=ref.source, n=int(index.ntotal), dim=int(index.d), metric=metric,
-            index_type=type(index).__name__, exact=is_exact(index),
-            versions={"embedselect": __version__, "faiss": faiss.__version__},
-            created_at=datetime.now(timezone.utc).isoformat(),
-            files={name: _sha256(tmp / name) for name in (INDEX_FILE, ROWS_FILE, FIT_FILE) if (tmp / name).is_file()},
-        )  # fmt: skip
-        (tmp / MANIFEST).write_text(json.dumps(manifest.to_dict(), indent=2, default=str) + "\n", encoding="utf-8")
-        if out.exists():
-            shutil.rmtree(out)  # an index folder (checked above), replaced as asked
-        os.replace(tmp, out)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
-    return SearchIndex.load(out)
+        files = {name: _sha256(tmp / name) for name in (INDEX_FILE, ROWS_FILE, FIT_FILE) if (tmp / name).is_file()}
+        fsguard.write_text(tmp / MANIFEST, json.dumps(manifest(files).to_dict(), indent=2, default=str) + "\n")
+
+    fsguard.replace_folder(out, fill, error=SearchIndexError, what="the index", legacy_tmp=True)
 
 
 def _baseline_fit(cand, res, ref, vectors: np.ndarray, *, seed: int) -> dict[str, np.ndarray]:

@@ -4,12 +4,10 @@ weights, the plain-text table, and writing results."""
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import math
 import os
 import re
-import tempfile
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -307,19 +305,12 @@ def check_output_args(args) -> None:
 
 
 def write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` atomically (a reader never sees a half-written file), through a temporary file
-    with a unique name in the same folder (never a fixed ``<path>.tmp`` that could be a user's file); the
-    temporary file is removed if writing fails."""
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent if str(path.parent) else ".", prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    """Write ``text`` to ``path`` atomically through :func:`embedselect.fsguard.write_text`: a unique temporary
+    name in the same folder (never a fixed ``<path>.tmp`` that could be a user's file), removed if writing fails;
+    a new file follows the umask, an existing one keeps its mode."""
+    from embedselect import fsguard
+
+    fsguard.write_text(Path(path), text)
 
 
 def emit(args, payload_json: str, text: str, ranking=None) -> None:

@@ -185,9 +185,27 @@ def parse_config(obj: Any, *, base_dir: str | Path = ".", source: str = "") -> N
     if "base_dir" in obj:
         raise ConfigError(f"invalid nightly configuration {source}:\n  base_dir: unknown key")
     try:
-        return NightlyConfig(**obj, base_dir=str(Path(base_dir).resolve()))
+        cfg = NightlyConfig(**obj, base_dir=str(Path(base_dir).resolve()))
     except ValidationError as exc:
         raise ConfigError(_format(exc, source)) from None
+    _check_output(cfg, source)
+    return cfg
+
+
+def _check_output(cfg: NightlyConfig, source: str) -> None:
+    """``output`` names a folder of its own: not empty / ``.`` / ``/`` / home, not equal to or containing the
+    configuration's folder, the data or the store, not inside the store (paths only: the disk is checked when the
+    night starts, :func:`embedselect.nightly.outputs.check_outputs`)."""
+    from embedselect.nightly.outputs import check_outputs
+
+    if not cfg.output.strip() or cfg.output.strip() in (".", "./"):
+        raise ConfigError(f"invalid nightly configuration {source}:\n  output: {cfg.output!r} would be the "
+                          "configuration's own folder; name a folder of its own, e.g. ./site")  # fmt: skip
+    try:
+        check_outputs(cfg.output_path, store=cfg.store_path, data=cfg.data_path, config_dir=Path(cfg.base_dir),
+                      writable=False)  # fmt: skip
+    except ConfigError as exc:
+        raise ConfigError(f"invalid nightly configuration {source}:\n  {exc}") from None
 
 
 def load_config(path: str | Path) -> NightlyConfig:

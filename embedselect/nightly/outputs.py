@@ -1,10 +1,11 @@
-"""The night's published outputs, replaced atomically.
+"""The night's published outputs: checked before any work, replaced atomically, never a user's folder.
 
 The output path (``output:`` in the config, e.g. ``./site``) is a symbolic link to a complete version folder
 ``.<name>.versions/<run_id>/``. A night writes its new version folder entirely (files fsync'd), then swaps the
 link with one ``rename`` — readers see the old site or the new one, never a mix or a half-written file. The two
-newest versions are kept. An existing real folder at the output path (from before) is moved into the versions
-folder once, the first time.
+newest versions are kept. Every folder the night creates carries :data:`embedselect.fsguard.MARKER`; the night
+takes over only a missing or empty ``output``, or its own link, and refuses anything else (exit 2) before any
+work (:func:`check_outputs`): see docs/nightly.md, "What a night may create, replace and delete".
 
 :func:`write_site` is the one place that calls the report writers: switching to ``embedselect.publish`` is one
 edit there.
@@ -14,19 +15,23 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 from pathlib import Path
 from typing import Any
 
+from embedselect import fsguard
+from embedselect.errors import ConfigError
+
 KEEP_VERSIONS = 2
+RUN_ID_RE = re.compile(r"^\d{8}T\d{6}Z-[0-9a-f]{6}$")
+"""A night's run id, the name of its version folder."""
+_OLD_PARTIAL_RE = re.compile(r"^\.\d{8}T\d{6}Z-[0-9a-f]{6}\.partial$")  # written by embedselect <= 335151d
 
 
 def _write(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
+    fsguard.write_text(path, text)
 
 
 def _short(rev: str | None) -> str:
@@ -36,24 +41,23 @@ def _short(rev: str | None) -> str:
 
 
 def _leaderboard_md(rows: list[dict[str, Any]], summary: dict[str, Any]) -> str:
+    from embedselect.publish.text import md  # hub text is untrusted: the one sanitiser of every published format
+
     def change(r):
         if r["prev_rank"] is None:
             return "new"
         d = r["delta"]
         return "=" if d == 0 else (f"▲{d}" if d > 0 else f"▼{-d}")
 
-    def cell(v: Any) -> str:  # hub text is untrusted: no markdown/HTML structure from it
-        return str(v).replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;").replace("\n", " ")
-
     lines = [
-        f"# embedselect nightly leaderboard ({summary['started_at'][:10]})",
+        f"# embedselect nightly leaderboard ({md(summary['started_at'][:10])})",
         "",
         "| rank | change | model | revision | score |",
         "|---:|:---:|---|---|---:|",
     ]
     for r in rows:
         score = "-" if r["combined_score"] is None else f"{r['combined_score']:.3f}"
-        lines.append(f"| {r['rank']} | {change(r)} | {cell(r['name'])} | {cell(_short(r['revision']))} | {score} |")
+        lines.append(f"| {r['rank']} | {change(r)} | {md(r['name'])} | {md(_short(r['revision']))} | {score} |")
     return "\n".join(lines) + "\n"
 
 
@@ -66,6 +70,7 @@ def write_site(folder: Path, ranking: Any, leaderboard: list[dict[str, Any]], su
     badge per ranked candidate, :func:`embedselect.publish.write_badges`) and ``run.json`` (the run summary).
     """
     from embedselect.publish import report, write_badges
+    from embedselect.publish.text import clean
 
     _write(folder / "leaderboard.json", json.dumps({"night": summary["started_at"], "run_id": summary["run_id"],
                                                    "rows": leaderboard}, indent=2, default=str))  # fmt: skip
@@ -73,11 +78,73 @@ def write_site(folder: Path, ranking: Any, leaderboard: list[dict[str, Any]], su
     _write(folder / "ranking.json", ranking.to_json())
     _write(folder / "report.html", report.to_html(ranking, title="embedselect nightly ranking"))
     _write(folder / "report.md", report.to_markdown(ranking))
-    leader = leaderboard[0]["name"] if leaderboard else "none"
+    leader = clean(leaderboard[0]["name"]) if leaderboard else "none"
     _write(folder / "badges" / "leader.json", json.dumps(
         {"schemaVersion": 1, "label": "best embedder", "message": leader, "color": "blue"}))  # fmt: skip
     write_badges(ranking, folder / "badges", dataset=Path(str(ranking.dataset.get("source", "data"))).name)
     _write(folder / "run.json", json.dumps(summary, indent=2, default=str))
+
+
+def versions_folder(output: Path) -> Path:
+    """``<parent>/.<name>.versions``: the folder of the published versions of ``output``."""
+    output = Path(output)
+    return output.parent / f".{output.name}.versions"
+
+
+def _ours_by_name(entry: Path) -> bool:
+    """A name the nightly job (this version or an older one) gives inside its versions folder."""
+    n = entry.name
+    return (n == fsguard.MARKER or bool(RUN_ID_RE.match(n)) or bool(_OLD_PARTIAL_RE.match(n))
+            or n.startswith("legacy-") or fsguard.temp_parts(n) is not None)  # fmt: skip
+
+
+def _check_versions(versions: Path) -> None:
+    """The versions folder is ours: missing, carrying the marker, or (made by an older version, before markers)
+    holding only names the nightly job gives."""
+    if versions.is_symlink() or (versions.exists() and not versions.is_dir()):
+        raise ConfigError(f"output: {versions} is not a folder of embedselect's; it was left as it is: remove it or "
+                          "choose another output")  # fmt: skip
+    if not versions.exists() or fsguard.is_owned(versions):
+        return
+    strange = sorted(e.name for e in versions.iterdir() if not _ours_by_name(e))
+    if strange:
+        raise ConfigError(f"output: {versions} holds files embedselect did not create ({', '.join(strange[:5])}); it "
+                          "was left as it is: move them away or choose another output")  # fmt: skip
+
+
+def check_outputs(output: Path, *, store: Path | None, data: Path | None, config_dir: Path | None,
+                  writable: bool = True) -> Path:
+    """Check, before any work, that a night may publish at ``output``: not empty / ``.`` / ``/`` / home, not equal
+    to or containing the store, the data or the configuration's folder, not inside the store (nor inside a data
+    *folder*), writable, and missing, empty or already the tool's. Returns ``output`` absolute.
+
+    Raises:
+        ConfigError (exit 2): naming the folder and what to do; nothing is moved or deleted.
+    """
+    data_folder = data if data is not None and Path(data).is_dir() else None
+    out = fsguard.check_output_target(
+        output, what="output", writable=writable,
+        protected={"folder of the data file": Path(data).parent if data is not None else None,
+                   "configuration's folder": config_dir},
+        inside_forbidden={"store": store, "data folder": data_folder},
+    )  # fmt: skip
+    if writable:
+        fsguard.check_takeover(out, versions=versions_folder(out), what="output")
+        _check_versions(versions_folder(out))
+    return out
+
+
+def _old_link(output: Path, versions: Path) -> Any:
+    """Stray links of older versions (``.<name>.link-<run_id>``) pointing into our versions folder."""
+    prefix = f".{output.name}.link-"
+
+    def test(e: Path) -> bool:
+        if not (e.name.startswith(prefix) and RUN_ID_RE.match(e.name[len(prefix):]) and e.is_symlink()):
+            return False
+        target = Path(os.path.realpath(e))
+        return Path(os.path.realpath(versions)) in target.parents
+
+    return test
 
 
 def publish(output: Path, run_id: str, ranking: Any, leaderboard: list[dict[str, Any]],
@@ -86,34 +153,60 @@ def publish(output: Path, run_id: str, ranking: Any, leaderboard: list[dict[str,
 
     Returns:
         the version folder now published.
+
+    Raises:
+        ConfigError: ``output`` (or its versions folder) is not the tool's; nothing was moved or deleted.
     """
-    output = Path(output)
-    versions = output.parent / f".{output.name}.versions"
-    versions.mkdir(parents=True, exist_ok=True)
+    output = Path(os.path.abspath(output))
+    versions = versions_folder(output)
+    fsguard.check_takeover(output, versions=versions, what="output")  # again: the folder may have changed overnight
+    _check_versions(versions)
+    if not versions.exists():
+        versions.mkdir(parents=True)
+    if not fsguard.is_owned(versions):
+        fsguard.mark_owned(versions, "nightly-versions")
+    fsguard.sweep_leftovers(output.parent, output.name, kinds=("link",), extra=_old_link(output, versions))
+    for e in versions.iterdir():
+        m = fsguard.dead_temp(e.name)
+        if (m and m["kind"] == "partial") or _OLD_PARTIAL_RE.match(e.name):
+            shutil.rmtree(e, ignore_errors=True)
     final = versions / run_id
-    tmp = versions / f".{run_id}.partial"
-    if tmp.exists():
-        shutil.rmtree(tmp)
-    write_site(tmp, ranking, leaderboard, summary)
-    os.replace(tmp, final)
-    if output.exists() and not output.is_symlink():  # a real folder from before: move it aside once
-        os.replace(output, versions / f"legacy-{run_id}")
-    link = output.parent / f".{output.name}.link-{run_id}"
-    if link.is_symlink() or link.exists():
-        link.unlink()
+    tmp = versions / fsguard.temp_name(run_id, "partial")
+    tmp.mkdir()
+    try:
+        fsguard.mark_owned(tmp, "nightly-version")
+        write_site(tmp, ranking, leaderboard, summary)
+        os.replace(tmp, final)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)  # ours, never published
+        raise
+    if output.is_dir() and not output.is_symlink():  # an empty folder, or one of ours (checked above)
+        if fsguard.is_owned(output):
+            os.replace(output, versions / fsguard.temp_name(output.name, "old"))
+        else:
+            output.rmdir()  # empty: nothing of anyone's is lost
+    link = output.parent / fsguard.temp_name(output.name, "link")
     os.symlink(os.path.relpath(final, output.parent), link)
-    os.replace(link, output)  # the atomic swap
+    try:
+        os.replace(link, output)  # the atomic swap
+    except BaseException:
+        link.unlink(missing_ok=True)
+        raise
     _prune(versions, keep=final)
     return final
 
 
+def _live_temp(name: str) -> bool:
+    """A temporary name of a run that may still be going (another host's, or a live process's)."""
+    return fsguard.temp_parts(name) is not None and fsguard.dead_temp(name) is None and ".old-h" not in name
+
+
 def _prune(versions: Path, *, keep: Path) -> None:
-    """Remove all but the newest :data:`KEEP_VERSIONS` version folders (and stale partial ones)."""
-    dirs = sorted((d for d in versions.iterdir() if d.is_dir()), key=lambda d: d.stat().st_mtime, reverse=True)
-    kept = 0
-    for d in dirs:
-        if d == keep or (not d.name.startswith(".") and kept < KEEP_VERSIONS - 1 and d != keep):
-            if d != keep:
-                kept += 1
-            continue
+    """Remove all but the newest :data:`KEEP_VERSIONS` version folders: only folders of the tool's (a run id as
+    name, or the marker); ``legacy-*`` folders (a user's folder that an older version moved here) are kept."""
+    ours = [d for d in versions.iterdir() if d.is_dir() and not d.is_symlink() and d != keep
+            and (RUN_ID_RE.match(d.name) or (fsguard.is_owned(d) and not d.name.startswith("legacy-")
+                                             and not _live_temp(d.name)))]  # fmt: skip
+    ours.sort(key=lambda d: d.stat().st_mtime, reverse=True)
+    for d in ours[KEEP_VERSIONS - 1:]:
         shutil.rmtree(d, ignore_errors=True)

@@ -128,6 +128,12 @@ def run_night(cfg: NightlyConfig, *, dry_run: bool = False, executor: Any = None
     from embedselect.store import Store
 
     token = token if token is not None else (os.environ.get("HF_TOKEN") or None)
+    if not dry_run:  # every output checked before any work: writable, and a folder the tool may replace
+        from embedselect.nightly.outputs import check_outputs
+        from embedselect.store import default_cache_dir
+
+        check_outputs(cfg.output_path, store=cfg.store_path or default_cache_dir(), data=cfg.data_path,
+                      config_dir=Path(cfg.base_dir))  # fmt: skip
     store = Store.open(cfg.store_path)
     if dry_run:
         return _night(cfg, store, dry_run=True, executor=None, token=token)

@@ -12,13 +12,12 @@ File names come from :func:`~embedselect.publish.text.safe_filename`, never from
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from embedselect.publish.text import md, safe_filename
+from embedselect import fsguard
+from embedselect.publish.text import clean, md, safe_filename
 from embedselect.ranking import CandidateResult, Ranking
 
 LABEL = "embedselect"
@@ -74,26 +73,19 @@ def badge_for(ranking: Ranking, candidate: CandidateResult | str, *, dataset: st
     data set's name (default: the reference data's file name)."""
     c = ranking[candidate] if isinstance(candidate, str) else candidate
     total = len(ranking.ok)
-    label = dataset or Path(str(ranking.dataset.get("source", "data"))).name or "data"
+    label = clean(dataset or Path(str(ranking.dataset.get("source", "data"))).name or "data")
     if not c.ok or c.rank is None:
         message = f"failed · {label}"
     elif not ranking.decided and c.name in ranking.leaders:
         message = f"tied #{c.rank} of {total} · {label}"
     else:
         message = f"#{c.rank} of {total} · {label}"
-    return Badge(candidate=c.name, message=message, color=_colour(c.rank if c.ok else None, total),
+    return Badge(candidate=c.name, message=clean(message), color=_colour(c.rank if c.ok else None, total),
                  stem=safe_filename(c.name))  # fmt: skip
 
 
 def _write(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    fsguard.write_text(path, text)  # atomic; a new file follows the umask, an existing one keeps its mode
 
 
 def write_badges(ranking: Ranking, folder: str | Path, *, dataset: str | None = None,

@@ -12,18 +12,52 @@ reference data has none, so it is written only when ``hub_dataset`` names one (:
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
 from embedselect.errors import ConfigError
 from embedselect.publish.badges import badge_for
-from embedselect.publish.text import md, num
+from embedselect.publish.text import clean, md, num
 from embedselect.ranking import Ranking
 
 START = "<!-- embedselect:start -->"
 END = "<!-- embedselect:end -->"
 SOURCE = "embedselect"
 TASK = "feature-extraction"
+_FRONT_MATTER = re.compile(r"^(\s*---[\r\n]+)([\S\s]*?)([\r\n]+---(\r\n|\n|$))")  # huggingface_hub's own
+
+
+def _parse_card(card_text: str | None):
+    """``huggingface_hub.ModelCard`` of ``card_text`` (a leading UTF-8 byte-order mark dropped, so that the
+    authors' front matter is found and kept rather than a second one added).
+
+    Raises:
+        ConfigError: the front matter is not valid YAML, is not a mapping, or is not closed by a ``---`` line.
+    """
+    import yaml
+    from huggingface_hub import ModelCard
+
+    text = (card_text or "").removeprefix("\ufeff")
+    if not text.strip():
+        return ModelCard("---\n---\n")
+    block = _FRONT_MATTER.match(text)
+    if text.lstrip().startswith("---") and block is None:
+        raise ConfigError("the model card starts a YAML front matter (---) that is never closed by a --- line; fix "
+                          "the card first (it was not changed)")  # fmt: skip
+    try:
+        meta = yaml.safe_load(block.group(2)) if block else None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"the model card's YAML front matter is not valid YAML ({' '.join(str(exc).split())}); "
+                          "fix it first (the card was not changed)") from None  # fmt: skip
+    if meta is not None and not isinstance(meta, dict):
+        raise ConfigError(f"the model card's YAML front matter is a {type(meta).__name__}, not a mapping of keys; "
+                          "fix it first (the card was not changed)")  # fmt: skip
+    try:
+        return ModelCard(text)
+    except (ValueError, yaml.YAMLError) as exc:
+        raise ConfigError(f"the model card's metadata cannot be read ({' '.join(str(exc).split())}); fix it first "
+                          "(the card was not changed)") from None  # fmt: skip
 
 
 def _candidate(ranking: Ranking, candidate: str):
@@ -89,19 +123,18 @@ def update_card(card_text: str | None, ranking: Ranking, candidate: str, *, data
     for the same reference data replaced, everything else kept) and the badge section (replaced if present).
 
     Raises:
-        ConfigError: the candidate is not ranked (or failed) in ``ranking``.
+        ConfigError: the candidate is not ranked (or failed) in ``ranking``; the card's front matter is not valid
+            YAML (the card is refused, not overwritten).
     """
-    from huggingface_hub import ModelCard
-
     c = _candidate(ranking, candidate)
-    card = ModelCard(card_text if card_text and card_text.strip() else "---\n---\n")
+    card = _parse_card(card_text)
     data = card.data
     fingerprint = str(ranking.dataset.get("fingerprint", ""))
     kept = [e for e in (data.eval_results or [])
             if not (e.source_name == SOURCE and e.dataset_revision == fingerprint)]  # fmt: skip
     data.eval_results = kept + eval_results(ranking, candidate, dataset=dataset)
     if not data.model_name:
-        data.model_name = c.model_id if c.model_id and "/" in c.model_id else c.name
+        data.model_name = clean(c.model_id if c.model_id and "/" in c.model_id else c.name)
     section = _section(ranking, candidate, dataset=dataset, base_url=base_url)
     text = card.text
     end = text.find(END)

@@ -2,7 +2,9 @@
 
 Everything that can come from outside (model ids and revisions from the hub, file names, error messages,
 warnings) is untrusted: HTML gets :func:`esc`, a Markdown table cell gets :func:`md`, a file name gets
-:func:`safe_filename`.
+:func:`safe_filename`, any other published text (badge messages, card metadata, JSON messages) gets :func:`clean`.
+All of them go through :func:`clean` first: control characters and bidirectional / invisible format characters
+(U+202E RIGHT-TO-LEFT OVERRIDE and kin, which can make a published name read as another) never reach a reader.
 """
 
 from __future__ import annotations
@@ -18,6 +20,20 @@ _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]<>()#+!|])")
 _UNSAFE_FILE_CHARS = re.compile(r"[^A-Za-z0-9._-]+")
 
 
+def clean(v: Any) -> str:
+    """``v`` as text without control characters (line breaks and tabs become spaces) and without Unicode format
+    characters (category Cf: bidirectional overrides and isolates U+202A-U+202E, U+2066-U+2069, marks U+200E/F,
+    U+061C, zero-width characters, ...). The one sanitiser of untrusted text for every published format."""
+    out = []
+    for ch in str(v):
+        cat = unicodedata.category(ch)
+        if ch in "\t\n\r\v\f\x85\u2028\u2029":
+            out.append(" ")
+        elif cat not in ("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"):
+            out.append(ch)
+    return "".join(out)
+
+
 def num(v: Any, digits: int = 4) -> str:
     """A number for display: ``digits`` significant digits; ``–`` for None, NaN or infinity."""
     if v is None or (isinstance(v, float) and not math.isfinite(v)):
@@ -29,12 +45,12 @@ def num(v: Any, digits: int = 4) -> str:
 
 def esc(v: Any) -> str:
     """``v`` as HTML text (quotes escaped too, so it is safe inside attributes)."""
-    return html.escape(str(v), quote=True)
+    return html.escape(clean(v), quote=True)
 
 
 def md(v: Any) -> str:
     """Escape text for a Markdown table cell (no HTML, no links, no cell breaks, one line)."""
-    return _MD_SPECIAL.sub(r"\\\1", " ".join(str(v).split()))
+    return _MD_SPECIAL.sub(r"\\\1", " ".join(clean(v).split()))
 
 
 def safe_filename(name: str, *, max_len: int = 80) -> str:
