@@ -277,7 +277,11 @@ def swap_dir(new: str | Path, target: str | Path) -> None:
                 raise
     aside = target.parent / temp_name(target.name, "old")
     os.replace(target, aside)
-    os.replace(new, target)
+    try:
+        os.replace(new, target)
+    except BaseException:
+        os.replace(aside, target)  # the old one back; a kill here is undone by sweep_leftovers
+        raise
     _fsync_dir(target.parent)
     shutil.rmtree(aside, ignore_errors=True)
 
@@ -312,6 +316,8 @@ def replace_folder(out: str | Path, fill: Callable[[Path], None], *, error: type
                 finally:
                     os.close(fd)
         swap_dir(tmp, out)
+    except error:
+        raise
     except (OSError, RuntimeError) as exc:  # FAISS reports a failed write as RuntimeError ("... write error ...")
         shutil.rmtree(tmp, ignore_errors=True)
         reason = " ".join(str(exc).split())

@@ -254,6 +254,7 @@ def _write_index_folder(out: Path, index: Any, ref: Any, fit_state: dict | None,
                 f.write(json.dumps({"row": i, "id": str(rid), "item": str(item)}, ensure_ascii=False) + "\n")
         files = {name: _sha256(tmp / name) for name in (INDEX_FILE, ROWS_FILE, FIT_FILE) if (tmp / name).is_file()}
         fsguard.write_text(tmp / MANIFEST, json.dumps(manifest(files).to_dict(), indent=2, default=str) + "\n")
+        SearchIndex.load(tmp)  # the new index must load before it replaces the old one
 
     fsguard.replace_folder(out, fill, error=SearchIndexError, what="the index", legacy_tmp=True)
 

@@ -45,6 +45,7 @@ AREAS: dict[str, str] = {
     "test_nightly": "nightly",
     "test_nightly_resume": "nightly",
     "test_nightly_ray": "Ray executor",
+    "test_nothing_lost": "files and paths (nothing lost)",
 }
 """Test module -> area of the counts table. A fault test in a module not listed here makes the run fail (and
 tests/test_ux.py checks it), so that no case goes uncounted."""

@@ -74,7 +74,7 @@ def _candidate(ranking: Ranking, candidate: str):
 
 
 def _dataset_name(ranking: Ranking, dataset: str | None) -> str:
-    return dataset or Path(str(ranking.dataset.get("source", "reference data"))).name or "reference data"
+    return clean(dataset or Path(str(ranking.dataset.get("source", "reference data"))).name or "reference data")
 
 
 def eval_results(ranking: Ranking, candidate: str, *, dataset: str | None = None) -> list[Any]:

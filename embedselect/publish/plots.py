@@ -11,6 +11,7 @@ import io
 import math
 from typing import Any
 
+from embedselect.publish.text import clean
 from embedselect.ranking import Ranking
 
 _BLUE, _GREY, _ORANGE = "#2563eb", "#9ca3af", "#ea580c"
@@ -41,6 +42,7 @@ def _finite(v: Any) -> bool:
 
 
 def _short(name: str, n: int = 28) -> str:
+    name = clean(name)  # untrusted: no control or bidi characters in the figure's text
     return name if len(name) <= n else name[: n - 1] + "…"
 
 
