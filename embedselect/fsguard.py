@@ -117,6 +117,8 @@ def write_bytes(path: str | Path, data: bytes) -> None:
 
 def write_text(path: str | Path, text: str, *, encoding: str = "utf-8") -> None:
     """:func:`write_bytes` of ``text`` encoded (UTF-8 by default, newlines as given)."""
+    if not isinstance(text, str):
+        raise TypeError(f"write_text needs a str, got {type(text).__name__}")
     write_bytes(path, text.encode(encoding))
 
 
