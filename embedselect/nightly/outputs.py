@@ -197,8 +197,9 @@ def publish(output: Path, run_id: str, ranking: Any, leaderboard: list[dict[str,
 
 
 def _live_temp(name: str) -> bool:
-    """A temporary name of a run that may still be going (another host's, or a live process's)."""
-    return fsguard.temp_parts(name) is not None and fsguard.dead_temp(name) is None and ".old-h" not in name
+    """A partial version folder of a run that may still be going (another host's, or a live process's)."""
+    m = fsguard.temp_parts(name)
+    return m is not None and m["kind"] == "partial" and fsguard.dead_temp(name) is None
 
 
 def _prune(versions: Path, *, keep: Path) -> None:
