@@ -351,3 +351,33 @@ def test_the_guard_refuses_by_name_and_probes_writability(tmp_path, monkeypatch)
     fsguard.mark_owned(tmp_path / "owned", "test")
     fsguard.check_takeover(tmp_path / "owned")
     assert json.loads((tmp_path / "owned" / fsguard.MARKER).read_text())["tool"] == "embedselect"
+
+
+@pytest.mark.fault
+@pytest.mark.slow
+def test_index_overwrite_killed_at_random_instants_always_leaves_an_index(tmp_path, cache_dir):
+    """SIGKILL a process that rebuilds the index with ``overwrite`` in a loop, at random instants: ``--out`` always
+    holds a loadable index, and the next build removes the dead runs' temporary folders."""
+    import random
+    import signal
+    import time
+
+    from embedselect.search import SearchIndex, build_index
+
+    out = tmp_path / "idx"
+    build_index(TEXTS, "tfidf-svd?dim=4", out=out)
+    child = ("import sys\nfrom embedselect.search import build_index\nwhile True:\n"
+             f"    build_index({TEXTS!r}, 'tfidf-svd?dim=4', out=sys.argv[1], overwrite=True)\n")  # fmt: skip
+    rng = random.Random(0)
+    builds = 0
+    for _ in range(6):
+        p = subprocess.Popen([sys.executable, "-c", child, str(out)], stderr=subprocess.PIPE)
+        time.sleep(rng.uniform(2.0, 5.0))
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+        assert p.returncode == -signal.SIGKILL, p.stderr.read().decode()[-2000:]
+        SearchIndex.load(out)  # the old index or a new one, never neither
+        builds += 1
+    build_index(TEXTS, "tfidf-svd?dim=4", out=out, overwrite=True)
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".idx")) == []
+    assert builds == 6
