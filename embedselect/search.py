@@ -202,7 +202,6 @@ def build_index(
     from embedselect.metrics.neighbours import build_index as faiss_index
     from embedselect.metrics.neighbours import is_exact
     from embedselect.store import Store
-
     from embedselect.fsguard import check_output_target
 
     out = check_output_target(Path(out).expanduser(), what="--out")  # not ., /, home; writable: before any work
