@@ -34,6 +34,7 @@ AREAS: dict[str, str] = {
     "test_progress": "ranking and CLI (issue 14's own pass)",
     "test_cli": "ranking and CLI (issue 14's own pass)",
     "test_data": "data loading",
+    "test_image_labels": "data loading",
     "test_embed": "models and backends",
     "test_taskprior": "metrics",
     "test_sufficiency": "metrics",
