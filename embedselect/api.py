@@ -635,6 +635,7 @@ def _rank_stage(ctx: RunContext) -> Any:
         the :class:`~embedselect.aggregate.Decision`.
     """
     from embedselect.aggregate import MIN_POOL, combine_ranks, copies_below_parents, decide
+    from embedselect.backends.base import vector_options
     from embedselect.metrics.copies import derived_copies
 
     by_name = {r.name: r for r in ctx.results}
@@ -646,7 +647,10 @@ def _rank_stage(ctx: RunContext) -> Any:
     combined = combine_ranks(ctx.per_metric, weights=full_weights, method=DEFAULT_METHOD)
     # a quantised or truncated copy of another candidate never ranks above it, and its parent takes its score
     # when it was higher (data processing inequality: the parent is at least as good)
-    copies = derived_copies({n: ctx.vectors[n] for n in combined if n in ctx.vectors}, seed=ctx.seed)
+    # what the specs say first: another pooling, max_length, resolution or layer of one model is a variant, not a copy
+    origins = {c.name: (by_name[c.name].model_id, by_name[c.name].revision, vector_options(c.options))
+               for c in ctx.candidates if c.name in by_name}
+    copies = derived_copies({n: ctx.vectors[n] for n in combined if n in ctx.vectors}, seed=ctx.seed, origins=origins)
     combined, moved = copies_below_parents(combined, [(d.copy, d.parent) for d in copies])
     ctx.details["copies"] = {"pairs": [d.to_dict() for d in copies], "moved_below_parent": [list(p) for p in moved]}
     for c, p in moved:

@@ -70,6 +70,7 @@ from embedselect.errors import (
     TooFewItemsError,
     UnsupportedFormatError,
 )
+from embedselect.image_labels import image_labels, image_load_options
 
 __all__ = ["ReferenceData", "LoadReport", "sample_path", "IMAGE_SUFFIXES", "TEXT_FORMATS"]
 
@@ -404,7 +405,7 @@ class ReferenceData:
         if isinstance(obj, (str, os.PathLike)):
             path = Path(obj).expanduser()
             if path.is_dir():
-                return cls.from_images(path, **only(kw, cls.from_images, "a folder of images"))
+                return cls.from_images(path, **only(image_load_options(kw), cls.from_images, "a folder of images"))
             return cls.from_file(path, **only(kw, cls.from_file, "a data file"))
         try:
             import pandas as pd
@@ -436,7 +437,7 @@ class ReferenceData:
             if not obj:
                 raise EmptyDataError("the reference data is an empty list; pass at least one text or image path")
             if all(isinstance(x, Path) for x in obj):
-                return cls.from_images(obj, **only(kw, cls.from_images, "a list of image paths"))
+                return cls.from_images(obj, **only(image_load_options(kw), cls.from_images, "a list of image paths"))
             if all(isinstance(x, (str, bytes)) or is_missing(x) for x in obj):
                 return cls.from_texts(obj, **only(kw, cls.from_texts, "a list of texts"))
             raise ConfigError(
@@ -614,7 +615,7 @@ class ReferenceData:
         cls,
         folder_or_paths: str | os.PathLike | Sequence[str | os.PathLike],
         *,
-        labels: Sequence[Any] | Literal["folder"] | None = None,
+        labels: Sequence[Any] | Literal["folder"] | str | os.PathLike | None = None,
         max_items: int | None = None,
         seed: int = 0,
         on_error: OnError = "fail",
@@ -627,8 +628,8 @@ class ReferenceData:
         Args:
             folder_or_paths: a folder (files sorted by relative path) or a list of image files (order kept).
             labels: ``None``; ``"folder"`` — the first sub-folder below the root names the class (files directly in
-                the root get ``None``); or a sequence aligned with the files (for a folder: with the sorted
-                files).
+                the root get ``None``); the path of a CSV file of ``path,label`` rows; or a sequence aligned with the
+                files (for a folder: with the sorted files). See :func:`embedselect.image_labels.image_labels`.
             max_items, seed, on_error, dedupe: as in :meth:`from_file` (duplicates = identical file bytes).
             recursive: also look in sub-folders.
 
@@ -667,19 +668,7 @@ class ReferenceData:
             root = Path(os.path.commonpath([str(p.parent) for p in paths]))
             source = f"<list of {len(paths)} images under {root}>"
         ids = [p.relative_to(root).as_posix() for p in paths]
-        if labels is None:
-            label_list = None
-        elif isinstance(labels, str):
-            if labels != "folder":
-                raise ConfigError(f"labels must be None, 'folder' or a sequence; got {labels!r}")
-            label_list = [i.split("/")[0] if "/" in i else None for i in ids]
-        else:
-            label_list = list(labels)
-            if len(label_list) != len(paths):
-                raise ConfigError(
-                    f"labels has {len(label_list)} entries but there are {len(paths)} images; align them "
-                    "(for a folder, with the files sorted by relative path)"
-                )
+        label_list = None if labels is None else image_labels(labels, root=root, ids=ids)
 
         keep: list[int] = []
         hashes: list[bytes] = []

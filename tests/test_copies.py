@@ -68,3 +68,82 @@ def test_copies_rank_below_their_parents_who_inherit_their_score():
     # a copy already below its parent, or a candidate without a score, is left alone
     out2, moved2 = copies_below_parents({"full": 0.9, "first64": 0.1}, [("first64", "full"), ("x", "full")])
     assert out2 == {"full": 0.9, "first64": 0.1} and moved2 == []
+
+
+# --- variants are not copies (issue 23: pooling, max_length, max pooling with ReLU zeros) ---------------------------
+def _relu_feature_maps(n: int = 400, positions: int = 49, channels: int = 96, seed: int = 0) -> np.ndarray:
+    """(n, positions, channels) maps of a tiny ReLU6 conv layer: most channels are exactly 0 on most positions (and
+    on every position of most images, as in EfficientNet's last stage), a few saturate at 6."""
+    rng = np.random.default_rng(seed)
+    image = rng.normal(size=(n, 1, 24))  # what an image is about
+    patches = image + 0.7 * rng.normal(size=(n, positions, 24))  # what each position sees
+    pre = patches @ rng.normal(size=(24, channels)) - 9.0  # a negative bias: ReLU keeps only strong responses
+    return np.clip(pre, 0.0, 6.0)
+
+
+def _token_states(n: int = 400, tokens: int = 24, d: int = 48, seed: int = 0) -> np.ndarray:
+    """(n, tokens, d) states of a tiny encoder over texts in groups of about 3 that share a topic and their first 8
+    tokens (as real sentences share openings): the CLS token and the first 8 tokens then repeat within a group."""
+    rng = np.random.default_rng(seed)
+    group = rng.integers(0, n // 3, size=n)
+    states = rng.normal(size=(n // 3, d))[group][:, None, :] + 0.5 * rng.normal(size=(n, 1, d)) \
+        + 0.5 * rng.normal(size=(n, tokens, d))
+    first = np.unique(group, return_index=True)[1][np.searchsorted(np.unique(group), group)]
+    states[:, :8] = states[first, :8]  # the group's first member's opening
+    return states.astype(np.float32)
+
+
+def test_pooling_truncation_and_max_pooling_variants_are_not_copies():
+    maps = _relu_feature_maps()
+    avg, mx = maps.mean(axis=1), maps.max(axis=1)
+    assert (avg == 0).mean() > 0.5  # most coordinates are exact zeros, shared by both poolings
+    states = _token_states()
+    mean, cls, first8 = states.mean(axis=1), states[:, 0], states[:, :8].mean(axis=1)
+    pool = {"avg": avg, "max": mx, "mean": mean, "cls": cls, "max_length=8": first8}
+    assert derived_copies(pool) == []
+    # the specs say so even where the vectors would not: max_length, pooling, resolution and layer make variants
+    same = ("local:/m", "sha", {})
+    origins = {"avg": same, "max": ("local:/m", "sha", {"pooling": "max"}), "mean": same,
+               "max_length=8": ("local:/m", "sha", {"max_length": 8}), "cls": ("local:/m", "sha", {"pooling": "cls"})}
+    near = {"mean": mean, "max_length=8": np.round(mean, 1)}  # a variant whose vectors happen to be a rounding
+    assert [(d.copy, d.parent) for d in derived_copies(near)] == [("max_length=8", "mean")]
+    assert derived_copies(near, origins=origins) == []
+
+
+def test_real_quantised_copies_are_still_found_and_never_ranked_above_their_parent():
+    maps = _relu_feature_maps()
+    avg = maps.mean(axis=1).astype(np.float32)
+    states = _token_states()
+    mean = states.mean(axis=1)
+    unit = mean / np.linalg.norm(mean, axis=1, keepdims=True)
+    pool = {"avg": avg, "avg-fp16": avg.astype(np.float16).astype(np.float32), "avg-int8": _int8(avg),
+            "mean": unit, "mean-fp16": unit.astype(np.float16).astype(np.float32), "mean-int8": _int8(unit),
+            "mean-binary": np.sign(unit).astype(np.float32)}
+    found = {(d.copy, d.parent): d for d in derived_copies(pool)}
+    for copy, parent in (("avg-fp16", "avg"), ("avg-int8", "avg"), ("mean-fp16", "mean"), ("mean-int8", "mean"),
+                         ("mean-binary", "mean")):
+        assert (copy, parent) in found and found[(copy, parent)].relation == "quantized", (copy, sorted(found))
+        assert (parent, copy) not in found and found[(copy, parent)].monotone_fit > 0.97
+    assert not [p for p in found if {"avg", "mean"} & {p[0].split("-")[0], p[1].split("-")[0]} == {"avg", "mean"}]
+    # declared by the specs: the same model at a lower precision is the copy, whichever has fewer distinct values
+    origins = {"mean": ("m", "r", {}), "mean-fp16": ("m", "r", {"dtype": "float16"})}
+    both = {"mean": unit, "mean-fp16": pool["mean-fp16"]}
+    assert [(d.copy, d.parent) for d in derived_copies(both, origins=origins)] == [("mean-fp16", "mean")]
+    scores = {"mean": 0.2, "mean-fp16": 0.9, "mean-int8": 0.8, "avg": 0.5, "avg-int8": 0.95}
+    out, _ = copies_below_parents(scores, [(d.copy, d.parent) for d in found.values()])
+    assert out["mean"] > max(out["mean-fp16"], out["mean-int8"]) and out["avg"] > out["avg-int8"]
+
+
+def test_select_reads_the_specs_a_lower_precision_run_is_a_copy_another_pooling_a_variant(tmp_path):
+    from embedselect import select
+    from tests import tinymodels as tm
+
+    vit = str(tm.make_tiny_timm(tmp_path / "vit"))
+    imgs = tm.make_tiny_images(tmp_path / "imgs", n=40)[0].parent
+    r = select(imgs, [f"vit={vit}", f"vit-bf16={vit}?dtype=bfloat16", f"vit-max={vit}?pooling=max",
+                      f"vit-px48={vit}?resolution=48", "pixel-pca", "random-projection"],
+               cache_dir=tmp_path / "c", metrics=["rankme"])
+    pairs = {(p["copy"], p["parent"]): p["relation"] for p in r.details["copies"]["pairs"]}
+    assert pairs == {("vit-bf16", "vit"): "quantized"}, pairs
+    ranked = [c.name for c in r.candidates]
+    assert ranked.index("vit") < ranked.index("vit-bf16")

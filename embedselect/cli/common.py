@@ -25,7 +25,8 @@ def add_data_args(p: argparse.ArgumentParser, *, labels: bool = True, labels_req
         p.add_argument(
             "--labels",
             required=labels_required,
-            help="label column: used only to validate the label-free ranking (held-out probe accuracy)",
+            help="label column; for an image folder 'folder' (PHOTOS/cat/1.jpg is a 'cat') or a CSV file of path,label "
+            "rows: used only to validate the label-free ranking (held-out probe accuracy)",
         )
     p.add_argument("--max-items", type=int, help="seeded sub-sample of at most this many items")
     p.add_argument("--on-error", choices=["fail", "skip"], default="fail", help="undecodable items: fail or skip")
