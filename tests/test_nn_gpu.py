@@ -148,3 +148,19 @@ def test_gpu_ivf_index_recall_and_cpu_copy():
     assert recall >= 0.9
     cpu = nn.to_cpu(ivf)
     assert type(cpu).__name__ == "IndexIVFFlat" and cpu.ntotal == 50_000
+
+
+def test_nn_agreement_runs_its_knn_on_the_gpu_and_records_the_device(fake_gpus):
+    from embedselect.metrics import MetricContext, get_metric
+
+    rng = np.random.default_rng(5)
+    z = rng.standard_normal((300, 8))
+    emb = {f"c{i}": (z @ rng.standard_normal((8, 12)) + 0.5 * rng.standard_normal((300, 12))).astype(np.float32)
+           for i in range(3)}
+    metric = get_metric("nn_agreement")
+    cpu = metric(MetricContext(embeddings=emb, run_keys={k: k for k in emb}, seed=0))
+    gpu = metric(MetricContext(embeddings=emb, run_keys={k: k for k in emb}, seed=0, device="cuda"))
+    assert cpu.details["knn_device"] == "cpu" and gpu.details["knn_device"] == "cuda:0,1,2,3 (sharded)"
+    assert fake_gpus["multi"]  # the GPU branch was taken
+    for k in emb:  # FAISS float32 vs float64 brute force: the same neighbours on tie-free data
+        assert gpu.scores[k] == pytest.approx(cpu.scores[k], abs=1e-12)
