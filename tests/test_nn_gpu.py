@@ -164,3 +164,25 @@ def test_nn_agreement_runs_its_knn_on_the_gpu_and_records_the_device(fake_gpus):
     assert fake_gpus["multi"]  # the GPU branch was taken
     for k in emb:  # FAISS float32 vs float64 brute force: the same neighbours on tie-free data
         assert gpu.scores[k] == pytest.approx(cpu.scores[k], abs=1e-12)
+
+
+def test_the_search_index_is_built_on_the_gpus_and_the_manifest_says_so(tmp_path, cache_dir, fake_gpus, one_thread):
+    import json
+
+    from embedselect.search import SearchIndex, build_index, search
+    from tests.tinymodels import make_tiny_sentence_transformer
+
+    texts = [f"item {i} about {w}" for i, w in enumerate("cats dogs rain stocks bread goals trains music".split())]
+    model = make_tiny_sentence_transformer(tmp_path / "st")
+    out = tmp_path / "idx"
+    idx = build_index(texts, str(model), out=out)  # device unset: FAISS on every (mocked) GPU, embedding on CPU
+    assert idx.manifest.index_device == "cuda:0,1,2,3 (sharded)" and fake_gpus["multi"]
+    assert fake_gpus["to_cpu"] and idx.manifest.index_type == "IndexFlatIP"  # written as the CPU index
+    assert [h[0].row for h in search(out, texts, k=2)] == list(range(len(texts)))
+    # a manifest written before index_device existed still loads (as built on the CPU)
+    raw = json.loads((out / "manifest.json").read_text())
+    del raw["index_device"]
+    (out / "manifest.json").write_text(json.dumps(raw))
+    assert SearchIndex.load(out).manifest.index_device == "cpu"
+    cpu = build_index(texts, str(model), out=tmp_path / "idx-cpu", device="cpu")
+    assert cpu.manifest.index_device == "cpu"
