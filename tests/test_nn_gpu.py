@@ -186,3 +186,17 @@ def test_the_search_index_is_built_on_the_gpus_and_the_manifest_says_so(tmp_path
     assert SearchIndex.load(out).manifest.index_device == "cpu"
     cpu = build_index(texts, str(model), out=tmp_path / "idx-cpu", device="cpu")
     assert cpu.manifest.index_device == "cpu"
+
+
+def test_the_html_report_says_where_the_nearest_neighbours_ran():
+    from embedselect.publish.report import to_html
+    from embedselect.ranking import CandidateResult, Ranking
+
+    cand = CandidateResult(name="a", spec="a", model_id="local:a", revision="r", backend="sentence-transformers",
+                           scores={"nn_agreement": 0.5}, ranks={"nn_agreement": 1}, combined_score=0.0, rank=1, dim=8)
+    ranking = Ranking(candidates=[cand], metrics=["nn_agreement"], combine="mean-rank", dataset={"n": 10},
+                      settings={"seed": 0}, versions={"embedselect": "0"}, created_at="2026-01-01",
+                      details={"nn_agreement": {"knn_device": "cuda:0,1 (sharded)"}})
+    assert "Nearest neighbours (FAISS) ran on: <code>cuda:0,1 (sharded)</code>" in to_html(ranking)
+    ranking.details = {}
+    assert "Nearest neighbours (FAISS)" not in to_html(ranking)
