@@ -166,24 +166,25 @@ def mutual_knn_agreement(
     if len(sizes) != 1:
         raise MetricError(f"candidates embed different numbers of items: {sorted(sizes)}")
     given = graphs or {}
-    graphs, all_exact, devices = [], True, []
+    sorted_ids: list[np.ndarray] = []
+    all_exact, devices = True, []
     for nm in names:
         nb = given.get(nm)
         if nb is None or nb.ids.shape[1] < k:
             nb = knn(embeddings[nm], k, metric=metric, exact=exact, threshold=threshold, device=device)
         all_exact &= nb.exact
         devices.append(nb.device)
-        graphs.append(np.sort(nb.ids[:, :k], axis=1))
+        sorted_ids.append(np.sort(nb.ids[:, :k], axis=1))
     c = len(names)
     m = np.eye(c, dtype=np.float64)
     for a in range(c):
         for b in range(a + 1, c):
-            ga, gb = graphs[a], graphs[b]
+            ga, gb = sorted_ids[a], sorted_ids[b]
             hits = np.zeros(ga.shape[0], dtype=np.int64)
             for j in range(k):
                 hits += (ga == gb[:, j : j + 1]).any(axis=1) & (gb[:, j] >= 0)
             m[a, b] = m[b, a] = float(hits.sum(dtype=np.float64) / (ga.shape[0] * k))
-    return KnnAgreement(names=names, matrix=m, k=int(k), n=int(graphs[0].shape[0]), exact=bool(all_exact),
+    return KnnAgreement(names=names, matrix=m, k=int(k), n=int(sorted_ids[0].shape[0]), exact=bool(all_exact),
                         device=" + ".join(dict.fromkeys(devices)))
 
 
