@@ -289,7 +289,7 @@ def section_sufficiency(dev: str, ci: bool) -> list[dict[str, Any]]:
 
 
 def section_faiss(dev: str, ci: bool) -> list[dict[str, Any]]:
-    from embedselect.metrics.neighbours import build_index, faiss_has_gpu, prepare, search_index
+    from embedselect.nn import build_index, faiss_has_gpu, prepare, search_index
 
     n, d, m = SIZES["faiss_n"][0 if ci else 1], SIZES["faiss_d"][0 if ci else 1], SIZES["faiss_q"][0 if ci else 1]
     rng = np.random.default_rng(4)
