@@ -232,12 +232,13 @@ def build_index(
         raise CandidateError(f"{cand.name} could not be embedded: {res.error_type}: {res.error}")
     fit_state = _baseline_fit(cand, res, ref, outcome.vectors, seed=seed) if res.backend in FITTED_BASELINES else None
     index = faiss_index(outcome.vectors, metric=metric, exact=exact, device=auto_device(device))
+    cpu_index = to_cpu(index)  # what is written (one copy back from the GPUs, shards merged)
     tmp = out.parent / f".{out.name}.tmp-{os.getpid()}"
     if tmp.exists():
         shutil.rmtree(tmp)
     tmp.mkdir(parents=True)
     try:
-        faiss.write_index(to_cpu(index), str(tmp / INDEX_FILE))
+        faiss.write_index(cpu_index, str(tmp / INDEX_FILE))
         if fit_state is not None:
             np.savez(tmp / FIT_FILE, **fit_state)
         with open(tmp / ROWS_FILE, "w", encoding="utf-8") as f:
@@ -247,7 +248,7 @@ def build_index(
             name=cand.name, spec=cand.spec, model_id=res.model_id, revision=res.revision, backend=res.backend,
             options=dict(cand.options), seed=seed, run_key=res.run_key, fingerprint=ref.fingerprint,
             modality=ref.modality, source=ref.source, n=int(index.ntotal), dim=int(index.d), metric=metric,
-            index_type=type(to_cpu(index)).__name__, exact=is_exact(index), index_device=index_device(index),
+            index_type=type(cpu_index).__name__, exact=is_exact(index), index_device=index_device(index),
             versions={"embedselect": __version__, "faiss": faiss.__version__},
             created_at=datetime.now(timezone.utc).isoformat(),
             files={name: _sha256(tmp / name) for name in (INDEX_FILE, ROWS_FILE, FIT_FILE) if (tmp / name).is_file()},
