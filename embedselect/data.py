@@ -292,7 +292,7 @@ class ReferenceData:
             ``"exact"``: equal items, as :attr:`LoadReport.n_duplicates` counts them (text equality, equal image
                 bytes).
             ``"near"``: exact duplicates, then items whose cheap, candidate-independent features have cosine
-                similarity >= ``threshold`` (FAISS k-NN, :func:`embedselect.metrics.neighbours.near_duplicates`):
+                similarity >= ``threshold`` (FAISS k-NN, :func:`embedselect.nn.near_duplicates`):
                 the same rows are dropped whichever candidates are ranked, and the choice favours none of them.
                 Texts: hashed word unigrams and bigrams (lower-cased, punctuation ignored, l2-normalised counts,
                 2**20 buckets); FAISS searches a seeded 128-d sparse random projection of them for pairs within
@@ -355,7 +355,7 @@ class ReferenceData:
 
     def _near_duplicate_mask(self, rows: np.ndarray, *, threshold: float, k: int, seed: int) -> np.ndarray:
         """bool (len(rows),): False for the items among ``rows`` that are near duplicates of an earlier one."""
-        from embedselect.metrics.neighbours import near_duplicates
+        from embedselect.nn import near_duplicates
 
         if self.modality == "text":
             sparse, dense = _text_duplicate_features([self.items[i] for i in rows], seed=seed)

@@ -78,6 +78,8 @@ class IndexManifest:
     created_at: str
     files: dict[str, str] = field(default_factory=dict)
     format: int = INDEX_FORMAT
+    index_device: str = "cpu"
+    """Where the FAISS index was built: ``cpu``, ``cuda:N`` or ``cuda:0,1,… (sharded)`` (written to disk on CPU)."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -88,7 +90,7 @@ class IndexManifest:
             raise SearchIndexError(f"this index was written by a newer embedselect (format {d.get('format')}); "
                                    "upgrade embedselect or rebuild the index")
         names = {f.name for f in dataclasses.fields(cls)}
-        missing = names - set(d) - {"files", "format"}
+        missing = names - set(d) - {"files", "format", "index_device"}
         if missing:
             raise SearchIndexError(f"manifest.json lacks {sorted(missing)}; rebuild the index with `embedselect index`")
         return cls(**{k: v for k, v in d.items() if k in names})
@@ -185,7 +187,9 @@ def build_index(
             of the newest ranking of the same data in the cache (its revision and seed are reused).
         out: the index folder; created; an existing index there is replaced only with ``overwrite``.
         seed: root seed (sub-sampling, baselines); default 0, or the ranking's seed for ``"best"``.
-        metric: ``cosine`` (default), ``ip`` or ``l2``; exact: see :func:`embedselect.metrics.neighbours.knn`.
+        metric: ``cosine`` (default), ``ip`` or ``l2``; exact: see :func:`embedselect.nn.knn`.
+        device: embedding device, and where the FAISS index is built (``cuda``: every visible GPU, sharded; the
+            index is written for the CPU either way; the manifest's ``index_device`` says which was used).
 
     Returns:
         the loaded :class:`SearchIndex`.
@@ -199,8 +203,9 @@ def build_index(
 
     from embedselect.version import __version__
     from embedselect.api import embed_reference, load_reference_data
-    from embedselect.metrics.neighbours import build_index as faiss_index
-    from embedselect.metrics.neighbours import is_exact
+    from embedselect.nn import build_index as faiss_index
+    from embedselect.nn import index_device, is_exact, to_cpu
+    from embedselect.nn_device import auto_device
     from embedselect.store import Store
     from embedselect.fsguard import check_output_target
 
@@ -225,12 +230,13 @@ def build_index(
     if not res.ok or outcome.vectors is None:
         raise CandidateError(f"{cand.name} could not be embedded: {res.error_type}: {res.error}")
     fit_state = _baseline_fit(cand, res, ref, outcome.vectors, seed=seed) if res.backend in FITTED_BASELINES else None
-    index = faiss_index(outcome.vectors, metric=metric, exact=exact)
-    _write_index_folder(out, index, ref, fit_state, lambda files: IndexManifest(
+    index = faiss_index(outcome.vectors, metric=metric, exact=exact, device=auto_device(device))
+    cpu_index = to_cpu(index)  # what is written (one copy back from the GPUs, shards merged)
+    _write_index_folder(out, cpu_index, ref, fit_state, lambda files: IndexManifest(
         name=cand.name, spec=cand.spec, model_id=res.model_id, revision=res.revision, backend=res.backend,
         options=dict(cand.options), seed=seed, run_key=res.run_key, fingerprint=ref.fingerprint,
         modality=ref.modality, source=ref.source, n=int(index.ntotal), dim=int(index.d), metric=metric,
-        index_type=type(index).__name__, exact=is_exact(index),
+        index_type=type(cpu_index).__name__, exact=is_exact(index), index_device=index_device(index),
         versions={"embedselect": __version__, "faiss": faiss.__version__},
         created_at=datetime.now(timezone.utc).isoformat(), files=files,
     ))  # fmt: skip
@@ -466,7 +472,7 @@ class SearchIndex:
 
     def search_vectors(self, vectors: Any, k: int = 10) -> list[list[Hit]]:
         """The ``k`` nearest indexed items of each query vector (m, dim), nearest first."""
-        from embedselect.metrics.neighbours import search_index
+        from embedselect.nn import search_index
 
         k = min(int(k), self.manifest.n)
         scores, ids = search_index(self.index, np.asarray(vectors, dtype=np.float32), k, metric=self.manifest.metric)
@@ -633,14 +639,10 @@ def neighbours_view(
     Memory: every candidate's (n, d) matrix is held at once (as in :func:`embedselect.select`).
     """
     from embedselect.api import embed_reference, load_reference_data
-    from embedselect.metrics.neighbours import build_index as faiss_index
-    from embedselect.metrics.neighbours import (
-        knn,
-        mutual_knn_agreement,
-        near_duplicates,
-        prepare,
-        search_index,
-    )
+    from embedselect.metrics.neighbours import mutual_knn_agreement
+    from embedselect.nn import build_index as faiss_index
+    from embedselect.nn import knn, near_duplicates, prepare, search_index
+    from embedselect.nn_device import auto_device
     from embedselect.store import Store
 
     store = Store.open(cache_dir)
@@ -669,13 +671,14 @@ def neighbours_view(
     )  # fmt: skip
     for nm, vecs in ok.items():
         x = prepare(vecs, "cosine")
-        sc, ids = search_index(faiss_index(x, metric="cosine", prepared=True), x[rows], k, prepared=True,
+        sc, ids = search_index(faiss_index(x, metric="cosine", prepared=True, device=auto_device(device)), x[rows],
+                               k, prepared=True,
                                self_ids=np.asarray(rows, dtype=np.int64))
         view.neighbours[nm] = [[(int(j), float(v)) for j, v in zip(irow, srow) if j >= 0] for irow, srow in zip(ids, sc)]
     # one cosine k-NN graph per candidate, shared by the agreement and the near-duplicates
     ka = min(int(agreement_k), n - 1)
     need = max(ka if len(ok) > 1 else 0, min(10, n - 1) if near_duplicate_threshold is not None else 0)
-    graphs = {nm: knn(vecs, need) for nm, vecs in ok.items()} if need else {}
+    graphs = {nm: knn(vecs, need, device=auto_device(device)) for nm, vecs in ok.items()} if need else {}
     if len(ok) > 1:
         view.agreement = mutual_knn_agreement(ok, k=ka, graphs=graphs)
         view.knn_communities = view.agreement.communities(seed=seed)

@@ -7,8 +7,8 @@
 # Torch: on a machine where `nvidia-smi` sees a GPU, pip chooses torch (and torchvision) freely, so a
 # CUDA build is installed. Everywhere else torch is pinned to the CPU build in constraints/cpu.txt
 # and installed *first*, so that nothing later (timm -> torchvision, sentence-transformers) can pull a
-# newer torch with several GB of CUDA packages. FAISS: faiss-cpu everywhere, replaced by faiss-gpu-cu12 (extra
-# `gpu`) on a CUDA machine.
+# newer torch with several GB of CUDA packages. FAISS: faiss-cpu everywhere, replaced by the FAISS GPU build
+# of the extra `gpu` (pyproject.toml) on a CUDA machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 extras="${1:-models}"
@@ -26,10 +26,12 @@ pip=("$venv/bin/python" -m pip install --disable-pip-version-check -q)
 if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
   echo "setup: CUDA GPU found; installing torch from the default index and FAISS with CUDA (extra gpu)" >&2
   "${pip[@]}" -e ".[$extras,gpu]"
-  # faiss-cpu (a core dependency) and faiss-gpu-cu12 both ship the `faiss` module: remove the CPU build and
-  # reinstall the GPU build's files so that `import faiss` is the CUDA one.
+  # faiss-cpu (a core dependency) and the GPU build both ship the `faiss` module: remove the CPU build and
+  # reinstall the GPU build's files so that `import faiss` is the CUDA one. The requirement is read from the
+  # extra itself, so a change of FAISS wheel is made in pyproject.toml alone.
+  faiss_gpu=$("$venv/bin/python" -c 'import tomllib; print(next(r for r in tomllib.load(open("pyproject.toml", "rb"))["project"]["optional-dependencies"]["gpu"] if r.startswith("faiss")))')
   "$venv/bin/python" -m pip uninstall -y -q faiss-cpu
-  "${pip[@]}" --force-reinstall --no-deps "$(grep -oE 'faiss-gpu-cu12[^"]*' pyproject.toml | head -1)"
+  "${pip[@]}" --force-reinstall --no-deps "$faiss_gpu"
 else
   echo "setup: no CUDA GPU; pinning the CPU torch build (constraints/cpu.txt)" >&2
   torch_pin=$(grep -E '^torch==' constraints/cpu.txt)

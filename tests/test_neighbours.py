@@ -203,7 +203,7 @@ def test_precomputed_graphs_give_the_same_agreement_and_duplicates():
 def test_a_low_recall_approximate_search_warns(caplog):
     rng = np.random.default_rng(8)
     x = rng.normal(size=(8000, 384)).astype(np.float32)  # no structure: hard for a graph index
-    with caplog.at_level("WARNING", logger="embedselect.metrics.neighbours"):
+    with caplog.at_level("WARNING", logger="embedselect.nn"):
         nb = knn(x, 10, threshold=1000, ef_search=1)
     assert not nb.exact and nb.recall < 0.9
     assert "recall@10" in caplog.text and "exact=True" in caplog.text
@@ -240,3 +240,20 @@ def test_near_duplicates_rescored_pairs_decide():
     assert [g.tolist() for g in nd.groups] == [[2, 11]] and nd.similarities.tolist() == [np.float32(0.97)]
     assert set(seen[0]) == {(2, 11), (4, 30)}  # only the pairs x proposes (cosine >= 0.95 - margin) are rescored
     assert near_duplicates(x, threshold=0.95).n_drop == 2  # without the rescorer both pairs count
+
+
+def test_given_graphs_are_used_not_searched_again(monkeypatch):
+    """mutual_knn_agreement(graphs=...) reuses the k-NN graphs it is given (it used to overwrite the argument
+    before reading it and searched every candidate again)."""
+    from embedselect.metrics import neighbours
+
+    rng = np.random.default_rng(9)
+    emb = {k: rng.normal(size=(80, 6)).astype(np.float32) for k in "ab"}
+    graphs = {k: knn(v, 5) for k, v in emb.items()}
+
+    def no_search(*a, **kw):
+        raise AssertionError("searched again although a graph was given")
+
+    monkeypatch.setattr(neighbours, "knn", no_search)
+    got = mutual_knn_agreement(emb, k=5, graphs=graphs)
+    assert got.matrix.shape == (2, 2) and got.device == "cpu"

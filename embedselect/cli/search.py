@@ -103,7 +103,7 @@ def cmd_index(args) -> int:
     else:
         kind = "exact" if m.exact else "approximate"
         print(f"index {idx.directory}: {m.n} items x {m.dim} dims, {m.name} ({m.model_id}@{m.revision[:12]}), "
-              f"{m.metric}, {kind} ({m.index_type}); data {m.fingerprint[:12]}")
+              f"{m.metric}, {kind} ({m.index_type}, built on {m.index_device}); data {m.fingerprint[:12]}")
     return 0
 
 

@@ -19,6 +19,8 @@ import numpy as np
 from embedselect.errors import ConfigError, MetricError, TooFewItemsError
 from embedselect.metrics.base import MIN_ITEMS, MetricContext, MetricResult, unusable_reason
 from embedselect.metrics.kernels import as_matrix
+from embedselect.nn import knn
+from embedselect.nn_device import faiss_has_gpu
 
 _OPTION_DEFAULTS: dict[str, Any] = {"k": 10, "max_items": 2048}
 
@@ -90,15 +92,24 @@ def compute(ctx: MetricContext) -> MetricResult:
     sub = np.sort(rng.choice(n, size=mi, replace=False)) if n > mi else np.arange(n)
     k = min(int(opt["k"]), len(sub) - 1)
     nbs = []
+    # on a CUDA device with a working FAISS GPU build, the k-NN runs there (exact, float32); otherwise the float64
+    # brute force below, as always
+    on_gpu = str(ctx.device).startswith("cuda") and faiss_has_gpu()
+    knn_device = "cpu"
     for key in keys:
         a = np.asarray(ctx.embeddings[key])
         if a.ndim != 2 or a.shape[0] != n:
             raise MetricError(f"embeddings[{key!r}] has shape {a.shape}, expected ({n}, d) (same items, same order)")
-        nbs.append(knn_indices(a[sub], k, what=f"embeddings[{key!r}]"))
+        if on_gpu:
+            nb = knn(as_matrix(a[sub], f"embeddings[{key!r}]"), k, exact=True, device=ctx.device)
+            nbs.append(nb.ids)
+            knn_device = nb.device
+        else:
+            nbs.append(knn_indices(a[sub], k, what=f"embeddings[{key!r}]"))
     g = agreement_matrix(nbs)
     m = len(keys)
     scores = {key: float((g[i].sum() - 1.0) / (m - 1)) for i, key in enumerate(keys)}
-    details: dict[str, Any] = {"k": k, "n_items": len(sub),
+    details: dict[str, Any] = {"k": k, "n_items": len(sub), "knn_device": knn_device,
                "agreement": {a: {b: float(g[i, j]) for j, b in enumerate(keys)} for i, a in enumerate(keys)}}
     if excluded:
         details["excluded"] = excluded

@@ -226,6 +226,8 @@ def to_html(ranking: Ranking, *, title: str = "embedselect ranking", plots: bool
     if notes:
         out.append("<h2>Notes</h2><ul>" + "".join(f'<li class="note">{_e(w)}</li>' for w in notes) + "</ul>")
     versions = ", ".join(f"{_e(k)} {_e(v)}" for k, v in ranking.versions.items())
-    out.append(f'<p class="muted"><small>{versions}. Settings: <code>{_e(ranking.settings)}</code></small></p>')
+    knn_device = (ranking.details.get("nn_agreement") or {}).get("knn_device")
+    where = f". Nearest neighbours (FAISS) ran on: <code>{_e(knn_device)}</code>" if knn_device else ""
+    out.append(f'<p class="muted"><small>{versions}. Settings: <code>{_e(ranking.settings)}</code>{where}</small></p>')
     out.append("</main></body></html>")
     return "\n".join(out)

@@ -1,0 +1,172 @@
+"""Where FAISS runs: whether its GPU kernels work here (checked once, in a child process), one set of GPU
+resources per GPU, and moving an index onto one GPU or sharded over every visible GPU (and back).
+
+Device strings: ``"cpu"``; ``"cuda"`` = every visible GPU (the index sharded over them when there are several);
+``"cuda:N"`` = GPU N only. What was used is reported as ``"cpu"``, ``"cuda:N"`` or ``"cuda:0,1,… (sharded)"``.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from embedselect.errors import ConfigError
+
+log = logging.getLogger(__name__)
+
+GPU_MAX_K = 2048
+"""FAISS GPU indexes answer at most this many neighbours per query (GPU_MAX_SELECTION_K)."""
+
+
+def faiss_module():
+    """The ``faiss`` module (a typed error if it is missing)."""
+    try:
+        import faiss
+    except ImportError as exc:  # pragma: no cover - faiss-cpu is a core dependency
+        raise ConfigError(
+            "FAISS is not installed: pip install faiss-cpu (or embedselect[gpu] for faiss-gpu)"
+        ) from exc
+    return faiss
+
+
+def num_gpus() -> int:
+    """GPUs FAISS sees (0 for a CPU-only FAISS build)."""
+    faiss = faiss_module()
+    if not hasattr(faiss, "StandardGpuResources"):
+        return 0
+    return int(getattr(faiss, "get_num_gpus", lambda: 0)())
+
+
+def faiss_has_gpu() -> bool:
+    """Whether the installed FAISS was built with GPU support, sees a GPU, and its GPU kernels run there.
+
+    The last point is checked once per process by a tiny GPU search in a child process (:func:`gpu_smoke_test`):
+    a FAISS build without kernels for this GPU's architecture aborts the whole process on its first GPU search
+    (measured: faiss-gpu-cu12 1.14.1 on an H100, "CUDA error 209 no kernel image is available"), which no
+    exception handler can catch. When the check fails, a warning says why and callers search on the CPU.
+    ``scripts/check_faiss_wheel.py`` checks a wheel for the architectures before it is installed.
+    """
+    if num_gpus() < 1:
+        return False
+    return _gpu_kernels_run()
+
+
+_GPU_SMOKE = (
+    "import numpy as np, faiss\n"
+    "x = np.random.default_rng(0).standard_normal((64, 8)).astype('float32')\n"
+    "index = faiss.index_cpu_to_gpu(faiss.StandardGpuResources(), 0, faiss.IndexFlatIP(8))\n"
+    "index.add(x)\n"
+    "_, ids = index.search(x[:4], 2)\n"
+    "assert (ids[:, 0] == np.arange(4)).all(), ids\n"
+)
+
+
+def gpu_smoke_test(code: str = _GPU_SMOKE, *, timeout_s: float = 120.0) -> tuple[bool, str]:
+    """Run ``code`` (default: a 64-row FAISS GPU search) in a child Python process.
+
+    Returns:
+        ``(ok, reason)``: ``ok`` when the child exits 0; otherwise ``reason`` is its exit status (a signal such
+        as SIGABRT is named) and the last line it wrote to stderr.
+    """
+    import signal
+    import subprocess
+    import sys
+
+    try:
+        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        return False, f"the FAISS GPU check did not finish in {timeout_s:.0f} s"
+    if proc.returncode == 0:
+        return True, ""
+    if proc.returncode < 0:
+        try:
+            status = f"killed by {signal.Signals(-proc.returncode).name}"
+        except ValueError:
+            status = f"killed by signal {-proc.returncode}"
+    else:
+        status = f"exit status {proc.returncode}"
+    last = next((ln.strip() for ln in reversed(proc.stderr.splitlines()) if ln.strip()), "")
+    return False, f"{status}" + (f": {last[:300]}" if last else "")
+
+
+_GPU_CHECK: list[bool] = []  # the one answer of _gpu_kernels_run for this process
+
+
+def _gpu_kernels_run() -> bool:
+    if not _GPU_CHECK:
+        ok, reason = gpu_smoke_test()
+        if not ok:
+            log.warning("FAISS has GPU support but its GPU kernels fail on this machine (%s); nearest-neighbour "
+                        "search runs on the CPU. Install a FAISS build for this GPU's architecture "
+                        "(scripts/check_faiss_wheel.py lists a wheel's).", reason)
+        _GPU_CHECK.append(ok)
+    return _GPU_CHECK[0]
+
+
+_GPU_RESOURCES: dict[int, Any] = {}
+
+
+def gpu_resources(dev_id: int):
+    """One ``StandardGpuResources`` per GPU for the whole process (FAISS's advice: it holds the cuBLAS handle,
+    streams and scratch memory; a GPU index must not outlive the resources it was built with)."""
+    if dev_id not in _GPU_RESOURCES:
+        _GPU_RESOURCES[dev_id] = faiss_module().StandardGpuResources()
+    return _GPU_RESOURCES[dev_id]
+
+
+def gpu_ids(device: str | None) -> list[int]:
+    """The GPUs ``device`` asks for, as FAISS can serve them: ``[]`` for the CPU (asked for, or the fallback
+    when FAISS has no working GPU support, with a warning), ``[N]`` for ``cuda:N``, every GPU for ``cuda``."""
+    dev = str(device or "cpu")
+    if not dev.startswith("cuda"):
+        return []
+    if not faiss_has_gpu():
+        log.warning("device %s asked for, but this FAISS has no GPU support or sees no GPU: searching on CPU", dev)
+        return []
+    if ":" in dev:
+        dev_id = int(dev.split(":", 1)[1])
+        if dev_id >= num_gpus():
+            raise ConfigError(f"device {dev}: FAISS sees {num_gpus()} GPU(s)")
+        return [dev_id]
+    return list(range(num_gpus()))
+
+
+def auto_device(device: str | None) -> str:
+    """The FAISS device for an embedding ``device`` setting: ``None``/``"auto"`` = ``"cuda"`` (every GPU) when FAISS's
+    GPU kernels work here, else ``"cpu"``; ``cuda[:N]`` as given; anything else (``cpu``, ``mps``) = ``"cpu"``."""
+    dev = str(device or "auto")
+    if dev == "auto":
+        return "cuda" if faiss_has_gpu() else "cpu"
+    return dev if dev.startswith("cuda") else "cpu"
+
+
+def describe(gpus: list[int]) -> str:
+    """The device label of an index placed on ``gpus`` (see the module docstring)."""
+    if not gpus:
+        return "cpu"
+    if len(gpus) == 1:
+        return f"cuda:{gpus[0]}"
+    return "cuda:" + ",".join(map(str, gpus)) + " (sharded)"
+
+
+def to_gpus(index, gpus: list[int]):
+    """A GPU copy of the CPU ``index`` on ``gpus``: one GPU via ``index_cpu_to_gpu``; several: sharded (each GPU
+    holds 1/len(gpus) of the rows, ``GpuMultipleClonerOptions(shard=True)``), with this process's resources."""
+    faiss = faiss_module()
+    if len(gpus) == 1:
+        return faiss.index_cpu_to_gpu(gpu_resources(gpus[0]), gpus[0], index)
+    co = faiss.GpuMultipleClonerOptions()
+    co.shard = True
+    return faiss.index_cpu_to_gpu_multiple_py([gpu_resources(g) for g in gpus], index, co=co, gpus=list(gpus))
+
+
+def to_cpu(index):
+    """``index`` on the CPU (itself when it is there already): what ``faiss.write_index`` can write."""
+    faiss = faiss_module()
+    if getattr(index, "embedselect_device", "cpu") == "cpu":
+        return index
+    return faiss.index_gpu_to_cpu(index)
+
+
+__all__ = ["GPU_MAX_K", "auto_device", "describe", "faiss_has_gpu", "faiss_module", "gpu_ids", "gpu_resources", "gpu_smoke_test",
+           "num_gpus", "to_cpu", "to_gpus"]
