@@ -417,9 +417,10 @@ def _record_failure(ctx: RunContext, cand: Any, res: CandidateResult, exc: Excep
 
     ctx.bar.advance(STAGES_PER_CANDIDATE - step["done"])  # the candidate's remaining stages will not run
     stage = step["stage"]
-    message = record_failure(ctx.store, spec=cand.spec, stage=stage, error=exc, model_id=res.model_id,
+    hub_repo = cand.ref if cand.kind == "hub" else None
+    message = record_failure(ctx.store, spec=cand.spec, stage=stage, error=exc, model_id=res.model_id or hub_repo,
                              revision=res.revision or cand.revision, fingerprint=ctx.ref.fingerprint,
-                             token=ctx.token, repo_id=cand.ref if cand.kind == "hub" else None)  # fmt: skip
+                             token=ctx.token, repo_id=hub_repo)  # fmt: skip
     res.status, res.error_type, res.error = "failed", type(exc).__name__, message
     if not isinstance(exc, EmbedselectError):
         log.debug("unexpected error for %s", cand.name, exc_info=exc)
