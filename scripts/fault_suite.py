@@ -44,6 +44,9 @@ AREAS: dict[str, str] = {
     "test_publish_push": "reports and publishing",
     "test_nightly": "nightly",
     "test_nightly_resume": "nightly",
+    "test_nightly_failures": "nightly",
+    "test_failures_and_queries": "nightly",
+    "test_hub_fetch": "hub fetching",
     "test_nightly_ray": "Ray executor",
 }
 """Test module -> area of the counts table. A fault test in a module not listed here makes the run fail (and
