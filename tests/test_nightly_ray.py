@@ -103,4 +103,5 @@ def test_make_test_installs_ray_and_runs_the_ray_nights():
     import ray  # noqa: F401 - an ImportError here is a failure, not a skip
 
     recipe = (root / "Makefile").read_text().split("\ntest:\n", 1)[1].split("\n\n", 1)[0]
-    assert "scripts/setup.sh dev" in recipe and "pytest" in recipe and " -m " not in recipe
+    pytest_args = recipe.split("-m pytest", 1)[1]
+    assert "scripts/setup.sh dev" in recipe and " -m " not in pytest_args and "slow" not in pytest_args
