@@ -20,12 +20,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from embedselect.errors import (
-    AllCandidatesFailedError,
-    ConfigError,
-    EmbedselectError,
-    MetricError,
-)
+from embedselect.errors import AllCandidatesFailedError, ConfigError, EmbedselectError, MetricError, StoreError
 from embedselect.metrics.base import (
     DEFAULT_METRICS,
     MetricContext,
@@ -532,21 +527,10 @@ def select_embedded(ref: Any, candidates: Sequence[Any], outcomes: Sequence[Embe
                     batch_size: int | None = None, metric_options: Mapping[str, Mapping[str, Any]] | None = None,
                     weights: Mapping[str, float] | None = None, bootstrap: int = 0, token: str | None = None,
                     save: bool = True) -> Ranking:
-    """:func:`select` over candidates that are already resolved and embedded: nothing is resolved (no hub request)
-    or embedded again. The nightly job ranks this way what its executor embedded, so that each candidate is pinned
-    once per night.
-
-    Args:
-        ref: the :class:`~embedselect.data.ReferenceData` they embedded.
-        candidates: the :class:`~embedselect.candidates.Candidate` objects, in the order of ``outcomes``.
-        outcomes: one :class:`EmbedOutcome` per candidate (from :func:`embed_reference` or an executor); an ok one's
-            vectors are read from ``store`` by its run key (memory-mapped), a failed one stays failed in the ranking.
-        store: the :class:`~embedselect.store.Store` holding the vectors; the ranking is stored there (``save``).
-        metrics, seed, device, batch_size, metric_options, weights, bootstrap, token, save: as for :func:`select`.
-
-    Raises:
-        as :func:`select`; ConfigError also when ``candidates`` and ``outcomes`` do not match one to one.
-    """
+    """:func:`select` over ``candidates`` already resolved and embedded into ``store`` (the nightly job's executor
+    did it): ``outcomes`` are their :class:`EmbedOutcome` objects, in order; an ok one's vectors are read back by run
+    key, a failed one stays failed. Nothing is resolved (no hub request) or embedded again. The other arguments and
+    the errors are :func:`select`'s."""
     metrics = _checked_metrics(metrics, weights)
     if [c.name for c in candidates] != [o.result.name for o in outcomes]:
         raise ConfigError("select_embedded needs one outcome per candidate, in the same order")
@@ -566,12 +550,10 @@ def select_embedded(ref: Any, candidates: Sequence[Any], outcomes: Sequence[Embe
                 continue
             vectors = store.load_vectors(r.run_key, mmap=True) if r.run_key else None
             if vectors is None:  # e.g. removed by `cache rm` since it was embedded
-                from embedselect.errors import StoreError
-
-                _record_failure(ctx, cand, r, StoreError(f"the embeddings of {r.name} are no longer in the store "
-                                                         f"{store.root}"), {"stage": "cache", "done": 0})  # fmt: skip
-                continue
-            ctx.vectors[r.name] = vectors
+                _record_failure(ctx, cand, r, StoreError(f"the embeddings of {r.name} are no longer in {store.root}"),
+                                {"stage": "cache", "done": 0})  # fmt: skip
+            else:
+                ctx.vectors[r.name] = vectors
         return _rank_embedded(ctx, t_start, save=save, max_items=None, on_error="fail")
     finally:
         ctx.bar.close()
