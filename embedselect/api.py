@@ -20,12 +20,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from embedselect.errors import (
-    AllCandidatesFailedError,
-    ConfigError,
-    EmbedselectError,
-    MetricError,
-)
+from embedselect.errors import AllCandidatesFailedError, ConfigError, EmbedselectError, MetricError, StoreError
 from embedselect.metrics.base import (
     DEFAULT_METRICS,
     MetricContext,
@@ -410,38 +405,21 @@ def _vectors(ctx: RunContext, cand: Any, pinned: _Pinned, res: CandidateResult, 
 
 
 def _record_failure(ctx: RunContext, cand: Any, res: CandidateResult, exc: Exception, step: dict[str, Any]) -> None:
-    """A candidate failed at ``step["stage"]``: mark its result failed (token-free message), log it, record it in
-    the store's ``failures`` (and a hub model's refusal in ``hub_refusals``) and count its remaining steps."""
-    from embedselect.redaction import redact
+    """A candidate failed at ``step["stage"]``: mark its result failed, log it, record it through the one place
+    (:func:`embedselect.store.failures.record_failure`: token-free message, a policy refusal of a hub revision
+    also in ``hub_refusals``) and count its remaining steps."""
+    from embedselect.store.failures import record_failure
 
     ctx.bar.advance(STAGES_PER_CANDIDATE - step["done"])  # the candidate's remaining stages will not run
     stage = step["stage"]
-    message = redact(str(exc), ctx.token)
+    hub_repo = cand.ref if cand.kind == "hub" else None
+    message = record_failure(ctx.store, spec=cand.spec, stage=stage, error=exc, model_id=res.model_id or hub_repo,
+                             revision=res.revision or cand.revision, fingerprint=ctx.ref.fingerprint,
+                             token=ctx.token, repo_id=hub_repo)  # fmt: skip
     res.status, res.error_type, res.error = "failed", type(exc).__name__, message
     if not isinstance(exc, EmbedselectError):
         log.debug("unexpected error for %s", cand.name, exc_info=exc)
     log.warning("%s failed at %s: %s: %s", cand.name, stage, type(exc).__name__, message)
-    ctx.store.record_failure(spec=cand.spec, stage=stage, error_type=type(exc).__name__, message=message,
-                             model_id=res.model_id, revision=res.revision, fingerprint=ctx.ref.fingerprint)  # fmt: skip
-    if cand.kind == "hub" and stage in ("resolve", "load"):
-        _record_hub_refusal(ctx.store, cand.ref, res.revision, exc, message)
-
-
-def _record_hub_refusal(store, repo_id: str, revision: str | None, exc: Exception, message: str) -> None:
-    """Put a hub model that was refused or could not be fetched into the catalogue's ``hub_refusals``, so
-    that the ``candidates`` view (and the nightly job) skip it until it has a new commit."""
-    from embedselect.errors import HubError, UnsafeModelError
-    from embedselect.store import catalog
-
-    if isinstance(exc, UnsafeModelError):
-        reason = exc.reason
-    elif isinstance(exc, HubError):
-        reason = "fetch_error"
-    elif isinstance(exc, EmbedselectError) and "not found" in message.lower():
-        reason = "not_found"
-    else:
-        return
-    catalog.record_refusal(store, repo_id, revision, reason, message)
 
 
 def select(
@@ -523,17 +501,60 @@ def select(
     try:
         t_start = time.perf_counter()
         _embed_stage(ctx, keep_vectors=True)
-        _metrics_stage(ctx)
-        decision = _rank_stage(ctx)
-        validation = _validate_stage(ctx)
-        if save and not ctx.store.can_record("the ranking"):
-            ctx.warnings.append(f"the cache at {ctx.store.root} is read-only: this ranking is not stored (leaderboard "
-                                "and history will not show it)")  # fmt: skip
-        ranking = _report(ctx, decision, validation, max_items=max_items, on_error=on_error)
-        ctx.timings["total"] = time.perf_counter() - t_start
-        if save:
-            _save(ctx, ranking)
-        return ranking
+        return _rank_embedded(ctx, t_start, save=save, max_items=max_items, on_error=on_error)
+    finally:
+        ctx.bar.close()
+
+
+def _rank_embedded(ctx: RunContext, t_start: float, *, save: bool, max_items: int | None, on_error: str) -> Ranking:
+    """Stages 3 to 6 over the candidates of ``ctx`` that are embedded: metrics, combined rank, validation against
+    labels (if any), the :class:`~embedselect.ranking.Ranking` (stored when ``save``)."""
+    _metrics_stage(ctx)
+    decision = _rank_stage(ctx)
+    validation = _validate_stage(ctx)
+    if save and not ctx.store.can_record("the ranking"):
+        ctx.warnings.append(f"the cache at {ctx.store.root} is read-only: this ranking is not stored (leaderboard "
+                            "and history will not show it)")  # fmt: skip
+    ranking = _report(ctx, decision, validation, max_items=max_items, on_error=on_error)
+    ctx.timings["total"] = time.perf_counter() - t_start
+    if save:
+        _save(ctx, ranking)
+    return ranking
+
+
+def select_embedded(ref: Any, candidates: Sequence[Any], outcomes: Sequence[EmbedOutcome], *, store: Any,
+                    metrics: Sequence[str] = DEFAULT_METRICS, seed: int = 0, device: str | None = None,
+                    batch_size: int | None = None, metric_options: Mapping[str, Mapping[str, Any]] | None = None,
+                    weights: Mapping[str, float] | None = None, bootstrap: int = 0, token: str | None = None,
+                    save: bool = True) -> Ranking:
+    """:func:`select` over ``candidates`` already resolved and embedded into ``store`` (the nightly job's executor
+    did it): ``outcomes`` are their :class:`EmbedOutcome` objects, in order; an ok one's vectors are read back by run
+    key, a failed one stays failed. Nothing is resolved (no hub request) or embedded again. The other arguments and
+    the errors are :func:`select`'s."""
+    metrics = _checked_metrics(metrics, weights)
+    if [c.name for c in candidates] != [o.result.name for o in outcomes]:
+        raise ConfigError("select_embedded needs one outcome per candidate, in the same order")
+    for m in metrics:
+        ref.require(get_spec(m).min_items, purpose=f"the {m} metric")
+    ref.require_distinct()
+    ctx = _run_context(ref, list(candidates), store=store, seed=seed, device=device, batch_size=batch_size,
+                       policy=None, token=token, progress=False, metrics=metrics, metric_options=metric_options,
+                       weights=weights, bootstrap=bootstrap)  # fmt: skip
+    try:
+        t_start = time.perf_counter()
+        for cand, outcome in zip(ctx.candidates, outcomes):
+            r = outcome.result
+            ctx.outcomes.append(outcome)
+            ctx.timings["candidates"][r.name] = outcome.wall_seconds
+            if not r.ok:
+                continue
+            vectors = store.load_vectors(r.run_key, mmap=True) if r.run_key else None
+            if vectors is None:  # e.g. removed by `cache rm` since it was embedded
+                _record_failure(ctx, cand, r, StoreError(f"the embeddings of {r.name} are no longer in {store.root}"),
+                                {"stage": "cache", "done": 0})  # fmt: skip
+            else:
+                ctx.vectors[r.name] = vectors
+        return _rank_embedded(ctx, t_start, save=save, max_items=None, on_error="fail")
     finally:
         ctx.bar.close()
 

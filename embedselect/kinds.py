@@ -25,3 +25,7 @@ FITTED_BASELINES: tuple[str, ...] = ("tfidf-svd", "pixel-pca")
 
 BASELINE_VERSION = 1
 """Bumped whenever a baseline's output changes for the same inputs and settings (part of the revision)."""
+
+PAIR_KEY_PREFIX = "is:"
+"""Prefix of an information-sufficiency pair's key in the store's pair cache (one directed pair source → target);
+the sufficiency metric writes these keys, the store counts them."""

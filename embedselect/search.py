@@ -128,15 +128,12 @@ def best_candidate(store, fingerprint: str) -> tuple[Any, int]:
     """
     from embedselect.candidates import parse_candidates
 
-    df = store.query_df(
-        "SELECT result FROM rankings WHERE fingerprint = ? ORDER BY created_at DESC LIMIT 1", [fingerprint]
-    )
-    if df.empty:
+    ranking = store.latest_ranking(fingerprint)
+    if ranking is None:
         raise ConfigError(
             f"--model best: no ranking of these data (fingerprint {fingerprint[:12]}) is in the cache "
             f"{store.root}; run `embedselect rank` on the same data (same --max-items/--seed) first, or name the model"
         )
-    ranking = json.loads(df.iloc[0]["result"])
     ok = [c for c in ranking["candidates"] if c.get("status", "ok") == "ok" and c.get("rank") is not None]
     if not ok:
         raise ConfigError("--model best: the stored ranking of these data has no ranked candidate; name the model")
@@ -602,12 +599,10 @@ class NeighbourView:
 
 
 def _stored_communities(store, fingerprint: str) -> list[list[str]] | None:
-    df = store.query_df(
-        "SELECT result FROM rankings WHERE fingerprint = ? ORDER BY created_at DESC LIMIT 1", [fingerprint]
-    )
-    if df.empty:
+    ranking = store.latest_ranking(fingerprint)
+    if ranking is None:
         return None
-    comms = json.loads(df.iloc[0]["result"]).get("details", {}).get("sufficiency", {}).get("communities")
+    comms = ranking.get("details", {}).get("sufficiency", {}).get("communities")
     return [list(map(str, c)) for c in comms] if comms else None
 
 

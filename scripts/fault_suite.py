@@ -46,6 +46,9 @@ AREAS: dict[str, str] = {
     "test_publish_push": "reports and publishing",
     "test_nightly": "nightly",
     "test_nightly_resume": "nightly",
+    "test_nightly_failures": "nightly",
+    "test_failures_and_queries": "nightly",
+    "test_hub_fetch": "hub fetching",
     "test_nightly_ray": "Ray executor",
     "test_nothing_lost": "files and paths (nothing lost)",
 }

@@ -360,7 +360,7 @@ def test_token_reaches_the_hub_but_never_logs_or_store(hub, models, retry, monke
                             if r["path"] != "/api/agent-harnesses")  # fmt: skip
     assert all("authorization" not in r["headers"] for r in hub.requests_to(r"^/cdn/"))  # not sent to the CDN
     # a refusal message that quotes the token is scrubbed before it is stored
-    catalog.record_refusal(store, rid, fm.revision, "fetch_error", f"failed with {TOKEN}")
+    catalog.record_refusal(store, rid, fm.revision, "gated", f"failed with {TOKEN}")
     hub.add_fault(rf"^/api/models/{rid}(\?|$)", status=500, times=-1)
     with pytest.raises(HubError) as ei:
         H.fetch_model(rid, policy=LoadPolicy(allow_gated=True), retry=retry)
@@ -368,3 +368,29 @@ def test_token_reaches_the_hub_but_never_logs_or_store(hub, models, retry, monke
     assert TOKEN not in caplog.text and "WARNING" in caplog.text
     assert TOKEN.encode() not in (tmp_path / "cache" / "embedselect.duckdb").read_bytes()
     assert TOKEN not in catalog.refusals(store)["message"][0]
+
+
+@pytest.mark.fault
+def test_an_outage_is_not_retried_on_top_of_huggingface_hubs_own_retries(hub, models, retry, monkeypatch):
+    """Issue 20 (nested retries): huggingface_hub already retries the tree listing (and a file's metadata and its
+    dropped downloads) itself; embedselect wrapped that in its own retries, so that in an outage every request was
+    made (1 + hub retries) x (1 + embedselect retries) times. Now only what huggingface_hub does not retry (a file
+    download answered with 5xx, a truncated body) is retried by embedselect."""
+    import huggingface_hub.utils._http as hf_http
+
+    monkeypatch.setattr(hf_http.time, "sleep", lambda s: None)  # huggingface_hub's own backoff, not timed here
+    rid = _rid("st")
+    hub.publish(rid, models["st"], library_name="sentence-transformers")
+    hub.add_fault(rf"^/api/models/{rid}/tree/", status=503, times=-1)
+    with pytest.raises(HubError):
+        H.fetch_model(rid, retry=retry)
+    listing = hub.requests_to(rf"^/api/models/{rid}/tree/")
+    assert len(listing) == 1 + 5, len(listing)  # huggingface_hub's own 5 retries, and nothing on top
+    # a file download answered with 503 is not retried by huggingface_hub: embedselect retries it, within its budget
+    hub.faults.clear()
+    rid2 = _rid("st")
+    hub.publish(rid2, models["st"], library_name="sentence-transformers")
+    hub.add_fault(r"/resolve/.*/tokenizer\.json$", status=503, method="GET", times=-1)
+    with pytest.raises(HubError):
+        H.fetch_model(rid2, retry=retry)
+    assert len(hub.requests_to(rf"^/{rid2}/resolve/.*/tokenizer\.json$", "GET")) == 1 + retry.max_retries

@@ -8,6 +8,7 @@ import pytest
 
 from embedselect.nightly import load_config, run_night
 from tests.test_nightly import publish_st, tiny, write_config  # noqa: F401 - fixture reused
+from tests.test_nightly_failures import model_info_calls
 
 
 @pytest.fixture
@@ -41,9 +42,15 @@ def test_ray_nights_match_local_nights(hub, tiny, tmp_path, local_ray):  # noqa:
         if night == 2:
             publish_st(hub, "acme/b", tiny[3], 9)
             publish_st(hub, "acme/d", tiny[4], 20)
+        hub.requests.clear()
         a = run_night(local)
+        calls_local = {r: model_info_calls(hub, r) for r in hub.repos}
+        hub.requests.clear()
         b = run_night(on_ray, executor=ex)
+        calls_ray = {r: model_info_calls(hub, r) for r in hub.repos}
         nights.append((a, b))
+        # one resolve per hub candidate per night, on the workers or on the driver (issue 22 item 1)
+        assert calls_local == calls_ray == {r: 1 for r in hub.repos}, (calls_local, calls_ray)
         assert b["executor"] == "ray"
         assert sorted(a["embedded"]["names"]) == sorted(b["embedded"]["names"])
         assert board(tmp_path / "local") == board(tmp_path / "ray")
@@ -81,3 +88,20 @@ def test_a_ray_task_that_raises_fails_its_candidates_with_the_workers_own_error(
     assert len(rows) == 2 and all(x["error_type"] == "ConfigError" and "File " not in x["message"] for x in rows)
     done, _ = ex.embed(ref, cands, store=store, job=EmbedJob(device="cpu"), should_stop=lambda: False)
     assert [u.outcome.result.status for u in done] == ["ok", "ok"]
+
+
+def test_make_test_installs_ray_and_runs_the_ray_nights():
+    """Issue 20: the Ray path is tested in `make test`, not reported as "Ray is not installed": the dev extra that
+    `make test` installs pulls the `ray` extra, ray imports, and `make test` deselects no marker (the Ray nights
+    above are marked slow, not skipped)."""
+    import tomllib
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    extras = tomllib.loads((root / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    assert "embedselect[ray]" in extras["dev"] and any(r.startswith("ray") for r in extras["ray"])
+    import ray  # noqa: F401 - an ImportError here is a failure, not a skip
+
+    recipe = (root / "Makefile").read_text().split("\ntest:\n", 1)[1].split("\n\n", 1)[0]
+    pytest_args = recipe.split("-m pytest", 1)[1]
+    assert "scripts/setup.sh dev" in recipe and " -m " not in pytest_args and "slow" not in pytest_args

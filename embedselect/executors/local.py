@@ -72,7 +72,7 @@ class LocalExecutor(Executor):
                         policy=job.policy, token=job.token, keep_vectors=False,
                     )  # fmt: skip
             except ModelTimeoutError as exc:  # fired outside embed()'s own error handling
-                outcome = timed_out(cand, exc, store=store, fingerprint=ref.fingerprint)
+                outcome = timed_out(cand, exc, store=store, fingerprint=ref.fingerprint, token=job.token)
             unit = UnitOutcome(outcome, where="driver")
             done.append(unit)
             log.info("nightly: %s %s", cand.name, "embedded" if outcome.result.ok else "failed")
@@ -81,14 +81,17 @@ class LocalExecutor(Executor):
         return done, left
 
 
-def timed_out(cand: Any, exc: Exception, *, store: Any, fingerprint: str) -> Any:
-    """A failed :class:`~embedselect.api.EmbedOutcome` for a unit stopped by its time limit, recorded in the
-    store's ``failures`` table like any other failure."""
+def timed_out(cand: Any, exc: Exception, *, store: Any, fingerprint: str, token: str | None = None) -> Any:
+    """A failed :class:`~embedselect.api.EmbedOutcome` for a unit stopped outside ``embed()``'s own error handling
+    (its time limit, a crashed Ray worker), recorded like any other failure through
+    :func:`embedselect.store.failures.record_failure` (token-free message)."""
     from embedselect.api import EmbedOutcome
     from embedselect.ranking import CandidateResult
+    from embedselect.store.failures import record_failure
 
+    message = record_failure(store, spec=cand.spec, stage="embed", error=exc, revision=cand.revision,
+                             fingerprint=fingerprint, token=token,
+                             repo_id=cand.ref if cand.kind == "hub" else None)  # fmt: skip
     res = CandidateResult(name=cand.name, spec=cand.spec, status="failed", error_type=type(exc).__name__,
-                          error=str(exc))  # fmt: skip
-    store.record_failure(spec=cand.spec, stage="embed", error_type=res.error_type, message=res.error,
-                         fingerprint=fingerprint)  # fmt: skip
+                          error=message)  # fmt: skip
     return EmbedOutcome(res)

@@ -27,8 +27,9 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from embedselect.errors import ConfigError
+from embedselect.errors import ConfigError, MetricError
 from embedselect.executors.base import EmbedJob, Executor, UnitOutcome
+from embedselect.kinds import PAIR_KEY_PREFIX
 
 log = logging.getLogger(__name__)
 
@@ -50,13 +51,12 @@ def _embed_unit(ref: Any, cand: Any, job: EmbedJob) -> dict[str, Any]:
         rec = store.get_run(o.result.run_key) if o.result.ok and o.result.run_key else None
         if o.vectors is not None:  # a memory map of the scratch store's file: into memory before the folder goes
             o.vectors = np.array(o.vectors)
-        with store.write() as con:
-            from embedselect.store import catalog
+        from embedselect.store import catalog
 
-            catalog.ensure_schema(con)
-            failures = con.execute("SELECT stage, error_type, message FROM failures").fetchall()
-            refusals = con.execute("SELECT repo_id, revision, reason, message FROM hub_refusals").fetchall()
-            models = con.execute("SELECT model_id, revision, backend, modality, spec FROM models").fetchall()
+        failures = [(f["stage"], f["error_type"], f["message"]) for f in store.failure_rows()]
+        refusals = [tuple(r) for r in catalog.refusals(store)[["repo_id", "revision", "reason", "message"]]
+                    .itertuples(index=False, name=None)]  # fmt: skip
+        models = [(m["model_id"], m["revision"], m["backend"], m["modality"], m["spec"]) for m in store.model_rows()]
     return {"outcome": o, "record": rec, "failures": failures, "refusals": refusals, "models": models,
             "where": f"{socket.gethostname()}:{os.getpid()}"}  # fmt: skip
 
@@ -86,29 +86,12 @@ def _pairs_unit(pairs: list[tuple[str, str]], run_keys: dict[str, str], seed: in
     embs = dict(zip(names, arrays))
     cache = _DictCache()
     for a, b in pairs:
-        information_sufficiency({a: embs[a], b: embs[b]}, seed=seed, run_keys={a: run_keys[a], b: run_keys[b]},
-                                pair_cache=cache, device=device, **options)  # fmt: skip
+        try:
+            information_sufficiency({a: embs[a], b: embs[b]}, seed=seed, run_keys={a: run_keys[a], b: run_keys[b]},
+                                    pair_cache=cache, device=device, **options)  # fmt: skip
+        except MetricError:  # a degenerate candidate: select() leaves it out and says why
+            continue
     return cache.new
-
-
-class _Miss(Exception):
-    pass
-
-
-class _Probe:
-    """A read-only view of the store's pair cache that raises on the first miss (to find missing pairs)."""
-
-    def __init__(self, store: Any) -> None:
-        self.store = store
-
-    def get_many(self, keys: list[str]) -> dict[str, Any]:
-        hits = self.store.get_many(keys)
-        if len(hits) < len(set(keys)):
-            raise _Miss
-        return hits
-
-    def put_many(self, items: dict[str, Any]) -> None:  # pragma: no cover - never reached (no miss, no put)
-        pass
 
 
 class RayExecutor(Executor):
@@ -185,7 +168,7 @@ class RayExecutor(Executor):
                 try:
                     unit = self._store_result(ray.get(obj), cand, store, ref.fingerprint)
                 except Exception as exc:  # noqa: BLE001 - a crashed worker (OOM kill...) fails one model only
-                    unit = self._failed(cand, self._task_error(exc), store, ref.fingerprint)
+                    unit = self._failed(cand, self._task_error(exc), store, ref.fingerprint, job.token)
                 done.append(unit)
                 log.info("nightly: %s %s on %s", cand.name, "embedded" if unit.outcome.result.ok else "failed",
                          unit.where)  # fmt: skip
@@ -201,7 +184,7 @@ class RayExecutor(Executor):
 
                         exc = ModelTimeoutError(f"{cand.name} took longer than the per-model limit of "
                                                 f"{job.timeout_s:.0f} s")  # fmt: skip
-                        done.append(self._failed(cand, exc, store, ref.fingerprint))
+                        done.append(self._failed(cand, exc, store, ref.fingerprint, job.token))
         return done, left
 
     def _task_error(self, exc: Exception) -> Exception:
@@ -216,15 +199,16 @@ class RayExecutor(Executor):
                             else f"the Ray worker failed ({type(exc).__name__})")  # fmt: skip
 
     @staticmethod
-    def _failed(cand: Any, exc: Exception, store: Any, fingerprint: str) -> UnitOutcome:
+    def _failed(cand: Any, exc: Exception, store: Any, fingerprint: str, token: str | None) -> UnitOutcome:
         from embedselect.executors.local import timed_out
 
-        return UnitOutcome(timed_out(cand, exc, store=store, fingerprint=fingerprint), where="ray")
+        return UnitOutcome(timed_out(cand, exc, store=store, fingerprint=fingerprint, token=token), where="ray")
 
     @staticmethod
     def _store_result(res: dict[str, Any], cand: Any, store: Any, fingerprint: str) -> UnitOutcome:
         """Driver side: write what a worker sent into the one store."""
         from embedselect.store import catalog
+        from embedselect.store.failures import record_failure
 
         o, rec = res["outcome"], res["record"]
         r = o.result
@@ -235,9 +219,9 @@ class RayExecutor(Executor):
             store.save_run(key=rec.run_key, vectors=o.vectors, model_id=rec.model_id, revision=rec.revision,
                            backend=rec.backend, settings=rec.settings, fingerprint=rec.fingerprint, device=rec.device,
                            seconds=rec.seconds)  # fmt: skip
-        for stage, error_type, message in res["failures"]:
-            store.record_failure(spec=cand.spec, stage=stage, error_type=error_type, message=message,
-                                 model_id=r.model_id, revision=r.revision, fingerprint=fingerprint)  # fmt: skip
+        for stage, error_type, message in res["failures"]:  # recorded on the worker; here through the one place
+            record_failure(store, spec=cand.spec, stage=stage, error=message, error_type=error_type,
+                           model_id=r.model_id, revision=r.revision, fingerprint=fingerprint)  # fmt: skip
         for repo_id, revision, reason, message in res["refusals"]:
             catalog.record_refusal(store, repo_id, revision, reason, message)
         o.vectors = None
@@ -247,19 +231,13 @@ class RayExecutor(Executor):
                          device: str) -> int:
         """Find the unordered pairs the store's pair cache lacks and estimate them on the workers, in batches
         (about two per worker slot); returns the number of directed pairs computed."""
-        from embedselect.metrics.sufficiency import information_sufficiency
+        from embedselect.metrics.sufficiency import missing_pairs
 
         ray = self.ray
         names = list(embeddings)
-        todo = []
-        for i, a in enumerate(names):
-            for b in names[i + 1 :]:
-                try:
-                    information_sufficiency({a: embeddings[a], b: embeddings[b]}, seed=seed,
-                                            run_keys={a: run_keys[a], b: run_keys[b]}, pair_cache=_Probe(store),
-                                            device="cpu", **options)  # fmt: skip
-                except _Miss:
-                    todo.append((a, b))
+        order = {n: i for i, n in enumerate(names)}
+        missing = missing_pairs({n: run_keys[n] for n in names}, store, seed=seed, **options)
+        todo = sorted({tuple(sorted(p, key=order.__getitem__)) for p in missing}, key=lambda p: (order[p[0]], order[p[1]]))
         if not todo:
             return 0
         refs = {n: ray.put(embeddings[n]) for n in {x for p in todo for x in p}}
@@ -275,7 +253,7 @@ class RayExecutor(Executor):
         computed = 0
         for new in ray.get(tasks):
             store.put_many(new)
-            computed += sum(1 for k in new if k.startswith("is:"))
+            computed += sum(1 for k in new if k.startswith(PAIR_KEY_PREFIX))
         return computed
 
     def close(self) -> None:

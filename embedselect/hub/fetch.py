@@ -12,7 +12,7 @@ from typing import Sequence
 
 from embedselect.errors import CandidateError, ConfigError, HubError, UnsafeModelError
 from embedselect.hub.files import check_policy, infer_backend, select_files
-from embedselect.hub.http import SHA_RE, RetryPolicy, map_error, offline, silent_tqdm, with_retries
+from embedselect.hub.http import SHA_RE, RetryPolicy, map_error, not_retried_by_hf, offline, silent_tqdm, with_retries
 from embedselect.kinds import BACKENDS
 from embedselect.layout import read_json
 from embedselect.policy import LoadPolicy, remote_code_reason
@@ -180,15 +180,19 @@ def fetch_model(
             f"cannot tell which backend loads {repo_id} (library_name={info.library_name!r}); pass "
             f"backend='sentence-transformers', 'timm' or 'transformers'."
         )
-    files, weights = select_files(repo_id, chosen, sizes, allow_pickle=policy.allow_pickle)
-    check_policy(
-        repo_id,
-        policy,
-        gated=info.gated,
-        remote_reason=remote_code_reason(tags, info.config if isinstance(info.config, dict) else None, None),
-        weights=weights,
-        sizes=sizes,
-    )
+    try:
+        files, weights = select_files(repo_id, chosen, sizes, allow_pickle=policy.allow_pickle)
+        check_policy(
+            repo_id,
+            policy,
+            gated=info.gated,
+            remote_reason=remote_code_reason(tags, info.config if isinstance(info.config, dict) else None, None),
+            weights=weights,
+            sizes=sizes,
+        )
+    except UnsafeModelError as exc:
+        exc.revision = sha  # a refusal is of this commit: recorded per revision, a new commit is looked at again
+        raise
 
     def download(patterns: list[str]) -> Path:
         return Path(
@@ -203,15 +207,19 @@ def fetch_model(
         )
 
     small = [f for f in files if f in ("config.json", "modules.json")]
-    try:
-        local = with_retries(lambda: download(small), retry, f"config of {repo_id}") if small else None
+    try:  # huggingface_hub retries most download faults itself: only what it does not is retried here
+        local = with_retries(lambda: download(small), retry, f"config of {repo_id}",
+                             retryable=not_retried_by_hf) if small else None  # fmt: skip
         if local is not None:
             remote = remote_code_reason(tags, read_json(local / "config.json"), read_json(local / "modules.json"))
             check_policy(repo_id, policy, gated=None, remote_reason=remote, weights=(), sizes={})
-        local = with_retries(lambda: download(files), retry, f"files of {repo_id}")
+        local = with_retries(lambda: download(files), retry, f"files of {repo_id}", retryable=not_retried_by_hf)
         _verify_sizes(repo_id, sha, local, files, sizes)
         _remember_ref(local, revision, sha)
-    except (UnsafeModelError, HubError, CandidateError):
+    except UnsafeModelError as exc:
+        exc.revision = sha
+        raise
+    except (HubError, CandidateError):
         raise
     except Exception as exc:  # noqa: BLE001 - mapped to typed errors
         raise map_error(exc, repo_id, revision, token) from None

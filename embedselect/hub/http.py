@@ -119,14 +119,16 @@ def is_transient(exc: BaseException) -> bool:
     return False
 
 
-def with_retries(fn: Callable[[], T], retry: RetryPolicy, what: str) -> T:
-    """Call ``fn`` until it succeeds or a non-transient error / the retry budget ends it (then re-raise)."""
+def with_retries(fn: Callable[[], T], retry: RetryPolicy, what: str,
+                 retryable: Callable[[BaseException], bool] = is_transient) -> T:
+    """Call ``fn`` until it succeeds or an error that is not ``retryable`` (default :func:`is_transient`) / the
+    retry budget ends it (then re-raise)."""
     attempt = 0
     while True:
         try:
             return fn()
         except Exception as exc:  # noqa: BLE001 - classified below, re-raised when not transient
-            if not is_transient(exc) or attempt >= retry.max_retries:
+            if not retryable(exc) or attempt >= retry.max_retries:
                 raise
             attempt += 1
             wait = retry.wait(attempt, next((r for e in causes(exc) if (r := _retry_after(e)) is not None), None))
@@ -134,6 +136,33 @@ def with_retries(fn: Callable[[], T], retry: RetryPolicy, what: str) -> T:
                 "%s failed (%s); retry %d/%d in %.1fs", what, redact(short_error(exc)), attempt, retry.max_retries, wait
             )
             retry.sleep(wait)
+
+
+def not_retried_by_hf(exc: BaseException) -> bool:
+    """Whether a failure of ``huggingface_hub.snapshot_download`` is transient *and* one huggingface_hub did not
+    already retry itself, so that embedselect retries only those (no retries of retries: every file would otherwise
+    be asked for up to ~30 times in an outage).
+
+    huggingface_hub (2.x) already retries, with backoff: the tree listing and a file's metadata (HEAD) on 408, 429,
+    5xx, timeouts and network errors (``http_backoff``), and a file's download (GET) on connection errors, timeouts
+    and broken bodies (resuming, 5 times) and on 408 / 429. It does not retry a file download answered with 5xx, nor
+    a body that ends short of the announced size ("Consistency check failed"): those are retried here.
+    """
+    from huggingface_hub.errors import HfHubHTTPError
+
+    for e in causes(exc):
+        if isinstance(e, OSError) and "Consistency check failed" in str(e):
+            return True
+        if isinstance(e, HfHubHTTPError):
+            try:
+                request = e.response.request
+            except (AttributeError, RuntimeError):  # httpx raises RuntimeError for a response built without one
+                request = None
+            method = getattr(request, "method", None)
+            path = str(getattr(getattr(request, "url", None), "path", "") or "")
+            is_file_get = method == "GET" and not path.startswith("/api/")
+            return is_file_get and (status_of(e) or 0) >= 500 and status_of(e) in _RETRY_STATUS
+    return False
 
 
 def short_error(exc: BaseException) -> str:

@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 
 from embedselect.errors import ConfigError, MetricError, TooFewItemsError
+from embedselect.kinds import PAIR_KEY_PREFIX
 from embedselect.metrics.base import MIN_ITEMS as _MIN_ITEMS
 from embedselect.metrics.base import (
     MetricContext,
@@ -289,7 +290,7 @@ def _held_rows(n: int, *used: np.ndarray) -> np.ndarray | None:
 
 def _pair_key(src_id: str, tgt_id: str, skey: str) -> str:
     """``skey`` (:meth:`SufficiencySettings.key`) already holds the code version, the settings and the seed."""
-    return "is:" + hashlib.sha256(f"{src_id}|{tgt_id}|{skey}".encode()).hexdigest()[:40]
+    return PAIR_KEY_PREFIX + hashlib.sha256(f"{src_id}|{tgt_id}|{skey}".encode()).hexdigest()[:40]
 
 
 def _marg_key(tgt_id: str, skey: str) -> str:
@@ -572,3 +573,27 @@ def compute(ctx: MetricContext) -> MetricResult:
         },
         details=details,
     )
+
+
+def missing_pairs(run_keys: Mapping[str, str], pair_cache: PairCache, *, seed: int = 0,
+                  settings: SufficiencySettings | None = None, **options: Any) -> list[tuple[str, str]]:
+    """The directed pairs (source, target) that :func:`information_sufficiency` with these arguments would have to
+    estimate: those whose pair, or whose target's marginal, ``pair_cache`` lacks. Reads only the cache's keys (no
+    vectors); a candidate that the estimate would leave out as degenerate is not known here and may be listed.
+
+    Args:
+        run_keys: candidate name -> content key of its embedding run (as for :func:`information_sufficiency`).
+        pair_cache: the :class:`PairCache` to look in.
+        seed, settings, options: as for :func:`information_sufficiency` (``batched`` / ``max_batch_bytes`` ignored).
+    """
+    opts = {k: v for k, v in options.items() if k not in _RUN_OPTIONS}
+    unknown = set(opts) - {f.name for f in dataclasses.fields(SufficiencySettings)}
+    if unknown:
+        raise ConfigError(f"unknown sufficiency option(s) {sorted(unknown)}")
+    skey = dataclasses.replace(settings or SufficiencySettings(), **opts).key(seed)
+    ids = {k: str(v) for k, v in run_keys.items()}
+    pairs = [(s, t) for s in ids for t in ids if s != t]
+    pkeys = {p: _pair_key(ids[p[0]], ids[p[1]], skey) for p in pairs}
+    mkeys = {t: _marg_key(ids[t], skey) for t in ids}
+    have = pair_cache.get_many(list(pkeys.values()) + list(mkeys.values())) if pairs else {}
+    return [p for p in pairs if pkeys[p] not in have or mkeys[p[1]] not in have]

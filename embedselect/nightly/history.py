@@ -4,7 +4,9 @@ Tables (``CREATE ... IF NOT EXISTS``):
 
 - ``nightly_runs``: ``run_id, ranking_key, started_at, finished_at, status, summary`` (the run.json, as JSON).
 - ``nightly_results``: ``run_id, ranking_key, night_at, name, model_id, revision, why, status, rank, prev_rank,
-  delta, combined_score, scores (JSON), error``. ``delta = prev_rank - rank`` (positive = moved up).
+  delta, combined_score, scores (JSON), error``. ``delta = prev_rank - rank`` (positive = moved up). ``status`` is
+  ``ok`` (ranked), ``failed`` (not retried at that revision unless ``retry_failed``) or ``transient`` (a passing
+  hub or network fault: planned again the next night; :mod:`embedselect.store.failures`).
 
 A night is recorded in one transaction at its very end: a night killed before that left no history, so the next
 one plans the same candidates again (and finds their embeddings in the cache). All values are bound
@@ -69,14 +71,19 @@ def previous_night(store: Any, ranking_key: str) -> tuple[str | None, list[dict[
         return row[0], [dict(zip(cols, r)) for r in cur.fetchall()]
 
 
-def seen_revisions(store: Any, ranking_key: str, *, include_failed: bool = True) -> set[tuple[str, str]]:
-    """(model_id, revision) pairs ranked (and, with ``include_failed``, failed) in earlier nights."""
-    statuses = ["ok", "failed"] if include_failed else ["ok"]
+def seen_revisions(store: Any, ranking_key: str, *, include_failed: bool = True,
+                   include_transient: bool = False) -> set[tuple[str, str]]:
+    """(model_id, revision) pairs ranked in earlier nights; with ``include_failed`` also those that failed there
+    (not transiently), with ``include_transient`` also those a passing fault stopped.
+
+    Rows of older stores that recorded a hub fault (``HubError``) as ``failed`` count as transient."""
+    statuses = ["ok"] + (["failed"] if include_failed else []) + (["transient"] if include_transient else [])
     with store.write() as con:
         ensure_schema(con)
         rows = con.execute(
             "SELECT DISTINCT model_id, revision FROM nightly_results WHERE ranking_key = ? "
-            "AND list_contains(?::VARCHAR[], status) AND model_id IS NOT NULL AND revision IS NOT NULL",
+            "AND list_contains(?::VARCHAR[], CASE WHEN status = 'failed' AND starts_with(error, 'HubError:') "
+            "THEN 'transient' ELSE status END) AND model_id IS NOT NULL AND revision IS NOT NULL",
             [ranking_key, statuses],
         ).fetchall()
     return {(a, b) for a, b in rows}
@@ -103,7 +110,7 @@ def record_night(store: Any, summary: dict[str, Any], leaderboard: list[dict[str
         for f in failed:
             con.execute(
                 "INSERT OR REPLACE INTO nightly_results VALUES "
-                "(?, ?, ?, ?, ?, ?, ?, 'failed', NULL, NULL, NULL, NULL, NULL, ?)",
+                "(?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, NULL, NULL, NULL, ?)",
                 [summary["run_id"], key, now, f["name"], f.get("model_id"), f.get("revision"), f.get("why"),
-                 f"{f.get('error_type')}: {f.get('reason')}"],
+                 "transient" if f.get("transient") else "failed", f"{f.get('error_type')}: {f.get('reason')}"],
             )  # fmt: skip

@@ -23,7 +23,8 @@ class Planned:
 
     Attributes:
         name: display key (the repo id for hub models, the spec for pinned ones).
-        why: "new", "updated", "top" or "pinned".
+        why: "new", "updated" (a new revision), "retry" (the same revision again: a passing fault stopped it, or
+            ``retry_failed``), "top" or "pinned".
         model_id / revision: what will be embedded, when known before resolving (hub: repo id and commit sha).
         cached: True when the store already holds its embeddings of the reference data; None = not known
             until resolved (a pinned hub id without a revision).
@@ -77,11 +78,12 @@ def _has_run(store: Any, model_id: str, revision: str, fingerprint: str) -> bool
     return bool(row and row[0])
 
 
-def _refused(store: Any) -> set[tuple[str, str | None]]:
+def _refused(store: Any) -> set[tuple[str, str]]:
+    """(repo, commit) pairs the safety policy refused: a refusal is of one revision, a new commit is planned."""
     from embedselect.store import catalog
 
     df = catalog.refusals(store)
-    return {(str(r), (str(v) if v is not None and v == v else None)) for r, v in zip(df["repo_id"], df["revision"])}
+    return {(str(r), str(v)) for r, v in zip(df["repo_id"], df["revision"]) if isinstance(v, str) and v}
 
 
 def build_plan(cfg: Any, store: Any, crawl: Any, ref: Any, *, token: str | None = None) -> NightPlan:
@@ -98,8 +100,10 @@ def build_plan(cfg: Any, store: Any, crawl: Any, ref: Any, *, token: str | None 
     key = cfg.ranking_key()
     prev_run, prev_rows = history.previous_night(store, key)
     prev_rank = {r["name"]: r["rank"] for r in prev_rows if r["status"] == "ok"}
+    # failed at this revision: not planned again unless retry_failed; a passing fault (transient) always is
     ranked_before = history.seen_revisions(store, key, include_failed=not cfg.retry_failed)
-    known_repos = {repo for repo, _ in history.seen_revisions(store, key, include_failed=True)}
+    seen = history.seen_revisions(store, key, include_failed=True, include_transient=True)
+    known_repos = {repo for repo, _ in seen}
     refused = _refused(store)
     fp = ref.fingerprint
 
@@ -136,14 +140,15 @@ def build_plan(cfg: Any, store: Any, crawl: Any, ref: Any, *, token: str | None 
             why = "the hub listed no commit sha"
         elif m.modality is not None and m.modality != ref.modality:
             why = f"{m.modality} model, reference data is {ref.modality}"
-        elif (m.repo_id, m.sha) in refused or (m.repo_id, None) in refused:
+        elif (m.repo_id, m.sha) in refused:
             why = "refused by the safety policy at this revision"
         elif (m.repo_id, m.sha) in ranked_before:
             why = "unchanged since an earlier night"
         if why:
             skipped.append({"name": m.repo_id, "revision": m.sha, "reason": why})
             continue
-        fresh.append(hub_planned(m.repo_id, m.sha, "updated" if m.repo_id in known_repos else "new"))
+        why = "retry" if (m.repo_id, m.sha) in seen else "updated" if m.repo_id in known_repos else "new"
+        fresh.append(hub_planned(m.repo_id, m.sha, why))
 
     deferred: list[Planned] = []
     if cfg.max_new is not None and len(fresh) > cfg.max_new:

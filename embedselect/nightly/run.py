@@ -8,7 +8,8 @@ Operations rules:
 - **budget**: no new model is started once ``budget_minutes * (1 - rank_reserve)`` have passed; what was not
   embedded is listed under ``left`` and is planned again the next night.
 - **failures**: a model that cannot be fetched, loaded or run, returns NaN, or runs past
-  ``model_timeout_minutes`` is recorded with its reason and skipped.
+  ``model_timeout_minutes`` is recorded with its reason (:mod:`embedselect.store.failures`, the one place) and
+  skipped; a passing hub fault is planned again the next night, a safety-policy refusal never at that revision.
 - **resume**: every finished embedding is in the store at once and the night is recorded only at its end, so a
   killed night is simply planned again and reuses what it had finished.
 - **outputs**: replaced atomically (:mod:`embedselect.nightly.outputs`); a night that ranked nothing keeps the
@@ -74,11 +75,6 @@ class _Stages:
             yield
         finally:
             self.seconds[name] = round(self.seconds.get(name, 0.0) + time.perf_counter() - t0, 3)
-
-
-def _count_pairs(store: Any) -> int:
-    with store.read() as con:
-        return int(con.execute("SELECT count(*) FROM pair_cache WHERE starts_with(key, 'is:')").fetchone()[0])
 
 
 def _crawl(cfg: NightlyConfig, store: Any, token: str | None, *, record: bool):
@@ -174,7 +170,7 @@ def _night(cfg: NightlyConfig, store: Any, *, dry_run: bool, executor: Any, toke
     planned = {p.name: p for p in plan.candidates}
     summary["candidates"] = {
         "considered": len(plan.candidates),
-        **{why: [p.name for p in plan.candidates if p.why == why] for why in ("new", "updated", "top", "pinned")},
+        **{why: [p.name for p in plan.candidates if p.why == why] for why in ("new", "updated", "retry", "top", "pinned")},
         "skipped": plan.skipped,
     }
     if dry_run:
@@ -200,54 +196,37 @@ def _night(cfg: NightlyConfig, store: Any, *, dry_run: bool, executor: Any, toke
     own_executor = executor is None
     if own_executor:
         executor = get_executor(cfg.executor.kind, **cfg.executor.model_dump(exclude={"kind"}))
-    failed: list[dict[str, Any]] = []
-    embedded: list[str] = []
+    ranking = None
+    pairs_before = store.count_pairs()
     try:
         with stages("embed"):
-            todo = [p.candidate for p in plan.candidates if not p.cached]
-            units, left = executor.embed(ref, todo, store=store, job=job, should_stop=over_budget)
-        for u in units:
-            r = u.outcome.result
-            if not r.ok:
-                failed.append({"name": r.name, "model_id": r.model_id or planned[r.name].model_id,
-                               "revision": r.revision or planned[r.name].revision, "why": planned[r.name].why,
-                               "error_type": r.error_type, "reason": r.error})  # fmt: skip
-            elif not r.cached:
-                embedded.append(r.name)
-        left_names = {c.name for c in left}
-        failed_names = {f["name"] for f in failed}
-        pool = [p for p in plan.candidates if p.name not in left_names and p.name not in failed_names]
-
-        # --- sufficiency pairs on the executor (Ray), then rank: select() reads the cache ---------------
-        pairs_before = _count_pairs(store)
-        ranking = None
+            outcomes, left = _embed(cfg, executor, store, ref, plan, job, over_budget)
+        pool = [p for p in plan.candidates if p.name in outcomes]
         if pool:
-            from embedselect.api import select
+            # --- sufficiency pairs on the executor (Ray), then rank what was embedded: no candidate is resolved
+            # again (one model_info per hub candidate per night), select's stages only read the store -------------
+            from embedselect.api import select_embedded
 
             with stages("pairs"):
-                summary["pairs_on_executor"] = _pairs_on_executor(cfg, executor, store, ref, pool, token)
+                summary["pairs_on_executor"] = _pairs_on_executor(cfg, executor, store, [outcomes[p.name] for p in pool])
             with stages("rank"):
                 try:
-                    ranking = select(
-                        ref, [p.candidate for p in pool], metrics=list(cfg.metrics), seed=cfg.seed,
-                        cache_dir=store.root, device=cfg.device, batch_size=cfg.batch_size,
+                    ranking = select_embedded(
+                        ref, [p.candidate for p in pool], [outcomes[p.name] for p in pool], store=store,
+                        metrics=list(cfg.metrics), seed=cfg.seed, device=cfg.device, batch_size=cfg.batch_size,
                         metric_options=cfg.metric_options, weights=cfg.weights, token=token, save=True,
                     )  # fmt: skip
-                except AllCandidatesFailedError as exc:  # e.g. every cached model vanished from the hub
+                except AllCandidatesFailedError as exc:  # every candidate failed tonight
                     log.warning("nightly: nothing could be ranked: %s", exc)
                     summary["rank_error"] = str(exc)
     finally:
         if own_executor:
             executor.close()
-    reused = [p.name for p in pool if p.name not in embedded]
-    if ranking is not None:
-        for r in ranking.failed:  # e.g. a cached model whose files vanished
-            if r.name not in failed_names:
-                p = planned.get(r.name)
-                failed.append({"name": r.name, "model_id": r.model_id, "revision": r.revision,
-                               "why": p.why if p else None, "error_type": r.error_type, "reason": r.error})  # fmt: skip
-                reused = [n for n in reused if n != r.name]
-    pairs_computed = _count_pairs(store) - pairs_before
+    results = [outcomes[p.name].result for p in pool]
+    failed = [_failure(r, planned[r.name]) for r in results if not r.ok]
+    embedded = [r.name for r in results if r.ok and not r.cached]
+    reused = [r.name for r in results if r.ok and r.cached]
+    pairs_computed = store.count_pairs() - pairs_before
     n_ok = len(ranking.ok) if ranking is not None else 0
     pairs_total = n_ok * (n_ok - 1) if ranking is not None and "sufficiency" in ranking.metrics else 0
     summary.update({
@@ -299,19 +278,48 @@ def _save_summary(store: Any, summary: dict[str, Any]) -> None:
     os.replace(tmp, d / f"{summary['run_id']}.json")
 
 
-def _pairs_on_executor(cfg: NightlyConfig, executor: Any, store: Any, ref: Any, pool: list, token) -> int:
-    """Let the executor estimate missing sufficiency pairs (Ray spreads them over workers; local does nothing
-    and leaves them to select()). Returns the number of pairs computed by the executor."""
-    if "sufficiency" not in cfg.metrics or not executor.computes_pairs:
-        return 0
+def _embed(cfg: NightlyConfig, executor: Any, store: Any, ref: Any, plan: Any, job: Any,
+           over_budget: Any) -> tuple[dict[str, Any], list[Any]]:
+    """Every planned candidate resolved once and embedded or read from the store: what the store lacks goes to the
+    executor (within the budget); the candidates the plan found cached are resolved here and read back.
+
+    Returns:
+        (candidate name -> :class:`~embedselect.api.EmbedOutcome`, the candidates left for the next night).
+    """
     from embedselect.api import embed_reference
 
-    outs = embed_reference(ref, [p.candidate for p in pool], store=store, seed=cfg.seed, device=cfg.device,
-                           token=token, keep_vectors=True)  # fmt: skip
-    embs = {o.result.name: o.vectors for o in outs if o.result.ok}
-    keys = {o.result.name: o.result.run_key for o in outs if o.result.ok}
+    todo = [p.candidate for p in plan.candidates if not p.cached]
+    units, left = executor.embed(ref, todo, store=store, job=job, should_stop=over_budget)
+    outcomes = {u.outcome.result.name: u.outcome for u in units}
+    skip = {c.name for c in left} | set(outcomes)
+    cached = [p.candidate for p in plan.candidates if p.name not in skip]
+    if cached:
+        for o in embed_reference(ref, cached, store=store, seed=cfg.seed, device=cfg.device,
+                                 batch_size=cfg.batch_size, token=job.token, keep_vectors=False):  # fmt: skip
+            outcomes[o.result.name] = o
+    return outcomes, left
+
+
+def _failure(r: Any, p: Any) -> dict[str, Any]:
+    """A failed candidate's row of the night (``run.json``'s ``failed``, ``nightly_results``): ``transient`` says
+    whether it is retried the next night at the same revision (:func:`embedselect.store.failures.is_transient`)."""
+    from embedselect.store.failures import is_transient
+
+    return {"name": r.name, "model_id": r.model_id or p.model_id, "revision": r.revision or p.revision, "why": p.why,
+            "error_type": r.error_type, "reason": r.error, "transient": is_transient(r.error_type)}  # fmt: skip
+
+
+def _pairs_on_executor(cfg: NightlyConfig, executor: Any, store: Any, outcomes: list) -> int:
+    """Let the executor estimate missing sufficiency pairs (Ray spreads them over workers; local does nothing
+    and leaves them to the rank stage). Returns the number of pairs computed by the executor."""
+    if "sufficiency" not in cfg.metrics or not executor.computes_pairs:
+        return 0
+    embs, keys = {}, {}
+    for o in outcomes:
+        v = store.load_vectors(o.result.run_key, mmap=True) if o.result.ok and o.result.run_key else None
+        if v is not None:
+            embs[o.result.name], keys[o.result.name] = v, o.result.run_key
     if len(embs) < 2:
         return 0
     return executor.precompute_pairs(embs, keys, seed=cfg.seed, options=dict(cfg.metric_options.get("sufficiency", {})),
                                      store=store, device=cfg.device or "cpu")  # fmt: skip
-

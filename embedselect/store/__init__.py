@@ -57,6 +57,7 @@ from typing import Any, Iterator, Mapping
 import numpy as np
 
 from embedselect.errors import CacheCorruptError, ConfigError, StoreError, StoreLockedError, StoreReadOnlyError
+from embedselect.store.queries import StoreQueries
 
 log = logging.getLogger(__name__)
 
@@ -203,7 +204,7 @@ def _sha256_file(path: Path) -> str:
         return hashlib.file_digest(f, "sha256").hexdigest()
 
 
-class Store:
+class Store(StoreQueries):
     """Handle on one cache root. Cheap to create; opens DuckDB only inside :meth:`read` / :meth:`write`
     (creating the schema on first use)."""
 

@@ -9,10 +9,10 @@ Tables (created by :func:`ensure_schema`, ``CREATE ... IF NOT EXISTS``):
   ``first_seen_at``/``first_seen_crawl`` (when embedselect first saw it) and ``last_seen_at``/``last_seen_crawl``.
 - ``hub_snapshots``: one row per model per crawl — ``crawl_id, repo_id, crawled_at, sha, downloads, likes,
   trending_score``: the popularity history.
-- ``hub_refusals``: models :func:`embedselect.hub.fetch_model` refused — ``repo_id, revision, reason, message,
-  refused_at``. Messages are token-scrubbed.
+- ``hub_refusals``: revisions the safety policy of :func:`embedselect.hub.fetch_model` refused — ``repo_id,
+  revision, reason, message, refused_at``. Messages are token-scrubbed. Hub faults are failures, not refusals.
 - view ``candidates``: ``hub_models`` + ``is_new`` (first seen in the latest crawl) + ``refusal_reason`` (the
-  latest refusal of the model's current sha, if any).
+  latest policy refusal of the model's current sha, if any).
 
 Every write is one ``store.write()`` transaction: a crawl is recorded entirely or not at all. No SQL is built
 from hub text: all values are bound parameters.
@@ -33,9 +33,11 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["ensure_schema", "record_crawl", "record_refusal", "candidates", "history", "refusals", "REFUSAL_REASONS"]
 
-REFUSAL_REASONS = frozenset({"remote_code", "pickle_only", "too_large", "gated", "not_found", "fetch_error"})
-"""Reasons accepted by :func:`record_refusal`: the four policy refusals of
-:class:`~embedselect.errors.UnsafeModelError`, plus "not_found" and "fetch_error" for failed fetches."""
+REFUSAL_REASONS = frozenset({"remote_code", "pickle_only", "too_large", "gated"})
+"""Reasons accepted by :func:`record_refusal`: the four refusals of the safety policy
+(:class:`~embedselect.errors.UnsafeModelError`). A hub or network fault is a *failure*, never a refusal: it is
+recorded in the store's ``failures`` table (:mod:`embedselect.store.failures`) and retried. Rows of older stores
+with the former reasons "not_found" / "fetch_error" are ignored by :func:`refusals` and the ``candidates`` view."""
 
 
 _DDL = [
@@ -83,11 +85,13 @@ _DDL = [
         reason VARCHAR NOT NULL,
         message VARCHAR NOT NULL,
         refused_at TIMESTAMPTZ NOT NULL)""",
-    """CREATE VIEW IF NOT EXISTS candidates AS
+    # OR REPLACE: stores made before refusals became per revision and policy-only get the new view
+    """CREATE OR REPLACE VIEW candidates AS
         SELECT m.*,
                m.first_seen_crawl = (SELECT max(crawl_id) FROM hub_crawls) AS is_new,
                (SELECT r.reason FROM hub_refusals r
-                 WHERE r.repo_id = m.repo_id AND (r.revision = m.sha OR r.revision IS NULL)
+                 WHERE r.repo_id = m.repo_id AND r.revision = m.sha
+                   AND r.reason IN ('remote_code', 'pickle_only', 'too_large', 'gated')
                  ORDER BY r.refused_at DESC LIMIT 1) AS refusal_reason
         FROM hub_models m""",
 ]
@@ -257,7 +261,11 @@ def history(store: Any, repo_id: str):
 
 
 def refusals(store: Any):
-    """All recorded refusals, newest first: DataFrame ``repo_id, revision, reason, message, refused_at``."""
+    """All recorded refusals of the safety policy, newest first: DataFrame ``repo_id, revision, reason, message,
+    refused_at`` (rows of older stores with a reason outside :data:`REFUSAL_REASONS` are left out)."""
     with store.write() as con:
         ensure_schema(con)
-        return con.execute("SELECT * FROM hub_refusals ORDER BY refused_at DESC").df()
+        return con.execute(
+            "SELECT * FROM hub_refusals WHERE list_contains(?::VARCHAR[], reason) ORDER BY refused_at DESC",
+            [sorted(REFUSAL_REASONS)],
+        ).df()
