@@ -82,6 +82,11 @@ def _code_version(metric: str) -> str:
     return get_spec(metric).code_version()
 
 
+def _competition_rank(r: float | None) -> Any:
+    """A rank from ``rank_scores(..., ties="min")`` (an int, or None for an unranked score) as it is stored."""
+    return None if r is None else int(r)
+
+
 def _metric_key(metric: str, run_keys: Mapping[str, str], options: Mapping[str, Any], seed: int, labels) -> str:
     """Cache key of a whole metric result: the metric, embedselect's version and metric code, the options, the
     seed, the embedding runs it read (by candidate name) and, only for a label prior, the labels."""
@@ -575,10 +580,10 @@ def _metrics_stage(ctx: RunContext) -> None:
             ctx.store.require_writable("store the embeddings of any of the candidates (none is cached)")  # exit 6
         reasons = "; ".join(f"{r.name}: {r.error_type}: {r.error}" for r in results)
         raise AllCandidatesFailedError(f"no candidate could be embedded ({reasons})")
-    warnings += [r.failure_note for r in results if not r.ok]
+    warnings += [note for r in results if (note := r.failure_note) is not None]  # None exactly when ok
     if ctx.ref.duplicates_note():
         warnings.append(ctx.ref.duplicates_note())
-    run_keys = {r.name: r.run_key for r in results if r.ok}
+    run_keys = {r.name: r.run_key or "" for r in results if r.ok}  # an ok result always has its run key
     by_name = {r.name: r for r in results}
     for m in ctx.metrics:
         opts = ctx.metric_options.get(m, {})
@@ -609,7 +614,7 @@ def _metrics_stage(ctx: RunContext) -> None:
         ranks = rank_scores(mr.scores)
         for name, score in mr.scores.items():
             by_name[name].scores[m] = _num(score)
-            by_name[name].ranks[m] = ranks[name]
+            by_name[name].ranks[m] = _competition_rank(ranks[name])
         for col, values in mr.columns.items():
             for name, v in values.items():
                 by_name[name].columns[col if col.startswith(m) else f"{m}.{col}"] = _num(v)
@@ -657,7 +662,7 @@ def _rank_stage(ctx: RunContext) -> Any:
     for name, score in combined.items():
         by_name[name].combined_score = float(score)
     for name, r in rank_scores({n: by_name[n].combined_score for n in combined}).items():
-        by_name[name].rank = r
+        by_name[name].rank = _competition_rank(r)
     ctx.outcomes.sort(key=lambda o: (not o.result.ok, o.result.rank if o.result.rank is not None else math.inf,
                                      o.result.name))  # fmt: skip
     decision = decide(combined, intervals={n: _intervals_in_score(by_name[n].intervals, full_weights) for n in combined})
@@ -699,7 +704,7 @@ def _validate_stage(ctx: RunContext) -> dict[str, Any] | None:
                 label_free[name] = values
     t_validation = time.perf_counter()
     with ctx.bar.stage("validation against your labels"):
-        combined = {n: by_name[n].combined_score for n in ctx.vectors if by_name[n].combined_score is not None}
+        combined = {n: s for n in ctx.vectors if (s := by_name[n].combined_score) is not None}
         report = validate(ctx.vectors, ctx.ref.labels, {**label_free, "combined": combined}, seed=ctx.seed)
         for name, row in report.table.iterrows():
             for col, v in row.items():
@@ -776,7 +781,7 @@ def _run_metric(m: str, mctx: MetricContext, ctx: RunContext, *, run_keys: Mappi
         mr = MetricResult(**cached)
         mr.scores = {k: _num(v) for k, v in mr.scores.items()}
         mr.columns = {c: {k: _num(v) for k, v in vals.items()} for c, vals in mr.columns.items()}
-        mr.intervals = {k: tuple(v) for k, v in mr.intervals.items()}
+        mr.intervals = {k: (v[0], v[1]) for k, v in mr.intervals.items()}
         log.info("metric %s: cached", m)
     else:
         try:

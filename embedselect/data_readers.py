@@ -150,7 +150,7 @@ def read_ragged_csv(raw: bytes, *, sep: str, label_column: str | None):
     if not rows or len(set(rows[0])) != len(rows[0]):
         return None
     header, width = rows[0], len(rows[0])
-    out = []
+    out: list[list[Any]] = []
     for r in rows[1:]:
         if len(r) > width:
             bad = BadItem("fields", f"{len(r)} fields, the header has {width}")

@@ -189,7 +189,7 @@ def _fold_accuracies(x: np.ndarray, y: np.ndarray, splits, probe: str, seed: int
         accs.append(float(np.mean(right)))
         chosen = getattr(model, "best_params_", None)
         cs.append(float(chosen["clf__C"]) if chosen else math.nan)
-        scaled.append(bool(chosen) and chosen["scale"] != "passthrough")
+        scaled.append(bool(chosen and chosen["scale"] != "passthrough"))
     return accs, cs, scaled, n_right
 
 
@@ -297,7 +297,7 @@ def probe_accuracies(
             f"every embedding must be a 2-D array with the same number of rows; got shapes "
             f"{ {k: np.shape(v) for k, v in embeddings.items()} }"
         )
-    n = next(iter(sizes.values()))
+    n = int(np.shape(next(iter(embeddings.values())))[0])
     rows, y, n_folds, dropped = clean_labels(labels, n, cv=cv)
     if len(rows) < 2 * n_folds:
         raise TooFewItemsError(

@@ -234,10 +234,11 @@ def build_index(
     try:
         faiss.write_index(index, str(tmp / INDEX_FILE))
         if fit_state is not None:
-            np.savez(tmp / FIT_FILE, **fit_state)
+            np.savez(tmp / FIT_FILE, **fit_state)  # type: ignore[arg-type]  # numpy stub: a key could be allow_pickle
         with open(tmp / ROWS_FILE, "w", encoding="utf-8") as f:
             for i, (rid, item) in enumerate(zip(ref.ids, ref.items)):
                 f.write(json.dumps({"row": i, "id": str(rid), "item": str(item)}, ensure_ascii=False) + "\n")
+        assert res.model_id and res.revision and res.backend and res.run_key, "an embedded result names its run"
         manifest = IndexManifest(
             name=cand.name, spec=cand.spec, model_id=res.model_id, revision=res.revision, backend=res.backend,
             options=dict(cand.options), seed=seed, run_key=res.run_key, fingerprint=ref.fingerprint,
@@ -279,7 +280,7 @@ def _baseline_fit(cand, res, ref, vectors: np.ndarray, *, seed: int) -> dict[str
             f"made by another embedselect or scikit-learn version?); remove them with `embedselect cache rm --model "
             f"{cand.name}` and build the index again"
         )
-    return embedder.fit_state()
+    return getattr(embedder, "fit_state")()  # the fitted baselines have it (the Embedder protocol does not)
 
 
 # --- loading and searching -------------------------------------------------------------------------------
@@ -297,7 +298,7 @@ class SearchIndex:
         self.index = index
         self.ids = ids
         self.items = items
-        self._embedder = None
+        self._embedder: Any = None
 
     def __len__(self) -> int:
         return self.manifest.n

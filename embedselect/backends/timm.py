@@ -79,7 +79,7 @@ class TimmEmbedder:
 
         items = check_items(items, IMAGE)
         bs = int(batch_size or self.batch_size)
-        dim = int(self.model.num_features)
+        dim = int(getattr(self.model, "num_features"))
         if not items:
             return np.zeros((0, dim), dtype=np.float32)
         out = np.empty((len(items), dim), dtype=np.float32)

@@ -23,7 +23,7 @@ import math
 import os
 import socket
 import time
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -71,7 +71,7 @@ class _DictCache:
     def get_many(self, keys: list[str]) -> dict[str, Any]:
         return {k: self.items[k] for k in keys if k in self.items}
 
-    def put_many(self, items: dict[str, Any]) -> None:
+    def put_many(self, items: Mapping[str, Any]) -> None:
         self.items.update(items)
         self.new.update(items)
 
@@ -107,7 +107,7 @@ class _Probe:
             raise _Miss
         return hits
 
-    def put_many(self, items: dict[str, Any]) -> None:  # pragma: no cover - never reached (no miss, no put)
+    def put_many(self, items: Mapping[str, Any]) -> None:  # pragma: no cover - never reached (no miss, no put)
         pass
 
 
@@ -199,9 +199,9 @@ class RayExecutor(Executor):
                         del pending[obj]
                         from embedselect.errors import ModelTimeoutError
 
-                        exc = ModelTimeoutError(f"{cand.name} took longer than the per-model limit of "
-                                                f"{job.timeout_s:.0f} s")  # fmt: skip
-                        done.append(self._failed(cand, exc, store, ref.fingerprint))
+                        late = ModelTimeoutError(f"{cand.name} took longer than the per-model limit of "
+                                                 f"{job.timeout_s:.0f} s")  # fmt: skip
+                        done.append(self._failed(cand, late, store, ref.fingerprint))
         return done, left
 
     def _task_error(self, exc: Exception) -> Exception:

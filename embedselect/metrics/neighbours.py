@@ -415,7 +415,7 @@ def _sklearn_base():
     return BaseEstimator, ClassifierMixin
 
 
-class FaissKNeighborsClassifier(*_sklearn_base()):
+class FaissKNeighborsClassifier(*_sklearn_base()):  # type: ignore[misc]  # bases imported lazily: sklearn is slow to import
     """A drop-in for scikit-learn's ``KNeighborsClassifier(n_neighbors, weights="uniform")`` that searches
     with FAISS (:func:`knn_predict`): usable in pipelines, ``clone`` and cross-validation.
 
@@ -509,25 +509,25 @@ def mutual_knn_agreement(
     sizes = {int(np.asarray(embeddings[nm]).shape[0]) for nm in names}
     if len(sizes) != 1:
         raise MetricError(f"candidates embed different numbers of items: {sorted(sizes)}")
-    graphs, all_exact = [], True
+    all_exact = True
     given = graphs or {}
-    graphs = []
+    sorted_ids: list[np.ndarray] = []
     for nm in names:
         nb = given.get(nm)
         if nb is None or nb.ids.shape[1] < k:
             nb = knn(embeddings[nm], k, metric=metric, exact=exact, threshold=threshold, device=device)
         all_exact &= nb.exact
-        graphs.append(np.sort(nb.ids[:, :k], axis=1))
+        sorted_ids.append(np.sort(nb.ids[:, :k], axis=1))
     c = len(names)
     m = np.eye(c, dtype=np.float64)
     for a in range(c):
         for b in range(a + 1, c):
-            ga, gb = graphs[a], graphs[b]
+            ga, gb = sorted_ids[a], sorted_ids[b]
             hits = np.zeros(ga.shape[0], dtype=np.int64)
             for j in range(k):
                 hits += (ga == gb[:, j : j + 1]).any(axis=1) & (gb[:, j] >= 0)
             m[a, b] = m[b, a] = float(hits.sum(dtype=np.float64) / (ga.shape[0] * k))
-    return KnnAgreement(names=names, matrix=m, k=int(k), n=int(graphs[0].shape[0]), exact=bool(all_exact))
+    return KnnAgreement(names=names, matrix=m, k=int(k), n=int(sorted_ids[0].shape[0]), exact=bool(all_exact))
 
 
 @dataclass

@@ -447,7 +447,8 @@ def information_sufficiency(
         groups: list[list[tuple[str, str]]] = []
         if batched:
             # one stacked model per group; a group is bounded by the activation-memory budget
-            cur, used = [], 0
+            cur: list[tuple[str, str]] = []
+            used = 0
             for p in sorted(todo, key=lambda q: (q[1], q[0])):
                 cost = knife.pair_bytes(b, prep[p[0]].u.shape[1], min(eff["target_pcs"], dims[p[1]]),
                                         eff["n_components"], st.hidden)
