@@ -340,7 +340,7 @@ def _resolve(ctx: RunContext, cand: Any, res: CandidateResult, step: dict[str, A
     """Stage 1 for one candidate: pin it to exact bytes, check its modality, record the model and compute the cache
     key of its vectors (model, revision, backend, the options that change vectors, data fingerprint, precision)."""
     from embedselect.backends.base import vector_options
-    from embedselect.backends.device import library_progress, progress_enabled
+    from embedselect.backends.device import key_precision, library_progress, progress_enabled
     from embedselect.backends.loader import weight_bytes
     from embedselect.candidates import resolve_candidate
     from embedselect.store import run_key
@@ -359,7 +359,7 @@ def _resolve(ctx: RunContext, cand: Any, res: CandidateResult, step: dict[str, A
         ctx.store.record_model(model_id=rc.model_id, revision=rc.revision, backend=rc.backend, modality=rc.modality,
                                spec=cand.spec, local_dir=str(rc.local_dir) if rc.local_dir else None)  # fmt: skip
         is_baseline = rc.model_id.startswith("baseline:")
-        precision = "fp16" if ctx.device.startswith("cuda") and not is_baseline else "fp32"
+        precision = key_precision(cand.options.get("dtype"), ctx.device, baseline=is_baseline)
         key_options = vector_options(cand.options)
         if is_baseline:
             key_options["seed"] = ctx.seed  # fitted / random baselines depend on the seed
