@@ -20,6 +20,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from embedselect.arrays import check_embeddings
 from embedselect.errors import (
     AllCandidatesFailedError,
     ConfigError,
@@ -401,8 +402,8 @@ def _vectors(ctx: RunContext, cand: Any, pinned: _Pinned, res: CandidateResult, 
         vectors = embedder.embed(list(ref.items), batch_size=ctx.batch_size, progress=ctx.progress)
         seconds = time.perf_counter() - t0
     ctx.bar.rate(cand.name, len(ref), seconds)
-    if vectors.ndim != 2 or vectors.shape[0] != len(ref):
-        raise MetricError(f"{cand.name} returned an array of shape {vectors.shape} for {len(ref)} items")
+    vectors = check_embeddings(vectors, what=f"the embeddings {cand.name} returned", n=len(ref), dtype=None,
+                               finite=False, error=MetricError)  # not finite: refused by the store, with its message
     step["stage"] = "store"
     ctx.store.save_run(key=key, vectors=vectors, model_id=rc.model_id, revision=rc.revision, backend=rc.backend,
                        settings=embedder.settings(), fingerprint=ref.fingerprint, device=embedder.device,

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from embedselect.arrays import check_embeddings
 from embedselect.errors import ConfigError, MetricError, TooFewItemsError
 from embedselect.metrics.base import MIN_ITEMS, MetricContext, MetricResult, unusable_reason
 from embedselect.metrics.kernels import as_matrix
@@ -91,9 +92,8 @@ def compute(ctx: MetricContext) -> MetricResult:
     k = min(int(opt["k"]), len(sub) - 1)
     nbs = []
     for key in keys:
-        a = np.asarray(ctx.embeddings[key])
-        if a.ndim != 2 or a.shape[0] != n:
-            raise MetricError(f"embeddings[{key!r}] has shape {a.shape}, expected ({n}, d) (same items, same order)")
+        a = check_embeddings(ctx.embeddings[key], what=f"embeddings[{key!r}]", n=n, dtype=None, finite=False,
+                             error=MetricError)  # fmt: skip
         nbs.append(knn_indices(a[sub], k, what=f"embeddings[{key!r}]"))
     g = agreement_matrix(nbs)
     m = len(keys)

@@ -58,6 +58,7 @@ from typing import Any, Iterator, Mapping
 
 import numpy as np
 
+from embedselect.arrays import check_embeddings
 from embedselect.errors import CacheCorruptError, ConfigError, StoreError, StoreReadOnlyError
 from embedselect.store.db import Database
 from embedselect.store.schema import SCHEMA_VERSION
@@ -288,8 +289,13 @@ class Store(Database):
             except (OSError, ValueError) as exc:
                 problem = f"unreadable ({exc})"
             else:
-                if arr.shape != (rec.n, rec.dim):
-                    problem = f"shape {arr.shape} != recorded {(rec.n, rec.dim)}"
+                try:  # the recorded shape, float32 (a memory map stays one: nothing is converted)
+                    check_embeddings(arr, what="the file", n=rec.n, d=rec.dim, dtype=None, finite=False,
+                                     error=StoreError)  # fmt: skip
+                    if arr.dtype != np.float32:
+                        raise StoreError(f"the file holds {arr.dtype}, not float32")
+                except StoreError as exc:
+                    problem = str(exc)
                 else:
                     return arr
         log.warning("discarding cached run %s (%s): %s; it will be recomputed", key[:12], rec.model_id, problem)
@@ -317,11 +323,8 @@ class Store(Database):
         from embedselect.version import __version__
 
         self.require_writable(f"store the embeddings of {model_id}")
-        vectors = np.ascontiguousarray(vectors, dtype=np.float32)
-        if vectors.ndim != 2 or vectors.shape[0] == 0 or vectors.shape[1] == 0:
-            raise StoreError(f"refusing to cache an embedding matrix of shape {vectors.shape}")
-        if not np.isfinite(vectors).all():
-            raise StoreError(f"{model_id} produced non-finite embeddings (NaN/inf); not caching them")
+        vectors = np.ascontiguousarray(check_embeddings(
+            vectors, what=f"the embeddings of {model_id} (not cached)", min_rows=1, error=StoreError, hint=""))
         path = self._vector_path(key)
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self._tmp_name(path)
