@@ -1,14 +1,19 @@
 # Two commands for a fresh machine:
 #   make demo   install, then rank five embedders on the bundled sample (offline)
-#   make test   install with test extras, then run the test suite
-.PHONY: demo test test-fast faults bench
+#   make test   install with test extras, then lint (ruff), type-check (mypy) and run the test suite
+.PHONY: demo test test-fast lint faults bench
 demo:
 	scripts/setup.sh models
 	.venv/bin/embedselect demo
 
-test:
-	scripts/setup.sh dev
+test: lint
 	.venv/bin/python -m pytest -q --durations=15
+
+# ruff (rules in pyproject.toml) and mypy (settings in pyproject.toml: the package, untyped bodies checked too)
+lint:
+	scripts/setup.sh dev
+	.venv/bin/python -m ruff check
+	.venv/bin/python -m mypy
 
 # the inner loop: everything but the tests marked slow (real models, subprocesses, browsers, Ray)
 test-fast:

@@ -70,10 +70,10 @@ def metric_ranks(per_metric_scores: Mapping[str, Mapping[str, float]]) -> pd.Dat
         DataFrame indexed by candidate, one float column per metric: rank 1.0 = best, ties share the
         average rank, NaN where the metric did not score the candidate.
     """
-    cols = {}
+    cols: dict[str, pd.Series] = {}
     for metric, scores in per_metric_scores.items():
         ranks = rank_scores(_finite(scores), ties="average")
-        cols[metric] = pd.Series({k: float(r) for k, r in ranks.items()}, dtype=np.float64)
+        cols[metric] = pd.Series({k: float(r) for k, r in ranks.items() if r is not None}, dtype=np.float64)
     df = pd.DataFrame(cols)
     df.index.name = "candidate"
     return df

@@ -20,6 +20,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from embedselect.arrays import check_embeddings
 from embedselect.errors import AllCandidatesFailedError, ConfigError, EmbedselectError, MetricError, StoreError
 from embedselect.metrics.base import (
     DEFAULT_METRICS,
@@ -75,6 +76,11 @@ def _num(v: Any) -> float:
 def _code_version(metric: str) -> str:
     """The metric's code version (its spec's hash of its source), computed once per process."""
     return get_spec(metric).code_version()
+
+
+def _competition_rank(r: float | None) -> Any:
+    """A rank from ``rank_scores(..., ties="min")`` (an int, or None for an unranked score) as it is stored."""
+    return None if r is None else int(r)
 
 
 def _metric_key(metric: str, run_keys: Mapping[str, str], options: Mapping[str, Any], seed: int, labels) -> str:
@@ -330,7 +336,7 @@ def _resolve(ctx: RunContext, cand: Any, res: CandidateResult, step: dict[str, A
     """Stage 1 for one candidate: pin it to exact bytes, check its modality, record the model and compute the cache
     key of its vectors (model, revision, backend, the options that change vectors, data fingerprint, precision)."""
     from embedselect.backends.base import vector_options
-    from embedselect.backends.device import library_progress, progress_enabled
+    from embedselect.backends.device import key_precision, library_progress, progress_enabled
     from embedselect.backends.loader import weight_bytes
     from embedselect.candidates import resolve_candidate
     from embedselect.store import run_key
@@ -349,7 +355,7 @@ def _resolve(ctx: RunContext, cand: Any, res: CandidateResult, step: dict[str, A
         ctx.store.record_model(model_id=rc.model_id, revision=rc.revision, backend=rc.backend, modality=rc.modality,
                                spec=cand.spec, local_dir=str(rc.local_dir) if rc.local_dir else None)  # fmt: skip
         is_baseline = rc.model_id.startswith("baseline:")
-        precision = "fp16" if ctx.device.startswith("cuda") and not is_baseline else "fp32"
+        precision = key_precision(cand.options.get("dtype"), ctx.device, baseline=is_baseline)
         key_options = vector_options(cand.options)
         if is_baseline:
             key_options["seed"] = ctx.seed  # fitted / random baselines depend on the seed
@@ -391,8 +397,8 @@ def _vectors(ctx: RunContext, cand: Any, pinned: _Pinned, res: CandidateResult, 
         vectors = embedder.embed(list(ref.items), batch_size=ctx.batch_size, progress=ctx.progress)
         seconds = time.perf_counter() - t0
     ctx.bar.rate(cand.name, len(ref), seconds)
-    if vectors.ndim != 2 or vectors.shape[0] != len(ref):
-        raise MetricError(f"{cand.name} returned an array of shape {vectors.shape} for {len(ref)} items")
+    vectors = check_embeddings(vectors, what=f"the embeddings {cand.name} returned", n=len(ref), dtype=None,
+                               finite=False, error=MetricError)  # not finite: refused by the store, with its message
     step["stage"] = "store"
     ctx.store.save_run(key=key, vectors=vectors, model_id=rc.model_id, revision=rc.revision, backend=rc.backend,
                        settings=embedder.settings(), fingerprint=ref.fingerprint, device=embedder.device,
@@ -596,10 +602,10 @@ def _metrics_stage(ctx: RunContext) -> None:
             ctx.store.require_writable("store the embeddings of any of the candidates (none is cached)")  # exit 6
         reasons = "; ".join(f"{r.name}: {r.error_type}: {r.error}" for r in results)
         raise AllCandidatesFailedError(f"no candidate could be embedded ({reasons})")
-    warnings += [r.failure_note for r in results if not r.ok]
+    warnings += [note for r in results if (note := r.failure_note) is not None]  # None exactly when ok
     if ctx.ref.duplicates_note():
         warnings.append(ctx.ref.duplicates_note())
-    run_keys = {r.name: r.run_key for r in results if r.ok}
+    run_keys = {r.name: r.run_key or "" for r in results if r.ok}  # an ok result always has its run key
     by_name = {r.name: r for r in results}
     for m in ctx.metrics:
         opts = ctx.metric_options.get(m, {})
@@ -630,7 +636,7 @@ def _metrics_stage(ctx: RunContext) -> None:
         ranks = rank_scores(mr.scores)
         for name, score in mr.scores.items():
             by_name[name].scores[m] = _num(score)
-            by_name[name].ranks[m] = ranks[name]
+            by_name[name].ranks[m] = _competition_rank(ranks[name])
         for col, values in mr.columns.items():
             for name, v in values.items():
                 by_name[name].columns[col if col.startswith(m) else f"{m}.{col}"] = _num(v)
@@ -682,7 +688,7 @@ def _rank_stage(ctx: RunContext) -> Any:
     for name, score in combined.items():
         by_name[name].combined_score = float(score)
     for name, r in rank_scores({n: by_name[n].combined_score for n in combined}).items():
-        by_name[name].rank = r
+        by_name[name].rank = _competition_rank(r)
     ctx.outcomes.sort(key=lambda o: (not o.result.ok, o.result.rank if o.result.rank is not None else math.inf,
                                      o.result.name))  # fmt: skip
     decision = decide(combined, intervals={n: _intervals_in_score(by_name[n].intervals, full_weights) for n in combined})
@@ -724,7 +730,7 @@ def _validate_stage(ctx: RunContext) -> dict[str, Any] | None:
                 label_free[name] = values
     t_validation = time.perf_counter()
     with ctx.bar.stage("validation against your labels"):
-        combined = {n: by_name[n].combined_score for n in ctx.vectors if by_name[n].combined_score is not None}
+        combined = {n: s for n in ctx.vectors if (s := by_name[n].combined_score) is not None}
         report = validate(ctx.vectors, ctx.ref.labels, {**label_free, "combined": combined}, seed=ctx.seed)
         for name, row in report.table.iterrows():
             for col, v in row.items():
@@ -801,7 +807,7 @@ def _run_metric(m: str, mctx: MetricContext, ctx: RunContext, *, run_keys: Mappi
         mr = MetricResult(**cached)
         mr.scores = {k: _num(v) for k, v in mr.scores.items()}
         mr.columns = {c: {k: _num(v) for k, v in vals.items()} for c, vals in mr.columns.items()}
-        mr.intervals = {k: tuple(v) for k, v in mr.intervals.items()}
+        mr.intervals = {k: (v[0], v[1]) for k, v in mr.intervals.items()}
         log.info("metric %s: cached", m)
     else:
         try:

@@ -377,7 +377,7 @@ class ReferenceData:
         out = np.empty((len(rows), size * size), dtype=np.float32)
         for s in range(0, len(rows), block):
             for j, im in enumerate(self.load_images(rows[s:s + block])):
-                px = np.asarray(im.convert("L").resize((size, size), Image.BILINEAR), dtype=np.float32).ravel()
+                px = np.asarray(im.convert("L").resize((size, size), Image.Resampling.BILINEAR), dtype=np.float32).ravel()
                 out[s + j] = px - px.mean()
         return out
 
@@ -815,7 +815,7 @@ class ReferenceData:
             )
         sampled = max_items is not None and len(items) > max_items
         settings: dict[str, Any] = {}
-        if sampled:
+        if sampled and max_items is not None:
             rng = np.random.default_rng(seed)
             sel = np.sort(rng.choice(len(items), size=max_items, replace=False)).tolist()
             items, ids, digests = [items[i] for i in sel], [ids[i] for i in sel], [digests[i] for i in sel]

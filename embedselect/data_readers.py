@@ -8,7 +8,6 @@ import gzip
 import hashlib
 import io
 import json
-import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +15,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from embedselect.arrays import is_missing
 from embedselect.errors import (
     ColumnNotFoundError,
     ConfigError,
@@ -105,19 +105,6 @@ def to_text(v: Any) -> tuple[str | None, tuple[str, str] | None]:
     return None, ("type", f"a {type(v).__name__}, not text")
 
 
-def is_missing(v: Any) -> bool:
-    if v is None:
-        return True
-    if isinstance(v, (float, np.floating)):
-        return bool(math.isnan(v))
-    try:
-        import pandas as pd
-
-        return v is pd.NA or v is pd.NaT
-    except ImportError:  # pragma: no cover
-        return False
-
-
 def column_values(c: str, frame: Any, dicts: list[dict] | None) -> list[Any]:
     return frame[c].tolist() if frame is not None else [d.get(c) for d in dicts or []]
 
@@ -150,7 +137,7 @@ def read_ragged_csv(raw: bytes, *, sep: str, label_column: str | None):
     if not rows or len(set(rows[0])) != len(rows[0]):
         return None
     header, width = rows[0], len(rows[0])
-    out = []
+    out: list[list[Any]] = []
     for r in rows[1:]:
         if len(r) > width:
             bad = BadItem("fields", f"{len(r)} fields, the header has {width}")

@@ -6,18 +6,35 @@ Each message says what went wrong *and what to do about it*. The CLI maps the cl
 
 from __future__ import annotations
 
+# The one table of CLI exit codes: README.md's "Exit codes" line and each error class's ``exit_code`` come from here
+# (tests/test_exit_codes.py checks both).
+EXIT_CODES: dict[str, int] = {
+    "ok": 0,
+    "error": 1,
+    "usage": 2,
+    "data": 3,
+    "candidate": 4,
+    "hub": 5,
+    "store": 6,
+    "metric": 7,
+    "partial": 8,  # ranking produced, but some candidates failed (`rank --strict`)
+    "locked": 9,  # `nightly`: another run holds the lock
+    "empty": 10,  # `nightly`: the night produced nothing
+    "interrupted": 130,
+}
+
 
 class EmbedselectError(Exception):
     """Base class of all embedselect errors."""
 
-    exit_code: int = 1
+    exit_code: int = EXIT_CODES["error"]
 
 
 # --- input data -------------------------------------------------------------------------------
 class DataError(EmbedselectError, ValueError):
     """The reference data cannot be used as given."""
 
-    exit_code = 3
+    exit_code = EXIT_CODES["data"]
 
 
 class DataFileNotFoundError(DataError, FileNotFoundError):
@@ -56,7 +73,7 @@ class UnsupportedFormatError(DataError):
 class ConfigError(EmbedselectError, ValueError):
     """An option or argument is invalid."""
 
-    exit_code = 2
+    exit_code = EXIT_CODES["usage"]
 
 
 class UnknownMetricError(ConfigError):
@@ -67,7 +84,7 @@ class UnknownMetricError(ConfigError):
 class CandidateError(EmbedselectError):
     """A candidate model cannot be resolved, fetched, or loaded."""
 
-    exit_code = 4
+    exit_code = EXIT_CODES["candidate"]
 
 
 class CandidateSpecError(CandidateError, ValueError):
@@ -90,6 +107,7 @@ class UnsafeModelError(CandidateError):
     def __init__(self, message: str, *, reason: str) -> None:
         super().__init__(message)
         self.reason = reason
+        self.revision: str | None = None  # the commit refused (set by the fetch that refused it)
 
 
 class AllCandidatesFailedError(CandidateError):
@@ -100,14 +118,14 @@ class AllCandidatesFailedError(CandidateError):
 class HubError(EmbedselectError):
     """The model hub answered with an error or could not be reached."""
 
-    exit_code = 5
+    exit_code = EXIT_CODES["hub"]
 
 
 # --- store --------------------------------------------------------------------------------------
 class StoreError(EmbedselectError):
     """The cache database or vector files cannot be used."""
 
-    exit_code = 6
+    exit_code = EXIT_CODES["store"]
 
 
 class StoreLockedError(StoreError):
@@ -137,37 +155,22 @@ class IndexMismatchError(SearchIndexError):
 class MetricError(EmbedselectError):
     """A metric cannot be computed on the given embeddings."""
 
-    exit_code = 7
+    exit_code = EXIT_CODES["metric"]
 
 
 # --- nightly ------------------------------------------------------------------------------------
 class NightlyLockedError(EmbedselectError):
     """Another nightly run holds the lock of this store; this one did nothing."""
 
-    exit_code = 9
+    exit_code = EXIT_CODES["locked"]
 
 
 class NightlyEmptyError(EmbedselectError):
     """The nightly run produced nothing (no candidate could be ranked); the published outputs were kept."""
 
-    exit_code = 10
+    exit_code = EXIT_CODES["empty"]
+    summary: dict | None = None  # the night's summary, set by the nightly run that raises it
 
 
 class ModelTimeoutError(CandidateError):
     """A model took longer than the configured per-model time limit; it is skipped."""
-
-
-EXIT_CODES: dict[str, int] = {
-    "ok": 0,
-    "error": 1,
-    "usage": 2,
-    "data": 3,
-    "candidate": 4,
-    "hub": 5,
-    "store": 6,
-    "metric": 7,
-    "partial": 8,  # ranking produced, but some candidates failed (`rank --strict`)
-    "locked": 9,  # `nightly`: another run holds the lock
-    "empty": 10,  # `nightly`: the night produced nothing
-    "interrupted": 130,
-}

@@ -194,8 +194,8 @@ def _probe_writable(folder: Path, what: str, path: Path) -> None:
                           "another place or fix its permissions") from None  # fmt: skip
 
 
-def check_output_target(path: str | Path, *, protected: Mapping[str, str | Path | None] = (),
-                        inside_forbidden: Mapping[str, str | Path | None] = (), what: str = "output",
+def check_output_target(path: str | Path, *, protected: Mapping[str, str | Path | None] | None = None,
+                        inside_forbidden: Mapping[str, str | Path | None] | None = None, what: str = "output",
                         writable: bool = True) -> Path:
     """Check, before any work, that the tool may publish at ``path``; return it absolute.
 
@@ -218,8 +218,8 @@ def check_output_target(path: str | Path, *, protected: Mapping[str, str | Path 
     if p == Path(p.anchor) or p == home:
         raise ConfigError(f"{what}: {p} is {'the root folder' if p == Path(p.anchor) else 'the home folder'}; "
                           "name a folder of its own, e.g. ./site")  # fmt: skip
-    checks = [(name, folder, False) for name, folder in dict(protected).items()]
-    checks += [(name, folder, True) for name, folder in dict(inside_forbidden).items()]
+    checks = [(name, folder, False) for name, folder in dict(protected or {}).items()]
+    checks += [(name, folder, True) for name, folder in dict(inside_forbidden or {}).items()]
     for name, folder, no_inside in checks:
         if folder is None:
             continue
@@ -303,7 +303,7 @@ def replace_folder(out: str | Path, fill: Callable[[Path], None], *, error: type
 
     def old_tmp(e: Path) -> bool:
         m = legacy.match(e.name) if legacy_tmp else None
-        return bool(m) and e.is_dir() and not e.is_symlink() and not _pid_alive(int(m.group(1)))
+        return m is not None and e.is_dir() and not e.is_symlink() and not _pid_alive(int(m.group(1)))
 
     sweep_leftovers(out.parent, out.name, kinds=("tmp", "old"), extra=old_tmp)
     tmp = out.parent / temp_name(out.name, "tmp")

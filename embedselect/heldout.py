@@ -34,6 +34,7 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from embedselect.arrays import check_embeddings, is_missing
 from embedselect.errors import ConfigError, DataError, TooFewItemsError
 from embedselect.uncertainty import check_bootstrap, percentile_interval
 
@@ -75,17 +76,6 @@ PROBE_DESCRIPTIONS = {
 # ------------------------------------------------------------------------------------------------
 # labels
 # ------------------------------------------------------------------------------------------------
-def _is_missing(value: Any) -> bool:
-    if value is None:
-        return True
-    if isinstance(value, (float, np.floating)) and math.isnan(value):
-        return True
-    try:
-        return bool(pd.isna(value))
-    except (TypeError, ValueError):
-        return False
-
-
 def clean_labels(labels: Any, n: int, *, cv: int) -> tuple[np.ndarray, np.ndarray, int, list[Any]]:
     """Select the usable labelled items.
 
@@ -115,7 +105,7 @@ def clean_labels(labels: Any, n: int, *, cv: int) -> tuple[np.ndarray, np.ndarra
             f"labels has {len(values)} entries but the embeddings have {n} rows; give one label per "
             "reference item (None or NaN for unlabelled items)"
         )
-    keep = [i for i, v in enumerate(values) if not _is_missing(v)]
+    keep = [i for i, v in enumerate(values) if not is_missing(v)]
     kept = [values[i] for i in keep]
     counts = pd.Series(kept, dtype=object).value_counts(sort=False)
     dropped = [c for c, k in counts.items() if k < 2]
@@ -189,17 +179,13 @@ def _fold_accuracies(x: np.ndarray, y: np.ndarray, splits, probe: str, seed: int
         accs.append(float(np.mean(right)))
         chosen = getattr(model, "best_params_", None)
         cs.append(float(chosen["clf__C"]) if chosen else math.nan)
-        scaled.append(bool(chosen) and chosen["scale"] != "passthrough")
+        scaled.append(bool(chosen and chosen["scale"] != "passthrough"))
     return accs, cs, scaled, n_right
 
 
 def _check_matrix(name: str, emb: Any, n: int | None = None) -> np.ndarray:
-    x = np.asarray(emb, dtype=np.float64)
-    if x.ndim != 2 or (n is not None and x.shape[0] != n):
-        raise DataError(f"embeddings of {name!r} must be a 2-D array with one row per item; got shape {x.shape}")
-    if not np.isfinite(x).all():
-        raise DataError(f"embeddings of {name!r} contain NaN or infinite values; re-embed the data")
-    return x
+    return check_embeddings(emb, what=f"embeddings of {name!r}", n=n, dtype=np.float64, error=DataError,
+                            hint="; re-embed the data")  # fmt: skip
 
 
 def accuracy_interval(n_correct: int, n: int, *, level: float = 0.9, n_boot: int = 1000, seed: int = 0):
@@ -297,7 +283,7 @@ def probe_accuracies(
             f"every embedding must be a 2-D array with the same number of rows; got shapes "
             f"{ {k: np.shape(v) for k, v in embeddings.items()} }"
         )
-    n = next(iter(sizes.values()))
+    n = int(np.shape(next(iter(embeddings.values())))[0])
     rows, y, n_folds, dropped = clean_labels(labels, n, cv=cv)
     if len(rows) < 2 * n_folds:
         raise TooFewItemsError(

@@ -150,7 +150,7 @@ def _csv_labels(path: Path, *, root: Path, ids: Sequence[str]) -> list[Any]:
 def _matches(raw: str, *, root: Path, csv_dir: Path, index: Mapping[str, int]) -> set[int]:
     """Indices of the images a CSV path names: relative to ``root``, relative to ``csv_dir``, or absolute."""
     text = raw.replace("\\", "/")
-    hits = set()
+    hits: set[int] = set()
     if not text:
         return hits
     if not posixpath.isabs(text):

@@ -229,6 +229,7 @@ def build_index(
     fit_state = _baseline_fit(cand, res, ref, outcome.vectors, seed=seed) if res.backend in FITTED_BASELINES else None
     index = faiss_index(outcome.vectors, metric=metric, exact=exact, device=auto_device(device))
     cpu_index = to_cpu(index)  # what is written (one copy back from the GPUs, shards merged)
+    assert res.model_id and res.revision and res.backend and res.run_key, "an embedded result names its run"
     _write_index_folder(out, cpu_index, ref, fit_state, lambda files: IndexManifest(
         name=cand.name, spec=cand.spec, model_id=res.model_id, revision=res.revision, backend=res.backend,
         options=dict(cand.options), seed=seed, run_key=res.run_key, fingerprint=ref.fingerprint,
@@ -283,7 +284,7 @@ def _baseline_fit(cand, res, ref, vectors: np.ndarray, *, seed: int) -> dict[str
             f"made by another embedselect or scikit-learn version?); remove them with `embedselect cache rm --model "
             f"{cand.name}` and build the index again"
         )
-    return embedder.fit_state()
+    return getattr(embedder, "fit_state")()  # the fitted baselines have it (the Embedder protocol does not)
 
 
 # --- loading and searching -------------------------------------------------------------------------------
@@ -301,7 +302,7 @@ class SearchIndex:
         self.index = index
         self.ids = ids
         self.items = items
-        self._embedder = None
+        self._embedder: Any = None
 
     def __len__(self) -> int:
         return self.manifest.n

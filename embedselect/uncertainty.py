@@ -241,6 +241,7 @@ def bootstrap_metric(
 
     spec = get_spec(metric_fn) if isinstance(metric_fn, str) else spec_of(metric_fn)
     if isinstance(metric_fn, str):
+        assert spec is not None  # get_spec raises for an unknown name
         metric_fn = spec.load()
     name = spec.name if spec is not None else None
     check_bootstrap(n_boot, level, min_boot=2)
@@ -316,14 +317,14 @@ def bootstrap_metric(
     rank_intervals = {c: percentile_interval(ranks[:, col[c]], level) for c in order}
 
     pairs: list[PairComparison] = []
-    for a, b in zip(order[:-1], order[1:]):
-        d = S[:, col[a]] - S[:, col[b]]
-        diff = scores[a] - scores[b]
+    for a, b_name in zip(order[:-1], order[1:]):
+        d = S[:, col[a]] - S[:, col[b_name]]
+        diff = scores[a] - scores[b_name]
         lo, hi = interval(d, diff)
         ok = d[np.isfinite(d)]
         p_order = float(np.mean(ok > 0)) if ok.size else float("nan")
         distinct = bool(math.isfinite(lo) and (lo > 0 or hi < 0))
-        pairs.append(PairComparison(a, b, float(diff), (lo, hi), p_order, distinct))
+        pairs.append(PairComparison(a, b_name, float(diff), (lo, hi), p_order, distinct))
 
     return BootstrapResult(
         metric=name or point.name,

@@ -40,6 +40,8 @@ AREAS: dict[str, str] = {
     "test_taskprior": "metrics",
     "test_sufficiency": "metrics",
     "test_store": "cache",
+    "test_store_schema": "cache",
+    "test_arrays": "metrics",
     "test_resume": "cache",
     "test_report": "reports and publishing",
     "test_publish": "reports and publishing",

@@ -18,6 +18,7 @@ def _gpu_module():
     return mod
 
 
+@pytest.mark.slow  # every section of the script: about 13 s (pytest --durations); `make test` runs it
 def test_cpu_half_of_the_gpu_script_runs_every_section_and_every_check_passes(tmp_path, one_thread):
     gpu = _gpu_module()
     out, md = tmp_path / "gpu.json", tmp_path / "gpu.md"

@@ -61,6 +61,7 @@ def test_select_hands_metrics_read_only_memory_maps_of_the_cache(cache_dir, spy_
                 v[0, 0] = 1.0
 
 
+@pytest.mark.slow  # 40 000 items x 4 candidates: about 80 s on a 2-core CI machine (pytest --durations)
 def test_select_never_holds_every_candidates_matrix_at_once(cache_dir):
     texts = _texts(N_ITEMS)
     embedselect.embed(texts, CANDS)  # into the cache; select then reads them from there
@@ -107,7 +108,7 @@ def test_every_metric_gives_the_same_scores_on_read_only_maps(tmp_path, metric, 
 
 
 def test_unusable_reason_reads_row_blocks_with_the_same_answer(monkeypatch):
-    import embedselect.metrics.base as base
+    import embedselect.arrays as arrays
 
     x = np.random.default_rng(0).standard_normal((1000, 8)).astype(np.float32)
     nan = x.copy()
@@ -115,8 +116,8 @@ def test_unusable_reason_reads_row_blocks_with_the_same_answer(monkeypatch):
     const = np.tile(x[:1], (1000, 1)) + np.float32(1e-9) * np.arange(1000, dtype=np.float32)[:, None]
     whole = [unusable_reason("m", a) for a in (x, nan, const)]
     assert whole[0] is None and whole[1].startswith("3 of 1000 items") and whole[2].startswith("every item")
-    monkeypatch.setattr(base, "BLOCK_ELEMENTS", 64)  # 8 rows per block
-    assert list(map(len, base.row_blocks(x))) == [8] * 125
+    monkeypatch.setattr(arrays, "BLOCK_ELEMENTS", 64)  # 8 rows per block
+    assert list(map(len, arrays.row_blocks(x))) == [8] * 125
     assert [unusable_reason("m", a) for a in (x, nan, const)] == whole
 
 

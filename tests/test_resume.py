@@ -10,7 +10,6 @@ import sys
 import textwrap
 import time
 
-import numpy as np
 import pytest
 
 from embedselect.data import sample_path
@@ -97,26 +96,75 @@ def test_kill_between_vector_file_and_commit_then_resume(tmp_path, monkeypatch):
     assert all(o.result.cached for o in outcomes) and loads == []
 
 
+# Runs the real CLI in a child process that stops at a named stage: once `hold_after` candidates' embeddings are
+# committed (0: when the first is about to be stored), it writes the model ids stored so far to the marker file and
+# hangs there until the parent kills it.
+_CHILD_AT_STAGE = textwrap.dedent(
+    """
+    import json, pathlib, sys, time
+    import embedselect.store as st
+    marker, hold_after = pathlib.Path(sys.argv[1]), int(sys.argv[2])
+    real_save = st.Store.save_run
+    stored = []
+    def hold(at):
+        marker.write_text(json.dumps({"stage": at, "stored": stored}))
+        time.sleep(600)
+    def save_then_maybe_hold(self, **kw):
+        if hold_after == 0:
+            hold("before the first candidate is stored")
+        rec = real_save(self, **kw)
+        stored.append(kw["model_id"])
+        if len(stored) == hold_after:
+            hold(f"after {hold_after} candidates stored")
+        return rec
+    st.Store.save_run = save_then_maybe_hold
+    from embedselect.cli import main
+    sys.exit(main(sys.argv[3:]))
+    """
+)
+
+
 @pytest.mark.fault
-def test_random_kills_never_leave_an_invalid_entry(tmp_path, minilm_path):
-    models = f"{minilm_path},tfidf-svd,random-projection,tfidf-svd?dim=32"
+@pytest.mark.parametrize("hold_after", [0, 1, 2, 3])
+def test_a_kill_after_each_stored_candidate_keeps_exactly_what_was_stored(tmp_path, monkeypatch, hold_after):
+    """SIGKILL at a named stage (after 0..3 of 4 candidates are stored): the cache holds exactly the runs committed
+    before the kill, each valid, and the next run computes only the others."""
+    st_dir = make_tiny_sentence_transformer(tmp_path / "tiny-st")
+    models = f"{st_dir},tfidf-svd,random-projection,tfidf-svd?dim=32"
     cache = tmp_path / "cache"
+    marker = tmp_path / "marker"
     env = {**os.environ, "PYTHONPATH": os.getcwd()}
-    rng = np.random.default_rng(7)
-    seen = 0
-    for delay in sorted(rng.uniform(1.0, 12.0, size=4)):
-        child = subprocess.Popen([sys.executable, "-m", "embedselect.cli", *_embed_args(cache, models)], env=env)
-        time.sleep(delay)
-        if child.poll() is None:
-            os.kill(child.pid, signal.SIGKILL)
+    child = subprocess.Popen([sys.executable, "-c", _CHILD_AT_STAGE, str(marker), str(hold_after),
+                              *_embed_args(cache, models)], env=env)  # fmt: skip
+    try:
+        deadline = time.monotonic() + 240
+        while not marker.exists() or not marker.read_text():
+            assert child.poll() is None, "child ended before reaching the stage"
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        os.kill(child.pid, signal.SIGKILL)
+    finally:
         child.wait(timeout=60)
-        if (cache / "embedselect.duckdb").exists():
-            n = _check_consistent(Store.open(cache))
-            assert n >= seen  # committed work is never lost
-            seen = n
-    done = subprocess.run([sys.executable, "-m", "embedselect.cli", *_embed_args(cache, models)], env=env, timeout=600)
-    assert done.returncode == 0
-    assert _check_consistent(Store.open(cache)) == 4
+    assert child.returncode == -signal.SIGKILL
+    said = json.loads(marker.read_text())
+    assert len(said["stored"]) == hold_after, said
+
+    store = Store.open(cache)
+    assert _check_consistent(store) == hold_after
+    assert sorted(store.list_runs().model_id) == sorted(said["stored"])
+
+    from embedselect import api
+
+    loads: list[str] = []
+    import embedselect.backends.loader as loader
+
+    real = loader.load_embedder
+    monkeypatch.setattr(loader, "load_embedder", lambda rc, **kw: loads.append(rc.backend) or real(rc, **kw))
+    outcomes = api.embed(sample_path("texts"), models, column="text", cache_dir=cache)
+    assert [o.result.status for o in outcomes] == ["ok"] * 4
+    assert sum(o.result.cached for o in outcomes) == hold_after
+    assert len(loads) == 4 - hold_after
+    assert _check_consistent(store) == 4
 
 
 @pytest.mark.fault

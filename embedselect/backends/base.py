@@ -7,6 +7,7 @@ from typing import Any, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
+from embedselect.arrays import check_embeddings
 from embedselect.kinds import IMAGE, MODALITIES, TEXT  # noqa: F401 - re-exported for the backends
 
 
@@ -130,9 +131,9 @@ def as_embedding_matrix(x: Any, n: int, *, dtype: str = "float32") -> np.ndarray
 
     if hasattr(x, "detach"):
         x = x.detach().float().cpu().numpy()
-    arr = np.ascontiguousarray(np.asarray(x, dtype=np.float32))
-    if arr.ndim != 2 or arr.shape[0] != n:
-        raise ModelLoadError(f"the model returned an array of shape {arr.shape}, expected ({n}, d)")
+    # the non-finite check is below: its message depends on the precision the model ran in
+    arr = np.ascontiguousarray(check_embeddings(x, what="the model's output", n=n, min_dims=0, finite=False,
+                                                error=ModelLoadError))  # fmt: skip
     if n and not np.isfinite(arr).all():
         if dtype != "float32":
             raise ModelLoadError(

@@ -69,7 +69,7 @@ def _images_to_pixels(items: list, size: int, mode: str, progress: bool, desc: s
     out = np.empty((len(items), size * size * ch), dtype=np.float32)
     with progress_bar(len(items), desc=desc, enabled=progress_enabled(progress), unit="img") as bar:
         for i, it in enumerate(items):
-            im = load_image(it, mode).resize((size, size), Image.BILINEAR)
+            im = load_image(it, mode).resize((size, size), Image.Resampling.BILINEAR)
             out[i] = np.asarray(im, dtype=np.float32).reshape(-1) / 255.0
             bar.update(1)
     return out
@@ -232,8 +232,7 @@ class RandomProjectionEmbedder:
                                   dtype=np.float32).transform(items).tocsc()
             used = np.flatnonzero(np.diff(x.indptr))
             rows = gaussian_projection_rows(used, self.dim, self.seed)
-            out = np.asarray(x[:, used] @ rows.astype(np.float64)) * scale
-            return as_embedding_matrix(out, len(items))
+            return as_embedding_matrix(np.asarray(x[:, used] @ rows.astype(np.float64)) * scale, len(items))
         pixels = _images_to_pixels(items, self.size, "RGB", progress, "random-projection")
         if self._pixel_matrix is None:
             self._pixel_matrix = gaussian_projection_rows(np.arange(pixels.shape[1]), self.dim, self.seed)

@@ -69,6 +69,23 @@ def resolve_dtype(dtype: str | None, device: str) -> str:
     return d
 
 
+PRECISION_LABELS = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}
+"""dtype name -> the precision label in an embedding run's cache key."""
+
+
+def key_precision(dtype: str | None, device: str, *, baseline: bool = False) -> str:
+    """The precision of an embedding run's cache key: the dtype the backend computes in on ``device`` (the rule of
+    :func:`resolve_dtype`: the ``dtype`` option, else float16 on CUDA and float32 elsewhere), as "fp32", "fp16" or
+    "bf16"; always "fp32" for a baseline (numpy float32 code that has no dtype option).
+
+    Raises:
+        ConfigError: unknown dtype name.
+    """
+    if baseline:
+        return "fp32"
+    return PRECISION_LABELS[resolve_dtype(dtype, device)]
+
+
 def torch_dtype(name: str):
     """The ``torch.dtype`` for a dtype name from :func:`resolve_dtype`."""
     import torch

@@ -10,6 +10,7 @@ from typing import Any, Mapping, Sequence
 from embedselect.backends.base import Embedder
 from embedselect.backends.device import resolve_device
 from embedselect.errors import ConfigError, EmbedselectError, ModelLoadError, UnsafeModelError
+from embedselect.kinds import BACKENDS, BASELINES
 from embedselect.layout import read_json
 from embedselect.policy import NOT_WEIGHTS, PICKLE_SUFFIXES, LoadPolicy, remote_code_reason
 
@@ -122,14 +123,13 @@ def load_embedder(
     opts = {**dict(getattr(rc.candidate, "options", {}) or {}), **dict(options or {})}
     opts.pop("modality", None)
     backend = rc.backend
-    if rc.model_id.startswith("baseline:") or backend in ("tfidf-svd", "random-projection", "pixel-pca"):
+    if rc.model_id.startswith("baseline:") or backend in BASELINES:
         from embedselect.backends.baselines import make_baseline
 
         return make_baseline(backend, modality=rc.modality, options=opts, seed=seed, fit_items=fit_items,
                              fit_state=fit_state)
-    if backend not in ("sentence-transformers", "timm", "transformers"):
-        raise ConfigError(f"unknown backend {backend!r} for {rc.model_id}: use sentence-transformers, timm or "
-                          "transformers")
+    if backend not in BACKENDS:
+        raise ConfigError(f"unknown backend {backend!r} for {rc.model_id}: use one of {', '.join(BACKENDS)}")
     if rc.local_dir is None:
         raise ModelLoadError(f"{rc.model_id}: no local folder to load from; resolve the candidate first")
     dev = resolve_device(device)

@@ -62,7 +62,7 @@ class TimmEmbedder:
         self.dtype = resolve_dtype(opts.get("dtype"), device)
         # "local-dir:" makes timm read config.json and the weights (safetensors preferred) from the folder.
         source = f"local-dir:{Path(local_dir)}"
-        model = timm.create_model(source, pretrained=True, num_classes=0)
+        model: Any = timm.create_model(source, pretrained=True, num_classes=0)
         if resolution is not None and hasattr(model, "patch_embed"):  # fixed-size patch grid: resample positions
             model = timm.create_model(source, pretrained=True, num_classes=0, img_size=resolution)
         model.eval()
@@ -92,7 +92,7 @@ class TimmEmbedder:
                     raise ConfigError(f"{type(model).__name__} cannot pool by {pooling!r}: {exc}") from exc
             self.dim = int(model.num_features)
             self.pooling = pooling or own
-        self.model = model.to(device=device, dtype=torch_dtype(self.dtype))
+        self.model: Any = model.to(device=device, dtype=torch_dtype(self.dtype))
         self.data_config = dict(timm.data.resolve_model_data_config(model))
         if resolution is not None:
             self.data_config["input_size"] = (3, resolution, resolution)

@@ -92,7 +92,7 @@ class TransformersEmbedder:
             max_pos = getattr(getattr(model, "config", None), "max_position_embeddings", None)
             if isinstance(max_pos, int) and max_pos > 0:
                 limit = min(limit, max_pos)
-            self.max_length = int(opts.get("max_length") or min(limit, 512))
+            self.max_length: int | None = int(opts.get("max_length") or min(limit, 512))
             if self.tokenizer.pad_token is None:
                 self.tokenizer.pad_token = self.tokenizer.eos_token or self.tokenizer.unk_token
         else:

@@ -36,7 +36,7 @@ def catalog_dirs(catalog_dir: Path | None = None) -> list[Path]:
 
 def available_catalogs(catalog_dir: Path | None = None) -> list[str]:
     """Names usable as ``catalog:<name>``, sorted."""
-    names = set()
+    names: set[str] = set()
     for d in catalog_dirs(catalog_dir):
         if d.is_dir():
             names.update(p.stem for p in d.glob("*.yaml"))

@@ -195,6 +195,11 @@ def format_table(ranking) -> str:
     return "\n".join(lines)
 
 
+def _ends(ci: Any) -> tuple[Any, Any]:
+    """(lo, hi) of an interval given as a 2-sequence, or (None, None)."""
+    return (ci[0], ci[1]) if ci else (None, None)
+
+
 def _interval(lo: Any, hi: Any, spec: str) -> str:
     if lo is None or hi is None or not (math.isfinite(lo) and math.isfinite(hi)):
         return "[no interval]"
@@ -236,8 +241,8 @@ def format_validation(ranking) -> list[str]:
         elif name == "combined":
             name += " (the combined rank)"
         lines.append(
-            f"    {name}: Spearman {fmt2(mv.get('spearman'))} {_interval(*(mv.get('spearman_ci') or (None, None)), '.2f')}"
-            f", Kendall {fmt2(mv.get('kendall'))} {_interval(*(mv.get('kendall_ci') or (None, None)), '.2f')}; "
+            f"    {name}: Spearman {fmt2(mv.get('spearman'))} {_interval(*_ends(mv.get('spearman_ci')), '.2f')}"
+            f", Kendall {fmt2(mv.get('kendall'))} {_interval(*_ends(mv.get('kendall_ci')), '.2f')}; "
             f"top pick {mv.get('top_pick')} (accuracy {fmt3(mv.get('top_pick_accuracy'))}, regret "
             f"{fmt3(mv.get('regret'))})"
         )

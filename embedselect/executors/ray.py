@@ -23,7 +23,7 @@ import math
 import os
 import socket
 import time
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -71,7 +71,7 @@ class _DictCache:
     def get_many(self, keys: list[str]) -> dict[str, Any]:
         return {k: self.items[k] for k in keys if k in self.items}
 
-    def put_many(self, items: dict[str, Any]) -> None:
+    def put_many(self, items: Mapping[str, Any]) -> None:
         self.items.update(items)
         self.new.update(items)
 
@@ -182,9 +182,9 @@ class RayExecutor(Executor):
                         del pending[obj]
                         from embedselect.errors import ModelTimeoutError
 
-                        exc = ModelTimeoutError(f"{cand.name} took longer than the per-model limit of "
-                                                f"{job.timeout_s:.0f} s")  # fmt: skip
-                        done.append(self._failed(cand, exc, store, ref.fingerprint, job.token))
+                        late = ModelTimeoutError(f"{cand.name} took longer than the per-model limit of "
+                                                 f"{job.timeout_s:.0f} s")  # fmt: skip
+                        done.append(self._failed(cand, late, store, ref.fingerprint, job.token))
         return done, left
 
     def _task_error(self, exc: Exception) -> Exception:

@@ -259,7 +259,7 @@ def _keep(m: HubModel, min_params, max_params, licenses, include_gated) -> bool:
     return True
 
 
-def _fetch_page(url: str, params: dict | None, headers: dict, retry: RetryPolicy) -> tuple[list, str | None]:
+def _fetch_page(url: str, params: list | None, headers: dict, retry: RetryPolicy) -> tuple[list, str | None]:
     """GET one listing page with retries. Returns (items, next_url)."""
     from huggingface_hub.utils import get_session, hf_raise_for_status
 

@@ -178,7 +178,7 @@ def fetch_model(
     if chosen is None:
         raise CandidateError(
             f"cannot tell which backend loads {repo_id} (library_name={info.library_name!r}); pass "
-            f"backend='sentence-transformers', 'timm' or 'transformers'."
+            f"backend= one of {', '.join(repr(b) for b in BACKENDS)}."
         )
     try:
         files, weights = select_files(repo_id, chosen, sizes, allow_pickle=policy.allow_pickle)

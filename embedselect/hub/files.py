@@ -4,7 +4,7 @@ pickle-only weights, size cap, gated repos)."""
 from __future__ import annotations
 
 import re
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 from embedselect.errors import CandidateError, ConfigError, UnsafeModelError
 from embedselect.kinds import BACKENDS
@@ -145,7 +145,7 @@ def check_policy(
     gated: Any,
     remote_reason: str | None,
     weights: Sequence[str],
-    sizes: dict[str, int | None],
+    sizes: Mapping[str, int | None],
 ) -> None:
     if gated and not policy.allow_gated:
         raise UnsafeModelError(

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from embedselect.arrays import check_embeddings
 from embedselect.errors import ConfigError, MetricError, TooFewItemsError
 from embedselect.metrics.base import MIN_ITEMS, MetricContext, MetricResult, unusable_reason
 from embedselect.metrics.kernels import as_matrix
@@ -97,9 +98,8 @@ def compute(ctx: MetricContext) -> MetricResult:
     on_gpu = str(ctx.device).startswith("cuda") and faiss_has_gpu()
     knn_device = "cpu"
     for key in keys:
-        a = np.asarray(ctx.embeddings[key])
-        if a.ndim != 2 or a.shape[0] != n:
-            raise MetricError(f"embeddings[{key!r}] has shape {a.shape}, expected ({n}, d) (same items, same order)")
+        a = check_embeddings(ctx.embeddings[key], what=f"embeddings[{key!r}]", n=n, dtype=None, finite=False,
+                             error=MetricError)  # fmt: skip
         if on_gpu:
             nb = knn(as_matrix(a[sub], f"embeddings[{key!r}]"), k, exact=True, device=ctx.device)
             nbs.append(nb.ids)

@@ -13,6 +13,8 @@ from typing import Any, Callable, Mapping, Protocol
 
 import numpy as np
 
+from embedselect.arrays import BLOCK_ELEMENTS, nonfinite_rows, row_blocks  # noqa: F401 - re-exported for the metrics
+
 
 class PairCache(Protocol):
     """Key-value cache for pairwise metric values, persisted by the store.
@@ -30,28 +32,6 @@ CONSTANT_RTOL = 1e-5
 """Rows whose spread (largest per-dimension range) is at most this fraction of the largest absolute value are one
 repeated vector up to float noise (a float32 model that maps every input to one vector still differs in the last
 bits)."""
-
-
-BLOCK_ELEMENTS = 1 << 23
-"""Elements per row block (32 MiB of float32) of the checks that read a whole (n, d) matrix: they hold one block's
-temporaries at a time, not a matrix-sized copy (a candidate's matrix may be a memory map of its cached file)."""
-
-
-def row_blocks(a: np.ndarray, elements: int | None = None):
-    """Consecutive row slices (views, no copy) of the 2-D array ``a`` of about ``elements`` (default
-    :data:`BLOCK_ELEMENTS`) elements each (at least one row; a single slice, ``a`` itself, when it is smaller)."""
-    rows = max(1, (elements or BLOCK_ELEMENTS) // max(1, a.shape[1]))
-    if a.shape[0] <= rows:
-        yield a
-        return
-    for i in range(0, a.shape[0], rows):
-        yield a[i:i + rows]
-
-
-def nonfinite_rows(a: np.ndarray) -> int:
-    """How many rows of the 2-D array ``a`` hold a NaN or infinite value (read in :func:`row_blocks`: no
-    matrix-sized mask)."""
-    return sum(int(np.count_nonzero(~np.isfinite(b).all(axis=1))) for b in row_blocks(a))
 
 
 def unusable_reason(name: str, x: np.ndarray) -> str | None:

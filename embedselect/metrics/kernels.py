@@ -24,27 +24,14 @@ from typing import Sequence
 import numpy as np
 
 from embedselect.errors import ConfigError, MetricError
-from embedselect.metrics.base import nonfinite_rows
+from embedselect.arrays import check_embeddings
 
 _ZERO_NORM = 1e-12
 
 
 def as_matrix(x: object, what: str) -> np.ndarray:
     """Validate one embedding matrix: 2-D, numeric, finite, at least 2 rows and 1 column."""
-    try:
-        a = np.asarray(x)
-    except Exception as exc:  # pragma: no cover - exotic inputs
-        raise MetricError(f"{what}: cannot convert to an array ({exc}); pass a 2-D float array (n, d)") from None
-    if a.ndim != 2:
-        raise MetricError(f"{what}: expected a 2-D array of shape (n, d), got shape {a.shape}")
-    if a.shape[0] < 2 or a.shape[1] < 1:
-        raise MetricError(f"{what}: need at least 2 rows and 1 column, got shape {a.shape}")
-    if not np.issubdtype(a.dtype, np.number) or np.issubdtype(a.dtype, np.complexfloating):
-        raise MetricError(f"{what}: expected real numbers, got dtype {a.dtype}")
-    bad = nonfinite_rows(a)
-    if bad:
-        raise MetricError(f"{what}: {bad} row(s) contain NaN or inf; drop or re-embed those items")
-    return a
+    return check_embeddings(x, what=what, min_rows=2, dtype=None, error=MetricError)
 
 
 def host_tensor(a: np.ndarray):

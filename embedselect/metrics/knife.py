@@ -116,7 +116,7 @@ class Prepared:
                 return torch.from_numpy(np.asarray(x[b], dtype=np.float32)).to(device).double()
 
             mean = sum(block(b).sum(0) for b in blocks) / len(train_idx)
-            sd = torch.sqrt(sum(((block(b) - mean) ** 2).sum(0) for b in blocks) / len(train_idx))
+            sd = torch.sqrt(torch.as_tensor(sum(((block(b) - mean) ** 2).sum(0) for b in blocks) / len(train_idx)))
         # A column is null at the scale of the *embedding*, not of itself: float rounding in an embedder's
         # null space (e.g. PCA components past the data's rank) has a tiny sd of its own, and standardising
         # it would blow that rounding noise up to a unit-variance dimension with a degenerate distribution
@@ -429,9 +429,10 @@ class _Engine:
     def step_rows(self, idx) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Rows ``idx`` of the per-source inputs and per-target tables in feature-major layout:
         (S, R, B), (T, K, B) and (T, C, B) (pairs gather from these, never from the full tables)."""
-        return tuple(
+        u, z, rq = (
             a.index_select(1, idx).transpose(1, 2).contiguous() for a in (self.U, self.Z, self.RQ)
         )
+        return u, z, rq
 
     @torch.no_grad()
     def loss_grads(self, rows, n_b: int, lo_p: int = 0, hi_p: int | None = None) -> dict[str, torch.Tensor]:

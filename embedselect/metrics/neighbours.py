@@ -69,7 +69,7 @@ def _sklearn_base():
     return BaseEstimator, ClassifierMixin
 
 
-class FaissKNeighborsClassifier(*_sklearn_base()):
+class FaissKNeighborsClassifier(*_sklearn_base()):  # type: ignore[misc]  # bases imported lazily: sklearn is slow to import
     """A drop-in for scikit-learn's ``KNeighborsClassifier(n_neighbors, weights="uniform")`` that searches
     with FAISS (:func:`knn_predict`): usable in pipelines, ``clone`` and cross-validation.
 

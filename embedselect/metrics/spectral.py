@@ -28,6 +28,7 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
+from embedselect.arrays import check_embeddings
 from embedselect.errors import ConfigError, MetricError, TooFewItemsError
 from embedselect.metrics.base import MIN_ITEMS, MetricContext, MetricResult, unusable_reason
 from embedselect.metrics.kernels import as_matrix, kernel_factor
@@ -109,9 +110,8 @@ def _subsample(ctx: MetricContext, name: str) -> tuple[list[str], dict[str, np.n
     sub = np.sort(rng.choice(n, size=int(mi), replace=False)) if n > mi else np.arange(n)
     out = {}
     for k in keys:
-        a = np.asarray(ctx.embeddings[k])
-        if a.ndim != 2 or a.shape[0] != n:
-            raise MetricError(f"embeddings[{k!r}] has shape {a.shape}, expected ({n}, d) (same items, same order)")
+        a = check_embeddings(ctx.embeddings[k], what=f"embeddings[{k!r}]", n=n, dtype=None, finite=False,
+                             error=MetricError)  # fmt: skip
         out[k] = a[sub]
     return keys, out, len(sub)
 

@@ -30,6 +30,7 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
+from embedselect.arrays import check_embeddings
 from embedselect.errors import ConfigError, MetricError, TooFewItemsError
 from embedselect.kinds import PAIR_KEY_PREFIX
 from embedselect.metrics.base import MIN_ITEMS as _MIN_ITEMS
@@ -232,12 +233,7 @@ def _validate(embeddings: Mapping[str, Any]) -> tuple[dict[str, np.ndarray], dic
     for name, x in embeddings.items():
         if not isinstance(name, str) or not name:
             raise MetricError(f"candidate names must be non-empty strings, got {name!r}")
-        try:
-            a = np.asarray(x, dtype=np.float32)
-        except (TypeError, ValueError) as e:
-            raise MetricError(f"embeddings of {name!r} are not numeric: {e}") from None
-        if a.ndim != 2 or a.shape[1] < 1:
-            raise MetricError(f"embeddings of {name!r} must be 2-D (n, d), got shape {a.shape}")
+        a = check_embeddings(x, what=f"embeddings of {name!r}", finite=False, error=MetricError)  # NaN: left out below
         if n is None:
             n = a.shape[0]
         elif a.shape[0] != n:
@@ -448,7 +444,8 @@ def information_sufficiency(
         groups: list[list[tuple[str, str]]] = []
         if batched:
             # one stacked model per group; a group is bounded by the activation-memory budget
-            cur, used = [], 0
+            cur: list[tuple[str, str]] = []
+            used = 0
             for p in sorted(todo, key=lambda q: (q[1], q[0])):
                 cost = knife.pair_bytes(b, prep[p[0]].u.shape[1], min(eff["target_pcs"], dims[p[1]]),
                                         eff["n_components"], st.hidden)

@@ -147,6 +147,7 @@ def _stream_moments(
             w = 1.0 if j0 == i0 else 2.0  # symmetric: off-diagonal tiles stand for (I,J) and (J,I)
             mt = [r @ z[j0:j1].T for r, z in zip(rows, model_z)]
             if prior.kind == "ext":
+                assert pz is not None and prow is not None
                 xs = [prow @ pz[j0:j1].T]
             elif prior.kind == "model":
                 xs = [mt[prior.index] * inv_t]
@@ -160,7 +161,8 @@ def _stream_moments(
                 else:
                     xs = [(s - mc).mul_(sc * inv_t) for mc, sc in zip(mt, prior.scales)]
             shared = len(xs) == 1
-            p = q = pp = None
+            p = q = None
+            pp = 0.0  # assigned with p before its first use
             for c in range(m):
                 if p is None or not shared:
                     x = xs[0 if shared else c]  # owned logit tile, consumed in place
@@ -426,6 +428,7 @@ def _balanced_weights(g: np.ndarray, power: float = _BALANCE_POWER) -> np.ndarra
 def _prior_factor(kind: str, zs: list[np.ndarray], c: int | None, labels_z: np.ndarray | None) -> np.ndarray:
     """Factor (n, D) of the unit-Frobenius prior kernel used for candidate ``c``."""
     if kind == "labels":
+        assert labels_z is not None, "kind 'labels' comes with the label factor"
         return labels_z
     if kind.startswith("candidate:"):
         return zs[int(kind.split(":", 1)[1])]
@@ -523,7 +526,8 @@ def compute(ctx: MetricContext) -> MetricResult:
     # a candidate whose embeddings cannot be used (non-finite, one repeated vector, a zero kernel on the moments'
     # rows or on the probes' subsample) is left out with its reason (score NaN); the others are scored without it
     excluded: dict[str, str] = {}
-    zs, zsub = [], []
+    zs: list[np.ndarray] = []
+    zsub: list = []  # the probe-subsample factors (None when probes are off)
     for k in keys:
         why = unusable_reason(k, ctx.embeddings[k])
         if why is None:
@@ -597,6 +601,7 @@ def compute(ctx: MetricContext) -> MetricResult:
             scales = [1.0 / math.sqrt(tot - 2 * g[c].sum() + g[c, c]) for c in range(m)]
             prior = _Prior("loo", scales=scales)
     elif kind == "labels":
+        assert labels_z is not None  # set with kind = "labels" above
         prior = _Prior("ext", z=_to_torch(labels_z, dev, dtype))
     else:
         prior = _Prior("model", index=int(kind.split(":")[1]))

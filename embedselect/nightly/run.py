@@ -245,12 +245,12 @@ def _night(cfg: NightlyConfig, store: Any, *, dry_run: bool, executor: Any, toke
         _finish(summary, stages, t_start)
         _save_summary(store, summary)
         history.record_night(store, summary, [], failed)
-        exc = NightlyEmptyError(
+        empty = NightlyEmptyError(
             "the night ranked no candidate (" + ("; ".join(f"{f['name']}: {f['reason']}" for f in failed)
                                                  or "nothing to rank") + "); the published outputs were kept"
         )
-        exc.summary = summary
-        raise exc
+        empty.summary = summary
+        raise empty
     summary["status"] = "partial" if (failed or summary["left"]) else "ok"
     with stages("publish"):
         from embedselect.nightly.outputs import publish

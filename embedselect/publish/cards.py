@@ -84,7 +84,7 @@ def eval_results(ranking: Ranking, candidate: str, *, dataset: str | None = None
 
     c = _candidate(ranking, candidate)
     name = _dataset_name(ranking, dataset)
-    common = dict(
+    common: dict[str, Any] = dict(
         task_type=TASK, task_name="label-free embedding ranking", dataset_type="embedselect/reference-data",
         dataset_name=name, dataset_revision=str(ranking.dataset.get("fingerprint", "")), source_name=SOURCE,
         source_url="https://pypi.org/project/embedselect/",
@@ -128,7 +128,7 @@ def update_card(card_text: str | None, ranking: Ranking, candidate: str, *, data
     """
     c = _candidate(ranking, candidate)
     card = _parse_card(card_text)
-    data = card.data
+    data: Any = card.data  # a ModelCardData (huggingface_hub types it as the CardData base)
     fingerprint = str(ranking.dataset.get("fingerprint", ""))
     kept = [e for e in (data.eval_results or [])
             if not (e.source_name == SOURCE and e.dataset_revision == fingerprint)]  # fmt: skip

@@ -85,7 +85,7 @@ def task_accuracy(ranking: Ranking) -> str | None:
         ax.set_xlabel(f"held-out accuracy per sampled task ({len(data[0])} tasks)")
         ax.set_title("Accuracy over sampled tasks")
         return _svg(plt, fig)
-    rows = [(c.name, c.columns.get("task_prior.probe_acc_mean"), c.columns.get("task_prior.probe_acc_std"),
+    rows: list[Any] = [(c.name, c.columns.get("task_prior.probe_acc_mean"), c.columns.get("task_prior.probe_acc_std"),
              c.columns.get("task_prior.probe_acc_p05")) for c in ranking.ok]  # fmt: skip
     rows = [r for r in rows if _finite(r[1])]
     if not rows:
@@ -154,7 +154,7 @@ def score_vs_cost(ranking: Ranking) -> str | None:
         return None
     plt, fig = _figure(11.0, 3.6)
     axes = fig.subplots(1, 3)
-    panels = [
+    panels: list[tuple[str, list[Any], bool]] = [  # scores are finite: rows were filtered above
         ("model size, MB of weights (lower is cheaper)",
          [(c.name, c.model_bytes / 1e6, c.combined_score) for c in rows if c.model_bytes], True),
         ("embedding dimension (lower is cheaper)", [(c.name, float(c.dim), c.combined_score) for c in rows if c.dim], True),

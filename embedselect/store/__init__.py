@@ -33,9 +33,11 @@ file, cached runs and metric results are served, bookkeeping (last-used times, f
 results) is skipped, and work that must be stored (new embeddings, ``cache rm`` / ``gc``) raises
 :class:`~embedselect.errors.StoreReadOnlyError` (exit 6).
 
-Concurrency: every database access (read or write) happens inside an exclusive inter-process file lock held
-only for that transaction, so long embedding work never blocks other processes. A process that cannot get the
-lock within ``lock_timeout`` seconds (``$EMBEDSELECT_LOCK_TIMEOUT``, default 120) gets :class:`StoreLockedError`.
+Concurrency: every database access happens inside the inter-process file lock, held only for that transaction or
+read, so long embedding work never blocks other processes: writes hold it exclusively, reads shared (readers in
+several processes at once; see :mod:`embedselect.store.db`). A process that cannot get the lock within
+``lock_timeout`` seconds (``$EMBEDSELECT_LOCK_TIMEOUT``, default 120) gets :class:`StoreLockedError`. The schema is
+versioned and migrated on open (:mod:`embedselect.store.schema`).
 """
 
 from __future__ import annotations
@@ -56,89 +58,20 @@ from typing import Any, Iterator, Mapping
 
 import numpy as np
 
-from embedselect.errors import CacheCorruptError, ConfigError, StoreError, StoreLockedError, StoreReadOnlyError
+from embedselect.arrays import check_embeddings
+from embedselect.errors import CacheCorruptError, ConfigError, StoreError, StoreReadOnlyError
+from embedselect.store.db import Database
 from embedselect.store.queries import StoreQueries
+from embedselect.store.schema import SCHEMA_VERSION
 
 log = logging.getLogger(__name__)
 
 DB_NAME = "embedselect.duckdb"
-SCHEMA_VERSION = 1
+RUN_KEY_VERSION = 1
+"""Part of every run key: bump it only to invalidate every cached embedding (not with the database schema)."""
 _RUN_KEY_RE = re.compile(r"^[0-9a-f]{64}$")
-
-_SCHEMA = [
-    """CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR)""",
-    """CREATE TABLE IF NOT EXISTS datasets (
-        fingerprint VARCHAR PRIMARY KEY,
-        modality VARCHAR NOT NULL,
-        n_items INTEGER NOT NULL,
-        source VARCHAR,
-        summary JSON,
-        first_seen TIMESTAMPTZ NOT NULL,
-        last_used TIMESTAMPTZ NOT NULL)""",
-    """CREATE TABLE IF NOT EXISTS models (
-        model_id VARCHAR NOT NULL,
-        revision VARCHAR NOT NULL,
-        backend VARCHAR NOT NULL,
-        modality VARCHAR,
-        spec VARCHAR,
-        local_dir VARCHAR,
-        first_seen TIMESTAMPTZ NOT NULL,
-        last_used TIMESTAMPTZ NOT NULL,
-        PRIMARY KEY (model_id, revision, backend))""",
-    """CREATE TABLE IF NOT EXISTS embedding_runs (
-        run_key VARCHAR PRIMARY KEY,
-        model_id VARCHAR NOT NULL,
-        revision VARCHAR NOT NULL,
-        backend VARCHAR NOT NULL,
-        settings JSON NOT NULL,
-        fingerprint VARCHAR NOT NULL,
-        n INTEGER NOT NULL,
-        dim INTEGER NOT NULL,
-        dtype VARCHAR NOT NULL,
-        device VARCHAR,
-        seconds DOUBLE,
-        vector_file VARCHAR NOT NULL,
-        sha256 VARCHAR NOT NULL,
-        bytes BIGINT NOT NULL,
-        embedselect_version VARCHAR,
-        created_at TIMESTAMPTZ NOT NULL)""",
-    """CREATE TABLE IF NOT EXISTS failures (
-        failed_at TIMESTAMPTZ NOT NULL,
-        spec VARCHAR NOT NULL,
-        model_id VARCHAR,
-        revision VARCHAR,
-        stage VARCHAR NOT NULL,
-        error_type VARCHAR NOT NULL,
-        message VARCHAR NOT NULL,
-        fingerprint VARCHAR)""",
-    """CREATE TABLE IF NOT EXISTS rankings (
-        ranking_id VARCHAR PRIMARY KEY,
-        created_at TIMESTAMPTZ NOT NULL,
-        fingerprint VARCHAR NOT NULL,
-        metrics VARCHAR NOT NULL,
-        n_candidates INTEGER NOT NULL,
-        result JSON NOT NULL)""",
-    """CREATE TABLE IF NOT EXISTS metric_results (
-        ranking_id VARCHAR NOT NULL,
-        metric VARCHAR NOT NULL,
-        candidate VARCHAR NOT NULL,
-        model_id VARCHAR,
-        revision VARCHAR,
-        run_key VARCHAR,
-        score DOUBLE,
-        rank INTEGER,
-        columns JSON,
-        created_at TIMESTAMPTZ NOT NULL)""",
-    """CREATE TABLE IF NOT EXISTS metric_cache (
-        key VARCHAR PRIMARY KEY,
-        metric VARCHAR NOT NULL,
-        value JSON NOT NULL,
-        created_at TIMESTAMPTZ NOT NULL)""",
-    """CREATE TABLE IF NOT EXISTS pair_cache (
-        key VARCHAR PRIMARY KEY,
-        value JSON NOT NULL,
-        created_at TIMESTAMPTZ NOT NULL)""",
-]
+_IN_CHUNK = 1000
+"""Keys per query of :meth:`Store.get_many` (a bounded ``IN`` list)."""
 
 
 def default_cache_dir() -> Path:
@@ -165,7 +98,7 @@ def run_key(
     """
     payload = json.dumps(
         {
-            "v": SCHEMA_VERSION,
+            "v": RUN_KEY_VERSION,
             "model_id": model_id,
             "revision": revision,
             "backend": backend,
@@ -204,9 +137,10 @@ def _sha256_file(path: Path) -> str:
         return hashlib.file_digest(f, "sha256").hexdigest()
 
 
-class Store(StoreQueries):
+class Store(Database, StoreQueries):
     """Handle on one cache root. Cheap to create; opens DuckDB only inside :meth:`read` / :meth:`write`
-    (creating the schema on first use)."""
+    (creating or migrating the schema on first use, see :mod:`embedselect.store.schema`); connections and locks are
+    :mod:`embedselect.store.db`'s."""
 
     def __init__(self, root: Path, *, lock_timeout: float | None = None, read_only: bool | None = None) -> None:
         self.root = Path(root)
@@ -215,11 +149,7 @@ class Store(StoreQueries):
         if lock_timeout is None:
             lock_timeout = float(os.environ.get("EMBEDSELECT_LOCK_TIMEOUT", "120"))
         self.lock_timeout = lock_timeout
-        self._thread_lock = threading.RLock()
-        self._depth = 0
-        self._con = None
-        self._in_transaction = False
-        self._schema_ready = False
+        self._init_db()
         self.read_only = _read_only(self.root, self.db_path) if read_only is None else bool(read_only)
         """Opened read-only (see the module docstring): serves what it holds, stores nothing."""
         if self.read_only:
@@ -228,8 +158,7 @@ class Store(StoreQueries):
                     f"the cache at {self.root} is read-only and holds no database ({DB_NAME}); use a writable "
                     "--cache-dir or EMBEDSELECT_CACHE_DIR"
                 )
-            self._file_lock = None  # a lock file cannot be created; readers of a read-only cache need none
-            return
+            return  # no lock file (it cannot be created); readers of a read-only cache need none
         try:
             self.vectors_dir.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -255,151 +184,6 @@ class Store(StoreQueries):
         """
         root = Path(root).expanduser() if root is not None else default_cache_dir()
         return cls(root, lock_timeout=lock_timeout, read_only=read_only)
-
-    def require_writable(self, what: str) -> None:
-        """Raise :class:`~embedselect.errors.StoreReadOnlyError` saying that the cache cannot ``what`` (e.g.
-        "store the embeddings of X") when it is read-only; the one message for every impossible write."""
-        if self.read_only:
-            raise StoreReadOnlyError(
-                f"the cache at {self.root} is read-only, so it cannot {what}; use only what it holds, or give a "
-                "writable --cache-dir (or EMBEDSELECT_CACHE_DIR)"
-            )
-
-    def can_record(self, what: str) -> bool:
-        """False (and a debug log line) when the cache is read-only: bookkeeping (``what``, e.g. "the ranking")
-        is then skipped instead of failing the work it describes."""
-        if self.read_only:
-            log.debug("read-only cache %s: %s not recorded", self.root, what)
-        return not self.read_only
-
-    # --- connections ------------------------------------------------------------------------------
-    @contextlib.contextmanager
-    def _connection(self) -> Iterator[Any]:
-        """Yield a DuckDB connection held under the inter-process lock. Re-entrant within a thread."""
-        import duckdb
-        import filelock
-
-        with self._thread_lock:
-            if self._depth > 0:
-                self._depth += 1
-                try:
-                    yield self._con
-                finally:
-                    self._depth -= 1
-                return
-            if self.read_only:
-                yield from self._read_only_connection()
-                return
-            try:
-                self._file_lock.acquire(timeout=self.lock_timeout)
-            except filelock.Timeout:
-                raise StoreLockedError(
-                    f"the cache at {self.root} is locked by another embedselect process and was not released "
-                    f"within {self.lock_timeout:g}s. Wait for it to finish, raise EMBEDSELECT_LOCK_TIMEOUT, "
-                    "or use another --cache-dir."
-                ) from None
-            try:
-                deadline = time.monotonic() + self.lock_timeout
-                while True:
-                    try:
-                        con = duckdb.connect(str(self.db_path))
-                        break
-                    except duckdb.IOException as exc:  # held by a process outside embedselect (duckdb CLI...)
-                        if "lock" not in str(exc).lower() or time.monotonic() > deadline:
-                            raise StoreLockedError(
-                                f"cannot open {self.db_path}: {exc}. Close other programs using it."
-                            ) from exc
-                        time.sleep(0.2)
-                    except duckdb.Error as exc:
-                        raise StoreError(
-                            f"cannot open the cache database {self.db_path}: {exc}. Remove it (the vectors are "
-                            "recomputed) or use another --cache-dir."
-                        ) from exc
-                self._con = con
-                self._depth = 1
-                try:
-                    if not self._schema_ready:
-                        for ddl in _SCHEMA:
-                            con.execute(ddl)
-                        con.execute(
-                            "INSERT INTO meta VALUES ('schema_version', ?) ON CONFLICT (key) DO NOTHING",
-                            [str(SCHEMA_VERSION)],
-                        )
-                        self._schema_ready = True
-                    yield con
-                finally:
-                    self._depth = 0
-                    self._con = None
-                    con.close()
-            finally:
-                self._file_lock.release()
-
-    def _read_only_connection(self) -> Iterator[Any]:
-        """The body of :meth:`_connection` for a read-only cache (called with the thread lock held): DuckDB opened
-        read-only, no lock file, no schema changes."""
-        import duckdb
-
-        deadline = time.monotonic() + self.lock_timeout
-        while True:
-            try:
-                con = duckdb.connect(str(self.db_path), read_only=True)
-                break
-            except duckdb.IOException as exc:  # a writer with permission holds it
-                if "lock" not in str(exc).lower() or time.monotonic() > deadline:
-                    raise StoreLockedError(f"cannot open {self.db_path} read-only: {exc}") from exc
-                time.sleep(0.2)
-            except duckdb.Error as exc:
-                raise StoreError(f"cannot open the read-only cache database {self.db_path}: {exc}") from exc
-        self._con, self._depth = con, 1
-        try:
-            yield con
-        finally:
-            self._depth, self._con = 0, None
-            con.close()
-
-    @contextlib.contextmanager
-    def write(self) -> Iterator[Any]:
-        """A DuckDB connection inside one transaction: committed on normal exit, rolled back on error.
-
-        Raises:
-            StoreReadOnlyError: the cache is read-only.
-        """
-        self.require_writable("be changed")
-        with self._connection() as con:
-            if self._in_transaction:  # nested: part of the outer transaction
-                yield con
-                return
-            con.execute("BEGIN TRANSACTION")
-            self._in_transaction = True
-            try:
-                yield con
-            except BaseException:
-                self._in_transaction = False
-                con.execute("ROLLBACK")
-                raise
-            self._in_transaction = False
-            con.execute("COMMIT")
-
-    @contextlib.contextmanager
-    def _critical(self) -> Iterator[Any]:
-        """Hold the inter-process lock (and a connection) across several steps, e.g. a committed :meth:`write`
-        followed by file operations that must not interleave with another process's: no other process reads or
-        writes the cache until it ends. Yields the connection (autocommit; open a :meth:`write` for a
-        transaction)."""
-        self.require_writable("be changed")
-        with self._connection() as con:
-            yield con
-
-    @contextlib.contextmanager
-    def read(self) -> Iterator[Any]:
-        """A DuckDB connection for queries (still under the lock: DuckDB allows one process at a time)."""
-        with self._connection() as con:
-            yield con
-
-    def query_df(self, sql: str, params: list[Any] | None = None):
-        """Run a read-only query and return a pandas DataFrame."""
-        with self.read() as con:
-            return con.execute(sql, params or []).df()
 
     # --- datasets and models ----------------------------------------------------------------------
     def record_dataset(self, *, fingerprint: str, modality: str, n_items: int, source: str, summary: dict) -> None:
@@ -472,7 +256,9 @@ class Store(StoreQueries):
             ).fetchone()
         if row is None:
             return None
-        return RunRecord(*row[:4], json.loads(row[4]), *row[5:])
+        key_, model_id, revision, backend, settings, fp, n, dim, dtype, device, seconds, vfile, sha, size = row
+        return RunRecord(key_, model_id, revision, backend, json.loads(settings), fp, n, dim, dtype, device, seconds,
+                         vfile, sha, size)  # fmt: skip
 
     def load_vectors(self, key: str, *, verify: bool = True, mmap: bool = False) -> np.ndarray | None:
         """The cached (n, d) float32 matrix of run ``key``, or None if not cached.
@@ -504,8 +290,13 @@ class Store(StoreQueries):
             except (OSError, ValueError) as exc:
                 problem = f"unreadable ({exc})"
             else:
-                if arr.shape != (rec.n, rec.dim):
-                    problem = f"shape {arr.shape} != recorded {(rec.n, rec.dim)}"
+                try:  # the recorded shape, float32 (a memory map stays one: nothing is converted)
+                    check_embeddings(arr, what="the file", n=rec.n, d=rec.dim, dtype=None, finite=False,
+                                     error=StoreError)  # fmt: skip
+                    if arr.dtype != np.float32:
+                        raise StoreError(f"the file holds {arr.dtype}, not float32")
+                except StoreError as exc:
+                    problem = str(exc)
                 else:
                     return arr
         log.warning("discarding cached run %s (%s): %s; it will be recomputed", key[:12], rec.model_id, problem)
@@ -533,11 +324,8 @@ class Store(StoreQueries):
         from embedselect.version import __version__
 
         self.require_writable(f"store the embeddings of {model_id}")
-        vectors = np.ascontiguousarray(vectors, dtype=np.float32)
-        if vectors.ndim != 2 or vectors.shape[0] == 0 or vectors.shape[1] == 0:
-            raise StoreError(f"refusing to cache an embedding matrix of shape {vectors.shape}")
-        if not np.isfinite(vectors).all():
-            raise StoreError(f"{model_id} produced non-finite embeddings (NaN/inf); not caching them")
+        vectors = np.ascontiguousarray(check_embeddings(
+            vectors, what=f"the embeddings of {model_id} (not cached)", min_rows=1, error=StoreError, hint=""))
         path = self._vector_path(key)
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self._tmp_name(path)
@@ -719,13 +507,13 @@ class Store(StoreQueries):
                 ],
             )
             con.execute("DELETE FROM metric_results WHERE ranking_id = ?", [ranking_id])
-            for r in metric_rows:
-                con.execute(
+            if metric_rows:
+                con.executemany(
                     "INSERT INTO metric_results VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    [
+                    [[
                         ranking_id, r["metric"], r["candidate"], r.get("model_id"), r.get("revision"),
                         r.get("run_key"), r.get("score"), r.get("rank"), json.dumps(r.get("columns", {})), now,
-                    ],
+                    ] for r in metric_rows],
                 )  # fmt: skip
 
     def list_rankings(self, *, fingerprint: str | None = None, limit: int | None = None):
@@ -769,23 +557,31 @@ class Store(StoreQueries):
 
     # --- pair cache (PairCache protocol of embedselect.metrics.base) -------------------------------
     def get_many(self, keys: list[str]) -> dict[str, dict[str, Any]]:
+        """Cached pair results of ``keys`` (the ones not cached are absent), read in chunks of :data:`_IN_CHUNK`
+        keys so that no query binds an unbounded list."""
         if not keys:
             return {}
+        uniq = list(dict.fromkeys(keys))
+        out: dict[str, dict[str, Any]] = {}
         with self.read() as con:
-            rows = con.execute(
-                f"SELECT key, value FROM pair_cache WHERE key IN ({','.join('?' * len(keys))})", list(keys)
-            ).fetchall()
-        return {k: json.loads(v) for k, v in rows}
+            for i in range(0, len(uniq), _IN_CHUNK):
+                part = uniq[i:i + _IN_CHUNK]
+                rows = con.execute(
+                    f"SELECT key, value FROM pair_cache WHERE key IN ({','.join('?' * len(part))})", part
+                ).fetchall()
+                out.update((k, json.loads(v)) for k, v in rows)
+        return out
 
     def put_many(self, items: Mapping[str, dict[str, Any]]) -> None:
+        """Store pair results, all in one transaction and one batched statement."""
         if not self.can_record("the pair results"):
             return
         if not items:
             return
         now = _now()
         with self.write() as con:
-            for k, v in items.items():
-                con.execute("INSERT OR REPLACE INTO pair_cache VALUES (?, ?, ?)", [k, json.dumps(v), now])
+            con.executemany("INSERT OR REPLACE INTO pair_cache VALUES (?, ?, ?)",
+                            [[k, json.dumps(v), now] for k, v in items.items()])  # fmt: skip
 
 
 def _read_only(root: Path, db_path: Path) -> bool:
@@ -832,4 +628,4 @@ def _fsync_dir(path: Path) -> None:
             os.close(fd)
 
 
-__all__ = ["Store", "RunRecord", "run_key", "default_cache_dir", "CacheCorruptError"]
+__all__ = ["Store", "RunRecord", "run_key", "default_cache_dir", "CacheCorruptError", "SCHEMA_VERSION"]
