@@ -127,6 +127,17 @@ def test_batched_equals_one_pair_at_a_time_and_seeded():
     assert not np.allclose(b.matrix.to_numpy(), other.matrix.to_numpy(), equal_nan=True)
 
 
+def test_scores_depend_on_the_vectors_not_on_names_or_run_keys():
+    # issue 23: a model folder moved elsewhere (same vectors, another run key) changed one score, because the EM and
+    # initial-weight seeds came from the run keys; they now come from the vectors' content
+    pool = {k: v for k, v in _pool().items() if k != "b2"}
+    a = information_sufficiency(pool, seed=3, run_keys={k: f"/models/{k}@rev" for k in pool}, **FAST)
+    renamed = {f"moved-{k}": v for k, v in pool.items()}
+    b = information_sufficiency(renamed, seed=3, run_keys={k: f"/elsewhere/{k}@rev" for k in renamed}, **FAST)
+    np.testing.assert_array_equal(a.matrix.to_numpy(), b.matrix.to_numpy())
+    assert [a.scores[k] for k in pool] == [b.scores[f"moved-{k}"] for k in pool]
+
+
 def test_incremental_pool_computes_only_new_pairs():
     pool = _pool()
     keys = {k: f"run-{k}" for k in pool}

@@ -38,6 +38,7 @@ from embedselect.metrics.base import (
     PairCache,
     unusable_reason,
 )
+from embedselect.metrics.content_seed import fingerprint
 
 log = logging.getLogger(__name__)
 
@@ -331,7 +332,9 @@ def information_sufficiency(
         settings: estimator settings; or give any :class:`SufficiencySettings` field as a keyword
             (e.g. ``max_steps=500``), which overrides ``settings``.
         run_keys: candidate -> content key of its embedding run. Needed for ``pair_cache``; also used
-            (instead of the name) to derive per-pair seeds, so cached and fresh pairs agree.
+            to key cached pairs. Seeds (EM init, each pair's initial weights) derive from the vectors' content
+            (:func:`~embedselect.metrics.content_seed.fingerprint` of the prepared coordinates), never from a name,
+            path or run key.
         pair_cache: optional :class:`PairCache`; pairs and target marginals found there are reused and
             new ones are stored.
         device: torch device ("cpu", "cuda", "cuda:1").
@@ -409,6 +412,9 @@ def information_sufficiency(
             prep[k] = knife.Prepared.fit(embs[k], train, eff["source_pcs"], dev, rows=held)
         except MetricError as e:  # degenerate on the training rows: this candidate only
             excluded[k] = str(e)
+    # seeds from what the estimator reads (the prepared coordinates, rounded so that float noise does not reseed):
+    # a renamed or moved model, or one with an extra constant column, scores the same
+    fp = {k: fingerprint(np.round(p.z.cpu().numpy(), 3)) for k, p in prep.items()}
     if excluded:
         names = [k for k in names if k not in excluded]
         if len(names) < 2:
@@ -429,7 +435,7 @@ def information_sufficiency(
                 tables[t] = knife.TargetTables.build(prep[t], marg[t], eff["target_pcs"])
             continue
         m = knife.fit_marginal(prep[t].z[torch.from_numpy(em_rows).to(dev)], eff["n_components"],
-                               seed=_derive_seed(seed, "em", ids[t]))
+                               seed=_derive_seed(seed, "em", fp[t]))
         marg[t] = m
         dims[t] = prep[t].dim
         tables[t] = knife.TargetTables.build(prep[t], m, eff["target_pcs"])
@@ -441,7 +447,7 @@ def information_sufficiency(
         if pkeys[p] in cached:
             results[p] = {**cached[pkeys[p]], "cached": True}
     if todo:
-        specs = {p: knife.PairSpec(p[0], p[1], _derive_seed(seed, "init", ids[p[0]], ids[p[1]])) for p in todo}
+        specs = {p: knife.PairSpec(p[0], p[1], _derive_seed(seed, "init", fp[p[0]], fp[p[1]])) for p in todo}
         budget = max_batch_bytes or (8 * 1024**3 if dev.type == "cuda" else 1024**3)
         b = schedule.shape[1]
         groups: list[list[tuple[str, str]]] = []
