@@ -99,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
     n = len(idx)
     truth_path = bench_cache() / "validity_pools" / a.dataset / f"n{n}_seed{a.seed}" / "truth_logistic_f5.json"
     truth = {k: v["acc"] for k, v in json.loads(truth_path.read_text()).items() if k in vectors}
-    names = sorted(vectors, key=lambda k: -truth[k])
+    names = sorted(vectors, key=lambda k: -truth.get(k, -1.0))  # truth may still be computing: rho over those known
     cols: dict[str, dict[str, float]] = {}
     for var in a.variants:
         metric, opts = VARIANTS[var]
@@ -107,7 +107,8 @@ def main(argv: list[str] | None = None) -> int:
         res = get_metric(metric)(MetricContext(embeddings=dict(vectors), run_keys={k: f"diag:{k}" for k in vectors},
                                                  seed=a.seed, options=dict(opts)))
         cols[var] = {k: float(res.scores[k]) for k in names}
-        rho = spearmanr([truth[k] for k in names], [cols[var][k] for k in names]).statistic
+        known = [k for k in names if k in truth]
+        rho = spearmanr([truth[k] for k in known], [cols[var][k] for k in known]).statistic
         print(f"{var}: rho {rho:+.2f} ({time.perf_counter() - t0:.0f} s) options {opts}", flush=True)
         if metric == "sufficiency":
             pairs = res.details.get("pairs", [])
@@ -118,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     print(head + "\n|" + "---|" * (6 + len(a.variants)))
     for k in names:
         s = stats[k]
-        print(f"| {k} | {vectors[k].shape[1]} | {truth[k]:.3f} | {s['erank']:.1f} | {s['top_share']:.2f} | "
+        print(f"| {k} | {vectors[k].shape[1]} | {truth.get(k, float('nan')):.3f} | {s['erank']:.1f} | {s['top_share']:.2f} | "
               f"{s['zeros']:.2f} | " + " | ".join(f"{cols[v][k]:.4f}" for v in a.variants) + " |")
     return 0
 
