@@ -28,6 +28,7 @@ VARIANTS: dict[str, tuple[str, dict]] = {
     "tp-loo": ("task_prior", {"prior": "loo"}),
     "tp-alignment": ("task_prior", {"headline": "alignment", "probes": False}),
     "suff-default": ("sufficiency", {}),
+    "suff-normal-scores": ("sufficiency", {"normal_scores": True}),
 }
 
 

@@ -39,12 +39,14 @@ from embedselect.metrics.base import (
     unusable_reason,
 )
 from embedselect.metrics.content_seed import fingerprint
+from embedselect.metrics.normal_scores import normal_scores
 
 log = logging.getLogger(__name__)
 
 MIN_ITEMS = _MIN_ITEMS["sufficiency"]  # the spec's rule (metrics/base.py), named here for messages
 SMALL_POOL = 4
-_CODE_FILES: tuple[Path, ...] = (Path(__file__), Path(__file__).with_name("knife.py"))
+_CODE_FILES: tuple[Path, ...] = (Path(__file__), Path(__file__).with_name("knife.py"),
+                                 Path(__file__).with_name("normal_scores.py"))
 """Source files whose code decides a cached pair or marginal: a change to either invalidates the cache."""
 
 
@@ -84,6 +86,9 @@ class SufficiencySettings:
         rows_per_component: small-n rule: at most n_train / rows_per_component mixture components.
         eval_epochs: small-n rule: evaluate at least every ``eval_epochs`` passes over the training rows.
         min_steps: early stopping counts evaluations without improvement only after this many steps.
+        normal_scores: replace each dimension by the normal scores of its ranks first (seeded ties;
+            :func:`~embedselect.metrics.normal_scores.normal_scores`), so point masses (ReLU / max-pool zeros,
+            int8 levels) cannot make the estimate unbounded. Off by default until chosen by leave-one-dataset-out.
 
     The small-n rule (see :meth:`effective`) only bites when the training split is small (for the
     defaults: PC caps below 5 120 training rows, component cap below 512, evaluation interval below
@@ -110,6 +115,7 @@ class SufficiencySettings:
     rows_per_component: int = 64
     eval_epochs: int = 5
     min_steps: int = 100
+    normal_scores: bool = False
 
     def __post_init__(self) -> None:
         ints = ("n_components", "hidden", "source_pcs", "target_pcs", "batch_size", "max_steps", "eval_every", "patience",
@@ -122,6 +128,8 @@ class SufficiencySettings:
         v = self.min_steps
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
             raise ConfigError(f"sufficiency option min_steps must be a non-negative integer, got {v!r}")
+        if not isinstance(self.normal_scores, bool):
+            raise ConfigError(f"sufficiency option normal_scores must be true or false, got {self.normal_scores!r}")
         if not (isinstance(self.learning_rate, (int, float)) and 0 < self.learning_rate < 1):
             raise ConfigError(f"sufficiency option learning_rate must be in (0, 1), got {self.learning_rate!r}")
         for name in ("val_fraction", "test_fraction"):
@@ -364,6 +372,8 @@ def information_sufficiency(
         )
     st = dataclasses.replace(settings or SufficiencySettings(), **options)
     embs, excluded = _validate(embeddings)
+    if st.normal_scores:
+        embs = {k: normal_scores(v, _derive_seed(seed, "normal-scores")) for k, v in embs.items()}
     names = list(embs)
     if pair_cache is not None and run_keys is None:
         raise ConfigError("pair_cache needs run_keys (a content key per candidate) to key cached pairs")
