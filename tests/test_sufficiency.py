@@ -127,6 +127,17 @@ def test_batched_equals_one_pair_at_a_time_and_seeded():
     assert not np.allclose(b.matrix.to_numpy(), other.matrix.to_numpy(), equal_nan=True)
 
 
+def test_scores_depend_on_the_vectors_not_on_names_or_run_keys():
+    # issue 23: a model folder moved elsewhere (same vectors, another run key) changed one score, because the EM and
+    # initial-weight seeds came from the run keys; they now come from the vectors' content
+    pool = {k: v for k, v in _pool().items() if k != "b2"}
+    a = information_sufficiency(pool, seed=3, run_keys={k: f"/models/{k}@rev" for k in pool}, **FAST)
+    renamed = {f"moved-{k}": v for k, v in pool.items()}
+    b = information_sufficiency(renamed, seed=3, run_keys={k: f"/elsewhere/{k}@rev" for k in renamed}, **FAST)
+    np.testing.assert_array_equal(a.matrix.to_numpy(), b.matrix.to_numpy())
+    assert [a.scores[k] for k in pool] == [b.scores[f"moved-{k}"] for k in pool]
+
+
 def test_incremental_pool_computes_only_new_pairs():
     pool = _pool()
     keys = {k: f"run-{k}" for k in pool}
@@ -304,11 +315,11 @@ def test_pair_cache_keys_follow_the_estimator_code(tmp_path, monkeypatch):
     assert r1.n_computed == 2
     assert information_sufficiency(pool, seed=0, run_keys=keys, pair_cache=cache, **FAST).n_cached == 2
     # the same code read from another place: same keys
-    suff, knife = sufficiency._CODE_FILES
+    suff, knife, *rest = sufficiency._CODE_FILES  # rest: normal_scores.py (issue 23)
     (tmp_path / "same").mkdir()
     copy = tmp_path / "same" / "knife.py"
     copy.write_bytes(Path(knife).read_bytes())
-    monkeypatch.setattr(sufficiency, "_CODE_FILES", (suff, copy))
+    monkeypatch.setattr(sufficiency, "_CODE_FILES", (suff, copy, *rest))
     assert information_sufficiency(pool, seed=0, run_keys=keys, pair_cache=cache, **FAST).n_cached == 2
     # one changed line in knife.py: every pair and marginal is recomputed
     copy.write_text(Path(knife).read_text().replace("NULL_EIG = ", "NULL_EIG =  "))
@@ -444,3 +455,38 @@ def test_capped_splits_and_marginal_fit_are_stated():
     assert _subsampled({**st, "n_train": 85_000, "n_val": 5_000, "n_test": 10_000}) == {
         "test": 10_000, "val": 5_000, "marginal_fit": 50_000}
     assert _subsampled({**st, "n_train": 650, "n_val": 150, "n_test": 200}) == {}
+
+
+def test_normal_scores_break_ties_spread_point_masses_and_ignore_monotone_changes():
+    from embedselect.metrics.normal_scores import normal_scores
+
+    rng = np.random.default_rng(0)
+    x = np.maximum(rng.standard_normal((200, 3)), 0.0)  # about half exact zeros per column (ReLU)
+    a = normal_scores(x, seed=1)
+    assert a.dtype == np.float32 and a.shape == x.shape
+    for j in range(3):  # every column a permutation of the same distinct scores: the zeros are spread
+        assert len(np.unique(a[:, j])) == 200
+        np.testing.assert_array_equal(np.sort(a[:, j]), np.sort(a[:, 0]))
+    np.testing.assert_array_equal(a, normal_scores(np.exp(3 * x) + 5, seed=1))  # monotone change: same output
+    np.testing.assert_array_equal(a, normal_scores(x, seed=1))
+    assert not np.array_equal(a, normal_scores(x, seed=2))  # only the tie order moves with the seed
+    nz = x[:, 0] > 0
+    np.testing.assert_array_equal(a[nz, 0], normal_scores(x, seed=2)[nz, 0])
+
+
+def test_normal_scores_option_keeps_a_point_mass_target_bounded():
+    # issue 23: max-pooled / int8 features repeat exact values; on the raw values a mixture component collapses onto
+    # the point mass and IS ran to -170 / +19 nats per dimension on a 200-photo set; with normal scores it stays bounded
+    rng = np.random.default_rng(3)
+    n = 400
+    u = rng.standard_normal((n, 4))
+    z = np.maximum(u @ rng.standard_normal((4, 6)) - 1.0, 0.0)  # mostly exact zeros
+    z_int = np.round(z * 2) / 2  # and a few levels only
+    r = information_sufficiency({"u": u, "z": z_int}, seed=0, normal_scores=True, **FAST)
+    assert np.isfinite(r.matrix.to_numpy()[~np.eye(2, dtype=bool)]).all()
+    assert 0.05 < r.matrix.loc["u", "z"] < 3.0 and abs(r.matrix.loc["z", "u"]) < 3.0
+    raw = information_sufficiency({"u": u, "z": z_int}, seed=0, **FAST)
+    assert raw.matrix.loc["u", "z"] == 0.0  # on the raw values the fit never beats its step-0 marginal (IS exactly 0)
+    assert r.settings["normal_scores"] is True
+    with pytest.raises(ConfigError, match="normal_scores"):
+        information_sufficiency({"u": u, "z": z_int}, seed=0, normal_scores="yes", **FAST)

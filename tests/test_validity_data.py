@@ -238,3 +238,37 @@ def test_load_amazon_reviews_thresholds_the_mean_rating(tmp_path):
     assert texts[0] == "great player number 0." and labels[texts.index("broke after 0 days.")] == "negative"
     texts2, _ = vd.load_amazon_reviews(f, threshold=0.9)  # a lower threshold takes in "almost positive."
     assert "almost positive." in texts2 and "mildly bad." not in texts2
+
+
+def test_load_lfw_faces_writes_pngs_labels_halves_and_refuses_another_shape(tmp_path):
+    from PIL import Image
+
+    arr = _rng().random((6, 5, 4))  # 3 faces then 3 non-faces, values in [0, 1)
+    np.save(tmp_path / "lfw_subset.npy", arr)
+    paths, labels = vd.load_lfw_faces(tmp_path, tmp_path / "out")
+    assert labels == ["face"] * 3 + ["non-face"] * 3 and len(paths) == 6
+    with Image.open(paths[4]) as im:
+        assert im.mode == "RGB" and im.size == (4, 5)
+        assert im.getpixel((1, 2))[0] == int(round(arr[4, 2, 1] * 255))
+    np.save(tmp_path / "lfw_subset.npy", arr[:5])  # odd count: not faces + non-faces halves
+    with pytest.raises(EmbedselectError, match="lfw_subset"):
+        vd.load_lfw_faces(tmp_path, tmp_path / "out2")
+    assert vd.DATASETS["lfw-faces"].load is vd.load_lfw_faces
+
+
+def test_load_photo_patches_crops_seeded_patches_labelled_by_photograph(tmp_path):
+    from PIL import Image
+
+    Image.fromarray((_rng(1).random((40, 50, 3)) * 255).astype(np.uint8)).save(tmp_path / "cat.png")
+    Image.fromarray((_rng(2).random((30, 30)) * 255).astype(np.uint8), mode="L").save(tmp_path / "moon.jpg")
+    kw = dict(per_photo=3, size=16, seed=0, photos=("cat.png", "moon.jpg"))
+    paths, labels = vd.load_photo_patches(tmp_path, tmp_path / "a", **kw)
+    again, _ = vd.load_photo_patches(tmp_path, tmp_path / "b", **kw)
+    assert labels == ["cat"] * 3 + ["moon"] * 3
+    for p, q in zip(paths, again):  # same seed, same crops
+        with Image.open(p) as a, Image.open(q) as b:
+            assert a.size == (16, 16) and a.mode == "RGB" and a.tobytes() == b.tobytes()
+    with pytest.raises(EmbedselectError, match="smaller"):
+        vd.load_photo_patches(tmp_path, tmp_path / "c", per_photo=1, size=35, photos=("moon.jpg",))
+    with pytest.raises(EmbedselectError, match="not found"):
+        vd.load_photo_patches(tmp_path, tmp_path / "d", photos=("absent.png",))

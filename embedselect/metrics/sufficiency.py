@@ -40,12 +40,15 @@ from embedselect.metrics.base import (
     PairCache,
     unusable_reason,
 )
+from embedselect.metrics.content_seed import fingerprint
+from embedselect.metrics.normal_scores import normal_scores
 
 log = logging.getLogger(__name__)
 
 MIN_ITEMS = _MIN_ITEMS["sufficiency"]  # the spec's rule (metrics/base.py), named here for messages
 SMALL_POOL = 4
-_CODE_FILES: tuple[Path, ...] = (Path(__file__), Path(__file__).with_name("knife.py"))
+_CODE_FILES: tuple[Path, ...] = (Path(__file__), Path(__file__).with_name("knife.py"),
+                                 Path(__file__).with_name("normal_scores.py"))
 """Source files whose code decides a cached pair or marginal: a change to either invalidates the cache."""
 
 
@@ -85,6 +88,9 @@ class SufficiencySettings:
         rows_per_component: small-n rule: at most n_train / rows_per_component mixture components.
         eval_epochs: small-n rule: evaluate at least every ``eval_epochs`` passes over the training rows.
         min_steps: early stopping counts evaluations without improvement only after this many steps.
+        normal_scores: replace each dimension by the normal scores of its ranks first (seeded ties;
+            :func:`~embedselect.metrics.normal_scores.normal_scores`), so point masses (ReLU / max-pool zeros,
+            int8 levels) cannot make the estimate unbounded. Off by default until chosen by leave-one-dataset-out.
 
     The small-n rule (see :meth:`effective`) only bites when the training split is small (for the
     defaults: PC caps below 5 120 training rows, component cap below 512, evaluation interval below
@@ -111,6 +117,7 @@ class SufficiencySettings:
     rows_per_component: int = 64
     eval_epochs: int = 5
     min_steps: int = 100
+    normal_scores: bool = False
 
     def __post_init__(self) -> None:
         ints = ("n_components", "hidden", "source_pcs", "target_pcs", "batch_size", "max_steps", "eval_every", "patience",
@@ -123,6 +130,8 @@ class SufficiencySettings:
         v = self.min_steps
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
             raise ConfigError(f"sufficiency option min_steps must be a non-negative integer, got {v!r}")
+        if not isinstance(self.normal_scores, bool):
+            raise ConfigError(f"sufficiency option normal_scores must be true or false, got {self.normal_scores!r}")
         if not (isinstance(self.learning_rate, (int, float)) and 0 < self.learning_rate < 1):
             raise ConfigError(f"sufficiency option learning_rate must be in (0, 1), got {self.learning_rate!r}")
         for name in ("val_fraction", "test_fraction"):
@@ -328,7 +337,9 @@ def information_sufficiency(
         settings: estimator settings; or give any :class:`SufficiencySettings` field as a keyword
             (e.g. ``max_steps=500``), which overrides ``settings``.
         run_keys: candidate -> content key of its embedding run. Needed for ``pair_cache``; also used
-            (instead of the name) to derive per-pair seeds, so cached and fresh pairs agree.
+            to key cached pairs. Seeds (EM init, each pair's initial weights) derive from the vectors' content
+            (:func:`~embedselect.metrics.content_seed.fingerprint` of the prepared coordinates), never from a name,
+            path or run key.
         pair_cache: optional :class:`PairCache`; pairs and target marginals found there are reused and
             new ones are stored.
         device: torch device ("cpu", "cuda", "cuda:1").
@@ -358,6 +369,8 @@ def information_sufficiency(
         )
     st = dataclasses.replace(settings or SufficiencySettings(), **options)
     embs, excluded = _validate(embeddings)
+    if st.normal_scores:
+        embs = {k: normal_scores(v, _derive_seed(seed, "normal-scores")) for k, v in embs.items()}
     names = list(embs)
     if pair_cache is not None and run_keys is None:
         raise ConfigError("pair_cache needs run_keys (a content key per candidate) to key cached pairs")
@@ -406,6 +419,9 @@ def information_sufficiency(
             prep[k] = knife.Prepared.fit(embs[k], train, eff["source_pcs"], dev, rows=held)
         except MetricError as e:  # degenerate on the training rows: this candidate only
             excluded[k] = str(e)
+    # seeds from what the estimator reads (the prepared coordinates, rounded so that float noise does not reseed):
+    # a renamed or moved model, or one with an extra constant column, scores the same
+    fp = {k: fingerprint(np.round(p.z.cpu().numpy(), 3)) for k, p in prep.items()}
     if excluded:
         names = [k for k in names if k not in excluded]
         if len(names) < 2:
@@ -426,7 +442,7 @@ def information_sufficiency(
                 tables[t] = knife.TargetTables.build(prep[t], marg[t], eff["target_pcs"])
             continue
         m = knife.fit_marginal(prep[t].z[torch.from_numpy(em_rows).to(dev)], eff["n_components"],
-                               seed=_derive_seed(seed, "em", ids[t]))
+                               seed=_derive_seed(seed, "em", fp[t]))
         marg[t] = m
         dims[t] = prep[t].dim
         tables[t] = knife.TargetTables.build(prep[t], m, eff["target_pcs"])
@@ -438,7 +454,7 @@ def information_sufficiency(
         if pkeys[p] in cached:
             results[p] = {**cached[pkeys[p]], "cached": True}
     if todo:
-        specs = {p: knife.PairSpec(p[0], p[1], _derive_seed(seed, "init", ids[p[0]], ids[p[1]])) for p in todo}
+        specs = {p: knife.PairSpec(p[0], p[1], _derive_seed(seed, "init", fp[p[0]], fp[p[1]])) for p in todo}
         budget = max_batch_bytes or (8 * 1024**3 if dev.type == "cuda" else 1024**3)
         b = schedule.shape[1]
         groups: list[list[tuple[str, str]]] = []
