@@ -356,8 +356,10 @@ def _resolve(ctx: RunContext, cand: Any, res: CandidateResult, step: dict[str, A
         is_baseline = rc.model_id.startswith("baseline:")
         precision = "fp16" if ctx.device.startswith("cuda") and not is_baseline else "fp32"
         key_options = vector_options(cand.options)
-        if is_baseline:
-            key_options["seed"] = ctx.seed  # fitted / random baselines depend on the seed
+        if is_baseline:  # every setting of the baseline's own (?seed= over the run's seed, ?dim=, ...)
+            from embedselect.backends.baselines import baseline_key_options
+
+            key_options = baseline_key_options(rc.backend, modality=rc.modality, options=key_options, seed=ctx.seed)
         key = run_key(model_id=rc.model_id, revision=rc.revision, backend=rc.backend, options=key_options,
                       fingerprint=ctx.ref.fingerprint, precision=precision)  # fmt: skip
         res.run_key = key

@@ -5,19 +5,17 @@ tell a model folder's backend and modality from its files."""
 from __future__ import annotations
 
 import hashlib
-import os
 import threading
 from pathlib import Path
 
 from embedselect.candidates.model import Candidate, ResolvedCandidate
 from embedselect.errors import CandidateError, CandidateSpecError, HubError
 from embedselect.kinds import BACKENDS, BASELINE_VERSION, BASELINES
-from embedselect.layout import TOKENIZER_FILES, read_json
+from embedselect.layout import TOKENIZER_FILES, model_folder_files, read_json
 from embedselect.policy import LoadPolicy
 
 _HASH_CACHE: dict[tuple[str, int, int], str] = {}
 _HASH_LOCK = threading.Lock()
-_SKIP_DIRS = {".git", "__pycache__", ".cache", ".ipynb_checkpoints"}
 
 
 def _file_sha256(path: Path) -> str:
@@ -38,10 +36,15 @@ def _file_sha256(path: Path) -> str:
 
 
 def local_dir_revision(directory: Path) -> str:
-    """sha256 hex digest over the directory's files: their relative paths and byte contents.
+    """sha256 hex digest of a model folder's content: the relative path and the sha256 of the bytes of each file
+    inside it (:func:`~embedselect.layout.model_folder_files`), so a copy of the folder elsewhere has the same
+    revision (and so the same cache keys) and any changed byte gives another.
 
-    Hidden caches (``.git``, ``__pycache__``, ``.cache``) are skipped. Per-file digests are cached in
-    memory by (path, size, mtime), so hashing the same unchanged multi-GB folder twice is instant.
+    Links are never followed out of the folder: a link leading out counts by its name and its target as written
+    (a link to ``/`` is one entry, not a walk of the file system). Hidden caches (``.git``, ``__pycache__``,
+    ``.cache``) are skipped. Every byte is hashed once per process: per-file digests are kept in memory by (path,
+    size, mtime), so resolving the same unchanged folder again is instant (a new process hashes it again, at the
+    speed of sha256, about 1 GB/s).
 
     Raises:
         CandidateSpecError: the directory does not exist.
@@ -50,16 +53,11 @@ def local_dir_revision(directory: Path) -> str:
     if not root.is_dir():
         raise CandidateSpecError(f"local model directory {str(root)!r} does not exist")
     total = hashlib.sha256()
-    files = []
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=True):
-        dirnames[:] = sorted(d for d in dirnames if d not in _SKIP_DIRS)
-        for fn in filenames:
-            files.append(Path(dirpath) / fn)
-    for p in sorted(files, key=lambda q: q.relative_to(root).as_posix()):
-        if not p.is_file():
-            continue
-        total.update(p.relative_to(root).as_posix().encode("utf-8") + b"\0")
-        total.update(_file_sha256(p).encode("ascii") + b"\n")
+    for rel, kind, value in model_folder_files(root):
+        if kind == "file":
+            total.update(rel.encode("utf-8") + b"\0" + _file_sha256(Path(value)).encode("ascii") + b"\n")
+        else:
+            total.update(rel.encode("utf-8") + b"\0link\0" + str(value).encode("utf-8", "surrogateescape") + b"\n")
     return total.hexdigest()
 
 

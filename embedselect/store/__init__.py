@@ -57,6 +57,7 @@ from typing import Any, Iterator, Mapping
 import numpy as np
 
 from embedselect.errors import CacheCorruptError, ConfigError, StoreError, StoreLockedError, StoreReadOnlyError
+from embedselect.store.dbfile import connect, corruption_guard
 
 log = logging.getLogger(__name__)
 
@@ -160,12 +161,13 @@ def run_key(
     """Content key of an embedding run: sha256 over everything that changes the vectors.
 
     ``options`` are the user-chosen backend options (pooling, max_length, dim, ...), ``precision`` is "fp32"
-    or "fp16". Device is *not* part of the key for fp32 runs (CPU and GPU fp32 vectors agree to ~1e-6).
+    or "fp16". Device is *not* part of the key for fp32 runs (CPU and GPU fp32 vectors agree to ~1e-6). A local
+    folder (``model_id`` ``"local:<path>"``) is keyed by its content (``revision``), not its path: a copy shares it.
     """
     payload = json.dumps(
         {
             "v": SCHEMA_VERSION,
-            "model_id": model_id,
+            "model_id": "local" if model_id.startswith("local:") else model_id,
             "revision": revision,
             "backend": backend,
             "options": dict(sorted((str(k), options[k]) for k in options)),
@@ -275,7 +277,6 @@ class Store:
     @contextlib.contextmanager
     def _connection(self) -> Iterator[Any]:
         """Yield a DuckDB connection held under the inter-process lock. Re-entrant within a thread."""
-        import duckdb
         import filelock
 
         with self._thread_lock:
@@ -298,34 +299,18 @@ class Store:
                     "or use another --cache-dir."
                 ) from None
             try:
-                deadline = time.monotonic() + self.lock_timeout
-                while True:
-                    try:
-                        con = duckdb.connect(str(self.db_path))
-                        break
-                    except duckdb.IOException as exc:  # held by a process outside embedselect (duckdb CLI...)
-                        if "lock" not in str(exc).lower() or time.monotonic() > deadline:
-                            raise StoreLockedError(
-                                f"cannot open {self.db_path}: {exc}. Close other programs using it."
-                            ) from exc
-                        time.sleep(0.2)
-                    except duckdb.Error as exc:
-                        raise StoreError(
-                            f"cannot open the cache database {self.db_path}: {exc}. Remove it (the vectors are "
-                            "recomputed) or use another --cache-dir."
-                        ) from exc
+                con = connect(self.db_path, read_only=False, lock_timeout=self.lock_timeout)
                 self._con = con
                 self._depth = 1
                 try:
-                    if not self._schema_ready:
-                        for ddl in _SCHEMA:
-                            con.execute(ddl)
-                        con.execute(
-                            "INSERT INTO meta VALUES ('schema_version', ?) ON CONFLICT (key) DO NOTHING",
-                            [str(SCHEMA_VERSION)],
-                        )
-                        self._schema_ready = True
-                    yield con
+                    with corruption_guard(self.db_path):
+                        if not self._schema_ready:
+                            for ddl in _SCHEMA:
+                                con.execute(ddl)
+                            con.execute("INSERT INTO meta VALUES ('schema_version', ?) ON CONFLICT (key) DO NOTHING",
+                                        [str(SCHEMA_VERSION)])
+                            self._schema_ready = True
+                        yield con
                 finally:
                     self._depth = 0
                     self._con = None
@@ -336,22 +321,11 @@ class Store:
     def _read_only_connection(self) -> Iterator[Any]:
         """The body of :meth:`_connection` for a read-only cache (called with the thread lock held): DuckDB opened
         read-only, no lock file, no schema changes."""
-        import duckdb
-
-        deadline = time.monotonic() + self.lock_timeout
-        while True:
-            try:
-                con = duckdb.connect(str(self.db_path), read_only=True)
-                break
-            except duckdb.IOException as exc:  # a writer with permission holds it
-                if "lock" not in str(exc).lower() or time.monotonic() > deadline:
-                    raise StoreLockedError(f"cannot open {self.db_path} read-only: {exc}") from exc
-                time.sleep(0.2)
-            except duckdb.Error as exc:
-                raise StoreError(f"cannot open the read-only cache database {self.db_path}: {exc}") from exc
+        con = connect(self.db_path, read_only=True, lock_timeout=self.lock_timeout)
         self._con, self._depth = con, 1
         try:
-            yield con
+            with corruption_guard(self.db_path):
+                yield con
         finally:
             self._depth, self._con = 0, None
             con.close()
