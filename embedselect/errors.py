@@ -123,6 +123,11 @@ class CacheCorruptError(StoreError):
     """A cached vector file does not match its recorded checksum (it is discarded and recomputed)."""
 
 
+class StoreCorruptError(StoreError):
+    """The cache database file is damaged (truncated, overwritten): it cannot be read. The message names the file
+    and the recovery (move it aside; the next run starts a new database and recomputes the embeddings)."""
+
+
 # --- search index (embedselect index / search) -------------------------------------------------
 class SearchIndexError(StoreError):
     """A search index directory cannot be used (missing, unreadable, or written by a newer embedselect)."""
