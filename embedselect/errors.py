@@ -175,4 +175,5 @@ EXIT_CODES: dict[str, int] = {
     "locked": 9,  # `nightly`: another run holds the lock
     "empty": 10,  # `nightly`: the night produced nothing
     "interrupted": 130,
+    "broken_pipe": 141,  # stdout was closed before the output was written (`... | head -1`): 128 + SIGPIPE, quietly
 }
