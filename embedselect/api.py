@@ -343,7 +343,8 @@ def _resolve(ctx: RunContext, cand: Any, res: CandidateResult, step: dict[str, A
     with ctx.bar.stage(f"{cand.name}: resolve"):
         step["done"] += 1
         with library_progress(progress_enabled(ctx.progress)):
-            rc = resolve_candidate(cand, policy=ctx.policy.for_model(cand.ref), token=ctx.token)
+            rc = resolve_candidate(cand, policy=ctx.policy.for_model(cand.ref), token=ctx.token,
+                                   digest_dir=None if ctx.store.read_only else ctx.store.root / "digests")  # fmt: skip
         res.model_id, res.revision, res.backend, res.modality = rc.model_id, rc.revision, rc.backend, rc.modality
         res.model_bytes = weight_bytes(rc.local_dir) if rc.local_dir else None
         if rc.modality != ctx.ref.modality:

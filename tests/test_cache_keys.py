@@ -128,3 +128,27 @@ def test_a_link_to_the_root_folder_in_a_model_folder_is_not_followed(tmp_path, c
     assert with_links != before
     [out] = embedselect.embed(SAMPLE, [str(d)], column="text", max_items=20, cache_dir=cache_dir)
     assert out.result.status == "ok", out.result.error
+
+
+def test_big_files_of_a_model_folder_are_hashed_once_across_processes(tmp_path, monkeypatch):
+    """A weight file of a model folder is hashed once: a new process (here: the in-memory digests forgotten) reads its
+    digest from the cache's ``digests/`` while the file's inode, size and mtime are unchanged; a changed file is hashed
+    again."""
+    from embedselect.candidates import digests
+
+    d = make_tiny_sentence_transformer(tmp_path / "tiny-st")
+    big = d / "extra_weights.safetensors"
+    big.write_bytes(os.urandom(digests.ON_DISK_MIN_BYTES + 5))
+    store = tmp_path / "cache" / "digests"
+    first = local_dir_revision(d, digest_dir=store)
+    hashed: list[str] = []
+    real = digests._hash_file
+    monkeypatch.setattr(digests, "_hash_file", lambda p: hashed.append(p.name) or real(p))
+    monkeypatch.setattr(digests, "_MEMORY", {})
+    assert local_dir_revision(d, digest_dir=store) == first
+    assert "extra_weights.safetensors" not in hashed and "config.json" in hashed  # small files: hashed, not recorded
+    first_byte = big.read_bytes()[0]
+    with open(big, "r+b") as f:  # the same size, another byte: the mtime changes
+        f.write(bytes([(first_byte + 1) % 256]))
+    os.utime(big, ns=(time.time_ns() + 10**9, time.time_ns() + 10**9))
+    assert local_dir_revision(d, digest_dir=store) != first and "extra_weights.safetensors" in hashed
