@@ -21,10 +21,11 @@ from tests.tinymodels import make_tiny_transformers_text
 def _run_in_pty(argv: list[str], rows: int, cols: int, timeout: float = 300) -> tuple[str, int]:
     """Run ``argv`` with stdin/stdout/stderr on a new pty of ``rows``×``cols``; returns everything it wrote (str) and
     its exit status."""
+    env = {k: v for k, v in os.environ.items() if k != "TQDM_DISABLE"}  # set by earlier in-process cli.main() calls
     pid, fd = pty.fork()
     if pid == 0:  # pragma: no cover - the child
         try:
-            os.execv(argv[0], argv)
+            os.execve(argv[0], argv, env)
         finally:
             os._exit(127)
     fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
