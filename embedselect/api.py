@@ -344,7 +344,8 @@ def _resolve(ctx: RunContext, cand: Any, res: CandidateResult, step: dict[str, A
     with ctx.bar.stage(f"{cand.name}: resolve"):
         step["done"] += 1
         with library_progress(progress_enabled(ctx.progress)):
-            rc = resolve_candidate(cand, policy=ctx.policy.for_model(cand.ref), token=ctx.token)
+            rc = resolve_candidate(cand, policy=ctx.policy.for_model(cand.ref), token=ctx.token,
+                                   digest_dir=None if ctx.store.read_only else ctx.store.root / "digests")  # fmt: skip
         res.model_id, res.revision, res.backend, res.modality = rc.model_id, rc.revision, rc.backend, rc.modality
         res.model_bytes = weight_bytes(rc.local_dir) if rc.local_dir else None
         if rc.modality != ctx.ref.modality:
@@ -357,8 +358,10 @@ def _resolve(ctx: RunContext, cand: Any, res: CandidateResult, step: dict[str, A
         is_baseline = rc.model_id.startswith("baseline:")
         precision = key_precision(cand.options.get("dtype"), ctx.device, baseline=is_baseline)
         key_options = vector_options(cand.options)
-        if is_baseline:
-            key_options["seed"] = ctx.seed  # fitted / random baselines depend on the seed
+        if is_baseline:  # every setting of the baseline's own (?seed= over the run's seed, ?dim=, ...)
+            from embedselect.backends.baselines import baseline_key_options
+
+            key_options = baseline_key_options(rc.backend, modality=rc.modality, options=key_options, seed=ctx.seed)
         key = run_key(model_id=rc.model_id, revision=rc.revision, backend=rc.backend, options=key_options,
                       fingerprint=ctx.ref.fingerprint, precision=precision)  # fmt: skip
         res.run_key = key

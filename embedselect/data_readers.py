@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import codecs
 import difflib
 import gzip
 import hashlib
@@ -315,15 +316,55 @@ def read_jsonl(raw: bytes) -> tuple[list[tuple[str, Any]], list[tuple[str, str, 
 
 
 def read_bytes(path: Path, gz: bool) -> bytes:
+    """The bytes of the text data file ``path`` (gunzipped with ``gz``) as UTF-8: a UTF-16 or UTF-32 file is
+    re-encoded (:func:`as_utf8`)."""
     try:
         if gz:
             with gzip.open(path, "rb") as f:
-                return f.read()
-        return path.read_bytes()
+                return as_utf8(f.read(), path)
+        return as_utf8(path.read_bytes(), path)
     except (gzip.BadGzipFile, EOFError) as exc:
         raise DecodeError(f"{path} is not a valid gzip file ({exc}); re-compress it or drop the .gz suffix") from exc
     except OSError as exc:
         raise DataError(f"cannot read {path}: {exc}; check the file's permissions") from exc
+
+
+_WIDE_BOMS = (  # longest first: the UTF-32 LE mark begins with the UTF-16 LE one
+    (codecs.BOM_UTF32_LE, "utf-32-le", "UTF-32"),
+    (codecs.BOM_UTF32_BE, "utf-32-be", "UTF-32"),
+    (codecs.BOM_UTF16_LE, "utf-16-le", "UTF-16"),
+    (codecs.BOM_UTF16_BE, "utf-16-be", "UTF-16"),
+)
+
+
+def as_utf8(raw: bytes, path: Path | str) -> bytes:
+    """``raw`` as UTF-8 bytes: a file that starts with a UTF-16 / UTF-32 byte-order mark (as Excel's "Unicode text"
+    and Windows tools save) is decoded with it and re-encoded, without the mark; a file without a mark whose first
+    bytes alternate with NULs (UTF-16 without a mark) is decoded as UTF-16 when that is clean. Anything else
+    (UTF-8, with or without its mark) is returned as it is.
+
+    Raises:
+        DecodeError: a wide (UTF-16/32) file that does not decode; the message says to save it as UTF-8.
+    """
+    for bom, codec, name in _WIDE_BOMS:
+        if raw.startswith(bom):
+            try:
+                return raw[len(bom):].decode(codec).encode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise DecodeError(f"{path} is {name} (it starts with a {name} byte-order mark) but does not decode as "
+                                  f"{name} ({exc.reason} at byte {exc.start}); save it as UTF-8") from None
+    head = raw[:4096]
+    if len(head) >= 4 and head.count(0) * 4 >= len(head):  # many NULs: UTF-16 without a mark (or not text at all)
+        codec = "utf-16-le" if head[1::2].count(0) > head[0::2].count(0) else "utf-16-be"
+        try:
+            text = raw.decode(codec)
+        except UnicodeError:
+            text = "\0"
+        if "\0" in text:
+            raise DecodeError(f"{path} holds NUL bytes: it is not UTF-8 text (UTF-16/UTF-32 without a byte-order mark, "
+                              "or a binary file); save it as UTF-8 text")
+        return text.encode("utf-8")
+    return raw
 
 
 def detect_format(path: Path, fmt: str | None) -> tuple[str, bool]:

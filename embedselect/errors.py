@@ -21,6 +21,7 @@ EXIT_CODES: dict[str, int] = {
     "locked": 9,  # `nightly`: another run holds the lock
     "empty": 10,  # `nightly`: the night produced nothing
     "interrupted": 130,
+    "broken_pipe": 141,  # stdout was closed before the output was written (`... | head -1`): 128 + SIGPIPE, quietly
 }
 
 
@@ -139,6 +140,11 @@ class StoreReadOnlyError(StoreError):
 
 class CacheCorruptError(StoreError):
     """A cached vector file does not match its recorded checksum (it is discarded and recomputed)."""
+
+
+class StoreCorruptError(StoreError):
+    """The cache database file is damaged (truncated, overwritten): it cannot be read. The message names the file
+    and the recovery (move it aside; the next run starts a new database and recomputes the embeddings)."""
 
 
 # --- search index (embedselect index / search) -------------------------------------------------

@@ -23,8 +23,9 @@ BASELINES: dict[str, tuple[str, ...]] = {
 FITTED_BASELINES: tuple[str, ...] = ("tfidf-svd", "pixel-pca")
 """Baselines that learn from the data they embed (their fit can be saved and restored)."""
 
-BASELINE_VERSION = 1
-"""Bumped whenever a baseline's output changes for the same inputs and settings (part of the revision)."""
+BASELINE_VERSION = 2
+"""Bumped whenever a baseline's output changes for the same inputs and settings (part of the revision). 2: a
+baseline's own options (``?seed=7``) are in its cache key (with 1, ``?seed=7`` and ``?seed=8`` shared one run)."""
 
 PAIR_KEY_PREFIX = "is:"
 """Prefix of an information-sufficiency pair's key in the store's pair cache (one directed pair source → target);

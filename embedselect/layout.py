@@ -3,12 +3,14 @@
 How a JSON file of a model folder or of the Hugging Face cache (``config.json``, ``modules.json``,
 ``1_Pooling/config.json``) is read: a missing file is ``None``, a damaged one a typed error that names the file;
 and which file names make up a tokenizer (:data:`TOKENIZER_FILES`: what the hub fetches for a text model, and how
-a local folder is recognised as a text model).
+a local folder is recognised as a text model); and which files make up a local model folder
+(:func:`model_folder_files`: never following a link out of it).
 """
 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -55,3 +57,39 @@ def read_json(path: str | Path) -> Any:
     except ValueError as exc:
         raise ModelFileError(f"{p} is not valid JSON ({exc}); the model folder is damaged: download or save it "
                              "again") from None
+
+
+SKIPPED_DIRS = frozenset({".git", "__pycache__", ".cache", ".ipynb_checkpoints"})
+"""Folders inside a model folder that are not the model (version control, caches): never walked."""
+
+
+def model_folder_files(root: str | Path) -> list[tuple[str, str, Path | str]]:
+    """The entries that make up the model folder ``root``, sorted by relative path: ``(relative path, "file", path)``
+    for each file inside it (a symbolic link is taken as the file it names when that file is inside ``root``),
+    and ``(relative path, "link", target)`` for a link that leads out of ``root`` (its target as written, never
+    read or followed: a link to ``/`` or to another user's file is only a name).
+
+    No link to a folder is walked (a folder linked from inside ``root`` is walked where it really is), and
+    :data:`SKIPPED_DIRS` are skipped, so the walk stays inside ``root`` and ends.
+    """
+    top = Path(root)
+    real_top = top.resolve()
+    out: list[tuple[str, str, Path | str]] = []
+    for dirpath, dirnames, filenames in os.walk(top, followlinks=False):
+        here = Path(dirpath)
+        names = list(filenames) + [d for d in dirnames if (here / d).is_symlink()]
+        dirnames[:] = sorted(d for d in dirnames if d not in SKIPPED_DIRS and not (here / d).is_symlink())
+        for name in names:
+            p = here / name
+            rel = p.relative_to(top).as_posix()
+            if not p.is_symlink():
+                if p.is_file():
+                    out.append((rel, "file", p))
+                continue
+            target = Path(os.path.realpath(p))
+            if target == real_top or real_top in target.parents:
+                if target.is_file():
+                    out.append((rel, "file", target))
+                continue  # a folder inside root is walked where it is; a dangling link is nothing
+            out.append((rel, "link", os.readlink(p)))
+    return sorted(out, key=lambda e: e[0])

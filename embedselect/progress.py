@@ -2,7 +2,9 @@
 
 Drawn with tqdm (the style sentence-transformers and huggingface_hub already use) on stderr, and only when asked
 for *and* stderr is a terminal: pipelines, CI logs, ``--quiet`` and the Python API (unless ``progress=True``) get
-nothing. The backends' own per-batch bars (items/s) nest under it as a second line.
+nothing. The backends' own per-batch bars (items/s) nest under it as a second line. The libraries' own bars are not
+drawn beside it (transformers' "Loading weights" stayed on the terminal after every model; see
+:func:`embedselect.backends.device.library_progress`).
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from typing import Iterator
+from typing import Any, Iterator
 
 
 def _is_tty(stream) -> bool:
@@ -18,6 +20,18 @@ def _is_tty(stream) -> bool:
         return bool(stream.isatty())
     except (AttributeError, ValueError):
         return False
+
+
+def bar_size(stream) -> dict[str, Any]:
+    """tqdm's size arguments for a bar on ``stream``: follow the terminal's width when it reports a size; a terminal
+    that reports 0×0 (some CI runners, ``script``, an unsized pty) gets a fixed 100 columns and 20 rows, since tqdm
+    draws nothing at all there (it takes 0 rows as "no room for any bar")."""
+    try:
+        size = os.get_terminal_size(stream.fileno())
+        sized = size.columns > 0 and size.lines > 0
+    except (OSError, ValueError, AttributeError):
+        sized = False
+    return {"dynamic_ncols": True} if sized else {"dynamic_ncols": False, "ncols": 100, "nrows": 20}
 
 
 class RunProgress:
@@ -40,12 +54,8 @@ class RunProgress:
             # log lines (warnings) are printed above the bar instead of through it
             self._redirect.enter_context(logging_redirect_tqdm())
 
-            try:  # a terminal that reports no size (0 columns) would get an empty bar from tqdm
-                sized = os.get_terminal_size(sys.stderr.fileno()).columns > 0
-            except (OSError, ValueError, AttributeError):
-                sized = False
             self._bar = tqdm(total=total, desc=desc, unit="step", file=sys.stderr, position=0, leave=False,
-                             dynamic_ncols=sized, ncols=None if sized else 100, bar_format="{desc} {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} "
+                             **bar_size(sys.stderr), bar_format="{desc} {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} "
                              "[{elapsed}<{remaining}]{postfix}")  # fmt: skip
 
     def set_total(self, total: int) -> None:

@@ -451,6 +451,13 @@ class SearchIndex:
         queries = [queries] if isinstance(queries, (str, Path)) else list(queries)
         if not queries:
             raise ConfigError("give at least one query")
+        blank = [i for i, q in enumerate(queries) if isinstance(q, str) and not q.strip()]
+        if blank:  # an empty text embeds to some vector all the same, and would get k meaningless hits
+            nums = ", ".join(str(i + 1) for i in blank[:5])
+            what = ("the query is" if len(queries) == 1 else f"query {nums} of {len(queries)} is" if len(blank) == 1
+                    else f"queries {nums}{', ...' if len(blank) > 5 else ''} of {len(queries)} are")
+            raise ConfigError(f"{what} empty: give the "
+                              f"{'image path' if self.manifest.modality == 'image' else 'text'} to search for")
         if self.manifest.modality == "image":
             paths = [Path(q).expanduser() for q in queries]
             for p in paths:

@@ -23,6 +23,7 @@ from embedselect.candidates import (
 )
 from embedselect.errors import CandidateError, CandidateSpecError, ConfigError
 from embedselect.policy import LoadPolicy
+from embedselect.kinds import BASELINE_VERSION
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -201,7 +202,7 @@ def test_baseline_resolution():
     assert isinstance(rc, ResolvedCandidate)
     assert (rc.model_id, rc.backend, rc.modality, rc.local_dir) == ("baseline:random-projection",
                                                                     "random-projection", "image", None)
-    assert rc.revision == f"builtin-{__version__}-v1"
+    assert rc.revision == f"builtin-{__version__}-v{BASELINE_VERSION}"
 
 
 def test_local_revision_hash_tracks_content(tmp_path):

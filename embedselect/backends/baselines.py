@@ -351,6 +351,15 @@ def _check_state(embedder: Any, state: Mapping[str, np.ndarray], keys: tuple[str
                           f"({', '.join(f'{k}={saved[k]!r}, not {mine[k]!r}' for k in differ)})")
 
 
+BASELINE_OPTIONS: dict[str, dict[str, type]] = {
+    "tfidf-svd": {"dim": int, "max_features": int, "ngram_max": int, "seed": int},
+    "random-projection": {"dim": int, "size": int, "seed": int},
+    "pixel-pca": {"dim": int, "size": int, "grayscale": bool, "seed": int},
+}
+"""Every option each baseline takes (``?dim=64&seed=7``) -> its type; besides these only ``modality``, which the data
+decides. :func:`make_baseline` refuses any other option, and :func:`baseline_key_options` puts each into the cache
+key through the embedder's ``settings()``."""
+
 BASELINE_CLASSES = {
     "tfidf-svd": TfidfSvdEmbedder,
     "random-projection": RandomProjectionEmbedder,
@@ -373,11 +382,7 @@ def make_baseline(name: str, *, modality: str, options: dict[str, Any], seed: in
         raise ConfigError(f"baseline {name!r} learns nothing: it takes no fit_state")
     opts = dict(options)
     seed = int(opts.pop("seed", seed))
-    allowed = {
-        "tfidf-svd": {"dim", "max_features", "ngram_max"},
-        "random-projection": {"dim", "size"},
-        "pixel-pca": {"dim", "size", "grayscale"},
-    }[name]
+    allowed = set(BASELINE_OPTIONS[name]) - {"seed"}
     opts.pop("modality", None)
     unknown = sorted(set(opts) - allowed)
     if unknown:
@@ -389,3 +394,15 @@ def make_baseline(name: str, *, modality: str, options: dict[str, Any], seed: in
         raise ConfigError(f"baseline {name!r} embeds {expected}s only, not {modality}: use "
                           f"{'pixel-pca' if expected == TEXT else 'tfidf-svd'} or random-projection")
     return BASELINE_CLASSES[name](seed=seed, fit_items=fit_items, fit_state=fit_state, **opts)
+
+
+def baseline_key_options(name: str, *, modality: str, options: Mapping[str, Any], seed: int = 0) -> dict[str, Any]:
+    """The settings that decide baseline ``name``'s vectors, for the cache key of its run: the ``settings()`` of the
+    embedder these ``options`` build (an option such as ``?seed=7`` overrides the run's ``seed``; defaults are
+    filled in, so ``?dim=256`` and no option share a key), without ``fit`` (how the fit is kept, not what it is).
+
+    Raises:
+        ConfigError: as :func:`make_baseline` (unknown baseline or option, wrong modality).
+    """
+    embedder = make_baseline(name, modality=modality, options=dict(options), seed=seed)
+    return {k: v for k, v in embedder.settings().items() if k != "fit"}

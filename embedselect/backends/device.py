@@ -107,12 +107,11 @@ def progress_enabled(progress: bool, stream: TextIO | None = None) -> bool:
 
 @contextlib.contextmanager
 def library_progress(enabled: bool) -> Iterator[None]:
-    """While the block runs, let transformers and huggingface_hub draw their own progress bars (weight loading,
-    downloads) only if ``enabled``; their previous global setting is restored afterwards. Keeps ``select()``
-    silent in pipelines."""
-    if enabled:
-        yield
-        return
+    """While the block runs, the libraries draw no progress bars of their own, except huggingface_hub's download bars
+    when ``enabled`` (a download's bytes are worth seeing). transformers' bars ("Loading weights", "Loading checkpoint
+    shards") are never drawn: each stayed on the terminal after its model was loaded, and the run's own display
+    (:mod:`embedselect.progress`) already shows the load stage. Both libraries' previous global settings are restored
+    afterwards, so a program that imports embedselect keeps its own choice."""
     from embedselect._compat import ensure_torchvision_importable
 
     ensure_torchvision_importable()
@@ -122,7 +121,8 @@ def library_progress(enabled: bool) -> Iterator[None]:
     tf_was_on = tf_logging.is_progress_bar_enabled()
     hub_was_off = hub_utils.are_progress_bars_disabled()
     tf_logging.disable_progress_bar()
-    hub_utils.disable_progress_bars()
+    if not enabled:
+        hub_utils.disable_progress_bars()
     try:
         yield
     finally:
@@ -149,7 +149,9 @@ def progress_bar(total: int, *, desc: str = "embedding", enabled: bool = False, 
         return
     from tqdm.auto import tqdm
 
-    bar = tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, leave=False, dynamic_ncols=True)
+    from embedselect.progress import bar_size
+
+    bar = tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, leave=False, **bar_size(sys.stderr))
     try:
         yield bar
     finally:

@@ -53,7 +53,7 @@ def check_local_files(local_dir: Path, backend: str, policy: LoadPolicy, model_i
                 f"(allow_models / --allow-model {model_id}) if you trust it.",
                 reason="remote_code",
             )
-    folders = [d] + sorted(p for p in d.iterdir() if p.is_dir() and not p.name.startswith("."))
+    folders = [d] + sorted(p for p in d.iterdir() if p.is_dir() and not p.is_symlink() and not p.name.startswith("."))
     any_weights = False
     for folder in folders:
         files = [p for p in folder.iterdir() if p.is_file()]

@@ -5,43 +5,25 @@ tell a model folder's backend and modality from its files."""
 from __future__ import annotations
 
 import hashlib
-import os
-import threading
 from pathlib import Path
 
+from embedselect.candidates.digests import file_sha256
 from embedselect.candidates.model import Candidate, ResolvedCandidate
 from embedselect.errors import CandidateError, CandidateSpecError, HubError
 from embedselect.kinds import BACKENDS, BASELINE_VERSION, BASELINES
-from embedselect.layout import TOKENIZER_FILES, read_json
+from embedselect.layout import TOKENIZER_FILES, model_folder_files, read_json
 from embedselect.policy import LoadPolicy
 
-_HASH_CACHE: dict[tuple[str, int, int], str] = {}
-_HASH_LOCK = threading.Lock()
-_SKIP_DIRS = {".git", "__pycache__", ".cache", ".ipynb_checkpoints"}
+def local_dir_revision(directory: Path, *, digest_dir: Path | None = None) -> str:
+    """sha256 hex digest of a model folder's content: the relative path and the sha256 of the bytes of each file
+    inside it (:func:`~embedselect.layout.model_folder_files`), so a copy of the folder elsewhere has the same
+    revision (and so the same cache keys) and any changed byte gives another.
 
-
-def _file_sha256(path: Path) -> str:
-    st = path.stat()
-    key = (str(path), st.st_size, st.st_mtime_ns)
-    with _HASH_LOCK:
-        hit = _HASH_CACHE.get(key)
-    if hit is not None:
-        return hit
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    digest = h.hexdigest()
-    with _HASH_LOCK:
-        _HASH_CACHE[key] = digest
-    return digest
-
-
-def local_dir_revision(directory: Path) -> str:
-    """sha256 hex digest over the directory's files: their relative paths and byte contents.
-
-    Hidden caches (``.git``, ``__pycache__``, ``.cache``) are skipped. Per-file digests are cached in
-    memory by (path, size, mtime), so hashing the same unchanged multi-GB folder twice is instant.
+    Links are never followed out of the folder: a link leading out counts by its name and its target as written
+    (a link to ``/`` is one entry, not a walk of the file system). Hidden caches (``.git``, ``__pycache__``,
+    ``.cache``) are skipped. Every byte is hashed once: per-file digests are kept in memory, and with ``digest_dir``
+    (the cache's ``digests/``) on disk for big files, by (device, inode, path, size, mtime)
+    (:func:`~embedselect.candidates.digests.file_sha256`), so resolving an unchanged folder again reads no weights.
 
     Raises:
         CandidateSpecError: the directory does not exist.
@@ -50,16 +32,11 @@ def local_dir_revision(directory: Path) -> str:
     if not root.is_dir():
         raise CandidateSpecError(f"local model directory {str(root)!r} does not exist")
     total = hashlib.sha256()
-    files = []
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=True):
-        dirnames[:] = sorted(d for d in dirnames if d not in _SKIP_DIRS)
-        for fn in filenames:
-            files.append(Path(dirpath) / fn)
-    for p in sorted(files, key=lambda q: q.relative_to(root).as_posix()):
-        if not p.is_file():
-            continue
-        total.update(p.relative_to(root).as_posix().encode("utf-8") + b"\0")
-        total.update(_file_sha256(p).encode("ascii") + b"\n")
+    for rel, kind, value in model_folder_files(root):
+        if kind == "file":
+            total.update(rel.encode("utf-8") + b"\0" + file_sha256(Path(value), digest_dir).encode("ascii") + b"\n")
+        else:
+            total.update(rel.encode("utf-8") + b"\0link\0" + str(value).encode("utf-8", "surrogateescape") + b"\n")
     return total.hexdigest()
 
 
@@ -134,7 +111,8 @@ def _builtin_revision() -> str:
     return f"builtin-{__version__}-v{BASELINE_VERSION}"
 
 
-def resolve_candidate(c: Candidate, *, policy: LoadPolicy = LoadPolicy(), token: str | None = None) -> ResolvedCandidate:
+def resolve_candidate(c: Candidate, *, policy: LoadPolicy = LoadPolicy(), token: str | None = None,
+                      digest_dir: Path | None = None) -> ResolvedCandidate:
     """Pin a candidate to exact bytes: a hub commit (downloading into the HF cache), a content hash of a
     local folder, or the built-in baseline version. No model is loaded.
 
@@ -142,6 +120,8 @@ def resolve_candidate(c: Candidate, *, policy: LoadPolicy = LoadPolicy(), token:
         c: the candidate.
         policy: safety policy passed to the hub fetch (checked again when loading).
         token: hub token, for private or gated repos.
+        digest_dir: where the file digests of local folders are kept between processes (see
+            :func:`local_dir_revision`); None: in memory only.
 
     Raises:
         CandidateSpecError: missing local directory, or a model of the wrong modality.
@@ -161,7 +141,7 @@ def resolve_candidate(c: Candidate, *, policy: LoadPolicy = LoadPolicy(), token:
     requested = c.modality or c.options.get("modality")
     if c.kind == "local":
         d = Path(c.ref)
-        revision = local_dir_revision(d)
+        revision = local_dir_revision(d, digest_dir=digest_dir)
         backend = c.backend or infer_backend(d)
         return ResolvedCandidate(c, f"local:{d}", revision, d, backend, infer_modality(d, backend, requested))
     try:

@@ -3,7 +3,8 @@ neighbours | nightly | badge | card | leaderboard | report``, one module per com
 :data:`GROUPS`).
 
 Exit codes (for pipelines): 0 ok, 1 unexpected error, 2 usage/config, 3 data, 4 candidates, 5 hub, 6 store,
-7 metric, 8 partial (some candidates failed and ``--strict`` was given), 130 interrupted.
+7 metric, 8 partial (some candidates failed and ``--strict`` was given), 130 interrupted, 141 stdout closed before
+the output was written (quietly, as a shell tool ended by SIGPIPE: ``embedselect cache ls | head -1``).
 """
 
 from __future__ import annotations
@@ -44,6 +45,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command line; returns the exit status (see the module docstring)."""
+    try:
+        return _main(argv)
+    except BrokenPipeError:  # also from argparse's --help / --version, before any command runs
+        return closed_stdout()
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     level = logging.WARNING
@@ -53,7 +62,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if getattr(args, "quiet", False) or not sys.stderr.isatty():
         os.environ.setdefault("TQDM_DISABLE", "1")
     try:
-        return int(args.func(args) or 0)
+        code = int(args.func(args) or 0)
+        sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's last flush
+        return code
+    except BrokenPipeError:
+        return closed_stdout()
     except KeyboardInterrupt:
         print("interrupted; embeddings finished so far are cached and will be reused", file=sys.stderr)
         return EXIT_CODES["interrupted"]
@@ -70,6 +83,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             hint = " (run with -v for the traceback)"
         print(f"embedselect: error: unexpected {type(exc).__name__}: {one_line(exc)}{hint}", file=sys.stderr)
         return EXIT_CODES["error"]
+
+
+def closed_stdout() -> int:
+    """Exit status 141 after the reader of stdout went away (``| head -1``): nothing printed, and stdout pointed at
+    the null device so that Python's own flush at exit does not fail again (the recipe of Python's ``signal``
+    documentation)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # stdout replaced by an object without a file descriptor
+        pass
+    return EXIT_CODES["broken_pipe"]
 
 
 def one_line(exc: BaseException, limit: int = 2000) -> str:

@@ -6,6 +6,7 @@ Layout under the cache root (``--cache-dir`` > ``$EMBEDSELECT_CACHE_DIR`` > the 
                                 rankings, pair_cache (+ the hub catalogue tables, see store/catalog.py)
     vectors/ab/<run_key>.npy    float32 (n, d) embedding matrices, one per run
     locks/<run_key>.lock        per-run lock files: one process computes a run, others wait and read it
+    digests/ab/<id>.json        sha256 of big files of local model folders (embedselect/candidates/digests.py)
     .lock                       inter-process lock file
 
 Why ``.npy`` files beside DuckDB, rather than DuckDB arrays or FAISS indexes: the vectors are only ever read
@@ -94,12 +95,13 @@ def run_key(
     """Content key of an embedding run: sha256 over everything that changes the vectors.
 
     ``options`` are the user-chosen backend options (pooling, max_length, dim, ...), ``precision`` is "fp32"
-    or "fp16". Device is *not* part of the key for fp32 runs (CPU and GPU fp32 vectors agree to ~1e-6).
+    or "fp16". Device is *not* part of the key for fp32 runs (CPU and GPU fp32 vectors agree to ~1e-6). A local
+    folder (``model_id`` ``"local:<path>"``) is keyed by its content (``revision``), not its path: a copy shares it.
     """
     payload = json.dumps(
         {
             "v": RUN_KEY_VERSION,
-            "model_id": model_id,
+            "model_id": "local" if model_id.startswith("local:") else model_id,
             "revision": revision,
             "backend": backend,
             "options": dict(sorted((str(k), options[k]) for k in options)),

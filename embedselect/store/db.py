@@ -23,7 +23,8 @@ import time
 from pathlib import Path
 from typing import Any, Iterator
 
-from embedselect.errors import StoreError, StoreLockedError, StoreReadOnlyError
+from embedselect.errors import StoreLockedError, StoreReadOnlyError
+from embedselect.store.dbfile import connect, corrupt_error, corruption_guard
 
 try:  # POSIX
     import fcntl
@@ -91,7 +92,8 @@ class Database:
                 if con is not None:
                     self._con, self._depth, self._shared = con, 1, True
                     try:
-                        yield con
+                        with corruption_guard(self.db_path):
+                            yield con
                     finally:
                         self._con, self._depth, self._shared = None, 0, False
                         con.close()
@@ -131,6 +133,10 @@ class Database:
         try:
             return duckdb.connect(str(self.db_path), read_only=True), fd
         except duckdb.Error as exc:
+            corrupt = corrupt_error(self.db_path, exc)
+            if corrupt is not None:
+                _unlock(fd)
+                raise corrupt from exc
             log.debug("shared read of %s not possible (%s); reading under the exclusive lock", self.db_path, exc)
             _unlock(fd)
             return None, None
@@ -138,7 +144,6 @@ class Database:
     def _exclusive_connection(self) -> Iterator[Any]:
         """The body of :meth:`_connection` for the exclusive lock and a read-write connection (called with the
         thread lock held); creates or migrates the schema on this object's first connection."""
-        import duckdb
         import filelock
 
         from embedselect.store.schema import ensure_schema
@@ -148,26 +153,14 @@ class Database:
         except filelock.Timeout:
             raise StoreLockedError(self._lock_message()) from None
         try:
-            deadline = time.monotonic() + self.lock_timeout
-            while True:
-                try:
-                    con = duckdb.connect(str(self.db_path))
-                    break
-                except duckdb.IOException as exc:  # held by a process outside embedselect (duckdb CLI...)
-                    if "lock" not in str(exc).lower() or time.monotonic() > deadline:
-                        raise StoreLockedError(f"cannot open {self.db_path}: {exc}. Close other programs using it.") from exc
-                    time.sleep(0.2)
-                except duckdb.Error as exc:
-                    raise StoreError(
-                        f"cannot open the cache database {self.db_path}: {exc}. Remove it (the vectors are "
-                        "recomputed) or use another --cache-dir."
-                    ) from exc
+            con = connect(self.db_path, read_only=False, lock_timeout=self.lock_timeout)
             self._con, self._depth, self._shared = con, 1, False
             try:
-                if not self._schema_ready:
-                    ensure_schema(con, where=f"the cache database {self.db_path}")
-                    self._schema_ready = True
-                yield con
+                with corruption_guard(self.db_path):
+                    if not self._schema_ready:
+                        ensure_schema(con, where=f"the cache database {self.db_path}")
+                        self._schema_ready = True
+                    yield con
             finally:
                 self._depth, self._con = 0, None
                 con.close()
@@ -177,22 +170,11 @@ class Database:
     def _read_only_connection(self) -> Iterator[Any]:
         """The body of :meth:`_connection` for a read-only cache (called with the thread lock held): DuckDB opened
         read-only, no lock file, no schema changes."""
-        import duckdb
-
-        deadline = time.monotonic() + self.lock_timeout
-        while True:
-            try:
-                con = duckdb.connect(str(self.db_path), read_only=True)
-                break
-            except duckdb.IOException as exc:  # a writer with permission holds it
-                if "lock" not in str(exc).lower() or time.monotonic() > deadline:
-                    raise StoreLockedError(f"cannot open {self.db_path} read-only: {exc}") from exc
-                time.sleep(0.2)
-            except duckdb.Error as exc:
-                raise StoreError(f"cannot open the read-only cache database {self.db_path}: {exc}") from exc
+        con = connect(self.db_path, read_only=True, lock_timeout=self.lock_timeout)
         self._con, self._depth, self._shared = con, 1, True
         try:
-            yield con
+            with corruption_guard(self.db_path):
+                yield con
         finally:
             self._depth, self._con, self._shared = 0, None, False
             con.close()
