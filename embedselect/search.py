@@ -199,7 +199,8 @@ def build_index(
     import faiss
 
     from embedselect.version import __version__
-    from embedselect.api import embed_reference, load_reference_data
+    from embedselect.pipeline.context import load_reference_data
+    from embedselect.pipeline.embedding import embed_reference
     from embedselect.nn import build_index as faiss_index
     from embedselect.nn import index_device, is_exact, to_cpu
     from embedselect.nn_device import auto_device
@@ -396,7 +397,7 @@ class SearchIndex:
     def check_data(self, data: Any, *, column: str | None = None, max_items: int | None = None,
                    seed: int | None = None) -> None:
         """Raise :class:`IndexMismatchError` unless ``data`` has the fingerprint the index was built from."""
-        from embedselect.api import load_reference_data
+        from embedselect.pipeline.context import load_reference_data
 
         seed = self.manifest.seed if seed is None else seed
         ref = load_reference_data(data, column=column, labels=None, max_items=max_items, seed=seed, on_error="fail")
@@ -641,7 +642,8 @@ def neighbours_view(
 
     Memory: every candidate's (n, d) matrix is held at once (as in :func:`embedselect.select`).
     """
-    from embedselect.api import embed_reference, load_reference_data
+    from embedselect.pipeline.context import load_reference_data
+    from embedselect.pipeline.embedding import embed_reference
     from embedselect.metrics.neighbours import mutual_knn_agreement
     from embedselect.nn import build_index as faiss_index
     from embedselect.nn import knn, near_duplicates, prepare, search_index

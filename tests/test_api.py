@@ -10,6 +10,8 @@ import pytest
 
 import embedselect
 from embedselect import api
+from embedselect.pipeline import metrics as pipeline_metrics
+from embedselect.pipeline import ranking as pipeline_ranking
 from embedselect.data import sample_path
 from embedselect.errors import (
     AllCandidatesFailedError,
@@ -119,7 +121,7 @@ def test_labels_validate_but_never_reach_label_free_metrics(tmp_path, cache_dir,
 
         return wrapped
 
-    monkeypatch.setattr(api, "get_metric", spy)
+    monkeypatch.setattr(pipeline_metrics, "get_metric", spy)
     with_labels = embedselect.select(
         SAMPLE, "tfidf-svd,random-projection", column="text", labels="label", metrics=["task_prior"]
     )
@@ -250,7 +252,7 @@ def test_a_combined_tie_is_shown_and_best_first_row_and_top_pick_agree(tmp_path,
 
         return fn
 
-    monkeypatch.setattr(api, "get_metric", lambda m: fake(order_a if m == "task_prior" else order_b))
+    monkeypatch.setattr(pipeline_metrics, "get_metric", lambda m: fake(order_a if m == "task_prior" else order_b))
     r = embedselect.select(SAMPLE, order_a, column="text", labels="label", metrics=["task_prior", "sufficiency"],
                            weights={"task_prior": 1.0, "sufficiency": 1.0})
     first, second = r.candidates[0], r.candidates[1]
@@ -299,7 +301,7 @@ def test_a_truncated_copy_ranks_below_its_parent_who_takes_its_score(tmp_path, c
     def fn(ctx):
         return MetricResult(name="fake", scores={k: float(len(order) - order.index(k)) for k in ctx.embeddings})
 
-    monkeypatch.setattr(api, "get_metric", lambda m: fn)
+    monkeypatch.setattr(pipeline_metrics, "get_metric", lambda m: fn)
     r = embedselect.select(SAMPLE, order, column="text", metrics=["task_prior"])
     assert [c.name for c in r.candidates][:2] == ["tfidf-svd?dim=16", "tfidf-svd?dim=8"]
     assert [c.rank for c in r.candidates] == [1, 2, 3]  # not a tie: the copy is strictly below
@@ -335,7 +337,7 @@ def test_a_weight_0_metric_is_shown_but_not_combined(cache_dir, monkeypatch):
     def fake(m):
         return lambda ctx: MetricResult(name=m, scores={k: float(votes[m][cands.index(k)]) for k in ctx.embeddings})
 
-    monkeypatch.setattr(api, "get_metric", fake)
+    monkeypatch.setattr(pipeline_metrics, "get_metric", fake)
     r = embedselect.select(SAMPLE, cands, column="text")
     assert r.settings["combined_weights"] == {"task_prior": 1.0, "sufficiency": 0.0, "nn_agreement": 1.0,
                                               "rankme": 1.0}
@@ -351,7 +353,7 @@ def test_a_run_of_only_weight_0_metrics_weights_them_equally(cache_dir, monkeypa
     from embedselect.metrics import MetricResult
 
     cands = ["tfidf-svd", "random-projection"]
-    monkeypatch.setattr(api, "get_metric", lambda m: lambda ctx: MetricResult(
+    monkeypatch.setattr(pipeline_metrics, "get_metric", lambda m: lambda ctx: MetricResult(
         name=m, scores={"tfidf-svd": 1.0, "random-projection": 2.0}))
     r = embedselect.select(SAMPLE, cands, column="text", metrics=["sufficiency"])
     assert r.settings["combined_weights"] == {"sufficiency": 1.0} and r.best.name == "random-projection"
@@ -364,4 +366,4 @@ def test_only_the_intervals_of_combined_scores_decide_the_lead():
     still counts."""
     iv = {"task_prior_alignment": [0.1, 0.2], "sufficiency": [0.3, 0.4], "rankme": [1.0, 2.0]}
     w = {"task_prior": 1.0, "sufficiency": 0.0, "rankme": 1.0}
-    assert api._intervals_in_score(iv, w) == {"task_prior_alignment": [0.1, 0.2], "rankme": [1.0, 2.0]}
+    assert pipeline_ranking._intervals_in_score(iv, w) == {"task_prior_alignment": [0.1, 0.2], "rankme": [1.0, 2.0]}

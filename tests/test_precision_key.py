@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import tests.tinymodels as tm
-from embedselect import api
+from embedselect.pipeline import context, embedding
 from embedselect.backends.device import key_precision, resolve_dtype
 from embedselect.data import ReferenceData
 from embedselect.errors import ConfigError
@@ -35,12 +35,12 @@ def test_an_explicit_float32_run_on_cuda_is_keyed_fp32_not_fp16(tmp_path):
     st_dir = tm.make_tiny_sentence_transformer(tmp_path / "st")
     ref = ReferenceData.from_texts([f"text number {i}" for i in range(8)])
     store = Store.open(tmp_path / "cache")
-    ctx = api._run_context(ref, [f"st={st_dir}?dtype=float32"], store=store, seed=0, device="cpu", batch_size=None,
+    ctx = context.run_context(ref, [f"st={st_dir}?dtype=float32"], store=store, seed=0, device="cpu", batch_size=None,
                            policy=None, token=None, progress=False)  # fmt: skip
     ctx.device = "cuda"
     cand = ctx.candidates[0]
     res = CandidateResult(name=cand.name, spec=cand.spec)
-    pinned = api._resolve(ctx, cand, res, {"done": 0})
+    pinned = embedding._resolve(ctx, cand, res, {"done": 0})
     rc = pinned.rc
     expect = run_key(model_id=rc.model_id, revision=rc.revision, backend=rc.backend, options={"dtype": "float32"},
                      fingerprint=ref.fingerprint, precision="fp32")  # fmt: skip

@@ -56,7 +56,7 @@ class LocalExecutor(Executor):
         should_stop: Callable[[], bool],
         on_done: Callable[[UnitOutcome], None] | None = None,
     ) -> tuple[list[UnitOutcome], list[Any]]:
-        from embedselect.api import embed_reference
+        from embedselect.pipeline.embedding import embed_reference
         from embedselect.errors import ModelTimeoutError
 
         done: list[UnitOutcome] = []
@@ -85,7 +85,7 @@ def timed_out(cand: Any, exc: Exception, *, store: Any, fingerprint: str, token:
     """A failed :class:`~embedselect.api.EmbedOutcome` for a unit stopped outside ``embed()``'s own error handling
     (its time limit, a crashed Ray worker), recorded like any other failure through
     :func:`embedselect.store.failures.record_failure` (token-free message)."""
-    from embedselect.api import EmbedOutcome
+    from embedselect.pipeline.context import EmbedOutcome
     from embedselect.ranking import CandidateResult
     from embedselect.store.failures import record_failure
 

@@ -41,7 +41,7 @@ def _embed_unit(ref: Any, cand: Any, job: EmbedJob) -> dict[str, Any]:
     / refusal rows of its scratch store."""
     import tempfile
 
-    from embedselect.api import embed_reference
+    from embedselect.pipeline.embedding import embed_reference
     from embedselect.store import Store
 
     with tempfile.TemporaryDirectory(prefix="embedselect-worker-") as d:

@@ -286,7 +286,7 @@ def _embed(cfg: NightlyConfig, executor: Any, store: Any, ref: Any, plan: Any, j
     Returns:
         (candidate name -> :class:`~embedselect.api.EmbedOutcome`, the candidates left for the next night).
     """
-    from embedselect.api import embed_reference
+    from embedselect.pipeline.embedding import embed_reference
 
     todo = [p.candidate for p in plan.candidates if not p.cached]
     units, left = executor.embed(ref, todo, store=store, job=job, should_stop=over_budget)

@@ -1,0 +1,205 @@
+"""The state one run hands from stage to stage (RunContext, EmbedOutcome), the reference data it reads, and the
+run's keys and versions (metric cache keys, package versions, score conversion)."""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import math
+import platform
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from embedselect.errors import ConfigError
+from embedselect.metrics.base import get_spec
+from embedselect.policy import LoadPolicy
+from embedselect.ranking import CandidateResult
+
+
+@dataclass
+class EmbedOutcome:
+    """What happened to one candidate in :func:`~embedselect.pipeline.embedding.embed`.
+
+    ``vectors`` is the float32 (n, d) matrix when ``status == "ok"`` and ``keep_vectors`` was set: a read-only
+    :class:`numpy.memmap` of the cached file (copy it before writing into it), so that holding every candidate's
+    outcome does not hold every candidate's matrix in memory.
+    """
+
+    result: CandidateResult
+    vectors: np.ndarray | None = field(default=None, repr=False)
+    wall_seconds: float = 0.0
+    """Wall time of this call for the candidate (resolve, load and embed, or the cache read), in seconds."""
+
+
+def versions() -> dict[str, str]:
+    from importlib import metadata
+
+    from embedselect.version import __version__
+
+    out = {"embedselect": __version__, "python": platform.python_version()}
+    for pkg in ("numpy", "torch", "transformers", "sentence-transformers", "timm", "huggingface_hub", "duckdb"):
+        try:
+            out[pkg] = metadata.version(pkg)
+        except metadata.PackageNotFoundError:
+            pass
+    return out
+
+
+def num(v: Any) -> float:
+    """A float from a metric value (None, as JSON writes NaN, becomes NaN)."""
+    return math.nan if v is None else float(v)
+
+
+@functools.lru_cache(maxsize=None)
+def code_version(metric: str) -> str:
+    """The metric's code version (its spec's hash of its source), computed once per process."""
+    return get_spec(metric).code_version()
+
+
+def competition_rank(r: float | None) -> Any:
+    """A rank from ``rank_scores(..., ties="min")`` (an int, or None for an unranked score) as it is stored."""
+    return None if r is None else int(r)
+
+
+def metric_key(metric: str, run_keys: Mapping[str, str], options: Mapping[str, Any], seed: int, labels) -> str:
+    """Cache key of a whole metric result: the metric, embedselect's version and metric code, the options, the
+    seed, the embedding runs it read (by candidate name) and, only for a label prior, the labels."""
+    from embedselect.version import __version__
+
+    payload = {
+        "metric": metric,
+        "version": __version__,
+        "code": code_version(metric),
+        "options": options,
+        "seed": seed,
+        "runs": sorted(run_keys.items()),
+        "labels": hashlib.sha256(json.dumps([str(x) for x in labels]).encode()).hexdigest()
+        if labels is not None
+        else None,
+    }
+    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def load_reference_data(data: Any, *, column, labels, max_items, seed, on_error, drop_duplicates=None):
+    """``data`` as a :class:`~embedselect.data.ReferenceData` (a ReferenceData is returned as it is; a path or a
+    list of items is loaded with the given column, labels, sub-sampling and error rule), the one way ``select()``,
+    ``embed()`` and the search index read reference data. ``drop_duplicates`` (``"exact"``, ``"near"`` or None)
+    then removes duplicates (:meth:`~embedselect.data.ReferenceData.drop_duplicates`, after sub-sampling)."""
+    from embedselect.data import ReferenceData
+
+    if isinstance(data, ReferenceData):
+        if max_items is not None and len(data) > max_items:
+            raise ConfigError("max_items cannot sub-sample an existing ReferenceData; load it with max_items=")
+        if labels is not None and not isinstance(labels, str):
+            raise ConfigError("pass labels when building the ReferenceData, not to select()")
+        return data if drop_duplicates is None else data.drop_duplicates(drop_duplicates, seed=seed)
+    kw: dict[str, Any] = {"max_items": max_items, "seed": seed, "on_error": on_error}
+    is_file = isinstance(data, (str, Path)) and Path(data).is_file()
+    if column is not None:
+        kw["column"] = column
+    if isinstance(labels, str):
+        kw["label_column"] = labels
+    elif labels is not None:
+        if is_file:
+            raise ConfigError("for a data file, give labels as the name of its label column (labels='label')")
+        kw["labels"] = labels
+    ref = ReferenceData.load(data, **kw)
+    return ref if drop_duplicates is None else ref.drop_duplicates(drop_duplicates, seed=seed)
+
+
+STAGES_PER_CANDIDATE = 3
+"""Steps of the run's progress display per candidate: resolve, load (or the cache look-up), embed."""
+
+
+@dataclass
+class RunContext:
+    """One run of ``select()`` or ``embed()``, built once by :func:`run_context` and handed from stage to stage.
+
+    Internal. The stages, in order: resolve and embed each candidate (:mod:`embedselect.pipeline.embedding`), the
+    metrics (:mod:`embedselect.pipeline.metrics`), then the rank, validate and report stages
+    (:mod:`embedselect.pipeline.ranking`). The first block of fields is the run's input; the second is filled by the
+    stages.
+
+    Attributes:
+        ref: the :class:`~embedselect.data.ReferenceData` (n items of one modality).
+        candidates: the parsed :class:`~embedselect.candidates.Candidate` objects, unique names, in order.
+        store: the open :class:`~embedselect.store.Store` (embeddings, metric results, failures, rankings).
+        bar: the run's :class:`~embedselect.progress.RunProgress`.
+        device: the torch device string (``"cpu"``, ``"cuda:0"``), resolved once.
+        seed, batch_size, policy, token, progress: as given to :func:`select` / :func:`embed`.
+        metrics, metric_options, weights, bootstrap: :func:`select`'s metric settings (empty for :func:`embed`).
+        outcomes: one :class:`EmbedOutcome` per candidate, in order.
+        vectors: candidate name -> float32 (n, d) matrix, the candidates that were embedded: read-only memory maps
+            of the cached files (:meth:`~embedselect.store.Store.load_vectors` with ``mmap=True``), so the metrics
+            stage holds only the pages of the candidate (or pair) a metric is working on.
+        per_metric: metric -> {candidate name: headline score}; ``details``: metric -> the metric's details.
+        uncertainty: metric -> its bootstrap summary (when ``bootstrap``).
+        warnings: what the result should tell the user, in order.
+        pool_notes: the metrics' caveats about the pool's size (``details['pool_warning']``): added to ``warnings``
+            only when the ranking itself does not already say that the pool is small.
+        timings: wall seconds per candidate, per metric, of the validation and in total.
+    """
+
+    ref: Any
+    candidates: list[Any]
+    store: Any
+    bar: Any
+    device: str
+    seed: int = 0
+    batch_size: int | None = None
+    policy: LoadPolicy = field(default_factory=LoadPolicy)
+    token: str | None = None
+    progress: bool = False
+    metrics: list[str] = field(default_factory=list)
+    metric_options: dict[str, dict[str, Any]] = field(default_factory=dict)
+    weights: Mapping[str, float] | None = None
+    bootstrap: int = 0
+    outcomes: list[EmbedOutcome] = field(default_factory=list)
+    vectors: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
+    per_metric: dict[str, dict[str, float]] = field(default_factory=dict)
+    combined_weights: dict[str, float] = field(default_factory=dict)
+    details: dict[str, Any] = field(default_factory=dict)
+    uncertainty: dict[str, Any] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    pool_notes: list[str] = field(default_factory=list)
+    timings: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def results(self) -> list[CandidateResult]:
+        """The candidates' results, in the order of :attr:`outcomes`."""
+        return [o.result for o in self.outcomes]
+
+
+def run_context(ref: Any, candidates: Any, *, store: Any, seed: int, device: str | None, batch_size: int | None,
+                 policy: LoadPolicy | None, token: str | None, progress: bool, metrics: Sequence[str] = (),
+                 metric_options: Mapping[str, Mapping[str, Any]] | None = None,
+                 weights: Mapping[str, float] | None = None, bootstrap: int = 0) -> RunContext:
+    """The :class:`RunContext` of a run: records the data set in the store, parses the candidates for the data's
+    modality, resolves the device once and sizes the progress display (per candidate, per metric, validation).
+
+    Raises:
+        ConfigError: no candidates, or an unknown device.
+        CandidateSpecError: a candidate spec is not understood.
+    """
+    from embedselect.backends.device import resolve_device
+    from embedselect.candidates import parse_candidates
+    from embedselect.progress import RunProgress
+
+    store.record_dataset(
+        fingerprint=ref.fingerprint, modality=ref.modality, n_items=len(ref), source=ref.source, summary=ref.to_dict()
+    )
+    cands = parse_candidates(candidates, modality=ref.modality)
+    if not cands:
+        raise ConfigError("no candidates given: pass model ids, local directories, baselines or catalog:NAME")
+    dev = resolve_device(device)
+    steps = STAGES_PER_CANDIDATE * len(cands) + len(metrics) + (bool(metrics) and ref.labels is not None)
+    return RunContext(
+        ref=ref, candidates=cands, store=store, bar=RunProgress(steps, enabled=progress), device=dev, seed=seed,
+        batch_size=batch_size, policy=policy or LoadPolicy(), token=token, progress=progress, metrics=list(metrics),
+        metric_options={k: dict(v) for k, v in (metric_options or {}).items()}, weights=weights, bootstrap=bootstrap,
+        timings={"candidates": {}, "metrics": {}, "validation": None, "total": None},
+    )  # fmt: skip

@@ -1,0 +1,229 @@
+"""Stages 1 and 2 of a run: resolve each candidate, read its vectors from the cache or embed and store them, and
+record a candidate's failure (embed, embed_reference)."""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from embedselect.arrays import check_embeddings
+from embedselect.errors import ConfigError, EmbedselectError, MetricError
+from embedselect.policy import LoadPolicy
+from embedselect.ranking import CandidateResult
+from embedselect.pipeline.context import STAGES_PER_CANDIDATE, EmbedOutcome, RunContext, load_reference_data, run_context
+
+log = logging.getLogger(__name__)
+
+
+def embed(
+    data: Any,
+    candidates: Any,
+    *,
+    column: str | None = None,
+    labels: Any = None,
+    max_items: int | None = None,
+    seed: int = 0,
+    on_error: str = "fail",
+    cache_dir: str | Path | None = None,
+    device: str | None = None,
+    batch_size: int | None = None,
+    policy: LoadPolicy | None = None,
+    token: str | None = None,
+    progress: bool = False,
+    keep_vectors: bool = False,
+) -> list[EmbedOutcome]:
+    """Make sure every candidate's embeddings of ``data`` are in the cache; compute only what is missing.
+
+    A candidate that cannot be resolved, loaded or run is returned with ``status="failed"`` and its reason,
+    recorded in the store's ``failures`` table, and the others go on. The arguments mean what they mean for
+    :func:`~embedselect.pipeline.run.select`; ``keep_vectors`` puts each float32 (n, d) matrix into its outcome (a read-only memory map of the
+    cached file; see :class:`EmbedOutcome`).
+
+    Returns:
+        one :class:`EmbedOutcome` per candidate, in the order given.
+    """
+    from embedselect.store import Store
+
+    ref = load_reference_data(data, column=column, labels=labels, max_items=max_items, seed=seed, on_error=on_error)
+    return embed_reference(ref, candidates, store=Store.open(cache_dir), seed=seed, device=device,
+                           batch_size=batch_size, policy=policy, token=token, progress=progress,
+                           keep_vectors=keep_vectors)  # fmt: skip
+
+
+def embed_reference(
+    ref: Any,
+    candidates: Any,
+    *,
+    store: Any,
+    seed: int = 0,
+    device: str | None = None,
+    batch_size: int | None = None,
+    policy: LoadPolicy | None = None,
+    token: str | None = None,
+    progress: bool = False,
+    keep_vectors: bool = False,
+) -> list[EmbedOutcome]:
+    """:func:`embed` for a caller that already holds the loaded data and an open store (the search index, the
+    nightly job, the executors' workers), so that neither is loaded or opened twice.
+
+    Args:
+        ref: a :class:`~embedselect.data.ReferenceData`.
+        candidates: as for :func:`embed` (specs, :class:`~embedselect.candidates.Candidate` objects, or both).
+        store: the :class:`~embedselect.store.Store` the embeddings are read from and written to.
+        seed, device, batch_size, policy, token, progress, keep_vectors: as for :func:`embed`.
+
+    Returns:
+        one :class:`EmbedOutcome` per candidate, in the order given.
+    """
+    ctx = run_context(ref, candidates, store=store, seed=seed, device=device, batch_size=batch_size, policy=policy,
+                       token=token, progress=progress)  # fmt: skip
+    try:
+        return embed_stage(ctx, keep_vectors=keep_vectors)
+    finally:
+        ctx.bar.close()
+
+
+def embed_stage(ctx: RunContext, *, keep_vectors: bool) -> list[EmbedOutcome]:
+    """Stages 1 and 2, one candidate at a time: resolve it (:func:`_resolve`), then read its vectors from the cache
+    or compute and store them (:func:`_vectors`). A candidate's failure is recorded and the others go on. Fills
+    ``ctx.outcomes``, ``ctx.vectors`` (with ``keep_vectors``) and ``ctx.timings["candidates"]``."""
+    for cand in ctx.candidates:
+        outcome = _embed_candidate(ctx, cand, keep_vectors=keep_vectors)
+        ctx.outcomes.append(outcome)
+        ctx.timings["candidates"][cand.name] = outcome.wall_seconds
+        if outcome.result.ok and outcome.vectors is not None:
+            ctx.vectors[cand.name] = outcome.vectors
+    return ctx.outcomes
+
+
+@dataclass(frozen=True)
+class _Pinned:
+    """A resolved candidate and the cache key of its embeddings of the run's data."""
+
+    rc: Any  # ResolvedCandidate
+    key: str
+
+
+def _embed_candidate(ctx: RunContext, cand: Any, *, keep_vectors: bool) -> EmbedOutcome:
+    """One candidate's embeddings of ``ctx.ref`` (from the cache or computed), or its failure; see :func:`embed`."""
+    t_start = time.perf_counter()
+    res = CandidateResult(name=cand.name, spec=cand.spec)
+    outcome = EmbedOutcome(res)
+    step = {"stage": "resolve", "done": 0}  # where a failure happened, and the progress steps counted so far
+    try:
+        pinned = _resolve(ctx, cand, res, step)
+        with ctx.store.run_lock(pinned.key, what=cand.name):  # a concurrent run of the same key: wait, then read it
+            vectors = _vectors(ctx, cand, pinned, res, step)
+        res.n, res.dim = int(vectors.shape[0]), int(vectors.shape[1])
+        if keep_vectors:
+            outcome.vectors = vectors
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except Exception as exc:  # noqa: BLE001 - one model's failure must not end the run
+        record_candidate_failure(ctx, cand, res, exc, step)
+    outcome.wall_seconds = time.perf_counter() - t_start
+    return outcome
+
+
+def _resolve(ctx: RunContext, cand: Any, res: CandidateResult, step: dict[str, Any]) -> _Pinned:
+    """Stage 1 for one candidate: pin it to exact bytes, check its modality, record the model and compute the cache
+    key of its vectors (model, revision, backend, the options that change vectors, data fingerprint, precision)."""
+    from embedselect.backends.base import vector_options
+    from embedselect.backends.device import key_precision, library_progress, progress_enabled
+    from embedselect.backends.loader import weight_bytes
+    from embedselect.candidates import resolve_candidate
+    from embedselect.store import run_key
+
+    with ctx.bar.stage(f"{cand.name}: resolve"):
+        step["done"] += 1
+        with library_progress(progress_enabled(ctx.progress)):
+            rc = resolve_candidate(cand, policy=ctx.policy.for_model(cand.ref), token=ctx.token,
+                                   digest_dir=None if ctx.store.read_only else ctx.store.root / "digests")  # fmt: skip
+        res.model_id, res.revision, res.backend, res.modality = rc.model_id, rc.revision, rc.backend, rc.modality
+        res.model_bytes = weight_bytes(rc.local_dir) if rc.local_dir else None
+        if rc.modality != ctx.ref.modality:
+            raise ConfigError(
+                f"{cand.name} embeds {rc.modality} but the reference data is {ctx.ref.modality}; "
+                "choose candidates of the data's modality"
+            )
+        ctx.store.record_model(model_id=rc.model_id, revision=rc.revision, backend=rc.backend, modality=rc.modality,
+                               spec=cand.spec, local_dir=str(rc.local_dir) if rc.local_dir else None)  # fmt: skip
+        is_baseline = rc.model_id.startswith("baseline:")
+        precision = key_precision(cand.options.get("dtype"), ctx.device, baseline=is_baseline)
+        key_options = vector_options(cand.options)
+        if is_baseline:  # every setting of the baseline's own (?seed= over the run's seed, ?dim=, ...)
+            from embedselect.backends.baselines import baseline_key_options
+
+            key_options = baseline_key_options(rc.backend, modality=rc.modality, options=key_options, seed=ctx.seed)
+        key = run_key(model_id=rc.model_id, revision=rc.revision, backend=rc.backend, options=key_options,
+                      fingerprint=ctx.ref.fingerprint, precision=precision)  # fmt: skip
+        res.run_key = key
+    return _Pinned(rc, key)
+
+
+def _vectors(ctx: RunContext, cand: Any, pinned: _Pinned, res: CandidateResult, step: dict[str, Any]) -> np.ndarray:
+    """Stage 2 for one candidate: its float32 (n, d) embeddings of ``ctx.ref``, from the store or computed (load the
+    model, embed, store the vectors with their run record), as a read-only memory map of the cached file (the
+    in-memory matrix only when the file cannot be mapped back)."""
+    from embedselect.backends.device import library_progress, progress_enabled
+
+    rc, key, ref = pinned.rc, pinned.key, ctx.ref
+    step["stage"] = "cache"
+    vectors = ctx.store.load_vectors(key, mmap=True)
+    if vectors is not None:
+        rec = ctx.store.get_run(key)
+        res.cached, res.seconds = True, rec.seconds if rec else None
+        log.info("%s: cached (%d x %d)", cand.name, *vectors.shape)
+        ctx.bar.advance(STAGES_PER_CANDIDATE - step["done"])
+        step["done"] = STAGES_PER_CANDIDATE
+        return vectors
+    ctx.store.require_writable(f"store the embeddings of {cand.name}")  # before any work that could not be kept
+    step["stage"] = "load"
+    from embedselect.backends.loader import load_embedder
+
+    with ctx.bar.stage(f"{cand.name}: load"), library_progress(progress_enabled(ctx.progress)):
+        step["done"] += 1
+        embedder = load_embedder(rc, device=ctx.device, policy=ctx.policy.for_model(cand.ref), options=cand.options,
+                                 seed=ctx.seed)  # fmt: skip
+    step["stage"] = "embed"
+    log.info("%s: embedding %d %s items on %s", cand.name, len(ref), ref.modality, embedder.device)
+    with ctx.bar.stage(f"{cand.name}: embed {len(ref)} {ref.modality} items"):
+        step["done"] += 1
+        t0 = time.perf_counter()
+        vectors = embedder.embed(list(ref.items), batch_size=ctx.batch_size, progress=ctx.progress)
+        seconds = time.perf_counter() - t0
+    ctx.bar.rate(cand.name, len(ref), seconds)
+    vectors = check_embeddings(vectors, what=f"the embeddings {cand.name} returned", n=len(ref), dtype=None,
+                               finite=False, error=MetricError)  # not finite: refused by the store, with its message
+    step["stage"] = "store"
+    ctx.store.save_run(key=key, vectors=vectors, model_id=rc.model_id, revision=rc.revision, backend=rc.backend,
+                       settings=embedder.settings(), fingerprint=ref.fingerprint, device=embedder.device,
+                       seconds=seconds)  # fmt: skip
+    res.seconds = seconds
+    # hand on the stored file, memory-mapped, and let the in-memory matrix go: the run then holds at most one
+    # candidate's matrix in its own memory at a time (the file was just written and checksummed: size check only)
+    mapped = ctx.store.load_vectors(key, verify=False, mmap=True)
+    return mapped if mapped is not None else vectors
+
+
+def record_candidate_failure(ctx: RunContext, cand: Any, res: CandidateResult, exc: Exception, step: dict[str, Any]) -> None:
+    """A candidate failed at ``step["stage"]``: mark its result failed, log it, record it through the one place
+    (:func:`embedselect.store.failures.record_failure`: token-free message, a policy refusal of a hub revision
+    also in ``hub_refusals``) and count its remaining steps."""
+    from embedselect.store.failures import record_failure
+
+    ctx.bar.advance(STAGES_PER_CANDIDATE - step["done"])  # the candidate's remaining stages will not run
+    stage = step["stage"]
+    hub_repo = cand.ref if cand.kind == "hub" else None
+    message = record_failure(ctx.store, spec=cand.spec, stage=stage, error=exc, model_id=res.model_id or hub_repo,
+                             revision=res.revision or cand.revision, fingerprint=ctx.ref.fingerprint,
+                             token=ctx.token, repo_id=hub_repo)  # fmt: skip
+    res.status, res.error_type, res.error = "failed", type(exc).__name__, message
+    if not isinstance(exc, EmbedselectError):
+        log.debug("unexpected error for %s", cand.name, exc_info=exc)
+    log.warning("%s failed at %s: %s: %s", cand.name, stage, type(exc).__name__, message)

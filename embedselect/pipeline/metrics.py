@@ -1,0 +1,134 @@
+"""Stage 3 of a run: the requested metrics checked, then computed (or read from the store) with their bootstrap."""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import asdict
+from typing import Any, Mapping, Sequence
+
+from embedselect.errors import AllCandidatesFailedError, ConfigError, MetricError
+from embedselect.metrics.base import MetricContext, MetricResult, available_metrics, get_metric
+from embedselect.ranking import rank_scores, to_jsonable
+from embedselect.pipeline.context import RunContext, competition_rank, metric_key, num
+
+log = logging.getLogger(__name__)
+
+
+def checked_metrics(metrics: Sequence[str], weights: Mapping[str, float] | None) -> list[str]:
+    """The requested metric names without repeats, in order.
+
+    Raises:
+        UnknownMetricError: a metric that is not registered.
+        ConfigError: no metric, or a weight for a metric that was not requested.
+    """
+    metrics = list(dict.fromkeys(metrics))
+    unknown = [m for m in metrics if m not in available_metrics()]
+    if unknown:
+        from embedselect.errors import UnknownMetricError
+
+        raise UnknownMetricError(f"unknown metric(s) {unknown}; available: {available_metrics()}")
+    if not metrics:
+        raise ConfigError("choose at least one metric")
+    if weights and set(weights) - set(metrics):
+        raise ConfigError(
+            f"weights for metric(s) not requested: {sorted(set(weights) - set(metrics))}; metrics: {metrics}"
+        )
+    return metrics
+
+
+def metrics_stage(ctx: RunContext) -> None:
+    """Stage 3: every metric over the embedded candidates (from the store or computed), with its bootstrap; fills
+    ``ctx.per_metric``, ``ctx.details``, ``ctx.uncertainty``, each result's scores, per-metric ranks, columns and
+    intervals, and the warnings (failed candidates, duplicates in the data, the metrics' own warnings).
+
+    Raises:
+        AllCandidatesFailedError: no candidate could be embedded.
+        MetricError: no metric could be computed.
+    """
+    results, ok, warnings = ctx.results, ctx.vectors, ctx.warnings
+    if not ok:
+        if ctx.store.read_only and all(r.error_type == "StoreReadOnlyError" for r in results):
+            ctx.store.require_writable("store the embeddings of any of the candidates (none is cached)")  # exit 6
+        reasons = "; ".join(f"{r.name}: {r.error_type}: {r.error}" for r in results)
+        raise AllCandidatesFailedError(f"no candidate could be embedded ({reasons})")
+    warnings += [note for r in results if (note := r.failure_note) is not None]  # None exactly when ok
+    if ctx.ref.duplicates_note():
+        warnings.append(ctx.ref.duplicates_note())
+    run_keys = {r.name: r.run_key or "" for r in results if r.ok}  # an ok result always has its run key
+    by_name = {r.name: r for r in results}
+    for m in ctx.metrics:
+        opts = ctx.metric_options.get(m, {})
+        mctx = MetricContext(
+            embeddings=ok,
+            run_keys=run_keys,
+            seed=ctx.seed,
+            options=opts,
+            labels=ctx.ref.labels if opts.get("prior") == "labels" else None,
+            pair_cache=ctx.store,
+            device=ctx.device,
+        )
+        t_metric = time.perf_counter()
+        with ctx.bar.stage(f"metric {m}"):
+            mr = _run_metric(m, mctx, ctx, run_keys=run_keys, opts=opts)
+        ctx.timings["metrics"][m] = time.perf_counter() - t_metric
+        if mr is None:
+            continue
+        ctx.per_metric[m] = mr.scores
+        ctx.details[m] = mr.details
+        for w in mr.details.get("warnings") or []:  # the metric's own warnings, also at the top level
+            note = f"{m}: {w}" if not str(w).startswith(m) else str(w)
+            (ctx.pool_notes if w == mr.details.get("pool_warning") else warnings).append(note)
+        for name, why in (mr.details.get("excluded") or {}).items():  # degenerate for this metric only
+            if not any(w.startswith(m) and name in w and why in w for w in warnings):  # unless this metric said so
+                warnings.append(f"{m} did not score {name}: {why}")
+                log.warning("%s did not score %s: %s", m, name, why)
+        ranks = rank_scores(mr.scores)
+        for name, score in mr.scores.items():
+            by_name[name].scores[m] = num(score)
+            by_name[name].ranks[m] = competition_rank(ranks[name])
+        for col, values in mr.columns.items():
+            for name, v in values.items():
+                by_name[name].columns[col if col.startswith(m) else f"{m}.{col}"] = num(v)
+        boot = ctx.uncertainty.get(m)
+        if boot is not None:
+            # the interval belongs to the score that was bootstrapped: the headline, or a cheaper proxy of it
+            # (task_prior bootstraps its closed-form alignment, not the probes)
+            key = m if boot.get("score_name") in (None, m, mr.details.get("headline")) else boot["score_name"]
+            for name, (lo, hi) in boot["intervals"].items():
+                by_name[name].intervals[key] = [num(lo), num(hi)]
+    if not ctx.per_metric:
+        raise MetricError("no metric could be computed: " + "; ".join(warnings))
+
+
+def _run_metric(m: str, mctx: MetricContext, ctx: RunContext, *, run_keys: Mapping[str, str],
+                opts: Mapping[str, Any]) -> MetricResult | None:
+    """One metric's result (from the store, or computed and stored), and its bootstrap into ``ctx.uncertainty[m]``
+    when asked; None (with a warning) when the metric cannot be computed."""
+    fn = get_metric(m)
+    mkey = metric_key(m, run_keys, opts, ctx.seed, ctx.ref.labels if mctx.labels is not None else None)
+    cached = ctx.store.get_metric_result(mkey)
+    if cached is not None:
+        mr = MetricResult(**cached)
+        mr.scores = {k: num(v) for k, v in mr.scores.items()}
+        mr.columns = {c: {k: num(v) for k, v in vals.items()} for c, vals in mr.columns.items()}
+        mr.intervals = {k: (v[0], v[1]) for k, v in mr.intervals.items()}
+        log.info("metric %s: cached", m)
+    else:
+        try:
+            mr = fn(mctx)
+        except MetricError as exc:
+            ctx.warnings.append(f"metric {m} was not computed: {exc}")
+            log.warning("metric %s failed: %s", m, exc)
+            return None
+        ctx.store.put_metric_result(mkey, m, to_jsonable(asdict(mr)))
+    if ctx.bootstrap and ctx.bootstrap > 0:
+        bkey = f"{mkey}:bootstrap:{ctx.bootstrap}"
+        boot = ctx.store.get_metric_result(bkey)
+        if boot is None:
+            from embedselect.uncertainty import bootstrap_metric
+
+            boot = to_jsonable(bootstrap_metric(fn, mctx, n_boot=ctx.bootstrap, seed=ctx.seed).to_dict())
+            ctx.store.put_metric_result(bkey, f"{m}:bootstrap", boot)
+        ctx.uncertainty[m] = boot
+    return mr
