@@ -16,7 +16,7 @@ def sample_path(name: str = "texts") -> Path:
     Raises:
         ConfigError: an unknown sample name (the message lists the available ones).
     """
-    folder = Path(__file__).resolve().parents[1] / "samples"
+    folder = Path(__file__).parent.parent / "samples"
     available = sorted(p.stem for p in folder.glob("*.csv"))
     path = folder / f"{name}.csv"
     if name not in available or not path.is_file():
