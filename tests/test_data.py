@@ -536,3 +536,23 @@ def test_dropped_duplicates_note_says_the_rule_and_the_counts():
     assert near.endswith("the 3 items left")
     assert dropped_duplicates_note(ReferenceData.from_texts(["x", "y"]).drop_duplicates("exact").to_dict()) == (
         "no duplicates found (rule 'exact': the same item); the scores use all 2 items")
+
+
+def test_the_data_package_keeps_its_public_names_and_small_modules():
+    """embedselect.data is a package of focused modules (issue 22 item 4): the names importers use stay importable
+    from the package, and each module says what it owns and stays under 500 lines."""
+    import ast
+
+    import embedselect.data as data
+    from embedselect.data import duplicates, loaders, reference, report, samples
+
+    for name in ("ReferenceData", "LoadReport", "sample_path", "dropped_duplicates_note", "duplicate_mask",
+                 "IMAGE_SUFFIXES", "TEXT_FORMATS", "DUPLICATE_RULES", "NEAR_DUPLICATE_THRESHOLD", "OnError"):
+        assert name in data.__all__ and hasattr(data, name), name
+    assert data.ReferenceData is reference.ReferenceData and data.LoadReport is report.LoadReport
+    assert data.sample_path is samples.sample_path and data.duplicate_mask is duplicates.duplicate_mask
+    for mod in (data, duplicates, loaders, reference, report, samples):
+        text = Path(mod.__file__).read_text(encoding="utf-8")
+        assert len(text.splitlines()) <= 500, mod.__name__
+        assert (ast.get_docstring(ast.parse(text)) or "").strip(), mod.__name__
+    assert sample_path("texts").parent.name == "samples" and sample_path("texts").is_file()
