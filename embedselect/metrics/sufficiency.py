@@ -420,8 +420,10 @@ def information_sufficiency(
         except MetricError as e:  # degenerate on the training rows: this candidate only
             excluded[k] = str(e)
     # seeds from what the estimator reads (the prepared coordinates, rounded so that float noise does not reseed):
-    # a renamed or moved model, or one with an extra constant column, scores the same
-    fp = {k: fingerprint(np.round(p.z.cpu().numpy(), 3)) for k, p in prep.items()}
+    # a renamed or moved model, or one with an extra constant column, scores the same. Only the validation rows are
+    # hashed: they are held whether or not the other rows are (so holding fewer rows never reseeds)
+    fp_rows = val if held is None else np.searchsorted(held, val)
+    fp = {k: fingerprint(np.round(p.z.cpu().numpy()[fp_rows], 3)) for k, p in prep.items()}
     if excluded:
         names = [k for k in names if k not in excluded]
         if len(names) < 2:
