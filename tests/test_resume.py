@@ -23,7 +23,7 @@ pytestmark = pytest.mark.slow
 _CHILD = textwrap.dedent(
     """
     import pathlib, sys, time
-    import embedselect.store as st
+    import embedselect.store.vectors as st
     marker = pathlib.Path(sys.argv[1])
     original = st._fsync_dir
     calls = {"n": 0}

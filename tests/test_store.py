@@ -131,7 +131,7 @@ def _race(tmp_path, monkeypatch, key: str, clean) -> tuple[threading.Thread, boo
     row is committed, the old code's window), start ``clean(Store)`` in another thread with its own Store (its own
     lock, as another process has), and let the writer go on once the cleaner has finished or is seen waiting for
     the inter-process lock. Returns the cleaner thread (joined) and whether it had to wait."""
-    import embedselect.store as st
+    import embedselect.store.vectors as st  # where save_run looks the hook up
 
     renamed, go, blocked = threading.Event(), threading.Event(), threading.Event()
     real_fsync = st._fsync_dir
@@ -312,7 +312,7 @@ def test_a_full_disk_while_writing_vectors_or_recording_a_failure(tmp_path, monk
     import errno
 
     import embedselect
-    import embedselect.store as st
+    import embedselect.store.vectors as st
     from embedselect.data import sample_path
 
     real_save = np.save

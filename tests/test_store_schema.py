@@ -94,7 +94,7 @@ def test_run_keys_do_not_change_with_the_schema_version():
 
 
 def test_pair_cache_reads_and_writes_in_batches_and_chunks(tmp_path, monkeypatch):
-    monkeypatch.setattr(st, "_IN_CHUNK", 7)
+    monkeypatch.setattr(st.records, "_IN_CHUNK", 7)
     store = Store.open(tmp_path)
     items = {f"is:{i}": {"is": float(i)} for i in range(50)}
     store.put_many(items)

@@ -1,0 +1,190 @@
+"""Building a search index: its candidate (``best``: from the stored ranking), vectors, baseline fit and folder."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from embedselect.errors import CandidateError, ConfigError, SearchIndexError
+from embedselect.kinds import FITTED_BASELINES
+from embedselect.policy import LoadPolicy
+from embedselect.search.index import SearchIndex
+from embedselect.search.manifest import (
+    FIT_CHECK_ROWS,
+    FIT_FILE,
+    INDEX_FILE,
+    MANIFEST,
+    ROWS_FILE,
+    IndexManifest,
+    one_candidate,
+    sha256_file,
+)
+
+log = logging.getLogger("embedselect.search")  # the search's logger, as before the split
+
+
+# --- choosing the candidate ------------------------------------------------------------------------------
+def best_candidate(store, fingerprint: str) -> tuple[Any, int]:
+    """The top-ranked candidate of the newest ranking stored for the data ``fingerprint``.
+
+    Returns:
+        ``(Candidate, seed)``: the candidate pinned to the revision that was ranked, and the ranking's seed.
+
+    Raises:
+        ConfigError: no ranking of these data is stored (run ``embedselect rank`` first).
+    """
+    from embedselect.candidates import parse_candidates
+
+    ranking = store.latest_ranking(fingerprint)
+    if ranking is None:
+        raise ConfigError(
+            f"--model best: no ranking of these data (fingerprint {fingerprint[:12]}) is in the cache "
+            f"{store.root}; run `embedselect rank` on the same data (same --max-items/--seed) first, or name the model"
+        )
+    ok = [c for c in ranking["candidates"] if c.get("status", "ok") == "ok" and c.get("rank") is not None]
+    if not ok:
+        raise ConfigError("--model best: the stored ranking of these data has no ranked candidate; name the model")
+    top = min(ok, key=lambda c: c["rank"])
+    cand = parse_candidates(top["spec"], modality=ranking["dataset"].get("modality"))[0]
+    cand = dataclasses.replace(cand, name=top["name"])
+    if cand.kind == "hub" and top.get("revision"):
+        cand = dataclasses.replace(cand, revision=top["revision"])
+    return cand, int(ranking.get("settings", {}).get("seed", 0) or 0)
+
+
+# --- building ----------------------------------------------------------------------------------------------
+def build_index(
+    data: Any,
+    model: Any,
+    *,
+    out: str | Path,
+    column: str | None = None,
+    max_items: int | None = None,
+    seed: int | None = None,
+    on_error: str = "fail",
+    cache_dir: str | Path | None = None,
+    device: str | None = None,
+    batch_size: int | None = None,
+    policy: LoadPolicy | None = None,
+    token: str | None = None,
+    metric: str = "cosine",
+    exact: bool | None = None,
+    overwrite: bool = False,
+    progress: bool = False,
+) -> "SearchIndex":
+    """Write a FAISS index of ``data`` under ``model`` to the folder ``out`` (see the module docstring).
+
+    Args:
+        data: as for :func:`embedselect.select` (a file, a folder of images, a list of texts, a ReferenceData).
+        model: a candidate spec or :class:`~embedselect.candidates.Candidate`, or ``"best"``: the top candidate
+            of the newest ranking of the same data in the cache (its revision and seed are reused).
+        out: the index folder; created; an existing index there is replaced only with ``overwrite``.
+        seed: root seed (sub-sampling, baselines); default 0, or the ranking's seed for ``"best"``.
+        metric: ``cosine`` (default), ``ip`` or ``l2``; exact: see :func:`embedselect.nn.knn`.
+        device: embedding device, and where the FAISS index is built (``cuda``: every visible GPU, sharded; the
+            index is written for the CPU either way; the manifest's ``index_device`` says which was used).
+
+    Returns:
+        the loaded :class:`SearchIndex`.
+
+    Raises:
+        ConfigError: ``out`` holds other files, or an index without ``overwrite``; no ranking for ``"best"``.
+        CandidateError: the model could not be embedded.
+        DataError: the data cannot be loaded.
+    """
+    import faiss
+
+    from embedselect.version import __version__
+    from embedselect.pipeline.context import load_reference_data
+    from embedselect.pipeline.embedding import embed_reference
+    from embedselect.nn import build_index as faiss_index
+    from embedselect.nn import index_device, is_exact, to_cpu
+    from embedselect.nn_device import auto_device
+    from embedselect.store import Store
+    from embedselect.fsguard import check_output_target
+
+    out = check_output_target(Path(out).expanduser(), what="--out")  # not ., /, home; writable: before any work
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        if not (out / MANIFEST).is_file():
+            raise ConfigError(f"{out} exists and is not an embedselect index; choose a new or empty folder for --out")
+        if not overwrite:
+            raise ConfigError(f"{out} already holds an index; pass overwrite=True (--overwrite) to replace it")
+    store = Store.open(cache_dir)
+    ref = load_reference_data(data, column=column, labels=None, max_items=max_items, seed=seed or 0, on_error=on_error)
+    if isinstance(model, str) and model.strip().lower() == "best":
+        cand, ranked_seed = best_candidate(store, ref.fingerprint)
+        seed = ranked_seed if seed is None else seed
+        log.info("best candidate of the stored ranking: %s", cand.name)
+    else:
+        cand = one_candidate(model, ref.modality)
+    seed = 0 if seed is None else int(seed)
+    [outcome] = embed_reference(ref, [cand], store=store, seed=seed, device=device, batch_size=batch_size,
+                                policy=policy, token=token, progress=progress, keep_vectors=True)
+    res = outcome.result
+    if not res.ok or outcome.vectors is None:
+        raise CandidateError(f"{cand.name} could not be embedded: {res.error_type}: {res.error}")
+    fit_state = _baseline_fit(cand, res, ref, outcome.vectors, seed=seed) if res.backend in FITTED_BASELINES else None
+    index = faiss_index(outcome.vectors, metric=metric, exact=exact, device=auto_device(device))
+    cpu_index = to_cpu(index)  # what is written (one copy back from the GPUs, shards merged)
+    assert res.model_id and res.revision and res.backend and res.run_key, "an embedded result names its run"
+    _write_index_folder(out, cpu_index, ref, fit_state, lambda files: IndexManifest(
+        name=cand.name, spec=cand.spec, model_id=res.model_id, revision=res.revision, backend=res.backend,
+        options=dict(cand.options), seed=seed, run_key=res.run_key, fingerprint=ref.fingerprint,
+        modality=ref.modality, source=ref.source, n=int(index.ntotal), dim=int(index.d), metric=metric,
+        index_type=type(cpu_index).__name__, exact=is_exact(index), index_device=index_device(index),
+        versions={"embedselect": __version__, "faiss": faiss.__version__},
+        created_at=datetime.now(timezone.utc).isoformat(), files=files,
+    ))  # fmt: skip
+    return SearchIndex.load(out)
+
+
+def _write_index_folder(out: Path, index: Any, ref: Any, fit_state: dict | None, manifest: Any) -> None:
+    """Write the index files into a new folder and swap it in at ``out`` (:func:`embedselect.fsguard.replace_folder`:
+    a kill leaves the old index or the new one; a failed write is a :class:`SearchIndexError`, ``out`` untouched)."""
+    import faiss
+
+    from embedselect import fsguard
+
+    def fill(tmp: Path) -> None:
+        faiss.write_index(index, str(tmp / INDEX_FILE))
+        if fit_state is not None:
+            np.savez(tmp / FIT_FILE, **fit_state)
+        with open(tmp / ROWS_FILE, "w", encoding="utf-8") as f:
+            for i, (rid, item) in enumerate(zip(ref.ids, ref.items)):
+                f.write(json.dumps({"row": i, "id": str(rid), "item": str(item)}, ensure_ascii=False) + "\n")
+        files = {name: sha256_file(tmp / name) for name in (INDEX_FILE, ROWS_FILE, FIT_FILE) if (tmp / name).is_file()}
+        fsguard.write_text(tmp / MANIFEST, json.dumps(manifest(files).to_dict(), indent=2, default=str) + "\n")
+        SearchIndex.load(tmp)  # the new index must load before it replaces the old one
+
+    fsguard.replace_folder(out, fill, error=SearchIndexError, what="the index", legacy_tmp=True)
+
+
+def _baseline_fit(cand, res, ref, vectors: np.ndarray, *, seed: int) -> dict[str, np.ndarray]:
+    """The ``fit_state`` of a fitted baseline (tfidf-svd, pixel-pca) on the reference items, checked to
+    reproduce the indexed (cached) vectors on the first :data:`FIT_CHECK_ROWS` rows.
+
+    Fitting is the baseline's whole cost (no model is run); it happens once, here, and never when searching.
+
+    Raises:
+        SearchIndexError: the fit does not reproduce the cached vectors (they came from another version).
+    """
+    from embedselect.backends.loader import load_embedder
+    from embedselect.candidates import resolve_candidate
+
+    rc = resolve_candidate(cand, policy=LoadPolicy())
+    embedder = load_embedder(rc, seed=seed, fit_items=list(ref.items))
+    rows = min(FIT_CHECK_ROWS, len(ref))
+    again = np.asarray(embedder.embed(list(ref.items[:rows])), dtype=np.float32)
+    if again.shape != (rows, vectors.shape[1]) or not np.allclose(again, vectors[:rows], rtol=1e-4, atol=1e-5):
+        raise SearchIndexError(
+            f"{cand.name}: fitting it on the reference data again does not reproduce its cached vectors (were they "
+            f"made by another embedselect or scikit-learn version?); remove them with `embedselect cache rm --model "
+            f"{cand.name}` and build the index again"
+        )
+    return getattr(embedder, "fit_state")()  # the fitted baselines have it (the Embedder protocol does not)

@@ -1,0 +1,317 @@
+"""Vector files of the cache: paths, crash-safe writes beside their rows, checked reads, run locks, removal and gc."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import re
+import socket
+import threading
+import time
+from pathlib import Path
+from typing import Any, Iterator, Mapping
+
+import numpy as np
+
+from embedselect.arrays import check_embeddings
+from embedselect.errors import StoreError
+from embedselect.store.db import Database
+from embedselect.store.keys import RUN_KEY_RE, RunRecord, utc_now
+
+log = logging.getLogger("embedselect.store")  # the store's logger, as before the split
+
+
+def _sha256_file(path: Path) -> str:
+    with open(path, "rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()
+
+
+class VectorStore(Database):
+    """The embedding-run half of :class:`embedselect.store.Store` (it inherits this): rows of ``embedding_runs``
+    and their vector files under ``vectors_dir``."""
+
+    vectors_dir: Path
+
+    def _vector_path(self, key: str) -> Path:
+        if not RUN_KEY_RE.match(key):
+            raise StoreError(f"invalid run key {key!r}")
+        return self.vectors_dir / key[:2] / f"{key}.npy"
+
+    def get_run(self, key: str) -> RunRecord | None:
+        """The run's record, or None if it is not cached."""
+        with self.read() as con:
+            row = con.execute(
+                """SELECT run_key, model_id, revision, backend, settings, fingerprint, n, dim, dtype, device,
+                          seconds, vector_file, sha256, bytes FROM embedding_runs WHERE run_key = ?""",
+                [key],
+            ).fetchone()
+        if row is None:
+            return None
+        key_, model_id, revision, backend, settings, fp, n, dim, dtype, device, seconds, vfile, sha, size = row
+        return RunRecord(key_, model_id, revision, backend, json.loads(settings), fp, n, dim, dtype, device, seconds,
+                         vfile, sha, size)  # fmt: skip
+
+    def load_vectors(self, key: str, *, verify: bool = True, mmap: bool = False) -> np.ndarray | None:
+        """The cached (n, d) float32 matrix of run ``key``, or None if not cached.
+
+        A row whose file is missing, has the wrong size or fails its sha256 is deleted (so that the caller
+        recomputes it) and a warning is logged; with ``verify=False`` only the size is checked.
+
+        With ``mmap=True`` the matrix is a read-only :class:`numpy.memmap` of the file (opened after the checks):
+        its pages are read on demand and belong to the page cache, not to this process's allocations, so a caller
+        can hold many candidates' matrices while only the one it works on is resident. Writing into it raises
+        ``ValueError`` (copy first). The file stays readable through the mapping even if the store replaces it
+        (``os.replace`` of a new version) or removes it (``cache rm`` / ``gc``) meanwhile: both unlink the old
+        inode, which lives until the mapping is closed (POSIX).
+        """
+        rec = self.get_run(key)
+        if rec is None:
+            return None
+        path = self.root / rec.vector_file
+        problem = None
+        if not path.is_file():
+            problem = "file is missing"
+        elif path.stat().st_size != rec.bytes:
+            problem = f"file has {path.stat().st_size} bytes, expected {rec.bytes}"
+        elif verify and _sha256_file(path) != rec.sha256:
+            problem = "checksum mismatch"
+        if problem is None:
+            try:
+                arr = np.load(path, allow_pickle=False, mmap_mode="r" if mmap else None)
+            except (OSError, ValueError) as exc:
+                problem = f"unreadable ({exc})"
+            else:
+                try:  # the recorded shape, float32 (a memory map stays one: nothing is converted)
+                    check_embeddings(arr, what="the file", n=rec.n, d=rec.dim, dtype=None, finite=False,
+                                     error=StoreError)  # fmt: skip
+                    if arr.dtype != np.float32:
+                        raise StoreError(f"the file holds {arr.dtype}, not float32")
+                except StoreError as exc:
+                    problem = str(exc)
+                else:
+                    return arr
+        log.warning("discarding cached run %s (%s): %s; it will be recomputed", key[:12], rec.model_id, problem)
+        if self.can_record("the removal of the broken run"):
+            self.delete_runs([key], only_if_sha256={key: rec.sha256})
+        return None
+
+    def save_run(
+        self,
+        *,
+        key: str,
+        vectors: np.ndarray,
+        model_id: str,
+        revision: str,
+        backend: str,
+        settings: Mapping[str, Any],
+        fingerprint: str,
+        device: str | None,
+        seconds: float | None,
+    ) -> RunRecord:
+        """Durably store an embedding matrix (float32, shape (n, d)) and its run record.
+
+        The file is fully written and fsync'd before the row that makes it visible is committed.
+        """
+        from embedselect.version import __version__
+
+        self.require_writable(f"store the embeddings of {model_id}")
+        vectors = np.ascontiguousarray(check_embeddings(
+            vectors, what=f"the embeddings of {model_id} (not cached)", min_rows=1, error=StoreError, hint=""))
+        path = self._vector_path(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self._tmp_name(path)
+        try:
+            with open(tmp, "wb") as f:
+                np.save(f, vectors, allow_pickle=False)
+                f.flush()
+                os.fsync(f.fileno())
+        except OSError as exc:  # a full disk, a quota: no partial file is left behind, nothing stored is touched
+            tmp.unlink(missing_ok=True)
+            raise StoreError(
+                f"could not write the embeddings of {model_id} to the cache at {self.root}: {exc.strerror or exc}; "
+                "free disk space or choose another cache (--cache-dir / EMBEDSELECT_CACHE_DIR)"
+            ) from exc
+        try:
+            digest = _sha256_file(tmp)
+            size = tmp.stat().st_size
+            rec = RunRecord(
+                run_key=key,
+                model_id=model_id,
+                revision=revision,
+                backend=backend,
+                settings=dict(settings),
+                fingerprint=fingerprint,
+                n=int(vectors.shape[0]),
+                dim=int(vectors.shape[1]),
+                dtype="float32",
+                device=device,
+                seconds=seconds,
+                vector_file=str(path.relative_to(self.root)),
+                sha256=digest,
+                bytes=size,
+            )
+            # The rename and the row commit are one critical section under the inter-process lock: a `cache rm` or
+            # `gc` in another process sees either the old state or the new file with its row, never the renamed file
+            # without its row (which it would delete). Writing and hashing the temporary file above stay outside.
+            with self.write() as con:
+                con.execute(
+                    """INSERT OR REPLACE INTO embedding_runs VALUES
+                       (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+                    [
+                        rec.run_key, rec.model_id, rec.revision, rec.backend,
+                        json.dumps(rec.settings, sort_keys=True, default=str), rec.fingerprint, rec.n, rec.dim,
+                        rec.dtype, rec.device, rec.seconds, rec.vector_file, rec.sha256, rec.bytes, __version__,
+                        utc_now(),
+                    ],
+                )  # fmt: skip
+                os.replace(tmp, path)
+                _fsync_dir(path.parent)
+        finally:
+            tmp.unlink(missing_ok=True)  # only still there when the row or the rename failed
+        return rec
+
+    @contextlib.contextmanager
+    def run_lock(self, key: str, *, what: str = "") -> Iterator[None]:
+        """Hold the per-run lock of run ``key`` (``locks/<key>.lock``) while its vectors are looked up and, if not
+        cached, computed and stored: a second process (or thread) that needs the same run waits here and then
+        reads the cached result instead of computing it again. Held for the whole embedding (minutes), so there is
+        no timeout: a lock whose holder dies is released by the system. A no-op on a read-only cache.
+
+        ``what`` names the run in the log line said while waiting (e.g. the candidate's name).
+        """
+        if self.read_only:
+            yield
+            return
+        import filelock
+
+        self._vector_path(key)  # validates the key
+        locks = self.root / "locks"
+        locks.mkdir(exist_ok=True)
+        lock = filelock.FileLock(str(locks / f"{key}.lock"))
+        try:
+            lock.acquire(timeout=0)
+        except filelock.Timeout:
+            log.warning("%s: another embedselect process is computing these embeddings in the cache at %s; waiting "
+                        "for it, then reading its result", what or key[:12], self.root)  # fmt: skip
+            lock.acquire()
+        try:
+            yield
+        finally:
+            lock.release()
+
+    def list_runs(self):
+        """All cached embedding runs as a pandas DataFrame (newest first)."""
+        return self.query_df(
+            """SELECT run_key, model_id, revision, backend, fingerprint, n, dim, device, seconds, bytes, created_at
+               FROM embedding_runs ORDER BY created_at DESC"""
+        )
+
+    def delete_runs(self, keys: list[str], *, only_if_sha256: Mapping[str, str] | None = None) -> int:
+        """Delete runs: their rows (committed), then their files, in one critical section under the inter-process
+        lock, so that a writer in another process cannot rename a fresh file for one of these keys into place in
+        between (it would be deleted while its new row stays). Returns the number of rows deleted.
+
+        ``only_if_sha256``: run key -> checksum; such a run is deleted only while its row still records that
+        checksum (a reader discarding a damaged file must not delete a fresh run another process has written since).
+        """
+        if not keys:
+            return 0
+        self.require_writable("remove embedding runs")
+        marks = ",".join("?" * len(keys))
+        with self._critical():
+            with self.write() as con:
+                rows = con.execute(
+                    f"SELECT run_key, vector_file, sha256 FROM embedding_runs WHERE run_key IN ({marks})", list(keys)
+                ).fetchall()
+                if only_if_sha256 is not None:
+                    rows = [r for r in rows if r[0] not in only_if_sha256 or only_if_sha256[r[0]] == r[2]]
+                if rows:
+                    con.execute(f"DELETE FROM embedding_runs WHERE run_key IN ({','.join('?' * len(rows))})",
+                                [r[0] for r in rows])  # fmt: skip
+            for _, rel, _sha in rows:
+                with contextlib.suppress(FileNotFoundError):
+                    (self.root / rel).unlink()
+        return len(rows)
+
+    def find_runs(self, *, model: str | None = None, fingerprint: str | None = None) -> list[str]:
+        """Run keys matching a model id (substring, case-insensitive) and/or a data fingerprint prefix."""
+        sql = "SELECT run_key FROM embedding_runs WHERE 1=1"
+        params: list[Any] = []
+        if model:
+            sql += " AND strpos(lower(model_id), lower(?)) > 0"
+            params.append(model)
+        if fingerprint:
+            sql += " AND starts_with(fingerprint, ?)"
+            params.append(fingerprint)
+        with self.read() as con:
+            return [r[0] for r in con.execute(sql, params).fetchall()]
+
+    GC_GRACE_SECONDS = 3600
+    """Temporary (``.tmp``) vector files younger than this are kept by :meth:`gc` unless their writer is known to be
+    gone: a writer in another process (perhaps on another host sharing the cache) may still be writing one."""
+
+    def gc(self) -> int:
+        """Remove vector files no row points at: ``.npy`` files left by a run killed between renaming its file and
+        committing its row, at once (the rename and the commit are one critical section, so an unreferenced
+        ``.npy`` seen under the lock belongs to no running writer), and temporary files of writers that are gone
+        (a process of this host that no longer runs) or older than :attr:`GC_GRACE_SECONDS`. The row read and the
+        removals are one critical section under the inter-process lock. Returns how many files were removed."""
+        self.require_writable("remove files")
+        removed = 0
+        with self._critical() as con:
+            known = {r[0] for r in con.execute("SELECT vector_file FROM embedding_runs").fetchall()}
+            for path in self.vectors_dir.glob("*/*"):
+                rel = str(path.relative_to(self.root))
+                if rel in known:
+                    continue
+                if path.name.endswith(".tmp"):
+                    if _writer_alive(path):
+                        continue
+                elif path.suffix != ".npy":
+                    continue
+                with contextlib.suppress(FileNotFoundError):
+                    path.unlink()
+                    removed += 1
+        return removed
+
+    def _tmp_name(self, path: Path) -> Path:
+        """The temporary name a writer of this process and thread uses for ``path``: ``.<name>.<host>.<pid>.<tid>.tmp``
+        in the same folder (so that :meth:`gc` can tell whether its writer still runs)."""
+        return path.with_name(f".{path.name}.{_host_tag()}.{os.getpid()}.{threading.get_ident()}.tmp")
+
+
+def _host_tag() -> str:
+    """This host's name as it appears in temporary file names (no dots)."""
+    return re.sub(r"[^A-Za-z0-9-]", "-", socket.gethostname()) or "host"
+
+
+def _writer_alive(path: Path) -> bool:
+    """Whether the writer of the temporary vector file ``path`` (named by :meth:`Store._tmp_name`) may still be
+    running: its process on this host still exists, or (a writer on another host, or a name of another form) the
+    file is younger than :attr:`Store.GC_GRACE_SECONDS`."""
+    parts = path.name.lstrip(".").split(".")
+    if len(parts) == 6 and parts[3].isdigit():
+        if parts[2] == _host_tag():
+            try:
+                os.kill(int(parts[3]), 0)
+            except ProcessLookupError:
+                return False
+            except OSError:  # exists, but another user's
+                return True
+            return True
+    try:
+        return time.time() - path.stat().st_mtime < VectorStore.GC_GRACE_SECONDS
+    except FileNotFoundError:
+        return True  # gone already: nothing to remove
+
+
+def _fsync_dir(path: Path) -> None:
+    with contextlib.suppress(OSError):
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
