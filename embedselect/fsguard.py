@@ -71,7 +71,8 @@ def _mode_for(path: Path) -> int:
         return 0o666 & ~umask()
 
 
-def _fsync_dir(folder: Path) -> None:
+def fsync_dir(folder: Path) -> None:
+    """fsync a folder, so that a rename into it survives a power cut (best effort: where the OS cannot, nothing)."""
     with contextlib.suppress(OSError):
         fd = os.open(folder, os.O_RDONLY)
         try:
@@ -103,7 +104,7 @@ def replacing(path: str | Path) -> Iterator[Path]:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
-    _fsync_dir(folder)
+    fsync_dir(folder)
 
 
 def write_bytes(path: str | Path, data: bytes) -> None:
@@ -266,12 +267,12 @@ def swap_dir(new: str | Path, target: str | Path) -> None:
     new, target = Path(new), Path(target)
     if not target.exists() and not target.is_symlink():
         os.replace(new, target)
-        _fsync_dir(target.parent)
+        fsync_dir(target.parent)
         return
     if _exchange is not None:
         try:
             _exchange(new, target)
-            _fsync_dir(target.parent)
+            fsync_dir(target.parent)
             shutil.rmtree(new, ignore_errors=True)  # now the old folder
             return
         except OSError as exc:
@@ -284,7 +285,7 @@ def swap_dir(new: str | Path, target: str | Path) -> None:
     except BaseException:
         os.replace(aside, target)  # the old one back; a kill here is undone by sweep_leftovers
         raise
-    _fsync_dir(target.parent)
+    fsync_dir(target.parent)
     shutil.rmtree(aside, ignore_errors=True)
 
 

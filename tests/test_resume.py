@@ -25,7 +25,7 @@ _CHILD = textwrap.dedent(
     import pathlib, sys, time
     import embedselect.store.vectors as st
     marker = pathlib.Path(sys.argv[1])
-    original = st._fsync_dir
+    original = st.fsync_dir
     calls = {"n": 0}
     def fsync_then_hang(path):
         original(path)
@@ -33,7 +33,7 @@ _CHILD = textwrap.dedent(
         if calls["n"] == 2:
             marker.write_text("file written, row not committed")
             time.sleep(120)
-    st._fsync_dir = fsync_then_hang
+    st.fsync_dir = fsync_then_hang
     from embedselect.cli import main
     sys.exit(main(sys.argv[2:]))
     """

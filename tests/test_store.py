@@ -134,7 +134,7 @@ def _race(tmp_path, monkeypatch, key: str, clean) -> tuple[threading.Thread, boo
     import embedselect.store.vectors as st  # where save_run looks the hook up
 
     renamed, go, blocked = threading.Event(), threading.Event(), threading.Event()
-    real_fsync = st._fsync_dir
+    real_fsync = st.fsync_dir
 
     def hook(path):
         real_fsync(path)
@@ -142,7 +142,7 @@ def _race(tmp_path, monkeypatch, key: str, clean) -> tuple[threading.Thread, boo
             renamed.set()
             assert go.wait(60)
 
-    monkeypatch.setattr(st, "_fsync_dir", hook)
+    monkeypatch.setattr(st, "fsync_dir", hook)
     writer = threading.Thread(target=_save, args=(Store.open(tmp_path), key, np.full((4, 3), 2.0, np.float32)),
                               name="writer")  # fmt: skip
     writer.start()

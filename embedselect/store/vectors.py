@@ -17,6 +17,7 @@ from typing import Any, Iterator, Mapping
 import numpy as np
 
 from embedselect.arrays import check_embeddings
+from embedselect.fsguard import fsync_dir
 from embedselect.errors import StoreError
 from embedselect.store.db import Database
 from embedselect.store.keys import RUN_KEY_RE, RunRecord, utc_now
@@ -168,7 +169,7 @@ class VectorStore(Database):
                     ],
                 )  # fmt: skip
                 os.replace(tmp, path)
-                _fsync_dir(path.parent)
+                fsync_dir(path.parent)  # tests hook this name: the instant between rename and commit
         finally:
             tmp.unlink(missing_ok=True)  # only still there when the row or the rename failed
         return rec
@@ -307,11 +308,3 @@ def _writer_alive(path: Path) -> bool:
     except FileNotFoundError:
         return True  # gone already: nothing to remove
 
-
-def _fsync_dir(path: Path) -> None:
-    with contextlib.suppress(OSError):
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
