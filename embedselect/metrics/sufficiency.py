@@ -47,14 +47,14 @@ log = logging.getLogger(__name__)
 
 MIN_ITEMS = _MIN_ITEMS["sufficiency"]  # the spec's rule (metrics/base.py), named here for messages
 SMALL_POOL = 4
-_CODE_FILES: tuple[Path, ...] = (Path(__file__), Path(__file__).with_name("knife.py"),
+_CODE_FILES: tuple[Path, ...] = (Path(__file__), *sorted((Path(__file__).parent / "knife").glob("*.py")),
                                  Path(__file__).with_name("normal_scores.py"))
 """Source files whose code decides a cached pair or marginal: a change to either invalidates the cache."""
 
 
 def code_version() -> str:
     """sha256 (hex, 16 chars) of the estimator's source (:data:`_CODE_FILES`), part of every pair and marginal
-    cache key, as the code hash is for the metric cache: a fix in knife.py never reuses old pair results."""
+    cache key, as the code hash is for the metric cache: a fix in the knife package never reuses old pair results."""
     h = hashlib.sha256()
     for path in _CODE_FILES:
         h.update(path.name.encode() + b"\0" + path.read_bytes())
