@@ -306,7 +306,7 @@ def test_pair_cache_keys_follow_the_estimator_code(tmp_path, monkeypatch):
     knife.py silently reused old pair results. They now hash the estimator's source."""
     from pathlib import Path
 
-    from embedselect.metrics import sufficiency
+    from embedselect.metrics import sufficiency_settings as sufficiency  # code_version reads _CODE_FILES there
 
     pool = {k: v for k, v in _pool().items() if k in ("a1", "a2")}
     keys = {k: f"run-{k}" for k in pool}

@@ -214,7 +214,8 @@ for _spec in (
                description="median information sufficiency: how well each embedding predicts the others (shown with its "
                            "communities, not in the default score)",
                weight=0.0,
-               code=("embedselect.metrics.sufficiency", "embedselect.metrics.knife", "embedselect.metrics.knife.prepare",
+               code=("embedselect.metrics.sufficiency", "embedselect.metrics.sufficiency_settings",
+                     "embedselect.metrics.sufficiency_result", "embedselect.metrics.knife", "embedselect.metrics.knife.prepare",
                      "embedselect.metrics.knife.mixture", "embedselect.metrics.knife.engine")),
     # label-free comparators from the literature (docs/benchmarks.md §4); the default weights (task_prior 1,
     # nn_agreement 1, rankme 1, sufficiency 0: shown, not combined; mean z-scores) were chosen by leave-one-dataset-out
