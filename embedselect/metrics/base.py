@@ -209,7 +209,8 @@ for _spec in (
     MetricSpec("task_prior", "embedselect.metrics.taskprior:compute", min_items=20,
                bootstrap_options={"probes": False},  # replicates bootstrap the moments, not sampled-task probes
                description="Task Prior statistics: probes on tasks sampled from a prior over labelings",
-               code=("embedselect.metrics.taskprior", "embedselect.metrics.probes")),
+               code=("embedselect.metrics.taskprior", "embedselect.metrics.taskprior_moments",
+                     "embedselect.metrics.taskprior_sampling", "embedselect.metrics.probes")),
     MetricSpec("sufficiency", "embedselect.metrics.sufficiency:compute", min_items=50, resample="half",
                description="median information sufficiency: how well each embedding predicts the others (shown with its "
                            "communities, not in the default score)",
