@@ -197,6 +197,101 @@ def _replicate_warnings_silenced() -> Iterator[None]:
                 metrics_log.setLevel(_SILENCE["level"])
 
 
+def _rows_of(ctx: MetricContext) -> int:
+    """The number of rows n every candidate (and the labels, if any) has; at least 2 candidates.
+
+    Raises:
+        DataError: fewer than 2 candidates, or different row counts.
+    """
+    if len(ctx.embeddings) < 2:
+        raise DataError("bootstrap of a ranking needs at least 2 candidates")
+    ns = {np.shape(v)[0] for v in ctx.embeddings.values()}
+    if len(ns) != 1:
+        raise DataError(f"all embedding matrices must have the same number of rows; got {sorted(ns)}")
+    n = ns.pop()
+    if ctx.labels is not None and len(ctx.labels) != n:
+        raise DataError(f"labels has {len(ctx.labels)} entries for {n} rows")
+    return n
+
+
+def _replicates(metric_fn: Callable[[MetricContext], MetricResult], base: MetricContext, ctx: MetricContext, n: int,
+                n_boot: int, seed: int, resample: str, order: list[str], name: str | None) -> tuple[np.ndarray, int]:
+    """The replicates' scores, float64 (replicates that succeeded, candidates in ``order``; NaN where a replicate
+    gave a candidate no score), and how many replicates failed.
+
+    Raises:
+        MetricError: more than :data:`MAX_FAILED_FRACTION` of the replicates failed.
+    """
+    col = {c: j for j, c in enumerate(order)}
+    rng = np.random.default_rng(seed)
+    m = n if resample == "bootstrap" else n // 2
+    samples = []
+    n_failed = 0
+    last_error: Exception | None = None
+    for b in range(n_boot):
+        rows = rng.integers(0, n, size=m) if resample == "bootstrap" else np.sort(rng.choice(n, m, replace=False))
+        rep_seed = int(rng.integers(0, 2**31 - 1))
+        rep = replace(
+            base,
+            embeddings={k: np.ascontiguousarray(np.asarray(v)[rows]) for k, v in ctx.embeddings.items()},
+            labels=None if ctx.labels is None else np.asarray(ctx.labels)[rows],
+            pair_cache=None,
+            seed=rep_seed,
+        )
+        try:
+            with _replicate_warnings_silenced():
+                res = metric_fn(rep)
+        except EmbedselectError as e:  # e.g. a degenerate resample; counted, not hidden
+            n_failed += 1
+            last_error = e
+            log.debug("bootstrap replicate %d of %s failed: %s", b, name, e)
+            continue
+        row = np.full(len(order), np.nan)
+        for c, v in res.scores.items():
+            if c in col:
+                row[col[c]] = float(v)
+        samples.append(row)
+    if n_failed > MAX_FAILED_FRACTION * n_boot:
+        raise MetricError(
+            f"{n_failed} of {n_boot} bootstrap replicates of {name or 'the metric'} failed "
+            f"(last error: {last_error}); use more reference items or resample='bootstrap'"
+        )
+    S = np.asarray(samples, dtype=np.float64).reshape(len(samples), len(order))
+    return S, n_failed
+
+
+def _summarise(S: np.ndarray, scores: Mapping[str, float], order: list[str], level: float,
+               resample: str) -> tuple[dict[str, tuple[float, float]], dict[str, tuple[float, float]],
+                                       list[PairComparison]]:
+    """Score and rank intervals per candidate, and the comparison of each adjacent pair of ``order``."""
+    col = {c: j for j, c in enumerate(order)}
+
+    def interval(x: np.ndarray, centre: float) -> tuple[float, float]:
+        lo, hi = percentile_interval(x, level)
+        if resample == "half" and math.isfinite(lo):
+            med = float(np.nanmedian(x))
+            lo, hi = centre + (lo - med), centre + (hi - med)
+        return (lo, hi)
+
+    intervals = {c: interval(S[:, col[c]], scores[c]) for c in order}
+    from scipy.stats import rankdata
+
+    R = np.where(np.isnan(S), np.inf, -S)  # missing scores rank last
+    ranks = rankdata(R, method="average", axis=1) if len(S) else np.empty_like(S)
+    rank_intervals = {c: percentile_interval(ranks[:, col[c]], level) for c in order}
+
+    pairs: list[PairComparison] = []
+    for a, b_name in zip(order[:-1], order[1:]):
+        d = S[:, col[a]] - S[:, col[b_name]]
+        diff = scores[a] - scores[b_name]
+        lo, hi = interval(d, diff)
+        ok = d[np.isfinite(d)]
+        p_order = float(np.mean(ok > 0)) if ok.size else float("nan")
+        distinct = bool(math.isfinite(lo) and (lo > 0 or hi < 0))
+        pairs.append(PairComparison(a, b_name, float(diff), (lo, hi), p_order, distinct))
+    return intervals, rank_intervals, pairs
+
+
 _SILENCE_LOCK = threading.Lock()
 _SILENCE: dict[str, int] = {"depth": 0, "level": logging.NOTSET}
 
@@ -249,14 +344,7 @@ def bootstrap_metric(
         resample = spec.resample if spec is not None else "bootstrap"
     if resample not in RESAMPLE_RULES:
         raise ConfigError(f"resample must be one of {', '.join(RESAMPLE_RULES)}; got {resample!r}")
-    if len(ctx.embeddings) < 2:
-        raise DataError("bootstrap of a ranking needs at least 2 candidates")
-    ns = {np.shape(v)[0] for v in ctx.embeddings.values()}
-    if len(ns) != 1:
-        raise DataError(f"all embedding matrices must have the same number of rows; got {sorted(ns)}")
-    n = ns.pop()
-    if ctx.labels is not None and len(ctx.labels) != n:
-        raise DataError(f"labels has {len(ctx.labels)} entries for {n} rows")
+    n = _rows_of(ctx)
 
     defaults = dict(spec.bootstrap_options) if spec is not None else {}
     merged = {**defaults, **dict(ctx.options), **dict(options or {})}
@@ -265,66 +353,9 @@ def bootstrap_metric(
         point = metric_fn(base)
     scores = {k: float(v) for k, v in point.scores.items()}
     order = order_by_score(scores)
-    col = {c: j for j, c in enumerate(order)}
 
-    rng = np.random.default_rng(seed)
-    m = n if resample == "bootstrap" else n // 2
-    samples = []
-    n_failed = 0
-    last_error: Exception | None = None
-    for b in range(n_boot):
-        rows = rng.integers(0, n, size=m) if resample == "bootstrap" else np.sort(rng.choice(n, m, replace=False))
-        rep_seed = int(rng.integers(0, 2**31 - 1))
-        rep = replace(
-            base,
-            embeddings={k: np.ascontiguousarray(np.asarray(v)[rows]) for k, v in ctx.embeddings.items()},
-            labels=None if ctx.labels is None else np.asarray(ctx.labels)[rows],
-            pair_cache=None,
-            seed=rep_seed,
-        )
-        try:
-            with _replicate_warnings_silenced():
-                res = metric_fn(rep)
-        except EmbedselectError as e:  # e.g. a degenerate resample; counted, not hidden
-            n_failed += 1
-            last_error = e
-            log.debug("bootstrap replicate %d of %s failed: %s", b, name, e)
-            continue
-        row = np.full(len(order), np.nan)
-        for c, v in res.scores.items():
-            if c in col:
-                row[col[c]] = float(v)
-        samples.append(row)
-    if n_failed > MAX_FAILED_FRACTION * n_boot:
-        raise MetricError(
-            f"{n_failed} of {n_boot} bootstrap replicates of {name or 'the metric'} failed "
-            f"(last error: {last_error}); use more reference items or resample='bootstrap'"
-        )
-    S = np.asarray(samples, dtype=np.float64).reshape(len(samples), len(order))
-
-    def interval(x: np.ndarray, centre: float) -> tuple[float, float]:
-        lo, hi = percentile_interval(x, level)
-        if resample == "half" and math.isfinite(lo):
-            med = float(np.nanmedian(x))
-            lo, hi = centre + (lo - med), centre + (hi - med)
-        return (lo, hi)
-
-    intervals = {c: interval(S[:, col[c]], scores[c]) for c in order}
-    from scipy.stats import rankdata
-
-    R = np.where(np.isnan(S), np.inf, -S)  # missing scores rank last
-    ranks = rankdata(R, method="average", axis=1) if len(S) else np.empty_like(S)
-    rank_intervals = {c: percentile_interval(ranks[:, col[c]], level) for c in order}
-
-    pairs: list[PairComparison] = []
-    for a, b_name in zip(order[:-1], order[1:]):
-        d = S[:, col[a]] - S[:, col[b_name]]
-        diff = scores[a] - scores[b_name]
-        lo, hi = interval(d, diff)
-        ok = d[np.isfinite(d)]
-        p_order = float(np.mean(ok > 0)) if ok.size else float("nan")
-        distinct = bool(math.isfinite(lo) and (lo > 0 or hi < 0))
-        pairs.append(PairComparison(a, b_name, float(diff), (lo, hi), p_order, distinct))
+    S, n_failed = _replicates(metric_fn, base, ctx, n, n_boot, seed, resample, order, name)
+    intervals, rank_intervals, pairs = _summarise(S, scores, order, level, resample)
 
     return BootstrapResult(
         metric=name or point.name,

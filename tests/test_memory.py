@@ -145,7 +145,7 @@ def test_sufficiency_holds_only_the_rows_it_reads_with_the_same_estimate(monkeyp
 
 
 def test_sufficiency_statistics_in_row_blocks_equal_all_at_once(monkeypatch):
-    import embedselect.metrics.knife as knife
+    import embedselect.metrics.knife.prepare as knife  # where Prepared.fit reads it
 
     pool = _pool(1500, seed=1)
     once = information_sufficiency(pool, seed=0, **FEW_ROWS)

@@ -272,7 +272,7 @@ def test_hand_written_gradients_match_autograd():
     tables = {k: knife.TargetTables.build(prep[k], marg[k], 10) for k in pool}
     names = list(pool)
     pairs = [knife.PairSpec(s, t, i) for i, (s, t) in enumerate((s, t) for s in names for t in names if s != t)]
-    eng = knife._Engine(pairs, prep, tables, marg, 8, dev)
+    eng = knife.engine._Engine(pairs, prep, tables, marg, 8, dev)
     assert eng.pad
     g = torch.Generator().manual_seed(0)
     with torch.no_grad():
@@ -291,8 +291,8 @@ def test_hand_written_gradients_match_autograd():
     for (name, _), a in zip(eng.params.items(), auto):
         torch.testing.assert_close(hand[name], a, rtol=1e-9, atol=1e-9 * float(a.abs().max()), msg=name)
 
-    e1 = knife._Engine(pairs, prep, tables, marg, 8, dev)
-    e2 = knife._Engine(pairs, prep, tables, marg, 8, dev)
+    e1 = knife.engine._Engine(pairs, prep, tables, marg, 8, dev)
+    e2 = knife.engine._Engine(pairs, prep, tables, marg, 8, dev)
     e2.CHUNK_BYTES = 1  # one pair per chunk
     for s in range(3):
         e1.step(idx + s, 1e-2)
@@ -306,7 +306,7 @@ def test_pair_cache_keys_follow_the_estimator_code(tmp_path, monkeypatch):
     knife.py silently reused old pair results. They now hash the estimator's source."""
     from pathlib import Path
 
-    from embedselect.metrics import sufficiency
+    from embedselect.metrics import sufficiency_settings as sufficiency  # code_version reads _CODE_FILES there
 
     pool = {k: v for k, v in _pool().items() if k in ("a1", "a2")}
     keys = {k: f"run-{k}" for k in pool}
@@ -315,13 +315,15 @@ def test_pair_cache_keys_follow_the_estimator_code(tmp_path, monkeypatch):
     assert r1.n_computed == 2
     assert information_sufficiency(pool, seed=0, run_keys=keys, pair_cache=cache, **FAST).n_cached == 2
     # the same code read from another place: same keys
-    suff, knife, *rest = sufficiency._CODE_FILES  # rest: normal_scores.py (issue 23)
+    files = list(sufficiency._CODE_FILES)
+    at = next(i for i, f in enumerate(files) if "NULL_EIG = " in Path(f).read_text())  # knife/prepare.py
+    knife = files[at]
     (tmp_path / "same").mkdir()
-    copy = tmp_path / "same" / "knife.py"
+    copy = tmp_path / "same" / Path(knife).name
     copy.write_bytes(Path(knife).read_bytes())
-    monkeypatch.setattr(sufficiency, "_CODE_FILES", (suff, copy, *rest))
+    monkeypatch.setattr(sufficiency, "_CODE_FILES", (*files[:at], copy, *files[at + 1:]))
     assert information_sufficiency(pool, seed=0, run_keys=keys, pair_cache=cache, **FAST).n_cached == 2
-    # one changed line in knife.py: every pair and marginal is recomputed
+    # one changed line in the knife package: every pair and marginal is recomputed
     copy.write_text(Path(knife).read_text().replace("NULL_EIG = ", "NULL_EIG =  "))
     r3 = information_sufficiency(pool, seed=0, run_keys=keys, pair_cache=cache, **FAST)
     assert r3.n_cached == 0 and r3.n_computed == 2

@@ -209,12 +209,15 @@ for _spec in (
     MetricSpec("task_prior", "embedselect.metrics.taskprior:compute", min_items=20,
                bootstrap_options={"probes": False},  # replicates bootstrap the moments, not sampled-task probes
                description="Task Prior statistics: probes on tasks sampled from a prior over labelings",
-               code=("embedselect.metrics.taskprior", "embedselect.metrics.probes")),
+               code=("embedselect.metrics.taskprior", "embedselect.metrics.taskprior_moments",
+                     "embedselect.metrics.taskprior_sampling", "embedselect.metrics.probes")),
     MetricSpec("sufficiency", "embedselect.metrics.sufficiency:compute", min_items=50, resample="half",
                description="median information sufficiency: how well each embedding predicts the others (shown with its "
                            "communities, not in the default score)",
                weight=0.0,
-               code=("embedselect.metrics.sufficiency", "embedselect.metrics.knife")),
+               code=("embedselect.metrics.sufficiency", "embedselect.metrics.sufficiency_settings",
+                     "embedselect.metrics.sufficiency_result", "embedselect.metrics.knife", "embedselect.metrics.knife.prepare",
+                     "embedselect.metrics.knife.mixture", "embedselect.metrics.knife.engine")),
     # label-free comparators from the literature (docs/benchmarks.md §4); the default weights (task_prior 1,
     # nn_agreement 1, rankme 1, sufficiency 0: shown, not combined; mean z-scores) were chosen by leave-one-dataset-out
     # on the validity benchmark's 10 datasets (docs/benchmarks.md §4c)

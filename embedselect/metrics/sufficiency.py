@@ -2,7 +2,9 @@
 
 IS(U -> Z) = [H(Z) - H(Z|U)] / dim(Z), in nats per target dimension, where H(Z) comes from a diagonal
 Gaussian mixture fitted to the target and H(Z|U) from a mixture whose parameters are a small MLP of U
-(KNIFE; see :mod:`embedselect.metrics.knife`). A candidate's score is the median of IS(candidate -> other)
+(KNIFE; see :mod:`embedselect.metrics.knife`). Settings and cache keys live in
+:mod:`embedselect.metrics.sufficiency_settings`, the result type in :mod:`embedselect.metrics.sufficiency_result`;
+this module validates the pool and drives the estimate. A candidate's score is the median of IS(candidate -> other)
 over the other candidates (higher = its embedding predicts the others better).
 
 Differences from the published estimator (see docs/sufficiency.md):
@@ -19,12 +21,9 @@ Differences from the published estimator (see docs/sufficiency.md):
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import json
 import logging
 import math
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any, Mapping
 
 import numpy as np
@@ -32,7 +31,6 @@ import pandas as pd
 
 from embedselect.arrays import check_embeddings
 from embedselect.errors import ConfigError, MetricError, TooFewItemsError
-from embedselect.kinds import PAIR_KEY_PREFIX
 from embedselect.metrics.base import MIN_ITEMS as _MIN_ITEMS
 from embedselect.metrics.base import (
     MetricContext,
@@ -42,189 +40,25 @@ from embedselect.metrics.base import (
 )
 from embedselect.metrics.content_seed import fingerprint
 from embedselect.metrics.normal_scores import normal_scores
+from embedselect.metrics.sufficiency_result import SufficiencyResult
+from embedselect.metrics.sufficiency_result import communities as _communities
+from embedselect.metrics.sufficiency_result import subsampled as _subsampled
+from embedselect.metrics.sufficiency_settings import (
+    RUN_OPTIONS,
+    SufficiencySettings,
+    code_version,
+    derive_seed,
+    marginal_key,
+    pair_key,
+)
+
+__all__ = ["MIN_ITEMS", "SMALL_POOL", "SufficiencyResult", "SufficiencySettings", "code_version", "compute",
+           "information_sufficiency", "missing_pairs"]
 
 log = logging.getLogger(__name__)
 
 MIN_ITEMS = _MIN_ITEMS["sufficiency"]  # the spec's rule (metrics/base.py), named here for messages
 SMALL_POOL = 4
-_CODE_FILES: tuple[Path, ...] = (Path(__file__), Path(__file__).with_name("knife.py"),
-                                 Path(__file__).with_name("normal_scores.py"))
-"""Source files whose code decides a cached pair or marginal: a change to either invalidates the cache."""
-
-
-def code_version() -> str:
-    """sha256 (hex, 16 chars) of the estimator's source (:data:`_CODE_FILES`), part of every pair and marginal
-    cache key, as the code hash is for the metric cache: a fix in knife.py never reuses old pair results."""
-    h = hashlib.sha256()
-    for path in _CODE_FILES:
-        h.update(path.name.encode() + b"\0" + path.read_bytes())
-    return h.hexdigest()[:16]
-
-
-@dataclass(frozen=True)
-class SufficiencySettings:
-    """Estimator settings (all part of the cache key).
-
-    Attributes:
-        n_components: mixture components C for both the marginal and the conditional (paper: 8 for text).
-        hidden: width of the conditional's hidden layer.
-        source_pcs: the source enters through its top principal components (whitened); lossless when
-            the source has at most this many dimensions.
-        target_pcs: the conditional shifts means and scales of the target's top principal coordinates;
-            the others keep the marginal's components with u-dependent weights and one scale shift.
-        batch_size: rows per optimiser step (all pairs see the same rows).
-        learning_rate: Adam step size.
-        max_steps: most optimiser steps per pair (independent of n).
-        eval_every: steps between held-out evaluations (early-stopping checks).
-        patience: evaluations without validation improvement before a pair stops.
-        val_fraction / test_fraction: share of rows held out for early stopping / for the estimate.
-        max_val_items / max_test_items: caps on those splits (large n needs no more).
-        marginal_max_items: most training rows used by the EM fit of a marginal.
-        rows_per_pc: small-n rule: at most max(min_pcs, n_train / rows_per_pc) source PCs and target top
-            coordinates (40: below about 5 000 training rows the conditional's inputs and shifted coordinates are
-            capped; with 10, most pairs at 300-1 000 items overfit before their first evaluation and stopped
-            at step 0, IS = 0; see docs/benchmarks.md, "Sufficiency at small n").
-        min_pcs: floor of that cap.
-        rows_per_component: small-n rule: at most n_train / rows_per_component mixture components.
-        eval_epochs: small-n rule: evaluate at least every ``eval_epochs`` passes over the training rows.
-        min_steps: early stopping counts evaluations without improvement only after this many steps.
-        normal_scores: replace each dimension by the normal scores of its ranks first (seeded ties;
-            :func:`~embedselect.metrics.normal_scores.normal_scores`), so point masses (ReLU / max-pool zeros,
-            int8 levels) cannot make the estimate unbounded. Off by default until chosen by leave-one-dataset-out.
-
-    The small-n rule (see :meth:`effective`) only bites when the training split is small (for the
-    defaults: PC caps below 5 120 training rows, component cap below 512, evaluation interval below
-    2 305); it keeps a conditional with more inputs than training rows from
-    memorising them, which made every pair stop at step 0 (IS = 0) on a 200-item set.
-    """
-
-    n_components: int = 8
-    hidden: int = 64
-    source_pcs: int = 128
-    target_pcs: int = 64
-    batch_size: int = 256
-    learning_rate: float = 3e-3
-    max_steps: int = 1500
-    eval_every: int = 50
-    patience: int = 4
-    val_fraction: float = 0.15
-    test_fraction: float = 0.2
-    max_val_items: int = 5000
-    max_test_items: int = 10000
-    marginal_max_items: int = 50000
-    rows_per_pc: int = 40
-    min_pcs: int = 8
-    rows_per_component: int = 64
-    eval_epochs: int = 5
-    min_steps: int = 100
-    normal_scores: bool = False
-
-    def __post_init__(self) -> None:
-        ints = ("n_components", "hidden", "source_pcs", "target_pcs", "batch_size", "max_steps", "eval_every", "patience",
-                "max_val_items", "max_test_items", "marginal_max_items", "rows_per_pc", "min_pcs", "rows_per_component",
-                "eval_epochs")
-        for name in ints:
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
-                raise ConfigError(f"sufficiency option {name} must be a positive integer, got {v!r}")
-        v = self.min_steps
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
-            raise ConfigError(f"sufficiency option min_steps must be a non-negative integer, got {v!r}")
-        if not isinstance(self.normal_scores, bool):
-            raise ConfigError(f"sufficiency option normal_scores must be true or false, got {self.normal_scores!r}")
-        if not (isinstance(self.learning_rate, (int, float)) and 0 < self.learning_rate < 1):
-            raise ConfigError(f"sufficiency option learning_rate must be in (0, 1), got {self.learning_rate!r}")
-        for name in ("val_fraction", "test_fraction"):
-            v = getattr(self, name)
-            if not (isinstance(v, (int, float)) and 0 < v < 0.5):
-                raise ConfigError(f"sufficiency option {name} must be in (0, 0.5), got {v!r}")
-
-    def effective(self, n_train: int) -> dict[str, int]:
-        """Capacity and evaluation settings actually used for ``n_train`` training rows.
-
-        Returns ``source_pcs``, ``target_pcs`` (each <= max(min_pcs, n_train // rows_per_pc)),
-        ``n_components`` (<= max(1, n_train // rows_per_component)) and ``eval_every`` (<= eval_epochs
-        passes over the training rows, in optimiser steps). Large n gets the settings unchanged.
-        """
-        pcs = max(self.min_pcs, n_train // self.rows_per_pc)
-        steps_per_epoch = max(1, math.ceil(n_train / self.batch_size))
-        return {
-            "source_pcs": min(self.source_pcs, pcs),
-            "target_pcs": min(self.target_pcs, pcs),
-            "n_components": min(self.n_components, max(1, n_train // self.rows_per_component)),
-            "eval_every": min(self.eval_every, self.eval_epochs * steps_per_epoch),
-        }
-
-    def key(self, seed: int) -> str:
-        """Stable hash of the estimator's code (:func:`code_version`), the settings and the seed (hex, 16 chars)."""
-        blob = json.dumps({"v": code_version(), "seed": int(seed), **dataclasses.asdict(self)}, sort_keys=True)
-        return hashlib.sha256(blob.encode()).hexdigest()[:16]
-
-
-_RUN_OPTIONS = ("batched", "max_batch_bytes")
-
-
-@dataclass
-class SufficiencyResult:
-    """Pairwise information sufficiency of a pool of embedders.
-
-    Attributes:
-        matrix: DataFrame (rows = source U, columns = target Z) of IS(U -> Z) in nats per target
-            dimension on the test split; the diagonal is NaN.
-        scores: candidate -> median over the others of IS(candidate -> other) (higher = better).
-        communities: Louvain communities of the directed IS graph (edge weights max(IS, 0)), each a
-            sorted list of candidate names; sorted by size then name.
-        marginal_entropy: candidate -> H(Z)/dim(Z) on the test split, nats per dimension.
-        pairs: per-pair diagnostics (source, target, is, h_z, h_z_given_u in nats per item, dim,
-            best_step, steps, cached).
-        settings: the estimator settings, seed and split sizes used.
-        warnings: human-readable caveats (e.g. a small pool, a candidate left out).
-        pool_warning: the one of ``warnings`` about the pool's size, or None.
-        excluded: candidate -> why it was left out (NaN/inf values, constant rows, no non-null dimension);
-            its score and matrix row/column are NaN, the other candidates are ranked without it.
-    """
-
-    matrix: pd.DataFrame
-    scores: dict[str, float]
-    communities: list[list[str]]
-    marginal_entropy: dict[str, float]
-    pairs: list[dict[str, Any]]
-    settings: dict[str, Any]
-    warnings: list[str] = field(default_factory=list)
-    excluded: dict[str, str] = field(default_factory=dict)
-    pool_warning: str | None = None
-
-    @property
-    def n_computed(self) -> int:
-        return sum(not p["cached"] for p in self.pairs)
-
-    @property
-    def n_cached(self) -> int:
-        return sum(bool(p["cached"]) for p in self.pairs)
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-serialisable form (NaN diagonal left out of the nested matrix)."""
-        mat = {
-            s: {t: float(self.matrix.loc[s, t]) for t in self.matrix.columns if t != s}
-            for s in self.matrix.index
-        }
-        return {
-            "matrix": mat,
-            "scores": dict(self.scores),
-            "communities": [list(c) for c in self.communities],
-            "marginal_entropy_per_dim": dict(self.marginal_entropy),
-            "pairs": [dict(p) for p in self.pairs],
-            "settings": dict(self.settings),
-            "warnings": list(self.warnings),
-            "excluded": dict(self.excluded),
-            "pool_warning": self.pool_warning,
-        }
-
-
-# --------------------------------------------------------------------------------------------------
-def _derive_seed(*parts: Any) -> int:
-    h = hashlib.sha256("\x1f".join(str(p) for p in parts).encode()).digest()
-    return int.from_bytes(h[:8], "little") & ((1 << 63) - 1)
 
 
 def _validate(embeddings: Mapping[str, Any]) -> tuple[dict[str, np.ndarray], dict[str, str]]:
@@ -279,7 +113,7 @@ def _too_few_usable(excluded: Mapping[str, str], usable: list[str]) -> MetricErr
 
 def _splits(n: int, st: SufficiencySettings, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Disjoint (train, val, test) row indices (int64, sorted), drawn from ``seed``."""
-    perm = np.random.default_rng(_derive_seed(seed, "split", n)).permutation(n)
+    perm = np.random.default_rng(derive_seed(seed, "split", n)).permutation(n)
     n_test = min(max(int(round(st.test_fraction * n)), 10), st.max_test_items)
     n_val = min(max(int(round(st.val_fraction * n)), 10), st.max_val_items)
     test, val, train = perm[:n_test], perm[n_test : n_test + n_val], perm[n_test + n_val :]
@@ -293,27 +127,6 @@ def _held_rows(n: int, *used: np.ndarray) -> np.ndarray | None:
     return None if len(held) == n else held
 
 
-def _pair_key(src_id: str, tgt_id: str, skey: str) -> str:
-    """``skey`` (:meth:`SufficiencySettings.key`) already holds the code version, the settings and the seed."""
-    return PAIR_KEY_PREFIX + hashlib.sha256(f"{src_id}|{tgt_id}|{skey}".encode()).hexdigest()[:40]
-
-
-def _marg_key(tgt_id: str, skey: str) -> str:
-    return "is-marginal:" + hashlib.sha256(f"{tgt_id}|{skey}".encode()).hexdigest()[:40]
-
-
-def _communities(matrix: pd.DataFrame, seed: int) -> list[list[str]]:
-    import networkx as nx
-    from networkx.algorithms.community import louvain_communities
-
-    g = nx.DiGraph()
-    g.add_nodes_from(matrix.index)
-    for s in matrix.index:
-        for t in matrix.columns:
-            if s != t and matrix.loc[s, t] > 0:
-                g.add_edge(s, t, weight=float(matrix.loc[s, t]))
-    comms = louvain_communities(g, weight="weight", seed=int(seed) % (2**32))
-    return sorted((sorted(c) for c in comms), key=lambda c: (-len(c), c))
 
 
 def information_sufficiency(
@@ -357,54 +170,17 @@ def information_sufficiency(
         TooFewItemsError: n < 50.
         ConfigError: an unknown option or an invalid setting; ``pair_cache`` without ``run_keys``.
     """
-    import torch
-
     from embedselect.metrics import knife
 
-    unknown = set(options) - {f.name for f in dataclasses.fields(SufficiencySettings)}
-    if unknown:
-        raise ConfigError(
-            f"unknown sufficiency option(s) {sorted(unknown)}; known: "
-            f"{sorted([f.name for f in dataclasses.fields(SufficiencySettings)] + list(_RUN_OPTIONS))}"
-        )
-    st = dataclasses.replace(settings or SufficiencySettings(), **options)
-    embs, excluded = _validate(embeddings)
-    if st.normal_scores:
-        embs = {k: normal_scores(v, _derive_seed(seed, "normal-scores")) for k, v in embs.items()}
-    names = list(embs)
-    if pair_cache is not None and run_keys is None:
-        raise ConfigError("pair_cache needs run_keys (a content key per candidate) to key cached pairs")
-    if run_keys is not None:
-        missing = [k for k in names if k not in run_keys]
-        if missing:
-            raise ConfigError(f"run_keys has no entry for {missing}")
-    ids = {k: (str(run_keys[k]) if run_keys is not None else f"name:{k}") for k in names}
-    try:
-        dev = torch.device(device)
-    except (RuntimeError, TypeError) as e:
-        raise ConfigError(f"invalid device {device!r}: {e}") from None
-    if dev.type == "cuda" and not torch.cuda.is_available():
-        raise ConfigError(f"device {device!r} requested but CUDA is not available; use device='cpu'")
+    st, embs, excluded, names, ids, dev = _resolve(embeddings, seed, settings, run_keys, pair_cache, device, options)
     n = next(iter(embs.values())).shape[0]
     skey = st.key(seed)
-    train, val, test = _splits(n, st, seed)
-    eff = st.effective(len(train))
-    # the rows the estimate reads: the training schedule's (steps x batch rows, independent of n), the held-out
-    # splits and the marginals' EM rows. Each candidate's prepared matrices hold only those (all n for n up to a
-    # few hundred thousand at the default settings; bounded above that, so that the candidates held together for
-    # the batched training do not grow with n); standardisation and principal axes still use every training row.
-    schedule = knife.batch_schedule(train, st.batch_size, st.max_steps, _derive_seed(seed, "batches", n))
-    em_rows = train
-    if len(train) > st.marginal_max_items:
-        em_rows = np.sort(np.random.default_rng(_derive_seed(seed, "em-rows", n)).choice(
-            train, st.marginal_max_items, replace=False))
-    held = _held_rows(n, schedule, val, test, em_rows)
-    if held is not None:  # positions in the held rows
-        schedule, val_h, test_h, em_rows = (np.searchsorted(held, a) for a in (schedule, val, test, em_rows))
+    rows = _plan_rows(n, st, seed)
+    train, val, eff, held = rows.train, rows.val, rows.eff, rows.held
 
     all_pairs = [(s, t) for s in names for t in names if s != t]
-    pkeys = {p: _pair_key(ids[p[0]], ids[p[1]], skey) for p in all_pairs}
-    mkeys = {t: _marg_key(ids[t], skey) for t in names}
+    pkeys = {p: pair_key(ids[p[0]], ids[p[1]], skey) for p in all_pairs}
+    mkeys = {t: marginal_key(ids[t], skey) for t in names}
     cached: dict[str, dict[str, Any]] = {}
     cached_m: dict[str, dict[str, Any]] = {}
     if pair_cache is not None:
@@ -430,11 +206,108 @@ def information_sufficiency(
             raise _too_few_usable(excluded, names)
         all_pairs = [(s, t) for s in names for t in names if s != t]
         todo = [p for p in todo if p[0] in names and p[1] in names]
+    new_cache: dict[str, dict[str, Any]] = {}
+    tables, marg, h_z, dims = _fit_marginals(names, todo, cached_m, mkeys, prep, rows, seed, fp, dev, new_cache)
+
+    results: dict[tuple[str, str], dict[str, Any]] = {}
+    for p in all_pairs:
+        if pkeys[p] in cached:
+            results[p] = {**cached[pkeys[p]], "cached": True}
+    if todo:
+        _train_missing(todo, prep, tables, marg, h_z, dims, rows, st, seed, fp, dev, batched, max_batch_bytes,
+                       pkeys, new_cache, results)
+    if pair_cache is not None and new_cache:
+        pair_cache.put_many(new_cache)
+    return _assemble(embeddings, names, all_pairs, results, excluded, h_z, dims, st, seed, n, rows, skey)
+
+
+def _resolve(embeddings: Mapping[str, Any], seed: int, settings: SufficiencySettings | None,
+             run_keys: Mapping[str, str] | None, pair_cache: PairCache | None, device: str,
+             options: Mapping[str, Any]) -> tuple[SufficiencySettings, dict[str, np.ndarray], dict[str, str], list[str],
+                                                  dict[str, str], Any]:
+    """Checked settings, usable candidates (normal-scored if asked), the ones left out, their names, cache ids
+    and the torch device."""
+    import torch
+
+    unknown = set(options) - {f.name for f in dataclasses.fields(SufficiencySettings)}
+    if unknown:
+        raise ConfigError(
+            f"unknown sufficiency option(s) {sorted(unknown)}; known: "
+            f"{sorted([f.name for f in dataclasses.fields(SufficiencySettings)] + list(RUN_OPTIONS))}"
+        )
+    st = dataclasses.replace(settings or SufficiencySettings(), **options)
+    embs, excluded = _validate(embeddings)
+    if st.normal_scores:
+        embs = {k: normal_scores(v, derive_seed(seed, "normal-scores")) for k, v in embs.items()}
+    names = list(embs)
+    if pair_cache is not None and run_keys is None:
+        raise ConfigError("pair_cache needs run_keys (a content key per candidate) to key cached pairs")
+    if run_keys is not None:
+        missing = [k for k in names if k not in run_keys]
+        if missing:
+            raise ConfigError(f"run_keys has no entry for {missing}")
+    ids = {k: (str(run_keys[k]) if run_keys is not None else f"name:{k}") for k in names}
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError) as e:
+        raise ConfigError(f"invalid device {device!r}: {e}") from None
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise ConfigError(f"device {device!r} requested but CUDA is not available; use device='cpu'")
+    return st, embs, excluded, names, ids, dev
+
+
+@dataclass
+class _Rows:
+    """The rows one estimate reads (int64 row ids; ``*_h`` and the schedule / EM rows as positions in ``held``
+    when ``held`` is not None; ``*_h`` are the splits themselves when it is None) and the effective settings for its training rows."""
+
+    train: np.ndarray
+    val: np.ndarray
+    test: np.ndarray
+    eff: dict[str, int]
+    schedule: np.ndarray
+    em_rows: np.ndarray
+    held: np.ndarray | None
+    val_h: np.ndarray
+    test_h: np.ndarray
+
+
+def _plan_rows(n: int, st: SufficiencySettings, seed: int) -> _Rows:
+    """Splits, minibatch schedule, EM rows and the rows held."""
+    from embedselect.metrics import knife
+
+    train, val, test = _splits(n, st, seed)
+    eff = st.effective(len(train))
+    # the rows the estimate reads: the training schedule's (steps x batch rows, independent of n), the held-out
+    # splits and the marginals' EM rows. Each candidate's prepared matrices hold only those (all n for n up to a
+    # few hundred thousand at the default settings; bounded above that, so that the candidates held together for
+    # the batched training do not grow with n); standardisation and principal axes still use every training row.
+    schedule = knife.batch_schedule(train, st.batch_size, st.max_steps, derive_seed(seed, "batches", n))
+    em_rows = train
+    if len(train) > st.marginal_max_items:
+        em_rows = np.sort(np.random.default_rng(derive_seed(seed, "em-rows", n)).choice(
+            train, st.marginal_max_items, replace=False))
+    held = _held_rows(n, schedule, val, test, em_rows)
+    val_h, test_h = val, test  # read only when held is not None
+    if held is not None:  # positions in the held rows
+        schedule, val_h, test_h, em_rows = (np.searchsorted(held, a) for a in (schedule, val, test, em_rows))
+    return _Rows(train, val, test, eff, schedule, em_rows, held, val_h, test_h)
+
+
+def _fit_marginals(names: list[str], todo: list[tuple[str, str]], cached_m: Mapping[str, dict[str, Any]],
+                   mkeys: Mapping[str, str], prep: Mapping[str, Any], rows: _Rows, seed: int, fp: Mapping[str, Any],
+                   dev: Any, new_cache: dict[str, dict[str, Any]]) -> tuple[dict, dict, dict[str, float], dict[str, int]]:
+    """Each target's marginal (cached, or fitted by EM and added to ``new_cache``): its tables (for targets that
+    pairs still to train predict), marginal, H(Z) on the test split (nats per item) and dim(Z)."""
+    import torch
+
+    from embedselect.metrics import knife
+
+    eff, em_rows, held, test, test_h = rows.eff, rows.em_rows, rows.held, rows.test, rows.test_h
     tables: dict[str, knife.TargetTables] = {}
     marg: dict[str, knife.Marginal] = {}
     h_z: dict[str, float] = {}
     dims: dict[str, int] = {}
-    new_cache: dict[str, dict[str, Any]] = {}
     for t in names:
         if mkeys[t] in cached_m:
             rec = cached_m[mkeys[t]]
@@ -444,58 +317,71 @@ def information_sufficiency(
                 tables[t] = knife.TargetTables.build(prep[t], marg[t], eff["target_pcs"])
             continue
         m = knife.fit_marginal(prep[t].z[torch.from_numpy(em_rows).to(dev)], eff["n_components"],
-                               seed=_derive_seed(seed, "em", fp[t]))
+                               seed=derive_seed(seed, "em", fp[t]))
         marg[t] = m
         dims[t] = prep[t].dim
         tables[t] = knife.TargetTables.build(prep[t], m, eff["target_pcs"])
         h_z[t] = knife.marginal_nll(tables[t], m, test if held is None else test_h, dev)
         new_cache[mkeys[t]] = {"h": h_z[t], "dim": dims[t], "params": m.to_json()}
+    return tables, marg, h_z, dims
 
-    results: dict[tuple[str, str], dict[str, Any]] = {}
-    for p in all_pairs:
-        if pkeys[p] in cached:
-            results[p] = {**cached[pkeys[p]], "cached": True}
-    if todo:
-        specs = {p: knife.PairSpec(p[0], p[1], _derive_seed(seed, "init", fp[p[0]], fp[p[1]])) for p in todo}
-        budget = max_batch_bytes or (8 * 1024**3 if dev.type == "cuda" else 1024**3)
-        b = schedule.shape[1]
-        groups: list[list[tuple[str, str]]] = []
-        if batched:
-            # one stacked model per group; a group is bounded by the activation-memory budget
-            cur: list[tuple[str, str]] = []
-            used = 0
-            for p in sorted(todo, key=lambda q: (q[1], q[0])):
-                cost = knife.pair_bytes(b, prep[p[0]].u.shape[1], min(eff["target_pcs"], dims[p[1]]),
-                                        eff["n_components"], st.hidden)
-                if cur and used + cost > budget:
-                    groups.append(cur)
-                    cur, used = [], 0
-                cur.append(p)
-                used += cost
-            groups.append(cur)
-        else:
-            groups = [[p] for p in todo]
-        for grp in groups:
-            fits = knife.train_pairs(
-                [specs[p] for p in grp], prep, tables, marg, schedule, val if held is None else val_h,
-                test if held is None else test_h,
-                hidden=st.hidden, lr=st.learning_rate, eval_every=eff["eval_every"],
-                patience=st.patience, min_steps=st.min_steps, device=dev,
-            )
-            for p, f in zip(grp, fits):
-                rec = {
-                    "is": (h_z[p[1]] - f.test_nll) / dims[p[1]],
-                    "h_z": h_z[p[1]],
-                    "h_z_given_u": f.test_nll,
-                    "dim": dims[p[1]],
-                    "best_step": f.best_step,
-                    "steps": f.steps,
-                }
-                new_cache[pkeys[p]] = rec
-                results[p] = {**rec, "cached": False}
-    if pair_cache is not None and new_cache:
-        pair_cache.put_many(new_cache)
 
+def _train_missing(todo: list[tuple[str, str]], prep: dict[str, Any], tables: dict[str, Any],
+                   marg: dict[str, Any], h_z: Mapping[str, float], dims: Mapping[str, int], rows: _Rows,
+                   st: SufficiencySettings, seed: int, fp: Mapping[str, Any], dev: Any, batched: bool,
+                   max_batch_bytes: int | None, pkeys: Mapping[tuple[str, str], str],
+                   new_cache: dict[str, dict[str, Any]], results: dict[tuple[str, str], dict[str, Any]]) -> None:
+    """Train the pairs ``todo`` (in activation-memory-bounded groups, or one at a time unless ``batched``) and add
+    their records to ``new_cache`` and ``results``."""
+    from embedselect.metrics import knife
+
+    eff, schedule, held = rows.eff, rows.schedule, rows.held
+    val, test, val_h, test_h = rows.val, rows.test, rows.val_h, rows.test_h
+    specs = {p: knife.PairSpec(p[0], p[1], derive_seed(seed, "init", fp[p[0]], fp[p[1]])) for p in todo}
+    budget = max_batch_bytes or (8 * 1024**3 if dev.type == "cuda" else 1024**3)
+    b = schedule.shape[1]
+    groups: list[list[tuple[str, str]]] = []
+    if batched:
+        # one stacked model per group; a group is bounded by the activation-memory budget
+        cur: list[tuple[str, str]] = []
+        used = 0
+        for p in sorted(todo, key=lambda q: (q[1], q[0])):
+            cost = knife.pair_bytes(b, prep[p[0]].u.shape[1], min(eff["target_pcs"], dims[p[1]]),
+                                    eff["n_components"], st.hidden)
+            if cur and used + cost > budget:
+                groups.append(cur)
+                cur, used = [], 0
+            cur.append(p)
+            used += cost
+        groups.append(cur)
+    else:
+        groups = [[p] for p in todo]
+    for grp in groups:
+        fits = knife.train_pairs(
+            [specs[p] for p in grp], prep, tables, marg, schedule, val if held is None else val_h,
+            test if held is None else test_h,
+            hidden=st.hidden, lr=st.learning_rate, eval_every=eff["eval_every"],
+            patience=st.patience, min_steps=st.min_steps, device=dev,
+        )
+        for p, f in zip(grp, fits):
+            rec = {
+                "is": (h_z[p[1]] - f.test_nll) / dims[p[1]],
+                "h_z": h_z[p[1]],
+                "h_z_given_u": f.test_nll,
+                "dim": dims[p[1]],
+                "best_step": f.best_step,
+                "steps": f.steps,
+            }
+            new_cache[pkeys[p]] = rec
+            results[p] = {**rec, "cached": False}
+
+
+def _assemble(embeddings: Mapping[str, Any], names: list[str], all_pairs: list[tuple[str, str]],
+              results: Mapping[tuple[str, str], dict[str, Any]], excluded: Mapping[str, str],
+              h_z: Mapping[str, float], dims: Mapping[str, int], st: SufficiencySettings, seed: int, n: int,
+              rows: _Rows, skey: str) -> SufficiencyResult:
+    """The IS matrix, median scores, warnings and settings of one estimate."""
+    train, val, test, held, eff = rows.train, rows.val, rows.test, rows.held, rows.eff
     every = list(embeddings)
     mat = pd.DataFrame(np.nan, index=pd.Index(every, name="source"), columns=pd.Index(every, name="target"))
     for (s, t), r in results.items():
@@ -532,20 +418,6 @@ def information_sufficiency(
     )
 
 
-def _subsampled(settings: Mapping[str, Any]) -> dict[str, int]:
-    """Which capped parts of the estimate used fewer rows than the data offer, and how many they used:
-    ``test`` / ``val`` (splits held at max_test_items / max_val_items, the other rows train) and
-    ``marginal_fit`` (the EM fit of each marginal on at most marginal_max_items training rows)."""
-    n = settings["n_train"] + settings["n_val"] + settings["n_test"]
-    out = {}
-    for split in ("test", "val"):
-        if round(settings[f"{split}_fraction"] * n) > settings[f"n_{split}"]:
-            out[split] = int(settings[f"n_{split}"])
-    if settings["n_train"] > settings["marginal_max_items"]:
-        out["marginal_fit"] = int(settings["marginal_max_items"])
-    return out
-
-
 def compute(ctx: MetricContext) -> MetricResult:
     """Metric entry point: median information sufficiency of every candidate (higher = better).
 
@@ -554,7 +426,7 @@ def compute(ctx: MetricContext) -> MetricResult:
     settings and the seed.
     """
     opts = dict(ctx.options or {})
-    run_opts = {k: opts.pop(k) for k in _RUN_OPTIONS if k in opts}
+    run_opts = {k: opts.pop(k) for k in RUN_OPTIONS if k in opts}
     cache = ctx.pair_cache
     run_keys = ctx.run_keys if ctx.run_keys else None
     if run_keys is not None and any(k not in run_keys for k in ctx.embeddings):
@@ -601,14 +473,14 @@ def missing_pairs(run_keys: Mapping[str, str], pair_cache: PairCache, *, seed: i
         pair_cache: the :class:`PairCache` to look in.
         seed, settings, options: as for :func:`information_sufficiency` (``batched`` / ``max_batch_bytes`` ignored).
     """
-    opts = {k: v for k, v in options.items() if k not in _RUN_OPTIONS}
+    opts = {k: v for k, v in options.items() if k not in RUN_OPTIONS}
     unknown = set(opts) - {f.name for f in dataclasses.fields(SufficiencySettings)}
     if unknown:
         raise ConfigError(f"unknown sufficiency option(s) {sorted(unknown)}")
     skey = dataclasses.replace(settings or SufficiencySettings(), **opts).key(seed)
     ids = {k: str(v) for k, v in run_keys.items()}
     pairs = [(s, t) for s in ids for t in ids if s != t]
-    pkeys = {p: _pair_key(ids[p[0]], ids[p[1]], skey) for p in pairs}
-    mkeys = {t: _marg_key(ids[t], skey) for t in ids}
+    pkeys = {p: pair_key(ids[p[0]], ids[p[1]], skey) for p in pairs}
+    mkeys = {t: marginal_key(ids[t], skey) for t in ids}
     have = pair_cache.get_many(list(pkeys.values()) + list(mkeys.values())) if pairs else {}
     return [p for p in pairs if pkeys[p] not in have or mkeys[p[1]] not in have]

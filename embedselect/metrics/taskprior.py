@@ -15,369 +15,37 @@ memory is O(n·d + tile²) and no n×n matrix is formed.
 :func:`sample_tasks` implements Algorithm 1 (prefix sampler), vectorised over many tasks.
 :func:`compute` is the ``task_prior`` metric used by ``embedselect.select``.
 
+The closed-form moments and the temperature rule live in :mod:`embedselect.metrics.taskprior_moments`, the
+sampler in :mod:`embedselect.metrics.taskprior_sampling`; this module holds the priors and the metric.
+
 See ``docs/task_prior.md`` for the method notes (temperature scaling, defaults, prior choices).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Any, Mapping
 
 import numpy as np
-import torch
 
 from embedselect.errors import ConfigError, MetricError, TooFewItemsError
 from embedselect.metrics.base import MIN_ITEMS, MetricContext, MetricResult, unusable_reason
-from embedselect.metrics.kernels import kernel_factor, kernel_factor_on, label_factor, sum_kernel_factor, torch_device
+from embedselect.metrics.kernels import kernel_factor, label_factor, sum_kernel_factor, torch_device
+from embedselect.metrics.taskprior_moments import (
+    DEFAULT_TAU,
+    Prior,
+    TaskPriorMoments,
+    check_dtype,
+    check_tile,
+    resolve_temperature,
+    stream_moments,
+    task_prior_moments,
+    to_torch,
+)
+from embedselect.metrics.taskprior_sampling import positive_int, sample_tasks, sample_tasks_from_factor
 
-#: Scale-free temperature: T = tau / n. The Task Priors paper used T = 1e-5 at n = 8192, i.e.
-#: tau = 0.08192 (see docs/task_prior.md for the calibration behind keeping it).
-DEFAULT_TAU = 0.08192
-
-_DTYPES = {"float64": "float64", "float32": "float32"}
-
-
-# --------------------------------------------------------------------------------------------------
-# temperature
-# --------------------------------------------------------------------------------------------------
-def resolve_temperature(n: int, *, temperature: float | None = None, tau: float | None = None) -> float:
-    """Absolute temperature T for a kernel on ``n`` items.
-
-    ``temperature`` (absolute) wins when given; otherwise ``T = tau / n`` (``tau`` defaults to
-    :data:`DEFAULT_TAU`). Unit-Frobenius kernels have entries of order 1/n, so ``K_ij / T`` is of
-    order ``1 / tau`` at every n.
-
-    Raises:
-        ConfigError: a non-positive or non-finite value.
-    """
-    if temperature is not None:
-        t = _positive(temperature, "temperature")
-        return t
-    t = _positive(DEFAULT_TAU if tau is None else tau, "tau")
-    return t / n
-
-
-def _positive(v: Any, name: str) -> float:
-    try:
-        f = float(v)
-    except (TypeError, ValueError):
-        raise ConfigError(f"{name} must be a positive number, got {v!r}") from None
-    if not (math.isfinite(f) and f > 0):
-        raise ConfigError(f"{name} must be a positive finite number, got {v!r}")
-    return f
-
-
-# --------------------------------------------------------------------------------------------------
-# closed-form moments
-# --------------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class TaskPriorMoments:
-    """Moments of Tr(MG) under the task prior μ_K (Theorem 2.6), all i, j including the diagonal.
-
-    Attributes:
-        mean: E[Tr(MG)] (dimensionless; M has unit Frobenius norm).
-        var: Var(Tr(MG)).
-        p_fro: ‖σ(K/T)‖_F, the Frobenius norm of the edge-probability matrix.
-        temperature: the absolute temperature T used.
-        n: number of items.
-    """
-
-    mean: float
-    var: float
-    p_fro: float
-    temperature: float
-    n: int
-
-    @property
-    def std(self) -> float:
-        """Standard deviation of Tr(MG)."""
-        return math.sqrt(max(self.var, 0.0))
-
-    @property
-    def alignment(self) -> float:
-        """mean / ‖σ(K/T)‖_F: cosine between M and the expected label graph, in [-1, 1]."""
-        return self.mean / self.p_fro if self.p_fro > 0 else 0.0
-
-    @property
-    def tau(self) -> float:
-        """The scale-free temperature T·n."""
-        return self.temperature * self.n
-
-
-def _default_tile(dev) -> int:
-    return 8192 if dev.type == "cuda" else 2048
-
-
-class _Prior:
-    """How the prior tile is obtained from the model tiles (internal).
-
-    kind: "ext" (own factor ``z``), "sum" (scale·Σ_k weights_k M_k), "loo" (scale_c·(Σ_k M_k − M_c)),
-    "model" (M_index).
-    """
-
-    def __init__(self, kind: str, *, z=None, scale=1.0, scales=None, weights=None, index: int = -1) -> None:
-        self.kind, self.z, self.scale, self.scales, self.index = kind, z, scale, scales, index
-        self.weights = weights
-
-
-def _stream_moments(
-    model_z: list,
-    prior: _Prior,
-    temperature: float,
-    *,
-    tile: int,
-) -> list[tuple[float, float, float]]:
-    """Stream the moments. ``model_z``: torch tensors (n, d_k) on one device, one dtype.
-
-    Returns a list of (mean, var, sum of σ²) per model, float64 sums.
-    """
-    n = model_z[0].shape[0]
-    m = len(model_z)
-    inv_t = 1.0 / temperature
-    acc = torch.zeros((m, 3), dtype=torch.float64, device=model_z[0].device)
-    # 1/T is folded into the prior: the prior tiles below are the logits K_IJ / T
-    pz = prior.z * math.sqrt(inv_t) if prior.kind == "ext" else None
-    for i0 in range(0, n, tile):
-        i1 = min(n, i0 + tile)
-        rows = [z[i0:i1] for z in model_z]
-        prow = pz[i0:i1] if pz is not None else None
-        for j0 in range(i0, n, tile):
-            j1 = min(n, j0 + tile)
-            w = 1.0 if j0 == i0 else 2.0  # symmetric: off-diagonal tiles stand for (I,J) and (J,I)
-            mt = [r @ z[j0:j1].T for r, z in zip(rows, model_z)]
-            if prior.kind == "ext":
-                assert pz is not None and prow is not None
-                xs = [prow @ pz[j0:j1].T]
-            elif prior.kind == "model":
-                xs = [mt[prior.index] * inv_t]
-            else:
-                wts = prior.weights if prior.kind == "sum" else [1.0] * m
-                s = mt[0] * wts[0]
-                for t_, wk in zip(mt[1:], wts[1:]):
-                    s.add_(t_, alpha=wk)
-                if prior.kind == "sum":
-                    xs = [s.mul_(prior.scale * inv_t)]
-                else:
-                    xs = [(s - mc).mul_(sc * inv_t) for mc, sc in zip(mt, prior.scales)]
-            shared = len(xs) == 1
-            p = q = None
-            pp = 0.0  # assigned with p before its first use
-            for c in range(m):
-                if p is None or not shared:
-                    x = xs[0 if shared else c]  # owned logit tile, consumed in place
-                    p = torch.sigmoid(x)
-                    q = x.neg_().sigmoid_().mul_(p)  # σ(1−σ) = σ(x)σ(−x), no cancellation as σ → 1
-                    pp = _dot(p, p)
-                mc = mt[c]
-                acc[c, 0] += w * _dot(mc, p)
-                acc[c, 1] += w * _dot(mc.square_(), q)  # mt[c] is not needed after this
-                acc[c, 2] += w * pp
-    out = acc.cpu().numpy()
-    return [(float(a), float(b), float(c)) for a, b, c in out]
-
-
-def _dot(a, b):
-    """Σ a∘b of two same-shape tiles as a float64 0-d tensor (BLAS dot; no temporary tile)."""
-    return torch.dot(a.reshape(-1), b.reshape(-1)).to(torch.float64)
-
-
-def _to_torch(z: np.ndarray, dev, dtype: str):
-    return torch.as_tensor(np.ascontiguousarray(z), dtype=getattr(torch, dtype)).to(dev)
-
-
-def _check_dtype(dtype: str) -> str:
-    if dtype not in _DTYPES:
-        raise ConfigError(f"dtype must be 'float64' (exact) or 'float32' (faster GEMMs), got {dtype!r}")
-    return dtype
-
-
-def task_prior_moments(
-    model_embeddings: Any,
-    prior_embeddings: Any,
-    *,
-    temperature: float | None = None,
-    tau: float | None = None,
-    device: str | None = "cpu",
-    tile: int | None = None,
-    dtype: str = "float64",
-) -> Any:
-    """Closed-form E[Tr(MG)] and Var(Tr(MG)) under the task prior of ``prior_embeddings``.
-
-    Args:
-        model_embeddings: the candidate, array (n, d); or a mapping key -> array (n, d_k), or a
-            list of arrays, to evaluate several candidates against the same prior in one pass (the
-            prior tile is computed once per tile).
-        prior_embeddings: array (n, d_p) whose normalised centred cosine kernel is K; or a list of
-            arrays, meaning the product of their priors μ_K1·μ_K2·… ∝ μ_(K1+K2+…), i.e. the kernel
-            sum (not renormalised).
-        temperature: absolute temperature T; overrides ``tau``.
-        tau: scale-free temperature, T = tau / n (default :data:`DEFAULT_TAU`).
-        device: torch device for the tiles ("cpu", "cuda", "cuda:1").
-        tile: tile edge in rows (default 2048 on CPU, 8192 on CUDA). Memory is O(n·d + tile²).
-        dtype: "float64" (default; matches a dense float64 computation to ~1e-14 relative) or
-            "float32" (GEMMs and elementwise work in float32, tile sums accumulated in float64;
-            ~2e-5 relative at n = 8192, about 2× faster on CPU).
-
-    Returns:
-        :class:`TaskPriorMoments` for a single matrix; a dict key -> moments for a mapping; a list
-        for a list.
-
-    Raises:
-        MetricError: malformed matrices or different numbers of rows.
-        ConfigError: bad temperature, tau, tile, dtype or device.
-    """
-    dtype = _check_dtype(dtype)
-    if isinstance(model_embeddings, Mapping):
-        keys = list(model_embeddings)
-        mats = [model_embeddings[k] for k in keys]
-    elif isinstance(model_embeddings, (list, tuple)):
-        keys, mats = None, list(model_embeddings)
-    else:
-        keys, mats = None, [model_embeddings]
-    if not mats:
-        raise MetricError("no model embeddings given; pass an (n, d) array or a mapping of them")
-    priors = list(prior_embeddings) if isinstance(prior_embeddings, (list, tuple)) else [prior_embeddings]
-    n = np.shape(mats[0])[0] if np.ndim(mats[0]) == 2 else -1
-    for x in mats + priors:
-        if np.ndim(x) == 2 and np.shape(x)[0] != n:
-            raise MetricError(
-                f"all matrices must embed the same n items in the same order; got {n} and {np.shape(x)[0]} rows"
-            )
-    t = resolve_temperature(max(n, 1), temperature=temperature, tau=tau)
-    dev = torch_device(device)
-    tile_ = _check_tile(tile, dev)
-    # one factor at a time, so that float64 host copies do not pile up next to the device copies
-    # the factors are computed on the device (on CUDA the host would otherwise spend longer on them than the GPU
-    # on the whole stream), one at a time so that float64 copies do not pile up next to the working ones
-    tdt = getattr(torch, dtype)
-    zs = [kernel_factor_on(x, dev, what=f"model_embeddings[{keys[i] if keys else i}]").to(tdt)
-          for i, x in enumerate(mats)]
-    # the product of the priors is the kernel sum: its factor is the column-wise concatenation (sum_kernel_factor)
-    pz = torch.cat([kernel_factor_on(x, dev, what=f"prior_embeddings[{i}]").to(tdt) for i, x in enumerate(priors)],
-                   dim=1)
-    prior = _Prior("ext", z=pz)
-    res = _stream_moments(zs, prior, t, tile=tile_)
-    out = [TaskPriorMoments(mean=e, var=v, p_fro=math.sqrt(max(pp, 0.0)), temperature=t, n=n) for e, v, pp in res]
-    if keys is not None:
-        return dict(zip(keys, out))
-    if isinstance(model_embeddings, (list, tuple)):
-        return out
-    return out[0]
-
-
-def _check_tile(tile: int | None, dev) -> int:
-    if tile is None:
-        return _default_tile(dev)
-    if not isinstance(tile, (int, np.integer)) or tile < 1:
-        raise ConfigError(f"tile must be a positive integer (rows per tile), got {tile!r}")
-    return int(tile)
-
-
-# --------------------------------------------------------------------------------------------------
-# task sampler (Algorithm 1)
-# --------------------------------------------------------------------------------------------------
-def _compress_factor(z: np.ndarray, max_rank: int) -> np.ndarray:
-    """Best rank-``max_rank`` factor of ``Z Zᵀ`` (via the D×D Gram), or ``z`` itself if D ≤ max_rank."""
-    if z.shape[1] <= max_rank:
-        return z
-    evals, evecs = np.linalg.eigh(z.T @ z)
-    top = evecs[:, ::-1][:, :max_rank]
-    return z @ top
-
-
-def sample_tasks_from_factor(
-    z: np.ndarray,
-    n_tasks: int,
-    n_classes: int,
-    *,
-    temperature: float,
-    seed: int = 0,
-    max_rank: int = 256,
-) -> np.ndarray:
-    """Prefix sampler (Algorithm 1) on an explicit kernel factor ``K = Z Zᵀ``.
-
-    Runs in numpy: the loop over points is sequential and each step is tiny (S·q·r multiply-adds),
-    so per-step dispatch cost, not arithmetic, dominates; an accelerator would not help.
-
-    Args:
-        z: float array (n, D).
-        n_tasks, n_classes: S tasks with q classes.
-        temperature: absolute temperature T.
-        seed: seeds the visiting orders and the categorical draws.
-        max_rank: factors wider than this are replaced by their best rank-``max_rank`` approximation.
-
-    Returns:
-        int64 array (n_tasks, n) of labels in [0, n_classes).
-    """
-    n_tasks = _positive_int(n_tasks, "n_tasks", 1)
-    q = _positive_int(n_classes, "n_classes", 2)
-    max_rank = _positive_int(max_rank, "max_rank", 1)
-    t = _positive(temperature, "temperature")
-    zc = _compress_factor(np.asarray(z, dtype=np.float64), max_rank)
-    n, r = zc.shape
-    rng = np.random.default_rng(seed)
-    perm = np.argsort(rng.random((n_tasks, n)), axis=1)  # one uniform visiting order per task
-    gumbel = rng.gumbel(size=(n, n_tasks, q))
-    zs = zc / t  # 1/T folded into the query row Z_i
-    u = np.zeros((n_tasks, q, r), dtype=np.float64)  # class-wise prefix sums Σ_{j<i, y_j=c} Z_j
-    labels = np.empty((n_tasks, n), dtype=np.int64)
-    ar = np.arange(n_tasks)
-    for i in range(n):
-        idx = perm[:, i]
-        h = np.matmul(u, zs[idx][:, :, None])[:, :, 0]  # (S, q) = Z_i U / T
-        c = np.argmax(h + gumbel[i], axis=1)  # Gumbel-max: a draw from softmax(h)
-        labels[ar, idx] = c
-        u[ar, c] += zc[idx]
-    return labels
-
-
-def _positive_int(v: Any, name: str, minimum: int) -> int:
-    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < minimum:
-        raise ConfigError(f"{name} must be an integer ≥ {minimum}, got {v!r}")
-    return int(v)
-
-
-def sample_tasks(
-    prior_embeddings: Any,
-    n_tasks: int,
-    n_classes: int,
-    *,
-    temperature: float | None = None,
-    tau: float | None = None,
-    seed: int = 0,
-    max_rank: int = 256,
-) -> np.ndarray:
-    """Sample ``n_tasks`` labelings with ``n_classes`` classes from the task prior (Algorithm 1).
-
-    The prefix sampler approximates the Gibbs measure restricted to one-hot labelings,
-    μ_K^q(G = YYᵀ) ∝ exp(Tr(YYᵀK)/T): it visits the points one by one and draws
-    ``p(y_i = c | y_<i) ∝ exp(Σ_{j<i, y_j=c} K_ij / T)``, i.e. it conditions only on points already
-    visited (a sequential, mean-field-free approximation; it is exact for the first point, which is
-    uniform, and ignores the points not yet visited). Each task visits the points in its own uniformly
-    random order (drawn from ``seed``), not in index order, so the result does not depend on how the
-    data file is sorted and tasks differ in which points anchor the classes.
-
-    Args:
-        prior_embeddings: array (n, d) whose normalised centred cosine kernel is K, or a list of
-            arrays (product of priors = kernel sum).
-        n_tasks: number of tasks S (vectorised: all S are sampled in one pass over the points).
-        n_classes: number of classes q ≥ 2.
-        temperature: absolute T; overrides ``tau``.
-        tau: scale-free temperature, T = tau / n (default :data:`DEFAULT_TAU`). T → ∞ gives uniform,
-            independent labels.
-        seed: root seed; same seed, same inputs → same labels (numpy only, so on any machine).
-        max_rank: the factor is truncated to its top ``max_rank`` eigen-directions when wider.
-
-    Returns:
-        int64 array (n_tasks, n) of labels in [0, n_classes).
-    """
-    priors = list(prior_embeddings) if isinstance(prior_embeddings, (list, tuple)) else [prior_embeddings]
-    z = sum_kernel_factor([kernel_factor(x, what=f"prior_embeddings[{i}]") for i, x in enumerate(priors)])
-    t = resolve_temperature(z.shape[0], temperature=temperature, tau=tau)
-    return sample_tasks_from_factor(
-        z, n_tasks, n_classes, temperature=t, seed=seed, max_rank=max_rank
-    )
+__all__ = ["DEFAULT_TAU", "TaskPriorMoments", "compute", "resolve_temperature", "sample_tasks",
+           "sample_tasks_from_factor", "task_prior_moments"]
 
 
 # --------------------------------------------------------------------------------------------------
@@ -483,6 +151,48 @@ def compute(ctx: MetricContext) -> MetricResult:
             :func:`~embedselect.metrics.base.unusable_reason`, or a zero kernel) gets score NaN and its reason in
             ``details['excluded']``; the others are scored without it.
     """
+    opt = _options(ctx)
+    keys = list(ctx.embeddings)
+    n = _check_rows(ctx, keys)
+    need = MIN_ITEMS["task_prior"]
+    n_all = n
+    cap = opt["moments_max_items"]
+    moment_rows = None
+    if cap is not None and n > positive_int(cap, "moments_max_items", need):
+        rng_m = np.random.default_rng([ctx.seed, 5])
+        moment_rows = np.sort(rng_m.choice(n, size=int(cap), replace=False))
+        n = int(cap)
+
+    sub = None
+    if opt["probes"]:  # the seeded subsample of the probes, drawn before any candidate is looked at
+        max_items = positive_int(opt["max_items"], "max_items", need)
+        rng = np.random.default_rng([ctx.seed, 3])
+        sub = np.sort(rng.choice(n_all, size=max_items, replace=False)) if n_all > max_items else np.arange(n_all)
+    keys, zs, zsub, excluded = _factors(ctx, keys, opt, moment_rows, sub)
+    m = len(keys)
+    warnings: list[str] = []
+    kind, labels_z = _resolve_prior(ctx, opt["prior"], keys, excluded, n_all, moment_rows, warnings)
+    pool_warning = None
+    if m < _SMALL_POOL and kind in ("consensus", "loo", "balanced"):
+        pool_warning = f"pool is small ({m} candidates): consensus-based scores are unreliable"
+        warnings.append(pool_warning)
+    prior_name = kind if not kind.startswith("candidate:") else f"candidate:{keys[int(kind.split(':')[1])]}"
+    columns, details = _moments(ctx, opt, keys, zs, kind, labels_z, n, n_all, prior_name)
+    if moment_rows is not None:
+        details["subsampled"] = {"moments": n}
+    if opt["probes"]:
+        assert sub is not None  # drawn above when probes are on
+        _probes(ctx, opt, keys, zsub, kind, sub, n_all, columns, details)
+    return _finish(opt, columns, details, excluded, warnings, pool_warning)
+
+
+def _moment_input(a: Any, moment_rows: np.ndarray | None) -> np.ndarray:
+    """``a`` as an array, restricted to the moments' rows when they are a subsample."""
+    return np.asarray(a) if moment_rows is None else np.asarray(a)[moment_rows]
+
+
+def _options(ctx: MetricContext) -> dict[str, Any]:
+    """The checked options, defaults filled in (``headline`` is "alignment" when probes are off)."""
     unknown = set(ctx.options) - set(_OPTION_DEFAULTS)
     if unknown:
         raise ConfigError(
@@ -496,7 +206,11 @@ def compute(ctx: MetricContext) -> MetricResult:
     for flag in ("probes", "agreement"):
         if not isinstance(opt[flag], (bool, np.bool_)):
             raise ConfigError(f"task_prior option {flag!r} must be True or False, got {opt[flag]!r}")
-    keys = list(ctx.embeddings)
+    return opt
+
+
+def _check_rows(ctx: MetricContext, keys: list[str]) -> int:
+    """The number of items n every candidate embeds (at least ``MIN_ITEMS['task_prior']``)."""
     if not keys:
         raise MetricError("task_prior needs at least one candidate's embeddings")
     n = int(np.asarray(ctx.embeddings[keys[0]]).shape[0]) if np.ndim(ctx.embeddings[keys[0]]) == 2 else -1
@@ -508,21 +222,13 @@ def compute(ctx: MetricContext) -> MetricResult:
         rows_k = int(np.asarray(ctx.embeddings[k]).shape[0]) if np.ndim(ctx.embeddings[k]) == 2 else -1
         if rows_k != n:
             raise MetricError(f"embeddings[{k!r}] has {rows_k} rows, expected {n} (same items, same order)")
-    n_all = n
-    cap = opt["moments_max_items"]
-    moment_rows = None
-    if cap is not None and n > _positive_int(cap, "moments_max_items", need):
-        rng_m = np.random.default_rng([ctx.seed, 5])
-        moment_rows = np.sort(rng_m.choice(n, size=int(cap), replace=False))
-        n = int(cap)
+    return n
 
-    def moment_input(a):
-        return np.asarray(a) if moment_rows is None else np.asarray(a)[moment_rows]
 
-    if opt["probes"]:  # the seeded subsample of the probes, drawn before any candidate is looked at
-        max_items = _positive_int(opt["max_items"], "max_items", need)
-        rng = np.random.default_rng([ctx.seed, 3])
-        sub = np.sort(rng.choice(n_all, size=max_items, replace=False)) if n_all > max_items else np.arange(n_all)
+def _factors(ctx: MetricContext, keys: list[str], opt: Mapping[str, Any], moment_rows: np.ndarray | None,
+             sub: np.ndarray | None) -> tuple[list[str], list[np.ndarray], list, dict[str, str]]:
+    """The usable candidates, their kernel factors on the moments' rows and on the probe subsample (None when
+    probes are off), and the candidates left out with their reasons."""
     # a candidate whose embeddings cannot be used (non-finite, one repeated vector, a zero kernel on the moments'
     # rows or on the probes' subsample) is left out with its reason (score NaN); the others are scored without it
     excluded: dict[str, str] = {}
@@ -532,7 +238,7 @@ def compute(ctx: MetricContext) -> MetricResult:
         why = unusable_reason(k, ctx.embeddings[k])
         if why is None:
             try:
-                z = kernel_factor(moment_input(ctx.embeddings[k]), what=f"embeddings[{k!r}]")
+                z = kernel_factor(_moment_input(ctx.embeddings[k], moment_rows), what=f"embeddings[{k!r}]")
                 zk = kernel_factor(np.asarray(ctx.embeddings[k])[sub], what=f"embeddings[{k!r}] (probe subsample)") \
                     if opt["probes"] else None
             except MetricError as exc:
@@ -548,18 +254,21 @@ def compute(ctx: MetricContext) -> MetricResult:
             raise MetricError(
                 "task_prior could not score any candidate: " + "; ".join(f"{k}: {v}" for k, v in excluded.items())
             )
-    m = len(keys)
-    warnings: list[str] = []
+    return keys, zs, zsub, excluded
 
-    # --- resolve the prior --------------------------------------------------------------------
-    prior_opt = opt["prior"]
+
+def _resolve_prior(ctx: MetricContext, prior_opt: Any, keys: list[str], excluded: Mapping[str, str], n_all: int,
+                   moment_rows: np.ndarray | None, warnings: list[str]) -> tuple[str, np.ndarray | None]:
+    """The prior's kind ("labels", "consensus", "loo", "balanced" or "candidate:<index>") and, for "labels", the
+    label factor on the moments' rows; caveats are appended to ``warnings``."""
+    m = len(keys)
     labels_z = None
     if prior_opt == "labels":
         if ctx.labels is None:
             raise ConfigError("prior='labels' needs labels; pass labels to select() or choose prior='consensus'")
         if len(ctx.labels) != n_all:
             raise ConfigError(f"labels has length {len(ctx.labels)}, expected {n_all} (one per reference item)")
-        labels_z = label_factor(moment_input(ctx.labels))
+        labels_z = label_factor(_moment_input(ctx.labels, moment_rows))
         kind = "labels"
     elif prior_opt in ("consensus", "loo", "balanced"):
         kind = prior_opt
@@ -578,34 +287,35 @@ def compute(ctx: MetricContext) -> MetricResult:
             f"prior must be 'consensus', 'balanced', 'loo', 'labels' or a candidate key ({', '.join(map(repr, keys))}); "
             f"got {prior_opt!r}"
         )
-    pool_warning = None
-    if m < _SMALL_POOL and kind in ("consensus", "loo", "balanced"):
-        pool_warning = f"pool is small ({m} candidates): consensus-based scores are unreliable"
-        warnings.append(pool_warning)
-    prior_name = kind if not kind.startswith("candidate:") else f"candidate:{keys[int(kind.split(':')[1])]}"
+    return kind, labels_z
 
-    # --- closed-form moments ------------------------------------------------------------------
+
+def _moments(ctx: MetricContext, opt: Mapping[str, Any], keys: list[str], zs: list[np.ndarray], kind: str,
+             labels_z: np.ndarray | None, n: int, n_all: int,
+             prior_name: str) -> tuple[dict[str, dict[str, float]], dict[str, Any]]:
+    """The closed-form moments' columns (mean, var, alignment per candidate) and the details they start."""
+    m = len(keys)
     temperature = resolve_temperature(n, temperature=opt["temperature"], tau=opt["tau"])
-    dtype = _check_dtype(opt["dtype"])
+    dtype = check_dtype(opt["dtype"])
     dev = torch_device(ctx.device)
-    tile = _check_tile(opt["tile"], dev)
+    tile = check_tile(opt["tile"], dev)
     if kind in ("consensus", "loo", "balanced"):
         g = _cross_gram(zs)
         if kind in ("consensus", "balanced"):
             wts = _balanced_weights(g) if kind == "balanced" else np.ones(m)
-            prior = _Prior("sum", weights=[float(v) for v in wts], scale=1.0 / math.sqrt(float(wts @ g @ wts)))
+            prior = Prior("sum", weights=[float(v) for v in wts], scale=1.0 / math.sqrt(float(wts @ g @ wts)))
             if kind == "balanced":
                 details_weights = {k: float(v / wts.sum()) for k, v in zip(keys, wts)}
         else:
             tot = g.sum()
             scales = [1.0 / math.sqrt(tot - 2 * g[c].sum() + g[c, c]) for c in range(m)]
-            prior = _Prior("loo", scales=scales)
+            prior = Prior("loo", scales=scales)
     elif kind == "labels":
         assert labels_z is not None  # set with kind = "labels" above
-        prior = _Prior("ext", z=_to_torch(labels_z, dev, dtype))
+        prior = Prior("ext", z=to_torch(labels_z, dev, dtype))
     else:
-        prior = _Prior("model", index=int(kind.split(":")[1]))
-    res = _stream_moments([_to_torch(z, dev, dtype) for z in zs], prior, temperature, tile=tile)
+        prior = Prior("model", index=int(kind.split(":")[1]))
+    res = stream_moments([to_torch(z, dev, dtype) for z in zs], prior, temperature, tile=tile)
     moments = {
         k: TaskPriorMoments(mean=e, var=v, p_fro=math.sqrt(max(pp, 0.0)), temperature=temperature, n=n)
         for k, (e, v, pp) in zip(keys, res)
@@ -627,42 +337,50 @@ def compute(ctx: MetricContext) -> MetricResult:
     }
     if kind == "balanced":
         details["prior_weights"] = details_weights
-    if moment_rows is not None:
-        details["subsampled"] = {"moments": n}
+    return columns, details
 
-    # --- probes on sampled tasks ----------------------------------------------------------------
-    if opt["probes"]:
-        from embedselect.metrics.probes import probe_tasks
 
-        n_tasks = _positive_int(opt["n_tasks"], "n_tasks", 1)
-        q = _positive_int(opt["n_classes"], "n_classes", 2)
-        ns = len(sub)
-        t_sub = resolve_temperature(ns, temperature=opt["temperature"], tau=opt["tau"])
-        lz = label_factor(np.asarray(ctx.labels)[sub]) if kind == "labels" else None
-        per_cand_prior = kind == "loo"
-        tasks_shared = None
-        summaries: dict[str, dict[str, float]] = {}
-        task_acc: dict[str, list[float]] = {}  # candidate -> held-out accuracy per sampled task (for plots)
-        for c, k in enumerate(keys):
-            if per_cand_prior or tasks_shared is None:
-                zp = _prior_factor(kind, zsub, c, lz)
-                tasks = sample_tasks_from_factor(zp, n_tasks, q, temperature=t_sub,
-                                                 seed=int(np.random.default_rng([ctx.seed, 4, c if per_cand_prior else 0]).integers(2**31)))
-                if not per_cand_prior:
-                    tasks_shared = tasks
-            else:
-                tasks = tasks_shared
-            rep = probe_tasks(np.asarray(ctx.embeddings[k])[sub], tasks, n_classes=q,
-                              test_fraction=opt["test_fraction"], agreement=bool(opt["agreement"]),
-                              seed=ctx.seed, device=str(dev))
-            summaries[k] = rep.summary()
-            task_acc[k] = [round(float(a), 4) for a in rep.accuracy]
-        for col in next(iter(summaries.values())):
-            columns[col] = {k: summaries[k][col] for k in keys}
-        if ns < n_all:
-            details.setdefault("subsampled", {})["probes"] = ns
-        details.update(n_probe_items=ns, n_tasks=n_tasks, n_classes=q, probe_temperature=t_sub,
-                       test_fraction=float(opt["test_fraction"]), task_accuracy=task_acc)
+def _probes(ctx: MetricContext, opt: Mapping[str, Any], keys: list[str], zsub: list, kind: str, sub: np.ndarray,
+            n_all: int, columns: dict[str, dict[str, float]], details: dict[str, Any]) -> None:
+    """Sample tasks from the prior on the probe subsample, train probes on them, and add the probe columns and
+    details."""
+    from embedselect.metrics.probes import probe_tasks
+
+    dev = torch_device(ctx.device)
+    n_tasks = positive_int(opt["n_tasks"], "n_tasks", 1)
+    q = positive_int(opt["n_classes"], "n_classes", 2)
+    ns = len(sub)
+    t_sub = resolve_temperature(ns, temperature=opt["temperature"], tau=opt["tau"])
+    lz = label_factor(np.asarray(ctx.labels)[sub]) if kind == "labels" else None
+    per_cand_prior = kind == "loo"
+    tasks_shared = None
+    summaries: dict[str, dict[str, float]] = {}
+    task_acc: dict[str, list[float]] = {}  # candidate -> held-out accuracy per sampled task (for plots)
+    for c, k in enumerate(keys):
+        if per_cand_prior or tasks_shared is None:
+            zp = _prior_factor(kind, zsub, c, lz)
+            tasks = sample_tasks_from_factor(zp, n_tasks, q, temperature=t_sub,
+                                             seed=int(np.random.default_rng([ctx.seed, 4, c if per_cand_prior else 0]).integers(2**31)))
+            if not per_cand_prior:
+                tasks_shared = tasks
+        else:
+            tasks = tasks_shared
+        rep = probe_tasks(np.asarray(ctx.embeddings[k])[sub], tasks, n_classes=q,
+                          test_fraction=opt["test_fraction"], agreement=bool(opt["agreement"]),
+                          seed=ctx.seed, device=str(dev))
+        summaries[k] = rep.summary()
+        task_acc[k] = [round(float(a), 4) for a in rep.accuracy]
+    for col in next(iter(summaries.values())):
+        columns[col] = {k: summaries[k][col] for k in keys}
+    if ns < n_all:
+        details.setdefault("subsampled", {})["probes"] = ns
+    details.update(n_probe_items=ns, n_tasks=n_tasks, n_classes=q, probe_temperature=t_sub,
+                   test_fraction=float(opt["test_fraction"]), task_accuracy=task_acc)
+
+
+def _finish(opt: Mapping[str, Any], columns: dict[str, dict[str, float]], details: dict[str, Any],
+            excluded: Mapping[str, str], warnings: list[str], pool_warning: str | None) -> MetricResult:
+    """The headline scores (NaN for the candidates left out), warnings and the metric result."""
     if opt["headline"] == "probes":
         details.update(headline="probe_acc_mean", secondary=["task_prior_alignment"])
         scores = dict(columns["probe_acc_mean"])

@@ -1,0 +1,93 @@
+"""Information sufficiency's result: the IS matrix, median scores, Louvain communities and subsampling notes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+import pandas as pd
+
+
+@dataclass
+class SufficiencyResult:
+    """Pairwise information sufficiency of a pool of embedders.
+
+    Attributes:
+        matrix: DataFrame (rows = source U, columns = target Z) of IS(U -> Z) in nats per target
+            dimension on the test split; the diagonal is NaN.
+        scores: candidate -> median over the others of IS(candidate -> other) (higher = better).
+        communities: Louvain communities of the directed IS graph (edge weights max(IS, 0)), each a
+            sorted list of candidate names; sorted by size then name.
+        marginal_entropy: candidate -> H(Z)/dim(Z) on the test split, nats per dimension.
+        pairs: per-pair diagnostics (source, target, is, h_z, h_z_given_u in nats per item, dim,
+            best_step, steps, cached).
+        settings: the estimator settings, seed and split sizes used.
+        warnings: human-readable caveats (e.g. a small pool, a candidate left out).
+        pool_warning: the one of ``warnings`` about the pool's size, or None.
+        excluded: candidate -> why it was left out (NaN/inf values, constant rows, no non-null dimension);
+            its score and matrix row/column are NaN, the other candidates are ranked without it.
+    """
+
+    matrix: pd.DataFrame
+    scores: dict[str, float]
+    communities: list[list[str]]
+    marginal_entropy: dict[str, float]
+    pairs: list[dict[str, Any]]
+    settings: dict[str, Any]
+    warnings: list[str] = field(default_factory=list)
+    excluded: dict[str, str] = field(default_factory=dict)
+    pool_warning: str | None = None
+
+    @property
+    def n_computed(self) -> int:
+        return sum(not p["cached"] for p in self.pairs)
+
+    @property
+    def n_cached(self) -> int:
+        return sum(bool(p["cached"]) for p in self.pairs)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-serialisable form (NaN diagonal left out of the nested matrix)."""
+        mat = {
+            s: {t: float(self.matrix.loc[s, t]) for t in self.matrix.columns if t != s}
+            for s in self.matrix.index
+        }
+        return {
+            "matrix": mat,
+            "scores": dict(self.scores),
+            "communities": [list(c) for c in self.communities],
+            "marginal_entropy_per_dim": dict(self.marginal_entropy),
+            "pairs": [dict(p) for p in self.pairs],
+            "settings": dict(self.settings),
+            "warnings": list(self.warnings),
+            "excluded": dict(self.excluded),
+            "pool_warning": self.pool_warning,
+        }
+
+
+def communities(matrix: pd.DataFrame, seed: int) -> list[list[str]]:
+    import networkx as nx
+    from networkx.algorithms.community import louvain_communities
+
+    g = nx.DiGraph()
+    g.add_nodes_from(matrix.index)
+    for s in matrix.index:
+        for t in matrix.columns:
+            if s != t and matrix.loc[s, t] > 0:
+                g.add_edge(s, t, weight=float(matrix.loc[s, t]))
+    comms = louvain_communities(g, weight="weight", seed=int(seed) % (2**32))
+    return sorted((sorted(c) for c in comms), key=lambda c: (-len(c), c))
+
+
+def subsampled(settings: Mapping[str, Any]) -> dict[str, int]:
+    """Which capped parts of the estimate used fewer rows than the data offer, and how many they used:
+    ``test`` / ``val`` (splits held at max_test_items / max_val_items, the other rows train) and
+    ``marginal_fit`` (the EM fit of each marginal on at most marginal_max_items training rows)."""
+    n = settings["n_train"] + settings["n_val"] + settings["n_test"]
+    out = {}
+    for split in ("test", "val"):
+        if round(settings[f"{split}_fraction"] * n) > settings[f"n_{split}"]:
+            out[split] = int(settings[f"n_{split}"])
+    if settings["n_train"] > settings["marginal_max_items"]:
+        out["marginal_fit"] = int(settings["marginal_max_items"])
+    return out
