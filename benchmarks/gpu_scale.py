@@ -46,17 +46,20 @@ class _MemSampler:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
-    def _run(self) -> None:
+    def _sample(self) -> tuple[float, float, float | None]:
         from bench_scale import _rss_parts
 
-        while not self._stop.is_set():
-            gpu = None
-            if self.cuda:
-                import torch
+        gpu = None
+        if self.cuda:
+            import torch
 
-                free, total = torch.cuda.mem_get_info()
-                gpu = (total - free) / 2**20
-            self.samples.append((time.perf_counter(), sum(_rss_parts()), gpu))
+            free, total = torch.cuda.mem_get_info()
+            gpu = (total - free) / 2**20
+        return time.perf_counter(), sum(_rss_parts()), gpu
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.samples.append(self._sample())
             time.sleep(0.02)
 
     def __enter__(self) -> "_MemSampler":
@@ -68,7 +71,8 @@ class _MemSampler:
         self._thread.join()
 
     def peaks(self, t0: float, t1: float) -> tuple[float | None, float | None]:
-        got = [s for s in self.samples if t0 <= s[0] <= t1] or self.samples[-1:]
+        # plus one sample taken now (the stage's end), so a stage shorter than the sampling period is measured too
+        got = [s for s in self.samples if t0 <= s[0] <= t1] + [self._sample()]
         host = max((s[1] for s in got), default=None)
         gpu = max((s[2] for s in got if s[2] is not None), default=None)
         return host, gpu
