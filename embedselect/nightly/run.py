@@ -238,6 +238,13 @@ def _night(cfg: NightlyConfig, store: Any, *, dry_run: bool, executor: Any, toke
         "pairs": {"computed": pairs_computed, "reused": max(pairs_total - pairs_computed, 0), "total": pairs_total},
         "ranked": n_ok,
     })  # fmt: skip
+    return _close_night(cfg, store, summary, stages, t_start, ranking=ranking, planned=planned, failed=failed)
+
+
+def _close_night(cfg: NightlyConfig, store: Any, summary: dict[str, Any], stages: _Stages, t_start: float, *,
+                 ranking: Any, planned: dict[str, Any], failed: list[dict[str, Any]]) -> dict[str, Any]:
+    """The night's end: the leaderboard, then publish (atomically) and record the night in the history (its
+    commit point); a night that ranked nothing keeps the published outputs and raises :class:`NightlyEmptyError`."""
     leaderboard = _leaderboard(ranking, planned) if ranking is not None else []
     summary["leader"] = leaderboard[0]["name"] if leaderboard else None
     if not leaderboard:
@@ -256,7 +263,7 @@ def _night(cfg: NightlyConfig, store: Any, *, dry_run: bool, executor: Any, toke
         from embedselect.nightly.outputs import publish
 
         _finish(summary, stages, t_start)
-        publish(cfg.output_path, run_id, ranking, leaderboard, summary)
+        publish(cfg.output_path, summary["run_id"], ranking, leaderboard, summary)
     _finish(summary, stages, t_start)
     history.record_night(store, summary, leaderboard, failed)
     _save_summary(store, summary)
