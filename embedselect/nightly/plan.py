@@ -12,7 +12,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-import embedselect.nightly.history as history
+import embedselect.store.nightly as history
 
 log = logging.getLogger(__name__)
 
@@ -69,15 +69,6 @@ class NightPlan:
         }
 
 
-def _has_run(store: Any, model_id: str, revision: str, fingerprint: str) -> bool:
-    with store.read() as con:
-        row = con.execute(
-            "SELECT count(*) FROM embedding_runs WHERE model_id = ? AND revision = ? AND fingerprint = ?",
-            [model_id, revision, fingerprint],
-        ).fetchone()
-    return bool(row and row[0])
-
-
 def _refused(store: Any) -> set[tuple[str, str]]:
     """(repo, commit) pairs the safety policy refused: a refusal is of one revision, a new commit is planned."""
     from embedselect.store import catalog
@@ -109,7 +100,7 @@ def build_plan(cfg: Any, store: Any, crawl: Any, ref: Any, *, token: str | None 
 
     def hub_planned(repo: str, sha: str, why: str) -> Planned:
         cand = Candidate(spec=f"{repo}@{sha}", kind="hub", ref=repo, revision=sha, name=repo, modality=ref.modality)
-        return Planned(repo, why, repo, sha, _has_run(store, repo, sha, fp), prev_rank.get(repo), cand)
+        return Planned(repo, why, repo, sha, store.has_run(repo, sha, fp), prev_rank.get(repo), cand)
 
     pool: dict[str, Planned] = {}
     for spec_cand in parse_candidates(list(cfg.pinned), modality=ref.modality) if cfg.pinned else []:
@@ -126,7 +117,7 @@ def build_plan(cfg: Any, store: Any, crawl: Any, ref: Any, *, token: str | None 
             elif spec_cand.kind == "hub":
                 model_id, revision = spec_cand.ref, spec_cand.revision
             if model_id and revision:
-                cached = _has_run(store, model_id, revision, fp)
+                cached = store.has_run(model_id, revision, fp)
         pool[spec_cand.name] = Planned(spec_cand.name, "pinned", model_id, revision, cached,
                                        prev_rank.get(spec_cand.name), spec_cand)  # fmt: skip
 

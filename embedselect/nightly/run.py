@@ -28,7 +28,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterator
 
-import embedselect.nightly.history as history
+import embedselect.store.nightly as history
 from embedselect.errors import AllCandidatesFailedError, NightlyEmptyError, NightlyLockedError
 from embedselect.nightly.config import NightlyConfig
 

@@ -30,6 +30,15 @@ class StoreQueries:
             cols = [d[0] for d in cur.description]
             return [dict(zip(cols, r)) for r in cur.fetchall()]
 
+    def has_run(self, model_id: str, revision: str, fingerprint: str) -> bool:
+        """Whether an embedding run of this model at this revision on the data ``fingerprint`` is recorded."""
+        with self.read() as con:  # type: ignore[attr-defined]
+            row = con.execute(
+                "SELECT count(*) FROM embedding_runs WHERE model_id = ? AND revision = ? AND fingerprint = ?",
+                [model_id, revision, fingerprint],
+            ).fetchone()
+        return bool(row and row[0])
+
     def model_rows(self) -> list[dict[str, Any]]:
         """Every recorded model: dicts with ``model_id, revision, backend, modality, spec``."""
         with self.read() as con:  # type: ignore[attr-defined]

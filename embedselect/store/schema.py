@@ -6,7 +6,7 @@ version ``i + 1`` database into a version ``i + 2`` one, so :data:`SCHEMA_VERSIO
 one in a single transaction (a kill leaves the old version, never half of a migration), and refuses a database
 written by a newer embedselect. Every applied step is recorded in ``schema_history``.
 
-The hub catalogue (store/catalog.py) and the nightly history (nightly/history.py) add their own tables with
+The hub catalogue (store/catalog.py) and the nightly history (store/nightly.py) add their own tables with
 ``CREATE ... IF NOT EXISTS``; they are not versioned here.
 """
 
