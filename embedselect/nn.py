@@ -30,6 +30,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from embedselect.arrays import check_embeddings
 from embedselect.errors import ConfigError, MetricError
 from embedselect.nn_device import GPU_MAX_K, describe, faiss_has_gpu, faiss_module, gpu_ids, gpu_smoke_test, to_cpu, to_gpus
 
@@ -63,12 +64,9 @@ def prepare(x: Any, metric: str = "cosine") -> np.ndarray:
         MetricError: not a non-empty 2-D array of finite numbers.
     """
     _check_metric(metric)
-    a = np.asarray(x)
-    if a.ndim != 2 or a.shape[0] == 0 or a.shape[1] == 0:
-        raise MetricError(f"nearest neighbours need a non-empty (n, d) matrix, got shape {a.shape}")
-    a = np.array(a, dtype=np.float32, order="C", copy=True)
-    if not np.isfinite(a).all():
-        raise MetricError("the embedding matrix holds NaN or inf values; nearest neighbours are undefined")
+    checked = check_embeddings(x, what="the matrix for nearest neighbours", min_rows=1, dtype=None, error=MetricError,
+                               hint="; nearest neighbours are undefined")  # fmt: skip
+    a = np.array(checked, dtype=np.float32, order="C", copy=True)
     if metric == "cosine":
         norms = np.linalg.norm(a.astype(np.float64), axis=1, keepdims=True)
         a /= np.where(norms > 0, norms, 1.0).astype(np.float32)
