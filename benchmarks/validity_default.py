@@ -158,14 +158,21 @@ def compare_variants(views: list[dict[str, Any]]) -> int:
                 continue
             results[f"fixed, {fam}, sufficiency {ws:g}"] = [(evaluate(v, w, DEFAULT_METHOD, True), label((w, DEFAULT_METHOD)))
                                                             for v in views]
-    print("\n| variant | " + " | ".join(f"{v['dataset']}/{v['pool']}" for v in views)
-          + " | text | image |")
-    print("|---|" + "---|" * (len(views) + 2))
-    for name, rows in results.items():
-        cells = [f"{r['rho']:.2f} / {r['regret']:.3f}" for r, _ in rows]
-        by_mod = {m: [r for (r, _), v in zip(rows, views) if v["modality"] == m] for m in ("text", "image")}
-        print(f"| {name} | " + " | ".join(cells) + " | "
-              + " | ".join(_summary(by_mod[m]) if by_mod[m] else "—" for m in ("text", "image")) + " |")
+    for kind in ("LODO", "fixed"):
+        names = [n for n in results if n.startswith(kind)]
+        print(f"\n{kind}: ρ / regret per view" + (" (held out)" if kind == "LODO" else
+                                                 " (the package's nn_agreement / rankme weights, mean z; no fitting)"))
+        print("\n| view | " + " | ".join(n.split(", ", 1)[1] for n in names) + " |")
+        print("|---|" + "---|" * len(names))
+        for j, v in enumerate(views):
+            print(f"| {v['dataset']} ({v['modality']}, {len(v['truth'])}) | "
+                  + " | ".join(f"{results[n][j][0]['rho']:.2f} / {results[n][j][0]['regret']:.3f}" for n in names) + " |")
+        for m in ("text", "image"):
+            rows = {n: [r for (r, _), v in zip(results[n], views) if v["modality"] == m] for n in names}
+            if rows[names[0]]:
+                print(f"\n{kind}, {m} views:")
+                for n in names:
+                    print(f"- {n.split(', ', 1)[1]}: {_summary(rows[n])}")
     print("\nSettings chosen without each dataset:")
     for name, rows in results.items():
         if name.startswith("LODO"):
