@@ -54,8 +54,21 @@ PREVIOUS_DEFAULT = ({"task_prior": 1.0, "sufficiency": 0.25, "nn_agreement": 0.5
 mpnet's layer 1 joined the benchmark."""
 
 
-def settings() -> list[tuple[dict[str, float], str]]:
-    return [({m: w for m, w in zip(GRID, ws) if w}, meth)
+VARIANT_SIGNALS = ("task_prior-consensus", "sufficiency-normal_scores")
+"""Signals with non-default options (``validity_pools.VARIANTS``), loaded with ``--variants`` (issue 23)."""
+FAMILIES = {
+    "balanced": ("task_prior", "sufficiency"),
+    "balanced + normal scores": ("task_prior", "sufficiency-normal_scores"),
+    "consensus": ("task_prior-consensus", "sufficiency"),
+    "consensus + normal scores": ("task_prior-consensus", "sufficiency-normal_scores"),
+}
+"""--variants: the option families compared; each is (task_prior signal, sufficiency signal)."""
+
+
+def settings(family: tuple[str, str] = ("task_prior", "sufficiency")) -> list[tuple[dict[str, float], str]]:
+    """Every weight combination of :data:`GRID`, with ``family``'s signals standing for task_prior and sufficiency."""
+    names = (family[0], family[1], "nn_agreement", "rankme")
+    return [({m: w for m, w in zip(names, ws) if w}, meth)
             for meth in METHODS for ws in itertools.product(*GRID.values())]
 
 
@@ -64,8 +77,9 @@ def label(setting: tuple[dict[str, float], str]) -> str:
     return " + ".join(f"{m} {v:g}" for m, v in w.items()) + ("" if meth == "mean-rank" else ", mean z")
 
 
-def load_views(datasets, max_items: int, seed: int) -> list[dict[str, Any]]:
-    """One entry per (dataset, pool) whose signals are cached: truth, signals, copy pairs, pool entries."""
+def load_views(datasets, max_items: int, seed: int, extra: tuple[str, ...] = ()) -> list[dict[str, Any]]:
+    """One entry per (dataset, pool) whose signals (and ``extra`` ones) are cached: truth, signals, copy pairs, pool
+    entries."""
     views = []
     for d in datasets:
         meta, labels, _items, entries, vectors = load_pool(d)
@@ -79,12 +93,12 @@ def load_views(datasets, max_items: int, seed: int) -> list[dict[str, Any]]:
         truth = {k: v["acc"] for k, v in json.loads(truth_path.read_text()).items()}
         for pool in ("all", "issue"):
             cd = _cache_dir(d, n, seed, pool)
-            if not all((cd / f"metric_{m}.json").is_file() for m in SIGNALS):
+            if not all((cd / f"metric_{m}.json").is_file() for m in SIGNALS + extra):
                 continue
-            sig = {m: json.loads((cd / f"metric_{m}.json").read_text())["scores"] for m in SIGNALS}
+            sig = {m: json.loads((cd / f"metric_{m}.json").read_text())["scores"] for m in SIGNALS + extra}
             keys = set(sig["task_prior"])
             pairs = [(c.copy, c.parent) for c in derived_copies({k: vectors[k][idx] for k in keys}, seed=seed)]
-            views.append({"dataset": d, "pool": pool, "truth": {k: truth[k] for k in keys}, "signals": sig,
+            views.append({"dataset": d, "pool": pool, "modality": meta["modality"], "truth": {k: truth[k] for k in keys}, "signals": sig,
                           "pairs": pairs, "entries": [e for e in entries if e["name"] in keys]})
     return views
 
@@ -105,12 +119,80 @@ def objective(results: list[dict[str, Any]]) -> float:
     return hits + float(np.mean(rhos)) / 10 if results else -math.inf
 
 
+def lodo(views: list[dict[str, Any]], grid: list[tuple[dict[str, float], str]]) -> list[tuple[dict, str]]:
+    """Held-out result per view (in ``views``' order) and the label of the setting chosen without its dataset."""
+    table = [[evaluate(v, w, meth, True) for v in views] for w, meth in grid]
+    out: list[Any] = [None] * len(views)
+    for d in sorted({v["dataset"] for v in views}):
+        others = [j for j, v in enumerate(views) if v["dataset"] != d]
+        best = max(range(len(grid)), key=lambda i: (objective([table[i][j] for j in others]), -i))
+        for j, v in enumerate(views):
+            if v["dataset"] == d:
+                out[j] = (table[best][j], label(grid[best]))
+    return out
+
+
+def _summary(rows: list[dict[str, Any]]) -> str:
+    rhos = [r["rho"] if math.isfinite(r["rho"]) else -1.0 for r in rows]
+    hits = sum(1 for r in rows if r["rho"] >= TARGETS["spearman_each"] and r["regret"] <= TARGETS["regret"])
+    return (f"mean ρ {np.mean(rhos):.3f}, min ρ {min(rhos):.2f}, mean regret "
+            f"{np.mean([r['regret'] for r in rows]):.3f}, both targets {hits}/{len(rows)}")
+
+
+def compare_variants(views: list[dict[str, Any]]) -> int:
+    """Print, per option family of :data:`FAMILIES`, the held-out (LODO over :data:`GRID`) ρ and regret per view,
+    LODO over the union of the families, and each family at the package's default weights (no fitting)."""
+    if len({v["dataset"] for v in views}) < 2:
+        raise SystemExit("need every variant signal cached for at least 2 datasets: run validity_pools.py --metrics "
+                         + " ".join(VARIANT_SIGNALS))
+    print("Views: " + ", ".join(f"{v['dataset']}/{v['pool']} ({v['modality']}, {len(v['truth'])})" for v in views))
+    results: dict[str, list[tuple[dict, str]]] = {}
+    for fam, sigs in FAMILIES.items():
+        results[f"LODO, {fam}"] = lodo(views, settings(sigs))
+    results["LODO, choosing the family too"] = lodo(views, [s for sigs in FAMILIES.values() for s in settings(sigs)])
+    pkg = {m: get_spec(m).weight for m in DEFAULT_METRICS if get_spec(m).weight > 0}
+    for fam, (tp, suff) in FAMILIES.items():
+        for ws in (0.0, 0.25, 0.5):
+            w = {tp: 1.0, **({suff: ws} if ws else {}), **{m: v for m, v in pkg.items() if m not in MISSION_NAMES}}
+            if ws == 0.0 and "normal" in fam:
+                continue
+            results[f"fixed, {fam}, sufficiency {ws:g}"] = [(evaluate(v, w, DEFAULT_METHOD, True), label((w, DEFAULT_METHOD)))
+                                                            for v in views]
+    for kind in ("LODO", "fixed"):
+        names = [n for n in results if n.startswith(kind)]
+        print(f"\n{kind}: ρ / regret per view" + (" (held out)" if kind == "LODO" else
+                                                 " (the package's nn_agreement / rankme weights, mean z; no fitting)"))
+        print("\n| view | " + " | ".join(n.split(", ", 1)[1] for n in names) + " |")
+        print("|---|" + "---|" * len(names))
+        for j, v in enumerate(views):
+            print(f"| {v['dataset']} ({v['modality']}, {len(v['truth'])}) | "
+                  + " | ".join(f"{results[n][j][0]['rho']:.2f} / {results[n][j][0]['regret']:.3f}" for n in names) + " |")
+        for m in ("text", "image"):
+            rows = {n: [r for (r, _), v in zip(results[n], views) if v["modality"] == m] for n in names}
+            if rows[names[0]]:
+                print(f"\n{kind}, {m} views:")
+                for n in names:
+                    print(f"- {n.split(', ', 1)[1]}: {_summary(rows[n])}")
+    print("\nSettings chosen without each dataset:")
+    for name, rows in results.items():
+        if name.startswith("LODO"):
+            print(f"- {name}: " + "; ".join(f"{v['dataset']}/{v['pool']}: {lab}" for (_, lab), v in zip(rows, views)))
+    return 0
+
+
+MISSION_NAMES = ("task_prior", "sufficiency")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--datasets", nargs="+", default=list(DATASETS))
     ap.add_argument("--max-items", type=int, default=1000)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--variants", action="store_true",
+                    help="compare the option families of FAMILIES by LODO (needs their signals cached) and exit")
     a = ap.parse_args(argv)
+    if a.variants:
+        return compare_variants(load_views(a.datasets, a.max_items, a.seed, VARIANT_SIGNALS))
     views = load_views(a.datasets, a.max_items, a.seed)
     if len({v["dataset"] for v in views}) < 2:
         raise SystemExit("need the cached signals of at least 2 datasets: run validity_pools.py first")

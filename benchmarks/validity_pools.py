@@ -49,6 +49,10 @@ DATASETS = ("polarity", "analogy", "empath", "vader", "emoji", "digits", "mnist-
 MISSION = ("task_prior", "sufficiency")
 COMPARATORS = ("rankme", "alpha_req", "uniformity", "nn_agreement")
 SIGNALS = MISSION + COMPARATORS
+VARIANTS = {"task_prior-consensus": ("task_prior", {"prior": "consensus"}),
+            "sufficiency-normal_scores": ("sufficiency", {"normal_scores": True})}
+"""Signals computed with non-default options (``--metrics task_prior-consensus ...``): name -> (metric, options);
+``validity_default.py`` puts them in its LODO grid as alternatives to the default options (issue 23)."""
 COPY_RELATIONS = ("distilled", "truncated", "quantized-int8", "quantized-binary")
 SUFF_WEIGHTS = (0.0, 0.25, 0.5, 1.0, 2.0, 4.0)
 DEFAULT_SETTING = (1.0, None)
@@ -222,9 +226,11 @@ def _metric_one(metric: str, vectors: Mapping[str, np.ndarray], keys: Mapping[st
 
     from embedselect.metrics.base import MetricContext, get_metric
 
+    base, options = VARIANTS.get(metric, (metric, {}))
     t0 = time.perf_counter()
     with threadpool_limits(limits=1):
-        res = get_metric(metric)(MetricContext(embeddings=dict(vectors), run_keys=dict(keys), seed=seed))
+        res = get_metric(base)(MetricContext(embeddings=dict(vectors), run_keys=dict(keys), seed=seed,
+                                             options=dict(options)))
     return {"scores": {k: (float(v) if v is not None else None) for k, v in res.scores.items()},
             "seconds": round(time.perf_counter() - t0, 2)}
 
@@ -401,7 +407,7 @@ def to_markdown(results: list[dict[str, Any]], *, command: str, folds: int, max_
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--datasets", nargs="+", default=list(DATASETS))
-    ap.add_argument("--metrics", nargs="+", default=list(SIGNALS))
+    ap.add_argument("--metrics", nargs="+", default=list(SIGNALS), choices=list(SIGNALS) + list(VARIANTS))
     ap.add_argument("--max-items", type=int, default=2000, help="stratified, seeded sub-sample per dataset")
     ap.add_argument("--folds", type=int, default=5, help="outer folds of the ground-truth probe")
     ap.add_argument("--seed", type=int, default=0)

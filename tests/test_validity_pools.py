@@ -97,3 +97,28 @@ def test_report_of_two_datasets_scored_by_one_signal_has_no_combination_section(
 
     md = vp.to_markdown(results, command="c", folds=5, max_items=10, seed=0)
     assert "rankme" in md and "Leave-one-dataset-out choice" not in md
+
+
+def test_variant_signals_run_their_metric_with_the_options():
+    """`validity_pools.py --metrics task_prior-consensus` computes task_prior with prior='consensus' (issue 23's LODO
+    of the prior), not the default prior; `validity_default.py --variants` puts those signals in its grid."""
+    import numpy as np
+
+    from benchmarks import validity_default as vd
+    from benchmarks import validity_pools as vp
+    from embedselect.metrics.base import MetricContext, get_metric
+
+    rng = np.random.default_rng(0)
+    base = rng.normal(size=(40, 6))
+    vecs = {"a": base, "b": base + 0.05 * rng.normal(size=(40, 6)), "c": rng.normal(size=(40, 6)),
+            "d": np.c_[base[:, :3], rng.normal(size=(40, 3))]}
+    keys = {k: f"t:{k}" for k in vecs}
+    got = vp._metric_one("task_prior-consensus", vecs, keys, 0)["scores"]
+    want = get_metric("task_prior")(MetricContext(embeddings=vecs, run_keys=keys, seed=0,
+                                                  options={"prior": "consensus"})).scores
+    balanced = vp._metric_one("task_prior", vecs, keys, 0)["scores"]
+    assert got == pytest.approx({k: float(v) for k, v in want.items()})
+    assert got != pytest.approx(balanced)
+    grid = vd.settings(vd.FAMILIES["consensus + normal scores"])
+    assert len(grid) == 128 and all("task_prior-consensus" in w and "task_prior" not in w for w, _ in grid)
+    assert any("sufficiency-normal_scores" in w for w, _ in grid)
