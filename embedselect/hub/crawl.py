@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 from dataclasses import asdict, dataclass
 from datetime import datetime
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from embedselect.errors import ConfigError, HubError
 from embedselect.hub.http import (
@@ -332,27 +332,13 @@ def crawl(
         ConfigError: invalid sort, limit or bounds.
         HubError: ``HF_HUB_OFFLINE`` is set (a crawl needs the network).
     """
-    if sort not in SORTS:
-        raise ConfigError(f"unknown sort {sort!r}; use one of: {', '.join(sorted(SORTS))}")
-    if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
-        raise ConfigError(f"limit must be a positive integer, got {limit!r}")
-    for name, v in (("min_params", min_params), ("max_params", max_params)):
-        if v is not None and (not isinstance(v, int) or v < 0):
-            raise ConfigError(f"{name} must be a non-negative integer (a parameter count), got {v!r}")
-    if min_params is not None and max_params is not None and min_params > max_params:
-        raise ConfigError(f"min_params ({min_params}) is larger than max_params ({max_params})")
-    if isinstance(tags, str):
-        tags = (tags,)
-    if isinstance(licenses, str):
-        licenses = (licenses,)
-    lic_set = frozenset(licenses) if licenses is not None else None
+    tags, lic_set = _check_crawl_args(sort, limit, min_params, max_params, tags, licenses)
     if offline():
         raise HubError(
             "HF_HUB_OFFLINE is set, and a crawl needs the hub. Unset HF_HUB_OFFLINE to crawl, or use the "
             "catalogue of the last crawl (embedselect.store.catalog.candidates / `embedselect catalog ls`)."
         )
     retry = retry or RetryPolicy()
-    from huggingface_hub import ModelInfo
     from huggingface_hub.utils import build_hf_headers
 
     query = {
@@ -368,6 +354,48 @@ def crawl(
         "licenses": sorted(lic_set) if lic_set is not None else None,
         "include_gated": include_gated,
     }
+    params = _listing_params(library, pipeline_tag, tags, author, search, sort, limit, include_gated)
+    headers = build_hf_headers(token=token, library_name="embedselect")
+    started = now()
+    models, errors, pages = _read_pages(params, headers, retry, token, limit, max_pages,
+                                        lambda model: _keep(model, min_params, max_params, lic_set, include_gated))
+    return CrawlResult(
+        query=query,
+        started_at=started,
+        finished_at=now(),
+        models=tuple(models),
+        errors=tuple(errors),
+        pages=pages,
+        complete=not errors,
+    )
+
+
+def _check_crawl_args(sort: str, limit: int, min_params: int | None, max_params: int | None,
+                      tags: Sequence[str] | str, licenses: Sequence[str] | str | None
+                      ) -> tuple[tuple[str, ...], frozenset[str] | None]:
+    """Validate the crawl's arguments; returns the tags as a tuple and the licence allowlist as a set (None = any).
+
+    Raises:
+        ConfigError: an unknown sort, a limit that is not a positive integer, bad or crossed size bounds.
+    """
+    if sort not in SORTS:
+        raise ConfigError(f"unknown sort {sort!r}; use one of: {', '.join(sorted(SORTS))}")
+    if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
+        raise ConfigError(f"limit must be a positive integer, got {limit!r}")
+    for name, v in (("min_params", min_params), ("max_params", max_params)):
+        if v is not None and (not isinstance(v, int) or v < 0):
+            raise ConfigError(f"{name} must be a non-negative integer (a parameter count), got {v!r}")
+    if min_params is not None and max_params is not None and min_params > max_params:
+        raise ConfigError(f"min_params ({min_params}) is larger than max_params ({max_params})")
+    tag_tuple = (tags,) if isinstance(tags, str) else tuple(tags)
+    if isinstance(licenses, str):
+        licenses = (licenses,)
+    return tag_tuple, (frozenset(licenses) if licenses is not None else None)
+
+
+def _listing_params(library: str | None, pipeline_tag: str | None, tags: Sequence[str], author: str | None,
+                    search: str | None, sort: str, limit: int, include_gated: bool) -> list[tuple[str, Any]]:
+    """The query parameters of the first ``GET /api/models`` page (the hub filters; sizes and licences are ours)."""
     filters = [f for f in ([library] if library else []) + list(tags) if f]
     params: list[tuple[str, Any]] = [("filter", f) for f in filters]
     if author:
@@ -381,22 +409,30 @@ def crawl(
     params.append(("sort", SORTS[sort]))
     params.append(("limit", str(min(limit, MAX_PAGE_SIZE))))
     params.extend(("expand", f) for f in EXPAND_FIELDS)
-    headers = build_hf_headers(token=token, library_name="embedselect")
+    return params
 
-    started = now()
+
+def _read_pages(params: list[tuple[str, Any]], headers: dict[str, str], retry: RetryPolicy, token: str | None,
+                limit: int, max_pages: int | None,
+                keep: Callable[[HubModel], bool]) -> tuple[list[HubModel], list[PageError], int]:
+    """Follow the listing's ``Link`` pages until ``limit`` kept models, the end, or ``max_pages``.
+
+    A page that fails after retries, or an entry that does not parse, is recorded in the errors (token redacted)
+    and the crawl goes on where the hub gave a next link. Returns (models, errors, pages read).
+    """
+    from huggingface_hub import ModelInfo
+
     url: str | None = f"{endpoint()}/api/models"
     page_params: list | None = params
     models: list[HubModel] = []
     seen: set[str] = set()
     errors: list[PageError] = []
     pages = 0
-    failed = False
     while url is not None and len(models) < limit and (max_pages is None or pages < max_pages):
         pages += 1
         try:
             items, next_url = _fetch_page(url, page_params, headers, retry)
         except Exception as exc:  # noqa: BLE001 - recorded per page; the crawl never crashes on the hub
-            failed = True
             errors.append(PageError(pages, url_for_log(url, page_params), error_kind(exc), redact(short_error(exc), token)))
             log.warning("crawl: page %d failed: %s", pages, errors[-1].message)
             url, page_params = getattr(exc, "next_url", None), None
@@ -409,25 +445,16 @@ def crawl(
                 item.setdefault("siblings", None)
                 model = _hub_model(ModelInfo(**item))
             except Exception as exc:  # noqa: BLE001 - one bad entry must not lose the page
-                failed = True
                 errors.append(PageError(pages, url_for_log(url, page_params), "item", redact(short_error(exc), token)))
                 continue
-            if model.repo_id in seen or not _keep(model, min_params, max_params, lic_set, include_gated):
+            if model.repo_id in seen or not keep(model):
                 continue
             seen.add(model.repo_id)
             models.append(model)
             if len(models) >= limit:
                 break
         url, page_params = next_url, None
-    return CrawlResult(
-        query=query,
-        started_at=started,
-        finished_at=now(),
-        models=tuple(models),
-        errors=tuple(errors),
-        pages=pages,
-        complete=not failed,
-    )
+    return models, errors, pages
 
 
 def url_for_log(url: str, params: list | None) -> str:

@@ -8,7 +8,7 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from embedselect.errors import CandidateError, ConfigError, HubError, UnsafeModelError
 from embedselect.hub.files import check_policy, infer_backend, select_files
@@ -16,6 +16,9 @@ from embedselect.hub.http import SHA_RE, RetryPolicy, map_error, not_retried_by_
 from embedselect.kinds import BACKENDS
 from embedselect.layout import read_json
 from embedselect.policy import LoadPolicy, remote_code_reason
+
+if TYPE_CHECKING:
+    from huggingface_hub import ModelInfo
 
 log = logging.getLogger("embedselect.hub")
 
@@ -154,7 +157,25 @@ def fetch_model(
     if offline():
         return _fetch_offline(repo_id, revision, backend, policy)
 
-    from huggingface_hub import HfApi, snapshot_download
+    info, sha, sizes, tags, chosen, files = _pin_and_check(repo_id, revision, backend, policy, token, retry)
+    local = _download_checked(repo_id, revision, sha, files, sizes, tags, policy, token, retry, progress)
+    log.info("fetched %s@%s (%s, %d files)", repo_id, sha[:12], chosen, len(files))
+    return FetchedModel(
+        repo_id=repo_id,
+        revision=sha,
+        local_dir=local,
+        library=info.library_name,
+        pipeline_tag=info.pipeline_tag,
+        files=tuple(files),
+        backend=chosen,
+    )
+
+
+def _pin_and_check(repo_id: str, revision: str | None, backend: str | None, policy: LoadPolicy, token: str | None,
+                   retry: RetryPolicy) -> tuple[ModelInfo, str, dict[str, int | None], list[str], str, list[str]]:
+    """The one ``model_info`` request, its commit sha checked, the backend and files chosen and the policy applied
+    to what the listing says: (info, sha, file sizes, tags, backend, files). A refusal names the commit."""
+    from huggingface_hub import HfApi
 
     api = HfApi(library_name="embedselect")
     try:
@@ -193,6 +214,15 @@ def fetch_model(
     except UnsafeModelError as exc:
         exc.revision = sha  # a refusal is of this commit: recorded per revision, a new commit is looked at again
         raise
+    return info, sha, sizes, tags, chosen, files
+
+
+def _download_checked(repo_id: str, revision: str | None, sha: str, files: list[str], sizes: dict[str, int | None],
+                      tags: list[str], policy: LoadPolicy, token: str | None, retry: RetryPolicy,
+                      progress: bool) -> Path:
+    """Download the config files first (remote code checked in them), then ``files`` at ``sha``; sizes verified
+    against the listing and the ref remembered. Returns the snapshot folder."""
+    from huggingface_hub import snapshot_download
 
     def download(patterns: list[str]) -> Path:
         return Path(
@@ -223,16 +253,7 @@ def fetch_model(
         raise
     except Exception as exc:  # noqa: BLE001 - mapped to typed errors
         raise map_error(exc, repo_id, revision, token) from None
-    log.info("fetched %s@%s (%s, %d files)", repo_id, sha[:12], chosen, len(files))
-    return FetchedModel(
-        repo_id=repo_id,
-        revision=sha,
-        local_dir=local,
-        library=info.library_name,
-        pipeline_tag=info.pipeline_tag,
-        files=tuple(files),
-        backend=chosen,
-    )
+    return local
 
 
 def _remember_ref(snapshot: Path, revision: str | None, sha: str) -> None:
