@@ -186,6 +186,25 @@ def test_no_two_modules_import_each_other():
     assert not loops, f"modules importing each other: {loops}"
 
 
+MAX_MODULE_LINES = 500
+MAX_FUNCTION_LINES = 120
+"""Issue 22: a room over 500 lines, or a function over 120, is a sign two concerns share it."""
+
+
+def test_no_module_over_500_lines_and_no_function_over_120():
+    big = []
+    for name, (path, tree) in _modules().items():
+        lines = path.read_text(encoding="utf-8").count("\n")
+        if lines > MAX_MODULE_LINES:
+            big.append(f"module {name}: {lines} lines")
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                length = (node.end_lineno or node.lineno) - node.lineno + 1
+                if length > MAX_FUNCTION_LINES:
+                    big.append(f"function {name}.{node.name}: {length} lines")
+    assert not big, "split these by concern: " + "; ".join(sorted(big))
+
+
 def test_no_module_imports_another_modules_private_names():
     bad = []
     for name, (_, tree) in _modules().items():
