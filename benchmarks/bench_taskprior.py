@@ -14,6 +14,7 @@ Each case runs in a fresh subprocess so that its peak RSS is its own.
     .venv/bin/python benchmarks/bench_taskprior.py                      # full run
     .venv/bin/python benchmarks/bench_taskprior.py --sizes 8192 --threads 1   # quick
     .venv/bin/python benchmarks/bench_taskprior.py --prior-check        # synthetic prior comparison
+    .venv/bin/python benchmarks/bench_taskprior.py --wide-pool          # the whole metric, 11 wide candidates, n = 300
 """
 
 from __future__ import annotations
@@ -160,6 +161,30 @@ def prior_check(n: int = 1500, seed: int = 1) -> None:
             print(f"{name:16s} {prior:10s} " + " ".join(f"{v:>+20.2f}" for v in rho), flush=True)
 
 
+WIDE_DIMS = (1280, 1280, 1280, 1408, 1280, 40, 112, 1280, 1280, 256, 256)
+"""The widths of the 11-candidate image pool of docs/benchmarks.md §4d (EfficientNet-Lite0/1/2 and variants, an early
+stage, pixel-pca, random projection)."""
+
+
+def wide_pool(n: int = 300, seed: int = 0) -> None:
+    """The whole ``task_prior`` metric (moments, balanced prior, 64 sampled tasks, probes) on 11 candidates whose
+    widths sum to ~9 500 on ``n`` items: the shape of an image pool at a few hundred images, where the summed prior
+    factor is far wider than it is tall."""
+    import numpy as np
+
+    from embedselect.metrics import taskprior
+    from embedselect.metrics.base import MetricContext
+
+    rng = np.random.default_rng(seed)
+    signal = rng.standard_normal((n, 64))
+    embs = {f"c{i}": (signal @ rng.standard_normal((64, d)) + rng.standard_normal((n, d))).astype(np.float32)
+            for i, d in enumerate(WIDE_DIMS)}
+    t0 = time.perf_counter()
+    taskprior.compute(MetricContext(embeddings=embs, run_keys={k: k for k in embs}, seed=seed))
+    print(f"task_prior, {len(WIDE_DIMS)} candidates (widths {sum(WIDE_DIMS)} in all), n={n}: "
+          f"{time.perf_counter() - t0:.1f} s", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", default="8192,32768,100000", help="n values for the scaling runs")
@@ -173,7 +198,12 @@ def main() -> None:
     ap.add_argument("--json", default=None, help="also write the results here")
     ap.add_argument("--prior-check", action="store_true",
                     help="instead of timing, run the synthetic check of the prior choices")
+    ap.add_argument("--wide-pool", action="store_true",
+                    help="instead, time the whole metric on an 11-candidate pool of wide embeddings at n = 300")
     a = ap.parse_args()
+    if a.wide_pool:
+        wide_pool()
+        return
     if a.prior_check:
         prior_check()
         return

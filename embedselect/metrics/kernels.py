@@ -127,8 +127,9 @@ def sum_kernel_factor(factors: Sequence[np.ndarray], *, normalize: bool = False)
 
 
 def factor_frobenius_norm(z: np.ndarray) -> float:
-    """‖Z Zᵀ‖_F computed as ‖ZᵀZ‖_F (a D×D product, float64). ``z``: (n, D)."""
-    g = np.asarray(z, dtype=np.float64).T @ np.asarray(z, dtype=np.float64)
+    """‖Z Zᵀ‖_F of a factor ``z`` (n, D), float64: from the smaller of ZᵀZ (D×D) and Z Zᵀ (n×n), equal norms."""
+    z64 = np.asarray(z, dtype=np.float64)
+    g = z64.T @ z64 if z64.shape[1] <= z64.shape[0] else z64 @ z64.T
     return float(np.sqrt(np.sum(g * g)))
 
 

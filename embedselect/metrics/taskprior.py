@@ -72,13 +72,28 @@ _BALANCE_POWER = 8.0
 
 
 def _cross_gram(zs: list[np.ndarray]) -> np.ndarray:
-    """G[k, l] = ‖Z_kᵀ Z_l‖_F² = Σ_ij (M_k)_ij (M_l)_ij, float64 (m, m); from d_k×d_l products."""
+    """G[k, l] = ‖Z_kᵀ Z_l‖_F² = Σ_ij (M_k)_ij (M_l)_ij, float64 (m, m).
+
+    Each entry comes from the cheaper of the d_k×d_l product Z_kᵀ Z_l (n·d_k·d_l) and the two n×n kernels
+    M_k = Z_k Z_kᵀ (computed once per candidate, n²·d_k): wide embeddings of a few hundred items take the kernels.
+    """
     m = len(zs)
+    n = zs[0].shape[0] if m else 0
+    kernels: dict[int, np.ndarray] = {}
+
+    def kernel(k: int) -> np.ndarray:
+        if k not in kernels:
+            kernels[k] = zs[k] @ zs[k].T
+        return kernels[k]
+
     g = np.empty((m, m), dtype=np.float64)
     for k in range(m):
         for l_ in range(k, m):
-            c = zs[k].T @ zs[l_]
-            g[k, l_] = g[l_, k] = float(np.sum(c * c))
+            if n * n < zs[k].shape[1] * zs[l_].shape[1]:
+                g[k, l_] = g[l_, k] = float(np.sum(kernel(k) * kernel(l_)))
+            else:
+                c = zs[k].T @ zs[l_]
+                g[k, l_] = g[l_, k] = float(np.sum(c * c))
     return g
 
 
