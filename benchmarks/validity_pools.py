@@ -50,7 +50,9 @@ MISSION = ("task_prior", "sufficiency")
 COMPARATORS = ("rankme", "alpha_req", "uniformity", "nn_agreement")
 SIGNALS = MISSION + COMPARATORS
 VARIANTS = {"task_prior-consensus": ("task_prior", {"prior": "consensus"}),
-            "sufficiency-normal_scores": ("sufficiency", {"normal_scores": True})}
+            "sufficiency-normal_scores": ("sufficiency", {"normal_scores": True}),
+            "task_prior-all": ("task_prior", {"prior_from": "all"}),
+            "nn_agreement-all": ("nn_agreement", {"compare_with": "all"})}
 """Signals computed with non-default options (``--metrics task_prior-consensus ...``): name -> (metric, options);
 ``validity_default.py`` puts them in its LODO grid as alternatives to the default options (issue 23)."""
 COPY_RELATIONS = ("distilled", "truncated", "quantized-int8", "quantized-binary")
@@ -221,7 +223,8 @@ def ground_truth(name: str, y: np.ndarray, vectors: Mapping[str, np.ndarray], *,
     return {c: cache[c] for c in vectors}
 
 
-def _metric_one(metric: str, vectors: Mapping[str, np.ndarray], keys: Mapping[str, str], seed: int):
+def _metric_one(metric: str, vectors: Mapping[str, np.ndarray], keys: Mapping[str, str], seed: int,
+                references: frozenset[str] = frozenset()):
     from threadpoolctl import threadpool_limits
 
     from embedselect.metrics.base import MetricContext, get_metric
@@ -230,19 +233,31 @@ def _metric_one(metric: str, vectors: Mapping[str, np.ndarray], keys: Mapping[st
     t0 = time.perf_counter()
     with threadpool_limits(limits=1):
         res = get_metric(base)(MetricContext(embeddings=dict(vectors), run_keys=dict(keys), seed=seed,
-                                             options=dict(options)))
-    return {"scores": {k: (float(v) if v is not None else None) for k, v in res.scores.items()},
-            "seconds": round(time.perf_counter() - t0, 2)}
+                                             options=dict(options), references=references))
+    out = {"scores": {k: (float(v) if v is not None else None) for k, v in res.scores.items()},
+           "seconds": round(time.perf_counter() - t0, 2)}
+    if "matrix" in res.details:  # sufficiency's pairwise matrix (source -> target -> nats/dim), for variants of it
+        out["matrix"] = res.details["matrix"]
+    return out
+
+
+def metric_cache_name(metric: str) -> str:
+    """The cache file of a signal: named by the metric's code version too, so a change of the metric's code (or of
+    its options' defaults) computes it again instead of reading a stale result."""
+    from embedselect.metrics.base import get_spec
+
+    return f"metric_{metric}_{get_spec(VARIANTS.get(metric, (metric, {}))[0]).code_version()[:10]}.json"
 
 
 def signals(name: str, vectors: Mapping[str, np.ndarray], *, n: int, seed: int, metrics: Sequence[str],
-            jobs: int, pool: str = "all") -> dict[str, dict[str, Any]]:
-    """metric -> {"scores": {candidate: score}, "seconds": s}, cached per metric and named pool (recomputed when
-    the pool's candidates changed)."""
+            jobs: int, pool: str = "all", references: frozenset[str] = frozenset()) -> dict[str, dict[str, Any]]:
+    """metric -> {"scores": {candidate: score}, "seconds": s}, cached per metric (and its code version) and named pool
+    (recomputed when the pool's candidates changed). ``references``: the pool's built-in baselines, as ``select()``
+    marks them (:attr:`embedselect.metrics.base.MetricContext.references`)."""
     d = _cache_dir(name, n, seed, pool)
     out, todo = {}, []
     for m in metrics:
-        p = d / f"metric_{m}.json"
+        p = d / metric_cache_name(m)
         got = json.loads(p.read_text()) if p.is_file() else None
         if got and set(got["scores"]) == set(vectors):
             out[m] = got
@@ -251,7 +266,7 @@ def signals(name: str, vectors: Mapping[str, np.ndarray], *, n: int, seed: int, 
     if todo:
         keys = {c: f"{name}:{c}:n{n}:seed{seed}" for c in vectors}
         with ProcessPoolExecutor(max_workers=max(1, jobs)) as ex:
-            futs = {m: ex.submit(_metric_one, m, vectors, keys, seed) for m in todo}
+            futs = {m: ex.submit(_metric_one, m, vectors, keys, seed, references) for m in todo}
             for m, f in futs.items():
                 try:
                     out[m] = f.result()
@@ -260,7 +275,7 @@ def signals(name: str, vectors: Mapping[str, np.ndarray], *, n: int, seed: int, 
                     out[m] = {"scores": {}, "seconds": None, "error": f"{type(err).__name__}: {err}"}
                     continue
                 log.info("%s: %s done (%.0f s)", name, m, out[m]["seconds"])
-                save_json(d / f"metric_{m}.json", out[m])
+                save_json(d / metric_cache_name(m), out[m])
     return {m: out[m] for m in metrics}
 
 
@@ -286,7 +301,8 @@ def run_dataset(name: str, *, max_items: int, seed: int, folds: int, metrics: Se
     t0 = time.perf_counter()
     truth_full = ground_truth(name, y, vectors, n=n, seed=seed, folds=folds, jobs=jobs)
     truth = {c: r["acc"] for c, r in truth_full.items()}
-    sig = signals(name, vectors, n=n, seed=seed, metrics=metrics, jobs=jobs, pool=pool)
+    references = frozenset(e["name"] for e in entries if e.get("kind") == "baseline")
+    sig = signals(name, vectors, n=n, seed=seed, metrics=metrics, jobs=jobs, pool=pool, references=references)
     per_signal = {}
     for m, r in sig.items():
         rho, tau = correlations(r["scores"], truth)

@@ -20,6 +20,16 @@ BASELINES: dict[str, tuple[str, ...]] = {
 }
 """Built-in, download-free baselines -> the modalities each can embed."""
 
+BASELINE_PREFIX = "baseline:"
+"""A built-in baseline's model id is this prefix and its name (``baseline:tfidf-svd``)."""
+
+
+def is_baseline_id(model_id: str | None) -> bool:
+    """Whether ``model_id`` (a resolved candidate's model id) names a built-in baseline: the one rule for telling
+    baselines from models (cache keys, the loader, the metrics' reference points)."""
+    return str(model_id or "").startswith(BASELINE_PREFIX)
+
+
 FITTED_BASELINES: tuple[str, ...] = ("tfidf-svd", "pixel-pca")
 """Baselines that learn from the data they embed (their fit can be saved and restored)."""
 

@@ -10,7 +10,7 @@ from typing import Any, Mapping, Sequence
 from embedselect.backends.base import Embedder
 from embedselect.backends.device import resolve_device
 from embedselect.errors import ConfigError, EmbedselectError, ModelLoadError, UnsafeModelError
-from embedselect.kinds import BACKENDS, BASELINES
+from embedselect.kinds import BACKENDS, BASELINES, is_baseline_id
 from embedselect.layout import read_json
 from embedselect.policy import NOT_WEIGHTS, PICKLE_SUFFIXES, LoadPolicy, remote_code_reason
 
@@ -123,7 +123,7 @@ def load_embedder(
     opts = {**dict(getattr(rc.candidate, "options", {}) or {}), **dict(options or {})}
     opts.pop("modality", None)
     backend = rc.backend
-    if rc.model_id.startswith("baseline:") or backend in BASELINES:
+    if is_baseline_id(rc.model_id) or backend in BASELINES:
         from embedselect.backends.baselines import make_baseline
 
         return make_baseline(backend, modality=rc.modality, options=opts, seed=seed, fit_items=fit_items,

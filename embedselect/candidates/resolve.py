@@ -10,7 +10,7 @@ from pathlib import Path
 from embedselect.candidates.digests import file_sha256
 from embedselect.candidates.model import Candidate, ResolvedCandidate
 from embedselect.errors import CandidateError, CandidateSpecError, HubError
-from embedselect.kinds import BACKENDS, BASELINE_VERSION, BASELINES
+from embedselect.kinds import BACKENDS, BASELINE_PREFIX, BASELINE_VERSION, BASELINES
 from embedselect.layout import TOKENIZER_FILES, model_folder_files, read_json
 from embedselect.policy import LoadPolicy
 
@@ -137,7 +137,7 @@ def resolve_candidate(c: Candidate, *, policy: LoadPolicy = LoadPolicy(), token:
         modality = c.modality or str(c.options.get("modality") or mods[0])
         if modality not in mods:
             raise CandidateSpecError(f"baseline {c.ref!r} embeds {'/'.join(mods)} only, not {modality}")
-        return ResolvedCandidate(c, f"baseline:{c.ref}", _builtin_revision(), None, c.ref, modality)
+        return ResolvedCandidate(c, f"{BASELINE_PREFIX}{c.ref}", _builtin_revision(), None, c.ref, modality)
     requested = c.modality or c.options.get("modality")
     if c.kind == "local":
         d = Path(c.ref)

@@ -3,7 +3,8 @@
 A label-free comparator (a "wisdom of the pool" baseline, cf. mutual k-NN alignment, Huh et al.
 2024): for every item, take its k nearest neighbours by cosine similarity in each candidate; the
 agreement of candidates a and b is the mean over items of ``|N_a(i) ∩ N_b(i)| / k``. A candidate's
-score is its mean agreement with the other candidates (higher is better), in [0, 1].
+score is its mean agreement with the other candidates that are evidence about the data — not the built-in
+baselines (``MetricContext.references``) — (higher is better), in [0, 1].
 
 The pairwise matrix is in ``details['agreement']``. With near-copies in the pool, a family of copies
 agrees with itself and is favoured; this is the failure the benchmark measures, not a feature.
@@ -18,12 +19,12 @@ import numpy as np
 
 from embedselect.arrays import check_embeddings
 from embedselect.errors import ConfigError, MetricError, TooFewItemsError
-from embedselect.metrics.base import MIN_ITEMS, MetricContext, MetricResult, unusable_reason
+from embedselect.metrics.base import MIN_ITEMS, MetricContext, MetricResult, evidence, unusable_reason
 from embedselect.metrics.kernels import as_matrix
 from embedselect.nn import knn
 from embedselect.nn_device import faiss_has_gpu
 
-_OPTION_DEFAULTS: dict[str, Any] = {"k": 10, "max_items": 2048}
+_OPTION_DEFAULTS: dict[str, Any] = {"k": 10, "max_items": 2048, "compare_with": "models"}
 
 
 def knn_indices(embeddings: Any, k: int, *, what: str = "embeddings") -> np.ndarray:
@@ -65,11 +66,18 @@ def agreement_matrix(neighbours: list[np.ndarray]) -> np.ndarray:
 
 
 def compute(ctx: MetricContext) -> MetricResult:
-    """The ``nn_agreement`` comparator metric. Options: k (10), max_items (2048)."""
+    """The ``nn_agreement`` comparator metric.
+
+    Options: k (10), max_items (2048), compare_with ("models": a candidate's score is its mean agreement with the
+    candidates that are not reference points, ``ctx.references`` — the built-in baselines — when at least two are
+    left, :func:`~embedselect.metrics.base.evidence`; "all": with every other candidate, as before 2026-11-25).
+    """
     unknown = set(ctx.options) - set(_OPTION_DEFAULTS)
     if unknown:
-        raise ConfigError(f"unknown nn_agreement option(s) {sorted(unknown)}; known: k, max_items")
+        raise ConfigError(f"unknown nn_agreement option(s) {sorted(unknown)}; known: {', '.join(_OPTION_DEFAULTS)}")
     opt = {**_OPTION_DEFAULTS, **dict(ctx.options)}
+    if opt["compare_with"] not in ("models", "all"):
+        raise ConfigError(f"nn_agreement option 'compare_with' must be 'models' or 'all', got {opt['compare_with']!r}")
     for name, lo in (("k", 1), ("max_items", 3)):
         v = opt[name]
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < lo:
@@ -107,9 +115,10 @@ def compute(ctx: MetricContext) -> MetricResult:
         else:
             nbs.append(knn_indices(a[sub], k, what=f"embeddings[{key!r}]"))
     g = agreement_matrix(nbs)
-    m = len(keys)
-    scores = {key: float((g[i].sum() - 1.0) / (m - 1)) for i, key in enumerate(keys)}
+    members = evidence(keys, ctx.references) if opt["compare_with"] == "models" else list(range(len(keys)))
+    scores = {key: float(np.mean([g[i, j] for j in members if j != i])) for i, key in enumerate(keys)}
     details: dict[str, Any] = {"k": k, "n_items": len(sub), "knn_device": knn_device,
+               "compared_with": [keys[j] for j in members],
                "agreement": {a: {b: float(g[i, j]) for j, b in enumerate(keys)} for i, a in enumerate(keys)}}
     if excluded:
         details["excluded"] = excluded

@@ -81,6 +81,10 @@ class MetricContext:
             explicitly asked for a label prior (``options['prior'] == 'labels'``).
         pair_cache: optional persistent cache for pairwise values.
         device: "cpu" or "cuda[:k]"; metrics may use torch on this device.
+        references: candidate keys that are reference points, not evidence about the data: the built-in
+            baselines (TF-IDF + SVD, random projections, pixel PCA). Every metric scores them; a metric that judges
+            a candidate by the rest of the pool (a consensus prior, agreement with the others) consults only the
+            other candidates (:func:`evidence`).
     """
 
     embeddings: Mapping[str, np.ndarray]
@@ -90,6 +94,24 @@ class MetricContext:
     labels: np.ndarray | None = None
     pair_cache: PairCache | None = None
     device: str = "cpu"
+    references: frozenset[str] = frozenset()
+
+
+MIN_EVIDENCE = 2
+"""Fewest candidates a pool-relative metric consults; with fewer non-reference candidates it consults all."""
+
+
+def evidence(keys: list[str], references: frozenset[str] | set[str]) -> list[int]:
+    """Indices into ``keys`` of the candidates a pool-relative metric consults: the candidates that are not reference
+    points (:attr:`MetricContext.references`), or every candidate when fewer than :data:`MIN_EVIDENCE` are left.
+
+    Why: a consensus of the pool is evidence about which structure of the data matters only where its members learned
+    something about such data. Built-in baselines did not; in the validity benchmark (docs/benchmarks.md §4f) two of
+    them (pixel PCA and a random projection, near-copies of each other) pulled a balanced prior towards pixel geometry
+    and ranked themselves above every ImageNet model.
+    """
+    members = [i for i, k in enumerate(keys) if k not in references]
+    return members if len(members) >= MIN_EVIDENCE else list(range(len(keys)))
 
 
 @dataclass

@@ -29,7 +29,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from embedselect.errors import ConfigError, MetricError, TooFewItemsError
-from embedselect.metrics.base import MIN_ITEMS, MetricContext, MetricResult, unusable_reason
+from embedselect.metrics.base import MIN_ITEMS, MetricContext, MetricResult, evidence, unusable_reason
 from embedselect.metrics.kernels import kernel_factor, label_factor, sum_kernel_factor, torch_device
 from embedselect.metrics.taskprior_moments import (
     DEFAULT_TAU,
@@ -53,6 +53,7 @@ __all__ = ["DEFAULT_TAU", "TaskPriorMoments", "compute", "resolve_temperature", 
 # --------------------------------------------------------------------------------------------------
 _OPTION_DEFAULTS: dict[str, Any] = {
     "prior": "balanced",
+    "prior_from": "models",
     "tau": DEFAULT_TAU,
     "temperature": None,
     "n_tasks": 64,
@@ -108,18 +109,20 @@ def _balanced_weights(g: np.ndarray, power: float = _BALANCE_POWER) -> np.ndarra
     return 1.0 / np.sum(cka**power, axis=1)
 
 
-def _prior_factor(kind: str, zs: list[np.ndarray], c: int | None, labels_z: np.ndarray | None) -> np.ndarray:
-    """Factor (n, D) of the unit-Frobenius prior kernel used for candidate ``c``."""
+def _prior_factor(kind: str, zs: list[np.ndarray], c: int | None, labels_z: np.ndarray | None,
+                  members: list[int]) -> np.ndarray:
+    """Factor (n, D) of the unit-Frobenius prior kernel used for candidate ``c``; a pool prior sums the kernels of
+    ``members`` only (the candidates that are evidence, :func:`~embedselect.metrics.base.evidence`)."""
     if kind == "labels":
         assert labels_z is not None, "kind 'labels' comes with the label factor"
         return labels_z
     if kind.startswith("candidate:"):
         return zs[int(kind.split(":", 1)[1])]
     if kind == "balanced":
-        w = _balanced_weights(_cross_gram(zs))
-        return sum_kernel_factor([z * math.sqrt(wk) for z, wk in zip(zs, w)], normalize=True)
-    members = [z for k, z in enumerate(zs) if not (kind == "loo" and k == c)]
-    return sum_kernel_factor(members, normalize=True)
+        w = _balanced_weights(_cross_gram([zs[i] for i in members]))
+        return sum_kernel_factor([zs[i] * math.sqrt(wk) for i, wk in zip(members, w)], normalize=True)
+    chosen = [zs[i] for i in members if not (kind == "loo" and i == c)]
+    return sum_kernel_factor(chosen, normalize=True)
 
 
 def compute(ctx: MetricContext) -> MetricResult:
@@ -133,6 +136,12 @@ def compute(ctx: MetricContext) -> MetricResult:
             under the sum of the *other* candidates' kernels), a candidate key (that candidate's
             kernel; self-biased), or "labels" (centred same-label graph of ``ctx.labels``; the only
             case labels are read).
+        prior_from: "models" (default: a pool prior — balanced, consensus, loo — sums the kernels of the candidates
+            that are not reference points, ``ctx.references``, i.e. not the built-in baselines, when at least two
+            are left; the baselines are scored under it) or "all" (every candidate's kernel, as before 2026-11-25).
+            The members are in ``details['prior_members']``. Chosen by leave-one-dataset-out (docs/benchmarks.md
+            §4f): on natural photographs a prior that counted pixel PCA and a random projection ranked them above
+            every ImageNet model.
         tau: scale-free temperature, T = tau / n (default :data:`DEFAULT_TAU`).
         temperature: absolute temperature; overrides tau (used for the moments at n and for the
             sampler on the probe subsample alike).
@@ -192,12 +201,15 @@ def compute(ctx: MetricContext) -> MetricResult:
         pool_warning = f"pool is small ({m} candidates): consensus-based scores are unreliable"
         warnings.append(pool_warning)
     prior_name = kind if not kind.startswith("candidate:") else f"candidate:{keys[int(kind.split(':')[1])]}"
-    columns, details = _moments(ctx, opt, keys, zs, kind, labels_z, n, n_all, prior_name)
+    members = evidence(keys, ctx.references) if opt["prior_from"] == "models" else list(range(m))
+    columns, details = _moments(ctx, opt, keys, zs, kind, labels_z, n, n_all, prior_name, members)
+    if kind in ("consensus", "loo", "balanced"):
+        details["prior_members"] = [keys[i] for i in members]
     if moment_rows is not None:
         details["subsampled"] = {"moments": n}
     if opt["probes"]:
         assert sub is not None  # drawn above when probes are on
-        _probes(ctx, opt, keys, zsub, kind, sub, n_all, columns, details)
+        _probes(ctx, opt, keys, zsub, kind, sub, n_all, columns, details, members)
     return _finish(opt, columns, details, excluded, warnings, pool_warning)
 
 
@@ -214,6 +226,8 @@ def _options(ctx: MetricContext) -> dict[str, Any]:
             f"unknown task_prior option(s) {sorted(unknown)}; known: {', '.join(sorted(_OPTION_DEFAULTS))}"
         )
     opt = {**_OPTION_DEFAULTS, **dict(ctx.options)}
+    if opt["prior_from"] not in ("models", "all"):
+        raise ConfigError(f"task_prior option 'prior_from' must be 'models' or 'all', got {opt['prior_from']!r}")
     if opt["headline"] not in ("alignment", "probes"):
         raise ConfigError(f"task_prior option 'headline' must be 'alignment' or 'probes', got {opt['headline']!r}")
     if not opt["probes"]:
@@ -306,8 +320,8 @@ def _resolve_prior(ctx: MetricContext, prior_opt: Any, keys: list[str], excluded
 
 
 def _moments(ctx: MetricContext, opt: Mapping[str, Any], keys: list[str], zs: list[np.ndarray], kind: str,
-             labels_z: np.ndarray | None, n: int, n_all: int,
-             prior_name: str) -> tuple[dict[str, dict[str, float]], dict[str, Any]]:
+             labels_z: np.ndarray | None, n: int, n_all: int, prior_name: str,
+             members: list[int]) -> tuple[dict[str, dict[str, float]], dict[str, Any]]:
     """The closed-form moments' columns (mean, var, alignment per candidate) and the details they start."""
     m = len(keys)
     temperature = resolve_temperature(n, temperature=opt["temperature"], tau=opt["tau"])
@@ -316,15 +330,19 @@ def _moments(ctx: MetricContext, opt: Mapping[str, Any], keys: list[str], zs: li
     tile = check_tile(opt["tile"], dev)
     if kind in ("consensus", "loo", "balanced"):
         g = _cross_gram(zs)
+        wts = np.zeros(m)  # only the members (the evidence) weigh in the pool's prior
+        wts[members] = _balanced_weights(g[np.ix_(members, members)]) if kind == "balanced" else 1.0
         if kind in ("consensus", "balanced"):
-            wts = _balanced_weights(g) if kind == "balanced" else np.ones(m)
             prior = Prior("sum", weights=[float(v) for v in wts], scale=1.0 / math.sqrt(float(wts @ g @ wts)))
             if kind == "balanced":
                 details_weights = {k: float(v / wts.sum()) for k, v in zip(keys, wts)}
-        else:
-            tot = g.sum()
-            scales = [1.0 / math.sqrt(tot - 2 * g[c].sum() + g[c, c]) for c in range(m)]
-            prior = Prior("loo", scales=scales)
+        else:  # each candidate's prior: the members but itself
+            scales = []
+            for c in range(m):
+                wc = wts.copy()
+                wc[c] = 0.0
+                scales.append(1.0 / math.sqrt(float(wc @ g @ wc)))
+            prior = Prior("loo", scales=scales, weights=[float(v) for v in wts])
     elif kind == "labels":
         assert labels_z is not None  # set with kind = "labels" above
         prior = Prior("ext", z=to_torch(labels_z, dev, dtype))
@@ -356,7 +374,7 @@ def _moments(ctx: MetricContext, opt: Mapping[str, Any], keys: list[str], zs: li
 
 
 def _probes(ctx: MetricContext, opt: Mapping[str, Any], keys: list[str], zsub: list, kind: str, sub: np.ndarray,
-            n_all: int, columns: dict[str, dict[str, float]], details: dict[str, Any]) -> None:
+            n_all: int, columns: dict[str, dict[str, float]], details: dict[str, Any], members: list[int]) -> None:
     """Sample tasks from the prior on the probe subsample, train probes on them, and add the probe columns and
     details."""
     from embedselect.metrics.probes import probe_tasks
@@ -373,7 +391,7 @@ def _probes(ctx: MetricContext, opt: Mapping[str, Any], keys: list[str], zsub: l
     task_acc: dict[str, list[float]] = {}  # candidate -> held-out accuracy per sampled task (for plots)
     for c, k in enumerate(keys):
         if per_cand_prior or tasks_shared is None:
-            zp = _prior_factor(kind, zsub, c, lz)
+            zp = _prior_factor(kind, zsub, c, lz, members)
             tasks = sample_tasks_from_factor(zp, n_tasks, q, temperature=t_sub,
                                              seed=int(np.random.default_rng([ctx.seed, 4, c if per_cand_prior else 0]).integers(2**31)))
             if not per_cand_prior:

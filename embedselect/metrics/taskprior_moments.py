@@ -93,8 +93,8 @@ def _default_tile(dev) -> int:
 class Prior:
     """How the prior tile is obtained from the model tiles (internal).
 
-    kind: "ext" (own factor ``z``), "sum" (scale·Σ_k weights_k M_k), "loo" (scale_c·(Σ_k M_k − M_c)),
-    "model" (M_index).
+    kind: "ext" (own factor ``z``), "sum" (scale·Σ_k weights_k M_k), "loo" (scale_c·(Σ_k weights_k M_k −
+    weights_c M_c); weights default to 1), "model" (M_index).
     """
 
     def __init__(self, kind: str, *, z=None, scale=1.0, scales=None, weights=None, index: int = -1) -> None:
@@ -133,14 +133,14 @@ def stream_moments(
             elif prior.kind == "model":
                 xs = [mt[prior.index] * inv_t]
             else:
-                wts = prior.weights if prior.kind == "sum" else [1.0] * m
+                wts = prior.weights if prior.weights is not None else [1.0] * m
                 s = mt[0] * wts[0]
                 for t_, wk in zip(mt[1:], wts[1:]):
                     s.add_(t_, alpha=wk)
                 if prior.kind == "sum":
                     xs = [s.mul_(prior.scale * inv_t)]
                 else:
-                    xs = [(s - mc).mul_(sc * inv_t) for mc, sc in zip(mt, prior.scales)]
+                    xs = [(s - mc * wc).mul_(sc * inv_t) for mc, wc, sc in zip(mt, wts, prior.scales)]
             shared = len(xs) == 1
             p = q = None
             pp = 0.0  # assigned with p before its first use

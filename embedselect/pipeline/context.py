@@ -65,9 +65,11 @@ def competition_rank(r: float | None) -> Any:
     return None if r is None else int(r)
 
 
-def metric_key(metric: str, run_keys: Mapping[str, str], options: Mapping[str, Any], seed: int, labels) -> str:
+def metric_key(metric: str, run_keys: Mapping[str, str], options: Mapping[str, Any], seed: int, labels, *,
+               references: frozenset[str] = frozenset()) -> str:
     """Cache key of a whole metric result: the metric, embedselect's version and metric code, the options, the
-    seed, the embedding runs it read (by candidate name) and, only for a label prior, the labels."""
+    seed, the embedding runs it read (by candidate name), which of them are reference points and, only for a label
+    prior, the labels."""
     from embedselect.version import __version__
 
     payload = {
@@ -77,6 +79,7 @@ def metric_key(metric: str, run_keys: Mapping[str, str], options: Mapping[str, A
         "options": options,
         "seed": seed,
         "runs": sorted(run_keys.items()),
+        "references": sorted(references),
         "labels": hashlib.sha256(json.dumps([str(x) for x in labels]).encode()).hexdigest()
         if labels is not None
         else None,

@@ -13,6 +13,7 @@ import numpy as np
 
 from embedselect.arrays import check_embeddings
 from embedselect.errors import ConfigError, EmbedselectError, MetricError
+from embedselect.kinds import is_baseline_id
 from embedselect.policy import LoadPolicy
 from embedselect.ranking import CandidateResult
 from embedselect.pipeline.context import STAGES_PER_CANDIDATE, EmbedOutcome, RunContext, load_reference_data, run_context
@@ -153,7 +154,7 @@ def _resolve(ctx: RunContext, cand: Any, res: CandidateResult, step: dict[str, A
             )
         ctx.store.record_model(model_id=rc.model_id, revision=rc.revision, backend=rc.backend, modality=rc.modality,
                                spec=cand.spec, local_dir=str(rc.local_dir) if rc.local_dir else None)  # fmt: skip
-        is_baseline = rc.model_id.startswith("baseline:")
+        is_baseline = is_baseline_id(rc.model_id)
         precision = key_precision(cand.options.get("dtype"), ctx.device, baseline=is_baseline)
         key_options = vector_options(cand.options)
         if is_baseline:  # every setting of the baseline's own (?seed= over the run's seed, ?dim=, ...)

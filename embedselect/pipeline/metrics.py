@@ -8,6 +8,7 @@ from dataclasses import asdict
 from typing import Any, Mapping, Sequence
 
 from embedselect.errors import AllCandidatesFailedError, ConfigError, MetricError
+from embedselect.kinds import is_baseline_id
 from embedselect.metrics.base import MetricContext, MetricResult, available_metrics, get_metric
 from embedselect.ranking import rank_scores, to_jsonable
 from embedselect.pipeline.context import RunContext, competition_rank, metric_key, num
@@ -57,6 +58,7 @@ def metrics_stage(ctx: RunContext) -> None:
         warnings.append(ctx.ref.duplicates_note())
     run_keys = {r.name: r.run_key or "" for r in results if r.ok}  # an ok result always has its run key
     by_name = {r.name: r for r in results}
+    references = frozenset(r.name for r in results if r.ok and is_baseline_id(r.model_id))
     for m in ctx.metrics:
         opts = ctx.metric_options.get(m, {})
         mctx = MetricContext(
@@ -67,6 +69,7 @@ def metrics_stage(ctx: RunContext) -> None:
             labels=ctx.ref.labels if opts.get("prior") == "labels" else None,
             pair_cache=ctx.store,
             device=ctx.device,
+            references=references,
         )
         t_metric = time.perf_counter()
         with ctx.bar.stage(f"metric {m}"):
@@ -106,7 +109,8 @@ def _run_metric(m: str, mctx: MetricContext, ctx: RunContext, *, run_keys: Mappi
     """One metric's result (from the store, or computed and stored), and its bootstrap into ``ctx.uncertainty[m]``
     when asked; None (with a warning) when the metric cannot be computed."""
     fn = get_metric(m)
-    mkey = metric_key(m, run_keys, opts, ctx.seed, ctx.ref.labels if mctx.labels is not None else None)
+    mkey = metric_key(m, run_keys, opts, ctx.seed, ctx.ref.labels if mctx.labels is not None else None,
+                      references=mctx.references)
     cached = ctx.store.get_metric_result(mkey)
     if cached is not None:
         mr = MetricResult(**cached)

@@ -1,0 +1,107 @@
+"""Built-in baselines are reference points: scored by every metric, never consulted as evidence about the data by the
+metrics that judge a candidate by the rest of the pool (issue 23; docs/benchmarks.md §4f)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from embedselect.errors import ConfigError
+from embedselect.metrics import agreement, taskprior
+from embedselect.metrics.base import MetricContext, evidence
+
+
+def _pool(n: int = 240) -> dict[str, np.ndarray]:
+    """Three near-copies of one model that sees a 4-cluster structure S1, and two independent "baselines" that see
+    another 4-cluster structure S2 strongly and S1 weakly: the shape of the photo pools, where pixel PCA and a random
+    projection (both linear in the pixels) see pixel geometry and a little of what the CNNs see."""
+    rng = np.random.default_rng(0)
+    s1, s2 = rng.integers(0, 4, n), rng.integers(0, 4, n)
+    c1, c2 = rng.standard_normal((4, 32)) * 3, rng.standard_normal((4, 32)) * 3
+    a = (c1[s1] @ rng.standard_normal((32, 64)) + 4 * rng.standard_normal((n, 64))).astype(np.float32)
+    out = {"A": a}
+    for name, seed in (("B", 9), ("C", 8)):
+        out[name] = a + 0.05 * np.random.default_rng(seed).standard_normal(a.shape).astype(np.float32)
+    for name, seed in (("R1", 11), ("R2", 12)):
+        r = np.random.default_rng(seed)
+        out[name] = ((c2[s2] + 0.3 * c1[s1]) @ r.standard_normal((32, 256)) + 2 * r.standard_normal((n, 256))).astype(np.float32)
+    return out
+
+
+def _ctx(embs, references=frozenset(), **options) -> MetricContext:
+    return MetricContext(embeddings=embs, run_keys={k: k for k in embs}, seed=0, options=options, references=references)
+
+
+def test_evidence_leaves_out_the_references_unless_fewer_than_two_are_left():
+    keys = ["A", "B", "R1", "R2"]
+    assert evidence(keys, frozenset({"R1", "R2"})) == [0, 1]
+    assert evidence(keys, frozenset()) == [0, 1, 2, 3]
+    assert evidence(keys, frozenset({"B", "R1", "R2"})) == [0, 1, 2, 3]  # one model left: consult them all
+
+
+def test_the_task_prior_is_built_from_the_models_and_the_baselines_are_scored_under_it():
+    embs = _pool()
+    refs = frozenset({"R1", "R2"})
+    old = taskprior.compute(_ctx(embs, refs, prior_from="all"))
+    new = taskprior.compute(_ctx(embs, refs))
+    models, baselines = ("A", "B", "C"), ("R1", "R2")
+    # counted in the prior, the two baselines (not near-copies of each other) outweigh the model's family and rank
+    # themselves first
+    assert min(old.scores[b] for b in baselines) > max(old.scores[m] for m in models) + 0.05
+    assert old.details["prior_members"] == list(embs)
+    # as reference points they are scored, not consulted: the models' tasks, on which they are not above the models
+    assert new.details["prior_members"] == list(models)
+    assert all(new.details["prior_weights"][b] == 0.0 for b in baselines)
+    assert set(new.scores) == set(embs) and all(np.isfinite(v) for v in new.scores.values())
+    assert max(new.scores[b] for b in baselines) <= min(new.scores[m] for m in models) + 0.005
+    # the closed-form alignment follows the same prior
+    old_a, new_a = old.columns["task_prior_alignment"], new.columns["task_prior_alignment"]
+    assert new_a["A"] - new_a["R1"] > old_a["A"] - old_a["R1"]
+
+
+@pytest.mark.parametrize("prior", ["consensus", "loo"])
+def test_consensus_and_leave_one_out_priors_also_consult_only_the_models(prior):
+    embs = _pool()
+    res = taskprior.compute(_ctx(embs, frozenset({"R1", "R2"}), prior=prior))
+    assert res.details["prior_members"] == ["A", "B", "C"]
+    assert max(res.scores[b] for b in ("R1", "R2")) <= min(res.scores[m] for m in ("A", "B", "C")) + 0.005
+
+
+def test_nn_agreement_compares_with_the_models_only():
+    embs = _pool()
+    refs = frozenset({"R1", "R2"})
+    res = agreement.compute(_ctx(embs, refs))
+    g = res.details["agreement"]
+    assert res.details["compared_with"] == ["A", "B", "C"]
+    for key in embs:
+        others = [m for m in ("A", "B", "C") if m != key]
+        assert res.scores[key] == pytest.approx(np.mean([g[key][m] for m in others]))
+    old = agreement.compute(_ctx(embs, refs, compare_with="all"))
+    assert old.details["compared_with"] == list(embs)
+    assert old.scores["R1"] == pytest.approx(np.mean([g["R1"][m] for m in embs if m != "R1"]))
+
+
+def test_bad_options_name_the_choices():
+    embs = _pool()
+    with pytest.raises(ConfigError, match="prior_from"):
+        taskprior.compute(_ctx(embs, prior_from="baselines"))
+    with pytest.raises(ConfigError, match="compare_with"):
+        agreement.compute(_ctx(embs, compare_with="nobody"))
+
+
+def test_select_marks_the_builtin_baselines_as_reference_points(tmp_path, cache_dir):
+    import embedselect
+    from tests.tinymodels import make_tiny_sentence_transformer
+
+    models = [str(make_tiny_sentence_transformer(tmp_path / f"st{seed}", seed=seed)) for seed in (0, 1)]
+    texts = [f"{w} {i % 7} and {w[::-1]} number {i}" for i, w in enumerate(["alpha", "beta", "gamma", "delta"] * 15)]
+    names = [f"m0={models[0]}", f"m1={models[1]}", "tfidf-svd", "random-projection"]
+    ranking = embedselect.select(texts, names, metrics=["task_prior", "nn_agreement"], cache_dir=cache_dir)
+    assert ranking.details["task_prior"]["prior_members"] == ["m0", "m1"]
+    assert ranking.details["nn_agreement"]["compared_with"] == ["m0", "m1"]
+    assert {c.name for c in ranking.candidates if c.ok} == {"m0", "m1", "tfidf-svd", "random-projection"}
+    assert all(c.scores["task_prior"] == c.scores["task_prior"] for c in ranking.candidates)  # every one scored
+    # the same runs with other reference points are another metric result, not a cache hit of this one
+    again = embedselect.select(texts, names[:3] + ["random-projection?seed=5"], metrics=["task_prior"],
+                               cache_dir=cache_dir)
+    assert again.details["task_prior"]["prior_members"] == ["m0", "m1"]
