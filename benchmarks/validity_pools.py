@@ -291,7 +291,7 @@ def datasets_for_pool(pool: str, names: Sequence[str] | None) -> list[str]:
     for d in names:
         ds = ALL_DATASETS.get(d)
         if modality and ds is not None and ds.modality != modality:
-            log.warning("%s is a %s dataset: pool %r (%s candidates) skips it", d, ds.modality, pool, modality)
+            log.warning("%s (%s) skipped: pool %r has %s candidates", d, ds.modality, pool, modality)
             continue
         keep.append(d)
     return keep
