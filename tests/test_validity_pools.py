@@ -4,8 +4,12 @@ import math
 
 import pytest
 
+from benchmarks.validity_data import DATASETS as ALL_DATASETS
 from benchmarks.validity_pools import (
     DEFAULT_SETTING,
+    POOL_MODALITY,
+    POOLS,
+    datasets_for_pool,
     correlations,
     family_violations,
     lodo_select,
@@ -122,3 +126,15 @@ def test_variant_signals_run_their_metric_with_the_options():
     grid = vd.settings(vd.FAMILIES["consensus + normal scores"])
     assert len(grid) == 128 and all("task_prior-consensus" in w and "task_prior" not in w for w, _ in grid)
     assert any("sufficiency-normal_scores" in w for w, _ in grid)
+
+
+def test_named_pools_run_on_datasets_of_their_modality_only():
+    assert set(POOL_MODALITY) == set(POOLS) - {"all"}
+    images = [d for d, ds in ALL_DATASETS.items() if ds.modality == "image"]
+    texts = [d for d, ds in ALL_DATASETS.items() if ds.modality == "text"]
+    assert datasets_for_pool("photo8", None) == images and len(images) >= 4
+    assert datasets_for_pool("width", None) == texts
+    assert datasets_for_pool("photo8", ["trec", "lfw-faces", "digits"]) == ["lfw-faces", "digits"]
+    assert datasets_for_pool("issue", ["trec", "lfw-faces"]) == ["trec"]
+    assert datasets_for_pool("all", ["trec", "lfw-faces"]) == ["trec", "lfw-faces"]
+    assert len(POOLS["photo8"]) == 8 and len(POOLS["width"]) == 10 and set(POOLS["issue"]) < set(POOLS["width"])
