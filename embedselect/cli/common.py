@@ -283,15 +283,20 @@ def format_timings(t: dict[str, Any]) -> str:
     return ("time: " + "; ".join(parts)) if parts else ""
 
 
-def check_output_path(path: Path | str | None, *, option: str) -> None:
+def check_output_path(path: Path | str | None, *, option: str, cache_dir: Path | str | None = None) -> None:
     """Refuse an output file that cannot be written, before any work is done.
 
     Raises:
-        ConfigError: ``path`` is a directory, its parent folder does not exist (it is not created silently), or
+        ConfigError: ``path`` is a link (never replaced nor written through), inside the cache (``cache_dir``, default
+            the usual cache root), a directory, its parent folder does not exist (it is not created silently), or
             the file or its folder is not writable.
     """
     if path is None:
         return
+    from embedselect import fsguard
+    from embedselect.store import default_cache_dir
+
+    fsguard.check_output_file(path, what=option, inside_forbidden={"cache": cache_dir or default_cache_dir()})
     path = Path(path)
     parent = path.parent if str(path.parent) else Path(".")
     if path.is_dir():
@@ -307,7 +312,7 @@ def check_output_path(path: Path | str | None, *, option: str) -> None:
 def check_output_args(args) -> None:
     """:func:`check_output_path` for ``--out``, ``--html`` and ``--markdown`` of the ranking commands."""
     for option in ("out", "html", "markdown"):
-        check_output_path(getattr(args, option, None), option=f"--{option}")
+        check_output_path(getattr(args, option, None), option=f"--{option}", cache_dir=getattr(args, "cache_dir", None))
 
 
 def write_atomic(path: Path, text: str) -> None:

@@ -21,6 +21,11 @@ def _ranking(args):
 def cmd_badge(args) -> int:
     from embedselect.publish import write_badges
 
+    from embedselect import fsguard
+    from embedselect.store import default_cache_dir
+
+    fsguard.check_output_target(args.out, what="--out", current_ok=True,
+                                inside_forbidden={"cache": args.cache_dir or default_cache_dir()})  # fmt: skip
     _, ranking = _ranking(args)
     written = write_badges(ranking, args.out, dataset=args.dataset, base_url=args.base_url)
     if args.json:
@@ -34,7 +39,7 @@ def cmd_badge(args) -> int:
 def cmd_card(args) -> int:
     from embedselect.publish import push_card, update_card
 
-    check_output_path(args.out, option="--out")
+    check_output_path(args.out, option="--out", cache_dir=args.cache_dir)
     _, ranking = _ranking(args)
     text = Path(args.card).read_text(encoding="utf-8") if args.card else None
     card = update_card(text, ranking, args.candidate, dataset=args.dataset, base_url=args.base_url)
@@ -52,7 +57,7 @@ def cmd_card(args) -> int:
 def cmd_leaderboard(args) -> int:
     from embedselect.publish import leaderboard as lb
 
-    check_output_path(args.out, option="--out")
+    check_output_path(args.out, option="--out", cache_dir=args.cache_dir)
     store, ranking = _ranking(args)
     if args.list:
         df = store.list_rankings(fingerprint=args.fingerprint)
@@ -71,7 +76,7 @@ def cmd_leaderboard(args) -> int:
 def cmd_report(args) -> int:
     from embedselect.publish import report
 
-    check_output_path(args.out, option="--out")
+    check_output_path(args.out, option="--out", cache_dir=args.cache_dir)
     _, ranking = _ranking(args)
     write_atomic(Path(args.out), report.to_html(ranking))
     print(f"wrote {args.out}", file=sys.stderr)
