@@ -232,7 +232,7 @@ def _probe_writable(folder: Path, what: str, path: Path) -> None:
 
 def check_output_target(path: str | Path, *, protected: Mapping[str, str | Path | None] | None = None,
                         inside_forbidden: Mapping[str, str | Path | None] | None = None, what: str = "output",
-                        writable: bool = True, replaced: Iterable[str | Path] = (), current_ok: bool = False) -> Path:
+                        writable: bool = True, replaced: Iterable[str | Path] = (), into: bool = False) -> Path:
     """Check, before any work, that the tool may publish at ``path``; return it absolute.
 
     Args:
@@ -243,23 +243,26 @@ def check_output_target(path: str | Path, *, protected: Mapping[str, str | Path 
         what: how the message names ``path`` (``output``, ``--out``).
         replaced: other folders the tool replaces or prunes along with ``path`` (its versions folder): they must not
             hold a protected folder either. Where ``path`` is a link, its target is checked too.
-        current_ok: ``path`` may be the current folder (files are written into it, it is never replaced).
+        into: files are written into the folder ``path`` (badges), which is never replaced: it may be the current
+            folder, and where it exists it must be a folder.
         writable: also probe that ``path``'s folder can be written (a real temporary file, removed at once).
 
     Raises:
         ConfigError (exit 2): empty, ``.``, ``/`` or the home folder; overlapping a protected folder; not writable.
     """
     raw = str(path).strip()
-    if raw in ("", ".", "./") and not (current_ok and raw):
+    if raw in ("", ".", "./") and not (into and raw):
         raise ConfigError(f"{what}: {raw!r} would be the current folder; name a folder of its own, e.g. ./site")
     p = _real(Path(raw).expanduser())
     home = Path(os.path.realpath(Path.home()))
+    if into and (p.exists() or p.is_symlink()) and not p.is_dir():
+        raise ConfigError(f"{what} {p} is an existing file, not a folder; it was left as it is: name a folder")
     if p == Path(p.anchor) or p == home:
         raise ConfigError(f"{what}: {p} is {'the root folder' if p == Path(p.anchor) else 'the home folder'}; "
                           "name a folder of its own, e.g. ./site")  # fmt: skip
     checks = [(name, folder, False) for name, folder in dict(protected or {}).items()]
     checks += [(name, folder, True) for name, folder in dict(inside_forbidden or {}).items()]
-    also = [Path(os.path.realpath(p))] if p.is_symlink() else []  # a link is replaced; what it points at, pruned
+    also = [Path(os.path.realpath(p))] if p.is_symlink() and not into else []  # a link is replaced; what it points at, pruned
     also += [Path(os.path.realpath(os.path.abspath(r))) for r in replaced]
     for name, folder, no_inside in checks:
         if folder is None:
@@ -274,7 +277,7 @@ def check_output_target(path: str | Path, *, protected: Mapping[str, str | Path 
             if _inside(f, q):
                 raise ConfigError(f"{what}: the {name} ({f}) lies inside {q}, which embedselect replaces or prunes "
                                   f"with {p}; move the {name} out of it")  # fmt: skip
-        if no_inside and _inside(p, f):
+        if no_inside and (_inside(p, f) or _inside(Path(os.path.realpath(p)), f)):
             raise ConfigError(f"{what}: {p} is inside the {name} ({f}); choose a folder outside it")
     if writable:
         _probe_writable(p.parent, what, p)

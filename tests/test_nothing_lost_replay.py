@@ -251,3 +251,53 @@ def test_the_cache_is_never_the_home_folder(tmp_path, monkeypatch):
     before = snapshot(tmp_path)
     assert main(["cache", "gc", "--cache-dir", str(tmp_path)]) == 2
     assert snapshot(tmp_path) == before
+
+
+# --- inputs and outputs that are not what they claim to be ----------------------------------------------------
+@pytest.mark.fault
+@pytest.mark.parametrize("card", ["a folder", "a pipe"])
+def test_a_card_input_that_is_not_a_regular_file_is_refused_at_once(tmp_path, monkeypatch, card):
+    """``card --card DIR`` was an "unexpected IsADirectoryError" (exit 1); ``--card FIFO`` (or ``/dev/zero``) blocked
+    or read forever. Now exit 2 before any work."""
+    import threading
+
+    path = tmp_path / "README"
+    path.mkdir() if card == "a folder" else os.mkfifo(path)
+    done: list[int] = []
+    t = threading.Thread(target=lambda: done.append(_cli(monkeypatch, ["card", "--candidate", "a", "--card",
+                                                                       str(path)])), daemon=True)  # fmt: skip
+    t.start()
+    t.join(timeout=20)
+    if t.is_alive():  # unblock the reader of the pipe (old code) so that the thread can end
+        with open(path, "w"):
+            pass
+    assert done == [2]
+
+
+@pytest.mark.fault
+def test_badge_out_at_an_existing_file_is_refused_and_left_as_it_is(tmp_path, monkeypatch):
+    (tmp_path / "notes").write_text("a file, not a folder")
+    before = snapshot(tmp_path)
+    assert _cli(monkeypatch, ["badge", "--out", str(tmp_path / "notes")]) == 2
+    assert snapshot(tmp_path) == before
+
+
+@pytest.mark.fault
+@pytest.mark.parametrize("folder", ["the home folder", "a folder without a model"])
+def test_a_model_folder_that_holds_no_model_is_refused_before_any_file_is_read(tmp_path, monkeypatch, folder):
+    """``-m ~`` (a typo) hashed every file of the home folder before saying no library loads it (43 s on a small
+    home; hours on a real one); ``-m /`` walked the whole file system. The backend is told first, from two files."""
+    from embedselect.candidates import digests, parse_candidates, resolve_candidate
+    from embedselect.errors import CandidateError
+
+    home = tmp_path / "home"
+    (home / "photos").mkdir(parents=True)
+    (home / "photos" / "big.raw").write_bytes(os.urandom(1 << 16))
+    monkeypatch.setenv("HOME", str(home))
+    read: list[str] = []
+    monkeypatch.setattr(digests, "_hash_file", lambda p: read.append(str(p)) or "0" * 64)
+    monkeypatch.setattr(digests, "_MEMORY", {})
+    target = home if folder == "the home folder" else home / "photos"
+    with pytest.raises(CandidateError):
+        resolve_candidate(parse_candidates(str(target))[0])
+    assert read == []

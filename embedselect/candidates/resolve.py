@@ -5,6 +5,7 @@ tell a model folder's backend and modality from its files."""
 from __future__ import annotations
 
 import hashlib
+import os
 from pathlib import Path
 
 from embedselect.candidates.digests import file_sha256
@@ -31,6 +32,10 @@ def local_dir_revision(directory: Path, *, digest_dir: Path | None = None) -> st
     root = Path(directory)
     if not root.is_dir():
         raise CandidateSpecError(f"local model directory {str(root)!r} does not exist")
+    real = Path(os.path.realpath(root))
+    if real == Path(real.anchor) or real == Path(os.path.realpath(Path.home())):
+        raise CandidateSpecError(f"local model directory {str(root)!r} is the {'root' if real == Path(real.anchor) else 'home'} "
+                                 "folder, not a model folder; name the folder that holds the model's files")  # fmt: skip
     total = hashlib.sha256()
     for rel, kind, value in model_folder_files(root):
         if kind == "file":
@@ -141,8 +146,11 @@ def resolve_candidate(c: Candidate, *, policy: LoadPolicy = LoadPolicy(), token:
     requested = c.modality or c.options.get("modality")
     if c.kind == "local":
         d = Path(c.ref)
+        # which library loads it, before any byte is hashed: a folder that holds no model (`-m ~`, `-m /`) is
+        # refused at once instead of having every file under it read
+        backend = c.backend or (infer_backend(d) if d.is_dir() else None)
         revision = local_dir_revision(d, digest_dir=digest_dir)
-        backend = c.backend or infer_backend(d)
+        backend = backend or infer_backend(d)
         return ResolvedCandidate(c, f"local:{d}", revision, d, backend, infer_modality(d, backend, requested))
     try:
         from embedselect.hub import fetch_model

@@ -309,6 +309,31 @@ def check_output_path(path: Path | str | None, *, option: str, cache_dir: Path |
         raise ConfigError(f"{option} {path}: the folder {parent} is not writable: choose another place")
 
 
+def read_text_input(path: Path | str, *, option: str, max_bytes: int = 16 << 20) -> str:
+    """Read a text file the user named (``card --card README.md``): a regular file of at most ``max_bytes`` (a
+    folder, ``/dev/zero`` or a FIFO would fail with a traceback, read forever or block), decoded as UTF-8.
+
+    Raises:
+        ConfigError: missing, not a regular file, too large, or not UTF-8 text; the file is left as it is.
+    """
+    import stat
+
+    p = Path(path)
+    try:
+        st = p.stat()
+        if not stat.S_ISREG(st.st_mode):
+            raise ConfigError(f"{option} {p} is not a regular file (a folder, a device or a pipe); name the file")
+        if st.st_size > max_bytes:
+            raise ConfigError(f"{option} {p} is {st.st_size} bytes; a text file of at most {max_bytes} is expected")
+        return p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"{option} {p} does not exist") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{option} {p} is not UTF-8 text ({exc.reason} at byte {exc.start}); save it as UTF-8") from None
+    except OSError as exc:
+        raise ConfigError(f"{option} {p} cannot be read: {exc.strerror or exc}") from None
+
+
 def check_output_args(args) -> None:
     """:func:`check_output_path` for ``--out``, ``--html`` and ``--markdown`` of the ranking commands."""
     for option in ("out", "html", "markdown"):
