@@ -301,3 +301,27 @@ def test_a_model_folder_that_holds_no_model_is_refused_before_any_file_is_read(t
     with pytest.raises(CandidateError):
         resolve_candidate(parse_candidates(str(target))[0])
     assert read == []
+
+
+@pytest.mark.fault
+def test_new_weights_behind_a_link_out_of_a_model_folder_are_not_served_from_the_cache(tmp_path, cache_dir):
+    """``model.safetensors -> /shared/weights.safetensors``: the loader reads the file behind the link, so replacing
+    it (a new fine-tune, same size) must give a new revision; the key used to count only the link's name and target,
+    and the old vectors came back from the cache for the new weights."""
+    import time
+
+    import embedselect
+    from tests.tinymodels import make_tiny_sentence_transformer
+
+    d = make_tiny_sentence_transformer(tmp_path / "model", seed=0)
+    other = make_tiny_sentence_transformer(tmp_path / "v2", seed=7)
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shutil.move(d / "model.safetensors", shared / "weights.safetensors")
+    (d / "model.safetensors").symlink_to(shared / "weights.safetensors")
+    [first] = embedselect.embed(TEXTS, [str(d)], cache_dir=cache_dir, keep_vectors=True)
+    time.sleep(0.01)
+    shutil.copyfile(other / "model.safetensors", shared / "weights.safetensors")  # the new fine-tune, same size
+    [second] = embedselect.embed(TEXTS, [str(d)], cache_dir=cache_dir, keep_vectors=True)
+    assert first.result.ok and second.result.ok
+    assert not second.result.cached and not np.allclose(np.asarray(first.vectors), np.asarray(second.vectors))
