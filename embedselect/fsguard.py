@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator, Mapping
 
 from embedselect.errors import ConfigError
-from embedselect.fsowned import MARKER, _inventory, _ours, foreign, is_marked, is_owned, remove_owned
+from embedselect.fsowned import MARKER, _inventory, _ours, foreign, is_marked, is_owned, marked_kind, remove_owned
 
 log = logging.getLogger(__name__)
 
@@ -153,12 +153,14 @@ def _real(p: Path) -> Path:
 
 
 def check_takeover(path: str | Path, *, versions: str | Path | None = None, what: str = "output",
-                   legacy: Callable[[Path], bool] | None = None, ours: str = "a folder of embedselect's") -> None:
+                   legacy: Callable[[Path], bool] | None = None, ours: str = "a folder of embedselect's",
+                   kinds: Iterable[str] | None = None) -> None:
     """Refuse (``ConfigError``, exit 2) to replace ``path`` unless it is the tool's: missing, an empty folder, a
     folder the tool wrote and nobody changed since (:func:`is_owned`; ``legacy`` accepts older versions' folders
     without an inventory), or a link whose target lies inside ``versions`` (the tool's versions folder). A user's
     folder with files, a folder carrying a marker but also other files, a file, or a link elsewhere is named and
-    left exactly as it is; ``ours`` names what the tool would take over (in the message)."""
+    left exactly as it is; ``ours`` names what the tool would take over (in the message), ``kinds`` the marker
+    kinds it may take over (a night never takes an index the tool wrote, nor an index a night's site)."""
     p = Path(path)
     if p.is_symlink():
         target = Path(os.path.realpath(p))
@@ -171,8 +173,11 @@ def check_takeover(path: str | Path, *, versions: str | Path | None = None, what
         return
     if not p.is_dir():
         raise ConfigError(f"{what} {p} is an existing file, not {ours}; it was left as it is: choose another path")
-    if not any(p.iterdir()) or _ours(p, legacy):
+    if not any(p.iterdir()) or _ours(p, legacy, kinds):
         return
+    if kinds is not None and is_owned(p) and marked_kind(p) not in set(kinds):
+        raise ConfigError(f"{what} {p} holds embedselect's {marked_kind(p)}, not {ours}; it was not moved or deleted: "
+                          "choose another path")  # fmt: skip
     if is_marked(p):
         extra = foreign(p)
         raise ConfigError(f"{what} {p} is not {ours}: it carries embedselect's marker but also holds files that "
@@ -306,7 +311,8 @@ def _renameat2_exchange() -> Callable[[Path, Path], None] | None:
 _exchange = _renameat2_exchange()
 
 
-def swap_dir(new: str | Path, target: str | Path, *, legacy: Callable[[Path], bool] | None = None) -> None:
+def swap_dir(new: str | Path, target: str | Path, *, legacy: Callable[[Path], bool] | None = None,
+             kinds: Iterable[str] | None = None) -> None:
     """Put the complete folder ``new`` at ``target``; the old ``target`` (the tool's, checked by the caller) is
     removed only after, and only while it is still the tool's (:func:`remove_owned`: a file a user added in the
     meantime keeps it, under its temporary name, with a warning). On Linux the two are exchanged in one step (a
@@ -334,7 +340,7 @@ def swap_dir(new: str | Path, target: str | Path, *, legacy: Callable[[Path], bo
             os.replace(old, target)  # the old one back; a kill here is undone by sweep_leftovers
             raise
     fsync_dir(target.parent)
-    if not remove_owned(old, legacy=legacy) and (old.exists() or old.is_symlink()):
+    if not remove_owned(old, legacy=legacy, kinds=kinds) and (old.exists() or old.is_symlink()):
         log.warning("%s: the folder it replaced holds files embedselect did not write (%s); it was kept as %s",
                     target, ", ".join(foreign(old)[:5]), old)  # fmt: skip
 
@@ -376,7 +382,7 @@ def replace_folder(out: str | Path, fill: Callable[[Path], None], *, error: type
                     os.close(fd)
         if check is not None:
             check()
-        swap_dir(tmp, out, legacy=legacy)
+        swap_dir(tmp, out, legacy=legacy, kinds=(kind,))
         swapped = True
     except (error, ConfigError):
         raise
@@ -389,7 +395,7 @@ def replace_folder(out: str | Path, fill: Callable[[Path], None], *, error: type
         if not swapped and tmp.exists():  # the new folder, never swapped in (or, killed inside the swap, the old)
             if not is_marked(tmp):
                 shutil.rmtree(tmp, ignore_errors=True)
-            elif not remove_owned(tmp, legacy=legacy):
+            elif not remove_owned(tmp, legacy=legacy, kinds=(kind,)):
                 log.warning("%s: a replaced folder holding files embedselect did not write was kept as %s", out, tmp)
 
 

@@ -12,7 +12,7 @@ import os
 import shutil
 import stat
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterable
 
 MARKER = ".embedselect-owned"
 """File name of the ownership marker: JSON ``{"tool": "embedselect", "kind", "created_at", "files"}`` where
@@ -62,28 +62,38 @@ def foreign(folder: str | Path) -> list[str]:
     return sorted(rel for rel, stamp in _inventory(folder).items() if stamp[0] == -2 or listed.get(rel) != stamp)
 
 
-def is_owned(folder: str | Path) -> bool:
-    """Whether ``folder`` is the tool's to replace or delete: a real folder whose marker lists every entry in it,
-    unchanged. A marker alone (forged, or copied with ``cp -r`` along with a user's files) is not enough."""
+def marked_kind(folder: str | Path) -> str | None:
+    """The ``kind`` of ``folder``'s marker (``index``, ``nightly-version``, ...), or None without a marker."""
     info = _marker(Path(folder))
-    return info is not None and isinstance(info.get("files"), dict) and not foreign(folder)
+    return str(info.get("kind")) if info is not None else None
 
 
-def remove_owned(folder: str | Path, *, legacy: Callable[[Path], bool] | None = None) -> bool:
+def is_owned(folder: str | Path, kinds: Iterable[str] | None = None) -> bool:
+    """Whether ``folder`` is the tool's to replace or delete: a real folder whose marker (of one of ``kinds`` when
+    given: a night never takes an index) lists every entry in it, unchanged. A marker alone (forged, or copied with
+    ``cp -r`` along with a user's files) is not enough."""
+    info = _marker(Path(folder))
+    if info is None or not isinstance(info.get("files"), dict):
+        return False
+    return (kinds is None or info.get("kind") in set(kinds)) and not foreign(folder)
+
+
+def remove_owned(folder: str | Path, *, legacy: Callable[[Path], bool] | None = None,
+                 kinds: Iterable[str] | None = None) -> bool:
     """Delete ``folder`` when it is the tool's (:func:`is_owned`, or ``legacy(folder)`` for folders older versions
     wrote without an inventory); otherwise leave it exactly as it is. Returns whether it was deleted."""
     p = Path(folder)
     if p.is_symlink() or not p.is_dir():
         return False
-    if not _ours(p, legacy):
+    if not _ours(p, legacy, kinds):
         return False
     shutil.rmtree(p)
     return True
 
 
-def _ours(p: Path, legacy: Callable[[Path], bool] | None) -> bool:
+def _ours(p: Path, legacy: Callable[[Path], bool] | None, kinds: Iterable[str] | None = None) -> bool:
     """:func:`is_owned`, or (no marker with an inventory: an older version's folder) ``legacy(p)``."""
-    if is_owned(p):
+    if is_owned(p, kinds):
         return True
     info = _marker(p)
     return legacy is not None and (info is None or not isinstance(info.get("files"), dict)) and legacy(p)

@@ -325,3 +325,25 @@ def test_new_weights_behind_a_link_out_of_a_model_folder_are_not_served_from_the
     [second] = embedselect.embed(TEXTS, [str(d)], cache_dir=cache_dir, keep_vectors=True)
     assert first.result.ok and second.result.ok
     assert not second.result.cached and not np.allclose(np.asarray(first.vectors), np.asarray(second.vectors))
+
+
+@pytest.mark.fault
+@pytest.mark.parametrize("case", ["a night at an index", "an index at a site's version"])
+def test_a_night_never_takes_an_index_and_an_index_never_takes_a_site(tmp_path, cache_dir, case):
+    """Both carry the tool's marker: ``output: ./idx`` (a typo) moved the user's FAISS index into the night's
+    versions folder and pruned it a night later. A folder is taken over only by the writer of its own kind."""
+    from embedselect.search import build_index
+
+    if case == "a night at an index":
+        build_index(TEXTS, "random-projection?dim=8", out=tmp_path / "idx")
+        before = snapshot(tmp_path)
+        with pytest.raises(ConfigError, match="holds embedselect's index"):
+            outputs.check_outputs(tmp_path / "idx", store=tmp_path / "store", data=None, config_dir=None)
+        with pytest.raises(ConfigError, match="holds embedselect's index"):
+            _publish(tmp_path / "idx", 0)
+    else:
+        version = _publish(tmp_path / "site", 0)
+        before = snapshot(tmp_path)
+        with pytest.raises(ConfigError, match="holds embedselect's nightly-version"):
+            build_index(TEXTS, "random-projection?dim=8", out=version, overwrite=True)
+    assert snapshot(tmp_path) == before

@@ -27,6 +27,8 @@ from embedselect.errors import ConfigError
 log = logging.getLogger(__name__)
 
 KEEP_VERSIONS = 2
+_KINDS = ("nightly-version",)  # the marker kind of a site the night wrote: the only folders it takes over
+_OURS = "a site published by embedselect nightly"
 RUN_ID_RE = re.compile(r"^\d{8}T\d{6}Z-[0-9a-f]{6}$")
 """A night's run id, the name of its version folder."""
 _OLD_PARTIAL_RE = re.compile(r"^\.\d{8}T\d{6}Z-[0-9a-f]{6}\.partial$")  # written by embedselect <= 335151d
@@ -132,7 +134,7 @@ def check_outputs(output: Path, *, store: Path | None, data: Path | None, config
         inside_forbidden={"store": store, "data folder": data_folder},
     )  # fmt: skip
     if writable:
-        fsguard.check_takeover(out, versions=versions_folder(out), what="output")
+        fsguard.check_takeover(out, versions=versions_folder(out), what="output", kinds=_KINDS, ours=_OURS)
         _check_versions(versions_folder(out))
     return out
 
@@ -162,7 +164,7 @@ def publish(output: Path, run_id: str, ranking: Any, leaderboard: list[dict[str,
     """
     output = Path(os.path.abspath(output))
     versions = versions_folder(output)
-    fsguard.check_takeover(output, versions=versions, what="output")  # again: the folder may have changed overnight
+    fsguard.check_takeover(output, versions=versions, what="output", kinds=_KINDS, ours=_OURS)  # again: the folder may have changed overnight
     _check_versions(versions)
     if not versions.exists():
         versions.mkdir(parents=True)
@@ -185,7 +187,7 @@ def publish(output: Path, run_id: str, ranking: Any, leaderboard: list[dict[str,
         shutil.rmtree(tmp, ignore_errors=True)  # ours, never published
         raise
     if output.is_dir() and not output.is_symlink():  # an empty folder, or one of ours (checked above)
-        if fsguard.is_owned(output):
+        if fsguard.is_owned(output, _KINDS):
             os.replace(output, versions / fsguard.temp_name(output.name, "old"))
         else:
             output.rmdir()  # empty: nothing of anyone's is lost
@@ -233,7 +235,7 @@ def _prune(versions: Path, *, keep: Path) -> list[Path]:
     ours.sort(key=lambda d: d.stat().st_mtime, reverse=True)
     kept = []
     for d in ours[KEEP_VERSIONS - 1:]:
-        if not fsguard.remove_owned(d, legacy=_legacy_version):
+        if not fsguard.remove_owned(d, legacy=_legacy_version, kinds=_KINDS):
             kept.append(d)
             log.warning("output: %s holds files embedselect did not write (%s); it was kept, not pruned: move them "
                         "away and the next night prunes it", d, ", ".join(fsguard.foreign(d)[:5]))  # fmt: skip

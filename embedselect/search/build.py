@@ -155,7 +155,7 @@ def _check_out(out: str | Path, store: str | Path, *, overwrite: bool) -> Path:
     from embedselect import fsguard
 
     path = fsguard.check_output_target(Path(out).expanduser(), what="--out", inside_forbidden={"cache": store})
-    fsguard.check_takeover(path, what="--out", legacy=_legacy_index, ours="an embedselect index")
+    fsguard.check_takeover(path, what="--out", legacy=_legacy_index, ours="an embedselect index", kinds=("index",))
     if path.is_dir() and not path.is_symlink() and any(path.iterdir()) and not overwrite:
         raise ConfigError(f"{path} already holds an index; pass overwrite=True (--overwrite) to replace it")
     return path
@@ -181,7 +181,8 @@ def _write_index_folder(out: Path, index: Any, ref: Any, fit_state: dict | None,
 
     fsguard.replace_folder(out, fill, error=SearchIndexError, what="the index", kind="index", legacy=_legacy_index,
                            legacy_tmp=True, check=lambda: fsguard.check_takeover(
-                               out, what="--out", legacy=_legacy_index, ours="an embedselect index"))  # fmt: skip
+                               out, what="--out", legacy=_legacy_index, ours="an embedselect index",
+                               kinds=("index",)))  # fmt: skip
 
 
 def _baseline_fit(cand, res, ref, vectors: np.ndarray, *, seed: int) -> dict[str, np.ndarray]:
