@@ -90,16 +90,22 @@ def test_a_marker_alone_never_lets_the_night_take_a_users_folder(tmp_path, case)
 
 
 @pytest.mark.fault
-@pytest.mark.parametrize("where", ["the current version", "the versions folder"])
+@pytest.mark.parametrize("where", ["the current version", "the versions folder", "the data in the current version"])
 def test_a_store_inside_what_the_night_replaces_or_prunes_is_refused(tmp_path, where):
     """``store: ./site/store`` after a first night: the store would be created inside the current version folder
-    (through the link) and pruned with it a night later, its history lost; likewise inside ``.site.versions``."""
+    (through the link) and pruned with it a night later, its history lost; likewise inside ``.site.versions``, and
+    a data file the user keeps in ``site/``."""
     site = tmp_path / "site"
     _publish(site, 0)
-    store = site / "store" if where == "the current version" else tmp_path / ".site.versions" / "store"
+    store = {"the current version": site / "store",
+             "the versions folder": tmp_path / ".site.versions" / "store"}.get(where, tmp_path / "store")  # fmt: skip
+    data = None
+    if where == "the data in the current version":
+        data = site / "texts.csv"
+        data.write_text("text\nthe user's data\n")
     before = snapshot(tmp_path)
-    with pytest.raises(ConfigError, match="store"):
-        outputs.check_outputs(site, store=store, data=None, config_dir=None)
+    with pytest.raises(ConfigError, match="store|data"):
+        outputs.check_outputs(site, store=store, data=data, config_dir=None)
     assert snapshot(tmp_path) == before
 
 
