@@ -214,6 +214,16 @@ def check_output_file(path: str | Path, *, what: str = "--out",
     return p
 
 
+def own_file(path: str | Path, *, what: str, error: type[Exception] = ConfigError) -> Path:
+    """A fixed-name file in one of the tool's own folders that it opens for writing (a lock, a pid file): never a
+    link, since a link planted there would make it truncate or overwrite the file the link names. Raises ``error``."""
+    p = Path(path)
+    if p.is_symlink():
+        raise error(f"{what} {p} is a link to {os.readlink(p)}; embedselect never opens its own files through a link: "
+                    "remove the link")  # fmt: skip
+    return p
+
+
 # --- output targets --------------------------------------------------------------------------------------------
 def _probe_writable(folder: Path, what: str, path: Path) -> None:
     """Create and remove one temporary file in the nearest existing ancestor of ``folder``."""

@@ -353,3 +353,43 @@ def test_a_night_never_takes_an_index_and_an_index_never_takes_a_site(tmp_path, 
         with pytest.raises(ConfigError, match="holds embedselect's nightly-version"):
             build_index(TEXTS, "random-projection?dim=8", out=version, overwrite=True)
     assert snapshot(tmp_path) == before
+
+
+@pytest.mark.fault
+@pytest.mark.parametrize("name", ["nightly.pid", "nightly.lock", ".lock", "nightly run summary"])
+def test_a_link_planted_in_the_store_is_never_written_through(tmp_path, name):
+    """A link in the cache named like one of its own files, to a user's file: the night wrote its pid through
+    ``nightly.pid`` (the user's thesis became ``7290``); a link at a lock file was an "unexpected OSError" (exit 1).
+    Now the pid file is skipped with a warning, a linked lock file is a ``StoreError`` (exit 6) naming it, and the
+    summaries, digests and ref files of the cache are written under unique names, never through a link."""
+    from embedselect.cli import main
+    from embedselect.errors import StoreError
+    from embedselect.nightly.run import _save_summary, night_lock
+    from embedselect.store import Store
+
+    root = tmp_path / "store"
+    store = Store.open(root)
+    store.list_runs()
+    thesis = tmp_path / "thesis.tex"
+    thesis.write_text("years of work")
+    target = {"nightly run summary": root / "nightly" / "runs" / ".r1.json.tmp"}.get(name, root / name)  # its old name
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.unlink(missing_ok=True)
+    target.symlink_to(thesis)
+    before = snapshot(tmp_path)
+    if name == "nightly.pid":
+        with night_lock(root):
+            pass
+    elif name == "nightly.lock":
+        with pytest.raises(StoreError, match="link"):
+            with night_lock(root):
+                pass
+    elif name == ".lock":
+        assert main(["cache", "ls", "--cache-dir", str(root)]) == 6
+    else:
+        _save_summary(store, {"run_id": "r1"})
+        assert json.loads((root / "nightly" / "runs" / "r1.json").read_text()) == {"run_id": "r1"}
+    assert thesis.read_text() == "years of work"
+    after = snapshot(tmp_path)
+    assert {k: v for k, v in after.items() if k in before and "duckdb" not in k and "pid" not in k} == {
+        k: v for k, v in before.items() if "duckdb" not in k and "pid" not in k}

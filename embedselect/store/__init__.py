@@ -92,7 +92,9 @@ class Store(VectorStore, RecordStore, StoreQueries):
             ) from exc
         import filelock
 
-        self._file_lock = filelock.FileLock(str(self.root / ".lock"))
+        from embedselect.fsguard import own_file
+
+        self._file_lock = filelock.FileLock(str(own_file(self.root / ".lock", what="the cache's lock file", error=StoreError)))
 
     @classmethod
     def open(cls, root: str | Path | None = None, *, lock_timeout: float | None = None,

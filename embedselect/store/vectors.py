@@ -17,7 +17,7 @@ from typing import Any, Iterator, Mapping
 import numpy as np
 
 from embedselect.arrays import check_embeddings
-from embedselect.fsguard import fsync_dir
+from embedselect.fsguard import fsync_dir, own_file
 from embedselect.errors import StoreError
 from embedselect.store.db import Database
 from embedselect.store.keys import RUN_KEY_RE, RunRecord, utc_now
@@ -194,7 +194,7 @@ class VectorStore(Database):
         self._vector_path(key)  # validates the key
         locks = self.root / "locks"
         locks.mkdir(exist_ok=True)
-        lock = filelock.FileLock(str(locks / f"{key}.lock"))
+        lock = filelock.FileLock(str(own_file(locks / f"{key}.lock", what="the run's lock file", error=StoreError)))
         try:
             lock.acquire(timeout=0)
         except filelock.Timeout:
