@@ -8,6 +8,7 @@ import os
 import shutil
 import threading
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -107,7 +108,7 @@ def test_a_copied_model_folder_is_not_embedded_again(tmp_path, cache_dir, monkey
 
 
 @pytest.mark.fault
-def test_a_link_to_the_root_folder_in_a_model_folder_is_not_followed(tmp_path, cache_dir):
+def test_a_link_to_the_root_folder_in_a_model_folder_is_not_followed(tmp_path, cache_dir, monkeypatch):
     """A model folder with a symbolic link to ``/`` (and one to a file outside it): resolving it reads nothing
     outside the folder and returns at once (it used to walk the whole file system)."""
     d = make_tiny_sentence_transformer(tmp_path / "tiny-st")
@@ -123,9 +124,14 @@ def test_a_link_to_the_root_folder_in_a_model_folder_is_not_followed(tmp_path, c
     walker.join(timeout=20)
     assert done, "resolving the model folder walked out of it through the link to /"
     with_links = done[0]
-    outside.write_text("changed, but never read")
-    assert local_dir_revision(d) == with_links  # the outside file's content is not part of the key
-    assert with_links != before
+    assert local_dir_revision(d) == with_links and with_links != before
+    outside.write_text("changed, but never read")  # its size and mtime are in the key, its bytes never read
+    from embedselect.candidates import digests
+
+    monkeypatch.setattr(digests, "_MEMORY", {})
+    real = digests._hash_file
+    monkeypatch.setattr(digests, "_hash_file", lambda p: real(p) if Path(p) != outside else pytest.fail("read"))
+    assert local_dir_revision(d) != with_links
     [out] = embedselect.embed(SAMPLE, [str(d)], column="text", max_items=20, cache_dir=cache_dir)
     assert out.result.status == "ok", out.result.error
 

@@ -56,10 +56,14 @@ def file_sha256(path: Path, digest_dir: Path | None = None) -> str:
         digest = _hash_file(path)
         if record is not None:
             try:
+                from embedselect import fsguard
+                from embedselect.errors import ConfigError
+
                 record.parent.mkdir(parents=True, exist_ok=True)
-                tmp = record.with_name(f"{record.name}.{os.getpid()}.tmp")
-                tmp.write_text(json.dumps({**stamp, "path": os.path.abspath(path), "sha256": digest}), encoding="utf-8")
-                os.replace(tmp, record)
+                try:  # atomic, under a unique temporary name, never through a link planted in the cache
+                    fsguard.write_text(record, json.dumps({**stamp, "path": os.path.abspath(path), "sha256": digest}))
+                except ConfigError:
+                    pass
             except OSError:
                 pass
     with _LOCK:

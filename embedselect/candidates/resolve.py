@@ -5,6 +5,8 @@ tell a model folder's backend and modality from its files."""
 from __future__ import annotations
 
 import hashlib
+import os
+import stat
 from pathlib import Path
 
 from embedselect.candidates.digests import file_sha256
@@ -20,7 +22,8 @@ def local_dir_revision(directory: Path, *, digest_dir: Path | None = None) -> st
     revision (and so the same cache keys) and any changed byte gives another.
 
     Links are never followed out of the folder: a link leading out counts by its name and its target as written
-    (a link to ``/`` is one entry, not a walk of the file system). Hidden caches (``.git``, ``__pycache__``,
+    (a link to ``/`` is one entry, not a walk of the file system), and, when it names a regular file, by that file's
+    size and mtime (never its bytes): new weights behind the same link are a new revision. Hidden caches (``.git``, ``__pycache__``,
     ``.cache``) are skipped. Every byte is hashed once: per-file digests are kept in memory, and with ``digest_dir``
     (the cache's ``digests/``) on disk for big files, by (device, inode, path, size, mtime)
     (:func:`~embedselect.candidates.digests.file_sha256`), so resolving an unchanged folder again reads no weights.
@@ -31,13 +34,29 @@ def local_dir_revision(directory: Path, *, digest_dir: Path | None = None) -> st
     root = Path(directory)
     if not root.is_dir():
         raise CandidateSpecError(f"local model directory {str(root)!r} does not exist")
+    real = Path(os.path.realpath(root))
+    if real == Path(real.anchor) or real == Path(os.path.realpath(Path.home())):
+        raise CandidateSpecError(f"local model directory {str(root)!r} is the {'root' if real == Path(real.anchor) else 'home'} "
+                                 "folder, not a model folder; name the folder that holds the model's files")  # fmt: skip
     total = hashlib.sha256()
     for rel, kind, value in model_folder_files(root):
         if kind == "file":
             total.update(rel.encode("utf-8") + b"\0" + file_sha256(Path(value), digest_dir).encode("ascii") + b"\n")
         else:
-            total.update(rel.encode("utf-8") + b"\0link\0" + str(value).encode("utf-8", "surrogateescape") + b"\n")
+            total.update(rel.encode("utf-8") + b"\0link\0" + str(value).encode("utf-8", "surrogateescape")
+                         + _outside_stamp(root / rel) + b"\n")  # fmt: skip
     return total.hexdigest()
+
+
+def _outside_stamp(link: Path) -> bytes:
+    """For a link out of a model folder to a regular file (weights kept elsewhere): the file's size and mtime, so
+    that new weights behind the same link give a new revision (the loader reads them; the cache must not serve the
+    old vectors). Its bytes are never read; a link to a folder, a device or nothing is only its name."""
+    try:
+        st = os.stat(link)
+    except OSError:
+        return b""
+    return f"\0{st.st_size}:{st.st_mtime_ns}".encode() if stat.S_ISREG(st.st_mode) else b""
 
 
 _IMAGE_MODEL_TYPES = {
@@ -141,8 +160,11 @@ def resolve_candidate(c: Candidate, *, policy: LoadPolicy = LoadPolicy(), token:
     requested = c.modality or c.options.get("modality")
     if c.kind == "local":
         d = Path(c.ref)
+        # which library loads it, before any byte is hashed: a folder that holds no model (`-m ~`, `-m /`) is
+        # refused at once instead of having every file under it read
+        backend = c.backend or (infer_backend(d) if d.is_dir() else None)
         revision = local_dir_revision(d, digest_dir=digest_dir)
-        backend = c.backend or infer_backend(d)
+        backend = backend or infer_backend(d)
         return ResolvedCandidate(c, f"local:{d}", revision, d, backend, infer_modality(d, backend, requested))
     try:
         from embedselect.hub import fetch_model

@@ -283,15 +283,20 @@ def format_timings(t: dict[str, Any]) -> str:
     return ("time: " + "; ".join(parts)) if parts else ""
 
 
-def check_output_path(path: Path | str | None, *, option: str) -> None:
+def check_output_path(path: Path | str | None, *, option: str, cache_dir: Path | str | None = None) -> None:
     """Refuse an output file that cannot be written, before any work is done.
 
     Raises:
-        ConfigError: ``path`` is a directory, its parent folder does not exist (it is not created silently), or
+        ConfigError: ``path`` is a link (never replaced nor written through), inside the cache (``cache_dir``, default
+            the usual cache root), a directory, its parent folder does not exist (it is not created silently), or
             the file or its folder is not writable.
     """
     if path is None:
         return
+    from embedselect import fsguard
+    from embedselect.store import default_cache_dir
+
+    fsguard.check_output_file(path, what=option, inside_forbidden={"cache": cache_dir or default_cache_dir()})
     path = Path(path)
     parent = path.parent if str(path.parent) else Path(".")
     if path.is_dir():
@@ -304,10 +309,35 @@ def check_output_path(path: Path | str | None, *, option: str) -> None:
         raise ConfigError(f"{option} {path}: the folder {parent} is not writable: choose another place")
 
 
+def read_text_input(path: Path | str, *, option: str, max_bytes: int = 16 << 20) -> str:
+    """Read a text file the user named (``card --card README.md``): a regular file of at most ``max_bytes`` (a
+    folder, ``/dev/zero`` or a FIFO would fail with a traceback, read forever or block), decoded as UTF-8.
+
+    Raises:
+        ConfigError: missing, not a regular file, too large, or not UTF-8 text; the file is left as it is.
+    """
+    import stat
+
+    p = Path(path)
+    try:
+        st = p.stat()
+        if not stat.S_ISREG(st.st_mode):
+            raise ConfigError(f"{option} {p} is not a regular file (a folder, a device or a pipe); name the file")
+        if st.st_size > max_bytes:
+            raise ConfigError(f"{option} {p} is {st.st_size} bytes; a text file of at most {max_bytes} is expected")
+        return p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"{option} {p} does not exist") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{option} {p} is not UTF-8 text ({exc.reason} at byte {exc.start}); save it as UTF-8") from None
+    except OSError as exc:
+        raise ConfigError(f"{option} {p} cannot be read: {exc.strerror or exc}") from None
+
+
 def check_output_args(args) -> None:
     """:func:`check_output_path` for ``--out``, ``--html`` and ``--markdown`` of the ranking commands."""
     for option in ("out", "html", "markdown"):
-        check_output_path(getattr(args, option, None), option=f"--{option}")
+        check_output_path(getattr(args, option, None), option=f"--{option}", cache_dir=getattr(args, "cache_dir", None))
 
 
 def write_atomic(path: Path, text: str) -> None:

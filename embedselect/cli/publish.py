@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from embedselect.cli.common import check_output_path, write_atomic
+from embedselect.cli.common import check_output_path, read_text_input, write_atomic
 
 
 def _ranking(args):
@@ -21,6 +21,11 @@ def _ranking(args):
 def cmd_badge(args) -> int:
     from embedselect.publish import write_badges
 
+    from embedselect import fsguard
+    from embedselect.store import default_cache_dir
+
+    fsguard.check_output_target(args.out, what="--out", into=True,
+                                inside_forbidden={"cache": args.cache_dir or default_cache_dir()})  # fmt: skip
     _, ranking = _ranking(args)
     written = write_badges(ranking, args.out, dataset=args.dataset, base_url=args.base_url)
     if args.json:
@@ -34,9 +39,9 @@ def cmd_badge(args) -> int:
 def cmd_card(args) -> int:
     from embedselect.publish import push_card, update_card
 
-    check_output_path(args.out, option="--out")
+    check_output_path(args.out, option="--out", cache_dir=args.cache_dir)
+    text = read_text_input(args.card, option="--card") if args.card else None  # before any work
     _, ranking = _ranking(args)
-    text = Path(args.card).read_text(encoding="utf-8") if args.card else None
     card = update_card(text, ranking, args.candidate, dataset=args.dataset, base_url=args.base_url)
     if args.out:
         write_atomic(Path(args.out), card)
@@ -52,7 +57,7 @@ def cmd_card(args) -> int:
 def cmd_leaderboard(args) -> int:
     from embedselect.publish import leaderboard as lb
 
-    check_output_path(args.out, option="--out")
+    check_output_path(args.out, option="--out", cache_dir=args.cache_dir)
     store, ranking = _ranking(args)
     if args.list:
         df = store.list_rankings(fingerprint=args.fingerprint)
@@ -71,7 +76,7 @@ def cmd_leaderboard(args) -> int:
 def cmd_report(args) -> int:
     from embedselect.publish import report
 
-    check_output_path(args.out, option="--out")
+    check_output_path(args.out, option="--out", cache_dir=args.cache_dir)
     _, ranking = _ranking(args)
     write_atomic(Path(args.out), report.to_html(ranking))
     print(f"wrote {args.out}", file=sys.stderr)

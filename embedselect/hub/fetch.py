@@ -270,11 +270,12 @@ def _remember_ref(snapshot: Path, revision: str | None, sha: str) -> None:
     try:
         if _read_ref(ref) == sha:
             return
+        from embedselect import fsguard
+        from embedselect.errors import ConfigError
+
         ref.parent.mkdir(parents=True, exist_ok=True)
-        tmp = ref.with_name(f".{ref.name}.{os.getpid()}.tmp")
-        tmp.write_text(sha, encoding="utf-8")
-        os.replace(tmp, ref)
-    except OSError as exc:  # the download itself succeeded; only offline look-ups by branch lose
+        fsguard.write_text(ref, sha)  # atomic, under a unique temporary name, never through a link
+    except (OSError, ConfigError) as exc:  # the download itself succeeded; only offline look-ups by branch lose
         log.warning("could not record %s -> %s in the HF cache: %s", rev, sha[:12], exc)
 
 

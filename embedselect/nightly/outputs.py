@@ -14,6 +14,7 @@ edit there.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import shutil
@@ -23,7 +24,11 @@ from typing import Any
 from embedselect import fsguard
 from embedselect.errors import ConfigError
 
+log = logging.getLogger(__name__)
+
 KEEP_VERSIONS = 2
+_KINDS = ("nightly-version",)  # the marker kind of a site the night wrote: the only folders it takes over
+_OURS = "a site published by embedselect nightly"
 RUN_ID_RE = re.compile(r"^\d{8}T\d{6}Z-[0-9a-f]{6}$")
 """A night's run id, the name of its version folder."""
 _OLD_PARTIAL_RE = re.compile(r"^\.\d{8}T\d{6}Z-[0-9a-f]{6}\.partial$")  # written by embedselect <= 335151d
@@ -104,7 +109,7 @@ def _check_versions(versions: Path) -> None:
     if versions.is_symlink() or (versions.exists() and not versions.is_dir()):
         raise ConfigError(f"output: {versions} is not a folder of embedselect's; it was left as it is: remove it or "
                           "choose another output")  # fmt: skip
-    if not versions.exists() or fsguard.is_owned(versions):
+    if not versions.exists() or fsguard.is_marked(versions):
         return
     strange = sorted(e.name for e in versions.iterdir() if not _ours_by_name(e))
     if strange:
@@ -123,13 +128,13 @@ def check_outputs(output: Path, *, store: Path | None, data: Path | None, config
     """
     data_folder = data if data is not None and Path(data).is_dir() else None
     out = fsguard.check_output_target(
-        output, what="output", writable=writable,
+        output, what="output", writable=writable, replaced=[versions_folder(Path(os.path.abspath(output)))],
         protected={"folder of the data file": Path(data).parent if data is not None else None,
                    "configuration's folder": config_dir},
         inside_forbidden={"store": store, "data folder": data_folder},
     )  # fmt: skip
     if writable:
-        fsguard.check_takeover(out, versions=versions_folder(out), what="output")
+        fsguard.check_takeover(out, versions=versions_folder(out), what="output", kinds=_KINDS, ours=_OURS)
         _check_versions(versions_folder(out))
     return out
 
@@ -159,29 +164,30 @@ def publish(output: Path, run_id: str, ranking: Any, leaderboard: list[dict[str,
     """
     output = Path(os.path.abspath(output))
     versions = versions_folder(output)
-    fsguard.check_takeover(output, versions=versions, what="output")  # again: the folder may have changed overnight
+    fsguard.check_takeover(output, versions=versions, what="output", kinds=_KINDS, ours=_OURS)  # again: the folder may have changed overnight
     _check_versions(versions)
     if not versions.exists():
         versions.mkdir(parents=True)
-    if not fsguard.is_owned(versions):
-        fsguard.mark_owned(versions, "nightly-versions")
+    if not fsguard.is_marked(versions):
+        fsguard.mark_owned(versions, "nightly-versions", inventory=False)  # a container: never removed
     fsguard.sweep_leftovers(output.parent, output.name, kinds=("link",), extra=_old_link(output, versions))
     for e in versions.iterdir():
         m = fsguard.dead_temp(e.name)
-        if (m and m["kind"] == "partial") or _OLD_PARTIAL_RE.match(e.name):
-            shutil.rmtree(e, ignore_errors=True)
+        if ((m and m["kind"] == "partial") or _OLD_PARTIAL_RE.match(e.name)) and e.is_dir() and not e.is_symlink():
+            if not fsguard.is_marked(e) or fsguard.is_owned(e):  # a dead run's half-written site (marked last)
+                shutil.rmtree(e, ignore_errors=True)
     final = versions / run_id
     tmp = versions / fsguard.temp_name(run_id, "partial")
     tmp.mkdir()
     try:
-        fsguard.mark_owned(tmp, "nightly-version")
         write_site(tmp, ranking, leaderboard, summary)
+        fsguard.mark_owned(tmp, "nightly-version")  # last: it lists every file written, a version is complete
         os.replace(tmp, final)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)  # ours, never published
         raise
     if output.is_dir() and not output.is_symlink():  # an empty folder, or one of ours (checked above)
-        if fsguard.is_owned(output):
+        if fsguard.is_owned(output, _KINDS):
             os.replace(output, versions / fsguard.temp_name(output.name, "old"))
         else:
             output.rmdir()  # empty: nothing of anyone's is lost
@@ -202,12 +208,35 @@ def _live_temp(name: str) -> bool:
     return m is not None and m["kind"] == "partial" and fsguard.dead_temp(name) is None
 
 
-def _prune(versions: Path, *, keep: Path) -> None:
+_SITE_FILES = {"leaderboard.json", "leaderboard.md", "ranking.json", "report.html", "report.md", "run.json",
+               fsguard.MARKER, "badges"}  # fmt: skip
+_BADGE_RE = re.compile(r"^(leader\.json|badges\.md|[A-Za-z0-9._-]+\.(svg|json))$")
+
+
+def _legacy_version(folder: Path) -> bool:
+    """A version folder an older version wrote (a marker without inventory, or none): only the site's files."""
+    for e in folder.iterdir():
+        if e.is_symlink() or e.name not in _SITE_FILES or e.is_dir() != (e.name == "badges"):
+            return False
+        if e.name == "badges" and not all(b.is_file() and not b.is_symlink() and _BADGE_RE.match(b.name)
+                                          for b in e.iterdir()):  # fmt: skip
+            return False
+    return True
+
+
+def _prune(versions: Path, *, keep: Path) -> list[Path]:
     """Remove all but the newest :data:`KEEP_VERSIONS` version folders: only folders of the tool's (a run id as
-    name, or the marker); ``legacy-*`` folders (a user's folder that an older version moved here) are kept."""
+    name, or the marker) that hold exactly what the tool wrote there (:func:`embedselect.fsguard.remove_owned`): a
+    version a user added a file to (``site/CNAME`` lands in the current version) is kept, with a warning;
+    ``legacy-*`` folders (a user's folder that an older version moved here) are kept. Returns the folders kept."""
     ours = [d for d in versions.iterdir() if d.is_dir() and not d.is_symlink() and d != keep
-            and (RUN_ID_RE.match(d.name) or (fsguard.is_owned(d) and not d.name.startswith("legacy-")
+            and (RUN_ID_RE.match(d.name) or (fsguard.is_marked(d) and not d.name.startswith("legacy-")
                                              and not _live_temp(d.name)))]  # fmt: skip
     ours.sort(key=lambda d: d.stat().st_mtime, reverse=True)
+    kept = []
     for d in ours[KEEP_VERSIONS - 1:]:
-        shutil.rmtree(d, ignore_errors=True)
+        if not fsguard.remove_owned(d, legacy=_legacy_version, kinds=_KINDS):
+            kept.append(d)
+            log.warning("output: %s holds files embedselect did not write (%s); it was kept, not pruned: move them "
+                        "away and the next night prunes it", d, ", ".join(fsguard.foreign(d)[:5]))  # fmt: skip
+    return kept

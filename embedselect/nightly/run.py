@@ -42,7 +42,10 @@ def night_lock(root: Path) -> Iterator[None]:
     """Hold ``root/nightly.lock`` for the block, or raise :class:`NightlyLockedError` at once."""
     import filelock
 
-    path = Path(root) / "nightly.lock"
+    from embedselect import fsguard
+    from embedselect.errors import ConfigError, StoreError
+
+    path = fsguard.own_file(Path(root) / "nightly.lock", what="the nightly lock file", error=StoreError)
     lock = filelock.FileLock(str(path))
     try:
         lock.acquire(timeout=0)
@@ -55,8 +58,10 @@ def night_lock(root: Path) -> Iterator[None]:
             + "; this run did nothing. Runs must not overlap: schedule them further apart."
         ) from None
     try:
-        with contextlib.suppress(OSError):
-            (Path(root) / "nightly.pid").write_text(str(os.getpid()))
+        try:  # never through a link planted there (it would overwrite the file the link names)
+            fsguard.write_text(Path(root) / "nightly.pid", str(os.getpid()))
+        except (OSError, ConfigError) as exc:
+            log.warning("nightly: the pid file was not written: %s", exc)
         yield
     finally:
         lock.release()
@@ -280,9 +285,9 @@ def _save_summary(store: Any, summary: dict[str, Any]) -> None:
     """Every night's summary also goes to ``<store>/nightly/runs/<run_id>.json`` (empty nights included)."""
     d = Path(store.root) / "nightly" / "runs"
     d.mkdir(parents=True, exist_ok=True)
-    tmp = d / f".{summary['run_id']}.json.tmp"
-    tmp.write_text(json.dumps(summary, indent=2, default=str), encoding="utf-8")
-    os.replace(tmp, d / f"{summary['run_id']}.json")
+    from embedselect import fsguard
+
+    fsguard.write_text(d / f"{summary['run_id']}.json", json.dumps(summary, indent=2, default=str))  # never via a link
 
 
 def _embed(cfg: NightlyConfig, executor: Any, store: Any, ref: Any, plan: Any, job: Any,

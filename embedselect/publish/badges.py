@@ -12,6 +12,7 @@ File names come from :func:`~embedselect.publish.text.safe_filename`, never from
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -88,20 +89,52 @@ def _write(path: Path, text: str) -> None:
     fsguard.write_text(path, text)  # atomic; a new file follows the umask, an existing one keeps its mode
 
 
+_SNIPPET_RE = re.compile(r"^- .*: !\[" + LABEL + r": .*\]\(.*\)$")
+
+
+def is_badge_file(path: Path) -> bool:
+    """Whether ``path`` is a file :func:`write_badges` wrote (by its content: an SVG labelled ``embedselect``, an
+    endpoint JSON with that label, or a ``badges.md`` of snippets only): the only files it replaces in a folder."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, ValueError):
+        return False
+    if path.suffix == ".svg":
+        head = text.lstrip().removeprefix('<?xml version="1.0" encoding="UTF-8"?>').lstrip()
+        return head.startswith("<svg") and f">{LABEL}<" in text and text.rstrip().endswith("</svg>")
+    if path.suffix == ".json":
+        try:
+            d = json.loads(text)
+        except ValueError:
+            return False
+        return isinstance(d, dict) and set(d) == {"schemaVersion", "label", "message", "color"} and d["label"] == LABEL
+    lines = [line for line in text.splitlines() if line.strip()]
+    return path.name == "badges.md" and all(_SNIPPET_RE.match(line) for line in lines)
+
+
 def write_badges(ranking: Ranking, folder: str | Path, *, dataset: str | None = None,
                  base_url: str | None = None) -> dict[str, dict[str, str]]:
     """Write ``<stem>.svg`` and ``<stem>.json`` (endpoint) for every ranked candidate into ``folder`` and
-    ``badges.md`` with the Markdown snippets. Returns candidate name -> {"svg", "json", "markdown"}."""
+    ``badges.md`` with the Markdown snippets. Returns candidate name -> {"svg", "json", "markdown"}.
+
+    Raises:
+        ConfigError: one of these files exists in ``folder`` and was not written by embedselect
+            (:func:`is_badge_file`), or is a link: nothing is written (:func:`embedselect.fsguard.check_replaceable`).
+    """
     out = Path(folder)
-    out.mkdir(parents=True, exist_ok=True)
     written: dict[str, dict[str, str]] = {}
+    files: dict[Path, str] = {}
     lines = []
     for c in ranking.ok:
         b = badge_for(ranking, c, dataset=dataset)
-        _write(out / f"{b.stem}.svg", b.svg())
-        _write(out / f"{b.stem}.json", json.dumps(b.endpoint()) + "\n")
+        files[out / f"{b.stem}.svg"] = b.svg()
+        files[out / f"{b.stem}.json"] = json.dumps(b.endpoint()) + "\n"
         snippet = b.markdown(base_url)
         written[c.name] = {"svg": str(out / f"{b.stem}.svg"), "json": str(out / f"{b.stem}.json"), "markdown": snippet}
         lines.append(f"- {md(c.name)}: {snippet}")
-    _write(out / "badges.md", "\n".join(lines) + "\n")
+    files[out / "badges.md"] = "\n".join(lines) + "\n"
+    fsguard.check_replaceable(files, ours=is_badge_file, what="--out")
+    out.mkdir(parents=True, exist_ok=True)
+    for path, text in files.items():
+        _write(path, text)
     return written

@@ -106,15 +106,9 @@ def build_index(
     from embedselect.nn import build_index as faiss_index
     from embedselect.nn import index_device, is_exact, to_cpu
     from embedselect.nn_device import auto_device
-    from embedselect.store import Store
-    from embedselect.fsguard import check_output_target
+    from embedselect.store import Store, default_cache_dir
 
-    out = check_output_target(Path(out).expanduser(), what="--out")  # not ., /, home; writable: before any work
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        if not (out / MANIFEST).is_file():
-            raise ConfigError(f"{out} exists and is not an embedselect index; choose a new or empty folder for --out")
-        if not overwrite:
-            raise ConfigError(f"{out} already holds an index; pass overwrite=True (--overwrite) to replace it")
+    out = _check_out(out, cache_dir or default_cache_dir(), overwrite=overwrite)  # before any work
     store = Store.open(cache_dir)
     ref = load_reference_data(data, column=column, labels=None, max_items=max_items, seed=seed or 0, on_error=on_error)
     if isinstance(model, str) and model.strip().lower() == "best":
@@ -144,6 +138,29 @@ def build_index(
     return SearchIndex.load(out)
 
 
+def _legacy_index(folder: Path) -> bool:
+    """An index folder an older version wrote (no inventory marker): a valid ``manifest.json`` and only the files it
+    names; a user's folder that merely has a ``manifest.json`` (a web app's) is not one."""
+    try:
+        m = IndexManifest.from_dict(json.loads((folder / MANIFEST).read_text(encoding="utf-8")))
+    except (OSError, ValueError, TypeError, AttributeError, SearchIndexError):
+        return False
+    allowed = {MANIFEST, *(m.files or {})}
+    return all(e.name in allowed and e.is_file() and not e.is_symlink() for e in folder.iterdir())
+
+
+def _check_out(out: str | Path, store: str | Path, *, overwrite: bool) -> Path:
+    """``--out``: not ``.``, ``/``, home or inside the cache; a new or empty folder, or (with ``overwrite``) an index
+    this tool wrote and nobody added to (:func:`embedselect.fsguard.check_takeover`)."""
+    from embedselect import fsguard
+
+    path = fsguard.check_output_target(Path(out).expanduser(), what="--out", inside_forbidden={"cache": store})
+    fsguard.check_takeover(path, what="--out", legacy=_legacy_index, ours="an embedselect index", kinds=("index",))
+    if path.is_dir() and not path.is_symlink() and any(path.iterdir()) and not overwrite:
+        raise ConfigError(f"{path} already holds an index; pass overwrite=True (--overwrite) to replace it")
+    return path
+
+
 def _write_index_folder(out: Path, index: Any, ref: Any, fit_state: dict | None, manifest: Any) -> None:
     """Write the index files into a new folder and swap it in at ``out`` (:func:`embedselect.fsguard.replace_folder`:
     a kill leaves the old index or the new one; a failed write is a :class:`SearchIndexError`, ``out`` untouched)."""
@@ -162,7 +179,10 @@ def _write_index_folder(out: Path, index: Any, ref: Any, fit_state: dict | None,
         fsguard.write_text(tmp / MANIFEST, json.dumps(manifest(files).to_dict(), indent=2, default=str) + "\n")
         SearchIndex.load(tmp)  # the new index must load before it replaces the old one
 
-    fsguard.replace_folder(out, fill, error=SearchIndexError, what="the index", legacy_tmp=True)
+    fsguard.replace_folder(out, fill, error=SearchIndexError, what="the index", kind="index", legacy=_legacy_index,
+                           legacy_tmp=True, check=lambda: fsguard.check_takeover(
+                               out, what="--out", legacy=_legacy_index, ours="an embedselect index",
+                               kinds=("index",)))  # fmt: skip
 
 
 def _baseline_fit(cand, res, ref, vectors: np.ndarray, *, seed: int) -> dict[str, np.ndarray]:

@@ -52,7 +52,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from embedselect.errors import CacheCorruptError, StoreError, StoreReadOnlyError
+from embedselect.errors import CacheCorruptError, ConfigError, StoreError, StoreReadOnlyError
 from embedselect.store.keys import DB_NAME, RUN_KEY_VERSION, RunRecord, default_cache_dir, run_key
 from embedselect.store.queries import StoreQueries
 from embedselect.store.records import RecordStore
@@ -67,6 +67,7 @@ class Store(VectorStore, RecordStore, StoreQueries):
 
     def __init__(self, root: Path, *, lock_timeout: float | None = None, read_only: bool | None = None) -> None:
         self.root = Path(root)
+        _check_root(self.root)
         self.db_path = self.root / DB_NAME
         self.vectors_dir = self.root / "vectors"
         if lock_timeout is None:
@@ -91,7 +92,9 @@ class Store(VectorStore, RecordStore, StoreQueries):
             ) from exc
         import filelock
 
-        self._file_lock = filelock.FileLock(str(self.root / ".lock"))
+        from embedselect.fsguard import own_file
+
+        self._file_lock = filelock.FileLock(str(own_file(self.root / ".lock", what="the cache's lock file", error=StoreError)))
 
     @classmethod
     def open(cls, root: str | Path | None = None, *, lock_timeout: float | None = None,
@@ -107,6 +110,17 @@ class Store(VectorStore, RecordStore, StoreQueries):
         """
         root = Path(root).expanduser() if root is not None else default_cache_dir()
         return cls(root, lock_timeout=lock_timeout, read_only=read_only)
+
+
+def _check_root(root: Path) -> None:
+    """The cache needs a folder of its own: never ``/`` or the home folder (its lock, pid and ``vectors/`` files
+    would sit among the user's own)."""
+    real = Path(os.path.realpath(os.path.abspath(root.expanduser())))
+    if real == Path(real.anchor) or real == Path(os.path.realpath(Path.home())):
+        where = "the root folder" if real == Path(real.anchor) else "the home folder"
+        raise ConfigError(f"the cache {root} is {where}; the cache needs a folder of its own, e.g. "
+                          f"{Path.home() / '.cache' / 'embedselect'}: choose another --cache-dir, EMBEDSELECT_CACHE_DIR "
+                          "or store:")  # fmt: skip
 
 
 def _read_only(root: Path, db_path: Path) -> bool:

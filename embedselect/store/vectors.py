@@ -17,12 +17,15 @@ from typing import Any, Iterator, Mapping
 import numpy as np
 
 from embedselect.arrays import check_embeddings
-from embedselect.fsguard import fsync_dir
+from embedselect.fsguard import fsync_dir, own_file
 from embedselect.errors import StoreError
 from embedselect.store.db import Database
 from embedselect.store.keys import RUN_KEY_RE, RunRecord, utc_now
 
 log = logging.getLogger("embedselect.store")  # the store's logger, as before the split
+
+_SHARD_RE = re.compile(r"^[0-9a-f]{2}$")
+_VECTOR_RE = re.compile(r"^(?:(?P<key>[0-9a-f]{64})\.npy|\.(?P<tkey>[0-9a-f]{64})\.npy(?:\.[A-Za-z0-9-]+)?\.\d+\.\d+\.tmp)$")
 
 
 def _sha256_file(path: Path) -> str:
@@ -191,7 +194,7 @@ class VectorStore(Database):
         self._vector_path(key)  # validates the key
         locks = self.root / "locks"
         locks.mkdir(exist_ok=True)
-        lock = filelock.FileLock(str(locks / f"{key}.lock"))
+        lock = filelock.FileLock(str(own_file(locks / f"{key}.lock", what="the run's lock file", error=StoreError)))
         try:
             lock.acquire(timeout=0)
         except filelock.Timeout:
@@ -232,10 +235,25 @@ class VectorStore(Database):
                 if rows:
                     con.execute(f"DELETE FROM embedding_runs WHERE run_key IN ({','.join('?' * len(rows))})",
                                 [r[0] for r in rows])  # fmt: skip
-            for _, rel, _sha in rows:
-                with contextlib.suppress(FileNotFoundError):
-                    (self.root / rel).unlink()
+            for key, rel, _sha in rows:
+                path = self.root / rel
+                if self._ours(path, key):  # a row never makes the store delete a path it did not name itself
+                    with contextlib.suppress(FileNotFoundError):
+                        path.unlink()
         return len(rows)
+
+    def _ours(self, path: Path, key: str | None = None) -> bool:
+        """Whether ``path`` is a vector file of this store's own naming (``vectors/<ab>/<run_key>.npy``, or a
+        writer's temporary ``.<run_key>.npy.<host>.<pid>.<tid>.tmp``, of run ``key`` when given), a regular file
+        in a real shard folder: never a link, never a user's file that happens to sit under ``vectors/``."""
+        shard = path.parent
+        if shard.parent != self.vectors_dir or not _SHARD_RE.match(shard.name) or shard.is_symlink():
+            return False
+        m = _VECTOR_RE.match(path.name)
+        name_key = (m["key"] or m["tkey"]) if m is not None else ""
+        if not name_key or name_key[:2] != shard.name or (key is not None and name_key != key):
+            return False
+        return not path.is_symlink() and path.is_file()
 
     def find_runs(self, *, model: str | None = None, fingerprint: str | None = None) -> list[str]:
         """Run keys matching a model id (substring, case-insensitive) and/or a data fingerprint prefix."""
@@ -266,7 +284,7 @@ class VectorStore(Database):
             known = {r[0] for r in con.execute("SELECT vector_file FROM embedding_runs").fetchall()}
             for path in self.vectors_dir.glob("*/*"):
                 rel = str(path.relative_to(self.root))
-                if rel in known:
+                if rel in known or not self._ours(path):  # only the store's own names; never through a link
                     continue
                 if path.name.endswith(".tmp"):
                     if _writer_alive(path):
