@@ -26,18 +26,11 @@ from benchmarks.validity_data import bench_cache, load_pool, save_json, stratifi
 from benchmarks.validity_pools import POOLS, correlations, ground_truth, regret  # noqa: E402
 
 BASELINE_KINDS = {"baseline"}
-LAB_POOLS = {
-    "width": ("all-mpnet-base-v2", "all-MiniLM-L6-v2", "all-MiniLM-L6-v2-cls", "m2v-MiniLM-256", "tfidf-svd",
-              "random-projection", "all-mpnet-base-v2-layer1", "random-projection-1024", "m2v-MiniLM-raw",
-              "all-MiniLM-L6-v2-len8"),
-    "photo8": ("efficientnet-lite0", "efficientnet-lite1", "efficientnet-lite2", "efficientnet-lite0-128px",
-               "efficientnet-lite0-maxpool", "efficientnet-lite0-untrained", "pixel-pca", "random-projection"),
-}
 
 
 def load_view(name: str, pool: str, max_items: int = 300, seed: int = 0) -> dict[str, Any]:
     meta, labels, _items, entries, vectors = load_pool(name)
-    names = LAB_POOLS.get(pool) or POOLS.get(pool) or tuple(vectors)
+    names = POOLS.get(pool) or tuple(vectors)
     names = [c for c in names if c in vectors]
     n_cls = len(np.unique(labels))
     keep_all = len(labels) - max_items < n_cls

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator, Mapping
 
 from embedselect.errors import ConfigError
-from embedselect.fsowned import MARKER, _inventory, _ours, foreign, is_marked, is_owned, marked_kind, remove_owned
+from embedselect.fsowned import MARKER, folder_inventory, owned_or_legacy, foreign, is_marked, is_owned, marked_kind, remove_owned
 
 log = logging.getLogger(__name__)
 
@@ -138,7 +138,7 @@ def mark_owned(folder: str | Path, kind: str, *, inventory: bool = True) -> None
     removed) the marker only claims the folder (:func:`is_marked`)."""
     folder = Path(folder)
     info = {"tool": "embedselect", "kind": kind, "created_at": datetime.now(timezone.utc).isoformat(),
-            "files": _inventory(folder) if inventory else None}  # fmt: skip
+            "files": folder_inventory(folder) if inventory else None}  # fmt: skip
     write_text(folder / MARKER, json.dumps(info) + "\n")
 
 
@@ -173,7 +173,7 @@ def check_takeover(path: str | Path, *, versions: str | Path | None = None, what
         return
     if not p.is_dir():
         raise ConfigError(f"{what} {p} is an existing file, not {ours}; it was left as it is: choose another path")
-    if not any(p.iterdir()) or _ours(p, legacy, kinds):
+    if not any(p.iterdir()) or owned_or_legacy(p, legacy, kinds):
         return
     if kinds is not None and is_owned(p) and marked_kind(p) not in set(kinds):
         raise ConfigError(f"{what} {p} holds embedselect's {marked_kind(p)}, not {ours}; it was not moved or deleted: "

@@ -19,7 +19,7 @@ MARKER = ".embedselect-owned"
 ``files`` maps each entry's relative path to ``[size, mtime_ns]`` (``null`` for a container that is never removed)."""
 
 
-def _inventory(folder: Path) -> dict[str, list[int]]:
+def folder_inventory(folder: Path) -> dict[str, list[int]]:
     """Every entry under ``folder`` but the top marker, links not followed: relative path -> ``[size, mtime_ns]``
     for a file, ``[-1, 0]`` for a folder, ``[-2, 0]`` for anything else (a link, a socket: never the tool's)."""
     out: dict[str, list[int]] = {}
@@ -59,7 +59,7 @@ def foreign(folder: str | Path) -> list[str]:
     info = _marker(folder)
     files = info.get("files") if info is not None else None
     listed = files if isinstance(files, dict) else {}
-    return sorted(rel for rel, stamp in _inventory(folder).items() if stamp[0] == -2 or listed.get(rel) != stamp)
+    return sorted(rel for rel, stamp in folder_inventory(folder).items() if stamp[0] == -2 or listed.get(rel) != stamp)
 
 
 def marked_kind(folder: str | Path) -> str | None:
@@ -85,13 +85,13 @@ def remove_owned(folder: str | Path, *, legacy: Callable[[Path], bool] | None = 
     p = Path(folder)
     if p.is_symlink() or not p.is_dir():
         return False
-    if not _ours(p, legacy, kinds):
+    if not owned_or_legacy(p, legacy, kinds):
         return False
     shutil.rmtree(p)
     return True
 
 
-def _ours(p: Path, legacy: Callable[[Path], bool] | None, kinds: Iterable[str] | None = None) -> bool:
+def owned_or_legacy(p: Path, legacy: Callable[[Path], bool] | None, kinds: Iterable[str] | None = None) -> bool:
     """:func:`is_owned`, or (no marker with an inventory: an older version's folder) ``legacy(p)``."""
     if is_owned(p, kinds):
         return True

@@ -14,7 +14,7 @@ PKG = Path(__file__).resolve().parents[1] / "embedselect"
 # Every top-level module or package of embedselect ("part") -> the parts it may import (a part always may import
 # itself). The layers of DESIGN.md, lowest first; test_every_part_has_a_rule fails for a new part without a rule.
 _LEAVES = {"errors", "version", "kinds", "redaction"}
-_LOW = _LEAVES | {"layout", "fsguard", "policy", "_compat", "progress", "arrays", "nn_device", "nn"}
+_LOW = _LEAVES | {"layout", "fsowned", "fsguard", "policy", "_compat", "progress", "arrays", "nn_device", "nn"}
 MAY_IMPORT: dict[str, set[str]] = {
     # leaves and small shared rules
     "errors": set(),
@@ -26,7 +26,8 @@ MAY_IMPORT: dict[str, set[str]] = {
     "_compat": {"errors"},
     "progress": {"errors"},
     "arrays": {"errors"},  # check_embeddings: the one (n, d) validator
-    "fsguard": {"errors"},  # the one guard every writer of published files goes through
+    "fsowned": set(),  # the read side of the ownership rule: is a folder the tool's (marker + inventory)
+    "fsguard": {"errors", "fsowned"},  # the one guard every writer of published files goes through
     "nn_device": {"errors"},  # where FAISS runs (CPU, one GPU, sharded over all)
     "nn": {"errors", "arrays", "nn_device"},  # FAISS k-NN primitives (issue 22 item 3)
     # pure array code and what is built on it
