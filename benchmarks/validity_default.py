@@ -35,6 +35,7 @@ from benchmarks.validity_pools import (  # noqa: E402
     TARGETS,
     _cache_dir,
     correlations,
+    metric_cache_name,
     family_violations,
     regret,
     top_pick,
@@ -54,20 +55,25 @@ PREVIOUS_DEFAULT = ({"task_prior": 1.0, "sufficiency": 0.25, "nn_agreement": 0.5
 mpnet's layer 1 joined the benchmark."""
 
 
-VARIANT_SIGNALS = ("task_prior-consensus", "sufficiency-normal_scores")
+VARIANT_SIGNALS = ("task_prior-all", "nn_agreement-all", "sufficiency-all", "sufficiency-normal_scores")
 """Signals with non-default options (``validity_pools.VARIANTS``), loaded with ``--variants`` (issue 23)."""
 FAMILIES = {
-    "balanced": ("task_prior", "sufficiency"),
-    "balanced + normal scores": ("task_prior", "sufficiency-normal_scores"),
-    "consensus": ("task_prior-consensus", "sufficiency"),
-    "consensus + normal scores": ("task_prior-consensus", "sufficiency-normal_scores"),
+    "every candidate as evidence (before)": ("task_prior-all", "sufficiency-all", "nn_agreement-all"),
+    "models as evidence": ("task_prior", "sufficiency", "nn_agreement"),
+    "models as evidence + normal scores": ("task_prior", "sufficiency-normal_scores", "nn_agreement"),
 }
-"""--variants: the option families compared; each is (task_prior signal, sufficiency signal)."""
+"""--variants: the option families compared; each is the (task_prior, sufficiency, nn_agreement) signal that stands
+in the grid. "before": the pool's built-in baselines count in task_prior's prior and nn_agreement's comparison as
+they did until 2026-11-25 (``prior_from='all'``, ``compare_with='all'``, ``targets='all'``); "models": they are reference points
+(:attr:`embedselect.metrics.base.MetricContext.references`)."""
+VIEW_POOLS = ("all", "issue", "width", "photo8")
+"""The named pools of ``validity_pools.POOLS`` read as views, where their signals are cached."""
 
 
-def settings(family: tuple[str, str] = ("task_prior", "sufficiency")) -> list[tuple[dict[str, float], str]]:
-    """Every weight combination of :data:`GRID`, with ``family``'s signals standing for task_prior and sufficiency."""
-    names = (family[0], family[1], "nn_agreement", "rankme")
+def settings(family: tuple[str, ...] = ("task_prior", "sufficiency")) -> list[tuple[dict[str, float], str]]:
+    """Every weight combination of :data:`GRID`, with ``family``'s signals standing for task_prior, sufficiency and
+    (when given) nn_agreement."""
+    names = (family[0], family[1], family[2] if len(family) > 2 else "nn_agreement", "rankme")
     return [({m: w for m, w in zip(names, ws) if w}, meth)
             for meth in METHODS for ws in itertools.product(*GRID.values())]
 
@@ -77,7 +83,8 @@ def label(setting: tuple[dict[str, float], str]) -> str:
     return " + ".join(f"{m} {v:g}" for m, v in w.items()) + ("" if meth == "mean-rank" else ", mean z")
 
 
-def load_views(datasets, max_items: int, seed: int, extra: tuple[str, ...] = ()) -> list[dict[str, Any]]:
+def load_views(datasets, max_items: int, seed: int, extra: tuple[str, ...] = (),
+               pools: tuple[str, ...] = ("all", "issue")) -> list[dict[str, Any]]:
     """One entry per (dataset, pool) whose signals (and ``extra`` ones) are cached: truth, signals, copy pairs, pool
     entries."""
     views = []
@@ -91,11 +98,12 @@ def load_views(datasets, max_items: int, seed: int, extra: tuple[str, ...] = ())
         if not truth_path.is_file():
             continue
         truth = {k: v["acc"] for k, v in json.loads(truth_path.read_text()).items()}
-        for pool in ("all", "issue"):
+        for pool in pools:
             cd = _cache_dir(d, n, seed, pool)
-            if not all((cd / f"metric_{m}.json").is_file() for m in SIGNALS + extra):
+            files = {m: cd / metric_cache_name(m) for m in SIGNALS + extra}
+            if not all(f.is_file() for f in files.values()):
                 continue
-            sig = {m: json.loads((cd / f"metric_{m}.json").read_text())["scores"] for m in SIGNALS + extra}
+            sig = {m: json.loads(f.read_text())["scores"] for m, f in files.items()}
             keys = set(sig["task_prior"])
             pairs = [(c.copy, c.parent) for c in derived_copies({k: vectors[k][idx] for k in keys}, seed=seed)]
             views.append({"dataset": d, "pool": pool, "modality": meta["modality"], "truth": {k: truth[k] for k in keys}, "signals": sig,
@@ -139,9 +147,23 @@ def _summary(rows: list[dict[str, Any]]) -> str:
             f"{np.mean([r['regret'] for r in rows]):.3f}, both targets {hits}/{len(rows)}")
 
 
+def lodo_within_modality(views: list[dict[str, Any]], grid: list[tuple[dict[str, float], str]]) -> list[tuple[dict, str]]:
+    """As :func:`lodo`, but each held-out dataset's setting is chosen on the other datasets *of its modality* only (a
+    default per modality: the tool knows whether it ranks texts or images)."""
+    out: list[Any] = [None] * len(views)
+    for m in sorted({v["modality"] for v in views}):
+        idx = [j for j, v in enumerate(views) if v["modality"] == m]
+        if len({views[j]["dataset"] for j in idx}) < 2:
+            continue
+        for j, r in zip(idx, lodo([views[j] for j in idx], grid)):
+            out[j] = r
+    return out
+
+
 def compare_variants(views: list[dict[str, Any]]) -> int:
     """Print, per option family of :data:`FAMILIES`, the held-out (LODO over :data:`GRID`) ρ and regret per view,
-    LODO over the union of the families, and each family at the package's default weights (no fitting)."""
+    LODO over the union of the families, LODO within each modality, and each family at the package's default weights
+    (no fitting)."""
     if len({v["dataset"] for v in views}) < 2:
         raise SystemExit("need every variant signal cached for at least 2 datasets: run validity_pools.py --metrics "
                          + " ".join(VARIANT_SIGNALS))
@@ -149,13 +171,16 @@ def compare_variants(views: list[dict[str, Any]]) -> int:
     results: dict[str, list[tuple[dict, str]]] = {}
     for fam, sigs in FAMILIES.items():
         results[f"LODO, {fam}"] = lodo(views, settings(sigs))
-    results["LODO, choosing the family too"] = lodo(views, [s for sigs in FAMILIES.values() for s in settings(sigs)])
+    union = [s for sigs in FAMILIES.values() for s in settings(sigs)]
+    results["LODO, choosing the family too"] = lodo(views, union)
+    results["LODO, family too, per modality"] = lodo_within_modality(views, union)
     pkg = {m: get_spec(m).weight for m in DEFAULT_METRICS if get_spec(m).weight > 0}
-    for fam, (tp, suff) in FAMILIES.items():
+    for fam, (tp, suff, nn) in FAMILIES.items():
         for ws in (0.0, 0.25, 0.5):
-            w = {tp: 1.0, **({suff: ws} if ws else {}), **{m: v for m, v in pkg.items() if m not in MISSION_NAMES}}
             if ws == 0.0 and "normal" in fam:
                 continue
+            w = {tp: 1.0, **({suff: ws} if ws else {}),
+                 **{(nn if m == "nn_agreement" else m): v for m, v in pkg.items() if m not in MISSION_NAMES}}
             results[f"fixed, {fam}, sufficiency {ws:g}"] = [(evaluate(v, w, DEFAULT_METHOD, True), label((w, DEFAULT_METHOD)))
                                                             for v in views]
     for kind in ("LODO", "fixed"):
@@ -165,18 +190,21 @@ def compare_variants(views: list[dict[str, Any]]) -> int:
         print("\n| view | " + " | ".join(n.split(", ", 1)[1] for n in names) + " |")
         print("|---|" + "---|" * len(names))
         for j, v in enumerate(views):
-            print(f"| {v['dataset']} ({v['modality']}, {len(v['truth'])}) | "
-                  + " | ".join(f"{results[n][j][0]['rho']:.2f} / {results[n][j][0]['regret']:.3f}" for n in names) + " |")
+            print(f"| {v['dataset']}/{v['pool']} ({v['modality']}, {len(v['truth'])}) | "
+                  + " | ".join(f"{results[n][j][0]['rho']:.2f} / {results[n][j][0]['regret']:.3f}"
+                               if results[n][j] is not None else "–" for n in names) + " |")
         for m in ("text", "image"):
-            rows = {n: [r for (r, _), v in zip(results[n], views) if v["modality"] == m] for n in names}
+            rows = {n: [r for r, v in zip(results[n], views) if v["modality"] == m and r is not None] for n in names}
             if rows[names[0]]:
                 print(f"\n{kind}, {m} views:")
                 for n in names:
-                    print(f"- {n.split(', ', 1)[1]}: {_summary(rows[n])}")
+                    if rows[n]:
+                        print(f"- {n.split(', ', 1)[1]}: {_summary([r for r, _ in rows[n]])}")
     print("\nSettings chosen without each dataset:")
     for name, rows in results.items():
         if name.startswith("LODO"):
-            print(f"- {name}: " + "; ".join(f"{v['dataset']}/{v['pool']}: {lab}" for (_, lab), v in zip(rows, views)))
+            print(f"- {name}: " + "; ".join(f"{v['dataset']}/{v['pool']}: {r[1]}" for r, v in zip(rows, views)
+                                            if r is not None))
     return 0
 
 
@@ -188,11 +216,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--datasets", nargs="+", default=list(DATASETS))
     ap.add_argument("--max-items", type=int, default=1000)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--pools", nargs="+", default=list(VIEW_POOLS), help="with --variants: the named pools read as views")
     ap.add_argument("--variants", action="store_true",
                     help="compare the option families of FAMILIES by LODO (needs their signals cached) and exit")
     a = ap.parse_args(argv)
     if a.variants:
-        return compare_variants(load_views(a.datasets, a.max_items, a.seed, VARIANT_SIGNALS))
+        return compare_variants(load_views(a.datasets, a.max_items, a.seed, VARIANT_SIGNALS, tuple(a.pools)))
     views = load_views(a.datasets, a.max_items, a.seed)
     if len({v["dataset"] for v in views}) < 2:
         raise SystemExit("need the cached signals of at least 2 datasets: run validity_pools.py first")

@@ -105,3 +105,21 @@ def test_select_marks_the_builtin_baselines_as_reference_points(tmp_path, cache_
     again = embedselect.select(texts, names[:3] + ["random-projection?seed=5"], metrics=["task_prior"],
                                cache_dir=cache_dir)
     assert again.details["task_prior"]["prior_members"] == ["m0", "m1"]
+
+
+def test_sufficiency_takes_the_median_over_the_models_as_targets():
+    from embedselect.metrics import sufficiency
+
+    embs = _pool(200)
+    fast = {"max_steps": 60, "eval_every": 20, "patience": 2, "hidden": 16, "n_components": 2}
+    refs = frozenset({"R1", "R2"})
+    res = sufficiency.compute(_ctx(embs, refs, **fast))
+    mat = res.details["matrix"]
+    assert res.details["targets"] == ["A", "B", "C"]
+    for key in embs:
+        assert res.scores[key] == pytest.approx(float(np.median([mat[key][t] for t in ("A", "B", "C") if t != key])))
+    old = sufficiency.compute(_ctx(embs, refs, targets="all", **fast))
+    assert old.details["targets"] == list(embs)
+    assert old.scores["R1"] == pytest.approx(float(np.median([mat["R1"][t] for t in embs if t != "R1"])))
+    with pytest.raises(ConfigError, match="targets"):
+        sufficiency.compute(_ctx(embs, refs, targets="some", **fast))

@@ -123,8 +123,8 @@ def test_variant_signals_run_their_metric_with_the_options():
     balanced = vp._metric_one("task_prior", vecs, keys, 0)["scores"]
     assert got == pytest.approx({k: float(v) for k, v in want.items()})
     assert got != pytest.approx(balanced)
-    grid = vd.settings(vd.FAMILIES["consensus + normal scores"])
-    assert len(grid) == 128 and all("task_prior-consensus" in w and "task_prior" not in w for w, _ in grid)
+    grid = vd.settings(vd.FAMILIES["models as evidence + normal scores"])
+    assert len(grid) == 128 and all("task_prior" in w and "nn_agreement-all" not in w for w, _ in grid)
     assert any("sufficiency-normal_scores" in w for w, _ in grid)
 
 

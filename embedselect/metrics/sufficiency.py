@@ -36,6 +36,7 @@ from embedselect.metrics.base import (
     MetricContext,
     MetricResult,
     PairCache,
+    evidence,
     unusable_reason,
 )
 from embedselect.metrics.content_seed import fingerprint
@@ -422,10 +423,16 @@ def compute(ctx: MetricContext) -> MetricResult:
     """Metric entry point: median information sufficiency of every candidate (higher = better).
 
     ``ctx.options`` may hold any :class:`SufficiencySettings` field plus ``batched`` and
-    ``max_batch_bytes``. Pairs are cached in ``ctx.pair_cache`` keyed by the two run keys, the
-    settings and the seed.
+    ``max_batch_bytes``, and ``targets``: "models" (default: a candidate's score is the median of IS(candidate ->
+    other) over the other candidates that are not reference points, ``ctx.references`` — the built-in baselines —
+    when at least two are left, :func:`~embedselect.metrics.base.evidence`; the baselines are scored as sources) or
+    "all" (over every other candidate, as before 2026-11-25). Pairs are cached in ``ctx.pair_cache`` keyed by the two
+    run keys, the settings and the seed (whatever ``targets`` is).
     """
     opts = dict(ctx.options or {})
+    targets = opts.pop("targets", "models")
+    if targets not in ("models", "all"):
+        raise ConfigError(f"sufficiency option 'targets' must be 'models' or 'all', got {targets!r}")
     run_opts = {k: opts.pop(k) for k in RUN_OPTIONS if k in opts}
     cache = ctx.pair_cache
     run_keys = ctx.run_keys if ctx.run_keys else None
@@ -439,10 +446,16 @@ def compute(ctx: MetricContext) -> MetricResult:
         **run_opts, **opts,
     )
     names = list(res.matrix.index)
+    usable = [k for k in names if k not in res.excluded]
+    consulted = [usable[i] for i in evidence(usable, ctx.references)] if targets == "models" else usable
+    scores = {s: float(np.median([res.matrix.loc[s, t] for t in consulted if t != s])) if s in usable else math.nan
+              for s in res.scores}
     mean_out = {s: float(res.matrix.loc[s].drop(s).mean()) for s in names}
     median_in = {t: float(res.matrix[t].drop(t).median()) for t in names}
     comm_of = {m: i for i, c in enumerate(res.communities) for m in c}
     details = res.to_dict()
+    details["scores"] = scores
+    details["targets"] = consulted
     details["pairs_computed"] = res.n_computed
     details["pairs_cached"] = res.n_cached
     subsampled = _subsampled(res.settings)
@@ -452,7 +465,7 @@ def compute(ctx: MetricContext) -> MetricResult:
         log.warning("sufficiency: %s", w)
     return MetricResult(
         name="sufficiency",
-        scores=dict(res.scores),
+        scores=scores,
         columns={
             "sufficiency_mean_out": mean_out,
             "sufficiency_median_in": median_in,

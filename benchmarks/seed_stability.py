@@ -1,0 +1,103 @@
+"""Top-pick agreement over seeds (issue 23 item 6): does the default ranking pick the same candidate whatever the seed?
+
+For every view (dataset x named pool of ``validity_pools.POOLS``) the package's default metrics are computed with
+seeds 0..S-1 on the same items (the pools hold 300 items; every seed keeps all of them), each cached by
+``validity_pools.signals``. Per view it reports, for task_prior alone and for the default combination (the package's
+weights and method, copies below their parents), the share of seeds whose top pick is the most frequent one, and the
+mean regret against the seed-0 ground truth.
+
+    python benchmarks/seed_stability.py --seeds 5 --pools issue width photo8
+
+Every number is a benchmark result, never a test threshold.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.validity_data import DATASETS, load_pool  # noqa: E402
+from benchmarks.validity_pools import POOL_MODALITY, POOLS, _cache_dir, regret, signals, top_pick  # noqa: E402
+from embedselect.aggregate import DEFAULT_METHOD, combine_ranks, copies_below_parents  # noqa: E402
+from embedselect.metrics.base import DEFAULT_METRICS, get_spec  # noqa: E402
+from embedselect.metrics.copies import derived_copies  # noqa: E402
+
+
+def default_weights() -> dict[str, float]:
+    """The package's combined score: each default metric with a positive weight."""
+    return {m: get_spec(m).weight for m in DEFAULT_METRICS if get_spec(m).weight > 0}
+
+
+def view_picks(name: str, pool: str, seeds: int, jobs: int) -> dict[str, Any] | None:
+    meta, _labels, _items, entries, vectors = load_pool(name)
+    if POOLS[pool] is not None:
+        if any(c not in vectors for c in POOLS[pool]):
+            return None
+        vectors = {c: vectors[c] for c in POOLS[pool]}
+    n = len(next(iter(vectors.values())))
+    truth_path = _cache_dir(name, n, 0) / "truth_logistic_f5.json"
+    if not truth_path.is_file():
+        return None
+    truth = {k: v["acc"] for k, v in json.loads(truth_path.read_text()).items() if k in vectors}
+    weights = default_weights()
+    references = frozenset(e["name"] for e in entries if e.get("kind") == "baseline" and e["name"] in vectors)
+    pairs = [(c.copy, c.parent) for c in derived_copies(vectors, seed=0)]
+    tp_picks, picks, regrets = [], [], []
+    for s in range(seeds):
+        sig = signals(name, vectors, n=n, seed=s, metrics=list(weights), jobs=jobs, pool=pool, references=references)
+        scores = {m: r["scores"] for m, r in sig.items()}
+        comb = combine_ranks(scores, weights=weights, method=DEFAULT_METHOD)
+        comb, _ = copies_below_parents(comb, pairs)
+        picks.append(top_pick(comb)[0])
+        tp_picks.append(top_pick(scores["task_prior"])[0])
+        regrets.append(regret(comb, truth))
+    agree = lambda xs: collections.Counter(xs).most_common(1)[0][1] / len(xs)  # noqa: E731
+    return {"view": f"{name}/{pool}", "modality": meta["modality"], "task_prior": agree(tp_picks),
+            "combined": agree(picks), "picks": picks, "task_prior_picks": tp_picks,
+            "regret": float(np.mean(regrets)), "best": max(truth, key=truth.get)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--seeds", type=int, default=5)
+    ap.add_argument("--pools", nargs="+", default=["issue", "width", "photo8"])
+    ap.add_argument("--datasets", nargs="+", default=list(DATASETS))
+    ap.add_argument("--jobs", type=int, default=1)
+    a = ap.parse_args(argv)
+    rows = []
+    for pool in a.pools:
+        for d in a.datasets:
+            if POOL_MODALITY.get(pool) not in (None, DATASETS[d].modality):
+                continue
+            r = view_picks(d, pool, a.seeds, a.jobs)
+            if r is not None:
+                rows.append(r)
+                print(f"{r['view']}: task_prior {r['task_prior']:.1f}, combined {r['combined']:.1f} "
+                      f"(picks {collections.Counter(r['picks']).most_common()}; best {r['best']}), "
+                      f"mean regret {r['regret']:.3f}", flush=True)
+    print(f"\n| view | task_prior alone: top-pick agreement | default combination: top-pick agreement | its picks over "
+          f"{a.seeds} seeds | mean regret |")
+    print("|---|---|---|---|---|")
+    for r in rows:
+        picks = ", ".join(f"{c} ×{k}" for c, k in collections.Counter(r["picks"]).most_common())
+        print(f"| {r['view']} | {r['task_prior']:.1f} | {r['combined']:.1f} | {picks} | {r['regret']:.3f} |")
+    for m in ("text", "image"):
+        sub = [r for r in rows if r["modality"] == m]
+        if sub:
+            print(f"\n{m}: views where the combined top pick is the same for every seed: "
+                  f"{sum(r['combined'] == 1.0 for r in sub)}/{len(sub)}; task_prior alone: "
+                  f"{sum(r['task_prior'] == 1.0 for r in sub)}/{len(sub)}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
