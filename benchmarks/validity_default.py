@@ -209,6 +209,38 @@ def compare_variants(views: list[dict[str, Any]]) -> int:
 
 
 MISSION_NAMES = ("task_prior", "sufficiency")
+WATCHED = ("all-mpnet-base-v2-layer1", "random-projection-1024", "m2v-MiniLM-raw", "all-MiniLM-L6-v2-len8",
+           "all-mpnet-base-v2-len8", "all-mpnet-base-v2-first64", "all-mpnet-base-v2-int8", "all-mpnet-base-v2-binary",
+           "efficientnet-lite0-untrained", "efficientnet-lite0-maxpool", "efficientnet-lite0-stage3", "pixel-pca",
+           "random-projection")
+"""--placements: the wide-but-weak, truncated and quantised candidates (and the image variants) whose place in the
+default's ranking is compared with their place by accuracy (issue 23 items 2-4)."""
+
+
+def placements(views: list[dict[str, Any]], weights: dict[str, float] | None = None) -> int:
+    """Per view: the rank (1 = first) of each :data:`WATCHED` candidate under the package's default combination (copy
+    rule applied) and by the ground truth, and whether the default puts it above a candidate that is more accurate
+    and wider than it (width rewarded) or above its parent (copies, max_length variants)."""
+    package = (weights or {m: get_spec(m).weight for m in DEFAULT_METRICS if get_spec(m).weight > 0}, DEFAULT_METHOD)
+    print(f"Default: {label(package)}\n")
+    print("| view | candidate | dims | rank by the default | rank by accuracy | accuracy | above its parent "
+          "while less accurate |")
+    print("|---|---|---|---|---|---|---|")
+    for v in views:
+        comb = combine_ranks({m: v["signals"][m] for m in package[0]}, weights=package[0], method=package[1])
+        comb, _ = copies_below_parents(comb, v["pairs"])
+        order = sorted(comb, key=lambda c: -comb[c])
+        truth = sorted(v["truth"], key=lambda c: -v["truth"][c])
+        parents = {e["name"]: e.get("parent") for e in v["entries"]}
+        dims = {e["name"]: e.get("dims") for e in v["entries"]}
+        for c in WATCHED:
+            if c not in comb:
+                continue
+            p = parents.get(c)
+            bad = p in comb and comb[c] > comb[p] and v["truth"][c] < v["truth"][p]
+            print(f"| {v['dataset']}/{v['pool']} | {c} | {dims.get(c)} | {order.index(c) + 1} of {len(order)} | "
+                  f"{truth.index(c) + 1} | {v['truth'][c]:.3f} | {('yes: ' + p) if bad else 'no'} |")
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -217,9 +249,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-items", type=int, default=1000)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--pools", nargs="+", default=list(VIEW_POOLS), help="with --variants: the named pools read as views")
+    ap.add_argument("--weights", nargs="+", help="with --placements: METRIC=W instead of the package's weights")
+    ap.add_argument("--placements", action="store_true",
+                    help="where the default puts the wide, truncated and quantised candidates, against their accuracy")
     ap.add_argument("--variants", action="store_true",
                     help="compare the option families of FAMILIES by LODO (needs their signals cached) and exit")
     a = ap.parse_args(argv)
+    if a.placements:
+        w = {k: float(v) for k, v in (x.split("=") for x in a.weights)} if a.weights else None
+        return placements(load_views(a.datasets, a.max_items, a.seed, (), tuple(a.pools)), w)
     if a.variants:
         return compare_variants(load_views(a.datasets, a.max_items, a.seed, VARIANT_SIGNALS, tuple(a.pools)))
     views = load_views(a.datasets, a.max_items, a.seed)

@@ -258,3 +258,15 @@ def test_a_registered_metric_runs_through_select(tmp_path, cache_dir, monkeypatc
                            seed=0, bootstrap=3)  # fmt: skip
     assert r.best.name == "random-projection" and r["random-projection"].scores["dims"] == 256.0
     assert "dims" in (r.uncertainty or {})
+
+
+def test_a_metrics_code_version_hashes_what_computes_it_not_the_registrys_weights():
+    """Changing a default weight (how scores are combined) keeps every cached metric result; changing the pool rules
+    every metric applies (metrics/pool.py) recomputes them all."""
+    import dataclasses
+
+    from embedselect.metrics.base import _SHARED_CODE, get_spec
+
+    spec = get_spec("nn_agreement")
+    assert dataclasses.replace(spec, weight=spec.weight + 1.0).code_version() == spec.code_version()
+    assert "embedselect.metrics.pool" in _SHARED_CODE and "embedselect.metrics.base" not in _SHARED_CODE

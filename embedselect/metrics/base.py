@@ -14,6 +14,7 @@ from typing import Any, Callable, Mapping, Protocol
 import numpy as np
 
 from embedselect.arrays import BLOCK_ELEMENTS, nonfinite_rows, row_blocks  # noqa: F401 - re-exported for the metrics
+from embedselect.metrics.pool import CONSTANT_RTOL, MIN_EVIDENCE, evidence, unusable_reason  # noqa: F401 - re-exported
 
 
 class PairCache(Protocol):
@@ -26,44 +27,6 @@ class PairCache(Protocol):
     def get_many(self, keys: list[str]) -> dict[str, dict[str, Any]]: ...
 
     def put_many(self, items: Mapping[str, dict[str, Any]]) -> None: ...
-
-
-CONSTANT_RTOL = 1e-5
-"""Rows whose spread (largest per-dimension range) is at most this fraction of the largest absolute value are one
-repeated vector up to float noise (a float32 model that maps every input to one vector still differs in the last
-bits)."""
-
-
-def unusable_reason(name: str, x: np.ndarray) -> str | None:
-    """Why one candidate's embeddings cannot be scored by any metric, or None when they can: the one rule every
-    metric applies before leaving a candidate out (score NaN, with this reason) while it scores the others.
-
-    Args:
-        name: the candidate, for the message.
-        x: its embeddings, shape (n, d), any float dtype (read in row blocks of :data:`BLOCK_ELEMENTS`; a read-only
-            memory map is fine). Anything that is not 2-D gets None (the metric's shape check reports it).
-
-    Returns:
-        "k of n items have NaN or infinite embeddings; ..." or "every item has the same embedding ..." (see
-        :data:`CONSTANT_RTOL`), else None.
-    """
-    a = np.asarray(x)
-    if a.ndim != 2:  # the metrics' own shape checks say what is wrong
-        return None
-    # one row block at a time (max, min and counts are exact in any order: the same answer as on the whole matrix)
-    n_bad = nonfinite_rows(a)
-    if n_bad:
-        return f"{n_bad} of {a.shape[0]} items have NaN or infinite embeddings; re-embed them"
-    if a.shape[0] > 1 and a.size:
-        blocks = list(row_blocks(a))
-        spread = float((np.max([b.max(axis=0) for b in blocks], axis=0)
-                        - np.min([b.min(axis=0) for b in blocks], axis=0)).max())
-        if spread <= CONSTANT_RTOL * max(float(np.abs(b).max()) for b in blocks):
-            return (
-                "every item has the same embedding (constant rows, up to float noise): it carries no information; "
-                f"check that {name} loads and runs correctly"
-            )
-    return None
 
 
 @dataclass(frozen=True)
@@ -95,23 +58,6 @@ class MetricContext:
     pair_cache: PairCache | None = None
     device: str = "cpu"
     references: frozenset[str] = frozenset()
-
-
-MIN_EVIDENCE = 2
-"""Fewest candidates a pool-relative metric consults; with fewer non-reference candidates it consults all."""
-
-
-def evidence(keys: list[str], references: frozenset[str] | set[str]) -> list[int]:
-    """Indices into ``keys`` of the candidates a pool-relative metric consults: the candidates that are not reference
-    points (:attr:`MetricContext.references`), or every candidate when fewer than :data:`MIN_EVIDENCE` are left.
-
-    Why: a consensus of the pool is evidence about which structure of the data matters only where its members learned
-    something about such data. Built-in baselines did not; in the validity benchmark (docs/benchmarks.md §4f) two of
-    them (pixel PCA and a random projection, near-copies of each other) pulled a balanced prior towards pixel geometry
-    and ranked themselves above every ImageNet model.
-    """
-    members = [i for i, k in enumerate(keys) if k not in references]
-    return members if len(members) >= MIN_EVIDENCE else list(range(len(keys)))
 
 
 @dataclass
@@ -198,8 +144,10 @@ class MetricSpec:
         return h.hexdigest()
 
 
-_SHARED_CODE = ("embedselect.metrics.base", "embedselect.metrics.kernels")
-"""Modules every metric's code version includes (the contract and the shared kernels)."""
+_SHARED_CODE = ("embedselect.metrics.pool", "embedselect.metrics.kernels")
+"""Modules every metric's code version includes (the rules every metric applies to the pool, and the shared kernels).
+Not this module: the registry's weights and descriptions decide how scores are combined and shown, not what a metric
+computes, so changing a default weight keeps every cached metric result."""
 
 _SPECS: dict[str, MetricSpec] = {}
 
@@ -234,22 +182,22 @@ for _spec in (
                code=("embedselect.metrics.taskprior", "embedselect.metrics.taskprior_moments",
                      "embedselect.metrics.taskprior_sampling", "embedselect.metrics.probes")),
     MetricSpec("sufficiency", "embedselect.metrics.sufficiency:compute", min_items=50, resample="half",
-               description="median information sufficiency: how well each embedding predicts the others (shown with its "
-                           "communities, not in the default score)",
-               weight=0.0,
+               description="median information sufficiency: how well each embedding predicts the pool's models (part of "
+                           "the default combination, shown with its communities)",
+               weight=0.25,
                code=("embedselect.metrics.sufficiency", "embedselect.metrics.sufficiency_settings",
                      "embedselect.metrics.sufficiency_result", "embedselect.metrics.knife", "embedselect.metrics.knife.prepare",
                      "embedselect.metrics.knife.mixture", "embedselect.metrics.knife.engine")),
     # label-free comparators from the literature (docs/benchmarks.md §4); the default weights (task_prior 1,
-    # nn_agreement 1, rankme 1, sufficiency 0: shown, not combined; mean z-scores) were chosen by leave-one-dataset-out
-    # on the validity benchmark's 10 datasets (docs/benchmarks.md §4c)
-    MetricSpec("rankme", "embedselect.metrics.spectral:compute_rankme", weight=1.0,
+    # sufficiency 0.25, nn_agreement 0.5, rankme 0.5; mean z-scores) were chosen by leave-one-dataset-out on the
+    # validity benchmark's 16 datasets, 43 views (docs/benchmarks.md §4f)
+    MetricSpec("rankme", "embedselect.metrics.spectral:compute_rankme", weight=0.5,
                description="RankMe effective rank (comparator; part of the default combination)"),
     MetricSpec("alpha_req", "embedselect.metrics.spectral:compute_alpha_req",
                description="alpha-ReQ eigenspectrum decay (comparator)"),
     MetricSpec("uniformity", "embedselect.metrics.spectral:compute_uniformity",
                description="uniformity on the sphere (comparator)"),
-    MetricSpec("nn_agreement", "embedselect.metrics.agreement:compute", min_items=3, weight=1.0,
+    MetricSpec("nn_agreement", "embedselect.metrics.agreement:compute", min_items=3, weight=0.5,
                description="nearest-neighbour agreement with the other candidates (comparator; part of the default "
                            "combination)"),
 ):  # fmt: skip
@@ -258,9 +206,9 @@ for _spec in (
 
 DEFAULT_METRICS = ("task_prior", "sufficiency", "nn_agreement", "rankme")
 """The default label-free metrics; with their specs' weights and :data:`embedselect.aggregate.DEFAULT_METHOD` they are
-the combination chosen by leave-one-dataset-out on the validity benchmark (docs/benchmarks.md §4c). ``sufficiency``
-has weight 0: it is computed and shown (scores, ranks, communities) but the benchmark found the combined score no
-better with it in."""
+the combination chosen by leave-one-dataset-out on the validity benchmark (docs/benchmarks.md §4f: task_prior 1,
+sufficiency 0.25, nn_agreement 0.5, rankme 0.5, mean z-scores; chosen for 28 of the 43 held-out views, and sufficiency
+at 0.25 for 40 of 43, once the pool's built-in baselines stopped counting as evidence)."""
 
 
 class _MinItems(abc.Mapping):
