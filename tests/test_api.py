@@ -315,21 +315,31 @@ def test_a_truncated_copy_ranks_below_its_parent_who_takes_its_score(tmp_path, c
 
 def test_default_metrics_weights_and_method_are_the_benchmark_choice():
     """The defaults live in one place each (DEFAULT_METRICS, the specs' weights, DEFAULT_METHOD) and are the
-    leave-one-dataset-out choice of docs/benchmarks.md §4c."""
+    leave-one-dataset-out choice of docs/benchmarks.md §4f."""
     from embedselect.aggregate import DEFAULT_METHOD
     from embedselect.metrics.base import get_spec
 
     assert api.DEFAULT_METRICS == ("task_prior", "sufficiency", "nn_agreement", "rankme")
     assert {m: get_spec(m).weight for m in api.DEFAULT_METRICS} == {
-        "task_prior": 1.0, "sufficiency": 0.0, "nn_agreement": 1.0, "rankme": 1.0}
+        "task_prior": 1.0, "sufficiency": 0.25, "nn_agreement": 0.5, "rankme": 0.5}
     assert DEFAULT_METHOD == "mean-z"
 
 
+def _weight_0(monkeypatch, metric: str) -> None:
+    """Give ``metric`` a default weight of 0 (shown, not combined), as sufficiency had until 2026-11-25."""
+    import dataclasses
+
+    from embedselect.metrics import base
+
+    monkeypatch.setitem(base._SPECS, metric, dataclasses.replace(base.get_spec(metric), weight=0.0))
+
+
 def test_a_weight_0_metric_is_shown_but_not_combined(cache_dir, monkeypatch):
-    """sufficiency's default weight is 0 (docs/benchmarks.md §4c): its scores and ranks are in the result, and the
+    """A metric of default weight 0 (sufficiency until 2026-11-25): its scores and ranks are in the result, and the
     combined score is the same as without it, whatever it says, also for deciding the leaders."""
     from embedselect.metrics import MetricResult
 
+    _weight_0(monkeypatch, "sufficiency")
     cands = ["tfidf-svd", "random-projection", "random-projection?dim=32", "random-projection?dim=24"]
     votes = {"task_prior": [4, 3, 2, 1], "sufficiency": [1, 2, 3, 40], "nn_agreement": [4, 1, 3, 2],
              "rankme": [3, 4, 1, 2]}
@@ -339,8 +349,8 @@ def test_a_weight_0_metric_is_shown_but_not_combined(cache_dir, monkeypatch):
 
     monkeypatch.setattr(pipeline_metrics, "get_metric", fake)
     r = embedselect.select(SAMPLE, cands, column="text")
-    assert r.settings["combined_weights"] == {"task_prior": 1.0, "sufficiency": 0.0, "nn_agreement": 1.0,
-                                              "rankme": 1.0}
+    assert r.settings["combined_weights"] == {"task_prior": 1.0, "sufficiency": 0.0, "nn_agreement": 0.5,
+                                              "rankme": 0.5}
     assert all("sufficiency" in c.scores and "sufficiency" in c.ranks for c in r.candidates)
     without = embedselect.select(SAMPLE, cands, column="text", metrics=["task_prior", "nn_agreement", "rankme"])
     assert {c.name: c.combined_score for c in r.candidates} == pytest.approx(
@@ -349,9 +359,10 @@ def test_a_weight_0_metric_is_shown_but_not_combined(cache_dir, monkeypatch):
 
 
 def test_a_run_of_only_weight_0_metrics_weights_them_equally(cache_dir, monkeypatch):
-    """Asking for sufficiency alone (default weight 0) ranks by it instead of failing with 'weights all 0'."""
+    """Asking for a weight-0 metric alone ranks by it instead of failing with 'weights all 0'."""
     from embedselect.metrics import MetricResult
 
+    _weight_0(monkeypatch, "sufficiency")
     cands = ["tfidf-svd", "random-projection"]
     monkeypatch.setattr(pipeline_metrics, "get_metric", lambda m: lambda ctx: MetricResult(
         name=m, scores={"tfidf-svd": 1.0, "random-projection": 2.0}))

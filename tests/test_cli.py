@@ -119,7 +119,7 @@ def test_weights_reach_the_combined_rank(tmp_path, capsys):
     base = ["rank", SAMPLE, "-c", "text", "-m", "tfidf-svd,random-projection", "--json", "-q",
             "--metrics", "task_prior,sufficiency", "--cache-dir", str(tmp_path / "c")]  # fmt: skip
     for weight, expected in (("sufficiency=0.5", {"task_prior": 1.0, "sufficiency": 0.5}),
-                             ("task_prior=0.25", {"task_prior": 0.25, "sufficiency": 0.0})):  # fmt: skip
+                             ("task_prior=0.5", {"task_prior": 0.5, "sufficiency": 0.25})):  # fmt: skip
         assert main([*base, "--weight", weight]) == 0
         r = Ranking.from_json(capsys.readouterr().out)
         assert r.settings["combined_weights"] == expected  # unnamed metrics keep their default weight
