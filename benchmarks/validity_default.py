@@ -209,6 +209,49 @@ def compare_variants(views: list[dict[str, Any]]) -> int:
 
 
 MISSION_NAMES = ("task_prior", "sufficiency")
+BEFORE = ({"task_prior-all": 1.0, "nn_agreement-all": 1.0, "rankme": 1.0}, "mean-z")
+"""The default before 2026-11-25: task_prior 1 + nn_agreement 1 + rankme 1 (mean z), sufficiency shown at weight 0, the
+pool's baselines counted as evidence."""
+
+
+def knn_truth(view: dict[str, Any], max_items: int, seed: int) -> dict[str, float]:
+    """A second ground truth (issue 23): held-out accuracy of the k-NN probe (:data:`embedselect.heldout.PROBES`),
+    cached per dataset and candidate like the tuned logistic probe."""
+    from embedselect.heldout import probe_accuracies
+
+    meta, labels, _items, _entries, vectors = load_pool(view["dataset"])
+    n_cls = len(np.unique(labels))
+    keep_all = len(labels) - max_items < n_cls
+    idx = np.arange(len(labels)) if keep_all else stratified_indices([str(v) for v in labels], max_items, seed)
+    path = _cache_dir(view["dataset"], len(idx), seed) / "truth_knn_f5.json"
+    cache = json.loads(path.read_text()) if path.is_file() else {}
+    todo = [c for c in view["truth"] if c not in cache]
+    if todo:
+        df = probe_accuracies({c: vectors[c][idx] for c in todo}, labels[idx], cv=5, seed=seed, probes=("knn",), n_boot=0)
+        cache.update({c: float(df.loc[c, "knn_acc"]) for c in todo})
+        path.write_text(json.dumps(cache, indent=1))
+    return {c: cache[c] for c in view["truth"]}
+
+
+def second_truth(views: list[dict[str, Any]], max_items: int, seed: int) -> int:
+    """The default before and now against the k-NN probe's accuracy instead of the tuned logistic probe's (no weight
+    is refitted: the weights are the ones chosen on the logistic truth)."""
+    now = ({m: get_spec(m).weight for m in DEFAULT_METRICS if get_spec(m).weight > 0}, DEFAULT_METHOD)
+    rows: dict[str, list[tuple[dict, dict]]] = {"text": [], "image": []}
+    print("| view | before: ρ / regret vs k-NN truth | now: ρ / regret vs k-NN truth | best by k-NN |")
+    print("|---|---|---|---|")
+    for v in views:
+        kv = dict(v, truth=knn_truth(v, max_items, seed))
+        b, c = evaluate(kv, *BEFORE, True), evaluate(kv, *now, True)
+        rows[v["modality"]].append((b, c))
+        print(f"| {v['dataset']}/{v['pool']} | {b['rho']:.2f} / {b['regret']:.3f} | {c['rho']:.2f} / {c['regret']:.3f} | "
+              f"{max(kv['truth'], key=kv['truth'].get)} |")
+    for m, r in rows.items():
+        if r:
+            print(f"\n{m}: before {_summary([b for b, _ in r])}; now {_summary([c for _, c in r])}")
+    return 0
+
+
 WATCHED = ("all-mpnet-base-v2-layer1", "random-projection-1024", "m2v-MiniLM-raw", "all-MiniLM-L6-v2-len8",
            "all-mpnet-base-v2-len8", "all-mpnet-base-v2-first64", "all-mpnet-base-v2-int8", "all-mpnet-base-v2-binary",
            "efficientnet-lite0-untrained", "efficientnet-lite0-maxpool", "efficientnet-lite0-stage3", "pixel-pca",
@@ -250,11 +293,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--pools", nargs="+", default=list(VIEW_POOLS), help="with --variants: the named pools read as views")
     ap.add_argument("--weights", nargs="+", help="with --placements: METRIC=W instead of the package's weights")
+    ap.add_argument("--second-truth", action="store_true",
+                    help="the default before and now against a k-NN probe's accuracy instead of the tuned logistic one")
     ap.add_argument("--placements", action="store_true",
                     help="where the default puts the wide, truncated and quantised candidates, against their accuracy")
     ap.add_argument("--variants", action="store_true",
                     help="compare the option families of FAMILIES by LODO (needs their signals cached) and exit")
     a = ap.parse_args(argv)
+    if a.second_truth:
+        return second_truth(load_views(a.datasets, a.max_items, a.seed, VARIANT_SIGNALS, tuple(a.pools)), a.max_items,
+                            a.seed)
     if a.placements:
         w = {k: float(v) for k, v in (x.split("=") for x in a.weights)} if a.weights else None
         return placements(load_views(a.datasets, a.max_items, a.seed, (), tuple(a.pools)), w)
