@@ -133,8 +133,6 @@ def pca(x: np.ndarray, k: int) -> np.ndarray:
 def taskprior_custom(vectors: Mapping[str, np.ndarray], members: set[str], prior: str = "balanced",
                      seed: int = 0, n_tasks: int = 64, k: int | None = None) -> dict[str, float]:
     """task_prior probes with the prior built from ``members`` only (every candidate scored)."""
-    import math as _m
-
     from embedselect.metrics.kernels import kernel_factor, sum_kernel_factor
     from embedselect.metrics.probes import probe_tasks
     from embedselect.metrics.taskprior import _balanced_weights, _cross_gram
@@ -145,11 +143,10 @@ def taskprior_custom(vectors: Mapping[str, np.ndarray], members: set[str], prior
     zs = [kernel_factor(vectors[c]) for c in names if c in members]
     if prior == "balanced":
         w = _balanced_weights(_cross_gram(zs))
-        zp = sum_kernel_factor([z * _m.sqrt(wk) for z, wk in zip(zs, w)], normalize=True)
+        zp = sum_kernel_factor([z * math.sqrt(wk) for z, wk in zip(zs, w)], normalize=True)
     else:
         zp = sum_kernel_factor(zs, normalize=True)
-    n = zp.shape[0]
-    t = resolve_temperature(n, temperature=None, tau=None) if False else resolve_temperature(n)
+    t = resolve_temperature(zp.shape[0])
     seed_t = int(np.random.default_rng([seed, 4, 0]).integers(2**31))
     tasks = sample_tasks_from_factor(zp, n_tasks, 2, temperature=t, seed=seed_t)
     feats = {c: (pca(vectors[c], k) if k else vectors[c]) for c in names}
@@ -199,8 +196,6 @@ def _signal(name: str, view: dict[str, Any]) -> dict[str, float]:
         return pkg_metric("sufficiency", v)
     if name == "suff_ns":
         return pkg_metric("sufficiency", v, {"normal_scores": True})
-    if name.startswith("mat_"):
-        raise KeyError(name)
     raise KeyError(name)
 
 

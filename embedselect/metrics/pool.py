@@ -54,12 +54,14 @@ MIN_EVIDENCE = 2
 
 def evidence(keys: list[str], references: frozenset[str] | set[str]) -> list[int]:
     """Indices into ``keys`` of the candidates a pool-relative metric consults: the candidates that are not reference
-    points (:attr:`embedselect.metrics.base.MetricContext.references`), or every candidate when fewer than :data:`MIN_EVIDENCE` are left.
+    points (:attr:`embedselect.metrics.base.MetricContext.references`), or every candidate when fewer than
+    :data:`MIN_EVIDENCE` are left.
 
     Why: a consensus of the pool is evidence about which structure of the data matters only where its members learned
     something about such data. Built-in baselines did not; in the validity benchmark (docs/benchmarks.md §4f) two of
-    them (pixel PCA and a random projection, near-copies of each other) pulled a balanced prior towards pixel geometry
-    and ranked themselves above every ImageNet model.
+    them (pixel PCA and a random projection: both linear in the pixels, yet not near-copies, so the balanced prior's
+    redundancy discount left each its weight) pulled the prior towards pixel geometry and ranked themselves above
+    every ImageNet model.
     """
     members = [i for i, k in enumerate(keys) if k not in references]
     return members if len(members) >= MIN_EVIDENCE else list(range(len(keys)))
