@@ -25,11 +25,10 @@ import numpy as np
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.validity_data import DATASETS, load_pool  # noqa: E402
+from benchmarks.validity_data import DATASETS, copy_pairs, load_pool  # noqa: E402
 from benchmarks.validity_pools import POOL_MODALITY, POOLS, _cache_dir, regret, signals, top_pick  # noqa: E402
 from embedselect.aggregate import DEFAULT_METHOD, combine_ranks, copies_below_parents  # noqa: E402
 from embedselect.metrics.base import DEFAULT_METRICS, get_spec  # noqa: E402
-from embedselect.metrics.copies import derived_copies  # noqa: E402
 
 
 def default_weights() -> dict[str, float]:
@@ -50,7 +49,7 @@ def view_picks(name: str, pool: str, seeds: int, jobs: int) -> dict[str, Any] | 
     truth = {k: v["acc"] for k, v in json.loads(truth_path.read_text()).items() if k in vectors}
     weights = default_weights()
     references = frozenset(e["name"] for e in entries if e.get("kind") == "baseline" and e["name"] in vectors)
-    pairs = [(c.copy, c.parent) for c in derived_copies(vectors, seed=0)]
+    pairs = copy_pairs(entries, vectors, seed=0)
     tp_picks, picks, regrets = [], [], []
     for s in range(seeds):
         sig = signals(name, vectors, n=n, seed=s, metrics=list(weights), jobs=jobs, pool=pool, references=references)

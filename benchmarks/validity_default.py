@@ -29,7 +29,7 @@ import numpy as np
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.validity_data import load_pool, stratified_indices  # noqa: E402
+from benchmarks.validity_data import copy_pairs, load_pool, stratified_indices  # noqa: E402
 from benchmarks.validity_pools import (  # noqa: E402
     DATASETS,
     TARGETS,
@@ -42,7 +42,6 @@ from benchmarks.validity_pools import (  # noqa: E402
 )
 from embedselect.aggregate import DEFAULT_METHOD, combine_ranks, copies_below_parents  # noqa: E402
 from embedselect.metrics.base import DEFAULT_METRICS, get_spec  # noqa: E402
-from embedselect.metrics.copies import derived_copies  # noqa: E402
 
 SIGNALS = ("task_prior", "sufficiency", "nn_agreement", "rankme")
 GRID = {"task_prior": (1.0,), "sufficiency": (0.0, 0.25, 0.5, 1.0), "nn_agreement": (0.0, 0.5, 1.0, 2.0),
@@ -105,7 +104,7 @@ def load_views(datasets, max_items: int, seed: int, extra: tuple[str, ...] = (),
                 continue
             sig = {m: json.loads(f.read_text())["scores"] for m, f in files.items()}
             keys = set(sig["task_prior"])
-            pairs = [(c.copy, c.parent) for c in derived_copies({k: vectors[k][idx] for k in keys}, seed=seed)]
+            pairs = copy_pairs(entries, {k: vectors[k][idx] for k in keys}, seed)
             views.append({"dataset": d, "pool": pool, "modality": meta["modality"], "truth": {k: truth[k] for k in keys}, "signals": sig,
                           "pairs": pairs, "entries": [e for e in entries if e["name"] in keys]})
     return views

@@ -91,8 +91,8 @@ def test_crawl_catalogue_fetch_embed_sentence_transformers(hub, models, retry, t
     assert fm.revision == sha and fm.library == "sentence-transformers" and fm.backend == "sentence-transformers"
     assert fm.pipeline_tag == "sentence-similarity"
     assert fm.local_dir.name == sha and (fm.local_dir / "1_Pooling" / "config.json").is_file()
-    assert {"modules.json", "model.safetensors", "tokenizer.json", "1_Pooling/config.json"} <= set(fm.files)
-    assert not {"pytorch_model.bin", "onnx/model.onnx", "README.md"} & set(fm.files)
+    assert {"modules.json", "model.safetensors", "tokenizer.json", "1_Pooling/config.json", "README.md"} <= set(fm.files)
+    assert not {"pytorch_model.bin", "onnx/model.onnx"} & set(fm.files)  # the card is read for its base_model
     assert _downloaded(hub, rid) == set(fm.files)  # only what the backend needs went over the wire
     assert not (fm.local_dir / "pytorch_model.bin").exists()
     assert len(hub.requests_to(rf"^/api/models/{rid}")) == 2  # one model info + one tree listing

@@ -74,7 +74,8 @@ def select_files(
     sentence-transformers: ``modules.json``, ST configs, ``config.json``, tokenizer files, root weights and the
     files of numbered module folders (``1_Pooling/config.json``, ``2_Dense/...``). timm: ``config.json`` +
     weights. transformers: ``config.json``, tokenizer / processor files, weights. Safetensors are preferred;
-    pickle weights are taken only when there are no safetensors and ``allow_pickle``.
+    pickle weights are taken only when there are no safetensors and ``allow_pickle``. Every backend also takes the
+    model card, ``README.md``, when the repo has one (:mod:`embedselect.candidates.card` reads its ``base_model``).
 
     Returns:
         (files to download, the weight files among them), both sorted.
@@ -135,6 +136,8 @@ def select_files(
             inside = [f for f in files if f.startswith(folder + "/") and f.count("/") == 1]
             wanted.update(f for f in inside if f.endswith((".json", ".txt", ".model")) and not f.endswith(".index.json"))
             take_weights(folder, False)
+    if "README.md" in fileset:  # the model card: what it was made from (embedselect.candidates.card)
+        wanted.add("README.md")
     return sorted(wanted), sorted(weights)
 
 

@@ -30,13 +30,14 @@ The test, for a pair (parent P with d_P dimensions, copy C with d_C ≤ d_P), on
    as many distinct values per coordinate. Two equal-width candidates of the same resolution are neither.
 
 A static model distilled from a teacher (model2vec) is not a coordinate-wise function of the teacher's vectors
-(its dimensions are a PCA of token embeddings) and is not detected here.
+(its dimensions are a PCA of token embeddings), so the vectors cannot show it; its model card says it
+(:mod:`embedselect.candidates.card`), and :func:`declared_copies` turns what cards declare into the same pairs.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 from scipy.stats import rankdata
@@ -69,10 +70,12 @@ class DerivedCopy:
 
     Attributes:
         copy, parent: candidate names.
-        relation: ``"truncated"`` (fewer dimensions) or ``"quantized"`` (same width, coarser values).
-        median_abs_spearman: median over the copy's coordinates of |Spearman(copy_j, parent_j)|, in [0, 1].
+        relation: ``"truncated"`` (fewer dimensions) or ``"quantized"`` (same width, coarser values); a copy its
+            card declares (:func:`declared_copies`): ``"distilled"`` or ``"quantized"``.
+        median_abs_spearman: median over the copy's coordinates of |Spearman(copy_j, parent_j)|, in [0, 1] (NaN
+            when declared).
         monotone_fit: median over the copy's coordinates of the isotonic R² of copy_j on parent_j (rows not both
-            exactly 0), in [0, 1].
+            exactly 0), in [0, 1] (NaN when declared).
     """
 
     copy: str
@@ -81,10 +84,16 @@ class DerivedCopy:
     median_abs_spearman: float
     monotone_fit: float = float("nan")
 
+    declared: bool = False
+    """True when the copy's model card says so (:func:`declared_copies`): no vector test was made."""
+
     def to_dict(self) -> dict[str, Any]:
+        def num(v: float) -> float | None:
+            return round(v, 4) if np.isfinite(v) else None
+
         return {"copy": self.copy, "parent": self.parent, "relation": self.relation,
-                "median_abs_spearman": round(self.median_abs_spearman, 4),
-                "monotone_fit": round(self.monotone_fit, 4)}
+                "median_abs_spearman": num(self.median_abs_spearman), "monotone_fit": num(self.monotone_fit),
+                "declared": self.declared}
 
 
 def _column_ranks(x: np.ndarray) -> np.ndarray:
@@ -241,4 +250,49 @@ def derived_copies(
     return sorted(out, key=lambda d: (d.parent, d.copy))
 
 
-__all__ = ["FIT_THRESHOLD", "THRESHOLD", "DerivedCopy", "derived_copies", "monotone_fit", "spec_relation"]
+def _name_keys(base: str) -> tuple[str, str]:
+    """A ``base_model`` entry as (the whole name, its last path part), lower case: ``org/name``, a folder path."""
+    full = base.strip().rstrip("/\\").lower()
+    return full, full.replace("\\", "/").rsplit("/", 1)[-1]
+
+
+def declared_copies(declared: Mapping[str, Any], identities: Mapping[str, tuple[str, Sequence[str], bool]],
+                    relations: frozenset[str] = frozenset({"distilled", "quantized"})) -> list[DerivedCopy]:
+    """The (copy, parent) pairs that model cards declare: a candidate whose card names a ``base_model`` in the
+    pool and a copy relation (a model2vec distillation, a quantisation) is a copy of that model as the pool has it
+    with its own settings (a variant of the parent with other vector options is not the parent).
+
+    A ``base_model`` matches a candidate when its whole name or its last path part is one of the candidate's
+    aliases (:func:`embedselect.candidates.card.model_aliases`); whole-name matches win; names that match candidates
+    of more than one model are ambiguous and give no pair.
+
+    Args:
+        declared: candidate name -> :class:`~embedselect.candidates.card.CardOrigin` (``base_models``,
+            ``relation``), for the candidates whose card says something.
+        identities: candidate name -> (model id, lower-case aliases, True when it runs with the model's own
+            settings, no vector options), for every candidate of the pool.
+        relations: the card relations that make a copy.
+
+    Returns:
+        the pairs, sorted by (parent, copy), with ``declared=True``.
+    """
+    out = []
+    for c, origin in declared.items():
+        if origin is None or origin.relation not in relations or c not in identities:
+            continue
+        own_model = identities[c][0]
+        for base in origin.base_models:
+            full, last = _name_keys(base)
+            others = {p: ident for p, ident in identities.items() if p != c and ident[0] != own_model}
+            exact = [p for p, ident in others.items() if full in ident[1]]
+            found = exact or [p for p, ident in others.items() if last in ident[1]]
+            parents = [p for p in found if others[p][2]]
+            if len({others[p][0] for p in parents}) != 1:
+                continue  # nothing in the pool, or ambiguous
+            out += [DerivedCopy(c, p, origin.relation, float("nan"), float("nan"), declared=True) for p in parents]
+    unique = {(d.copy, d.parent): d for d in out}
+    return sorted(unique.values(), key=lambda d: (d.parent, d.copy))
+
+
+__all__ = ["FIT_THRESHOLD", "THRESHOLD", "DerivedCopy", "declared_copies", "derived_copies", "monotone_fit",
+           "spec_relation"]

@@ -145,6 +145,8 @@ class RunContext:
         pool_notes: the metrics' caveats about the pool's size (``details['pool_warning']``): added to ``warnings``
             only when the ranking itself does not already say that the pool is small.
         timings: wall seconds per candidate, per metric, of the validation and in total.
+        cards: candidate name -> (model id, the names a model card may call it by, what its own card declares:
+            a :class:`~embedselect.candidates.card.CardOrigin` or None), for every resolved candidate.
     """
 
     ref: Any
@@ -170,6 +172,7 @@ class RunContext:
     warnings: list[str] = field(default_factory=list)
     pool_notes: list[str] = field(default_factory=list)
     timings: dict[str, Any] = field(default_factory=dict)
+    cards: dict[str, tuple[str, tuple[str, ...], Any]] = field(default_factory=dict)
 
     @property
     def results(self) -> list[CandidateResult]:

@@ -146,6 +146,7 @@ def _resolve(ctx: RunContext, cand: Any, res: CandidateResult, step: dict[str, A
             rc = resolve_candidate(cand, policy=ctx.policy.for_model(cand.ref), token=ctx.token,
                                    digest_dir=None if ctx.store.read_only else ctx.store.root / "digests")  # fmt: skip
         res.model_id, res.revision, res.backend, res.modality = rc.model_id, rc.revision, rc.backend, rc.modality
+        ctx.cards[cand.name] = _card(rc)
         res.model_bytes = weight_bytes(rc.local_dir) if rc.local_dir else None
         if rc.modality != ctx.ref.modality:
             raise ConfigError(
@@ -165,6 +166,17 @@ def _resolve(ctx: RunContext, cand: Any, res: CandidateResult, step: dict[str, A
                       fingerprint=ctx.ref.fingerprint, precision=precision)  # fmt: skip
         res.run_key = key
     return _Pinned(rc, key)
+
+
+def _card(rc: Any) -> tuple[str, tuple[str, ...], Any]:
+    """(model id, the names a card may call the model by, what its own card declares): for the copy rule of the
+    rank stage. A hub snapshot's files link into its repo's cache folder; a local folder's card must be inside it."""
+    from embedselect.candidates.card import card_origin, model_aliases
+
+    if rc.local_dir is None:  # a built-in baseline: no card, and no card names it
+        return rc.model_id, (), None
+    within = Path(rc.local_dir).parent.parent if rc.candidate.kind == "hub" else None
+    return rc.model_id, model_aliases(rc.model_id, rc.local_dir), card_origin(rc.local_dir, within=within)
 
 
 def _vectors(ctx: RunContext, cand: Any, pinned: _Pinned, res: CandidateResult, step: dict[str, Any]) -> np.ndarray:

@@ -43,7 +43,7 @@ def _rank_stage(ctx: RunContext) -> Any:
     """
     from embedselect.aggregate import MIN_POOL, combine_ranks, copies_below_parents, decide
     from embedselect.backends.base import vector_options
-    from embedselect.metrics.copies import derived_copies
+    from embedselect.metrics.copies import declared_copies, derived_copies
 
     by_name = {r.name: r for r in ctx.results}
     full_weights = {m: float((ctx.weights or {}).get(m, get_spec(m).weight)) for m in ctx.per_metric}
@@ -58,13 +58,21 @@ def _rank_stage(ctx: RunContext) -> Any:
     origins = {c.name: (by_name[c.name].model_id, by_name[c.name].revision, vector_options(c.options))
                for c in ctx.candidates if c.name in by_name}
     copies = derived_copies({n: ctx.vectors[n] for n in combined if n in ctx.vectors}, seed=ctx.seed, origins=origins)
+    # what the vectors cannot show, the cards say: a model2vec distillation or a quantisation of a pool member
+    identities = {n: (model, aliases, not origins[n][2]) for n, (model, aliases, _) in ctx.cards.items()
+                  if n in combined and n in origins}  # fmt: skip
+    found = {(d.copy, d.parent) for d in copies}
+    copies += [d for d in declared_copies({n: card for n, (_, _, card) in ctx.cards.items() if n in identities},
+                                          identities) if (d.copy, d.parent) not in found]
     combined, moved = copies_below_parents(combined, [(d.copy, d.parent) for d in copies])
     ctx.details["copies"] = {"pairs": [d.to_dict() for d in copies], "moved_below_parent": [list(p) for p in moved]}
     for c, p in moved:
         d = next(x for x in copies if (x.copy, x.parent) == (c, p))
-        ctx.warnings.append(f"{c} is a {d.relation} copy of {p} (median per-coordinate |Spearman| "
-                            f"{d.median_abs_spearman:.2f}): ranked below it, and {p} takes its combined score, "
-                            "since a copy cannot carry more information")
+        why = ("its model card names it as base_model" if d.declared
+               else f"median per-coordinate |Spearman| {d.median_abs_spearman:.2f}")
+        since = ("a copy approximates its parent" if d.declared else "a copy cannot carry more information")
+        ctx.warnings.append(f"{c} is a {d.relation} copy of {p} ({why}): ranked below it, and {p} takes its "
+                            f"combined score, since {since}")
     for name, score in combined.items():
         by_name[name].combined_score = float(score)
     for name, r in rank_scores({n: by_name[n].combined_score for n in combined}).items():
