@@ -17,6 +17,7 @@ Every number is a benchmark result, never a test threshold.
 from __future__ import annotations
 
 import argparse
+import collections
 import itertools
 import json
 import math
@@ -83,9 +84,10 @@ def label(setting: tuple[dict[str, float], str]) -> str:
 
 
 def load_views(datasets, max_items: int, seed: int, extra: tuple[str, ...] = (),
-               pools: tuple[str, ...] = ("all", "issue")) -> list[dict[str, Any]]:
+               pools: tuple[str, ...] = ("all", "issue"), metric_seed: int | None = None) -> list[dict[str, Any]]:
     """One entry per (dataset, pool) whose signals (and ``extra`` ones) are cached: truth, signals, copy pairs, pool
-    entries."""
+    entries. ``metric_seed``: the signals computed with this metric seed on the same items (``seed_stability.py``'s
+    caches) instead of ``seed``'s."""
     views = []
     for d in datasets:
         meta, labels, _items, entries, vectors = load_pool(d)
@@ -98,7 +100,7 @@ def load_views(datasets, max_items: int, seed: int, extra: tuple[str, ...] = (),
             continue
         truth = {k: v["acc"] for k, v in json.loads(truth_path.read_text()).items()}
         for pool in pools:
-            cd = _cache_dir(d, n, seed, pool)
+            cd = _cache_dir(d, n, seed if metric_seed is None else metric_seed, pool)
             files = {m: cd / metric_cache_name(m) for m in SIGNALS + extra}
             if not all(f.is_file() for f in files.values()):
                 continue
@@ -285,6 +287,35 @@ def placements(views: list[dict[str, Any]], weights: dict[str, float] | None = N
     return 0
 
 
+def over_metric_seeds(datasets, max_items: int, seeds: int, pools: tuple[str, ...]) -> int:
+    """The LODO of :func:`lodo` over the default family's grid, with each view read once per metric seed (the same
+    items; the signals of ``seed_stability.py``): a dataset's views under every seed are left out together, and the
+    objective counts (view, seed) pairs, so one seed's noise cannot choose the setting."""
+    views = [dict(v, metric_seed=s) for s in range(seeds)
+             for v in load_views(datasets, max_items, 0, pools=pools, metric_seed=s)]
+    print(f"{len(views)} (view, seed) pairs: " + ", ".join(sorted({f"{v['dataset']}/{v['pool']}" for v in views})))
+    grid = settings()
+    held = lodo(views, grid)
+    print("Settings chosen without each dataset: " + "; ".join(
+        f"{lab} ×{k}" for lab, k in collections.Counter(h[1] for h in held).most_common()))
+    for w, meth in [(dict(get_spec_weights()), "mean-z"), (dict(get_spec_weights()), "mean-rank")]:
+        fixed = [evaluate(v, w, meth, True) for v in views]
+        for m in ("text", "image"):
+            rows = [r for r, v in zip(fixed, views) if v["modality"] == m]
+            if rows:
+                print(f"fixed {label((w, meth))}, {m}: {_summary(rows)}, regret ≤ 0.02 on "
+                      f"{np.mean([r['regret'] <= 0.02 for r in rows]):.2f}")
+    for m in ("text", "image"):
+        rows = [h[0] for h, v in zip(held, views) if v["modality"] == m]
+        if rows:
+            print(f"LODO held out, {m}: {_summary(rows)}, regret ≤ 0.02 on {np.mean([r['regret'] <= 0.02 for r in rows]):.2f}")
+    return 0
+
+
+def get_spec_weights() -> dict[str, float]:
+    return {m: get_spec(m).weight for m in DEFAULT_METRICS if get_spec(m).weight > 0}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--datasets", nargs="+", default=list(DATASETS))
@@ -298,7 +329,11 @@ def main(argv: list[str] | None = None) -> int:
                     help="where the default puts the wide, truncated and quantised candidates, against their accuracy")
     ap.add_argument("--variants", action="store_true",
                     help="compare the option families of FAMILIES by LODO (needs their signals cached) and exit")
+    ap.add_argument("--metric-seeds", type=int, default=0,
+                    help="LODO over the views read once per metric seed 0..K-1 (seed_stability.py's caches) and exit")
     a = ap.parse_args(argv)
+    if a.metric_seeds:
+        return over_metric_seeds(a.datasets, a.max_items, a.metric_seeds, tuple(a.pools))
     if a.second_truth:
         return second_truth(load_views(a.datasets, a.max_items, a.seed, VARIANT_SIGNALS, tuple(a.pools)), a.max_items,
                             a.seed)

@@ -34,8 +34,9 @@ def test_ray_nights_match_local_nights(hub, tiny, tmp_path, local_ray):  # noqa:
     (tmp_path / "local").mkdir()
     (tmp_path / "ray").mkdir()
     metrics = ["task_prior", "sufficiency"]
-    local = load_config(write_config(tmp_path / "local", metrics=metrics))
-    on_ray = load_config(write_config(tmp_path / "ray", metrics=metrics, executor={"kind": "ray"}))
+    options = {"sufficiency": {"targets": "all"}}  # a metric option the estimator on the workers does not take
+    local = load_config(write_config(tmp_path / "local", metrics=metrics, metric_options=options))
+    on_ray = load_config(write_config(tmp_path / "ray", metrics=metrics, executor={"kind": "ray"}, metric_options=options))
     ex = RayExecutor()  # joins the running local Ray
     nights = []
     for night in (1, 2):

@@ -79,3 +79,28 @@ def test_probe_input_errors():
         probe_tasks(x, np.zeros((3, 50)))
     with pytest.raises(MetricError, match=r"\[0, 2\)"):
         probe_tasks(x, np.full((3, 50), 2), n_classes=2)
+
+
+def test_tasks_spread_over_splits_each_use_their_own_held_out_items():
+    """Issue 23 item 6: with ``splits=k`` task s is trained and tested on split s % k. Split 0 is the single split
+    of ``splits=1`` (same seed), so those tasks score exactly as before; the other splits hold out other items."""
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(120, 10))
+    tasks = (x[:, :1] + 0.8 * rng.normal(size=(120, 6)) > 0).T.astype(np.int64)  # (6, 120), noisy labels
+    one = probe_tasks(x, tasks, seed=5, splits=1)
+    three = probe_tasks(x, tasks, seed=5, splits=3)
+    np.testing.assert_array_equal(three.accuracy[0::3], probe_tasks(x, tasks[0::3], seed=5).accuracy)
+    np.testing.assert_array_equal(three.agreement[0::3], probe_tasks(x, tasks[0::3], seed=5).agreement)
+    assert three.n_test == one.n_test == 36 and three.alpha == probe_tasks(x, tasks[0::3], seed=5).alpha
+    # the other splits: each task scored on its own held-out items, so the same task on split 0 scores otherwise
+    moved = probe_tasks(x, np.repeat(tasks[:1], 3, axis=0), seed=5, splits=3).accuracy
+    assert moved[0] == probe_tasks(x, tasks[:1], seed=5).accuracy[0] and len(set(moved.round(6))) > 1
+    again = probe_tasks(x, tasks, seed=5, splits=3)
+    np.testing.assert_array_equal(again.accuracy, three.accuracy)  # seeded
+
+
+def test_auto_splits_hold_out_about_two_thousand_items_in_all():
+    from embedselect.metrics.probes import probe_splits
+
+    assert [probe_splits(n, 0.3) for n in (20, 300, 1000, 4096, 20000)] == [8, 8, 7, 2, 1]
+    assert probe_splits(300, 0.5) == 8 and probe_splits(10000, 0.5) == 1

@@ -271,7 +271,10 @@ def test_compute_subsamples_for_probes_only():
     res = compute(_ctx(emb, options={"n_tasks": 8, "max_items": 100, "agreement": False, "n_classes": 3}))
     assert res.details["n_probe_items"] == 100 and res.details["n_items"] == 240
     assert res.details["probe_temperature"] == pytest.approx(DEFAULT_TAU / 100)
+    assert res.details["splits"] == 8  # "auto": 30 held-out items a split, 8 splits at most
     assert "agreement_mean" not in res.columns
+    one = compute(_ctx(emb, options={"n_tasks": 8, "max_items": 100, "agreement": False, "n_classes": 3, "splits": 1}))
+    assert one.details["splits"] == 1 and one.scores != res.scores
     full = compute(_ctx(emb, options={"probes": False}))
     assert res.columns["task_prior_mean"] == full.columns["task_prior_mean"]  # moments use all items
 

@@ -236,7 +236,8 @@ class RayExecutor(Executor):
         ray = self.ray
         names = list(embeddings)
         order = {n: i for i, n in enumerate(names)}
-        missing = missing_pairs({n: run_keys[n] for n in names}, store, seed=seed, **options)
+        estimator = {k: v for k, v in options.items() if k != "targets"}  # the metric's option: any pair is used
+        missing = missing_pairs({n: run_keys[n] for n in names}, store, seed=seed, **estimator)
         todo = sorted({tuple(sorted(p, key=order.__getitem__)) for p in missing}, key=lambda p: (order[p[0]], order[p[1]]))
         if not todo:
             return 0
@@ -248,7 +249,7 @@ class RayExecutor(Executor):
         for k in range(0, len(todo), size):
             batch = todo[k : k + size]
             used = sorted({x for p in batch for x in p})
-            tasks.append(remote.remote(batch, {n: run_keys[n] for n in used}, seed, options, device,
+            tasks.append(remote.remote(batch, {n: run_keys[n] for n in used}, seed, estimator, device,
                                        *[refs[n] for n in used]))  # fmt: skip
         computed = 0
         for new in ray.get(tasks):

@@ -121,6 +121,18 @@ def _ridge_scores(xtr, ytr, xte, alphas: tuple[float, ...]):
     return (xte - xm) @ w + ym, best[1]
 
 
+HELD_OUT_TARGET = 2000
+"""Held-out items, over all splits, that ``splits="auto"`` aims for (:func:`probe_splits`)."""
+MAX_SPLITS = 8
+
+
+def probe_splits(n: int, test_fraction: float) -> int:
+    """How many train/test splits hold out about :data:`HELD_OUT_TARGET` items in all: between 1 and
+    :data:`MAX_SPLITS` (8 at n = 300 with 30 % held out, 2 at n = 4 096)."""
+    n_test = max(1, round(n * float(test_fraction)))
+    return int(min(MAX_SPLITS, max(1, math.ceil(HELD_OUT_TARGET / n_test))))
+
+
 def _onehot(tasks: np.ndarray, q: int):
     """(S, n) int labels -> (n, S·q) float64 one-hot, task-major columns."""
     s, n = tasks.shape
@@ -139,6 +151,7 @@ def probe_tasks(
     seed: int = 0,
     device: str | None = "cpu",
     alphas: tuple[float, ...] = DEFAULT_ALPHAS,
+    splits: int = 1,
 ) -> ProbeReport:
     """Train ridge probes for all tasks at once and measure held-out accuracy (and agreement).
 
@@ -147,12 +160,16 @@ def probe_tasks(
         tasks: int array (S, n) of labels in [0, n_classes), e.g. from
             :func:`embedselect.metrics.sample_tasks`.
         n_classes: q; default ``tasks.max() + 1``.
-        test_fraction: share of items held out (seeded split shared by all tasks; the same seed gives
-            the same split for every candidate, so candidates are compared on the same items).
+        test_fraction: share of items held out (seeded splits; the same seed gives the same splits for every
+            candidate, so candidates are compared on the same items).
         agreement: also compute the agreement score (probes on two disjoint halves of the train split).
-        seed: seeds the train/test split and the halves.
+        seed: seeds the train/test splits and the halves.
         device: torch device.
         alphas: relative ridge penalties tried by GCV.
+        splits: task s is trained and tested on split ``s % splits`` (split 0 from ``seed``, the others from seeds
+            derived from it): with one split shared by every task, which items happened to be held out moved a
+            candidate's mean accuracy as much as the tasks did (docs/benchmarks.md §4g); each split costs one
+            factorisation of its train rows.
 
     Returns:
         :class:`ProbeReport`.
@@ -179,37 +196,37 @@ def probe_tasks(
         raise ConfigError("alphas must list at least one ridge penalty")
     n = x.shape[0]
     s_tasks = t.shape[0]
-    tr, te = split_indices(n, test_fraction, seed)
-    if len(tr) < 4:
-        raise MetricError(f"need at least 4 training items for probes (got {len(tr)} of n = {n})")
+    n_splits = max(1, min(int(splits), s_tasks))
     dev = torch_device(device)
     xt = torch.as_tensor(x, dtype=torch.float64, device=dev)
-    y = torch.as_tensor(_onehot(t, q), dtype=torch.float64, device=dev)
-    tr_t = torch.as_tensor(tr, device=dev)
-    te_t = torch.as_tensor(te, device=dev)
+    acc = np.empty(s_tasks, dtype=np.float64)
+    majority = np.empty(s_tasks, dtype=np.float64)
+    agree = np.empty(s_tasks, dtype=np.float64) if agreement else None
+    alpha, n_tr, n_te = float("nan"), 0, 0
+    for k in range(n_splits):
+        rows = np.arange(k, s_tasks, n_splits)  # the tasks of split k
+        tr, te = split_indices(n, test_fraction, seed if k == 0 else int(np.random.default_rng([seed, 7, k]).integers(2**31)))
+        if len(tr) < 4:
+            raise MetricError(f"need at least 4 training items for probes (got {len(tr)} of n = {n})")
+        tk = t[rows]
+        y = torch.as_tensor(_onehot(tk, q), dtype=torch.float64, device=dev)
+        te_t = torch.as_tensor(te, device=dev)
 
-    def predict(idx):
-        scores, a = _ridge_scores(xt[idx], y[idx], xt[te_t], alphas)
-        return scores.reshape(len(te), s_tasks, q).argmax(dim=2).T.cpu().numpy(), a  # (S, t)
+        def predict(idx, y=y, te_t=te_t, te=te, tk=tk):
+            scores, a = _ridge_scores(xt[idx], y[idx], xt[te_t], alphas)
+            return scores.reshape(len(te), len(tk), q).argmax(dim=2).T.cpu().numpy(), a  # (S_k, t)
 
-    pred, alpha = predict(tr_t)
-    truth = t[:, te]
-    acc = (pred == truth).mean(axis=1)
-    counts = np.stack([(t[:, tr] == c).sum(axis=1) for c in range(q)], axis=1)  # (S, q)
-    major = counts.argmax(axis=1)
-    majority = (truth == major[:, None]).mean(axis=1)
-    agree = None
-    if agreement:
-        half = np.random.default_rng([seed, 1]).permutation(tr)
-        h = len(half) // 2
-        pa, _ = predict(torch.as_tensor(np.sort(half[:h]), device=dev))
-        pb, _ = predict(torch.as_tensor(np.sort(half[h:]), device=dev))
-        agree = (pa == pb).mean(axis=1)
-    return ProbeReport(
-        accuracy=acc.astype(np.float64),
-        majority=majority.astype(np.float64),
-        agreement=None if agree is None else agree.astype(np.float64),
-        alpha=float(alpha),
-        n_train=len(tr),
-        n_test=len(te),
-    )
+        pred, a_k = predict(torch.as_tensor(tr, device=dev))
+        if k == 0:
+            alpha, n_tr, n_te = float(a_k), len(tr), len(te)
+        truth = tk[:, te]
+        acc[rows] = (pred == truth).mean(axis=1)
+        counts = np.stack([(tk[:, tr] == c).sum(axis=1) for c in range(q)], axis=1)  # (S_k, q)
+        majority[rows] = (truth == counts.argmax(axis=1)[:, None]).mean(axis=1)
+        if agree is not None:
+            half = np.random.default_rng([seed, 1] if k == 0 else [seed, 1, k]).permutation(tr)
+            h = len(half) // 2
+            pa, _ = predict(torch.as_tensor(np.sort(half[:h]), device=dev))
+            pb, _ = predict(torch.as_tensor(np.sort(half[h:]), device=dev))
+            agree[rows] = (pa == pb).mean(axis=1)
+    return ProbeReport(accuracy=acc, majority=majority, agreement=agree, alpha=alpha, n_train=n_tr, n_test=n_te)

@@ -64,6 +64,7 @@ _OPTION_DEFAULTS: dict[str, Any] = {
     "max_items": 4096,
     "moments_max_items": 16384,
     "test_fraction": 0.3,
+    "splits": "auto",
     "dtype": "float64",
     "tile": None,
 }
@@ -159,6 +160,11 @@ def compute(ctx: MetricContext) -> MetricResult:
             When it bites, ``details['subsampled']['moments']`` says how many were used, and the temperature
             follows the subsample (T = tau / n_used).
         test_fraction (0.3): held-out share for the probes.
+        splits ("auto"): train/test splits the tasks are spread over (task s on split s % splits; one split for
+            every task before 2026-11-25): with one split the held-out items, not the tasks, made most of the
+            score's spread across seeds (docs/benchmarks.md §4g). "auto": enough splits to hold out about 2 000 items
+            in all, 1 to 8 (:func:`~embedselect.metrics.probes.probe_splits`: 8 at 300 items, 2 at 4 096); each
+            split costs its own ridge factorisations.
         dtype ("float64"), tile (None = device default): precision and tile of the streamed moments.
 
         headline ("probes"): the score used for ranking: "probes", the mean held-out probe accuracy
@@ -381,12 +387,13 @@ def _probes(ctx: MetricContext, opt: Mapping[str, Any], keys: list[str], zsub: l
             n_all: int, columns: dict[str, dict[str, float]], details: dict[str, Any], members: list[int]) -> None:
     """Sample tasks from the prior on the probe subsample, train probes on them, and add the probe columns and
     details."""
-    from embedselect.metrics.probes import probe_tasks
+    from embedselect.metrics.probes import probe_splits, probe_tasks
 
     dev = torch_device(ctx.device)
     n_tasks = positive_int(opt["n_tasks"], "n_tasks", 1)
     q = positive_int(opt["n_classes"], "n_classes", 2)
     ns = len(sub)
+    splits = probe_splits(ns, opt["test_fraction"]) if opt["splits"] == "auto" else positive_int(opt["splits"], "splits", 1)
     t_sub = resolve_temperature(ns, temperature=opt["temperature"], tau=opt["tau"])
     lz = label_factor(np.asarray(ctx.labels)[sub]) if kind == "labels" else None
     per_cand_prior = kind == "loo"
@@ -404,7 +411,7 @@ def _probes(ctx: MetricContext, opt: Mapping[str, Any], keys: list[str], zsub: l
             tasks = tasks_shared
         rep = probe_tasks(np.asarray(ctx.embeddings[k])[sub], tasks, n_classes=q,
                           test_fraction=opt["test_fraction"], agreement=bool(opt["agreement"]),
-                          seed=ctx.seed, device=str(dev))
+                          seed=ctx.seed, device=str(dev), splits=splits)
         summaries[k] = rep.summary()
         task_acc[k] = [round(float(a), 4) for a in rep.accuracy]
     for col in next(iter(summaries.values())):
@@ -412,7 +419,7 @@ def _probes(ctx: MetricContext, opt: Mapping[str, Any], keys: list[str], zsub: l
     if ns < n_all:
         details.setdefault("subsampled", {})["probes"] = ns
     details.update(n_probe_items=ns, n_tasks=n_tasks, n_classes=q, probe_temperature=t_sub,
-                   test_fraction=float(opt["test_fraction"]), task_accuracy=task_acc)
+                   test_fraction=float(opt["test_fraction"]), splits=splits, task_accuracy=task_acc)
 
 
 def _finish(opt: Mapping[str, Any], columns: dict[str, dict[str, float]], details: dict[str, Any],
