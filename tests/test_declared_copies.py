@@ -3,6 +3,7 @@ declares, and is never ranked above the model it was made from; a fine-tune nami
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -134,3 +135,24 @@ def test_a_hub_models_card_is_fetched_and_read(hub, family, cache_dir, monkeypat
     r = embedselect.select(texts, ["acme/teacher", "acme/teacher-m2v", "tfidf-svd"], metrics=["task_prior"])
     assert [c.name for c in r.candidates][:2] == ["acme/teacher", "acme/teacher-m2v"]
     assert r.details["copies"]["moved_below_parent"] == [["acme/teacher-m2v", "acme/teacher"]]
+
+
+def test_a_night_applies_what_the_cards_declare(hub, family, tmp_path, monkeypatch, one_thread):
+    """The nightly job ranks through select_embedded (its executor resolved the candidates): the cards read at
+    resolve time travel with the outcomes, so the night puts the distillation below its teacher as select() does."""
+    from embedselect.metrics import MetricResult
+    from embedselect.nightly import load_config, run_night
+    from tests.test_nightly import publish_st, write_config
+
+    teacher, static, _ = family
+    publish_st(hub, "acme/teacher", teacher, 1)
+    hub.publish("acme/teacher-m2v", static, library_name="sentence-transformers", trending_score=5,
+                files={"README.md": M2V_CARD.format(base="acme/teacher").encode()})
+    monkeypatch.setattr(pipeline_metrics, "get_metric", lambda m: lambda ctx: MetricResult(
+        name="fake", scores={k: float(k.endswith("m2v")) for k in ctx.embeddings}))
+    summary = run_night(load_config(write_config(tmp_path)))
+    assert summary["status"] == "ok"
+    ranking = json.loads((tmp_path / "site" / "ranking.json").read_text())  # what the night published
+    assert ranking["details"]["copies"]["moved_below_parent"] == [["acme/teacher-m2v", "acme/teacher"]]
+    order = [c["name"] for c in ranking["candidates"]]
+    assert order.index("acme/teacher") < order.index("acme/teacher-m2v")

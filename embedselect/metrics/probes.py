@@ -38,8 +38,8 @@ class ProbeReport:
         majority: float64 (S,), held-out rate of the task's most frequent train class (what a
             constant predictor scores).
         agreement: float64 (S,) agreement score per task, or None when not computed.
-        alpha: the chosen relative ridge penalty on the full train split.
-        n_train, n_test: split sizes.
+        alpha: the chosen relative ridge penalty on the full train split (of split 0 when there are several).
+        n_train, n_test: split sizes (every split has the same).
     """
 
     accuracy: np.ndarray
@@ -168,8 +168,8 @@ def probe_tasks(
         alphas: relative ridge penalties tried by GCV.
         splits: task s is trained and tested on split ``s % splits`` (split 0 from ``seed``, the others from seeds
             derived from it): with one split shared by every task, which items happened to be held out moved a
-            candidate's mean accuracy as much as the tasks did (docs/benchmarks.md §4g); each split costs one
-            factorisation of its train rows.
+            candidate's mean accuracy as much as the tasks did (docs/benchmarks.md §4g); each split costs its own
+            ridge factorisations (train rows, and the two halves for the agreement).
 
     Returns:
         :class:`ProbeReport`.

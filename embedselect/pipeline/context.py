@@ -33,6 +33,9 @@ class EmbedOutcome:
     vectors: np.ndarray | None = field(default=None, repr=False)
     wall_seconds: float = 0.0
     """Wall time of this call for the candidate (resolve, load and embed, or the cache read), in seconds."""
+    card: tuple[str, tuple[str, ...], Any] | None = None
+    """What the rank stage's copy rule needs from the resolved model (:attr:`RunContext.cards`); it travels with the
+    outcome from wherever the candidate was resolved (a Ray worker) to the night's rank stage."""
 
 
 def versions() -> dict[str, str]:

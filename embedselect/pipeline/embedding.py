@@ -118,6 +118,7 @@ def _embed_candidate(ctx: RunContext, cand: Any, *, keep_vectors: bool) -> Embed
     step = {"stage": "resolve", "done": 0}  # where a failure happened, and the progress steps counted so far
     try:
         pinned = _resolve(ctx, cand, res, step)
+        outcome.card = ctx.cards.get(cand.name)
         with ctx.store.run_lock(pinned.key, what=cand.name):  # a concurrent run of the same key: wait, then read it
             vectors = _vectors(ctx, cand, pinned, res, step)
         res.n, res.dim = int(vectors.shape[0]), int(vectors.shape[1])

@@ -124,6 +124,8 @@ def select_embedded(ref: Any, candidates: Sequence[Any], outcomes: Sequence[Embe
             r = outcome.result
             ctx.outcomes.append(outcome)
             ctx.timings["candidates"][r.name] = outcome.wall_seconds
+            if outcome.card is not None:  # resolved by the executor: what its card declares, for the copy rule
+                ctx.cards[r.name] = outcome.card
             if not r.ok:
                 continue
             vectors = store.load_vectors(r.run_key, mmap=True) if r.run_key else None
