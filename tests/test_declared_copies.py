@@ -115,7 +115,7 @@ def test_select_ranks_a_declared_distillation_below_its_teacher(family, cache_di
     assert pair == {"copy": "static-copy", "parent": "teacher", "relation": "distilled", "median_abs_spearman": None,
                     "monotone_fit": None, "declared": True}
     assert r.details["copies"]["moved_below_parent"] == [["static-copy", "teacher"]]
-    assert any("static-copy is a distilled copy of teacher (its model card names it as base_model)" in w
+    assert any("static-copy is a distilled copy of teacher (its model card names teacher as its base_model)" in w
                for w in r.warnings)
     assert r.candidates[1].combined_score > r.candidates[2].combined_score
 

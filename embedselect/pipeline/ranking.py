@@ -68,7 +68,7 @@ def _rank_stage(ctx: RunContext) -> Any:
     ctx.details["copies"] = {"pairs": [d.to_dict() for d in copies], "moved_below_parent": [list(p) for p in moved]}
     for c, p in moved:
         d = next(x for x in copies if (x.copy, x.parent) == (c, p))
-        why = ("its model card names it as base_model" if d.declared
+        why = (f"its model card names {p} as its base_model" if d.declared
                else f"median per-coordinate |Spearman| {d.median_abs_spearman:.2f}")
         since = ("a copy approximates its parent" if d.declared else "a copy cannot carry more information")
         ctx.warnings.append(f"{c} is a {d.relation} copy of {p} ({why}): ranked below it, and {p} takes its "
