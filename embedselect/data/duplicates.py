@@ -6,19 +6,19 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 from pathlib import Path
-from typing import TYPE_CHECKING, Sequence
+from typing import Sequence, TypeVar
 
 import numpy as np
 
+from embedselect.data.items import ReferenceItems
 from embedselect.data.report import DUPLICATE_RULES
 from embedselect.data_readers import fingerprint, labels_array
 from embedselect.errors import ConfigError, DecodeError
 
-if TYPE_CHECKING:
-    from embedselect.data.reference import ReferenceData
+R = TypeVar("R", bound=ReferenceItems)
 
 
-def without_duplicates(ref: ReferenceData, rule: str, *, threshold: float, k: int, seed: int) -> ReferenceData:
+def without_duplicates(ref: R, rule: str, *, threshold: float, k: int, seed: int) -> R:
     """:meth:`ReferenceData.drop_duplicates` (rules, arguments and errors are documented there)."""
     if rule not in DUPLICATE_RULES:
         raise ConfigError(f"drop_duplicates must be one of {', '.join(map(repr, DUPLICATE_RULES))} or None, "
@@ -46,7 +46,7 @@ def without_duplicates(ref: ReferenceData, rule: str, *, threshold: float, k: in
     )  # fmt: skip
 
 
-def item_digests(ref: ReferenceData) -> list[bytes]:
+def item_digests(ref: ReferenceItems) -> list[bytes]:
     """The bytes the fingerprint covers, per item: UTF-8 text, or the sha256 of the image file (read again)."""
     if ref.modality == "text":
         return [t.encode("utf-8") for t in ref.items]
@@ -60,7 +60,7 @@ def item_digests(ref: ReferenceData) -> list[bytes]:
     return out
 
 
-def near_duplicate_mask(ref: ReferenceData, rows: np.ndarray, *, threshold: float, k: int,
+def near_duplicate_mask(ref: ReferenceItems, rows: np.ndarray, *, threshold: float, k: int,
                         seed: int) -> np.ndarray:
     """bool (len(rows),): False for the items among ``rows`` that are near duplicates of an earlier one."""
     from embedselect.nn import near_duplicates
@@ -79,7 +79,7 @@ def near_duplicate_mask(ref: ReferenceData, rows: np.ndarray, *, threshold: floa
     return near_duplicates(thumbnails(ref, rows), threshold=threshold, k=k).keep
 
 
-def thumbnails(ref: ReferenceData, rows: np.ndarray, size: int = 16, block: int = 256) -> np.ndarray:
+def thumbnails(ref: ReferenceItems, rows: np.ndarray, size: int = 16, block: int = 256) -> np.ndarray:
     """float32 (len(rows), size²): grayscale thumbnails of the images at ``rows``, each minus its mean."""
     from PIL import Image
 

@@ -9,11 +9,12 @@ import io
 import json
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Literal, Sequence
+from typing import Any, Iterable, Literal, Sequence, TypeVar
 
 import numpy as np
 
 from embedselect.data.duplicates import duplicate_mask
+from embedselect.data.items import ReferenceItems
 from embedselect.data.report import LoadReport
 from embedselect.data_readers import (
     IMAGE_SUFFIXES,
@@ -28,7 +29,6 @@ from embedselect.data_readers import (
     fingerprint,
     frame_options,
     id_key,
-    is_missing,
     is_textlike,
     labels_array,
     missing_column_message,
@@ -47,70 +47,40 @@ from embedselect.errors import (
     EmptyDataError,
     UnsupportedFormatError,
 )
-from embedselect.image_labels import image_labels, image_load_options
+from embedselect.image_labels import image_labels
 
-if TYPE_CHECKING:
-    from embedselect.data.reference import ReferenceData
+R = TypeVar("R", bound=ReferenceItems)
+"""The reference data class being built (:class:`~embedselect.data.ReferenceData`)."""
 
 _MAX_EXAMPLES = 10  # skipped items listed in the report
 
 OnError = Literal["fail", "skip"]
 
 
-def load_reference(cls: type[ReferenceData], obj: Any, kw: dict[str, Any]) -> ReferenceData:
-    """:meth:`ReferenceData.load`: dispatch on the type of ``obj`` (documented there)."""
-    if isinstance(obj, cls):
-        return obj
-    if isinstance(obj, (str, os.PathLike)):
-        path = Path(obj).expanduser()
-        if path.is_dir():
-            return cls.from_images(path, **only(image_load_options(kw), cls.from_images, "a folder of images"))
-        return cls.from_file(path, **only(kw, cls.from_file, "a data file"))
-    try:
-        import pandas as pd
-    except ImportError:  # pragma: no cover - pandas is a dependency
-        pd = None
-    if pd is not None and isinstance(obj, pd.DataFrame):
-        kw = dict(kw)
-        column, label_column = kw.pop("column", None), kw.pop("label_column", None)
-        kw.pop("format", None)
-        source = kw.pop("source", None) or f"<DataFrame of {len(obj)} rows>"
-        labels = kw.pop("labels", None)
-        if labels is not None:
-            if label_column is not None:
-                raise ConfigError("give either labels (an array) or label_column (a column name), not both")
-            labels = list(labels)
-            if len(labels) != len(obj):
-                raise ConfigError(f"labels has {len(labels)} entries but the DataFrame has {len(obj)} rows")
-            obj = obj.assign(**{"__labels__": labels})
-            label_column = "__labels__"
-        kw = {"max_items": None, "seed": 0, "on_error": "fail", "dedupe": False,
-              **only(kw, frame_options, "a DataFrame")}
-        check_common(kw["max_items"], kw["seed"], kw["on_error"])
-        return _from_frame(cls, obj, column=column, label_column=label_column, source=source, first_id=0, **kw)
-    if pd is not None and isinstance(obj, pd.Series):
-        obj = obj.tolist()
-    elif isinstance(obj, np.ndarray):
-        obj = obj.tolist()
-    if isinstance(obj, (list, tuple)):
-        if not obj:
-            raise EmptyDataError("the reference data is an empty list; pass at least one text or image path")
-        if all(isinstance(x, Path) for x in obj):
-            return cls.from_images(obj, **only(image_load_options(kw), cls.from_images, "a list of image paths"))
-        if all(isinstance(x, (str, bytes)) or is_missing(x) for x in obj):
-            return cls.from_texts(obj, **only(kw, cls.from_texts, "a list of texts"))
-        raise ConfigError(
-            "a list of reference items must hold only texts (str) or only image paths (pathlib.Path); "
-            f"got {sorted({type(x).__name__ for x in obj})}"
-        )
-    raise ConfigError(
-        f"cannot use an object of type {type(obj).__name__} as reference data; pass a file path, a folder of "
-        "images, a list of texts, a list of image Paths, a pandas Series/DataFrame or a ReferenceData"
-    )
+def load_frame(cls: type[R], obj: Any, kw: dict[str, Any]) -> R:
+    """:meth:`ReferenceData.load` of a ``pandas.DataFrame``: its ``column`` (and ``label_column``, or ``labels``
+    aligned with the rows)."""
+    kw = dict(kw)
+    column, label_column = kw.pop("column", None), kw.pop("label_column", None)
+    kw.pop("format", None)
+    source = kw.pop("source", None) or f"<DataFrame of {len(obj)} rows>"
+    labels = kw.pop("labels", None)
+    if labels is not None:
+        if label_column is not None:
+            raise ConfigError("give either labels (an array) or label_column (a column name), not both")
+        labels = list(labels)
+        if len(labels) != len(obj):
+            raise ConfigError(f"labels has {len(labels)} entries but the DataFrame has {len(obj)} rows")
+        obj = obj.assign(**{"__labels__": labels})
+        label_column = "__labels__"
+    kw = {"max_items": None, "seed": 0, "on_error": "fail", "dedupe": False,
+          **only(kw, frame_options, "a DataFrame")}
+    check_common(kw["max_items"], kw["seed"], kw["on_error"])
+    return _from_frame(cls, obj, column=column, label_column=label_column, source=source, first_id=0, **kw)
 
 
 def load_file(
-    cls: type[ReferenceData],
+    cls: type[R],
     path: str | os.PathLike,
     *,
     column: str | None,
@@ -120,7 +90,7 @@ def load_file(
     on_error: OnError,
     dedupe: bool,
     format: str | None,
-) -> ReferenceData:
+) -> R:
     """:meth:`ReferenceData.from_file`: texts from a CSV / TSV / JSONL / JSON / Parquet / plain-text file."""
     check_common(max_items, seed, on_error)
     path = Path(path).expanduser()
@@ -223,7 +193,7 @@ def load_file(
 
 
 def load_texts(
-    cls: type[ReferenceData],
+    cls: type[R],
     texts: Sequence[str] | Iterable[str],
     *,
     labels: Sequence[Any] | None,
@@ -232,7 +202,7 @@ def load_texts(
     on_error: OnError,
     dedupe: bool,
     source: str | None,
-) -> ReferenceData:
+) -> R:
     """:meth:`ReferenceData.from_texts`: reference data from in-memory texts."""
     check_common(max_items, seed, on_error)
     values = list(texts)
@@ -246,7 +216,7 @@ def load_texts(
 
 
 def load_image_files(
-    cls: type[ReferenceData],
+    cls: type[R],
     folder_or_paths: str | os.PathLike | Sequence[str | os.PathLike],
     *,
     labels: Sequence[Any] | Literal["folder"] | str | os.PathLike | None,
@@ -255,7 +225,7 @@ def load_image_files(
     on_error: OnError,
     recursive: bool,
     dedupe: bool,
-) -> ReferenceData:
+) -> R:
     """:meth:`ReferenceData.from_images`: reference data from a folder or a list of image files."""
     check_common(max_items, seed, on_error)
     if isinstance(folder_or_paths, (str, os.PathLike)):
@@ -317,8 +287,8 @@ def load_image_files(
     )
 
 
-def _from_frame(cls: type[ReferenceData], frame: Any, *, column: str | None, label_column: str | None, source: str,
-                untyped_labels: bool = False, first_id: int = 1, **kw: Any) -> ReferenceData:
+def _from_frame(cls: type[R], frame: Any, *, column: str | None, label_column: str | None, source: str,
+                untyped_labels: bool = False, first_id: int = 1, **kw: Any) -> R:
     columns = [str(c) for c in frame.columns]
     frame = frame.set_axis(columns, axis=1)
     if label_column is not None and label_column not in columns:
@@ -337,8 +307,8 @@ def _from_frame(cls: type[ReferenceData], frame: Any, *, column: str | None, lab
     return _build_text(cls, values, ids, labels, source=source, **kw)
 
 
-def _from_records(cls: type[ReferenceData], records: list[tuple[str, Any]], bad: list[tuple[str, str, str]], *,
-                  column: str | None, label_column: str | None, source: str, **kw: Any) -> ReferenceData:
+def _from_records(cls: type[R], records: list[tuple[str, Any]], bad: list[tuple[str, str, str]], *,
+                  column: str | None, label_column: str | None, source: str, **kw: Any) -> R:
     """``records``: (id, parsed JSON value) pairs; ``bad``: (id, category, reason) of unparseable lines."""
     dicts = [r for _, r in records if isinstance(r, dict)]
     n_rows = len(records) + len(bad)
@@ -383,8 +353,8 @@ def _from_records(cls: type[ReferenceData], records: list[tuple[str, Any]], bad:
     return _build_text(cls, all_values, order, labels, source=source, **kw)
 
 
-def _build_text(cls: type[ReferenceData], values: list[Any], ids: list[str], labels: list[Any] | None, *, source: str,
-                max_items: int | None, seed: int, on_error: OnError, dedupe: bool) -> ReferenceData:
+def _build_text(cls: type[R], values: list[Any], ids: list[str], labels: list[Any] | None, *, source: str,
+                max_items: int | None, seed: int, on_error: OnError, dedupe: bool) -> R:
     """Decode, validate and finish text rows. ``values``: raw cells (str, bytes, None/NaN, numbers, BadItem)."""
     keep: list[int] = []
     texts: list[str] = []
@@ -413,9 +383,9 @@ def _build_text(cls: type[ReferenceData], values: list[Any], ids: list[str], lab
     )
 
 
-def _finish(cls: type[ReferenceData], *, modality: str, items: list[Any], ids: list[str], labels: list[Any] | None,
+def _finish(cls: type[R], *, modality: str, items: list[Any], ids: list[str], labels: list[Any] | None,
             digests: list[bytes], n_total: int, n_empty: int, skipped: list[tuple[str, str, str]], source: str,
-            max_items: int | None, seed: int, dedupe: bool, n_bad: int | None = None) -> ReferenceData:
+            max_items: int | None, seed: int, dedupe: bool, n_bad: int | None = None) -> R:
     """Dedupe, sample, fingerprint. ``digests[i]``: exact bytes (texts) or sha256 digest (images) of item i."""
     n_bad = len(skipped) - n_empty if n_bad is None else n_bad
     dup_mask = duplicate_mask(digests)

@@ -4,20 +4,24 @@ that load them (:mod:`embedselect.data.loaders`) or drop their duplicates (:mod:
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Iterable, Literal, Sequence
 
 import numpy as np
 
+from embedselect.arrays import is_missing
 from embedselect.data.duplicates import without_duplicates
-from embedselect.data.loaders import OnError, load_file, load_image_files, load_reference, load_texts
-from embedselect.data.report import NEAR_DUPLICATE_THRESHOLD, LoadReport
-from embedselect.data_readers import ImageInvalid, decode_image
-from embedselect.errors import ConfigError, DataError, DecodeError, TooFewItemsError
+from embedselect.data.items import ReferenceItems
+from embedselect.data.loaders import OnError, load_file, load_frame, load_image_files, load_texts
+from embedselect.data.report import NEAR_DUPLICATE_THRESHOLD
+from embedselect.data_readers import only
+from embedselect.errors import ConfigError, DataError, EmptyDataError, TooFewItemsError
+from embedselect.image_labels import image_load_options
 
 
 @dataclass(frozen=True, eq=False, repr=False)
-class ReferenceData:
+class ReferenceData(ReferenceItems):
     """Validated, fingerprinted reference items. Build it with :meth:`load` or a ``from_*`` classmethod.
 
     Attributes:
@@ -34,19 +38,7 @@ class ReferenceData:
         report: a :class:`LoadReport`.
     """
 
-    modality: Literal["text", "image"]
-    items: tuple[Any, ...]
-    labels: np.ndarray | None
-    ids: tuple[str, ...]
-    fingerprint: str
-    source: str
-    report: LoadReport
-    _sample_settings: dict[str, Any] = field(default_factory=dict)
-
     # ------------------------------------------------------------------ basics
-    def __len__(self) -> int:
-        return len(self.items)
-
     def __repr__(self) -> str:
         lab = "" if self.labels is None else ", labelled"
         return (
@@ -111,35 +103,6 @@ class ReferenceData:
             "kernels task_prior compares, the sufficiency fits) and can sit on both sides of a held-out split; "
             "remove them with --drop-duplicates exact (select(..., drop_duplicates='exact'))"
         )
-
-    def load_images(self, indices: Iterable[int] | None = None) -> list[Any]:
-        """Open images as RGB ``PIL.Image.Image`` objects (fully loaded, files closed).
-
-        Args:
-            indices: positions in ``items`` (``None``: all items).
-
-        Raises:
-            ConfigError: the data are texts.
-            DecodeError: a file changed or vanished since loading.
-        """
-        if self.modality != "image":
-            raise ConfigError(f"load_images() needs image data; this reference data holds {self.modality}s")
-        idx = range(len(self)) if indices is None else [int(i) for i in indices]
-        out = []
-        for i in idx:
-            path = self.items[i]
-            try:
-                out.append(decode_image(path.read_bytes()).convert("RGB"))
-            except OSError as exc:
-                raise DecodeError(
-                    f"image {self.ids[i]} ({path}) can no longer be read: {exc}. Was it changed or moved "
-                    "after loading? Load the reference data again."
-                ) from exc
-            except ImageInvalid as exc:
-                raise DecodeError(
-                    f"image {self.ids[i]} ({path}) can no longer be decoded: {exc}. Load the reference data again."
-                ) from exc
-        return out
 
     def to_dict(self) -> dict[str, Any]:
         """JSON summary for ranking metadata: source, modality, n, fingerprint, has_labels, sampling, report."""
@@ -206,7 +169,38 @@ class ReferenceData:
                 object of an unsupported type.
             DataFileNotFoundError: a path that does not exist.
         """
-        return load_reference(cls, obj, kw)
+        if isinstance(obj, cls):
+            return obj
+        if isinstance(obj, (str, os.PathLike)):
+            path = Path(obj).expanduser()
+            if path.is_dir():
+                return cls.from_images(path, **only(image_load_options(kw), cls.from_images, "a folder of images"))
+            return cls.from_file(path, **only(kw, cls.from_file, "a data file"))
+        try:
+            import pandas as pd
+        except ImportError:  # pragma: no cover - pandas is a dependency
+            pd = None
+        if pd is not None and isinstance(obj, pd.DataFrame):
+            return load_frame(cls, obj, kw)
+        if pd is not None and isinstance(obj, pd.Series):
+            obj = obj.tolist()
+        elif isinstance(obj, np.ndarray):
+            obj = obj.tolist()
+        if isinstance(obj, (list, tuple)):
+            if not obj:
+                raise EmptyDataError("the reference data is an empty list; pass at least one text or image path")
+            if all(isinstance(x, Path) for x in obj):
+                return cls.from_images(obj, **only(image_load_options(kw), cls.from_images, "a list of image paths"))
+            if all(isinstance(x, (str, bytes)) or is_missing(x) for x in obj):
+                return cls.from_texts(obj, **only(kw, cls.from_texts, "a list of texts"))
+            raise ConfigError(
+                "a list of reference items must hold only texts (str) or only image paths (pathlib.Path); "
+                f"got {sorted({type(x).__name__ for x in obj})}"
+            )
+        raise ConfigError(
+            f"cannot use an object of type {type(obj).__name__} as reference data; pass a file path, a folder of "
+            "images, a list of texts, a list of image Paths, a pandas Series/DataFrame or a ReferenceData"
+        )
 
     @classmethod
     def from_file(
