@@ -29,12 +29,7 @@ if __package__ in (None, ""):
 from benchmarks.validity_data import DATASETS, copy_pairs, load_pool  # noqa: E402
 from benchmarks.validity_pools import POOL_MODALITY, POOLS, _cache_dir, regret, signals, top_pick  # noqa: E402
 from embedselect.aggregate import DEFAULT_METHOD, combine_ranks, copies_below_parents  # noqa: E402
-from embedselect.metrics.base import DEFAULT_METRICS, get_spec  # noqa: E402
-
-
-def default_weights() -> dict[str, float]:
-    """The package's combined score: each default metric with a positive weight."""
-    return {m: get_spec(m).weight for m in DEFAULT_METRICS if get_spec(m).weight > 0}
+from benchmarks.validity_default import default_weights  # noqa: E402
 
 
 def view_picks(name: str, pool: str, seeds: int, jobs: int, method: str = DEFAULT_METHOD) -> dict[str, Any] | None:

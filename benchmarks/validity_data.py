@@ -719,22 +719,20 @@ def candidate_folders(names: Sequence[str]) -> dict[str, Path]:
 
 def copy_pairs(entries: Sequence[dict[str, Any]], vectors: dict[str, np.ndarray], seed: int) -> list[tuple[str, str]]:
     """(copy, parent) pairs of a pool as embedselect's rank stage finds them: the coordinate-wise copies its vectors
-    show (:func:`embedselect.metrics.copies.derived_copies`) and the copies the candidates' model cards declare
-    (:func:`embedselect.metrics.copies.declared_copies`). A candidate runs with its folder's own settings unless the
+    show and the copies the candidates' model cards declare (:func:`embedselect.metrics.copies.pool_copies`). A candidate runs with its folder's own settings unless the
     pool made it as a variant or copy of another (a ``parent`` other than by distillation)."""
     from embedselect.candidates.card import card_origin, model_aliases
-    from embedselect.metrics.copies import declared_copies, derived_copies
+    from embedselect.metrics.copies import pool_copies
 
     names = [e["name"] for e in entries if e["name"] in vectors]
-    pairs = [(c.copy, c.parent) for c in derived_copies({k: vectors[k] for k in names}, seed=seed)]
     by_name = {e["name"]: e for e in entries}
     own = candidate_folders(names)
     folder_of = {n: own.get(n) or own.get(by_name[n].get("parent") or "") for n in names}
     identities = {n: (f"local:{f}", model_aliases(f"local:{f}", f), n in own)
                   for n, f in folder_of.items() if f is not None}  # fmt: skip
     cards = {n: card_origin(own[n]) for n in own}
-    pairs += [(d.copy, d.parent) for d in declared_copies(cards, identities) if (d.copy, d.parent) not in pairs]
-    return pairs
+    return [(d.copy, d.parent) for d in pool_copies({k: vectors[k] for k in names}, seed=seed, cards=cards,
+                                                     identities=identities)]
 
 
 def _producers(modality: str, items: list[Any], seed: int) -> dict[str, Callable[[], dict[str, np.ndarray]]]:

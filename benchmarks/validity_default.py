@@ -78,6 +78,11 @@ def settings(family: tuple[str, ...] = ("task_prior", "sufficiency")) -> list[tu
             for meth in METHODS for ws in itertools.product(*GRID.values())]
 
 
+def default_weights() -> dict[str, float]:
+    """The package's default weights of the metrics in its score (weight > 0)."""
+    return {m: get_spec(m).weight for m in DEFAULT_METRICS if get_spec(m).weight > 0}
+
+
 def label(setting: tuple[dict[str, float], str]) -> str:
     w, meth = setting
     return " + ".join(f"{m} {v:g}" for m, v in w.items()) + ("" if meth == "mean-rank" else ", mean z")
@@ -175,7 +180,7 @@ def compare_variants(views: list[dict[str, Any]]) -> int:
     union = [s for sigs in FAMILIES.values() for s in settings(sigs)]
     results["LODO, choosing the family too"] = lodo(views, union)
     results["LODO, family too, per modality"] = lodo_within_modality(views, union)
-    pkg = {m: get_spec(m).weight for m in DEFAULT_METRICS if get_spec(m).weight > 0}
+    pkg = default_weights()
     for fam, (tp, suff, nn) in FAMILIES.items():
         for ws in (0.0, 0.25, 0.5):
             if ws == 0.0 and "normal" in fam:
@@ -237,7 +242,7 @@ def knn_truth(view: dict[str, Any], max_items: int, seed: int) -> dict[str, floa
 def second_truth(views: list[dict[str, Any]], max_items: int, seed: int) -> int:
     """The default before and now against the k-NN probe's accuracy instead of the tuned logistic probe's (no weight
     is refitted: the weights are the ones chosen on the logistic truth)."""
-    now = ({m: get_spec(m).weight for m in DEFAULT_METRICS if get_spec(m).weight > 0}, DEFAULT_METHOD)
+    now = (default_weights(), DEFAULT_METHOD)
     rows: dict[str, list[tuple[dict, dict]]] = {"text": [], "image": []}
     print("| view | before: ρ / regret vs k-NN truth | now: ρ / regret vs k-NN truth | best by k-NN |")
     print("|---|---|---|---|")
@@ -265,7 +270,7 @@ def placements(views: list[dict[str, Any]], weights: dict[str, float] | None = N
     """Per view: the rank (1 = first) of each :data:`WATCHED` candidate under the package's default combination (copy
     rule applied) and by the ground truth, and whether the default puts it above a candidate that is more accurate
     and wider than it (width rewarded) or above its parent (copies, max_length variants)."""
-    package = (weights or {m: get_spec(m).weight for m in DEFAULT_METRICS if get_spec(m).weight > 0}, DEFAULT_METHOD)
+    package = (weights or default_weights(), DEFAULT_METHOD)
     print(f"Default: {label(package)}\n")
     print("| view | candidate | dims | rank by the default | rank by accuracy | accuracy | above its parent "
           "while less accurate |")
@@ -298,7 +303,7 @@ def over_metric_seeds(datasets, max_items: int, seeds: int, pools: tuple[str, ..
     held = lodo(views, grid)
     print("Settings chosen without each dataset: " + "; ".join(
         f"{lab} ×{k}" for lab, k in collections.Counter(h[1] for h in held).most_common()))
-    for w, meth in [(dict(get_spec_weights()), "mean-z"), (dict(get_spec_weights()), "mean-rank")]:
+    for w, meth in [(default_weights(), m) for m in METHODS]:
         fixed = [evaluate(v, w, meth, True) for v in views]
         for m in ("text", "image"):
             rows = [r for r, v in zip(fixed, views) if v["modality"] == m]
@@ -310,10 +315,6 @@ def over_metric_seeds(datasets, max_items: int, seeds: int, pools: tuple[str, ..
         if rows:
             print(f"LODO held out, {m}: {_summary(rows)}, regret ≤ 0.02 on {np.mean([r['regret'] <= 0.02 for r in rows]):.2f}")
     return 0
-
-
-def get_spec_weights() -> dict[str, float]:
-    return {m: get_spec(m).weight for m in DEFAULT_METRICS if get_spec(m).weight > 0}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -376,7 +377,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"vs {np.mean([o['regret'] for _, o in rows]):.3f}")
     best_all = max(range(len(grid)), key=lambda i: (objective(table[i]), -i))
     print(f"\nIn-sample best (for information): {label(grid[best_all])}\n")
-    package = ({m: get_spec(m).weight for m in DEFAULT_METRICS if get_spec(m).weight > 0}, DEFAULT_METHOD)
+    package = (default_weights(), DEFAULT_METHOD)
     print(f"The package's default now [{label(package)}] (in-sample where it was chosen on these views):\n")
     current = [evaluate(v, *package, True) for v in views]
     for pool in ("all", "issue"):

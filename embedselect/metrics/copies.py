@@ -281,9 +281,9 @@ def declared_copies(declared: Mapping[str, Any], identities: Mapping[str, tuple[
         if origin is None or origin.relation not in relations or c not in identities:
             continue
         own_model = identities[c][0]
+        others = {p: ident for p, ident in identities.items() if p != c and ident[0] != own_model}
         for base in origin.base_models:
             full, last = _name_keys(base)
-            others = {p: ident for p, ident in identities.items() if p != c and ident[0] != own_model}
             exact = [p for p, ident in others.items() if full in ident[1]]
             found = exact or [p for p, ident in others.items() if last in ident[1]]
             parents = [p for p in found if others[p][2]]
@@ -294,5 +294,16 @@ def declared_copies(declared: Mapping[str, Any], identities: Mapping[str, tuple[
     return sorted(unique.values(), key=lambda d: (d.parent, d.copy))
 
 
+def pool_copies(embeddings: Mapping[str, Any], *, seed: int = 0, origins: Mapping[str, Any] | None = None,
+                cards: Mapping[str, Any] | None = None,
+                identities: Mapping[str, tuple[str, Sequence[str], bool]] | None = None) -> list[DerivedCopy]:
+    """Every (copy, parent) pair of a pool: the copies its vectors show (:func:`derived_copies` with ``embeddings``,
+    ``seed`` and ``origins``), then the copies the model cards declare (:func:`declared_copies` with ``cards`` and
+    ``identities``) that the vectors did not already show."""
+    found = derived_copies(embeddings, seed=seed, origins=origins)
+    seen = {(d.copy, d.parent) for d in found}
+    return found + [d for d in declared_copies(cards or {}, identities or {}) if (d.copy, d.parent) not in seen]
+
+
 __all__ = ["FIT_THRESHOLD", "THRESHOLD", "DerivedCopy", "declared_copies", "derived_copies", "monotone_fit",
-           "spec_relation"]
+           "pool_copies", "spec_relation"]

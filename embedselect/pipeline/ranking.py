@@ -43,7 +43,7 @@ def _rank_stage(ctx: RunContext) -> Any:
     """
     from embedselect.aggregate import MIN_POOL, combine_ranks, copies_below_parents, decide
     from embedselect.backends.base import vector_options
-    from embedselect.metrics.copies import declared_copies, derived_copies
+    from embedselect.metrics.copies import pool_copies
 
     by_name = {r.name: r for r in ctx.results}
     full_weights = {m: float((ctx.weights or {}).get(m, get_spec(m).weight)) for m in ctx.per_metric}
@@ -57,13 +57,11 @@ def _rank_stage(ctx: RunContext) -> Any:
     # what the specs say first: another pooling, max_length, resolution or layer of one model is a variant, not a copy
     origins = {c.name: (by_name[c.name].model_id, by_name[c.name].revision, vector_options(c.options))
                for c in ctx.candidates if c.name in by_name}
-    copies = derived_copies({n: ctx.vectors[n] for n in combined if n in ctx.vectors}, seed=ctx.seed, origins=origins)
     # what the vectors cannot show, the cards say: a model2vec distillation or a quantisation of a pool member
     identities = {n: (model, aliases, not origins[n][2]) for n, (model, aliases, _) in ctx.cards.items()
                   if n in combined and n in origins}  # fmt: skip
-    found = {(d.copy, d.parent) for d in copies}
-    copies += [d for d in declared_copies({n: card for n, (_, _, card) in ctx.cards.items() if n in identities},
-                                          identities) if (d.copy, d.parent) not in found]
+    copies = pool_copies({n: ctx.vectors[n] for n in combined if n in ctx.vectors}, seed=ctx.seed, origins=origins,
+                         cards={n: ctx.cards[n][2] for n in identities}, identities=identities)
     combined, moved = copies_below_parents(combined, [(d.copy, d.parent) for d in copies])
     ctx.details["copies"] = {"pairs": [d.to_dict() for d in copies], "moved_below_parent": [list(p) for p in moved]}
     for c, p in moved:
