@@ -23,7 +23,7 @@ import json
 import math
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 import numpy as np
 
@@ -61,11 +61,14 @@ FAMILIES = {
     "every candidate as evidence (before)": ("task_prior-all", "sufficiency-all", "nn_agreement-all"),
     "models as evidence": ("task_prior", "sufficiency", "nn_agreement"),
     "models as evidence + normal scores": ("task_prior", "sufficiency-normal_scores", "nn_agreement"),
+    "models as evidence, KNIFE sufficiency": ("task_prior", "sufficiency-knife", "nn_agreement"),
+    "models as evidence, Gaussian sufficiency": ("task_prior", "sufficiency-gaussian", "nn_agreement"),
 }
 """--variants: the option families compared; each is the (task_prior, sufficiency, nn_agreement) signal that stands
 in the grid. "before": the pool's built-in baselines count in task_prior's prior and nn_agreement's comparison as
 they did until 2026-11-25 (``prior_from='all'``, ``compare_with='all'``, ``targets='all'``); "models": they are reference points
-(:attr:`embedselect.metrics.base.MetricContext.references`)."""
+(:attr:`embedselect.metrics.base.MetricContext.references`); "KNIFE" / "Gaussian": sufficiency's estimator named
+explicitly (issue 23: the default's estimator chosen by LODO). ``--families`` picks some of them."""
 VIEW_POOLS = ("all", "issue", "width", "photo8")
 """The named pools of ``validity_pools.POOLS`` read as views, where their signals are cached."""
 
@@ -166,22 +169,27 @@ def lodo_within_modality(views: list[dict[str, Any]], grid: list[tuple[dict[str,
     return out
 
 
-def compare_variants(views: list[dict[str, Any]]) -> int:
+def family_signals(families: Mapping[str, tuple[str, ...]]) -> tuple[str, ...]:
+    """The signals beyond :data:`SIGNALS` that ``families`` read (what a view must have cached)."""
+    return tuple(dict.fromkeys(m for sigs in families.values() for m in sigs if m not in SIGNALS))
+
+
+def compare_variants(views: list[dict[str, Any]], families: Mapping[str, tuple[str, ...]] = FAMILIES) -> int:
     """Print, per option family of :data:`FAMILIES`, the held-out (LODO over :data:`GRID`) ρ and regret per view,
     LODO over the union of the families, LODO within each modality, and each family at the package's default weights
     (no fitting)."""
     if len({v["dataset"] for v in views}) < 2:
         raise SystemExit("need every variant signal cached for at least 2 datasets: run validity_pools.py --metrics "
-                         + " ".join(VARIANT_SIGNALS))
+                         + " ".join(family_signals(families)))
     print("Views: " + ", ".join(f"{v['dataset']}/{v['pool']} ({v['modality']}, {len(v['truth'])})" for v in views))
     results: dict[str, list[tuple[dict, str]]] = {}
-    for fam, sigs in FAMILIES.items():
+    for fam, sigs in families.items():
         results[f"LODO, {fam}"] = lodo(views, settings(sigs))
-    union = [s for sigs in FAMILIES.values() for s in settings(sigs)]
+    union = [s for sigs in families.values() for s in settings(sigs)]
     results["LODO, choosing the family too"] = lodo(views, union)
     results["LODO, family too, per modality"] = lodo_within_modality(views, union)
     pkg = default_weights()
-    for fam, (tp, suff, nn) in FAMILIES.items():
+    for fam, (tp, suff, nn) in families.items():
         for ws in (0.0, 0.25, 0.5):
             if ws == 0.0 and "normal" in fam:
                 continue
@@ -330,6 +338,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="where the default puts the wide, truncated and quantised candidates, against their accuracy")
     ap.add_argument("--variants", action="store_true",
                     help="compare the option families of FAMILIES by LODO (needs their signals cached) and exit")
+    ap.add_argument("--families", nargs="+", choices=list(FAMILIES), default=list(FAMILIES),
+                    help="with --variants: the families compared (default: all)")
     ap.add_argument("--metric-seeds", type=int, default=0,
                     help="LODO over the views read once per metric seed 0..K-1 (seed_stability.py's caches) and exit")
     a = ap.parse_args(argv)
@@ -342,7 +352,8 @@ def main(argv: list[str] | None = None) -> int:
         w = {k: float(v) for k, v in (x.split("=") for x in a.weights)} if a.weights else None
         return placements(load_views(a.datasets, a.max_items, a.seed, (), tuple(a.pools)), w)
     if a.variants:
-        return compare_variants(load_views(a.datasets, a.max_items, a.seed, VARIANT_SIGNALS, tuple(a.pools)))
+        fams = {f: FAMILIES[f] for f in a.families}
+        return compare_variants(load_views(a.datasets, a.max_items, a.seed, family_signals(fams), tuple(a.pools)), fams)
     views = load_views(a.datasets, a.max_items, a.seed)
     if len({v["dataset"] for v in views}) < 2:
         raise SystemExit("need the cached signals of at least 2 datasets: run validity_pools.py first")

@@ -54,7 +54,9 @@ VARIANTS = {"task_prior-consensus": ("task_prior", {"prior": "consensus"}),
             "sufficiency-normal_scores": ("sufficiency", {"normal_scores": True}),
             "task_prior-all": ("task_prior", {"prior_from": "all"}),
             "nn_agreement-all": ("nn_agreement", {"compare_with": "all"}),
-            "sufficiency-all": ("sufficiency", {"targets": "all"})}
+            "sufficiency-all": ("sufficiency", {"targets": "all"}),
+            "sufficiency-gaussian": ("sufficiency", {"estimator": "gaussian"}),
+            "sufficiency-knife": ("sufficiency", {"estimator": "knife"})}
 """Signals computed with non-default options (``--metrics task_prior-consensus ...``): name -> (metric, options);
 ``validity_default.py`` puts them in its LODO grid as alternatives to the default options (issue 23)."""
 COPY_RELATIONS = ("distilled", "truncated", "quantized-int8", "quantized-binary")

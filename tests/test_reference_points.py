@@ -123,3 +123,23 @@ def test_sufficiency_takes_the_median_over_the_models_as_targets():
     assert old.scores["R1"] == pytest.approx(float(np.median([mat["R1"][t] for t in embs if t != "R1"])))
     with pytest.raises(ConfigError, match="targets"):
         sufficiency.compute(_ctx(embs, refs, targets="some", **fast))
+
+
+def test_a_baseline_as_close_to_every_model_as_the_models_are_to_each_other_is_named_with_a_warning():
+    """The digits situation (docs/benchmarks.md §4h): three models that each see the data's structure through their
+    own heavy noise agree little with each other, while the clean baseline agrees with each of them more."""
+    rng = np.random.default_rng(3)
+    n = 240
+    centres = rng.standard_normal((6, 16)) * 3
+    clean = centres[rng.integers(0, 6, n)] + 0.5 * rng.standard_normal((n, 16))
+    embs = {f"M{i}": (clean @ rng.standard_normal((16, 48)) + 6 * rng.standard_normal((n, 48))).astype(np.float32)
+            for i in range(3)}
+    embs["pixels"] = clean.astype(np.float32)
+    res = agreement.compute(_ctx(embs, frozenset({"pixels"})))
+    assert list(res.details["central_references"]) == ["pixels"] and res.details["central_references"]["pixels"] >= 1
+    assert "pixels" in res.details["warnings"][0] and "embedselect validate" in res.details["warnings"][0]
+    # the photo pools' shape: the baselines see another structure, so they are less central than the models
+    calm = agreement.compute(_ctx(_pool(), frozenset({"R1", "R2"})))
+    assert "central_references" not in calm.details and "warnings" not in calm.details
+    # with the baselines counted as evidence there is no reference point to name
+    assert "central_references" not in agreement.compute(_ctx(embs, frozenset({"pixels"}), compare_with="all")).details

@@ -231,13 +231,13 @@ class RayExecutor(Executor):
                          device: str) -> int:
         """Find the unordered pairs the store's pair cache lacks and estimate them on the workers, in batches
         (about two per worker slot); returns the number of directed pairs computed."""
-        from embedselect.metrics.sufficiency import missing_pairs
+        from embedselect.metrics.sufficiency import estimator_options, missing_pairs
 
         ray = self.ray
         names = list(embeddings)
         order = {n: i for i, n in enumerate(names)}
-        estimator = {k: v for k, v in options.items() if k != "targets"}  # the metric's option: any pair is used
-        missing = missing_pairs({n: run_keys[n] for n in names}, store, seed=seed, **estimator)
+        _, estimator = estimator_options(options)  # the estimator's own options (workers estimate pairs, not scores)
+        missing = missing_pairs({n: run_keys[n] for n in names}, store, seed=seed, **options)
         todo = sorted({tuple(sorted(p, key=order.__getitem__)) for p in missing}, key=lambda p: (order[p[0]], order[p[1]]))
         if not todo:
             return 0

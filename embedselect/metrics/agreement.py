@@ -6,7 +6,9 @@ agreement of candidates a and b is the mean over items of ``|N_a(i) ∩ N_b(i)| 
 score is its mean agreement with the other candidates that are evidence about the data — not the built-in
 baselines (``MetricContext.references``) — (higher is better), in [0, 1].
 
-The pairwise matrix is in ``details['agreement']``. With near-copies in the pool, a family of copies
+The pairwise matrix is in ``details['agreement']``; reference points that agree with the models as much as the
+models agree with each other are named in ``details['central_references']`` with a warning
+(:func:`central_references`). With near-copies in the pool, a family of copies
 agrees with itself and is favoured; this is the failure the benchmark measures, not a feature.
 Computed on at most ``max_items`` items (seeded subsample), O(m·n²) time in row blocks.
 """
@@ -120,7 +122,38 @@ def compute(ctx: MetricContext) -> MetricResult:
     details: dict[str, Any] = {"k": k, "n_items": len(sub), "knn_device": knn_device,
                "compared_with": [keys[j] for j in members],
                "agreement": {a: {b: float(g[i, j]) for j, b in enumerate(keys)} for i, a in enumerate(keys)}}
+    central = central_references(g, keys, members)
+    if central:
+        details["central_references"] = central
+        details["warnings"] = [central_warning(central)]
     if excluded:
         details["excluded"] = excluded
         scores.update({key: float("nan") for key in excluded})
     return MetricResult(name="nn_agreement", scores=scores, details=details)
+
+
+def central_references(g: np.ndarray, keys: list[str], members: list[int]) -> dict[str, float]:
+    """The candidates outside ``members`` (the reference points) whose mean agreement with the members is at least
+    the members' mean agreement with each other: reference -> that ratio (>= 1). Empty when fewer than two members.
+
+    Why: the pool-relative metrics consult the models only, on the grounds that a built-in baseline learned nothing
+    about the data. When a baseline's neighbourhoods are as close to every model's as the models' are to each other,
+    that ground is gone: the models share little beyond what the baseline captures (the benchmark's 8x8 digits, where
+    raw pixels are the most accurate representation and the label-free ranking is inverted, docs/benchmarks.md §4h).
+    """
+    if len(members) < 2:
+        return {}
+    among = float(np.mean([g[i, j] for i in members for j in members if i != j]))
+    out = {}
+    for r in (i for i in range(len(keys)) if i not in members):
+        with_models = float(np.mean([g[r, j] for j in members]))
+        if among > 0 and with_models >= among:
+            out[keys[r]] = round(with_models / among, 3)
+    return out
+
+
+def central_warning(central: dict[str, float]) -> str:
+    names = ", ".join(central)
+    return (f"the reference point(s) {names} agree with the models' nearest neighbours at least as much as the models "
+            "agree with each other: the models may capture little about this data beyond what these baselines do, "
+            "and the label-free ranking can be wrong here; check it with a few labels (embedselect validate)")

@@ -186,7 +186,8 @@ for _spec in (
                            "the default combination, shown with its communities)",
                weight=0.25,
                code=("embedselect.metrics.sufficiency", "embedselect.metrics.sufficiency_settings",
-                     "embedselect.metrics.sufficiency_result", "embedselect.metrics.knife", "embedselect.metrics.knife.prepare",
+                     "embedselect.metrics.sufficiency_result", "embedselect.metrics.sufficiency_inputs",
+                     "embedselect.metrics.sufficiency_gaussian", "embedselect.metrics.knife", "embedselect.metrics.knife.prepare",
                      "embedselect.metrics.knife.mixture", "embedselect.metrics.knife.engine")),
     # label-free comparators from the literature (docs/benchmarks.md §4); the default weights (task_prior 1,
     # sufficiency 0.25, nn_agreement 0.5, rankme 0.5; mean z-scores) were chosen by leave-one-dataset-out on the

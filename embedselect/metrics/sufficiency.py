@@ -29,21 +29,14 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
-from embedselect.arrays import check_embeddings
-from embedselect.errors import ConfigError, MetricError, TooFewItemsError
-from embedselect.metrics.base import MIN_ITEMS as _MIN_ITEMS
-from embedselect.metrics.base import (
-    MetricContext,
-    MetricResult,
-    PairCache,
-    evidence,
-    unusable_reason,
-)
+from embedselect.errors import ConfigError, MetricError
+from embedselect.metrics.base import MetricContext, MetricResult, PairCache, evidence
 from embedselect.metrics.content_seed import fingerprint
 from embedselect.metrics.normal_scores import normal_scores
 from embedselect.metrics.sufficiency_result import SufficiencyResult
 from embedselect.metrics.sufficiency_result import communities as _communities
 from embedselect.metrics.sufficiency_result import subsampled as _subsampled
+from embedselect.metrics.sufficiency_inputs import MIN_ITEMS, SMALL_POOL, pool_caveats, too_few_usable, torch_device, validate
 from embedselect.metrics.sufficiency_settings import (
     RUN_OPTIONS,
     SufficiencySettings,
@@ -53,63 +46,33 @@ from embedselect.metrics.sufficiency_settings import (
     pair_key,
 )
 
-__all__ = ["MIN_ITEMS", "SMALL_POOL", "SufficiencyResult", "SufficiencySettings", "code_version", "compute",
-           "information_sufficiency", "missing_pairs"]
+__all__ = ["DEFAULT_ESTIMATOR", "ESTIMATORS", "MIN_ITEMS", "SMALL_POOL", "SufficiencyResult", "SufficiencySettings",
+           "code_version", "compute", "estimator_options", "information_sufficiency", "missing_pairs"]
 
 log = logging.getLogger(__name__)
 
-MIN_ITEMS = _MIN_ITEMS["sufficiency"]  # the spec's rule (metrics/base.py), named here for messages
-SMALL_POOL = 4
+ESTIMATORS = ("gaussian", "knife")
+"""``gaussian``: a linear-Gaussian conditional, cross-fitted (:mod:`embedselect.metrics.sufficiency_gaussian`);
+``knife``: the KNIFE mixtures of the paper, trained per pair with held-out splits (:mod:`embedselect.metrics.knife`)."""
+DEFAULT_ESTIMATOR = "knife"
 
 
-def _validate(embeddings: Mapping[str, Any]) -> tuple[dict[str, np.ndarray], dict[str, str]]:
-    """Usable candidates as float32 arrays, and the candidates left out with the reason.
+def estimator_options(options: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+    """The estimator a metric's ``options`` choose and the options that are its own: the one place that splits the
+    metric's options (``targets``: whose median a score is; ``estimator``) from the estimator's settings.
 
-    A candidate whose embeddings contain NaN/inf, or whose every item has the same embedding, is left out
-    (its score is NaN and a warning names it): the others are still ranked. Shape errors, which mean the
-    candidates did not embed the same items, stop the metric.
+    Raises:
+        ConfigError: an unknown estimator or ``targets`` value.
     """
-    if not isinstance(embeddings, Mapping):
-        raise MetricError("embeddings must be a mapping {candidate name: array of shape (n, d)}")
-    out: dict[str, np.ndarray] = {}
-    excluded: dict[str, str] = {}
-    n = None
-    for name, x in embeddings.items():
-        if not isinstance(name, str) or not name:
-            raise MetricError(f"candidate names must be non-empty strings, got {name!r}")
-        a = check_embeddings(x, what=f"embeddings of {name!r}", finite=False, error=MetricError)  # NaN: left out below
-        if n is None:
-            n = a.shape[0]
-        elif a.shape[0] != n:
-            raise MetricError(
-                f"all candidates must embed the same items: {name!r} has {a.shape[0]} rows, others {n}"
-            )
-        why = unusable_reason(name, a)
-        if why is not None:
-            excluded[name] = why
-            continue
-        out[name] = a
-    if n is None or len(embeddings) < 2:
-        raise MetricError(
-            f"information sufficiency compares candidates with each other and needs at least 2, got "
-            f"{len(embeddings)}; add candidates or use another metric (e.g. task_prior)"
-        )
-    if n < MIN_ITEMS:
-        raise TooFewItemsError(
-            f"information sufficiency needs at least {MIN_ITEMS} reference items (held-out splits), "
-            f"got {n}; use more data",
-            needed=MIN_ITEMS,
-            got=n,
-        )
-    return out, excluded
+    opts = dict(options)
+    estimator = opts.pop("estimator", DEFAULT_ESTIMATOR)
+    if estimator not in ESTIMATORS:
+        raise ConfigError(f"sufficiency option 'estimator' must be one of {', '.join(ESTIMATORS)}, got {estimator!r}")
+    targets = opts.pop("targets", "models")
+    if targets not in ("models", "all"):
+        raise ConfigError(f"sufficiency option 'targets' must be 'models' or 'all', got {targets!r}")
+    return estimator, opts
 
-
-def _too_few_usable(excluded: Mapping[str, str], usable: list[str]) -> MetricError:
-    why = "; ".join(f"{k}: {v}" for k, v in excluded.items())
-    return MetricError(
-        f"information sufficiency needs at least 2 usable candidates, {len(usable)} left after leaving out "
-        f"degenerate ones ({why})"
-    )
 
 
 def _splits(n: int, st: SufficiencySettings, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -133,8 +96,9 @@ def _held_rows(n: int, *used: np.ndarray) -> np.ndarray | None:
 def information_sufficiency(
     embeddings: Mapping[str, Any],
     *,
+    estimator: str = DEFAULT_ESTIMATOR,
     seed: int = 0,
-    settings: SufficiencySettings | None = None,
+    settings: Any = None,
     run_keys: Mapping[str, str] | None = None,
     pair_cache: PairCache | None = None,
     device: str = "cpu",
@@ -147,6 +111,10 @@ def information_sufficiency(
     Args:
         embeddings: candidate name -> array (n, d_candidate) (any float dtype; used as float32). All
             candidates embed the same n items in the same order; n >= 50.
+        estimator: one of :data:`ESTIMATORS`. ``"gaussian"`` hands everything to
+            :func:`~embedselect.metrics.sufficiency_gaussian.gaussian_sufficiency` (``settings`` and the keywords are
+            then its :class:`~embedselect.metrics.sufficiency_gaussian.GaussianSettings`; no pair cache: its whole
+            matrix costs less than reading one); the rest of this docstring is the KNIFE estimator's.
         seed: root seed; the splits, minibatch order, EM init and each pair's initial weights derive from it.
         settings: estimator settings; or give any :class:`SufficiencySettings` field as a keyword
             (e.g. ``max_steps=500``), which overrides ``settings``.
@@ -173,6 +141,12 @@ def information_sufficiency(
     """
     from embedselect.metrics import knife
 
+    if estimator not in ESTIMATORS:
+        raise ConfigError(f"unknown sufficiency estimator {estimator!r}; choose from {', '.join(ESTIMATORS)}")
+    if estimator == "gaussian":
+        from embedselect.metrics.sufficiency_gaussian import gaussian_sufficiency
+
+        return gaussian_sufficiency(embeddings, seed=seed, settings=settings, device=device, **options)
     st, embs, excluded, names, ids, dev = _resolve(embeddings, seed, settings, run_keys, pair_cache, device, options)
     n = next(iter(embs.values())).shape[0]
     skey = st.key(seed)
@@ -204,7 +178,7 @@ def information_sufficiency(
     if excluded:
         names = [k for k in names if k not in excluded]
         if len(names) < 2:
-            raise _too_few_usable(excluded, names)
+            raise too_few_usable(excluded, names)
         all_pairs = [(s, t) for s in names for t in names if s != t]
         todo = [p for p in todo if p[0] in names and p[1] in names]
     new_cache: dict[str, dict[str, Any]] = {}
@@ -228,8 +202,6 @@ def _resolve(embeddings: Mapping[str, Any], seed: int, settings: SufficiencySett
                                                   dict[str, str], Any]:
     """Checked settings, usable candidates (normal-scored if asked), the ones left out, their names, cache ids
     and the torch device."""
-    import torch
-
     unknown = set(options) - {f.name for f in dataclasses.fields(SufficiencySettings)}
     if unknown:
         raise ConfigError(
@@ -237,7 +209,7 @@ def _resolve(embeddings: Mapping[str, Any], seed: int, settings: SufficiencySett
             f"{sorted([f.name for f in dataclasses.fields(SufficiencySettings)] + list(RUN_OPTIONS))}"
         )
     st = dataclasses.replace(settings or SufficiencySettings(), **options)
-    embs, excluded = _validate(embeddings)
+    embs, excluded = validate(embeddings)
     if st.normal_scores:
         embs = {k: normal_scores(v, derive_seed(seed, "normal-scores")) for k, v in embs.items()}
     names = list(embs)
@@ -248,13 +220,7 @@ def _resolve(embeddings: Mapping[str, Any], seed: int, settings: SufficiencySett
         if missing:
             raise ConfigError(f"run_keys has no entry for {missing}")
     ids = {k: (str(run_keys[k]) if run_keys is not None else f"name:{k}") for k in names}
-    try:
-        dev = torch.device(device)
-    except (RuntimeError, TypeError) as e:
-        raise ConfigError(f"invalid device {device!r}: {e}") from None
-    if dev.type == "cuda" and not torch.cuda.is_available():
-        raise ConfigError(f"device {device!r} requested but CUDA is not available; use device='cpu'")
-    return st, embs, excluded, names, ids, dev
+    return st, embs, excluded, names, ids, torch_device(device)
 
 
 @dataclass
@@ -389,14 +355,7 @@ def _assemble(embeddings: Mapping[str, Any], names: list[str], all_pairs: list[t
         mat.loc[s, t] = float(r["is"])
     scores = {s: float(np.median([mat.loc[s, t] for t in names if t != s])) if s in names else math.nan
               for s in every}
-    warnings = [f"{k} left out of information sufficiency (score NaN): {why}" for k, why in excluded.items()]
-    pool_warning = None
-    if len(names) < SMALL_POOL:
-        pool_warning = (
-            f"small pool ({len(names)} candidates): median information sufficiency depends on the other "
-            f"candidates and its rankings degrade with few of them (paper, appendix E.4); add candidates"
-        )
-        warnings.append(pool_warning)
+    warnings, pool_warning = pool_caveats(names, excluded)
     if n < 1000:
         warnings.append(
             f"only {n} reference items ({len(test)} in the test split): estimates are noisy "
@@ -422,17 +381,17 @@ def _assemble(embeddings: Mapping[str, Any], names: list[str], all_pairs: list[t
 def compute(ctx: MetricContext) -> MetricResult:
     """Metric entry point: median information sufficiency of every candidate (higher = better).
 
-    ``ctx.options`` may hold any :class:`SufficiencySettings` field plus ``batched`` and
-    ``max_batch_bytes``, and ``targets``: "models" (default: a candidate's score is the median of IS(candidate ->
+    ``ctx.options`` may hold ``estimator`` (one of :data:`ESTIMATORS`, default :data:`DEFAULT_ESTIMATOR`), that
+    estimator's settings (any :class:`SufficiencySettings` field plus ``batched`` and ``max_batch_bytes`` for KNIFE,
+    any :class:`~embedselect.metrics.sufficiency_gaussian.GaussianSettings` field for the Gaussian one), and
+    ``targets``: "models" (default: a candidate's score is the median of IS(candidate ->
     other) over the other candidates that are not reference points, ``ctx.references`` — the built-in baselines —
     when at least two are left, :func:`~embedselect.metrics.base.evidence`; the baselines are scored as sources) or
     "all" (over every other candidate, as before 2026-11-25). Pairs are cached in ``ctx.pair_cache`` keyed by the two
     run keys, the settings and the seed (whatever ``targets`` is).
     """
-    opts = dict(ctx.options or {})
-    targets = opts.pop("targets", "models")
-    if targets not in ("models", "all"):
-        raise ConfigError(f"sufficiency option 'targets' must be 'models' or 'all', got {targets!r}")
+    targets = (ctx.options or {}).get("targets", "models")
+    estimator, opts = estimator_options(ctx.options or {})
     run_opts = {k: opts.pop(k) for k in RUN_OPTIONS if k in opts}
     cache = ctx.pair_cache
     run_keys = ctx.run_keys if ctx.run_keys else None
@@ -441,10 +400,11 @@ def compute(ctx: MetricContext) -> MetricResult:
         run_keys, cache = None, None
     if cache is not None and run_keys is None:
         cache = None
-    res = information_sufficiency(
-        ctx.embeddings, seed=ctx.seed, run_keys=run_keys, pair_cache=cache, device=ctx.device,
-        **run_opts, **opts,
-    )
+    if estimator == "gaussian":
+        res = information_sufficiency(ctx.embeddings, estimator=estimator, seed=ctx.seed, device=ctx.device, **opts)
+    else:
+        res = information_sufficiency(ctx.embeddings, seed=ctx.seed, run_keys=run_keys, pair_cache=cache,
+                                      device=ctx.device, **run_opts, **opts)
     names = list(res.matrix.index)
     usable = [k for k in names if k not in res.excluded]
     consulted = [usable[i] for i in evidence(usable, ctx.references)] if targets == "models" else usable
@@ -484,9 +444,14 @@ def missing_pairs(run_keys: Mapping[str, str], pair_cache: PairCache, *, seed: i
     Args:
         run_keys: candidate name -> content key of its embedding run (as for :func:`information_sufficiency`).
         pair_cache: the :class:`PairCache` to look in.
-        seed, settings, options: as for :func:`information_sufficiency` (``batched`` / ``max_batch_bytes`` ignored).
+        seed, settings: as for :func:`information_sufficiency`.
+        options: the metric's options (:func:`estimator_options`; ``batched`` / ``max_batch_bytes`` ignored). The
+            Gaussian estimator caches no pairs: nothing is missing.
     """
-    opts = {k: v for k, v in options.items() if k not in RUN_OPTIONS}
+    estimator, opts = estimator_options(options)
+    if estimator != "knife":
+        return []
+    opts = {k: v for k, v in opts.items() if k not in RUN_OPTIONS}
     unknown = set(opts) - {f.name for f in dataclasses.fields(SufficiencySettings)}
     if unknown:
         raise ConfigError(f"unknown sufficiency option(s) {sorted(unknown)}")

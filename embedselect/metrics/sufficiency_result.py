@@ -82,7 +82,10 @@ def communities(matrix: pd.DataFrame, seed: int) -> list[list[str]]:
 def subsampled(settings: Mapping[str, Any]) -> dict[str, int]:
     """Which capped parts of the estimate used fewer rows than the data offer, and how many they used:
     ``test`` / ``val`` (splits held at max_test_items / max_val_items, the other rows train) and
-    ``marginal_fit`` (the EM fit of each marginal on at most marginal_max_items training rows)."""
+    ``marginal_fit`` (the EM fit of each marginal on at most marginal_max_items training rows); for the Gaussian
+    estimator, ``rows`` (a seeded sample of max_items rows)."""
+    if settings.get("estimator") == "gaussian":
+        return {"rows": int(settings["n_used"])} if settings["n_used"] < settings["n_items"] else {}
     n = settings["n_train"] + settings["n_val"] + settings["n_test"]
     out = {}
     for split in ("test", "val"):
