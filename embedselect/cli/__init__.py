@@ -15,12 +15,13 @@ import logging
 import os
 import sys
 import traceback
-from typing import Sequence
+from typing import Any, Sequence
 
 from embedselect.cli.common import format_table
 from embedselect.cli.examples import add_examples
 from embedselect.cli.rank import demo_candidates
 from embedselect.errors import EXIT_CODES, EmbedselectError
+from embedselect.publish.text import terminal
 
 GROUPS = ("rank", "cache", "hub", "search", "nightly", "publish")
 """Command groups, in the order ``--help`` lists them: modules of this package with ``register(subparsers)``."""
@@ -44,12 +45,39 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class TerminalText:
+    """stdout while a person reads it at a terminal: every write loses terminal control sequences and bidirectional
+    controls (:func:`embedselect.publish.text.terminal`); model names from the hub and the user's own data items are
+    untrusted text. Everything else is the wrapped stream's."""
+
+    def __init__(self, raw: Any) -> None:
+        self._raw = raw
+
+    def write(self, s: str) -> int:
+        return self._raw.write(terminal(s))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._raw, name)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command line; returns the exit status (see the module docstring)."""
+    raw = sys.stdout
+    if raw.isatty():
+        sys.stdout = TerminalText(raw)
     try:
         return _main(argv)
     except BrokenPipeError:  # also from argparse's --help / --version, before any command runs
         return closed_stdout()
+    finally:
+        sys.stdout = raw
+
+
+class _TerminalFormatter(logging.Formatter):
+    """Log lines on stderr without terminal control sequences (:class:`TerminalText`)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return terminal(super().format(record))
 
 
 def _main(argv: Sequence[str] | None) -> int:
@@ -58,7 +86,9 @@ def _main(argv: Sequence[str] | None) -> int:
     level = logging.WARNING
     if getattr(args, "verbose", False):
         level = logging.INFO
-    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_TerminalFormatter("%(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=level, handlers=[handler])
     if getattr(args, "quiet", False) or not sys.stderr.isatty():
         os.environ.setdefault("TQDM_DISABLE", "1")
     try:
@@ -98,7 +128,8 @@ def closed_stdout() -> int:
 
 
 def one_line(exc: BaseException, limit: int = 2000) -> str:
-    """An exception's message on one line (newlines and runs of spaces collapsed), at most ``limit`` characters."""
-    text = " ".join(str(exc).split()) or type(exc).__name__
+    """An exception's message on one line (newlines and runs of spaces collapsed, no terminal control sequences), at
+    most ``limit`` characters."""
+    text = " ".join(terminal(str(exc)).split()) or type(exc).__name__
     return text if len(text) <= limit else text[: limit - 1] + "…"
 

@@ -2,7 +2,8 @@
 
 Everything that can come from outside (model ids and revisions from the hub, file names, error messages,
 warnings) is untrusted: HTML gets :func:`esc`, a Markdown table cell gets :func:`md`, a file name gets
-:func:`safe_filename`, any other published text (badge messages, card metadata, JSON messages) gets :func:`clean`.
+:func:`safe_filename`, any other published text (badge messages, card metadata, JSON messages) gets :func:`clean`,
+and what the CLI writes for a person at a terminal gets :func:`terminal`.
 All of them go through :func:`clean` first: control characters and bidirectional / invisible format characters
 (U+202E RIGHT-TO-LEFT OVERRIDE and kin, which can make a published name read as another) never reach a reader.
 """
@@ -32,6 +33,17 @@ def clean(v: Any) -> str:
         elif cat not in ("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"):
             out.append(ch)
     return "".join(out)
+
+
+_BIDI_CONTROLS = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+
+
+def terminal(text: str) -> str:
+    """``text`` for a terminal: without control characters other than newline and tab (an ESC sequence in a model
+    name or a data item could move the cursor, retitle the window or hide what follows) and without bidirectional
+    controls (which make a name read as another). Other format characters stay (the zero-width joiner of an emoji
+    sequence), unlike :func:`clean`, since a person reads the exact data here."""
+    return "".join(ch for ch in text if ch in "\n\t" or (unicodedata.category(ch) != "Cc" and ch not in _BIDI_CONTROLS))
 
 
 def num(v: Any, digits: int = 4) -> str:
