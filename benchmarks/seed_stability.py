@@ -27,7 +27,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.validity_data import DATASETS, copy_pairs, load_pool  # noqa: E402
-from benchmarks.validity_pools import POOL_MODALITY, POOLS, _cache_dir, regret, signals, top_pick  # noqa: E402
+from benchmarks.validity_pools import POOL_MODALITY, POOLS, _cache_dir, pool_roles, regret, signals, top_pick  # noqa: E402
 from embedselect.aggregate import DEFAULT_METHOD, combine_ranks, copies_below_parents  # noqa: E402
 from benchmarks.validity_default import default_weights  # noqa: E402
 
@@ -44,12 +44,13 @@ def view_picks(name: str, pool: str, seeds: int, jobs: int, method: str = DEFAUL
         return None
     truth = {k: v["acc"] for k, v in json.loads(truth_path.read_text()).items() if k in vectors}
     weights = default_weights()
-    references = frozenset(e["name"] for e in entries if e.get("kind") == "baseline" and e["name"] in vectors)
+    references, families = pool_roles(entries, list(vectors))
     pairs = copy_pairs(entries, vectors, seed=0)
     tp_picks, picks, regrets, rhos = [], [], [], []
     zs: dict[str, list[np.ndarray]] = collections.defaultdict(list)  # signal -> per seed, its z-scores over the pool
     for s in range(seeds):
-        sig = signals(name, vectors, n=n, seed=s, metrics=list(weights), jobs=jobs, pool=pool, references=references)
+        sig = signals(name, vectors, n=n, seed=s, metrics=list(weights), jobs=jobs, pool=pool, references=references,
+                      families=families)
         scores = {m: r["scores"] for m, r in sig.items()}
         for m, sc in scores.items():
             v = np.array([sc[c] for c in sorted(vectors)], dtype=np.float64)

@@ -239,8 +239,24 @@ def ground_truth(name: str, y: np.ndarray, vectors: Mapping[str, np.ndarray], *,
     return {c: cache[c] for c in vectors}
 
 
+def pool_roles(entries: Sequence[Mapping[str, Any]], names: Sequence[str]) -> tuple[frozenset[str], dict[str, str]]:
+    """What ``select()`` tells the metrics about a pool (``MetricContext.references`` and ``.families``), from the
+    pool's ``candidates.json`` entries: the built-in baselines, and each candidate's family, the root of its ``parent``
+    chain (a variant by pooling, layer, resolution or max_length, and a truncated, quantised or distilled copy belong
+    to the model they come from, as :func:`embedselect.pipeline.families.pool_relations` groups them)."""
+    parent = {e["name"]: e.get("parent") for e in entries}
+    refs = frozenset(e["name"] for e in entries if e.get("kind") == "baseline" and e["name"] in names)
+
+    def root(c: str) -> str:
+        while parent.get(c) and parent[c] in names:
+            c = parent[c]
+        return c
+
+    return refs, {c: root(c) for c in names}
+
+
 def _metric_one(metric: str, vectors: Mapping[str, np.ndarray], keys: Mapping[str, str], seed: int,
-                references: frozenset[str] = frozenset()):
+                references: frozenset[str] = frozenset(), families: Mapping[str, str] | None = None):
     from threadpoolctl import threadpool_limits
 
     from embedselect.metrics.base import MetricContext, get_metric
@@ -249,7 +265,8 @@ def _metric_one(metric: str, vectors: Mapping[str, np.ndarray], keys: Mapping[st
     t0 = time.perf_counter()
     with threadpool_limits(limits=1):
         res = get_metric(base)(MetricContext(embeddings=dict(vectors), run_keys=dict(keys), seed=seed,
-                                             options=dict(options), references=references))
+                                             options=dict(options), references=references,
+                                             families=dict(families or {})))
     out = {"scores": {k: (float(v) if v is not None else None) for k, v in res.scores.items()},
            "seconds": round(time.perf_counter() - t0, 2)}
     if "matrix" in res.details:  # sufficiency's pairwise matrix (source -> target -> nats/dim), for variants of it
@@ -266,10 +283,11 @@ def metric_cache_name(metric: str) -> str:
 
 
 def signals(name: str, vectors: Mapping[str, np.ndarray], *, n: int, seed: int, metrics: Sequence[str],
-            jobs: int, pool: str = "all", references: frozenset[str] = frozenset()) -> dict[str, dict[str, Any]]:
+            jobs: int, pool: str = "all", references: frozenset[str] = frozenset(),
+            families: Mapping[str, str] | None = None) -> dict[str, dict[str, Any]]:
     """metric -> {"scores": {candidate: score}, "seconds": s}, cached per metric (and its code version) and named pool
     (recomputed when the pool's candidates changed). ``references``: the pool's built-in baselines, as ``select()``
-    marks them (:attr:`embedselect.metrics.base.MetricContext.references`)."""
+    marks them (:attr:`embedselect.metrics.base.MetricContext.references`); ``families``: :func:`pool_roles`."""
     d = _cache_dir(name, n, seed, pool)
     out, todo = {}, []
     for m in metrics:
@@ -282,7 +300,7 @@ def signals(name: str, vectors: Mapping[str, np.ndarray], *, n: int, seed: int, 
     if todo:
         keys = {c: f"{name}:{c}:n{n}:seed{seed}" for c in vectors}
         with ProcessPoolExecutor(max_workers=max(1, jobs)) as ex:
-            futs = {m: ex.submit(_metric_one, m, vectors, keys, seed, references) for m in todo}
+            futs = {m: ex.submit(_metric_one, m, vectors, keys, seed, references, families) for m in todo}
             for m, f in futs.items():
                 try:
                     out[m] = f.result()
@@ -334,8 +352,9 @@ def run_dataset(name: str, *, max_items: int, seed: int, folds: int, metrics: Se
     t0 = time.perf_counter()
     truth_full = ground_truth(name, y, vectors, n=n, seed=seed, folds=folds, jobs=jobs)
     truth = {c: r["acc"] for c, r in truth_full.items()}
-    references = frozenset(e["name"] for e in entries if e.get("kind") == "baseline")
-    sig = signals(name, vectors, n=n, seed=seed, metrics=metrics, jobs=jobs, pool=pool, references=references)
+    references, families = pool_roles(entries, list(vectors))
+    sig = signals(name, vectors, n=n, seed=seed, metrics=metrics, jobs=jobs, pool=pool, references=references,
+                  families=families)
     per_signal = {}
     for m, r in sig.items():
         rho, tau = correlations(r["scores"], truth)

@@ -4,7 +4,8 @@ A label-free comparator (a "wisdom of the pool" baseline, cf. mutual k-NN alignm
 2024): for every item, take its k nearest neighbours by cosine similarity in each candidate; the
 agreement of candidates a and b is the mean over items of ``|N_a(i) ∩ N_b(i)| / k``. A candidate's
 score is its mean agreement with the other candidates that are evidence about the data — not the built-in
-baselines (``MetricContext.references``) — (higher is better), in [0, 1].
+baselines (``MetricContext.references``), each family of variants and copies of one model counting once
+(``MetricContext.families``) — (higher is better), in [0, 1].
 
 The pairwise matrix is in ``details['agreement']``; reference points that agree with the models as much as the
 models agree with each other are named in ``details['central_references']`` with a warning
@@ -21,7 +22,7 @@ import numpy as np
 
 from embedselect.arrays import check_embeddings
 from embedselect.errors import ConfigError, MetricError, TooFewItemsError
-from embedselect.metrics.base import MIN_ITEMS, MetricContext, MetricResult, evidence, unusable_reason
+from embedselect.metrics.base import MIN_ITEMS, MetricContext, MetricResult, evidence, family_weights, unusable_reason
 from embedselect.metrics.kernels import as_matrix
 from embedselect.nn import knn
 from embedselect.nn_device import faiss_has_gpu
@@ -118,11 +119,12 @@ def compute(ctx: MetricContext) -> MetricResult:
             nbs.append(knn_indices(a[sub], k, what=f"embeddings[{key!r}]"))
     g = agreement_matrix(nbs)
     members = evidence(keys, ctx.references) if opt["compare_with"] == "models" else list(range(len(keys)))
-    scores = {key: float(np.mean([g[i, j] for j in members if j != i])) for i, key in enumerate(keys)}
+    weight = dict(zip(members, family_weights(keys, members, ctx.families)))  # one family, one vote
+    scores = {key: _weighted_mean({j: g[i, j] for j in members if j != i}, weight) for i, key in enumerate(keys)}
     details: dict[str, Any] = {"k": k, "n_items": len(sub), "knn_device": knn_device,
                "compared_with": [keys[j] for j in members],
                "agreement": {a: {b: float(g[i, j]) for j, b in enumerate(keys)} for i, a in enumerate(keys)}}
-    central = central_references(g, keys, members)
+    central = central_references(g, keys, members, weight)
     if central:
         details["central_references"] = central
         details["warnings"] = [central_warning(central)]
@@ -132,9 +134,17 @@ def compute(ctx: MetricContext) -> MetricResult:
     return MetricResult(name="nn_agreement", scores=scores, details=details)
 
 
-def central_references(g: np.ndarray, keys: list[str], members: list[int]) -> dict[str, float]:
+def _weighted_mean(values: dict[int, float], weight: dict[int, float]) -> float:
+    """Mean of ``values`` (index -> value) with the weights of those indices."""
+    w = np.array([weight[j] for j in values])
+    return float(np.dot(w, list(values.values())) / w.sum())
+
+
+def central_references(g: np.ndarray, keys: list[str], members: list[int],
+                       weight: dict[int, float] | None = None) -> dict[str, float]:
     """The candidates outside ``members`` (the reference points) whose mean agreement with the members is at least
     the members' mean agreement with each other: reference -> that ratio (>= 1). Empty when fewer than two members.
+    Means weigh each member by ``weight`` (index -> weight; default 1), pairs of members by the product.
 
     Why: the pool-relative metrics consult the models only, on the grounds that a built-in baseline learned nothing
     about the data. When a baseline's neighbourhoods are as close to every model's as the models' are to each other,
@@ -143,10 +153,12 @@ def central_references(g: np.ndarray, keys: list[str], members: list[int]) -> di
     """
     if len(members) < 2:
         return {}
-    among = float(np.mean([g[i, j] for i in members for j in members if i != j]))
+    w = weight or {j: 1.0 for j in members}
+    pairs = {(i, j): w[i] * w[j] for i in members for j in members if i != j}
+    among = sum(p * g[i, j] for (i, j), p in pairs.items()) / sum(pairs.values())
     out = {}
     for r in (i for i in range(len(keys)) if i not in members):
-        with_models = float(np.mean([g[r, j] for j in members]))
+        with_models = _weighted_mean({j: g[r, j] for j in members}, w)
         if among > 0 and with_models >= among:
             out[keys[r]] = round(with_models / among, 3)
     return out

@@ -14,7 +14,14 @@ from typing import Any, Callable, Mapping, Protocol
 import numpy as np
 
 from embedselect.arrays import BLOCK_ELEMENTS, nonfinite_rows, row_blocks  # noqa: F401 - re-exported for the metrics
-from embedselect.metrics.pool import CONSTANT_RTOL, MIN_EVIDENCE, evidence, unusable_reason  # noqa: F401 - re-exported
+from embedselect.metrics.pool import (  # noqa: F401 - re-exported
+    CONSTANT_RTOL,
+    MIN_EVIDENCE,
+    evidence,
+    family_weights,
+    unusable_reason,
+    weighted_median,
+)
 
 
 class PairCache(Protocol):
@@ -48,6 +55,10 @@ class MetricContext:
             baselines (TF-IDF + SVD, random projections, pixel PCA). Every metric scores them; a metric that judges
             a candidate by the rest of the pool (a consensus prior, agreement with the others) consults only the
             other candidates (:func:`evidence`).
+        families: candidate key -> family key: the variants of one model (other pooling, layer, resolution or
+            max_length of the same weights) and its copies (quantised, truncated, or distilled as its card declares)
+            share one. A metric that consults the pool weighs each consulted candidate by 1 / its family's size
+            (:func:`family_weights`: one family, one vote). A candidate not named is a family of its own.
     """
 
     embeddings: Mapping[str, np.ndarray]
@@ -58,6 +69,7 @@ class MetricContext:
     pair_cache: PairCache | None = None
     device: str = "cpu"
     references: frozenset[str] = frozenset()
+    families: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass

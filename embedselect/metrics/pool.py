@@ -1,10 +1,14 @@
 """The rules every metric applies to the pool before it computes: which candidates can be scored at all
-(:func:`unusable_reason`) and which are consulted as evidence about the data (:func:`evidence`).
+(:func:`unusable_reason`), which are consulted as evidence about the data (:func:`evidence`) and how much each of
+those weighs (:func:`family_weights`).
 
 Part of every metric's code version (``metrics.base._SHARED_CODE``): a change here recomputes every cached result.
 """
 
 from __future__ import annotations
+
+from collections import Counter
+from typing import Mapping, Sequence
 
 import numpy as np
 
@@ -65,3 +69,42 @@ def evidence(keys: list[str], references: frozenset[str] | set[str]) -> list[int
     """
     members = [i for i, k in enumerate(keys) if k not in references]
     return members if len(members) >= MIN_EVIDENCE else list(range(len(keys)))
+
+
+def family_weights(keys: list[str], members: list[int], families: Mapping[str, str] | None) -> np.ndarray:
+    """How much each consulted candidate weighs as evidence: one family, one vote.
+
+    Args:
+        keys: the candidates, in the metric's order.
+        members: indices into ``keys`` of the candidates consulted (:func:`evidence`).
+        families: candidate -> family key (:attr:`embedselect.metrics.base.MetricContext.families`); a candidate it
+            does not name is a family of its own.
+
+    Returns:
+        float64 (len(members),): 1 / the number of members in the candidate's family (all 1 when every member is a
+        family of its own).
+
+    Why: variants of one model (another pooling, layer, resolution or max_length of the same weights) and the copies
+    of it (a quantisation, a distillation its card declares) are not independent witnesses of what matters in the
+    data. Counted one by one, a family of three outvotes a stronger model that came alone: on the validity
+    benchmark's text pools (mpnet against MiniLM with its CLS pooling and its model2vec distillation) every pool
+    signal then picked MiniLM (docs/benchmarks.md §4h).
+    """
+    fam = [(families or {}).get(keys[i], keys[i]) for i in members]
+    size = Counter(fam)
+    return np.array([1.0 / size[f] for f in fam], dtype=np.float64)
+
+
+def weighted_median(values: Sequence[float], weights: Sequence[float]) -> float:
+    """The median of ``values`` with ``weights`` (> 0): the value at which the cumulative weight of the sorted values
+    reaches half the total, the mean of the two values around it when it reaches half exactly between them (so equal
+    weights give :func:`numpy.median`)."""
+    v = np.asarray(values, dtype=np.float64)
+    w = np.asarray(weights, dtype=np.float64)
+    order = np.argsort(v, kind="stable")
+    v, w = v[order], w[order]
+    cum = np.cumsum(w) / w.sum()
+    i = int(np.searchsorted(cum, 0.5 - 1e-12))
+    if abs(cum[i] - 0.5) <= 1e-12 and i + 1 < len(v):
+        return float((v[i] + v[i + 1]) / 2)
+    return float(v[i])

@@ -29,7 +29,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from embedselect.errors import ConfigError, MetricError, TooFewItemsError
-from embedselect.metrics.base import MIN_ITEMS, MetricContext, MetricResult, evidence, unusable_reason
+from embedselect.metrics.base import MIN_ITEMS, MetricContext, MetricResult, evidence, family_weights, unusable_reason
 from embedselect.metrics.kernels import kernel_factor, label_factor, sum_kernel_factor, torch_device
 from embedselect.metrics.taskprior_moments import (
     DEFAULT_TAU,
@@ -110,20 +110,25 @@ def _balanced_weights(g: np.ndarray, power: float = _BALANCE_POWER) -> np.ndarra
     return 1.0 / np.sum(cka**power, axis=1)
 
 
+def _member_weights(kind: str, zs: list[np.ndarray], members: list[int], fam: np.ndarray) -> np.ndarray:
+    """Weights (len(members),) of the members' kernels in a pool prior: one family, one vote (``fam``,
+    :func:`~embedselect.metrics.base.family_weights`), times the redundancy weights for "balanced"."""
+    return _balanced_weights(_cross_gram([zs[i] for i in members])) * fam if kind == "balanced" else fam
+
+
 def _prior_factor(kind: str, zs: list[np.ndarray], c: int | None, labels_z: np.ndarray | None,
-                  members: list[int]) -> np.ndarray:
+                  members: list[int], fam: np.ndarray) -> np.ndarray:
     """Factor (n, D) of the unit-Frobenius prior kernel used for candidate ``c``; a pool prior sums the kernels of
-    ``members`` only (the candidates that are evidence, :func:`~embedselect.metrics.base.evidence`)."""
+    ``members`` only (the candidates that are evidence, :func:`~embedselect.metrics.base.evidence`), weighted by
+    :func:`_member_weights`."""
     if kind == "labels":
         assert labels_z is not None, "kind 'labels' comes with the label factor"
         return labels_z
     if kind.startswith("candidate:"):
         return zs[int(kind.split(":", 1)[1])]
-    if kind == "balanced":
-        w = _balanced_weights(_cross_gram([zs[i] for i in members]))
-        return sum_kernel_factor([zs[i] * math.sqrt(wk) for i, wk in zip(members, w)], normalize=True)
-    chosen = [zs[i] for i in members if not (kind == "loo" and i == c)]
-    return sum_kernel_factor(chosen, normalize=True)
+    w = _member_weights(kind, zs, members, fam)
+    return sum_kernel_factor([zs[i] * math.sqrt(wk) for i, wk in zip(members, w) if not (kind == "loo" and i == c)],
+                             normalize=True)
 
 
 def compute(ctx: MetricContext) -> MetricResult:
@@ -212,14 +217,15 @@ def compute(ctx: MetricContext) -> MetricResult:
         warnings.append(pool_warning)
     prior_name = kind if not kind.startswith("candidate:") else f"candidate:{keys[int(kind.split(':')[1])]}"
     members = evidence(keys, ctx.references) if opt["prior_from"] == "models" else list(range(m))
-    columns, details = _moments(ctx, opt, keys, zs, kind, labels_z, n, n_all, prior_name, members)
+    fam = family_weights(keys, members, ctx.families)
+    columns, details = _moments(ctx, opt, keys, zs, kind, labels_z, n, n_all, prior_name, members, fam)
     if kind in ("consensus", "loo", "balanced"):
         details["prior_members"] = [keys[i] for i in members]
     if moment_rows is not None:
         details["subsampled"] = {"moments": n}
     if opt["probes"]:
         assert sub is not None  # drawn above when probes are on
-        _probes(ctx, opt, keys, zsub, kind, sub, n_all, columns, details, members)
+        _probes(ctx, opt, keys, zsub, kind, sub, n_all, columns, details, members, fam)
     return _finish(opt, columns, details, excluded, warnings, pool_warning)
 
 
@@ -331,7 +337,7 @@ def _resolve_prior(ctx: MetricContext, prior_opt: Any, keys: list[str], excluded
 
 def _moments(ctx: MetricContext, opt: Mapping[str, Any], keys: list[str], zs: list[np.ndarray], kind: str,
              labels_z: np.ndarray | None, n: int, n_all: int, prior_name: str,
-             members: list[int]) -> tuple[dict[str, dict[str, float]], dict[str, Any]]:
+             members: list[int], fam: np.ndarray) -> tuple[dict[str, dict[str, float]], dict[str, Any]]:
     """The closed-form moments' columns (mean, var, alignment per candidate) and the details they start."""
     m = len(keys)
     temperature = resolve_temperature(n, temperature=opt["temperature"], tau=opt["tau"])
@@ -341,7 +347,7 @@ def _moments(ctx: MetricContext, opt: Mapping[str, Any], keys: list[str], zs: li
     if kind in ("consensus", "loo", "balanced"):
         g = _cross_gram(zs)
         wts = np.zeros(m)  # only the members (the evidence) weigh in the pool's prior
-        wts[members] = _balanced_weights(g[np.ix_(members, members)]) if kind == "balanced" else 1.0
+        wts[members] = (_balanced_weights(g[np.ix_(members, members)]) if kind == "balanced" else 1.0) * fam
         if kind in ("consensus", "balanced"):
             prior = Prior("sum", weights=[float(v) for v in wts], scale=1.0 / math.sqrt(float(wts @ g @ wts)))
             if kind == "balanced":
@@ -384,7 +390,8 @@ def _moments(ctx: MetricContext, opt: Mapping[str, Any], keys: list[str], zs: li
 
 
 def _probes(ctx: MetricContext, opt: Mapping[str, Any], keys: list[str], zsub: list, kind: str, sub: np.ndarray,
-            n_all: int, columns: dict[str, dict[str, float]], details: dict[str, Any], members: list[int]) -> None:
+            n_all: int, columns: dict[str, dict[str, float]], details: dict[str, Any], members: list[int],
+            fam: np.ndarray) -> None:
     """Sample tasks from the prior on the probe subsample, train probes on them, and add the probe columns and
     details."""
     from embedselect.metrics.probes import probe_splits, probe_tasks
@@ -402,7 +409,7 @@ def _probes(ctx: MetricContext, opt: Mapping[str, Any], keys: list[str], zsub: l
     task_acc: dict[str, list[float]] = {}  # candidate -> held-out accuracy per sampled task (for plots)
     for c, k in enumerate(keys):
         if per_cand_prior or tasks_shared is None:
-            zp = _prior_factor(kind, zsub, c, lz, members)
+            zp = _prior_factor(kind, zsub, c, lz, members, fam)
             tasks = sample_tasks_from_factor(zp, n_tasks, q, temperature=t_sub,
                                              seed=int(np.random.default_rng([ctx.seed, 4, c if per_cand_prior else 0]).integers(2**31)))
             if not per_cand_prior:

@@ -69,10 +69,10 @@ def competition_rank(r: float | None) -> Any:
 
 
 def metric_key(metric: str, run_keys: Mapping[str, str], options: Mapping[str, Any], seed: int, labels, *,
-               references: frozenset[str] = frozenset()) -> str:
+               references: frozenset[str] = frozenset(), families: Mapping[str, str] | None = None) -> str:
     """Cache key of a whole metric result: the metric, embedselect's version and metric code, the options, the
-    seed, the embedding runs it read (by candidate name), which of them are reference points and, only for a label
-    prior, the labels."""
+    seed, the embedding runs it read (by candidate name), which of them are reference points, which share a family
+    and, only for a label prior, the labels."""
     from embedselect.version import __version__
 
     payload = {
@@ -83,6 +83,7 @@ def metric_key(metric: str, run_keys: Mapping[str, str], options: Mapping[str, A
         "seed": seed,
         "runs": sorted(run_keys.items()),
         "references": sorted(references),
+        "families": sorted((families or {}).items()),
         "labels": hashlib.sha256(json.dumps([str(x) for x in labels]).encode()).hexdigest()
         if labels is not None
         else None,
@@ -150,6 +151,9 @@ class RunContext:
         timings: wall seconds per candidate, per metric, of the validation and in total.
         cards: candidate name -> (model id, the names a model card may call it by, what its own card declares:
             a :class:`~embedselect.candidates.card.CardOrigin` or None), for every resolved candidate.
+        copies: the embedded candidates' copy pairs (:class:`~embedselect.metrics.copies.DerivedCopy`) and
+        families: candidate name -> family key (:func:`embedselect.pipeline.families.pool_relations`), both found
+            before the metrics.
     """
 
     ref: Any
@@ -176,6 +180,8 @@ class RunContext:
     pool_notes: list[str] = field(default_factory=list)
     timings: dict[str, Any] = field(default_factory=dict)
     cards: dict[str, tuple[str, tuple[str, ...], Any]] = field(default_factory=dict)
+    copies: list[Any] = field(default_factory=list)
+    families: dict[str, str] = field(default_factory=dict)
 
     @property
     def results(self) -> list[CandidateResult]:

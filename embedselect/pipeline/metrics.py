@@ -12,6 +12,7 @@ from embedselect.kinds import is_baseline_id
 from embedselect.metrics.base import MetricContext, MetricResult, available_metrics, get_metric
 from embedselect.ranking import rank_scores, to_jsonable
 from embedselect.pipeline.context import RunContext, competition_rank, metric_key, num
+from embedselect.pipeline.families import pool_relations
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +60,10 @@ def metrics_stage(ctx: RunContext) -> None:
     run_keys = {r.name: r.run_key or "" for r in results if r.ok}  # an ok result always has its run key
     by_name = {r.name: r for r in results}
     references = frozenset(r.name for r in results if r.ok and is_baseline_id(r.model_id))
+    ctx.copies, ctx.families = pool_relations(ctx)
+    shared = {f: [n for n, g in ctx.families.items() if g == f] for f in set(ctx.families.values())}
+    if any(len(v) > 1 for v in shared.values()):  # who counted once in the pool's evidence (JSON: details.families)
+        ctx.details["families"] = {f: v for f, v in sorted(shared.items()) if len(v) > 1}
     for m in ctx.metrics:
         opts = ctx.metric_options.get(m, {})
         mctx = MetricContext(
@@ -70,6 +75,7 @@ def metrics_stage(ctx: RunContext) -> None:
             pair_cache=ctx.store,
             device=ctx.device,
             references=references,
+            families={k: v for k, v in ctx.families.items() if k in ok},
         )
         t_metric = time.perf_counter()
         with ctx.bar.stage(f"metric {m}"):
@@ -110,7 +116,7 @@ def _run_metric(m: str, mctx: MetricContext, ctx: RunContext, *, run_keys: Mappi
     when asked; None (with a warning) when the metric cannot be computed."""
     fn = get_metric(m)
     mkey = metric_key(m, run_keys, opts, ctx.seed, ctx.ref.labels if mctx.labels is not None else None,
-                      references=mctx.references)
+                      references=mctx.references, families=mctx.families)
     cached = ctx.store.get_metric_result(mkey)
     if cached is not None:
         mr = MetricResult(**cached)

@@ -42,9 +42,6 @@ def _rank_stage(ctx: RunContext) -> Any:
         the :class:`~embedselect.aggregate.Decision`.
     """
     from embedselect.aggregate import MIN_POOL, combine_ranks, copies_below_parents, decide
-    from embedselect.backends.base import vector_options
-    from embedselect.metrics.copies import pool_copies
-
     by_name = {r.name: r for r in ctx.results}
     full_weights = {m: float((ctx.weights or {}).get(m, get_spec(m).weight)) for m in ctx.per_metric}
     if not ctx.weights and not any(full_weights.values()):
@@ -53,15 +50,9 @@ def _rank_stage(ctx: RunContext) -> Any:
     ctx.combined_weights = full_weights
     combined = combine_ranks(ctx.per_metric, weights=full_weights, method=DEFAULT_METHOD)
     # a quantised or truncated copy of another candidate never ranks above it, and its parent takes its score
-    # when it was higher (data processing inequality: the parent is at least as good)
-    # what the specs say first: another pooling, max_length, resolution or layer of one model is a variant, not a copy
-    origins = {c.name: (by_name[c.name].model_id, by_name[c.name].revision, vector_options(c.options))
-               for c in ctx.candidates if c.name in by_name}
-    # what the vectors cannot show, the cards say: a model2vec distillation or a quantisation of a pool member
-    identities = {n: (model, aliases, not origins[n][2]) for n, (model, aliases, _) in ctx.cards.items()
-                  if n in combined and n in origins}  # fmt: skip
-    copies = pool_copies({n: ctx.vectors[n] for n in combined if n in ctx.vectors}, seed=ctx.seed, origins=origins,
-                         cards={n: ctx.cards[n][2] for n in identities}, identities=identities)
+    # when it was higher (data processing inequality: the parent is at least as good); the copies were found before
+    # the metrics (pipeline.families.pool_relations)
+    copies = [d for d in ctx.copies if d.copy in combined and d.parent in combined]
     combined, moved = copies_below_parents(combined, [(d.copy, d.parent) for d in copies])
     ctx.details["copies"] = {"pairs": [d.to_dict() for d in copies], "moved_below_parent": [list(p) for p in moved]}
     for c, p in moved:
