@@ -340,9 +340,14 @@ def main(argv: list[str] | None = None) -> int:
                     help="compare the option families of FAMILIES by LODO (needs their signals cached) and exit")
     ap.add_argument("--families", nargs="+", choices=list(FAMILIES), default=list(FAMILIES),
                     help="with --variants: the families compared (default: all)")
+    ap.add_argument("--require-sufficiency", action="store_true",
+                    help="leave sufficiency weight 0 out of the grid: the mission ranks by task prior statistics and "
+                         "median information sufficiency, so a default without sufficiency is not a candidate")
     ap.add_argument("--metric-seeds", type=int, default=0,
                     help="LODO over the views read once per metric seed 0..K-1 (seed_stability.py's caches) and exit")
     a = ap.parse_args(argv)
+    if a.require_sufficiency:
+        GRID["sufficiency"] = tuple(w for w in GRID["sufficiency"] if w > 0)
     if a.metric_seeds:
         return over_metric_seeds(a.datasets, a.max_items, a.metric_seeds, tuple(a.pools))
     if a.second_truth:

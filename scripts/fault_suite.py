@@ -57,6 +57,7 @@ AREAS: dict[str, str] = {
     "test_cache_keys": "cache",
     "test_store_corrupt": "cache",
     "test_cli_pipes": "ranking and CLI (issue 14's own pass)",
+    "test_terminal_text": "ranking and CLI (issue 14's own pass)",
     "test_search_query": "ranking and CLI (issue 14's own pass)",
     "test_progress_pty": "ranking and CLI (issue 14's own pass)",
     "test_data_encodings": "data loading",

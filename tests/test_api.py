@@ -315,14 +315,14 @@ def test_a_truncated_copy_ranks_below_its_parent_who_takes_its_score(tmp_path, c
 
 def test_default_metrics_weights_and_method_are_the_benchmark_choice():
     """The defaults live in one place each (DEFAULT_METRICS, the specs' weights, DEFAULT_METHOD) and are the
-    leave-one-dataset-out choice of docs/benchmarks.md §4f."""
+    leave-one-dataset-out choice of docs/benchmarks.md §4f-h."""
     from embedselect.aggregate import DEFAULT_METHOD
     from embedselect.metrics.base import get_spec
 
     assert api.DEFAULT_METRICS == ("task_prior", "sufficiency", "nn_agreement", "rankme")
     assert {m: get_spec(m).weight for m in api.DEFAULT_METRICS} == {
         "task_prior": 1.0, "sufficiency": 0.25, "nn_agreement": 0.5, "rankme": 0.5}
-    assert DEFAULT_METHOD == "mean-z"
+    assert DEFAULT_METHOD == "mean-rank"
 
 
 def _weight_0(monkeypatch, metric: str) -> None:

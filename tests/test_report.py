@@ -86,7 +86,7 @@ def test_html_says_what_the_score_is_and_its_weights(tmp_path):
                            column="text", labels="label", metrics=["task_prior", "rankme"], cache_dir=tmp_path / "c",
                            weights={"rankme": 0.5})  # fmt: skip
     html = to_html(r, plots=False)
-    assert "weighted mean z-score" in html and "task_prior × 1" in html and "rankme × 0.5" in html
+    assert "weighted mean rank (1 = first in every metric)" in html and "task_prior × 1" in html and "rankme × 0.5" in html
     # a metric that scored no candidate (rankme capped by the item count for every one) is not said to be in the score
     capped = embedselect.select(str(sample_path("texts")), ["tfidf-svd", "random-projection"], column="text",
                                 metrics=["task_prior", "rankme"], cache_dir=tmp_path / "c")  # fmt: skip

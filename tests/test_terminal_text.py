@@ -37,6 +37,7 @@ def test_the_table_on_a_terminal_shows_a_hostile_name_without_its_escape(monkeyp
     assert sys.stdout is out  # restored after the command
 
 
+@pytest.mark.fault
 def test_an_error_message_loses_its_escape_too(capsys, tmp_path):
     assert cli.one_line(ValueError("bad\x1b[2J\n  thing\u202e")) == "bad[2J thing"
     code = cli.main(["rank", str(tmp_path / "no\x1b[2Jsuch.csv"), "-m", "tfidf-svd"])

@@ -202,8 +202,8 @@ for _spec in (
                      "embedselect.metrics.sufficiency_gaussian", "embedselect.metrics.knife", "embedselect.metrics.knife.prepare",
                      "embedselect.metrics.knife.mixture", "embedselect.metrics.knife.engine")),
     # label-free comparators from the literature (docs/benchmarks.md §4); the default weights (task_prior 1,
-    # sufficiency 0.25, nn_agreement 0.5, rankme 0.5; mean z-scores) were chosen by leave-one-dataset-out on the
-    # validity benchmark's 16 datasets, 43 views (docs/benchmarks.md §4f-g)
+    # sufficiency 0.25, nn_agreement 0.5, rankme 0.5; mean ranks) were chosen by leave-one-dataset-out on the
+    # validity benchmark's 16 datasets, 43 views (docs/benchmarks.md §4f-h)
     MetricSpec("rankme", "embedselect.metrics.spectral:compute_rankme", weight=0.5,
                description="RankMe effective rank (comparator; part of the default combination)"),
     MetricSpec("alpha_req", "embedselect.metrics.spectral:compute_alpha_req",
@@ -219,9 +219,10 @@ for _spec in (
 
 DEFAULT_METRICS = ("task_prior", "sufficiency", "nn_agreement", "rankme")
 """The default label-free metrics; with their specs' weights and :data:`embedselect.aggregate.DEFAULT_METHOD` they are
-the combination chosen by leave-one-dataset-out on the validity benchmark (docs/benchmarks.md §4f-g: task_prior 1,
-sufficiency 0.25, nn_agreement 0.5, rankme 0.5, mean z-scores; with task_prior's probes over several splits (§4g) the
-LODO over 43 views x 5 metric seeds chose it for 170 of 215 held-out (view, seed) pairs; the pool's built-in baselines are not evidence)."""
+the combination chosen by leave-one-dataset-out on the validity benchmark (docs/benchmarks.md §4f-h: task_prior 1,
+sufficiency 0.25, nn_agreement 0.5, rankme 0.5, mean ranks; with each family of variants and copies counted once in
+the pool's evidence (§4h) the LODO over 43 views x 5 metric seeds, sufficiency's weight > 0, chose it for 185 of 215
+held-out (view, seed) pairs; the pool's built-in baselines are not evidence)."""
 
 
 class _MinItems(abc.Mapping):
