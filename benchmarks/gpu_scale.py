@@ -128,6 +128,8 @@ def section_e2e(dev: str, ci: bool, work: Path) -> list[dict[str, Any]]:
                 host, gpu = mem.peaks(t0, t1)
                 stages.append({"stage": label, "seconds": t1 - t0, "peak_host_mib": host, "peak_gpu_mib": gpu,
                                "peak_torch_mib": torch.cuda.max_memory_allocated() / 2**20 if cuda else None})
+                # each stage as it ends, so a run stopped at a time limit still shows how far it got
+                print(f"e2e: {label}: {t1 - t0:.2f} s", flush=True)
             return block()
 
         @contextlib.contextmanager
@@ -255,4 +257,6 @@ def section_faiss_scale(dev: str, ci: bool) -> list[dict[str, Any]]:
                          f"(>= {'0.999' if exact else '0.9'})",
                 "ok": bool(ok),
             })  # fmt: skip
+            print(f"faiss_scale: {rows[-1]['case']}: build {cb:.2f}/{db:.2f} s, search {cs:.3f}/{ds:.3f} s (CPU/device), "
+                  f"{rows[-1]['check']}", flush=True)
     return rows

@@ -32,7 +32,20 @@ import numpy as np
 
 from embedselect.arrays import check_embeddings
 from embedselect.errors import ConfigError, MetricError
-from embedselect.nn_device import GPU_MAX_K, describe, faiss_has_gpu, faiss_module, gpu_ids, gpu_smoke_test, to_cpu, to_gpus
+from embedselect.nn_device import (
+    GPU_MAX_K,
+    IVF_NPROBE,
+    RECALL_SAMPLE,
+    describe,
+    faiss_has_gpu,
+    faiss_module,
+    gpu_ids,
+    gpu_smoke_test,
+    to_cpu,
+    to_gpus,
+    trained_ivf,
+    tune_nprobe,
+)
 
 log = logging.getLogger(__name__)
 _faiss = faiss_module
@@ -43,10 +56,6 @@ APPROX_THRESHOLD = 200_000
 HNSW_M = 32
 HNSW_EF_CONSTRUCTION = 80
 HNSW_EF_SEARCH = 128
-IVF_NPROBE = 64
-"""Inverted lists an approximate GPU (IVF) index visits per query."""
-RECALL_SAMPLE = 256
-"""Queries on which an approximate :func:`knn` measures its own recall against exact search."""
 RECALL_WARN = 0.9
 _QUERY_BLOCK = 16_384
 
@@ -100,7 +109,8 @@ def build_index(
             n <= ``threshold``.
         device: ``"cpu"``, ``"cuda"`` (every visible GPU, sharded) or ``"cuda:N"``; CPU when FAISS has no GPU.
         hnsw_m, ef_construction, ef_search: HNSW graph degree and beam widths (build, search).
-        nprobe: inverted lists visited per query (GPU IVF); seed: the IVF training sample's seed.
+        nprobe: inverted lists visited per query (GPU IVF) at first; raised until the index reaches
+            :data:`~embedselect.nn_device.IVF_RECALL` on sampled rows. seed: the IVF training and tuning samples' seed.
         prepared: ``x`` already went through :func:`prepare` (skip the copy).
 
     Returns:
@@ -117,7 +127,7 @@ def build_index(
     if use_exact:
         index = faiss.IndexFlatIP(d) if ftype == faiss.METRIC_INNER_PRODUCT else faiss.IndexFlatL2(d)
     elif gpus:
-        index = _trained_ivf(xs, ftype, gpus[0], nprobe=nprobe, seed=seed)
+        index = trained_ivf(xs, ftype, gpus[0], nprobe=nprobe, seed=seed)
     else:
         index = faiss.IndexHNSWFlat(d, int(hnsw_m), ftype)
         index.hnsw.efConstruction = int(ef_construction)
@@ -125,27 +135,12 @@ def build_index(
     if gpus:
         index = to_gpus(index, gpus)
     index.add(xs)
+    if not use_exact and gpus:
+        tune_nprobe(index, xs, ftype, start=nprobe, seed=seed)
     # plain Python attributes on the SWIG proxy (FAISS's own __setattr__ refuses names it does not know)
     object.__setattr__(index, "embedselect_device", describe(gpus))
     object.__setattr__(index, "embedselect_exact", use_exact)
     return index
-
-
-def _trained_ivf(xs: np.ndarray, ftype: int, gpu: int, *, nprobe: int, seed: int):
-    """A trained, empty CPU ``IndexIVFFlat`` (about 4·sqrt(n) lists, k-means on GPU ``gpu`` over a seeded sample of
-    at most 64 rows per list), ready to be cloned onto the GPUs."""
-    faiss = _faiss()
-    n, d = xs.shape
-    nlist = int(max(1, min(4 * np.sqrt(n), n // 39)))
-    quantizer = faiss.IndexFlatIP(d) if ftype == faiss.METRIC_INNER_PRODUCT else faiss.IndexFlatL2(d)
-    ivf = faiss.IndexIVFFlat(quantizer, d, nlist, ftype)
-    ivf.nprobe = int(min(nprobe, nlist))
-    rows = np.random.default_rng(seed).choice(n, size=min(n, 64 * nlist), replace=False)
-    on_gpu = to_gpus(ivf, [gpu])
-    on_gpu.train(np.ascontiguousarray(xs[np.sort(rows)]))
-    trained = faiss.index_gpu_to_cpu(on_gpu)
-    trained.nprobe = ivf.nprobe
-    return trained
 
 
 def is_exact(index) -> bool:

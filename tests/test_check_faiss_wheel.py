@@ -114,3 +114,28 @@ def test_a_wheel_passes_only_when_every_fat_binary_runs_on_sm_90(tmp_path, capsy
 def test_a_missing_file_is_a_usage_error(tmp_path, capsys):
     assert _checker().main([str(tmp_path / "nope.whl")]) == 2
     assert "no such file" in capsys.readouterr().err
+
+
+def test_strip_fatbin_keeps_only_one_architectures_sass_and_every_header(tmp_path):
+    """benchmarks/gpu_session/strip_fatbin.py (transport to a lent GPU): sm_90 SASS payloads stay byte for byte,
+    the others are zeroed, the checker still lists every entry, and a fat binary without sm_90 SASS keeps its PTX."""
+    checker = _checker()
+    spec = importlib.util.spec_from_file_location("strip_fatbin", ROOT / "benchmarks" / "gpu_session" / "strip_fatbin.py")
+    strip = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(strip)
+
+    def entry(kind, arch):
+        return _entry(kind, arch, payload=bytes([arch]) * 24)
+
+    def fatbin(entries):
+        body = b"".join(entry(k, a) for k, a in entries)
+        return struct.pack("<IHHQ", 0xBA55ED50, 1, 16, len(body)) + body
+
+    lib = tmp_path / "libfaiss.so"
+    lib.write_bytes(_elf({".text": b"\x90" * 32, ".nv_fatbin": fatbin([(2, 80), (2, 90), (1, 90)]) + fatbin([(2, 80), (1, 90)])}))
+    out = tmp_path / "stripped.so"
+    assert strip.main([str(lib), str(out)]) == 0
+    data = out.read_bytes()
+    assert len(data) == lib.stat().st_size and data.count(bytes([90]) * 24) == 2  # sm_90 SASS and the lone PTX
+    assert data.count(bytes([80]) * 24) == 0  # both sm_80 payloads zeroed
+    assert [lb.archs() for lb in checker.scan(out)] == [["sm_80", "ptx_90", "sm_90"]]

@@ -200,3 +200,27 @@ def test_the_html_report_says_where_the_nearest_neighbours_ran():
     assert "Nearest neighbours (FAISS) ran on: <code>cuda:0,1 (sharded)</code>" in to_html(ranking)
     ranking.details = {}
     assert "Nearest neighbours (FAISS)" not in to_html(ranking)
+
+
+def test_an_approximate_gpu_index_is_tuned_to_its_recall_target_on_structureless_data(fake_gpus):
+    """Isotropic noise is IVF's worst case: at the first nprobe (64 of 894 lists) recall@10 is about 0.78; the
+    index raises nprobe on sampled indexed rows until nn_device.IVF_RECALL is reached (on the fake GPUs the IVF index is
+    FAISS's CPU one, which searches as the GPU one does; the real GPU run is test_gpu_ivf_index_recall_and_cpu_copy)."""
+    x = _data(n=50_000, d=32, seed=4)
+    ivf = nn.build_index(x, exact=False, device="cuda")
+    assert isinstance(ivf, faiss.IndexIVFFlat) and ivf.nprobe > nn.IVF_NPROBE
+    q = nn.prepare(x[-200:])  # rows outside the tuning sample's seed, searched as a user would
+    _, got = nn.search_index(ivf, q, 10, prepared=True)
+    _, ref = nn.search_index(nn.build_index(x, exact=True), q, 10, prepared=True)
+    recall = np.mean([len(set(a) & set(b)) / 10 for a, b in zip(got.tolist(), ref.tolist())])
+    assert recall >= 0.9
+
+
+def test_the_gpu_smoke_check_accepts_a_faiss_that_answers_correctly():
+    """The child-process check that FAISS's GPU kernels run must pass when the search is right: run on the CPU
+    (the GPU clone removed), its own assertion holds. It once searched unnormalised rows by inner product and
+    expected each row to be its own nearest, which fails on every GPU, so FAISS never ran there."""
+    code = nn_device._GPU_SMOKE.replace("faiss.index_cpu_to_gpu(faiss.StandardGpuResources(), 0, ", "(")
+    assert code != nn_device._GPU_SMOKE
+    ok, reason = nn_device.gpu_smoke_test(code)
+    assert ok, reason
