@@ -446,3 +446,21 @@ def test_real_minilm(minilm_path):
                    "The stock market fell sharply today."])
     assert x.shape == (3, 384) and x.dtype == np.float32
     assert _cos(x[0], x[1]) > _cos(x[0], x[2]) + 0.2
+
+
+def test_tfidf_svd_fits_its_components_on_a_seeded_sample_above_svd_max_items(monkeypatch):
+    """Above SVD_MAX_ITEMS fit items the randomized SVD learns from a seeded sample of rows (every item still
+    embedded, the vocabulary from all); fitting per call and fitting once on the same items give the same vectors."""
+    from embedselect.backends.baselines import TfidfSvdEmbedder
+
+    texts = [f"{a} {b} {c}" for a in ("red", "blue", "green", "old") for b in ("car", "house", "tree", "song")
+             for c in ("today", "at night", "in the rain")]  # 48 texts
+    monkeypatch.setattr(TfidfSvdEmbedder, "EXACT_MAX_ITEMS", 2)
+    whole = TfidfSvdEmbedder(dim=4, seed=0).embed(texts)
+    monkeypatch.setattr(TfidfSvdEmbedder, "SVD_MAX_ITEMS", 20)
+    per_call = TfidfSvdEmbedder(dim=4, seed=0).embed(texts)
+    fitted = TfidfSvdEmbedder(dim=4, seed=0, fit_items=texts)
+    assert per_call.shape == whole.shape == (48, 4) and fitted.settings()["svd_max_items"] == 20
+    np.testing.assert_allclose(fitted.embed(texts), per_call, atol=1e-6)
+    np.testing.assert_allclose(TfidfSvdEmbedder(dim=4, seed=0).embed(texts), per_call, atol=1e-6)  # seeded
+    assert not np.allclose(np.abs(per_call), np.abs(whole), atol=1e-3)  # the sample, not every row, was fitted

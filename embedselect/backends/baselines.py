@@ -108,6 +108,11 @@ class TfidfSvdEmbedder:
     EXACT_MAX_ITEMS = 3000
     """Up to this many fit items the SVD is exact (eigendecomposition of the n×n Gram matrix, float64);
     above it, scikit-learn's seeded randomized TruncatedSVD."""
+    SVD_MAX_ITEMS = 50_000
+    """Above this many fit items the randomized SVD learns its components from a seeded sample of this many rows
+    of the tf-idf matrix (the vocabulary and idf still come from every item). At n = 10⁵ synthetic sentences the
+    SVD was 9.3 s of the 18 s a fit and transform took on 2 cores, and the SVD grows with n. 256 components from a
+    50 000-row sample kept a mean canonical correlation of 0.976 with the full fit (docs/backends.md)."""
 
     def __init__(self, *, dim: int = 256, seed: int = 0, max_features: int = 50_000, ngram_max: int = 2,
                  fit_items: Sequence[str] | None = None, fit_state: Mapping[str, np.ndarray] | None = None) -> None:
@@ -157,10 +162,16 @@ class TfidfSvdEmbedder:
             "sublinear_tf": True,
             "seed": self.seed,
             "fit": "fit_items" if self._fitted is not None else "per-call",
+            "svd_max_items": self.SVD_MAX_ITEMS,
             "version": BASELINE_VERSION,
         }
 
     def _fit(self, texts: list[str]):
+        vec, comps, _ = self._fit_matrix(texts)
+        return vec, comps
+
+    def _fit_matrix(self, texts: list[str]):
+        """(vectorizer, components float64 (V, d), the texts' tf-idf matrix (n, V) sparse float32)."""
         from sklearn.decomposition import TruncatedSVD
         from sklearn.feature_extraction.text import TfidfVectorizer
 
@@ -176,18 +187,26 @@ class TfidfSvdEmbedder:
             raise EmptyDataError(f"tfidf-svd found no words in the texts ({exc}); check the text column") from exc
         k = max(1, min(self.dim, len(texts) - 1, x.shape[1] - 1))
         if x.shape[0] <= self.EXACT_MAX_ITEMS:
-            return vec, _exact_truncated_svd(x, k)
+            return vec, _exact_truncated_svd(x, k), x
+        rows = x
+        if x.shape[0] > self.SVD_MAX_ITEMS:
+            sample = np.random.default_rng([self.seed, 23]).choice(x.shape[0], self.SVD_MAX_ITEMS, replace=False)
+            rows = x[np.sort(sample)]
         svd = TruncatedSVD(n_components=k, algorithm="randomized", n_iter=5, random_state=self.seed)
-        svd.fit(x)
-        return vec, svd.components_.T.astype(np.float64)
+        svd.fit(rows)
+        return vec, svd.components_.T.astype(np.float64), x
 
     def embed(self, items: Sequence[str], *, batch_size: int | None = None, progress: bool = False) -> np.ndarray:
         """Embed texts; ``batch_size`` is ignored (the work is one sparse matrix product)."""
         texts = check_items(items, TEXT)
         if not texts:
             return np.zeros((0, self._fitted[1].shape[1] if self._fitted else 0), dtype=np.float32)
-        vec, comps = self._fitted if self._fitted is not None else self._fit(texts)
-        return as_embedding_matrix(np.asarray(vec.transform(texts) @ comps), len(texts))
+        if self._fitted is not None:
+            vec, comps = self._fitted
+            x = vec.transform(texts)
+        else:  # fitted on these very texts: their tf-idf matrix is already there (no second tokenisation)
+            _, comps, x = self._fit_matrix(texts)
+        return as_embedding_matrix(np.asarray(x @ comps), len(texts))
 
 
 class RandomProjectionEmbedder:
