@@ -27,17 +27,32 @@ sys.path.insert(1, str(Path(__file__).resolve().parents[1]))
 from benchmarks.validity_data import DATASETS  # noqa: E402
 from benchmarks.validity_default import default_weights, evaluate, load_views  # noqa: E402
 from embedselect.aggregate import DEFAULT_METHOD  # noqa: E402
+from embedselect.metrics.base import DEFAULT_METRICS  # noqa: E402
 
 POOL_ORDER = ("issue", "width", "all", "photo8")
 
 
+def default_setting(modality: str) -> tuple[dict[str, float], str]:
+    """The package's default weights (by signal name) and method for data of ``modality``."""
+    try:
+        from embedselect.pipeline.defaults import default_method, default_weight, metric_options
+    except ImportError:  # a checkout from before the defaults per modality (2026-11-26)
+        return default_weights(), DEFAULT_METHOD
+    w = {m: default_weight(m, modality) for m in DEFAULT_METRICS if default_weight(m, modality) > 0}
+    estimator = metric_options(None, modality).get("sufficiency", {}).get("estimator")
+    if estimator and "sufficiency" in w:  # the signal cached under that estimator's name (validity_pools.VARIANTS)
+        w[f"sufficiency-{estimator}"] = w.pop("sufficiency")
+    return w, default_method(modality)
+
+
 def per_view(seeds: int, max_items: int = 300) -> dict[str, dict]:
     """view -> {rho, regret, ok (share of seeds with regret <= 0.02), agree (share of the most frequent top pick),
-    picks, modality} of the package default (its weights and method, copies below parents)."""
+    picks, modality} of the package default for the view's modality (its weights, method and sufficiency estimator,
+    copies below parents)."""
     out: dict[str, list] = collections.defaultdict(list)
     for s in range(seeds):
-        for v in load_views(list(DATASETS), max_items, 0, (), POOL_ORDER, metric_seed=s):
-            r = evaluate(v, default_weights(), DEFAULT_METHOD, True)
+        for v in load_views(list(DATASETS), max_items, 0, ("sufficiency-gaussian",), POOL_ORDER, metric_seed=s):
+            r = evaluate(v, *default_setting(v["modality"]), True)
             out[f"{v['dataset']}/{v['pool']}"].append((r["rho"], r["regret"], r["top"], v["modality"]))
     res = {}
     for k, xs in out.items():
@@ -84,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
     res = per_view(a.seeds)
     if a.json:
         a.json.write_text(json.dumps(res, indent=1))
-    print(f"{len(res)} views, default {default_weights()} {DEFAULT_METHOD}")
+    print(f"{len(res)} views; defaults: " + "; ".join(f"{m} {default_setting(m)}" for m in ("text", "image")))
     return 0
 
 

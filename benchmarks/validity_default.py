@@ -300,6 +300,24 @@ def placements(views: list[dict[str, Any]], weights: dict[str, float] | None = N
     return 0
 
 
+def within_modality_over_seeds(datasets, max_items: int, seeds: int, pools: tuple[str, ...]) -> int:
+    """The LODO within each modality (:func:`lodo_within_modality`) over the union of the KNIFE and Gaussian
+    sufficiency families' grids, each view read once per metric seed: the choice behind
+    ``embedselect.pipeline.defaults`` (docs/benchmarks.md §4i)."""
+    fams = [FAMILIES["models as evidence, KNIFE sufficiency"], FAMILIES["models as evidence, Gaussian sufficiency"]]
+    views = [dict(v, metric_seed=s) for s in range(seeds)
+             for v in load_views(datasets, max_items, 0, family_signals(dict(enumerate(fams))), pools, metric_seed=s)]
+    held = lodo_within_modality(views, [x for f in fams for x in settings(f)])
+    for m in ("text", "image"):
+        rows = [(h, v) for h, v in zip(held, views) if v["modality"] == m and h is not None]
+        if rows:
+            print(f"LODO within {m}: " + "; ".join(f"{lab} ×{k}" for lab, k in collections.Counter(
+                h[1] for h, _ in rows).most_common()))
+            print(f"  held out: {_summary([h[0] for h, _ in rows])}, regret ≤ 0.02 on "
+                  f"{np.mean([h[0]['regret'] <= 0.02 for h, _ in rows]):.2f}")
+    return 0
+
+
 def over_metric_seeds(datasets, max_items: int, seeds: int, pools: tuple[str, ...]) -> int:
     """The LODO of :func:`lodo` over the default family's grid, with each view read once per metric seed (the same
     items; the signals of ``seed_stability.py``): a dataset's views under every seed are left out together, and the
@@ -345,9 +363,13 @@ def main(argv: list[str] | None = None) -> int:
                          "median information sufficiency, so a default without sufficiency is not a candidate")
     ap.add_argument("--metric-seeds", type=int, default=0,
                     help="LODO over the views read once per metric seed 0..K-1 (seed_stability.py's caches) and exit")
+    ap.add_argument("--within-modality", action="store_true",
+                    help="with --metric-seeds: LODO within each modality over both sufficiency estimators (§4i)")
     a = ap.parse_args(argv)
     if a.require_sufficiency:
         GRID["sufficiency"] = tuple(w for w in GRID["sufficiency"] if w > 0)
+    if a.metric_seeds and a.within_modality:
+        return within_modality_over_seeds(a.datasets, a.max_items, a.metric_seeds, tuple(a.pools))
     if a.metric_seeds:
         return over_metric_seeds(a.datasets, a.max_items, a.metric_seeds, tuple(a.pools))
     if a.second_truth:

@@ -83,16 +83,25 @@ def cmd_embed(args) -> int:
 
 
 def cmd_metrics(args) -> int:
+    from embedselect.kinds import IMAGE, TEXT
     from embedselect.metrics import available_metrics
     from embedselect.metrics.base import DEFAULT_METRICS, get_spec
+    from embedselect.pipeline.defaults import default_method, default_weight, metric_options
 
     names = available_metrics()
     width = max(map(len, names))
+    print(f"{'metric':<{width}}  {'text':<6}  {'images':<6}  description")
     for name in names:
         spec = get_spec(name)
-        role = (f"default, weight {spec.weight:g}" if spec.weight else "default, shown (weight 0)") \
-            if name in DEFAULT_METRICS else "on request"
-        print(f"{name:<{width}}  {role:<26}  {spec.description}")
+        if name in DEFAULT_METRICS:
+            text, image = (f"{default_weight(name, m):g}" for m in (TEXT, IMAGE))
+        else:
+            text = image = "–"
+        print(f"{name:<{width}}  {text:<6}  {image:<6}  {spec.description}")
+    opts = {m: metric_options(None, m) for m in (TEXT, IMAGE)}
+    print(f"\nweights of the combined score when none are given (0: shown, not combined; –: only on request); combined "
+          f"by {default_method(TEXT)} for texts, {default_method(IMAGE)} for images; default options: "
+          + "; ".join(f"{m}: {json.dumps(o) if o else 'none'}" for m, o in opts.items()))
     return 0
 
 

@@ -218,7 +218,8 @@ for _spec in (
 
 
 DEFAULT_METRICS = ("task_prior", "sufficiency", "nn_agreement", "rankme")
-"""The default label-free metrics; with their specs' weights and :data:`embedselect.aggregate.DEFAULT_METHOD` they are
+"""The default label-free metrics (the weights, method and options of images differ: :mod:`embedselect.pipeline.defaults`,
+docs/benchmarks.md §4i); with their specs' weights and :data:`embedselect.aggregate.DEFAULT_METHOD` they are
 the combination chosen by leave-one-dataset-out on the validity benchmark (docs/benchmarks.md §4f-h: task_prior 1,
 sufficiency 0.25, nn_agreement 0.5, rankme 0.5, mean ranks; with each family of variants and copies counted once in
 the pool's evidence (§4h) the LODO over 43 views x 5 metric seeds, sufficiency's weight > 0, chose it for 185 of 215

@@ -213,7 +213,8 @@ def _night(cfg: NightlyConfig, store: Any, *, dry_run: bool, executor: Any, toke
             from embedselect.api import select_embedded
 
             with stages("pairs"):
-                summary["pairs_on_executor"] = _pairs_on_executor(cfg, executor, store, [outcomes[p.name] for p in pool])
+                summary["pairs_on_executor"] = _pairs_on_executor(cfg, executor, store, [outcomes[p.name] for p in pool],
+                                                                  ref.modality)
             with stages("rank"):
                 try:
                     ranking = select_embedded(
@@ -321,7 +322,7 @@ def _failure(r: Any, p: Any) -> dict[str, Any]:
             "error_type": r.error_type, "reason": r.error, "transient": is_transient(r.error_type)}  # fmt: skip
 
 
-def _pairs_on_executor(cfg: NightlyConfig, executor: Any, store: Any, outcomes: list) -> int:
+def _pairs_on_executor(cfg: NightlyConfig, executor: Any, store: Any, outcomes: list, modality: str) -> int:
     """Let the executor estimate missing sufficiency pairs (Ray spreads them over workers; local does nothing
     and leaves them to the rank stage). Returns the number of pairs computed by the executor."""
     if "sufficiency" not in cfg.metrics or not executor.computes_pairs:
@@ -333,5 +334,8 @@ def _pairs_on_executor(cfg: NightlyConfig, executor: Any, store: Any, outcomes: 
             embs[o.result.name], keys[o.result.name] = v, o.result.run_key
     if len(embs) < 2:
         return 0
-    return executor.precompute_pairs(embs, keys, seed=cfg.seed, options=dict(cfg.metric_options.get("sufficiency", {})),
+    from embedselect.pipeline.defaults import metric_options
+
+    options = metric_options(cfg.metric_options, modality).get("sufficiency", {})  # as select() will read them
+    return executor.precompute_pairs(embs, keys, seed=cfg.seed, options=options,
                                      store=store, device=cfg.device or "cpu")  # fmt: skip

@@ -202,6 +202,7 @@ def run_context(ref: Any, candidates: Any, *, store: Any, seed: int, device: str
     """
     from embedselect.backends.device import resolve_device
     from embedselect.candidates import parse_candidates
+    from embedselect.pipeline.defaults import metric_options as with_defaults
     from embedselect.progress import RunProgress
 
     store.record_dataset(
@@ -215,6 +216,6 @@ def run_context(ref: Any, candidates: Any, *, store: Any, seed: int, device: str
     return RunContext(
         ref=ref, candidates=cands, store=store, bar=RunProgress(steps, enabled=progress), device=dev, seed=seed,
         batch_size=batch_size, policy=policy or LoadPolicy(), token=token, progress=progress, metrics=list(metrics),
-        metric_options={k: dict(v) for k, v in (metric_options or {}).items()}, weights=weights, bootstrap=bootstrap,
+        metric_options=with_defaults(metric_options, ref.modality), weights=weights, bootstrap=bootstrap,
         timings={"candidates": {}, "metrics": {}, "validation": None, "total": None},
     )  # fmt: skip

@@ -8,8 +8,7 @@ import uuid
 from datetime import datetime, timezone
 from typing import Any, Mapping
 
-from embedselect.metrics.base import get_spec
-from embedselect.aggregate import DEFAULT_METHOD
+from embedselect.pipeline.defaults import default_method, default_weight
 from embedselect.ranking import Ranking, rank_scores
 from embedselect.pipeline.context import RunContext, competition_rank, num, versions
 from embedselect.pipeline.metrics import metrics_stage
@@ -32,8 +31,8 @@ def rank_embedded(ctx: RunContext, t_start: float, *, save: bool, max_items: int
 
 
 def _rank_stage(ctx: RunContext) -> Any:
-    """Stage 4: combine the metrics (:data:`embedselect.aggregate.DEFAULT_METHOD`; metrics not named in ``weights``
-    keep their spec's default weight, weights of metrics that failed are dropped), put derived copies below their
+    """Stage 4: combine the metrics (the data's default method and weights, :mod:`embedselect.pipeline.defaults`;
+    metrics not named in ``weights`` keep their default weight, weights of metrics that failed are dropped), put derived copies below their
     parents (:func:`embedselect.aggregate.copies_below_parents`), give each result its combined score and rank,
     sort the outcomes best first (ties share a rank and are listed by name, so the first row, ``best`` and the
     validation's top pick agree) and decide whether there is a clear winner.
@@ -43,12 +42,13 @@ def _rank_stage(ctx: RunContext) -> Any:
     """
     from embedselect.aggregate import MIN_POOL, combine_ranks, copies_below_parents, decide
     by_name = {r.name: r for r in ctx.results}
-    full_weights = {m: float((ctx.weights or {}).get(m, get_spec(m).weight)) for m in ctx.per_metric}
+    modality = ctx.ref.modality
+    full_weights = {m: float((ctx.weights or {}).get(m, default_weight(m, modality))) for m in ctx.per_metric}
     if not ctx.weights and not any(full_weights.values()):
         # only metrics that are shown, not combined, by default (sufficiency) were asked for: they are the score
         full_weights = {m: 1.0 for m in full_weights}
     ctx.combined_weights = full_weights
-    combined = combine_ranks(ctx.per_metric, weights=full_weights, method=DEFAULT_METHOD)
+    combined = combine_ranks(ctx.per_metric, weights=full_weights, method=default_method(modality))
     # a quantised or truncated copy of another candidate never ranks above it, and its parent takes its score
     # when it was higher (data processing inequality: the parent is at least as good); the copies were found before
     # the metrics (pipeline.families.pool_relations)
@@ -125,7 +125,7 @@ def _report(ctx: RunContext, decision: Any, validation: dict[str, Any] | None, *
     return Ranking(
         candidates=ctx.results,
         metrics=[m for m in ctx.metrics if m in ctx.per_metric],
-        combine=DEFAULT_METHOD,
+        combine=default_method(ctx.ref.modality),
         dataset=ctx.ref.to_dict(),
         settings={
             "seed": ctx.seed,

@@ -1,0 +1,65 @@
+"""The default combination per kind of data (embedselect.pipeline.defaults): images are ranked with their own
+weights, method and sufficiency estimator, texts with the registry's; a user's weights and options still win."""
+
+from __future__ import annotations
+
+import pytest
+
+from embedselect import select
+from embedselect.cli import main
+from embedselect.pipeline import defaults
+from tests.test_image_labels import make_photos
+
+IMAGE_POOL = ["pixel-pca", "pixel-pca?dim=8", "random-projection", "random-projection?dim=32"]
+
+
+def test_user_options_sit_over_the_modality_defaults_option_by_option():
+    assert defaults.metric_options(None, "image") == {"sufficiency": {"estimator": "gaussian"}}
+    mine = {"sufficiency": {"estimator": "knife", "targets": "all"}, "task_prior": {"tau": 0.2}}
+    got = defaults.metric_options(mine, "image")
+    assert got == {"sufficiency": {"estimator": "knife", "targets": "all"}, "task_prior": {"tau": 0.2}}
+    assert defaults.metric_options(None, "text") == {} and mine["sufficiency"] == {"estimator": "knife", "targets": "all"}
+    assert defaults.default_weight("rankme", "image") == 0.0 and defaults.default_weight("rankme", "text") == 0.5
+    from embedselect.metrics.base import get_spec
+
+    assert defaults.default_weight("alpha_req", "image") == get_spec("alpha_req").weight  # not in the image table
+    assert (defaults.default_method("image"), defaults.default_method("text")) == ("mean-z", "mean-rank")
+
+
+def test_a_folder_of_images_is_ranked_with_the_image_defaults(tmp_path):
+    photos = make_photos(tmp_path / "photos", n_per_class=30)
+    r = select(photos, IMAGE_POOL, cache_dir=tmp_path / "c")
+    assert r.combine == "mean-z"
+    assert r.settings["metric_options"]["sufficiency"]["estimator"] == "gaussian"
+    w = r.settings["combined_weights"]
+    assert w["nn_agreement"] == 1.0 and w["rankme"] == 0.0 and w["task_prior"] == 1.0 and w["sufficiency"] == 0.25
+    # the user's choice wins: their estimator and weight, the rest from the image defaults
+    mine = select(photos, IMAGE_POOL, cache_dir=tmp_path / "c", metric_options={"sufficiency": {"estimator": "knife"}},
+                  weights={"rankme": 0.5})
+    assert mine.settings["metric_options"]["sufficiency"]["estimator"] == "knife"
+    assert mine.settings["combined_weights"]["rankme"] == 0.5 and mine.settings["combined_weights"]["nn_agreement"] == 1.0
+
+
+def test_texts_keep_the_registry_defaults(tmp_path):
+    texts = [f"{a} {b} {c}" for a in ("red", "blue", "green", "old", "new") for b in ("car", "house", "tree", "song")
+             for c in ("today", "at night", "in the rain")]
+    r = select(texts, ["tfidf-svd", "tfidf-svd?dim=8", "random-projection", "random-projection?dim=32"],
+               cache_dir=tmp_path / "c")
+    assert r.combine == "mean-rank" and "estimator" not in r.settings["metric_options"].get("sufficiency", {})
+    assert r.settings["combined_weights"]["rankme"] == 0.5 and r.settings["combined_weights"]["nn_agreement"] == 0.5
+
+
+def test_the_metrics_command_lists_both_columns(capsys):
+    assert main(["metrics"]) == 0
+    out = capsys.readouterr().out
+    row = next(line for line in out.splitlines() if line.startswith("rankme"))
+    assert row.split()[1:3] == ["0.5", "0"]
+    assert "mean-z for images" in out and '"estimator": "gaussian"' in out
+
+
+@pytest.mark.parametrize("modality", ["text", "image"])
+def test_every_default_metric_has_a_weight_for_each_modality(modality):
+    from embedselect.metrics.base import DEFAULT_METRICS
+
+    weights = {m: defaults.default_weight(m, modality) for m in DEFAULT_METRICS}
+    assert weights["task_prior"] > 0 and weights["sufficiency"] > 0  # the mission's two signals are in every default
