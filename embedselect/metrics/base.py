@@ -201,9 +201,9 @@ for _spec in (
                      "embedselect.metrics.sufficiency_result", "embedselect.metrics.sufficiency_inputs",
                      "embedselect.metrics.sufficiency_gaussian", "embedselect.metrics.knife", "embedselect.metrics.knife.prepare",
                      "embedselect.metrics.knife.mixture", "embedselect.metrics.knife.engine")),
-    # label-free comparators from the literature (docs/benchmarks.md §4); the default weights (task_prior 1,
+    # label-free comparators from the literature (docs/benchmarks.md §4); the default weights for texts (task_prior 1,
     # sufficiency 0.25, nn_agreement 0.5, rankme 0.5; mean ranks) were chosen by leave-one-dataset-out on the
-    # validity benchmark's 16 datasets, 43 views (docs/benchmarks.md §4f-h)
+    # validity benchmark's 16 datasets, 43 views (docs/benchmarks.md §4f-h); images: pipeline/defaults.py (§4i)
     MetricSpec("rankme", "embedselect.metrics.spectral:compute_rankme", weight=0.5,
                description="RankMe effective rank (comparator; part of the default combination)"),
     MetricSpec("alpha_req", "embedselect.metrics.spectral:compute_alpha_req",
