@@ -63,3 +63,15 @@ def test_every_default_metric_has_a_weight_for_each_modality(modality):
 
     weights = {m: defaults.default_weight(m, modality) for m in DEFAULT_METRICS}
     assert weights["task_prior"] > 0 and weights["sufficiency"] > 0  # the mission's two signals are in every default
+
+
+def test_no_left_out_of_the_score_note_for_a_metric_the_score_never_had(tmp_path):
+    """RankMe cannot compare candidates that all have at least n - 1 dimensions and says it is "left out of the
+    score"; on images, where its default weight is 0, that note would only confuse. Given a weight, it is said."""
+    photos = make_photos(tmp_path / "photos", n_per_class=30)  # 60 items; pixel-pca has 59 dimensions
+    pool = ["pixel-pca", "random-projection", "random-projection?dim=128", "random-projection?dim=96"]
+    r = select(photos, pool, cache_dir=tmp_path / "c")
+    assert "not_comparable" in r.details["rankme"]
+    assert not any("left out of the score" in w for w in r.warnings)
+    weighted = select(photos, pool, cache_dir=tmp_path / "c", weights={"rankme": 0.5})
+    assert any(w.startswith("rankme") and "left out of the score" in w for w in weighted.warnings)

@@ -50,6 +50,12 @@ def default_weight(metric: str, modality: str | None) -> float:
     return float(get_spec(metric).weight if got is None else got)
 
 
+def weight_of(metric: str, modality: str | None, user: Mapping[str, float] | None = None) -> float:
+    """``metric``'s weight in a run's combined score: the user's (``weights=``) where given, else the default."""
+    got = (user or {}).get(metric)
+    return default_weight(metric, modality) if got is None else float(got)
+
+
 def default_method(modality: str | None) -> str:
     """The combination method (``mean-rank`` / ``mean-z``) for data of ``modality``."""
     return _of(modality).method
@@ -63,4 +69,4 @@ def metric_options(user: Mapping[str, Mapping[str, Any]] | None, modality: str |
     return out
 
 
-__all__ = ["BY_MODALITY", "ModalityDefaults", "default_method", "default_weight", "metric_options"]
+__all__ = ["BY_MODALITY", "ModalityDefaults", "default_method", "default_weight", "metric_options", "weight_of"]

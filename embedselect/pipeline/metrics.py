@@ -12,6 +12,7 @@ from embedselect.kinds import is_baseline_id
 from embedselect.metrics.base import MetricContext, MetricResult, available_metrics, get_metric
 from embedselect.ranking import rank_scores, to_jsonable
 from embedselect.pipeline.context import RunContext, competition_rank, metric_key, num
+from embedselect.pipeline.defaults import weight_of
 from embedselect.pipeline.families import pool_relations
 
 log = logging.getLogger(__name__)
@@ -37,6 +38,8 @@ def checked_metrics(metrics: Sequence[str], weights: Mapping[str, float] | None)
             f"weights for metric(s) not requested: {sorted(set(weights) - set(metrics))}; metrics: {metrics}"
         )
     return metrics
+
+
 
 
 def metrics_stage(ctx: RunContext) -> None:
@@ -85,7 +88,13 @@ def metrics_stage(ctx: RunContext) -> None:
             continue
         ctx.per_metric[m] = mr.scores
         ctx.details[m] = mr.details
+        # a warning that this metric is "left out of the score" says nothing when it has no weight in a score
+        # that others make (ranking._rank_stage gives weight-0 metrics weight 1 when they are all there is)
+        moot = mr.details.get("not_comparable") if weight_of(m, ctx.ref.modality, ctx.weights) == 0 and any(
+            weight_of(x, ctx.ref.modality, ctx.weights) > 0 for x in ctx.metrics) else None
         for w in mr.details.get("warnings") or []:  # the metric's own warnings, also at the top level
+            if moot and str(w).endswith(moot):
+                continue
             note = f"{m}: {w}" if not str(w).startswith(m) else str(w)
             (ctx.pool_notes if w == mr.details.get("pool_warning") else warnings).append(note)
         for name, why in (mr.details.get("excluded") or {}).items():  # degenerate for this metric only

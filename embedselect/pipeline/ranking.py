@@ -8,7 +8,7 @@ import uuid
 from datetime import datetime, timezone
 from typing import Any, Mapping
 
-from embedselect.pipeline.defaults import default_method, default_weight
+from embedselect.pipeline.defaults import default_method, weight_of
 from embedselect.ranking import Ranking, rank_scores
 from embedselect.pipeline.context import RunContext, competition_rank, num, versions
 from embedselect.pipeline.metrics import metrics_stage
@@ -43,7 +43,7 @@ def _rank_stage(ctx: RunContext) -> Any:
     from embedselect.aggregate import MIN_POOL, combine_ranks, copies_below_parents, decide
     by_name = {r.name: r for r in ctx.results}
     modality = ctx.ref.modality
-    full_weights = {m: float((ctx.weights or {}).get(m, default_weight(m, modality))) for m in ctx.per_metric}
+    full_weights = {m: weight_of(m, modality, ctx.weights) for m in ctx.per_metric}
     if not ctx.weights and not any(full_weights.values()):
         # only metrics that are shown, not combined, by default (sufficiency) were asked for: they are the score
         full_weights = {m: 1.0 for m in full_weights}
