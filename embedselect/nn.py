@@ -41,6 +41,8 @@ from embedselect.nn_device import (
     faiss_module,
     gpu_ids,
     gpu_smoke_test,
+    recall,
+    sampled_truth,
     to_cpu,
     to_gpus,
     trained_ivf,
@@ -86,6 +88,12 @@ def _higher_is_nearer(metric: str) -> bool:
     return metric in ("cosine", "ip")
 
 
+def _ftype(metric: str) -> int:
+    """FAISS's metric type for ``metric``: inner product for ``cosine`` (prepared rows) and ``ip``, else L2."""
+    faiss = _faiss()
+    return faiss.METRIC_INNER_PRODUCT if _higher_is_nearer(metric) else faiss.METRIC_L2
+
+
 def build_index(
     x: Any,
     *,
@@ -122,7 +130,7 @@ def build_index(
     xs = x if prepared else prepare(x, metric)
     n, d = xs.shape
     use_exact = (n <= threshold) if exact is None else bool(exact)
-    ftype = faiss.METRIC_INNER_PRODUCT if _higher_is_nearer(metric) else faiss.METRIC_L2
+    ftype = _ftype(metric)
     gpus = gpu_ids(device)
     if use_exact:
         index = faiss.IndexFlatIP(d) if ftype == faiss.METRIC_INNER_PRODUCT else faiss.IndexFlatL2(d)
@@ -300,7 +308,8 @@ def knn(
     s, i = search_index(index, qs, k, metric=metric, prepared=True, self_ids=self_ids)
     nb = Neighbours(scores=s, ids=i, metric=metric, exact=is_exact(index), device=index_device(index))
     if not nb.exact:
-        nb.recall = _sample_recall(xs, qs, nb.ids, k, metric, exclude_self, seed=0)
+        rows, truth = sampled_truth(xs, qs, k, _ftype(metric), seed=0, exclude_self=exclude_self)
+        nb.recall = recall(nb.ids[rows], truth)
         if nb.recall < RECALL_WARN:
             log.warning(
                 "approximate k-NN over %d rows: recall@%d %.2f on %d sampled queries (below %.2f); pass "
@@ -308,21 +317,6 @@ def knn(
                 min(RECALL_SAMPLE, qs.shape[0]), RECALL_WARN,
             )
     return nb
-
-
-def _sample_recall(xs: np.ndarray, qs: np.ndarray, ids: np.ndarray, k: int, metric: str, exclude_self: bool,
-                   *, seed: int) -> float:
-    """recall@k of ``ids`` on a seeded sample of queries, against brute-force FAISS search (no index copy)."""
-    faiss = _faiss()
-    rng = np.random.default_rng(seed)
-    rows = np.sort(rng.choice(qs.shape[0], size=min(RECALL_SAMPLE, qs.shape[0]), replace=False))
-    ftype = faiss.METRIC_INNER_PRODUCT if _higher_is_nearer(metric) else faiss.METRIC_L2
-    _, truth = faiss.knn(np.ascontiguousarray(qs[rows]), xs, k + (1 if exclude_self else 0), metric=ftype)
-    hits = 0
-    for r, t, got in zip(rows, truth, ids[rows]):
-        t = [j for j in t if not (exclude_self and j == r)][:k]
-        hits += len(set(t) & set(got.tolist()))
-    return hits / (len(rows) * k)
 
 
 @dataclass

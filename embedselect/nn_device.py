@@ -188,9 +188,8 @@ def tune_nprobe(index, xs: np.ndarray, ftype: int, *, start: int = IVF_NPROBE, s
     faiss = faiss_module()
     n = xs.shape[0]
     k = min(10, n)
-    rows = np.sort(np.random.default_rng([seed, 11]).choice(n, size=min(RECALL_SAMPLE, n), replace=False))
+    rows, truth = sampled_truth(xs, xs, k, ftype, seed=[seed, 11])
     q = np.ascontiguousarray(xs[rows])
-    _, truth = faiss.knn(q, xs, k, metric=ftype)
     space = getattr(faiss, "GpuParameterSpace", faiss.ParameterSpace)()  # it also sets a sharded index's parts
     nlist = ivf_nlist(n)
     nprobe = max(1, min(int(start), nlist))
@@ -200,13 +199,30 @@ def tune_nprobe(index, xs: np.ndarray, ftype: int, *, start: int = IVF_NPROBE, s
         except RuntimeError as exc:  # an index type FAISS's parameter space does not know: keep what it has
             log.warning("could not set nprobe=%d on the GPU index (%s); it keeps %d", nprobe, exc, start)
             return
-        _, got = index.search(q, k)
-        recall = sum(len(set(a) & set(b)) for a, b in zip(got.tolist(), truth.tolist())) / truth.size
-        if recall >= IVF_RECALL or nprobe >= min(nlist, GPU_MAX_K):
+        got = recall(index.search(q, k)[1], truth)
+        if got >= IVF_RECALL or nprobe >= min(nlist, GPU_MAX_K):
             break
         nprobe = min(2 * nprobe, nlist, GPU_MAX_K)
     log.debug("IVF over %d rows: nprobe %d of %d lists, recall@%d %.3f on %d indexed rows", n, nprobe, nlist, k,
-              recall, len(rows))
+              got, len(rows))
+
+
+def sampled_truth(xs: np.ndarray, qs: np.ndarray, k: int, ftype: int, *, seed: Any,
+                  exclude_self: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """A seeded sample of at most :data:`RECALL_SAMPLE` query rows (sorted indices into ``qs``) and their exact ``k``
+    nearest rows of ``xs`` (int64 (m, k), brute-force FAISS with metric type ``ftype``, no index), the query's own row
+    left out with ``exclude_self`` (then ``qs`` are the rows of ``xs``): what an approximate search is checked against."""
+    faiss = faiss_module()
+    rows = np.sort(np.random.default_rng(seed).choice(qs.shape[0], size=min(RECALL_SAMPLE, qs.shape[0]), replace=False))
+    _, truth = faiss.knn(np.ascontiguousarray(qs[rows]), xs, k + (1 if exclude_self else 0), metric=ftype)
+    if exclude_self:
+        truth = np.array([[j for j in t if j != r][:k] for r, t in zip(rows, truth)], dtype=np.int64)
+    return rows, truth
+
+
+def recall(got: np.ndarray, truth: np.ndarray) -> float:
+    """The share of ``truth``'s ids (m, k) that ``got`` (m, k', the same queries) holds, row by row."""
+    return sum(len(set(a) & set(b)) for a, b in zip(got.tolist(), truth.tolist())) / truth.size
 
 
 def ivf_nlist(n: int) -> int:
@@ -232,5 +248,5 @@ def trained_ivf(xs: np.ndarray, ftype: int, gpu: int, *, nprobe: int, seed: int)
 
 
 __all__ = ["GPU_MAX_K", "IVF_NPROBE", "IVF_RECALL", "RECALL_SAMPLE", "auto_device", "describe", "faiss_has_gpu",
-           "faiss_module", "gpu_ids", "gpu_resources", "gpu_smoke_test", "ivf_nlist", "num_gpus", "to_cpu", "to_gpus",
-           "trained_ivf", "tune_nprobe"]
+           "faiss_module", "gpu_ids", "gpu_resources", "gpu_smoke_test", "ivf_nlist", "num_gpus", "recall", "sampled_truth",
+           "to_cpu", "to_gpus", "trained_ivf", "tune_nprobe"]

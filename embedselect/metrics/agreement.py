@@ -120,7 +120,8 @@ def compute(ctx: MetricContext) -> MetricResult:
     g = agreement_matrix(nbs)
     members = evidence(keys, ctx.references) if opt["compare_with"] == "models" else list(range(len(keys)))
     weight = dict(zip(members, family_weights(keys, members, ctx.families)))  # one family, one vote
-    scores = {key: _weighted_mean({j: g[i, j] for j in members if j != i}, weight) for i, key in enumerate(keys)}
+    scores = {key: float(np.average([g[i, j] for j in members if j != i], weights=[weight[j] for j in members if j != i]))
+              for i, key in enumerate(keys)}
     details: dict[str, Any] = {"k": k, "n_items": len(sub), "knn_device": knn_device,
                "compared_with": [keys[j] for j in members],
                "agreement": {a: {b: float(g[i, j]) for j, b in enumerate(keys)} for i, a in enumerate(keys)}}
@@ -132,12 +133,6 @@ def compute(ctx: MetricContext) -> MetricResult:
         details["excluded"] = excluded
         scores.update({key: float("nan") for key in excluded})
     return MetricResult(name="nn_agreement", scores=scores, details=details)
-
-
-def _weighted_mean(values: dict[int, float], weight: dict[int, float]) -> float:
-    """Mean of ``values`` (index -> value) with the weights of those indices."""
-    w = np.array([weight[j] for j in values])
-    return float(np.dot(w, list(values.values())) / w.sum())
 
 
 def central_references(g: np.ndarray, keys: list[str], members: list[int],
@@ -158,7 +153,7 @@ def central_references(g: np.ndarray, keys: list[str], members: list[int],
     among = sum(p * g[i, j] for (i, j), p in pairs.items()) / sum(pairs.values())
     out = {}
     for r in (i for i in range(len(keys)) if i not in members):
-        with_models = _weighted_mean({j: g[r, j] for j in members}, w)
+        with_models = float(np.average([g[r, j] for j in members], weights=[w[j] for j in members]))
         if among > 0 and with_models >= among:
             out[keys[r]] = round(with_models / among, 3)
     return out

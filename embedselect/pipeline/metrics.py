@@ -40,8 +40,6 @@ def checked_metrics(metrics: Sequence[str], weights: Mapping[str, float] | None)
     return metrics
 
 
-
-
 def metrics_stage(ctx: RunContext) -> None:
     """Stage 3: every metric over the embedded candidates (from the store or computed), with its bootstrap; fills
     ``ctx.per_metric``, ``ctx.details``, ``ctx.uncertainty``, each result's scores, per-metric ranks, columns and
@@ -67,6 +65,7 @@ def metrics_stage(ctx: RunContext) -> None:
     shared = {f: [n for n, g in ctx.families.items() if g == f] for f in set(ctx.families.values())}
     if any(len(v) > 1 for v in shared.values()):  # who counted once in the pool's evidence (JSON: details.families)
         ctx.details["families"] = {f: v for f, v in sorted(shared.items()) if len(v) > 1}
+    weight = {m: weight_of(m, ctx.ref.modality, ctx.weights) for m in ctx.metrics}
     for m in ctx.metrics:
         opts = ctx.metric_options.get(m, {})
         mctx = MetricContext(
@@ -90,8 +89,7 @@ def metrics_stage(ctx: RunContext) -> None:
         ctx.details[m] = mr.details
         # a warning that this metric is "left out of the score" says nothing when it has no weight in a score
         # that others make (ranking._rank_stage gives weight-0 metrics weight 1 when they are all there is)
-        moot = mr.details.get("not_comparable") if weight_of(m, ctx.ref.modality, ctx.weights) == 0 and any(
-            weight_of(x, ctx.ref.modality, ctx.weights) > 0 for x in ctx.metrics) else None
+        moot = mr.details.get("not_comparable") if weight[m] == 0 and any(w > 0 for w in weight.values()) else None
         for w in mr.details.get("warnings") or []:  # the metric's own warnings, also at the top level
             if moot and str(w).endswith(moot):
                 continue
