@@ -29,6 +29,7 @@ import argparse
 import json
 import logging
 import math
+import os
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -255,6 +256,29 @@ def pool_roles(entries: Sequence[Mapping[str, Any]], names: Sequence[str]) -> tu
     return refs, {c: root(c) for c in names}
 
 
+class FilePairCache:
+    """Sufficiency's pair cache for the benchmark: one JSON file per pair or marginal under
+    ``$EMBEDSELECT_BENCH_CACHE/sufficiency_pairs/``, so that a named pool's pairs (a subset of the dataset's full pool,
+    the same run keys and seed) are read, not estimated again. Written with a temporary name and renamed, so two
+    processes never read half a file."""
+
+    def __init__(self, root: Path | None = None) -> None:
+        self.root = root or bench_cache() / "sufficiency_pairs"
+        self.root.mkdir(parents=True, exist_ok=True)
+
+    def _path(self, key: str) -> Path:
+        return self.root / (key.replace(":", "_") + ".json")
+
+    def get_many(self, keys: list[str]) -> dict[str, Any]:
+        return {k: json.loads(p.read_text()) for k in keys if (p := self._path(k)).is_file()}
+
+    def put_many(self, items: Mapping[str, Any]) -> None:
+        for k, v in items.items():
+            tmp = self._path(k).with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_text(json.dumps(v))
+            os.replace(tmp, self._path(k))
+
+
 def _metric_one(metric: str, vectors: Mapping[str, np.ndarray], keys: Mapping[str, str], seed: int,
                 references: frozenset[str] = frozenset(), families: Mapping[str, str] | None = None):
     from threadpoolctl import threadpool_limits
@@ -266,7 +290,7 @@ def _metric_one(metric: str, vectors: Mapping[str, np.ndarray], keys: Mapping[st
     with threadpool_limits(limits=1):
         res = get_metric(base)(MetricContext(embeddings=dict(vectors), run_keys=dict(keys), seed=seed,
                                              options=dict(options), references=references,
-                                             families=dict(families or {})))
+                                             families=dict(families or {}), pair_cache=FilePairCache()))
     out = {"scores": {k: (float(v) if v is not None else None) for k, v in res.scores.items()},
            "seconds": round(time.perf_counter() - t0, 2)}
     if "matrix" in res.details:  # sufficiency's pairwise matrix (source -> target -> nats/dim), for variants of it

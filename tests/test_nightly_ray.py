@@ -34,7 +34,9 @@ def test_ray_nights_match_local_nights(hub, tiny, tmp_path, local_ray):  # noqa:
     (tmp_path / "local").mkdir()
     (tmp_path / "ray").mkdir()
     metrics = ["task_prior", "sufficiency"]
-    options = {"sufficiency": {"targets": "all"}}  # a metric option the estimator on the workers does not take
+    # a metric option the estimator on the workers does not take; two averaged estimates per pair (the workers must
+    # estimate both seeds' pairs, so that select() only reads them)
+    options = {"sufficiency": {"targets": "all", "max_repeats": 2}}
     local = load_config(write_config(tmp_path / "local", metrics=metrics, metric_options=options))
     on_ray = load_config(write_config(tmp_path / "ray", metrics=metrics, executor={"kind": "ray"}, metric_options=options))
     ex = RayExecutor()  # joins the running local Ray
@@ -58,9 +60,9 @@ def test_ray_nights_match_local_nights(hub, tiny, tmp_path, local_ray):  # noqa:
     (a1, b1), (a2, b2) = nights
     assert sorted(b2["embedded"]["names"]) == ["acme/b", "acme/d"]
     # pairs: the Ray workers estimated the missing ones, select() only read them
-    assert b1["pairs_on_executor"] == 12 and b2["pairs_on_executor"] == 2 * (4 + 3)
-    assert b2["pairs"]["total"] == 20 and b2["pairs"]["reused"] == 20 - b2["pairs"]["computed"]
-    assert a2["pairs"]["computed"] == b2["pairs"]["computed"] == 14
+    assert b1["pairs_on_executor"] == 2 * 12 and b2["pairs_on_executor"] == 2 * 2 * (4 + 3)
+    assert b2["pairs"]["total"] == 2 * 20 and b2["pairs"]["reused"] == 2 * 20 - b2["pairs"]["computed"]
+    assert a2["pairs"]["computed"] == b2["pairs"]["computed"] == 2 * 14
 
 
 @pytest.mark.slow

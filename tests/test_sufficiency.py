@@ -14,8 +14,8 @@ from embedselect.metrics.sufficiency import SufficiencySettings
 
 torch.set_num_threads(1)
 
-# Small, fast settings for tests that do not check accuracy.
-FAST = dict(max_steps=120, eval_every=20, patience=2, batch_size=128, hidden=32, n_components=4)
+# Small, fast settings for tests that do not check accuracy; one estimate (the repeats have their own tests).
+FAST = dict(max_steps=120, eval_every=20, patience=2, batch_size=128, hidden=32, n_components=4, max_repeats=1)
 
 
 class DictCache:
@@ -492,3 +492,49 @@ def test_normal_scores_option_keeps_a_point_mass_target_bounded():
     assert r.settings["normal_scores"] is True
     with pytest.raises(ConfigError, match="normal_scores"):
         information_sufficiency({"u": u, "z": z_int}, seed=0, normal_scores="yes", **FAST)
+
+
+def test_how_many_estimates_are_averaged_follows_the_test_rows():
+    """Issue 23 item 6: a small test split is averaged over several seeds' estimates; a large one is estimated once."""
+    st = SufficiencySettings()
+    assert [st.repeats(t) for t in (60, 200, 400, 999, 1000, 10_000)] == [5, 5, 3, 2, 1, 1]
+    assert SufficiencySettings(max_repeats=1).repeats(60) == 1
+    assert SufficiencySettings(repeat_test_rows=120).repeats(60) == 2
+    # the repeat settings choose how many estimates, not how one is made: not in a pair's key
+    assert st.key(3) == SufficiencySettings(max_repeats=1, repeat_test_rows=7).key(3) != st.key(4)
+    with pytest.raises(ConfigError, match="max_repeats"):
+        SufficiencySettings(max_repeats=0)
+
+
+def test_repeated_estimates_are_the_mean_of_plain_estimates_under_derived_seeds():
+    """Issue 23 item 6: the averaged estimate is exactly the mean of the plain estimates under its seeds (the first is
+    the root seed itself), pair by pair; they are cached as plain estimates, and missing_pairs lists a pair while any
+    seed's estimate of it is missing."""
+    from embedselect.metrics.sufficiency import missing_pairs
+    from embedselect.metrics.sufficiency_settings import repeat_seeds
+
+    pool = {k: v for k, v in _pool(n=300).items() if k != "b2"}
+    keys = {k: f"run-{k}" for k in pool}
+    three = {**FAST, "max_repeats": 3}
+    cache = DictCache()
+    assert len(missing_pairs(keys, cache, seed=2, n_items=300, **three)) == 6
+    res = information_sufficiency(pool, seed=2, run_keys=keys, pair_cache=cache, **three)
+    seeds = repeat_seeds(2, 3)
+    assert seeds[0] == 2 and len(set(seeds)) == 3
+    assert res.settings["repeats"] == 3 and res.settings["repeat_seeds"] == seeds and res.settings["seed"] == 2
+    assert res.n_computed == 3 * 6 and missing_pairs(keys, cache, seed=2, n_items=300, **three) == []
+    plain = [information_sufficiency(pool, seed=s, run_keys=keys, pair_cache=cache, **FAST) for s in seeds]
+    assert all(p.n_cached == 6 and p.n_computed == 0 and p.spread is None for p in plain)
+    mean = np.mean([p.matrix.to_numpy() for p in plain], axis=0)
+    np.testing.assert_allclose(res.matrix.to_numpy(), mean, rtol=1e-12, equal_nan=True)
+    for s in pool:
+        assert res.scores[s] == pytest.approx(np.median([res.matrix.loc[s, t] for t in pool if t != s]))
+        assert res.spread[s] == pytest.approx(np.std([p.scores[s] for p in plain]))
+    assert any("the mean of 3 estimates" in w for w in res.warnings)
+    # the root seed's estimate alone is cached: missing_pairs without the item count sees nothing missing, with it
+    # the other seeds' pairs
+    only_root = DictCache()
+    information_sufficiency(pool, seed=2, run_keys=keys, pair_cache=only_root, **FAST)
+    assert missing_pairs(keys, only_root, seed=2, **three) == []
+    assert len(missing_pairs(keys, only_root, seed=2, n_items=300, **three)) == 6
+    assert information_sufficiency(pool, seed=2, run_keys=keys, pair_cache=only_root, **three).n_cached == 6

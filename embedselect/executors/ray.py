@@ -237,7 +237,8 @@ class RayExecutor(Executor):
         names = list(embeddings)
         order = {n: i for i, n in enumerate(names)}
         _, estimator = estimator_options(options)  # the estimator's own options (workers estimate pairs, not scores)
-        missing = missing_pairs({n: run_keys[n] for n in names}, store, seed=seed, **options)
+        n_items = len(next(iter(embeddings.values()))) if names else None
+        missing = missing_pairs({n: run_keys[n] for n in names}, store, seed=seed, n_items=n_items, **options)
         todo = sorted({tuple(sorted(p, key=order.__getitem__)) for p in missing}, key=lambda p: (order[p[0]], order[p[1]]))
         if not todo:
             return 0

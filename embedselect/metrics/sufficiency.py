@@ -33,10 +33,10 @@ from embedselect.errors import ConfigError, MetricError
 from embedselect.metrics.base import MetricContext, MetricResult, PairCache, evidence, family_weights, weighted_median
 from embedselect.metrics.content_seed import fingerprint
 from embedselect.metrics.normal_scores import normal_scores
-from embedselect.metrics.sufficiency_result import SufficiencyResult
+from embedselect.metrics.sufficiency_result import SufficiencyResult, average, caveats
 from embedselect.metrics.sufficiency_result import communities as _communities
 from embedselect.metrics.sufficiency_result import subsampled as _subsampled
-from embedselect.metrics.sufficiency_inputs import MIN_ITEMS, SMALL_POOL, pool_caveats, too_few_usable, torch_device, validate
+from embedselect.metrics.sufficiency_inputs import MIN_ITEMS, SMALL_POOL, too_few_usable, torch_device, validate
 from embedselect.metrics.sufficiency_settings import (
     RUN_OPTIONS,
     SufficiencySettings,
@@ -44,6 +44,7 @@ from embedselect.metrics.sufficiency_settings import (
     derive_seed,
     marginal_key,
     pair_key,
+    repeat_seeds,
 )
 
 __all__ = ["DEFAULT_ESTIMATOR", "ESTIMATORS", "MIN_ITEMS", "SMALL_POOL", "SufficiencyResult", "SufficiencySettings",
@@ -78,10 +79,15 @@ def estimator_options(options: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
 def _splits(n: int, st: SufficiencySettings, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Disjoint (train, val, test) row indices (int64, sorted), drawn from ``seed``."""
     perm = np.random.default_rng(derive_seed(seed, "split", n)).permutation(n)
-    n_test = min(max(int(round(st.test_fraction * n)), 10), st.max_test_items)
-    n_val = min(max(int(round(st.val_fraction * n)), 10), st.max_val_items)
+    n_test, n_val = _split_sizes(n, st)
     test, val, train = perm[:n_test], perm[n_test : n_test + n_val], perm[n_test + n_val :]
     return np.sort(train), np.sort(val), np.sort(test)
+
+
+def _split_sizes(n: int, st: SufficiencySettings) -> tuple[int, int]:
+    """Rows in the (test, validation) splits of n items."""
+    return (min(max(int(round(st.test_fraction * n)), 10), st.max_test_items),
+            min(max(int(round(st.val_fraction * n)), 10), st.max_val_items))
 
 
 def _held_rows(n: int, *used: np.ndarray) -> np.ndarray | None:
@@ -149,6 +155,13 @@ def information_sufficiency(
         return gaussian_sufficiency(embeddings, seed=seed, settings=settings, device=device, **options)
     st, embs, excluded, names, ids, dev = _resolve(embeddings, seed, settings, run_keys, pair_cache, device, options)
     n = next(iter(embs.values())).shape[0]
+    repeats = st.repeats(_split_sizes(n, st)[0])
+    if repeats > 1:
+        one = dataclasses.replace(st, max_repeats=1)
+        return average([information_sufficiency(embeddings, seed=s, settings=one, run_keys=run_keys,
+                                                 pair_cache=pair_cache, device=device, batched=batched,
+                                                 max_batch_bytes=max_batch_bytes)
+                         for s in repeat_seeds(seed, repeats)], seed, n)
     skey = st.key(seed)
     rows = _plan_rows(n, st, seed)
     train, val, eff, held = rows.train, rows.val, rows.eff, rows.held
@@ -355,14 +368,9 @@ def _assemble(embeddings: Mapping[str, Any], names: list[str], all_pairs: list[t
         mat.loc[s, t] = float(r["is"])
     scores = {s: float(np.median([mat.loc[s, t] for t in names if t != s])) if s in names else math.nan
               for s in every}
-    warnings, pool_warning = pool_caveats(names, excluded)
-    if n < 1000:
-        warnings.append(
-            f"only {n} reference items ({len(test)} in the test split): estimates are noisy "
-            f"(paper, appendix E.3); 1000+ items are recommended"
-        )
+    warnings, pool_warning = caveats(names, excluded, n, len(test), 1)
     settings_out = {
-        **dataclasses.asdict(st), "seed": int(seed), "n_train": len(train), "n_val": len(val),
+        **dataclasses.asdict(st), "seed": int(seed), "repeats": 1, "n_train": len(train), "n_val": len(val),
         "n_test": len(test), "n_rows_held": n if held is None else len(held), "effective": eff, "settings_key": skey, "units": "nats per target dimension",
     }
     return SufficiencyResult(
@@ -438,7 +446,7 @@ def compute(ctx: MetricContext) -> MetricResult:
     )
 
 
-def missing_pairs(run_keys: Mapping[str, str], pair_cache: PairCache, *, seed: int = 0,
+def missing_pairs(run_keys: Mapping[str, str], pair_cache: PairCache, *, seed: int = 0, n_items: int | None = None,
                   settings: SufficiencySettings | None = None, **options: Any) -> list[tuple[str, str]]:
     """The directed pairs (source, target) that :func:`information_sufficiency` with these arguments would have to
     estimate: those whose pair, or whose target's marginal, ``pair_cache`` lacks. Reads only the cache's keys (no
@@ -448,6 +456,9 @@ def missing_pairs(run_keys: Mapping[str, str], pair_cache: PairCache, *, seed: i
         run_keys: candidate name -> content key of its embedding run (as for :func:`information_sufficiency`).
         pair_cache: the :class:`PairCache` to look in.
         seed, settings: as for :func:`information_sufficiency`.
+        n_items: the number of items the estimate will read, which decides how many seeds' estimates are averaged
+            (:meth:`SufficiencySettings.repeats`); a pair is missing when any of them lacks it. None: the root seed's
+            only.
         options: the metric's options (:func:`estimator_options`; ``batched`` / ``max_batch_bytes`` ignored). The
             Gaussian estimator caches no pairs: nothing is missing.
     """
@@ -458,10 +469,14 @@ def missing_pairs(run_keys: Mapping[str, str], pair_cache: PairCache, *, seed: i
     unknown = set(opts) - {f.name for f in dataclasses.fields(SufficiencySettings)}
     if unknown:
         raise ConfigError(f"unknown sufficiency option(s) {sorted(unknown)}")
-    skey = dataclasses.replace(settings or SufficiencySettings(), **opts).key(seed)
+    st = dataclasses.replace(settings or SufficiencySettings(), **opts)
+    repeats = 1 if n_items is None else st.repeats(_split_sizes(n_items, st)[0])
     ids = {k: str(v) for k, v in run_keys.items()}
     pairs = [(s, t) for s in ids for t in ids if s != t]
-    pkeys = {p: pair_key(ids[p[0]], ids[p[1]], skey) for p in pairs}
-    mkeys = {t: marginal_key(ids[t], skey) for t in ids}
-    have = pair_cache.get_many(list(pkeys.values()) + list(mkeys.values())) if pairs else {}
-    return [p for p in pairs if pkeys[p] not in have or mkeys[p[1]] not in have]
+    missing: set[tuple[str, str]] = set()
+    for skey in [st.key(s) for s in repeat_seeds(seed, repeats)]:
+        pkeys = {p: pair_key(ids[p[0]], ids[p[1]], skey) for p in pairs}
+        mkeys = {t: marginal_key(ids[t], skey) for t in ids}
+        have = pair_cache.get_many(list(pkeys.values()) + list(mkeys.values())) if pairs else {}
+        missing.update(p for p in pairs if pkeys[p] not in have or mkeys[p[1]] not in have)
+    return [p for p in pairs if p in missing]

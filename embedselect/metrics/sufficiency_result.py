@@ -1,11 +1,16 @@
-"""Information sufficiency's result: the IS matrix, median scores, Louvain communities and subsampling notes."""
+"""Information sufficiency's result: the IS matrix, median scores, Louvain communities, subsampling notes and the
+mean of several seeds' estimates."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+import numpy as np
 import pandas as pd
+
+from embedselect.metrics.sufficiency_inputs import pool_caveats
 
 
 @dataclass
@@ -26,6 +31,8 @@ class SufficiencyResult:
         pool_warning: the one of ``warnings`` about the pool's size, or None.
         excluded: candidate -> why it was left out (NaN/inf values, constant rows, no non-null dimension);
             its score and matrix row/column are NaN, the other candidates are ranked without it.
+        spread: when several estimates were averaged (``settings["repeats"]`` > 1), candidate -> the standard
+            deviation over them of its median IS (nats per target dimension); None for one estimate.
     """
 
     matrix: pd.DataFrame
@@ -37,6 +44,7 @@ class SufficiencyResult:
     warnings: list[str] = field(default_factory=list)
     excluded: dict[str, str] = field(default_factory=dict)
     pool_warning: str | None = None
+    spread: dict[str, float] | None = None
 
     @property
     def n_computed(self) -> int:
@@ -62,6 +70,7 @@ class SufficiencyResult:
             "warnings": list(self.warnings),
             "excluded": dict(self.excluded),
             "pool_warning": self.pool_warning,
+            "spread": None if self.spread is None else dict(self.spread),
         }
 
 
@@ -94,3 +103,49 @@ def subsampled(settings: Mapping[str, Any]) -> dict[str, int]:
     if settings["n_train"] > settings["marginal_max_items"]:
         out["marginal_fit"] = int(settings["marginal_max_items"])
     return out
+
+
+def caveats(names: list[str], excluded: Mapping[str, str], n: int, n_test: int,
+            repeats: int) -> tuple[list[str], str | None]:
+    """The estimate's warnings and the one about the pool's size (or None)."""
+    warnings, pool_warning = pool_caveats(names, excluded)
+    if n < 1000:
+        averaged = f", the mean of {repeats} estimates under different splits" if repeats > 1 else ""
+        warnings.append(
+            f"only {n} reference items ({n_test} in the test split{averaged}): estimates are noisy "
+            f"(paper, appendix E.3); 1000+ items are recommended"
+        )
+    return warnings, pool_warning
+
+
+def average(runs: list[SufficiencyResult], seed: int, n: int) -> SufficiencyResult:
+    """The mean of estimates under several seeds (:func:`~embedselect.metrics.sufficiency_settings.repeat_seeds`, the
+    first ``seed`` itself; ``n`` items each): the IS matrix averaged pair by pair (float64); a candidate left out of any
+    estimate is left out of the mean. ``spread``: each candidate's standard deviation over the estimates of its median
+    IS, in nats per target dimension (the seed noise that the mean divides by about sqrt(repeats))."""
+    first = runs[0]
+    excluded = {k: v for r in reversed(runs) for k, v in r.excluded.items()}
+    every = list(first.matrix.index)
+    names = [k for k in every if k not in excluded]
+    mat = pd.DataFrame(np.mean([r.matrix.loc[every, every].to_numpy(dtype=np.float64) for r in runs], axis=0),
+                       index=first.matrix.index, columns=first.matrix.columns)
+    mat.loc[list(excluded)] = np.nan
+    mat.loc[:, list(excluded)] = np.nan
+    scores = {s: float(np.median([mat.loc[s, t] for t in names if t != s])) if s in names else math.nan
+              for s in every}
+    spread = {s: float(np.std([np.median([r.matrix.loc[s, t] for t in names if t != s]) for r in runs]))
+              for s in names}
+    warnings, pool_warning = caveats(names, excluded, n, first.settings["n_test"], len(runs))
+    seeds = [r.settings["seed"] for r in runs]
+    return SufficiencyResult(
+        matrix=mat,
+        scores=scores,
+        communities=communities(mat, seed),
+        marginal_entropy={t: float(np.mean([r.marginal_entropy[t] for r in runs])) for t in names},
+        pairs=[{**p, "seed": s} for r, s in zip(runs, seeds) for p in r.pairs],
+        settings={**first.settings, "seed": int(seed), "repeats": len(runs), "repeat_seeds": seeds},
+        warnings=warnings,
+        excluded=excluded,
+        pool_warning=pool_warning,
+        spread=spread,
+    )

@@ -59,6 +59,13 @@ class SufficiencySettings:
         rows_per_component: small-n rule: at most n_train / rows_per_component mixture components.
         eval_epochs: small-n rule: evaluate at least every ``eval_epochs`` passes over the training rows.
         min_steps: early stopping counts evaluations without improvement only after this many steps.
+        max_repeats / repeat_test_rows: small-n rule for the seed noise: the estimate is repeated under that many
+            seeds (each its own splits, minibatch order and initial weights; :func:`repeat_seeds`) and the matrices
+            averaged, as many times as it takes for the test splits to hold ``repeat_test_rows`` rows in all, at most
+            ``max_repeats`` (:meth:`repeats`: 5 below 1 248 items, where one test split holds 60 rows at 300; once from
+            4 998 items). One estimate at 300 items was the largest seed noise of the combined text ranking
+            (docs/benchmarks.md §4j). Neither is part of a pair's cache key: a repeat is a plain estimate under its
+            own seed.
         normal_scores: replace each dimension by the normal scores of its ranks first (seeded ties;
             :func:`~embedselect.metrics.normal_scores.normal_scores`), so point masses (ReLU / max-pool zeros,
             int8 levels) cannot make the estimate unbounded. Off by default until chosen by leave-one-dataset-out.
@@ -88,12 +95,14 @@ class SufficiencySettings:
     rows_per_component: int = 64
     eval_epochs: int = 5
     min_steps: int = 100
+    max_repeats: int = 5
+    repeat_test_rows: int = 1000
     normal_scores: bool = False
 
     def __post_init__(self) -> None:
         ints = ("n_components", "hidden", "source_pcs", "target_pcs", "batch_size", "max_steps", "eval_every", "patience",
                 "max_val_items", "max_test_items", "marginal_max_items", "rows_per_pc", "min_pcs", "rows_per_component",
-                "eval_epochs")
+                "eval_epochs", "max_repeats", "repeat_test_rows")
         for name in ints:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
@@ -126,10 +135,27 @@ class SufficiencySettings:
             "eval_every": min(self.eval_every, self.eval_epochs * steps_per_epoch),
         }
 
+    def repeats(self, n_test: int) -> int:
+        """How many estimates (seeds) are averaged when one test split holds ``n_test`` rows:
+        ``min(max_repeats, ceil(repeat_test_rows / n_test))``, at least 1."""
+        return max(1, min(self.max_repeats, math.ceil(self.repeat_test_rows / max(1, n_test))))
+
     def key(self, seed: int) -> str:
-        """Stable hash of the estimator's code (:func:`code_version`), the settings and the seed (hex, 16 chars)."""
-        blob = json.dumps({"v": code_version(), "seed": int(seed), **dataclasses.asdict(self)}, sort_keys=True)
+        """Stable hash of the estimator's code (:func:`code_version`), the settings and the seed (hex, 16 chars);
+        the repeat settings are not in it (one estimate does not depend on them)."""
+        own = {k: v for k, v in dataclasses.asdict(self).items() if k not in REPEAT_FIELDS}
+        blob = json.dumps({"v": code_version(), "seed": int(seed), **own}, sort_keys=True)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+REPEAT_FIELDS = ("max_repeats", "repeat_test_rows")
+"""The settings that choose how many estimates are averaged, not how one is made."""
+
+
+def repeat_seeds(seed: int, repeats: int) -> list[int]:
+    """The seeds of ``repeats`` averaged estimates: ``seed`` itself first (so one estimate is the plain one, and its
+    cached pairs serve both), then seeds derived from it."""
+    return [int(seed)] + [derive_seed(seed, "repeat", r) for r in range(1, repeats)]
 
 
 RUN_OPTIONS = ("batched", "max_batch_bytes")
