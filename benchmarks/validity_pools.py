@@ -57,7 +57,8 @@ VARIANTS = {"task_prior-consensus": ("task_prior", {"prior": "consensus"}),
             "nn_agreement-all": ("nn_agreement", {"compare_with": "all"}),
             "sufficiency-all": ("sufficiency", {"targets": "all"}),
             "sufficiency-gaussian": ("sufficiency", {"estimator": "gaussian"}),
-            "sufficiency-knife": ("sufficiency", {"estimator": "knife"})}
+            "sufficiency-knife": ("sufficiency", {"estimator": "knife"}),
+            "sufficiency-knife-once": ("sufficiency", {"estimator": "knife", "max_repeats": 1})}
 """Signals computed with non-default options (``--metrics task_prior-consensus ...``): name -> (metric, options);
 ``validity_default.py`` puts them in its LODO grid as alternatives to the default options (issue 23)."""
 COPY_RELATIONS = ("distilled", "truncated", "quantized-int8", "quantized-binary")
