@@ -33,7 +33,7 @@ from embedselect.errors import ConfigError, MetricError
 from embedselect.metrics.base import MetricContext, MetricResult, PairCache, evidence, family_weights, weighted_median
 from embedselect.metrics.content_seed import fingerprint
 from embedselect.metrics.normal_scores import normal_scores
-from embedselect.metrics.sufficiency_result import SufficiencyResult, average, caveats
+from embedselect.metrics.sufficiency_result import SufficiencyResult, average, caveats, median_scores
 from embedselect.metrics.sufficiency_result import communities as _communities
 from embedselect.metrics.sufficiency_result import subsampled as _subsampled
 from embedselect.metrics.sufficiency_inputs import MIN_ITEMS, SMALL_POOL, too_few_usable, torch_device, validate
@@ -153,15 +153,17 @@ def information_sufficiency(
         from embedselect.metrics.sufficiency_gaussian import gaussian_sufficiency
 
         return gaussian_sufficiency(embeddings, seed=seed, settings=settings, device=device, **options)
-    st, embs, excluded, names, ids, dev = _resolve(embeddings, seed, settings, run_keys, pair_cache, device, options)
-    n = next(iter(embs.values())).shape[0]
-    repeats = st.repeats(_split_sizes(n, st)[0])
-    if repeats > 1:
+    st = _settings(settings, options)
+    n_rows = len(next(iter(embeddings.values()))) if embeddings else 0
+    repeats = _repeats(n_rows, st)
+    if repeats > 1:  # each estimate validates (and normal-scores) the vectors itself, under its own seed
         one = dataclasses.replace(st, max_repeats=1)
         return average([information_sufficiency(embeddings, seed=s, settings=one, run_keys=run_keys,
                                                  pair_cache=pair_cache, device=device, batched=batched,
                                                  max_batch_bytes=max_batch_bytes)
-                         for s in repeat_seeds(seed, repeats)], seed, n)
+                         for s in repeat_seeds(seed, repeats)], seed, n_rows)
+    embs, excluded, names, ids, dev = _resolve(embeddings, seed, st, run_keys, pair_cache, device)
+    n = next(iter(embs.values())).shape[0]
     skey = st.key(seed)
     rows = _plan_rows(n, st, seed)
     train, val, eff, held = rows.train, rows.val, rows.eff, rows.held
@@ -209,19 +211,31 @@ def information_sufficiency(
     return _assemble(embeddings, names, all_pairs, results, excluded, h_z, dims, st, seed, n, rows, skey)
 
 
-def _resolve(embeddings: Mapping[str, Any], seed: int, settings: SufficiencySettings | None,
-             run_keys: Mapping[str, str] | None, pair_cache: PairCache | None, device: str,
-             options: Mapping[str, Any]) -> tuple[SufficiencySettings, dict[str, np.ndarray], dict[str, str], list[str],
-                                                  dict[str, str], Any]:
-    """Checked settings, usable candidates (normal-scored if asked), the ones left out, their names, cache ids
-    and the torch device."""
+def _settings(settings: SufficiencySettings | None, options: Mapping[str, Any]) -> SufficiencySettings:
+    """``settings`` (default :class:`SufficiencySettings`) with ``options`` (estimator settings by name) applied.
+
+    Raises:
+        ConfigError: an option that is no setting, or an invalid value.
+    """
     unknown = set(options) - {f.name for f in dataclasses.fields(SufficiencySettings)}
     if unknown:
         raise ConfigError(
             f"unknown sufficiency option(s) {sorted(unknown)}; known: "
             f"{sorted([f.name for f in dataclasses.fields(SufficiencySettings)] + list(RUN_OPTIONS))}"
         )
-    st = dataclasses.replace(settings or SufficiencySettings(), **options)
+    return dataclasses.replace(settings or SufficiencySettings(), **options)
+
+
+def _repeats(n: int, st: SufficiencySettings) -> int:
+    """How many seeds' estimates over n items are averaged (:meth:`SufficiencySettings.repeats` of n's test split)."""
+    return st.repeats(_split_sizes(n, st)[0])
+
+
+def _resolve(embeddings: Mapping[str, Any], seed: int, st: SufficiencySettings, run_keys: Mapping[str, str] | None,
+             pair_cache: PairCache | None, device: str) -> tuple[dict[str, np.ndarray], dict[str, str], list[str],
+                                                                 dict[str, str], Any]:
+    """Usable candidates (normal-scored if ``st`` asks), the ones left out, their names, cache ids and the torch
+    device."""
     embs, excluded = validate(embeddings)
     if st.normal_scores:
         embs = {k: normal_scores(v, derive_seed(seed, "normal-scores")) for k, v in embs.items()}
@@ -233,7 +247,7 @@ def _resolve(embeddings: Mapping[str, Any], seed: int, settings: SufficiencySett
         if missing:
             raise ConfigError(f"run_keys has no entry for {missing}")
     ids = {k: (str(run_keys[k]) if run_keys is not None else f"name:{k}") for k in names}
-    return st, embs, excluded, names, ids, torch_device(device)
+    return embs, excluded, names, ids, torch_device(device)
 
 
 @dataclass
@@ -366,8 +380,7 @@ def _assemble(embeddings: Mapping[str, Any], names: list[str], all_pairs: list[t
     mat = pd.DataFrame(np.nan, index=pd.Index(every, name="source"), columns=pd.Index(every, name="target"))
     for (s, t), r in results.items():
         mat.loc[s, t] = float(r["is"])
-    scores = {s: float(np.median([mat.loc[s, t] for t in names if t != s])) if s in names else math.nan
-              for s in every}
+    scores = median_scores(mat, names)
     warnings, pool_warning = caveats(names, excluded, n, len(test), 1)
     settings_out = {
         **dataclasses.asdict(st), "seed": int(seed), "repeats": 1, "n_train": len(train), "n_val": len(val),
@@ -465,12 +478,8 @@ def missing_pairs(run_keys: Mapping[str, str], pair_cache: PairCache, *, seed: i
     estimator, opts = estimator_options(options)
     if estimator != "knife":
         return []
-    opts = {k: v for k, v in opts.items() if k not in RUN_OPTIONS}
-    unknown = set(opts) - {f.name for f in dataclasses.fields(SufficiencySettings)}
-    if unknown:
-        raise ConfigError(f"unknown sufficiency option(s) {sorted(unknown)}")
-    st = dataclasses.replace(settings or SufficiencySettings(), **opts)
-    repeats = 1 if n_items is None else st.repeats(_split_sizes(n_items, st)[0])
+    st = _settings(settings, {k: v for k, v in opts.items() if k not in RUN_OPTIONS})
+    repeats = 1 if n_items is None else _repeats(n_items, st)
     ids = {k: str(v) for k, v in run_keys.items()}
     pairs = [(s, t) for s in ids for t in ids if s != t]
     missing: set[tuple[str, str]] = set()

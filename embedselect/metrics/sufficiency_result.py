@@ -105,6 +105,13 @@ def subsampled(settings: Mapping[str, Any]) -> dict[str, int]:
     return out
 
 
+def median_scores(matrix: pd.DataFrame, names: list[str]) -> dict[str, float]:
+    """Each candidate of ``matrix``'s rows -> the median of its IS towards the other ``names`` (NaN when it is not
+    one of ``names``)."""
+    return {s: float(np.median([matrix.loc[s, t] for t in names if t != s])) if s in names else math.nan
+            for s in matrix.index}
+
+
 def caveats(names: list[str], excluded: Mapping[str, str], n: int, n_test: int,
             repeats: int) -> tuple[list[str], str | None]:
     """The estimate's warnings and the one about the pool's size (or None)."""
@@ -131,10 +138,9 @@ def average(runs: list[SufficiencyResult], seed: int, n: int) -> SufficiencyResu
                        index=first.matrix.index, columns=first.matrix.columns)
     mat.loc[list(excluded)] = np.nan
     mat.loc[:, list(excluded)] = np.nan
-    scores = {s: float(np.median([mat.loc[s, t] for t in names if t != s])) if s in names else math.nan
-              for s in every}
-    spread = {s: float(np.std([np.median([r.matrix.loc[s, t] for t in names if t != s]) for r in runs]))
-              for s in names}
+    scores = median_scores(mat, names)
+    per_run = [median_scores(r.matrix, names) for r in runs]
+    spread = {s: float(np.std([m[s] for m in per_run])) for s in names}
     warnings, pool_warning = caveats(names, excluded, n, first.settings["n_test"], len(runs))
     seeds = [r.settings["seed"] for r in runs]
     return SufficiencyResult(
