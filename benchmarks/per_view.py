@@ -4,6 +4,8 @@ signals ``validity_pools.py`` / ``seed_stability.py`` cached for seeds 0..S-1.
 
     python benchmarks/per_view.py --seeds 5 --json after.json
     python benchmarks/per_view.py --compare before.json after.json      # the markdown table of docs/benchmarks.md §4h
+    EMBEDSELECT_BENCH_CACHE=~/.cache/esb2000 python benchmarks/per_view.py --seeds 1 --max-items 2000 \
+        --datasets mnist-5k photo-patches --json img2000.json               # §4i: the image default at more items
 
 It reads the package from the working directory first, so the same script run inside a checkout of an older commit
 (``git worktree add /tmp/before REV && cd /tmp/before && python /path/to/per_view.py --json before.json``) measures that
@@ -45,13 +47,13 @@ def default_setting(modality: str) -> tuple[dict[str, float], str]:
     return w, default_method(modality)
 
 
-def per_view(seeds: int, max_items: int = 300) -> dict[str, dict]:
+def per_view(seeds: int, max_items: int = 300, datasets: list[str] | None = None) -> dict[str, dict]:
     """view -> {rho, regret, ok (share of seeds with regret <= 0.02), agree (share of the most frequent top pick),
     picks, modality} of the package default for the view's modality (its weights, method and sufficiency estimator,
-    copies below parents)."""
+    copies below parents), over ``datasets`` (default :data:`~benchmarks.validity_data.DATASETS`)."""
     out: dict[str, list] = collections.defaultdict(list)
     for s in range(seeds):
-        for v in load_views(list(DATASETS), max_items, 0, ("sufficiency-gaussian",), POOL_ORDER, metric_seed=s):
+        for v in load_views(datasets or list(DATASETS), max_items, 0, ("sufficiency-gaussian",), POOL_ORDER, metric_seed=s):
             r = evaluate(v, *default_setting(v["modality"]), True)
             out[f"{v['dataset']}/{v['pool']}"].append((r["rho"], r["regret"], r["top"], v["modality"]))
     res = {}
@@ -90,13 +92,15 @@ def compare(before: dict, after: dict) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--seeds", type=int, default=5)
+    ap.add_argument("--max-items", type=int, default=300, help="the views' item count (validity_pools.py --max-items)")
+    ap.add_argument("--datasets", nargs="+", default=None, help=f"default: {' '.join(DATASETS)}")
     ap.add_argument("--json", type=Path, help="write the per-view results here")
     ap.add_argument("--compare", nargs=2, type=Path, metavar=("BEFORE", "AFTER"), help="print the table of two results")
     a = ap.parse_args(argv)
     if a.compare:
         print(compare(*(json.loads(p.read_text()) for p in a.compare)))
         return 0
-    res = per_view(a.seeds)
+    res = per_view(a.seeds, a.max_items, a.datasets)
     if a.json:
         a.json.write_text(json.dumps(res, indent=1))
     print(f"{len(res)} views; defaults: " + "; ".join(f"{m} {default_setting(m)}" for m in ("text", "image")))
