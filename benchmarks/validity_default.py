@@ -1,7 +1,7 @@
 """Choose the default combination by leave-one-dataset-out, from the signals ``validity_pools.py`` cached.
 
 Views: every dataset's full pool (``--pool all``) and, for text, the issue pool (``--pool issue``); run both with
-``validity_pools.py`` first. Grid: task_prior weight 1; sufficiency, nn_agreement and rankme weights from
+``validity_pools.py`` first. Grid: task_prior weight 1; sufficiency, nn_agreement, rankme and modularity weights from
 :data:`GRID`; combination method mean rank or mean z-score; derived copies below their parents
 (:func:`embedselect.aggregate.copies_below_parents`) in every setting.
 
@@ -44,9 +44,9 @@ from benchmarks.validity_pools import (  # noqa: E402
 from embedselect.aggregate import DEFAULT_METHOD, combine_ranks, copies_below_parents  # noqa: E402
 from embedselect.metrics.base import DEFAULT_METRICS, get_spec  # noqa: E402
 
-SIGNALS = ("task_prior", "sufficiency", "nn_agreement", "rankme")
+SIGNALS = ("task_prior", "sufficiency", "nn_agreement", "rankme", "modularity")
 GRID = {"task_prior": (1.0,), "sufficiency": (0.0, 0.25, 0.5, 1.0), "nn_agreement": (0.0, 0.5, 1.0, 2.0),
-        "rankme": (0.0, 0.5, 1.0, 2.0)}
+        "rankme": (0.0, 0.5, 1.0, 2.0), "modularity": (0.0, 0.25, 0.5, 1.0)}
 METHODS = ("mean-rank", "mean-z")
 OLD_DEFAULT = ({"task_prior": 1.0, "sufficiency": 1.0}, "mean-rank", False)
 """The default before 2026-11-23: task_prior + sufficiency, equal weights, mean rank, no copy rule."""
@@ -76,7 +76,7 @@ VIEW_POOLS = ("all", "issue", "width", "photo8")
 def settings(family: tuple[str, ...] = ("task_prior", "sufficiency")) -> list[tuple[dict[str, float], str]]:
     """Every weight combination of :data:`GRID`, with ``family``'s signals standing for task_prior, sufficiency and
     (when given) nn_agreement."""
-    names = (family[0], family[1], family[2] if len(family) > 2 else "nn_agreement", "rankme")
+    names = (family[0], family[1], family[2] if len(family) > 2 else "nn_agreement", "rankme", "modularity")
     return [({m: w for m, w in zip(names, ws) if w}, meth)
             for meth in METHODS for ws in itertools.product(*GRID.values())]
 

@@ -90,6 +90,7 @@ def _mapped(tmp_path, arrays: dict[str, np.ndarray]) -> dict[str, np.memmap]:
 
 @pytest.mark.parametrize("metric,options", [
     ("task_prior", {"n_tasks": 4}), ("rankme", {}), ("nn_agreement", {}), ("alpha_req", {}), ("uniformity", {}),
+    ("modularity", {}),
     ("sufficiency", {"max_steps": 40, "eval_every": 20, "batch_size": 64, "hidden": 16, "n_components": 2}),
 ])
 def test_every_metric_gives_the_same_scores_on_read_only_maps(tmp_path, metric, options):

@@ -33,6 +33,7 @@ def test_a_folder_of_images_is_ranked_with_the_image_defaults(tmp_path):
     assert r.settings["metric_options"]["sufficiency"]["estimator"] == "gaussian"
     w = r.settings["combined_weights"]
     assert w["nn_agreement"] == 1.0 and w["rankme"] == 0.0 and w["task_prior"] == 1.0 and w["sufficiency"] == 0.25
+    assert w["modularity"] == 0.0 and "modularity" in r.metrics  # computed and shown, not combined (§4k)
     # the user's choice wins: their estimator and weight, the rest from the image defaults
     mine = select(photos, IMAGE_POOL, cache_dir=tmp_path / "c", metric_options={"sufficiency": {"estimator": "knife"}},
                   weights={"rankme": 0.5})
@@ -46,7 +47,8 @@ def test_texts_keep_the_registry_defaults(tmp_path):
     r = select(texts, ["tfidf-svd", "tfidf-svd?dim=8", "random-projection", "random-projection?dim=32"],
                cache_dir=tmp_path / "c")
     assert r.combine == "mean-rank" and "estimator" not in r.settings["metric_options"].get("sufficiency", {})
-    assert r.settings["combined_weights"]["rankme"] == 0.5 and r.settings["combined_weights"]["nn_agreement"] == 0.5
+    assert r.settings["combined_weights"] == {"task_prior": 1.0, "sufficiency": 0.25, "nn_agreement": 1.0,
+                                              "rankme": 0.5, "modularity": 0.5}  # docs/benchmarks.md §4k
 
 
 def test_the_metrics_command_lists_both_columns(capsys):

@@ -294,7 +294,7 @@ def test_one_degenerate_candidate_fails_only_that_candidate(tmp_path):
     flat = make_constant_sentence_transformer(tmp_path / "flat")
     r = embedselect.select(SAMPLE, [f"flat={flat}", *TRIO], column="text", cache_dir=tmp_path / "c",
                            metric_options={"sufficiency": FAST_SUFFICIENCY})  # fmt: skip
-    assert r.metrics == ["task_prior", "sufficiency", "nn_agreement", "rankme"]  # the defaults
+    assert r.metrics == ["task_prior", "sufficiency", "nn_agreement", "rankme", "modularity"]  # the defaults
     healthy = [c for c in r if c.name != "flat"]
     assert all(math.isfinite(c.scores[m]) for c in healthy for m in r.metrics)
     assert all(c.rank is not None for c in healthy) and r.best.name != "flat"

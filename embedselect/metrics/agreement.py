@@ -49,6 +49,57 @@ def knn_indices(embeddings: Any, k: int, *, what: str = "embeddings") -> np.ndar
     return out
 
 
+def check_int_options(metric: str, options: dict[str, Any], lowest: dict[str, int]) -> None:
+    """Raise :class:`ConfigError` unless each option named in ``lowest`` is an integer (not a bool) ≥ its bound."""
+    for name, lo in lowest.items():
+        v = options[name]
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < lo:
+            raise ConfigError(f"{metric} option {name!r} must be an integer ≥ {lo}, got {v!r}")
+
+
+def sampled_rows(ctx: MetricContext, keys: list[str], metric: str, max_items: int, k: int, *,
+                 salt: int) -> tuple[np.ndarray, int]:
+    """The rows a k-NN metric reads (sorted int64 indices: all n, or a subsample of ``max_items`` seeded by
+    ``ctx.seed`` and the metric's ``salt``, the same for every candidate) and k capped at their number − 1.
+
+    Raises:
+        TooFewItemsError: fewer reference items than the metric's ``min_items``.
+    """
+    n = int(np.shape(ctx.embeddings[keys[0]])[0])
+    need = MIN_ITEMS[metric]
+    if n < need:
+        raise TooFewItemsError(f"{metric} needs at least {need} reference items, got {n}; add more data",
+                               needed=need, got=n)
+    rng = np.random.default_rng([ctx.seed, salt])
+    sub = np.sort(rng.choice(n, size=max_items, replace=False)) if n > max_items else np.arange(n)
+    return sub, min(k, len(sub) - 1)
+
+
+def neighbour_lists(ctx: MetricContext, keys: list[str], rows: np.ndarray, k: int, *,
+                    centre: bool = False) -> tuple[list[np.ndarray], str]:
+    """Each candidate's k nearest other rows among ``rows`` (int64, (len(rows), k), indices into ``rows``) by cosine
+    similarity, in ``keys``' order, and the device that found them. ``centre``: the cosine of the vectors less their
+    mean over ``rows`` (float64), so that a direction every item shares does not decide the neighbours. On a CUDA
+    device with a working FAISS GPU build the search runs there (exact, float32); otherwise the float64 brute force
+    of :func:`knn_indices`."""
+    on_gpu = str(ctx.device).startswith("cuda") and faiss_has_gpu()
+    n = int(np.shape(ctx.embeddings[keys[0]])[0])
+    out, device = [], "cpu"
+    for key in keys:
+        a = check_embeddings(ctx.embeddings[key], what=f"embeddings[{key!r}]", n=n, dtype=None, finite=False,
+                             error=MetricError)  # fmt: skip
+        x = as_matrix(a[rows], f"embeddings[{key!r}]")
+        if centre:
+            x = x.astype(np.float64) - x.mean(axis=0, dtype=np.float64)
+        if on_gpu:
+            nb = knn(x, k, exact=True, device=ctx.device)
+            out.append(nb.ids)
+            device = nb.device
+        else:
+            out.append(knn_indices(x, k, what=f"embeddings[{key!r}]"))
+    return out, device
+
+
 def agreement_matrix(neighbours: list[np.ndarray]) -> np.ndarray:
     """(m, m) float64 matrix of mean k-NN overlap fractions between candidates (diagonal 1)."""
     m = len(neighbours)
@@ -81,10 +132,7 @@ def compute(ctx: MetricContext) -> MetricResult:
     opt = {**_OPTION_DEFAULTS, **dict(ctx.options)}
     if opt["compare_with"] not in ("models", "all"):
         raise ConfigError(f"nn_agreement option 'compare_with' must be 'models' or 'all', got {opt['compare_with']!r}")
-    for name, lo in (("k", 1), ("max_items", 3)):
-        v = opt[name]
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < lo:
-            raise ConfigError(f"nn_agreement option {name!r} must be an integer ≥ {lo}, got {v!r}")
+    check_int_options("nn_agreement", opt, {"k": 1, "max_items": 3})
     if int(opt["max_items"]) > 4096:
         raise ConfigError("nn_agreement option 'max_items' must be ≤ 4096 (O(n²) memory per candidate)")
     # the one rule for unusable embeddings (metrics.base.unusable_reason): such a candidate scores NaN and is not
@@ -94,29 +142,8 @@ def compute(ctx: MetricContext) -> MetricResult:
     if len(keys) < 2:
         raise MetricError("nn_agreement compares candidates with each other: give at least 2 usable candidates"
                           + "".join(f"; {k}: {v}" for k, v in excluded.items()))
-    n = int(np.shape(ctx.embeddings[keys[0]])[0])
-    need = MIN_ITEMS["nn_agreement"]
-    if n < need:
-        raise TooFewItemsError(f"nn_agreement needs at least {need} reference items, got {n}; add more data",
-                               needed=need, got=n)
-    rng = np.random.default_rng([ctx.seed, 12])
-    mi = int(opt["max_items"])
-    sub = np.sort(rng.choice(n, size=mi, replace=False)) if n > mi else np.arange(n)
-    k = min(int(opt["k"]), len(sub) - 1)
-    nbs = []
-    # on a CUDA device with a working FAISS GPU build, the k-NN runs there (exact, float32); otherwise the float64
-    # brute force below, as always
-    on_gpu = str(ctx.device).startswith("cuda") and faiss_has_gpu()
-    knn_device = "cpu"
-    for key in keys:
-        a = check_embeddings(ctx.embeddings[key], what=f"embeddings[{key!r}]", n=n, dtype=None, finite=False,
-                             error=MetricError)  # fmt: skip
-        if on_gpu:
-            nb = knn(as_matrix(a[sub], f"embeddings[{key!r}]"), k, exact=True, device=ctx.device)
-            nbs.append(nb.ids)
-            knn_device = nb.device
-        else:
-            nbs.append(knn_indices(a[sub], k, what=f"embeddings[{key!r}]"))
+    sub, k = sampled_rows(ctx, keys, "nn_agreement", int(opt["max_items"]), int(opt["k"]), salt=12)
+    nbs, knn_device = neighbour_lists(ctx, keys, sub, k)
     g = agreement_matrix(nbs)
     members = evidence(keys, ctx.references) if opt["compare_with"] == "models" else list(range(len(keys)))
     weight = dict(zip(members, family_weights(keys, members, ctx.families)))  # one family, one vote

@@ -3,13 +3,15 @@ ranking uses where the user gives none. One place for this rule; ``select()``, t
 precompute and ``embedselect metrics`` all read it here.
 
 Text keeps the registry's weights (:class:`embedselect.metrics.base.MetricSpec`: task_prior 1, sufficiency 0.25,
-nn_agreement 0.5, rankme 0.5), :data:`embedselect.aggregate.DEFAULT_METHOD` (mean rank) and sufficiency's KNIFE estimator.
+nn_agreement 1, rankme 0.5, modularity 0.5), :data:`embedselect.aggregate.DEFAULT_METHOD` (mean rank) and
+sufficiency's KNIFE estimator: the leave-one-dataset-out choice within the 11 text datasets (docs/benchmarks.md §4k).
 
-Images use task_prior 1, sufficiency 0.25 with the Gaussian estimator, nn_agreement 1 and rankme 0, combined by mean
-z-score. It was chosen by leave-one-dataset-out *within* the image datasets: 5 datasets, 10 views, 5 metric seeds,
-and the grid keeps sufficiency > 0 (docs/benchmarks.md §4i). Held out, it scores 0.694 mean ρ, 0.013 regret and
-regret ≤ 0.02 on 90 % of (view, seed) pairs. The text default applied to images scores 0.615, 0.032 and 78 %.
-Within the text datasets the same LODO chooses the text default (165 of 165 folds).
+Images use task_prior 1, sufficiency 0.25 with the Gaussian estimator, nn_agreement 1, rankme 0 and modularity 0,
+combined by mean z-score. It was chosen by leave-one-dataset-out *within* the image datasets: 5 datasets, 10 views,
+5 metric seeds, and the grid keeps sufficiency > 0 (docs/benchmarks.md §4i). Held out, it scores 0.694 mean ρ, 0.013
+regret and regret ≤ 0.02 on 90 % of (view, seed) pairs. The text default applied to images scores 0.615, 0.032 and
+78 %. With modularity in the image grid the held-out result is lower (0.680 mean ρ, §4k), so images keep it at 0
+(computed and shown, not combined).
 """
 
 from __future__ import annotations
@@ -34,7 +36,8 @@ class ModalityDefaults:
 
 
 BY_MODALITY: dict[str, ModalityDefaults] = {
-    IMAGE: ModalityDefaults(weights={"task_prior": 1.0, "sufficiency": 0.25, "nn_agreement": 1.0, "rankme": 0.0},
+    IMAGE: ModalityDefaults(weights={"task_prior": 1.0, "sufficiency": 0.25, "nn_agreement": 1.0, "rankme": 0.0,
+                                     "modularity": 0.0},
                             method="mean-z", options={"sufficiency": {"estimator": "gaussian"}}),
 }
 """Modalities whose defaults differ from the registry's (see the module docstring); any other uses the registry's."""
