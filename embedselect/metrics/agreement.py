@@ -21,9 +21,10 @@ from typing import Any
 import numpy as np
 
 from embedselect.arrays import check_embeddings
-from embedselect.errors import ConfigError, MetricError, TooFewItemsError
-from embedselect.metrics.base import MIN_ITEMS, MetricContext, MetricResult, evidence, family_weights, unusable_reason
+from embedselect.errors import ConfigError, MetricError
+from embedselect.metrics.base import MetricContext, MetricResult, evidence, family_weights, unusable_reason
 from embedselect.metrics.kernels import as_matrix
+from embedselect.metrics.sampling import checked_options, seeded_rows
 from embedselect.nn import knn
 from embedselect.nn_device import faiss_has_gpu
 
@@ -47,32 +48,6 @@ def knn_indices(embeddings: Any, k: int, *, what: str = "embeddings") -> np.ndar
         s[np.arange(s.shape[0]), np.arange(i0, i0 + s.shape[0])] = -np.inf  # never its own neighbour
         out[i0:i0 + 1024] = np.argsort(-s, axis=1, kind="stable")[:, :k]
     return out
-
-
-def check_int_options(metric: str, options: dict[str, Any], lowest: dict[str, int]) -> None:
-    """Raise :class:`ConfigError` unless each option named in ``lowest`` is an integer (not a bool) ≥ its bound."""
-    for name, lo in lowest.items():
-        v = options[name]
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < lo:
-            raise ConfigError(f"{metric} option {name!r} must be an integer ≥ {lo}, got {v!r}")
-
-
-def sampled_rows(ctx: MetricContext, keys: list[str], metric: str, max_items: int, k: int, *,
-                 salt: int) -> tuple[np.ndarray, int]:
-    """The rows a k-NN metric reads (sorted int64 indices: all n, or a subsample of ``max_items`` seeded by
-    ``ctx.seed`` and the metric's ``salt``, the same for every candidate) and k capped at their number − 1.
-
-    Raises:
-        TooFewItemsError: fewer reference items than the metric's ``min_items``.
-    """
-    n = int(np.shape(ctx.embeddings[keys[0]])[0])
-    need = MIN_ITEMS[metric]
-    if n < need:
-        raise TooFewItemsError(f"{metric} needs at least {need} reference items, got {n}; add more data",
-                               needed=need, got=n)
-    rng = np.random.default_rng([ctx.seed, salt])
-    sub = np.sort(rng.choice(n, size=max_items, replace=False)) if n > max_items else np.arange(n)
-    return sub, min(k, len(sub) - 1)
 
 
 def neighbour_lists(ctx: MetricContext, keys: list[str], rows: np.ndarray, k: int, *,
@@ -126,13 +101,9 @@ def compute(ctx: MetricContext) -> MetricResult:
     candidates that are not reference points, ``ctx.references`` — the built-in baselines — when at least two are
     left, :func:`~embedselect.metrics.base.evidence`; "all": with every other candidate, as before 2026-11-25).
     """
-    unknown = set(ctx.options) - set(_OPTION_DEFAULTS)
-    if unknown:
-        raise ConfigError(f"unknown nn_agreement option(s) {sorted(unknown)}; known: {', '.join(_OPTION_DEFAULTS)}")
-    opt = {**_OPTION_DEFAULTS, **dict(ctx.options)}
+    opt = checked_options("nn_agreement", ctx.options, _OPTION_DEFAULTS, {"k": 1, "max_items": 3})
     if opt["compare_with"] not in ("models", "all"):
         raise ConfigError(f"nn_agreement option 'compare_with' must be 'models' or 'all', got {opt['compare_with']!r}")
-    check_int_options("nn_agreement", opt, {"k": 1, "max_items": 3})
     if int(opt["max_items"]) > 4096:
         raise ConfigError("nn_agreement option 'max_items' must be ≤ 4096 (O(n²) memory per candidate)")
     # the one rule for unusable embeddings (metrics.base.unusable_reason): such a candidate scores NaN and is not
@@ -142,7 +113,8 @@ def compute(ctx: MetricContext) -> MetricResult:
     if len(keys) < 2:
         raise MetricError("nn_agreement compares candidates with each other: give at least 2 usable candidates"
                           + "".join(f"; {k}: {v}" for k, v in excluded.items()))
-    sub, k = sampled_rows(ctx, keys, "nn_agreement", int(opt["max_items"]), int(opt["k"]), salt=12)
+    sub = seeded_rows(ctx, keys, "nn_agreement", int(opt["max_items"]), salt=12)
+    k = min(int(opt["k"]), len(sub) - 1)
     nbs, knn_device = neighbour_lists(ctx, keys, sub, k)
     g = agreement_matrix(nbs)
     members = evidence(keys, ctx.references) if opt["compare_with"] == "models" else list(range(len(keys)))

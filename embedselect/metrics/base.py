@@ -186,6 +186,7 @@ def register_metric(spec: MetricSpec, *, replace: bool = False) -> MetricSpec:
 
 
 RESAMPLE_RULES = ("bootstrap", "half")
+_SPECTRAL = ("embedselect.metrics.spectral", "embedselect.metrics.sampling")
 
 for _spec in (
     MetricSpec("task_prior", "embedselect.metrics.taskprior:compute", min_items=20,
@@ -206,18 +207,19 @@ for _spec in (
     # within the validity benchmark's 11 text datasets, 33 views (docs/benchmarks.md §4f-h, §4k); images:
     # pipeline/defaults.py (§4i)
     MetricSpec("rankme", "embedselect.metrics.spectral:compute_rankme", weight=0.5,
-               description="RankMe effective rank (comparator; part of the default combination)"),
+               description="RankMe effective rank (comparator; part of the default combination)", code=_SPECTRAL),
     MetricSpec("alpha_req", "embedselect.metrics.spectral:compute_alpha_req",
-               description="alpha-ReQ eigenspectrum decay (comparator)"),
+               description="alpha-ReQ eigenspectrum decay (comparator)", code=_SPECTRAL),
     MetricSpec("uniformity", "embedselect.metrics.spectral:compute_uniformity",
-               description="uniformity on the sphere (comparator)"),
+               description="uniformity on the sphere (comparator)", code=_SPECTRAL),
     MetricSpec("nn_agreement", "embedselect.metrics.agreement:compute", min_items=3, weight=1.0,
                description="nearest-neighbour agreement with the other candidates (comparator; part of the default "
-                           "combination)"),
+                           "combination)",
+               code=("embedselect.metrics.agreement", "embedselect.metrics.sampling")),
     MetricSpec("modularity", "embedselect.metrics.modularity:compute", min_items=20, resample="half", weight=0.5,
                description="community structure of each candidate's own k-NN graph (Louvain modularity; part of the "
                            "text default)",
-               code=("embedselect.metrics.modularity", "embedselect.metrics.agreement")),
+               code=("embedselect.metrics.modularity", "embedselect.metrics.agreement", "embedselect.metrics.sampling")),
 ):  # fmt: skip
     register_metric(_spec)
 

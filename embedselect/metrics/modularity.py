@@ -23,9 +23,10 @@ from typing import Any
 
 import numpy as np
 
-from embedselect.errors import ConfigError, MetricError
-from embedselect.metrics.agreement import check_int_options, neighbour_lists, sampled_rows
+from embedselect.errors import MetricError
+from embedselect.metrics.agreement import neighbour_lists
 from embedselect.metrics.base import MetricContext, MetricResult, unusable_reason
+from embedselect.metrics.sampling import checked_options, seeded_rows
 
 _OPTION_DEFAULTS: dict[str, Any] = {"k": 10, "max_items": 2048, "restarts": 3}
 
@@ -64,16 +65,13 @@ def compute(ctx: MetricContext) -> MetricResult:
     Options: k (10, neighbours per item), max_items (2048, a seeded subsample beyond it), restarts (3, Louvain runs
     per candidate; the best partition counts).
     """
-    unknown = set(ctx.options) - set(_OPTION_DEFAULTS)
-    if unknown:
-        raise ConfigError(f"unknown modularity option(s) {sorted(unknown)}; known: {', '.join(_OPTION_DEFAULTS)}")
-    opt = {**_OPTION_DEFAULTS, **dict(ctx.options)}
-    check_int_options("modularity", opt, {"k": 1, "max_items": 3, "restarts": 1})
+    opt = checked_options("modularity", ctx.options, _OPTION_DEFAULTS, {"k": 1, "max_items": 3, "restarts": 1})
     excluded = {k: why for k in ctx.embeddings if (why := unusable_reason(k, ctx.embeddings[k])) is not None}
     keys = [k for k in ctx.embeddings if k not in excluded]
     if not keys:
         raise MetricError("modularity: no usable candidate" + "".join(f"; {k}: {v}" for k, v in excluded.items()))
-    sub, k = sampled_rows(ctx, keys, "modularity", int(opt["max_items"]), int(opt["k"]), salt=13)
+    sub = seeded_rows(ctx, keys, "modularity", int(opt["max_items"]), salt=13)
+    k = min(int(opt["k"]), len(sub) - 1)
     nbs, knn_device = neighbour_lists(ctx, keys, sub, k, centre=True)
     scores: dict[str, float] = {}
     communities: dict[str, float] = {}

@@ -29,9 +29,10 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from embedselect.arrays import check_embeddings
-from embedselect.errors import ConfigError, MetricError, TooFewItemsError
-from embedselect.metrics.base import MIN_ITEMS, MetricContext, MetricResult, unusable_reason
+from embedselect.errors import MetricError
+from embedselect.metrics.base import MetricContext, MetricResult, unusable_reason
 from embedselect.metrics.kernels import as_matrix, kernel_factor
+from embedselect.metrics.sampling import checked_options, seeded_rows
 
 _OPTION_DEFAULTS: dict[str, Any] = {"max_items": 4096}
 
@@ -91,23 +92,12 @@ def uniformity(embeddings: Any, *, t: float = 2.0) -> float:
 
 
 def _subsample(ctx: MetricContext, name: str) -> tuple[list[str], dict[str, np.ndarray], int]:
-    unknown = set(ctx.options) - set(_OPTION_DEFAULTS)
-    if unknown:
-        raise ConfigError(f"unknown {name} option(s) {sorted(unknown)}; known: {', '.join(_OPTION_DEFAULTS)}")
-    opt = {**_OPTION_DEFAULTS, **dict(ctx.options)}
-    mi = opt["max_items"]
-    if isinstance(mi, bool) or not isinstance(mi, (int, np.integer)) or mi < 2:
-        raise ConfigError(f"{name} option 'max_items' must be an integer ≥ 2, got {mi!r}")
+    opt = checked_options(name, ctx.options, _OPTION_DEFAULTS, {"max_items": 2})
     keys = list(ctx.embeddings)
     if not keys:
         raise MetricError(f"{name} needs at least one candidate's embeddings")
     n = int(np.shape(ctx.embeddings[keys[0]])[0])
-    need = MIN_ITEMS[name]
-    if n < need:
-        raise TooFewItemsError(f"{name} needs at least {need} reference items, got {n}; add more data",
-                               needed=need, got=n)
-    rng = np.random.default_rng([ctx.seed, 11])
-    sub = np.sort(rng.choice(n, size=int(mi), replace=False)) if n > mi else np.arange(n)
+    sub = seeded_rows(ctx, keys, name, int(opt["max_items"]), salt=11)
     out = {}
     for k in keys:
         a = check_embeddings(ctx.embeddings[k], what=f"embeddings[{k!r}]", n=n, dtype=None, finite=False,
