@@ -32,7 +32,8 @@ from embedselect.aggregate import DEFAULT_METHOD, combine_ranks, copies_below_pa
 from benchmarks.validity_default import default_weights  # noqa: E402
 
 
-def view_picks(name: str, pool: str, seeds: int, jobs: int, method: str = DEFAULT_METHOD) -> dict[str, Any] | None:
+def view_picks(name: str, pool: str, seeds: int, jobs: int, method: str = DEFAULT_METHOD,
+               extra: tuple[str, ...] = ()) -> dict[str, Any] | None:
     meta, _labels, _items, entries, vectors = load_pool(name)
     if POOLS[pool] is not None:
         if any(c not in vectors for c in POOLS[pool]):
@@ -49,9 +50,9 @@ def view_picks(name: str, pool: str, seeds: int, jobs: int, method: str = DEFAUL
     tp_picks, picks, regrets, rhos = [], [], [], []
     zs: dict[str, list[np.ndarray]] = collections.defaultdict(list)  # signal -> per seed, its z-scores over the pool
     for s in range(seeds):
-        sig = signals(name, vectors, n=n, seed=s, metrics=list(weights), jobs=jobs, pool=pool, references=references,
-                      families=families)
-        scores = {m: r["scores"] for m, r in sig.items()}
+        sig = signals(name, vectors, n=n, seed=s, metrics=list(dict.fromkeys([*weights, *extra])), jobs=jobs,
+                      pool=pool, references=references, families=families)
+        scores = {m: sig[m]["scores"] for m in weights}
         for m, sc in scores.items():
             v = np.array([sc[c] for c in sorted(vectors)], dtype=np.float64)
             zs[m].append((v - np.nanmean(v)) / (np.nanstd(v) or 1.0))
@@ -79,13 +80,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--datasets", nargs="+", default=list(DATASETS))
     ap.add_argument("--jobs", type=int, default=1)
     ap.add_argument("--method", default=DEFAULT_METHOD, help="combination method (default: the package's)")
+    ap.add_argument("--extra", nargs="+", default=[], help="more signals to compute and cache per seed (not in the "
+                    "table), e.g. sufficiency-gaussian sufficiency-knife for validity_default.py's LODO")
     a = ap.parse_args(argv)
     rows = []
     for pool in a.pools:
         for d in a.datasets:
             if POOL_MODALITY.get(pool) not in (None, DATASETS[d].modality):
                 continue
-            r = view_picks(d, pool, a.seeds, a.jobs, a.method)
+            r = view_picks(d, pool, a.seeds, a.jobs, a.method, tuple(a.extra))
             if r is not None:
                 rows.append(r)
                 print(f"{r['view']}: task_prior {r['task_prior']:.1f}, combined {r['combined']:.1f} "

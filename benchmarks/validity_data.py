@@ -549,6 +549,8 @@ class Candidate:
 MINILM, MPNET = "all-MiniLM-L6-v2", "all-mpnet-base-v2"
 ST = "sentence-transformers/"
 EFF = "efficientnet-lite0"
+SHORT_INPUT_TOKENS = 8
+"""``max_length`` of the ``-len8`` candidates (tokens, special tokens included)."""
 
 TEXT_POOL = [
     Candidate(MINILM, "transformer", ST + MINILM, None, None,
@@ -731,8 +733,15 @@ def copy_pairs(entries: Sequence[dict[str, Any]], vectors: dict[str, np.ndarray]
     identities = {n: (f"local:{f}", model_aliases(f"local:{f}", f), n in own)
                   for n, f in folder_of.items() if f is not None}  # fmt: skip
     cards = {n: card_origin(own[n]) for n in own}
-    return [(d.copy, d.parent) for d in pool_copies({k: vectors[k] for k in names}, seed=seed, cards=cards,
-                                                     identities=identities)]
+    # what the specs say: a ``-len8`` candidate is its parent's model with ``max_length`` set (a truncated input)
+    origins = {}
+    for n in names:
+        p = by_name[n].get("parent")
+        if by_name[n].get("relation") == "max_length" and p in names and folder_of[n] is not None:
+            origins[n] = (f"local:{folder_of[n]}", None, {"max_length": SHORT_INPUT_TOKENS})
+            origins[p] = (f"local:{folder_of[n]}", None, {})
+    return [(d.copy, d.parent) for d in pool_copies({k: vectors[k] for k in names}, seed=seed, origins=origins,
+                                                     cards=cards, identities=identities)]
 
 
 def _producers(modality: str, items: list[Any], seed: int) -> dict[str, Callable[[], dict[str, np.ndarray]]]:
@@ -758,8 +767,8 @@ def _producers(modality: str, items: list[Any], seed: int) -> dict[str, Callable
             "pass:minilm": lambda: text_pass(validity.minilm_dir(), items, MINILM, layer=3, batch_size=64),
             "pass:mpnet": lambda: {k: v for k, v in text_pass(validity.mpnet_dir(), items, MPNET, layer=1).items()
                                    if k != MPNET + "-cls"},
-            "pass:minilm-len8": short(validity.minilm_dir, MINILM + "-len8", 8),
-            "pass:mpnet-len8": short(validity.mpnet_dir, MPNET + "-len8", 8),
+            "pass:minilm-len8": short(validity.minilm_dir, MINILM + "-len8", SHORT_INPUT_TOKENS),
+            "pass:mpnet-len8": short(validity.mpnet_dir, MPNET + "-len8", SHORT_INPUT_TOKENS),
             "m2v-MiniLM-256": static("m2v-MiniLM-256", "minilm"),
             "m2v-MiniLM-raw": static("m2v-MiniLM-raw", "minilm", None),
             "m2v-mpnet-256": static("m2v-mpnet-256", "mpnet"),

@@ -33,11 +33,14 @@ if __package__ in (None, ""):
 from benchmarks.validity_data import copy_pairs, load_pool, stratified_indices  # noqa: E402
 from benchmarks.validity_pools import (  # noqa: E402
     DATASETS,
+    POOLS,
     TARGETS,
     _cache_dir,
+    central_of_view,
     correlations,
     metric_cache_name,
     family_violations,
+    pool_roles,
     regret,
     top_pick,
 )
@@ -108,12 +111,20 @@ def load_views(datasets, max_items: int, seed: int, extra: tuple[str, ...] = (),
             continue
         truth = {k: v["acc"] for k, v in json.loads(truth_path.read_text()).items()}
         for pool in pools:
-            cd = _cache_dir(d, n, seed if metric_seed is None else metric_seed, pool)
-            files = {m: cd / metric_cache_name(m) for m in SIGNALS + extra}
+            keys = set(POOLS[pool] if POOLS.get(pool) is not None else vectors)
+            if not keys <= set(vectors):
+                continue
+            ms = seed if metric_seed is None else metric_seed
+            cd = _cache_dir(d, n, ms, pool)
+            sub = {k: np.ascontiguousarray(vectors[k][idx], dtype=np.float32) for k in keys}
+            refs, fams = pool_roles([e for e in entries if e["name"] in keys], sorted(keys))
+            central = central_of_view(d, sub, refs, fams, n=n, seed=ms, pool=pool) if refs else frozenset()
+            files = {m: cd / metric_cache_name(m, central) for m in SIGNALS + extra}
             if not all(f.is_file() for f in files.values()):
                 continue
             sig = {m: json.loads(f.read_text())["scores"] for m, f in files.items()}
-            keys = set(sig["task_prior"])
+            if set(sig["task_prior"]) != keys:
+                continue
             pairs = copy_pairs(entries, {k: vectors[k][idx] for k in keys}, seed)
             views.append({"dataset": d, "pool": pool, "modality": meta["modality"], "truth": {k: truth[k] for k in keys}, "signals": sig,
                           "pairs": pairs, "entries": [e for e in entries if e["name"] in keys]})

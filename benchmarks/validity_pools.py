@@ -61,7 +61,8 @@ VARIANTS = {"task_prior-consensus": ("task_prior", {"prior": "consensus"}),
             "sufficiency-knife-once": ("sufficiency", {"estimator": "knife", "max_repeats": 1})}
 """Signals computed with non-default options (``--metrics task_prior-consensus ...``): name -> (metric, options);
 ``validity_default.py`` puts them in its LODO grid as alternatives to the default options (issue 23)."""
-COPY_RELATIONS = ("distilled", "truncated", "quantized-int8", "quantized-binary")
+COPY_RELATIONS = ("distilled", "truncated", "quantized-int8", "quantized-binary", "max_length")
+"""Pool relations that make a copy: never above its parent (issue 23; ``max_length``: the input cut shorter)."""
 SUFF_WEIGHTS = (0.0, 0.25, 0.5, 1.0, 2.0, 4.0)
 DEFAULT_SETTING = (1.0, None)
 """The default combination before 2026-11-23 (task_prior and sufficiency with equal weights, mean rank, no comparator),
@@ -226,14 +227,18 @@ def _probe_one(x: np.ndarray, y: np.ndarray, folds: int, seed: int) -> dict[str,
 
 
 def ground_truth(name: str, y: np.ndarray, vectors: Mapping[str, np.ndarray], *, n: int, seed: int, folds: int,
-                 jobs: int) -> dict[str, dict[str, Any]]:
-    """candidate -> tuned-probe result (``acc`` fraction in [0, 1]), cached per candidate."""
-    path = _cache_dir(name, n, seed) / f"truth_logistic_f{folds}.json"
+                 jobs: int, split_seed: int | None = None) -> dict[str, dict[str, Any]]:
+    """candidate -> tuned-probe result (``acc`` fraction in [0, 1]), cached per candidate. ``seed`` picks the items
+    (the cache folder); ``split_seed`` (default ``seed``) the probe's outer and inner folds: another value measures
+    the same items' truth again on other splits (``truth_noise.py``)."""
+    split = seed if split_seed is None else split_seed
+    suffix = "" if split == seed else f"_split{split}"
+    path = _cache_dir(name, n, seed) / f"truth_logistic_f{folds}{suffix}.json"
     cache = json.loads(path.read_text()) if path.is_file() else {}
     todo = [c for c in vectors if c not in cache]
     if todo:
         with ProcessPoolExecutor(max_workers=max(1, jobs)) as ex:
-            futs = {c: ex.submit(_probe_one, vectors[c], y, folds, seed) for c in todo}
+            futs = {c: ex.submit(_probe_one, vectors[c], y, folds, split) for c in todo}
             for c, f in futs.items():
                 cache[c] = f.result()
                 log.info("%s: truth %s acc=%.4f (%.0f s)", name, c, cache[c]["acc"], cache[c]["seconds"])
@@ -299,12 +304,32 @@ def _metric_one(metric: str, vectors: Mapping[str, np.ndarray], keys: Mapping[st
     return out
 
 
-def metric_cache_name(metric: str) -> str:
+def metric_cache_name(metric: str, central: frozenset[str] | set[str] = frozenset()) -> str:
     """The cache file of a signal: named by the metric's code version too, so a change of the metric's code (or of
-    its options' defaults) computes it again instead of reading a stale result."""
+    its options' defaults) computes it again instead of reading a stale result; and by the built-in baselines counted
+    as evidence in the view (``central``, :func:`central_of_view`), when there are any."""
     from embedselect.metrics.base import get_spec
 
-    return f"metric_{metric}_{get_spec(VARIANTS.get(metric, (metric, {}))[0]).code_version()[:10]}.json"
+    suffix = f"_ev-{'+'.join(sorted(central))}" if central else ""
+    return f"metric_{metric}_{get_spec(VARIANTS.get(metric, (metric, {}))[0]).code_version()[:10]}{suffix}.json"
+
+
+def central_of_view(name: str, vectors: Mapping[str, np.ndarray], references: frozenset[str],
+                    families: Mapping[str, str] | None, *, n: int, seed: int, pool: str = "all") -> frozenset[str]:
+    """The built-in baselines ``select()`` counts as evidence in this view, being as central as its models
+    (:func:`embedselect.metrics.agreement.central_in_pool` with the metric ``seed``), cached per view and seed."""
+    from embedselect.metrics.agreement import central_in_pool
+    from embedselect.metrics.base import MetricContext, get_spec
+
+    path = _cache_dir(name, n, seed, pool) / f"central_{get_spec('nn_agreement').code_version()[:10]}.json"
+    got = json.loads(path.read_text()) if path.is_file() else None
+    if got and set(got["candidates"]) == set(vectors) and set(got["references"]) == set(references):
+        return frozenset(got["central"])
+    keys = {c: f"{name}:{c}:n{n}:seed{seed}" for c in vectors}
+    central = central_in_pool(MetricContext(embeddings=dict(vectors), run_keys=keys, seed=seed, options={},
+                                            references=references, families=dict(families or {})))
+    save_json(path, {"candidates": sorted(vectors), "references": sorted(references), "central": central})
+    return frozenset(central)
 
 
 def signals(name: str, vectors: Mapping[str, np.ndarray], *, n: int, seed: int, metrics: Sequence[str],
@@ -312,11 +337,15 @@ def signals(name: str, vectors: Mapping[str, np.ndarray], *, n: int, seed: int, 
             families: Mapping[str, str] | None = None) -> dict[str, dict[str, Any]]:
     """metric -> {"scores": {candidate: score}, "seconds": s}, cached per metric (and its code version) and named pool
     (recomputed when the pool's candidates changed). ``references``: the pool's built-in baselines, as ``select()``
-    marks them (:attr:`embedselect.metrics.base.MetricContext.references`); ``families``: :func:`pool_roles`."""
+    marks them (:attr:`embedselect.metrics.base.MetricContext.references`), less those it counts as evidence
+    (:func:`central_of_view`); ``families``: :func:`pool_roles`."""
     d = _cache_dir(name, n, seed, pool)
+    central = central_of_view(name, vectors, references, families, n=n, seed=seed, pool=pool) if references \
+        else frozenset()
+    references = references - central
     out, todo = {}, []
     for m in metrics:
-        p = d / metric_cache_name(m)
+        p = d / metric_cache_name(m, central)
         got = json.loads(p.read_text()) if p.is_file() else None
         if got and set(got["scores"]) == set(vectors):
             out[m] = got
@@ -334,7 +363,7 @@ def signals(name: str, vectors: Mapping[str, np.ndarray], *, n: int, seed: int, 
                     out[m] = {"scores": {}, "seconds": None, "error": f"{type(err).__name__}: {err}"}
                     continue
                 log.info("%s: %s done (%.0f s)", name, m, out[m]["seconds"])
-                save_json(d / metric_cache_name(m), out[m])
+                save_json(d / metric_cache_name(m, central), out[m])
     return {m: out[m] for m in metrics}
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from embedselect.aggregate import copies_below_parents
 from embedselect.errors import MetricError
-from embedselect.metrics.copies import derived_copies
+from embedselect.metrics.copies import derived_copies, pool_copies, truncated_inputs
 from embedselect.ranking import tie_groups
 
 
@@ -147,3 +147,47 @@ def test_select_reads_the_specs_a_lower_precision_run_is_a_copy_another_pooling_
     assert pairs == {("vit-bf16", "vit"): "quantized"}, pairs
     ranked = [c.name for c in r.candidates]
     assert ranked.index("vit") < ranked.index("vit-bf16")
+
+
+# --- a shorter input of the same model is a declared copy (issue 23 item 3) --------------------------------------
+def test_a_shorter_max_length_of_the_same_model_is_a_declared_copy_of_every_longer_one():
+    own = ("local:/m", "sha", {})
+    origins = {"full": own, "len64": ("local:/m", "sha", {"max_length": 64}),
+               "len8": ("local:/m", "sha", {"max_length": 8}),
+               "cls-len8": ("local:/m", "sha", {"pooling": "cls", "max_length": 8}),  # another pooling as well
+               "other-len8": ("local:/o", "sha", {"max_length": 8}),  # another model
+               "old-len8": ("local:/m", "old", {"max_length": 8})}  # another revision
+    found = truncated_inputs(origins)
+    assert [(d.copy, d.parent) for d in found] == [("len64", "full"), ("len8", "full"), ("len8", "len64")]
+    assert all(d.relation == "truncated-input" and d.declared for d in found)
+    # equal lengths are the same run, neither is the copy; a longer max_length is never the copy
+    assert truncated_inputs({"a": ("m", "r", {"max_length": 8}), "b": ("m", "r", {"max_length": 8})}) == []
+    # pool_copies adds them to what the vectors show, once, and only for embedded candidates
+    states = _token_states()
+    vectors = {"full": states.mean(axis=1), "len8": states[:, :8].mean(axis=1)}
+    pairs = pool_copies(vectors, origins=origins)
+    assert [(d.copy, d.parent, d.relation) for d in pairs] == [("len8", "full", "truncated-input")]
+
+
+def test_select_ranks_the_model_at_8_tokens_below_the_model_and_says_why(tmp_path):
+    from embedselect import select
+    from tests import tinymodels as tm
+    from embedselect.data import sample_path
+
+    a = str(tm.make_tiny_transformers_text(tmp_path / "tiny-a", seed=0))
+    b = str(tm.make_tiny_transformers_text(tmp_path / "tiny-b", seed=1))
+    cands = [f"a={a}?backend=transformers&pooling=mean", f"a-len4={a}?backend=transformers&pooling=mean&max_length=4",
+             f"a-cls={a}?backend=transformers&pooling=cls", f"b={b}?backend=transformers&pooling=mean",
+             "tfidf-svd", "random-projection"]
+    # modularity alone: the 4-token run's graph is the more modular one (0.52 against 0.35 for "a")
+    r = select(sample_path("texts"), cands, column="text", max_items=80, metrics=["modularity"],
+               cache_dir=tmp_path / "cache")
+    pairs = {(p["copy"], p["parent"]): (p["relation"], p["declared"]) for p in r.details["copies"]["pairs"]}
+    assert pairs == {("a-len4", "a"): ("truncated-input", True)}, pairs  # another pooling is not a copy
+    ranked = [c.name for c in r.candidates]
+    assert ranked.index("a") < ranked.index("a-len4")
+    assert r["a-len4"].scores["modularity"] > r["a"].scores["modularity"]  # what the rule overrides
+    assert r.details["copies"]["moved_below_parent"] == [["a-len4", "a"]]
+    assert r["a"].combined_score > r["a-len4"].combined_score
+    assert any(w.startswith("a-len4 is a truncated-input copy of a (the same model with its input cut to fewer "
+                            "tokens)") for w in r.warnings), r.warnings

@@ -143,3 +143,28 @@ def test_a_baseline_as_close_to_every_model_as_the_models_are_to_each_other_is_n
     assert "central_references" not in calm.details and "warnings" not in calm.details
     # with the baselines counted as evidence there is no reference point to name
     assert "central_references" not in agreement.compute(_ctx(embs, frozenset({"pixels"}), compare_with="all")).details
+    # the run stage's check (agreement.central_in_pool) finds the same, with the metric's k / max_items options
+    assert agreement.central_in_pool(_ctx(embs, frozenset({"pixels"}))) == res.details["central_references"]
+    assert agreement.central_in_pool(_ctx(_pool(), frozenset({"R1", "R2"}))) == {}
+    assert agreement.central_in_pool(_ctx(embs)) == {}  # no reference points
+    assert agreement.central_in_pool(_ctx({"M0": embs["M0"], "pixels": embs["pixels"]}, frozenset({"pixels"}))) == {}
+
+
+def test_select_counts_central_baselines_as_evidence_in_every_metric_and_says_so(tmp_path):
+    """Two poolings of one tiny untrained ViT on random images: pixel PCA and the random projection of the pixels
+    agree with both more than the two agree with each other (the 8×8 digits' situation, docs/benchmarks.md §4m), so
+    the metrics consult them like models; the text pool of the test above keeps its baselines as reference points."""
+    import embedselect
+    from tests import tinymodels as tm
+
+    vit = str(tm.make_tiny_timm(tmp_path / "vit"))
+    imgs = tm.make_tiny_images(tmp_path / "imgs", n=60)[0].parent
+    r = embedselect.select(imgs, [f"v={vit}", f"v-max={vit}?pooling=max", "pixel-pca", "random-projection"],
+                           cache_dir=tmp_path / "c", metrics=["nn_agreement", "task_prior"])
+    central = r.details["central_references"]
+    assert set(central) == {"pixel-pca", "random-projection"} and min(central.values()) >= 1
+    assert r.details["nn_agreement"]["compared_with"] == ["v", "v-max", "pixel-pca", "random-projection"]
+    assert set(r.details["task_prior"]["prior_members"]) == {"v", "v-max", "pixel-pca", "random-projection"}
+    assert "central_references" not in r.details["nn_agreement"]  # nothing left aside for the metric to name
+    said = [w for w in r.warnings if "count as evidence in this ranking" in w]
+    assert len(said) == 1 and "pixel-pca (" in said[0] and "embedselect validate" in said[0]

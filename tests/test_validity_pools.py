@@ -140,3 +140,25 @@ def test_named_pools_run_on_datasets_of_their_modality_only():
     assert datasets_for_pool("issue", ["trec", "lfw-faces"]) == ["trec"]
     assert datasets_for_pool("all", ["trec", "lfw-faces"]) == ["trec", "lfw-faces"]
     assert len(POOLS["photo8"]) == 8 and len(POOLS["width"]) == 10 and set(POOLS["issue"]) < set(POOLS["width"])
+
+
+def test_ground_truth_measured_again_on_other_splits_is_cached_beside_the_first(tmp_path, monkeypatch):
+    import json
+
+    import numpy as np
+
+    from benchmarks.validity_pools import ground_truth
+
+    monkeypatch.setenv("EMBEDSELECT_BENCH_CACHE", str(tmp_path))
+    rng = np.random.default_rng(0)
+    y = np.repeat(np.arange(3), 30)
+    vec = {"good": (y[:, None] + rng.normal(size=(90, 4))).astype(np.float32),
+           "noise": rng.normal(size=(90, 4)).astype(np.float32)}
+    first = ground_truth("toy", y, vec, n=90, seed=0, folds=5, jobs=1)
+    again = ground_truth("toy", y, vec, n=90, seed=0, folds=5, jobs=1, split_seed=1)
+    folder = tmp_path / "validity_pools" / "toy" / "n90_seed0"
+    assert sorted(p.name for p in folder.iterdir()) == ["truth_logistic_f5.json", "truth_logistic_f5_split1.json"]
+    assert json.loads((folder / "truth_logistic_f5.json").read_text())["good"]["acc"] == first["good"]["acc"]
+    assert first["good"]["acc"] > first["noise"]["acc"] and again["good"]["acc"] > again["noise"]["acc"]
+    assert (first["good"]["acc"], first["noise"]["acc"]) != (again["good"]["acc"], again["noise"]["acc"])  # other folds
+    assert ground_truth("toy", y, vec, n=90, seed=0, folds=5, jobs=1, split_seed=0) == first  # split 0 is the first

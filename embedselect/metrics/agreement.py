@@ -94,16 +94,10 @@ def agreement_matrix(neighbours: list[np.ndarray]) -> np.ndarray:
     return g
 
 
-def compute(ctx: MetricContext) -> MetricResult:
-    """The ``nn_agreement`` comparator metric.
-
-    Options: k (10), max_items (2048), compare_with ("models": a candidate's score is its mean agreement with the
-    candidates that are not reference points, ``ctx.references`` — the built-in baselines — when at least two are
-    left, :func:`~embedselect.metrics.base.evidence`; "all": with every other candidate, as before 2026-11-25).
-    """
-    opt = checked_options("nn_agreement", ctx.options, _OPTION_DEFAULTS, {"k": 1, "max_items": 3})
-    if opt["compare_with"] not in ("models", "all"):
-        raise ConfigError(f"nn_agreement option 'compare_with' must be 'models' or 'all', got {opt['compare_with']!r}")
+def _pool_agreement(ctx: MetricContext,
+                    opt: dict[str, Any]) -> tuple[list[str], dict[str, str], int, int, np.ndarray, str]:
+    """The usable candidates' pairwise k-NN agreement on the seeded subsample: (usable keys, unusable key -> why,
+    rows used, k, the (m, m) float64 matrix of :func:`agreement_matrix`, the k-NN device)."""
     if int(opt["max_items"]) > 4096:
         raise ConfigError("nn_agreement option 'max_items' must be ≤ 4096 (O(n²) memory per candidate)")
     # the one rule for unusable embeddings (metrics.base.unusable_reason): such a candidate scores NaN and is not
@@ -116,12 +110,25 @@ def compute(ctx: MetricContext) -> MetricResult:
     sub = seeded_rows(ctx, keys, "nn_agreement", int(opt["max_items"]), salt=12)
     k = min(int(opt["k"]), len(sub) - 1)
     nbs, knn_device = neighbour_lists(ctx, keys, sub, k)
-    g = agreement_matrix(nbs)
+    return keys, excluded, len(sub), k, agreement_matrix(nbs), knn_device
+
+
+def compute(ctx: MetricContext) -> MetricResult:
+    """The ``nn_agreement`` comparator metric.
+
+    Options: k (10), max_items (2048), compare_with ("models": a candidate's score is its mean agreement with the
+    candidates that are not reference points, ``ctx.references`` — the built-in baselines — when at least two are
+    left, :func:`~embedselect.metrics.base.evidence`; "all": with every other candidate, as before 2026-11-25).
+    """
+    opt = checked_options("nn_agreement", ctx.options, _OPTION_DEFAULTS, {"k": 1, "max_items": 3})
+    if opt["compare_with"] not in ("models", "all"):
+        raise ConfigError(f"nn_agreement option 'compare_with' must be 'models' or 'all', got {opt['compare_with']!r}")
+    keys, excluded, n_items, k, g, knn_device = _pool_agreement(ctx, opt)
     members = evidence(keys, ctx.references) if opt["compare_with"] == "models" else list(range(len(keys)))
     weight = dict(zip(members, family_weights(keys, members, ctx.families)))  # one family, one vote
     scores = {key: float(np.average([g[i, j] for j in members if j != i], weights=[weight[j] for j in members if j != i]))
               for i, key in enumerate(keys)}
-    details: dict[str, Any] = {"k": k, "n_items": len(sub), "knn_device": knn_device,
+    details: dict[str, Any] = {"k": k, "n_items": n_items, "knn_device": knn_device,
                "compared_with": [keys[j] for j in members],
                "agreement": {a: {b: float(g[i, j]) for j, b in enumerate(keys)} for i, a in enumerate(keys)}}
     central = central_references(g, keys, members, weight)
@@ -132,6 +139,23 @@ def compute(ctx: MetricContext) -> MetricResult:
         details["excluded"] = excluded
         scores.update({key: float("nan") for key in excluded})
     return MetricResult(name="nn_agreement", scores=scores, details=details)
+
+
+def central_in_pool(ctx: MetricContext) -> dict[str, float]:
+    """The reference points of a pool that are as central as its models (:func:`central_references` on the k-NN
+    agreement of ``nn_agreement``, with its ``k`` and ``max_items`` options from ``ctx.options``): reference -> the
+    ratio of its mean agreement with the models to the models' mean agreement with each other (>= 1). Empty when the
+    pool has no reference points or fewer than two models. The run stage makes such reference points evidence for
+    every metric (:func:`embedselect.pipeline.metrics.metrics_stage`)."""
+    opt = checked_options("nn_agreement", ctx.options, _OPTION_DEFAULTS, {"k": 1, "max_items": 3})
+    if not set(ctx.references) & set(ctx.embeddings):
+        return {}
+    try:
+        keys, _excluded, _n, _k, g, _device = _pool_agreement(ctx, opt)
+    except MetricError:  # fewer than 2 usable candidates or too few items: no pool to be central in
+        return {}
+    members = evidence(keys, ctx.references)
+    return central_references(g, keys, members, dict(zip(members, family_weights(keys, members, ctx.families))))
 
 
 def central_references(g: np.ndarray, keys: list[str], members: list[int],
@@ -154,12 +178,15 @@ def central_references(g: np.ndarray, keys: list[str], members: list[int],
     for r in (i for i in range(len(keys)) if i not in members):
         with_models = float(np.average([g[r, j] for j in members], weights=[w[j] for j in members]))
         if among > 0 and with_models >= among:
-            out[keys[r]] = round(with_models / among, 3)
+            out[keys[r]] = round(float(with_models / among), 3)
     return out
 
 
-def central_warning(central: dict[str, float]) -> str:
-    names = ", ".join(central)
+def central_warning(central: dict[str, float], *, counted: bool = False) -> str:
+    """The warning for central reference points; ``counted``: the run stage made them evidence."""
+    names = ", ".join(f"{k} ({v:.2f}×)" for k, v in central.items()) if counted else ", ".join(central)
+    what = ("so they count as evidence in this ranking, like the models; the label-free ranking can still be wrong "
+            "here" if counted else "and the label-free ranking can be wrong here")
     return (f"the reference point(s) {names} agree with the models' nearest neighbours at least as much as the models "
-            "agree with each other: the models may capture little about this data beyond what these baselines do, "
-            "and the label-free ranking can be wrong here; check it with a few labels (embedselect validate)")
+            f"agree with each other: the models may capture little about this data beyond what these baselines do, "
+            f"{what}; check it with a few labels (embedselect validate)")

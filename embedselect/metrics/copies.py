@@ -7,9 +7,16 @@ more information about any labelling of the items than its parent, so a ranking 
 is wrong in expectation, however the label-free scores came out (docs/benchmarks.md §4c measured the default
 doing exactly that: mpnet's binary copy first on two datasets).
 
-A *variant* is not a copy: another pooling (CLS / mean / max), another input truncation (``max_length``), another
-input resolution or another layer of the same model computes new features from the input; it can be better than
-the default (a max-pooled EfficientNet was the most accurate candidate of a photo pool) and is ranked on its own.
+A *variant* is not a copy: another pooling (CLS / mean / max), another input resolution or another layer of the
+same model computes new features from the input; it can be better than the default (a max-pooled EfficientNet was
+the most accurate candidate of a photo pool) and is ranked on its own.
+
+One variant is declared a copy by its spec alone (:func:`truncated_inputs`): the same model and revision with the
+same options but a shorter ``max_length``. It reads the first tokens of what its parent reads, so it sees nothing
+its parent does not (issue 23 item 3). Its vectors are not a function of the parent's, so this is a declared order,
+not the data processing inequality; measured on the 11 text sets of docs/benchmarks.md §4l (tuned probe, 200-300
+items), MiniLM and mpnet at 8 tokens were below the full model in 15 of 22 cases, equal in 5 and above it in 2, by
+one item.
 
 The test, for a pair (parent P with d_P dimensions, copy C with d_C ≤ d_P), on at most ``max_items`` rows:
 
@@ -58,6 +65,8 @@ MIN_ROWS = 10
 PRECISION_OPTIONS = frozenset({"dtype"})
 """Vector options that change only the numeric precision: a candidate that differs from another of the same model
 and revision only in these is a quantised copy candidate, not a variant."""
+INPUT_LENGTH_OPTIONS = frozenset({"max_length"})
+"""The vector option whose shorter value makes a declared copy: the input cut to fewer tokens (:func:`truncated_inputs`)."""
 WIDTH_OPTIONS = frozenset({"dim", "truncate_dim"})
 """Vector options that keep fewer dimensions of the same vectors: left to the statistical test."""
 _DTYPE_BITS = {"float64": 52, "float32": 23, "fp32": 23, "float16": 10, "fp16": 10, "half": 10, "bfloat16": 7,
@@ -71,7 +80,8 @@ class DerivedCopy:
     Attributes:
         copy, parent: candidate names.
         relation: ``"truncated"`` (fewer dimensions) or ``"quantized"`` (same width, coarser values); a copy its
-            card declares (:func:`declared_copies`): ``"distilled"`` or ``"quantized"``.
+            card declares (:func:`declared_copies`): ``"distilled"`` or ``"quantized"``; a shorter ``max_length`` of
+            the same model (:func:`truncated_inputs`): ``"truncated-input"``.
         median_abs_spearman: median over the copy's coordinates of |Spearman(copy_j, parent_j)|, in [0, 1] (NaN
             when declared).
         monotone_fit: median over the copy's coordinates of the isotonic R² of copy_j on parent_j (rows not both
@@ -85,7 +95,8 @@ class DerivedCopy:
     monotone_fit: float = float("nan")
 
     declared: bool = False
-    """True when the copy's model card says so (:func:`declared_copies`): no vector test was made."""
+    """True when the copy's model card (:func:`declared_copies`) or its spec (:func:`truncated_inputs`) says so: no
+    vector test was made."""
 
     def to_dict(self) -> dict[str, Any]:
         def num(v: float) -> float | None:
@@ -250,6 +261,33 @@ def derived_copies(
     return sorted(out, key=lambda d: (d.parent, d.copy))
 
 
+def truncated_inputs(origins: Mapping[str, Any]) -> list[DerivedCopy]:
+    """The (copy, parent) pairs the specs declare by input length: ``copy`` is the same model and revision as
+    ``parent`` with the same vector options except a shorter ``max_length`` (tokens). A parent without
+    ``max_length`` reads the model's own maximum, which counts as longer than any value a copy sets.
+
+    Args:
+        origins: candidate name -> ``(model_id, revision, vector options)`` (as :func:`derived_copies`).
+
+    Returns:
+        the pairs, relation ``"truncated-input"``, ``declared=True``, sorted by (parent, copy); a chain
+        (8 < 64 < the model's own) gives every shorter-longer pair.
+    """
+    out = []
+    for c, (mc, rc, oc) in origins.items():
+        oc = dict(oc or {})
+        if oc.get("max_length") is None:
+            continue
+        for p, (mp, rp, op) in origins.items():
+            op = dict(op or {})
+            differ = {k for k in set(oc) | set(op) if oc.get(k) != op.get(k)}
+            if p == c or (mp, rp) != (mc, rc) or differ != set(INPUT_LENGTH_OPTIONS):
+                continue
+            if op.get("max_length") is None or int(op["max_length"]) > int(oc["max_length"]):
+                out.append(DerivedCopy(c, p, "truncated-input", float("nan"), float("nan"), declared=True))
+    return sorted(out, key=lambda d: (d.parent, d.copy))
+
+
 def _name_keys(base: str) -> tuple[str, str]:
     """A ``base_model`` entry as (the whole name, its last path part), lower case: ``org/name``, a folder path."""
     full = base.strip().rstrip("/\\").lower()
@@ -298,12 +336,16 @@ def pool_copies(embeddings: Mapping[str, Any], *, seed: int = 0, origins: Mappin
                 cards: Mapping[str, Any] | None = None,
                 identities: Mapping[str, tuple[str, Sequence[str], bool]] | None = None) -> list[DerivedCopy]:
     """Every (copy, parent) pair of a pool: the copies its vectors show (:func:`derived_copies` with ``embeddings``,
-    ``seed`` and ``origins``), then the copies the model cards declare (:func:`declared_copies` with ``cards`` and
-    ``identities``) that the vectors did not already show."""
+    ``seed`` and ``origins``), then the copies the specs declare by input length (:func:`truncated_inputs`, the
+    ``origins`` of the embedded candidates) and the copies the model cards declare (:func:`declared_copies` with
+    ``cards`` and ``identities``), each pair once."""
     found = derived_copies(embeddings, seed=seed, origins=origins)
-    seen = {(d.copy, d.parent) for d in found}
-    return found + [d for d in declared_copies(cards or {}, identities or {}) if (d.copy, d.parent) not in seen]
+    by_spec = truncated_inputs({k: v for k, v in (origins or {}).items() if k in embeddings})
+    for d in by_spec + declared_copies(cards or {}, identities or {}):
+        if (d.copy, d.parent) not in {(x.copy, x.parent) for x in found}:
+            found.append(d)
+    return found
 
 
 __all__ = ["FIT_THRESHOLD", "THRESHOLD", "DerivedCopy", "declared_copies", "derived_copies", "monotone_fit",
-           "pool_copies", "spec_relation"]
+           "pool_copies", "spec_relation", "truncated_inputs"]

@@ -40,6 +40,28 @@ def checked_metrics(metrics: Sequence[str], weights: Mapping[str, float] | None)
     return metrics
 
 
+def _evidence_references(ctx: RunContext, references: frozenset[str], run_keys: dict[str, str]) -> frozenset[str]:
+    """The reference points the metrics set aside: the built-in baselines, less those as central as the models.
+
+    The metrics that compare a candidate with the pool consult the models, not the built-in baselines, on the grounds
+    that a baseline learned nothing about the data. When a baseline's nearest neighbours agree with every model's at
+    least as much as the models' agree with each other (:func:`embedselect.metrics.agreement.central_in_pool`), that
+    ground is gone, and it counts as evidence like a model (docs/validation.md; docs/benchmarks.md §4m: only the 8×8
+    digits of the 43 benchmark views, where raw pixels are the most accurate representation)."""
+    from embedselect.metrics.agreement import central_in_pool, central_warning
+
+    if not references:
+        return references
+    nn = {k: v for k, v in ctx.metric_options.get("nn_agreement", {}).items() if k in ("k", "max_items")}
+    central = central_in_pool(MetricContext(embeddings=ctx.vectors, run_keys=run_keys, seed=ctx.seed, options=nn,
+                                            device=ctx.device, references=references,
+                                            families={k: v for k, v in ctx.families.items() if k in ctx.vectors}))
+    if central:
+        ctx.details["central_references"] = central
+        ctx.warnings.append(central_warning(central, counted=True))
+    return references - frozenset(central)
+
+
 def metrics_stage(ctx: RunContext) -> None:
     """Stage 3: every metric over the embedded candidates (from the store or computed), with its bootstrap; fills
     ``ctx.per_metric``, ``ctx.details``, ``ctx.uncertainty``, each result's scores, per-metric ranks, columns and
@@ -62,6 +84,7 @@ def metrics_stage(ctx: RunContext) -> None:
     by_name = {r.name: r for r in results}
     references = frozenset(r.name for r in results if r.ok and is_baseline_id(r.model_id))
     ctx.copies, ctx.families = pool_relations(ctx)
+    references = _evidence_references(ctx, references, run_keys)
     shared = {f: [n for n, g in ctx.families.items() if g == f] for f in set(ctx.families.values())}
     if any(len(v) > 1 for v in shared.values()):  # who counted once in the pool's evidence (JSON: details.families)
         ctx.details["families"] = {f: v for f, v in sorted(shared.items()) if len(v) > 1}

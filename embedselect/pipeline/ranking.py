@@ -49,17 +49,21 @@ def _rank_stage(ctx: RunContext) -> Any:
         full_weights = {m: 1.0 for m in full_weights}
     ctx.combined_weights = full_weights
     combined = combine_ranks(ctx.per_metric, weights=full_weights, method=default_method(modality))
-    # a quantised or truncated copy of another candidate never ranks above it, and its parent takes its score
-    # when it was higher (data processing inequality: the parent is at least as good); the copies were found before
-    # the metrics (pipeline.families.pool_relations)
+    # a quantised or truncated copy of another candidate never ranks above it, and its parent takes its score when it
+    # was higher (data processing inequality: the parent is at least as good); so does the same model with its input
+    # cut shorter (declared by the specs); the copies were found before the metrics (pipeline.families.pool_relations)
     copies = [d for d in ctx.copies if d.copy in combined and d.parent in combined]
     combined, moved = copies_below_parents(combined, [(d.copy, d.parent) for d in copies])
     ctx.details["copies"] = {"pairs": [d.to_dict() for d in copies], "moved_below_parent": [list(p) for p in moved]}
     for c, p in moved:
         d = next(x for x in copies if (x.copy, x.parent) == (c, p))
-        why = (f"its model card names {p} as its base_model" if d.declared
-               else f"median per-coordinate |Spearman| {d.median_abs_spearman:.2f}")
-        since = ("a copy approximates its parent" if d.declared else "a copy cannot carry more information")
+        if d.relation == "truncated-input":
+            why, since = "the same model with its input cut to fewer tokens", "it reads less of each item"
+        elif d.declared:
+            why, since = f"its model card names {p} as its base_model", "a copy approximates its parent"
+        else:
+            why = f"median per-coordinate |Spearman| {d.median_abs_spearman:.2f}"
+            since = "a copy cannot carry more information"
         ctx.warnings.append(f"{c} is a {d.relation} copy of {p} ({why}): ranked below it, and {p} takes its "
                             f"combined score, since {since}")
     for name, score in combined.items():

@@ -1,0 +1,99 @@
+"""How far the ground truth itself moves (issue 23): the tuned probe measured again on the same items with other
+outer and inner folds, and per view the Spearman ρ between the truth of split seed 0 (the one every table uses) and
+each re-measurement, the share of re-measurements with the same best candidate, and the regret (under split 0's
+truth) of a re-measurement's best candidate. A ranking's ρ against one measured truth can only exceed the truth's
+own agreement with a re-measurement by chance, so this is the scale on which the ρ targets are read.
+
+    python benchmarks/truth_noise.py --splits 1 2 --jobs 2 --json truth_noise.json   # the probes (cached per split)
+    python benchmarks/truth_noise.py --splits 1 2 --default                          # + the default's ρ per truth
+
+Every number is a benchmark result, never a test threshold.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+from scipy.stats import spearmanr
+
+sys.path.insert(0, str(Path.cwd()))
+sys.path.insert(1, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.per_view import POOL_ORDER, default_setting  # noqa: E402
+from benchmarks.validity_data import DATASETS, load_pool, stratified_indices  # noqa: E402
+from benchmarks.validity_default import evaluate, load_views  # noqa: E402
+from benchmarks.validity_pools import ground_truth  # noqa: E402
+
+
+def remeasure(dataset: str, split: int, *, max_items: int, jobs: int) -> dict[str, float]:
+    """candidate -> tuned-probe accuracy (fraction) of every pool candidate on the items of seed 0, folds of ``split``."""
+    _meta, labels, _items, _entries, vectors = load_pool(dataset)
+    keep_all = len(labels) - max_items < len(np.unique(labels))  # validity_pools.run_dataset's rule
+    idx = np.arange(len(labels)) if keep_all else stratified_indices([str(v) for v in labels], max_items, 0)
+    vec = {c: np.ascontiguousarray(v[idx], dtype=np.float32) for c, v in vectors.items()}
+    res = ground_truth(dataset, labels[idx], vec, n=len(idx), seed=0, folds=5, jobs=jobs, split_seed=split)
+    return {c: r["acc"] for c, r in res.items()}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--splits", type=int, nargs="+", default=[1, 2], help="split seeds to measure again (not 0)")
+    ap.add_argument("--datasets", nargs="+", default=list(DATASETS))
+    ap.add_argument("--max-items", type=int, default=300)
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--default", action="store_true", help="also the package default's ρ against each truth")
+    ap.add_argument("--json", type=Path, help="write the per-view results here")
+    a = ap.parse_args()
+    if 0 in a.splits:
+        ap.error("split 0 is the truth every table uses: measure other splits")
+    views = load_views(a.datasets, a.max_items, 0, ("sufficiency-gaussian",), POOL_ORDER)
+    again = {d: {s: remeasure(d, s, max_items=a.max_items, jobs=a.jobs) for s in a.splits}
+             for d in sorted({v["dataset"] for v in views})}
+    rows, out = [], {}
+    for v in views:
+        names = sorted(v["truth"])
+        t0 = np.array([v["truth"][c] for c in names])
+        best0 = max(v["truth"].values())
+        rhos, same, regrets, drho = [], [], [], []
+        for s in a.splits:
+            ts = {c: again[v["dataset"]][s][c] for c in names}
+            rhos.append(float(spearmanr(t0, [ts[c] for c in names])[0]))
+            pick = max(names, key=lambda c: (ts[c], c))
+            same.append(v["truth"][pick] == best0)
+            regrets.append(best0 - v["truth"][pick])
+            if a.default:
+                drho.append(evaluate(dict(v, truth=ts), *default_setting(v["modality"]), True)["rho"])
+        key = f"{v['dataset']}/{v['pool']}"
+        d0 = evaluate(v, *default_setting(v["modality"]), True)["rho"] if a.default else None
+        out[key] = {"modality": v["modality"], "rho_truths": float(np.mean(rhos)), "same_best": float(np.mean(same)),
+                    "regret": float(np.mean(regrets)), "default_rho_split0": d0,
+                    "default_rho_others": float(np.mean(drho)) if drho else None}
+        rows.append((key, out[key]))
+    head = "| view | ρ(truth, truth again) | same best | regret of the re-measured best |"
+    head += " default ρ: split 0 / other splits |" if a.default else ""
+    print(head + "\n|" + "---|" * (head.count("|") - 1))
+    for key, r in rows:
+        line = f"| {key} | {r['rho_truths']:.2f} | {r['same_best']:.2f} | {r['regret']:.3f} |"
+        if a.default:
+            line += f" {r['default_rho_split0']:.2f} / {r['default_rho_others']:.2f} |"
+        print(line)
+    for m in ("text", "image"):
+        rs = [r for _, r in rows if r["modality"] == m]
+        if rs:
+            msg = (f"\n{m} ({len(rs)} views): mean ρ(truth, truth again) {np.mean([r['rho_truths'] for r in rs]):.3f}, "
+                   f"lowest {min(r['rho_truths'] for r in rs):.2f}, same best {np.mean([r['same_best'] for r in rs]):.2f}")
+            if a.default:
+                msg += (f"; default mean ρ vs split 0 {np.mean([r['default_rho_split0'] for r in rs]):.3f}, vs the "
+                        f"others {np.mean([r['default_rho_others'] for r in rs]):.3f}")
+            print(msg)
+    if a.json:
+        a.json.write_text(json.dumps(out, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
