@@ -216,8 +216,8 @@ def to_html(ranking: Ranking, *, title: str = "embedselect ranking", plots: bool
                    + ", ".join(f"{_e(m)} × {_e(_num(w))}" for m, w in weights.items() if w and m in scored)
                    + (f"; shown, not in the score: {_e(', '.join(shown))}" if shown else "")
                    + "; variants of one model and its copies count once as evidence about the data, and a quantised "
-                     "or truncated copy of another candidate, or one its card calls a distillation of it, is placed "
-                     "right below it.</p>")
+                     "or truncated copy of another candidate, the same model with a shorter max_length, or one its card "
+                     "calls a distillation of it, is placed right below it.</p>")
     if plots:
         figs = _figures(ranking)
         if figs:
