@@ -153,7 +153,8 @@ def test_a_baseline_as_close_to_every_model_as_the_models_are_to_each_other_is_n
 def test_select_counts_central_baselines_as_evidence_in_every_metric_and_says_so(tmp_path):
     """Two poolings of one tiny untrained ViT on random images: pixel PCA and the random projection of the pixels
     agree with both more than the two agree with each other (the 8×8 digits' situation, docs/benchmarks.md §4m), so
-    the metrics consult them like models; the text pool of the test above keeps its baselines as reference points."""
+    the metrics consult them like models (the text pool of test_select_marks_the_builtin_baselines_as_reference_points
+    keeps its baselines as reference points)."""
     import embedselect
     from tests import tinymodels as tm
 
