@@ -148,6 +148,8 @@ def test_a_baseline_as_close_to_every_model_as_the_models_are_to_each_other_is_n
     assert agreement.central_in_pool(_ctx(_pool(), frozenset({"R1", "R2"}))) == {}
     assert agreement.central_in_pool(_ctx(embs)) == {}  # no reference points
     assert agreement.central_in_pool(_ctx({"M0": embs["M0"], "pixels": embs["pixels"]}, frozenset({"pixels"}))) == {}
+    # too few items for the check (nn_agreement needs 3) is no pool to check, not an error about a metric not asked for
+    assert agreement.central_in_pool(_ctx({k: v[:2] for k, v in embs.items()}, frozenset({"pixels"}))) == {}
 
 
 def test_select_counts_central_baselines_as_evidence_in_every_metric_and_says_so(tmp_path):

@@ -21,10 +21,10 @@ from typing import Any
 import numpy as np
 
 from embedselect.arrays import check_embeddings
-from embedselect.errors import ConfigError, MetricError
-from embedselect.metrics.base import MetricContext, MetricResult, evidence, family_weights, unusable_reason
+from embedselect.errors import ConfigError, MetricError, TooFewItemsError
+from embedselect.metrics.base import MetricContext, MetricResult, evidence, family_weights
 from embedselect.metrics.kernels import as_matrix
-from embedselect.metrics.sampling import checked_options, seeded_rows
+from embedselect.metrics.sampling import checked_options, seeded_rows, usable_keys
 from embedselect.nn import knn
 from embedselect.nn_device import faiss_has_gpu
 
@@ -100,10 +100,7 @@ def _pool_agreement(ctx: MetricContext,
     rows used, k, the (m, m) float64 matrix of :func:`agreement_matrix`, the k-NN device)."""
     if int(opt["max_items"]) > 4096:
         raise ConfigError("nn_agreement option 'max_items' must be ≤ 4096 (O(n²) memory per candidate)")
-    # the one rule for unusable embeddings (metrics.base.unusable_reason): such a candidate scores NaN and is not
-    # in the pool the others are compared with
-    excluded = {k: why for k in ctx.embeddings if (why := unusable_reason(k, ctx.embeddings[k])) is not None}
-    keys = [k for k in ctx.embeddings if k not in excluded]
+    keys, excluded = usable_keys(ctx)  # an unusable candidate scores NaN and is not in the pool compared with
     if len(keys) < 2:
         raise MetricError("nn_agreement compares candidates with each other: give at least 2 usable candidates"
                           + "".join(f"; {k}: {v}" for k, v in excluded.items()))
@@ -152,7 +149,7 @@ def central_in_pool(ctx: MetricContext) -> dict[str, float]:
         return {}
     try:
         keys, _excluded, _n, _k, g, _device = _pool_agreement(ctx, opt)
-    except MetricError:  # fewer than 2 usable candidates or too few items: no pool to be central in
+    except (MetricError, TooFewItemsError):  # fewer than 2 usable candidates or too few items: no pool to check
         return {}
     members = evidence(keys, ctx.references)
     return central_references(g, keys, members, dict(zip(members, family_weights(keys, members, ctx.families))))

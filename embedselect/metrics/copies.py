@@ -178,6 +178,12 @@ def monotone_fit(copy: np.ndarray, parent: np.ndarray, *, max_columns: int = MAX
     return float(np.median(r2)) if r2 else float("nan")
 
 
+def _differing_options(a: Mapping[str, Any] | None, b: Mapping[str, Any] | None) -> set[str]:
+    """The names of the vector options whose values differ between two specs (a missing option is None)."""
+    a, b = dict(a or {}), dict(b or {})
+    return {k for k in set(a) | set(b) if a.get(k) != b.get(k)}
+
+
 def spec_relation(a: Any, b: Any) -> str | None:
     """What two candidates' specs say about them: ``"variant"`` (same model and revision, vector options that differ
     in anything but precision or width), ``"precision"`` (they differ only in ``dtype``), or None (different models,
@@ -189,8 +195,7 @@ def spec_relation(a: Any, b: Any) -> str | None:
     (ma, ra, oa), (mb, rb, ob) = a, b
     if ma != mb or ra != rb:
         return None
-    oa, ob = dict(oa or {}), dict(ob or {})
-    differ = {k for k in set(oa) | set(ob) if oa.get(k) != ob.get(k)}
+    differ = _differing_options(oa, ob)
     if not differ:
         return "variant"  # the same vectors: neither is the copy of the other
     if differ <= PRECISION_OPTIONS:
@@ -279,10 +284,9 @@ def truncated_inputs(origins: Mapping[str, Any]) -> list[DerivedCopy]:
         if oc.get("max_length") is None:
             continue
         for p, (mp, rp, op) in origins.items():
-            op = dict(op or {})
-            differ = {k for k in set(oc) | set(op) if oc.get(k) != op.get(k)}
-            if p == c or (mp, rp) != (mc, rc) or differ != set(INPUT_LENGTH_OPTIONS):
+            if p == c or (mp, rp) != (mc, rc) or _differing_options(oc, op) != INPUT_LENGTH_OPTIONS:
                 continue
+            op = dict(op or {})
             if op.get("max_length") is None or int(op["max_length"]) > int(oc["max_length"]):
                 out.append(DerivedCopy(c, p, "truncated-input", float("nan"), float("nan"), declared=True))
     return sorted(out, key=lambda d: (d.parent, d.copy))
@@ -340,9 +344,11 @@ def pool_copies(embeddings: Mapping[str, Any], *, seed: int = 0, origins: Mappin
     ``origins`` of the embedded candidates) and the copies the model cards declare (:func:`declared_copies` with
     ``cards`` and ``identities``), each pair once."""
     found = derived_copies(embeddings, seed=seed, origins=origins)
+    seen = {(d.copy, d.parent) for d in found}
     by_spec = truncated_inputs({k: v for k, v in (origins or {}).items() if k in embeddings})
     for d in by_spec + declared_copies(cards or {}, identities or {}):
-        if (d.copy, d.parent) not in {(x.copy, x.parent) for x in found}:
+        if (d.copy, d.parent) not in seen:
+            seen.add((d.copy, d.parent))
             found.append(d)
     return found
 

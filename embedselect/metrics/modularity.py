@@ -25,8 +25,8 @@ import numpy as np
 
 from embedselect.errors import MetricError
 from embedselect.metrics.agreement import neighbour_lists
-from embedselect.metrics.base import MetricContext, MetricResult, unusable_reason
-from embedselect.metrics.sampling import checked_options, seeded_rows
+from embedselect.metrics.base import MetricContext, MetricResult
+from embedselect.metrics.sampling import checked_options, seeded_rows, usable_keys
 
 _OPTION_DEFAULTS: dict[str, Any] = {"k": 10, "max_items": 2048, "restarts": 3}
 
@@ -66,8 +66,7 @@ def compute(ctx: MetricContext) -> MetricResult:
     per candidate; the best partition counts).
     """
     opt = checked_options("modularity", ctx.options, _OPTION_DEFAULTS, {"k": 1, "max_items": 3, "restarts": 1})
-    excluded = {k: why for k in ctx.embeddings if (why := unusable_reason(k, ctx.embeddings[k])) is not None}
-    keys = [k for k in ctx.embeddings if k not in excluded]
+    keys, excluded = usable_keys(ctx)
     if not keys:
         raise MetricError("modularity: no usable candidate" + "".join(f"; {k}: {v}" for k, v in excluded.items()))
     sub = seeded_rows(ctx, keys, "modularity", int(opt["max_items"]), salt=13)

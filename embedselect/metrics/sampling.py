@@ -1,5 +1,6 @@
-"""The option checks and the seeded row subsample of the metrics that read a sample of the reference items (the
-spectral comparators, nn_agreement, modularity): one rule for each, so the messages and the draw are the same.
+"""The option checks, the usable candidates and the seeded row subsample of the metrics that read a sample of the
+reference items (the spectral comparators, nn_agreement, modularity): one rule for each, so the messages and the draw
+are the same.
 
 A metric that uses these lists this module in its :attr:`~embedselect.metrics.base.MetricSpec.code`, so a change
 here computes its cached results again.
@@ -12,7 +13,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from embedselect.errors import ConfigError, TooFewItemsError
-from embedselect.metrics.base import MIN_ITEMS, MetricContext
+from embedselect.metrics.base import MIN_ITEMS, MetricContext, unusable_reason
 
 
 def checked_options(metric: str, given: Mapping[str, Any], defaults: Mapping[str, Any],
@@ -32,6 +33,13 @@ def checked_options(metric: str, given: Mapping[str, Any], defaults: Mapping[str
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < lo:
             raise ConfigError(f"{metric} option {name!r} must be an integer ≥ {lo}, got {v!r}")
     return opt
+
+
+def usable_keys(ctx: MetricContext) -> tuple[list[str], dict[str, str]]:
+    """The candidates a metric can read, in ``ctx.embeddings``' order, and the others with their reasons (the one
+    rule for unusable embeddings, :func:`~embedselect.metrics.base.unusable_reason`: such a candidate scores NaN)."""
+    excluded = {k: why for k in ctx.embeddings if (why := unusable_reason(k, ctx.embeddings[k])) is not None}
+    return [k for k in ctx.embeddings if k not in excluded], excluded
 
 
 def seeded_rows(ctx: MetricContext, keys: list[str], metric: str, max_items: int, *, salt: int) -> np.ndarray:

@@ -40,7 +40,8 @@ def checked_metrics(metrics: Sequence[str], weights: Mapping[str, float] | None)
     return metrics
 
 
-def _evidence_references(ctx: RunContext, references: frozenset[str], run_keys: dict[str, str]) -> frozenset[str]:
+def _evidence_references(ctx: RunContext, references: frozenset[str], run_keys: dict[str, str],
+                         families: dict[str, str]) -> frozenset[str]:
     """The reference points the metrics set aside: the built-in baselines, less those as central as the models.
 
     The metrics that compare a candidate with the pool consult the models, not the built-in baselines, on the grounds
@@ -54,8 +55,7 @@ def _evidence_references(ctx: RunContext, references: frozenset[str], run_keys: 
         return references
     nn = {k: v for k, v in ctx.metric_options.get("nn_agreement", {}).items() if k in ("k", "max_items")}
     central = central_in_pool(MetricContext(embeddings=ctx.vectors, run_keys=run_keys, seed=ctx.seed, options=nn,
-                                            device=ctx.device, references=references,
-                                            families={k: v for k, v in ctx.families.items() if k in ctx.vectors}))
+                                            device=ctx.device, references=references, families=families))
     if central:
         ctx.details["central_references"] = central
         ctx.warnings.append(central_warning(central, counted=True))
@@ -84,7 +84,8 @@ def metrics_stage(ctx: RunContext) -> None:
     by_name = {r.name: r for r in results}
     references = frozenset(r.name for r in results if r.ok and is_baseline_id(r.model_id))
     ctx.copies, ctx.families = pool_relations(ctx)
-    references = _evidence_references(ctx, references, run_keys)
+    families = {k: v for k, v in ctx.families.items() if k in ok}
+    references = _evidence_references(ctx, references, run_keys, families)
     shared = {f: [n for n, g in ctx.families.items() if g == f] for f in set(ctx.families.values())}
     if any(len(v) > 1 for v in shared.values()):  # who counted once in the pool's evidence (JSON: details.families)
         ctx.details["families"] = {f: v for f, v in sorted(shared.items()) if len(v) > 1}
@@ -100,7 +101,7 @@ def metrics_stage(ctx: RunContext) -> None:
             pair_cache=ctx.store,
             device=ctx.device,
             references=references,
-            families={k: v for k, v in ctx.families.items() if k in ok},
+            families=families,
         )
         t_metric = time.perf_counter()
         with ctx.bar.stage(f"metric {m}"):
