@@ -23,7 +23,7 @@ import json
 import math
 import sys
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -51,6 +51,11 @@ SIGNALS = ("task_prior", "sufficiency", "nn_agreement", "rankme", "modularity")
 GRID = {"task_prior": (1.0,), "sufficiency": (0.0, 0.25, 0.5, 1.0), "nn_agreement": (0.0, 0.5, 1.0, 2.0),
         "rankme": (0.0, 0.5, 1.0, 2.0), "modularity": (0.0, 0.25, 0.5, 1.0)}
 METHODS = ("mean-rank", "mean-z")
+DONE_WHEN = {"rho_each": 0.6, "rho_mean": 0.85, "regret": 0.02, "regret_share": 0.8}
+"""Issue 23's targets, read held out: every view's ρ (its mean over metric seeds) at least ``rho_each``, the mean over
+views at least ``rho_mean``, regret at most ``regret`` on at least ``regret_share`` of the (view, seed) pairs. The
+selection objective (:func:`objective`) keeps the stricter per-view ρ of :data:`TARGETS`: counting hits at 0.6 instead
+raised the text share to 0.83 but lowered the held-out mean ρ to 0.845 and images to 0.751 (docs/benchmarks.md §4n)."""
 OLD_DEFAULT = ({"task_prior": 1.0, "sufficiency": 1.0}, "mean-rank", False)
 """The default before 2026-11-23: task_prior + sufficiency, equal weights, mean rank, no copy rule."""
 PREVIOUS_DEFAULT = ({"task_prior": 1.0, "sufficiency": 0.25, "nn_agreement": 0.5, "rankme": 0.5}, "mean-z")
@@ -66,12 +71,19 @@ FAMILIES = {
     "models as evidence + normal scores": ("task_prior", "sufficiency-normal_scores", "nn_agreement"),
     "models as evidence, KNIFE sufficiency": ("task_prior", "sufficiency-knife", "nn_agreement"),
     "models as evidence, Gaussian sufficiency": ("task_prior", "sufficiency-gaussian", "nn_agreement"),
+    "4-class tasks, KNIFE sufficiency": ("task_prior-q4", "sufficiency-knife", "nn_agreement"),
+    "4-class tasks, Gaussian sufficiency": ("task_prior-q4", "sufficiency-gaussian", "nn_agreement"),
+    "8-class tasks, KNIFE sufficiency": ("task_prior-q8", "sufficiency-knife", "nn_agreement"),
+    "8-class tasks, Gaussian sufficiency": ("task_prior-q8", "sufficiency-gaussian", "nn_agreement"),
 }
 """--variants: the option families compared; each is the (task_prior, sufficiency, nn_agreement) signal that stands
 in the grid. "before": the pool's built-in baselines count in task_prior's prior and nn_agreement's comparison as
 they did until 2026-11-25 (``prior_from='all'``, ``compare_with='all'``, ``targets='all'``); "models": they are reference points
 (:attr:`embedselect.metrics.base.MetricContext.references`); "KNIFE" / "Gaussian": sufficiency's estimator named
-explicitly (issue 23: the default's estimator chosen by LODO). ``--families`` picks some of them."""
+explicitly (issue 23: the default's estimator chosen by LODO); "4-class" / "8-class": task_prior's probes on tasks of
+4 or 8 classes sampled from the prior (``n_classes``; 2 by default). ``--families`` picks some of them."""
+WITHIN_MODALITY_FAMILIES = ("models as evidence, KNIFE sufficiency", "models as evidence, Gaussian sufficiency")
+"""The families whose grids ``--within-modality`` searches unless ``--families`` names others."""
 VIEW_POOLS = ("all", "issue", "width", "photo8")
 """The named pools of ``validity_pools.POOLS`` read as views, where their signals are cached."""
 
@@ -165,6 +177,25 @@ def _summary(rows: list[dict[str, Any]]) -> str:
     hits = sum(1 for r in rows if r["rho"] >= TARGETS["spearman_each"] and r["regret"] <= TARGETS["regret"])
     return (f"mean ρ {np.mean(rhos):.3f}, min ρ {min(rhos):.2f}, mean regret "
             f"{np.mean([r['regret'] for r in rows]):.3f}, both targets {hits}/{len(rows)}")
+
+
+def done_when(rows: list[dict[str, Any]], views: list[str]) -> str:
+    """Issue 23's targets (:data:`DONE_WHEN`) read on held-out results: ``rows[i]`` is the result for view ``views[i]``
+    under one metric seed; a view's ρ is its mean over its seeds."""
+    per_view: dict[str, list[float]] = collections.defaultdict(list)
+    for r, v in zip(rows, views):
+        per_view[v].append(r["rho"] if math.isfinite(r["rho"]) else -1.0)
+    view_rho = sorted((float(np.mean(x)), v) for v, x in per_view.items())
+    mean, share = float(np.mean([r for r, _ in view_rho])), float(np.mean([r["regret"] <= DONE_WHEN["regret"] for r in rows]))
+    each = sum(r >= DONE_WHEN["rho_each"] for r, _ in view_rho)
+
+    def met(ok: bool) -> str:
+        return "met" if ok else "NOT met"
+
+    return (f"ρ ≥ {DONE_WHEN['rho_each']} on {each}/{len(view_rho)} views ({met(each == len(view_rho))}; lowest "
+            + ", ".join(f"{v} {r:.2f}" for r, v in view_rho[:2]) + f"), mean over views {mean:.3f} "
+            f"({met(mean >= DONE_WHEN['rho_mean'])}), regret ≤ {DONE_WHEN['regret']} on {share:.0%} of (view, seed) "
+            f"pairs ({met(share >= DONE_WHEN['regret_share'])})")
 
 
 def lodo_within_modality(views: list[dict[str, Any]], grid: list[tuple[dict[str, float], str]]) -> list[tuple[dict, str]]:
@@ -311,21 +342,24 @@ def placements(views: list[dict[str, Any]], weights: dict[str, float] | None = N
     return 0
 
 
-def within_modality_over_seeds(datasets, max_items: int, seeds: int, pools: tuple[str, ...]) -> int:
-    """The LODO within each modality (:func:`lodo_within_modality`) over the union of the KNIFE and Gaussian
-    sufficiency families' grids, each view read once per metric seed: the choice behind
+def within_modality_over_seeds(datasets, max_items: int, seeds: int, pools: tuple[str, ...],
+                               families: Sequence[str] = WITHIN_MODALITY_FAMILIES) -> int:
+    """The LODO within each modality (:func:`lodo_within_modality`) over the union of the grids of ``families`` (by
+    default the KNIFE and Gaussian sufficiency families), each view read once per metric seed: the choice behind
     ``embedselect.pipeline.defaults`` (docs/benchmarks.md §4i)."""
-    fams = [FAMILIES["models as evidence, KNIFE sufficiency"], FAMILIES["models as evidence, Gaussian sufficiency"]]
+    fams = [FAMILIES[f] for f in families]
     views = [dict(v, metric_seed=s) for s in range(seeds)
              for v in load_views(datasets, max_items, 0, family_signals(dict(enumerate(fams))), pools, metric_seed=s)]
     held = lodo_within_modality(views, [x for f in fams for x in settings(f)])
-    for m in ("text", "image"):
-        rows = [(h, v) for h, v in zip(held, views) if v["modality"] == m and h is not None]
-        if rows:
+    for m in ("text", "image", None):
+        rows = [(h, v) for h, v in zip(held, views) if m in (None, v["modality"]) and h is not None]
+        if not rows:
+            continue
+        if m:
             print(f"LODO within {m}: " + "; ".join(f"{lab} ×{k}" for lab, k in collections.Counter(
                 h[1] for h, _ in rows).most_common()))
-            print(f"  held out: {_summary([h[0] for h, _ in rows])}, regret ≤ 0.02 on "
-                  f"{np.mean([h[0]['regret'] <= 0.02 for h, _ in rows]):.2f}")
+        print(f"  held out, {m or 'all views'}: {_summary([h[0] for h, _ in rows])}")
+        print("    issue 23: " + done_when([h[0] for h, _ in rows], [f"{v['dataset']}/{v['pool']}" for _, v in rows]))
     return 0
 
 
@@ -367,8 +401,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="where the default puts the wide, truncated and quantised candidates, against their accuracy")
     ap.add_argument("--variants", action="store_true",
                     help="compare the option families of FAMILIES by LODO (needs their signals cached) and exit")
-    ap.add_argument("--families", nargs="+", choices=list(FAMILIES), default=list(FAMILIES),
-                    help="with --variants: the families compared (default: all)")
+    ap.add_argument("--families", nargs="+", choices=list(FAMILIES),
+                    help="with --variants: the families compared (default: all); with --within-modality: the families "
+                         "whose grids are searched (default: WITHIN_MODALITY_FAMILIES)")
     ap.add_argument("--require-sufficiency", action="store_true",
                     help="leave sufficiency weight 0 out of the grid: the mission ranks by task prior statistics and "
                          "median information sufficiency, so a default without sufficiency is not a candidate")
@@ -380,7 +415,8 @@ def main(argv: list[str] | None = None) -> int:
     if a.require_sufficiency:
         GRID["sufficiency"] = tuple(w for w in GRID["sufficiency"] if w > 0)
     if a.metric_seeds and a.within_modality:
-        return within_modality_over_seeds(a.datasets, a.max_items, a.metric_seeds, tuple(a.pools))
+        return within_modality_over_seeds(a.datasets, a.max_items, a.metric_seeds, tuple(a.pools),
+                                          a.families or WITHIN_MODALITY_FAMILIES)
     if a.metric_seeds:
         return over_metric_seeds(a.datasets, a.max_items, a.metric_seeds, tuple(a.pools))
     if a.second_truth:
@@ -390,7 +426,7 @@ def main(argv: list[str] | None = None) -> int:
         w = {k: float(v) for k, v in (x.split("=") for x in a.weights)} if a.weights else None
         return placements(load_views(a.datasets, a.max_items, a.seed, (), tuple(a.pools)), w)
     if a.variants:
-        fams = {f: FAMILIES[f] for f in a.families}
+        fams = {f: FAMILIES[f] for f in a.families or FAMILIES}
         return compare_variants(load_views(a.datasets, a.max_items, a.seed, family_signals(fams), tuple(a.pools)), fams)
     views = load_views(a.datasets, a.max_items, a.seed)
     if len({v["dataset"] for v in views}) < 2:

@@ -58,7 +58,9 @@ VARIANTS = {"task_prior-consensus": ("task_prior", {"prior": "consensus"}),
             "sufficiency-all": ("sufficiency", {"targets": "all"}),
             "sufficiency-gaussian": ("sufficiency", {"estimator": "gaussian"}),
             "sufficiency-knife": ("sufficiency", {"estimator": "knife"}),
-            "sufficiency-knife-once": ("sufficiency", {"estimator": "knife", "max_repeats": 1})}
+            "sufficiency-knife-once": ("sufficiency", {"estimator": "knife", "max_repeats": 1}),
+            "task_prior-q4": ("task_prior", {"n_classes": 4}),
+            "task_prior-q8": ("task_prior", {"n_classes": 8})}
 """Signals computed with non-default options (``--metrics task_prior-consensus ...``): name -> (metric, options);
 ``validity_default.py`` puts them in its LODO grid as alternatives to the default options (issue 23)."""
 COPY_RELATIONS = ("distilled", "truncated", "quantized-int8", "quantized-binary", "max_length")

@@ -92,6 +92,20 @@ def test_validity_default_grid_and_objective():
     assert vd.objective([{"rho": math.nan, "regret": 0.0}]) == pytest.approx(-0.1)
 
 
+def test_issue_targets_are_read_per_view_over_seeds():
+    """done_when averages a view's ρ over its seeds before the per-view bar, counts regret per (view, seed) pair,
+    and says which of issue 23's three targets are met."""
+    from benchmarks import validity_default as vd
+
+    rows = [{"rho": 0.9, "regret": 0.0}, {"rho": 0.5, "regret": 0.0},  # view a: mean 0.7 passes the 0.6 bar
+            {"rho": 0.55, "regret": 0.05}, {"rho": math.nan, "regret": 0.1}]  # view b: NaN counts as -1
+    out = vd.done_when(rows, ["a", "a", "b", "b"])
+    assert out.startswith("ρ ≥ 0.6 on 1/2 views (NOT met; lowest b -0.22, a 0.70)")
+    assert "mean over views 0.237 (NOT met)" in out and "regret ≤ 0.02 on 50% of (view, seed) pairs (NOT met)" in out
+    ok = vd.done_when([{"rho": 0.9, "regret": 0.0}] * 5, ["a"] * 4 + ["b"])
+    assert ok.count("(met") == 3 and "NOT" not in ok
+
+
 def test_report_of_two_datasets_scored_by_one_signal_has_no_combination_section():
     """`validity_pools.py --metrics rankme` on two datasets: no setting of the grid can be scored (it needs
     task_prior), so the report leaves the leave-one-dataset-out section out instead of failing (KeyError: None)."""
