@@ -130,7 +130,7 @@ def load_views(datasets, max_items: int, seed: int, extra: tuple[str, ...] = (),
             cd = _cache_dir(d, n, ms, pool)
             sub = {k: np.ascontiguousarray(vectors[k][idx], dtype=np.float32) for k in keys}
             refs, fams = pool_roles([e for e in entries if e["name"] in keys], sorted(keys))
-            central = central_of_view(d, sub, refs, fams, n=n, seed=ms, pool=pool) if refs else frozenset()
+            central = central_of_view(d, sub, refs, fams, n=n, seed=ms, pool=pool)
             files = {m: cd / metric_cache_name(m, central) for m in SIGNALS + extra}
             if not all(f.is_file() for f in files.values()):
                 continue
@@ -153,8 +153,13 @@ def evaluate(view: dict[str, Any], weights: dict[str, float], method: str, copie
             "violations": len(family_violations(comb, view["truth"], view["entries"]))}
 
 
+def _rho(result: dict[str, Any]) -> float:
+    """A result's Spearman ρ, an undefined one (NaN: the ranking was constant) counting as -1."""
+    return result["rho"] if math.isfinite(result["rho"]) else -1.0
+
+
 def objective(results: list[dict[str, Any]]) -> float:
-    rhos = [r["rho"] if math.isfinite(r["rho"]) else -1.0 for r in results]
+    rhos = [_rho(r) for r in results]
     hits = sum(1 for r in results if r["rho"] >= TARGETS["spearman_each"] and r["regret"] <= TARGETS["regret"])
     return hits + float(np.mean(rhos)) / 10 if results else -math.inf
 
@@ -173,7 +178,7 @@ def lodo(views: list[dict[str, Any]], grid: list[tuple[dict[str, float], str]]) 
 
 
 def _summary(rows: list[dict[str, Any]]) -> str:
-    rhos = [r["rho"] if math.isfinite(r["rho"]) else -1.0 for r in rows]
+    rhos = [_rho(r) for r in rows]
     hits = sum(1 for r in rows if r["rho"] >= TARGETS["spearman_each"] and r["regret"] <= TARGETS["regret"])
     return (f"mean ρ {np.mean(rhos):.3f}, min ρ {min(rhos):.2f}, mean regret "
             f"{np.mean([r['regret'] for r in rows]):.3f}, both targets {hits}/{len(rows)}")
@@ -184,7 +189,7 @@ def done_when(rows: list[dict[str, Any]], views: list[str]) -> str:
     under one metric seed; a view's ρ is its mean over its seeds."""
     per_view: dict[str, list[float]] = collections.defaultdict(list)
     for r, v in zip(rows, views):
-        per_view[v].append(r["rho"] if math.isfinite(r["rho"]) else -1.0)
+        per_view[v].append(_rho(r))
     view_rho = sorted((float(np.mean(x)), v) for v, x in per_view.items())
     mean, share = float(np.mean([r for r, _ in view_rho])), float(np.mean([r["regret"] <= DONE_WHEN["regret"] for r in rows]))
     each = sum(r >= DONE_WHEN["rho_each"] for r, _ in view_rho)

@@ -319,9 +319,13 @@ def metric_cache_name(metric: str, central: frozenset[str] | set[str] = frozense
 def central_of_view(name: str, vectors: Mapping[str, np.ndarray], references: frozenset[str],
                     families: Mapping[str, str] | None, *, n: int, seed: int, pool: str = "all") -> frozenset[str]:
     """The built-in baselines ``select()`` counts as evidence in this view, being as central as its models
-    (:func:`embedselect.metrics.agreement.central_in_pool` with the metric ``seed``), cached per view and seed."""
+    (:func:`embedselect.metrics.agreement.central_in_pool` with the metric ``seed``), cached per view and seed; none
+    when the view has no baselines."""
     from embedselect.metrics.agreement import central_in_pool
     from embedselect.metrics.base import MetricContext, get_spec
+
+    if not references:
+        return frozenset()
 
     path = _cache_dir(name, n, seed, pool) / f"central_{get_spec('nn_agreement').code_version()[:10]}.json"
     got = json.loads(path.read_text()) if path.is_file() else None
@@ -342,8 +346,7 @@ def signals(name: str, vectors: Mapping[str, np.ndarray], *, n: int, seed: int, 
     marks them (:attr:`embedselect.metrics.base.MetricContext.references`), less those it counts as evidence
     (:func:`central_of_view`); ``families``: :func:`pool_roles`."""
     d = _cache_dir(name, n, seed, pool)
-    central = central_of_view(name, vectors, references, families, n=n, seed=seed, pool=pool) if references \
-        else frozenset()
+    central = central_of_view(name, vectors, references, families, n=n, seed=seed, pool=pool)
     references = references - central
     out, todo = {}, []
     for m in metrics:
