@@ -34,5 +34,6 @@ bench:
 	.venv/bin/python benchmarks/bench_embed.py
 	.venv/bin/python benchmarks/bench_taskprior.py
 	.venv/bin/python benchmarks/bench_sufficiency.py
+	.venv/bin/python benchmarks/bench_agreement.py
 	.venv/bin/python benchmarks/validity_data.py
 	.venv/bin/python benchmarks/validity.py

@@ -76,6 +76,71 @@ def test_knn_and_agreement_known_values():
     assert agreement_matrix([nb, other])[0, 1] == 0.0
 
 
+def test_knn_breaks_ties_by_the_lower_index_and_agreement_counts_shared_neighbours():
+    """The partial selection of knn_indices gives exactly the first k of a stable sort, ties included (repeated items
+    are common in real data), and agreement_matrix is the mean share of common neighbours."""
+    rng = np.random.default_rng(7)
+    x = rng.integers(-2, 3, size=(300, 3)).astype(np.float64)  # few distinct directions: many exact ties
+    x[50:60] = x[40]  # and repeated rows
+    for k in (1, 5, 30):
+        xn = x / np.where(np.linalg.norm(x, axis=1, keepdims=True) > 1e-12, np.linalg.norm(x, axis=1, keepdims=True), 1)
+        s = xn @ xn.T
+        np.fill_diagonal(s, -np.inf)
+        assert np.array_equal(knn_indices(x, k), np.argsort(-s, axis=1, kind="stable")[:, :k])
+    a, b = knn_indices(x, 8), knn_indices(x + 0.3 * rng.standard_normal(x.shape), 8)
+    want = np.mean([len(set(p) & set(q)) / 8 for p, q in zip(a.tolist(), b.tolist())])
+    assert agreement_matrix([a, b])[0, 1] == pytest.approx(want, abs=1e-15) and 0 < want < 1
+    # FAISS's -1 ("no neighbour found") matches nothing, not even another -1
+    assert agreement_matrix([np.array([[0, -1], [2, 1]]), np.array([[-1, 0], [1, -1]])])[0, 1] == 0.5
+
+
+class _Pairs(dict):
+    """A PairCache in memory that counts what it is asked."""
+
+    def get_many(self, keys):
+        return {k: self[k] for k in keys if k in self}
+
+    def put_many(self, items):
+        self.update(items)
+
+
+def test_nn_agreement_keeps_each_pair_in_the_pair_cache_and_searches_nothing_it_has(monkeypatch):
+    from embedselect.metrics import agreement
+
+    rng = np.random.default_rng(4)
+    base = rng.normal(size=(200, 12))
+    emb = {c: (base + 0.3 * rng.normal(size=base.shape)).astype(np.float32) for c in "abc"}
+    cache = _Pairs()
+    ctx = MetricContext(embeddings=emb, run_keys={k: f"run-{k}" for k in emb}, seed=0, options={"k": 5},
+                        pair_cache=cache)
+    first = get_metric("nn_agreement")(ctx)
+    assert len(cache) == 3 and all(v["knn_device"] == "cpu" for v in cache.values())
+    searched = []
+    real = agreement.neighbour_lists
+    monkeypatch.setattr(agreement, "neighbour_lists", lambda c, keys, *a, **kw: (searched.extend(keys), real(c, keys, *a, **kw))[1])
+    again = get_metric("nn_agreement")(ctx)
+    assert searched == [] and again.scores == first.scores and again.details["knn_device"] == "cpu"
+    # a new candidate: only pairs with it are new, and the others' lists are searched for them
+    emb["d"] = rng.normal(size=base.shape).astype(np.float32)
+    more = get_metric("nn_agreement")(MetricContext(embeddings=emb, run_keys={k: f"run-{k}" for k in emb}, seed=0,
+                                                    options={"k": 5}, pair_cache=cache))
+    assert sorted(searched) == ["a", "b", "c", "d"] and len(cache) == 6
+    assert more.details["agreement"]["a"]["b"] == first.details["agreement"]["a"]["b"]
+    # another k is another pair; so are other rows (another seed when the items are subsampled)
+    searched.clear()
+    get_metric("nn_agreement")(MetricContext(embeddings=emb, run_keys={k: f"run-{k}" for k in emb}, seed=0,
+                                             options={"k": 6}, pair_cache=cache))
+    assert sorted(searched) == ["a", "b", "c", "d"] and len(cache) == 12
+    searched.clear()
+    get_metric("nn_agreement")(MetricContext(embeddings=emb, run_keys={k: f"run-{k}" for k in emb}, seed=1,
+                                             options={"k": 5, "max_items": 150}, pair_cache=cache))
+    assert sorted(searched) == ["a", "b", "c", "d"] and len(cache) == 18
+    # candidates without a run key are computed, never cached
+    searched.clear()
+    get_metric("nn_agreement")(MetricContext(embeddings=emb, run_keys={}, seed=0, options={"k": 5}, pair_cache=cache))
+    assert sorted(searched) == ["a", "b", "c", "d"] and len(cache) == 18
+
+
 def test_nn_agreement_favours_the_consensus_and_copies():
     rng = np.random.default_rng(4)
     base = rng.normal(size=(400, 12))

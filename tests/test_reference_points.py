@@ -152,7 +152,7 @@ def test_a_baseline_as_close_to_every_model_as_the_models_are_to_each_other_is_n
     assert agreement.central_in_pool(_ctx({k: v[:2] for k, v in embs.items()}, frozenset({"pixels"}))) == {}
 
 
-def test_select_counts_central_baselines_as_evidence_in_every_metric_and_says_so(tmp_path):
+def test_select_counts_central_baselines_as_evidence_in_every_metric_and_says_so(tmp_path, monkeypatch):
     """Two poolings of one tiny untrained ViT on random images: pixel PCA and the random projection of the pixels
     agree with both more than the two agree with each other (the 8×8 digits' situation, docs/benchmarks.md §4m), so
     the metrics consult them like models (the text pool of test_select_marks_the_builtin_baselines_as_reference_points
@@ -171,3 +171,14 @@ def test_select_counts_central_baselines_as_evidence_in_every_metric_and_says_so
     assert "central_references" not in r.details["nn_agreement"]  # nothing left aside for the metric to name
     said = [w for w in r.warnings if "count as evidence in this ranking" in w]
     assert len(said) == 1 and "pixel-pca (" in said[0] and "embedselect validate" in said[0]
+    # run again over the same store: the check of the reference points reads its pairs back and searches nothing
+    from embedselect.metrics import agreement
+
+    def no_search(*a, **kw):
+        raise AssertionError("a k-NN search on a run whose pairs are all stored")
+
+    monkeypatch.setattr(agreement, "neighbour_lists", no_search)
+    again = embedselect.select(imgs, [f"v={vit}", f"v-max={vit}?pooling=max", "pixel-pca", "random-projection"],
+                               cache_dir=tmp_path / "c", metrics=["nn_agreement", "task_prior"])
+    assert again.details["central_references"] == central
+    assert [c.scores for c in again.candidates] == [c.scores for c in r.candidates]

@@ -11,18 +11,21 @@ The pairwise matrix is in ``details['agreement']``; reference points that agree 
 models agree with each other are named in ``details['central_references']`` with a warning
 (:func:`central_references`). With near-copies in the pool, a family of copies
 agrees with itself and is favoured; this is the failure the benchmark measures, not a feature.
-Computed on at most ``max_items`` items (seeded subsample), O(m·n²) time in row blocks.
+Computed on at most ``max_items`` items (seeded subsample): an O(n²) search per candidate in row blocks and O(n·k²)
+per pair; with a pair cache (the store) each pair's agreement is kept, so a pool seen before searches nothing.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 from typing import Any
 
 import numpy as np
 
 from embedselect.arrays import check_embeddings
 from embedselect.errors import ConfigError, MetricError, TooFewItemsError
-from embedselect.metrics.base import MetricContext, MetricResult, evidence, family_weights
+from embedselect.metrics.base import MetricContext, MetricResult, evidence, family_weights, get_spec
 from embedselect.metrics.kernels import as_matrix
 from embedselect.metrics.sampling import checked_options, seeded_rows, usable_keys
 from embedselect.nn import knn
@@ -32,9 +35,10 @@ _OPTION_DEFAULTS: dict[str, Any] = {"k": 10, "max_items": 2048, "compare_with": 
 
 
 def knn_indices(embeddings: Any, k: int, *, what: str = "embeddings") -> np.ndarray:
-    """Indices (int64, (n, k)) of each row's k nearest other rows by cosine similarity.
+    """Indices (int64, (n, k)) of each row's k nearest other rows by cosine similarity (float64).
 
-    Ties are broken by the lower index (stable sort), so the result is deterministic.
+    Ties are broken by the lower index, so the result is deterministic: exactly the first k columns of a stable
+    argsort of each row, found by :func:`_first_k` in O(n) per row instead of a full sort.
     """
     x = as_matrix(embeddings, what).astype(np.float64)
     n = x.shape[0]
@@ -46,7 +50,31 @@ def knn_indices(embeddings: Any, k: int, *, what: str = "embeddings") -> np.ndar
     for i0 in range(0, n, 1024):
         s = x[i0:i0 + 1024] @ x.T
         s[np.arange(s.shape[0]), np.arange(i0, i0 + s.shape[0])] = -np.inf  # never its own neighbour
-        out[i0:i0 + 1024] = np.argsort(-s, axis=1, kind="stable")[:, :k]
+        out[i0:i0 + 1024] = _first_k(-s, k)
+    return out
+
+
+def _first_k(a: np.ndarray, k: int) -> np.ndarray:
+    """``np.argsort(a, axis=1, kind="stable")[:, :k]`` (int64, (rows, k)) for a float (rows, n) array, 1 <= k < n,
+    without sorting whole rows: a partition finds each row's k-th smallest value, every value below it is taken,
+    and of the values equal to it the ones of lowest index, as the stable sort would; the k taken are then sorted
+    stably. A row this cannot settle (NaN values) is sorted in full."""
+    kth = np.partition(a, k - 1, axis=1)[:, k - 1:k]
+    below = a < kth
+    tied = a == kth
+    take = below | tied
+    more = np.flatnonzero(take.sum(axis=1) > k)  # rows with more ties at the k-th value than places left
+    if more.size:
+        need = k - below[more].sum(axis=1, keepdims=True)
+        take[more] = below[more] | (tied[more] & (np.cumsum(tied[more], axis=1) <= need))
+    ok = take.sum(axis=1) == k
+    out = np.empty((a.shape[0], k), dtype=np.int64)
+    if ok.any():
+        idx = np.nonzero(take[ok])[1].reshape(-1, k)  # ascending column order within each row
+        order = np.argsort(np.take_along_axis(a[ok], idx, axis=1), axis=1, kind="stable")
+        out[ok] = np.take_along_axis(idx, order, axis=1)
+    if not ok.all():
+        out[~ok] = np.argsort(a[~ok], axis=1, kind="stable")[:, :k]
     return out
 
 
@@ -57,7 +85,7 @@ def neighbour_lists(ctx: MetricContext, keys: list[str], rows: np.ndarray, k: in
     mean over ``rows`` (float64), so that a direction every item shares does not decide the neighbours. On a CUDA
     device with a working FAISS GPU build the search runs there (exact, float32); otherwise the float64 brute force
     of :func:`knn_indices`."""
-    on_gpu = str(ctx.device).startswith("cuda") and faiss_has_gpu()
+    on_gpu = _knn_on_gpu(ctx)
     n = int(np.shape(ctx.embeddings[keys[0]])[0])
     out, device = [], "cpu"
     for key in keys:
@@ -76,22 +104,30 @@ def neighbour_lists(ctx: MetricContext, keys: list[str], rows: np.ndarray, k: in
 
 
 def agreement_matrix(neighbours: list[np.ndarray]) -> np.ndarray:
-    """(m, m) float64 matrix of mean k-NN overlap fractions between candidates (diagonal 1)."""
+    """(m, m) float64 matrix of mean k-NN overlap fractions between candidates (diagonal 1); ``neighbours``: each
+    candidate's (n, k) integer neighbour ids (:func:`overlap`), as :func:`neighbour_lists` gives them."""
     m = len(neighbours)
-    n, k = neighbours[0].shape
-    # item i's neighbour set as a row of a sparse-ish 0/1 matrix: overlap = row-wise dot product
-    onehots = []
-    for nb in neighbours:
-        a = np.zeros((n, n), dtype=np.float32) if n <= 4096 else None
-        if a is None:  # pragma: no cover - guarded by max_items
-            raise MetricError("nn_agreement is limited to 4096 items; lower max_items")
-        a[np.repeat(np.arange(n), k), nb.reshape(-1)] = 1.0
-        onehots.append(a)
     g = np.eye(m)
     for i in range(m):
         for j in range(i + 1, m):
-            g[i, j] = g[j, i] = float(np.einsum("ij,ij->", onehots[i], onehots[j], dtype=np.float64)) / (n * k)
+            g[i, j] = g[j, i] = overlap(neighbours[i], neighbours[j])
     return g
+
+
+def overlap(a: np.ndarray, b: np.ndarray) -> float:
+    """Mean over items of ``|a[i] ∩ b[i]| / k`` for two (n, k) integer arrays of neighbour ids, each row without
+    repeats; a negative id (FAISS's "no neighbour found") matches nothing. O(n·k²) comparisons in row blocks of at
+    most 2^24 of them (no n×n array); the count is exact."""
+    n, k = a.shape
+    step = max(1, (1 << 24) // (k * k))
+    shared = sum(int(np.count_nonzero((a[i:i + step, :, None] == b[i:i + step, None, :]) & (a[i:i + step, :, None] >= 0)))
+                 for i in range(0, n, step))
+    return shared / (n * k)
+
+
+def _knn_on_gpu(ctx: MetricContext) -> bool:
+    """Whether :func:`neighbour_lists` searches with FAISS on a GPU (a CUDA device and a FAISS GPU build)."""
+    return str(ctx.device).startswith("cuda") and faiss_has_gpu()
 
 
 def _pool_agreement(ctx: MetricContext,
@@ -99,15 +135,58 @@ def _pool_agreement(ctx: MetricContext,
     """The usable candidates' pairwise k-NN agreement on the seeded subsample: (usable keys, unusable key -> why,
     rows used, k, the (m, m) float64 matrix of :func:`agreement_matrix`, the k-NN device)."""
     if int(opt["max_items"]) > 4096:
-        raise ConfigError("nn_agreement option 'max_items' must be ≤ 4096 (O(n²) memory per candidate)")
+        raise ConfigError("nn_agreement option 'max_items' must be ≤ 4096 (an O(n²) search per candidate)")
     keys, excluded = usable_keys(ctx)  # an unusable candidate scores NaN and is not in the pool compared with
     if len(keys) < 2:
         raise MetricError("nn_agreement compares candidates with each other: give at least 2 usable candidates"
                           + "".join(f"; {k}: {v}" for k, v in excluded.items()))
     sub = seeded_rows(ctx, keys, "nn_agreement", int(opt["max_items"]), salt=12)
     k = min(int(opt["k"]), len(sub) - 1)
-    nbs, knn_device = neighbour_lists(ctx, keys, sub, k)
-    return keys, excluded, len(sub), k, agreement_matrix(nbs), knn_device
+    g, knn_device = _agreement(ctx, keys, sub, k)
+    return keys, excluded, len(sub), k, g, knn_device
+
+
+def _agreement(ctx: MetricContext, keys: list[str], rows: np.ndarray, k: int) -> tuple[np.ndarray, str]:
+    """:func:`agreement_matrix` of ``keys`` on ``rows`` with ``k`` neighbours, and the device of the search. With a
+    ``ctx.pair_cache``, each pair's agreement is stored under :func:`_pair_keys` and read back, and only the
+    candidates of pairs not stored are searched: the run stage's check of the reference points leaves nothing for the
+    metric to search after it, and a run over data and candidates seen before searches nothing."""
+    m = len(keys)
+    pkeys = _pair_keys(ctx, keys, rows, k) if ctx.pair_cache is not None else {}
+    cached = ctx.pair_cache.get_many(list(pkeys.values())) if ctx.pair_cache is not None and pkeys else {}
+    pairs = [(i, j) for i in range(m) for j in range(i + 1, m)]
+    todo = [p for p in pairs if pkeys.get(p) not in cached]
+    need = sorted({i for p in todo for i in p})
+    nbs, device = neighbour_lists(ctx, [keys[i] for i in need], rows, k) if need else ([], "")
+    lists = dict(zip(need, nbs))
+    g = np.eye(m)
+    for i, j in pairs:
+        got = cached.get(pkeys.get((i, j), ""))
+        g[i, j] = g[j, i] = float(got["agreement"]) if got else overlap(lists[i], lists[j])
+        device = device or (str(got["knn_device"]) if got else "")
+    new = {pkeys[p]: {"agreement": float(g[p]), "knn_device": device} for p in todo if p in pkeys}
+    if new and ctx.pair_cache is not None:
+        ctx.pair_cache.put_many(new)
+    return g, device
+
+
+def _pair_keys(ctx: MetricContext, keys: list[str], rows: np.ndarray, k: int) -> dict[tuple[int, int], str]:
+    """(i, j) -> the pair cache key of the agreement of ``keys[i]`` and ``keys[j]`` (i < j) on ``rows`` with ``k``
+    neighbours: a hash of the metric's code version, the two embedding run keys in sorted order (the agreement is
+    symmetric), the rows, k and the search (float64 brute force or FAISS on a GPU). Pairs whose candidates have no
+    run key are not cached."""
+    code = get_spec("nn_agreement").code_version()
+    where = "faiss-gpu" if _knn_on_gpu(ctx) else "cpu-float64"
+    rows_id = hashlib.sha256(np.ascontiguousarray(rows, dtype=np.int64).tobytes()).hexdigest()
+    run = [ctx.run_keys.get(key) or "" for key in keys]
+    out = {}
+    for i in range(len(keys)):
+        for j in range(i + 1, len(keys)):
+            if run[i] and run[j]:
+                a, b = sorted((run[i], run[j]))
+                blob = json.dumps({"v": code, "a": a, "b": b, "rows": rows_id, "k": int(k), "knn": where})
+                out[(i, j)] = "nn-agreement:" + hashlib.sha256(blob.encode()).hexdigest()[:40]
+    return out
 
 
 def compute(ctx: MetricContext) -> MetricResult:

@@ -13,6 +13,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from embedselect.errors import ConfigError, MetricError
+from embedselect.metrics.agreement import agreement_matrix
 from embedselect.nn import (
     APPROX_THRESHOLD,
     NearDuplicates,
@@ -166,7 +167,7 @@ def mutual_knn_agreement(
     if len(sizes) != 1:
         raise MetricError(f"candidates embed different numbers of items: {sorted(sizes)}")
     given = graphs or {}
-    sorted_ids: list[np.ndarray] = []
+    ids: list[np.ndarray] = []
     all_exact, devices = True, []
     for nm in names:
         nb = given.get(nm)
@@ -174,18 +175,9 @@ def mutual_knn_agreement(
             nb = knn(embeddings[nm], k, metric=metric, exact=exact, threshold=threshold, device=device)
         all_exact &= nb.exact
         devices.append(nb.device)
-        sorted_ids.append(np.sort(nb.ids[:, :k], axis=1))
-    c = len(names)
-    m = np.eye(c, dtype=np.float64)
-    for a in range(c):
-        for b in range(a + 1, c):
-            ga, gb = sorted_ids[a], sorted_ids[b]
-            hits = np.zeros(ga.shape[0], dtype=np.int64)
-            for j in range(k):
-                hits += (ga == gb[:, j : j + 1]).any(axis=1) & (gb[:, j] >= 0)
-            m[a, b] = m[b, a] = float(hits.sum(dtype=np.float64) / (ga.shape[0] * k))
-    return KnnAgreement(names=names, matrix=m, k=int(k), n=int(sorted_ids[0].shape[0]), exact=bool(all_exact),
-                        device=" + ".join(dict.fromkeys(devices)))
+        ids.append(nb.ids[:, :k])
+    return KnnAgreement(names=names, matrix=agreement_matrix(ids), k=int(k), n=int(ids[0].shape[0]),
+                        exact=bool(all_exact), device=" + ".join(dict.fromkeys(devices)))
 
 
 __all__ = [

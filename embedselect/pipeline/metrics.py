@@ -55,7 +55,8 @@ def _evidence_references(ctx: RunContext, references: frozenset[str], run_keys: 
         return references
     nn = {k: v for k, v in ctx.metric_options.get("nn_agreement", {}).items() if k in ("k", "max_items")}
     central = central_in_pool(MetricContext(embeddings=ctx.vectors, run_keys=run_keys, seed=ctx.seed, options=nn,
-                                            device=ctx.device, references=references, families=families))
+                                            pair_cache=ctx.store, device=ctx.device, references=references,
+                                            families=families))  # its pairs serve nn_agreement after it
     if central:
         ctx.details["central_references"] = central
         ctx.warnings.append(central_warning(central, counted=True))
