@@ -29,18 +29,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from embedselect.metrics import MetricContext, get_metric
+from embedselect.metrics import MemoryPairCache, MetricContext, get_metric
 from embedselect.metrics.agreement import central_in_pool
-
-
-class MemoryPairs(dict):
-    """The PairCache protocol in memory."""
-
-    def get_many(self, keys: list[str]) -> dict[str, Any]:
-        return {k: self[k] for k in keys if k in self}
-
-    def put_many(self, items: dict[str, Any]) -> None:
-        self.update(items)
 
 
 def pool(m: int, n: int, d: int, seed: int = 0) -> dict[str, np.ndarray]:
@@ -71,7 +61,7 @@ def timed(fn: Callable[[], Any]) -> tuple[Any, float, float]:
 def metric_part(m: int, n: int, d: int) -> dict[str, Any]:
     embs = pool(m, n, d)
     refs = frozenset(k for k in embs if k.startswith("baseline"))
-    cache = MemoryPairs()
+    cache = MemoryPairCache()
     ctx = MetricContext(embeddings=embs, run_keys={k: f"run-{k}" for k in embs}, seed=0, options={}, references=refs,
                         pair_cache=cache)
     row: dict[str, Any] = {"candidates": m, "n": n, "d": d}

@@ -21,7 +21,7 @@ import numpy as np
 import torch
 from scipy.stats import spearmanr
 
-from embedselect.metrics import knife
+from embedselect.metrics import MemoryPairCache, knife
 from embedselect.metrics.sufficiency import information_sufficiency
 
 _TRAIN_S = [0.0]
@@ -40,17 +40,6 @@ def _timed_train_pairs(*a, **k):
 knife.train_pairs = _timed_train_pairs
 
 DIMS = [64, 96, 128, 192, 256, 320, 384, 512, 640, 768]
-
-
-class DictCache:
-    def __init__(self):
-        self.data = {}
-
-    def get_many(self, keys):
-        return {k: self.data[k] for k in keys if k in self.data}
-
-    def put_many(self, items):
-        self.data.update(items)
 
 
 def make_pool(n: int, seed: int = 0) -> dict[str, np.ndarray]:
@@ -79,7 +68,7 @@ def main() -> None:
     ten = {k: pool[k] for k in names[:10]}
     opts = dict(max_steps=args.steps, patience=10**6, eval_every=max(args.steps // 4, 1))
     keys = {k: f"run-{k}" for k in names}
-    cache = DictCache()
+    cache = MemoryPairCache()
     _TRAIN_S[0] = 0.0
     t = time.perf_counter()
     rb = information_sufficiency(ten, seed=0, batched=True, device=args.device, run_keys=keys,

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from embedselect.errors import ConfigError, MetricError, TooFewItemsError
-from embedselect.metrics import MetricContext, get_metric
+from embedselect.metrics import MemoryPairCache, MetricContext, get_metric
 from embedselect.metrics.agreement import agreement_matrix, knn_indices
 from embedselect.metrics.spectral import alpha_req, rankme, uniformity
 
@@ -94,23 +94,13 @@ def test_knn_breaks_ties_by_the_lower_index_and_agreement_counts_shared_neighbou
     assert agreement_matrix([np.array([[0, -1], [2, 1]]), np.array([[-1, 0], [1, -1]])])[0, 1] == 0.5
 
 
-class _Pairs(dict):
-    """A PairCache in memory that counts what it is asked."""
-
-    def get_many(self, keys):
-        return {k: self[k] for k in keys if k in self}
-
-    def put_many(self, items):
-        self.update(items)
-
-
 def test_nn_agreement_keeps_each_pair_in_the_pair_cache_and_searches_nothing_it_has(monkeypatch):
     from embedselect.metrics import agreement
 
     rng = np.random.default_rng(4)
     base = rng.normal(size=(200, 12))
     emb = {c: (base + 0.3 * rng.normal(size=base.shape)).astype(np.float32) for c in "abc"}
-    cache = _Pairs()
+    cache = MemoryPairCache()
     ctx = MetricContext(embeddings=emb, run_keys={k: f"run-{k}" for k in emb}, seed=0, options={"k": 5},
                         pair_cache=cache)
     first = get_metric("nn_agreement")(ctx)

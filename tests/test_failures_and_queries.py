@@ -11,7 +11,8 @@ from embedselect.errors import HubError, ModelTimeoutError, UnsafeModelError
 from embedselect.kinds import PAIR_KEY_PREFIX
 from embedselect.store import Store, catalog
 from embedselect.store.failures import is_transient, record_failure
-from tests.test_sufficiency import FAST, DictCache
+from embedselect.metrics import MemoryPairCache
+from tests.test_sufficiency import FAST
 
 TOKEN = "hf_SecretTokenForTests123"
 
@@ -65,7 +66,7 @@ def test_missing_pairs_are_exactly_what_the_estimate_would_compute():
     pool = {k: (base @ rng.standard_normal((4, 6)) + 0.3 * rng.standard_normal((200, 6))).astype(np.float32)
             for k in ("a", "b", "c")}  # fmt: skip
     keys = {k: f"run-{k}" for k in pool}
-    cache = DictCache()
+    cache = MemoryPairCache()
     assert len(missing_pairs(keys, cache, seed=3, **FAST)) == 6
     information_sufficiency({k: pool[k] for k in ("a", "b")}, seed=3, run_keys=keys, pair_cache=cache, **FAST)
     assert missing_pairs({k: keys[k] for k in ("a", "b")}, cache, seed=3, **FAST) == []

@@ -9,28 +9,13 @@ import pytest
 import torch
 
 from embedselect.errors import ConfigError, MetricError, TooFewItemsError
-from embedselect.metrics import MetricContext, get_metric, information_sufficiency
+from embedselect.metrics import MemoryPairCache, MetricContext, get_metric, information_sufficiency
 from embedselect.metrics.sufficiency import SufficiencySettings
 
 torch.set_num_threads(1)
 
 # Small, fast settings for tests that do not check accuracy; one estimate (the repeats have their own tests).
 FAST = dict(max_steps=120, eval_every=20, patience=2, batch_size=128, hidden=32, n_components=4, max_repeats=1)
-
-
-class DictCache:
-    """Dict-backed PairCache that counts what was read and written."""
-
-    def __init__(self) -> None:
-        self.data: dict[str, dict] = {}
-        self.puts = 0
-
-    def get_many(self, keys):
-        return {k: self.data[k] for k in keys if k in self.data}
-
-    def put_many(self, items):
-        self.puts += len(items)
-        self.data.update({k: dict(v) for k, v in items.items()})
 
 
 def _gaussian_pair(n, a, noise_sd, seed):
@@ -141,7 +126,7 @@ def test_scores_depend_on_the_vectors_not_on_names_or_run_keys():
 def test_incremental_pool_computes_only_new_pairs():
     pool = _pool()
     keys = {k: f"run-{k}" for k in pool}
-    cache = DictCache()
+    cache = MemoryPairCache()
     first = {k: pool[k] for k in ("a1", "a2", "b1")}
     r1 = information_sufficiency(first, seed=0, run_keys=keys, pair_cache=cache, **FAST)
     assert r1.n_computed == 6 and r1.n_cached == 0
@@ -179,7 +164,7 @@ def test_compute_wiring_and_errors():
     pool = _pool(n=300)
     two = {k: pool[k].astype(np.float32) for k in ("a1", "a2")}
     ctx = MetricContext(embeddings=two, run_keys={k: k for k in two}, seed=0, options=FAST,
-                        pair_cache=DictCache())
+                        pair_cache=MemoryPairCache())
     res = get_metric("sufficiency")(ctx)
     assert res.name == "sufficiency"
     assert set(res.scores) == {"a1", "a2"}
@@ -207,7 +192,7 @@ def test_compute_wiring_and_errors():
     with pytest.raises(TooFewItemsError):
         information_sufficiency({"a1": two["a1"][:40], "a2": two["a2"][:40]})
     with pytest.raises(ConfigError, match="run_keys"):
-        information_sufficiency(two, pair_cache=DictCache())
+        information_sufficiency(two, pair_cache=MemoryPairCache())
 
 
 def test_small_n_noisy_copy_beats_independent():
@@ -310,7 +295,7 @@ def test_pair_cache_keys_follow_the_estimator_code(tmp_path, monkeypatch):
 
     pool = {k: v for k, v in _pool().items() if k in ("a1", "a2")}
     keys = {k: f"run-{k}" for k in pool}
-    cache = DictCache()
+    cache = MemoryPairCache()
     r1 = information_sufficiency(pool, seed=0, run_keys=keys, pair_cache=cache, **FAST)
     assert r1.n_computed == 2
     assert information_sufficiency(pool, seed=0, run_keys=keys, pair_cache=cache, **FAST).n_cached == 2
@@ -516,7 +501,7 @@ def test_repeated_estimates_are_the_mean_of_plain_estimates_under_derived_seeds(
     pool = {k: v for k, v in _pool(n=300).items() if k != "b2"}
     keys = {k: f"run-{k}" for k in pool}
     three = {**FAST, "max_repeats": 3}
-    cache = DictCache()
+    cache = MemoryPairCache()
     assert len(missing_pairs(keys, cache, seed=2, n_items=300, **three)) == 6
     res = information_sufficiency(pool, seed=2, run_keys=keys, pair_cache=cache, **three)
     seeds = repeat_seeds(2, 3)
@@ -533,7 +518,7 @@ def test_repeated_estimates_are_the_mean_of_plain_estimates_under_derived_seeds(
     assert any("the mean of 3 estimates" in w for w in res.warnings)
     # the root seed's estimate alone is cached: missing_pairs without the item count sees nothing missing, with it
     # the other seeds' pairs
-    only_root = DictCache()
+    only_root = MemoryPairCache()
     information_sufficiency(pool, seed=2, run_keys=keys, pair_cache=only_root, **FAST)
     assert missing_pairs(keys, only_root, seed=2, **three) == []
     assert len(missing_pairs(keys, only_root, seed=2, n_items=300, **three)) == 6

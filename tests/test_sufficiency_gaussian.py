@@ -9,7 +9,7 @@ from embedselect.errors import ConfigError, TooFewItemsError
 from embedselect.metrics import MetricContext, get_metric, information_sufficiency
 from embedselect.metrics.sufficiency import missing_pairs
 from embedselect.metrics.sufficiency_gaussian import GaussianSettings, fold_ids, gaussian_is_matrix
-from tests.test_sufficiency import DictCache
+from embedselect.metrics import MemoryPairCache
 
 
 def _pool(n: int = 300, seed: int = 0) -> dict[str, np.ndarray]:
@@ -88,8 +88,8 @@ def test_compute_wiring_options_and_errors():
     with pytest.raises(TooFewItemsError):
         information_sufficiency({k: v[:30] for k, v in pool.items()}, estimator="gaussian")
     # no pairs are cached for it, so a Ray night has nothing to precompute
-    assert missing_pairs({k: k for k in pool}, DictCache(), estimator="gaussian", targets="all") == []
-    assert len(missing_pairs({k: k for k in pool}, DictCache())) == 12  # KNIFE: every ordered pair
+    assert missing_pairs({k: k for k in pool}, MemoryPairCache(), estimator="gaussian", targets="all") == []
+    assert len(missing_pairs({k: k for k in pool}, MemoryPairCache())) == 12  # KNIFE: every ordered pair
 
 
 def test_rows_above_max_items_are_sampled_and_stated():

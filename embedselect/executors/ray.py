@@ -23,7 +23,7 @@ import math
 import os
 import socket
 import time
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -61,30 +61,16 @@ def _embed_unit(ref: Any, cand: Any, job: EmbedJob) -> dict[str, Any]:
             "where": f"{socket.gethostname()}:{os.getpid()}"}  # fmt: skip
 
 
-class _DictCache:
-    """In-memory pair cache (PairCache protocol) that remembers what was put."""
-
-    def __init__(self, items: dict[str, Any] | None = None) -> None:
-        self.items = dict(items or {})
-        self.new: dict[str, Any] = {}
-
-    def get_many(self, keys: list[str]) -> dict[str, Any]:
-        return {k: self.items[k] for k in keys if k in self.items}
-
-    def put_many(self, items: Mapping[str, Any]) -> None:
-        self.items.update(items)
-        self.new.update(items)
-
-
 def _pairs_unit(pairs: list[tuple[str, str]], run_keys: dict[str, str], seed: int, options: dict, device: str,
                 *arrays: Any) -> dict[str, Any]:
     """Worker side of "estimate a batch of sufficiency pairs": each unordered pair {a, b} gives a→b and b→a
     (and the marginals of a and b), with the same keys and seeds as inside ``select()``."""
+    from embedselect.metrics.base import MemoryPairCache
     from embedselect.metrics.sufficiency import information_sufficiency
 
     names = sorted({x for p in pairs for x in p})
     embs = dict(zip(names, arrays))
-    cache = _DictCache()
+    cache = MemoryPairCache()
     for a, b in pairs:
         try:
             information_sufficiency({a: embs[a], b: embs[b]}, seed=seed, run_keys={a: run_keys[a], b: run_keys[b]},

@@ -11,6 +11,7 @@ from typing import Any
 from embedselect.metrics.base import (
     MetricContext,
     MetricResult,
+    MemoryPairCache,
     PairCache,
     available_metrics,
     get_metric,
@@ -33,6 +34,7 @@ _LAZY = {
 __all__ = [
     "MetricContext",
     "MetricResult",
+    "MemoryPairCache",
     "PairCache",
     "available_metrics",
     "get_metric",

@@ -36,6 +36,26 @@ class PairCache(Protocol):
     def put_many(self, items: Mapping[str, dict[str, Any]]) -> None: ...
 
 
+class MemoryPairCache(dict[str, dict[str, Any]]):
+    """A :class:`PairCache` in memory (key -> value, a dict) for calling the metrics without a store: pairs computed
+    once in a process are read back by the next call. ``new`` holds the values written to it (not those it was made
+    with), ``puts`` counts the writes."""
+
+    def __init__(self, items: Mapping[str, dict[str, Any]] | None = None) -> None:
+        super().__init__(items or {})
+        self.new: dict[str, dict[str, Any]] = {}
+        self.puts = 0
+
+    def get_many(self, keys: list[str]) -> dict[str, dict[str, Any]]:
+        return {k: self[k] for k in keys if k in self}
+
+    def put_many(self, items: Mapping[str, dict[str, Any]]) -> None:
+        self.puts += len(items)
+        got = {k: dict(v) for k, v in items.items()}
+        self.update(got)
+        self.new.update(got)
+
+
 @dataclass(frozen=True)
 class MetricContext:
     """Everything a metric may read.
