@@ -154,7 +154,7 @@ def prior_check(n: int = 1500, seed: int = 1) -> None:
     for name, pool in pools.items():
         keys = list(pool)
         truth = [probe_tasks(pool[k], lab[None, :], seed=0, agreement=False).accuracy[0] for k in keys]
-        for prior in ("consensus", "balanced", "loo", "labels"):
+        for prior in ("consensus", "balanced", "central", "loo", "labels"):
             r = compute(MetricContext(embeddings=pool, run_keys={k: k for k in keys}, labels=lab,
                                       options={"prior": prior, "n_tasks": 32}))
             rho = [spearmanr([r.columns[c][k] for k in keys], truth).statistic for c in cols]

@@ -77,6 +77,10 @@ FAMILIES = {
     "8-class tasks, Gaussian sufficiency": ("task_prior-q8", "sufficiency-gaussian", "nn_agreement"),
     "1024 tasks, KNIFE sufficiency": ("task_prior-t1024", "sufficiency-knife", "nn_agreement"),
     "1024 tasks, Gaussian sufficiency": ("task_prior-t1024", "sufficiency-gaussian", "nn_agreement"),
+    "balanced prior, KNIFE sufficiency": ("task_prior-balanced", "sufficiency-knife", "nn_agreement"),
+    "balanced prior, Gaussian sufficiency": ("task_prior-balanced", "sufficiency-gaussian", "nn_agreement"),
+    "central prior, KNIFE sufficiency": ("task_prior-central", "sufficiency-knife", "nn_agreement"),
+    "central prior, Gaussian sufficiency": ("task_prior-central", "sufficiency-gaussian", "nn_agreement"),
 }
 """--variants: the option families compared; each is the (task_prior, sufficiency, nn_agreement) signal that stands
 in the grid. "before": the pool's built-in baselines count in task_prior's prior and nn_agreement's comparison as
@@ -84,7 +88,8 @@ they did until 2026-11-25 (``prior_from='all'``, ``compare_with='all'``, ``targe
 (:attr:`embedselect.metrics.base.MetricContext.references`); "KNIFE" / "Gaussian": sufficiency's estimator named
 explicitly (issue 23: the default's estimator chosen by LODO); "4-class" / "8-class": task_prior's probes on tasks of
 4 or 8 classes sampled from the prior (``n_classes``; 2 by default); "1024 tasks": task_prior's mean over 1024 sampled
-tasks instead of 256 (``n_tasks``). ``--families`` picks some of them."""
+tasks instead of 256 (``n_tasks``); "balanced prior" / "central prior": task_prior's pool prior named explicitly, its
+members weighted by redundancy or by centrality (``prior``). ``--families`` picks some of them."""
 WITHIN_MODALITY_FAMILIES = ("models as evidence, KNIFE sufficiency", "models as evidence, Gaussian sufficiency")
 """The families whose grids ``--within-modality`` searches unless ``--families`` names others."""
 VIEW_POOLS = ("all", "issue", "width", "photo8")

@@ -61,7 +61,9 @@ VARIANTS = {"task_prior-consensus": ("task_prior", {"prior": "consensus"}),
             "sufficiency-knife-once": ("sufficiency", {"estimator": "knife", "max_repeats": 1}),
             "task_prior-q4": ("task_prior", {"n_classes": 4}),
             "task_prior-q8": ("task_prior", {"n_classes": 8}),
-            "task_prior-t1024": ("task_prior", {"n_tasks": 1024})}
+            "task_prior-t1024": ("task_prior", {"n_tasks": 1024}),
+            "task_prior-central": ("task_prior", {"prior": "central"}),
+            "task_prior-balanced": ("task_prior", {"prior": "balanced"})}
 """Signals computed with non-default options (``--metrics task_prior-consensus ...``): name -> (metric, options);
 ``validity_default.py`` puts them in its LODO grid as alternatives to the default options (issue 23)."""
 COPY_RELATIONS = ("distilled", "truncated", "quantized-int8", "quantized-binary", "max_length")

@@ -315,13 +315,13 @@ def test_a_truncated_copy_ranks_below_its_parent_who_takes_its_score(tmp_path, c
 
 def test_default_metrics_weights_and_method_are_the_benchmark_choice():
     """The defaults live in one place each (DEFAULT_METRICS, the specs' weights, DEFAULT_METHOD) and are the
-    leave-one-dataset-out choice of docs/benchmarks.md §4f-h and §4k."""
+    leave-one-dataset-out choice of docs/benchmarks.md §4f-h, §4k and §4o."""
     from embedselect.aggregate import DEFAULT_METHOD
     from embedselect.metrics.base import get_spec
 
     assert api.DEFAULT_METRICS == ("task_prior", "sufficiency", "nn_agreement", "rankme", "modularity")
     assert {m: get_spec(m).weight for m in api.DEFAULT_METRICS} == {
-        "task_prior": 1.0, "sufficiency": 0.25, "nn_agreement": 1.0, "rankme": 0.5, "modularity": 0.5}
+        "task_prior": 1.0, "sufficiency": 0.25, "nn_agreement": 1.0, "rankme": 0.0, "modularity": 1.0}
     assert DEFAULT_METHOD == "mean-rank"
 
 
@@ -350,7 +350,7 @@ def test_a_weight_0_metric_is_shown_but_not_combined(cache_dir, monkeypatch):
     monkeypatch.setattr(pipeline_metrics, "get_metric", fake)
     r = embedselect.select(SAMPLE, cands, column="text")
     assert r.settings["combined_weights"] == {"task_prior": 1.0, "sufficiency": 0.0, "nn_agreement": 1.0,
-                                              "rankme": 0.5, "modularity": 0.5}
+                                              "rankme": 0.0, "modularity": 1.0}
     assert all("sufficiency" in c.scores and "sufficiency" in c.ranks for c in r.candidates)
     without = embedselect.select(SAMPLE, cands, column="text",
                                  metrics=["task_prior", "nn_agreement", "rankme", "modularity"])

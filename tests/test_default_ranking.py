@@ -44,10 +44,10 @@ def test_the_best_model_beats_the_centre_of_a_family(seed):
                             references=REFERENCES)
         scores[m] = get_metric(m)(ctx).scores
     new = combine_ranks(scores, weights={m: get_spec(m).weight for m in DEFAULT_METRICS}, method="mean-z")
-    # the default before 2026-11-23: task_prior (then with 64 sampled tasks on one train/test split) + sufficiency,
-    # equal weights, mean rank
+    # the default before 2026-11-23: task_prior (then with 64 sampled tasks on one train/test split and the balanced
+    # prior) + sufficiency, equal weights, mean rank
     tp64 = get_metric("task_prior")(MetricContext(embeddings=emb, run_keys={k: f"fc{seed}:{k}" for k in emb}, seed=0,
-                                                  options={"n_tasks": 64, "splits": 1})).scores
+                                                  options={"n_tasks": 64, "splits": 1, "prior": "balanced"})).scores
     old = combine_ranks({"task_prior": tp64, "sufficiency": scores["sufficiency"]},
                         weights={"task_prior": 1.0, "sufficiency": 1.0}, method="mean-rank")
     assert max(old, key=old.get) == "teacher-A"  # the trap: the old default put the family's centre first

@@ -44,8 +44,9 @@ def _ctx(embs, families=None, **options) -> MetricContext:
 
 def test_the_task_prior_counts_a_family_once():
     pool = _pool()
-    alone = taskprior.compute(_ctx(pool, probes=False)).details["prior_weights"]
-    fam = taskprior.compute(_ctx(pool, FAMILIES, probes=False)).details["prior_weights"]
+    # the balanced prior's arithmetic (the central prior, the default, multiplies it by each member's centrality)
+    alone = taskprior.compute(_ctx(pool, probes=False, prior="balanced")).details["prior_weights"]
+    fam = taskprior.compute(_ctx(pool, FAMILIES, probes=False, prior="balanced")).details["prior_weights"]
     share = lambda w: sum(w[k] for k in ("A", "A-cls", "A-len8"))  # noqa: E731
     assert share(alone) > 0.6  # three votes against one
     # each member's redundancy weight is divided by the family's size: the family's share now equals what one of

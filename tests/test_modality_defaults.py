@@ -19,26 +19,26 @@ def test_user_options_sit_over_the_modality_defaults_option_by_option():
     got = defaults.metric_options(mine, "image")
     assert got == {"sufficiency": {"estimator": "knife", "targets": "all"}, "task_prior": {"tau": 0.2}}
     assert defaults.metric_options(None, "text") == {} and mine["sufficiency"] == {"estimator": "knife", "targets": "all"}
-    assert defaults.default_weight("rankme", "image") == 0.0 and defaults.default_weight("rankme", "text") == 0.5
+    assert defaults.default_weight("rankme", "image") == 0.5 and defaults.default_weight("rankme", "text") == 0.0
     from embedselect.metrics.base import get_spec
 
     assert defaults.default_weight("alpha_req", "image") == get_spec("alpha_req").weight  # not in the image table
-    assert (defaults.default_method("image"), defaults.default_method("text")) == ("mean-z", "mean-rank")
+    assert (defaults.default_method("image"), defaults.default_method("text")) == ("mean-rank", "mean-rank")
 
 
 def test_a_folder_of_images_is_ranked_with_the_image_defaults(tmp_path):
     photos = make_photos(tmp_path / "photos", n_per_class=30)
     r = select(photos, IMAGE_POOL, cache_dir=tmp_path / "c")
-    assert r.combine == "mean-z"
+    assert r.combine == "mean-rank"
     assert r.settings["metric_options"]["sufficiency"]["estimator"] == "gaussian"
+    assert r.details["task_prior"]["prior"] == "central"
     w = r.settings["combined_weights"]
-    assert w["nn_agreement"] == 1.0 and w["rankme"] == 0.0 and w["task_prior"] == 1.0 and w["sufficiency"] == 0.25
-    assert w["modularity"] == 0.0 and "modularity" in r.metrics  # computed and shown, not combined (§4k)
+    assert w == {"task_prior": 1.0, "sufficiency": 0.25, "nn_agreement": 2.0, "rankme": 0.5, "modularity": 1.0}  # §4o
     # the user's choice wins: their estimator and weight, the rest from the image defaults
     mine = select(photos, IMAGE_POOL, cache_dir=tmp_path / "c", metric_options={"sufficiency": {"estimator": "knife"}},
-                  weights={"rankme": 0.5})
+                  weights={"rankme": 0.0})
     assert mine.settings["metric_options"]["sufficiency"]["estimator"] == "knife"
-    assert mine.settings["combined_weights"]["rankme"] == 0.5 and mine.settings["combined_weights"]["nn_agreement"] == 1.0
+    assert mine.settings["combined_weights"]["rankme"] == 0.0 and mine.settings["combined_weights"]["nn_agreement"] == 2.0
 
 
 def test_texts_keep_the_registry_defaults(tmp_path):
@@ -48,15 +48,16 @@ def test_texts_keep_the_registry_defaults(tmp_path):
                cache_dir=tmp_path / "c")
     assert r.combine == "mean-rank" and "estimator" not in r.settings["metric_options"].get("sufficiency", {})
     assert r.settings["combined_weights"] == {"task_prior": 1.0, "sufficiency": 0.25, "nn_agreement": 1.0,
-                                              "rankme": 0.5, "modularity": 0.5}  # docs/benchmarks.md §4k
+                                              "rankme": 0.0, "modularity": 1.0}  # docs/benchmarks.md §4o
+    assert r.details["task_prior"]["prior"] == "central"
 
 
 def test_the_metrics_command_lists_both_columns(capsys):
     assert main(["metrics"]) == 0
     out = capsys.readouterr().out
     row = next(line for line in out.splitlines() if line.startswith("rankme"))
-    assert row.split()[1:3] == ["0.5", "0"]
-    assert "mean-z for images" in out and '"estimator": "gaussian"' in out
+    assert row.split()[1:3] == ["0", "0.5"]
+    assert "mean-rank for images" in out and '"estimator": "gaussian"' in out
 
 
 @pytest.mark.parametrize("modality", ["text", "image"])
@@ -69,11 +70,12 @@ def test_every_default_metric_has_a_weight_for_each_modality(modality):
 
 def test_no_left_out_of_the_score_note_for_a_metric_the_score_never_had(tmp_path):
     """RankMe cannot compare candidates that all have at least n - 1 dimensions and says it is "left out of the
-    score"; on images, where its default weight is 0, that note would only confuse. Given a weight, it is said."""
+    score"; with a weight of 0 (the user's here; the text default's too) that note would only confuse. Given a weight
+    (the image default's 0.5), it is said."""
     photos = make_photos(tmp_path / "photos", n_per_class=30)  # 60 items; pixel-pca has 59 dimensions
     pool = ["pixel-pca", "random-projection", "random-projection?dim=128", "random-projection?dim=96"]
-    r = select(photos, pool, cache_dir=tmp_path / "c")
+    r = select(photos, pool, cache_dir=tmp_path / "c", weights={"rankme": 0.0})
     assert "not_comparable" in r.details["rankme"]
     assert not any("left out of the score" in w for w in r.warnings)
-    weighted = select(photos, pool, cache_dir=tmp_path / "c", weights={"rankme": 0.5})
+    weighted = select(photos, pool, cache_dir=tmp_path / "c")
     assert any(w.startswith("rankme") and "left out of the score" in w for w in weighted.warnings)

@@ -209,7 +209,7 @@ def test_compute_registered_and_complete():
     for col in ("task_prior_mean", "task_prior_var", "task_prior_alignment", "probe_acc_mean",
                 "probe_acc_std", "probe_acc_p05", "agreement_mean"):
         assert set(res.columns[col]) == set(emb), col
-    assert res.details["prior"] == "balanced"
+    assert res.details["prior"] == "central"
     assert sum(res.details["prior_weights"].values()) == pytest.approx(1.0)
     # the two near-copies share one member's weight
     w = res.details["prior_weights"]
@@ -264,6 +264,30 @@ def test_balanced_prior_resists_near_duplicates():
     bal = compute(_ctx(emb, options={**opts, "prior": "balanced"})).scores
     assert cons["noisy"] > cons["clean"]  # the trap is real in this pool
     assert bal["clean"] > bal["mid"] > bal["noisy"]
+
+
+def test_central_prior_weighs_a_kernel_no_other_member_shares_little():
+    """An untrained network's features share nothing with the models' (here: another clustering of the items). The
+    redundancy-balanced prior gives such a kernel the largest weight, as the one least like the others, and so samples
+    tasks it solves; the central prior weighs each member by its mean CKA with the others, so the outsider weighs least
+    and scores below the models (docs/benchmarks.md §4o)."""
+    emb, _ = _pool()
+    del emb["noisy_copy"]
+    other, _ = _clusters(240, 8, 4, 2.0, 99)
+    emb["outsider"] = (other @ np.random.default_rng(5).normal(size=(8, 24))).astype(np.float32)
+    opts = {"n_tasks": 64}
+    bal = compute(_ctx(emb, options={**opts, "prior": "balanced"}))
+    cen = compute(_ctx(emb, options={**opts, "prior": "central"}))
+    wb, wc = bal.details["prior_weights"], cen.details["prior_weights"]
+    assert max(wb, key=wb.get) == "outsider" and min(wc, key=wc.get) == "outsider"
+    assert sum(wc.values()) == pytest.approx(1.0) and cen.details["prior"] == "central"
+    assert cen.details["prior_members"] == list(emb)
+    assert cen.scores["outsider"] < min(cen.scores["clean"], cen.scores["mid"])
+    assert cen.scores["outsider"] < bal.scores["outsider"]
+    # the models as three variants of one model (one family, one vote): the family still outweighs the outsider
+    three = {"clean": "m", "mid": "m", "noisy": "m"}
+    wf = compute(_ctx(emb, options={**opts, "prior": "central"}, families=three)).details["prior_weights"]
+    assert wf["outsider"] < 0.5 * (wf["clean"] + wf["mid"] + wf["noisy"])
 
 
 def test_compute_subsamples_for_probes_only():

@@ -198,6 +198,7 @@ def test_validate_text_shows_what_its_docs_say_to_read(tmp_path):
     from embedselect.cli.common import format_table
 
     r = embedselect.select(SAMPLE, TRIO, column="text", labels="label", metrics=["task_prior"],
+                           metric_options={"task_prior": {"prior": "balanced"}},  # a prior that gets pairs wrong here
                            cache_dir=tmp_path / "c")  # fmt: skip
     v = r.validation
     text = format_table(r)

@@ -223,11 +223,11 @@ for _spec in (
                      "embedselect.metrics.sufficiency_gaussian", "embedselect.metrics.knife", "embedselect.metrics.knife.prepare",
                      "embedselect.metrics.knife.mixture", "embedselect.metrics.knife.engine")),
     # label-free comparators from the literature (docs/benchmarks.md §4); the default weights for texts (task_prior 1,
-    # sufficiency 0.25, nn_agreement 1, rankme 0.5, modularity 0.5; mean ranks) were chosen by leave-one-dataset-out
-    # within the validity benchmark's 11 text datasets, 33 views (docs/benchmarks.md §4f-h, §4k); images:
-    # pipeline/defaults.py (§4i)
-    MetricSpec("rankme", "embedselect.metrics.spectral:compute_rankme", weight=0.5,
-               description="RankMe effective rank (comparator; part of the default combination)", code=_SPECTRAL),
+    # sufficiency 0.25, nn_agreement 1, rankme 0, modularity 1; mean ranks) were chosen by leave-one-dataset-out
+    # within the validity benchmark's 11 text datasets, 33 views (docs/benchmarks.md §4f-h, §4k, §4o); images:
+    # pipeline/defaults.py (§4i, §4o)
+    MetricSpec("rankme", "embedselect.metrics.spectral:compute_rankme", weight=0.0,
+               description="RankMe effective rank (comparator; in the image default, shown for texts)", code=_SPECTRAL),
     MetricSpec("alpha_req", "embedselect.metrics.spectral:compute_alpha_req",
                description="alpha-ReQ eigenspectrum decay (comparator)", code=_SPECTRAL),
     MetricSpec("uniformity", "embedselect.metrics.spectral:compute_uniformity",
@@ -236,9 +236,9 @@ for _spec in (
                description="nearest-neighbour agreement with the other candidates (comparator; part of the default "
                            "combination)",
                code=("embedselect.metrics.agreement", "embedselect.metrics.sampling")),
-    MetricSpec("modularity", "embedselect.metrics.modularity:compute", min_items=20, resample="half", weight=0.5,
+    MetricSpec("modularity", "embedselect.metrics.modularity:compute", min_items=20, resample="half", weight=1.0,
                description="community structure of each candidate's own k-NN graph (Louvain modularity; part of the "
-                           "text default)",
+                           "default combination)",
                code=("embedselect.metrics.modularity", "embedselect.metrics.agreement", "embedselect.metrics.sampling")),
 ):  # fmt: skip
     register_metric(_spec)
@@ -247,11 +247,11 @@ for _spec in (
 DEFAULT_METRICS = ("task_prior", "sufficiency", "nn_agreement", "rankme", "modularity")
 """The default label-free metrics (the weights, method and options of images differ: :mod:`embedselect.pipeline.defaults`,
 docs/benchmarks.md §4i); with their specs' weights and :data:`embedselect.aggregate.DEFAULT_METHOD` they are
-the text combination chosen by leave-one-dataset-out on the validity benchmark (docs/benchmarks.md §4k: task_prior 1,
-sufficiency 0.25, nn_agreement 1, rankme 0.5, modularity 0.5, mean ranks; the LODO within the 11 text datasets over
-33 views x 5 metric seeds, sufficiency's weight > 0, chose it for 120 of 165 held-out (view, seed) pairs and a
-modularity weight > 0 in all 165; each family of variants and copies counts once in the pool's evidence (§4h), and
-the pool's built-in baselines are not evidence)."""
+the text combination chosen by leave-one-dataset-out on the validity benchmark (docs/benchmarks.md §4o: task_prior 1
+with its central prior, sufficiency 0.25, nn_agreement 1, rankme 0 (shown, not combined), modularity 1, mean ranks;
+the LODO within the 11 text datasets over 33 views x 5 metric seeds, sufficiency's weight > 0, chose the central
+prior for 135 of 165 held-out (view, seed) pairs and these weights for 90; each family of variants and copies counts
+once in the pool's evidence (§4h), and the pool's built-in baselines are not evidence)."""
 
 
 class _MinItems(abc.Mapping):

@@ -52,7 +52,7 @@ __all__ = ["DEFAULT_TAU", "TaskPriorMoments", "compute", "resolve_temperature", 
 # the `task_prior` metric
 # --------------------------------------------------------------------------------------------------
 _OPTION_DEFAULTS: dict[str, Any] = {
-    "prior": "balanced",
+    "prior": "central",
     "prior_from": "models",
     "tau": DEFAULT_TAU,
     "temperature": None,
@@ -70,6 +70,10 @@ _OPTION_DEFAULTS: dict[str, Any] = {
 }
 
 _SMALL_POOL = 4
+_POOL_PRIORS = ("consensus", "loo", "balanced", "central")
+"""The priors built from the pool's kernels (its members'); the others are one candidate's kernel or the labels'."""
+_WEIGHED_PRIORS = ("balanced", "central")
+"""The pool priors whose members' weights depend on their kernels (:func:`_pool_weights`)."""
 _BALANCE_POWER = 8.0
 
 
@@ -110,10 +114,38 @@ def _balanced_weights(g: np.ndarray, power: float = _BALANCE_POWER) -> np.ndarra
     return 1.0 / np.sum(cka**power, axis=1)
 
 
+def _central_weights(g: np.ndarray, fam: np.ndarray) -> np.ndarray:
+    """Centrality times redundancy weights (float64, (m,)): w_k = r_k · c_k with r the redundancy weights of
+    :func:`_balanced_weights` and c_k = Σ_{l≠k} v_l CKA_kl / Σ_{l≠k} v_l a member's mean linear CKA with the others,
+    each weighed by v = fam · r (a family, or a group of near-copies, counts once). A kernel no other member shares
+    (an untrained network, a broken copy) is a weak witness of the data's tasks and weighs little, and near-copies
+    still share one weight. All ones times r when fewer than two members or when no two kernels share anything."""
+    m = len(g)
+    r = _balanced_weights(g)
+    if m < 2:
+        return r
+    cka = np.clip(g / np.sqrt(np.outer(np.diag(g), np.diag(g))), 0.0, 1.0)
+    others = np.outer(np.ones(m), fam * r) * (1.0 - np.eye(m))
+    c = np.sum(others * cka, axis=1) / np.sum(others, axis=1)
+    return r * c if np.any(c > 0) else r
+
+
+def _pool_weights(kind: str, g: np.ndarray, fam: np.ndarray) -> np.ndarray:
+    """Weights (len(fam),) of the members' kernels in a pool prior, from their cross Gram matrix ``g`` (members ×
+    members, :func:`_cross_gram`): one family, one vote (``fam``, :func:`~embedselect.metrics.base.family_weights`),
+    times the redundancy weights for "balanced" or the redundancy and centrality weights for "central"."""
+    if kind == "balanced":
+        return _balanced_weights(g) * fam
+    if kind == "central":
+        return _central_weights(g, fam) * fam
+    return np.asarray(fam, dtype=np.float64)
+
+
 def _member_weights(kind: str, zs: list[np.ndarray], members: list[int], fam: np.ndarray) -> np.ndarray:
-    """Weights (len(members),) of the members' kernels in a pool prior: one family, one vote (``fam``,
-    :func:`~embedselect.metrics.base.family_weights`), times the redundancy weights for "balanced"."""
-    return _balanced_weights(_cross_gram([zs[i] for i in members])) * fam if kind == "balanced" else fam
+    """:func:`_pool_weights` of the members of a pool prior, from their factors ``zs``."""
+    if kind in _WEIGHED_PRIORS:
+        return _pool_weights(kind, _cross_gram([zs[i] for i in members]), fam)
+    return np.asarray(fam, dtype=np.float64)
 
 
 def _prior_factor(kind: str, zs: list[np.ndarray], c: int | None, labels_z: np.ndarray | None,
@@ -135,14 +167,17 @@ def compute(ctx: MetricContext) -> MetricResult:
     """The ``task_prior`` metric: closed-form moments plus probes on sampled tasks.
 
     Options (``ctx.options``):
-        prior: "balanced" (default; the candidates' kernels summed with redundancy weights
-            w_k = 1 / Σ_l CKA_kl^8, so a group of near-copies counts about once, then renormalised
-            to unit Frobenius norm; the weights are in ``details['prior_weights']``), "consensus"
+        prior: "central" (default since 2026-11-26, chosen by leave-one-dataset-out, docs/benchmarks.md §4o: the
+            balanced prior's weights times each member's mean CKA with the other members, :func:`_central_weights`,
+            so a kernel the others do not share, such as an untrained network's, weighs little), "balanced" (the
+            candidates' kernels summed with redundancy weights w_k = 1 / Σ_l CKA_kl^8, so a group of near-copies
+            counts about once, then renormalised to unit Frobenius norm; it gave the untrained network the largest
+            weight; both priors' weights are in ``details['prior_weights']``), "consensus"
             (plain sum, renormalised), "loo" (leave-one-out consensus: each candidate is scored
             under the sum of the *other* candidates' kernels), a candidate key (that candidate's
             kernel; self-biased), or "labels" (centred same-label graph of ``ctx.labels``; the only
             case labels are read).
-        prior_from: "models" (default: a pool prior — balanced, consensus, loo — sums the kernels of the candidates
+        prior_from: "models" (default: a pool prior — balanced, central, consensus, loo — sums the kernels of the candidates
             that are not reference points, ``ctx.references``, i.e. not the built-in baselines, when at least two
             are left; the baselines are scored under it) or "all" (every candidate's kernel, as before 2026-11-25).
             The members are in ``details['prior_members']``. Chosen by leave-one-dataset-out (docs/benchmarks.md
@@ -212,14 +247,14 @@ def compute(ctx: MetricContext) -> MetricResult:
     warnings: list[str] = []
     kind, labels_z = _resolve_prior(ctx, opt["prior"], keys, excluded, n_all, moment_rows, warnings)
     pool_warning = None
-    if m < _SMALL_POOL and kind in ("consensus", "loo", "balanced"):
+    if m < _SMALL_POOL and kind in _POOL_PRIORS:
         pool_warning = f"pool is small ({m} candidates): consensus-based scores are unreliable"
         warnings.append(pool_warning)
     prior_name = kind if not kind.startswith("candidate:") else f"candidate:{keys[int(kind.split(':')[1])]}"
     members = evidence(keys, ctx.references) if opt["prior_from"] == "models" else list(range(m))
     fam = family_weights(keys, members, ctx.families)
     columns, details = _moments(ctx, opt, keys, zs, kind, labels_z, n, n_all, prior_name, members, fam)
-    if kind in ("consensus", "loo", "balanced"):
+    if kind in _POOL_PRIORS:
         details["prior_members"] = [keys[i] for i in members]
     if moment_rows is not None:
         details["subsampled"] = {"moments": n}
@@ -304,7 +339,7 @@ def _factors(ctx: MetricContext, keys: list[str], opt: Mapping[str, Any], moment
 
 def _resolve_prior(ctx: MetricContext, prior_opt: Any, keys: list[str], excluded: Mapping[str, str], n_all: int,
                    moment_rows: np.ndarray | None, warnings: list[str]) -> tuple[str, np.ndarray | None]:
-    """The prior's kind ("labels", "consensus", "loo", "balanced" or "candidate:<index>") and, for "labels", the
+    """The prior's kind ("labels", one of :data:`_POOL_PRIORS` or "candidate:<index>") and, for "labels", the
     label factor on the moments' rows; caveats are appended to ``warnings``."""
     m = len(keys)
     labels_z = None
@@ -315,7 +350,7 @@ def _resolve_prior(ctx: MetricContext, prior_opt: Any, keys: list[str], excluded
             raise ConfigError(f"labels has length {len(ctx.labels)}, expected {n_all} (one per reference item)")
         labels_z = label_factor(_moment_input(ctx.labels, moment_rows))
         kind = "labels"
-    elif prior_opt in ("consensus", "loo", "balanced"):
+    elif prior_opt in _POOL_PRIORS:
         kind = prior_opt
         if m == 1:
             kind = "candidate:0"
@@ -329,7 +364,7 @@ def _resolve_prior(ctx: MetricContext, prior_opt: Any, keys: list[str], excluded
         warnings.append(f"prior is candidate {prior_opt!r}: it and its relatives are favoured (self-bias)")
     else:
         raise ConfigError(
-            f"prior must be 'consensus', 'balanced', 'loo', 'labels' or a candidate key ({', '.join(map(repr, keys))}); "
+            f"prior must be 'consensus', 'balanced', 'central', 'loo', 'labels' or a candidate key ({', '.join(map(repr, keys))}); "
             f"got {prior_opt!r}"
         )
     return kind, labels_z
@@ -344,13 +379,13 @@ def _moments(ctx: MetricContext, opt: Mapping[str, Any], keys: list[str], zs: li
     dtype = check_dtype(opt["dtype"])
     dev = torch_device(ctx.device)
     tile = check_tile(opt["tile"], dev)
-    if kind in ("consensus", "loo", "balanced"):
+    if kind in _POOL_PRIORS:
         g = _cross_gram(zs)
         wts = np.zeros(m)  # only the members (the evidence) weigh in the pool's prior
-        wts[members] = (_balanced_weights(g[np.ix_(members, members)]) if kind == "balanced" else 1.0) * fam
-        if kind in ("consensus", "balanced"):
+        wts[members] = _pool_weights(kind, g[np.ix_(members, members)], fam)
+        if kind != "loo":
             prior = Prior("sum", weights=[float(v) for v in wts], scale=1.0 / math.sqrt(float(wts @ g @ wts)))
-            if kind == "balanced":
+            if kind in _WEIGHED_PRIORS:
                 details_weights = {k: float(v / wts.sum()) for k, v in zip(keys, wts)}
         else:  # each candidate's prior: the members but itself
             scales = []
@@ -384,7 +419,7 @@ def _moments(ctx: MetricContext, opt: Mapping[str, Any], keys: list[str], zs: li
         "device": str(dev),
         "headline": "task_prior_alignment",
     }
-    if kind == "balanced":
+    if kind in _WEIGHED_PRIORS:
         details["prior_weights"] = details_weights
     return columns, details
 
