@@ -26,6 +26,7 @@ Every number is a benchmark result, never a test threshold.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import math
@@ -341,6 +342,17 @@ def central_of_view(name: str, vectors: Mapping[str, np.ndarray], references: fr
     return frozenset(central)
 
 
+class _Now:
+    """A call made when its result is asked for, shaped like a future (``result()``), so that an error is reported
+    where a pool's would be."""
+
+    def __init__(self, fn: Any, *args: Any) -> None:
+        self.fn, self.args = fn, args
+
+    def result(self) -> Any:
+        return self.fn(*self.args)
+
+
 def signals(name: str, vectors: Mapping[str, np.ndarray], *, n: int, seed: int, metrics: Sequence[str],
             jobs: int, pool: str = "all", references: frozenset[str] = frozenset(),
             families: Mapping[str, str] | None = None) -> dict[str, dict[str, Any]]:
@@ -361,8 +373,12 @@ def signals(name: str, vectors: Mapping[str, np.ndarray], *, n: int, seed: int, 
             todo.append(m)
     if todo:
         keys = {c: f"{name}:{c}:n{n}:seed{seed}" for c in vectors}
-        with ProcessPoolExecutor(max_workers=max(1, jobs)) as ex:
-            futs = {m: ex.submit(_metric_one, m, vectors, keys, seed, references, families) for m in todo}
+        # one signal to compute (the usual case once a view is cached) or one job: in this process, since starting
+        # a process pool (and torch in it) costs more than most signals at 300 items
+        inline = len(todo) == 1 or jobs <= 1
+        with contextlib.nullcontext() if inline else ProcessPoolExecutor(max_workers=jobs) as ex:
+            futs = {m: _Now(_metric_one, m, vectors, keys, seed, references, families) if ex is None
+                    else ex.submit(_metric_one, m, vectors, keys, seed, references, families) for m in todo}
             for m, f in futs.items():
                 try:
                     out[m] = f.result()
