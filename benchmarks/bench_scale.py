@@ -52,20 +52,25 @@ VERBS = "likes needs sees finds moves changes starts brings makes takes shows ke
 
 
 def synthetic_texts(n: int, seed: int = 0) -> tuple[list[str], np.ndarray]:
-    """n seeded sentences of 9-15 words from one of 12 topics each; returns (texts, topic ids int64 (n,))."""
+    """n seeded sentences of 9-15 words from one of 12 topics each; returns (texts, topic ids int64 (n,)).
+
+    Every random choice is drawn for all n sentences at once (10^6 sentences in a few seconds)."""
     rng = np.random.default_rng(seed)
     vocab = [np.array(v.split()) for v in TOPICS.values()]
+    sizes = np.array([len(v) for v in vocab])
+    flat = np.concatenate(vocab)
+    start = np.concatenate([[0], np.cumsum(sizes)[:-1]])
     topic = rng.integers(0, len(vocab), n)
     lengths = rng.integers(4, 8, n)
+    own = start[topic, None] + (rng.random((n, 7)) * sizes[topic, None]).astype(np.int64)  # words of the topic
+    o = rng.integers(0, len(vocab), n)
+    other = start[o, None] + (rng.random((n, 2)) * sizes[o, None]).astype(np.int64)  # off-topic noise
     filler, verbs = np.array(FILLER), np.array(VERBS)
-    texts = []
-    for t, m in zip(topic, lengths):
-        words = vocab[t][rng.integers(0, len(vocab[t]), m)]
-        o = vocab[rng.integers(len(vocab))]
-        other = o[rng.integers(0, len(o), 2)]  # off-topic noise
-        texts.append(f"{filler[rng.integers(len(filler))]} {words[0]} {verbs[rng.integers(len(verbs))]} "
-                     f"{filler[rng.integers(len(filler))]} {' '.join(words[1:])} and {' '.join(other)} "
-                     f"{rng.integers(1000)}")
+    f1, f2 = filler[rng.integers(0, len(filler), n)].tolist(), filler[rng.integers(0, len(filler), n)].tolist()
+    verb, number = verbs[rng.integers(0, len(verbs), n)].tolist(), rng.integers(0, 1000, n).tolist()
+    words, noise = flat[own].tolist(), flat[other].tolist()
+    texts = [f"{a} {w[0]} {v} {b} {' '.join(w[1:m])} and {c} {d} {k}"
+             for a, w, v, b, m, (c, d), k in zip(f1, words, verb, f2, lengths.tolist(), noise, number)]
     return texts, topic.astype(np.int64)
 
 
