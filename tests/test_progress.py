@@ -59,8 +59,8 @@ def test_a_terminal_gets_one_progress_display_for_the_whole_run(tmp_path):
     code, drawn = _run_in_pty([*ARGV, "--cache-dir", str(tmp_path / "c")], _env(tmp_path))
     assert code == 0, drawn
     # every stage of every candidate, each metric and the validation are named while they run
-    for stage in ("tfidf-svd: resolve", "tfidf-svd: embed", "random-projection: load", "metric task_prior",
-                  "metric sufficiency", "validation"):  # fmt: skip
+    for stage in ("tfidf-svd: resolve", "tfidf-svd: embed", "random-projection: load", "random-projection: store",
+                  "the pool: copies", "metric task_prior", "metric sufficiency", "validation"):  # fmt: skip
         assert stage in drawn, stage
     assert "items/s" in drawn
     assert "9/9 [" in drawn  # 2 candidates x 3 stages + 2 metrics + validation, counted in one display

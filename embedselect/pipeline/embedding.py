@@ -215,9 +215,10 @@ def _vectors(ctx: RunContext, cand: Any, pinned: _Pinned, res: CandidateResult, 
     vectors = check_embeddings(vectors, what=f"the embeddings {cand.name} returned", n=len(ref), dtype=None,
                                finite=False, error=MetricError)  # not finite: refused by the store, with its message
     step["stage"] = "store"
-    ctx.store.save_run(key=key, vectors=vectors, model_id=rc.model_id, revision=rc.revision, backend=rc.backend,
-                       settings=embedder.settings(), fingerprint=ref.fingerprint, device=embedder.device,
-                       seconds=seconds)  # fmt: skip
+    with ctx.bar.stage(f"{cand.name}: store {vectors.nbytes / 2**20:,.1f} MiB", steps=0):  # named, not counted
+        ctx.store.save_run(key=key, vectors=vectors, model_id=rc.model_id, revision=rc.revision, backend=rc.backend,
+                           settings=embedder.settings(), fingerprint=ref.fingerprint, device=embedder.device,
+                           seconds=seconds)  # fmt: skip
     res.seconds = seconds
     # hand on the stored file, memory-mapped, and let the in-memory matrix go: the run then holds at most one
     # candidate's matrix in its own memory at a time (the file was just written and checksummed: size check only)

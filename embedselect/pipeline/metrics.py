@@ -84,9 +84,10 @@ def metrics_stage(ctx: RunContext) -> None:
     run_keys = {r.name: r.run_key or "" for r in results if r.ok}  # an ok result always has its run key
     by_name = {r.name: r for r in results}
     references = frozenset(r.name for r in results if r.ok and is_baseline_id(r.model_id))
-    ctx.copies, ctx.families = pool_relations(ctx)
-    families = {k: v for k, v in ctx.families.items() if k in ok}
-    references = _evidence_references(ctx, references, run_keys, families)
+    with ctx.bar.stage("the pool: copies, families, reference points", steps=0):  # named, not counted
+        ctx.copies, ctx.families = pool_relations(ctx)
+        families = {k: v for k, v in ctx.families.items() if k in ok}
+        references = _evidence_references(ctx, references, run_keys, families)
     shared = {f: [n for n, g in ctx.families.items() if g == f] for f in set(ctx.families.values())}
     if any(len(v) > 1 for v in shared.values()):  # who counted once in the pool's evidence (JSON: details.families)
         ctx.details["families"] = {f: v for f, v in sorted(shared.items()) if len(v) > 1}
