@@ -27,24 +27,9 @@ sys.path.insert(0, str(Path.cwd()))  # the package (and benchmarks/) of the chec
 sys.path.insert(1, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.validity_data import DATASETS  # noqa: E402
-from benchmarks.validity_default import default_weights, evaluate, load_views  # noqa: E402
-from embedselect.aggregate import DEFAULT_METHOD  # noqa: E402
-from embedselect.metrics.base import DEFAULT_METRICS  # noqa: E402
+from benchmarks.validity_default import default_setting, evaluate, load_views  # noqa: E402
 
 POOL_ORDER = ("issue", "width", "all", "photo8")
-
-
-def default_setting(modality: str) -> tuple[dict[str, float], str]:
-    """The package's default weights (by signal name) and method for data of ``modality``."""
-    try:
-        from embedselect.pipeline.defaults import default_method, default_weight, metric_options
-    except ImportError:  # a checkout from before the defaults per modality (2026-11-26)
-        return default_weights(), DEFAULT_METHOD
-    w = {m: default_weight(m, modality) for m in DEFAULT_METRICS if default_weight(m, modality) > 0}
-    estimator = metric_options(None, modality).get("sufficiency", {}).get("estimator")
-    if estimator and "sufficiency" in w:  # the signal cached under that estimator's name (validity_pools.VARIANTS)
-        w[f"sufficiency-{estimator}"] = w.pop("sufficiency")
-    return w, default_method(modality)
 
 
 def per_view(seeds: int, max_items: int = 300, datasets: list[str] | None = None) -> dict[str, dict]:

@@ -3,8 +3,8 @@
 For every view (dataset x named pool of ``validity_pools.POOLS``) the package's default metrics are computed with
 seeds 0..S-1 on the same items (the pools hold 300 items; every seed keeps all of them), each cached by
 ``validity_pools.signals``. Per view it reports, for task_prior alone and for the default combination (the package's
-weights and method, copies below their parents), the share of seeds whose top pick is the most frequent one, and the
-mean regret against the seed-0 ground truth.
+weights and method for the view's modality, copies below their parents), the share of seeds whose top pick is the most
+frequent one, and the mean regret against the seed-0 ground truth.
 
     python benchmarks/seed_stability.py --seeds 5 --pools issue width photo8
 
@@ -28,12 +28,15 @@ if __package__ in (None, ""):
 
 from benchmarks.validity_data import DATASETS, copy_pairs, load_pool  # noqa: E402
 from benchmarks.validity_pools import POOL_MODALITY, POOLS, _cache_dir, pool_roles, regret, signals, top_pick  # noqa: E402
-from embedselect.aggregate import DEFAULT_METHOD, combine_ranks, copies_below_parents  # noqa: E402
-from benchmarks.validity_default import default_weights  # noqa: E402
+from embedselect.aggregate import combine_ranks, copies_below_parents  # noqa: E402
+from benchmarks.validity_default import default_setting  # noqa: E402
 
 
-def view_picks(name: str, pool: str, seeds: int, jobs: int, method: str = DEFAULT_METHOD,
+def view_picks(name: str, pool: str, seeds: int, jobs: int, method: str | None = None,
                extra: tuple[str, ...] = ()) -> dict[str, Any] | None:
+    """The top picks, regret and ρ over ``seeds`` metric seeds of task_prior alone and of the package's default for the
+    view's modality (its weights and sufficiency estimator; its method unless ``method`` is given), copies below their
+    parents; None when the pool's candidates or the truth are not cached."""
     meta, _labels, _items, entries, vectors = load_pool(name)
     if POOLS[pool] is not None:
         if any(c not in vectors for c in POOLS[pool]):
@@ -44,7 +47,8 @@ def view_picks(name: str, pool: str, seeds: int, jobs: int, method: str = DEFAUL
     if not truth_path.is_file():
         return None
     truth = {k: v["acc"] for k, v in json.loads(truth_path.read_text()).items() if k in vectors}
-    weights = default_weights()
+    weights, default = default_setting(meta["modality"])
+    method = method or default
     references, families = pool_roles(entries, list(vectors))
     pairs = copy_pairs(entries, vectors, seed=0)
     tp_picks, picks, regrets, rhos = [], [], [], []
@@ -79,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--pools", nargs="+", default=["issue", "width", "photo8"])
     ap.add_argument("--datasets", nargs="+", default=list(DATASETS))
     ap.add_argument("--jobs", type=int, default=1)
-    ap.add_argument("--method", default=DEFAULT_METHOD, help="combination method (default: the package's)")
+    ap.add_argument("--method", default=None, help="combination method (default: the package's for the view's modality)")
     ap.add_argument("--extra", nargs="+", default=[], help="more signals to compute and cache per seed (not in the "
                     "table), e.g. sufficiency-gaussian sufficiency-knife for validity_default.py's LODO")
     a = ap.parse_args(argv)

@@ -109,6 +109,18 @@ def default_weights() -> dict[str, float]:
     return {m: get_spec(m).weight for m in DEFAULT_METRICS if get_spec(m).weight > 0}
 
 
+def default_setting(modality: str) -> tuple[dict[str, float], str]:
+    """The package's default weights (by signal name: sufficiency under its estimator's, as cached) and method for data
+    of ``modality``."""
+    from embedselect.pipeline.defaults import default_method, default_weight, metric_options
+
+    w = {m: default_weight(m, modality) for m in DEFAULT_METRICS if default_weight(m, modality) > 0}
+    estimator = metric_options(None, modality).get("sufficiency", {}).get("estimator")
+    if estimator and "sufficiency" in w:  # the signal cached under that estimator's name (validity_pools.VARIANTS)
+        w[f"sufficiency-{estimator}"] = w.pop("sufficiency")
+    return w, default_method(modality)
+
+
 def label(setting: tuple[dict[str, float], str]) -> str:
     w, meth = setting
     return " + ".join(f"{m} {v:g}" for m, v in w.items()) + ("" if meth == "mean-rank" else ", mean z")
@@ -304,14 +316,13 @@ def knn_truth(view: dict[str, Any], max_items: int, seed: int) -> dict[str, floa
 
 def second_truth(views: list[dict[str, Any]], max_items: int, seed: int) -> int:
     """The default before and now against the k-NN probe's accuracy instead of the tuned logistic probe's (no weight
-    is refitted: the weights are the ones chosen on the logistic truth)."""
-    now = (default_weights(), DEFAULT_METHOD)
+    is refitted: the weights are the ones chosen on the logistic truth; now = the default of the view's modality)."""
     rows: dict[str, list[tuple[dict, dict]]] = {"text": [], "image": []}
     print("| view | before: ρ / regret vs k-NN truth | now: ρ / regret vs k-NN truth | best by k-NN |")
     print("|---|---|---|---|")
     for v in views:
         kv = dict(v, truth=knn_truth(v, max_items, seed))
-        b, c = evaluate(kv, *BEFORE, True), evaluate(kv, *now, True)
+        b, c = evaluate(kv, *BEFORE, True), evaluate(kv, *default_setting(v["modality"]), True)
         rows[v["modality"]].append((b, c))
         print(f"| {v['dataset']}/{v['pool']} | {b['rho']:.2f} / {b['regret']:.3f} | {c['rho']:.2f} / {c['regret']:.3f} | "
               f"{max(kv['truth'], key=kv['truth'].get)} |")
@@ -332,13 +343,16 @@ default's ranking is compared with their place by accuracy (issue 23 items 2-4).
 def placements(views: list[dict[str, Any]], weights: dict[str, float] | None = None) -> int:
     """Per view: the rank (1 = first) of each :data:`WATCHED` candidate under the package's default combination (copy
     rule applied) and by the ground truth, and whether the default puts it above a candidate that is more accurate
-    and wider than it (width rewarded) or above its parent (copies, max_length variants)."""
-    package = (weights or default_weights(), DEFAULT_METHOD)
-    print(f"Default: {label(package)}\n")
+    and wider than it (width rewarded) or above its parent (copies, max_length variants). ``weights`` (mean rank for
+    every view) replaces the default of each view's modality."""
+    for m in ("text", "image"):
+        print(f"{'Weights' if weights else f'Default ({m})'}: {label((weights, DEFAULT_METHOD) if weights else default_setting(m))}")
+    print()
     print("| view | candidate | dims | rank by the default | rank by accuracy | accuracy | above its parent "
           "while less accurate |")
     print("|---|---|---|---|---|---|---|")
     for v in views:
+        package = (weights, DEFAULT_METHOD) if weights else default_setting(v["modality"])
         comb = combine_ranks({m: v["signals"][m] for m in package[0]}, weights=package[0], method=package[1])
         comb, _ = copies_below_parents(comb, v["pairs"])
         order = sorted(comb, key=lambda c: -comb[c])
@@ -433,15 +447,15 @@ def main(argv: list[str] | None = None) -> int:
     if a.metric_seeds:
         return over_metric_seeds(a.datasets, a.max_items, a.metric_seeds, tuple(a.pools))
     if a.second_truth:
-        return second_truth(load_views(a.datasets, a.max_items, a.seed, VARIANT_SIGNALS, tuple(a.pools)), a.max_items,
-                            a.seed)
+        return second_truth(load_views(a.datasets, a.max_items, a.seed, (*VARIANT_SIGNALS, "sufficiency-gaussian"),
+                                       tuple(a.pools)), a.max_items, a.seed)
     if a.placements:
         w = {k: float(v) for k, v in (x.split("=") for x in a.weights)} if a.weights else None
-        return placements(load_views(a.datasets, a.max_items, a.seed, (), tuple(a.pools)), w)
+        return placements(load_views(a.datasets, a.max_items, a.seed, ("sufficiency-gaussian",), tuple(a.pools)), w)
     if a.variants:
         fams = {f: FAMILIES[f] for f in a.families or FAMILIES}
         return compare_variants(load_views(a.datasets, a.max_items, a.seed, family_signals(fams), tuple(a.pools)), fams)
-    views = load_views(a.datasets, a.max_items, a.seed)
+    views = load_views(a.datasets, a.max_items, a.seed, ("sufficiency-gaussian",))
     if len({v["dataset"] for v in views}) < 2:
         raise SystemExit("need the cached signals of at least 2 datasets: run validity_pools.py first")
     grid = settings()
@@ -475,9 +489,9 @@ def main(argv: list[str] | None = None) -> int:
                   f"vs {np.mean([o['regret'] for _, o in rows]):.3f}")
     best_all = max(range(len(grid)), key=lambda i: (objective(table[i]), -i))
     print(f"\nIn-sample best (for information): {label(grid[best_all])}\n")
-    package = (default_weights(), DEFAULT_METHOD)
-    print(f"The package's default now [{label(package)}] (in-sample where it was chosen on these views):\n")
-    current = [evaluate(v, *package, True) for v in views]
+    print("The package's default now, each view under its modality's (in-sample where it was chosen on these views): "
+          + "; ".join(f"{m} [{label(default_setting(m))}]" for m in ("text", "image")) + "\n")
+    current = [evaluate(v, *default_setting(v["modality"]), True) for v in views]
     for pool in ("all", "issue"):
         rows = [c for v, c in zip(views, current) if v["pool"] == pool]
         if rows:

@@ -103,6 +103,12 @@ def _cross_gram(zs: list[np.ndarray]) -> np.ndarray:
     return g
 
 
+def _cka(g: np.ndarray) -> np.ndarray:
+    """Linear CKA (float64 (m, m), in [0, 1]) of the kernels whose cross Gram matrix is ``g`` (:func:`_cross_gram`):
+    g_kl / sqrt(g_kk g_ll), which is g_kl itself for unit-Frobenius kernels, clipped against rounding."""
+    return np.clip(g / np.sqrt(np.outer(np.diag(g), np.diag(g))), 0.0, 1.0)
+
+
 def _balanced_weights(g: np.ndarray, power: float = _BALANCE_POWER) -> np.ndarray:
     """Redundancy weights w_k = 1 / Σ_l CKA_kl^power (float64, (m,)).
 
@@ -110,8 +116,7 @@ def _balanced_weights(g: np.ndarray, power: float = _BALANCE_POWER) -> np.ndarra
     CKA in [0, 1]. A group of near-copies (CKA ≈ 1) shares the weight of one member; models that are
     merely similar (CKA 0.6 → 0.6^8 ≈ 0.02) barely discount each other.
     """
-    cka = np.clip(g / np.sqrt(np.outer(np.diag(g), np.diag(g))), 0.0, 1.0)
-    return 1.0 / np.sum(cka**power, axis=1)
+    return 1.0 / np.sum(_cka(g) ** power, axis=1)
 
 
 def _central_weights(g: np.ndarray, fam: np.ndarray) -> np.ndarray:
@@ -124,28 +129,25 @@ def _central_weights(g: np.ndarray, fam: np.ndarray) -> np.ndarray:
     r = _balanced_weights(g)
     if m < 2:
         return r
-    cka = np.clip(g / np.sqrt(np.outer(np.diag(g), np.diag(g))), 0.0, 1.0)
     others = np.outer(np.ones(m), fam * r) * (1.0 - np.eye(m))
-    c = np.sum(others * cka, axis=1) / np.sum(others, axis=1)
+    c = np.sum(others * _cka(g), axis=1) / np.sum(others, axis=1)
     return r * c if np.any(c > 0) else r
 
 
-def _pool_weights(kind: str, g: np.ndarray, fam: np.ndarray) -> np.ndarray:
+def _pool_weights(kind: str, g: np.ndarray | None, fam: np.ndarray) -> np.ndarray:
     """Weights (len(fam),) of the members' kernels in a pool prior, from their cross Gram matrix ``g`` (members ×
-    members, :func:`_cross_gram`): one family, one vote (``fam``, :func:`~embedselect.metrics.base.family_weights`),
-    times the redundancy weights for "balanced" or the redundancy and centrality weights for "central"."""
-    if kind == "balanced":
-        return _balanced_weights(g) * fam
-    if kind == "central":
-        return _central_weights(g, fam) * fam
-    return np.asarray(fam, dtype=np.float64)
+    members, :func:`_cross_gram`; needed only for the priors in :data:`_WEIGHED_PRIORS`): one family, one vote
+    (``fam``, :func:`~embedselect.metrics.base.family_weights`), times the redundancy weights for "balanced" or the
+    redundancy and centrality weights for "central"."""
+    if kind not in _WEIGHED_PRIORS:
+        return np.asarray(fam, dtype=np.float64)
+    assert g is not None, "a weighed prior needs its members' cross Gram matrix"
+    return (_balanced_weights(g) if kind == "balanced" else _central_weights(g, fam)) * fam
 
 
 def _member_weights(kind: str, zs: list[np.ndarray], members: list[int], fam: np.ndarray) -> np.ndarray:
     """:func:`_pool_weights` of the members of a pool prior, from their factors ``zs``."""
-    if kind in _WEIGHED_PRIORS:
-        return _pool_weights(kind, _cross_gram([zs[i] for i in members]), fam)
-    return np.asarray(fam, dtype=np.float64)
+    return _pool_weights(kind, _cross_gram([zs[i] for i in members]) if kind in _WEIGHED_PRIORS else None, fam)
 
 
 def _prior_factor(kind: str, zs: list[np.ndarray], c: int | None, labels_z: np.ndarray | None,
