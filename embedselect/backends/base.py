@@ -7,7 +7,7 @@ from typing import Any, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
-from embedselect.arrays import check_embeddings
+from embedselect.arrays import check_embeddings, nonfinite_rows
 from embedselect.kinds import IMAGE, MODALITIES, TEXT  # noqa: F401 - re-exported for the backends
 
 
@@ -134,7 +134,7 @@ def as_embedding_matrix(x: Any, n: int, *, dtype: str = "float32") -> np.ndarray
     # the non-finite check is below: its message depends on the precision the model ran in
     arr = np.ascontiguousarray(check_embeddings(x, what="the model's output", n=n, min_dims=0, finite=False,
                                                 error=ModelLoadError))  # fmt: skip
-    if n and not np.isfinite(arr).all():
+    if n and nonfinite_rows(arr):  # in row blocks: no matrix-sized mask (768 MB at 10^6 x 768)
         if dtype != "float32":
             raise ModelLoadError(
                 f"the model produced NaN/inf embeddings in {dtype} (often an overflow of the lower precision): "
