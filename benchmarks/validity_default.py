@@ -30,6 +30,7 @@ import numpy as np
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.validity_data import DATASETS as ALL_DATASETS  # noqa: E402
 from benchmarks.validity_data import copy_pairs, load_pool, stratified_indices  # noqa: E402
 from benchmarks.validity_pools import (  # noqa: E402
     DATASETS,
@@ -417,7 +418,9 @@ def over_metric_seeds(datasets, max_items: int, seeds: int, pools: tuple[str, ..
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--datasets", nargs="+", default=list(DATASETS))
+    ap.add_argument("--datasets", nargs="+", default=list(DATASETS),
+                    help="default: the first 10 sets (validity_pools.DATASETS); 'all': the 16 of validity_data.DATASETS, "
+                    "which docs/benchmarks.md §4f onward use (written '<the 16>' there)")
     ap.add_argument("--max-items", type=int, default=1000)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--pools", nargs="+", default=list(VIEW_POOLS), help="with --variants: the named pools read as views")
@@ -439,6 +442,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--within-modality", action="store_true",
                     help="with --metric-seeds: LODO within each modality over both sufficiency estimators (§4i)")
     a = ap.parse_args(argv)
+    if a.datasets == ["all"]:
+        a.datasets = list(ALL_DATASETS)
     if a.require_sufficiency:
         GRID["sufficiency"] = tuple(w for w in GRID["sufficiency"] if w > 0)
     if a.metric_seeds and a.within_modality:
