@@ -122,6 +122,34 @@ def test_unusable_reason_reads_row_blocks_with_the_same_answer(monkeypatch):
     assert [unusable_reason("m", a) for a in (x, nan, const)] == whole
 
 
+def test_a_stored_matrix_is_checked_once_per_run_and_a_changeable_one_every_time(tmp_path, monkeypatch):
+    """The unusable check reads the whole matrix (four passes). Every metric of a run asks it of the same read-only
+    memory maps of the store, so it is answered once per candidate per run; an array a caller may still change is
+    checked on every call."""
+    from embedselect.data import sample_path
+    from embedselect.metrics import pool
+
+    calls: list[str] = []
+    real = pool.unusable_reason
+    monkeypatch.setattr(pool, "unusable_reason", lambda name, x: calls.append(name) or real(name, x))
+    cands = ["tfidf-svd", "random-projection", "rp64=random-projection?dim=64", "svd32=tfidf-svd?dim=32"]
+    r = embedselect.select(str(sample_path("texts")), cands, column="text", cache_dir=tmp_path / "c", seed=0)
+    assert len(r.ok) == 4 and len(r.metrics) == 5  # five metrics, and the pool's own checks before them
+    assert sorted(calls) == sorted(c.split("=")[0] for c in cands)  # each candidate once
+
+    calls.clear()
+    x = np.random.default_rng(0).standard_normal((100, 8)).astype(np.float32)
+    assert unusable_reason("m", x) is None and unusable_reason("m", x) is None and calls == ["m", "m"]
+    x[5, 2] = np.nan  # a caller's array can change between calls: never remembered
+    assert unusable_reason("m", x).startswith("1 of 100 items")
+    np.save(tmp_path / "v.npy", x)
+    mapped = np.load(tmp_path / "v.npy", mmap_mode="r")
+    calls.clear()
+    assert unusable_reason("m", mapped).startswith("1 of 100 items") and unusable_reason("m", mapped) is not None
+    assert unusable_reason("other", mapped).startswith("1 of 100 items")  # the message names the candidate asked
+    assert calls == ["m", "other"]
+
+
 def _pool(n: int, seed: int = 0) -> dict[str, np.ndarray]:
     rng = np.random.default_rng(seed)
     z = rng.standard_normal((n, 6))

@@ -7,6 +7,7 @@ which returns a :class:`MetricResult`.
 
 from __future__ import annotations
 
+import weakref
 from collections import abc
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Protocol
@@ -14,14 +15,37 @@ from typing import Any, Callable, Mapping, Protocol
 import numpy as np
 
 from embedselect.arrays import BLOCK_ELEMENTS, nonfinite_rows, row_blocks  # noqa: F401 - re-exported for the metrics
+import embedselect.metrics.pool as _pool
 from embedselect.metrics.pool import (  # noqa: F401 - re-exported
     CONSTANT_RTOL,
     MIN_EVIDENCE,
     evidence,
     family_weights,
-    unusable_reason,
     weighted_median,
 )
+
+_VERDICTS: dict[tuple[int, str], tuple[weakref.ref, str | None]] = {}
+"""(id of a read-only memory map, candidate name) -> (a weak reference to the map, its verdict): see unusable_reason."""
+
+
+def unusable_reason(name: str, x: Any) -> str | None:
+    """:func:`embedselect.metrics.pool.unusable_reason`, the one rule for embeddings no metric can score, remembered
+    for a read-only :class:`numpy.memmap` (the store's vectors, which it never rewrites in place: it replaces a file by
+    a rename). Every metric of a run, and the pool's checks before them, ask it of the same maps, and the answer reads
+    the whole matrix: four passes over 1.5 GB at 10^6 x 384, once per candidate per run instead of once per metric.
+    Any other array (one a caller may still change) is checked on every call. Not part of a metric's code version:
+    the answer is the same either way."""
+    if not (isinstance(x, np.memmap) and not x.flags.writeable):
+        return _pool.unusable_reason(name, x)
+    key = (id(x), name)
+    hit = _VERDICTS.get(key)
+    if hit is not None and hit[0]() is x:
+        return hit[1]
+    why = _pool.unusable_reason(name, x)
+    for k in [k for k, (ref, _) in list(_VERDICTS.items()) if ref() is None]:  # maps that are gone (a copy: threads)
+        _VERDICTS.pop(k, None)
+    _VERDICTS[key] = (weakref.ref(x), why)
+    return why
 
 
 class PairCache(Protocol):

@@ -39,7 +39,8 @@ def validate(embeddings: Mapping[str, Any]) -> tuple[dict[str, np.ndarray], dict
             raise MetricError(
                 f"all candidates must embed the same items: {name!r} has {a.shape[0]} rows, others {n}"
             )
-        why = unusable_reason(name, a)
+        # a stored memory map is checked once per run (metrics.base.unusable_reason); anything converted, as converted
+        why = unusable_reason(name, x if isinstance(x, np.memmap) and x.dtype == a.dtype else a)
         if why is not None:
             excluded[name] = why
             continue
