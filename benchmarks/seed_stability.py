@@ -29,7 +29,7 @@ if __package__ in (None, ""):
 from benchmarks.validity_data import DATASETS, copy_pairs, load_pool  # noqa: E402
 from benchmarks.validity_pools import POOL_MODALITY, POOLS, _cache_dir, pool_roles, regret, signals, top_pick  # noqa: E402
 from embedselect.aggregate import combine_ranks, copies_below_parents  # noqa: E402
-from benchmarks.validity_default import default_setting  # noqa: E402
+from benchmarks.validity_default import SIGNALS, default_setting  # noqa: E402
 
 
 def view_picks(name: str, pool: str, seeds: int, jobs: int, method: str | None = None,
@@ -54,7 +54,8 @@ def view_picks(name: str, pool: str, seeds: int, jobs: int, method: str | None =
     tp_picks, picks, regrets, rhos = [], [], [], []
     zs: dict[str, list[np.ndarray]] = collections.defaultdict(list)  # signal -> per seed, its z-scores over the pool
     for s in range(seeds):
-        sig = signals(name, vectors, n=n, seed=s, metrics=list(dict.fromkeys([*weights, *extra])), jobs=jobs,
+        # what validity_default's LODO reads of every view (SIGNALS), the view's default and the extra signals
+        sig = signals(name, vectors, n=n, seed=s, metrics=list(dict.fromkeys([*SIGNALS, *weights, *extra])), jobs=jobs,
                       pool=pool, references=references, families=families)
         scores = {m: sig[m]["scores"] for m in weights}
         for m, sc in scores.items():
