@@ -346,14 +346,16 @@ def placements(views: list[dict[str, Any]], weights: dict[str, float] | None = N
     rule applied) and by the ground truth, and whether the default puts it above a candidate that is more accurate
     and wider than it (width rewarded) or above its parent (copies, max_length variants). ``weights`` (mean rank for
     every view) replaces the default of each view's modality."""
-    for m in ("text", "image"):
-        print(f"{'Weights' if weights else f'Default ({m})'}: {label((weights, DEFAULT_METHOD) if weights else default_setting(m))}")
-    print()
+    def setting_of(modality: str) -> tuple[dict[str, float], str]:
+        return (weights, DEFAULT_METHOD) if weights else default_setting(modality)
+
+    heads = [("Weights", "text")] if weights else [(f"Default ({m})", m) for m in ("text", "image")]
+    print("\n".join(f"{head}: {label(setting_of(m))}" for head, m in heads) + "\n")
     print("| view | candidate | dims | rank by the default | rank by accuracy | accuracy | above its parent "
           "while less accurate |")
     print("|---|---|---|---|---|---|---|")
     for v in views:
-        package = (weights, DEFAULT_METHOD) if weights else default_setting(v["modality"])
+        package = setting_of(v["modality"])
         comb = combine_ranks({m: v["signals"][m] for m in package[0]}, weights=package[0], method=package[1])
         comb, _ = copies_below_parents(comb, v["pairs"])
         order = sorted(comb, key=lambda c: -comb[c])
