@@ -8,6 +8,11 @@ matrices, the time to add an 11th candidate to a cached pool, and the wall time 
 settings (early stopping on) for the first 6 candidates at n = 2 000.
 
     .venv/bin/python benchmarks/bench_sufficiency.py [--steps 100] [--device cpu] [--n 5000] [--threads 1]
+    .venv/bin/python benchmarks/bench_sufficiency.py --prep 1000000 --threads 2   # one candidate's preparation
+
+``--prep N`` times instead what every candidate costs before its pairs train, at N items x 384 dims read from a
+memory map (as the store hands them): standardisation and principal axes from every training row against the
+seeded sample of ``prep_max_items`` rows the estimator uses, two runs each.
 """
 
 from __future__ import annotations
@@ -52,6 +57,35 @@ def make_pool(n: int, seed: int = 0) -> dict[str, np.ndarray]:
     return pool
 
 
+def prep_bench(n: int, device: str, dim: int = 384) -> dict:
+    """Wall seconds of :meth:`knife.Prepared.fit` for one n x ``dim`` float32 candidate (a memory map in a temporary
+    folder, correlated columns), on every training row and on the capped sample, holding the rows the estimate reads."""
+    import tempfile
+
+    from embedselect.metrics.sufficiency import SufficiencySettings, _plan_rows
+
+    st = SufficiencySettings()
+    rows = _plan_rows(n, st, 0)
+    rng = np.random.default_rng(0)
+    mix = rng.standard_normal((dim, dim)).astype(np.float32) / np.sqrt(dim)
+    out: dict = {"n": n, "dim": dim, "n_train": len(rows.train), "prep_max_items": st.prep_max_items,
+                 "rows_held": n if rows.held is None else len(rows.held)}
+    with tempfile.TemporaryDirectory() as tmp:
+        x = np.lib.format.open_memmap(f"{tmp}/x.npy", mode="w+", dtype=np.float32, shape=(n, dim))
+        for a in range(0, n, 100_000):
+            x[a:a + 100_000] = rng.standard_normal((min(100_000, n - a), dim), dtype=np.float32) @ mix
+        x.flush()
+        x = np.load(f"{tmp}/x.npy", mmap_mode="r")
+        for name, idx in (("every_training_row", rows.train), ("capped", rows.prep)):
+            times = []
+            for _ in range(2):
+                t = time.perf_counter()
+                knife.Prepared.fit(x, idx, st.source_pcs, torch.device(device), rows=rows.held)
+                times.append(round(time.perf_counter() - t, 2))
+            out[f"{name}_s"] = times
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=5000)
@@ -61,8 +95,13 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=1,
                     help="torch CPU threads (default 1: the 2-core dev box is shared; more threads than free "
                          "cores makes every small op spin and slows both modes several-fold)")
+    ap.add_argument("--prep", type=int, metavar="N", help="time one candidate's preparation at N items instead")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
+    if args.prep:
+        print(json.dumps({"device": args.device, "threads": torch.get_num_threads(), **prep_bench(args.prep, args.device)},
+                         indent=2))
+        return
     pool = make_pool(args.n)
     names = list(pool)
     ten = {k: pool[k] for k in names[:10]}

@@ -438,9 +438,12 @@ def test_upscaled_digits_pixel_pca_gives_sane_numbers(tmp_path):
 def test_capped_splits_and_marginal_fit_are_stated():
     from embedselect.metrics.sufficiency import SufficiencySettings, _subsampled
 
-    st = dataclasses.asdict(SufficiencySettings())  # test 0.2 (cap 10 000), val 0.15 (cap 5 000), EM cap 50 000
+    # test 0.2 (cap 10 000), val 0.15 (cap 5 000), EM cap 50 000, standardisation and principal axes cap 100 000
+    st = dataclasses.asdict(SufficiencySettings())
     assert _subsampled({**st, "n_train": 85_000, "n_val": 5_000, "n_test": 10_000}) == {
         "test": 10_000, "val": 5_000, "marginal_fit": 50_000}
+    assert _subsampled({**st, "n_train": 985_000, "n_val": 5_000, "n_test": 10_000}) == {
+        "test": 10_000, "val": 5_000, "marginal_fit": 50_000, "prep": 100_000}
     assert _subsampled({**st, "n_train": 650, "n_val": 150, "n_test": 200}) == {}
 
 

@@ -166,7 +166,7 @@ def information_sufficiency(
     n = next(iter(embs.values())).shape[0]
     skey = st.key(seed)
     rows = _plan_rows(n, st, seed)
-    train, val, eff, held = rows.train, rows.val, rows.eff, rows.held
+    val, eff, held = rows.val, rows.eff, rows.held
 
     all_pairs = [(s, t) for s in names for t in names if s != t]
     pkeys = {p: pair_key(ids[p[0]], ids[p[1]], skey) for p in all_pairs}
@@ -182,7 +182,7 @@ def information_sufficiency(
     prep: dict[str, knife.Prepared] = {}
     for k in [k for k in names if k in need_prep]:
         try:
-            prep[k] = knife.Prepared.fit(embs[k], train, eff["source_pcs"], dev, rows=held)
+            prep[k] = knife.Prepared.fit(embs[k], rows.prep, eff["source_pcs"], dev, rows=held)
         except MetricError as e:  # degenerate on the training rows: this candidate only
             excluded[k] = str(e)
     # seeds from what the estimator reads (the prepared coordinates, rounded so that float noise does not reseed):
@@ -253,7 +253,9 @@ def _resolve(embeddings: Mapping[str, Any], seed: int, st: SufficiencySettings, 
 @dataclass
 class _Rows:
     """The rows one estimate reads (int64 row ids; ``*_h`` and the schedule / EM rows as positions in ``held``
-    when ``held`` is not None; ``*_h`` are the splits themselves when it is None) and the effective settings for its training rows."""
+    when ``held`` is not None; ``*_h`` are the splits themselves when it is None; ``prep``, the training rows the
+    standardisation and principal axes read, always row ids of the full matrix) and the effective settings for its
+    training rows."""
 
     train: np.ndarray
     val: np.ndarray
@@ -261,6 +263,7 @@ class _Rows:
     eff: dict[str, int]
     schedule: np.ndarray
     em_rows: np.ndarray
+    prep: np.ndarray
     held: np.ndarray | None
     val_h: np.ndarray
     test_h: np.ndarray
@@ -275,17 +278,23 @@ def _plan_rows(n: int, st: SufficiencySettings, seed: int) -> _Rows:
     # the rows the estimate reads: the training schedule's (steps x batch rows, independent of n), the held-out
     # splits and the marginals' EM rows. Each candidate's prepared matrices hold only those (all n for n up to a
     # few hundred thousand at the default settings; bounded above that, so that the candidates held together for
-    # the batched training do not grow with n); standardisation and principal axes still use every training row.
+    # the batched training do not grow with n). Standardisation and principal axes read at most prep_max_items
+    # training rows, the marginals' EM fits at most marginal_max_items (each a seeded sample of the training rows).
     schedule = knife.batch_schedule(train, st.batch_size, st.max_steps, derive_seed(seed, "batches", n))
-    em_rows = train
-    if len(train) > st.marginal_max_items:
-        em_rows = np.sort(np.random.default_rng(derive_seed(seed, "em-rows", n)).choice(
-            train, st.marginal_max_items, replace=False))
+    em_rows = _sample_rows(train, st.marginal_max_items, derive_seed(seed, "em-rows", n))
+    prep = _sample_rows(train, st.prep_max_items, derive_seed(seed, "prep-rows", n))
     held = _held_rows(n, schedule, val, test, em_rows)
     val_h, test_h = val, test  # read only when held is not None
     if held is not None:  # positions in the held rows
         schedule, val_h, test_h, em_rows = (np.searchsorted(held, a) for a in (schedule, val, test, em_rows))
-    return _Rows(train, val, test, eff, schedule, em_rows, held, val_h, test_h)
+    return _Rows(train, val, test, eff, schedule, em_rows, prep, held, val_h, test_h)
+
+
+def _sample_rows(train: np.ndarray, cap: int, seed: int) -> np.ndarray:
+    """``train`` itself when it holds at most ``cap`` rows, else a sorted seeded sample of ``cap`` of them (int64)."""
+    if len(train) <= cap:
+        return train
+    return np.sort(np.random.default_rng(seed).choice(train, cap, replace=False))
 
 
 def _fit_marginals(names: list[str], todo: list[tuple[str, str]], cached_m: Mapping[str, dict[str, Any]],

@@ -91,7 +91,8 @@ def communities(matrix: pd.DataFrame, seed: int) -> list[list[str]]:
 def subsampled(settings: Mapping[str, Any]) -> dict[str, int]:
     """Which capped parts of the estimate used fewer rows than the data offer, and how many they used:
     ``test`` / ``val`` (splits held at max_test_items / max_val_items, the other rows train) and
-    ``marginal_fit`` (the EM fit of each marginal on at most marginal_max_items training rows); for the Gaussian
+    ``marginal_fit`` (the EM fit of each marginal on at most marginal_max_items training rows), ``prep`` (each
+    candidate's standardisation and principal axes from at most prep_max_items training rows); for the Gaussian
     estimator, ``rows`` (a seeded sample of max_items rows)."""
     if settings.get("estimator") == "gaussian":
         return {"rows": int(settings["n_used"])} if settings["n_used"] < settings["n_items"] else {}
@@ -102,6 +103,8 @@ def subsampled(settings: Mapping[str, Any]) -> dict[str, int]:
             out[split] = int(settings[f"n_{split}"])
     if settings["n_train"] > settings["marginal_max_items"]:
         out["marginal_fit"] = int(settings["marginal_max_items"])
+    if settings["n_train"] > settings["prep_max_items"]:
+        out["prep"] = int(settings["prep_max_items"])
     return out
 
 

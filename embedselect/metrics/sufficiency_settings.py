@@ -51,6 +51,10 @@ class SufficiencySettings:
         val_fraction / test_fraction: share of rows held out for early stopping / for the estimate.
         max_val_items / max_test_items: caps on those splits (large n needs no more).
         marginal_max_items: most training rows used by the EM fit of a marginal.
+        prep_max_items: most training rows whose statistics standardise each candidate and rotate it to its
+            principal axes (a seeded sample above that; the training itself still draws its minibatches from every
+            training row). Reading every training row for them cost 12 s per candidate at 10^6 x 384 on 2 CPU
+            cores, 2.3 s at 100 000 (docs/benchmarks.md §3).
         rows_per_pc: small-n rule: at most max(min_pcs, n_train / rows_per_pc) source PCs and target top
             coordinates (40: below about 5 000 training rows the conditional's inputs and shifted coordinates are
             capped; with 10, most pairs at 300-1 000 items overfit before their first evaluation and stopped
@@ -90,6 +94,7 @@ class SufficiencySettings:
     max_val_items: int = 5000
     max_test_items: int = 10000
     marginal_max_items: int = 50000
+    prep_max_items: int = 100000
     rows_per_pc: int = 40
     min_pcs: int = 8
     rows_per_component: int = 64
@@ -101,7 +106,7 @@ class SufficiencySettings:
 
     def __post_init__(self) -> None:
         ints = ("n_components", "hidden", "source_pcs", "target_pcs", "batch_size", "max_steps", "eval_every", "patience",
-                "max_val_items", "max_test_items", "marginal_max_items", "rows_per_pc", "min_pcs", "rows_per_component",
+                "max_val_items", "max_test_items", "marginal_max_items", "prep_max_items", "rows_per_pc", "min_pcs", "rows_per_component",
                 "eval_epochs", "max_repeats", "repeat_test_rows")
         for name in ints:
             v = getattr(self, name)
