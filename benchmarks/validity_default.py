@@ -185,9 +185,13 @@ def objective(results: list[dict[str, Any]]) -> float:
     return hits + float(np.mean(rhos)) / 10 if results else -math.inf
 
 
-def lodo(views: list[dict[str, Any]], grid: list[tuple[dict[str, float], str]]) -> list[tuple[dict, str]]:
-    """Held-out result per view (in ``views``' order) and the label of the setting chosen without its dataset."""
-    table = [[evaluate(v, w, meth, True) for v in views] for w, meth in grid]
+def lodo(views: list[dict[str, Any]], grid: list[tuple[dict[str, float], str]],
+         table: list[list[dict[str, Any]]] | None = None) -> list[tuple[dict, str]]:
+    """Held-out result per view (in ``views``' order) and the label of the setting chosen without its dataset.
+    ``table[i][j]``: setting ``grid[i]`` on ``views[j]`` (:func:`evaluate`, copies below parents), computed when not
+    given."""
+    if table is None:
+        table = [[evaluate(v, w, meth, True) for v in views] for w, meth in grid]
     out: list[Any] = [None] * len(views)
     for d in sorted({v["dataset"] for v in views}):
         others = [j for j, v in enumerate(views) if v["dataset"] != d]
@@ -224,17 +228,38 @@ def done_when(rows: list[dict[str, Any]], views: list[str]) -> str:
             f"pairs ({met(share >= DONE_WHEN['regret_share'])})")
 
 
-def lodo_within_modality(views: list[dict[str, Any]], grid: list[tuple[dict[str, float], str]]) -> list[tuple[dict, str]]:
+def lodo_within_modality(views: list[dict[str, Any]], grid: list[tuple[dict[str, float], str]],
+                         best: dict[str, tuple[float, float, str]] | None = None) -> list[tuple[dict, str]]:
     """As :func:`lodo`, but each held-out dataset's setting is chosen on the other datasets *of its modality* only (a
-    default per modality: the tool knows whether it ranks texts or images)."""
+    default per modality: the tool knows whether it ranks texts or images). ``best``, when given, receives per
+    modality :func:`best_in_sample` of the same table."""
     out: list[Any] = [None] * len(views)
     for m in sorted({v["modality"] for v in views}):
         idx = [j for j, v in enumerate(views) if v["modality"] == m]
         if len({views[j]["dataset"] for j in idx}) < 2:
             continue
-        for j, r in zip(idx, lodo([views[j] for j in idx], grid)):
+        table = [[evaluate(views[j], w, meth, True) for j in idx] for w, meth in grid]
+        for j, r in zip(idx, lodo([views[j] for j in idx], grid, table)):
             out[j] = r
+        if best is not None:
+            best[m] = best_in_sample(table, [f"{views[j]['dataset']}/{views[j]['pool']}" for j in idx],
+                                     [label(x) for x in grid])
     return out
+
+
+def best_in_sample(table: list[list[dict[str, Any]]], views: list[str], labels: list[str]) -> tuple[float, float, str]:
+    """The ceiling of a grid fitted on the very views it is read on: for the setting whose mean over views of the
+    view's mean ρ (over its seeds; NaN counts as -1) is highest, that mean, its lowest view and the setting's label.
+    ``table[i][j]``: setting ``labels[i]`` on the (view, seed) pair whose view is ``views[j]``. No held-out default
+    can be expected above it, since it is the best any single setting of the grid does when it may fit every view."""
+    best = (-math.inf, -math.inf, "")
+    for row, lab in zip(table, labels):
+        per_view: dict[str, list[float]] = collections.defaultdict(list)
+        for r, v in zip(row, views):
+            per_view[v].append(_rho(r))
+        means = [float(np.mean(x)) for x in per_view.values()]
+        best = max(best, (float(np.mean(means)), min(means), lab), key=lambda b: b[0])
+    return best
 
 
 def family_signals(families: Mapping[str, tuple[str, ...]]) -> tuple[str, ...]:
@@ -380,7 +405,8 @@ def within_modality_over_seeds(datasets, max_items: int, seeds: int, pools: tupl
     fams = [FAMILIES[f] for f in families]
     views = [dict(v, metric_seed=s) for s in range(seeds)
              for v in load_views(datasets, max_items, 0, family_signals(dict(enumerate(fams))), pools, metric_seed=s)]
-    held = lodo_within_modality(views, [x for f in fams for x in settings(f)])
+    best: dict[str, tuple[float, float, str]] = {}
+    held = lodo_within_modality(views, [x for f in fams for x in settings(f)], best)
     for m in ("text", "image", None):
         rows = [(h, v) for h, v in zip(held, views) if m in (None, v["modality"]) and h is not None]
         if not rows:
@@ -390,6 +416,10 @@ def within_modality_over_seeds(datasets, max_items: int, seeds: int, pools: tupl
                 h[1] for h, _ in rows).most_common()))
         print(f"  held out, {m or 'all views'}: {_summary([h[0] for h, _ in rows])}")
         print("    issue 23: " + done_when([h[0] for h, _ in rows], [f"{v['dataset']}/{v['pool']}" for _, v in rows]))
+        if m in best:
+            mean, low, lab = best[m]
+            print(f"  in sample, the grid's best single setting for {m} (fitted on these views, a ceiling, not a "
+                  f"result): mean ρ over views {mean:.3f}, lowest view {low:.2f}: {lab}")
     return 0
 
 

@@ -106,6 +106,19 @@ def test_issue_targets_are_read_per_view_over_seeds():
     assert ok.count("(met") == 3 and "NOT" not in ok
 
 
+def test_best_in_sample_averages_seeds_per_view_then_views():
+    """The grid's in-sample ceiling (printed after the LODO): a view's ρ is its mean over seeds, the setting with the
+    highest mean over views wins even where another has the higher single (view, seed) ρ; NaN counts as -1."""
+    from benchmarks import validity_default as vd
+
+    views = ["a", "a", "b"]
+    table = [[{"rho": 1.0}, {"rho": 1.0}, {"rho": 0.1}],      # view means a 1.0, b 0.1: 0.55
+             [{"rho": 0.8}, {"rho": 0.6}, {"rho": 0.6}],      # a 0.7, b 0.6: 0.65
+             [{"rho": 1.0}, {"rho": math.nan}, {"rho": 1.0}]]  # a 0.0, b 1.0: 0.5
+    mean, low, lab = vd.best_in_sample(table, views, ["x", "y", "z"])
+    assert lab == "y" and mean == pytest.approx(0.65) and low == pytest.approx(0.6)
+
+
 def test_report_of_two_datasets_scored_by_one_signal_has_no_combination_section():
     """`validity_pools.py --metrics rankme` on two datasets: no setting of the grid can be scored (it needs
     task_prior), so the report leaves the leave-one-dataset-out section out instead of failing (KeyError: None)."""
