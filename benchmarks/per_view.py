@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path.cwd()))  # the package (and benchmarks/) of the chec
 sys.path.insert(1, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.validity_data import DATASETS  # noqa: E402
-from benchmarks.validity_default import default_setting, evaluate, load_views  # noqa: E402
+from benchmarks.validity_default import default_extra, default_setting, evaluate, load_views  # noqa: E402
 
 POOL_ORDER = ("issue", "width", "all", "photo8")
 
@@ -38,7 +38,7 @@ def per_view(seeds: int, max_items: int = 300, datasets: list[str] | None = None
     copies below parents), over ``datasets`` (default :data:`~benchmarks.validity_data.DATASETS`)."""
     out: dict[str, list] = collections.defaultdict(list)
     for s in range(seeds):
-        for v in load_views(datasets or list(DATASETS), max_items, 0, ("sufficiency-gaussian",), POOL_ORDER, metric_seed=s):
+        for v in load_views(datasets or list(DATASETS), max_items, 0, default_extra(), POOL_ORDER, metric_seed=s):
             r = evaluate(v, *default_setting(v["modality"]), True)
             out[f"{v['dataset']}/{v['pool']}"].append((r["rho"], r["regret"], r["top"], v["modality"]))
     res = {}

@@ -28,7 +28,7 @@ sys.path.insert(1, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.per_view import POOL_ORDER, default_setting  # noqa: E402
 from benchmarks.validity_data import DATASETS, load_pool, stratified_indices  # noqa: E402
-from benchmarks.validity_default import evaluate, load_views  # noqa: E402
+from benchmarks.validity_default import default_extra, evaluate, load_views  # noqa: E402
 from benchmarks.validity_pools import ground_truth  # noqa: E402
 
 
@@ -53,7 +53,7 @@ def main() -> int:
     a = ap.parse_args()
     if 0 in a.splits:
         ap.error("split 0 is the truth every table uses: measure other splits")
-    views = load_views(a.datasets, a.max_items, 0, ("sufficiency-gaussian",), POOL_ORDER)
+    views = load_views(a.datasets, a.max_items, 0, default_extra(), POOL_ORDER)
     again = {d: {s: remeasure(d, s, max_items=a.max_items, jobs=a.jobs) for s in a.splits}
              for d in sorted({v["dataset"] for v in views})}
     rows, out = [], {}

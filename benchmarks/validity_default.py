@@ -122,6 +122,14 @@ def default_setting(modality: str) -> tuple[dict[str, float], str]:
     return w, default_method(modality)
 
 
+def default_extra() -> tuple[str, ...]:
+    """The signals beyond :data:`SIGNALS` that the defaults of the modalities read (:func:`default_setting`: the
+    image default's Gaussian sufficiency today), which a view scored under its modality's default needs cached."""
+    from embedselect.kinds import MODALITIES
+
+    return tuple(dict.fromkeys(s for m in MODALITIES for s in default_setting(m)[0] if s not in SIGNALS))
+
+
 def label(setting: tuple[dict[str, float], str]) -> str:
     w, meth = setting
     return " + ".join(f"{m} {v:g}" for m, v in w.items()) + ("" if meth == "mean-rank" else ", mean z")
@@ -174,6 +182,11 @@ def evaluate(view: dict[str, Any], weights: dict[str, float], method: str, copie
             "violations": len(family_violations(comb, view["truth"], view["entries"]))}
 
 
+def evaluate_grid(views: list[dict[str, Any]], grid: list[tuple[dict[str, float], str]]) -> list[list[dict[str, Any]]]:
+    """``table[i][j]``: setting ``grid[i]`` on ``views[j]`` (:func:`evaluate`, copies below parents)."""
+    return [[evaluate(v, w, meth, True) for v in views] for w, meth in grid]
+
+
 def _rho(result: dict[str, Any]) -> float:
     """A result's Spearman ρ, an undefined one (NaN: the ranking was constant) counting as -1."""
     return result["rho"] if math.isfinite(result["rho"]) else -1.0
@@ -191,7 +204,7 @@ def lodo(views: list[dict[str, Any]], grid: list[tuple[dict[str, float], str]],
     ``table[i][j]``: setting ``grid[i]`` on ``views[j]`` (:func:`evaluate`, copies below parents), computed when not
     given."""
     if table is None:
-        table = [[evaluate(v, w, meth, True) for v in views] for w, meth in grid]
+        table = evaluate_grid(views, grid)
     out: list[Any] = [None] * len(views)
     for d in sorted({v["dataset"] for v in views}):
         others = [j for j, v in enumerate(views) if v["dataset"] != d]
@@ -238,7 +251,7 @@ def lodo_within_modality(views: list[dict[str, Any]], grid: list[tuple[dict[str,
         idx = [j for j, v in enumerate(views) if v["modality"] == m]
         if len({views[j]["dataset"] for j in idx}) < 2:
             continue
-        table = [[evaluate(views[j], w, meth, True) for j in idx] for w, meth in grid]
+        table = evaluate_grid([views[j] for j in idx], grid)
         for j, r in zip(idx, lodo([views[j] for j in idx], grid, table)):
             out[j] = r
         if best is not None:
@@ -484,31 +497,30 @@ def main(argv: list[str] | None = None) -> int:
     if a.metric_seeds:
         return over_metric_seeds(a.datasets, a.max_items, a.metric_seeds, tuple(a.pools))
     if a.second_truth:
-        return second_truth(load_views(a.datasets, a.max_items, a.seed, (*VARIANT_SIGNALS, "sufficiency-gaussian"),
+        return second_truth(load_views(a.datasets, a.max_items, a.seed, (*VARIANT_SIGNALS, *default_extra()),
                                        tuple(a.pools)), a.max_items, a.seed)
     if a.placements:
         w = {k: float(v) for k, v in (x.split("=") for x in a.weights)} if a.weights else None
-        return placements(load_views(a.datasets, a.max_items, a.seed, ("sufficiency-gaussian",), tuple(a.pools)), w)
+        return placements(load_views(a.datasets, a.max_items, a.seed, default_extra(), tuple(a.pools)), w)
     if a.variants:
         fams = {f: FAMILIES[f] for f in a.families or FAMILIES}
         return compare_variants(load_views(a.datasets, a.max_items, a.seed, family_signals(fams), tuple(a.pools)), fams)
-    views = load_views(a.datasets, a.max_items, a.seed, ("sufficiency-gaussian",))
+    views = load_views(a.datasets, a.max_items, a.seed, default_extra())
     if len({v["dataset"] for v in views}) < 2:
         raise SystemExit("need the cached signals of at least 2 datasets: run validity_pools.py first")
     grid = settings()
-    table = {i: [evaluate(v, w, meth, True) for v in views] for i, (w, meth) in enumerate(grid)}
+    table = evaluate_grid(views, grid)
     names = sorted({v["dataset"] for v in views})
     print("Leave-one-dataset-out (both views of the held-out dataset left out together):")
     held = {"all": [], "issue": []}
     old = [evaluate(v, *OLD_DEFAULT[:2], True) for v in views]
+    chosen = lodo(views, grid, table)
     for d in names:
-        others = [j for j, v in enumerate(views) if v["dataset"] != d]
-        best = max(range(len(grid)), key=lambda i: (objective([table[i][j] for j in others]), -i))
         for j, v in enumerate(views):
             if v["dataset"] == d:
-                c, o = table[best][j], old[j]
+                (c, lab), o = chosen[j], old[j]
                 held[v["pool"]].append((c, o))
-                print(f"  {d:9s} {v['pool']:6s} chosen [{label(grid[best])}]: rho {c['rho']:.2f} regret "
+                print(f"  {d:9s} {v['pool']:6s} chosen [{lab}]: rho {c['rho']:.2f} regret "
                       f"{c['regret']:.3f} | old weights + copy rule: rho {o['rho']:.2f} regret {o['regret']:.3f}")
     prev = {j: evaluate(v, *PREVIOUS_DEFAULT, True) for j, v in enumerate(views)}
     for pool in held:
