@@ -154,11 +154,18 @@ def prior_check(n: int = 1500, seed: int = 1) -> None:
     for name, pool in pools.items():
         keys = list(pool)
         truth = [probe_tasks(pool[k], lab[None, :], seed=0, agreement=False).accuracy[0] for k in keys]
-        for prior in ("consensus", "balanced", "central", "loo", "labels"):
+        for label, opts in PRIOR_CHECK_ROWS.items():
             r = compute(MetricContext(embeddings=pool, run_keys={k: k for k in keys}, labels=lab,
-                                      options={"prior": prior, "n_tasks": 32}))
+                                      options={"n_tasks": 32, **opts}))
             rho = [spearmanr([r.columns[c][k] for k in keys], truth).statistic for c in cols]
-            print(f"{name:16s} {prior:10s} " + " ".join(f"{v:>+20.2f}" for v in rho), flush=True)
+            print(f"{name:16s} {label:10s} " + " ".join(f"{v:>+20.2f}" for v in rho), flush=True)
+
+
+PRIOR_CHECK_ROWS: dict[str, dict] = {
+    **{prior: {"prior": prior} for prior in ("consensus", "balanced", "central", "loo", "labels")},
+    "clusters": {"prior": "central", "tasks": "clusters", "leave_self_out": True},
+}
+"""The rows of :func:`prior_check`: task_prior's options; "clusters" is the image default (docs/benchmarks.md §4q)."""
 
 
 WIDE_DIMS = (1280, 1280, 1280, 1408, 1280, 40, 112, 1280, 1280, 256, 256)
@@ -167,9 +174,9 @@ stage, pixel-pca, random projection)."""
 
 
 def wide_pool(n: int = 300, seed: int = 0) -> None:
-    """The whole ``task_prior`` metric (moments, balanced prior, 64 sampled tasks, probes) on 11 candidates whose
-    widths sum to ~9 500 on ``n`` items: the shape of an image pool at a few hundred images, where the summed prior
-    factor is far wider than it is tall."""
+    """The whole ``task_prior`` metric (moments, central prior, probes) on 11 candidates whose widths sum to ~9 500 on
+    ``n`` items (all of them for the moments and the probes), the shape of an image pool, with the sampled tasks of
+    the text default and with the image default's cluster tasks, each candidate left out of its own prior."""
     import numpy as np
 
     from embedselect.metrics import taskprior
@@ -179,10 +186,12 @@ def wide_pool(n: int = 300, seed: int = 0) -> None:
     signal = rng.standard_normal((n, 64))
     embs = {f"c{i}": (signal @ rng.standard_normal((64, d)) + rng.standard_normal((n, d))).astype(np.float32)
             for i, d in enumerate(WIDE_DIMS)}
-    t0 = time.perf_counter()
-    taskprior.compute(MetricContext(embeddings=embs, run_keys={k: k for k in embs}, seed=seed))
-    print(f"task_prior, {len(WIDE_DIMS)} candidates (widths {sum(WIDE_DIMS)} in all), n={n}: "
-          f"{time.perf_counter() - t0:.1f} s", flush=True)
+    for label, opts in (("sampled tasks", {}), ("cluster tasks", {"tasks": "clusters", "leave_self_out": True})):
+        t0 = time.perf_counter()
+        taskprior.compute(MetricContext(embeddings=embs, run_keys={k: k for k in embs}, seed=seed,
+                                        options={**opts, "max_items": n, "moments_max_items": n}))
+        print(f"task_prior, {label}, {len(WIDE_DIMS)} candidates (widths {sum(WIDE_DIMS)} in all), n={n}: "
+              f"{time.perf_counter() - t0:.1f} s", flush=True)
 
 
 def main() -> None:
@@ -198,11 +207,11 @@ def main() -> None:
     ap.add_argument("--json", default=None, help="also write the results here")
     ap.add_argument("--prior-check", action="store_true",
                     help="instead of timing, run the synthetic check of the prior choices")
-    ap.add_argument("--wide-pool", action="store_true",
-                    help="instead, time the whole metric on an 11-candidate pool of wide embeddings at n = 300")
+    ap.add_argument("--wide-pool", type=int, nargs="?", const=300, default=None, metavar="N",
+                    help="instead, time the whole metric on an 11-candidate pool of wide embeddings at n = N (300)")
     a = ap.parse_args()
-    if a.wide_pool:
-        wide_pool()
+    if a.wide_pool is not None:
+        wide_pool(a.wide_pool)
         return
     if a.prior_check:
         prior_check()

@@ -63,11 +63,11 @@ def print_pairs(vectors: dict[str, np.ndarray], seed: int) -> int:
 def print_weights(vectors: dict[str, np.ndarray]) -> int:
     """The balanced prior's redundancy weights, mean CKA and kernel statistics per candidate."""
     from embedselect.metrics.kernels import kernel_factor
-    from embedselect.metrics.taskprior import _balanced_weights, _cross_gram
+    from embedselect.metrics.taskprior_priors import balanced_weights, cross_gram
 
     names = list(vectors)
-    g = _cross_gram([kernel_factor(vectors[k]) for k in names])
-    w = _balanced_weights(g)
+    g = cross_gram([kernel_factor(vectors[k]) for k in names])
+    w = balanced_weights(g)
     cka = g / np.sqrt(np.outer(np.diag(g), np.diag(g)))
     for k, wk, row in zip(names, w, cka):
         s = kernel_stats(vectors[k])

@@ -49,6 +49,7 @@ def view_picks(name: str, pool: str, seeds: int, jobs: int, method: str | None =
     truth = {k: v["acc"] for k, v in json.loads(truth_path.read_text()).items() if k in vectors}
     weights, default = default_setting(meta["modality"])
     method = method or default
+    tp = next((m for m in weights if m.split("-")[0] == "task_prior"), "task_prior")  # the default's task_prior signal
     references, families = pool_roles(entries, list(vectors))
     pairs = copy_pairs(entries, vectors, seed=0)
     tp_picks, picks, regrets, rhos = [], [], [], []
@@ -64,7 +65,7 @@ def view_picks(name: str, pool: str, seeds: int, jobs: int, method: str | None =
         comb = combine_ranks(scores, weights=weights, method=method)
         comb, _ = copies_below_parents(comb, pairs)
         picks.append(top_pick(comb)[0])
-        tp_picks.append(top_pick(scores["task_prior"])[0])
+        tp_picks.append(top_pick(sig[tp]["scores"])[0])
         regrets.append(regret(comb, truth))
         names = sorted(truth)
         rhos.append(float(spearmanr([comb[c] for c in names], [truth[c] for c in names])[0]))

@@ -135,14 +135,14 @@ def taskprior_custom(vectors: Mapping[str, np.ndarray], members: set[str], prior
     """task_prior probes with the prior built from ``members`` only (every candidate scored)."""
     from embedselect.metrics.kernels import kernel_factor, sum_kernel_factor
     from embedselect.metrics.probes import probe_tasks
-    from embedselect.metrics.taskprior import _balanced_weights, _cross_gram
+    from embedselect.metrics.taskprior_priors import balanced_weights, cross_gram
     from embedselect.metrics.taskprior_moments import resolve_temperature
     from embedselect.metrics.taskprior_sampling import sample_tasks_from_factor
 
     names = list(vectors)
     zs = [kernel_factor(vectors[c]) for c in names if c in members]
     if prior == "balanced":
-        w = _balanced_weights(_cross_gram(zs))
+        w = balanced_weights(cross_gram(zs))
         zp = sum_kernel_factor([z * math.sqrt(wk) for z, wk in zip(zs, w)], normalize=True)
     else:
         zp = sum_kernel_factor(zs, normalize=True)

@@ -82,6 +82,8 @@ FAMILIES = {
     "balanced prior, Gaussian sufficiency": ("task_prior-balanced", "sufficiency-gaussian", "nn_agreement"),
     "central prior, KNIFE sufficiency": ("task_prior-central", "sufficiency-knife", "nn_agreement"),
     "central prior, Gaussian sufficiency": ("task_prior-central", "sufficiency-gaussian", "nn_agreement"),
+    "cluster tasks, KNIFE sufficiency": ("task_prior-clusters", "sufficiency-knife", "nn_agreement"),
+    "cluster tasks, Gaussian sufficiency": ("task_prior-clusters", "sufficiency-gaussian", "nn_agreement"),
 }
 """--variants: the option families compared; each is the (task_prior, sufficiency, nn_agreement) signal that stands
 in the grid. "before": the pool's built-in baselines count in task_prior's prior and nn_agreement's comparison as
@@ -90,7 +92,9 @@ they did until 2026-11-25 (``prior_from='all'``, ``compare_with='all'``, ``targe
 explicitly (issue 23: the default's estimator chosen by LODO); "4-class" / "8-class": task_prior's probes on tasks of
 4 or 8 classes sampled from the prior (``n_classes``; 2 by default); "1024 tasks": task_prior's mean over 1024 sampled
 tasks instead of 256 (``n_tasks``); "balanced prior" / "central prior": task_prior's pool prior named explicitly, its
-members weighted by redundancy or by centrality (``prior``). ``--families`` picks some of them."""
+members weighted by redundancy or by centrality (``prior``); "cluster tasks": task_prior's probes on the central prior's
+k-means partitions into 4, 8 and 16 classes, each candidate's own kernel left out of its prior (``tasks='clusters'``,
+``leave_self_out``). ``--families`` picks some of them."""
 WITHIN_MODALITY_FAMILIES = ("models as evidence, KNIFE sufficiency", "models as evidence, Gaussian sufficiency")
 """The families whose grids ``--within-modality`` searches unless ``--families`` names others."""
 VIEW_POOLS = ("all", "issue", "width", "photo8")
@@ -111,20 +115,25 @@ def default_weights() -> dict[str, float]:
 
 
 def default_setting(modality: str) -> tuple[dict[str, float], str]:
-    """The package's default weights (by signal name: sufficiency under its estimator's, as cached) and method for data
-    of ``modality``."""
+    """The package's default weights (by signal name: a metric with default options for ``modality`` under the name of
+    the :data:`~benchmarks.validity_pools.VARIANTS` signal cached with exactly those options) and method for data of
+    ``modality``."""
+    from benchmarks.validity_pools import VARIANTS
     from embedselect.pipeline.defaults import default_method, default_weight, metric_options
 
     w = {m: default_weight(m, modality) for m in DEFAULT_METRICS if default_weight(m, modality) > 0}
-    estimator = metric_options(None, modality).get("sufficiency", {}).get("estimator")
-    if estimator and "sufficiency" in w:  # the signal cached under that estimator's name (validity_pools.VARIANTS)
-        w[f"sufficiency-{estimator}"] = w.pop("sufficiency")
+    for metric, opts in metric_options(None, modality).items():
+        if metric in w and opts:  # the signal cached under those options' name
+            names = [v for v, (m, o) in VARIANTS.items() if m == metric and o == opts]
+            if not names:
+                raise SystemExit(f"no signal in validity_pools.VARIANTS computes {metric} with {opts}: add one")
+            w[names[0]] = w.pop(metric)
     return w, default_method(modality)
 
 
 def default_extra() -> tuple[str, ...]:
     """The signals beyond :data:`SIGNALS` that the defaults of the modalities read (:func:`default_setting`: the
-    image default's Gaussian sufficiency today), which a view scored under its modality's default needs cached."""
+    image default's Gaussian sufficiency and cluster-task task_prior today), which a view scored under its modality's default needs cached."""
     from embedselect.kinds import MODALITIES
 
     return tuple(dict.fromkeys(s for m in MODALITIES for s in default_setting(m)[0] if s not in SIGNALS))

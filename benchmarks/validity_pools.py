@@ -64,7 +64,11 @@ VARIANTS = {"task_prior-consensus": ("task_prior", {"prior": "consensus"}),
             "task_prior-q8": ("task_prior", {"n_classes": 8}),
             "task_prior-t1024": ("task_prior", {"n_tasks": 1024}),
             "task_prior-central": ("task_prior", {"prior": "central"}),
-            "task_prior-balanced": ("task_prior", {"prior": "balanced"})}
+            "task_prior-balanced": ("task_prior", {"prior": "balanced"}),
+            "task_prior-clusters": ("task_prior", {"tasks": "clusters", "leave_self_out": True}),
+            "task_prior-clusters-self": ("task_prior", {"tasks": "clusters"}),
+            "task_prior-clusters32": ("task_prior", {"tasks": "clusters", "leave_self_out": True,
+                                                     "cluster_restarts": 32})}
 """Signals computed with non-default options (``--metrics task_prior-consensus ...``): name -> (metric, options);
 ``validity_default.py`` puts them in its LODO grid as alternatives to the default options (issue 23)."""
 COPY_RELATIONS = ("distilled", "truncated", "quantized-int8", "quantized-binary", "max_length")

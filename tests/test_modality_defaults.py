@@ -14,10 +14,12 @@ IMAGE_POOL = ["pixel-pca", "pixel-pca?dim=8", "random-projection", "random-proje
 
 
 def test_user_options_sit_over_the_modality_defaults_option_by_option():
-    assert defaults.metric_options(None, "image") == {"sufficiency": {"estimator": "gaussian"}}
+    assert defaults.metric_options(None, "image") == {"sufficiency": {"estimator": "gaussian"},
+                                                      "task_prior": {"tasks": "clusters", "leave_self_out": True}}
     mine = {"sufficiency": {"estimator": "knife", "targets": "all"}, "task_prior": {"tau": 0.2}}
     got = defaults.metric_options(mine, "image")
-    assert got == {"sufficiency": {"estimator": "knife", "targets": "all"}, "task_prior": {"tau": 0.2}}
+    assert got == {"sufficiency": {"estimator": "knife", "targets": "all"},
+                   "task_prior": {"tasks": "clusters", "leave_self_out": True, "tau": 0.2}}
     assert defaults.metric_options(None, "text") == {} and mine["sufficiency"] == {"estimator": "knife", "targets": "all"}
     assert defaults.default_weight("rankme", "image") == 0.5 and defaults.default_weight("rankme", "text") == 0.0
     from embedselect.metrics.base import get_spec
@@ -32,13 +34,14 @@ def test_a_folder_of_images_is_ranked_with_the_image_defaults(tmp_path):
     assert r.combine == "mean-rank"
     assert r.settings["metric_options"]["sufficiency"]["estimator"] == "gaussian"
     assert r.details["task_prior"]["prior"] == "central"
+    assert r.details["task_prior"]["tasks"] == "clusters" and r.details["task_prior"]["n_classes"] == [4, 8]  # 60 items
     w = r.settings["combined_weights"]
-    assert w == {"task_prior": 1.0, "sufficiency": 0.25, "nn_agreement": 2.0, "rankme": 0.5, "modularity": 1.0}  # §4o
+    assert w == {"task_prior": 1.0, "sufficiency": 0.25, "nn_agreement": 0.5, "rankme": 0.5, "modularity": 0.5}  # §4q
     # the user's choice wins: their estimator and weight, the rest from the image defaults
     mine = select(photos, IMAGE_POOL, cache_dir=tmp_path / "c", metric_options={"sufficiency": {"estimator": "knife"}},
                   weights={"rankme": 0.0})
     assert mine.settings["metric_options"]["sufficiency"]["estimator"] == "knife"
-    assert mine.settings["combined_weights"]["rankme"] == 0.0 and mine.settings["combined_weights"]["nn_agreement"] == 2.0
+    assert mine.settings["combined_weights"]["rankme"] == 0.0 and mine.settings["combined_weights"]["nn_agreement"] == 0.5
 
 
 def test_texts_keep_the_registry_defaults(tmp_path):
@@ -49,7 +52,7 @@ def test_texts_keep_the_registry_defaults(tmp_path):
     assert r.combine == "mean-rank" and "estimator" not in r.settings["metric_options"].get("sufficiency", {})
     assert r.settings["combined_weights"] == {"task_prior": 1.0, "sufficiency": 0.25, "nn_agreement": 1.0,
                                               "rankme": 0.0, "modularity": 1.0}  # docs/benchmarks.md §4o
-    assert r.details["task_prior"]["prior"] == "central"
+    assert r.details["task_prior"]["prior"] == "central" and r.details["task_prior"]["tasks"] == "sampled"
 
 
 def test_the_metrics_command_lists_both_columns(capsys):

@@ -367,3 +367,68 @@ def test_a_degenerate_candidate_is_left_out_and_the_others_are_scored_as_without
         compute(_ctx({"bad": bad}, options=opts))
     with pytest.raises(MetricError, match="prior candidate 'bad' cannot be used"):
         compute(_ctx({**emb, "bad": bad}, options={**opts, "prior": "bad"}))
+
+
+# --- cluster tasks and the prior without the candidate's own kernel ----------------------------------
+def test_cluster_tasks_recover_clear_clusters_and_are_seeded():
+    from sklearn.metrics import adjusted_rand_score
+
+    from embedselect.metrics.taskprior_sampling import cluster_tasks_from_factor
+
+    x, lab = _clusters(150, 6, 3, 6.0, 4)
+    z = kernel_factor(x)
+    got = cluster_tasks_from_factor(z, [3, 2], 5, seed=2)
+    assert sorted(got) == [2, 3] and got[2].max() == 1
+    tasks = got[3]
+    assert tasks.shape == (5, 150) and tasks.dtype == np.int64 and tasks.min() >= 0 and tasks.max() < 3
+    assert all(adjusted_rand_score(lab, t) > 0.95 for t in tasks)
+    np.testing.assert_array_equal(tasks, cluster_tasks_from_factor(z, [3], 5, seed=2)[3])
+    noise = kernel_factor(np.random.default_rng(0).normal(size=(150, 6)))
+    # no clear partition: restarts from their own seeds disagree
+    loose = cluster_tasks_from_factor(noise, [8], 4, seed=0)[8]
+    assert min(adjusted_rand_score(loose[0], t) for t in loose[1:]) < 0.9
+    with pytest.raises(ConfigError, match="at most the number of items"):
+        cluster_tasks_from_factor(z, [151], 1)
+
+
+def test_cluster_tasks_rank_by_the_shared_structure_and_check_their_options():
+    emb, _ = _pool()
+    res = compute(_ctx(emb, options={"tasks": "clusters", "agreement": False}))
+    d = res.details
+    assert d["tasks"] == "clusters" and d["n_classes"] == [4, 8, 16] and d["n_tasks"] == 24
+    assert all(len(v) == 24 for v in d["task_accuracy"].values())
+    assert res.scores["clean"] > res.scores["mid"] > res.scores["noisy"]
+    # class counts above a fifth of the probe items are dropped; none left falls back to 2
+    few = compute(_ctx(emb, options={"tasks": "clusters", "max_items": 60, "cluster_classes": [8, 16],
+                                     "cluster_restarts": 2, "agreement": False}))
+    assert few.details["n_classes"] == 8 and few.details["n_tasks"] == 2
+    two = compute(_ctx(emb, options={"tasks": "clusters", "max_items": 40, "cluster_classes": [16],
+                                     "cluster_restarts": 2, "agreement": False}))
+    assert two.details["n_classes"] == 2
+    for bad in ({"tasks": "modes"}, {"tasks": "clusters", "cluster_classes": []},
+                {"tasks": "clusters", "cluster_classes": "8"}, {"tasks": "clusters", "cluster_classes": [1]},
+                {"tasks": "clusters", "cluster_restarts": 0}, {"leave_self_out": "yes"},
+                {"tasks": "modes", "probes": False}):
+        with pytest.raises(ConfigError):
+            compute(_ctx(emb, options=bad))
+
+
+def test_leave_self_out_scores_a_candidate_on_tasks_the_others_drew():
+    """A member whose structure no other member shares solves the tasks it drew itself; left out of its own prior
+    it is scored on the others' tasks, for the probes and the moments alike (the prior 'loo' is the consensus with
+    it)."""
+    emb, _ = _pool()
+    del emb["noisy_copy"]
+    other, _ = _clusters(240, 8, 4, 4.0, 99)
+    emb["outsider"] = (other @ np.random.default_rng(5).normal(size=(8, 24))).astype(np.float32)
+    for tasks in ("sampled", "clusters"):
+        opts = {"tasks": tasks, "n_tasks": 32, "agreement": False, "prior": "consensus"}
+        own = compute(_ctx(emb, options=opts))
+        out = compute(_ctx(emb, options={**opts, "leave_self_out": True}))
+        assert out.scores["outsider"] < own.scores["outsider"] - 0.02, tasks
+        assert out.columns["task_prior_alignment"]["outsider"] < own.columns["task_prior_alignment"]["outsider"]
+        assert out.scores["clean"] > out.scores["outsider"]
+    probes_off = {"probes": False}
+    loo = compute(_ctx(emb, options={**probes_off, "prior": "loo"}))
+    same = compute(_ctx(emb, options={**probes_off, "prior": "consensus", "leave_self_out": True}))
+    assert same.columns["task_prior_mean"] == pytest.approx(loo.columns["task_prior_mean"], rel=1e-12)

@@ -189,3 +189,19 @@ def test_ground_truth_measured_again_on_other_splits_is_cached_beside_the_first(
     assert first["good"]["acc"] > first["noise"]["acc"] and again["good"]["acc"] > again["noise"]["acc"]
     assert (first["good"]["acc"], first["noise"]["acc"]) != (again["good"]["acc"], again["noise"]["acc"])  # other folds
     assert ground_truth("toy", y, vec, n=90, seed=0, folds=5, jobs=1, split_seed=0) == first  # split 0 is the first
+
+
+def test_the_benchmark_reads_each_modality_default_under_the_signal_cached_with_its_options():
+    """A metric the package runs with default options for a modality (images: Gaussian sufficiency, task_prior on
+    cluster tasks) is read from the benchmark signal computed with exactly those options; texts read the plain ones."""
+    from benchmarks.validity_default import default_extra, default_setting
+    from benchmarks.validity_pools import VARIANTS
+    from embedselect.pipeline.defaults import default_weight, metric_options
+
+    image, method = default_setting("image")
+    assert "task_prior-clusters" in image and "sufficiency-gaussian" in image and "task_prior" not in image
+    assert VARIANTS["task_prior-clusters"] == ("task_prior", metric_options(None, "image")["task_prior"])
+    assert image["task_prior-clusters"] == default_weight("task_prior", "image") and method == "mean-rank"
+    text, _ = default_setting("text")
+    assert "task_prior" in text and not any(s.startswith("task_prior-") for s in text)
+    assert set(default_extra()) == {"sufficiency-gaussian", "task_prior-clusters"}

@@ -235,9 +235,11 @@ _SPECTRAL = ("embedselect.metrics.spectral", "embedselect.metrics.sampling")
 for _spec in (
     MetricSpec("task_prior", "embedselect.metrics.taskprior:compute", min_items=20,
                bootstrap_options={"probes": False},  # replicates bootstrap the moments, not sampled-task probes
-               description="Task Prior statistics: probes on tasks sampled from a prior over labelings",
+               description="Task Prior statistics: probes on tasks drawn from a prior over labelings (sampled; for images "
+                           "its clusters)",
                code=("embedselect.metrics.taskprior", "embedselect.metrics.taskprior_moments",
-                     "embedselect.metrics.taskprior_sampling", "embedselect.metrics.probes")),
+                     "embedselect.metrics.taskprior_priors", "embedselect.metrics.taskprior_sampling",
+                     "embedselect.metrics.probes")),
     MetricSpec("sufficiency", "embedselect.metrics.sufficiency:compute", min_items=50, resample="half",
                description="median information sufficiency: how well each embedding predicts the pool's models (part of "
                            "the default combination, shown with its communities)",

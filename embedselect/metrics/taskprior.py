@@ -24,13 +24,13 @@ See ``docs/task_prior.md`` for the method notes (temperature scaling, defaults, 
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
 from embedselect.errors import ConfigError, MetricError, TooFewItemsError
 from embedselect.metrics.base import MIN_ITEMS, MetricContext, MetricResult, evidence, family_weights, unusable_reason
-from embedselect.metrics.kernels import kernel_factor, label_factor, sum_kernel_factor, torch_device
+from embedselect.metrics.kernels import kernel_factor, label_factor, torch_device
 from embedselect.metrics.taskprior_moments import (
     DEFAULT_TAU,
     Prior,
@@ -42,7 +42,19 @@ from embedselect.metrics.taskprior_moments import (
     task_prior_moments,
     to_torch,
 )
-from embedselect.metrics.taskprior_sampling import positive_int, sample_tasks, sample_tasks_from_factor
+from embedselect.metrics.taskprior_priors import (
+    POOL_PRIORS,
+    WEIGHED_PRIORS,
+    cross_gram,
+    pool_weights,
+    prior_factors,
+)
+from embedselect.metrics.taskprior_sampling import (
+    cluster_tasks_from_factor,
+    positive_int,
+    sample_tasks,
+    sample_tasks_from_factor,
+)
 
 __all__ = ["DEFAULT_TAU", "TaskPriorMoments", "compute", "resolve_temperature", "sample_tasks",
            "sample_tasks_from_factor", "task_prior_moments"]
@@ -67,110 +79,19 @@ _OPTION_DEFAULTS: dict[str, Any] = {
     "splits": "auto",
     "dtype": "float64",
     "tile": None,
+    "tasks": "sampled",
+    "leave_self_out": False,
+    "cluster_classes": (4, 8, 16),
+    "cluster_restarts": 8,
 }
 
 _SMALL_POOL = 4
-_POOL_PRIORS = ("consensus", "loo", "balanced", "central")
-"""The priors built from the pool's kernels (its members'); the others are one candidate's kernel or the labels'."""
-_WEIGHED_PRIORS = ("balanced", "central")
-"""The pool priors whose members' weights depend on their kernels (:func:`_pool_weights`)."""
-_BALANCE_POWER = 8.0
-
-
-def _cross_gram(zs: list[np.ndarray]) -> np.ndarray:
-    """G[k, l] = ‖Z_kᵀ Z_l‖_F² = Σ_ij (M_k)_ij (M_l)_ij, float64 (m, m).
-
-    Each entry comes from the cheaper of the d_k×d_l product Z_kᵀ Z_l (n·d_k·d_l) and the two n×n kernels
-    M_k = Z_k Z_kᵀ (computed once per candidate, n²·d_k): wide embeddings of a few hundred items take the kernels.
-    """
-    m = len(zs)
-    n = zs[0].shape[0] if m else 0
-    kernels: dict[int, np.ndarray] = {}
-
-    def kernel(k: int) -> np.ndarray:
-        if k not in kernels:
-            kernels[k] = zs[k] @ zs[k].T
-        return kernels[k]
-
-    g = np.empty((m, m), dtype=np.float64)
-    for k in range(m):
-        for l_ in range(k, m):
-            if n * n < zs[k].shape[1] * zs[l_].shape[1]:
-                g[k, l_] = g[l_, k] = float(np.sum(kernel(k) * kernel(l_)))
-            else:
-                c = zs[k].T @ zs[l_]
-                g[k, l_] = g[l_, k] = float(np.sum(c * c))
-    return g
-
-
-def _cka(g: np.ndarray) -> np.ndarray:
-    """Linear CKA (float64 (m, m), in [0, 1]) of the kernels whose cross Gram matrix is ``g`` (:func:`_cross_gram`):
-    g_kl / sqrt(g_kk g_ll), which is g_kl itself for unit-Frobenius kernels, clipped against rounding."""
-    return np.clip(g / np.sqrt(np.outer(np.diag(g), np.diag(g))), 0.0, 1.0)
-
-
-def _balanced_weights(g: np.ndarray, power: float = _BALANCE_POWER) -> np.ndarray:
-    """Redundancy weights w_k = 1 / Σ_l CKA_kl^power (float64, (m,)).
-
-    ``g`` is the cross Gram matrix of unit-Frobenius kernels, so g_kl = ⟨M_k, M_l⟩_F is their linear
-    CKA in [0, 1]. A group of near-copies (CKA ≈ 1) shares the weight of one member; models that are
-    merely similar (CKA 0.6 → 0.6^8 ≈ 0.02) barely discount each other.
-    """
-    return 1.0 / np.sum(_cka(g) ** power, axis=1)
-
-
-def _central_weights(g: np.ndarray, fam: np.ndarray) -> np.ndarray:
-    """Centrality times redundancy weights (float64, (m,)): w_k = r_k · c_k with r the redundancy weights of
-    :func:`_balanced_weights` and c_k = Σ_{l≠k} v_l CKA_kl / Σ_{l≠k} v_l a member's mean linear CKA with the others,
-    each weighed by v = fam · r (a family, or a group of near-copies, counts once). A kernel no other member shares
-    (an untrained network, a broken copy) is a weak witness of the data's tasks and weighs little, and near-copies
-    still share one weight. All ones times r when fewer than two members or when no two kernels share anything."""
-    m = len(g)
-    r = _balanced_weights(g)
-    if m < 2:
-        return r
-    others = np.outer(np.ones(m), fam * r) * (1.0 - np.eye(m))
-    c = np.sum(others * _cka(g), axis=1) / np.sum(others, axis=1)
-    return r * c if np.any(c > 0) else r
-
-
-def _pool_weights(kind: str, g: np.ndarray | None, fam: np.ndarray) -> np.ndarray:
-    """Weights (len(fam),) of the members' kernels in a pool prior, from their cross Gram matrix ``g`` (members ×
-    members, :func:`_cross_gram`; needed only for the priors in :data:`_WEIGHED_PRIORS`): one family, one vote
-    (``fam``, :func:`~embedselect.metrics.base.family_weights`), times the redundancy weights for "balanced" or the
-    redundancy and centrality weights for "central"."""
-    if kind not in _WEIGHED_PRIORS:
-        return np.asarray(fam, dtype=np.float64)
-    assert g is not None, "a weighed prior needs its members' cross Gram matrix"
-    return (_balanced_weights(g) if kind == "balanced" else _central_weights(g, fam)) * fam
-
-
-def _member_weights(kind: str, zs: list[np.ndarray], members: list[int], fam: np.ndarray) -> np.ndarray:
-    """:func:`_pool_weights` of the members of a pool prior, from their factors ``zs``."""
-    return _pool_weights(kind, _cross_gram([zs[i] for i in members]) if kind in _WEIGHED_PRIORS else None, fam)
-
-
-def _prior_factor(kind: str, zs: list[np.ndarray], c: int | None, labels_z: np.ndarray | None,
-                  members: list[int], fam: np.ndarray) -> np.ndarray:
-    """Factor (n, D) of the unit-Frobenius prior kernel used for candidate ``c``; a pool prior sums the kernels of
-    ``members`` only (the candidates that are evidence, :func:`~embedselect.metrics.base.evidence`), weighted by
-    :func:`_member_weights`."""
-    if kind == "labels":
-        assert labels_z is not None, "kind 'labels' comes with the label factor"
-        return labels_z
-    if kind.startswith("candidate:"):
-        return zs[int(kind.split(":", 1)[1])]
-    w = _member_weights(kind, zs, members, fam)
-    return sum_kernel_factor([zs[i] * math.sqrt(wk) for i, wk in zip(members, w) if not (kind == "loo" and i == c)],
-                             normalize=True)
-
-
 def compute(ctx: MetricContext) -> MetricResult:
     """The ``task_prior`` metric: closed-form moments plus probes on sampled tasks.
 
     Options (``ctx.options``):
         prior: "central" (default since 2026-11-26, chosen by leave-one-dataset-out, docs/benchmarks.md §4o: the
-            balanced prior's weights times each member's mean CKA with the other members, :func:`_central_weights`,
+            balanced prior's weights times each member's mean CKA with the other members, :func:`central_weights`,
             so a kernel the others do not share, such as an untrained network's, weighs little), "balanced" (the
             candidates' kernels summed with redundancy weights w_k = 1 / Σ_l CKA_kl^8, so a group of near-copies
             counts about once, then renormalised to unit Frobenius norm; it gave the untrained network the largest
@@ -208,6 +129,15 @@ def compute(ctx: MetricContext) -> MetricResult:
             in all, 1 to 8 (:func:`~embedselect.metrics.probes.probe_splits`: 8 at 300 items, 2 at 4 096); each
             split costs its own ridge factorisations.
         dtype ("float64"), tile (None = device default): precision and tile of the streamed moments.
+        tasks ("sampled"): where the probes' tasks come from. "sampled": ``n_tasks`` labelings of ``n_classes`` drawn
+            from the Gibbs measure at the temperature (Algorithm 1). "clusters": the prior's most likely labelings
+            instead of random ones, k-means partitions of its spectral embedding
+            (:func:`~embedselect.metrics.taskprior_sampling.cluster_tasks_from_factor`), ``cluster_restarts`` (8) per
+            class count in ``cluster_classes`` ((4, 8, 16); counts above a fifth of the probe items are dropped);
+            the image default since 2026-11-26 (docs/benchmarks.md §4q).
+        leave_self_out (False): a pool prior leaves the scored candidate's own kernel out (the weights of the others
+            unchanged), for the moments and the probes alike, so a candidate is not scored on tasks it helped draw;
+            "loo" is the consensus prior with it.
 
         headline ("probes"): the score used for ranking: "probes", the mean held-out probe accuracy
             over the sampled tasks, or "alignment", the closed-form E[Tr(MG)] / ‖σ(K/T)‖_F (exact,
@@ -249,14 +179,14 @@ def compute(ctx: MetricContext) -> MetricResult:
     warnings: list[str] = []
     kind, labels_z = _resolve_prior(ctx, opt["prior"], keys, excluded, n_all, moment_rows, warnings)
     pool_warning = None
-    if m < _SMALL_POOL and kind in _POOL_PRIORS:
+    if m < _SMALL_POOL and kind in POOL_PRIORS:
         pool_warning = f"pool is small ({m} candidates): consensus-based scores are unreliable"
         warnings.append(pool_warning)
     prior_name = kind if not kind.startswith("candidate:") else f"candidate:{keys[int(kind.split(':')[1])]}"
     members = evidence(keys, ctx.references) if opt["prior_from"] == "models" else list(range(m))
     fam = family_weights(keys, members, ctx.families)
     columns, details = _moments(ctx, opt, keys, zs, kind, labels_z, n, n_all, prior_name, members, fam)
-    if kind in _POOL_PRIORS:
+    if kind in POOL_PRIORS:
         details["prior_members"] = [keys[i] for i in members]
     if moment_rows is not None:
         details["subsampled"] = {"moments": n}
@@ -285,7 +215,9 @@ def _options(ctx: MetricContext) -> dict[str, Any]:
         raise ConfigError(f"task_prior option 'headline' must be 'alignment' or 'probes', got {opt['headline']!r}")
     if not opt["probes"]:
         opt["headline"] = "alignment"
-    for flag in ("probes", "agreement"):
+    if opt["tasks"] not in ("sampled", "clusters"):
+        raise ConfigError(f"task_prior option 'tasks' must be 'sampled' or 'clusters', got {opt['tasks']!r}")
+    for flag in ("probes", "agreement", "leave_self_out"):
         if not isinstance(opt[flag], (bool, np.bool_)):
             raise ConfigError(f"task_prior option {flag!r} must be True or False, got {opt[flag]!r}")
     return opt
@@ -341,7 +273,7 @@ def _factors(ctx: MetricContext, keys: list[str], opt: Mapping[str, Any], moment
 
 def _resolve_prior(ctx: MetricContext, prior_opt: Any, keys: list[str], excluded: Mapping[str, str], n_all: int,
                    moment_rows: np.ndarray | None, warnings: list[str]) -> tuple[str, np.ndarray | None]:
-    """The prior's kind ("labels", one of :data:`_POOL_PRIORS` or "candidate:<index>") and, for "labels", the
+    """The prior's kind ("labels", one of :data:`POOL_PRIORS` or "candidate:<index>") and, for "labels", the
     label factor on the moments' rows; caveats are appended to ``warnings``."""
     m = len(keys)
     labels_z = None
@@ -352,7 +284,7 @@ def _resolve_prior(ctx: MetricContext, prior_opt: Any, keys: list[str], excluded
             raise ConfigError(f"labels has length {len(ctx.labels)}, expected {n_all} (one per reference item)")
         labels_z = label_factor(_moment_input(ctx.labels, moment_rows))
         kind = "labels"
-    elif prior_opt in _POOL_PRIORS:
+    elif prior_opt in POOL_PRIORS:
         kind = prior_opt
         if m == 1:
             kind = "candidate:0"
@@ -381,14 +313,14 @@ def _moments(ctx: MetricContext, opt: Mapping[str, Any], keys: list[str], zs: li
     dtype = check_dtype(opt["dtype"])
     dev = torch_device(ctx.device)
     tile = check_tile(opt["tile"], dev)
-    if kind in _POOL_PRIORS:
-        g = _cross_gram(zs)
+    if kind in POOL_PRIORS:
+        g = cross_gram(zs)
         wts = np.zeros(m)  # only the members (the evidence) weigh in the pool's prior
-        wts[members] = _pool_weights(kind, g[np.ix_(members, members)], fam)
-        if kind != "loo":
+        wts[members] = pool_weights(kind, g[np.ix_(members, members)], fam)
+        if kind in WEIGHED_PRIORS:
+            details_weights = {k: float(v / wts.sum()) for k, v in zip(keys, wts)}
+        if kind != "loo" and not opt["leave_self_out"]:
             prior = Prior("sum", weights=[float(v) for v in wts], scale=1.0 / math.sqrt(float(wts @ g @ wts)))
-            if kind in _WEIGHED_PRIORS:
-                details_weights = {k: float(v / wts.sum()) for k, v in zip(keys, wts)}
         else:  # each candidate's prior: the members but itself
             scales = []
             for c in range(m):
@@ -421,7 +353,7 @@ def _moments(ctx: MetricContext, opt: Mapping[str, Any], keys: list[str], zs: li
         "device": str(dev),
         "headline": "task_prior_alignment",
     }
-    if kind in _WEIGHED_PRIORS:
+    if kind in WEIGHED_PRIORS:
         details["prior_weights"] = details_weights
     return columns, details
 
@@ -429,32 +361,33 @@ def _moments(ctx: MetricContext, opt: Mapping[str, Any], keys: list[str], zs: li
 def _probes(ctx: MetricContext, opt: Mapping[str, Any], keys: list[str], zsub: list, kind: str, sub: np.ndarray,
             n_all: int, columns: dict[str, dict[str, float]], details: dict[str, Any], members: list[int],
             fam: np.ndarray) -> None:
-    """Sample tasks from the prior on the probe subsample, train probes on them, and add the probe columns and
-    details."""
+    """Draw tasks from the prior on the probe subsample (sampled or its clusters, option ``tasks``), train probes on
+    them, and add the probe columns and details."""
     from embedselect.metrics.probes import probe_splits, probe_tasks
 
     dev = torch_device(ctx.device)
-    n_tasks = positive_int(opt["n_tasks"], "n_tasks", 1)
-    q = positive_int(opt["n_classes"], "n_classes", 2)
     ns = len(sub)
     splits = probe_splits(ns, opt["test_fraction"]) if opt["splits"] == "auto" else positive_int(opt["splits"], "splits", 1)
     t_sub = resolve_temperature(ns, temperature=opt["temperature"], tau=opt["tau"])
     lz = label_factor(np.asarray(ctx.labels)[sub]) if kind == "labels" else None
-    per_cand_prior = kind == "loo"
+    per_cand_prior = kind == "loo" or (opt["leave_self_out"] and kind in POOL_PRIORS)
+    draw = _task_drawer(opt, ns, t_sub)
+    factor = prior_factors(kind, zsub, lz, members, fam)
     tasks_shared = None
     summaries: dict[str, dict[str, float]] = {}
-    task_acc: dict[str, list[float]] = {}  # candidate -> held-out accuracy per sampled task (for plots)
+    task_acc: dict[str, list[float]] = {}  # candidate -> held-out accuracy per task (for plots)
     for c, k in enumerate(keys):
         if per_cand_prior or tasks_shared is None:
-            zp = _prior_factor(kind, zsub, c, lz, members, fam)
-            tasks = sample_tasks_from_factor(zp, n_tasks, q, temperature=t_sub,
-                                             seed=int(np.random.default_rng([ctx.seed, 4, c if per_cand_prior else 0]).integers(2**31)))
+            who = c if per_cand_prior else None
+            tasks = draw(factor(who), int(np.random.default_rng([ctx.seed, 4, who or 0]).integers(2**31)))
             if not per_cand_prior:
                 tasks_shared = tasks
         else:
             tasks = tasks_shared
-        rep = probe_tasks(np.asarray(ctx.embeddings[k])[sub], tasks, n_classes=q,
-                          test_fraction=opt["test_fraction"], agreement=bool(opt["agreement"]),
+        # one probe per task over max(q) one-hot columns: a class a task lacks never wins the argmax, since a ridge
+        # fit with an intercept to one-hot targets predicts scores that sum to 1 over the classes present
+        rep = probe_tasks(np.asarray(ctx.embeddings[k])[sub], np.concatenate(list(tasks.values())),
+                          n_classes=max(tasks), test_fraction=opt["test_fraction"], agreement=bool(opt["agreement"]),
                           seed=ctx.seed, device=str(dev), splits=splits)
         summaries[k] = rep.summary()
         task_acc[k] = [round(float(a), 4) for a in rep.accuracy]
@@ -462,8 +395,25 @@ def _probes(ctx: MetricContext, opt: Mapping[str, Any], keys: list[str], zsub: l
         columns[col] = {k: summaries[k][col] for k in keys}
     if ns < n_all:
         details.setdefault("subsampled", {})["probes"] = ns
-    details.update(n_probe_items=ns, n_tasks=n_tasks, n_classes=q, probe_temperature=t_sub,
-                   test_fraction=float(opt["test_fraction"]), splits=splits, task_accuracy=task_acc)
+    qs = sorted(tasks)  # the class counts (one for sampled tasks)
+    details.update(n_probe_items=ns, n_tasks=sum(len(t) for t in tasks.values()), n_classes=qs[0] if len(qs) == 1 else qs,
+                   tasks=opt["tasks"], probe_temperature=t_sub, test_fraction=float(opt["test_fraction"]),
+                   splits=splits, task_accuracy=task_acc)
+
+
+def _task_drawer(opt: Mapping[str, Any], ns: int, t_sub: float) -> Callable[[np.ndarray, int], dict[int, np.ndarray]]:
+    """``draw(prior factor (ns, D), seed) -> {class count q: int64 tasks (S_q, ns)}`` for the option ``tasks``."""
+    if opt["tasks"] == "sampled":
+        n_tasks = positive_int(opt["n_tasks"], "n_tasks", 1)
+        q = positive_int(opt["n_classes"], "n_classes", 2)
+        return lambda zp, seed: {q: sample_tasks_from_factor(zp, n_tasks, q, temperature=t_sub, seed=seed)}
+    classes = opt["cluster_classes"]
+    if isinstance(classes, (str, bytes)) or not hasattr(classes, "__iter__") or not list(classes):
+        raise ConfigError(f"task_prior option 'cluster_classes' must list class counts ≥ 2, got {classes!r}")
+    qs = sorted({positive_int(q, "cluster_classes", 2) for q in classes})
+    qs = [q for q in qs if q <= max(2, ns // 5)] or [2]  # at least about 5 items per class
+    restarts = positive_int(opt["cluster_restarts"], "cluster_restarts", 1)
+    return lambda zp, seed: cluster_tasks_from_factor(zp, qs, restarts, seed=seed)
 
 
 def _finish(opt: Mapping[str, Any], columns: dict[str, dict[str, float]], details: dict[str, Any],

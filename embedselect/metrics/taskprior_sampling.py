@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -124,3 +124,42 @@ def sample_tasks(
 
 
 # --------------------------------------------------------------------------------------------------
+
+
+def cluster_tasks_from_factor(z: np.ndarray, classes: Sequence[int], restarts: int, *,
+                              seed: int = 0) -> dict[int, np.ndarray]:
+    """The prior's most likely labelings: k-means partitions of its spectral embedding.
+
+    The Gibbs measure μ_K(G) ∝ exp(Tr(GK)/T) puts its mass, as T → 0, on the labelings that maximise Tr(GK), the
+    within-class similarity; relaxed to the top q eigen-directions of K, that is spectral clustering. For each class
+    count q the embedding is ``U_q S_q`` (one seeded randomised SVD of the factor, at the largest q), its rows scaled
+    to unit length; each restart is one k-means run (Lloyd, k-means++ start) from its own seed, so the tasks differ
+    where the partition is not clear-cut.
+
+    Args:
+        z: float array (n, D), the prior kernel's factor ``K = Z Zᵀ``.
+        classes: class counts q, each ≥ 2 and at most n.
+        restarts: S ≥ 1 partitions per class count.
+        seed: seeds the SVD and the restarts.
+
+    Returns:
+        class count q -> int64 array (restarts, n) of labels in [0, q).
+    """
+    from sklearn.cluster import KMeans
+    from sklearn.utils.extmath import randomized_svd
+
+    z = np.asarray(z, dtype=np.float64)
+    qs = sorted({positive_int(q, "n_classes", 2) for q in classes})
+    s_tasks = positive_int(restarts, "restarts", 1)
+    n = z.shape[0]
+    if not qs or qs[-1] > n:
+        raise ConfigError(f"class counts must be given, each at most the number of items ({n}); got {list(classes)}")
+    u, s, _ = randomized_svd(z, qs[-1], n_iter=7, random_state=int(np.random.default_rng([seed, 13]).integers(2**31)))
+    out = {}
+    for q in qs:
+        e = u[:, :q] * s[:q]
+        norms = np.linalg.norm(e, axis=1, keepdims=True)
+        e = e / np.where(norms > 1e-12, norms, 1.0)
+        seeds = np.random.default_rng([seed, 13, q]).integers(2**31, size=s_tasks)
+        out[q] = np.stack([KMeans(q, n_init=1, random_state=int(r)).fit_predict(e) for r in seeds]).astype(np.int64)
+    return out

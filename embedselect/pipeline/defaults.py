@@ -8,12 +8,14 @@ central prior and sufficiency's KNIFE estimator: the leave-one-dataset-out choic
 (docs/benchmarks.md §4o). Held out it scores 0.875 mean ρ, every view ≥ 0.71, regret ≤ 0.02 on 82 % of (view, seed)
 pairs: the three targets of issue 23 for texts.
 
-Images use task_prior 1 (central prior), sufficiency 0.25 with the Gaussian estimator, nn_agreement 2, rankme 0.5 and
-modularity 1, combined by mean rank: the setting the leave-one-dataset-out *within* the image datasets chose most
-often (5 datasets, 10 views, 5 metric seeds, 20 of 50 folds; the previous image default, task_prior 1, Gaussian
-sufficiency 0.25, nn_agreement 1 by mean z-score, §4i, 10 of 50). Held out the image LODO scores 0.765 mean ρ (0.758
-before), regret ≤ 0.02 on 100 % of (view, seed) pairs; digits/all, where raw pixels are the most accurate, stays
-below 0.6 held out (0.55).
+Images use task_prior 1 on *cluster tasks* with each candidate left out of its own prior (``tasks="clusters"``,
+``leave_self_out``: probes on the central prior's k-means partitions into 4, 8 and 16 classes, docs/task_prior.md),
+sufficiency 0.25 with the Gaussian estimator, nn_agreement 0.5, rankme 0.5 and modularity 0.5, combined by mean rank:
+the setting the leave-one-dataset-out *within* the image datasets chose most often (5 datasets, 10 views, 5 metric
+seeds, 20 of 50 folds; docs/benchmarks.md §4q). Held out the image LODO scores 0.793 mean ρ (0.748 with sampled tasks
+under the same protocol), lowest view digits/all 0.55 (0.33), regret ≤ 0.02 on 86 % of (view, seed) pairs (92 %).
+The previous image default (§4o): task_prior 1 on sampled tasks, Gaussian sufficiency 0.25, nn_agreement 2, rankme 0.5,
+modularity 1.
 """
 
 from __future__ import annotations
@@ -38,9 +40,11 @@ class ModalityDefaults:
 
 
 BY_MODALITY: dict[str, ModalityDefaults] = {
-    IMAGE: ModalityDefaults(weights={"task_prior": 1.0, "sufficiency": 0.25, "nn_agreement": 2.0, "rankme": 0.5,
-                                     "modularity": 1.0},
-                            method="mean-rank", options={"sufficiency": {"estimator": "gaussian"}}),
+    IMAGE: ModalityDefaults(weights={"task_prior": 1.0, "sufficiency": 0.25, "nn_agreement": 0.5, "rankme": 0.5,
+                                     "modularity": 0.5},
+                            method="mean-rank",
+                            options={"sufficiency": {"estimator": "gaussian"},
+                                     "task_prior": {"tasks": "clusters", "leave_self_out": True}}),
 }
 """Modalities whose defaults differ from the registry's (see the module docstring); any other uses the registry's."""
 
