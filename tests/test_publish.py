@@ -184,9 +184,15 @@ def test_the_report_shows_the_distribution_of_accuracy_over_sampled_tasks(cache_
     assert set(per_task) == {"tfidf-svd", "random-projection"} and all(len(v) == n_tasks for v in per_task.values())
     assert r["tfidf-svd"].columns["task_prior.probe_acc_mean"] == pytest.approx(np.mean(per_task["tfidf-svd"]), abs=1e-3)
     full = plots.task_accuracy(r)
+    assert "sampled task" in full and "cluster task" not in full
     r.details["task_prior"].pop("task_accuracy")
     summary = plots.task_accuracy(r)
     assert full.startswith("<svg") and summary.startswith("<svg") and full != summary
+    # cluster tasks (the image default) are called so
+    clustered = embedselect.select(SAMPLE, "tfidf-svd,random-projection", column="text", metrics=["task_prior"],
+                                   seed=0, metric_options={"task_prior": {"tasks": "clusters"}})
+    assert clustered.details["task_prior"]["tasks"] == "clusters"
+    assert "cluster task" in plots.task_accuracy(clustered)
 
 
 def test_model_size_is_recorded_for_the_cost_plot(tmp_path, cache_dir):

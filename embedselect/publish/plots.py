@@ -65,9 +65,12 @@ def task_prior_scatter(ranking: Ranking) -> str | None:
 
 
 def task_accuracy(ranking: Ranking) -> str | None:
-    """Held-out probe accuracy on tasks sampled from the prior, per candidate: the distribution over tasks (a box
-    and every task as a dot) when the ranking stored it, else mean ± std and the 5th percentile."""
-    per_task = ((ranking.details.get("task_prior") or {}).get("task_accuracy")) or {}
+    """Held-out probe accuracy on the prior's tasks (sampled, or its clusters: ``details['task_prior']['tasks']``), per
+    candidate: the distribution over tasks (a box and every task as a dot) when the ranking stored it, else mean ± std
+    and the 5th percentile."""
+    tp = ranking.details.get("task_prior") or {}
+    per_task = tp.get("task_accuracy") or {}
+    kind = "cluster" if tp.get("tasks") == "clusters" else "sampled"
     names = [c.name for c in ranking.ok if per_task.get(c.name)]
     if names:
         import numpy as np
@@ -82,8 +85,8 @@ def task_accuracy(ranking: Ranking) -> str | None:
         for y, d in zip(ys, data):
             ax.scatter(d, y + rng.uniform(-0.15, 0.15, size=len(d)), s=6, color=_BLUE, alpha=0.5, zorder=3)
         ax.set_yticks(ys, [_short(n) for n in names])
-        ax.set_xlabel(f"held-out accuracy per sampled task ({len(data[0])} tasks)")
-        ax.set_title("Accuracy over sampled tasks")
+        ax.set_xlabel(f"held-out accuracy per {kind} task ({len(data[0])} tasks)")
+        ax.set_title(f"Accuracy over {kind} tasks")
         return _svg(plt, fig)
     rows: list[Any] = [(c.name, c.columns.get("task_prior.probe_acc_mean"), c.columns.get("task_prior.probe_acc_std"),
              c.columns.get("task_prior.probe_acc_p05")) for c in ranking.ok]  # fmt: skip

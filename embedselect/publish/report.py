@@ -59,7 +59,8 @@ figcaption{font-size:13px;color:var(--muted)}.note{color:var(--warn)}code{font-s
 
 _CAPTIONS = {
     "task_prior_scatter": "Closed-form Task Prior statistics of each candidate's kernel under the prior.",
-    "task_accuracy": "How well linear probes on each embedding solve tasks sampled from the prior (held-out).",
+    "task_accuracy": "How well linear probes on each embedding solve the prior's tasks (held-out): tasks sampled from "
+                     "it, or for images its clusters.",
     "sufficiency_heatmap": "How much each embedding (row) tells about each other (column); blocks are communities.",
     "score_vs_cost": "For a cost-aware choice: candidates on the blue line are not beaten on both score and cost.",
     "label_free_vs_accuracy": "Label-free score against held-out probe accuracy on your labels.",
