@@ -185,14 +185,17 @@ def compute(ctx: MetricContext) -> MetricResult:
     prior_name = kind if not kind.startswith("candidate:") else f"candidate:{keys[int(kind.split(':')[1])]}"
     members = evidence(keys, ctx.references) if opt["prior_from"] == "models" else list(range(m))
     fam = family_weights(keys, members, ctx.families)
-    columns, details = _moments(ctx, opt, keys, zs, kind, labels_z, n, n_all, prior_name, members, fam)
+    g = cross_gram(zs) if kind in POOL_PRIORS else None  # the kernels' cross Gram matrix, for the moments and probes
+    columns, details = _moments(ctx, opt, keys, zs, kind, labels_z, n, n_all, prior_name, members, fam, g)
     if kind in POOL_PRIORS:
         details["prior_members"] = [keys[i] for i in members]
     if moment_rows is not None:
         details["subsampled"] = {"moments": n}
     if opt["probes"]:
         assert sub is not None  # drawn above when probes are on
-        _probes(ctx, opt, keys, zsub, kind, sub, n_all, columns, details, members, fam)
+        same = g is not None and all(a is b for a, b in zip(zsub, zs))  # the probes read the moments' rows
+        _probes(ctx, opt, keys, zsub, kind, sub, n_all, columns, details, members, fam,
+                g[np.ix_(members, members)] if same and g is not None else None)
     return _finish(opt, columns, details, excluded, warnings, pool_warning)
 
 
@@ -242,7 +245,8 @@ def _check_rows(ctx: MetricContext, keys: list[str]) -> int:
 def _factors(ctx: MetricContext, keys: list[str], opt: Mapping[str, Any], moment_rows: np.ndarray | None,
              sub: np.ndarray | None) -> tuple[list[str], list[np.ndarray], list, dict[str, str]]:
     """The usable candidates, their kernel factors on the moments' rows and on the probe subsample (None when
-    probes are off), and the candidates left out with their reasons."""
+    probes are off; the moments' factor itself when both read every row), and the candidates left out with their
+    reasons."""
     # a candidate whose embeddings cannot be used (non-finite, one repeated vector, a zero kernel on the moments'
     # rows or on the probes' subsample) is left out with its reason (score NaN); the others are scored without it
     excluded: dict[str, str] = {}
@@ -253,8 +257,9 @@ def _factors(ctx: MetricContext, keys: list[str], opt: Mapping[str, Any], moment
         if why is None:
             try:
                 z = kernel_factor(_moment_input(ctx.embeddings[k], moment_rows), what=f"embeddings[{k!r}]")
-                zk = kernel_factor(np.asarray(ctx.embeddings[k])[sub], what=f"embeddings[{k!r}] (probe subsample)") \
-                    if opt["probes"] else None
+                every_row = moment_rows is None and sub is not None and len(sub) == len(z)
+                zk = None if not opt["probes"] else z if every_row else \
+                    kernel_factor(np.asarray(ctx.embeddings[k])[sub], what=f"embeddings[{k!r}] (probe subsample)")
             except MetricError as exc:
                 why = str(exc)
         if why is not None:
@@ -306,20 +311,22 @@ def _resolve_prior(ctx: MetricContext, prior_opt: Any, keys: list[str], excluded
 
 def _moments(ctx: MetricContext, opt: Mapping[str, Any], keys: list[str], zs: list[np.ndarray], kind: str,
              labels_z: np.ndarray | None, n: int, n_all: int, prior_name: str,
-             members: list[int], fam: np.ndarray) -> tuple[dict[str, dict[str, float]], dict[str, Any]]:
-    """The closed-form moments' columns (mean, var, alignment per candidate) and the details they start."""
+             members: list[int], fam: np.ndarray,
+             g: np.ndarray | None) -> tuple[dict[str, dict[str, float]], dict[str, Any]]:
+    """The closed-form moments' columns (mean, var, alignment per candidate) and the details they start; ``g``: the
+    cross Gram matrix of ``zs`` (:func:`~embedselect.metrics.taskprior_priors.cross_gram`) for a pool prior."""
     m = len(keys)
     temperature = resolve_temperature(n, temperature=opt["temperature"], tau=opt["tau"])
     dtype = check_dtype(opt["dtype"])
     dev = torch_device(ctx.device)
     tile = check_tile(opt["tile"], dev)
     if kind in POOL_PRIORS:
-        g = cross_gram(zs)
+        assert g is not None, "a pool prior comes with its cross Gram matrix"
         wts = np.zeros(m)  # only the members (the evidence) weigh in the pool's prior
         wts[members] = pool_weights(kind, g[np.ix_(members, members)], fam)
         if kind in WEIGHED_PRIORS:
             details_weights = {k: float(v / wts.sum()) for k, v in zip(keys, wts)}
-        if kind != "loo" and not opt["leave_self_out"]:
+        if not _leaves_self_out(kind, opt):
             prior = Prior("sum", weights=[float(v) for v in wts], scale=1.0 / math.sqrt(float(wts @ g @ wts)))
         else:  # each candidate's prior: the members but itself
             scales = []
@@ -360,9 +367,10 @@ def _moments(ctx: MetricContext, opt: Mapping[str, Any], keys: list[str], zs: li
 
 def _probes(ctx: MetricContext, opt: Mapping[str, Any], keys: list[str], zsub: list, kind: str, sub: np.ndarray,
             n_all: int, columns: dict[str, dict[str, float]], details: dict[str, Any], members: list[int],
-            fam: np.ndarray) -> None:
+            fam: np.ndarray, g_members: np.ndarray | None = None) -> None:
     """Draw tasks from the prior on the probe subsample (sampled or its clusters, option ``tasks``), train probes on
-    them, and add the probe columns and details."""
+    them, and add the probe columns and details. ``g_members``: the members' cross Gram matrix on these rows, when
+    already computed."""
     from embedselect.metrics.probes import probe_splits, probe_tasks
 
     dev = torch_device(ctx.device)
@@ -370,9 +378,9 @@ def _probes(ctx: MetricContext, opt: Mapping[str, Any], keys: list[str], zsub: l
     splits = probe_splits(ns, opt["test_fraction"]) if opt["splits"] == "auto" else positive_int(opt["splits"], "splits", 1)
     t_sub = resolve_temperature(ns, temperature=opt["temperature"], tau=opt["tau"])
     lz = label_factor(np.asarray(ctx.labels)[sub]) if kind == "labels" else None
-    per_cand_prior = kind == "loo" or (opt["leave_self_out"] and kind in POOL_PRIORS)
+    per_cand_prior = _leaves_self_out(kind, opt)
     draw = _task_drawer(opt, ns, t_sub)
-    factor = prior_factors(kind, zsub, lz, members, fam)
+    factor = prior_factors(kind, zsub, lz, members, fam, g_members)
     tasks_shared = None
     summaries: dict[str, dict[str, float]] = {}
     task_acc: dict[str, list[float]] = {}  # candidate -> held-out accuracy per task (for plots)
@@ -399,6 +407,12 @@ def _probes(ctx: MetricContext, opt: Mapping[str, Any], keys: list[str], zsub: l
     details.update(n_probe_items=ns, n_tasks=sum(len(t) for t in tasks.values()), n_classes=qs[0] if len(qs) == 1 else qs,
                    tasks=opt["tasks"], probe_temperature=t_sub, test_fraction=float(opt["test_fraction"]),
                    splits=splits, task_accuracy=task_acc)
+
+
+def _leaves_self_out(kind: str, opt: Mapping[str, Any]) -> bool:
+    """Whether each candidate is scored under a prior without its own kernel: "loo", or a pool prior with the option
+    ``leave_self_out``."""
+    return kind == "loo" or (bool(opt["leave_self_out"]) and kind in POOL_PRIORS)
 
 
 def _task_drawer(opt: Mapping[str, Any], ns: int, t_sub: float) -> Callable[[np.ndarray, int], dict[int, np.ndarray]]:

@@ -86,19 +86,20 @@ def pool_weights(kind: str, g: np.ndarray | None, fam: np.ndarray) -> np.ndarray
 
 
 def prior_factors(kind: str, zs: list[np.ndarray], labels_z: np.ndarray | None, members: list[int],
-                  fam: np.ndarray) -> Callable[[int | None], np.ndarray]:
+                  fam: np.ndarray, g: np.ndarray | None = None) -> Callable[[int | None], np.ndarray]:
     """``factor(c)``: the factor (n, D) of the unit-Frobenius prior kernel for candidate ``c``. A pool prior sums
     the kernels of ``members`` only (the candidates that are evidence, :func:`~embedselect.metrics.base.evidence`),
     weighted by :func:`pool_weights`, leaving ``c``'s own out when ``c`` is given (None: nobody left out; "loo"
     gives every candidate). The members' cross Gram matrix and weights are computed once, here: each factor is then
-    a concatenation, normalised from them (‖Σ w_i M_i‖_F² = Σ w_i w_j g_ij) without an n×n product."""
+    a concatenation, normalised from them (‖Σ w_i M_i‖_F² = Σ w_i w_j g_ij) without an n×n product. ``g``: that
+    matrix (members × members) when the caller has it already."""
     if kind == "labels":
         assert labels_z is not None, "kind 'labels' comes with the label factor"
         return lambda c: labels_z
     if kind.startswith("candidate:"):
         own = zs[int(kind.split(":", 1)[1])]
         return lambda c: own
-    g = cross_gram([zs[i] for i in members])
+    g = cross_gram([zs[i] for i in members]) if g is None else g
     w = pool_weights(kind, g, fam)
 
     def factor(c: int | None) -> np.ndarray:
