@@ -27,7 +27,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.validity_data import DATASETS, copy_pairs, load_pool  # noqa: E402
-from benchmarks.validity_pools import POOL_MODALITY, POOLS, _cache_dir, pool_roles, regret, signals, top_pick  # noqa: E402
+from benchmarks.validity_pools import POOL_MODALITY, POOLS, VARIANTS, _cache_dir, pool_roles, regret, signals, top_pick  # noqa: E402
 from embedselect.aggregate import combine_ranks, copies_below_parents  # noqa: E402
 from benchmarks.validity_default import SIGNALS, default_setting  # noqa: E402
 
@@ -49,7 +49,7 @@ def view_picks(name: str, pool: str, seeds: int, jobs: int, method: str | None =
     truth = {k: v["acc"] for k, v in json.loads(truth_path.read_text()).items() if k in vectors}
     weights, default = default_setting(meta["modality"])
     method = method or default
-    tp = next((m for m in weights if m.split("-")[0] == "task_prior"), "task_prior")  # the default's task_prior signal
+    tp = next((m for m in weights if VARIANTS.get(m, (m, {}))[0] == "task_prior"), "task_prior")  # its task_prior
     references, families = pool_roles(entries, list(vectors))
     pairs = copy_pairs(entries, vectors, seed=0)
     tp_picks, picks, regrets, rhos = [], [], [], []
