@@ -176,7 +176,8 @@ stage, pixel-pca, random projection)."""
 def wide_pool(n: int = 300, seed: int = 0) -> None:
     """The whole ``task_prior`` metric (moments, central prior, probes) on 11 candidates whose widths sum to ~9 500 on
     ``n`` items (all of them for the moments and the probes), the shape of an image pool, with the sampled tasks of
-    the text default and with the image default's cluster tasks, each candidate left out of its own prior."""
+    the text default and with the image default's cluster tasks (8 and 32 k-means restarts per class count), each
+    candidate left out of its own prior."""
     import numpy as np
 
     from embedselect.metrics import taskprior
@@ -186,7 +187,9 @@ def wide_pool(n: int = 300, seed: int = 0) -> None:
     signal = rng.standard_normal((n, 64))
     embs = {f"c{i}": (signal @ rng.standard_normal((64, d)) + rng.standard_normal((n, d))).astype(np.float32)
             for i, d in enumerate(WIDE_DIMS)}
-    for label, opts in (("sampled tasks", {}), ("cluster tasks", {"tasks": "clusters", "leave_self_out": True})):
+    clusters = {"tasks": "clusters", "leave_self_out": True}
+    for label, opts in (("sampled tasks", {}), ("cluster tasks", clusters),
+                        ("cluster tasks, 32 restarts", {**clusters, "cluster_restarts": 32})):
         t0 = time.perf_counter()
         taskprior.compute(MetricContext(embeddings=embs, run_keys={k: k for k in embs}, seed=seed,
                                         options={**opts, "max_items": n, "moments_max_items": n}))

@@ -84,6 +84,8 @@ FAMILIES = {
     "central prior, Gaussian sufficiency": ("task_prior-central", "sufficiency-gaussian", "nn_agreement"),
     "cluster tasks, KNIFE sufficiency": ("task_prior-clusters", "sufficiency-knife", "nn_agreement"),
     "cluster tasks, Gaussian sufficiency": ("task_prior-clusters", "sufficiency-gaussian", "nn_agreement"),
+    "32 cluster restarts, KNIFE sufficiency": ("task_prior-clusters32", "sufficiency-knife", "nn_agreement"),
+    "32 cluster restarts, Gaussian sufficiency": ("task_prior-clusters32", "sufficiency-gaussian", "nn_agreement"),
 }
 """--variants: the option families compared; each is the (task_prior, sufficiency, nn_agreement) signal that stands
 in the grid. "before": the pool's built-in baselines count in task_prior's prior and nn_agreement's comparison as
@@ -94,7 +96,8 @@ explicitly (issue 23: the default's estimator chosen by LODO); "4-class" / "8-cl
 tasks instead of 256 (``n_tasks``); "balanced prior" / "central prior": task_prior's pool prior named explicitly, its
 members weighted by redundancy or by centrality (``prior``); "cluster tasks": task_prior's probes on the central prior's
 k-means partitions into 4, 8 and 16 classes, each candidate's own kernel left out of its prior (``tasks='clusters'``,
-``leave_self_out``). ``--families`` picks some of them."""
+``leave_self_out``); "32 cluster restarts": the same with 32 k-means partitions per class count instead of 8
+(``cluster_restarts``). ``--families`` picks some of them."""
 WITHIN_MODALITY_FAMILIES = ("models as evidence, KNIFE sufficiency", "models as evidence, Gaussian sufficiency")
 """The families whose grids ``--within-modality`` searches unless ``--families`` names others."""
 VIEW_POOLS = ("all", "issue", "width", "photo8")

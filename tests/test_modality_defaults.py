@@ -15,11 +15,12 @@ IMAGE_POOL = ["pixel-pca", "pixel-pca?dim=8", "random-projection", "random-proje
 
 def test_user_options_sit_over_the_modality_defaults_option_by_option():
     assert defaults.metric_options(None, "image") == {"sufficiency": {"estimator": "gaussian"},
-                                                      "task_prior": {"tasks": "clusters", "leave_self_out": True}}
+                                                      "task_prior": {"tasks": "clusters", "leave_self_out": True,
+                                                                     "cluster_restarts": 32}}
     mine = {"sufficiency": {"estimator": "knife", "targets": "all"}, "task_prior": {"tau": 0.2}}
     got = defaults.metric_options(mine, "image")
     assert got == {"sufficiency": {"estimator": "knife", "targets": "all"},
-                   "task_prior": {"tasks": "clusters", "leave_self_out": True, "tau": 0.2}}
+                   "task_prior": {"tasks": "clusters", "leave_self_out": True, "cluster_restarts": 32, "tau": 0.2}}
     assert defaults.metric_options(None, "text") == {} and mine["sufficiency"] == {"estimator": "knife", "targets": "all"}
     assert defaults.default_weight("rankme", "image") == 0.5 and defaults.default_weight("rankme", "text") == 0.0
     from embedselect.metrics.base import get_spec
@@ -35,6 +36,7 @@ def test_a_folder_of_images_is_ranked_with_the_image_defaults(tmp_path):
     assert r.settings["metric_options"]["sufficiency"]["estimator"] == "gaussian"
     assert r.details["task_prior"]["prior"] == "central"
     assert r.details["task_prior"]["tasks"] == "clusters" and r.details["task_prior"]["n_classes"] == [4, 8]  # 60 items
+    assert r.details["task_prior"]["n_tasks"] == 2 * 32  # 32 partitions per class count (§4r)
     w = r.settings["combined_weights"]
     assert w == {"task_prior": 1.0, "sufficiency": 0.25, "nn_agreement": 0.5, "rankme": 0.5, "modularity": 0.5}  # §4q
     # the user's choice wins: their estimator and weight, the rest from the image defaults

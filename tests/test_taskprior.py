@@ -373,22 +373,57 @@ def test_a_degenerate_candidate_is_left_out_and_the_others_are_scored_as_without
 def test_cluster_tasks_recover_clear_clusters_and_are_seeded():
     from sklearn.metrics import adjusted_rand_score
 
-    from embedselect.metrics.taskprior_sampling import cluster_tasks_from_factor
+    from embedselect.metrics.taskprior_sampling import cluster_tasks_from_kernel
 
     x, lab = _clusters(150, 6, 3, 6.0, 4)
     z = kernel_factor(x)
-    got = cluster_tasks_from_factor(z, [3, 2], 5, seed=2)
+    got = cluster_tasks_from_kernel(z @ z.T, [3, 2], 5, seed=2)
     assert sorted(got) == [2, 3] and got[2].max() == 1
     tasks = got[3]
     assert tasks.shape == (5, 150) and tasks.dtype == np.int64 and tasks.min() >= 0 and tasks.max() < 3
     assert all(adjusted_rand_score(lab, t) > 0.95 for t in tasks)
-    np.testing.assert_array_equal(tasks, cluster_tasks_from_factor(z, [3], 5, seed=2)[3])
+    np.testing.assert_array_equal(tasks, cluster_tasks_from_kernel(z @ z.T, [3], 5, seed=2)[3])
+    # the kernel's scale does not matter
+    np.testing.assert_array_equal(tasks, cluster_tasks_from_kernel(7.0 * (z @ z.T), [3], 5, seed=2)[3])
     noise = kernel_factor(np.random.default_rng(0).normal(size=(150, 6)))
     # no clear partition: restarts from their own seeds disagree
-    loose = cluster_tasks_from_factor(noise, [8], 4, seed=0)[8]
+    loose = cluster_tasks_from_kernel(noise @ noise.T, [8], 4, seed=0)[8]
     assert min(adjusted_rand_score(loose[0], t) for t in loose[1:]) < 0.9
     with pytest.raises(ConfigError, match="at most the number of items"):
-        cluster_tasks_from_factor(z, [151], 1)
+        cluster_tasks_from_kernel(z @ z.T, [151], 1)
+    with pytest.raises(ConfigError, match="square matrix"):
+        cluster_tasks_from_kernel(z, [3], 1)
+
+
+def test_cluster_tasks_lanczos_and_dense_paths_agree(monkeypatch):
+    """Above EXACT_EIGH_MAX items the eigenvectors come from Lanczos iterations: the same partitions as the dense
+    eigendecomposition, whatever the seed of its start vector."""
+    from embedselect.metrics import taskprior_sampling as ts
+
+    x, _ = _clusters(200, 10, 5, 2.0, 7)
+    z = kernel_factor(x)
+    dense = ts.cluster_tasks_from_kernel(z @ z.T, [4, 8], 3, seed=1)
+    monkeypatch.setattr(ts, "EXACT_EIGH_MAX", 50)
+    for q, tasks in ts.cluster_tasks_from_kernel(z @ z.T, [4, 8], 3, seed=1).items():
+        np.testing.assert_array_equal(tasks, dense[q])
+
+
+def test_prior_kernels_are_the_prior_factors_kernels():
+    """kernel(c) of a pool prior is factor(c) factor(c)ᵀ up to a positive scale, with and without the candidate's
+    own kernel, for every pool prior."""
+    from embedselect.metrics.taskprior_priors import prior_factors, prior_kernels
+
+    emb, _ = _pool(n=90)
+    zs = [kernel_factor(v) for v in emb.values()]
+    members, fam = [0, 1, 2, 3], np.array([1.0, 1.0, 0.5, 0.5])
+    for kind in ("consensus", "balanced", "central"):
+        factor = prior_factors(kind, zs, None, members, fam)
+        kernel = prior_kernels(kind, zs, None, members, fam)
+        for c in (None, 0, 3):
+            f = factor(c)
+            want, got = f @ f.T, kernel(c)
+            np.testing.assert_allclose(got / np.linalg.norm(got), want / np.linalg.norm(want), atol=1e-12)
+        assert not np.allclose(kernel(0) / np.linalg.norm(kernel(0)), kernel(None) / np.linalg.norm(kernel(None)))
 
 
 def test_cluster_tasks_rank_by_the_shared_structure_and_check_their_options():

@@ -199,9 +199,9 @@ def test_the_benchmark_reads_each_modality_default_under_the_signal_cached_with_
     from embedselect.pipeline.defaults import default_weight, metric_options
 
     image, method = default_setting("image")
-    assert "task_prior-clusters" in image and "sufficiency-gaussian" in image and "task_prior" not in image
-    assert VARIANTS["task_prior-clusters"] == ("task_prior", metric_options(None, "image")["task_prior"])
-    assert image["task_prior-clusters"] == default_weight("task_prior", "image") and method == "mean-rank"
+    assert "task_prior-clusters32" in image and "sufficiency-gaussian" in image and "task_prior" not in image
+    assert VARIANTS["task_prior-clusters32"] == ("task_prior", metric_options(None, "image")["task_prior"])
+    assert image["task_prior-clusters32"] == default_weight("task_prior", "image") and method == "mean-rank"
     text, _ = default_setting("text")
     assert "task_prior" in text and not any(s.startswith("task_prior-") for s in text)
-    assert set(default_extra()) == {"sufficiency-gaussian", "task_prior-clusters"}
+    assert set(default_extra()) == {"sufficiency-gaussian", "task_prior-clusters32"}

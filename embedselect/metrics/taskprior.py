@@ -48,9 +48,10 @@ from embedselect.metrics.taskprior_priors import (
     cross_gram,
     pool_weights,
     prior_factors,
+    prior_kernels,
 )
 from embedselect.metrics.taskprior_sampling import (
-    cluster_tasks_from_factor,
+    cluster_tasks_from_kernel,
     positive_int,
     sample_tasks,
     sample_tasks_from_factor,
@@ -132,9 +133,9 @@ def compute(ctx: MetricContext) -> MetricResult:
         tasks ("sampled"): where the probes' tasks come from. "sampled": ``n_tasks`` labelings of ``n_classes`` drawn
             from the Gibbs measure at the temperature (Algorithm 1). "clusters": the prior's most likely labelings
             instead of random ones, k-means partitions of its spectral embedding
-            (:func:`~embedselect.metrics.taskprior_sampling.cluster_tasks_from_factor`), ``cluster_restarts`` (8) per
+            (:func:`~embedselect.metrics.taskprior_sampling.cluster_tasks_from_kernel`), ``cluster_restarts`` (8) per
             class count in ``cluster_classes`` ((4, 8, 16); counts above a fifth of the probe items are dropped);
-            the image default since 2026-11-26 (docs/benchmarks.md §4q).
+            the image default since 2026-11-26 (docs/benchmarks.md §4q), with ``cluster_restarts`` 32 (§4r).
         leave_self_out (False): a pool prior leaves the scored candidate's own kernel out (the weights of the others
             unchanged), for the moments and the probes alike, so a candidate is not scored on tasks it helped draw;
             "loo" is the consensus prior with it.
@@ -380,14 +381,14 @@ def _probes(ctx: MetricContext, opt: Mapping[str, Any], keys: list[str], zsub: l
     lz = label_factor(np.asarray(ctx.labels)[sub]) if kind == "labels" else None
     per_cand_prior = _leaves_self_out(kind, opt)
     draw = _task_drawer(opt, ns, t_sub)
-    factor = prior_factors(kind, zsub, lz, members, fam, g_members)
+    prior = (prior_kernels if opt["tasks"] == "clusters" else prior_factors)(kind, zsub, lz, members, fam, g_members)
     tasks_shared = None
     summaries: dict[str, dict[str, float]] = {}
     task_acc: dict[str, list[float]] = {}  # candidate -> held-out accuracy per task (for plots)
     for c, k in enumerate(keys):
         if per_cand_prior or tasks_shared is None:
             who = c if per_cand_prior else None
-            tasks = draw(factor(who), int(np.random.default_rng([ctx.seed, 4, who or 0]).integers(2**31)))
+            tasks = draw(prior(who), int(np.random.default_rng([ctx.seed, 4, who or 0]).integers(2**31)))
             if not per_cand_prior:
                 tasks_shared = tasks
         else:
@@ -416,7 +417,8 @@ def _leaves_self_out(kind: str, opt: Mapping[str, Any]) -> bool:
 
 
 def _task_drawer(opt: Mapping[str, Any], ns: int, t_sub: float) -> Callable[[np.ndarray, int], dict[int, np.ndarray]]:
-    """``draw(prior factor (ns, D), seed) -> {class count q: int64 tasks (S_q, ns)}`` for the option ``tasks``."""
+    """``draw(prior, seed) -> {class count q: int64 tasks (S_q, ns)}`` for the option ``tasks``; the prior is its
+    factor (ns, D) for sampled tasks, its kernel (ns, ns) for cluster tasks."""
     if opt["tasks"] == "sampled":
         n_tasks = positive_int(opt["n_tasks"], "n_tasks", 1)
         q = positive_int(opt["n_classes"], "n_classes", 2)
@@ -427,7 +429,7 @@ def _task_drawer(opt: Mapping[str, Any], ns: int, t_sub: float) -> Callable[[np.
     qs = sorted({positive_int(q, "cluster_classes", 2) for q in classes})
     qs = [q for q in qs if q <= max(2, ns // 5)] or [2]  # at least about 5 items per class
     restarts = positive_int(opt["cluster_restarts"], "cluster_restarts", 1)
-    return lambda zp, seed: cluster_tasks_from_factor(zp, qs, restarts, seed=seed)
+    return lambda kp, seed: cluster_tasks_from_kernel(kp, qs, restarts, seed=seed)
 
 
 def _finish(opt: Mapping[str, Any], columns: dict[str, dict[str, float]], details: dict[str, Any],

@@ -1,5 +1,5 @@
 """Task Prior's pool priors: the weights of the members' kernels in a prior built from the pool, and the prior's
-kernel factor for one candidate (:mod:`embedselect.metrics.taskprior`'s ``prior`` option)."""
+kernel (or its factor) for one candidate (:mod:`embedselect.metrics.taskprior`'s ``prior`` option)."""
 
 from __future__ import annotations
 
@@ -109,3 +109,30 @@ def prior_factors(kind: str, zs: list[np.ndarray], labels_z: np.ndarray | None, 
         return z / norm ** 0.25
 
     return factor
+
+
+def prior_kernels(kind: str, zs: list[np.ndarray], labels_z: np.ndarray | None, members: list[int],
+                  fam: np.ndarray, g: np.ndarray | None = None) -> Callable[[int | None], np.ndarray]:
+    """``kernel(c)``: the prior kernel (n, n) float64 of :func:`prior_factors`'s ``factor(c)``, up to a positive
+    scale. A pool prior's weighted kernel sum over every member is formed once (n²·D); leaving ``c`` out then
+    subtracts its own weighted kernel (n²·d_c), so each candidate costs one n×n product with its own factor instead
+    of a product with the D columns of all the others. ``g`` as in :func:`prior_factors` (needed only for the
+    weighed priors)."""
+    if kind == "labels" or kind.startswith("candidate:"):
+        z = prior_factors(kind, zs, labels_z, members, fam, g)(None)
+        fixed = z @ z.T
+        return lambda c: fixed
+    if g is None and kind in WEIGHED_PRIORS:
+        g = cross_gram([zs[i] for i in members])
+    w = pool_weights(kind, g, fam)
+    total = np.zeros((zs[members[0]].shape[0],) * 2, dtype=np.float64)
+    for j, i in enumerate(members):
+        total += w[j] * (zs[i] @ zs[i].T)
+    where = {i: j for j, i in enumerate(members)}
+
+    def kernel(c: int | None) -> np.ndarray:
+        if c is None or c not in where:
+            return total
+        return total - w[where[c]] * (zs[c] @ zs[c].T)
+
+    return kernel

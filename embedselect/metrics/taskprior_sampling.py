@@ -126,38 +126,53 @@ def sample_tasks(
 # --------------------------------------------------------------------------------------------------
 
 
-def cluster_tasks_from_factor(z: np.ndarray, classes: Sequence[int], restarts: int, *,
+EXACT_EIGH_MAX = 1024
+"""Up to this many items the cluster tasks' eigenvectors come from a dense partial eigendecomposition (LAPACK);
+above it from Lanczos iterations (ARPACK), which touch the kernel only through products with it."""
+
+
+def cluster_tasks_from_kernel(k: np.ndarray, classes: Sequence[int], restarts: int, *,
                               seed: int = 0) -> dict[int, np.ndarray]:
     """The prior's most likely labelings: k-means partitions of its spectral embedding.
 
     The Gibbs measure μ_K(G) ∝ exp(Tr(GK)/T) puts its mass, as T → 0, on the labelings that maximise Tr(GK), the
     within-class similarity; relaxed to the top q eigen-directions of K, that is spectral clustering. For each class
-    count q the embedding is ``U_q S_q`` (one seeded randomised SVD of the factor, at the largest q), its rows scaled
-    to unit length; each restart is one k-means run (Lloyd, k-means++ start) from its own seed, so the tasks differ
-    where the partition is not clear-cut.
+    count q the embedding is ``V_q Λ_q^½`` (the exact top eigenpairs of K, at the largest q), its rows scaled to unit
+    length; each restart is one k-means run (Lloyd, k-means++ start) from its own seed, so the tasks differ where
+    the partition is not clear-cut. The embedding does not depend on ``seed`` (Lanczos' start vector moves it only
+    by its tolerance) nor on the kernel's positive scale.
 
     Args:
-        z: float array (n, D), the prior kernel's factor ``K = Z Zᵀ``.
+        k: float array (n, n), the prior kernel (symmetric positive semi-definite), any positive scale.
         classes: class counts q, each ≥ 2 and at most n.
         restarts: S ≥ 1 partitions per class count.
-        seed: seeds the SVD and the restarts.
+        seed: seeds the restarts (and Lanczos' start vector above :data:`EXACT_EIGH_MAX` items).
 
     Returns:
         class count q -> int64 array (restarts, n) of labels in [0, q).
     """
+    from scipy.linalg import eigh
+    from scipy.sparse.linalg import eigsh
     from sklearn.cluster import KMeans
-    from sklearn.utils.extmath import randomized_svd
 
-    z = np.asarray(z, dtype=np.float64)
+    k = np.asarray(k, dtype=np.float64)
     qs = sorted({positive_int(q, "n_classes", 2) for q in classes})
     s_tasks = positive_int(restarts, "restarts", 1)
-    n = z.shape[0]
+    n = k.shape[0]
+    if k.ndim != 2 or k.shape[1] != n:
+        raise ConfigError(f"the prior kernel must be a square matrix, got shape {k.shape}")
     if not qs or qs[-1] > n:
         raise ConfigError(f"class counts must be given, each at most the number of items ({n}); got {list(classes)}")
-    u, s, _ = randomized_svd(z, qs[-1], n_iter=7, random_state=int(np.random.default_rng([seed, 13]).integers(2**31)))
+    top = qs[-1]
+    if n <= EXACT_EIGH_MAX or top >= n - 1:
+        evals, evecs = eigh(k, subset_by_index=[n - top, n - 1])
+    else:
+        evals, evecs = eigsh(k, k=top, v0=np.random.default_rng([seed, 13]).standard_normal(n))
+    order = np.argsort(evals)[::-1]
+    spectral = evecs[:, order] * np.sqrt(np.clip(evals[order], 0.0, None))
     out = {}
     for q in qs:
-        e = u[:, :q] * s[:q]
+        e = spectral[:, :q]
         norms = np.linalg.norm(e, axis=1, keepdims=True)
         e = e / np.where(norms > 1e-12, norms, 1.0)
         seeds = np.random.default_rng([seed, 13, q]).integers(2**31, size=s_tasks)
