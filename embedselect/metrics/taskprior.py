@@ -380,15 +380,14 @@ def _probes(ctx: MetricContext, opt: Mapping[str, Any], keys: list[str], zsub: l
     t_sub = resolve_temperature(ns, temperature=opt["temperature"], tau=opt["tau"])
     lz = label_factor(np.asarray(ctx.labels)[sub]) if kind == "labels" else None
     per_cand_prior = _leaves_self_out(kind, opt)
-    draw = _task_drawer(opt, ns, t_sub)
-    prior = (prior_kernels if opt["tasks"] == "clusters" else prior_factors)(kind, zsub, lz, members, fam, g_members)
+    draw = _task_drawer(opt, ns, t_sub, (kind, zsub, lz, members, fam, g_members))
     tasks_shared = None
     summaries: dict[str, dict[str, float]] = {}
     task_acc: dict[str, list[float]] = {}  # candidate -> held-out accuracy per task (for plots)
     for c, k in enumerate(keys):
         if per_cand_prior or tasks_shared is None:
             who = c if per_cand_prior else None
-            tasks = draw(prior(who), int(np.random.default_rng([ctx.seed, 4, who or 0]).integers(2**31)))
+            tasks = draw(who, int(np.random.default_rng([ctx.seed, 4, who or 0]).integers(2**31)))
             if not per_cand_prior:
                 tasks_shared = tasks
         else:
@@ -416,20 +415,26 @@ def _leaves_self_out(kind: str, opt: Mapping[str, Any]) -> bool:
     return kind == "loo" or (bool(opt["leave_self_out"]) and kind in POOL_PRIORS)
 
 
-def _task_drawer(opt: Mapping[str, Any], ns: int, t_sub: float) -> Callable[[np.ndarray, int], dict[int, np.ndarray]]:
-    """``draw(prior, seed) -> {class count q: int64 tasks (S_q, ns)}`` for the option ``tasks``; the prior is its
-    factor (ns, D) for sampled tasks, its kernel (ns, ns) for cluster tasks."""
+def _task_drawer(opt: Mapping[str, Any], ns: int, t_sub: float,
+                 prior_args: tuple[Any, ...]) -> Callable[[int | None, int], dict[int, np.ndarray]]:
+    """``draw(who, seed) -> {class count q: int64 tasks (S_q, ns)}`` for the option ``tasks``: the tasks of the prior
+    for candidate ``who`` (None: nobody left out), from its factor (ns, D,
+    :func:`~embedselect.metrics.taskprior_priors.prior_factors`) for sampled tasks or its kernel (ns, ns,
+    :func:`~embedselect.metrics.taskprior_priors.prior_kernels`) for cluster tasks. ``prior_args``: their arguments
+    (kind, factors, label factor, members, family weights, cross Gram matrix); the options are checked first."""
     if opt["tasks"] == "sampled":
         n_tasks = positive_int(opt["n_tasks"], "n_tasks", 1)
         q = positive_int(opt["n_classes"], "n_classes", 2)
-        return lambda zp, seed: {q: sample_tasks_from_factor(zp, n_tasks, q, temperature=t_sub, seed=seed)}
+        factor = prior_factors(*prior_args)
+        return lambda who, seed: {q: sample_tasks_from_factor(factor(who), n_tasks, q, temperature=t_sub, seed=seed)}
     classes = opt["cluster_classes"]
     if isinstance(classes, (str, bytes)) or not hasattr(classes, "__iter__") or not list(classes):
         raise ConfigError(f"task_prior option 'cluster_classes' must list class counts ≥ 2, got {classes!r}")
     qs = sorted({positive_int(q, "cluster_classes", 2) for q in classes})
     qs = [q for q in qs if q <= max(2, ns // 5)] or [2]  # at least about 5 items per class
     restarts = positive_int(opt["cluster_restarts"], "cluster_restarts", 1)
-    return lambda kp, seed: cluster_tasks_from_kernel(kp, qs, restarts, seed=seed)
+    kernel = prior_kernels(*prior_args)
+    return lambda who, seed: cluster_tasks_from_kernel(kernel(who), qs, restarts, seed=seed)
 
 
 def _finish(opt: Mapping[str, Any], columns: dict[str, dict[str, float]], details: dict[str, Any],
