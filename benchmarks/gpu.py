@@ -273,6 +273,15 @@ def section_sufficiency(dev: str, ci: bool) -> list[dict[str, Any]]:
     one, t_one = _timed(
         lambda: information_sufficiency(pool, seed=0, device=dev, run_keys=keys, batched=False, **opts), dev
     )
+    t_eager = None
+    if dev.startswith("cuda"):  # the same batched run with eager steps instead of the captured CUDA graph
+        from embedselect.metrics.knife import engine
+
+        engine.CUDA_GRAPHS = False
+        try:
+            _, t_eager = _timed(lambda: information_sufficiency(pool, seed=0, device=dev, run_keys=keys, **opts), dev)
+        finally:
+            engine.CUDA_GRAPHS = True
     diff = max(abs(ref.scores[k] - out.scores[k]) for k in pool)
     diff_one = max(abs(one.scores[k] - out.scores[k]) for k in pool)
     same = _same_order(ref.scores, out.scores) and _same_order(one.scores, out.scores)
@@ -281,9 +290,10 @@ def section_sufficiency(dev: str, ci: bool) -> list[dict[str, Any]]:
         "section": "sufficiency",
         "case": f"{c} candidates ({c * (c - 1)} pairs), n={n}, {steps} steps/pair", "dtype": "float32",
         "cpu_s": t_cpu, "device_s": t_dev, "one_pair_at_a_time_s": t_one, "batched_speedup": speedup,
-        "peak_mib": peak,
+        "eager_steps_s": t_eager, "peak_mib": peak,
         "check": f"max |score diff| vs CPU {diff:.4f}, vs one-pair {diff_one:.4f} <= 0.05; same order: {same}"
-                 + ("" if not dev.startswith("cuda") else f"; batched {speedup:.1f}x (target >= 20x)"),
+                 + ("" if not dev.startswith("cuda") else f"; batched {speedup:.1f}x (target >= 20x)")
+                 + ("" if t_eager is None else f"; CUDA graph steps {t_eager / t_dev:.1f}x eager ({t_eager:.3g} s)"),
         "ok": bool(diff <= 0.05 and diff_one <= 0.05 and same),
     }]  # fmt: skip
 

@@ -39,6 +39,7 @@ from embedselect.nn_device import (
     describe,
     faiss_has_gpu,
     faiss_module,
+    first_gpu,
     gpu_ids,
     gpu_smoke_test,
     recall,
@@ -144,7 +145,7 @@ def build_index(
         index = to_gpus(index, gpus)
     index.add(xs)
     if not use_exact and gpus:
-        tune_nprobe(index, xs, ftype, start=nprobe, seed=seed)
+        tune_nprobe(index, xs, ftype, gpus[0], start=nprobe, seed=seed)
     # plain Python attributes on the SWIG proxy (FAISS's own __setattr__ refuses names it does not know)
     object.__setattr__(index, "embedselect_device", describe(gpus))
     object.__setattr__(index, "embedselect_exact", use_exact)
@@ -308,7 +309,8 @@ def knn(
     s, i = search_index(index, qs, k, metric=metric, prepared=True, self_ids=self_ids)
     nb = Neighbours(scores=s, ids=i, metric=metric, exact=is_exact(index), device=index_device(index))
     if not nb.exact:
-        rows, truth = sampled_truth(xs, qs, k, _ftype(metric), seed=0, exclude_self=exclude_self)
+        rows, truth = sampled_truth(xs, qs, k, _ftype(metric), seed=0, exclude_self=exclude_self,
+                                    gpu=first_gpu(nb.device))
         nb.recall = recall(nb.ids[rows], truth)
         if nb.recall < RECALL_WARN:
             log.warning(

@@ -162,6 +162,13 @@ def describe(gpus: list[int]) -> str:
     return "cuda:" + ",".join(map(str, gpus)) + " (sharded)"
 
 
+def first_gpu(label: str) -> int | None:
+    """The first GPU of a device label made by :func:`describe` (``None`` for ``"cpu"``)."""
+    if not label.startswith("cuda:"):
+        return None
+    return int(label[5:].split(",", 1)[0].split(" ", 1)[0])
+
+
 def to_gpus(index, gpus: list[int]):
     """A GPU copy of the CPU ``index`` on ``gpus``: one GPU via ``index_cpu_to_gpu``; several: sharded (each GPU
     holds 1/len(gpus) of the rows, ``GpuMultipleClonerOptions(shard=True)``), with this process's resources."""
@@ -181,14 +188,15 @@ def to_cpu(index):
     return faiss.index_gpu_to_cpu(index)
 
 
-def tune_nprobe(index, xs: np.ndarray, ftype: int, *, start: int = IVF_NPROBE, seed: int) -> None:
+def tune_nprobe(index, xs: np.ndarray, ftype: int, gpu: int, *, start: int = IVF_NPROBE, seed: int) -> None:
     """Raise the ``nprobe`` of the filled IVF ``index`` (on the GPUs, sharded or not) from ``start`` until
     :data:`IVF_RECALL` is reached on sampled indexed rows (see there); the sample's exact neighbours come from
-    brute-force FAISS on the CPU (RECALL_SAMPLE × n × d multiply-adds)."""
+    brute-force FAISS on GPU ``gpu`` (RECALL_SAMPLE × n × d multiply-adds; on the CPU they cost 3–4 s at
+    n = 10⁶, d = 384, docs/benchmarks.md §6)."""
     faiss = faiss_module()
     n = xs.shape[0]
     k = min(10, n)
-    rows, truth = sampled_truth(xs, xs, k, ftype, seed=[seed, 11])
+    rows, truth = sampled_truth(xs, xs, k, ftype, seed=[seed, 11], gpu=gpu)
     q = np.ascontiguousarray(xs[rows])
     space = getattr(faiss, "GpuParameterSpace", faiss.ParameterSpace)()  # it also sets a sharded index's parts
     nlist = ivf_nlist(n)
@@ -207,14 +215,19 @@ def tune_nprobe(index, xs: np.ndarray, ftype: int, *, start: int = IVF_NPROBE, s
               got, len(rows))
 
 
-def sampled_truth(xs: np.ndarray, qs: np.ndarray, k: int, ftype: int, *, seed: Any,
-                  exclude_self: bool = False) -> tuple[np.ndarray, np.ndarray]:
+def sampled_truth(xs: np.ndarray, qs: np.ndarray, k: int, ftype: int, *, seed: Any, exclude_self: bool = False,
+                  gpu: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """A seeded sample of at most :data:`RECALL_SAMPLE` query rows (sorted indices into ``qs``) and their exact ``k``
-    nearest rows of ``xs`` (int64 (m, k), brute-force FAISS with metric type ``ftype``, no index), the query's own row
-    left out with ``exclude_self`` (then ``qs`` are the rows of ``xs``): what an approximate search is checked against."""
+    nearest rows of ``xs`` (int64 (m, k), brute-force FAISS with metric type ``ftype``, no index; on GPU ``gpu`` when
+    given, else on the CPU), the query's own row left out with ``exclude_self`` (then ``qs`` are the rows of ``xs``):
+    what an approximate search is checked against."""
     faiss = faiss_module()
     rows = np.sort(np.random.default_rng(seed).choice(qs.shape[0], size=min(RECALL_SAMPLE, qs.shape[0]), replace=False))
-    _, truth = faiss.knn(np.ascontiguousarray(qs[rows]), xs, k + (1 if exclude_self else 0), metric=ftype)
+    q, kk = np.ascontiguousarray(qs[rows]), k + (1 if exclude_self else 0)
+    if gpu is None:
+        _, truth = faiss.knn(q, xs, kk, metric=ftype)
+    else:
+        _, truth = faiss.knn_gpu(gpu_resources(gpu), q, xs, kk, metric=ftype, device=gpu)
     if exclude_self:
         truth = np.array([[j for j in t if j != r][:k] for r, t in zip(rows, truth)], dtype=np.int64)
     return rows, truth
@@ -248,5 +261,5 @@ def trained_ivf(xs: np.ndarray, ftype: int, gpu: int, *, nprobe: int, seed: int)
 
 
 __all__ = ["GPU_MAX_K", "IVF_NPROBE", "IVF_RECALL", "RECALL_SAMPLE", "auto_device", "describe", "faiss_has_gpu",
-           "faiss_module", "gpu_ids", "gpu_resources", "gpu_smoke_test", "ivf_nlist", "num_gpus", "recall", "sampled_truth",
-           "to_cpu", "to_gpus", "trained_ivf", "tune_nprobe"]
+           "faiss_module", "first_gpu", "gpu_ids", "gpu_resources", "gpu_smoke_test", "ivf_nlist", "num_gpus", "recall",
+           "sampled_truth",           "to_cpu", "to_gpus", "trained_ivf", "tune_nprobe"]

@@ -33,7 +33,7 @@ def _data(n=600, d=16, seed=0):
 @pytest.fixture
 def fake_gpus(monkeypatch):
     """A FAISS that reports 4 working GPUs; cloning records its arguments and returns the CPU index itself."""
-    calls: dict[str, list] = {"one": [], "multi": [], "to_cpu": []}
+    calls: dict[str, list] = {"one": [], "multi": [], "to_cpu": [], "knn_gpu": []}
 
     class FakeResources:
         pass
@@ -53,6 +53,11 @@ def fake_gpus(monkeypatch):
         calls["to_cpu"].append(index)
         return index
 
+    def knn_gpu(res, xq, xb, k, metric=faiss.METRIC_L2, device=-1):
+        calls["knn_gpu"].append((res, device, xq.shape, xb.shape))
+        return faiss.knn(xq, xb, k, metric=metric)
+
+    monkeypatch.setattr(faiss, "knn_gpu", knn_gpu, raising=False)
     monkeypatch.setattr(faiss, "StandardGpuResources", FakeResources, raising=False)
     monkeypatch.setattr(faiss, "GpuMultipleClonerOptions", FakeClonerOptions, raising=False)
     monkeypatch.setattr(faiss, "get_num_gpus", lambda: 4, raising=False)
@@ -207,8 +212,10 @@ def test_an_approximate_gpu_index_is_tuned_to_its_recall_target_on_structureless
     index raises nprobe on sampled indexed rows until nn_device.IVF_RECALL is reached (on the fake GPUs the IVF index is
     FAISS's CPU one, which searches as the GPU one does; the real GPU run is test_gpu_ivf_index_recall_and_cpu_copy)."""
     x = _data(n=50_000, d=32, seed=4)
-    ivf = nn.build_index(x, exact=False, device="cuda")
+    ivf = nn.build_index(x, exact=False, device="cuda:2")
     assert isinstance(ivf, faiss.IndexIVFFlat) and ivf.nprobe > nn.IVF_NPROBE
+    # the sample's exact neighbours come from a brute-force search on the index's own GPU, not the CPU
+    assert [(dev, q, xb) for _, dev, q, xb in fake_gpus["knn_gpu"]] == [(2, (nn.RECALL_SAMPLE, 32), (50_000, 32))]
     q = nn.prepare(x[-200:])  # rows outside the tuning sample's seed, searched as a user would
     _, got = nn.search_index(ivf, q, 10, prepared=True)
     _, ref = nn.search_index(nn.build_index(x, exact=True), q, 10, prepared=True)
@@ -224,3 +231,13 @@ def test_the_gpu_smoke_check_accepts_a_faiss_that_answers_correctly():
     assert code != nn_device._GPU_SMOKE
     ok, reason = nn_device.gpu_smoke_test(code)
     assert ok, reason
+
+
+def test_an_approximate_knn_on_the_gpu_checks_its_recall_there(fake_gpus):
+    """nn.knn measures an approximate search's recall against exact neighbours of sampled queries; when the search
+    ran on the GPUs, so does that brute-force search (on the first GPU of a sharded index)."""
+    x = _data(n=3_000, d=16, seed=5)
+    nb = nn.knn(x, 5, exact=False, device="cuda")
+    assert nb.device == "cuda:0,1,2,3 (sharded)" and nb.recall is not None and nb.recall > 0.5
+    assert [dev for _, dev, _, _ in fake_gpus["knn_gpu"]] == [0, 0]  # the IVF tuning, then the recall check
+    assert nn_device.first_gpu("cuda:3") == 3 and nn_device.first_gpu("cpu") is None

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds .devcarry/ (git-ignored through .git/info/exclude): everything benchmarks/gpu.py and tests/test_nn_gpu.py
+# Builds .devcarry/ (git-ignored through .git/info/exclude): everything benchmarks/gpu.py and the GPU tests
 # need on a lent GPU machine that has torch (CUDA 13) but no network and takes at most 64 MiB per call.
 #   bash benchmarks/gpu_session/pack.sh [MINILM_DIR MPNET_DIR]     # then run.sh there (see README.md)
 # What travels (about 46 MB): embedselect's pinned dependencies the image lacks or has older (versions read from

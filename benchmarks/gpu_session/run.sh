@@ -33,7 +33,7 @@ while [ $# -gt 0 ]; do
     step=$1; shift; el "$step"
     case $step in
         setup) setup ;;
-        tests) timeout 120 python3 -m pytest -q -p no:cacheprovider tests/test_nn_gpu.py -rs 2>&1 | tail -8 | tee $OUT/pytest_nn_gpu.txt ;;
+        tests) timeout 180 python3 -m pytest -q -p no:cacheprovider tests/test_nn_gpu.py tests/test_knife_gpu.py -rs 2>&1 | tail -12 | tee $OUT/pytest_gpu.txt ;;
         faiss|faiss_scale) timeout 240 python3 benchmarks/gpu.py --sections $step --out $OUT/$step.json --markdown $OUT/$step.md 2>&1 | grep -E "^\||^faiss" ;;
         moments) timeout 120 python3 benchmarks/gpu.py --sections moments,sufficiency --out $OUT/moments.json 2>&1 | grep "^|" ;;
         e2e) n=$1; shift

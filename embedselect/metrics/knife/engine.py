@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import math
 from dataclasses import dataclass, field
 
@@ -11,6 +12,8 @@ import torch
 from embedselect.errors import MetricError
 from embedselect.metrics.knife.mixture import LOG_SCALE_MAX, LOG_SCALE_MIN, Marginal, TargetTables, cond_loglik
 from embedselect.metrics.knife.prepare import Prepared
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -31,6 +34,12 @@ class PairFit:
     best_step: int
     steps: int
     history: list[float] = field(default_factory=list)
+
+
+CUDA_GRAPHS = True
+"""Whether training steps on a CUDA device run as a captured CUDA graph (:meth:`_Engine.step`); ``False`` runs
+them eagerly, as on the CPU (what the graphs are checked against in ``tests/test_knife_gpu.py`` and timed against
+in ``benchmarks/gpu.py``)."""
 
 
 def _stack_padded(mats: list[torch.Tensor], width: int) -> torch.Tensor:
@@ -112,6 +121,11 @@ class _Engine:
         self.m2 = {n: torch.zeros_like(v) for n, v in self.params.items()}
         self.t = 0
         self.best = {n: v.detach().clone() for n, v in self.params.items()}
+        self.graphs = CUDA_GRAPHS
+        self._graph: torch.cuda.CUDAGraph | None = None  # the captured step for the current active pairs
+        self._graph_warm = False  # an eager step ran since the active pairs last changed
+        self._lr_t = torch.zeros((), dtype=torch.float32, device=device)  # Adam's step size, see _set_step_sizes
+        self._corr_t = torch.ones((), dtype=torch.float32, device=device)
 
     def loglik(self, idx, params=None, si=None, ti=None) -> torch.Tensor:
         """Conditional log-likelihood of rows ``idx`` for the active pairs: float32 (P_active, len(idx))."""
@@ -205,7 +219,7 @@ class _Engine:
         t = v * d_a
         torch.add(d_v, t, alpha=2.0, out=d_shift).mul_(xr)  # d loss / d v = d loss / d shift
         t.add_(d_v).mul_(v).add_(d_r)  # d loss / d r
-        torch.addcmul(torch.tensor(inv_b, dtype=t.dtype, device=t.device), t, xr, value=-2.0, out=d_scale)
+        torch.addcmul(t.new_full((), inv_b), t, xr, value=-2.0, out=d_scale)  # no host copy: CUDA-graph safe
         if mask is not None:
             d_scale.mul_(mask)
         d_scale.masked_fill_(bsc != o_scale if mask is None else (o_scale < lo) | (o_scale > hi), 0.0)
@@ -233,6 +247,44 @@ class _Engine:
         }
 
     def step(self, idx, lr, betas=(0.9, 0.999), eps=1e-8) -> None:
+        """One Adam step of every active pair on rows ``idx`` (int64 (B,) on the engine's device): on a CUDA device
+        the replay of a captured CUDA graph (:meth:`_graph_step`), elsewhere :meth:`_eager_step`."""
+        if self.graphs and idx.device.type == "cuda":
+            self._graph_step(idx, lr, betas, eps)
+        else:
+            self._eager_step(idx, lr, betas, eps)
+
+    def _graph_step(self, idx, lr, betas, eps) -> None:
+        """:meth:`_eager_step` as one CUDA graph: a step is about a hundred small kernels, launch-bound from Python
+        (docs/benchmarks.md §6). The graph is captured on the first step after the active pairs change (that step
+        runs eagerly first, on a side stream, so lazy CUDA and cuBLAS set-up happens outside the capture) and
+        replayed with the step's rows and Adam's step sizes written into its static inputs. The kernels are the
+        eager step's, so the results are too."""
+        if self._graph is None and not self._graph_warm:
+            side = torch.cuda.Stream(device=idx.device)
+            side.wait_stream(torch.cuda.current_stream(idx.device))
+            with torch.cuda.stream(side):
+                self._eager_step(idx, lr, betas, eps)
+            torch.cuda.current_stream(idx.device).wait_stream(side)
+            self._graph_warm = True
+            return
+        if self._graph is None:
+            self._g_idx = idx.clone()
+            graph = torch.cuda.CUDAGraph()
+            try:
+                with torch.no_grad(), torch.cuda.graph(graph):
+                    self._update(self.loss_grads(self.step_rows(self._g_idx), self._g_idx.numel()), betas, eps)
+            except RuntimeError as exc:  # a driver or build that cannot capture: train eagerly, as on the CPU
+                log.warning("KNIFE: capturing the training step as a CUDA graph failed (%s); stepping eagerly", exc)
+                self.graphs = False
+                self._eager_step(idx, lr, betas, eps)
+                return
+            self._graph = graph
+        self._g_idx.copy_(idx)
+        self._set_step_sizes(lr, betas)
+        self._graph.replay()
+
+    def _eager_step(self, idx, lr, betas, eps) -> None:
         n_p = len(self.active)
         rows = self.step_rows(idx)
         width = max(self.R, self.h, self.C + 2 * self.K + 1, 3 * self.K)
@@ -245,23 +297,36 @@ class _Engine:
             for a in range(0, n_p, per_chunk):
                 for n, v in self.loss_grads(rows, idx.numel(), a, a + per_chunk).items():
                     grads[n][a : a + per_chunk] = v
+        self._set_step_sizes(lr, betas)
+        self._update(grads, betas, eps)
+
+    def _set_step_sizes(self, lr: float, betas: tuple[float, float]) -> None:
+        """Count the step (``t``) and write Adam's bias-corrected step sizes into the 0-d float32 tensors the
+        update reads: ``-lr / (1 - b1^t)`` and ``1 / sqrt(1 - b2^t)`` (device-side, so a captured graph reads them)."""
         self.t += 1
         b1, b2 = betas
-        c1 = 1 - b1**self.t
-        c2 = 1 - b2**self.t
+        self._lr_t.fill_(-lr / (1 - b1**self.t))
+        self._corr_t.fill_(1.0 / math.sqrt(1 - b2**self.t))
+
+    @torch.no_grad()
+    def _update(self, grads: dict[str, torch.Tensor], betas: tuple[float, float], eps: float) -> None:
+        """Adam on every stacked parameter: ``p += lr_t * m1 / (sqrt(m2) * corr_t + eps)``, the moments updated
+        first (= ``-lr / c1 * m1_hat / (sqrt(m2 / c2) + eps)``, Adam's update; no host values, so it can be captured)."""
+        b1, b2 = betas
         names = list(self.params)
         ps = [self.params[n] for n in names]
         gs = [grads[n] for n in names]
         m1 = [self.m1[n] for n in names]
         m2 = [self.m2[n] for n in names]
-        with torch.no_grad():
-            torch._foreach_lerp_(m1, gs, 1 - b1)
-            torch._foreach_mul_(m2, b2)
-            torch._foreach_addcmul_(m2, gs, gs, value=1 - b2)
-            den = torch._foreach_div(m2, c2)
-            torch._foreach_sqrt_(den)
-            torch._foreach_add_(den, eps)
-            torch._foreach_addcdiv_(ps, m1, den, value=-lr / c1)
+        torch._foreach_lerp_(m1, gs, 1 - b1)
+        torch._foreach_mul_(m2, b2)
+        torch._foreach_addcmul_(m2, gs, gs, value=1 - b2)
+        den = torch._foreach_sqrt(m2)
+        torch._foreach_mul_(den, self._corr_t)
+        torch._foreach_add_(den, eps)
+        upd = torch._foreach_div(m1, den)
+        torch._foreach_mul_(upd, self._lr_t)
+        torch._foreach_add_(ps, upd)
 
     @torch.no_grad()
     def mean_nll(self, idx, chunk, best=False) -> np.ndarray:
@@ -303,6 +368,7 @@ class _Engine:
             self.m2[n] = self.m2[n][sel].clone()
         self.si, self.ti = self.si[sel], self.ti[sel]
         self.active = self.active[keep]
+        self._graph, self._graph_warm = None, False  # new shapes and tensors: capture again
 
     def freeze_index(self) -> None:
         self.si_all, self.ti_all = self.si.clone(), self.ti.clone()
