@@ -219,12 +219,12 @@ def sampled_truth(xs: np.ndarray, qs: np.ndarray, k: int, ftype: int, *, seed: A
                   gpu: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """A seeded sample of at most :data:`RECALL_SAMPLE` query rows (sorted indices into ``qs``) and their exact ``k``
     nearest rows of ``xs`` (int64 (m, k), brute-force FAISS with metric type ``ftype``, no index; on GPU ``gpu`` when
-    given, else on the CPU), the query's own row left out with ``exclude_self`` (then ``qs`` are the rows of ``xs``):
+    given and ``k`` is within :data:`GPU_MAX_K`, else on the CPU), the query's own row left out with ``exclude_self`` (then ``qs`` are the rows of ``xs``):
     what an approximate search is checked against."""
     faiss = faiss_module()
     rows = np.sort(np.random.default_rng(seed).choice(qs.shape[0], size=min(RECALL_SAMPLE, qs.shape[0]), replace=False))
     q, kk = np.ascontiguousarray(qs[rows]), k + (1 if exclude_self else 0)
-    if gpu is None:
+    if gpu is None or kk > GPU_MAX_K:
         _, truth = faiss.knn(q, xs, kk, metric=ftype)
     else:
         _, truth = faiss.knn_gpu(gpu_resources(gpu), q, xs, kk, metric=ftype, device=gpu)

@@ -155,7 +155,7 @@ def test_public_signatures_show_no_private_parameters_and_loaded_data_goes_throu
         private = [p for p in inspect.signature(fn).parameters if p.startswith("_")]
         assert not private, f"{fn.__name__} shows private parameters {private}"
     ref = api.load_reference_data(SAMPLE, column="text", labels=None, max_items=None, seed=0, on_error="fail")
-    store = embedselect.Store.open(cache_dir / "other")
+    store = embedselect.Store.open(cache_dir.parent / "other")
     outcomes = api.embed_reference(ref, ["tfidf-svd"], store=store, keep_vectors=True)
     assert outcomes[0].result.ok and outcomes[0].vectors.shape == (len(ref), outcomes[0].result.dim)
     assert store.load_vectors(outcomes[0].result.run_key) is not None

@@ -47,6 +47,14 @@ def test_table_output_and_cache_commands(tmp_path, capsys):
     assert main(["cache", "rm", "--cache-dir", cache]) == 2  # says what to remove
 
 
+def test_models_given_several_times_are_all_ranked(tmp_path, capsys):
+    """``-m tfidf-svd -m random-projection`` ranked random-projection alone: argparse kept the last value."""
+    assert main(["rank", SAMPLE, "-c", "text", "-m", "tfidf-svd", "-m", "random-projection,tfidf-svd?dim=8",
+                 "--metrics", "task_prior", "--json", "-q", "--cache-dir", str(tmp_path / "c")]) == 0  # fmt: skip
+    r = Ranking.from_json(capsys.readouterr().out)
+    assert {c.name for c in r} == {"tfidf-svd", "random-projection", "tfidf-svd?dim=8"}
+
+
 def test_table_marks_a_metric_shown_but_not_in_the_score(tmp_path, capsys):
     """A metric of weight 0 (sufficiency by default) is a column of the table, marked, with a footnote saying it is
     not part of the score."""

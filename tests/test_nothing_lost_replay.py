@@ -259,6 +259,56 @@ def test_the_cache_is_never_the_home_folder(tmp_path, monkeypatch):
     assert snapshot(tmp_path) == before
 
 
+@pytest.mark.fault
+@pytest.mark.parametrize("case", ["a lock file of theirs", "a vectors folder of theirs", "a project folder",
+                                  "another program's cache"])
+def test_a_folder_of_the_users_is_never_made_the_cache(tmp_path, case):
+    """``--cache-dir`` naming a user's non-empty folder: the store would truncate their ``.lock`` (the lock library
+    opens it with O_TRUNC) and put its database, ``vectors/`` and lock files among theirs. Refused with a typed error
+    before anything is written; the folder is byte for byte what it was."""
+    from embedselect.cli import main
+
+    folder = tmp_path / "work"
+    folder.mkdir()
+    if case == "a lock file of theirs":
+        (folder / ".lock").write_text("the user's notes")
+    elif case == "a vectors folder of theirs":
+        (folder / "vectors").mkdir()
+        (folder / "vectors" / "mine.npy").write_bytes(b"user data")
+        (folder / "notes.txt").write_text("x")
+    elif case == "a project folder":
+        (folder / "README.md").write_text("my project")
+    else:
+        (folder / "CACHEDIR.TAG").write_text("Signature: 8a477f597d28d172789f06886806bc55\n# made by another tool\n")
+    before = snapshot(folder)
+    assert main(["cache", "gc", "--cache-dir", str(folder)]) == 2, case
+    assert snapshot(folder) == before, case
+
+
+def test_a_new_or_empty_folder_becomes_a_tagged_cache_and_an_older_cache_is_still_opened(tmp_path):
+    """The claim's other side: a new folder and an empty one are tagged (CACHEDIR.TAG, which backup tools skip) and
+    work; a cache made before the tag (its database present) is opened and tagged; a store's own leftovers from before
+    its database existed (empty ``.lock``, ``vectors/``) are accepted."""
+    from embedselect.store import CACHE_TAG, Store
+
+    new, empty, old, early = (tmp_path / n for n in ("new", "empty", "old", "early"))
+    empty.mkdir()
+    for root in (new, empty):
+        store = Store.open(root)
+        assert (root / CACHE_TAG).read_text().startswith("Signature: 8a477f597d28d172789f06886806bc55")
+        assert store.gc() == 0
+    Store.open(old).gc()
+    (old / CACHE_TAG).unlink()
+    (old / "user-notes.txt").write_text("kept")  # a cache with its database stays a cache whatever else sits there
+    Store.open(old).gc()
+    assert (old / CACHE_TAG).is_file() and (old / "user-notes.txt").read_text() == "kept"
+    early.mkdir()
+    (early / ".lock").touch()
+    (early / "vectors").mkdir()
+    Store.open(early).gc()
+    assert (early / CACHE_TAG).is_file()
+
+
 # --- inputs and outputs that are not what they claim to be ----------------------------------------------------
 @pytest.mark.fault
 @pytest.mark.parametrize("card", ["a folder", "a pipe"])

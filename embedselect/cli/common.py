@@ -56,15 +56,25 @@ def add_load_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--verbose", "-v", action="store_true", help="log progress")
 
 
+class JoinModels(argparse.Action):
+    """``--models`` / ``-m`` given more than once: the lists are joined (``-m a -m b,c`` = ``-m a,b,c``), where the
+    last one alone used to be kept and the others silently dropped."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        prev = getattr(namespace, self.dest, None)
+        setattr(namespace, self.dest, f"{prev},{values}" if prev else values)
+
+
 def add_model_args(p: argparse.ArgumentParser) -> None:
     """The candidates (--models) and how they load."""
     p.add_argument(
         "--models",
         "-m",
         required=True,
-        help="comma-separated candidates: hub ids (org/name[@rev]), local dirs, baselines "
-        "(tfidf-svd, random-projection, pixel-pca), catalog:text / catalog:image; name one with NAME=SPEC, "
-        "e.g. 'minilm=./model,minilm-cls=./model?backend=transformers&pooling=cls'",
+        action=JoinModels,
+        help="comma-separated candidates (the option may be repeated): hub ids (org/name[@rev]), local dirs, "
+        "baselines (tfidf-svd, random-projection, pixel-pca), catalog:text / catalog:image; name one with "
+        "NAME=SPEC, e.g. 'minilm=./model,minilm-cls=./model?backend=transformers&pooling=cls'",
     )
     add_load_args(p)
 

@@ -11,7 +11,7 @@ import json
 import sys
 from pathlib import Path
 
-from embedselect.cli.common import add_data_args, add_load_args, load_policy
+from embedselect.cli.common import JoinModels, add_data_args, add_load_args, load_policy
 from embedselect.errors import ConfigError
 
 
@@ -64,7 +64,8 @@ def register(subparsers) -> None:
         "and optionally near-duplicates in the data (and a copy of the data without them).",
     )
     add_data_args(p, labels=False, seed=False)
-    p.add_argument("--models", "-m", required=True, help="comma-separated candidates, as for `rank`")
+    p.add_argument("--models", "-m", required=True, action=JoinModels,
+                   help="comma-separated candidates, as for `rank` (the option may be repeated)")
     p.add_argument("--sample", type=int, default=5, help="number of seeded sample items (default 5)")
     p.add_argument("--rows", help="comma-separated row numbers to show instead of a sample")
     p.add_argument("-k", type=int, default=5, help="neighbours shown per item (default 5)")

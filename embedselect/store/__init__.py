@@ -84,6 +84,7 @@ class Store(VectorStore, RecordStore, StoreQueries):
                 )
             return  # no lock file (it cannot be created); readers of a read-only cache need none
         try:
+            _claim_root(self.root, self.db_path)
             self.vectors_dir.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise StoreError(
@@ -121,6 +122,67 @@ def _check_root(root: Path) -> None:
         raise ConfigError(f"the cache {root} is {where}; the cache needs a folder of its own, e.g. "
                           f"{Path.home() / '.cache' / 'embedselect'}: choose another --cache-dir, EMBEDSELECT_CACHE_DIR "
                           "or store:")  # fmt: skip
+
+
+CACHE_TAG = "CACHEDIR.TAG"
+"""The file that marks a folder as an embedselect cache (the Cache Directory Tagging Specification, so backup tools
+skip it too); written first, into a new or empty folder."""
+_TAG_TEXT = ("Signature: 8a477f597d28d172789f06886806bc55\n"
+             "# This file is a cache directory tag created by embedselect: this folder is its cache.\n"
+             "# For information about cache directory tags, see https://bford.info/cachedir/\n")
+_OWN_NAMES = frozenset({".lock", "vectors", "locks", "digests", "nightly", "nightly.lock"})
+"""Names the store itself creates in its root besides the tag and the database (a cache made before the tag)."""
+
+
+def _claim_root(root: Path, db_path: Path) -> None:
+    """Make sure the writable cache root is embedselect's own before anything is written there: a new or empty folder
+    is tagged (:data:`CACHE_TAG`); a folder with the tag or the database is a cache already (one made before the tag
+    gets it); any other non-empty folder is refused, so that no user file there (a ``.lock`` of theirs, a ``vectors/``
+    folder) is ever truncated or swept. An older cache that never got its database holds only empty lock files and
+    the store's own folders: it is claimed too.
+
+    Raises:
+        ConfigError: the folder holds files that are not embedselect's.
+    """
+    tag = root / CACHE_TAG
+    if tag.is_symlink() or (tag.exists() and not tag.is_file()):
+        raise ConfigError(f"the cache folder {root} has a {CACHE_TAG} that is not a plain file; embedselect never writes "
+                          "through a link: remove it or choose another --cache-dir")  # fmt: skip
+    if tag.is_file():
+        if _is_our_tag(tag):
+            return
+        raise ConfigError(f"{root} is another program's cache ({tag} was not written by embedselect); choose a folder "
+                          "of embedselect's own with --cache-dir or EMBEDSELECT_CACHE_DIR")  # fmt: skip
+    root.mkdir(parents=True, exist_ok=True)
+    foreign = [] if db_path.is_file() else [e for e in sorted(os.listdir(root))
+                                            if not (e in _OWN_NAMES and _empty_or_own(root / e))]
+    if foreign:
+        shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
+        raise ConfigError(f"the folder {root} holds files that are not embedselect's ({shown}) and is not an "
+                          "embedselect cache; the cache needs a folder of its own: give a new or empty folder as "
+                          "--cache-dir or EMBEDSELECT_CACHE_DIR (nothing was written there)")  # fmt: skip
+    try:
+        fd = os.open(tag, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    except FileExistsError:  # another process claimed the folder at the same moment
+        return _claim_root(root, db_path)
+    with os.fdopen(fd, "w") as fh:
+        fh.write(_TAG_TEXT)
+
+
+def _is_our_tag(tag: Path) -> bool:
+    """Whether ``tag`` is embedselect's :data:`CACHE_TAG` (its signature line, then embedselect's comment; a tag
+    still being written by a process claiming the folder at the same moment counts)."""
+    head = tag.read_bytes()[:400]
+    ours = _TAG_TEXT.encode()
+    return (len(head) <= 43 and ours.startswith(head)) or (head.startswith(ours[:43]) and b"embedselect" in head)
+
+
+def _empty_or_own(p: Path) -> bool:
+    """An entry with one of the store's own names that holds no user data: a folder (not a link; the store's own
+    code refuses foreign files inside it) or an empty regular file (a lock file)."""
+    if p.is_symlink():
+        return False
+    return p.is_dir() or (p.is_file() and p.stat().st_size == 0)
 
 
 def _read_only(root: Path, db_path: Path) -> bool:
