@@ -443,3 +443,24 @@ def test_a_link_planted_in_the_store_is_never_written_through(tmp_path, name):
     after = snapshot(tmp_path)
     assert {k: v for k, v in after.items() if k in before and "duckdb" not in k and "pid" not in k} == {
         k: v for k, v in before.items() if "duckdb" not in k and "pid" not in k}
+
+
+def _claim(root: str) -> list[str]:
+    from embedselect.store import Store
+
+    Store.open(root)
+    return sorted(os.listdir(root))
+
+
+def test_processes_opening_one_new_cache_at_once_all_get_it(tmp_path):
+    """Four processes opening the same new folder at the same moment: each sees the others' tag (written whole under
+    a temporary name, then linked into place) as the cache's, none is refused, no temporary name is left."""
+    import multiprocessing as mp
+
+    ctx = mp.get_context("spawn")
+    for i in range(3):
+        root = str(tmp_path / f"c{i}")
+        with ctx.Pool(4) as pool:
+            seen = pool.map(_claim, [root] * 4)
+        assert all("CACHEDIR.TAG" in s for s in seen)
+        assert not [e for e in os.listdir(root) if e.endswith(".tmp")]

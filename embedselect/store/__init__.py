@@ -50,6 +50,8 @@ sets, models, failures, rankings, metric results, pair cache), :mod:`~embedselec
 from __future__ import annotations
 
 import os
+import re
+import threading
 from pathlib import Path
 
 from embedselect.errors import CacheCorruptError, ConfigError, StoreError, StoreReadOnlyError
@@ -132,6 +134,8 @@ _TAG_TEXT = ("Signature: 8a477f597d28d172789f06886806bc55\n"
              "# For information about cache directory tags, see https://bford.info/cachedir/\n")
 _OWN_NAMES = frozenset({".lock", "vectors", "locks", "digests", "nightly", "nightly.lock"})
 """Names the store itself creates in its root besides the tag and the database (a cache made before the tag)."""
+_TAG_TMP = re.compile(r"\.CACHEDIR\.TAG\.\d+\.\d+\.tmp")
+"""The temporary name of a tag being written (by a process claiming the same new folder at the same moment)."""
 
 
 def _claim_root(root: Path, db_path: Path) -> None:
@@ -154,27 +158,35 @@ def _claim_root(root: Path, db_path: Path) -> None:
         raise ConfigError(f"{root} is another program's cache ({tag} was not written by embedselect); choose a folder "
                           "of embedselect's own with --cache-dir or EMBEDSELECT_CACHE_DIR")  # fmt: skip
     root.mkdir(parents=True, exist_ok=True)
-    foreign = [] if db_path.is_file() else [e for e in sorted(os.listdir(root))
-                                            if not (e in _OWN_NAMES and _empty_or_own(root / e))]
+    foreign = [] if db_path.is_file() else [
+        e for e in sorted(os.listdir(root))
+        if not (e in _OWN_NAMES and _empty_or_own(root / e)) and not _TAG_TMP.fullmatch(e)
+        and not (e == CACHE_TAG and _is_our_tag(tag))]  # tagged by another process since the check above
     if foreign:
         shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
         raise ConfigError(f"the folder {root} holds files that are not embedselect's ({shown}) and is not an "
                           "embedselect cache; the cache needs a folder of its own: give a new or empty folder as "
                           "--cache-dir or EMBEDSELECT_CACHE_DIR (nothing was written there)")  # fmt: skip
-    try:
-        fd = os.open(tag, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-    except FileExistsError:  # another process claimed the folder at the same moment
-        return _claim_root(root, db_path)
-    with os.fdopen(fd, "w") as fh:
-        fh.write(_TAG_TEXT)
+    tmp = root / f".{CACHE_TAG}.{os.getpid()}.{threading.get_ident()}.tmp"
+    tmp.unlink(missing_ok=True)  # a leftover of this very process and thread (never opened through a link)
+    try:  # written whole under a temporary name, then linked into place: the tag is never seen half-written
+        with open(tmp, "x") as fh:
+            fh.write(_TAG_TEXT)
+        os.link(tmp, tag)
+    except FileExistsError:  # another process or thread claimed the folder at the same moment
+        pass
+    finally:
+        tmp.unlink(missing_ok=True)
+    if not _is_our_tag(tag):  # what won the race was not ours
+        raise ConfigError(f"{root} is another program's cache ({tag} was not written by embedselect); choose a folder "
+                          "of embedselect's own with --cache-dir or EMBEDSELECT_CACHE_DIR")  # fmt: skip
 
 
 def _is_our_tag(tag: Path) -> bool:
-    """Whether ``tag`` is embedselect's :data:`CACHE_TAG` (its signature line, then embedselect's comment; a tag
-    still being written by a process claiming the folder at the same moment counts)."""
+    """Whether ``tag`` is embedselect's :data:`CACHE_TAG`: the specification's signature line, then embedselect's
+    comment."""
     head = tag.read_bytes()[:400]
-    ours = _TAG_TEXT.encode()
-    return (len(head) <= 43 and ours.startswith(head)) or (head.startswith(ours[:43]) and b"embedselect" in head)
+    return head.startswith(_TAG_TEXT.encode()[:43]) and b"embedselect" in head
 
 
 def _empty_or_own(p: Path) -> bool:
