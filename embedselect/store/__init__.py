@@ -151,12 +151,12 @@ def _claim_root(root: Path, db_path: Path) -> None:
     tag = root / CACHE_TAG
     if tag.is_symlink() or (tag.exists() and not tag.is_file()):
         raise ConfigError(f"the cache folder {root} has a {CACHE_TAG} that is not a plain file; embedselect never writes "
-                          "through a link: remove it or choose another --cache-dir")  # fmt: skip
+                          "through a link: remove it or choose another --cache-dir, EMBEDSELECT_CACHE_DIR or store:")  # fmt: skip
     if tag.is_file():
         if _is_our_tag(tag):
             return
         raise ConfigError(f"{root} is another program's cache ({tag} was not written by embedselect); choose a folder "
-                          "of embedselect's own with --cache-dir or EMBEDSELECT_CACHE_DIR")  # fmt: skip
+                          "of embedselect's own with --cache-dir, EMBEDSELECT_CACHE_DIR or store:")  # fmt: skip
     root.mkdir(parents=True, exist_ok=True)
     foreign = [] if db_path.is_file() else [
         e for e in sorted(os.listdir(root))
@@ -166,7 +166,7 @@ def _claim_root(root: Path, db_path: Path) -> None:
         shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
         raise ConfigError(f"the folder {root} holds files that are not embedselect's ({shown}) and is not an "
                           "embedselect cache; the cache needs a folder of its own: give a new or empty folder as "
-                          "--cache-dir or EMBEDSELECT_CACHE_DIR (nothing was written there)")  # fmt: skip
+                          "--cache-dir, EMBEDSELECT_CACHE_DIR or store: (nothing was written there)")  # fmt: skip
     tmp = root / f".{CACHE_TAG}.{os.getpid()}.{threading.get_ident()}.tmp"
     tmp.unlink(missing_ok=True)  # a leftover of this very process and thread (never opened through a link)
     try:  # written whole under a temporary name, then linked into place: the tag is never seen half-written
@@ -179,7 +179,7 @@ def _claim_root(root: Path, db_path: Path) -> None:
         tmp.unlink(missing_ok=True)
     if not _is_our_tag(tag):  # what won the race was not ours
         raise ConfigError(f"{root} is another program's cache ({tag} was not written by embedselect); choose a folder "
-                          "of embedselect's own with --cache-dir or EMBEDSELECT_CACHE_DIR")  # fmt: skip
+                          "of embedselect's own with --cache-dir, EMBEDSELECT_CACHE_DIR or store:")  # fmt: skip
 
 
 def _is_our_tag(tag: Path) -> bool:
