@@ -263,9 +263,9 @@ def test_the_cache_is_never_the_home_folder(tmp_path, monkeypatch):
 @pytest.mark.parametrize("case", ["a lock file of theirs", "a vectors folder of theirs", "a project folder",
                                   "another program's cache"])
 def test_a_folder_of_the_users_is_never_made_the_cache(tmp_path, case):
-    """``--cache-dir`` naming a user's non-empty folder: the store would truncate their ``.lock`` (the lock library
-    opens it with O_TRUNC) and put its database, ``vectors/`` and lock files among theirs. Refused with a typed error
-    before anything is written; the folder is byte for byte what it was."""
+    """``--cache-dir`` naming a user's non-empty folder: the store put its database, ``vectors/`` and lock files among
+    the user's files (and a night wrote its ``nightly.pid`` over theirs). Refused with a typed error before anything
+    is written; the folder is byte for byte what it was."""
     from embedselect.cli import main
 
     folder = tmp_path / "work"

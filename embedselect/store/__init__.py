@@ -141,8 +141,8 @@ _TAG_TMP = re.compile(r"\.CACHEDIR\.TAG\.\d+\.\d+\.tmp")
 def _claim_root(root: Path, db_path: Path) -> None:
     """Make sure the writable cache root is embedselect's own before anything is written there: a new or empty folder
     is tagged (:data:`CACHE_TAG`); a folder with the tag or the database is a cache already (one made before the tag
-    gets it); any other non-empty folder is refused, so that no user file there (a ``.lock`` of theirs, a ``vectors/``
-    folder) is ever truncated or swept. An older cache that never got its database holds only empty lock files and
+    gets it); any other non-empty folder is refused, so that the cache's files never go in among a user's (and a night never
+    writes its ``nightly.pid`` over theirs). An older cache that never got its database holds only empty lock files and
     the store's own folders: it is claimed too.
 
     Raises:
