@@ -250,7 +250,8 @@ class _Engine:
         """One Adam step of every active pair on rows ``idx`` (int64 (B,) on the engine's device): on a CUDA device
         the replay of a captured CUDA graph (:meth:`_graph_step`), elsewhere :meth:`_eager_step`."""
         if self.graphs and idx.device.type == "cuda":
-            self._graph_step(idx, lr, betas, eps)
+            with torch.cuda.device(idx.device):  # a graph is captured and replayed on the current device's streams
+                self._graph_step(idx, lr, betas, eps)
         else:
             self._eager_step(idx, lr, betas, eps)
 
