@@ -149,19 +149,13 @@ def _claim_root(root: Path, db_path: Path) -> None:
         ConfigError: the folder holds files that are not embedselect's.
     """
     tag = root / CACHE_TAG
-    if tag.is_symlink() or (tag.exists() and not tag.is_file()):
-        raise ConfigError(f"the cache folder {root} has a {CACHE_TAG} that is not a plain file; embedselect never writes "
-                          "through a link: remove it or choose another --cache-dir, EMBEDSELECT_CACHE_DIR or store:")  # fmt: skip
-    if tag.is_file():
-        if _is_our_tag(tag):
-            return
-        raise ConfigError(f"{root} is another program's cache ({tag} was not written by embedselect); choose a folder "
-                          "of embedselect's own with --cache-dir, EMBEDSELECT_CACHE_DIR or store:")  # fmt: skip
+    if _tag_is_ours(root, tag):
+        return
     root.mkdir(parents=True, exist_ok=True)
     foreign = [] if db_path.is_file() else [
         e for e in sorted(os.listdir(root))
         if not (e in _OWN_NAMES and _empty_or_own(root / e)) and not _TAG_TMP.fullmatch(e)
-        and not (e == CACHE_TAG and _is_our_tag(tag))]  # tagged by another process since the check above
+        and not (e == CACHE_TAG and _tag_is_ours(root, tag))]  # tagged by another process since the check above
     if foreign:
         shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
         raise ConfigError(f"the folder {root} holds files that are not embedselect's ({shown}) and is not an "
@@ -177,16 +171,26 @@ def _claim_root(root: Path, db_path: Path) -> None:
         pass
     finally:
         tmp.unlink(missing_ok=True)
-    if not _is_our_tag(tag):  # what won the race was not ours
-        raise ConfigError(f"{root} is another program's cache ({tag} was not written by embedselect); choose a folder "
-                          "of embedselect's own with --cache-dir, EMBEDSELECT_CACHE_DIR or store:")  # fmt: skip
+    _tag_is_ours(root, tag)  # what won a race must be ours too
 
 
-def _is_our_tag(tag: Path) -> bool:
-    """Whether ``tag`` is embedselect's :data:`CACHE_TAG`: the specification's signature line, then embedselect's
-    comment."""
+def _tag_is_ours(root: Path, tag: Path) -> bool:
+    """Whether the folder ``root`` has embedselect's :data:`CACHE_TAG` ``tag`` (the specification's signature line,
+    then embedselect's comment); False when it has none.
+
+    Raises:
+        ConfigError: the tag is a link or not a plain file, or another program's.
+    """
+    if tag.is_symlink() or (tag.exists() and not tag.is_file()):
+        raise ConfigError(f"the cache folder {root} has a {CACHE_TAG} that is not a plain file; embedselect never writes "
+                          "through a link: remove it or choose another --cache-dir, EMBEDSELECT_CACHE_DIR or store:")  # fmt: skip
+    if not tag.is_file():
+        return False
     head = tag.read_bytes()[:400]
-    return head.startswith(_TAG_TEXT.encode()[:43]) and b"embedselect" in head
+    if head.startswith(_TAG_TEXT.encode()[:43]) and b"embedselect" in head:
+        return True
+    raise ConfigError(f"{root} is another program's cache ({tag} was not written by embedselect); choose a folder "
+                      "of embedselect's own with --cache-dir, EMBEDSELECT_CACHE_DIR or store:")  # fmt: skip
 
 
 def _empty_or_own(p: Path) -> bool:
