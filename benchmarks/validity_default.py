@@ -164,8 +164,8 @@ def load_views(datasets, max_items: int, seed: int, extra: tuple[str, ...] = (),
             continue
         truth = {k: v["acc"] for k, v in json.loads(truth_path.read_text()).items()}
         for pool in pools:
-            keys = set(POOLS[pool] if POOLS.get(pool) is not None else vectors)
-            if not keys <= set(vectors):
+            keys = sorted(set(POOLS[pool] if POOLS.get(pool) is not None else vectors))  # sorted: ties break by name
+            if not set(keys) <= set(vectors):
                 continue
             ms = seed if metric_seed is None else metric_seed
             cd = _cache_dir(d, n, ms, pool)
@@ -176,7 +176,7 @@ def load_views(datasets, max_items: int, seed: int, extra: tuple[str, ...] = (),
             if not all(f.is_file() for f in files.values()):
                 continue
             sig = {m: json.loads(f.read_text())["scores"] for m, f in files.items()}
-            if set(sig["task_prior"]) != keys:
+            if set(sig["task_prior"]) != set(keys):
                 continue
             pairs = copy_pairs(entries, {k: vectors[k][idx] for k in keys}, seed)
             views.append({"dataset": d, "pool": pool, "modality": meta["modality"], "truth": {k: truth[k] for k in keys}, "signals": sig,
@@ -408,8 +408,8 @@ def placements(views: list[dict[str, Any]], weights: dict[str, float] | None = N
         package = setting_of(v["modality"])
         comb = combine_ranks({m: v["signals"][m] for m in package[0]}, weights=package[0], method=package[1])
         comb, _ = copies_below_parents(comb, v["pairs"])
-        order = sorted(comb, key=lambda c: -comb[c])
-        truth = sorted(v["truth"], key=lambda c: -v["truth"][c])
+        order = sorted(comb, key=lambda c: (-comb[c], c))  # ties by name, not by the hash order of a set
+        truth = sorted(v["truth"], key=lambda c: (-v["truth"][c], c))
         parents = {e["name"]: e.get("parent") for e in v["entries"]}
         dims = {e["name"]: e.get("dims") for e in v["entries"]}
         for c in WATCHED:
@@ -420,6 +420,22 @@ def placements(views: list[dict[str, Any]], weights: dict[str, float] | None = N
             print(f"| {v['dataset']}/{v['pool']} | {c} | {dims.get(c)} | {order.index(c) + 1} of {len(order)} | "
                   f"{truth.index(c) + 1} | {v['truth'][c]:.3f} | {('yes: ' + p) if bad else 'no'} |")
     return 0
+
+
+def per_view_table(rows: list[tuple[tuple[dict[str, Any], str], dict[str, Any]]]) -> str:
+    """Markdown: per view, the held-out ρ and regret (means over its metric seeds), the share of seeds with regret ≤
+    0.02, and the settings the folds that held it out chose. ``rows``: ((result, setting label), view) per (view,
+    seed)."""
+    per: dict[str, list[tuple[dict[str, Any], str]]] = collections.defaultdict(list)
+    for h, v in rows:
+        per[f"{v['dataset']}/{v['pool']}"].append(h)
+    lines = ["| view | held-out ρ | regret | regret ≤ 0.02 | setting chosen without its dataset |", "|---|---|---|---|---|"]
+    for name in sorted(per):
+        rs = per[name]
+        chosen = "; ".join(f"{lab} ×{k}" for lab, k in collections.Counter(lab for _, lab in rs).most_common())
+        lines.append(f"| {name} | {np.mean([_rho(r) for r, _ in rs]):.2f} | {np.mean([r['regret'] for r, _ in rs]):.3f} | "
+                     f"{np.mean([r['regret'] <= 0.02 for r, _ in rs]):.1f} | {chosen} |")
+    return "\n".join(lines)
 
 
 def within_modality_over_seeds(datasets, max_items: int, seeds: int, pools: tuple[str, ...],
@@ -441,6 +457,8 @@ def within_modality_over_seeds(datasets, max_items: int, seeds: int, pools: tupl
                 h[1] for h, _ in rows).most_common()))
         print(f"  held out, {m or 'all views'}: {_summary([h[0] for h, _ in rows])}")
         print("    issue 23: " + done_when([h[0] for h, _ in rows], [f"{v['dataset']}/{v['pool']}" for _, v in rows]))
+        if m:
+            print(per_view_table(rows))
         if m in best:
             mean, low, lab = best[m]
             print(f"  in sample, the grid's best single setting for {m} (fitted on these views, a ceiling, not a "
@@ -476,8 +494,8 @@ def over_metric_seeds(datasets, max_items: int, seeds: int, pools: tuple[str, ..
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--datasets", nargs="+", default=list(DATASETS),
-                    help="default: the first 10 sets (validity_pools.DATASETS); 'all': the 16 of validity_data.DATASETS, "
-                    "which docs/benchmarks.md §4f onward use (written '<the 16>' there)")
+                    help="default: the first 10 sets (validity_pools.DATASETS); 'all': every set of validity_data.DATASETS "
+                    "(16 in docs/benchmarks.md §4f-r, written '<the 16>' there; 17 since animal-shapes, §4s)")
     ap.add_argument("--max-items", type=int, default=1000)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--pools", nargs="+", default=list(VIEW_POOLS), help="with --variants: the named pools read as views")

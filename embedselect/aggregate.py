@@ -38,7 +38,7 @@ __all__ = ["METHODS", "DEFAULT_METHOD", "MIN_POOL", "Decision", "metric_ranks", 
 
 METHODS = ("mean-rank", "mean-z")
 DEFAULT_METHOD = "mean-rank"
-"""The combination ``select()`` uses for texts (images: mean z, :mod:`embedselect.pipeline.defaults`): chosen by leave-one-dataset-out on the validity benchmark (docs/benchmarks.md
+"""The combination ``select()`` uses (for texts and, since §4q, images: :mod:`embedselect.pipeline.defaults`): chosen by leave-one-dataset-out on the validity benchmark (docs/benchmarks.md
 §4h: 43 views x 5 metric seeds, the grid's sufficiency weight > 0 since the mission ranks by it; mean rank for 185 of
 215 held-out (view, seed) pairs once each family of variants and copies counts once in the pool's evidence). Mean z
 (the default from 2026-11-23, §4c-g) kept the size of the gaps, which let one signal's outlier or a family's shared

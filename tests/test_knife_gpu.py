@@ -11,19 +11,13 @@ import torch
 
 from embedselect.metrics.knife import engine
 from embedselect.metrics.sufficiency import information_sufficiency
+from tests.tinymodels import latent_views
 
 needs_gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
 
 
 def _pool(n: int = 3000, dims=(16, 24, 32, 48), seed: int = 3) -> dict[str, np.ndarray]:
-    """Noisy nonlinear views of one 32-d latent, float32 (n, d) each (as in benchmarks/gpu.py)."""
-    rng = np.random.default_rng(seed)
-    z = rng.standard_normal((n, 32))
-    out = {}
-    for k, d in enumerate(dims):
-        a = rng.standard_normal((32, d)) / np.sqrt(32)
-        out[f"c{k}"] = (np.tanh(z @ a) + (0.1 + 0.3 * k) * rng.standard_normal((n, d))).astype(np.float32)
-    return out
+    return latent_views(n, dims, seed, noise_step=0.3)
 
 
 @needs_gpu

@@ -291,6 +291,38 @@ def test_load_lfw_faces_writes_pngs_labels_halves_and_refuses_another_shape(tmp_
     assert vd.DATASETS["lfw-faces"].load is vd.load_lfw_faces
 
 
+def test_load_animal_shapes_reads_array_pickles_and_refuses_any_other_object(tmp_path):
+    import gzip
+    import pickle
+
+    from PIL import Image
+
+    images = _rng().integers(0, 256, size=(4, 28, 28), dtype=np.uint8)
+
+    def write(data: object, labels: object) -> None:
+        for name, obj in (("animal_data_version_3.gz", data), ("animal_label_version_3.gz", labels)):
+            with gzip.open(tmp_path / name, "wb") as f:
+                pickle.dump(obj, f)
+
+    write(images, np.array([0, 9, 4, 0]))
+    paths, labels = vd.load_animal_shapes(tmp_path, tmp_path / "out")
+    assert labels == ["bear", "zebra", "dog", "bear"] and len(paths) == 4
+    with Image.open(paths[1]) as im:
+        assert im.mode == "RGB" and im.size == (28, 28) and im.getpixel((3, 5))[0] == images[1, 5, 3]
+    write(images, np.array([0, 1, 10, 2]))  # a label past the 10 animals
+    with pytest.raises(EmbedselectError, match="labels 0..9"):
+        vd.load_animal_shapes(tmp_path, tmp_path / "out2")
+
+    class Payload:  # a pickle that would run a callable when loaded by plain pickle.load
+        def __reduce__(self):
+            return (print, ("pickle code ran",))
+
+    write(images, Payload())
+    with pytest.raises(EmbedselectError, match="refusing to unpickle builtins.print"):
+        vd.load_animal_shapes(tmp_path, tmp_path / "out3")
+    assert vd.DATASETS["animal-shapes"].load is vd.load_animal_shapes
+
+
 def test_load_photo_patches_crops_seeded_patches_labelled_by_photograph(tmp_path):
     from PIL import Image
 

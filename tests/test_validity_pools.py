@@ -106,6 +106,17 @@ def test_issue_targets_are_read_per_view_over_seeds():
     assert ok.count("(met") == 3 and "NOT" not in ok
 
 
+def test_per_view_table_averages_each_view_over_its_seeds_and_counts_the_settings_chosen():
+    from benchmarks import validity_default as vd
+
+    a, b = {"dataset": "d1", "pool": "all"}, {"dataset": "d0", "pool": "photo8"}
+    rows = [(({"rho": 0.9, "regret": 0.0}, "s1"), a), (({"rho": math.nan, "regret": 0.05}, "s2"), a),
+            (({"rho": 0.7, "regret": 0.01}, "s1"), b), (({"rho": 0.5, "regret": 0.03}, "s1"), a)]
+    lines = vd.per_view_table(rows).splitlines()
+    assert lines[2] == "| d0/photo8 | 0.70 | 0.010 | 1.0 | s1 ×1 |"  # views sorted by name
+    assert lines[3] == "| d1/all | 0.13 | 0.027 | 0.3 | s1 ×2; s2 ×1 |"  # (0.9 - 1 + 0.5) / 3: NaN counts as -1
+
+
 def test_best_in_sample_averages_seeds_per_view_then_views():
     """The grid's in-sample ceiling (printed after the LODO): a view's ρ is its mean over seeds, the setting with the
     highest mean over views wins even where another has the higher single (view, seed) ρ; NaN counts as -1."""

@@ -271,6 +271,21 @@ def make_tiny_images(directory, n: int = 6, *, size: int = 40, seed: int = 0) ->
     return paths
 
 
+def latent_views(n: int, dims, seed: int, *, noise_step: float = 0.2) -> dict:
+    """Synthetic candidates for the sufficiency benchmarks and GPU tests: candidate k is ``tanh`` of a random linear
+    map of one shared 32-d Gaussian latent plus Gaussian noise of std 0.1 + ``noise_step``·k, so later candidates
+    are noisier views. Returns {"c<k>_<d>": float32 (n, d)}, numpy generator ``seed``."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    z = rng.standard_normal((n, 32))
+    out = {}
+    for k, d in enumerate(dims):
+        a = rng.standard_normal((32, d)) / np.sqrt(32)
+        out[f"c{k}_{d}"] = (np.tanh(z @ a) + (0.1 + noise_step * k) * rng.standard_normal((n, d))).astype(np.float32)
+    return out
+
+
 def make_tiny_clip(directory, seed: int = 0) -> Path:
     """A transformers ``CLIPModel`` (dual encoder: text + vision towers, projection 16) with a
     ``CLIPImageProcessor`` (32×32). No tokenizer files: it is used as an image embedder
