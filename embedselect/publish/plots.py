@@ -79,7 +79,7 @@ def task_accuracy(ranking: Ranking) -> str | None:
         ax = fig.gca()
         ys = list(range(len(names)))[::-1]
         data = [np.asarray(per_task[n], dtype=np.float64) for n in names]
-        ax.boxplot(data, positions=ys, vert=False, widths=0.5, showfliers=False,
+        ax.boxplot(data, positions=ys, orientation="horizontal", widths=0.5, showfliers=False,
                    medianprops={"color": _BLUE}, boxprops={"color": _GREY})  # fmt: skip
         rng = np.random.default_rng(0)  # fixed jitter: the same figure for the same ranking
         for y, d in zip(ys, data):
