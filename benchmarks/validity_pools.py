@@ -516,7 +516,8 @@ def to_markdown(results: list[dict[str, Any]], *, command: str, folds: int, max_
         L.append(f"| {r['name']} | {_f(s['spearman'], 2)} | {_f(s['kendall'], 2)} | {s['top']}{tied} | {_f(s['regret'])} | "
                  f"{viol} | {_miss(s['spearman'], TARGETS['spearman_each'])} | {_miss(s['regret'], TARGETS['regret'], False)} |")
     if results:
-        m = float(np.nanmean([r["settings"].get(DEFAULT_SETTING, {}).get("spearman", math.nan) for r in results]))
+        rhos = [r["settings"].get(DEFAULT_SETTING, {}).get("spearman", math.nan) for r in results]
+        m = float(np.nanmean(rhos)) if any(math.isfinite(x) for x in rhos) else math.nan  # none: no mean, no warning
         L += ["", f"Mean Spearman of the default: {_f(m, 3)} (target ≥ 0.9: {_miss(m, TARGETS['spearman_mean'])})."]
     L.append("")
     # LODO
