@@ -39,7 +39,6 @@ from embedselect.nn_device import (
     describe,
     faiss_has_gpu,
     faiss_module,
-    first_gpu,
     gpu_ids,
     gpu_smoke_test,
     recall,
@@ -124,7 +123,8 @@ def build_index(
 
     Returns:
         a ``faiss.Index`` holding n vectors, tagged ``embedselect_device`` (the device used, see
-        :func:`embedselect.nn_device.describe`) and ``embedselect_exact``.
+        :func:`embedselect.nn_device.describe`), ``embedselect_gpus`` (the GPU ids it is on, :func:`index_gpus`) and
+        ``embedselect_exact``.
     """
     faiss = _faiss()
     metric = _check_metric(metric)
@@ -148,6 +148,7 @@ def build_index(
         tune_nprobe(index, xs, ftype, gpus[0], start=nprobe, seed=seed)
     # plain Python attributes on the SWIG proxy (FAISS's own __setattr__ refuses names it does not know)
     object.__setattr__(index, "embedselect_device", describe(gpus))
+    object.__setattr__(index, "embedselect_gpus", tuple(gpus))
     object.__setattr__(index, "embedselect_exact", use_exact)
     return index
 
@@ -166,6 +167,12 @@ def is_exact(index) -> bool:
 def index_device(index) -> str:
     """The device ``index`` searches on (``"cpu"`` for an index this module did not place, e.g. one read from disk)."""
     return str(getattr(index, "embedselect_device", "cpu"))
+
+
+def index_gpus(index) -> tuple[int, ...]:
+    """The GPU ids ``index`` searches on, the first one first (empty on the CPU or for an index this module did not
+    place)."""
+    return tuple(getattr(index, "embedselect_gpus", ()))
 
 
 def _order(scores: np.ndarray, ids: np.ndarray, higher: bool) -> np.ndarray:
@@ -309,8 +316,9 @@ def knn(
     s, i = search_index(index, qs, k, metric=metric, prepared=True, self_ids=self_ids)
     nb = Neighbours(scores=s, ids=i, metric=metric, exact=is_exact(index), device=index_device(index))
     if not nb.exact:
+        gpus = index_gpus(index)
         rows, truth = sampled_truth(xs, qs, k, _ftype(metric), seed=0, exclude_self=exclude_self,
-                                    gpu=first_gpu(nb.device))
+                                    gpu=gpus[0] if gpus else None)
         nb.recall = recall(nb.ids[rows], truth)
         if nb.recall < RECALL_WARN:
             log.warning(
@@ -460,6 +468,7 @@ __all__ = [
     "faiss_has_gpu",
     "gpu_smoke_test",
     "index_device",
+    "index_gpus",
     "is_exact",
     "knn",
     "near_duplicates",

@@ -162,13 +162,6 @@ def describe(gpus: list[int]) -> str:
     return "cuda:" + ",".join(map(str, gpus)) + " (sharded)"
 
 
-def first_gpu(label: str) -> int | None:
-    """The first GPU of a device label made by :func:`describe` (``None`` for ``"cpu"``)."""
-    if not label.startswith("cuda:"):
-        return None
-    return int(label[5:].split(",", 1)[0].split(" ", 1)[0])
-
-
 def to_gpus(index, gpus: list[int]):
     """A GPU copy of the CPU ``index`` on ``gpus``: one GPU via ``index_cpu_to_gpu``; several: sharded (each GPU
     holds 1/len(gpus) of the rows, ``GpuMultipleClonerOptions(shard=True)``), with this process's resources."""
@@ -261,5 +254,5 @@ def trained_ivf(xs: np.ndarray, ftype: int, gpu: int, *, nprobe: int, seed: int)
 
 
 __all__ = ["GPU_MAX_K", "IVF_NPROBE", "IVF_RECALL", "RECALL_SAMPLE", "auto_device", "describe", "faiss_has_gpu",
-           "faiss_module", "first_gpu", "gpu_ids", "gpu_resources", "gpu_smoke_test", "ivf_nlist", "num_gpus", "recall",
-           "sampled_truth",           "to_cpu", "to_gpus", "trained_ivf", "tune_nprobe"]
+           "faiss_module", "gpu_ids", "gpu_resources", "gpu_smoke_test", "ivf_nlist", "num_gpus", "recall", "sampled_truth",
+           "to_cpu", "to_gpus", "trained_ivf", "tune_nprobe"]

@@ -240,4 +240,5 @@ def test_an_approximate_knn_on_the_gpu_checks_its_recall_there(fake_gpus):
     nb = nn.knn(x, 5, exact=False, device="cuda")
     assert nb.device == "cuda:0,1,2,3 (sharded)" and nb.recall is not None and nb.recall > 0.5
     assert [dev for _, dev, _, _ in fake_gpus["knn_gpu"]] == [0, 0]  # the IVF tuning, then the recall check
-    assert nn_device.first_gpu("cuda:3") == 3 and nn_device.first_gpu("cpu") is None
+    assert nn.index_gpus(nn.build_index(x, exact=False, device="cuda")) == (0, 1, 2, 3)
+    assert nn.index_gpus(nn.build_index(x, exact=False, device="cpu")) == ()
