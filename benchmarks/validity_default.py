@@ -98,8 +98,15 @@ members weighted by redundancy or by centrality (``prior``); "cluster tasks": ta
 k-means partitions into 4, 8 and 16 classes, each candidate's own kernel left out of its prior (``tasks='clusters'``,
 ``leave_self_out``); "32 cluster restarts": the same with 32 k-means partitions per class count instead of 8
 (``cluster_restarts``). ``--families`` picks some of them."""
-WITHIN_MODALITY_FAMILIES = ("models as evidence, KNIFE sufficiency", "models as evidence, Gaussian sufficiency")
-"""The families whose grids ``--within-modality`` searches unless ``--families`` names others."""
+WITHIN_MODALITY_FAMILIES = {
+    "text": ("balanced prior, KNIFE sufficiency", "balanced prior, Gaussian sufficiency",
+             "central prior, KNIFE sufficiency", "central prior, Gaussian sufficiency"),
+    "image": ("cluster tasks, KNIFE sufficiency", "cluster tasks, Gaussian sufficiency",
+              "32 cluster restarts, KNIFE sufficiency", "32 cluster restarts, Gaussian sufficiency"),
+}
+"""Per modality, the families whose grids ``--within-modality`` searches unless ``--families`` names one list for
+both: those each modality's default was chosen from (texts docs/benchmarks.md §4o-p, images §4r-s), so that one run
+reads both defaults' leave-one-dataset-out over every view."""
 VIEW_POOLS = ("all", "issue", "width", "photo8")
 """The named pools of ``validity_pools.POOLS`` read as views, where their signals are cached."""
 
@@ -253,16 +260,17 @@ def done_when(rows: list[dict[str, Any]], views: list[str]) -> str:
             f"pairs ({met(share >= DONE_WHEN['regret_share'])})")
 
 
-def lodo_within_modality(views: list[dict[str, Any]], grid: list[tuple[dict[str, float], str]],
+def lodo_within_modality(views: list[dict[str, Any]], grids: Mapping[str, list[tuple[dict[str, float], str]]],
                          best: dict[str, tuple[float, float, str]] | None = None) -> list[tuple[dict, str]]:
     """As :func:`lodo`, but each held-out dataset's setting is chosen on the other datasets *of its modality* only (a
-    default per modality: the tool knows whether it ranks texts or images). ``best``, when given, receives per
-    modality :func:`best_in_sample` of the same table."""
+    default per modality: the tool knows whether it ranks texts or images), from that modality's grid
+    (``grids[modality]``). ``best``, when given, receives per modality :func:`best_in_sample` of the same table."""
     out: list[Any] = [None] * len(views)
     for m in sorted({v["modality"] for v in views}):
         idx = [j for j, v in enumerate(views) if v["modality"] == m]
         if len({views[j]["dataset"] for j in idx}) < 2:
             continue
+        grid = grids[m]
         table = evaluate_grid([views[j] for j in idx], grid)
         for j, r in zip(idx, lodo([views[j] for j in idx], grid, table)):
             out[j] = r
@@ -305,7 +313,7 @@ def compare_variants(views: list[dict[str, Any]], families: Mapping[str, tuple[s
         results[f"LODO, {fam}"] = lodo(views, settings(sigs))
     union = [s for sigs in families.values() for s in settings(sigs)]
     results["LODO, choosing the family too"] = lodo(views, union)
-    results["LODO, family too, per modality"] = lodo_within_modality(views, union)
+    results["LODO, family too, per modality"] = lodo_within_modality(views, {v["modality"]: union for v in views})
     pkg = default_weights()
     for fam, (tp, suff, nn) in families.items():
         for ws in (0.0, 0.25, 0.5):
@@ -439,15 +447,17 @@ def per_view_table(rows: list[tuple[tuple[dict[str, Any], str], dict[str, Any]]]
 
 
 def within_modality_over_seeds(datasets, max_items: int, seeds: int, pools: tuple[str, ...],
-                               families: Sequence[str] = WITHIN_MODALITY_FAMILIES) -> int:
-    """The LODO within each modality (:func:`lodo_within_modality`) over the union of the grids of ``families`` (by
-    default the KNIFE and Gaussian sufficiency families), each view read once per metric seed: the choice behind
-    ``embedselect.pipeline.defaults`` (docs/benchmarks.md §4i)."""
-    fams = [FAMILIES[f] for f in families]
-    views = [dict(v, metric_seed=s) for s in range(seeds)
-             for v in load_views(datasets, max_items, 0, family_signals(dict(enumerate(fams))), pools, metric_seed=s)]
+                               families: Mapping[str, Sequence[str]] = WITHIN_MODALITY_FAMILIES) -> int:
+    """The LODO within each modality (:func:`lodo_within_modality`), each modality over the union of the grids of its
+    ``families`` (modality -> family names; by default :data:`WITHIN_MODALITY_FAMILIES`), each view read once per
+    metric seed: the choice behind ``embedselect.pipeline.defaults`` (docs/benchmarks.md §4i), and issue 23's
+    targets read over every view of the run."""
+    fams = {m: [FAMILIES[f] for f in names] for m, names in families.items()}
+    views = [dict(v, metric_seed=s) for m, fs in fams.items() for s in range(seeds)
+             for v in load_views([d for d in datasets if ALL_DATASETS[d].modality == m], max_items, 0,
+                                 family_signals(dict(enumerate(fs))), pools, metric_seed=s)]
     best: dict[str, tuple[float, float, str]] = {}
-    held = lodo_within_modality(views, [x for f in fams for x in settings(f)], best)
+    held = lodo_within_modality(views, {m: [x for f in fs for x in settings(f)] for m, fs in fams.items()}, best)
     for m in ("text", "image", None):
         rows = [(h, v) for h, v in zip(held, views) if m in (None, v["modality"]) and h is not None]
         if not rows:
@@ -508,7 +518,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="compare the option families of FAMILIES by LODO (needs their signals cached) and exit")
     ap.add_argument("--families", nargs="+", choices=list(FAMILIES),
                     help="with --variants: the families compared (default: all); with --within-modality: the families "
-                         "whose grids are searched (default: WITHIN_MODALITY_FAMILIES)")
+                         "whose grids are searched for every modality (default: each modality's own, "
+                         "WITHIN_MODALITY_FAMILIES)")
     ap.add_argument("--require-sufficiency", action="store_true",
                     help="leave sufficiency weight 0 out of the grid: the mission ranks by task prior statistics and "
                          "median information sufficiency, so a default without sufficiency is not a candidate")
@@ -522,8 +533,8 @@ def main(argv: list[str] | None = None) -> int:
     if a.require_sufficiency:
         GRID["sufficiency"] = tuple(w for w in GRID["sufficiency"] if w > 0)
     if a.metric_seeds and a.within_modality:
-        return within_modality_over_seeds(a.datasets, a.max_items, a.metric_seeds, tuple(a.pools),
-                                          a.families or WITHIN_MODALITY_FAMILIES)
+        fams = {m: a.families for m in WITHIN_MODALITY_FAMILIES} if a.families else WITHIN_MODALITY_FAMILIES
+        return within_modality_over_seeds(a.datasets, a.max_items, a.metric_seeds, tuple(a.pools), fams)
     if a.metric_seeds:
         return over_metric_seeds(a.datasets, a.max_items, a.metric_seeds, tuple(a.pools))
     if a.second_truth:

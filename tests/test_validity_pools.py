@@ -216,3 +216,24 @@ def test_the_benchmark_reads_each_modality_default_under_the_signal_cached_with_
     text, _ = default_setting("text")
     assert "task_prior" in text and not any(s.startswith("task_prior-") for s in text)
     assert set(default_extra()) == {"sufficiency-gaussian", "task_prior-clusters32"}
+
+
+def test_lodo_within_modality_chooses_each_modality_from_its_own_grid():
+    """``--within-modality``: a held-out dataset's setting is chosen on the other datasets of its modality, from that
+    modality's grid only (texts and images each from the families their default was chosen from)."""
+    from benchmarks import validity_default as vd
+
+    def view(name: str, modality: str, follows: str) -> dict:
+        truth = {f"c{i}": i / 10 for i in range(6)}
+        other = {k: -v for k, v in truth.items()}
+        signals = {"a": truth if follows == "a" else other, "b": truth if follows == "b" else other}
+        return {"dataset": name, "pool": "all", "modality": modality, "truth": truth, "signals": signals,
+                "pairs": [], "entries": []}
+
+    views = [view(f"t{i}", "text", "a") for i in range(3)] + [view(f"i{i}", "image", "b") for i in range(3)]
+    a, b = ({"a": 1.0}, "mean-rank"), ({"b": 1.0}, "mean-rank")
+    held = vd.lodo_within_modality(views, {"text": [b, a], "image": [a, b]})
+    assert [lab for _, lab in held] == ["a 1"] * 3 + ["b 1"] * 3
+    assert all(r["rho"] == pytest.approx(1.0) for r, _ in held)
+    held = vd.lodo_within_modality(views, {"text": [b], "image": [a, b]})  # the text grid lacks the right setting
+    assert [lab for _, lab in held] == ["b 1"] * 6 and all(r["rho"] == pytest.approx(-1.0) for r, _ in held[:3])
