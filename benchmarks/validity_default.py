@@ -141,12 +141,14 @@ def default_setting(modality: str) -> tuple[dict[str, float], str]:
     return w, default_method(modality)
 
 
-def default_extra() -> tuple[str, ...]:
-    """The signals beyond :data:`SIGNALS` that the defaults of the modalities read (:func:`default_setting`: the
-    image default's Gaussian sufficiency and cluster-task task_prior today), which a view scored under its modality's default needs cached."""
+def default_extra() -> dict[str, tuple[str, ...]]:
+    """Per modality, the signals beyond :data:`SIGNALS` that its default reads (:func:`default_setting`: the image
+    default's Gaussian sufficiency and cluster-task task_prior today; none for texts): what a view scored under its
+    modality's default needs cached. Given to :func:`load_views` as ``extra``, each view requires its own modality's
+    signals only."""
     from embedselect.kinds import MODALITIES
 
-    return tuple(dict.fromkeys(s for m in MODALITIES for s in default_setting(m)[0] if s not in SIGNALS))
+    return {m: tuple(s for s in default_setting(m)[0] if s not in SIGNALS) for m in MODALITIES}
 
 
 def label(setting: tuple[dict[str, float], str]) -> str:
@@ -154,14 +156,23 @@ def label(setting: tuple[dict[str, float], str]) -> str:
     return " + ".join(f"{m} {v:g}" for m, v in w.items()) + ("" if meth == "mean-rank" else ", mean z")
 
 
-def load_views(datasets, max_items: int, seed: int, extra: tuple[str, ...] = (),
+def needed_signals(extra: Sequence[str] | Mapping[str, Sequence[str]], modality: str) -> tuple[str, ...]:
+    """The signals a view of ``modality`` must have cached: :data:`SIGNALS`, then ``extra`` (one list for every view,
+    or per modality; a modality not named adds none)."""
+    more = extra.get(modality, ()) if isinstance(extra, Mapping) else extra
+    return tuple(dict.fromkeys((*SIGNALS, *more)))
+
+
+def load_views(datasets, max_items: int, seed: int, extra: Sequence[str] | Mapping[str, Sequence[str]] = (),
                pools: tuple[str, ...] = ("all", "issue"), metric_seed: int | None = None) -> list[dict[str, Any]]:
     """One entry per (dataset, pool) whose signals (and ``extra`` ones) are cached: truth, signals, copy pairs, pool
-    entries. ``metric_seed``: the signals computed with this metric seed on the same items (``seed_stability.py``'s
-    caches) instead of ``seed``'s."""
+    entries. ``extra``: signals every view needs, or per modality the signals its views need (a dataset of a modality
+    not named needs none). ``metric_seed``: the signals computed with this metric seed on the same items
+    (``seed_stability.py``'s caches) instead of ``seed``'s."""
     views = []
     for d in datasets:
         meta, labels, _items, entries, vectors = load_pool(d)
+        needs = needed_signals(extra, meta["modality"])
         n_cls = len(np.unique(labels))
         keep_all = len(labels) - max_items < n_cls  # the rule of validity_pools.run_dataset
         idx = np.arange(len(labels)) if keep_all else stratified_indices([str(v) for v in labels], max_items, seed)
@@ -179,7 +190,7 @@ def load_views(datasets, max_items: int, seed: int, extra: tuple[str, ...] = (),
             sub = {k: np.ascontiguousarray(vectors[k][idx], dtype=np.float32) for k in keys}
             refs, fams = pool_roles([e for e in entries if e["name"] in keys], sorted(keys))
             central = central_of_view(d, sub, refs, fams, n=n, seed=ms, pool=pool)
-            files = {m: cd / metric_cache_name(m, central) for m in SIGNALS + extra}
+            files = {m: cd / metric_cache_name(m, central) for m in needs}
             if not all(f.is_file() for f in files.values()):
                 continue
             sig = {m: json.loads(f.read_text())["scores"] for m, f in files.items()}
@@ -453,7 +464,7 @@ def within_modality_over_seeds(datasets, max_items: int, seeds: int, pools: tupl
     metric seed: the choice behind ``embedselect.pipeline.defaults`` (docs/benchmarks.md §4i), and issue 23's
     targets read over every view of the run."""
     fams = {m: [FAMILIES[f] for f in names] for m, names in families.items()}
-    views = [dict(v, metric_seed=s) for m, fs in fams.items() for s in range(seeds)
+    views = [dict(v, metric_seed=s) for m, fs in fams.items() for s in range(seeds)  # one modality's views at a time
              for v in load_views([d for d in datasets if ALL_DATASETS[d].modality == m], max_items, 0,
                                  family_signals(dict(enumerate(fs))), pools, metric_seed=s)]
     best: dict[str, tuple[float, float, str]] = {}
@@ -538,7 +549,8 @@ def main(argv: list[str] | None = None) -> int:
     if a.metric_seeds:
         return over_metric_seeds(a.datasets, a.max_items, a.metric_seeds, tuple(a.pools))
     if a.second_truth:
-        return second_truth(load_views(a.datasets, a.max_items, a.seed, (*VARIANT_SIGNALS, *default_extra()),
+        return second_truth(load_views(a.datasets, a.max_items, a.seed,
+                                       {m: (*VARIANT_SIGNALS, *x) for m, x in default_extra().items()},
                                        tuple(a.pools)), a.max_items, a.seed)
     if a.placements:
         w = {k: float(v) for k, v in (x.split("=") for x in a.weights)} if a.weights else None

@@ -215,7 +215,19 @@ def test_the_benchmark_reads_each_modality_default_under_the_signal_cached_with_
     assert image["task_prior-clusters32"] == default_weight("task_prior", "image") and method == "mean-rank"
     text, _ = default_setting("text")
     assert "task_prior" in text and not any(s.startswith("task_prior-") for s in text)
-    assert set(default_extra()) == {"sufficiency-gaussian", "task_prior-clusters32"}
+    assert {m: set(x) for m, x in default_extra().items()} == {"text": set(),
+                                                              "image": {"sufficiency-gaussian", "task_prior-clusters32"}}
+
+
+def test_a_view_needs_the_extra_signals_of_its_own_modality_only():
+    """The default's extra signals are per modality: a text view is not dropped for lacking the image default's
+    cluster-task signal (``--placements``, ``per_view.py`` and ``truth_noise.py`` read texts and images together)."""
+    from benchmarks.validity_default import SIGNALS, default_extra, needed_signals
+
+    assert needed_signals(default_extra(), "text") == SIGNALS
+    assert set(needed_signals(default_extra(), "image")) == {*SIGNALS, "sufficiency-gaussian", "task_prior-clusters32"}
+    assert needed_signals(("x", "task_prior"), "text") == (*SIGNALS, "x")  # one list for every view, no repeats
+    assert needed_signals({"image": ("x",)}, "text") == SIGNALS
 
 
 def test_lodo_within_modality_chooses_each_modality_from_its_own_grid():
