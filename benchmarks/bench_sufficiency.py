@@ -20,14 +20,20 @@ from __future__ import annotations
 import argparse
 import json
 import platform
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import torch
 from scipy.stats import spearmanr
 
-from embedselect.metrics import MemoryPairCache, knife
-from embedselect.metrics.sufficiency import information_sufficiency
+if __package__ in (None, ""):  # run as a script: the checkout's root, for tests.tinymodels
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from embedselect.metrics import MemoryPairCache, knife  # noqa: E402
+from embedselect.metrics.sufficiency import information_sufficiency  # noqa: E402
+from tests.tinymodels import latent_views  # noqa: E402
 
 _TRAIN_S = [0.0]
 _train_pairs = knife.train_pairs
@@ -48,13 +54,11 @@ DIMS = [64, 96, 128, 192, 256, 320, 384, 512, 640, 768]
 
 
 def make_pool(n: int, seed: int = 0) -> dict[str, np.ndarray]:
-    rng = np.random.default_rng(seed)
-    x = rng.standard_normal((n, 32))
-    pool = {}
-    for k, d in enumerate(DIMS + [384]):
-        a = rng.standard_normal((32, d)) / np.sqrt(32)
-        pool[f"c{k:02d}_{d}"] = (np.tanh(x @ a) + (0.1 + 0.15 * k) * rng.standard_normal((n, d))).astype(np.float32)
-    return pool
+    """:func:`tests.tinymodels.latent_views` of :data:`DIMS` and one more 384-d view, noise step 0.15, each named
+    ``c<kk>_<d>`` (two-digit k, so that the names sort in candidate order)."""
+    dims = DIMS + [384]
+    views = latent_views(n, dims, seed, noise_step=0.15).values()
+    return {f"c{k:02d}_{d}": v for k, (d, v) in enumerate(zip(dims, views))}
 
 
 def prep_bench(n: int, device: str, dim: int = 384) -> dict:
