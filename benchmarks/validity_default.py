@@ -464,9 +464,10 @@ def within_modality_over_seeds(datasets, max_items: int, seeds: int, pools: tupl
     metric seed: the choice behind ``embedselect.pipeline.defaults`` (docs/benchmarks.md §4i), and issue 23's
     targets read over every view of the run."""
     fams = {m: [FAMILIES[f] for f in names] for m, names in families.items()}
-    views = [dict(v, metric_seed=s) for m, fs in fams.items() for s in range(seeds)  # one modality's views at a time
-             for v in load_views([d for d in datasets if ALL_DATASETS[d].modality == m], max_items, 0,
-                                 family_signals(dict(enumerate(fs))), pools, metric_seed=s)]
+    views = [dict(v, metric_seed=s) for s in range(seeds)
+             for v in load_views([d for d in datasets if ALL_DATASETS[d].modality in fams], max_items, 0,
+                                 {m: family_signals(dict(enumerate(fs))) for m, fs in fams.items()}, pools,
+                                 metric_seed=s)]
     best: dict[str, tuple[float, float, str]] = {}
     held = lodo_within_modality(views, {m: [x for f in fs for x in settings(f)] for m, fs in fams.items()}, best)
     for m in ("text", "image", None):
