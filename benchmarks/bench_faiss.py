@@ -124,7 +124,7 @@ def e2e(n: int) -> None:
     import tempfile
     from pathlib import Path
 
-    from embedselect.api import embed
+    from embedselect.pipeline import embed
     from embedselect.data import ReferenceData, sample_path
     from embedselect.search import build_index, neighbours_view
 

@@ -106,7 +106,7 @@ def main() -> None:
     hub = _start_hub(tmp)
     import torch
 
-    from embedselect._compat import ensure_torchvision_importable
+    from embedselect._util.compat import ensure_torchvision_importable
 
     ensure_torchvision_importable()
     print(f"# bench_nightly: {args.models} models ({args.new} new), torch threads {torch.get_num_threads()}, "
@@ -128,7 +128,7 @@ def main() -> None:
     if args.ray_workers:
         import ray
 
-        from embedselect.executors.ray import RayExecutor
+        from embedselect.nightly.executors.ray import RayExecutor
 
         ray.init(num_cpus=args.ray_workers, include_dashboard=False, log_to_driver=False)
         ray_ex = RayExecutor()

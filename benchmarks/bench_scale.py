@@ -138,7 +138,7 @@ def main(argv: list[str] | None = None) -> dict:
     import torch
 
     import embedselect
-    from embedselect import progress as progress_mod
+    from embedselect._util import progress as progress_mod
     from embedselect.data import ReferenceData
     from embedselect.metrics.base import DEFAULT_METRICS
 

@@ -31,8 +31,9 @@ from scipy.stats import spearmanr
 if __package__ in (None, ""):  # run as a script: the checkout's root, for tests.tinymodels
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from embedselect.metrics import MemoryPairCache, knife  # noqa: E402
-from embedselect.metrics.sufficiency import information_sufficiency  # noqa: E402
+from embedselect.metrics import MemoryPairCache
+from embedselect.metrics.sufficiency import knife  # noqa: E402
+from embedselect.metrics.sufficiency.score import information_sufficiency  # noqa: E402
 from tests.tinymodels import latent_views  # noqa: E402
 
 _TRAIN_S = [0.0]
@@ -66,7 +67,7 @@ def prep_bench(n: int, device: str, dim: int = 384) -> dict:
     folder, correlated columns), on every training row and on the capped sample, holding the rows the estimate reads."""
     import tempfile
 
-    from embedselect.metrics.sufficiency import SufficiencySettings, _plan_rows
+    from embedselect.metrics.sufficiency.score import SufficiencySettings, _plan_rows
 
     st = SufficiencySettings()
     rows = _plan_rows(n, st, 0)

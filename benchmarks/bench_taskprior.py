@@ -50,7 +50,7 @@ def _case(kind: str, n: int, d: int, threads: int, tile: int, dtype: str, floor_
     torch.set_num_threads(threads)
     x, p = _data(n, d, seed=0)
     # warm up BLAS and torch on a small problem so one-off costs are not timed
-    from embedselect.metrics.taskprior import task_prior_moments
+    from embedselect.metrics.task_prior.score import task_prior_moments
 
     task_prior_moments(x[:300], p[:300], tile=128, dtype=dtype)
     base = _rss_peak_mib()
@@ -61,7 +61,7 @@ def _case(kind: str, n: int, d: int, threads: int, tile: int, dtype: str, floor_
         out.update(mean=r.mean, var=r.var)
     elif kind == "dense":
         from embedselect.metrics.kernels import centered_cosine_kernel
-        from embedselect.metrics.taskprior import resolve_temperature
+        from embedselect.metrics.task_prior.score import resolve_temperature
 
         t = resolve_temperature(n)
         m = centered_cosine_kernel(x)
@@ -127,7 +127,7 @@ def prior_check(n: int = 1500, seed: int = 1) -> None:
 
     from embedselect.metrics.base import MetricContext
     from embedselect.metrics.probes import probe_tasks
-    from embedselect.metrics.taskprior import compute
+    from embedselect.metrics.task_prior.score import compute
 
     torch.set_num_threads(1)
     rng = np.random.default_rng(seed)
@@ -180,7 +180,7 @@ def wide_pool(n: int = 300, seed: int = 0) -> None:
     candidate left out of its own prior."""
     import numpy as np
 
-    from embedselect.metrics import taskprior
+    from embedselect.metrics.task_prior import score as taskprior
     from embedselect.metrics.base import MetricContext
 
     rng = np.random.default_rng(seed)

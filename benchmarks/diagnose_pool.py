@@ -63,7 +63,7 @@ def print_pairs(vectors: dict[str, np.ndarray], seed: int) -> int:
 def print_weights(vectors: dict[str, np.ndarray]) -> int:
     """The balanced prior's redundancy weights, mean CKA and kernel statistics per candidate."""
     from embedselect.metrics.kernels import kernel_factor
-    from embedselect.metrics.taskprior_priors import balanced_weights, cross_gram
+    from embedselect.metrics.task_prior.priors import balanced_weights, cross_gram
 
     names = list(vectors)
     g = cross_gram([kernel_factor(vectors[k]) for k in names])

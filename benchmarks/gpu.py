@@ -116,10 +116,10 @@ TIMM_MODEL: Path | None = None  # --timm-model: a timm folder (config.json + mod
 
 
 def section_embed(dev: str, ci: bool, work: Path) -> list[dict[str, Any]]:
-    from embedselect.candidates import parse_candidates, resolve_candidate
+    from embedselect.models.candidates import parse_candidates, resolve_candidate
     from embedselect.data import ReferenceData, sample_path
-    from embedselect.backends.device import library_progress
-    from embedselect.backends.loader import load_embedder
+    from embedselect.models.backends.device import library_progress
+    from embedselect.models.backends.loader import load_embedder
     from tests.tinymodels import make_tiny_images, make_tiny_sentence_transformer, make_tiny_timm
 
     n = SIZES["embed_n"][0 if ci else 1]
@@ -193,7 +193,7 @@ def _gemm_floor(mats: list[np.ndarray], prior: list[np.ndarray], dev: str, tile:
 
 
 def section_moments(dev: str, ci: bool) -> list[dict[str, Any]]:
-    from embedselect.metrics.taskprior import task_prior_moments
+    from embedselect.metrics.task_prior.score import task_prior_moments
 
     n, d = SIZES["moments_n"][0 if ci else 1], SIZES["moments_d"][0 if ci else 1]
     pool = _pool(n, [d, d // 2, d], seed=1)
@@ -231,7 +231,7 @@ def section_moments(dev: str, ci: bool) -> list[dict[str, Any]]:
 
 def section_probes(dev: str, ci: bool) -> list[dict[str, Any]]:
     from embedselect.metrics.probes import probe_tasks
-    from embedselect.metrics.taskprior import sample_tasks
+    from embedselect.metrics.task_prior.score import sample_tasks
 
     n, s = SIZES["probes_n"][0 if ci else 1], SIZES["probes_tasks"][0 if ci else 1]
     pool = _pool(n, [64, 128, 256] if not ci else [16, 24, 32], seed=2)
@@ -252,7 +252,7 @@ def section_probes(dev: str, ci: bool) -> list[dict[str, Any]]:
 
 
 def section_sufficiency(dev: str, ci: bool) -> list[dict[str, Any]]:
-    from embedselect.metrics.sufficiency import information_sufficiency
+    from embedselect.metrics.sufficiency.score import information_sufficiency
 
     n, c, steps = SIZES["suff_n"][0 if ci else 1], SIZES["suff_pool"][0 if ci else 1], SIZES["suff_steps"][0 if ci else 1]
     pool = _pool(n, [32, 48, 64, 96, 128, 192][:c] if not ci else [8, 12, 16][:c], seed=3)
@@ -271,7 +271,7 @@ def section_sufficiency(dev: str, ci: bool) -> list[dict[str, Any]]:
     )
     t_eager = None
     if dev.startswith("cuda"):  # the same batched run with eager steps instead of the captured CUDA graph
-        from embedselect.metrics.knife import engine
+        from embedselect.metrics.sufficiency.knife import engine
 
         engine.CUDA_GRAPHS = False
         try:
@@ -295,7 +295,7 @@ def section_sufficiency(dev: str, ci: bool) -> list[dict[str, Any]]:
 
 
 def section_faiss(dev: str, ci: bool) -> list[dict[str, Any]]:
-    from embedselect.nn import build_index, faiss_has_gpu, prepare, search_index
+    from embedselect.nn.knn import build_index, faiss_has_gpu, prepare, search_index
 
     n, d, m = SIZES["faiss_n"][0 if ci else 1], SIZES["faiss_d"][0 if ci else 1], SIZES["faiss_q"][0 if ci else 1]
     rng = np.random.default_rng(4)

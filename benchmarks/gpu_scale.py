@@ -10,7 +10,7 @@ FAISS on the device against FAISS on the CPU at two sizes.
                ``SentenceTransformer.encode`` of the two models (model loaded and warmed first; fp16 on CUDA,
                batch 128, as embedselect's backend): the ratio select / (encode A + encode B) is the cost of
                everything embedselect adds (target <= 1.2). Then k-NN (the 10-NN graph of the first model's
-               vectors, ``embedselect.nn.knn``), the search index (``embedselect.search.build_index`` from the
+               vectors, ``embedselect.nn.knn.knn``), the search index (``embedselect.search.build_index`` from the
                cache) and search (1 000 text queries, the second call: the first loads the model).
   faiss_scale  10-NN of 1 000 queries, exact (flat) and approximate (CPU: HNSW; device: IVF), build and search
                on the CPU and on the device, at each n of ``FAISS_SIZES`` (clustered float32 vectors, d = 384),
@@ -100,9 +100,9 @@ def section_e2e(dev: str, ci: bool, work: Path) -> list[dict[str, Any]]:
 
     import embedselect
     from bench_scale import synthetic_texts
-    from embedselect import progress as progress_mod
+    from embedselect._util import progress as progress_mod
     from embedselect.data import ReferenceData
-    from embedselect.nn import knn
+    from embedselect.nn.knn import knn
     from embedselect.search import SearchIndex, build_index
 
     n = N_OVERRIDE or E2E_N["ci" if ci else "full"]
@@ -219,7 +219,7 @@ def _clustered(n: int, d: int, seed: int) -> np.ndarray:
 
 
 def section_faiss_scale(dev: str, ci: bool) -> list[dict[str, Any]]:
-    from embedselect.nn import build_index, index_device, prepare, search_index
+    from embedselect.nn.knn import build_index, index_device, prepare, search_index
 
     sizes = FAISS_OVERRIDE or FAISS_SIZES["ci" if ci else "full"]
     d, m = (32, 100) if ci else (384, 1000)

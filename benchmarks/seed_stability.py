@@ -28,7 +28,7 @@ if __package__ in (None, ""):
 
 from benchmarks.validity_data import DATASETS, copy_pairs, load_pool  # noqa: E402
 from benchmarks.validity_pools import POOL_MODALITY, POOLS, VARIANTS, _cache_dir, pool_roles, regret, signals, top_pick  # noqa: E402
-from embedselect.aggregate import combine_ranks, copies_below_parents  # noqa: E402
+from embedselect.ranking.combine import combine_ranks, copies_below_parents  # noqa: E402
 from benchmarks.validity_default import SIGNALS, default_setting  # noqa: E402
 
 

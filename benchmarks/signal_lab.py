@@ -135,9 +135,9 @@ def taskprior_custom(vectors: Mapping[str, np.ndarray], members: set[str], prior
     """task_prior probes with the prior built from ``members`` only (every candidate scored)."""
     from embedselect.metrics.kernels import kernel_factor, sum_kernel_factor
     from embedselect.metrics.probes import probe_tasks
-    from embedselect.metrics.taskprior_priors import balanced_weights, cross_gram
-    from embedselect.metrics.taskprior_moments import resolve_temperature
-    from embedselect.metrics.taskprior_sampling import sample_tasks_from_factor
+    from embedselect.metrics.task_prior.priors import balanced_weights, cross_gram
+    from embedselect.metrics.task_prior.moments import resolve_temperature
+    from embedselect.metrics.task_prior.sampling import sample_tasks_from_factor
 
     names = list(vectors)
     zs = [kernel_factor(vectors[c]) for c in names if c in members]
@@ -184,7 +184,7 @@ def _signal(name: str, view: dict[str, Any]) -> dict[str, float]:
     if name == "nn":
         return pkg_metric("nn_agreement", v, {"compare_with": "all"})
     if name == "nn_real":
-        from embedselect.metrics.agreement import agreement_matrix, knn_indices
+        from embedselect.metrics.comparators.agreement import agreement_matrix, knn_indices
 
         names = list(v)
         g = agreement_matrix([knn_indices(v[c], 10) for c in names])

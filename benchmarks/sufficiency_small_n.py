@@ -21,7 +21,7 @@ import numpy as np
 import torch
 from scipy.stats import spearmanr
 
-from embedselect.metrics.sufficiency import information_sufficiency
+from embedselect.metrics.sufficiency.score import information_sufficiency
 
 
 def pool_a(n: int, seed: int = 123) -> dict[str, np.ndarray]:

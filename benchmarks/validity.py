@@ -107,7 +107,7 @@ def model2vec_dir() -> Path:
     out = BENCH_CACHE / "m2v-minilm-256"
     if (out / "modules.json").is_file():
         return out
-    from embedselect._compat import ensure_torchvision_importable
+    from embedselect._util.compat import ensure_torchvision_importable
 
     ensure_torchvision_importable()
     from model2vec.distill import distill
@@ -134,7 +134,7 @@ def efficientnet_dir(variant: str = "lite0") -> Path:
     out = BENCH_CACHE / f"efficientnet-{variant}-timm"
     if (out / "model.safetensors").is_file():
         return out
-    from embedselect._compat import ensure_torchvision_importable
+    from embedselect._util.compat import ensure_torchvision_importable
 
     ensure_torchvision_importable()
     import timm

@@ -689,7 +689,7 @@ def derive(name: str, parent_vectors: np.ndarray) -> np.ndarray:
 
 
 def _sentence_transformer(path: Path):
-    from embedselect._compat import ensure_torchvision_importable
+    from embedselect._util.compat import ensure_torchvision_importable
 
     ensure_torchvision_importable()
     from sentence_transformers import SentenceTransformer
@@ -746,7 +746,7 @@ def m2v_dir(teacher: str, pca_dims: int | None = 256) -> Path:
     suffix = "" if pca_dims == 256 else ("-nopca" if pca_dims is None else f"-pca{pca_dims}")
     out = bench_cache() / f"m2v-{teacher}-raw{suffix}"
     if not (out / "config.json").is_file():
-        from embedselect._compat import ensure_torchvision_importable
+        from embedselect._util.compat import ensure_torchvision_importable
 
         ensure_torchvision_importable()
         from model2vec.distill import distill
@@ -776,7 +776,7 @@ def copy_pairs(entries: Sequence[dict[str, Any]], vectors: dict[str, np.ndarray]
     """(copy, parent) pairs of a pool as embedselect's rank stage finds them: the coordinate-wise copies its vectors
     show and the copies the candidates' model cards declare (:func:`embedselect.metrics.copies.pool_copies`). A candidate runs with its folder's own settings unless the
     pool made it as a variant or copy of another (a ``parent`` other than by distillation)."""
-    from embedselect.candidates.card import card_origin, model_aliases
+    from embedselect.models.candidates.card import card_origin, model_aliases
     from embedselect.metrics.copies import pool_copies
 
     names = [e["name"] for e in entries if e["name"] in vectors]
@@ -799,7 +799,7 @@ def copy_pairs(entries: Sequence[dict[str, Any]], vectors: dict[str, np.ndarray]
 
 def _producers(modality: str, items: list[Any], seed: int) -> dict[str, Callable[[], dict[str, np.ndarray]]]:
     """source -> function returning {candidate name: vectors} for every candidate that source makes."""
-    from embedselect.backends.baselines import make_baseline
+    from embedselect.models.backends.baselines import make_baseline
 
     def base(name: str, baseline: str | None = None, **options: Any) -> Callable[[], dict[str, np.ndarray]]:
         return lambda: {name: make_baseline(baseline or name, modality=modality, options=options, seed=seed).embed(items)}

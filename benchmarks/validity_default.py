@@ -3,7 +3,7 @@
 Views: every dataset's full pool (``--pool all``) and, for text, the issue pool (``--pool issue``); run both with
 ``validity_pools.py`` first. Grid: task_prior weight 1; sufficiency, nn_agreement, rankme and modularity weights from
 :data:`GRID`; combination method mean rank or mean z-score; derived copies below their parents
-(:func:`embedselect.aggregate.copies_below_parents`) in every setting.
+(:func:`embedselect.ranking.combine.copies_below_parents`) in every setting.
 
 Objective (fixed before looking at results): the number of views meeting both targets of issue 9 (Spearman ≥ 0.8
 and top-pick regret ≤ 0.02), ties by mean Spearman (an undefined Spearman counts as -1). For each held-out dataset,
@@ -45,7 +45,7 @@ from benchmarks.validity_pools import (  # noqa: E402
     regret,
     top_pick,
 )
-from embedselect.aggregate import DEFAULT_METHOD, combine_ranks, copies_below_parents  # noqa: E402
+from embedselect.ranking.combine import DEFAULT_METHOD, combine_ranks, copies_below_parents  # noqa: E402
 from embedselect.metrics.base import DEFAULT_METRICS, get_spec  # noqa: E402
 
 SIGNALS = ("task_prior", "sufficiency", "nn_agreement", "rankme", "modularity")
@@ -146,7 +146,7 @@ def default_extra() -> dict[str, tuple[str, ...]]:
     default's Gaussian sufficiency and cluster-task task_prior today; none for texts): what a view scored under its
     modality's default needs cached. Given to :func:`load_views` as ``extra``, each view requires its own modality's
     signals only."""
-    from embedselect.kinds import MODALITIES
+    from embedselect._util.kinds import MODALITIES
 
     return {m: tuple(s for s in default_setting(m)[0] if s not in SIGNALS) for m in MODALITIES}
 
@@ -366,9 +366,9 @@ pool's baselines counted as evidence."""
 
 
 def knn_truth(view: dict[str, Any], max_items: int, seed: int) -> dict[str, float]:
-    """A second ground truth (issue 23): held-out accuracy of the k-NN probe (:data:`embedselect.heldout.PROBES`),
+    """A second ground truth (issue 23): held-out accuracy of the k-NN probe (:data:`embedselect.validation.heldout.PROBES`),
     cached per dataset and candidate like the tuned logistic probe."""
-    from embedselect.heldout import probe_accuracies
+    from embedselect.validation.heldout import probe_accuracies
 
     meta, labels, _items, _entries, vectors = load_pool(view["dataset"])
     n_cls = len(np.unique(labels))

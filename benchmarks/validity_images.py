@@ -146,7 +146,7 @@ def image_pass(model_dir: Path | None, paths: list[str], resolution: int | None,
     the input size). ``model_dir`` None builds ``arch`` untrained (weights from torch seed 0) with Lite0's
     transform. Returns float32 (n, C) arrays "avg" and "max" (global average / max pool of the final
     features) and "stage3" / "stage5" (average pool of blocks[2] / blocks[4])."""
-    from embedselect._compat import ensure_torchvision_importable
+    from embedselect._util.compat import ensure_torchvision_importable
 
     ensure_torchvision_importable()  # before timm, which imports torchvision
     import timm

@@ -2,14 +2,14 @@
 
 For each dataset (a pool folder written by ``benchmarks/validity_data.py``):
 
-1. ground truth: the tuned logistic probe of :func:`embedselect.heldout.probe_accuracies` (per-dimension
+1. ground truth: the tuned logistic probe of :func:`embedselect.validation.heldout.probe_accuracies` (per-dimension
    standardisation or not and C chosen by inner CV; mean held-out accuracy over ``--folds`` outer folds),
    once per candidate, cached as JSON under ``<bench cache>/validity_pools/``;
 2. every label-free signal of the metric registry (task_prior, sufficiency and the comparators rankme,
    alpha_req, uniformity, nn_agreement), cached per dataset x metric;
 3. Spearman and Kendall (scipy) of each signal and of combined scores against the ground truth, the top
    pick's regret (best accuracy minus the accuracy of the combined score's first candidate under the
-   package's tie rule, :func:`embedselect.ranking.order_by_score`) and family violations (a distilled /
+   package's tie rule, :func:`embedselect.ranking.result.order_by_score`) and family violations (a distilled /
    truncated / quantized copy scored strictly above its parent while the parent's accuracy is higher);
 4. leave-one-dataset-out (LODO) choice of the combination: for each held-out dataset, the setting
    (weight of sufficiency vs task_prior, optional comparator) with the best mean Spearman on the *other*
@@ -125,7 +125,7 @@ def correlations(scores: Mapping[str, float | None], truth: Mapping[str, float])
 
 def top_pick(scores: Mapping[str, float | None]) -> tuple[str | None, list[str]]:
     """(first candidate under the package's tie rule, the candidates tied with it)."""
-    from embedselect.ranking import tie_groups
+    from embedselect.ranking.result import tie_groups
 
     groups = tie_groups(scores)
     if not groups:
@@ -184,8 +184,8 @@ def setting_label(setting: tuple[float, str | None]) -> str:
 
 
 def combined_scores(signals: Mapping[str, Mapping[str, float]], setting: tuple[float, str | None]) -> dict[str, float]:
-    """The package's combination (:func:`embedselect.aggregate.combine_ranks`, mean-rank) under one setting."""
-    from embedselect.aggregate import combine_ranks
+    """The package's combination (:func:`embedselect.ranking.combine.combine_ranks`, mean-rank) under one setting."""
+    from embedselect.ranking.combine import combine_ranks
 
     w = setting_weights(setting)
     return combine_ranks({m: signals[m] for m in w if m in signals}, weights={m: v for m, v in w.items() if m in signals})
@@ -224,7 +224,7 @@ def _cache_dir(name: str, n: int, seed: int, pool: str = "all") -> Path:
 
 
 def _probe_one(x: np.ndarray, y: np.ndarray, folds: int, seed: int) -> dict[str, Any]:
-    from embedselect.heldout import probe_accuracies
+    from embedselect.validation.heldout import probe_accuracies
 
     t0 = time.perf_counter()
     df = probe_accuracies({"x": x}, y, cv=folds, seed=seed, probes=("logistic",))
@@ -327,9 +327,9 @@ def metric_cache_name(metric: str, central: frozenset[str] | set[str] = frozense
 def central_of_view(name: str, vectors: Mapping[str, np.ndarray], references: frozenset[str],
                     families: Mapping[str, str] | None, *, n: int, seed: int, pool: str = "all") -> frozenset[str]:
     """The built-in baselines ``select()`` counts as evidence in this view, being as central as its models
-    (:func:`embedselect.metrics.agreement.central_in_pool` with the metric ``seed``), cached per view and seed; none
+    (:func:`embedselect.metrics.comparators.agreement.central_in_pool` with the metric ``seed``), cached per view and seed; none
     when the view has no baselines."""
-    from embedselect.metrics.agreement import central_in_pool
+    from embedselect.metrics.comparators.agreement import central_in_pool
     from embedselect.metrics.base import MetricContext, get_spec
 
     if not references:
@@ -473,7 +473,7 @@ def _miss(v: float, target: float, higher: bool = True) -> str:
 
 def to_markdown(results: list[dict[str, Any]], *, command: str, folds: int, max_items: int, seed: int) -> str:
     L = [f"Command: `{command}`", "",
-         f"Ground truth: tuned logistic probe (`embedselect.heldout`, inner CV over per-dimension standardisation "
+         f"Ground truth: tuned logistic probe (`embedselect.validation.heldout`, inner CV over per-dimension standardisation "
          f"and C ∈ {{0.01, 0.1, 1, 10, 100}}), mean held-out accuracy over {folds} stratified outer folds, seed {seed}; "
          f"at most {max_items} items per dataset (stratified, seeded). Label-free signals at their defaults, seed {seed}.",
          ""]
@@ -580,7 +580,7 @@ def main(argv: list[str] | None = None) -> int:
     if a.out:
         a.out.write_text(md)
     if a.json:
-        from embedselect.ranking import to_jsonable
+        from embedselect.ranking.result import to_jsonable
 
         raw = [{**r, "settings": {setting_label(s): v for s, v in r["settings"].items()}} for r in results]
         a.json.write_text(json.dumps(to_jsonable(raw), indent=1, default=str))

@@ -46,27 +46,27 @@ from embedselect.errors import (
     UnsafeModelError,
     UnsupportedFormatError,
 )
-from embedselect.policy import LoadPolicy
+from embedselect.models.policy import LoadPolicy
 from embedselect.version import __version__
 
 # a library never prints: without a handler, logging's last resort would write warnings to stderr
 logging.getLogger(__name__).addHandler(logging.NullHandler())
 
 _LAZY = {
-    "select": "embedselect.api",
-    "embed": "embedselect.api",
-    "Ranking": "embedselect.ranking",
-    "CandidateResult": "embedselect.ranking",
+    "select": "embedselect.pipeline",
+    "embed": "embedselect.pipeline",
+    "Ranking": "embedselect.ranking.result",
+    "CandidateResult": "embedselect.ranking.result",
     "ReferenceData": "embedselect.data",
-    "Candidate": "embedselect.candidates",
+    "Candidate": "embedselect.models.candidates",
     "Store": "embedselect.store",
 }
 
 if TYPE_CHECKING:  # what _LAZY serves, visible to type checkers and IDEs (tests/test_packaging.py keeps them equal)
-    from embedselect.api import embed, select
-    from embedselect.candidates import Candidate
+    from embedselect.pipeline import embed, select
+    from embedselect.models.candidates import Candidate
     from embedselect.data import ReferenceData
-    from embedselect.ranking import CandidateResult, Ranking
+    from embedselect.ranking.result import CandidateResult, Ranking
     from embedselect.store import Store
 
 __all__ = [

@@ -57,7 +57,7 @@ socket.socket.connect_ex = _guarded_connect_ex
 
 import pytest  # noqa: E402
 
-from embedselect._compat import ensure_torchvision_importable  # noqa: E402
+from embedselect._util.compat import ensure_torchvision_importable  # noqa: E402
 
 ensure_torchvision_importable()
 

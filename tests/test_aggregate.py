@@ -1,4 +1,4 @@
-"""Combining per-metric scores into one rank (embedselect.aggregate)."""
+"""Combining per-metric scores into one rank (embedselect.ranking.combine)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from embedselect.aggregate import combine_ranks, metric_ranks, rank_table
+from embedselect.ranking.combine import combine_ranks, metric_ranks, rank_table
 from embedselect.errors import ConfigError, DataError
 
 
@@ -37,7 +37,7 @@ def test_a_tie_is_shown_as_a_tie_and_no_metric_breaks_it():
 
 
 def test_one_rank_rule_everywhere():
-    from embedselect.ranking import order_by_score, rank_scores, tie_groups
+    from embedselect.ranking.result import order_by_score, rank_scores, tie_groups
 
     s = {"c": 0.1 + 0.2, "a": 0.3, "b": 1.0, "d": float("nan"), "e": None}
     assert tie_groups(s) == [["b"], ["a", "c"]]
@@ -47,7 +47,7 @@ def test_one_rank_rule_everywhere():
 
 
 def test_decide_names_a_winner_only_when_it_can():
-    from embedselect.aggregate import decide
+    from embedselect.ranking.combine import decide
 
     pool = {"a": 0.9, "b": 0.5, "c": 0.2, "d": 0.0}
     d = decide(pool)

@@ -9,9 +9,9 @@ import pandas as pd
 import pytest
 
 import embedselect
-from embedselect import api
-from embedselect.pipeline import metrics as pipeline_metrics
-from embedselect.pipeline import ranking as pipeline_ranking
+from embedselect import pipeline as api
+from embedselect.pipeline import scoring as pipeline_metrics
+from embedselect.pipeline import conclude as pipeline_ranking
 from embedselect.data import sample_path
 from embedselect.errors import (
     AllCandidatesFailedError,
@@ -19,7 +19,7 @@ from embedselect.errors import (
     TooFewItemsError,
     UnknownMetricError,
 )
-from embedselect.ranking import Ranking
+from embedselect.ranking.result import Ranking
 from tests.tinymodels import make_pickle_only_model, make_tiny_sentence_transformer
 
 SAMPLE = sample_path("texts")
@@ -28,7 +28,7 @@ SAMPLE = sample_path("texts")
 @pytest.fixture
 def no_model_loading(monkeypatch):
     """Fail the test if any model is loaded (and so if any forward pass could happen)."""
-    import embedselect.backends.loader as loader
+    import embedselect.models.backends.loader as loader
 
     def refuse(*a, **k):
         raise AssertionError("a model was loaded although everything was cached")
@@ -46,7 +46,7 @@ def test_select_ranks_and_second_run_is_fully_cached(tmp_path, cache_dir, monkey
     assert not any(c.cached for c in first)
     assert all(np.isfinite(c.scores["task_prior"]) for c in first)
 
-    import embedselect.backends.loader as loader
+    import embedselect.models.backends.loader as loader
 
     monkeypatch.setattr(loader, "load_embedder", lambda *a, **k: pytest.fail("model loaded on a cached run"))
     second = embedselect.select(SAMPLE, models, column="text", metrics=["task_prior"], seed=0)
@@ -177,7 +177,7 @@ def test_embed_function_survives_importing_the_backends(tmp_path, cache_dir):
     embedselect.select(SAMPLE, "tfidf-svd,random-projection", column="text", metrics=["task_prior"], seed=0)
     import importlib
 
-    importlib.import_module("embedselect.backends.base")  # what select() imports; it used to rebind the attribute
+    importlib.import_module("embedselect.models.backends.base")  # what select() imports; it used to rebind the attribute
 
     assert callable(embedselect.embed)
     outcomes = embedselect.embed(SAMPLE, "tfidf-svd", column="text")
@@ -316,7 +316,7 @@ def test_a_truncated_copy_ranks_below_its_parent_who_takes_its_score(tmp_path, c
 def test_default_metrics_weights_and_method_are_the_benchmark_choice():
     """The defaults live in one place each (DEFAULT_METRICS, the specs' weights, DEFAULT_METHOD) and are the
     leave-one-dataset-out choice of docs/benchmarks.md §4f-h, §4k and §4o."""
-    from embedselect.aggregate import DEFAULT_METHOD
+    from embedselect.ranking.combine import DEFAULT_METHOD
     from embedselect.metrics.base import get_spec
 
     assert api.DEFAULT_METRICS == ("task_prior", "sufficiency", "nn_agreement", "rankme", "modularity")

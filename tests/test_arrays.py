@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from embedselect.arrays import check_embeddings, is_missing
+from embedselect._util.arrays import check_embeddings, is_missing
 from embedselect.errors import DataError, MetricError, ModelLoadError, StoreError
 
 
@@ -68,7 +68,7 @@ def test_the_caller_chooses_the_error_class_of_its_layer(error):
 @pytest.mark.fault
 def test_the_boundaries_use_it():
     """The store, the metrics' kernels and the backends' output refuse a bad matrix with check_embeddings' words."""
-    from embedselect.backends.base import as_embedding_matrix
+    from embedselect.models.backends.base import as_embedding_matrix
     from embedselect.metrics.kernels import as_matrix
 
     with pytest.raises(MetricError, match=r"emb: expected a 2-D array"):
@@ -89,8 +89,8 @@ def test_one_rule_for_a_missing_value(v, missing):
 
 
 def test_labels_and_data_readers_share_the_rule():
-    import embedselect.data_readers as readers
-    import embedselect.heldout as heldout
+    import embedselect.data.readers as readers
+    import embedselect.validation.heldout as heldout
 
     assert readers.is_missing is is_missing and heldout.is_missing is is_missing
     # a NaT label is missing for the probes as for the loaders (the loaders' old rule kept it)

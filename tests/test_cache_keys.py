@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 
 import embedselect
-from embedselect.backends.baselines import BASELINE_OPTIONS
-from embedselect.candidates.resolve import local_dir_revision
+from embedselect.models.backends.baselines import BASELINE_OPTIONS
+from embedselect.models.candidates.resolve import local_dir_revision
 from embedselect.data import sample_path
-from embedselect.kinds import BASELINES
+from embedselect._util.kinds import BASELINES
 from tests.tinymodels import make_tiny_images, make_tiny_sentence_transformer
 
 SAMPLE = sample_path("texts")
@@ -64,7 +64,7 @@ def test_seed_as_an_option_of_a_baseline_is_not_served_another_seeds_vectors(cac
     key7, v7 = _one_run(SAMPLE, "random-projection?seed=7", cache_dir, column="text", max_items=30)
     key8, v8 = _one_run(SAMPLE, "random-projection?seed=8", cache_dir, column="text", max_items=30)
     assert key7 != key8 and not np.allclose(v7, v8)
-    from embedselect.backends.baselines import baseline_key_options
+    from embedselect.models.backends.baselines import baseline_key_options
 
     opt7 = baseline_key_options("random-projection", modality="text", options={"seed": 7}, seed=0)
     assert opt7 == baseline_key_options("random-projection", modality="text", options={}, seed=7)  # the same vectors
@@ -72,7 +72,7 @@ def test_seed_as_an_option_of_a_baseline_is_not_served_another_seeds_vectors(cac
 
 
 def _count_loads(monkeypatch) -> list[str]:
-    import embedselect.backends.loader as loader
+    import embedselect.models.backends.loader as loader
 
     loaded: list[str] = []
     real = loader.load_embedder
@@ -126,7 +126,7 @@ def test_a_link_to_the_root_folder_in_a_model_folder_is_not_followed(tmp_path, c
     with_links = done[0]
     assert local_dir_revision(d) == with_links and with_links != before
     outside.write_text("changed, but never read")  # its size and mtime are in the key, its bytes never read
-    from embedselect.candidates import digests
+    from embedselect.models.candidates import digests
 
     monkeypatch.setattr(digests, "_MEMORY", {})
     real = digests._hash_file
@@ -140,7 +140,7 @@ def test_big_files_of_a_model_folder_are_hashed_once_across_processes(tmp_path, 
     """A weight file of a model folder is hashed once: a new process (here: the in-memory digests forgotten) reads its
     digest from the cache's ``digests/`` while the file's inode, size and mtime are unchanged; a changed file is hashed
     again."""
-    from embedselect.candidates import digests
+    from embedselect.models.candidates import digests
 
     d = make_tiny_sentence_transformer(tmp_path / "tiny-st")
     big = d / "extra_weights.safetensors"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from embedselect.candidates import (
+from embedselect.models.candidates import (
     BASELINES,
     Candidate,
     ResolvedCandidate,
@@ -22,8 +22,8 @@ from embedselect.candidates import (
     resolve_candidate,
 )
 from embedselect.errors import CandidateError, CandidateSpecError, ConfigError
-from embedselect.policy import LoadPolicy
-from embedselect.kinds import BASELINE_VERSION
+from embedselect.models.policy import LoadPolicy
+from embedselect._util.kinds import BASELINE_VERSION
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -31,7 +31,7 @@ REPO = Path(__file__).resolve().parents[1]
 def test_import_is_cheap():
     import subprocess
 
-    code = "import sys, embedselect.candidates; print('torch' in sys.modules, 'numpy' in sys.modules)"
+    code = "import sys, embedselect.models.candidates; print('torch' in sys.modules, 'numpy' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True)
     assert out.stdout.split() == ["False", "False"]
 
@@ -261,11 +261,11 @@ def test_backend_and_modality_inference(tmp_path):
 
 
 def test_one_json_reader_for_model_folders(tmp_path):
-    """embedselect.layout.read_json: None for a missing file, the document otherwise, and ModelFileError naming the
+    """embedselect.models.layout.read_json: None for a missing file, the document otherwise, and ModelFileError naming the
     file for bad JSON, bad UTF-8 or a folder; candidate resolution and the backends' policy check read through it."""
-    from embedselect.backends.loader import check_local_files
+    from embedselect.models.backends.loader import check_local_files
     from embedselect.errors import ModelFileError
-    from embedselect.layout import read_json
+    from embedselect.models.layout import read_json
 
     assert read_json(tmp_path / "missing.json") is None
     (tmp_path / "ok.json").write_text('{"a": [1, 2]}')
@@ -300,8 +300,8 @@ def test_local_resolution_uses_explicit_backend(tmp_path):
 
 
 def test_hub_resolution_goes_through_fetch_model(tmp_path, monkeypatch):
-    """The hub path calls embedselect.hub.fetch_model with the candidate's revision/backend and the policy."""
-    import embedselect.hub as hub
+    """The hub path calls embedselect.models.hub.fetch_model with the candidate's revision/backend and the policy."""
+    import embedselect.models.hub as hub
 
     snap = tmp_path / "snap"
     snap.mkdir()
@@ -323,7 +323,7 @@ def test_hub_resolution_goes_through_fetch_model(tmp_path, monkeypatch):
 
 
 def test_baseline_names_match_implementations():
-    from embedselect.backends.baselines import BASELINE_CLASSES
+    from embedselect.models.backends.baselines import BASELINE_CLASSES
 
     assert set(BASELINES) == set(BASELINE_CLASSES)
     for name, cls in BASELINE_CLASSES.items():

@@ -11,7 +11,7 @@ import pytest
 from embedselect.cli import main
 from embedselect.data import sample_path
 from embedselect.metrics.base import DEFAULT_METRICS
-from embedselect.ranking import Ranking
+from embedselect.ranking.result import Ranking
 
 SAMPLE = str(sample_path("texts"))
 
@@ -122,7 +122,7 @@ def test_validate_with_the_documented_spelling(tmp_path, capsys):
 
 
 def test_weights_reach_the_combined_rank(tmp_path, capsys):
-    from embedselect.aggregate import DEFAULT_METHOD, combine_ranks
+    from embedselect.ranking.combine import DEFAULT_METHOD, combine_ranks
 
     base = ["rank", SAMPLE, "-c", "text", "-m", "tfidf-svd,random-projection", "--json", "-q",
             "--metrics", "task_prior,sufficiency", "--cache-dir", str(tmp_path / "c")]  # fmt: skip

@@ -7,8 +7,8 @@ import pytest
 
 from embedselect.errors import ConfigError, MetricError, TooFewItemsError
 from embedselect.metrics import MemoryPairCache, MetricContext, get_metric
-from embedselect.metrics.agreement import agreement_matrix, knn_indices
-from embedselect.metrics.spectral import alpha_req, rankme, uniformity
+from embedselect.metrics.comparators.agreement import agreement_matrix, knn_indices
+from embedselect.metrics.comparators.spectral import alpha_req, rankme, uniformity
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -95,7 +95,7 @@ def test_knn_breaks_ties_by_the_lower_index_and_agreement_counts_shared_neighbou
 
 
 def test_nn_agreement_keeps_each_pair_in_the_pair_cache_and_searches_nothing_it_has(monkeypatch):
-    from embedselect.metrics import agreement
+    from embedselect.metrics.comparators import agreement
 
     rng = np.random.default_rng(4)
     base = rng.normal(size=(200, 12))

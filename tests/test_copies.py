@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from embedselect.aggregate import copies_below_parents
+from embedselect.ranking.combine import copies_below_parents
 from embedselect.errors import MetricError
 from embedselect.metrics.copies import derived_copies, pool_copies, truncated_inputs
-from embedselect.ranking import tie_groups
+from embedselect.ranking.result import tie_groups
 
 
 def _teacher(n: int = 600, d: int = 64, seed: int = 0) -> np.ndarray:

@@ -544,7 +544,8 @@ def test_the_data_package_keeps_its_public_names_and_small_modules():
     import ast
 
     import embedselect.data as data
-    from embedselect.data import duplicates, loaders, reference, report, samples
+    from embedselect.data import duplicates, loaders, reference, samples
+    from embedselect.data import load_report as report
 
     for name in ("ReferenceData", "LoadReport", "sample_path", "dropped_duplicates_note", "duplicate_mask",
                  "IMAGE_SUFFIXES", "TEXT_FORMATS", "DUPLICATE_RULES", "NEAR_DUPLICATE_THRESHOLD", "OnError"):

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 import embedselect
-import embedselect.pipeline.metrics as pipeline_metrics
-from embedselect.candidates.card import CardOrigin, card_origin, model_aliases, parse_card
+import embedselect.pipeline.scoring as pipeline_metrics
+from embedselect.models.candidates.card import CardOrigin, card_origin, model_aliases, parse_card
 from embedselect.metrics.copies import declared_copies
 
 from tests.tinymodels import make_tiny_sentence_transformer

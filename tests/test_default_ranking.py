@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from embedselect.aggregate import combine_ranks
-from embedselect.heldout import probe_accuracies
+from embedselect.ranking.combine import combine_ranks
+from embedselect.validation.heldout import probe_accuracies
 from embedselect.metrics.base import DEFAULT_METRICS, MetricContext, get_metric, get_spec
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))

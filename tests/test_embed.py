@@ -9,10 +9,10 @@ import json
 import numpy as np
 import pytest
 
-from embedselect.candidates import parse_candidates, resolve_candidate
-from embedselect.backends import load_embedder
-from embedselect.backends.base import Embedder
-from embedselect.backends.device import progress_enabled, resolve_device, resolve_dtype
+from embedselect.models.candidates import parse_candidates, resolve_candidate
+from embedselect.models.backends import load_embedder
+from embedselect.models.backends.base import Embedder
+from embedselect.models.backends.device import progress_enabled, resolve_device, resolve_dtype
 from embedselect.errors import (
     ConfigError,
     DataError,
@@ -21,7 +21,7 @@ from embedselect.errors import (
     TooFewItemsError,
     UnsafeModelError,
 )
-from embedselect.policy import LoadPolicy
+from embedselect.models.policy import LoadPolicy
 from tests import tinymodels as tm
 
 TEXTS = [
@@ -100,7 +100,7 @@ def test_normalize_false_switches_off_the_models_normalize_module(models):
 
 
 def test_speed_only_options_are_not_part_of_the_cache_key():
-    from embedselect.backends.base import vector_options
+    from embedselect.models.backends.base import vector_options
 
     assert vector_options({"batch_size": 8, "num_workers": 2, "pooling": "cls"}) == {"pooling": "cls"}
 
@@ -254,7 +254,7 @@ def test_nan_embeddings_suggest_float32_only_to_a_lower_precision_run(models):
     """Issue 14: the NaN/inf message suggested float32 even to a model that had run in float32 on the CPU."""
     import torch
 
-    from embedselect.backends.base import as_embedding_matrix
+    from embedselect.models.backends.base import as_embedding_matrix
 
     _, emb = _load(models["st"], "text")
     assert emb.dtype == "float32"
@@ -301,7 +301,7 @@ def test_tfidf_svd_exact_and_randomized_match_sklearn(monkeypatch):
     from sklearn.decomposition import TruncatedSVD
     from sklearn.feature_extraction.text import TfidfVectorizer
 
-    from embedselect.backends.baselines import TfidfSvdEmbedder
+    from embedselect.models.backends.baselines import TfidfSvdEmbedder
 
     texts = TEXTS + ["cats and dogs play", "a red car in the rain", "hot sun in the sky", "snow at night",
                      "the bank of the river", "music and a good book"]
@@ -354,7 +354,7 @@ def test_pixel_pca(models):
 def test_pixel_pca_output_is_scikit_learns_and_its_fit_state_round_trips(models, tmp_path):
     from sklearn.decomposition import PCA
 
-    from embedselect.backends.baselines import PixelPCAEmbedder, make_baseline
+    from embedselect.models.backends.baselines import PixelPCAEmbedder, make_baseline
 
     paths = models["images"]
     emb = make_baseline("pixel-pca", modality="image", options={"dim": 3, "size": 8}, seed=0, fit_items=paths)
@@ -375,7 +375,7 @@ def test_pixel_pca_output_is_scikit_learns_and_its_fit_state_round_trips(models,
 
 
 def test_tfidf_svd_fit_state_round_trips_without_pickle(tmp_path):
-    from embedselect.backends.baselines import make_baseline
+    from embedselect.models.backends.baselines import make_baseline
 
     emb = make_baseline("tfidf-svd", modality="text", options={"dim": 3}, seed=0, fit_items=TEXTS)
     np.savez(tmp_path / "fit.npz", **emb.fit_state())
@@ -395,7 +395,7 @@ def test_tfidf_svd_fit_state_round_trips_without_pickle(tmp_path):
 
 
 def test_gaussian_rows_are_standard_normal():
-    from embedselect.backends.baselines import gaussian_projection_rows
+    from embedselect.models.backends.baselines import gaussian_projection_rows
 
     r = gaussian_projection_rows(np.arange(2000), 64, seed=5).astype(np.float64)
     assert abs(r.mean()) < 0.02 and abs(r.std() - 1.0) < 0.02
@@ -425,7 +425,7 @@ def test_progress_only_on_a_terminal():
     assert progress_enabled(True, Tty()) is True
     assert progress_enabled(False, Tty()) is False
     assert progress_enabled(True, io.StringIO()) is False
-    from embedselect.backends.device import progress_bar
+    from embedselect.models.backends.device import progress_bar
 
     with progress_bar(3, enabled=True) as bar:
         from tqdm.std import tqdm
@@ -451,7 +451,7 @@ def test_real_minilm(minilm_path):
 def test_tfidf_svd_fits_its_components_on_a_seeded_sample_above_svd_max_items(monkeypatch):
     """Above SVD_MAX_ITEMS fit items the randomized SVD learns from a seeded sample of rows (every item still
     embedded, the vocabulary from all); fitting per call and fitting once on the same items give the same vectors."""
-    from embedselect.backends.baselines import TfidfSvdEmbedder
+    from embedselect.models.backends.baselines import TfidfSvdEmbedder
 
     texts = [f"{a} {b} {c}" for a in ("red", "blue", "green", "old") for b in ("car", "house", "tree", "song")
              for c in ("today", "at night", "in the rain")]  # 48 texts

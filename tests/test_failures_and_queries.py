@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from embedselect.candidates import parse_candidates
+from embedselect.models.candidates import parse_candidates
 from embedselect.errors import HubError, ModelTimeoutError, UnsafeModelError
-from embedselect.kinds import PAIR_KEY_PREFIX
+from embedselect._util.kinds import PAIR_KEY_PREFIX
 from embedselect.store import Store, catalog
 from embedselect.store.failures import is_transient, record_failure
 from embedselect.metrics import MemoryPairCache
@@ -20,7 +20,7 @@ TOKEN = "hf_SecretTokenForTests123"
 @pytest.mark.fault
 def test_a_timed_out_unit_records_a_token_free_message(tmp_path):
     """Issue 20 (security): the local executor's time-limit path recorded its error without redaction."""
-    from embedselect.executors.local import timed_out
+    from embedselect.nightly.executors.local import timed_out
 
     store = Store.open(tmp_path / "c")
     (cand,) = parse_candidates(["acme/slow@main"], modality="text")
@@ -59,7 +59,7 @@ def test_store_queries(tmp_path):
 
 def test_missing_pairs_are_exactly_what_the_estimate_would_compute():
     """Issue 22 item 8: which pairs the cache lacks, without running the estimator on a cache that raises."""
-    from embedselect.metrics.sufficiency import information_sufficiency, missing_pairs
+    from embedselect.metrics.sufficiency.score import information_sufficiency, missing_pairs
 
     rng = np.random.default_rng(0)
     base = rng.standard_normal((200, 4))
@@ -80,7 +80,7 @@ def test_missing_pairs_are_exactly_what_the_estimate_would_compute():
 def test_select_embedded_ranks_what_was_embedded_as_select_does(tmp_path):
     """Issue 22 item 1: the night's rank stage (select's stages over the executor's outcomes) gives select()'s
     ranking without resolving again; a candidate whose vectors left the store since is failed, not re-embedded."""
-    from embedselect.api import embed_reference, select, select_embedded
+    from embedselect.pipeline import embed_reference, select, select_embedded
     from embedselect.data import ReferenceData, sample_path
 
     ref = ReferenceData.load(sample_path("texts"), column="text")

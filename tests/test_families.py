@@ -8,7 +8,9 @@ import pytest
 
 from embedselect import select
 from embedselect.data import sample_path
-from embedselect.metrics import agreement, sufficiency, taskprior
+from embedselect.metrics.comparators import agreement
+from embedselect.metrics.sufficiency import score as sufficiency
+from embedselect.metrics.task_prior import score as taskprior
 from embedselect.metrics.base import MetricContext, family_weights, weighted_median
 from tests.tinymodels import make_tiny_transformers_text
 

@@ -8,7 +8,7 @@ import struct
 
 import pytest
 
-from embedselect import hub as H
+from embedselect.models import hub as H
 from embedselect.errors import ConfigError, HubError
 from embedselect.store import Store
 from embedselect.store import catalog

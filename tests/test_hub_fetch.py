@@ -12,9 +12,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from embedselect import hub as H
+from embedselect.models import hub as H
 from embedselect.errors import CandidateError, ConfigError, HubError, UnsafeModelError
-from embedselect.policy import LoadPolicy
+from embedselect.models.policy import LoadPolicy
 from embedselect.store import Store
 from embedselect.store import catalog
 from tests import tinymodels as tm

@@ -40,7 +40,7 @@ def test_select_hub_models_refuses_unsafe_ones_and_reruns_offline(hub, tiny, cac
     assert store.query_df("SELECT revision FROM embedding_runs WHERE model_id = 'acme/tiny-st-select'").revision[0] == sha
 
     # offline, from the HF cache: same revision, everything cached, no model loaded, no hub request
-    import embedselect.backends.loader as loader
+    import embedselect.models.backends.loader as loader
     from huggingface_hub import constants
 
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)

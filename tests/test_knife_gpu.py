@@ -1,4 +1,4 @@
-"""KNIFE training on a CUDA device: the captured CUDA-graph step (embedselect.metrics.knife.engine.CUDA_GRAPHS) gives
+"""KNIFE training on a CUDA device: the captured CUDA-graph step (embedselect.metrics.sufficiency.knife.engine.CUDA_GRAPHS) gives
 the eager step's results (its kernels are the eager step's), with early stopping dropping pairs (each drop captures
 the step again). Runs only where torch sees a CUDA device; the eager step it is checked against is the one the CPU
 suite tests."""
@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 import torch
 
-from embedselect.metrics.knife import engine
-from embedselect.metrics.sufficiency import information_sufficiency
+from embedselect.metrics.sufficiency.knife import engine
+from embedselect.metrics.sufficiency.score import information_sufficiency
 from tests.tinymodels import latent_views
 
 needs_gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")

@@ -11,7 +11,7 @@ import pytest
 
 import embedselect
 from embedselect.metrics import MetricContext, get_metric, information_sufficiency
-from embedselect.metrics import sufficiency as suff_mod
+from embedselect.metrics.sufficiency import score as suff_mod
 from embedselect.metrics.base import MetricSpec, _SPECS, register_metric, unusable_reason
 from embedselect.store import Store
 
@@ -109,7 +109,7 @@ def test_every_metric_gives_the_same_scores_on_read_only_maps(tmp_path, metric, 
 
 
 def test_unusable_reason_reads_row_blocks_with_the_same_answer(monkeypatch):
-    import embedselect.arrays as arrays
+    import embedselect._util.arrays as arrays
 
     x = np.random.default_rng(0).standard_normal((1000, 8)).astype(np.float32)
     nan = x.copy()
@@ -174,7 +174,7 @@ def test_sufficiency_holds_only_the_rows_it_reads_with_the_same_estimate(monkeyp
 
 
 def test_sufficiency_statistics_in_row_blocks_equal_all_at_once(monkeypatch):
-    import embedselect.metrics.knife.prepare as knife  # where Prepared.fit reads it
+    import embedselect.metrics.sufficiency.knife.prepare as knife  # where Prepared.fit reads it
 
     pool = _pool(1500, seed=1)
     once = information_sufficiency(pool, seed=0, **FEW_ROWS)
@@ -186,7 +186,7 @@ def test_sufficiency_statistics_in_row_blocks_equal_all_at_once(monkeypatch):
 def test_sufficiency_standardises_on_at_most_prep_max_items_training_rows(monkeypatch):
     # each candidate's standardisation and principal axes read a seeded sample of prep_max_items training rows, not all
     # of them (12 s per candidate at 10^6 x 384 on 2 cores); the training still draws from every training row
-    from embedselect.metrics import knife
+    from embedselect.metrics.sufficiency import knife
 
     seen: list[np.ndarray] = []
     fit = knife.Prepared.fit.__func__

@@ -8,7 +8,7 @@ import pytest
 from embedselect.errors import ConfigError, TooFewItemsError
 from embedselect.metrics import MetricContext, get_metric
 from embedselect.metrics.base import get_spec
-from embedselect.metrics.modularity import knn_graph_modularity
+from embedselect.metrics.comparators.modularity import knn_graph_modularity
 
 
 def _clustered(rng: np.random.Generator, n: int = 300, d: int = 32, groups: int = 6, spread: float = 4.0) -> np.ndarray:
@@ -49,7 +49,7 @@ def test_seeded_and_subsampled_with_the_same_rows_for_every_candidate():
 
 def test_louvain_restarts_keep_the_best_partition():
     rng = np.random.default_rng(4)
-    from embedselect.metrics.agreement import knn_indices
+    from embedselect.metrics.comparators.agreement import knn_indices
 
     nb = knn_indices(rng.normal(size=(200, 8)), 10)
     one = [knn_graph_modularity(nb, restarts=1, seed=s)[0] for s in range(4)]

@@ -203,7 +203,7 @@ def test_precomputed_graphs_give_the_same_agreement_and_duplicates():
 def test_a_low_recall_approximate_search_warns(caplog):
     rng = np.random.default_rng(8)
     x = rng.normal(size=(8000, 384)).astype(np.float32)  # no structure: hard for a graph index
-    with caplog.at_level("WARNING", logger="embedselect.nn"):
+    with caplog.at_level("WARNING", logger="embedselect.nn.knn"):
         nb = knn(x, 10, threshold=1000, ef_search=1)
     assert not nb.exact and nb.recall < 0.9
     assert "recall@10" in caplog.text and "exact=True" in caplog.text

@@ -70,7 +70,7 @@ def test_two_nights_embed_only_the_new_and_updated_models(hub, tiny, tmp_path, m
     # night 2: one new trending model and one updated revision; count the forward passes
     new_sha = publish_st(hub, "acme/b", tiny[3], 9)
     publish_st(hub, "acme/d", tiny[4], 20)
-    import embedselect.backends.loader as loader
+    import embedselect.models.backends.loader as loader
 
     loaded = []
     real = loader.load_embedder
@@ -155,7 +155,7 @@ def test_budget_exhaustion_finishes_cleanly_and_the_next_night_continues(hub, ti
     def clock():  # every model takes "5 minutes": the budget (80 % of 10 min for embedding) allows two
         return t[0]
 
-    from embedselect.executors import local
+    from embedselect.nightly.executors import local
 
     real = local.LocalExecutor.embed
 
@@ -255,7 +255,7 @@ def test_minimal_config_from_the_issue_validates(tmp_path):
 def test_model_past_its_time_limit_is_skipped(hub, tiny, tmp_path, monkeypatch):
     import time
 
-    import embedselect.backends.loader as loader
+    import embedselect.models.backends.loader as loader
 
     publish_st(hub, "acme/fast", tiny[0], 5)
     publish_st(hub, "acme/slow", tiny[1], 4)

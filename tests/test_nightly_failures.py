@@ -20,8 +20,8 @@ def no_backoff(monkeypatch):
     import huggingface_hub.file_download as fd
     import huggingface_hub.utils._http as hf_http
 
-    import embedselect.hub.fetch as fetch
-    from embedselect.hub.http import RetryPolicy
+    import embedselect.models.hub.fetch as fetch
+    from embedselect.models.hub.http import RetryPolicy
 
     monkeypatch.setattr(fetch, "RetryPolicy", lambda: RetryPolicy(sleep=lambda s: None))
     monkeypatch.setattr(hf_http.time, "sleep", lambda s: None)

@@ -27,7 +27,7 @@ def board(path):
 
 @pytest.mark.slow
 def test_ray_nights_match_local_nights(hub, tiny, tmp_path, local_ray):  # noqa: F811
-    from embedselect.executors.ray import RayExecutor
+    from embedselect.nightly.executors.ray import RayExecutor
 
     for i, name in enumerate(["a", "b", "c"]):
         publish_st(hub, f"acme/{name}", tiny[i], 10 - i)
@@ -71,10 +71,10 @@ def test_a_ray_task_that_raises_fails_its_candidates_with_the_workers_own_error(
     """Issue 14 (fault suite, Ray): a task that raises in the worker (here: a device the workers do not have) fails
     its candidate with the worker's own error type and one-line message, recorded in the store, not Ray's coloured
     remote traceback; the executor then runs the next job normally."""
-    from embedselect.candidates import parse_candidates
+    from embedselect.models.candidates import parse_candidates
     from embedselect.data import ReferenceData, sample_path
-    from embedselect.executors.base import EmbedJob
-    from embedselect.executors.ray import RayExecutor
+    from embedselect.nightly.executors.base import EmbedJob
+    from embedselect.nightly.executors.ray import RayExecutor
     from embedselect.store import Store
 
     ex = RayExecutor()

@@ -1,4 +1,4 @@
-"""FAISS on the GPU (embedselect.nn / nn_device): the CPU fallback gives the CPU answer, the GPU branch shards over
+"""FAISS on the GPU (embedselect.nn.knn / nn_device): the CPU fallback gives the CPU answer, the GPU branch shards over
 every visible GPU (exercised with a mocked FAISS on any machine), and on a CUDA machine the real GPU k-NN and
 indexes agree with the CPU ones."""
 
@@ -7,7 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from embedselect import nn, nn_device
+from embedselect.nn import knn as nn
+from embedselect.nn import device as nn_device
 
 faiss = pytest.importorskip("faiss")
 
@@ -115,7 +116,7 @@ def test_ties_past_the_gpu_selection_limit_are_resolved_on_the_cpu(fake_gpus):
 def test_without_gpu_support_cuda_falls_back_to_the_cpu_answer(monkeypatch, caplog):
     monkeypatch.setattr(nn_device, "faiss_has_gpu", lambda: False)
     x = _data()
-    with caplog.at_level("WARNING", logger="embedselect.nn_device"):
+    with caplog.at_level("WARNING", logger="embedselect.nn.device"):
         got = nn.knn(x, 7, device="cuda")
     ref = nn.knn(x, 7)
     assert got.device == ref.device == "cpu" and "searching on CPU" in caplog.text
@@ -195,7 +196,7 @@ def test_the_search_index_is_built_on_the_gpus_and_the_manifest_says_so(tmp_path
 
 def test_the_html_report_says_where_the_nearest_neighbours_ran():
     from embedselect.publish.report import to_html
-    from embedselect.ranking import CandidateResult, Ranking
+    from embedselect.ranking.result import CandidateResult, Ranking
 
     cand = CandidateResult(name="a", spec="a", model_id="local:a", revision="r", backend="sentence-transformers",
                            scores={"nn_agreement": 0.5}, ranks={"nn_agreement": 1}, combined_score=0.0, rank=1, dim=8)

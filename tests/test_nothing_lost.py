@@ -1,6 +1,6 @@
 """Issue 20, "Nothing lost": the nightly job, publishing and the index never move, replace or delete what the tool
 did not create; published files follow the umask; leftovers of dead runs are cleaned; untrusted text loses its
-control and bidi characters in every published format. Every writer goes through :mod:`embedselect.fsguard`."""
+control and bidi characters in every published format. Every writer goes through :mod:`embedselect._fs.guard`."""
 
 from __future__ import annotations
 
@@ -15,10 +15,10 @@ import numpy as np
 import pytest
 import yaml
 
-from embedselect import fsguard
+from embedselect._fs import guard as fsguard
 from embedselect.errors import ConfigError, SearchIndexError
 from embedselect.nightly import load_config, outputs, run_night
-from embedselect.ranking import CandidateResult, Ranking
+from embedselect.ranking.result import CandidateResult, Ranking
 
 TEXTS = [f"the {a} {b} sat on the {c}" for a in ("cat", "dog", "man", "child") for b in ("red", "blue", "old")
          for c in ("mat", "tree", "car")]  # fmt: skip
@@ -138,7 +138,7 @@ def test_root_home_and_inside_the_store_are_configuration_errors(tmp_path, outpu
 def test_an_unwritable_output_is_found_before_any_work(hub, tmp_path, monkeypatch):
     """``output`` under a file (a read-only place even for root): refused before the store is opened or any model
     embedded; with permissions, for a non-root user, too."""
-    import embedselect.executors.local as local
+    import embedselect.nightly.executors.local as local
 
     (tmp_path / "afile").write_text("x")
     conf = load_config(_config(tmp_path, output="./afile/site"))

@@ -5,7 +5,7 @@ never written through a link nor into the cache; badges never replace a user's f
 only the store's own vector files, never through a link; the cache is never the home or root folder.
 
 Every case snapshots the user's files (paths, bytes, modes, link targets) before and after: nothing of theirs may
-change. Each failed on the code before the mechanism in :mod:`embedselect.fsguard` (an inventory in the marker)."""
+change. Each failed on the code before the mechanism in :mod:`embedselect._fs.guard` (an inventory in the marker)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from embedselect import fsguard
+from embedselect._fs import guard as fsguard
 from embedselect.errors import ConfigError
 from embedselect.nightly import outputs
 from tests.test_nothing_lost import TEXTS, _board, _fake, _summary, snapshot
@@ -343,7 +343,7 @@ def test_badge_out_at_an_existing_file_is_refused_and_left_as_it_is(tmp_path, mo
 def test_a_model_folder_that_holds_no_model_is_refused_before_any_file_is_read(tmp_path, monkeypatch, folder):
     """``-m ~`` (a typo) hashed every file of the home folder before saying no library loads it (43 s on a small
     home; hours on a real one); ``-m /`` walked the whole file system. The backend is told first, from two files."""
-    from embedselect.candidates import digests, parse_candidates, resolve_candidate
+    from embedselect.models.candidates import digests, parse_candidates, resolve_candidate
     from embedselect.errors import CandidateError
 
     home = tmp_path / "home"

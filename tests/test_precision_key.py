@@ -6,10 +6,10 @@ import pytest
 
 import tests.tinymodels as tm
 from embedselect.pipeline import context, embedding
-from embedselect.backends.device import key_precision, resolve_dtype
+from embedselect.models.backends.device import key_precision, resolve_dtype
 from embedselect.data import ReferenceData
 from embedselect.errors import ConfigError
-from embedselect.ranking import CandidateResult
+from embedselect.ranking.result import CandidateResult
 from embedselect.store import Store, run_key
 
 

@@ -10,7 +10,7 @@ from huggingface_hub import ModelCard
 
 from embedselect.errors import HubError
 from embedselect.publish import push_card, update_card
-from embedselect.ranking import CandidateResult, Ranking
+from embedselect.ranking.result import CandidateResult, Ranking
 
 TOKEN = "hf_PushTokenDoNotLeak0123456789"
 CARD = "---\nlicense: mit\n---\n# acme/m1\n\nKeep me.\n"

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from embedselect.errors import ConfigError
-from embedselect.metrics import agreement, taskprior
+from embedselect.metrics.comparators import agreement
+from embedselect.metrics.task_prior import score as taskprior
 from embedselect.metrics.base import MetricContext, evidence
 
 
@@ -108,7 +109,7 @@ def test_select_marks_the_builtin_baselines_as_reference_points(tmp_path, cache_
 
 
 def test_sufficiency_takes_the_median_over_the_models_as_targets():
-    from embedselect.metrics import sufficiency
+    from embedselect.metrics.sufficiency import score as sufficiency
 
     embs = _pool(200)
     fast = {"max_steps": 60, "eval_every": 20, "patience": 2, "hidden": 16, "n_components": 2}
@@ -172,7 +173,7 @@ def test_select_counts_central_baselines_as_evidence_in_every_metric_and_says_so
     said = [w for w in r.warnings if "count as evidence in this ranking" in w]
     assert len(said) == 1 and "pixel-pca (" in said[0] and "embedselect validate" in said[0]
     # run again over the same store: the check of the reference points reads its pairs back and searches nothing
-    from embedselect.metrics import agreement
+    from embedselect.metrics.comparators import agreement
 
     def no_search(*a, **kw):
         raise AssertionError("a k-NN search on a run whose pairs are all stored")

@@ -8,7 +8,7 @@ import pytest
 
 from embedselect.cli import main
 from embedselect.data import sample_path
-from embedselect.ranking import CandidateResult, Ranking
+from embedselect.ranking.result import CandidateResult, Ranking
 from embedselect.publish.report import to_html, to_markdown
 
 EVIL = '<script>alert("x")</script> | [click](javascript:alert(1)) <img src=x onerror=alert(1)>'

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from embedselect.publish.report import to_html
-from embedselect.ranking import CandidateResult, Ranking
+from embedselect.ranking.result import CandidateResult, Ranking
 
 pytestmark = pytest.mark.slow
 EVIL = '<script>alert("x")</script><img src=x onerror=alert(1)>'

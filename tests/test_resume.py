@@ -77,10 +77,10 @@ def test_kill_between_vector_file_and_commit_then_resume(tmp_path, monkeypatch):
     assert len(orphans) == 1
 
     # resume: only the two missing runs are computed
-    from embedselect import api
+    from embedselect import pipeline as api
 
     loads: list[str] = []
-    import embedselect.backends.loader as loader
+    import embedselect.models.backends.loader as loader
 
     real = loader.load_embedder
     monkeypatch.setattr(loader, "load_embedder", lambda rc, **kw: loads.append(rc.backend) or real(rc, **kw))
@@ -153,10 +153,10 @@ def test_a_kill_after_each_stored_candidate_keeps_exactly_what_was_stored(tmp_pa
     assert _check_consistent(store) == hold_after
     assert sorted(store.list_runs().model_id) == sorted(said["stored"])
 
-    from embedselect import api
+    from embedselect import pipeline as api
 
     loads: list[str] = []
-    import embedselect.backends.loader as loader
+    import embedselect.models.backends.loader as loader
 
     real = loader.load_embedder
     monkeypatch.setattr(loader, "load_embedder", lambda rc, **kw: loads.append(rc.backend) or real(rc, **kw))

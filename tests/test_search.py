@@ -63,7 +63,7 @@ def test_build_reads_cached_vectors_without_a_forward_pass(tmp_path, cache_dir, 
     def no_model(*a, **k):
         raise AssertionError("the model was loaded although its vectors are cached")
 
-    monkeypatch.setattr("embedselect.backends.loader.load_embedder", no_model)
+    monkeypatch.setattr("embedselect.models.backends.loader.load_embedder", no_model)
     idx = build_index(TEXTS, str(tiny_st), out=tmp_path / "b")
     assert idx.manifest.run_key == SearchIndex.load(tmp_path / "a").manifest.run_key
 
@@ -122,7 +122,7 @@ def test_model_best_uses_the_top_of_the_stored_ranking(tmp_path, cache_dir, one_
 def test_fitted_baselines_are_saved_with_the_index_and_never_refit(tmp_path, cache_dir, monkeypatch, modality):
     from PIL import Image
 
-    from embedselect.backends.baselines import PixelPCAEmbedder, TfidfSvdEmbedder, make_baseline
+    from embedselect.models.backends.baselines import PixelPCAEmbedder, TfidfSvdEmbedder, make_baseline
     from embedselect.store import Store
 
     if modality == "text":

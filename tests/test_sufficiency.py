@@ -1,4 +1,4 @@
-"""Tests of median information sufficiency (embedselect.metrics.sufficiency / knife)."""
+"""Tests of median information sufficiency (embedselect.metrics.sufficiency.score / knife)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import torch
 
 from embedselect.errors import ConfigError, MetricError, TooFewItemsError
 from embedselect.metrics import MemoryPairCache, MetricContext, get_metric, information_sufficiency
-from embedselect.metrics.sufficiency import SufficiencySettings
+from embedselect.metrics.sufficiency.score import SufficiencySettings
 
 torch.set_num_threads(1)
 
@@ -244,7 +244,7 @@ def test_hand_written_gradients_match_autograd():
     """The training step's hand-derived gradients equal autograd through ``loglik`` (float64), with
     padded sources/targets and parameters outside the log-scale clamp range; chunking the pairs of a
     step changes nothing."""
-    from embedselect.metrics import knife
+    from embedselect.metrics.sufficiency import knife
 
     rng = np.random.default_rng(0)
     n = 400
@@ -291,7 +291,7 @@ def test_pair_cache_keys_follow_the_estimator_code(tmp_path, monkeypatch):
     knife.py silently reused old pair results. They now hash the estimator's source."""
     from pathlib import Path
 
-    from embedselect.metrics import sufficiency_settings as sufficiency  # code_version reads _CODE_FILES there
+    from embedselect.metrics.sufficiency import settings as sufficiency  # code_version reads _CODE_FILES there
 
     pool = {k: v for k, v in _pool().items() if k in ("a1", "a2")}
     keys = {k: f"run-{k}" for k in pool}
@@ -367,7 +367,7 @@ def test_a_degenerate_candidate_is_left_out_and_the_others_are_ranked(kind):
     elif kind == "constant_rows":
         bad = np.ones((n, 4))
     else:  # a few rows differ, but they all sit outside the training split: constant where it is fitted
-        from embedselect.metrics.sufficiency import _splits
+        from embedselect.metrics.sufficiency.score import _splits
 
         train, _, _ = _splits(n, SufficiencySettings(**FAST), 0)
         bad = np.ones((n, 4))
@@ -413,7 +413,7 @@ def test_upscaled_digits_pixel_pca_gives_sane_numbers(tmp_path):
     from PIL import Image
     from sklearn.datasets import load_digits
 
-    from embedselect.backends.baselines import make_baseline
+    from embedselect.models.backends.baselines import make_baseline
 
     d = load_digits()
     idx = np.sort(np.random.default_rng(0).choice(len(d.target), 500, replace=False))
@@ -436,7 +436,7 @@ def test_upscaled_digits_pixel_pca_gives_sane_numbers(tmp_path):
 
 
 def test_capped_splits_and_marginal_fit_are_stated():
-    from embedselect.metrics.sufficiency import SufficiencySettings, _subsampled
+    from embedselect.metrics.sufficiency.score import SufficiencySettings, _subsampled
 
     # test 0.2 (cap 10 000), val 0.15 (cap 5 000), EM cap 50 000, standardisation and principal axes cap 100 000
     st = dataclasses.asdict(SufficiencySettings())
@@ -498,8 +498,8 @@ def test_repeated_estimates_are_the_mean_of_plain_estimates_under_derived_seeds(
     """Issue 23 item 6: the averaged estimate is exactly the mean of the plain estimates under its seeds (the first is
     the root seed itself), pair by pair; they are cached as plain estimates, and missing_pairs lists a pair while any
     seed's estimate of it is missing."""
-    from embedselect.metrics.sufficiency import missing_pairs
-    from embedselect.metrics.sufficiency_settings import repeat_seeds
+    from embedselect.metrics.sufficiency.score import missing_pairs
+    from embedselect.metrics.sufficiency.settings import repeat_seeds
 
     pool = {k: v for k, v in _pool(n=300).items() if k != "b2"}
     keys = {k: f"run-{k}" for k in pool}

@@ -1,4 +1,4 @@
-"""Tests of sufficiency's linear-Gaussian, cross-fitted estimator (embedselect.metrics.sufficiency_gaussian)."""
+"""Tests of sufficiency's linear-Gaussian, cross-fitted estimator (embedselect.metrics.sufficiency.gaussian)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import pytest
 
 from embedselect.errors import ConfigError, TooFewItemsError
 from embedselect.metrics import MetricContext, get_metric, information_sufficiency
-from embedselect.metrics.sufficiency import missing_pairs
-from embedselect.metrics.sufficiency_gaussian import GaussianSettings, fold_ids, gaussian_is_matrix
+from embedselect.metrics.sufficiency.score import missing_pairs
+from embedselect.metrics.sufficiency.gaussian import GaussianSettings, fold_ids, gaussian_is_matrix
 from embedselect.metrics import MemoryPairCache
 
 

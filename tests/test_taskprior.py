@@ -8,7 +8,7 @@ import pytest
 from embedselect.errors import ConfigError, MetricError, TooFewItemsError
 from embedselect.metrics import MetricContext, centered_cosine_kernel, get_metric, sample_tasks, task_prior_moments
 from embedselect.metrics.kernels import kernel_factor, label_factor, sum_kernel_factor
-from embedselect.metrics.taskprior import DEFAULT_TAU, compute, resolve_temperature
+from embedselect.metrics.task_prior.score import DEFAULT_TAU, compute, resolve_temperature
 
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -373,7 +373,7 @@ def test_a_degenerate_candidate_is_left_out_and_the_others_are_scored_as_without
 def test_cluster_tasks_recover_clear_clusters_and_are_seeded():
     from sklearn.metrics import adjusted_rand_score
 
-    from embedselect.metrics.taskprior_sampling import cluster_tasks_from_kernel
+    from embedselect.metrics.task_prior.sampling import cluster_tasks_from_kernel
 
     x, lab = _clusters(150, 6, 3, 6.0, 4)
     z = kernel_factor(x)
@@ -398,7 +398,7 @@ def test_cluster_tasks_recover_clear_clusters_and_are_seeded():
 def test_cluster_tasks_lanczos_and_dense_paths_agree(monkeypatch):
     """Above EXACT_EIGH_MAX items the eigenvectors come from Lanczos iterations: the same partitions as the dense
     eigendecomposition, whatever the seed of its start vector."""
-    from embedselect.metrics import taskprior_sampling as ts
+    from embedselect.metrics.task_prior import sampling as ts
 
     x, _ = _clusters(200, 10, 5, 2.0, 7)
     z = kernel_factor(x)
@@ -411,7 +411,7 @@ def test_cluster_tasks_lanczos_and_dense_paths_agree(monkeypatch):
 def test_prior_kernels_are_the_prior_factors_kernels():
     """kernel(c) of a pool prior is factor(c) factor(c)ᵀ up to a positive scale, with and without the candidate's
     own kernel, for every pool prior."""
-    from embedselect.metrics.taskprior_priors import prior_factors, prior_kernels
+    from embedselect.metrics.task_prior.priors import prior_factors, prior_kernels
 
     emb, _ = _pool(n=90)
     zs = [kernel_factor(v) for v in emb.values()]

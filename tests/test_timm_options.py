@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from embedselect import embed
-from embedselect.backends.timm import TimmEmbedder
+from embedselect.models.backends.timm import TimmEmbedder
 from embedselect.errors import ConfigError
 from tests import tinymodels as tm
 

@@ -1,4 +1,4 @@
-"""Bootstrap uncertainty of a ranking (embedselect.uncertainty), on a toy metric."""
+"""Bootstrap uncertainty of a ranking (embedselect.ranking.bootstrap), on a toy metric."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 
 from embedselect.errors import ConfigError, DataError, MetricError
 from embedselect.metrics.base import MetricContext, MetricResult
-from embedselect.uncertainty import bootstrap_metric
+from embedselect.ranking.bootstrap import bootstrap_metric
 
 
 def toy_metric(ctx: MetricContext) -> MetricResult:

@@ -58,7 +58,7 @@ def test_metric_warnings_reach_the_top_level_warnings(tmp_path):
 
 # --- 3. names ------------------------------------------------------------------------------------------
 def test_name_equals_spec_and_readable_local_names(tmp_path):
-    from embedselect.candidates import parse_candidates
+    from embedselect.models.candidates import parse_candidates
     from tests.tinymodels import make_tiny_sentence_transformer
 
     model = make_tiny_sentence_transformer(tmp_path / "all-tiny" / "model")
@@ -123,7 +123,7 @@ def test_write_atomic_removes_its_temporary_file_when_writing_fails(tmp_path):
 # --- 5. timings -----------------------------------------------------------------------------------------
 def test_per_stage_wall_time_in_the_ranking_json_store_and_table(tmp_path, capsys):
     from embedselect.cli.common import format_table
-    from embedselect.ranking import Ranking
+    from embedselect.ranking.result import Ranking
     from embedselect.store import Store
 
     labels = [str(i % 2) for i in range(240)]
@@ -144,12 +144,12 @@ def test_per_stage_wall_time_in_the_ranking_json_store_and_table(tmp_path, capsy
 # --- 6. one-line errors, JSON only ----------------------------------------------------------------------
 @pytest.mark.fault
 def test_an_unexpected_exception_is_one_line_and_exit_1(tmp_path, capsys, monkeypatch):
-    import embedselect.api
+    import embedselect.pipeline
 
     def boom(*a, **k):
         raise RuntimeError("something broke\n  deep inside")
 
-    monkeypatch.setattr(embedselect.api, "select", boom)
+    monkeypatch.setattr(embedselect.pipeline, "select", boom)
     argv = ["rank", SAMPLE, "-c", "text", "-m", "tfidf-svd", "--cache-dir", str(tmp_path / "c")]
     assert main(argv) == 1
     err = capsys.readouterr().err
@@ -163,13 +163,13 @@ def test_an_unexpected_exception_is_one_line_and_exit_1(tmp_path, capsys, monkey
 
 @pytest.mark.fault
 def test_typed_errors_are_one_line_with_their_exit_code(tmp_path, capsys, monkeypatch):
-    import embedselect.api
+    import embedselect.pipeline
     from embedselect.errors import StoreError
 
     def locked(*a, **k):
         raise StoreError("the cache is busy\nwait or use --cache-dir")
 
-    monkeypatch.setattr(embedselect.api, "select", locked)
+    monkeypatch.setattr(embedselect.pipeline, "select", locked)
     assert main(["rank", SAMPLE, "-c", "text", "-m", "tfidf-svd", "--cache-dir", str(tmp_path / "c")]) == 6
     assert capsys.readouterr().err.strip().splitlines() == [
         "embedselect: error: the cache is busy wait or use --cache-dir"
@@ -466,8 +466,8 @@ def test_two_runs_needing_the_same_embeddings_compute_them_once(tmp_path, monkey
     import threading
     import time
 
-    import embedselect.backends.loader as loader
-    from embedselect import api
+    import embedselect.models.backends.loader as loader
+    from embedselect import pipeline as api
 
     real = loader.load_embedder
     loads: list[str] = []

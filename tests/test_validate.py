@@ -1,4 +1,4 @@
-"""Validation with a few labels (embedselect.validate)."""
+"""Validation with a few labels (embedselect.validation.check)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from scipy import stats
 
 from embedselect.errors import ConfigError, DataError
-from embedselect.validate import (
+from embedselect.validation.check import (
     kendall,
     probe_accuracies,
     probe_accuracy,

@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from embedselect._compat import ensure_torchvision_importable
+from embedselect._util.compat import ensure_torchvision_importable
 
 # A tiny lower-case WordPiece vocabulary: specials, common English words, single letters and digits, and
 # "##" continuation pieces so any lower-case ASCII word tokenizes without [UNK].

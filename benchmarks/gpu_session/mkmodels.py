@@ -14,7 +14,7 @@ from pathlib import Path
 import torch
 
 try:  # this project's CPU machines need it before transformers imports torchvision; the GPU image does not
-    from embedselect._compat import ensure_torchvision_importable
+    from embedselect._util.compat import ensure_torchvision_importable
 
     ensure_torchvision_importable()
 except ImportError:

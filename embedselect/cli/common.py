@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from embedselect.errors import ConfigError
-from embedselect.policy import DEFAULT_MAX_MODEL_BYTES
+from embedselect.models.policy import DEFAULT_MAX_MODEL_BYTES
 
 
 # --- shared options ---------------------------------------------------------------------------------
@@ -103,7 +103,7 @@ def byte_size(text: str) -> int | None:
 
 
 def load_policy(args):
-    from embedselect.policy import LoadPolicy
+    from embedselect.models.policy import LoadPolicy
 
     return LoadPolicy(
         allow_pickle=args.allow_pickle,
@@ -303,7 +303,7 @@ def check_output_path(path: Path | str | None, *, option: str, cache_dir: Path |
     """
     if path is None:
         return
-    from embedselect import fsguard
+    from embedselect._fs import guard as fsguard
     from embedselect.store import default_cache_dir
 
     fsguard.check_output_file(path, what=option, inside_forbidden={"cache": cache_dir or default_cache_dir()})
@@ -351,10 +351,10 @@ def check_output_args(args) -> None:
 
 
 def write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` atomically through :func:`embedselect.fsguard.write_text`: a unique temporary
+    """Write ``text`` to ``path`` atomically through :func:`embedselect._fs.guard.write_text`: a unique temporary
     name in the same folder (never a fixed ``<path>.tmp`` that could be a user's file), removed if writing fails;
     a new file follows the umask, an existing one keeps its mode."""
-    from embedselect import fsguard
+    from embedselect._fs import guard as fsguard
 
     fsguard.write_text(Path(path), text)
 

@@ -86,7 +86,7 @@ def _table(rows: list[dict], cols: list[str]) -> str:
 
 def cmd_crawl(args) -> int:
     """Handler of ``embedselect crawl``."""
-    from embedselect.api import refresh_catalog
+    from embedselect.pipeline import refresh_catalog
 
     result, crawl_id = refresh_catalog(
         cache_dir=args.cache_dir,

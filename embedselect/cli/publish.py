@@ -21,7 +21,7 @@ def _ranking(args):
 def cmd_badge(args) -> int:
     from embedselect.publish import write_badges
 
-    from embedselect import fsguard
+    from embedselect._fs import guard as fsguard
     from embedselect.store import default_cache_dir
 
     fsguard.check_output_target(args.out, what="--out", into=True,

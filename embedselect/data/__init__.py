@@ -24,9 +24,9 @@ the path relative to the folder (POSIX separators).
 from embedselect.data.duplicates import duplicate_mask
 from embedselect.data.loaders import OnError
 from embedselect.data.reference import ReferenceData
-from embedselect.data.report import DUPLICATE_RULES, NEAR_DUPLICATE_THRESHOLD, LoadReport, dropped_duplicates_note
+from embedselect.data.load_report import DUPLICATE_RULES, NEAR_DUPLICATE_THRESHOLD, LoadReport, dropped_duplicates_note
 from embedselect.data.samples import sample_path
-from embedselect.data_readers import IMAGE_SUFFIXES, TEXT_FORMATS
+from embedselect.data.readers import IMAGE_SUFFIXES, TEXT_FORMATS
 
 __all__ = [
     "ReferenceData", "LoadReport", "sample_path", "IMAGE_SUFFIXES", "TEXT_FORMATS", "dropped_duplicates_note",

@@ -11,8 +11,8 @@ from typing import Sequence, TypeVar
 import numpy as np
 
 from embedselect.data.items import ReferenceItems
-from embedselect.data.report import DUPLICATE_RULES
-from embedselect.data_readers import fingerprint, labels_array
+from embedselect.data.load_report import DUPLICATE_RULES
+from embedselect.data.readers import fingerprint, labels_array
 from embedselect.errors import ConfigError, DecodeError
 
 R = TypeVar("R", bound=ReferenceItems)
@@ -63,7 +63,7 @@ def item_digests(ref: ReferenceItems) -> list[bytes]:
 def near_duplicate_mask(ref: ReferenceItems, rows: np.ndarray, *, threshold: float, k: int,
                         seed: int) -> np.ndarray:
     """bool (len(rows),): False for the items among ``rows`` that are near duplicates of an earlier one."""
-    from embedselect.nn import near_duplicates
+    from embedselect.nn.knn import near_duplicates
 
     if ref.modality == "text":
         sparse, dense = _text_duplicate_features([ref.items[i] for i in rows], seed=seed)

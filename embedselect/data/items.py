@@ -9,8 +9,8 @@ from typing import Any, Iterable, Literal
 
 import numpy as np
 
-from embedselect.data.report import LoadReport
-from embedselect.data_readers import ImageInvalid, decode_image
+from embedselect.data.load_report import LoadReport
+from embedselect.data.readers import ImageInvalid, decode_image
 from embedselect.errors import ConfigError, DecodeError
 
 

@@ -15,8 +15,8 @@ import numpy as np
 
 from embedselect.data.duplicates import duplicate_mask
 from embedselect.data.items import ReferenceItems
-from embedselect.data.report import LoadReport
-from embedselect.data_readers import (
+from embedselect.data.load_report import LoadReport
+from embedselect.data.readers import (
     IMAGE_SUFFIXES,
     BadItem,
     ImageInvalid,
@@ -47,7 +47,7 @@ from embedselect.errors import (
     EmptyDataError,
     UnsupportedFormatError,
 )
-from embedselect.image_labels import image_labels
+from embedselect.data.image_labels import image_labels
 
 R = TypeVar("R", bound=ReferenceItems)
 """The reference data class being built (:class:`~embedselect.data.ReferenceData`)."""

@@ -10,14 +10,14 @@ from typing import Any, Iterable, Literal, Sequence
 
 import numpy as np
 
-from embedselect.arrays import is_missing
+from embedselect._util.arrays import is_missing
 from embedselect.data.duplicates import without_duplicates
 from embedselect.data.items import ReferenceItems
 from embedselect.data.loaders import OnError, load_file, load_frame, load_image_files, load_texts
-from embedselect.data.report import NEAR_DUPLICATE_THRESHOLD
-from embedselect.data_readers import only
+from embedselect.data.load_report import NEAR_DUPLICATE_THRESHOLD
+from embedselect.data.readers import only
 from embedselect.errors import ConfigError, DataError, EmptyDataError, TooFewItemsError
-from embedselect.image_labels import image_load_options
+from embedselect.data.image_labels import image_load_options
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -125,7 +125,7 @@ class ReferenceData(ReferenceItems):
             ``"exact"``: equal items, as :attr:`LoadReport.n_duplicates` counts them (text equality, equal image
                 bytes).
             ``"near"``: exact duplicates, then items whose cheap, candidate-independent features have cosine
-                similarity >= ``threshold`` (FAISS k-NN, :func:`embedselect.nn.near_duplicates`):
+                similarity >= ``threshold`` (FAISS k-NN, :func:`embedselect.nn.knn.near_duplicates`):
                 the same rows are dropped whichever candidates are ranked, and the choice favours none of them.
                 Texts: hashed word unigrams and bigrams (lower-cased, punctuation ignored, l2-normalised counts,
                 2**20 buckets); FAISS searches a seeded 128-d sparse random projection of them for pairs within
@@ -279,7 +279,7 @@ class ReferenceData(ReferenceItems):
             folder_or_paths: a folder (files sorted by relative path) or a list of image files (order kept).
             labels: ``None``; ``"folder"`` — the first sub-folder below the root names the class (files directly in
                 the root get ``None``); the path of a CSV file of ``path,label`` rows; or a sequence aligned with the
-                files (for a folder: with the sorted files). See :func:`embedselect.image_labels.image_labels`.
+                files (for a folder: with the sorted files). See :func:`embedselect.data.image_labels.image_labels`.
             max_items, seed, on_error, dedupe: as in :meth:`from_file` (duplicates = identical file bytes).
             recursive: also look in sub-folders.
 

@@ -19,11 +19,11 @@ from embedselect.metrics.base import (
 
 _LAZY = {
     # task priors (issue 3)
-    "task_prior_moments": "embedselect.metrics.taskprior",
-    "sample_tasks": "embedselect.metrics.taskprior",
+    "task_prior_moments": "embedselect.metrics.task_prior.score",
+    "sample_tasks": "embedselect.metrics.task_prior.score",
     "centered_cosine_kernel": "embedselect.metrics.kernels",
     # information sufficiency (issue 4)
-    "information_sufficiency": "embedselect.metrics.sufficiency",
+    "information_sufficiency": "embedselect.metrics.sufficiency.score",
     # nearest neighbours with FAISS (issue 12)
     "knn": "embedselect.metrics.neighbours",
     "knn_predict": "embedselect.metrics.neighbours",

@@ -1,4 +1,4 @@
-"""The contract between the orchestration (``embedselect.api``) and the metrics.
+"""The contract between the orchestration (``embedselect.pipeline``) and the metrics.
 
 Metrics are pure array code: they never import the store, the backends or the hub. ``select()``
 builds a :class:`MetricContext` from cached embeddings and calls the metric's ``compute`` function,
@@ -14,7 +14,7 @@ from typing import Any, Callable, Mapping, Protocol
 
 import numpy as np
 
-from embedselect.arrays import BLOCK_ELEMENTS, nonfinite_rows, row_blocks  # noqa: F401 - re-exported for the metrics
+from embedselect._util.arrays import BLOCK_ELEMENTS, nonfinite_rows, row_blocks  # noqa: F401 - re-exported for the metrics
 import embedselect.metrics.pool as _pool
 from embedselect.metrics.pool import (  # noqa: F401 - re-exported
     CONSTANT_RTOL,
@@ -230,49 +230,49 @@ def register_metric(spec: MetricSpec, *, replace: bool = False) -> MetricSpec:
 
 
 RESAMPLE_RULES = ("bootstrap", "half")
-_SPECTRAL = ("embedselect.metrics.spectral", "embedselect.metrics.sampling")
+_SPECTRAL = ("embedselect.metrics.comparators.spectral", "embedselect.metrics.sampling")
 
 for _spec in (
-    MetricSpec("task_prior", "embedselect.metrics.taskprior:compute", min_items=20,
+    MetricSpec("task_prior", "embedselect.metrics.task_prior.score:compute", min_items=20,
                bootstrap_options={"probes": False},  # replicates bootstrap the moments, not sampled-task probes
                description="Task Prior statistics: probes on tasks drawn from a prior over labelings (sampled; for images "
                            "its clusters)",
-               code=("embedselect.metrics.taskprior", "embedselect.metrics.taskprior_moments",
-                     "embedselect.metrics.taskprior_priors", "embedselect.metrics.taskprior_sampling",
+               code=("embedselect.metrics.task_prior.score", "embedselect.metrics.task_prior.moments",
+                     "embedselect.metrics.task_prior.priors", "embedselect.metrics.task_prior.sampling",
                      "embedselect.metrics.probes")),
-    MetricSpec("sufficiency", "embedselect.metrics.sufficiency:compute", min_items=50, resample="half",
+    MetricSpec("sufficiency", "embedselect.metrics.sufficiency.score:compute", min_items=50, resample="half",
                description="median information sufficiency: how well each embedding predicts the pool's models (part of "
                            "the default combination, shown with its communities)",
                weight=0.25,
-               code=("embedselect.metrics.sufficiency", "embedselect.metrics.sufficiency_settings",
-                     "embedselect.metrics.sufficiency_result", "embedselect.metrics.sufficiency_inputs",
-                     "embedselect.metrics.sufficiency_gaussian", "embedselect.metrics.knife", "embedselect.metrics.knife.prepare",
-                     "embedselect.metrics.knife.mixture", "embedselect.metrics.knife.engine")),
+               code=("embedselect.metrics.sufficiency.score", "embedselect.metrics.sufficiency.settings",
+                     "embedselect.metrics.sufficiency.result", "embedselect.metrics.sufficiency.inputs",
+                     "embedselect.metrics.sufficiency.gaussian", "embedselect.metrics.sufficiency.knife", "embedselect.metrics.sufficiency.knife.prepare",
+                     "embedselect.metrics.sufficiency.knife.mixture", "embedselect.metrics.sufficiency.knife.engine")),
     # label-free comparators from the literature (docs/benchmarks.md §4); the default weights for texts (task_prior 1,
     # sufficiency 0.25, nn_agreement 1, rankme 0, modularity 1; mean ranks) were chosen by leave-one-dataset-out
     # within the validity benchmark's 11 text datasets, 33 views (docs/benchmarks.md §4f-h, §4k, §4o); images:
     # pipeline/defaults.py (§4i, §4o)
-    MetricSpec("rankme", "embedselect.metrics.spectral:compute_rankme", weight=0.0,
+    MetricSpec("rankme", "embedselect.metrics.comparators.spectral:compute_rankme", weight=0.0,
                description="RankMe effective rank (comparator; in the image default, shown for texts)", code=_SPECTRAL),
-    MetricSpec("alpha_req", "embedselect.metrics.spectral:compute_alpha_req",
+    MetricSpec("alpha_req", "embedselect.metrics.comparators.spectral:compute_alpha_req",
                description="alpha-ReQ eigenspectrum decay (comparator)", code=_SPECTRAL),
-    MetricSpec("uniformity", "embedselect.metrics.spectral:compute_uniformity",
+    MetricSpec("uniformity", "embedselect.metrics.comparators.spectral:compute_uniformity",
                description="uniformity on the sphere (comparator)", code=_SPECTRAL),
-    MetricSpec("nn_agreement", "embedselect.metrics.agreement:compute", min_items=3, weight=1.0,
+    MetricSpec("nn_agreement", "embedselect.metrics.comparators.agreement:compute", min_items=3, weight=1.0,
                description="nearest-neighbour agreement with the other candidates (comparator; part of the default "
                            "combination)",
-               code=("embedselect.metrics.agreement", "embedselect.metrics.sampling")),
-    MetricSpec("modularity", "embedselect.metrics.modularity:compute", min_items=20, resample="half", weight=1.0,
+               code=("embedselect.metrics.comparators.agreement", "embedselect.metrics.sampling")),
+    MetricSpec("modularity", "embedselect.metrics.comparators.modularity:compute", min_items=20, resample="half", weight=1.0,
                description="community structure of each candidate's own k-NN graph (Louvain modularity; part of the "
                            "default combination)",
-               code=("embedselect.metrics.modularity", "embedselect.metrics.agreement", "embedselect.metrics.sampling")),
+               code=("embedselect.metrics.comparators.modularity", "embedselect.metrics.comparators.agreement", "embedselect.metrics.sampling")),
 ):  # fmt: skip
     register_metric(_spec)
 
 
 DEFAULT_METRICS = ("task_prior", "sufficiency", "nn_agreement", "rankme", "modularity")
 """The default label-free metrics (the weights, method and options of images differ: :mod:`embedselect.pipeline.defaults`,
-docs/benchmarks.md §4i); with their specs' weights and :data:`embedselect.aggregate.DEFAULT_METHOD` they are
+docs/benchmarks.md §4i); with their specs' weights and :data:`embedselect.ranking.combine.DEFAULT_METHOD` they are
 the text combination chosen by leave-one-dataset-out on the validity benchmark (docs/benchmarks.md §4o: task_prior 1
 with its central prior, sufficiency 0.25, nn_agreement 1, rankme 0 (shown, not combined), modularity 1, mean ranks;
 the LODO within the 11 text datasets over 33 views x 5 metric seeds, sufficiency's weight > 0, chose the central

@@ -38,7 +38,7 @@ The test, for a pair (parent P with d_P dimensions, copy C with d_C ≤ d_P), on
 
 A static model distilled from a teacher (model2vec) is not a coordinate-wise function of the teacher's vectors
 (its dimensions are a PCA of token embeddings), so the vectors cannot show it; its model card says it
-(:mod:`embedselect.candidates.card`), and :func:`declared_copies` turns what cards declare into the same pairs.
+(:mod:`embedselect.models.candidates.card`), and :func:`declared_copies` turns what cards declare into the same pairs.
 """
 
 from __future__ import annotations
@@ -305,11 +305,11 @@ def declared_copies(declared: Mapping[str, Any], identities: Mapping[str, tuple[
     with its own settings (a variant of the parent with other vector options is not the parent).
 
     A ``base_model`` matches a candidate when its whole name or its last path part is one of the candidate's
-    aliases (:func:`embedselect.candidates.card.model_aliases`); whole-name matches win; names that match candidates
+    aliases (:func:`embedselect.models.candidates.card.model_aliases`); whole-name matches win; names that match candidates
     of more than one model are ambiguous and give no pair.
 
     Args:
-        declared: candidate name -> :class:`~embedselect.candidates.card.CardOrigin` (``base_models``,
+        declared: candidate name -> :class:`~embedselect.models.candidates.card.CardOrigin` (``base_models``,
             ``relation``), for the candidates whose card says something.
         identities: candidate name -> (model id, lower-case aliases, True when it runs with the model's own
             settings, no vector options), for every candidate of the pool.

@@ -24,7 +24,7 @@ from typing import Sequence
 import numpy as np
 
 from embedselect.errors import ConfigError, MetricError
-from embedselect.arrays import check_embeddings
+from embedselect._util.arrays import check_embeddings
 
 _ZERO_NORM = 1e-12
 

@@ -1,6 +1,6 @@
-"""Nearest-neighbour metrics over FAISS k-NN (:mod:`embedselect.nn`): k-NN voting (a scikit-learn drop-in
+"""Nearest-neighbour metrics over FAISS k-NN (:mod:`embedselect.nn.knn`): k-NN voting (a scikit-learn drop-in
 classifier) and mutual-nearest-neighbour agreement between candidates. The k-NN primitives themselves (``knn``,
-``build_index``, ``search_index``, ``near_duplicates``, the GPU placement) live in :mod:`embedselect.nn`, below
+``build_index``, ``search_index``, ``near_duplicates``, the GPU placement) live in :mod:`embedselect.nn.knn`, below
 data, metrics and search; they are re-exported here for existing imports.
 """
 
@@ -13,8 +13,8 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from embedselect.errors import ConfigError, MetricError
-from embedselect.metrics.agreement import agreement_matrix
-from embedselect.nn import (
+from embedselect.metrics.comparators.agreement import agreement_matrix
+from embedselect.nn.knn import (
     APPROX_THRESHOLD,
     NearDuplicates,
     Neighbours,

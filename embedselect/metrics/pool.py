@@ -12,7 +12,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from embedselect.arrays import nonfinite_rows, row_blocks
+from embedselect._util.arrays import nonfinite_rows, row_blocks
 
 CONSTANT_RTOL = 1e-5
 """Rows whose spread (largest per-dimension range) is at most this fraction of the largest absolute value are one

@@ -58,7 +58,7 @@ class DataConfig(_Strict):
 
 
 class CrawlConfig(_Strict):
-    """``crawl:`` the hub listing (as :func:`embedselect.hub.crawl`); the hub is the one ``HF_ENDPOINT`` names."""
+    """``crawl:`` the hub listing (as :func:`embedselect.models.hub.crawl`); the hub is the one ``HF_ENDPOINT`` names."""
 
     library: str | None = None
     pipeline_tag: str | None = None

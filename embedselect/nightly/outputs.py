@@ -3,7 +3,7 @@
 The output path (``output:`` in the config, e.g. ``./site``) is a symbolic link to a complete version folder
 ``.<name>.versions/<run_id>/``. A night writes its new version folder entirely (files fsync'd), then swaps the
 link with one ``rename`` — readers see the old site or the new one, never a mix or a half-written file. The two
-newest versions are kept. Every folder the night creates carries :data:`embedselect.fsguard.MARKER`; the night
+newest versions are kept. Every folder the night creates carries :data:`embedselect._fs.guard.MARKER`; the night
 takes over only a missing or empty ``output``, or its own link, and refuses anything else (exit 2) before any
 work (:func:`check_outputs`): see docs/nightly.md, "What a night may create, replace and delete".
 
@@ -21,7 +21,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from embedselect import fsguard
+from embedselect._fs import guard as fsguard
 from embedselect.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -70,7 +70,7 @@ def write_site(folder: Path, ranking: Any, leaderboard: list[dict[str, Any]], su
     """Write every output file of a night into ``folder`` (a fresh version folder).
 
     Files: ``leaderboard.json`` / ``leaderboard.md`` (rank, change vs the previous night), ``ranking.json`` (the
-    full :class:`~embedselect.ranking.Ranking`), ``report.html`` / ``report.md``, ``badges/leader.json`` (a
+    full :class:`~embedselect.ranking.result.Ranking`), ``report.html`` / ``report.md``, ``badges/leader.json`` (a
     shields.io endpoint badge naming the leader), ``badges/<candidate>.svg|.json`` + ``badges/badges.md`` (one
     badge per ranked candidate, :func:`embedselect.publish.write_badges`) and ``run.json`` (the run summary).
     """
@@ -226,7 +226,7 @@ def _legacy_version(folder: Path) -> bool:
 
 def _prune(versions: Path, *, keep: Path) -> list[Path]:
     """Remove all but the newest :data:`KEEP_VERSIONS` version folders: only folders of the tool's (a run id as
-    name, or the marker) that hold exactly what the tool wrote there (:func:`embedselect.fsguard.remove_owned`): a
+    name, or the marker) that hold exactly what the tool wrote there (:func:`embedselect._fs.guard.remove_owned`): a
     version a user added a file to (``site/CNAME`` lands in the current version) is kept, with a warning;
     ``legacy-*`` folders (a user's folder that an older version moved here) are kept. Returns the folders kept."""
     ours = [d for d in versions.iterdir() if d.is_dir() and not d.is_symlink() and d != keep

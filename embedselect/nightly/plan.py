@@ -83,10 +83,10 @@ def build_plan(cfg: Any, store: Any, crawl: Any, ref: Any, *, token: str | None 
     Args:
         cfg: :class:`~embedselect.nightly.config.NightlyConfig`.
         store: the :class:`~embedselect.store.Store` (read only here).
-        crawl: the :class:`~embedselect.hub.CrawlResult` of tonight (None = no crawl).
+        crawl: the :class:`~embedselect.models.hub.CrawlResult` of tonight (None = no crawl).
         ref: the :class:`~embedselect.data.ReferenceData`.
     """
-    from embedselect.candidates import Candidate, parse_candidates, resolve_candidate
+    from embedselect.models.candidates import Candidate, parse_candidates, resolve_candidate
 
     key = cfg.ranking_key()
     prev_run, prev_rows = history.previous_night(store, key)

@@ -42,7 +42,7 @@ def night_lock(root: Path) -> Iterator[None]:
     """Hold ``root/nightly.lock`` for the block, or raise :class:`NightlyLockedError` at once."""
     import filelock
 
-    from embedselect import fsguard
+    from embedselect._fs import guard as fsguard
     from embedselect.errors import ConfigError, StoreError
 
     path = fsguard.own_file(Path(root) / "nightly.lock", what="the nightly lock file", error=StoreError)
@@ -83,7 +83,7 @@ class _Stages:
 
 
 def _crawl(cfg: NightlyConfig, store: Any, token: str | None, *, record: bool):
-    from embedselect.api import refresh_catalog
+    from embedselect.pipeline import refresh_catalog
 
     c = cfg.crawl
     result, _ = refresh_catalog(
@@ -115,7 +115,7 @@ def run_night(cfg: NightlyConfig, *, dry_run: bool = False, executor: Any = None
     Args:
         cfg: the validated configuration (:func:`~embedselect.nightly.config.load_config`).
         dry_run: crawl the hub and print what would be embedded and computed; no store or output is written.
-        executor: an :class:`~embedselect.executors.Executor`; default from ``cfg.executor``.
+        executor: an :class:`~embedselect.nightly.executors.Executor`; default from ``cfg.executor``.
         token: hub token (default ``HF_TOKEN``); never logged or stored.
 
     Returns:
@@ -144,7 +144,7 @@ def run_night(cfg: NightlyConfig, *, dry_run: bool = False, executor: Any = None
 
 def _night(cfg: NightlyConfig, store: Any, *, dry_run: bool, executor: Any, token: str | None) -> dict[str, Any]:
     from embedselect.data import ReferenceData
-    from embedselect.executors import EmbedJob, get_executor
+    from embedselect.nightly.executors import EmbedJob, get_executor
     from embedselect.nightly.plan import build_plan
 
     t_start = _clock()
@@ -210,7 +210,7 @@ def _night(cfg: NightlyConfig, store: Any, *, dry_run: bool, executor: Any, toke
         if pool:
             # --- sufficiency pairs on the executor (Ray), then rank what was embedded: no candidate is resolved
             # again (one model_info per hub candidate per night), select's stages only read the store -------------
-            from embedselect.api import select_embedded
+            from embedselect.pipeline import select_embedded
 
             with stages("pairs"):
                 summary["pairs_on_executor"] = _pairs_on_executor(cfg, executor, store, [outcomes[p.name] for p in pool],
@@ -288,7 +288,7 @@ def _save_summary(store: Any, summary: dict[str, Any]) -> None:
     """Every night's summary also goes to ``<store>/nightly/runs/<run_id>.json`` (empty nights included)."""
     d = Path(store.root) / "nightly" / "runs"
     d.mkdir(parents=True, exist_ok=True)
-    from embedselect import fsguard
+    from embedselect._fs import guard as fsguard
 
     fsguard.write_text(d / f"{summary['run_id']}.json", json.dumps(summary, indent=2, default=str))  # never via a link
 
@@ -299,7 +299,7 @@ def _embed(cfg: NightlyConfig, executor: Any, store: Any, ref: Any, plan: Any, j
     executor (within the budget); the candidates the plan found cached are resolved here and read back.
 
     Returns:
-        (candidate name -> :class:`~embedselect.api.EmbedOutcome`, the candidates left for the next night).
+        (candidate name -> :class:`~embedselect.pipeline.EmbedOutcome`, the candidates left for the next night).
     """
     from embedselect.pipeline.embedding import embed_reference
 

@@ -1,1 +1,32 @@
-"""The stages of one run behind :mod:`embedselect.api`: context, embedding, metrics, ranking, and the entry points."""
+"""The one orchestration path: reference data -> candidates -> cached embeddings -> metrics -> Ranking.
+
+Used by the CLI, the nightly job and pipelines alike. Logs through :mod:`logging`; never prints. The stages live in
+this package's modules (context, embedding, families, scoring, conclude, run, catalog); the names below are its
+entry points.
+"""
+
+from __future__ import annotations
+
+from embedselect.metrics.base import DEFAULT_METRICS
+from embedselect.pipeline.catalog import refresh_catalog
+from embedselect.pipeline.context import STAGES_PER_CANDIDATE, EmbedOutcome, RunContext, load_reference_data
+from embedselect.pipeline.embedding import embed, embed_reference
+from embedselect.pipeline.run import select, select_embedded
+from embedselect.models.policy import LoadPolicy
+from embedselect.ranking.result import CandidateResult, Ranking
+
+__all__ = [
+    "DEFAULT_METRICS",
+    "STAGES_PER_CANDIDATE",
+    "CandidateResult",
+    "EmbedOutcome",
+    "LoadPolicy",
+    "Ranking",
+    "RunContext",
+    "embed",
+    "embed_reference",
+    "load_reference_data",
+    "refresh_catalog",
+    "select",
+    "select_embedded",
+]

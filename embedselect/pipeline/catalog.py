@@ -8,14 +8,14 @@ from typing import Any
 
 def refresh_catalog(*, store: Any = None, cache_dir: str | Path | None = None, record: bool = True,
                     token: str | None = None, **query: Any):
-    """Crawl the hub (:func:`embedselect.hub.crawl` with ``query``: library, pipeline_tag, tags, author, search,
+    """Crawl the hub (:func:`embedselect.models.hub.crawl` with ``query``: library, pipeline_tag, tags, author, search,
     sort, limit, min_params, max_params, licenses, include_gated) and record the result in the store's catalogue
     (all of it or nothing). The one path the ``crawl`` command and the nightly job share.
 
     Returns:
         ``(CrawlResult, crawl_id)``; ``crawl_id`` is None when nothing was recorded (``record=False`` or no model).
     """
-    from embedselect.hub import crawl
+    from embedselect.models.hub import crawl
     from embedselect.store import Store
     from embedselect.store.catalog import record_crawl
 

@@ -16,8 +16,8 @@ import numpy as np
 
 from embedselect.errors import ConfigError
 from embedselect.metrics.base import get_spec
-from embedselect.policy import LoadPolicy
-from embedselect.ranking import CandidateResult
+from embedselect.models.policy import LoadPolicy
+from embedselect.ranking.result import CandidateResult
 
 
 @dataclass
@@ -127,15 +127,15 @@ class RunContext:
     """One run of ``select()`` or ``embed()``, built once by :func:`run_context` and handed from stage to stage.
 
     Internal. The stages, in order: resolve and embed each candidate (:mod:`embedselect.pipeline.embedding`), the
-    metrics (:mod:`embedselect.pipeline.metrics`), then the rank, validate and report stages
-    (:mod:`embedselect.pipeline.ranking`). The first block of fields is the run's input; the second is filled by the
+    metrics (:mod:`embedselect.pipeline.scoring`), then the rank, validate and report stages
+    (:mod:`embedselect.pipeline.conclude`). The first block of fields is the run's input; the second is filled by the
     stages.
 
     Attributes:
         ref: the :class:`~embedselect.data.ReferenceData` (n items of one modality).
-        candidates: the parsed :class:`~embedselect.candidates.Candidate` objects, unique names, in order.
+        candidates: the parsed :class:`~embedselect.models.candidates.Candidate` objects, unique names, in order.
         store: the open :class:`~embedselect.store.Store` (embeddings, metric results, failures, rankings).
-        bar: the run's :class:`~embedselect.progress.RunProgress`.
+        bar: the run's :class:`~embedselect._util.progress.RunProgress`.
         device: the torch device string (``"cpu"``, ``"cuda:0"``), resolved once.
         seed, batch_size, policy, token, progress: as given to :func:`select` / :func:`embed`.
         metrics, metric_options, weights, bootstrap: :func:`select`'s metric settings (empty for :func:`embed`).
@@ -150,7 +150,7 @@ class RunContext:
             only when the ranking itself does not already say that the pool is small.
         timings: wall seconds per candidate, per metric, of the validation and in total.
         cards: candidate name -> (model id, the names a model card may call it by, what its own card declares:
-            a :class:`~embedselect.candidates.card.CardOrigin` or None), for every resolved candidate.
+            a :class:`~embedselect.models.candidates.card.CardOrigin` or None), for every resolved candidate.
         copies: the embedded candidates' copy pairs (:class:`~embedselect.metrics.copies.DerivedCopy`) and
         families: candidate name -> family key (:func:`embedselect.pipeline.families.pool_relations`), both found
             before the metrics.
@@ -200,10 +200,10 @@ def run_context(ref: Any, candidates: Any, *, store: Any, seed: int, device: str
         ConfigError: no candidates, or an unknown device.
         CandidateSpecError: a candidate spec is not understood.
     """
-    from embedselect.backends.device import resolve_device
-    from embedselect.candidates import parse_candidates
+    from embedselect.models.backends.device import resolve_device
+    from embedselect.models.candidates import parse_candidates
     from embedselect.pipeline.defaults import metric_options as with_defaults
-    from embedselect.progress import RunProgress
+    from embedselect._util.progress import RunProgress
 
     store.record_dataset(
         fingerprint=ref.fingerprint, modality=ref.modality, n_items=len(ref), source=ref.source, summary=ref.to_dict()

@@ -3,7 +3,7 @@ ranking uses where the user gives none. One place for this rule; ``select()``, t
 precompute and ``embedselect metrics`` all read it here.
 
 Text keeps the registry's weights (:class:`embedselect.metrics.base.MetricSpec`: task_prior 1, sufficiency 0.25,
-nn_agreement 1, rankme 0, modularity 1), :data:`embedselect.aggregate.DEFAULT_METHOD` (mean rank), task_prior's
+nn_agreement 1, rankme 0, modularity 1), :data:`embedselect.ranking.combine.DEFAULT_METHOD` (mean rank), task_prior's
 central prior and sufficiency's KNIFE estimator: the leave-one-dataset-out choice within the 11 text datasets
 (docs/benchmarks.md §4o). Held out it scores 0.875 mean ρ, every view ≥ 0.71, regret ≤ 0.02 on 82 % of (view, seed)
 pairs: the three targets of issue 23 for texts (0.877, ≥ 0.70, 84 % on a rebuild of the same pools, §4t, where the
@@ -27,8 +27,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from embedselect.aggregate import DEFAULT_METHOD
-from embedselect.kinds import IMAGE
+from embedselect.ranking.combine import DEFAULT_METHOD
+from embedselect._util.kinds import IMAGE
 from embedselect.metrics.base import get_spec
 
 

@@ -11,11 +11,11 @@ from typing import Any
 
 import numpy as np
 
-from embedselect.arrays import check_embeddings
+from embedselect._util.arrays import check_embeddings
 from embedselect.errors import ConfigError, EmbedselectError, MetricError
-from embedselect.kinds import is_baseline_id
-from embedselect.policy import LoadPolicy
-from embedselect.ranking import CandidateResult
+from embedselect._util.kinds import is_baseline_id
+from embedselect.models.policy import LoadPolicy
+from embedselect.ranking.result import CandidateResult
 from embedselect.pipeline.context import STAGES_PER_CANDIDATE, EmbedOutcome, RunContext, load_reference_data, run_context
 
 log = logging.getLogger(__name__)
@@ -74,7 +74,7 @@ def embed_reference(
 
     Args:
         ref: a :class:`~embedselect.data.ReferenceData`.
-        candidates: as for :func:`embed` (specs, :class:`~embedselect.candidates.Candidate` objects, or both).
+        candidates: as for :func:`embed` (specs, :class:`~embedselect.models.candidates.Candidate` objects, or both).
         store: the :class:`~embedselect.store.Store` the embeddings are read from and written to.
         seed, device, batch_size, policy, token, progress, keep_vectors: as for :func:`embed`.
 
@@ -135,10 +135,10 @@ def _embed_candidate(ctx: RunContext, cand: Any, *, keep_vectors: bool) -> Embed
 def _resolve(ctx: RunContext, cand: Any, res: CandidateResult, step: dict[str, Any]) -> _Pinned:
     """Stage 1 for one candidate: pin it to exact bytes, check its modality, record the model and compute the cache
     key of its vectors (model, revision, backend, the options that change vectors, data fingerprint, precision)."""
-    from embedselect.backends.base import vector_options
-    from embedselect.backends.device import key_precision, library_progress, progress_enabled
-    from embedselect.backends.loader import weight_bytes
-    from embedselect.candidates import resolve_candidate
+    from embedselect.models.backends.base import vector_options
+    from embedselect.models.backends.device import key_precision, library_progress, progress_enabled
+    from embedselect.models.backends.loader import weight_bytes
+    from embedselect.models.candidates import resolve_candidate
     from embedselect.store import run_key
 
     with ctx.bar.stage(f"{cand.name}: resolve"):
@@ -160,7 +160,7 @@ def _resolve(ctx: RunContext, cand: Any, res: CandidateResult, step: dict[str, A
         precision = key_precision(cand.options.get("dtype"), ctx.device, baseline=is_baseline)
         key_options = vector_options(cand.options)
         if is_baseline:  # every setting of the baseline's own (?seed= over the run's seed, ?dim=, ...)
-            from embedselect.backends.baselines import baseline_key_options
+            from embedselect.models.backends.baselines import baseline_key_options
 
             key_options = baseline_key_options(rc.backend, modality=rc.modality, options=key_options, seed=ctx.seed)
         key = run_key(model_id=rc.model_id, revision=rc.revision, backend=rc.backend, options=key_options,
@@ -172,7 +172,7 @@ def _resolve(ctx: RunContext, cand: Any, res: CandidateResult, step: dict[str, A
 def _card(rc: Any) -> tuple[str, tuple[str, ...], Any]:
     """(model id, the names a card may call the model by, what its own card declares): for the copy rule of the
     rank stage. A hub snapshot's files link into its repo's cache folder; a local folder's card must be inside it."""
-    from embedselect.candidates.card import card_origin, model_aliases
+    from embedselect.models.candidates.card import card_origin, model_aliases
 
     if rc.local_dir is None:  # a built-in baseline: no card, and no card names it
         return rc.model_id, (), None
@@ -184,7 +184,7 @@ def _vectors(ctx: RunContext, cand: Any, pinned: _Pinned, res: CandidateResult, 
     """Stage 2 for one candidate: its float32 (n, d) embeddings of ``ctx.ref``, from the store or computed (load the
     model, embed, store the vectors with their run record), as a read-only memory map of the cached file (the
     in-memory matrix only when the file cannot be mapped back)."""
-    from embedselect.backends.device import library_progress, progress_enabled
+    from embedselect.models.backends.device import library_progress, progress_enabled
 
     rc, key, ref = pinned.rc, pinned.key, ctx.ref
     step["stage"] = "cache"
@@ -198,7 +198,7 @@ def _vectors(ctx: RunContext, cand: Any, pinned: _Pinned, res: CandidateResult, 
         return vectors
     ctx.store.require_writable(f"store the embeddings of {cand.name}")  # before any work that could not be kept
     step["stage"] = "load"
-    from embedselect.backends.loader import load_embedder
+    from embedselect.models.backends.loader import load_embedder
 
     with ctx.bar.stage(f"{cand.name}: load"), library_progress(progress_enabled(ctx.progress)):
         step["done"] += 1

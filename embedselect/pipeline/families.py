@@ -16,10 +16,10 @@ def pool_relations(ctx: RunContext) -> tuple[list[Any], dict[str, str]]:
     of its family's first member, in candidate order).
 
     A family is a connected group under two relations: the same model (model id and resolved revision: another
-    pooling, layer, resolution or max_length is a variant of the same weights, :func:`embedselect.backends.base.
+    pooling, layer, resolution or max_length is a variant of the same weights, :func:`embedselect.models.backends.base.
     vector_options`) and copy -> parent.
     """
-    from embedselect.backends.base import vector_options
+    from embedselect.models.backends.base import vector_options
     from embedselect.metrics.copies import pool_copies
 
     by_name = {r.name: r for r in ctx.results if r.ok and r.name in ctx.vectors}

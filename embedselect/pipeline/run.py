@@ -8,12 +8,12 @@ from typing import Any, Mapping, Sequence
 
 from embedselect.errors import ConfigError, StoreError
 from embedselect.metrics.base import DEFAULT_METRICS, get_spec
-from embedselect.policy import LoadPolicy
-from embedselect.ranking import Ranking
+from embedselect.models.policy import LoadPolicy
+from embedselect.ranking.result import Ranking
 from embedselect.pipeline.context import EmbedOutcome, load_reference_data, run_context
 from embedselect.pipeline.embedding import embed_stage, record_candidate_failure
-from embedselect.pipeline.metrics import checked_metrics
-from embedselect.pipeline.ranking import rank_embedded
+from embedselect.pipeline.scoring import checked_metrics
+from embedselect.pipeline.conclude import rank_embedded
 
 
 def select(
@@ -45,7 +45,7 @@ def select(
             Series, or a :class:`~embedselect.data.ReferenceData`.
         candidates: hub ids (``org/name[@revision]``), local model directories, baseline names
             (``tfidf-svd``, ``random-projection``, ``pixel-pca``), ``catalog:text`` / ``catalog:image``,
-            :class:`~embedselect.candidates.Candidate` objects, or a comma-separated string of these.
+            :class:`~embedselect.models.candidates.Candidate` objects, or a comma-separated string of these.
         metrics: metric names; see :func:`embedselect.metrics.available_metrics`.
         column: the text column of a table file.
         labels: optional label column name (file data) or array aligned with the items. Labels are used only to
@@ -73,7 +73,7 @@ def select(
             ``ranking.dataset["report"]["n_dropped_duplicates"]``. None (default): keep every item.
 
     Returns:
-        a :class:`~embedselect.ranking.Ranking`, best candidate first.
+        a :class:`~embedselect.ranking.result.Ranking`, best candidate first.
 
     Raises:
         DataError: the data cannot be used (missing file/column, empty, too few items, undecodable).

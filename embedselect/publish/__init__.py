@@ -1,6 +1,6 @@
 """Publish a stored ranking where people look: badges, model cards, leaderboards with history, HTML reports.
 
-Everything here reads :class:`~embedselect.ranking.Ranking` objects and the store; nothing recomputes a score.
+Everything here reads :class:`~embedselect.ranking.result.Ranking` objects and the store; nothing recomputes a score.
 """
 
 from embedselect.publish.badges import Badge, badge_for, write_badges

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from embedselect import fsguard
+from embedselect._fs import guard as fsguard
 from embedselect.publish.text import clean, md, safe_filename
-from embedselect.ranking import CandidateResult, Ranking
+from embedselect.ranking.result import CandidateResult, Ranking
 
 LABEL = "embedselect"
 
@@ -119,7 +119,7 @@ def write_badges(ranking: Ranking, folder: str | Path, *, dataset: str | None = 
 
     Raises:
         ConfigError: one of these files exists in ``folder`` and was not written by embedselect
-            (:func:`is_badge_file`), or is a link: nothing is written (:func:`embedselect.fsguard.check_replaceable`).
+            (:func:`is_badge_file`), or is a link: nothing is written (:func:`embedselect._fs.guard.check_replaceable`).
     """
     out = Path(folder)
     written: dict[str, dict[str, str]] = {}

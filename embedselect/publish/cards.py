@@ -19,7 +19,7 @@ from typing import Any
 from embedselect.errors import ConfigError
 from embedselect.publish.badges import badge_for
 from embedselect.publish.text import clean, md, num
-from embedselect.ranking import Ranking
+from embedselect.ranking.result import Ranking
 
 START = "<!-- embedselect:start -->"
 END = "<!-- embedselect:end -->"
@@ -168,7 +168,7 @@ def push_card(repo_id: str, card_text: str, *, token: str | None = None, endpoin
     from huggingface_hub import HfApi
 
     from embedselect.errors import HubError
-    from embedselect.redaction import redact
+    from embedselect._util.redaction import redact
 
     api = HfApi(endpoint=endpoint, token=token, library_name="embedselect")
     try:

@@ -15,7 +15,7 @@ from typing import Any
 
 from embedselect.errors import ConfigError
 from embedselect.publish.text import esc, md, num
-from embedselect.ranking import Ranking
+from embedselect.ranking.result import Ranking
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """The report's figures, drawn with matplotlib (Agg) into inline SVG: no network, no scripts, and text drawn
 as paths (``svg.fonttype = "path"``), so a hostile candidate name cannot become markup.
 
-Every function takes a :class:`~embedselect.ranking.Ranking` and returns an SVG document as a string, or
+Every function takes a :class:`~embedselect.ranking.result.Ranking` and returns an SVG document as a string, or
 ``None`` when the ranking lacks what the figure needs (e.g. no sufficiency matrix).
 """
 
@@ -12,7 +12,7 @@ import math
 from typing import Any
 
 from embedselect.publish.text import clean
-from embedselect.ranking import Ranking
+from embedselect.ranking.result import Ranking
 
 _BLUE, _GREY, _ORANGE = "#2563eb", "#9ca3af", "#ea580c"
 

@@ -1,4 +1,4 @@
-"""Human-readable renderings of a :class:`~embedselect.ranking.Ranking`: a self-contained HTML report and a
+"""Human-readable renderings of a :class:`~embedselect.ranking.result.Ranking`: a self-contained HTML report and a
 Markdown leaderboard table.
 
 Every string that can come from outside (model ids and revisions from the hub, file names, error messages,
@@ -13,7 +13,7 @@ import math
 from embedselect.publish.text import esc as _e
 from embedselect.publish.text import md as _md
 from embedselect.publish.text import num as _num
-from embedselect.ranking import Ranking
+from embedselect.ranking.result import Ranking
 
 
 def to_markdown(ranking: Ranking) -> str:

@@ -2,7 +2,7 @@
 side-by-side neighbour view of several candidates.
 
 ``build_index(data, model, out=DIR)`` reads the candidate's vectors of ``data`` from the cache (embedding only
-what is missing, through :func:`embedselect.api.embed`), and writes to ``DIR``::
+what is missing, through :func:`embedselect.pipeline.embed`), and writes to ``DIR``::
 
     manifest.json   format, candidate (name, spec, model id, pinned revision, backend, options, seed), run key,
                     data fingerprint / modality / source, n, dim, metric, index type, versions, file sha256s
@@ -16,7 +16,7 @@ are the ones it was built from (:class:`~embedselect.errors.IndexMismatchError` 
 ``SearchIndex.search(["query text"])`` embeds the queries with the same model at the same revision (refusing a
 model whose files changed) and returns the nearest items.
 
-This package is orchestration: it knows the store, the backends and the metrics, like :mod:`embedselect.api`.
+This package is orchestration: it knows the store, the backends and the metrics, like :mod:`embedselect.pipeline`.
 Modules: :mod:`~embedselect.search.manifest` (the index files), :mod:`~embedselect.search.build` (building),
 :mod:`~embedselect.search.index` (loading, checking, searching), :mod:`~embedselect.search.neighbour_view`.
 """

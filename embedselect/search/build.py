@@ -12,8 +12,8 @@ from typing import Any
 import numpy as np
 
 from embedselect.errors import CandidateError, ConfigError, SearchIndexError
-from embedselect.kinds import FITTED_BASELINES
-from embedselect.policy import LoadPolicy
+from embedselect._util.kinds import FITTED_BASELINES
+from embedselect.models.policy import LoadPolicy
 from embedselect.search.index import SearchIndex
 from embedselect.search.manifest import (
     FIT_CHECK_ROWS,
@@ -39,7 +39,7 @@ def best_candidate(store, fingerprint: str) -> tuple[Any, int]:
     Raises:
         ConfigError: no ranking of these data is stored (run ``embedselect rank`` first).
     """
-    from embedselect.candidates import parse_candidates
+    from embedselect.models.candidates import parse_candidates
 
     ranking = store.latest_ranking(fingerprint)
     if ranking is None:
@@ -82,11 +82,11 @@ def build_index(
 
     Args:
         data: as for :func:`embedselect.select` (a file, a folder of images, a list of texts, a ReferenceData).
-        model: a candidate spec or :class:`~embedselect.candidates.Candidate`, or ``"best"``: the top candidate
+        model: a candidate spec or :class:`~embedselect.models.candidates.Candidate`, or ``"best"``: the top candidate
             of the newest ranking of the same data in the cache (its revision and seed are reused).
         out: the index folder; created; an existing index there is replaced only with ``overwrite``.
         seed: root seed (sub-sampling, baselines); default 0, or the ranking's seed for ``"best"``.
-        metric: ``cosine`` (default), ``ip`` or ``l2``; exact: see :func:`embedselect.nn.knn`.
+        metric: ``cosine`` (default), ``ip`` or ``l2``; exact: see :func:`embedselect.nn.knn.knn`.
         device: embedding device, and where the FAISS index is built (``cuda``: every visible GPU, sharded; the
             index is written for the CPU either way; the manifest's ``index_device`` says which was used).
 
@@ -103,9 +103,9 @@ def build_index(
     from embedselect.version import __version__
     from embedselect.pipeline.context import load_reference_data
     from embedselect.pipeline.embedding import embed_reference
-    from embedselect.nn import build_index as faiss_index
-    from embedselect.nn import index_device, is_exact, to_cpu
-    from embedselect.nn_device import auto_device
+    from embedselect.nn.knn import build_index as faiss_index
+    from embedselect.nn.knn import index_device, is_exact, to_cpu
+    from embedselect.nn.device import auto_device
     from embedselect.store import Store, default_cache_dir
 
     out = _check_out(out, cache_dir or default_cache_dir(), overwrite=overwrite)  # before any work
@@ -151,8 +151,8 @@ def _legacy_index(folder: Path) -> bool:
 
 def _check_out(out: str | Path, store: str | Path, *, overwrite: bool) -> Path:
     """``--out``: not ``.``, ``/``, home or inside the cache; a new or empty folder, or (with ``overwrite``) an index
-    this tool wrote and nobody added to (:func:`embedselect.fsguard.check_takeover`)."""
-    from embedselect import fsguard
+    this tool wrote and nobody added to (:func:`embedselect._fs.guard.check_takeover`)."""
+    from embedselect._fs import guard as fsguard
 
     path = fsguard.check_output_target(Path(out).expanduser(), what="--out", inside_forbidden={"cache": store})
     fsguard.check_takeover(path, what="--out", legacy=_legacy_index, ours="an embedselect index", kinds=("index",))
@@ -162,11 +162,11 @@ def _check_out(out: str | Path, store: str | Path, *, overwrite: bool) -> Path:
 
 
 def _write_index_folder(out: Path, index: Any, ref: Any, fit_state: dict | None, manifest: Any) -> None:
-    """Write the index files into a new folder and swap it in at ``out`` (:func:`embedselect.fsguard.replace_folder`:
+    """Write the index files into a new folder and swap it in at ``out`` (:func:`embedselect._fs.guard.replace_folder`:
     a kill leaves the old index or the new one; a failed write is a :class:`SearchIndexError`, ``out`` untouched)."""
     import faiss
 
-    from embedselect import fsguard
+    from embedselect._fs import guard as fsguard
 
     def fill(tmp: Path) -> None:
         faiss.write_index(index, str(tmp / INDEX_FILE))
@@ -194,8 +194,8 @@ def _baseline_fit(cand, res, ref, vectors: np.ndarray, *, seed: int) -> dict[str
     Raises:
         SearchIndexError: the fit does not reproduce the cached vectors (they came from another version).
     """
-    from embedselect.backends.loader import load_embedder
-    from embedselect.candidates import resolve_candidate
+    from embedselect.models.backends.loader import load_embedder
+    from embedselect.models.candidates import resolve_candidate
 
     rc = resolve_candidate(cand, policy=LoadPolicy())
     embedder = load_embedder(rc, seed=seed, fit_items=list(ref.items))

@@ -16,8 +16,8 @@ from embedselect.errors import (
     IndexMismatchError,
     SearchIndexError,
 )
-from embedselect.kinds import FITTED_BASELINES
-from embedselect.policy import LoadPolicy
+from embedselect._util.kinds import FITTED_BASELINES
+from embedselect.models.policy import LoadPolicy
 from embedselect.search.manifest import (
     FIT_FILE,
     INDEX_FILE,
@@ -162,9 +162,9 @@ class SearchIndex:
             )
 
     def _load_embedder(self, *, device: str | None, policy: LoadPolicy | None, token: str | None):
-        from embedselect.backends.device import library_progress
-        from embedselect.backends.loader import load_embedder
-        from embedselect.candidates import parse_candidates, resolve_candidate
+        from embedselect.models.backends.device import library_progress
+        from embedselect.models.backends.loader import load_embedder
+        from embedselect.models.candidates import parse_candidates, resolve_candidate
 
         m = self.manifest
         policy = policy or LoadPolicy()
@@ -230,7 +230,7 @@ class SearchIndex:
 
     def search_vectors(self, vectors: Any, k: int = 10) -> list[list[Hit]]:
         """The ``k`` nearest indexed items of each query vector (m, dim), nearest first."""
-        from embedselect.nn import search_index
+        from embedselect.nn.knn import search_index
 
         k = min(int(k), self.manifest.n)
         scores, ids = search_index(self.index, np.asarray(vectors, dtype=np.float32), k, metric=self.manifest.metric)

@@ -72,9 +72,9 @@ def sha256_file(path: Path) -> str:
 
 
 def one_candidate(model: Any, modality: str):
-    """The one :class:`~embedselect.candidates.Candidate` ``model`` names (a Candidate or a spec); ConfigError if
+    """The one :class:`~embedselect.models.candidates.Candidate` ``model`` names (a Candidate or a spec); ConfigError if
     it names several."""
-    from embedselect.candidates import Candidate, parse_candidates
+    from embedselect.models.candidates import Candidate, parse_candidates
 
     if isinstance(model, Candidate):
         return model

@@ -9,7 +9,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from embedselect.errors import CandidateError, ConfigError
-from embedselect.policy import LoadPolicy
+from embedselect.models.policy import LoadPolicy
 
 
 @dataclass
@@ -155,9 +155,9 @@ def neighbours_view(
     from embedselect.pipeline.context import load_reference_data
     from embedselect.pipeline.embedding import embed_reference
     from embedselect.metrics.neighbours import mutual_knn_agreement
-    from embedselect.nn import build_index as faiss_index
-    from embedselect.nn import knn, near_duplicates, prepare, search_index
-    from embedselect.nn_device import auto_device
+    from embedselect.nn.knn import build_index as faiss_index
+    from embedselect.nn.knn import knn, near_duplicates, prepare, search_index
+    from embedselect.nn.device import auto_device
     from embedselect.store import Store
 
     store = Store.open(cache_dir)

@@ -6,7 +6,7 @@ Layout under the cache root (``--cache-dir`` > ``$EMBEDSELECT_CACHE_DIR`` > the 
                                 rankings, pair_cache (+ the hub catalogue tables, see store/catalog.py)
     vectors/ab/<run_key>.npy    float32 (n, d) embedding matrices, one per run
     locks/<run_key>.lock        per-run lock files: one process computes a run, others wait and read it
-    digests/ab/<id>.json        sha256 of big files of local model folders (embedselect/candidates/digests.py)
+    digests/ab/<id>.json        sha256 of big files of local model folders (embedselect/models/candidates/digests.py)
     .lock                       inter-process lock file
 
 Why ``.npy`` files beside DuckDB, rather than DuckDB arrays or FAISS indexes: the vectors are only ever read
@@ -95,7 +95,7 @@ class Store(VectorStore, RecordStore, StoreQueries):
             ) from exc
         import filelock
 
-        from embedselect.fsguard import own_file
+        from embedselect._fs.guard import own_file
 
         self._file_lock = filelock.FileLock(str(own_file(self.root / ".lock", what="the cache's lock file", error=StoreError)))
 

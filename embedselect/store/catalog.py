@@ -9,7 +9,7 @@ Tables (created by :func:`ensure_schema`, ``CREATE ... IF NOT EXISTS``):
   ``first_seen_at``/``first_seen_crawl`` (when embedselect first saw it) and ``last_seen_at``/``last_seen_crawl``.
 - ``hub_snapshots``: one row per model per crawl — ``crawl_id, repo_id, crawled_at, sha, downloads, likes,
   trending_score``: the popularity history.
-- ``hub_refusals``: revisions the safety policy of :func:`embedselect.hub.fetch_model` refused — ``repo_id,
+- ``hub_refusals``: revisions the safety policy of :func:`embedselect.models.hub.fetch_model` refused — ``repo_id,
   revision, reason, message, refused_at``. Messages are token-scrubbed. Hub faults are failures, not refusals.
 - view ``candidates``: ``hub_models`` + ``is_new`` (first seen in the latest crawl) + ``refusal_reason`` (the
   latest policy refusal of the model's current sha, if any).
@@ -26,10 +26,10 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Sequence
 
 from embedselect.errors import ConfigError
-from embedselect.kinds import MODALITIES
+from embedselect._util.kinds import MODALITIES
 
 if TYPE_CHECKING:  # pragma: no cover
-    from embedselect.hub import CrawlResult
+    from embedselect.models.hub import CrawlResult
 
 __all__ = ["ensure_schema", "record_crawl", "record_refusal", "candidates", "history", "refusals", "REFUSAL_REASONS"]
 
@@ -122,7 +122,7 @@ def record_crawl(store: Any, result: "CrawlResult") -> int:
 
     Args:
         store: an :class:`embedselect.store.Store`.
-        result: what :func:`embedselect.hub.crawl` returned.
+        result: what :func:`embedselect.models.hub.crawl` returned.
 
     Returns:
         The new ``crawl_id`` (1, 2, ...).
@@ -168,7 +168,7 @@ def record_refusal(store: Any, repo_id: str, revision: str | None, reason: str, 
         reason: one of :data:`REFUSAL_REASONS` (``UnsafeModelError.reason`` for policy refusals).
         message: the error message; hub tokens are scrubbed before it is stored.
     """
-    from embedselect.redaction import redact
+    from embedselect._util.redaction import redact
 
     if reason not in REFUSAL_REASONS:
         raise ConfigError(f"unknown refusal reason {reason!r}; use one of: {', '.join(sorted(REFUSAL_REASONS))}")

@@ -8,7 +8,7 @@
   retried the next night at the same revision; any other (a broken model, NaN vectors, the per-model time limit)
   is retried at the same revision only with ``retry_failed``, and always at a new revision.
 
-Every message passes :func:`embedselect.redaction.redact` here, whoever calls: the API, the local executor's time
+Every message passes :func:`embedselect._util.redaction.redact` here, whoever calls: the API, the local executor's time
 limit, the Ray driver copying a worker's rows.
 """
 
@@ -17,11 +17,11 @@ from __future__ import annotations
 from typing import Any
 
 from embedselect.errors import UnsafeModelError
-from embedselect.redaction import redact
+from embedselect._util.redaction import redact
 
 TRANSIENT_ERRORS = frozenset({"HubError"})
 """Error types of passing faults: :class:`~embedselect.errors.HubError` is what a hub or network failure becomes
-after :mod:`embedselect.hub.http`'s retries."""
+after :mod:`embedselect.models.hub.http`'s retries."""
 
 
 def is_transient(error_type: str | None) -> bool:

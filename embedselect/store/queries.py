@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from embedselect.kinds import PAIR_KEY_PREFIX
+from embedselect._util.kinds import PAIR_KEY_PREFIX
 
 
 class StoreQueries:
@@ -14,7 +14,7 @@ class StoreQueries:
 
     def count_pairs(self) -> int:
         """How many information-sufficiency pairs (directed, keys starting with
-        :data:`~embedselect.kinds.PAIR_KEY_PREFIX`) the pair cache holds."""
+        :data:`~embedselect._util.kinds.PAIR_KEY_PREFIX`) the pair cache holds."""
         with self.read() as con:  # type: ignore[attr-defined]
             row = con.execute("SELECT count(*) FROM pair_cache WHERE starts_with(key, ?)", [PAIR_KEY_PREFIX]).fetchone()
         return int(row[0]) if row else 0

@@ -16,8 +16,8 @@ from typing import Any, Iterator, Mapping
 
 import numpy as np
 
-from embedselect.arrays import check_embeddings
-from embedselect.fsguard import fsync_dir, own_file
+from embedselect._util.arrays import check_embeddings
+from embedselect._fs.guard import fsync_dir, own_file
 from embedselect.errors import StoreError
 from embedselect.store.db import Database
 from embedselect.store.keys import RUN_KEY_RE, RunRecord, utc_now

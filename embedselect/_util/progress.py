@@ -1,0 +1,93 @@
+"""One progress display for a whole run: candidates × stages (resolve, load, embed, each metric, validation).
+
+Drawn with tqdm (the style sentence-transformers and huggingface_hub already use) on stderr, and only when asked
+for *and* stderr is a terminal: pipelines, CI logs, ``--quiet`` and the Python API (unless ``progress=True``) get
+nothing. The backends' own per-batch bars (items/s) nest under it as a second line. The libraries' own bars are not
+drawn beside it (transformers' "Loading weights" stayed on the terminal after every model; see
+:func:`embedselect.models.backends.device.library_progress`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from typing import Any, Iterator
+
+
+def _is_tty(stream) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
+
+
+def bar_size(stream) -> dict[str, Any]:
+    """tqdm's size arguments for a bar on ``stream``: follow the terminal's width when it reports a size; a terminal
+    that reports 0×0 (some CI runners, ``script``, an unsized pty) gets a fixed 100 columns and 20 rows, since tqdm
+    draws nothing at all there (it takes 0 rows as "no room for any bar")."""
+    try:
+        size = os.get_terminal_size(stream.fileno())
+        sized = size.columns > 0 and size.lines > 0
+    except (OSError, ValueError, AttributeError):
+        sized = False
+    return {"dynamic_ncols": True} if sized else {"dynamic_ncols": False, "ncols": 100, "nrows": 20}
+
+
+class RunProgress:
+    """The run's progress bar: one step per (candidate, stage), per metric and for validation.
+
+    Args:
+        total: number of steps the run will take.
+        enabled: draw it (it is drawn only if also stderr is a terminal).
+        desc: the label before the bar.
+    """
+
+    def __init__(self, total: int, *, enabled: bool, desc: str = "embedselect") -> None:
+        self.enabled = bool(enabled) and _is_tty(sys.stderr)
+        self._bar = None
+        self._redirect = contextlib.ExitStack()
+        if self.enabled:
+            from tqdm import tqdm
+            from tqdm.contrib.logging import logging_redirect_tqdm
+
+            # log lines (warnings) are printed above the bar instead of through it
+            self._redirect.enter_context(logging_redirect_tqdm())
+
+            self._bar = tqdm(total=total, desc=desc, unit="step", file=sys.stderr, position=0, leave=False,
+                             **bar_size(sys.stderr), bar_format="{desc} {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} "
+                             "[{elapsed}<{remaining}]{postfix}")  # fmt: skip
+
+    def set_total(self, total: int) -> None:
+        if self._bar is not None:
+            self._bar.total = total
+            self._bar.refresh()
+
+    @contextlib.contextmanager
+    def stage(self, label: str, *, steps: int = 1) -> Iterator[None]:
+        """Show ``label`` (e.g. ``"minilm: embed"``) while the block runs; count ``steps`` when it ends, also when
+        it fails (a failed candidate's stage is over)."""
+        if self._bar is not None:
+            self._bar.set_description_str(label, refresh=True)
+        try:
+            yield
+        finally:
+            self.advance(steps)
+
+    def advance(self, steps: int = 1) -> None:
+        if self._bar is not None and steps:
+            self._bar.update(steps)
+
+    def rate(self, name: str, n_items: int, seconds: float) -> None:
+        """Show the embedding speed of the last candidate (items/s) after the bar."""
+        if self._bar is not None:
+            per_s = n_items / seconds if seconds > 0 else float("inf")
+            self._bar.set_postfix_str(f"{name}: {n_items} items, {per_s:,.0f} items/s", refresh=True)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.refresh()  # the final count, once (tqdm skips redraws of quick updates)
+            self._bar.close()
+            self._bar = None
+        self._redirect.close()
+

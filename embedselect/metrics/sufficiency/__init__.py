@@ -1,0 +1,2 @@
+"""Median information sufficiency: the metric (:mod:`.score`), its settings, inputs and result, the Gaussian
+estimate (:mod:`.gaussian`) and the KNIFE mixture estimators (:mod:`.knife`)."""

@@ -1,0 +1,2 @@
+"""Task Prior statistics: the metric (:mod:`.score`), the closed-form moments (:mod:`.moments`), the priors
+(:mod:`.priors`) and tasks sampled from a prior (:mod:`.sampling`)."""

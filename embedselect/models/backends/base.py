@@ -1,0 +1,148 @@
+"""The one small protocol every embedding backend implements."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Protocol, Sequence, runtime_checkable
+
+import numpy as np
+
+from embedselect._util.arrays import check_embeddings, nonfinite_rows
+from embedselect._util.kinds import IMAGE, MODALITIES, TEXT  # noqa: F401 - re-exported for the backends
+
+
+SPEED_ONLY_OPTIONS = frozenset({"batch_size", "num_workers"})
+"""Backend options that change how fast vectors are computed, never the vectors themselves: they are not part
+of an embedding run's cache key (the same model at another batch size reuses the cached run)."""
+
+
+def vector_options(options: dict[str, Any] | Any) -> dict[str, Any]:
+    """The options of a candidate that change its vectors (``options`` minus :data:`SPEED_ONLY_OPTIONS`)."""
+    return {k: v for k, v in dict(options).items() if k not in SPEED_ONLY_OPTIONS}
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """A loaded model that turns reference items into vectors.
+
+    Attributes:
+        backend: backend name ("sentence-transformers", "timm", "transformers", "tfidf-svd",
+            "random-projection", "pixel-pca").
+        modality: "text" or "image" — the kind of items :meth:`embed` accepts.
+        device: torch device string the model runs on ("cpu", "cuda", "cuda:1").
+    """
+
+    backend: str
+    modality: str
+    device: str
+
+    def settings(self) -> dict[str, Any]:
+        """JSON-serialisable settings that change the output (pooling, normalisation, max length,
+        image size, seed, dimension...). They are part of the cache key."""
+        ...
+
+    def embed(
+        self, items: Sequence[str] | Sequence[Path], *, batch_size: int | None = None, progress: bool = False
+    ) -> np.ndarray:
+        """Embed ``items`` (texts, or image file paths) in order.
+
+        Returns:
+            float32 array of shape (len(items), dim), row i for item i. Not normalised unless the
+            model itself normalises.
+        """
+        ...
+
+
+# --- helpers shared by the backends ---------------------------------------------------------------
+
+
+def check_items(items: Sequence[Any], modality: str) -> list[Any]:
+    """Validate ``items`` for a backend of ``modality`` and return them as a list.
+
+    Text items must be ``str``; image items must be a path (``str``/``os.PathLike``) or a
+    ``PIL.Image.Image``.
+
+    Raises:
+        DataError: ``items`` is a bare string/bytes, or an item has the wrong type.
+    """
+    from embedselect.errors import DataError
+
+    if isinstance(items, (str, bytes)):
+        raise DataError("items must be a sequence of items, not a single string: wrap it in a list")
+    items = list(items)
+    if modality == TEXT:
+        for i, it in enumerate(items):
+            if not isinstance(it, str):
+                raise DataError(
+                    f"item {i} is {type(it).__name__}, but this embedder takes text: pass a list of str"
+                )
+    elif modality == IMAGE:
+        import os
+
+        for i, it in enumerate(items):
+            if not (isinstance(it, (str, os.PathLike)) or _is_pil_image(it)):
+                raise DataError(
+                    f"item {i} is {type(it).__name__}, but this embedder takes images: pass image file paths"
+                )
+    return items
+
+
+def _is_pil_image(obj: Any) -> bool:
+    try:
+        from PIL import Image
+    except ImportError:  # pragma: no cover - pillow is a dependency
+        return False
+    return isinstance(obj, Image.Image)
+
+
+def load_image(item: Any, mode: str = "RGB"):
+    """Open one image item (path or PIL image) as a PIL image in ``mode`` (``"RGB"`` or ``"L"``).
+
+    Raises:
+        DataFileNotFoundError: the file does not exist.
+        DecodeError: the file is not a readable image.
+    """
+    from PIL import Image, UnidentifiedImageError
+
+    from embedselect.errors import DataFileNotFoundError, DecodeError
+
+    if _is_pil_image(item):
+        return item.convert(mode)
+    try:
+        with Image.open(item) as im:
+            im.load()
+            return im.convert(mode)
+    except FileNotFoundError as exc:
+        raise DataFileNotFoundError(f"image file not found: {item}: check the path") from exc
+    except (UnidentifiedImageError, OSError, ValueError) as exc:
+        raise DecodeError(f"cannot decode image {item}: {exc}; remove or replace the file") from exc
+
+
+def as_embedding_matrix(x: Any, n: int, *, dtype: str = "float32") -> np.ndarray:
+    """``x`` (torch tensor or array) as a C-contiguous float32 numpy array of shape (n, d).
+
+    ``dtype`` is the precision the model computed in (``"float32"``, ``"float16"``, ``"bfloat16"``): it decides what
+    the NaN/inf message suggests (a lower precision may overflow; float32 output that is not finite is the model's).
+
+    Raises:
+        ModelLoadError: the model returned a different number of rows or non-finite values.
+    """
+    from embedselect.errors import ModelLoadError
+
+    if hasattr(x, "detach"):
+        x = x.detach().float().cpu().numpy()
+    # the non-finite check is below: its message depends on the precision the model ran in
+    arr = np.ascontiguousarray(check_embeddings(x, what="the model's output", n=n, min_dims=0, finite=False,
+                                                error=ModelLoadError))  # fmt: skip
+    if n and nonfinite_rows(arr):  # in row blocks: no matrix-sized mask (768 MB at 10^6 x 768)
+        if dtype != "float32":
+            raise ModelLoadError(
+                f"the model produced NaN/inf embeddings in {dtype} (often an overflow of the lower precision): "
+                "retry with dtype=float32 (the candidate option ?dtype=float32)"
+            )
+        raise ModelLoadError(
+            "the model produced NaN/inf embeddings although it ran in float32, so this is not a precision overflow: "
+            "its weights or its handling of these inputs is broken; try another revision or backend of it, or leave "
+            "it out"
+        )
+    return arr

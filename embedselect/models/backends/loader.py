@@ -1,0 +1,168 @@
+"""``load_embedder``: the one way to turn a :class:`~embedselect.models.candidates.ResolvedCandidate` into an
+:class:`~embedselect.models.backends.base.Embedder`, applying the safe-loading policy to the files first."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from embedselect.models.backends.base import Embedder
+from embedselect.models.backends.device import resolve_device
+from embedselect.errors import ConfigError, EmbedselectError, ModelLoadError, UnsafeModelError
+from embedselect._util.kinds import BACKENDS, BASELINES, is_baseline_id
+from embedselect.models.layout import read_json
+from embedselect.models.policy import NOT_WEIGHTS, PICKLE_SUFFIXES, LoadPolicy, remote_code_reason
+
+log = logging.getLogger(__name__)
+
+
+
+def weight_bytes(local_dir: Path) -> int | None:
+    """Bytes of the weight files in a model folder and its module folders (safetensors and pickle weights, not
+    training state), or None when there are none: the model's size as a cost."""
+    d = Path(local_dir)
+    if not d.is_dir():
+        return None
+    total = sum(p.stat().st_size for p in d.rglob("*") if p.is_file() and p.name not in NOT_WEIGHTS
+                and (p.name.endswith(".safetensors") or p.name.endswith(PICKLE_SUFFIXES)))  # fmt: skip
+    return total or None
+
+
+def check_local_files(local_dir: Path, backend: str, policy: LoadPolicy, model_id: str) -> None:
+    """Refuse a model folder that ``policy`` does not allow, before any library touches it.
+
+    Checks, per folder that holds weights (the root and sentence-transformers module folders such as
+    ``2_Dense``): pickle weights (``.bin``/``.pt``/``.pth``/``.ckpt``) without a safetensors file beside them
+    need ``allow_pickle``. Custom code (``auto_map`` in a ``config.json``, or a ``modules.json`` module type
+    outside ``sentence_transformers.``) needs ``trust_remote_code``.
+
+    Raises:
+        UnsafeModelError: ``reason="pickle_only"`` or ``reason="remote_code"``; the message names the option.
+        ModelLoadError: the folder is missing or has no weight files at all.
+    """
+    d = Path(local_dir)
+    if not d.is_dir():
+        raise ModelLoadError(f"{model_id}: model folder {d} does not exist (was the cache cleaned?)")
+    if not policy.trust_remote_code:
+        why = _remote_code_reason(d)
+        if why:
+            raise UnsafeModelError(
+                f"{model_id} needs custom code from the model folder ({why}); running it executes arbitrary "
+                f"Python. Pass trust_remote_code=True (--trust-remote-code) or opt in for this model "
+                f"(allow_models / --allow-model {model_id}) if you trust it.",
+                reason="remote_code",
+            )
+    folders = [d] + sorted(p for p in d.iterdir() if p.is_dir() and not p.is_symlink() and not p.name.startswith("."))
+    any_weights = False
+    for folder in folders:
+        files = [p for p in folder.iterdir() if p.is_file()]
+        safe = [p for p in files if p.name.endswith(".safetensors")]
+        pickles = [p for p in files if p.name.endswith(PICKLE_SUFFIXES) and p.name not in NOT_WEIGHTS]
+        any_weights = any_weights or bool(safe or pickles)
+        if pickles and not safe and not policy.allow_pickle:
+            where = "the model folder" if folder == d else f"{folder.name}/"
+            raise UnsafeModelError(
+                f"{model_id} has only pickle weights in {where} ({', '.join(sorted(p.name for p in pickles))}); "
+                f"unpickling can run arbitrary code. Pass allow_pickle=True (--allow-pickle) or opt in for this "
+                f"model (allow_models / --allow-model {model_id}) if you trust it, or convert it to safetensors.",
+                reason="pickle_only",
+            )
+    if not any_weights:
+        raise ModelLoadError(
+            f"{model_id}: no weight files (*.safetensors) in {d}; the {backend} backend cannot load it"
+        )
+
+
+def _remote_code_reason(d: Path) -> str | None:
+    """:func:`~embedselect.models.policy.remote_code_reason` for a local folder: its (and its module folders')
+    ``config.json`` and its ``modules.json``.
+
+    Raises:
+        ModelFileError: one of these files is damaged (not JSON), so what it asks for cannot be checked."""
+    modules = read_json(d / "modules.json")
+    for cfg_path in [d / "config.json", *sorted(d.glob("*/config.json"))]:
+        why = remote_code_reason(config=read_json(cfg_path), modules=modules if cfg_path == d / "config.json" else None)
+        if why:
+            return why if cfg_path == d / "config.json" else f"{cfg_path.parent.name}/: {why}"
+    return remote_code_reason(modules=modules)
+
+
+def load_embedder(
+    rc: Any,
+    *,
+    device: str | None = None,
+    policy: LoadPolicy = LoadPolicy(),
+    options: Mapping[str, Any] | None = None,
+    seed: int = 0,
+    fit_items: Sequence[Any] | None = None,
+    fit_state: Mapping[str, Any] | None = None,
+) -> Embedder:
+    """Load the embedder for a resolved candidate.
+
+    Args:
+        rc: :class:`~embedselect.models.candidates.ResolvedCandidate`.
+        device: ``None``/``"auto"`` = CUDA when available, else CPU. Baselines always run on CPU.
+        policy: safety policy; ``policy.for_model(rc.model_id)`` applies.
+        options: backend options; default the candidate's own options (these override them).
+        seed: seed of the baselines (ignored by the deterministic neural backends).
+        fit_items: for ``tfidf-svd`` / ``pixel-pca``: fit once on these items (default: fit on each
+            :meth:`embed` call's items).
+        fit_state: for ``tfidf-svd`` / ``pixel-pca``: a saved fit (the embedder's ``fit_state()`` arrays), used
+            as it is (no refit).
+
+    Returns:
+        an object implementing :class:`~embedselect.models.backends.base.Embedder`; neural models run in float16
+        on CUDA (``settings()["dtype"]``) unless ``options["dtype"]`` says otherwise.
+
+    Raises:
+        UnsafeModelError: pickle-only weights or custom code that ``policy`` forbids.
+        ModelLoadError: the library failed to load the model (the reason is in the message).
+        ConfigError: unknown backend, option or device.
+    """
+    opts = {**dict(getattr(rc.candidate, "options", {}) or {}), **dict(options or {})}
+    opts.pop("modality", None)
+    backend = rc.backend
+    if is_baseline_id(rc.model_id) or backend in BASELINES:
+        from embedselect.models.backends.baselines import make_baseline
+
+        return make_baseline(backend, modality=rc.modality, options=opts, seed=seed, fit_items=fit_items,
+                             fit_state=fit_state)
+    if backend not in BACKENDS:
+        raise ConfigError(f"unknown backend {backend!r} for {rc.model_id}: use one of {', '.join(BACKENDS)}")
+    if rc.local_dir is None:
+        raise ModelLoadError(f"{rc.model_id}: no local folder to load from; resolve the candidate first")
+    dev = resolve_device(device)
+    ref = getattr(rc.candidate, "ref", rc.model_id)
+    pol = policy.for_model(rc.model_id).for_model(ref)  # opt-in by model id or by the candidate's ref/path
+    check_local_files(Path(rc.local_dir), backend, pol, ref)
+    try:
+        if backend == "sentence-transformers":
+            from embedselect.models.backends.sentence_transformers import SentenceTransformerEmbedder
+
+            return SentenceTransformerEmbedder(rc.local_dir, device=dev, modality=rc.modality,
+                                               trust_remote_code=pol.trust_remote_code,
+                                               allow_pickle=pol.allow_pickle, options=opts)
+        if backend == "timm":
+            if rc.modality != "image":
+                raise ConfigError(f"{rc.model_id}: timm models embed images, not {rc.modality}")
+            from embedselect.models.backends.timm import TimmEmbedder
+
+            return TimmEmbedder(rc.local_dir, device=dev, options=opts)
+        from embedselect.models.backends.transformers import TransformersEmbedder
+
+        return TransformersEmbedder(rc.local_dir, device=dev, modality=rc.modality,
+                                    trust_remote_code=pol.trust_remote_code, allow_pickle=pol.allow_pickle,
+                                    options=opts)
+    except EmbedselectError:
+        raise
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except Exception as exc:  # noqa: BLE001 - any library failure becomes one typed error with its reason
+        log.debug("loading %s failed", rc.model_id, exc_info=True)
+        msg = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        raise ModelLoadError(
+            f"{rc.model_id}@{rc.revision[:12]} could not be loaded with the {backend} backend: "
+            f"{type(exc).__name__}: {msg[:500]}. Check that the folder is a complete {backend} model, or pass "
+            f"another backend (?backend=...)."
+        ) from exc

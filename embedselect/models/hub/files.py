@@ -1,0 +1,173 @@
+"""Which files of a hub repo a backend needs, and the safe-loading rules applied to them (remote code,
+pickle-only weights, size cap, gated repos)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Iterable, Mapping, Sequence
+
+from embedselect.errors import CandidateError, ConfigError, UnsafeModelError
+from embedselect._util.kinds import BACKENDS
+from embedselect.models.layout import TOKENIZER_FILES
+from embedselect.models.policy import PICKLE_SUFFIXES, LoadPolicy
+
+
+
+
+_PROCESSOR_FILES = frozenset({"preprocessor_config.json", "processor_config.json", "image_processor_config.json"})
+
+
+_ST_CONFIG_FILES = frozenset(
+    {"modules.json", "sentence_bert_config.json", "config_sentence_transformers.json", "config.json"}
+)
+
+
+
+
+_ST_MODULE_DIR = re.compile(r"^\d+_[A-Za-z0-9_\-]+$")
+
+
+_SHARD_RE = re.compile(r"^(model|pytorch_model)-\d+-of-\d+\.(safetensors|bin)$")
+
+
+def infer_backend(library: str | None, tags: Sequence[str] = (), files: Iterable[str] = ()) -> str | None:
+    """The backend for a repo: from ``library_name``, then tags, then the files present; None if unknown."""
+    if library in BACKENDS:
+        return library
+    tagset = set(tags or ())
+    for b in BACKENDS:
+        if b in tagset:
+            return b
+    fileset = set(files)
+    if "modules.json" in fileset:
+        return "sentence-transformers"
+    if "config.json" in fileset and ("pytorch_model.bin" in fileset or "model.safetensors" in fileset):
+        return "transformers"
+    return None
+
+
+def _weights_in(files: Iterable[str], folder: str = "") -> tuple[list[str], list[str]]:
+    """(safetensors files, pickle files) directly inside ``folder`` (repo-relative), incl. shard indexes."""
+    safe, pickle = [], []
+    for f in files:
+        parent, _, name = f.rpartition("/")
+        if parent != folder:
+            continue
+        if name == "model.safetensors" or name == "model.safetensors.index.json" or (
+            _SHARD_RE.match(name) and name.endswith(".safetensors")
+        ):
+            safe.append(f)
+        elif name in ("pytorch_model.bin", "pytorch_model.bin.index.json", "open_clip_pytorch_model.bin") or (
+            _SHARD_RE.match(name) and name.endswith(".bin")
+        ):
+            pickle.append(f)
+        elif folder and name.endswith(PICKLE_SUFFIXES):
+            pickle.append(f)
+    return safe, pickle
+
+
+def select_files(
+    repo_id: str, backend: str, files: Iterable[str], *, allow_pickle: bool = False
+) -> tuple[list[str], list[str]]:
+    """The repo files ``backend`` needs, and which of them are weights.
+
+    sentence-transformers: ``modules.json``, ST configs, ``config.json``, tokenizer files, root weights and the
+    files of numbered module folders (``1_Pooling/config.json``, ``2_Dense/...``). timm: ``config.json`` +
+    weights. transformers: ``config.json``, tokenizer / processor files, weights. Safetensors are preferred;
+    pickle weights are taken only when there are no safetensors and ``allow_pickle``. Every backend also takes the
+    model card, ``README.md``, when the repo has one (:mod:`embedselect.models.candidates.card` reads its ``base_model``).
+
+    Returns:
+        (files to download, the weight files among them), both sorted.
+
+    Raises:
+        UnsafeModelError(reason="pickle_only"): only pickle weights and ``allow_pickle`` is False.
+        CandidateError: the repo lacks what the backend needs (no config, no weights).
+    """
+    if backend not in BACKENDS:
+        raise ConfigError(f"unknown backend {backend!r} for {repo_id}; use one of: {', '.join(BACKENDS)}")
+    files = sorted(set(files))
+    fileset = set(files)
+    wanted: set[str] = set()
+    weights: set[str] = set()
+
+    def take_weights(folder: str, required: bool) -> None:
+        safe, pickle = _weights_in(files, folder)
+        where = f"{folder}/" if folder else "the repo root"
+        if safe:
+            chosen = safe
+        elif pickle and allow_pickle:
+            chosen = pickle
+        elif pickle:
+            raise UnsafeModelError(
+                f"{repo_id} ships only pickle weights ({', '.join(pickle)}) in {where}; loading them can run "
+                f"arbitrary code. Pass allow_pickle=True (--allow-pickle) or opt in for this model "
+                f"(allow_models / --allow-model {repo_id}) if you trust it.",
+                reason="pickle_only",
+            )
+        elif required:
+            raise CandidateError(
+                f"{repo_id} has no weight files (model.safetensors or shards) in {where}; it cannot be "
+                f"loaded with the {backend} backend. Pick another model or backend."
+            )
+        else:
+            chosen = []
+        wanted.update(chosen)
+        weights.update(c for c in chosen if not c.endswith(".json"))
+
+    root = [f for f in files if "/" not in f]
+    if backend == "timm":
+        if "config.json" not in fileset:
+            raise CandidateError(f"{repo_id} has no config.json, which timm needs. Is it a timm model?")
+        wanted.add("config.json")
+        take_weights("", True)
+    elif backend == "transformers":
+        if "config.json" not in fileset:
+            raise CandidateError(f"{repo_id} has no config.json, which transformers needs.")
+        wanted.update(f for f in root if f == "config.json" or f in TOKENIZER_FILES or f in _PROCESSOR_FILES)
+        take_weights("", True)
+    else:  # sentence-transformers
+        if "modules.json" not in fileset and "config.json" not in fileset:
+            raise CandidateError(f"{repo_id} has neither modules.json nor config.json; is it a sentence-transformers model?")
+        wanted.update(f for f in root if f in _ST_CONFIG_FILES or f in TOKENIZER_FILES or f in _PROCESSOR_FILES)
+        take_weights("", True)
+        folders = sorted({f.split("/", 1)[0] for f in files if "/" in f and _ST_MODULE_DIR.match(f.split("/", 1)[0])})
+        for folder in folders:
+            inside = [f for f in files if f.startswith(folder + "/") and f.count("/") == 1]
+            wanted.update(f for f in inside if f.endswith((".json", ".txt", ".model")) and not f.endswith(".index.json"))
+            take_weights(folder, False)
+    if "README.md" in fileset:  # the model card: what it was made from (embedselect.models.candidates.card)
+        wanted.add("README.md")
+    return sorted(wanted), sorted(weights)
+
+
+def check_policy(
+    repo_id: str,
+    policy: LoadPolicy,
+    *,
+    gated: Any,
+    remote_reason: str | None,
+    weights: Sequence[str],
+    sizes: Mapping[str, int | None],
+) -> None:
+    if gated and not policy.allow_gated:
+        raise UnsafeModelError(
+            f"{repo_id} is gated ({gated}); embedselect skips gated repos by default. Pass allow_gated=True "
+            f"(--allow-gated) with a token that has access, or opt in for this model (--allow-model {repo_id}).",
+            reason="gated",
+        )
+    if remote_reason and not policy.trust_remote_code:
+        raise UnsafeModelError(
+            f"{repo_id} needs remote code: {remote_reason}. Running it executes code from the repo. Pass "
+            f"trust_remote_code=True (--trust-remote-code) or opt in for this model (--allow-model {repo_id}).",
+            reason="remote_code",
+        )
+    if policy.max_bytes is not None:
+        total = sum(int(sizes.get(w) or 0) for w in weights)
+        if total > policy.max_bytes:
+            raise UnsafeModelError(
+                f"{repo_id}: its weight files are {total / 1e6:.1f} MB, over the cap of "
+                f"{policy.max_bytes / 1e6:.1f} MB. Raise max_bytes (--max-model-bytes) or opt in for this "
+                f"model (--allow-model {repo_id}).",
+                reason="too_large",
+            )

@@ -1,0 +1,103 @@
+"""The executor interface of the nightly job.
+
+An executor runs *units* and hands their results to the driver, which alone writes the store:
+
+- **embed one candidate**: resolve, load and run one model on the reference data; the result is the
+  (n, d) float32 matrix plus its provenance, or a failure with its reason;
+- **estimate a batch of information-sufficiency pairs** (optional): see :meth:`Executor.precompute_pairs`.
+
+The driver decides *what* to run (the plan, the budget); the executor decides *where*.
+"""
+
+from __future__ import annotations
+
+import abc
+import logging
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class EmbedJob:
+    """Settings shared by every "embed one candidate" unit of a night.
+
+    Attributes:
+        seed: root seed (baselines and sampling depend on it).
+        device: "cpu", "cuda", "cuda:1" or None (automatic, per worker).
+        batch_size: embedding batch size (None = backend default).
+        policy: :class:`~embedselect.models.policy.LoadPolicy` (safetensors only, no remote code by default).
+        token: hub token or None; never logged or stored.
+        timeout_s: per-model wall-clock limit in seconds, or None.
+    """
+
+    seed: int = 0
+    device: str | None = None
+    batch_size: int | None = None
+    policy: Any = None
+    token: str | None = field(default=None, repr=False)
+    timeout_s: float | None = None
+
+
+@dataclass
+class UnitOutcome:
+    """What one "embed one candidate" unit produced, as the driver sees it.
+
+    ``outcome`` is the :class:`embedselect.pipeline.EmbedOutcome` (``result.cached`` False = a forward pass was
+    done); ``where`` names the process or Ray node that ran it.
+    """
+
+    outcome: Any
+    where: str = "driver"
+
+
+class Executor(abc.ABC):
+    """Runs units for the nightly driver. Use as a context manager (``close`` releases workers)."""
+
+    name = "abstract"
+    computes_pairs = False  # True when precompute_pairs does work (the driver then hands it the embeddings)
+
+    @abc.abstractmethod
+    def embed(
+        self,
+        ref: Any,
+        candidates: Sequence[Any],
+        *,
+        store: Any,
+        job: EmbedJob,
+        should_stop: Callable[[], bool],
+        on_done: Callable[[UnitOutcome], None] | None = None,
+    ) -> tuple[list[UnitOutcome], list[Any]]:
+        """Embed every candidate whose vectors the store lacks; store them (driver side) as they arrive.
+
+        Args:
+            ref: the :class:`~embedselect.data.ReferenceData` (read once per worker).
+            candidates: :class:`~embedselect.models.candidates.Candidate` objects to embed.
+            store: the driver's :class:`~embedselect.store.Store`, the only one written.
+            job: shared settings.
+            should_stop: called before starting each unit; True = the budget is spent, start no more.
+            on_done: called on the driver after each unit's result is stored.
+
+        Returns:
+            (outcomes of the units that ran, in completion order; candidates left for the next night).
+        """
+
+    def precompute_pairs(self, embeddings: dict, run_keys: dict, *, seed: int, options: dict, store: Any,
+                         device: str) -> int:
+        """Estimate the sufficiency pairs the store lacks and put them into its pair cache, so that
+        :func:`embedselect.select` only reads them. Returns the number of pairs computed here.
+
+        The default does nothing: ``select()`` computes missing pairs itself, in one batched model, which is
+        the fastest way on one machine.
+        """
+        return 0
+
+    def close(self) -> None:
+        """Release workers (no-op by default)."""
+
+    def __enter__(self) -> "Executor":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()

@@ -1,0 +1,177 @@
+"""Stages 4 to 6 of a run: the combined rank and decision, validation against labels, the Ranking and its storage."""
+
+from __future__ import annotations
+
+import math
+import time
+import uuid
+from datetime import datetime, timezone
+from typing import Any, Mapping
+
+from embedselect.pipeline.defaults import default_method, weight_of
+from embedselect.ranking.result import Ranking, rank_scores
+from embedselect.pipeline.context import RunContext, competition_rank, num, versions
+from embedselect.pipeline.scoring import metrics_stage
+
+
+def rank_embedded(ctx: RunContext, t_start: float, *, save: bool, max_items: int | None, on_error: str) -> Ranking:
+    """Stages 3 to 6 over the candidates of ``ctx`` that are embedded: metrics, combined rank, validation against
+    labels (if any), the :class:`~embedselect.ranking.result.Ranking` (stored when ``save``)."""
+    metrics_stage(ctx)
+    decision = _rank_stage(ctx)
+    validation = _validate_stage(ctx)
+    if save and not ctx.store.can_record("the ranking"):
+        ctx.warnings.append(f"the cache at {ctx.store.root} is read-only: this ranking is not stored (leaderboard "
+                            "and history will not show it)")  # fmt: skip
+    ranking = _report(ctx, decision, validation, max_items=max_items, on_error=on_error)
+    ctx.timings["total"] = time.perf_counter() - t_start
+    if save:
+        _save(ctx, ranking)
+    return ranking
+
+
+def _rank_stage(ctx: RunContext) -> Any:
+    """Stage 4: combine the metrics (the data's default method and weights, :mod:`embedselect.pipeline.defaults`;
+    metrics not named in ``weights`` keep their default weight, weights of metrics that failed are dropped), put derived copies below their
+    parents (:func:`embedselect.ranking.combine.copies_below_parents`), give each result its combined score and rank,
+    sort the outcomes best first (ties share a rank and are listed by name, so the first row, ``best`` and the
+    validation's top pick agree) and decide whether there is a clear winner.
+
+    Returns:
+        the :class:`~embedselect.ranking.combine.Decision`.
+    """
+    from embedselect.ranking.combine import MIN_POOL, combine_ranks, copies_below_parents, decide
+    by_name = {r.name: r for r in ctx.results}
+    modality = ctx.ref.modality
+    full_weights = {m: weight_of(m, modality, ctx.weights) for m in ctx.per_metric}
+    if not ctx.weights and not any(full_weights.values()):
+        # only metrics that are shown, not combined, by default (sufficiency) were asked for: they are the score
+        full_weights = {m: 1.0 for m in full_weights}
+    ctx.combined_weights = full_weights
+    combined = combine_ranks(ctx.per_metric, weights=full_weights, method=default_method(modality))
+    # a quantised or truncated copy of another candidate never ranks above it, and its parent takes its score when it
+    # was higher (data processing inequality: the parent is at least as good); so does the same model with its input
+    # cut shorter (declared by the specs); the copies were found before the metrics (pipeline.families.pool_relations)
+    copies = [d for d in ctx.copies if d.copy in combined and d.parent in combined]
+    combined, moved = copies_below_parents(combined, [(d.copy, d.parent) for d in copies])
+    ctx.details["copies"] = {"pairs": [d.to_dict() for d in copies], "moved_below_parent": [list(p) for p in moved]}
+    for c, p in moved:
+        d = next(x for x in copies if (x.copy, x.parent) == (c, p))
+        if d.relation == "truncated-input":
+            why, since = "the same model with its input cut to fewer tokens", "it reads less of each item"
+        elif d.declared:
+            why, since = f"its model card names {p} as its base_model", "a copy approximates its parent"
+        else:
+            why = f"median per-coordinate |Spearman| {d.median_abs_spearman:.2f}"
+            since = "a copy cannot carry more information"
+        ctx.warnings.append(f"{c} is a {d.relation} copy of {p} ({why}): ranked below it, and {p} takes its "
+                            f"combined score, since {since}")
+    for name, score in combined.items():
+        by_name[name].combined_score = float(score)
+    for name, r in rank_scores({n: by_name[n].combined_score for n in combined}).items():
+        by_name[name].rank = competition_rank(r)
+    ctx.outcomes.sort(key=lambda o: (not o.result.ok, o.result.rank if o.result.rank is not None else math.inf,
+                                     o.result.name))  # fmt: skip
+    decision = decide(combined, intervals={n: _intervals_in_score(by_name[n].intervals, full_weights) for n in combined})
+    ctx.warnings += [f"no clear winner: {why}" for why in decision.reasons]
+    if sum(1 for v in combined.values() if math.isfinite(v)) >= MIN_POOL:  # else decide() said it
+        ctx.warnings += ctx.pool_notes
+    return decision
+
+
+def _intervals_in_score(intervals: Mapping[str, Any], weights: Mapping[str, float]) -> dict[str, Any]:
+    """The bootstrap intervals of one candidate that belong to scores in the combination: only those can separate
+    its leaders (a weight-0 metric is shown, not combined). An interval's key is a metric's name or a score of it
+    (task_prior bootstraps ``task_prior_alignment``)."""
+    in_score = [m for m, w in weights.items() if w > 0]
+    return {k: v for k, v in intervals.items() if any(k == m or k.startswith((m + "_", m + ".")) for m in in_score)}
+
+
+def _validate_stage(ctx: RunContext) -> dict[str, Any] | None:
+    """Stage 5, only when the data has labels: held-out probe accuracy on the user's labels, and how well each
+    label-free score (the headlines, the secondary scores a metric names, and the combined score) predicts it.
+    Adds ``labels.*`` columns to the results.
+
+    Returns:
+        the validation report as a dict, or None without labels.
+    """
+    if ctx.ref.labels is None:
+        return None
+    from embedselect.validation.check import validate
+
+    by_name = {r.name: r for r in ctx.results}
+    # also check the secondary scores a metric names (e.g. task_prior's probe accuracy when the headline is the
+    # closed-form alignment), so that users see which of them their labels agree with
+    label_free = dict(ctx.per_metric)
+    for m, det in ctx.details.items():
+        for col in det.get("secondary", []) or []:
+            name = col if col.startswith(m) else f"{m}.{col}"
+            values = {r: by_name[r].columns[name] for r in ctx.vectors if name in by_name[r].columns}
+            if values:
+                label_free[name] = values
+    t_validation = time.perf_counter()
+    with ctx.bar.stage("validation against your labels"):
+        combined = {n: s for n in ctx.vectors if (s := by_name[n].combined_score) is not None}
+        report = validate(ctx.vectors, ctx.ref.labels, {**label_free, "combined": combined}, seed=ctx.seed)
+        for name, row in report.table.iterrows():
+            for col, v in row.items():
+                if col not in label_free and col != "combined":
+                    by_name[str(name)].columns[f"labels.{col}"] = num(v)
+        validation = report.to_dict()
+    ctx.timings["validation"] = time.perf_counter() - t_validation
+    return validation
+
+
+def _report(ctx: RunContext, decision: Any, validation: dict[str, Any] | None, *, max_items: int | None,
+            on_error: str) -> Ranking:
+    """Stage 6: the :class:`~embedselect.ranking.result.Ranking` of the run (results best first, settings, versions,
+    details, validation, uncertainty, warnings, the decision and the timings)."""
+    return Ranking(
+        candidates=ctx.results,
+        metrics=[m for m in ctx.metrics if m in ctx.per_metric],
+        combine=default_method(ctx.ref.modality),
+        dataset=ctx.ref.to_dict(),
+        settings={
+            "seed": ctx.seed,
+            "max_items": max_items,
+            "on_error": on_error,
+            "device": ctx.device,
+            "batch_size": ctx.batch_size,
+            "metric_options": ctx.metric_options,
+            "weights": dict(ctx.weights) if ctx.weights else None,
+            "combined_weights": ctx.combined_weights,
+            "bootstrap": ctx.bootstrap,
+            "policy": {"allow_pickle": ctx.policy.allow_pickle, "trust_remote_code": ctx.policy.trust_remote_code},
+        },
+        versions=versions(),
+        details=ctx.details,
+        validation=validation,
+        uncertainty=ctx.uncertainty or None,
+        warnings=ctx.warnings,
+        ranking_id=uuid.uuid4().hex,
+        created_at=datetime.now(timezone.utc).isoformat(),
+        decided=decision.decided,
+        leaders=decision.leaders,
+        undecided_reasons=decision.reasons,
+        timings=ctx.timings,
+    )
+
+
+def _save(ctx: RunContext, ranking: Ranking) -> None:
+    """Store the ranking and one row per (metric, embedded candidate) in the cache database."""
+    rows = [
+        {
+            "metric": m,
+            "candidate": r.name,
+            "model_id": r.model_id,
+            "revision": r.revision,
+            "run_key": r.run_key,
+            "score": r.scores.get(m),
+            "rank": r.ranks.get(m),
+            "columns": {k: v for k, v in r.columns.items() if k.startswith(m)},
+        }
+        for r in ranking.candidates
+        if r.ok
+        for m in ranking.metrics
+    ]
+    ctx.store.save_ranking(ranking.ranking_id, ranking.to_dict(), rows)

@@ -1,0 +1,177 @@
+"""Stage 3 of a run: the requested metrics checked, then computed (or read from the store) with their bootstrap."""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import asdict
+from typing import Any, Mapping, Sequence
+
+from embedselect.errors import AllCandidatesFailedError, ConfigError, MetricError
+from embedselect._util.kinds import is_baseline_id
+from embedselect.metrics.base import MetricContext, MetricResult, available_metrics, get_metric
+from embedselect.ranking.result import rank_scores, to_jsonable
+from embedselect.pipeline.context import RunContext, competition_rank, metric_key, num
+from embedselect.pipeline.defaults import weight_of
+from embedselect.pipeline.families import pool_relations
+
+log = logging.getLogger(__name__)
+
+
+def checked_metrics(metrics: Sequence[str], weights: Mapping[str, float] | None) -> list[str]:
+    """The requested metric names without repeats, in order.
+
+    Raises:
+        UnknownMetricError: a metric that is not registered.
+        ConfigError: no metric, or a weight for a metric that was not requested.
+    """
+    metrics = list(dict.fromkeys(metrics))
+    unknown = [m for m in metrics if m not in available_metrics()]
+    if unknown:
+        from embedselect.errors import UnknownMetricError
+
+        raise UnknownMetricError(f"unknown metric(s) {unknown}; available: {available_metrics()}")
+    if not metrics:
+        raise ConfigError("choose at least one metric")
+    if weights and set(weights) - set(metrics):
+        raise ConfigError(
+            f"weights for metric(s) not requested: {sorted(set(weights) - set(metrics))}; metrics: {metrics}"
+        )
+    return metrics
+
+
+def _evidence_references(ctx: RunContext, references: frozenset[str], run_keys: dict[str, str],
+                         families: dict[str, str]) -> frozenset[str]:
+    """The reference points the metrics set aside: the built-in baselines, less those as central as the models.
+
+    The metrics that compare a candidate with the pool consult the models, not the built-in baselines, on the grounds
+    that a baseline learned nothing about the data. When a baseline's nearest neighbours agree with every model's at
+    least as much as the models' agree with each other (:func:`embedselect.metrics.comparators.agreement.central_in_pool`), that
+    ground is gone, and it counts as evidence like a model (docs/validation.md; docs/benchmarks.md §4m: only the 8×8
+    digits of the 43 benchmark views, where raw pixels are the most accurate representation)."""
+    from embedselect.metrics.comparators.agreement import central_in_pool, central_warning
+
+    if not references:
+        return references
+    nn = {k: v for k, v in ctx.metric_options.get("nn_agreement", {}).items() if k in ("k", "max_items")}
+    central = central_in_pool(MetricContext(embeddings=ctx.vectors, run_keys=run_keys, seed=ctx.seed, options=nn,
+                                            pair_cache=ctx.store, device=ctx.device, references=references,
+                                            families=families))  # its pairs serve nn_agreement after it
+    if central:
+        ctx.details["central_references"] = central
+        ctx.warnings.append(central_warning(central, counted=True))
+    return references - frozenset(central)
+
+
+def metrics_stage(ctx: RunContext) -> None:
+    """Stage 3: every metric over the embedded candidates (from the store or computed), with its bootstrap; fills
+    ``ctx.per_metric``, ``ctx.details``, ``ctx.uncertainty``, each result's scores, per-metric ranks, columns and
+    intervals, and the warnings (failed candidates, duplicates in the data, the metrics' own warnings).
+
+    Raises:
+        AllCandidatesFailedError: no candidate could be embedded.
+        MetricError: no metric could be computed.
+    """
+    results, ok, warnings = ctx.results, ctx.vectors, ctx.warnings
+    if not ok:
+        if ctx.store.read_only and all(r.error_type == "StoreReadOnlyError" for r in results):
+            ctx.store.require_writable("store the embeddings of any of the candidates (none is cached)")  # exit 6
+        reasons = "; ".join(f"{r.name}: {r.error_type}: {r.error}" for r in results)
+        raise AllCandidatesFailedError(f"no candidate could be embedded ({reasons})")
+    warnings += [note for r in results if (note := r.failure_note) is not None]  # None exactly when ok
+    if ctx.ref.duplicates_note():
+        warnings.append(ctx.ref.duplicates_note())
+    run_keys = {r.name: r.run_key or "" for r in results if r.ok}  # an ok result always has its run key
+    by_name = {r.name: r for r in results}
+    references = frozenset(r.name for r in results if r.ok and is_baseline_id(r.model_id))
+    with ctx.bar.stage("the pool: copies, families, reference points", steps=0):  # named, not counted
+        ctx.copies, ctx.families = pool_relations(ctx)
+        families = {k: v for k, v in ctx.families.items() if k in ok}
+        references = _evidence_references(ctx, references, run_keys, families)
+    shared = {f: [n for n, g in ctx.families.items() if g == f] for f in set(ctx.families.values())}
+    if any(len(v) > 1 for v in shared.values()):  # who counted once in the pool's evidence (JSON: details.families)
+        ctx.details["families"] = {f: v for f, v in sorted(shared.items()) if len(v) > 1}
+    weight = {m: weight_of(m, ctx.ref.modality, ctx.weights) for m in ctx.metrics}
+    for m in ctx.metrics:
+        opts = ctx.metric_options.get(m, {})
+        mctx = MetricContext(
+            embeddings=ok,
+            run_keys=run_keys,
+            seed=ctx.seed,
+            options=opts,
+            labels=ctx.ref.labels if opts.get("prior") == "labels" else None,
+            pair_cache=ctx.store,
+            device=ctx.device,
+            references=references,
+            families=families,
+        )
+        t_metric = time.perf_counter()
+        with ctx.bar.stage(f"metric {m}"):
+            mr = _run_metric(m, mctx, ctx, run_keys=run_keys, opts=opts)
+        ctx.timings["metrics"][m] = time.perf_counter() - t_metric
+        if mr is None:
+            continue
+        ctx.per_metric[m] = mr.scores
+        ctx.details[m] = mr.details
+        # a warning that this metric is "left out of the score" says nothing when it has no weight in a score
+        # that others make (ranking._rank_stage gives weight-0 metrics weight 1 when they are all there is)
+        moot = mr.details.get("not_comparable") if weight[m] == 0 and any(w > 0 for w in weight.values()) else None
+        for w in mr.details.get("warnings") or []:  # the metric's own warnings, also at the top level
+            if moot and str(w).endswith(moot):
+                continue
+            note = f"{m}: {w}" if not str(w).startswith(m) else str(w)
+            (ctx.pool_notes if w == mr.details.get("pool_warning") else warnings).append(note)
+        for name, why in (mr.details.get("excluded") or {}).items():  # degenerate for this metric only
+            if not any(w.startswith(m) and name in w and why in w for w in warnings):  # unless this metric said so
+                warnings.append(f"{m} did not score {name}: {why}")
+                log.warning("%s did not score %s: %s", m, name, why)
+        ranks = rank_scores(mr.scores)
+        for name, score in mr.scores.items():
+            by_name[name].scores[m] = num(score)
+            by_name[name].ranks[m] = competition_rank(ranks[name])
+        for col, values in mr.columns.items():
+            for name, v in values.items():
+                by_name[name].columns[col if col.startswith(m) else f"{m}.{col}"] = num(v)
+        boot = ctx.uncertainty.get(m)
+        if boot is not None:
+            # the interval belongs to the score that was bootstrapped: the headline, or a cheaper proxy of it
+            # (task_prior bootstraps its closed-form alignment, not the probes)
+            key = m if boot.get("score_name") in (None, m, mr.details.get("headline")) else boot["score_name"]
+            for name, (lo, hi) in boot["intervals"].items():
+                by_name[name].intervals[key] = [num(lo), num(hi)]
+    if not ctx.per_metric:
+        raise MetricError("no metric could be computed: " + "; ".join(warnings))
+
+
+def _run_metric(m: str, mctx: MetricContext, ctx: RunContext, *, run_keys: Mapping[str, str],
+                opts: Mapping[str, Any]) -> MetricResult | None:
+    """One metric's result (from the store, or computed and stored), and its bootstrap into ``ctx.uncertainty[m]``
+    when asked; None (with a warning) when the metric cannot be computed."""
+    fn = get_metric(m)
+    mkey = metric_key(m, run_keys, opts, ctx.seed, ctx.ref.labels if mctx.labels is not None else None,
+                      references=mctx.references, families=mctx.families)
+    cached = ctx.store.get_metric_result(mkey)
+    if cached is not None:
+        mr = MetricResult(**cached)
+        mr.scores = {k: num(v) for k, v in mr.scores.items()}
+        mr.columns = {c: {k: num(v) for k, v in vals.items()} for c, vals in mr.columns.items()}
+        mr.intervals = {k: (v[0], v[1]) for k, v in mr.intervals.items()}
+        log.info("metric %s: cached", m)
+    else:
+        try:
+            mr = fn(mctx)
+        except MetricError as exc:
+            ctx.warnings.append(f"metric {m} was not computed: {exc}")
+            log.warning("metric %s failed: %s", m, exc)
+            return None
+        ctx.store.put_metric_result(mkey, m, to_jsonable(asdict(mr)))
+    if ctx.bootstrap and ctx.bootstrap > 0:
+        bkey = f"{mkey}:bootstrap:{ctx.bootstrap}"
+        boot = ctx.store.get_metric_result(bkey)
+        if boot is None:
+            from embedselect.ranking.bootstrap import bootstrap_metric
+
+            boot = to_jsonable(bootstrap_metric(fn, mctx, n_boot=ctx.bootstrap, seed=ctx.seed).to_dict())
+            ctx.store.put_metric_result(bkey, f"{m}:bootstrap", boot)
+        ctx.uncertainty[m] = boot
+    return mr

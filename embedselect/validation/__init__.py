@@ -1,0 +1,2 @@
+"""The trust check against a user's labels: held-out probe accuracy (:mod:`.heldout`) and the label-free ranking
+compared with it (:mod:`.check`)."""
