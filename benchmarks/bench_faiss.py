@@ -67,11 +67,11 @@ def main() -> None:
 
     import faiss
 
-    from embedselect.metrics.neighbours import build_index, knn, prepare, search_index
+    from embedselect.nn.knn import build_index, knn, prepare, search_index
 
     print(json.dumps({"faiss": faiss.__version__, "numpy": np.__version__, "threads": faiss.omp_get_max_threads(),
                       "cpu": platform.processor() or platform.machine(), "cores": os.cpu_count(),
-                      "load": os.getloadavg()}))  # fmt: skip
+                      "load": os.getloadavg()}))
     rng = np.random.default_rng(1)
     for n in [int(s) for s in a.sizes.split(",") if s]:
         x = data(n, a.d)
@@ -91,7 +91,7 @@ def main() -> None:
         same = float(np.mean([len(set(p) & set(q)) / a.k for p, q in zip(ids, ref)]))
         print(json.dumps({"case": "exact", "n": n, "d": a.d, "queries": len(rows), "numpy_s": round(t_np, 2),
                           "faiss_s": round(t_faiss, 2), "speedup": round(t_np / t_faiss, 2),
-                          "same_neighbours": round(same, 5)}), flush=True)  # fmt: skip
+                          "same_neighbours": round(same, 5)}), flush=True)
     if a.hnsw_n:
         n = a.hnsw_n
         raw = data(n, a.d, seed=2) if a.hnsw_data == "clustered" else \
@@ -114,7 +114,7 @@ def main() -> None:
             print(json.dumps({"case": "hnsw", "data": a.hnsw_data, "n": n, "d": a.d, "queries": len(rows), "M": hnsw.hnsw.nb_neighbors(1),
                               "efSearch": ef, "build_s": round(t_build, 1), "search_s": round(t_q, 3),
                               "exact_search_s": round(t_exact, 3), "recall_at_10": round(recall, 4)}),
-                  flush=True)  # fmt: skip
+                  flush=True)
     if a.e2e:
         e2e(a.e2e)
 
@@ -169,7 +169,7 @@ def e2e(n: int) -> None:
             "neighbours_view_s": round(t_view, 1), "agreement": round(float(view.agreement.matrix[0, 1]), 4),
             "near_duplicates": {k: v["n_drop"] for k, v in view.near_duplicates.items()},
             "peak_rss_mib": round(rss()),
-        }), flush=True)  # fmt: skip
+        }), flush=True)
 
 
 if __name__ == "__main__":

@@ -47,9 +47,9 @@ def _publish(hub, tmp: Path, i: int, trending: float) -> None:
     from tests import tinymodels as tm
 
     d = tm.make_tiny_sentence_transformer(tmp / "models" / f"m{i:04d}", seed=i, hidden=(16, 32, 48, 64)[i % 4],
-                                          layers=1 + (i // 4) % 2)  # fmt: skip
+                                          layers=1 + (i // 4) % 2)
     hub.publish(f"bench/m{i:04d}", d, library_name="sentence-transformers", pipeline_tag="sentence-similarity",
-                trending_score=trending)  # fmt: skip
+                trending_score=trending)
 
 
 def _config(tmp: Path, name: str, *, limit: int, metrics, keep_top: int = 5, executor=None):
@@ -65,7 +65,7 @@ def _config(tmp: Path, name: str, *, limit: int, metrics, keep_top: int = 5, exe
         "crawl": {"library": "sentence-transformers", "sort": "trending", "limit": limit},
         "keep_top": keep_top, "pinned": ["tfidf-svd"], "output": "./site", "budget_minutes": 600,
         "store": "./store", "metrics": list(metrics), "executor": executor or {"kind": "local"},
-    }  # fmt: skip
+    }
     (d / "nightly.yaml").write_text(yaml.safe_dump(cfg))
     return load_config(d / "nightly.yaml")
 
@@ -74,7 +74,7 @@ def _row(label: str, s: dict, wall: float) -> dict:
     return {"night": label, "wall_s": round(wall, 1), "forward_passes": s["embedded"]["count"],
             "reused": s["reused"]["count"], "ranked": s["ranked"], "pairs_computed": s["pairs"]["computed"],
             "pairs_reused": s["pairs"]["reused"], "embed_s": s["stages"].get("embed"),
-            "pairs_s": s["stages"].get("pairs"), "rank_s": s["stages"].get("rank")}  # fmt: skip
+            "pairs_s": s["stages"].get("pairs"), "rank_s": s["stages"].get("rank")}
 
 
 def _night(label: str, cfg, executor=None) -> dict:
@@ -110,7 +110,7 @@ def main() -> None:
 
     ensure_torchvision_importable()
     print(f"# bench_nightly: {args.models} models ({args.new} new), torch threads {torch.get_num_threads()}, "
-          f"cpus {os.cpu_count()}, tmp {tmp}", flush=True)  # fmt: skip
+          f"cpus {os.cpu_count()}, tmp {tmp}", flush=True)
     rows = []
     t0 = time.perf_counter()
     old = args.models - args.new
@@ -133,7 +133,7 @@ def main() -> None:
         ray.init(num_cpus=args.ray_workers, include_dashboard=False, log_to_driver=False)
         ray_ex = RayExecutor()
         inc_ray = _config(tmp, "inc-ray", limit=args.models, metrics=tp, keep_top=args.keep_top,
-                          executor={"kind": "ray"})  # fmt: skip
+                          executor={"kind": "ray"})
         _copy_store(n1, inc_ray)
         rows.append(_night(f"night 2 incremental, Ray {args.ray_workers} workers", inc_ray, ray_ex))
     rows.append(_night("night 2 incremental, local", n1))
@@ -141,7 +141,7 @@ def main() -> None:
     rows.append(_night("night 2 full recompute, local", full))
     if ray_ex is not None:
         full_ray = _config(tmp, "full-ray", limit=args.models, metrics=tp, keep_top=args.models + 1,
-                           executor={"kind": "ray"})  # fmt: skip
+                           executor={"kind": "ray"})
         rows.append(_night(f"night 2 full recompute, Ray {args.ray_workers} workers", full_ray, ray_ex))
 
     # --- sufficiency pairs on a small catalogue --------------------------------------------------------------
@@ -156,7 +156,7 @@ def main() -> None:
         _publish(hub, tmp, base + i, trending=1000.0 + i)
     if ray_ex is not None:
         p_ray = _config(tmp, "pairs-inc-ray", limit=args.pair_models, metrics=both, keep_top=args.keep_top,
-                        executor={"kind": "ray"})  # fmt: skip
+                        executor={"kind": "ray"})
         _copy_store(p1, p_ray)
         rows.append(_night(f"pairs night 2 incremental, Ray {args.ray_workers} workers", p_ray, ray_ex))
     rows.append(_night("pairs night 2 incremental, local", p1))
@@ -164,7 +164,7 @@ def main() -> None:
     rows.append(_night("pairs night 2 full recompute, local", p_full))
     if ray_ex is not None:
         p_full_ray = _config(tmp, "pairs-full-ray", limit=args.pair_models, metrics=both, keep_top=args.keep_top,
-                             executor={"kind": "ray"})  # fmt: skip
+                             executor={"kind": "ray"})
         rows.append(_night(f"pairs night 2 full recompute, Ray {args.ray_workers} workers", p_full_ray, ray_ex))
     if ray_ex is not None:
         ray_ex.close()

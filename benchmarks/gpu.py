@@ -165,7 +165,7 @@ def section_embed(dev: str, ci: bool, work: Path) -> list[dict[str, Any]]:
             "dtype": gpu.settings().get("dtype"), "cpu_s": t_cpu, "device_s": t_dev, "first_pass_s": t_first,
             "device_items_per_s": len(items) / t_dev, "peak_mib": _peak_mib(dev),
             "check": f"min row cosine {cos.min():.5f} >= 0.995", "ok": bool(cos.min() >= 0.995),
-        })  # fmt: skip
+        })
     return rows
 
 
@@ -214,7 +214,7 @@ def section_moments(dev: str, ci: bool) -> list[dict[str, Any]]:
         "cpu_s": t_cpu, "device_s": t_dev, "gemm_floor_s": floor, "vs_floor": t_dev / floor if floor else None,
         "peak_mib": peak, "check": f"max rel diff {rel:.2e} <= 1e-3, same order: {same}",
         "ok": bool(rel <= 1e-3 and same),
-    }  # fmt: skip
+    }
     if dev.startswith("cuda") and peak:
         import torch
 
@@ -248,7 +248,7 @@ def section_probes(dev: str, ci: bool) -> list[dict[str, Any]]:
         "section": "probes", "case": f"{len(pool)} candidates x {s} sampled tasks, n={n}", "dtype": "float64",
         "cpu_s": t_cpu, "device_s": t_dev, "peak_mib": _peak_mib(dev),
         "check": f"max |mean acc diff| {diff:.4f} <= 0.01, same order: {same}", "ok": bool(diff <= 0.01 and same),
-    }]  # fmt: skip
+    }]
 
 
 def section_sufficiency(dev: str, ci: bool) -> list[dict[str, Any]]:
@@ -291,7 +291,7 @@ def section_sufficiency(dev: str, ci: bool) -> list[dict[str, Any]]:
                  + ("" if not dev.startswith("cuda") else f"; batched {speedup:.1f}x (target >= 20x)")
                  + ("" if t_eager is None else f"; CUDA graph steps {t_eager / t_dev:.1f}x eager ({t_eager:.3g} s)"),
         "ok": bool(diff <= 0.05 and diff_one <= 0.05 and same),
-    }]  # fmt: skip
+    }]
 
 
 def section_faiss(dev: str, ci: bool) -> list[dict[str, Any]]:
@@ -316,7 +316,7 @@ def section_faiss(dev: str, ci: bool) -> list[dict[str, Any]]:
         "device_queries_per_s": m / t_dev, "peak_mib": None,
         "check": f"ids equal {same_ids:.4%} >= 99.9%, max score diff {sdiff:.1e} <= 1e-4",
         "ok": bool(same_ids >= 0.999 and sdiff <= 1e-4),
-    }]  # fmt: skip
+    }]
 
 
 SECTIONS = {

@@ -179,7 +179,7 @@ def section_e2e(dev: str, ci: bool, work: Path) -> list[dict[str, Any]]:
         "check": f"rank {t_rank:.1f} s / raw encode {sum(raw.values()):.1f} s = {ratio:.2f}x"
                  + (" (target <= 1.2x)" if cuda else " (CPU: the target applies on the GPU)"),
         "ok": bool(len(ranking) == len(cands)) and math.isfinite(ratio),
-    })  # fmt: skip
+    })
     return rows
 
 
@@ -256,7 +256,7 @@ def section_faiss_scale(dev: str, ci: bool) -> list[dict[str, Any]]:
                 "check": f"recall@10 vs exact: device {recall_dev:.4f}, CPU {recall_cpu:.4f} "
                          f"(>= {'0.999' if exact else '0.9'})",
                 "ok": bool(ok),
-            })  # fmt: skip
+            })
             print(f"faiss_scale: {rows[-1]['case']}: build {cb:.2f}/{db:.2f} s, search {cs:.3f}/{ds:.3f} s (CPU/device), "
                   f"{rows[-1]['check']}", flush=True)
     return rows

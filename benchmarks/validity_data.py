@@ -784,7 +784,7 @@ def copy_pairs(entries: Sequence[dict[str, Any]], vectors: dict[str, np.ndarray]
     own = candidate_folders(names)
     folder_of = {n: own.get(n) or own.get(by_name[n].get("parent") or "") for n in names}
     identities = {n: (f"local:{f}", model_aliases(f"local:{f}", f), n in own)
-                  for n, f in folder_of.items() if f is not None}  # fmt: skip
+                  for n, f in folder_of.items() if f is not None}
     cards = {n: card_origin(own[n]) for n in own}
     # what the specs say: a ``-len8`` candidate is its parent's model with ``max_length`` set (a truncated input)
     origins = {}

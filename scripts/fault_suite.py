@@ -72,7 +72,7 @@ def run(extra: list[str]) -> tuple[int, list[tuple[str, str, str]]]:
     with tempfile.TemporaryDirectory() as d:
         xml = Path(d) / "faults.xml"
         cmd = [sys.executable, "-m", "pytest", "-m", "fault", "-q", "-p", "no:cacheprovider", f"--junitxml={xml}",
-               *extra]  # fmt: skip
+               *extra]
         code = subprocess.call(cmd, cwd=ROOT)
         if not xml.exists():
             return code or 1, []

@@ -43,11 +43,11 @@ EXPANDABLE = {
     "inference", "inferenceProviderMapping", "lastModified", "library_name", "likes", "mask_token",
     "model-index", "pipeline_tag", "private", "safetensors", "sha", "siblings", "spaces", "tags",
     "transformersInfo", "trendingScore", "widgetData", "resourceGroup",
-}  # fmt: skip
+}
 LIST_PARAMS = {
     "filter", "author", "search", "pipeline_tag", "gated", "sort", "direction", "limit", "expand", "cursor",
     "full", "config", "cardData", "num_parameters",
-}  # fmt: skip
+}
 SORT_KEYS = {"trendingScore", "downloads", "likes", "lastModified", "createdAt"}
 
 
@@ -454,7 +454,7 @@ class _Handler(BaseHTTPRequestHandler):
         if self._repo(repo_id) is None:
             return self._error(404, "RepoNotFound", "Repository not found")
         files = [{"path": f["path"], "uploadMode": "regular", "shouldIgnore": False, "oid": None}
-                 for f in body.get("files", [])]  # fmt: skip
+                 for f in body.get("files", [])]
         return self._json(200, {"files": files, "commitOid": None})
 
     def _commit(self, repo_id: str, revision: str, query: dict[str, list[str]]) -> None:
@@ -476,10 +476,10 @@ class _Handler(BaseHTTPRequestHandler):
         with self.hub.lock:
             num = len(self.hub.pull_requests) + 1
             self.hub.pull_requests.append({"repo_id": repo_id, "revision": revision, "num": num, "files": files,
-                                           "summary": header.get("summary"), "authorization": self.headers.get("Authorization")})  # fmt: skip
+                                           "summary": header.get("summary"), "authorization": self.headers.get("Authorization")})
         sha = hashlib.sha1(data).hexdigest()
         return self._json(200, {"commitUrl": f"{self.hub.url}/{repo_id}/commit/{sha}", "commitOid": sha,
-                                "pullRequestUrl": f"{self.hub.url}/{repo_id}/discussions/{num}"})  # fmt: skip
+                                "pullRequestUrl": f"{self.hub.url}/{repo_id}/discussions/{num}"})
 
     def _repo(self, repo_id: str) -> Repo | None:
         with self.hub.lock:

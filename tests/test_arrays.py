@@ -43,7 +43,7 @@ def test_a_memory_map_is_not_copied(tmp_path):
         (np.zeros((1, 3)), {"min_rows": 2}, r"need at least 2 row\(s\) and 1 column\(s\), got shape \(1, 3\)"),
         (np.zeros((3, 0)), {}, r"got shape \(3, 0\)"),
     ],
-)  # fmt: skip
+)
 def test_each_problem_is_named_with_the_shape_or_dtype(x, kw, match):
     with pytest.raises(DataError, match=match):
         check_embeddings(x, what="x", **kw)
@@ -83,7 +83,7 @@ def test_the_boundaries_use_it():
      (np.datetime64("NaT"), True), (np.timedelta64("NaT"), True), (pd.NA, True), (pd.NaT, True),
      ("", False), ("nan", False), (0, False), (0.0, False), (np.datetime64("2020-01-01"), False),
      (decimal.Decimal("1.5"), False), ([None], False), (False, False)],
-)  # fmt: skip
+)
 def test_one_rule_for_a_missing_value(v, missing):
     assert is_missing(v) is missing
 

@@ -47,7 +47,7 @@ def test_every_baseline_option_that_changes_the_vectors_changes_the_run_key(tmp_
                     n += 1
                     kw = dict(data[modality])
                     runs.append(_one_run(kw.pop("data"), f"{name}?{option}={str(value).lower()}", tmp_path / f"c{n}",
-                                         **kw))  # fmt: skip
+                                         **kw))
                 (key_a, vec_a), (key_b, vec_b) = runs
                 if (name, modality, option) == ("random-projection", "text", "size"):
                     assert key_a == key_b and np.array_equal(vec_a, vec_b)  # texts have no pixels: size is unused

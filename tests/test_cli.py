@@ -22,7 +22,7 @@ def test_rank_json_with_the_documented_spelling(tmp_path, capsys, monkeypatch):
     code = main(
         ["rank", SAMPLE, "--column", "text", "--models", "tfidf-svd,random-projection", "--json",
          "--metrics", "task_prior", "--out", str(out), "-q"]
-    )  # fmt: skip
+    )
     assert code == 0
     printed = capsys.readouterr().out
     r = Ranking.from_json(printed)
@@ -34,7 +34,7 @@ def test_rank_json_with_the_documented_spelling(tmp_path, capsys, monkeypatch):
 def test_table_output_and_cache_commands(tmp_path, capsys):
     cache = str(tmp_path / "c")
     assert main(["rank", SAMPLE, "-c", "text", "-m", "tfidf-svd,random-projection", "--metrics", "task_prior",
-                 "--cache-dir", cache, "-q"]) == 0  # fmt: skip
+                 "--cache-dir", cache, "-q"]) == 0
     table = capsys.readouterr().out
     assert "rank" in table.splitlines()[0] and "tfidf-svd" in table
     assert main(["cache", "ls", "--cache-dir", cache, "--json"]) == 0
@@ -50,7 +50,7 @@ def test_table_output_and_cache_commands(tmp_path, capsys):
 def test_models_given_several_times_are_all_ranked(tmp_path, capsys):
     """``-m tfidf-svd -m random-projection`` ranked random-projection alone: argparse kept the last value."""
     assert main(["rank", SAMPLE, "-c", "text", "-m", "tfidf-svd", "-m", "random-projection,tfidf-svd?dim=8",
-                 "--metrics", "task_prior", "--json", "-q", "--cache-dir", str(tmp_path / "c")]) == 0  # fmt: skip
+                 "--metrics", "task_prior", "--json", "-q", "--cache-dir", str(tmp_path / "c")]) == 0
     r = Ranking.from_json(capsys.readouterr().out)
     assert {c.name for c in r} == {"tfidf-svd", "random-projection", "tfidf-svd?dim=8"}
 
@@ -87,7 +87,7 @@ def test_strict_exit_code_when_a_candidate_fails(tmp_path, capsys):
 
     bad = make_pickle_only_model(tmp_path / "bad")
     argv = ["rank", SAMPLE, "-c", "text", "-m", f"{bad},tfidf-svd,random-projection", "--metrics", "task_prior",
-            "--cache-dir", str(tmp_path / "c"), "-q"]  # fmt: skip
+            "--cache-dir", str(tmp_path / "c"), "-q"]
     assert main(argv) == 0
     assert "FAILED" in capsys.readouterr().out
     assert main([*argv, "--strict"]) == 8
@@ -100,7 +100,7 @@ def test_demo_runs_offline_as_a_console_script(tmp_path):
         [*exe, "demo", "--cache-dir", str(tmp_path / "c"), "--json", "-q"],
         capture_output=True, text=True, timeout=900, env={"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin",
                                                           "HOME": str(tmp_path)},
-    )  # fmt: skip
+    )
     assert done.returncode == 0, done.stderr
     r = Ranking.from_json(done.stdout)
     assert len(r.ok) == 5 and r.metrics == list(DEFAULT_METRICS)
@@ -110,7 +110,7 @@ def test_demo_runs_offline_as_a_console_script(tmp_path):
 
 def test_validate_with_the_documented_spelling(tmp_path, capsys):
     code = main(["validate", SAMPLE, "--column", "text", "--labels", "label", "--models", "tfidf-svd,random-projection",
-                 "--json", "--metrics", "task_prior", "--cache-dir", str(tmp_path / "c"), "-q"])  # fmt: skip
+                 "--json", "--metrics", "task_prior", "--cache-dir", str(tmp_path / "c"), "-q"])
     assert code == 0
     r = Ranking.from_json(capsys.readouterr().out)
     assert r.validation["accuracy_column"] == "logistic_acc"
@@ -125,9 +125,9 @@ def test_weights_reach_the_combined_rank(tmp_path, capsys):
     from embedselect.ranking.combine import DEFAULT_METHOD, combine_ranks
 
     base = ["rank", SAMPLE, "-c", "text", "-m", "tfidf-svd,random-projection", "--json", "-q",
-            "--metrics", "task_prior,sufficiency", "--cache-dir", str(tmp_path / "c")]  # fmt: skip
+            "--metrics", "task_prior,sufficiency", "--cache-dir", str(tmp_path / "c")]
     for weight, expected in (("sufficiency=0.5", {"task_prior": 1.0, "sufficiency": 0.5}),
-                             ("task_prior=0.5", {"task_prior": 0.5, "sufficiency": 0.25})):  # fmt: skip
+                             ("task_prior=0.5", {"task_prior": 0.5, "sufficiency": 0.25})):
         assert main([*base, "--weight", weight]) == 0
         r = Ranking.from_json(capsys.readouterr().out)
         assert r.settings["combined_weights"] == expected  # unnamed metrics keep their default weight
@@ -207,7 +207,7 @@ def test_quiet_still_shows_warnings(tmp_path):
          "tfidf-svd,random-projection,some-org/not-in-any-cache", "--metrics", "task_prior",
          "--cache-dir", str(tmp_path / "c"), "--quiet"],
         capture_output=True, text=True, timeout=300, env=env,
-    )  # fmt: skip
+    )
     assert proc.returncode == 0, proc.stderr
     assert "WARNING" in proc.stderr and "some-org/not-in-any-cache failed" in proc.stderr
     assert "it/s" not in proc.stderr  # no progress bars

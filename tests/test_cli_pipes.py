@@ -19,7 +19,7 @@ def _run_into_a_closed_pipe(argv: list[str]) -> subprocess.CompletedProcess:
     os.close(read_end)
     try:
         return subprocess.run([sys.executable, "-m", "embedselect.cli", *argv], stdout=write_end,
-                              stderr=subprocess.PIPE, text=True, timeout=300)  # fmt: skip
+                              stderr=subprocess.PIPE, text=True, timeout=300)
     finally:
         os.close(write_end)
 
@@ -30,7 +30,7 @@ def filled_cache(tmp_path_factory):
     from embedselect.cli import main
 
     assert main(["embed", str(sample_path("texts")), "-m", "random-projection,tfidf-svd", "--column", "text",
-                 "--max-items", "20", "--cache-dir", str(cache)]) == 0  # fmt: skip
+                 "--max-items", "20", "--cache-dir", str(cache)]) == 0
     return cache
 
 

@@ -38,7 +38,7 @@ def test_cards_say_distilled_quantized_or_nothing():
     assert parse_card(FINETUNE_CARD.format(base="org/m")) == CardOrigin(("org/m",), None)  # a new model, not a copy
     # a model2vec card that says it was fine-tuned is trusted: not a copy
     assert parse_card(M2V_CARD.format(base="org/m").replace("license", "base_model_relation: finetune\nlicense")
-                      ).relation is None  # fmt: skip
+                      ).relation is None
     for text in ("# no front matter\nbase_model: x\n", "---\nbase_model: [unclosed\n---\n", "---\n- a list\n---\n",
                  "---\nbase_model: x\n", "---\nlibrary_name: model2vec\n---\n", "---\nbase_model: 42\n---\n", ""):
         assert parse_card(text) is None, text
@@ -69,7 +69,7 @@ def test_declared_pairs_match_hub_ids_folder_names_and_skip_variants_and_ambigui
         "m2v": ("local:/m/m2v", ("/m/m2v", "m2v"), True),
         "m2v-of-other": ("local:/m/m2v2", ("/m/m2v2", "m2v2"), True),
         "tuned": ("local:/m/tuned", ("/m/tuned", "tuned"), True),
-    }  # fmt: skip
+    }
     declared = {"m2v": CardOrigin(("sentence-transformers/all-MiniLM-L6-v2",), "distilled"),
                 "m2v-of-other": CardOrigin(("ORG/other",), "quantized"),
                 "tuned": CardOrigin(("org/other",), None)}

@@ -25,7 +25,7 @@ from synthetic_pools import family_center_pool  # noqa: E402
 FAMILY = {"static-A": "teacher-A", "pooled-A": "teacher-A"}
 REFERENCES = frozenset({"bow", "random"})
 FAST_SUFFICIENCY = {"max_steps": 120, "eval_every": 20, "patience": 2, "batch_size": 128, "hidden": 32,
-                    "n_components": 4}  # fmt: skip
+                    "n_components": 4}
 
 
 @pytest.mark.slow

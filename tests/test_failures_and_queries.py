@@ -25,7 +25,7 @@ def test_a_timed_out_unit_records_a_token_free_message(tmp_path):
     store = Store.open(tmp_path / "c")
     (cand,) = parse_candidates(["acme/slow@main"], modality="text")
     out = timed_out(cand, ModelTimeoutError(f"acme/slow (token {TOKEN}) took longer than the limit"), store=store,
-                    fingerprint="f" * 16)  # fmt: skip
+                    fingerprint="f" * 16)
     assert out.result.status == "failed" and TOKEN not in out.result.error
     rows = store.query_df("SELECT message FROM failures")
     assert len(rows) == 1 and TOKEN not in rows.message[0] and "***" in rows.message[0]
@@ -64,14 +64,14 @@ def test_missing_pairs_are_exactly_what_the_estimate_would_compute():
     rng = np.random.default_rng(0)
     base = rng.standard_normal((200, 4))
     pool = {k: (base @ rng.standard_normal((4, 6)) + 0.3 * rng.standard_normal((200, 6))).astype(np.float32)
-            for k in ("a", "b", "c")}  # fmt: skip
+            for k in ("a", "b", "c")}
     keys = {k: f"run-{k}" for k in pool}
     cache = MemoryPairCache()
     assert len(missing_pairs(keys, cache, seed=3, **FAST)) == 6
     information_sufficiency({k: pool[k] for k in ("a", "b")}, seed=3, run_keys=keys, pair_cache=cache, **FAST)
     assert missing_pairs({k: keys[k] for k in ("a", "b")}, cache, seed=3, **FAST) == []
     assert sorted(missing_pairs(keys, cache, seed=3, batched=True, **FAST)) == [
-        ("a", "c"), ("b", "c"), ("c", "a"), ("c", "b")]  # fmt: skip
+        ("a", "c"), ("b", "c"), ("c", "a"), ("c", "b")]
     assert len(missing_pairs(keys, cache, seed=4, **FAST)) == 6  # another seed: other keys
     res = information_sufficiency(pool, seed=3, run_keys=keys, pair_cache=cache, **FAST)
     assert res.n_computed == 4 and missing_pairs(keys, cache, seed=3, **FAST) == []

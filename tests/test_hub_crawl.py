@@ -49,7 +49,7 @@ def _publish_pool(hub):
         hub.publish(
             rid, files=files, library_name=lib, pipeline_tag=pipe, downloads=dl, likes=likes, trending_score=tr,
             license=lic, gated=gated, created_at=f"{created}T00:00:00.000Z", last_modified=f"{created}T12:00:00.000Z",
-        )  # fmt: skip
+        )
 
 
 # --- listing --------------------------------------------------------------------------------------------
@@ -99,7 +99,7 @@ def test_crawl_filters(hub, retry):
     assert ids(H.crawl(min_params=2000, max_params=4000, retry=retry)) == ["acme/vit-t", "beta/st-cc", "beta/st-gated"]
     assert ids(H.crawl(licenses=["apache-2.0"], library="sentence-transformers", retry=retry)) == [
         "acme/nosize", "acme/st-small", "beta/st-gated",
-    ]  # fmt: skip
+    ]
     # client-side filters keep paging until `limit` models pass
     hub.page_size = 1
     res = H.crawl(licenses=["mit", "cc-by-nc-4.0"], sort="downloads", limit=2, retry=retry)
@@ -192,7 +192,7 @@ def test_catalogue_upsert_keeps_history_and_first_seen(hub, retry, tmp_path):
     assert catalog.record_crawl(store, first) == 1
     hub.set_stats("acme/st-small", downloads=800, trending_score=20.0)
     hub.publish("gamma/new-model", files={"model.safetensors": _safetensors(10)}, library_name="sentence-transformers",
-                pipeline_tag="sentence-similarity", trending_score=2.0)  # fmt: skip
+                pipeline_tag="sentence-similarity", trending_score=2.0)
     second = H.crawl(limit=10, retry=retry)
     assert catalog.record_crawl(store, second) == 2
 
@@ -281,7 +281,7 @@ def test_cli_crawl_and_catalog_ls(hub, tmp_path, capsys):
     _publish_pool(hub)
     p = _parser()
     args = p.parse_args(["crawl", "--library", "sentence-transformers", "--sort", "downloads", "--limit", "3",
-                         "--max-params", "10k", "--cache-dir", str(tmp_path / "c"), "--json"])  # fmt: skip
+                         "--max-params", "10k", "--cache-dir", str(tmp_path / "c"), "--json"])
     assert args.func(args) == 0
     out = json.loads(capsys.readouterr().out)
     assert [m["repo_id"] for m in out["models"]] == ["acme/st-big", "acme/st-small", "beta/st-gated"]

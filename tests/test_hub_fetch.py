@@ -66,7 +66,7 @@ def _downloaded(hub, rid: str) -> set[str]:
     for r in hub.requests_to(rf"^/{rid}/resolve/", "GET"):
         out.add(r["path"].split("/resolve/", 1)[1].split("/", 1)[1])
     by_digest = {hashlib.sha256(data).hexdigest(): name for files in hub.repos[rid].commits.values()
-                 for name, data in files.items()}  # fmt: skip
+                 for name, data in files.items()}
     for r in hub.requests_to(r"^/cdn/", "GET"):
         name = by_digest.get(r["path"].rsplit("/", 1)[1])
         if name is not None:
@@ -80,7 +80,7 @@ def test_crawl_catalogue_fetch_embed_sentence_transformers(hub, models, retry, t
     sha = hub.publish(
         rid, models["st"], library_name="sentence-transformers", pipeline_tag="sentence-similarity",
         extra_files={"pytorch_model.bin": b"pickle" * 10, "onnx/model.onnx": b"o" * 30, "README.md": b"# card"},
-    )  # fmt: skip
+    )
     store = Store.open(tmp_path / "cache")
     res = H.crawl(library="sentence-transformers", limit=5, retry=retry)
     catalog.record_crawl(store, res)
@@ -117,7 +117,7 @@ def test_fetch_timm_and_transformers_models_and_embed(hub, models, retry):
 
     rid_timm = _rid("vit")
     hub.publish(rid_timm, models["timm"], library_name="timm", pipeline_tag="image-classification",
-                extra_files={"pytorch_model.bin": b"x" * 10})  # fmt: skip
+                extra_files={"pytorch_model.bin": b"x" * 10})
     fm = H.fetch_model(rid_timm, retry=retry)
     assert fm.backend == "timm" and set(fm.files) == {"config.json", "model.safetensors"}
     m = timm.create_model(f"local-dir:{fm.local_dir}", pretrained=True, num_classes=0).eval()
@@ -186,7 +186,7 @@ def test_refuses_remote_code_pickle_size_and_gated_unless_opted_in(hub, models, 
     # custom sentence-transformers module types are remote code too (found in modules.json)
     st_custom = _rid("stcustom")
     hub.publish(st_custom, models["st"], library_name="sentence-transformers",
-                files={"modules.json": b'[{"idx":0,"name":"0","path":"","type":"my_pkg.CustomModule"}]'})  # fmt: skip
+                files={"modules.json": b'[{"idx":0,"name":"0","path":"","type":"my_pkg.CustomModule"}]'})
     assert "CustomModule" in str(_refused(hub, st_custom, "remote_code", retry=retry))
 
     pickle = _rid("pickle")
@@ -357,7 +357,7 @@ def test_token_reaches_the_hub_but_never_logs_or_store(hub, models, retry, monke
     assert (fm.local_dir / "model.safetensors").is_file()
     hub_side = [r for r in hub.requests if not r["path"].startswith("/cdn/")]
     assert hub_side and all(r["headers"].get("authorization") == f"Bearer {TOKEN}" for r in hub_side
-                            if r["path"] != "/api/agent-harnesses")  # fmt: skip
+                            if r["path"] != "/api/agent-harnesses")
     assert all("authorization" not in r["headers"] for r in hub.requests_to(r"^/cdn/"))  # not sent to the CDN
     # a refusal message that quotes the token is scrubbed before it is stored
     catalog.record_refusal(store, rid, fm.revision, "gated", f"failed with {TOKEN}")

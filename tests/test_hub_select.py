@@ -48,7 +48,7 @@ def test_select_hub_models_refuses_unsafe_ones_and_reruns_offline(hub, tiny, cac
     monkeypatch.setattr(loader, "load_embedder", lambda *a, **k: pytest.fail("model loaded on a cached run"))
     hub.requests.clear()
     second = embedselect.select(SAMPLE, ["acme/tiny-st-select", "tfidf-svd", "random-projection"], column="text",
-                                metrics=["task_prior"])  # fmt: skip
+                                metrics=["task_prior"])
     assert all(c.cached for c in second)
     assert second["acme/tiny-st-select"].revision == sha
     assert [r for r in hub.requests if r["path"] != "/api/agent-harnesses"] == []

@@ -240,7 +240,7 @@ def test_a_registered_metric_runs_through_select(tmp_path, cache_dir, monkeypatc
     monkeypatch.setattr(base, "_SPECS", dict(base._SPECS))
     base.register_metric(base.MetricSpec("dims", dims, min_items=5, description="embedding width"))
     r = embedselect.select(sample_path("texts"), "tfidf-svd,random-projection", column="text", metrics=["dims"],
-                           seed=0, bootstrap=3)  # fmt: skip
+                           seed=0, bootstrap=3)
     assert r.best.name == "random-projection" and r["random-projection"].scores["dims"] == 256.0
     assert "dims" in (r.uncertainty or {})
 

@@ -7,14 +7,8 @@ import numpy as np
 import pytest
 
 from embedselect.errors import ConfigError, EmbedselectError, MetricError
-from embedselect.metrics.neighbours import (
-    build_index,
-    knn,
-    knn_predict,
-    mutual_knn_agreement,
-    near_duplicates,
-    search_index,
-)
+from embedselect.metrics.neighbours import knn_predict, mutual_knn_agreement
+from embedselect.nn.knn import build_index, knn, near_duplicates, search_index
 
 
 def brute_force(x, q, k, metric, exclude_self):
@@ -212,7 +206,7 @@ def test_a_low_recall_approximate_search_warns(caplog):
 def test_gpu_smoke_test_reports_a_child_that_aborts():
     """A FAISS build without kernels for the GPU aborts the process (SIGABRT) on its first GPU search: the
     check runs it in a child, so the parent survives and learns why."""
-    from embedselect.metrics.neighbours import gpu_smoke_test
+    from embedselect.nn.knn import gpu_smoke_test
 
     ok, reason = gpu_smoke_test("import os, sys\nsys.stderr.write('no kernel image is available\\n')\nos.abort()\n")
     assert not ok

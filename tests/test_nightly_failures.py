@@ -62,7 +62,7 @@ def test_a_passing_hub_fault_is_a_failure_retried_the_next_night(hub, tiny, tmp_
     f = FAULTS[fault]
     weights = hashlib.sha256((flaky / "model.safetensors").read_bytes()).hexdigest()
     hub.add_fault(f["pattern"].replace("{weights}", weights), f["kind"], status=f.get("status", 503),
-                  method=f.get("method"), times=-1)  # fmt: skip
+                  method=f.get("method"), times=-1)
     conf = load_config(write_config(tmp_path))
     s1 = run_night(conf)
     (fail,) = s1["failed"]

@@ -126,13 +126,6 @@ def test_without_gpu_support_cuda_falls_back_to_the_cpu_answer(monkeypatch, capl
     assert nd.to_dict()["device"] == "cpu" and nd.n_drop == 3
 
 
-def test_the_metrics_module_re_exports_the_primitives():
-    from embedselect.metrics import neighbours
-
-    assert neighbours.knn is nn.knn and neighbours.build_index is nn.build_index
-    assert neighbours.near_duplicates is nn.near_duplicates
-
-
 @needs_gpu
 def test_gpu_knn_equals_cpu_knn():
     x = _data(n=20_000, d=64, seed=3)

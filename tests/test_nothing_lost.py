@@ -21,7 +21,7 @@ from embedselect.nightly import load_config, outputs, run_night
 from embedselect.ranking.result import CandidateResult, Ranking
 
 TEXTS = [f"the {a} {b} sat on the {c}" for a in ("cat", "dog", "man", "child") for b in ("red", "blue", "old")
-         for c in ("mat", "tree", "car")]  # fmt: skip
+         for c in ("mat", "tree", "car")]
 RLO = "\u202e"  # RIGHT-TO-LEFT OVERRIDE
 
 
@@ -50,17 +50,17 @@ def _dead_pid() -> int:
 def _fake(names: list[str], *, source: str = "/data/tickets.csv") -> Ranking:
     cands = [CandidateResult(name=n, spec=n, model_id=f"org/{i}", revision="a" * 40, scores={"task_prior": 1.0 - i / 10},
                              ranks={"task_prior": i + 1}, combined_score=1.0 - i / 10, rank=i + 1, dim=8)
-             for i, n in enumerate(names)]  # fmt: skip
+             for i, n in enumerate(names)]
     return Ranking(candidates=cands, metrics=["task_prior"], combine="mean-rank",
                    dataset={"source": source, "n": 36, "modality": "text", "fingerprint": "f" * 64},
                    settings={"seed": 0}, versions={"embedselect": "0.1.0"}, ranking_id="r" * 32,
-                   created_at="2026-11-23T00:00:00+00:00")  # fmt: skip
+                   created_at="2026-11-23T00:00:00+00:00")
 
 
 def _board(ranking: Ranking) -> list[dict]:
     return [{"rank": c.rank, "name": c.name, "model_id": c.model_id, "revision": c.revision, "why": "pinned",
              "prev_rank": None, "delta": None, "combined_score": c.combined_score, "scores": dict(c.scores)}
-            for c in ranking.ok]  # fmt: skip
+            for c in ranking.ok]
 
 
 def _summary(run_id: str) -> dict:
@@ -74,7 +74,7 @@ def _config(tmp_path: Path, **over) -> Path:
     pd.DataFrame({"text": TEXTS}).to_csv(tmp_path / "data" / "texts.csv", index=False)
     cfg = {"data": {"path": "data/texts.csv", "column": "text"}, "crawl": {"limit": 5}, "keep_top": 2,
            "pinned": ["tfidf-svd?dim=4", "random-projection?dim=8"], "output": "./site", "store": "./store",
-           "metrics": ["task_prior"], "budget_minutes": 10}  # fmt: skip
+           "metrics": ["task_prior"], "budget_minutes": 10}
     cfg.update(over)
     (tmp_path / "nightly.yaml").write_text(yaml.safe_dump(cfg))
     return tmp_path / "nightly.yaml"
@@ -166,7 +166,7 @@ def test_publish_takes_over_only_empty_or_its_own_folders_and_cleans_dead_runs_l
     assert (site / "mine.txt").read_text() == "mine" and not site.is_symlink()
     (site / "mine.txt").unlink()  # now empty: taken over
     first = outputs.publish(site, "20261125T000000Z-aaaaaa", ranking, _board(ranking),
-                            _summary("20261125T000000Z-aaaaaa"))  # fmt: skip
+                            _summary("20261125T000000Z-aaaaaa"))
     assert site.is_symlink() and site.resolve() == first.resolve()
     versions = tmp_path / ".site.versions"
     # leftovers of killed runs: an old-style stray link, a new-style one of a dead pid, a dead partial folder
@@ -248,7 +248,7 @@ def test_bidi_and_control_characters_never_reach_a_published_file(tmp_path):
     outputs.publish(site, "20261125T000000Z-aaaaaa", ranking, _board(ranking), _summary("20261125T000000Z-aaaaaa"))
     write_badges(ranking, tmp_path / "badges", dataset=f"my{RLO}data")
     texts = {p: p.read_text(encoding="utf-8") for p in [*site.rglob("*"), *(tmp_path / "badges").iterdir()]
-             if p.is_file()}  # fmt: skip
+             if p.is_file()}
     texts["card"] = update_card(None, ranking, evil)
     texts["lb.md"], texts["lb.html"] = lb.to_markdown(ranking), lb.to_html(ranking)
     texts["report.md"], texts["report.html"] = report.to_markdown(ranking), report.to_html(ranking, plots=False)
@@ -261,7 +261,7 @@ def test_bidi_and_control_characters_never_reach_a_published_file(tmp_path):
 # --- the search index -----------------------------------------------------------------------------------------
 @pytest.mark.fault
 def test_index_overwrite_killed_at_the_swap_keeps_an_index_and_stale_temp_folders_are_cleaned(tmp_path, cache_dir,
-                                                                                             monkeypatch):  # fmt: skip
+                                                                                             monkeypatch):
     from embedselect.search import SearchIndex, build_index
 
     out = tmp_path / "idx"
@@ -367,7 +367,7 @@ def test_index_overwrite_killed_at_random_instants_always_leaves_an_index(tmp_pa
     out = tmp_path / "idx"
     build_index(TEXTS, "tfidf-svd?dim=4", out=out)
     child = ("import sys\nfrom embedselect.search import build_index\nwhile True:\n"
-             f"    build_index({TEXTS!r}, 'tfidf-svd?dim=4', out=sys.argv[1], overwrite=True)\n")  # fmt: skip
+             f"    build_index({TEXTS!r}, 'tfidf-svd?dim=4', out=sys.argv[1], overwrite=True)\n")
     rng = random.Random(0)
     builds = 0
     for _ in range(6):

@@ -74,7 +74,7 @@ def _marker_listing_others(t: Path) -> Path:
 
 
 MARKED = {"a forged marker": _forged, "a copy of the site with a user's page": _copied_site,
-          "an owned folder a user added to": _marker_listing_others}  # fmt: skip
+          "an owned folder a user added to": _marker_listing_others}
 
 
 @pytest.mark.fault
@@ -98,7 +98,7 @@ def test_a_store_inside_what_the_night_replaces_or_prunes_is_refused(tmp_path, w
     site = tmp_path / "site"
     _publish(site, 0)
     store = {"the current version": site / "store",
-             "the versions folder": tmp_path / ".site.versions" / "store"}.get(where, tmp_path / "store")  # fmt: skip
+             "the versions folder": tmp_path / ".site.versions" / "store"}.get(where, tmp_path / "store")
     data = None
     if where == "the data in the current version":
         data = site / "texts.csv"
@@ -134,7 +134,7 @@ def _link_to_index(t: Path) -> Path:
 
 
 INDEX_CASES = {"a web app with a manifest.json": _web_app, "a file added to an index": _notes_in_index,
-               "a link to an index": _link_to_index}  # fmt: skip
+               "a link to an index": _link_to_index}
 
 
 @pytest.mark.fault
@@ -321,7 +321,7 @@ def test_a_card_input_that_is_not_a_regular_file_is_refused_at_once(tmp_path, mo
     path.mkdir() if card == "a folder" else os.mkfifo(path)
     done: list[int] = []
     t = threading.Thread(target=lambda: done.append(_cli(monkeypatch, ["card", "--candidate", "a", "--card",
-                                                                       str(path)])), daemon=True)  # fmt: skip
+                                                                       str(path)])), daemon=True)
     t.start()
     t.join(timeout=20)
     if t.is_alive():  # unblock the reader of the pipe (old code) so that the thread can end

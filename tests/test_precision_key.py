@@ -17,7 +17,7 @@ from embedselect.store import Store, run_key
     "dtype, device, label",
     [(None, "cpu", "fp32"), (None, "cuda", "fp16"), ("auto", "cuda:1", "fp16"), ("float32", "cuda", "fp32"),
      ("float16", "cpu", "fp16"), ("bfloat16", "cuda", "bf16"), ("FLOAT32", "cuda", "fp32")],
-)  # fmt: skip
+)
 def test_the_key_precision_is_the_dtype_the_backend_computes_in(dtype, device, label):
     assert key_precision(dtype, device) == label
     assert label == {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}[resolve_dtype(dtype, device)]
@@ -36,12 +36,12 @@ def test_an_explicit_float32_run_on_cuda_is_keyed_fp32_not_fp16(tmp_path):
     ref = ReferenceData.from_texts([f"text number {i}" for i in range(8)])
     store = Store.open(tmp_path / "cache")
     ctx = context.run_context(ref, [f"st={st_dir}?dtype=float32"], store=store, seed=0, device="cpu", batch_size=None,
-                           policy=None, token=None, progress=False)  # fmt: skip
+                           policy=None, token=None, progress=False)
     ctx.device = "cuda"
     cand = ctx.candidates[0]
     res = CandidateResult(name=cand.name, spec=cand.spec)
     pinned = embedding._resolve(ctx, cand, res, {"done": 0})
     rc = pinned.rc
     expect = run_key(model_id=rc.model_id, revision=rc.revision, backend=rc.backend, options={"dtype": "float32"},
-                     fingerprint=ref.fingerprint, precision="fp32")  # fmt: skip
+                     fingerprint=ref.fingerprint, precision="fp32")
     assert pinned.key == expect

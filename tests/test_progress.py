@@ -47,11 +47,11 @@ def _run_in_pty(argv: list[str], env: dict[str, str], timeout: float = 300) -> t
 
 def _env(tmp_path) -> dict[str, str]:
     return {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "HF_HUB_OFFLINE": "1",
-            "PYTHONPATH": os.getcwd(), "COLUMNS": "120", "TERM": "xterm"}  # fmt: skip
+            "PYTHONPATH": os.getcwd(), "COLUMNS": "120", "TERM": "xterm"}
 
 
 ARGV = [sys.executable, "-m", "embedselect.cli", "rank", SAMPLE, "-c", "text", "-m", "tfidf-svd,random-projection",
-        "--metrics", "task_prior,sufficiency", "--labels", "label"]  # fmt: skip
+        "--metrics", "task_prior,sufficiency", "--labels", "label"]
 
 
 @pytest.mark.slow
@@ -60,7 +60,7 @@ def test_a_terminal_gets_one_progress_display_for_the_whole_run(tmp_path):
     assert code == 0, drawn
     # every stage of every candidate, each metric and the validation are named while they run
     for stage in ("tfidf-svd: resolve", "tfidf-svd: embed", "random-projection: load", "random-projection: store",
-                  "the pool: copies", "metric task_prior", "metric sufficiency", "validation"):  # fmt: skip
+                  "the pool: copies", "metric task_prior", "metric sufficiency", "validation"):
         assert stage in drawn, stage
     assert "items/s" in drawn
     assert "9/9 [" in drawn  # 2 candidates x 3 stages + 2 metrics + validation, counted in one display
@@ -75,7 +75,7 @@ def test_quiet_and_pipes_get_no_progress(tmp_path):
     assert "items/s" not in drawn and "resolve" not in drawn
     assert "rank  candidate" in drawn
     piped = subprocess.run([*ARGV, "--cache-dir", str(tmp_path / "c2")], capture_output=True, text=True,
-                           env=_env(tmp_path), timeout=300)  # fmt: skip
+                           env=_env(tmp_path), timeout=300)
     assert piped.returncode == 0, piped.stderr
     assert "items/s" not in piped.stderr and "resolve" not in piped.stderr
 
@@ -85,10 +85,10 @@ def test_the_python_api_draws_nothing_unless_asked(tmp_path, capsys, monkeypatch
 
     monkeypatch.setattr(sys.stderr, "isatty", lambda: True, raising=False)
     embedselect.select(SAMPLE, ["tfidf-svd", "random-projection"], column="text", metrics=["task_prior"],
-                       cache_dir=tmp_path / "c")  # fmt: skip
+                       cache_dir=tmp_path / "c")
     assert "resolve" not in capsys.readouterr().err
     embedselect.select(SAMPLE, ["tfidf-svd", "random-projection"], column="text", metrics=["task_prior"],
-                       cache_dir=tmp_path / "c2", progress=True)  # fmt: skip
+                       cache_dir=tmp_path / "c2", progress=True)
     assert "tfidf-svd: resolve" in capsys.readouterr().err
 
 
@@ -102,7 +102,7 @@ def test_no_library_bar_leaks_when_progress_is_off(tmp_path):
 
     model = make_tiny_sentence_transformer(tmp_path / "tiny")
     argv = [sys.executable, "-m", "embedselect.cli", "rank", SAMPLE, "-c", "text", "-m", f"tiny={model},tfidf-svd",
-            "--metrics", "task_prior"]  # fmt: skip
+            "--metrics", "task_prior"]
     code, drawn = _run_in_pty([*argv, "--cache-dir", str(tmp_path / "c"), "-q", "-v"], _env(tmp_path))
     assert code == 0, drawn
     assert "Batches" not in drawn and "Loading weights" not in drawn and "it/s" not in drawn

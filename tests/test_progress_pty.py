@@ -54,7 +54,7 @@ def test_on_a_terminal_only_the_runs_own_bar_is_drawn(tmp_path, rows, cols):
     model = make_tiny_transformers_text(tmp_path / "tiny-tf")
     argv = [sys.executable, "-m", "embedselect.cli", "rank", str(sample_path("texts")), "-m",
             f"{model},random-projection,tfidf-svd", "--column", "text", "--max-items", "30", "--metrics", "task_prior",
-            "--cache-dir", str(tmp_path / "cache")]  # fmt: skip
+            "--cache-dir", str(tmp_path / "cache")]
     screen, code = _run_in_pty(argv, rows, cols)
     assert code == 0, screen[-2000:]
     assert "Loading weights" not in screen and "it/s]" not in screen, screen[:3000]  # no library bar

@@ -31,7 +31,7 @@ ENDPOINT_SCHEMA = {
         "style": {"type": "string"}, "cacheSeconds": {"type": "integer", "minimum": 300},
     },
     "additionalProperties": False,
-}  # fmt: skip
+}
 
 
 def _fake(names_scores: list[tuple[str, float]], *, fingerprint: str = "f" * 64) -> Ranking:
@@ -39,11 +39,11 @@ def _fake(names_scores: list[tuple[str, float]], *, fingerprint: str = "f" * 64)
         CandidateResult(name=n, spec=n, model_id=f"org/{i}", revision="a" * 40, scores={"task_prior": s},
                         ranks={"task_prior": i + 1}, combined_score=s, rank=i + 1, dim=8)
         for i, (n, s) in enumerate(names_scores)
-    ]  # fmt: skip
+    ]
     return Ranking(candidates=cands, metrics=["task_prior"], combine="mean-rank",
                    dataset={"source": "/data/tickets.csv", "n": 100, "modality": "text", "fingerprint": fingerprint},
                    settings={"seed": 0}, versions={"embedselect": "0.1.0"}, ranking_id="r" * 32,
-                   created_at="2026-11-23T00:00:00+00:00")  # fmt: skip
+                   created_at="2026-11-23T00:00:00+00:00")
 
 
 @pytest.mark.fault
@@ -138,7 +138,7 @@ def test_leaderboard_history_from_the_store(tmp_path, cache_dir, capsys):
     st = make_tiny_sentence_transformer(tmp_path / "tiny-st")
     first = embedselect.select(SAMPLE, "tfidf-svd,random-projection", column="text", metrics=["task_prior"], seed=0)
     second = embedselect.select(SAMPLE, ["tfidf-svd", "random-projection", str(st)], column="text",
-                                metrics=["task_prior"], seed=0)  # fmt: skip
+                                metrics=["task_prior"], seed=0)
     store = embedselect.Store.open(cache_dir)
     latest = load_ranking(store)
     assert latest.ranking_id == second.ranking_id
@@ -200,7 +200,7 @@ def test_model_size_is_recorded_for_the_cost_plot(tmp_path, cache_dir):
 
     st = make_tiny_sentence_transformer(tmp_path / "tiny-st")
     r = embedselect.select(SAMPLE, [str(st), "tfidf-svd", "random-projection"], column="text",
-                           metrics=["task_prior"], seed=0)  # fmt: skip
+                           metrics=["task_prior"], seed=0)
     weights = sum(p.stat().st_size for p in st.rglob("*.safetensors"))
     (model,) = [c for c in r if c.name not in ("tfidf-svd", "random-projection")]
     assert model.model_bytes == weights > 0 and r["tfidf-svd"].model_bytes is None

@@ -19,10 +19,10 @@ CARD = "---\nlicense: mit\n---\n# acme/m1\n\nKeep me.\n"
 def _ranking() -> Ranking:
     cands = [CandidateResult(name=n, spec=n, model_id=n, scores={"task_prior": s}, ranks={"task_prior": i},
                              combined_score=s, rank=i, dim=8)
-             for i, (n, s) in enumerate([("acme/m1", 0.9), ("acme/m2", 0.4)], start=1)]  # fmt: skip
+             for i, (n, s) in enumerate([("acme/m1", 0.9), ("acme/m2", 0.4)], start=1)]
     return Ranking(candidates=cands, metrics=["task_prior"], combine="mean-rank",
                    dataset={"source": "reviews.csv", "n": 100, "modality": "text", "fingerprint": "ab" * 32},
-                   settings={"seed": 0}, versions={"embedselect": "0"}, ranking_id="aaaa1111", created_at="2026")  # fmt: skip
+                   settings={"seed": 0}, versions={"embedselect": "0"}, ranking_id="aaaa1111", created_at="2026")
 
 
 def test_push_opens_a_pull_request_through_the_real_client(hub, caplog):
@@ -74,7 +74,7 @@ def test_cli_card_push_opens_a_pull_request(hub, tmp_path, monkeypatch, capsys):
     card = tmp_path / "README.md"
     card.write_text(CARD)
     rc = main(["card", "--cache-dir", str(tmp_path / "store"), "--candidate", "acme/m1", "--card", str(card),
-               "--push", "acme/m1"])  # fmt: skip
+               "--push", "acme/m1"])
     out = capsys.readouterr()
     assert rc == 0, out.err
     assert len(hub.pull_requests) == 1 and "discussions/1" in out.err

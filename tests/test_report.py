@@ -18,17 +18,17 @@ def _ranking() -> Ranking:
     good = CandidateResult(
         name=EVIL, spec=EVIL, model_id=f"acme/{EVIL}", revision="a" * 40, backend="sentence-transformers",
         scores={"task_prior": 0.8}, ranks={"task_prior": 1}, combined_score=1.0, rank=1, dim=384,
-    )  # fmt: skip
+    )
     other = CandidateResult(
         name="tfidf-svd", spec="tfidf-svd", model_id="baseline:tfidf-svd", revision="builtin",
         scores={"task_prior": 0.2}, ranks={"task_prior": 2}, combined_score=0.0, rank=2, dim=64,
-    )  # fmt: skip
+    )
     bad = CandidateResult(name="broken", spec="broken", status="failed", error_type="ModelLoadError", error=EVIL)
     return Ranking(
         candidates=[good, other, bad], metrics=["task_prior"], combine="mean-rank",
         dataset={"source": EVIL, "n": 240, "modality": "text", "fingerprint": "f" * 64},
         settings={"seed": 0}, versions={"embedselect": "0.1.0"}, warnings=[EVIL], created_at="2026-01-01",
-    )  # fmt: skip
+    )
 
 
 class _Collector(HTMLParser):
@@ -73,7 +73,7 @@ def test_cli_writes_html_and_markdown(tmp_path, capsys):
     html_path, md_path = tmp_path / "r.html", tmp_path / "r.md"
     code = main(["rank", str(sample_path("texts")), "-c", "text", "-m", "tfidf-svd,random-projection",
                  "--metrics", "task_prior", "--cache-dir", str(tmp_path / "c"), "-q",
-                 "--html", str(html_path), "--markdown", str(md_path)])  # fmt: skip
+                 "--html", str(html_path), "--markdown", str(md_path)])
     assert code == 0
     assert "random-projection" in html_path.read_text() and html_path.read_text().startswith("<!DOCTYPE html>")
     assert md_path.read_text().count("\n| ") == 2
@@ -84,12 +84,12 @@ def test_html_says_what_the_score_is_and_its_weights(tmp_path):
 
     r = embedselect.select(str(sample_path("texts")), ["tfidf-svd", "random-projection", "tfidf-svd?dim=16"],
                            column="text", labels="label", metrics=["task_prior", "rankme"], cache_dir=tmp_path / "c",
-                           weights={"rankme": 0.5})  # fmt: skip
+                           weights={"rankme": 0.5})
     html = to_html(r, plots=False)
     assert "weighted mean rank (1 = first in every metric)" in html and "task_prior × 1" in html and "rankme × 0.5" in html
     # a metric that scored no candidate (rankme capped by the item count for every one) is not said to be in the score
     capped = embedselect.select(str(sample_path("texts")), ["tfidf-svd", "random-projection"], column="text",
-                                metrics=["task_prior", "rankme"], cache_dir=tmp_path / "c")  # fmt: skip
+                                metrics=["task_prior", "rankme"], cache_dir=tmp_path / "c")
     page = to_html(capped, plots=False)
     assert "task_prior × 1" in page and "rankme × 1" not in page and "shown, not in the score: rankme" in page
     # the check against the labels: each accuracy with its interval, chance, and the wrongly ordered pairs

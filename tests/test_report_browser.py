@@ -32,18 +32,18 @@ def _ranking() -> Ranking:
     for i, n in enumerate(names):
         cols = {"task_prior_mean": 60.0 - 10 * i, "task_prior_var": 0.01 * (i + 1),
                 "task_prior.probe_acc_mean": 0.8 - 0.05 * i, "task_prior.probe_acc_std": 0.05,
-                "task_prior.probe_acc_p05": 0.7 - 0.05 * i, "labels.logistic_acc": 0.9 - 0.1 * i}  # fmt: skip
+                "task_prior.probe_acc_p05": 0.7 - 0.05 * i, "labels.logistic_acc": 0.9 - 0.1 * i}
         cands.append(CandidateResult(name=n, spec=n, model_id=f"org/{i}", revision="a" * 40, n=200, dim=64 * (i + 1),
                                      seconds=1.0 + i, scores={"task_prior": 0.8 - 0.1 * i, "sufficiency": 0.1 - 0.02 * i},
                                      ranks={"task_prior": i + 1, "sufficiency": i + 1}, columns=cols,
                                      combined_score=1 - i / 3, rank=i + 1,
-                                     intervals={"task_prior": [0.7 - 0.1 * i, 0.9 - 0.1 * i]}))  # fmt: skip
+                                     intervals={"task_prior": [0.7 - 0.1 * i, 0.9 - 0.1 * i]}))
     matrix = {a: {b: float(rng.uniform(0, 0.05)) for b in names if b != a} for a in names}
     return Ranking(candidates=cands, metrics=["task_prior", "sufficiency"], combine="mean-rank",
                    dataset={"source": EVIL, "n": 200, "modality": "text", "fingerprint": "f" * 64},
                    settings={"seed": 0}, versions={"embedselect": "0"}, ranking_id="r" * 32, created_at="2026-11-23",
                    details={"sufficiency": {"matrix": matrix, "communities": [names[:2], names[2:]]}},
-                   validation={"accuracy_column": "logistic_acc", "metrics": []}, warnings=[EVIL])  # fmt: skip
+                   validation={"accuracy_column": "logistic_acc", "metrics": []}, warnings=[EVIL])
 
 
 class _Recorder(http.server.BaseHTTPRequestHandler):
@@ -77,7 +77,7 @@ def _open(html: str, tmp_path) -> tuple[str, str, list[tuple[str, str, str]]]:
              f"--host-resolver-rules=MAP * 127.0.0.1:{port}", "--enable-logging=stderr", "--v=0",
              "--virtual-time-budget=3000", "--dump-dom", f"http://127.0.0.1:{port}/report.html"],
             capture_output=True, text=True, timeout=120,
-        )  # fmt: skip
+        )
     finally:
         server.shutdown()
     return proc.stdout, proc.stderr, list(_Recorder.seen)
@@ -93,7 +93,7 @@ def test_report_renders_every_figure_offline_with_hostile_names_as_text(tmp_path
     dom, log, seen = _open(html, tmp_path)
     figures = re.findall(r'<figure id="fig-([a-z_]+)"><svg', dom)
     assert sorted(figures) == sorted(["task_prior_scatter", "task_accuracy", "sufficiency_heatmap", "score_vs_cost",
-                                      "label_free_vs_accuracy"])  # fmt: skip
+                                      "label_free_vs_accuracy"])
     assert "<script" not in dom.lower() and "onerror" not in re.sub(r"&lt;.*?&gt;", "", dom)
     assert "&lt;script&gt;alert(\"x\")&lt;/script&gt;" in dom  # shown as text
     assert not re.findall(r"CONSOLE[:(]\d+", log), log[-2000:]
@@ -104,7 +104,7 @@ def test_report_renders_every_figure_offline_with_hostile_names_as_text(tmp_path
 def test_the_browser_check_sees_a_request_and_a_console_error_when_there_is_one(tmp_path):
     """The control for the test above: a page that loads an image from a host and logs an error is caught."""
     page = ('<!DOCTYPE html><html><body><img src="http://cdn.example.invalid/x.png">'
-            "<script>console.error('boom')</script></body></html>")  # fmt: skip
+            "<script>console.error('boom')</script></body></html>")
     _, log, seen = _open(page, tmp_path)
     assert [s for s in _page_requests(seen) if s[1] == "/x.png"]
     assert re.findall(r"CONSOLE[:(]\d+", log)

@@ -135,7 +135,7 @@ def test_a_kill_after_each_stored_candidate_keeps_exactly_what_was_stored(tmp_pa
     marker = tmp_path / "marker"
     env = {**os.environ, "PYTHONPATH": os.getcwd()}
     child = subprocess.Popen([sys.executable, "-c", _CHILD_AT_STAGE, str(marker), str(hold_after),
-                              *_embed_args(cache, models)], env=env)  # fmt: skip
+                              *_embed_args(cache, models)], env=env)
     try:
         deadline = time.monotonic() + 240
         while not marker.exists() or not marker.read_text():

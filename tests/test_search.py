@@ -205,7 +205,7 @@ def test_neighbours_view_and_cli_with_duplicates(tmp_path, cache_dir, tiny_st, c
     # the CLI: JSON, and a deduplicated copy of the data to rank again
     out = tmp_path / "dedup.csv"
     assert main(["neighbours", str(data), "-m", f"{tiny_st},random-projection", "--rows", "0", "-k", "2",
-                 "--near-duplicates", "0.999", "--write-deduped", str(out), "--json", "-q"]) == 0  # fmt: skip
+                 "--near-duplicates", "0.999", "--write-deduped", str(out), "--json", "-q"]) == 0
     payload = json.loads(capsys.readouterr().out)
     assert payload["candidates"] == view.names
     assert payload["sample"][0]["neighbours"][view.names[0]][0]["row"] == 12

@@ -9,7 +9,7 @@ from embedselect.errors import ConfigError
 from embedselect.search import SearchIndex, build_index
 
 TEXTS = ["the cat sat on the mat", "a dog runs in the park", "stock prices fell today", "rain and snow tonight",
-         "the river bank was green", "music from an old book"]  # fmt: skip
+         "the river bank was green", "music from an old book"]
 
 
 @pytest.fixture

@@ -25,7 +25,7 @@ def _save(store: Store, key: str, x: np.ndarray) -> None:
     store.save_run(
         key=key, vectors=x, model_id="m", revision="r", backend="b", settings={"a": 1}, fingerprint="f",
         device="cpu", seconds=0.1,
-    )  # fmt: skip
+    )
 
 
 def test_roundtrip_and_query(tmp_path):
@@ -45,7 +45,7 @@ def test_run_key_depends_on_every_input():
     for field, other in [
         ("model_id", "m2"), ("revision", "r2"), ("backend", "b2"), ("options", {"pooling": "cls"}),
         ("fingerprint", "f2"), ("precision", "fp16"),
-    ]:  # fmt: skip
+    ]:
         assert run_key(**{**base, field: other}) != k, field
     assert run_key(**{**base, "options": {"pooling": "mean"}}) == k
 
@@ -144,7 +144,7 @@ def _race(tmp_path, monkeypatch, key: str, clean) -> tuple[threading.Thread, boo
 
     monkeypatch.setattr(st, "fsync_dir", hook)
     writer = threading.Thread(target=_save, args=(Store.open(tmp_path), key, np.full((4, 3), 2.0, np.float32)),
-                              name="writer")  # fmt: skip
+                              name="writer")
     writer.start()
     assert renamed.wait(60)
     other = Store.open(tmp_path)
@@ -327,7 +327,7 @@ def test_a_full_disk_while_writing_vectors_or_recording_a_failure(tmp_path, monk
 
     monkeypatch.setattr(st.np, "save", save_until_full)
     r = embedselect.select(str(sample_path("texts")), ["tfidf-svd", "random-projection", "tfidf-svd?dim=16"],
-                           column="text", metrics=["rankme"], cache_dir=tmp_path / "c")  # fmt: skip
+                           column="text", metrics=["rankme"], cache_dir=tmp_path / "c")
     failed = [c for c in r.candidates if not c.ok]
     assert len(failed) == 1 and failed[0].error_type == "StoreError"
     assert "No space left on device" in failed[0].error and "free disk space" in failed[0].error

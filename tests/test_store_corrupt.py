@@ -18,7 +18,7 @@ SAMPLE = str(sample_path("texts"))
 
 def _embed(cache) -> int:
     return main(["embed", SAMPLE, "-m", "random-projection", "--column", "text", "--max-items", "20",
-                 "--cache-dir", str(cache)])  # fmt: skip
+                 "--cache-dir", str(cache)])
 
 
 def _truncate(db):

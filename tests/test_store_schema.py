@@ -89,7 +89,7 @@ def test_a_store_from_a_newer_embedselect_is_refused_with_what_to_do(tmp_path):
 def test_run_keys_do_not_change_with_the_schema_version():
     # the value main computed before the schema was versioned: cached embeddings survive a migration
     key = run_key(model_id="acme/m", revision="abc", backend="sentence-transformers", options={"pooling": "mean"},
-                  fingerprint="f" * 64, precision="fp32")  # fmt: skip
+                  fingerprint="f" * 64, precision="fp32")
     assert key == "ea540ea9b3c56ba3494af32449b36f13786d32b94a2d236fe1be0033ec3c0c6b"
 
 
@@ -180,5 +180,5 @@ def test_load_vectors_still_reads_under_a_shared_lock(tmp_path):
     key = run_key(model_id="m", revision="r", backend="b", options={}, fingerprint="f", precision="fp32")
     x = np.arange(12, dtype=np.float32).reshape(4, 3)
     store.save_run(key=key, vectors=x, model_id="m", revision="r", backend="b", settings={}, fingerprint="f",
-                   device="cpu", seconds=0.0)  # fmt: skip
+                   device="cpu", seconds=0.0)
     assert np.array_equal(Store.open(tmp_path).load_vectors(key), x)

@@ -77,7 +77,7 @@ def test_name_equals_spec_and_readable_local_names(tmp_path):
 
 def test_cli_names_reach_the_table(tmp_path, capsys):
     assert main(["rank", SAMPLE, "-c", "text", "-m", "words=tfidf-svd,noise=random-projection", "--metrics",
-                 "task_prior", "--cache-dir", str(tmp_path / "c"), "-q", "--json"]) == 0  # fmt: skip
+                 "task_prior", "--cache-dir", str(tmp_path / "c"), "-q", "--json"]) == 0
     r = json.loads(capsys.readouterr().out)
     assert {c["name"] for c in r["candidates"]} == {"words", "noise"}
 
@@ -90,7 +90,7 @@ def test_bad_output_paths_are_refused_before_any_work(tmp_path, capsys, option, 
     target = tmp_path if where == "directory" else tmp_path / "no" / "such" / "r.json"
     cache = tmp_path / "cache"
     code = main(["rank", SAMPLE, "-c", "text", "-m", "tfidf-svd", "--metrics", "task_prior", "--cache-dir",
-                 str(cache), "-q", "--json", option, str(target)])  # fmt: skip
+                 str(cache), "-q", "--json", option, str(target)])
     assert code == 2
     err = capsys.readouterr()
     assert err.out == ""  # nothing was computed, nothing half-printed
@@ -105,7 +105,7 @@ def test_outputs_are_written_through_unique_temporary_names(tmp_path, capsys):
     users_file = tmp_path / "r.json.tmp"
     users_file.write_text("the user's own file")
     assert main(["rank", SAMPLE, "-c", "text", "-m", "tfidf-svd,random-projection", "--metrics", "task_prior",
-                 "--cache-dir", str(tmp_path / "c"), "-q", "--out", str(out)]) == 0  # fmt: skip
+                 "--cache-dir", str(tmp_path / "c"), "-q", "--out", str(out)]) == 0
     assert json.loads(out.read_text())["candidates"]
     assert users_file.read_text() == "the user's own file"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["c", "r.json", "r.json.tmp"]  # no temporary left
@@ -182,7 +182,7 @@ def test_json_on_stdout_is_only_json_even_with_warnings(tmp_path):
         [sys.executable, "-m", "embedselect.cli", "rank", SAMPLE, "-c", "text", "-m", ",".join(PAIR),
          "--metrics", "sufficiency", "--json", "--cache-dir", str(tmp_path / "c")],
         capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
+    )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["warnings"]  # stdout parses as one JSON document
     assert "WARNING" in done.stderr  # the warnings went to stderr
@@ -199,7 +199,7 @@ def test_validate_text_shows_what_its_docs_say_to_read(tmp_path):
 
     r = embedselect.select(SAMPLE, TRIO, column="text", labels="label", metrics=["task_prior"],
                            metric_options={"task_prior": {"prior": "balanced"}},  # a prior that gets pairs wrong here
-                           cache_dir=tmp_path / "c")  # fmt: skip
+                           cache_dir=tmp_path / "c")
     v = r.validation
     text = format_table(r)
     section = text.split("validation against your labels")[1]
@@ -227,13 +227,13 @@ def test_validate_text_shows_what_its_docs_say_to_read(tmp_path):
 @pytest.mark.fault
 def test_validate_with_one_candidate_reports_its_accuracy(tmp_path, capsys):
     code = main(["validate", SAMPLE, "-c", "text", "--labels", "label", "-m", "tfidf-svd", "--metrics", "task_prior",
-                 "--cache-dir", str(tmp_path / "c"), "-q"])  # fmt: skip
+                 "--cache-dir", str(tmp_path / "c"), "-q"])
     out = capsys.readouterr()
     assert code == 0, out.err
     section = out.out.split("validation against your labels")[1]
     assert "tfidf-svd" in section and "a ranking needs at least two candidates" in section
     assert main(["validate", SAMPLE, "-c", "text", "--labels", "label", "-m", "tfidf-svd", "--cache-dir",
-                 str(tmp_path / "c"), "-q", "--json"]) == 0  # default metrics: sufficiency cannot score one  # fmt: skip
+                 str(tmp_path / "c"), "-q", "--json"]) == 0  # default metrics: sufficiency cannot score one
     r = json.loads(capsys.readouterr().out)
     assert r["validation"]["metrics"] == []
     assert 0 < r["candidates"][0]["columns"]["labels.logistic_acc"] <= 1
@@ -253,7 +253,7 @@ def test_duplicates_are_shown_in_the_table_the_json_and_the_html(tmp_path, capsy
     pd.DataFrame({"text": _texts(120) + _texts(30)}).to_csv(data, index=False)  # 30 exact copies
     html = tmp_path / "r.html"
     argv = ["rank", str(data), "-c", "text", "-m", ",".join(PAIR), "--metrics", "task_prior", "--cache-dir",
-            str(tmp_path / "c"), "-q"]  # fmt: skip
+            str(tmp_path / "c"), "-q"]
     assert main([*argv, "--json", "--html", str(html)]) == 0
     said = "30 of the 150 reference items are exact copies of an earlier item"
     warning = next(w for w in json.loads(capsys.readouterr().out)["warnings"] if said in w)
@@ -275,13 +275,13 @@ def test_a_reference_set_of_identical_items_is_refused_up_front(tmp_path):
     assert not (tmp_path / "c").exists()  # before any work
     # near-constant data (58 copies of one text and 2 others) is ranked, with the copies said
     r = embedselect.select(["the same text"] * 58 + ["a cat", "a dog"], PAIR, metrics=["task_prior"],
-                           cache_dir=tmp_path / "c")  # fmt: skip
+                           cache_dir=tmp_path / "c")
     assert any("57 of the 60 reference items are exact copies" in w for w in r.warnings)
 
 
 # --- hostile inputs -------------------------------------------------------------------------------------------
 FAST_SUFFICIENCY = {"max_steps": 120, "eval_every": 20, "patience": 2, "batch_size": 128, "hidden": 32,
-                    "n_components": 4}  # fmt: skip
+                    "n_components": 4}
 
 
 @pytest.mark.fault
@@ -294,7 +294,7 @@ def test_one_degenerate_candidate_fails_only_that_candidate(tmp_path):
 
     flat = make_constant_sentence_transformer(tmp_path / "flat")
     r = embedselect.select(SAMPLE, [f"flat={flat}", *TRIO], column="text", cache_dir=tmp_path / "c",
-                           metric_options={"sufficiency": FAST_SUFFICIENCY})  # fmt: skip
+                           metric_options={"sufficiency": FAST_SUFFICIENCY})
     assert r.metrics == ["task_prior", "sufficiency", "nn_agreement", "rankme", "modularity"]  # the defaults
     healthy = [c for c in r if c.name != "flat"]
     assert all(math.isfinite(c.scores[m]) for c in healthy for m in r.metrics)
@@ -304,7 +304,7 @@ def test_one_degenerate_candidate_fails_only_that_candidate(tmp_path):
         said = [w for w in r.warnings if w.startswith(m) and "flat" in w and "same embedding" in w]
         assert len(said) == 1, (m, r.warnings)
     only_tp = embedselect.select(SAMPLE, [f"flat={flat}", *PAIR], column="text", metrics=["task_prior"],
-                                 cache_dir=tmp_path / "c")  # fmt: skip
+                                 cache_dir=tmp_path / "c")
     assert sorted(c.name for c in only_tp if c.rank is not None) == sorted(PAIR)
 
 
@@ -334,7 +334,7 @@ def test_a_read_only_cache_serves_what_it_holds(tmp_path, capsys, monkeypatch, h
         if os.geteuid() == 0:  # root writes anyway: show it what another user would see
             real = os.access
             monkeypatch.setattr(os, "access", lambda p, mode, **k: False if (mode & os.W_OK and str(p).startswith(
-                str(cache))) else real(p, mode, **k))  # fmt: skip
+                str(cache))) else real(p, mode, **k))
     try:
         assert main(["cache", "ls", "--cache-dir", str(cache)]) == 0
         listing = capsys.readouterr().out
@@ -411,7 +411,7 @@ def test_a_numeric_column_given_as_the_text_column_is_refused(tmp_path, suffix):
     frame = pd.DataFrame({"id": [3, 1, 2], "text": ["a cat", "a dog", "a bird"]})
     path = tmp_path / f"d.{suffix}"
     {"csv": lambda: frame.to_csv(path, index=False), "parquet": lambda: frame.to_parquet(path),
-     "jsonl": lambda: frame.to_json(path, orient="records", lines=True)}[suffix]()  # fmt: skip
+     "jsonl": lambda: frame.to_json(path, orient="records", lines=True)}[suffix]()
     with pytest.raises(DataError, match="column 'id' holds only numbers") as info:
         ReferenceData.load(path, column="id")
     assert "text" in str(info.value).split("holds only numbers")[1]  # names the text-like column to use
@@ -423,7 +423,7 @@ def test_a_small_pool_is_said_once(tmp_path):
     import re
 
     r = embedselect.select(SAMPLE, TRIO, column="text", cache_dir=tmp_path / "c",
-                           metric_options={"sufficiency": FAST_SUFFICIENCY})  # fmt: skip
+                           metric_options={"sufficiency": FAST_SUFFICIENCY})
     about_the_pool = [w for w in r.warnings if re.search(r"pool|\b3 candidate", w)]
     assert len(about_the_pool) == 1, about_the_pool
     assert "unreliable in pools smaller than 4" in about_the_pool[0]
@@ -453,7 +453,7 @@ def test_a_failed_candidate_is_reported_once_in_the_table(tmp_path):
 
     bad = make_pickle_only_model(tmp_path / "bad")  # refused at load: pickle weights
     r = embedselect.select(SAMPLE, [*PAIR, f"nope={bad}"], column="text", metrics=["task_prior"],
-                           cache_dir=tmp_path / "c")  # fmt: skip
+                           cache_dir=tmp_path / "c")
     assert r["nope"].failure_note in r.warnings  # the JSON keeps it among the warnings
     text = format_table(r)
     assert sum(r["nope"].error in line for line in text.splitlines()) == 1, text
@@ -514,7 +514,7 @@ def test_bootstrap_replicates_do_not_repeat_the_metric_warnings(tmp_path, caplog
     with caplog.at_level("WARNING", logger="embedselect"):
         r = embedselect.select(SAMPLE, PAIR, column="text", metrics=["sufficiency"], bootstrap=6, cache_dir=tmp_path / "c",
                                metric_options={"sufficiency": {"max_steps": 10, "eval_every": 5, "patience": 1,
-                                                               "hidden": 8, "n_components": 2}})  # fmt: skip
+                                                               "hidden": 8, "n_components": 2}})
     small_pool = [rec for rec in caplog.records if "small pool" in rec.getMessage()]
     assert 1 <= len(small_pool) <= 2, len(small_pool)
     assert r.uncertainty and logging.getLogger("embedselect.metrics").level == logging.NOTSET  # the level is restored

@@ -94,7 +94,7 @@ def replacing(path: str | Path) -> Iterator[Path]:
     path = Path(path)
     if path.is_symlink():
         raise ConfigError(f"{path} is a link to {os.readlink(path)}; embedselect does not replace links nor write "
-                          "through them: name the file itself")  # fmt: skip
+                          "through them: name the file itself")
     folder = path.parent if str(path.parent) else Path(".")
     tmp = folder / temp_name(path.name, "tmp")
     mode = _mode_for(path)
@@ -138,7 +138,7 @@ def mark_owned(folder: str | Path, kind: str, *, inventory: bool = True) -> None
     removed) the marker only claims the folder (:func:`is_marked`)."""
     folder = Path(folder)
     info = {"tool": "embedselect", "kind": kind, "created_at": datetime.now(timezone.utc).isoformat(),
-            "files": folder_inventory(folder) if inventory else None}  # fmt: skip
+            "files": folder_inventory(folder) if inventory else None}
     write_text(folder / MARKER, json.dumps(info) + "\n")
 
 
@@ -165,10 +165,10 @@ def check_takeover(path: str | Path, *, versions: str | Path | None = None, what
     if p.is_symlink():
         target = Path(os.path.realpath(p))
         if versions is not None and _inside(target, Path(os.path.realpath(versions))) and target != Path(
-                os.path.realpath(versions)):  # fmt: skip
+                os.path.realpath(versions)):
             return
         raise ConfigError(f"{what} {p} is a link to {os.readlink(p)} that embedselect did not make; it was left as "
-                          "it is: remove it or choose another path")  # fmt: skip
+                          "it is: remove it or choose another path")
     if not p.exists():
         return
     if not p.is_dir():
@@ -177,14 +177,14 @@ def check_takeover(path: str | Path, *, versions: str | Path | None = None, what
         return
     if kinds is not None and is_owned(p) and marked_kind(p) not in set(kinds):
         raise ConfigError(f"{what} {p} holds embedselect's {marked_kind(p)}, not {ours}; it was not moved or deleted: "
-                          "choose another path")  # fmt: skip
+                          "choose another path")
     if is_marked(p):
         extra = foreign(p)
         raise ConfigError(f"{what} {p} is not {ours}: it carries embedselect's marker but also holds files that "
                           f"embedselect did not write there ({', '.join(extra[:5])}{', ...' if len(extra) > 5 else ''}); "
-                          "it was not moved or deleted: move those files away or choose a new or empty folder")  # fmt: skip
+                          "it was not moved or deleted: move those files away or choose a new or empty folder")
     raise ConfigError(f"{what} {p} is not {ours}: a folder with files that embedselect did not create; it was not "
-                      "moved or deleted: choose a new or empty folder (embedselect takes over only folders it made)")  # fmt: skip
+                      "moved or deleted: choose a new or empty folder (embedselect takes over only folders it made)")
 
 
 def check_replaceable(paths: Iterable[Path], *, ours: Callable[[Path], bool], what: str = "--out") -> None:
@@ -196,7 +196,7 @@ def check_replaceable(paths: Iterable[Path], *, ours: Callable[[Path], bool], wh
         names = ", ".join(str(p) for p in bad[:5]) + (", ..." if len(bad) > 5 else "")
         raise ConfigError(f"{what}: {names} already exist{'s' if len(bad) == 1 else ''} and "
                           f"{'was' if len(bad) == 1 else 'were'} not written by embedselect; nothing was written and "
-                          "they were left as they are: move them away or choose another folder")  # fmt: skip
+                          "they were left as they are: move them away or choose another folder")
 
 
 def check_output_file(path: str | Path, *, what: str = "--out",
@@ -207,7 +207,7 @@ def check_output_file(path: str | Path, *, what: str = "--out",
     p = _real(Path(str(path)).expanduser())
     if Path(path).expanduser().is_symlink():
         raise ConfigError(f"{what} {path} is a link to {os.readlink(Path(path).expanduser())}; embedselect does not "
-                          "replace links nor write through them: name the file itself")  # fmt: skip
+                          "replace links nor write through them: name the file itself")
     for name, folder in dict(inside_forbidden or {}).items():
         if folder is not None and _inside(p, Path(os.path.realpath(os.path.abspath(Path(folder).expanduser())))):
             raise ConfigError(f"{what} {path} is inside the {name} ({folder}); choose a file outside it")
@@ -220,7 +220,7 @@ def own_file(path: str | Path, *, what: str, error: type[Exception] = ConfigErro
     p = Path(path)
     if p.is_symlink():
         raise error(f"{what} {p} is a link to {os.readlink(p)}; embedselect never opens its own files through a link: "
-                    "remove the link")  # fmt: skip
+                    "remove the link")
     return p
 
 
@@ -234,7 +234,7 @@ def _probe_writable(folder: Path, what: str, path: Path) -> None:
         probe_dir = probe_dir.parent
     if not probe_dir.is_dir():
         raise ConfigError(f"{what} {path}: {probe_dir} is a file, so the folder {folder} cannot be created; choose "
-                          "another path")  # fmt: skip
+                          "another path")
     probe = probe_dir / temp_name("write-check", "probe")
     try:
         fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
@@ -242,7 +242,7 @@ def _probe_writable(folder: Path, what: str, path: Path) -> None:
         os.unlink(probe)
     except OSError as exc:
         raise ConfigError(f"{what} {path}: the folder {probe_dir} is not writable ({exc.strerror or exc}); choose "
-                          "another place or fix its permissions") from None  # fmt: skip
+                          "another place or fix its permissions") from None
 
 
 def check_output_target(path: str | Path, *, protected: Mapping[str, str | Path | None] | None = None,
@@ -274,7 +274,7 @@ def check_output_target(path: str | Path, *, protected: Mapping[str, str | Path 
         raise ConfigError(f"{what} {p} is an existing file, not a folder; it was left as it is: name a folder")
     if p == Path(p.anchor) or p == home:
         raise ConfigError(f"{what}: {p} is {'the root folder' if p == Path(p.anchor) else 'the home folder'}; "
-                          "name a folder of its own, e.g. ./site")  # fmt: skip
+                          "name a folder of its own, e.g. ./site")
     checks = [(name, folder, False) for name, folder in dict(protected or {}).items()]
     checks += [(name, folder, True) for name, folder in dict(inside_forbidden or {}).items()]
     also = [Path(os.path.realpath(p))] if p.is_symlink() and not into else []  # a link is replaced; what it points at, pruned
@@ -287,11 +287,11 @@ def check_output_target(path: str | Path, *, protected: Mapping[str, str | Path 
             raise ConfigError(f"{what}: {p} is the {name}; the published output needs a folder of its own")
         if _inside(f, p):
             raise ConfigError(f"{what}: {p} contains the {name} ({f}); the published output needs a folder of its "
-                              "own, e.g. a new ./site next to it")  # fmt: skip
+                              "own, e.g. a new ./site next to it")
         for q in also:
             if _inside(f, q):
                 raise ConfigError(f"{what}: the {name} ({f}) lies inside {q}, which embedselect replaces or prunes "
-                                  f"with {p}; move the {name} out of it")  # fmt: skip
+                                  f"with {p}; move the {name} out of it")
         if no_inside and (_inside(p, f) or _inside(Path(os.path.realpath(p)), f)):
             raise ConfigError(f"{what}: {p} is inside the {name} ({f}); choose a folder outside it")
     if writable:
@@ -352,7 +352,7 @@ def swap_dir(new: str | Path, target: str | Path, *, legacy: Callable[[Path], bo
     fsync_dir(target.parent)
     if not remove_owned(old, legacy=legacy, kinds=kinds) and (old.exists() or old.is_symlink()):
         log.warning("%s: the folder it replaced holds files embedselect did not write (%s); it was kept as %s",
-                    target, ", ".join(foreign(old)[:5]), old)  # fmt: skip
+                    target, ", ".join(foreign(old)[:5]), old)
 
 
 def replace_folder(out: str | Path, fill: Callable[[Path], None], *, error: type[Exception], what: str,

@@ -56,7 +56,7 @@ class RunProgress:
 
             self._bar = tqdm(total=total, desc=desc, unit="step", file=sys.stderr, position=0, leave=False,
                              **bar_size(sys.stderr), bar_format="{desc} {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} "
-                             "[{elapsed}<{remaining}]{postfix}")  # fmt: skip
+                             "[{elapsed}<{remaining}]{postfix}")
 
     def set_total(self, total: int) -> None:
         if self._bar is not None:

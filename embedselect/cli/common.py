@@ -243,7 +243,7 @@ def format_validation(ranking) -> list[str]:
     }
     if v.get("metrics"):
         lines.append(f"  how well each label-free score predicts these accuracies (rank correlations, {pct} bootstrap "
-                     "interval over candidates):")  # fmt: skip
+                     "interval over candidates):")
     for mv in v.get("metrics", []):
         name = mv["metric"]
         if name in secondary:

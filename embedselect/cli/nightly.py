@@ -61,7 +61,7 @@ def cmd_nightly(args) -> int:
         if args.json:  # the machine-readable summary also for the nights that exit non-zero
             status = "locked" if isinstance(exc, NightlyLockedError) else "empty"
             print(json.dumps(getattr(exc, "summary", None) or {"status": status, "error": str(exc)}, indent=2,
-                             default=str))  # fmt: skip
+                             default=str))
         raise
     if args.json:
         print(json.dumps(summary, indent=2, default=str))

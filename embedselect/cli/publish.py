@@ -25,7 +25,7 @@ def cmd_badge(args) -> int:
     from embedselect.store import default_cache_dir
 
     fsguard.check_output_target(args.out, what="--out", into=True,
-                                inside_forbidden={"cache": args.cache_dir or default_cache_dir()})  # fmt: skip
+                                inside_forbidden={"cache": args.cache_dir or default_cache_dir()})
     _, ranking = _ranking(args)
     written = write_badges(ranking, args.out, dataset=args.dataset, base_url=args.base_url)
     if args.json:

@@ -165,12 +165,12 @@ def register(sub) -> None:
             "--weight", action="append", default=[], metavar="METRIC=W",
             help="weight of a metric in the combined score (default: each metric's own, see `embedselect metrics`; "
             "0 shows a metric without combining it), e.g. sufficiency=0.5",
-        )  # fmt: skip
+        )
         p.add_argument(
             "--drop-duplicates", choices=["exact", "near"], default=None,
             help="rank without duplicate items: exact copies, or near copies (cosine >= 0.95 of cheap text / pixel "
             "features, the same for every candidate); the JSON's dataset.report says how many were dropped",
-        )  # fmt: skip
+        )
 
     p = sub.add_parser("rank", help="rank candidate embedders on your data")
     add_data_args(p)

@@ -27,7 +27,7 @@ def register(subparsers) -> None:
     add_data_args(p, labels=False, seed=False)
     p.add_argument("--model", "-m", required=True,
                    help="candidate spec (hub id, local dir, baseline), or 'best': the top candidate of the newest "
-                        "ranking of the same data in the cache")  # fmt: skip
+                        "ranking of the same data in the cache")
     p.add_argument("--out", "-o", required=True, type=Path, help="index folder to write")
     p.add_argument("--seed", type=int, default=None, help="root seed (default 0, or the ranking's for 'best')")
     p.add_argument("--metric", choices=["cosine", "ip", "l2"], default="cosine")
@@ -74,7 +74,7 @@ def register(subparsers) -> None:
                    help="count near-duplicate items (cosine similarity >= COSINE, e.g. 0.95) under each candidate")
     p.add_argument("--write-deduped", type=Path, metavar="FILE.csv",
                    help="with --near-duplicates, text data: write the items minus near-duplicates under the first "
-                        "candidate (columns id, text) to rank them again")  # fmt: skip
+                        "candidate (columns id, text) to rank them again")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", action="store_true")
     p.add_argument("--html", type=Path, help="also write the view as an HTML section to this file")
@@ -97,7 +97,7 @@ def cmd_index(args) -> int:
         on_error=args.on_error, cache_dir=args.cache_dir, device=args.device, batch_size=args.batch_size,
         policy=load_policy(args), metric=args.metric, exact=False if args.approximate else None,
         overwrite=args.overwrite, progress=not args.quiet,
-    )  # fmt: skip
+    )
     m = idx.manifest
     if args.json:
         print(json.dumps(m.to_dict(), indent=2, default=str))
@@ -114,7 +114,7 @@ def cmd_search(args) -> int:
     if args.k < 1:
         raise ConfigError("-k must be at least 1")
     idx = SearchIndex.load(args.index_dir, model=args.model, data=args.data, column=args.column,
-                           max_items=args.max_items, seed=args.seed)  # fmt: skip
+                           max_items=args.max_items, seed=args.seed)
     results = idx.search(args.query, args.k, device=args.device, policy=load_policy(args))
     if args.json:
         payload = {
@@ -151,7 +151,7 @@ def cmd_neighbours(args) -> int:
         near_duplicate_threshold=args.near_duplicates, column=args.column, max_items=args.max_items,
         seed=args.seed, on_error=args.on_error, cache_dir=args.cache_dir, device=args.device,
         batch_size=args.batch_size, policy=load_policy(args), progress=not args.quiet,
-    )  # fmt: skip
+    )
     if args.write_deduped is not None:
         import pandas as pd
 

@@ -37,13 +37,13 @@ def without_duplicates(ref: R, rule: str, *, threshold: float, k: int, seed: int
         ref.report, n_used=len(sel), n_distinct=len(sel), deduped=True, duplicates_dropped=rule,
         n_dropped_duplicates=ref.report.n_dropped_duplicates + len(ref) - len(sel),
         near_duplicate_threshold=float(threshold) if rule == "near" else ref.report.near_duplicate_threshold,
-    )  # fmt: skip
+    )
     return type(ref)(
         modality=ref.modality, items=tuple(items), labels=labels_array(labels),
         ids=tuple(ref.ids[i] for i in sel),
         fingerprint=fingerprint(ref.modality, [digests[i] for i in sel], ref._sample_settings),
         source=ref.source, report=report, _sample_settings=dict(ref._sample_settings),
-    )  # fmt: skip
+    )
 
 
 def item_digests(ref: ReferenceItems) -> list[bytes]:

@@ -115,7 +115,7 @@ def present_values(values: list[Any]) -> list[Any]:
     return [
         v for v in values
         if not is_missing(v) and not isinstance(v, BadItem) and not (isinstance(v, str) and not v.strip())
-    ]  # fmt: skip
+    ]
 
 
 def read_ragged_csv(raw: bytes, *, sep: str, label_column: str | None):

@@ -24,11 +24,9 @@ _LAZY = {
     "centered_cosine_kernel": "embedselect.metrics.kernels",
     # information sufficiency (issue 4)
     "information_sufficiency": "embedselect.metrics.sufficiency.score",
-    # nearest neighbours with FAISS (issue 12)
-    "knn": "embedselect.metrics.neighbours",
+    # nearest-neighbour metrics (the k-NN primitives themselves: embedselect.nn.knn)
     "knn_predict": "embedselect.metrics.neighbours",
     "mutual_knn_agreement": "embedselect.metrics.neighbours",
-    "near_duplicates": "embedselect.metrics.neighbours",
 }
 
 __all__ = [

@@ -191,7 +191,7 @@ class MetricSpec:
         import inspect
 
         modules = set(self.code) or {self.compute.split(":")[0] if isinstance(self.compute, str)
-                                     else self.compute.__module__}  # fmt: skip
+                                     else self.compute.__module__}
         modules |= set(_SHARED_CODE)
         h = hashlib.sha256()
         for name in sorted(modules):
@@ -266,7 +266,7 @@ for _spec in (
                description="community structure of each candidate's own k-NN graph (Louvain modularity; part of the "
                            "default combination)",
                code=("embedselect.metrics.comparators.modularity", "embedselect.metrics.comparators.agreement", "embedselect.metrics.sampling")),
-):  # fmt: skip
+):
     register_metric(_spec)
 
 

@@ -1,7 +1,7 @@
 """Nearest-neighbour metrics over FAISS k-NN (:mod:`embedselect.nn.knn`): k-NN voting (a scikit-learn drop-in
 classifier) and mutual-nearest-neighbour agreement between candidates. The k-NN primitives themselves (``knn``,
 ``build_index``, ``search_index``, ``near_duplicates``, the GPU placement) live in :mod:`embedselect.nn.knn`, below
-data, metrics and search; they are re-exported here for existing imports.
+data, metrics and search; import them from there.
 """
 
 from __future__ import annotations
@@ -14,19 +14,7 @@ import numpy as np
 
 from embedselect.errors import ConfigError, MetricError
 from embedselect.metrics.comparators.agreement import agreement_matrix
-from embedselect.nn.knn import (
-    APPROX_THRESHOLD,
-    NearDuplicates,
-    Neighbours,
-    build_index,
-    faiss_has_gpu,
-    gpu_smoke_test,
-    is_exact,
-    knn,
-    near_duplicates,
-    prepare,
-    search_index,
-)
+from embedselect.nn.knn import APPROX_THRESHOLD, Neighbours, knn, prepare
 
 log = logging.getLogger(__name__)
 
@@ -180,20 +168,4 @@ def mutual_knn_agreement(
                         exact=bool(all_exact), device=" + ".join(dict.fromkeys(devices)))
 
 
-__all__ = [
-    "APPROX_THRESHOLD",
-    "FaissKNeighborsClassifier",
-    "KnnAgreement",
-    "NearDuplicates",
-    "Neighbours",
-    "build_index",
-    "faiss_has_gpu",
-    "gpu_smoke_test",
-    "is_exact",
-    "knn",
-    "knn_predict",
-    "mutual_knn_agreement",
-    "near_duplicates",
-    "prepare",
-    "search_index",
-]
+__all__ = ["FaissKNeighborsClassifier", "KnnAgreement", "knn_predict", "mutual_knn_agreement"]

@@ -200,10 +200,10 @@ def _check_output(cfg: NightlyConfig, source: str) -> None:
 
     if not cfg.output.strip() or cfg.output.strip() in (".", "./"):
         raise ConfigError(f"invalid nightly configuration {source}:\n  output: {cfg.output!r} would be the "
-                          "configuration's own folder; name a folder of its own, e.g. ./site")  # fmt: skip
+                          "configuration's own folder; name a folder of its own, e.g. ./site")
     try:
         check_outputs(cfg.output_path, store=cfg.store_path, data=cfg.data_path, config_dir=Path(cfg.base_dir),
-                      writable=False)  # fmt: skip
+                      writable=False)
     except ConfigError as exc:
         raise ConfigError(f"invalid nightly configuration {source}:\n  {exc}") from None
 

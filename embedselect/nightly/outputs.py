@@ -78,14 +78,14 @@ def write_site(folder: Path, ranking: Any, leaderboard: list[dict[str, Any]], su
     from embedselect.publish.text import clean
 
     _write(folder / "leaderboard.json", json.dumps({"night": summary["started_at"], "run_id": summary["run_id"],
-                                                   "rows": leaderboard}, indent=2, default=str))  # fmt: skip
+                                                   "rows": leaderboard}, indent=2, default=str))
     _write(folder / "leaderboard.md", _leaderboard_md(leaderboard, summary))
     _write(folder / "ranking.json", ranking.to_json())
     _write(folder / "report.html", report.to_html(ranking, title="embedselect nightly ranking"))
     _write(folder / "report.md", report.to_markdown(ranking))
     leader = clean(leaderboard[0]["name"]) if leaderboard else "none"
     _write(folder / "badges" / "leader.json", json.dumps(
-        {"schemaVersion": 1, "label": "best embedder", "message": leader, "color": "blue"}))  # fmt: skip
+        {"schemaVersion": 1, "label": "best embedder", "message": leader, "color": "blue"}))
     write_badges(ranking, folder / "badges", dataset=Path(str(ranking.dataset.get("source", "data"))).name)
     _write(folder / "run.json", json.dumps(summary, indent=2, default=str))
 
@@ -100,7 +100,7 @@ def _ours_by_name(entry: Path) -> bool:
     """A name the nightly job (this version or an older one) gives inside its versions folder."""
     n = entry.name
     return (n == fsguard.MARKER or bool(RUN_ID_RE.match(n)) or bool(_OLD_PARTIAL_RE.match(n))
-            or n.startswith("legacy-") or fsguard.temp_parts(n) is not None)  # fmt: skip
+            or n.startswith("legacy-") or fsguard.temp_parts(n) is not None)
 
 
 def _check_versions(versions: Path) -> None:
@@ -108,13 +108,13 @@ def _check_versions(versions: Path) -> None:
     holding only names the nightly job gives."""
     if versions.is_symlink() or (versions.exists() and not versions.is_dir()):
         raise ConfigError(f"output: {versions} is not a folder of embedselect's; it was left as it is: remove it or "
-                          "choose another output")  # fmt: skip
+                          "choose another output")
     if not versions.exists() or fsguard.is_marked(versions):
         return
     strange = sorted(e.name for e in versions.iterdir() if not _ours_by_name(e))
     if strange:
         raise ConfigError(f"output: {versions} holds files embedselect did not create ({', '.join(strange[:5])}); it "
-                          "was left as it is: move them away or choose another output")  # fmt: skip
+                          "was left as it is: move them away or choose another output")
 
 
 def check_outputs(output: Path, *, store: Path | None, data: Path | None, config_dir: Path | None,
@@ -132,7 +132,7 @@ def check_outputs(output: Path, *, store: Path | None, data: Path | None, config
         protected={"folder of the data file": Path(data).parent if data is not None else None,
                    "configuration's folder": config_dir},
         inside_forbidden={"store": store, "data folder": data_folder},
-    )  # fmt: skip
+    )
     if writable:
         fsguard.check_takeover(out, versions=versions_folder(out), what="output", kinds=_KINDS, ours=_OURS)
         _check_versions(versions_folder(out))
@@ -209,7 +209,7 @@ def _live_temp(name: str) -> bool:
 
 
 _SITE_FILES = {"leaderboard.json", "leaderboard.md", "ranking.json", "report.html", "report.md", "run.json",
-               fsguard.MARKER, "badges"}  # fmt: skip
+               fsguard.MARKER, "badges"}
 _BADGE_RE = re.compile(r"^(leader\.json|badges\.md|[A-Za-z0-9._-]+\.(svg|json))$")
 
 
@@ -219,7 +219,7 @@ def _legacy_version(folder: Path) -> bool:
         if e.is_symlink() or e.name not in _SITE_FILES or e.is_dir() != (e.name == "badges"):
             return False
         if e.name == "badges" and not all(b.is_file() and not b.is_symlink() and _BADGE_RE.match(b.name)
-                                          for b in e.iterdir()):  # fmt: skip
+                                          for b in e.iterdir()):
             return False
     return True
 
@@ -231,12 +231,12 @@ def _prune(versions: Path, *, keep: Path) -> list[Path]:
     ``legacy-*`` folders (a user's folder that an older version moved here) are kept. Returns the folders kept."""
     ours = [d for d in versions.iterdir() if d.is_dir() and not d.is_symlink() and d != keep
             and (RUN_ID_RE.match(d.name) or (fsguard.is_marked(d) and not d.name.startswith("legacy-")
-                                             and not _live_temp(d.name)))]  # fmt: skip
+                                             and not _live_temp(d.name)))]
     ours.sort(key=lambda d: d.stat().st_mtime, reverse=True)
     kept = []
     for d in ours[KEEP_VERSIONS - 1:]:
         if not fsguard.remove_owned(d, legacy=_legacy_version, kinds=_KINDS):
             kept.append(d)
             log.warning("output: %s holds files embedselect did not write (%s); it was kept, not pruned: move them "
-                        "away and the next night prunes it", d, ", ".join(fsguard.foreign(d)[:5]))  # fmt: skip
+                        "away and the next night prunes it", d, ", ".join(fsguard.foreign(d)[:5]))
     return kept

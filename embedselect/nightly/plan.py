@@ -41,7 +41,7 @@ class Planned:
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "why": self.why, "model_id": self.model_id, "revision": self.revision,
-                "cached": self.cached, "prev_rank": self.prev_rank}  # fmt: skip
+                "cached": self.cached, "prev_rank": self.prev_rank}
 
 
 @dataclass
@@ -119,7 +119,7 @@ def build_plan(cfg: Any, store: Any, crawl: Any, ref: Any, *, token: str | None 
             if model_id and revision:
                 cached = store.has_run(model_id, revision, fp)
         pool[spec_cand.name] = Planned(spec_cand.name, "pinned", model_id, revision, cached,
-                                       prev_rank.get(spec_cand.name), spec_cand)  # fmt: skip
+                                       prev_rank.get(spec_cand.name), spec_cand)
 
     fresh: list[Planned] = []
     skipped: list[dict[str, Any]] = []

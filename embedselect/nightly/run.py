@@ -90,7 +90,7 @@ def _crawl(cfg: NightlyConfig, store: Any, token: str | None, *, record: bool):
         store=store, record=record, token=token, library=c.library, pipeline_tag=c.pipeline_tag, tags=c.tags,
         author=c.author, search=c.search, sort=c.sort, limit=c.limit, min_params=c.min_params,
         max_params=c.max_params, licenses=c.licenses, include_gated=not c.exclude_gated,
-    )  # fmt: skip
+    )
     return result
 
 
@@ -104,7 +104,7 @@ def _leaderboard(ranking: Any, planned: dict[str, Any]) -> list[dict[str, Any]]:
             "why": p.why if p is not None else None, "prev_rank": prev,
             "delta": (prev - r.rank) if prev is not None and r.rank is not None else None,
             "combined_score": r.combined_score, "scores": dict(r.scores),
-        })  # fmt: skip
+        })
     return sorted(rows, key=lambda x: (x["rank"] is None, x["rank"] or 0, x["name"]))
 
 
@@ -134,7 +134,7 @@ def run_night(cfg: NightlyConfig, *, dry_run: bool = False, executor: Any = None
         from embedselect.store import default_cache_dir
 
         check_outputs(cfg.output_path, store=cfg.store_path or default_cache_dir(), data=cfg.data_path,
-                      config_dir=Path(cfg.base_dir))  # fmt: skip
+                      config_dir=Path(cfg.base_dir))
     store = Store.open(cfg.store_path)
     if dry_run:
         return _night(cfg, store, dry_run=True, executor=None, token=token)
@@ -164,12 +164,12 @@ def _night(cfg: NightlyConfig, store: Any, *, dry_run: bool, executor: Any, toke
     }
     with stages("data"):
         ref = ReferenceData.load(cfg.data_path, column=cfg.data.column, max_items=cfg.data.max_items, seed=cfg.seed,
-                                 on_error=cfg.data.on_error)  # fmt: skip
+                                 on_error=cfg.data.on_error)
     summary["data"] = {"path": str(cfg.data_path), "items": len(ref), "fingerprint": ref.fingerprint}
     with stages("crawl"):
         crawled = _crawl(cfg, store, token, record=not dry_run)
     summary["crawl"] = {"query": crawled.query, "models": len(crawled.models), "pages": crawled.pages,
-                        "complete": crawled.complete, "errors": [e.message for e in crawled.errors]}  # fmt: skip
+                        "complete": crawled.complete, "errors": [e.message for e in crawled.errors]}
     with stages("plan"):
         plan = build_plan(cfg, store, crawled, ref, token=token)
     planned = {p.name: p for p in plan.candidates}
@@ -197,7 +197,7 @@ def _night(cfg: NightlyConfig, store: Any, *, dry_run: bool, executor: Any, toke
         return False
 
     job = EmbedJob(seed=cfg.seed, device=cfg.device, batch_size=cfg.batch_size, token=token,
-                   timeout_s=cfg.model_timeout_minutes * 60.0 if cfg.model_timeout_minutes else None)  # fmt: skip
+                   timeout_s=cfg.model_timeout_minutes * 60.0 if cfg.model_timeout_minutes else None)
     own_executor = executor is None
     if own_executor:
         executor = get_executor(cfg.executor.kind, **cfg.executor.model_dump(exclude={"kind"}))
@@ -221,7 +221,7 @@ def _night(cfg: NightlyConfig, store: Any, *, dry_run: bool, executor: Any, toke
                         ref, [p.candidate for p in pool], [outcomes[p.name] for p in pool], store=store,
                         metrics=list(cfg.metrics), seed=cfg.seed, device=cfg.device, batch_size=cfg.batch_size,
                         metric_options=cfg.metric_options, weights=cfg.weights, token=token, save=True,
-                    )  # fmt: skip
+                    )
                 except AllCandidatesFailedError as exc:  # every candidate failed tonight
                     log.warning("nightly: nothing could be ranked: %s", exc)
                     summary["rank_error"] = str(exc)
@@ -245,7 +245,7 @@ def _night(cfg: NightlyConfig, store: Any, *, dry_run: bool, executor: Any, toke
         + [{"name": p.name, "reason": "max_new"} for p in plan.deferred],
         "pairs": {"computed": pairs_computed, "reused": max(pairs_total - pairs_computed, 0), "total": pairs_total},
         "ranked": n_ok,
-    })  # fmt: skip
+    })
     return _close_night(cfg, store, summary, stages, t_start, ranking=ranking, planned=planned, failed=failed)
 
 
@@ -310,7 +310,7 @@ def _embed(cfg: NightlyConfig, executor: Any, store: Any, ref: Any, plan: Any, j
     cached = [p.candidate for p in plan.candidates if p.name not in skip]
     if cached:
         for o in embed_reference(ref, cached, store=store, seed=cfg.seed, device=cfg.device,
-                                 batch_size=cfg.batch_size, token=job.token, keep_vectors=False):  # fmt: skip
+                                 batch_size=cfg.batch_size, token=job.token, keep_vectors=False):
             outcomes[o.result.name] = o
     return outcomes, left
 
@@ -321,7 +321,7 @@ def _failure(r: Any, p: Any) -> dict[str, Any]:
     from embedselect.store.failures import is_transient
 
     return {"name": r.name, "model_id": r.model_id or p.model_id, "revision": r.revision or p.revision, "why": p.why,
-            "error_type": r.error_type, "reason": r.error, "transient": is_transient(r.error_type)}  # fmt: skip
+            "error_type": r.error_type, "reason": r.error, "transient": is_transient(r.error_type)}
 
 
 def _pairs_on_executor(cfg: NightlyConfig, executor: Any, store: Any, outcomes: list, modality: str) -> int:
@@ -340,4 +340,4 @@ def _pairs_on_executor(cfg: NightlyConfig, executor: Any, store: Any, outcomes: 
 
     options = metric_options(cfg.metric_options, modality).get("sufficiency", {})  # as select() will read them
     return executor.precompute_pairs(embs, keys, seed=cfg.seed, options=options,
-                                     store=store, device=cfg.device or "cpu")  # fmt: skip
+                                     store=store, device=cfg.device or "cpu")

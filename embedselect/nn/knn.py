@@ -76,7 +76,7 @@ def prepare(x: Any, metric: str = "cosine") -> np.ndarray:
     """
     _check_metric(metric)
     checked = check_embeddings(x, what="the matrix for nearest neighbours", min_rows=1, dtype=None, error=MetricError,
-                               hint="; nearest neighbours are undefined")  # fmt: skip
+                               hint="; nearest neighbours are undefined")
     a = np.array(checked, dtype=np.float32, order="C", copy=True)
     if metric == "cosine":
         norms = np.linalg.norm(a.astype(np.float64), axis=1, keepdims=True)

@@ -22,7 +22,7 @@ def rank_embedded(ctx: RunContext, t_start: float, *, save: bool, max_items: int
     validation = _validate_stage(ctx)
     if save and not ctx.store.can_record("the ranking"):
         ctx.warnings.append(f"the cache at {ctx.store.root} is read-only: this ranking is not stored (leaderboard "
-                            "and history will not show it)")  # fmt: skip
+                            "and history will not show it)")
     ranking = _report(ctx, decision, validation, max_items=max_items, on_error=on_error)
     ctx.timings["total"] = time.perf_counter() - t_start
     if save:
@@ -71,7 +71,7 @@ def _rank_stage(ctx: RunContext) -> Any:
     for name, r in rank_scores({n: by_name[n].combined_score for n in combined}).items():
         by_name[name].rank = competition_rank(r)
     ctx.outcomes.sort(key=lambda o: (not o.result.ok, o.result.rank if o.result.rank is not None else math.inf,
-                                     o.result.name))  # fmt: skip
+                                     o.result.name))
     decision = decide(combined, intervals={n: _intervals_in_score(by_name[n].intervals, full_weights) for n in combined})
     ctx.warnings += [f"no clear winner: {why}" for why in decision.reasons]
     if sum(1 for v in combined.values() if math.isfinite(v)) >= MIN_POOL:  # else decide() said it

@@ -218,4 +218,4 @@ def run_context(ref: Any, candidates: Any, *, store: Any, seed: int, device: str
         batch_size=batch_size, policy=policy or LoadPolicy(), token=token, progress=progress, metrics=list(metrics),
         metric_options=with_defaults(metric_options, ref.modality), weights=weights, bootstrap=bootstrap,
         timings={"candidates": {}, "metrics": {}, "validation": None, "total": None},
-    )  # fmt: skip
+    )

@@ -53,7 +53,7 @@ def embed(
     ref = load_reference_data(data, column=column, labels=labels, max_items=max_items, seed=seed, on_error=on_error)
     return embed_reference(ref, candidates, store=Store.open(cache_dir), seed=seed, device=device,
                            batch_size=batch_size, policy=policy, token=token, progress=progress,
-                           keep_vectors=keep_vectors)  # fmt: skip
+                           keep_vectors=keep_vectors)
 
 
 def embed_reference(
@@ -82,7 +82,7 @@ def embed_reference(
         one :class:`EmbedOutcome` per candidate, in the order given.
     """
     ctx = run_context(ref, candidates, store=store, seed=seed, device=device, batch_size=batch_size, policy=policy,
-                       token=token, progress=progress)  # fmt: skip
+                       token=token, progress=progress)
     try:
         return embed_stage(ctx, keep_vectors=keep_vectors)
     finally:
@@ -145,7 +145,7 @@ def _resolve(ctx: RunContext, cand: Any, res: CandidateResult, step: dict[str, A
         step["done"] += 1
         with library_progress(progress_enabled(ctx.progress)):
             rc = resolve_candidate(cand, policy=ctx.policy.for_model(cand.ref), token=ctx.token,
-                                   digest_dir=None if ctx.store.read_only else ctx.store.root / "digests")  # fmt: skip
+                                   digest_dir=None if ctx.store.read_only else ctx.store.root / "digests")
         res.model_id, res.revision, res.backend, res.modality = rc.model_id, rc.revision, rc.backend, rc.modality
         ctx.cards[cand.name] = _card(rc)
         res.model_bytes = weight_bytes(rc.local_dir) if rc.local_dir else None
@@ -155,7 +155,7 @@ def _resolve(ctx: RunContext, cand: Any, res: CandidateResult, step: dict[str, A
                 "choose candidates of the data's modality"
             )
         ctx.store.record_model(model_id=rc.model_id, revision=rc.revision, backend=rc.backend, modality=rc.modality,
-                               spec=cand.spec, local_dir=str(rc.local_dir) if rc.local_dir else None)  # fmt: skip
+                               spec=cand.spec, local_dir=str(rc.local_dir) if rc.local_dir else None)
         is_baseline = is_baseline_id(rc.model_id)
         precision = key_precision(cand.options.get("dtype"), ctx.device, baseline=is_baseline)
         key_options = vector_options(cand.options)
@@ -164,7 +164,7 @@ def _resolve(ctx: RunContext, cand: Any, res: CandidateResult, step: dict[str, A
 
             key_options = baseline_key_options(rc.backend, modality=rc.modality, options=key_options, seed=ctx.seed)
         key = run_key(model_id=rc.model_id, revision=rc.revision, backend=rc.backend, options=key_options,
-                      fingerprint=ctx.ref.fingerprint, precision=precision)  # fmt: skip
+                      fingerprint=ctx.ref.fingerprint, precision=precision)
         res.run_key = key
     return _Pinned(rc, key)
 
@@ -203,7 +203,7 @@ def _vectors(ctx: RunContext, cand: Any, pinned: _Pinned, res: CandidateResult, 
     with ctx.bar.stage(f"{cand.name}: load"), library_progress(progress_enabled(ctx.progress)):
         step["done"] += 1
         embedder = load_embedder(rc, device=ctx.device, policy=ctx.policy.for_model(cand.ref), options=cand.options,
-                                 seed=ctx.seed)  # fmt: skip
+                                 seed=ctx.seed)
     step["stage"] = "embed"
     log.info("%s: embedding %d %s items on %s", cand.name, len(ref), ref.modality, embedder.device)
     with ctx.bar.stage(f"{cand.name}: embed {len(ref)} {ref.modality} items"):
@@ -218,7 +218,7 @@ def _vectors(ctx: RunContext, cand: Any, pinned: _Pinned, res: CandidateResult, 
     with ctx.bar.stage(f"{cand.name}: store {vectors.nbytes / 2**20:,.1f} MiB", steps=0):  # named, not counted
         ctx.store.save_run(key=key, vectors=vectors, model_id=rc.model_id, revision=rc.revision, backend=rc.backend,
                            settings=embedder.settings(), fingerprint=ref.fingerprint, device=embedder.device,
-                           seconds=seconds)  # fmt: skip
+                           seconds=seconds)
     res.seconds = seconds
     # hand on the stored file, memory-mapped, and let the in-memory matrix go: the run then holds at most one
     # candidate's matrix in its own memory at a time (the file was just written and checksummed: size check only)
@@ -237,7 +237,7 @@ def record_candidate_failure(ctx: RunContext, cand: Any, res: CandidateResult, e
     hub_repo = cand.ref if cand.kind == "hub" else None
     message = record_failure(ctx.store, spec=cand.spec, stage=stage, error=exc, model_id=res.model_id or hub_repo,
                              revision=res.revision or cand.revision, fingerprint=ctx.ref.fingerprint,
-                             token=ctx.token, repo_id=hub_repo)  # fmt: skip
+                             token=ctx.token, repo_id=hub_repo)
     res.status, res.error_type, res.error = "failed", type(exc).__name__, message
     if not isinstance(exc, EmbedselectError):
         log.debug("unexpected error for %s", cand.name, exc_info=exc)

@@ -28,7 +28,7 @@ def pool_relations(ctx: RunContext) -> tuple[list[Any], dict[str, str]]:
                for c in ctx.candidates if c.name in by_name}
     # what the vectors cannot show, the cards say: a model2vec distillation or a quantisation of a pool member
     identities = {n: (model, aliases, not origins[n][2]) for n, (model, aliases, _) in ctx.cards.items()
-                  if n in origins}  # fmt: skip
+                  if n in origins}
     copies = pool_copies({n: ctx.vectors[n] for n in names}, seed=ctx.seed, origins=origins,
                          cards={n: ctx.cards[n][2] for n in identities}, identities=identities)
     parent = {n: n for n in names}

@@ -91,7 +91,7 @@ def select(
     ref.require_distinct()
     ctx = run_context(ref, candidates, store=Store.open(cache_dir), seed=seed, device=device, batch_size=batch_size,
                        policy=policy, token=token, progress=progress, metrics=metrics, metric_options=metric_options,
-                       weights=weights, bootstrap=bootstrap)  # fmt: skip
+                       weights=weights, bootstrap=bootstrap)
     try:
         t_start = time.perf_counter()
         embed_stage(ctx, keep_vectors=True)
@@ -117,7 +117,7 @@ def select_embedded(ref: Any, candidates: Sequence[Any], outcomes: Sequence[Embe
     ref.require_distinct()
     ctx = run_context(ref, list(candidates), store=store, seed=seed, device=device, batch_size=batch_size,
                        policy=None, token=token, progress=False, metrics=metrics, metric_options=metric_options,
-                       weights=weights, bootstrap=bootstrap)  # fmt: skip
+                       weights=weights, bootstrap=bootstrap)
     try:
         t_start = time.perf_counter()
         for cand, outcome in zip(ctx.candidates, outcomes):
@@ -131,7 +131,7 @@ def select_embedded(ref: Any, candidates: Sequence[Any], outcomes: Sequence[Embe
             vectors = store.load_vectors(r.run_key, mmap=True) if r.run_key else None
             if vectors is None:  # e.g. removed by `cache rm` since it was embedded
                 record_candidate_failure(ctx, cand, r, StoreError(f"the embeddings of {r.name} are no longer in {store.root}"),
-                                {"stage": "cache", "done": 0})  # fmt: skip
+                                {"stage": "cache", "done": 0})
             else:
                 ctx.vectors[r.name] = vectors
         return rank_embedded(ctx, t_start, save=save, max_items=None, on_error="fail")

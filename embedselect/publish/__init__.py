@@ -11,4 +11,4 @@ from embedselect.publish.report import to_html, to_markdown
 __all__ = [
     "Badge", "badge_for", "write_badges", "eval_results", "eval_results_yaml", "push_card", "update_card",
     "leaderboard_rows", "load_ranking", "previous_ranking", "to_html", "to_markdown",
-]  # fmt: skip
+]

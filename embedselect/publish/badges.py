@@ -26,7 +26,7 @@ LABEL = "embedselect"
 # by rank, first to last, shields.io's palette
 _COLOURS = ("brightgreen", "green", "yellowgreen", "yellow", "orange")
 _HEX = {"brightgreen": "#4c1", "green": "#97ca00", "yellowgreen": "#a4a61d", "yellow": "#dfb317",
-        "orange": "#fe7d37", "lightgrey": "#9f9f9f"}  # fmt: skip
+        "orange": "#fe7d37", "lightgrey": "#9f9f9f"}
 
 
 @dataclass(frozen=True)
@@ -82,7 +82,7 @@ def badge_for(ranking: Ranking, candidate: CandidateResult | str, *, dataset: st
     else:
         message = f"#{c.rank} of {total} · {label}"
     return Badge(candidate=c.name, message=clean(message), color=_colour(c.rank if c.ok else None, total),
-                 stem=safe_filename(c.name))  # fmt: skip
+                 stem=safe_filename(c.name))
 
 
 def _write(path: Path, text: str) -> None:

@@ -44,20 +44,20 @@ def _parse_card(card_text: str | None):
     block = _FRONT_MATTER.match(text)
     if text.lstrip().startswith("---") and block is None:
         raise ConfigError("the model card starts a YAML front matter (---) that is never closed by a --- line; fix "
-                          "the card first (it was not changed)")  # fmt: skip
+                          "the card first (it was not changed)")
     try:
         meta = yaml.safe_load(block.group(2)) if block else None
     except yaml.YAMLError as exc:
         raise ConfigError(f"the model card's YAML front matter is not valid YAML ({' '.join(str(exc).split())}); "
-                          "fix it first (the card was not changed)") from None  # fmt: skip
+                          "fix it first (the card was not changed)") from None
     if meta is not None and not isinstance(meta, dict):
         raise ConfigError(f"the model card's YAML front matter is a {type(meta).__name__}, not a mapping of keys; "
-                          "fix it first (the card was not changed)")  # fmt: skip
+                          "fix it first (the card was not changed)")
     try:
         return ModelCard(text)
     except (ValueError, yaml.YAMLError) as exc:
         raise ConfigError(f"the model card's metadata cannot be read ({' '.join(str(exc).split())}); fix it first "
-                          "(the card was not changed)") from None  # fmt: skip
+                          "(the card was not changed)") from None
 
 
 def _candidate(ranking: Ranking, candidate: str):
@@ -88,9 +88,9 @@ def eval_results(ranking: Ranking, candidate: str, *, dataset: str | None = None
         task_type=TASK, task_name="label-free embedding ranking", dataset_type="embedselect/reference-data",
         dataset_name=name, dataset_revision=str(ranking.dataset.get("fingerprint", "")), source_name=SOURCE,
         source_url="https://pypi.org/project/embedselect/",
-    )  # fmt: skip
+    )
     out = [EvalResult(metric_type="embedselect/rank", metric_name=f"rank of {len(ranking.ok)}",
-                      metric_value=c.rank, **common)]  # fmt: skip
+                      metric_value=c.rank, **common)]
     for m in ranking.metrics:
         if c.scores.get(m) is not None:
             out.append(EvalResult(metric_type=f"embedselect/{m}", metric_name=m, metric_value=float(c.scores[m]), **common))
@@ -131,7 +131,7 @@ def update_card(card_text: str | None, ranking: Ranking, candidate: str, *, data
     data: Any = card.data  # a ModelCardData (huggingface_hub types it as the CardData base)
     fingerprint = str(ranking.dataset.get("fingerprint", ""))
     kept = [e for e in (data.eval_results or [])
-            if not (e.source_name == SOURCE and e.dataset_revision == fingerprint)]  # fmt: skip
+            if not (e.source_name == SOURCE and e.dataset_revision == fingerprint)]
     data.eval_results = kept + eval_results(ranking, candidate, dataset=dataset)
     if not data.model_name:
         data.model_name = clean(c.model_id if c.model_id and "/" in c.model_id else c.name)
@@ -157,7 +157,7 @@ def eval_results_yaml(ranking: Ranking, candidate: str, *, hub_dataset: str, tas
     metric = ranking.metrics[0]
     entry = EvalResultEntry(dataset_id=hub_dataset, task_id=task_id, value=float(c.scores[metric]),
                             source_url="https://pypi.org/project/embedselect/", source_name=SOURCE,
-                            notes=f"{metric}, label-free; data fingerprint {ranking.dataset.get('fingerprint', '')}")  # fmt: skip
+                            notes=f"{metric}, label-free; data fingerprint {ranking.dataset.get('fingerprint', '')}")
     return yaml.safe_dump(eval_result_entries_to_yaml([entry]), sort_keys=False)
 
 
@@ -173,7 +173,7 @@ def push_card(repo_id: str, card_text: str, *, token: str | None = None, endpoin
     api = HfApi(endpoint=endpoint, token=token, library_name="embedselect")
     try:
         info = api.upload_file(path_or_fileobj=card_text.encode("utf-8"), path_in_repo="README.md", repo_id=repo_id,
-                               repo_type="model", commit_message=message, create_pr=True)  # fmt: skip
+                               repo_type="model", commit_message=message, create_pr=True)
     except Exception as exc:  # noqa: BLE001 - mapped to a typed, token-free error
         raise HubError(f"could not open a pull request on {repo_id}: {redact(str(exc), token)}") from None
     return str(getattr(info, "pr_url", None) or info)

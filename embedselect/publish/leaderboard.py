@@ -100,7 +100,7 @@ def leaderboard_rows(ranking: Ranking, previous: Ranking | None = None) -> list[
             if p and p.combined_score is not None and c.combined_score is not None else None,
             new=p is None and previous is not None,
             revision_changed=bool(p and p.revision != c.revision),
-        ))  # fmt: skip
+        ))
     return rows
 
 
@@ -119,7 +119,7 @@ def _change(row: Row) -> str:
 def _provenance(ranking: Ranking, previous: Ranking | None) -> str:
     ds = ranking.dataset
     text = (f"{ds.get('n', '?')} {ds.get('modality', '')} items, data fingerprint "
-            f"{str(ds.get('fingerprint', ''))[:12]}, ranking {ranking.ranking_id[:12]} ({ranking.created_at})")  # fmt: skip
+            f"{str(ds.get('fingerprint', ''))[:12]}, ranking {ranking.ranking_id[:12]} ({ranking.created_at})")
     if previous is not None:
         text += f"; changes against ranking {previous.ranking_id[:12]} ({previous.created_at})"
     return text
@@ -133,7 +133,7 @@ def to_markdown(ranking: Ranking, previous: Ranking | None = None) -> str:
     for r in rows:
         cells = [num(r.rank), _change(r), md(r.name), num(r.score),
                  "" if r.score_change is None else f"{r.score_change:+.3f}",
-                 *(num(r.scores.get(m)) for m in ranking.metrics), md((r.revision or "")[:12])]  # fmt: skip
+                 *(num(r.scores.get(m)) for m in ranking.metrics), md((r.revision or "")[:12])]
         lines.append("| " + " | ".join(cells) + " |")
     lines += ["", md(_provenance(ranking, previous))]
     if not ranking.decided:
@@ -166,7 +166,7 @@ def to_html_table(ranking: Ranking, previous: Ranking | None = None) -> str:
         cls = "new" if r.new else ("up" if (r.rank_change or 0) > 0 else ("down" if (r.rank_change or 0) < 0 else ""))
         cells = [num(r.rank), change, r.name, num(r.score),
                  "" if r.score_change is None else f"{r.score_change:+.3f}",
-                 *(num(r.scores.get(m)) for m in ranking.metrics), (r.revision or "")[:12]]  # fmt: skip
+                 *(num(r.scores.get(m)) for m in ranking.metrics), (r.revision or "")[:12]]
         out.append(f'<tr class="{cls}">' + "".join(f"<td>{esc(v)}</td>" for v in cells) + "</tr>")
     out.append("</tbody></table>")
     return "".join(out)
@@ -177,7 +177,7 @@ def to_html(ranking: Ranking, previous: Ranking | None = None, *, title: str = "
     css = ("body{font:15px/1.45 system-ui,sans-serif;margin:1.5em;color:#222;max-width:60em}"
            "table{border-collapse:collapse;width:100%}th,td{border-bottom:1px solid #ddd;padding:6px 8px;text-align:left}"
            "tr.up td:nth-child(2){color:#16803c}tr.down td:nth-child(2){color:#b42318}tr.new td:nth-child(2){color:#1d4ed8}"
-           ".wrap{overflow-x:auto}")  # fmt: skip
+           ".wrap{overflow-x:auto}")
     return (
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width,initial-scale=1">'

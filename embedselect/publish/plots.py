@@ -24,7 +24,7 @@ def _figure(width: float = 6.4, height: float = 4.0):
     import matplotlib.pyplot as plt
 
     plt.rcParams.update({"svg.fonttype": "path", "font.size": 9, "axes.spines.top": False,
-                         "axes.spines.right": False, "svg.hashsalt": "embedselect"})  # fmt: skip
+                         "axes.spines.right": False, "svg.hashsalt": "embedselect"})
     return plt, plt.figure(figsize=(width, height))
 
 
@@ -80,7 +80,7 @@ def task_accuracy(ranking: Ranking) -> str | None:
         ys = list(range(len(names)))[::-1]
         data = [np.asarray(per_task[n], dtype=np.float64) for n in names]
         ax.boxplot(data, positions=ys, orientation="horizontal", widths=0.5, showfliers=False,
-                   medianprops={"color": _BLUE}, boxprops={"color": _GREY})  # fmt: skip
+                   medianprops={"color": _BLUE}, boxprops={"color": _GREY})
         rng = np.random.default_rng(0)  # fixed jitter: the same figure for the same ranking
         for y, d in zip(ys, data):
             ax.scatter(d, y + rng.uniform(-0.15, 0.15, size=len(d)), s=6, color=_BLUE, alpha=0.5, zorder=3)
@@ -89,7 +89,7 @@ def task_accuracy(ranking: Ranking) -> str | None:
         ax.set_title(f"Accuracy over {kind} tasks")
         return _svg(plt, fig)
     rows: list[Any] = [(c.name, c.columns.get("task_prior.probe_acc_mean"), c.columns.get("task_prior.probe_acc_std"),
-             c.columns.get("task_prior.probe_acc_p05")) for c in ranking.ok]  # fmt: skip
+             c.columns.get("task_prior.probe_acc_p05")) for c in ranking.ok]
     rows = [r for r in rows if _finite(r[1])]
     if not rows:
         return None
@@ -142,7 +142,7 @@ def pareto_front(points: list[tuple[str, float, float]], *, lower_cost_better: b
         dominated = any(
             (s >= score and (c <= cost if lower_cost_better else c >= cost)) and (s > score or c != cost)
             for n, c, s in points if n != name
-        )  # fmt: skip
+        )
         if not dominated:
             front.append(name)
     return front
@@ -163,12 +163,12 @@ def score_vs_cost(ranking: Ranking) -> str | None:
         ("embedding dimension (lower is cheaper)", [(c.name, float(c.dim), c.combined_score) for c in rows if c.dim], True),
         ("items per second when embedded (higher is cheaper)",
          [(c.name, c.n / c.seconds, c.combined_score) for c in rows if c.n and c.seconds], False),
-    ]  # fmt: skip
+    ]
     for ax, (label, pts, lower) in zip(axes, panels):
         if len(pts) < 2:
             ax.set_axis_off()
             ax.text(0.5, 0.5, "not known for enough\ncandidates in this run", ha="center",
-                    va="center", transform=ax.transAxes)  # fmt: skip
+                    va="center", transform=ax.transAxes)
             continue
         front = set(pareto_front(pts, lower_cost_better=lower))
         for name, cost, score in pts:

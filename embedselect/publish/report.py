@@ -89,7 +89,7 @@ def _answer(ranking: Ranking) -> str:
         scores = ", ".join(f"{_e(m)} {_e(_num(best.scores.get(m)))}" for m in ranking.metrics)
         return (f'<div class="answer"><div class="muted">Most promising embedder for this data</div>'
                 f'<div class="big">{_e(best.name)}</div><div class="muted">{scores} · ranked first of '
-                f"{len(ranking.ok)}</div></div>")  # fmt: skip
+                f"{len(ranking.ok)}</div></div>")
     leaders = ", ".join(_e(n) for n in ranking.leaders)
     reasons = "; ".join(_e(r) for r in ranking.undecided_reasons)
     return (f'<div class="answer undecided"><div class="big">No clear winner among: {leaders}</div>'
@@ -174,7 +174,7 @@ def to_html(ranking: Ranking, *, title: str = "embedselect ranking", plots: bool
         '<p class="muted">Reference data: <code>{}</code> — {} {} items, fingerprint <code>{}</code>. Created {}.</p>'.format(
             _e(ds.get("source", "?")), _e(ds.get("n", "?")), _e(ds.get("modality", "")),
             _e(str(ds.get("fingerprint", ""))[:16]), _e(ranking.created_at),
-        ),  # fmt: skip
+        ),
         _answer(ranking),
         '<h2>Ranking</h2><div class="wrap"><table><thead><tr><th>rank</th><th>candidate</th><th>score</th>',
     ]

@@ -134,7 +134,7 @@ def build_index(
         index_type=type(cpu_index).__name__, exact=is_exact(index), index_device=index_device(index),
         versions={"embedselect": __version__, "faiss": faiss.__version__},
         created_at=datetime.now(timezone.utc).isoformat(), files=files,
-    ))  # fmt: skip
+    ))
     return SearchIndex.load(out)
 
 
@@ -182,7 +182,7 @@ def _write_index_folder(out: Path, index: Any, ref: Any, fit_state: dict | None,
     fsguard.replace_folder(out, fill, error=SearchIndexError, what="the index", kind="index", legacy=_legacy_index,
                            legacy_tmp=True, check=lambda: fsguard.check_takeover(
                                out, what="--out", legacy=_legacy_index, ours="an embedselect index",
-                               kinds=("index",)))  # fmt: skip
+                               kinds=("index",)))
 
 
 def _baseline_fit(cand, res, ref, vectors: np.ndarray, *, seed: int) -> dict[str, np.ndarray]:

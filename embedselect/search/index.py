@@ -238,7 +238,7 @@ class SearchIndex:
             [Hit(rank=r + 1, row=int(i), id=self.ids[i], item=self.items[i], score=float(s))
              for r, (s, i) in enumerate(zip(srow, irow)) if i >= 0]
             for srow, irow in zip(scores, ids)
-        ]  # fmt: skip
+        ]
 
     def search(self, queries: Any, k: int = 10, *, device: str | None = None, policy: LoadPolicy | None = None,
                token: str | None = None) -> list[list[Hit]]:

@@ -59,7 +59,7 @@ class NeighbourView:
             "sufficiency_communities": self.sufficiency_communities,
             "near_duplicates": self.near_duplicates,
             "failed": self.failed,
-        }  # fmt: skip
+        }
 
     def to_text(self, width: int = 60) -> str:
         def short(t: str) -> str:
@@ -183,7 +183,7 @@ def neighbours_view(
         names=list(ok), rows=rows, ids=[str(ref.ids[r]) for r in rows], items=[str(ref.items[r]) for r in rows],
         neighbours={}, all_ids=[str(i) for i in ref.ids], all_items=[str(i) for i in ref.items], failed=failed,
         modality=ref.modality,
-    )  # fmt: skip
+    )
     for nm, vecs in ok.items():
         x = prepare(vecs, "cosine")
         sc, ids = search_index(faiss_index(x, metric="cosine", prepared=True, device=auto_device(device)), x[rows],

@@ -123,7 +123,7 @@ def _check_root(root: Path) -> None:
         where = "the root folder" if real == Path(real.anchor) else "the home folder"
         raise ConfigError(f"the cache {root} is {where}; the cache needs a folder of its own, e.g. "
                           f"{Path.home() / '.cache' / 'embedselect'}: choose another --cache-dir, EMBEDSELECT_CACHE_DIR "
-                          "or store:")  # fmt: skip
+                          "or store:")
 
 
 CACHE_TAG = "CACHEDIR.TAG"
@@ -160,7 +160,7 @@ def _claim_root(root: Path, db_path: Path) -> None:
         shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
         raise ConfigError(f"the folder {root} holds files that are not embedselect's ({shown}) and is not an "
                           "embedselect cache; the cache needs a folder of its own: give a new or empty folder as "
-                          "--cache-dir, EMBEDSELECT_CACHE_DIR or store: (nothing was written there)")  # fmt: skip
+                          "--cache-dir, EMBEDSELECT_CACHE_DIR or store: (nothing was written there)")
     tmp = root / f".{CACHE_TAG}.{os.getpid()}.{threading.get_ident()}.tmp"
     tmp.unlink(missing_ok=True)  # a leftover of this very process and thread (never opened through a link)
     try:  # written whole under a temporary name, then linked into place: the tag is never seen half-written
@@ -183,14 +183,14 @@ def _tag_is_ours(root: Path, tag: Path) -> bool:
     """
     if tag.is_symlink() or (tag.exists() and not tag.is_file()):
         raise ConfigError(f"the cache folder {root} has a {CACHE_TAG} that is not a plain file; embedselect never writes "
-                          "through a link: remove it or choose another --cache-dir, EMBEDSELECT_CACHE_DIR or store:")  # fmt: skip
+                          "through a link: remove it or choose another --cache-dir, EMBEDSELECT_CACHE_DIR or store:")
     if not tag.is_file():
         return False
     head = tag.read_bytes()[:400]
     if head.startswith(_TAG_TEXT.encode()[:43]) and b"embedselect" in head:
         return True
     raise ConfigError(f"{root} is another program's cache ({tag} was not written by embedselect); choose a folder "
-                      "of embedselect's own with --cache-dir, EMBEDSELECT_CACHE_DIR or store:")  # fmt: skip
+                      "of embedselect's own with --cache-dir, EMBEDSELECT_CACHE_DIR or store:")
 
 
 def _empty_or_own(p: Path) -> bool:

@@ -99,7 +99,7 @@ _DDL = [
 _MODEL_COLS = (
     "repo_id", "sha", "library", "pipeline_tag", "modality", "tags", "license", "num_params", "gated", "gated_mode",
     "downloads", "likes", "trending_score", "created_at", "last_modified",
-)  # fmt: skip
+)
 
 
 def ensure_schema(con: Any) -> None:
@@ -138,13 +138,13 @@ def record_crawl(store: Any, result: "CrawlResult") -> int:
                 crawl_id, _utc(result.started_at), crawled_at, json.dumps(result.query, default=str),
                 len(result.models), len(result.errors), bool(result.complete), errors,
             ],
-        )  # fmt: skip
+        )
         for m in result.models:
             row = [
                 m.repo_id, m.sha, m.library, m.pipeline_tag, m.modality, list(m.tags), m.license, m.num_params,
                 bool(m.gated), m.gated_mode, m.downloads, m.likes, m.trending_score, _utc(m.created_at),
                 _utc(m.last_modified),
-            ]  # fmt: skip
+            ]
             con.execute(
                 f"""INSERT INTO hub_models ({", ".join(_MODEL_COLS)}, first_seen_at, first_seen_crawl,
                                              last_seen_at, last_seen_crawl)

@@ -61,7 +61,7 @@ def connect(db_path: Path, *, read_only: bool, lock_timeout: float) -> Any:
                 raise corrupt from exc
             if not isinstance(exc, duckdb.IOException):
                 raise StoreError(f"cannot open the{mode} cache database {db_path}: {exc}. Move it aside (the vectors "
-                                 "are recomputed) or use another --cache-dir.") from exc  # fmt: skip
+                                 "are recomputed) or use another --cache-dir.") from exc
             if "lock" not in str(exc).lower() or time.monotonic() > deadline:  # held by a program outside embedselect
                 raise StoreLockedError(f"cannot open {db_path}{mode}: {exc}. Close other programs using it.") from exc
             time.sleep(0.2)

@@ -100,17 +100,17 @@ def record_night(store: Any, summary: dict[str, Any], leaderboard: list[dict[str
             "INSERT OR REPLACE INTO nightly_runs VALUES (?, ?, ?, ?, ?, ?)",
             [summary["run_id"], key, summary["started_at"], now, summary["status"],
              json.dumps(summary, default=str)],
-        )  # fmt: skip
+        )
         for r in leaderboard:
             con.execute(
                 "INSERT OR REPLACE INTO nightly_results VALUES (?, ?, ?, ?, ?, ?, ?, 'ok', ?, ?, ?, ?, ?, NULL)",
                 [summary["run_id"], key, now, r["name"], r["model_id"], r["revision"], r["why"], r["rank"],
                  r["prev_rank"], r["delta"], r["combined_score"], json.dumps(r["scores"], default=str)],
-            )  # fmt: skip
+            )
         for f in failed:
             con.execute(
                 "INSERT OR REPLACE INTO nightly_results VALUES "
                 "(?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, NULL, NULL, NULL, ?)",
                 [summary["run_id"], key, now, f["name"], f.get("model_id"), f.get("revision"), f.get("why"),
                  "transient" if f.get("transient") else "failed", f"{f.get('error_type')}: {f.get('reason')}"],
-            )  # fmt: skip
+            )

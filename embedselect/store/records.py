@@ -100,7 +100,7 @@ class RecordStore(Database):
                         ranking_id, r["metric"], r["candidate"], r.get("model_id"), r.get("revision"),
                         r.get("run_key"), r.get("score"), r.get("rank"), json.dumps(r.get("columns", {})), now,
                     ] for r in metric_rows],
-                )  # fmt: skip
+                )
 
     def list_rankings(self, *, fingerprint: str | None = None, limit: int | None = None):
         """Stored rankings, newest first: DataFrame with ranking_id, created_at, fingerprint, metrics,
@@ -167,4 +167,4 @@ class RecordStore(Database):
         now = utc_now()
         with self.write() as con:
             con.executemany("INSERT OR REPLACE INTO pair_cache VALUES (?, ?, ?)",
-                            [[k, json.dumps(v), now] for k, v in items.items()])  # fmt: skip
+                            [[k, json.dumps(v), now] for k, v in items.items()])

@@ -153,7 +153,7 @@ def ensure_schema(con: Any, *, where: str = "the cache database") -> int:
             for step in range(found, SCHEMA_VERSION):
                 MIGRATIONS[step - 1](con)
                 con.execute("INSERT INTO schema_history VALUES (?, ?, ?) ON CONFLICT (version) DO NOTHING",
-                            [step + 1, now, __version__])  # fmt: skip
+                            [step + 1, now, __version__])
         con.execute(
             "INSERT INTO meta VALUES ('schema_version', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
             [str(SCHEMA_VERSION)],

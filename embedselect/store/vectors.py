@@ -56,7 +56,7 @@ class VectorStore(Database):
             return None
         key_, model_id, revision, backend, settings, fp, n, dim, dtype, device, seconds, vfile, sha, size = row
         return RunRecord(key_, model_id, revision, backend, json.loads(settings), fp, n, dim, dtype, device, seconds,
-                         vfile, sha, size)  # fmt: skip
+                         vfile, sha, size)
 
     def load_vectors(self, key: str, *, verify: bool = True, mmap: bool = False) -> np.ndarray | None:
         """The cached (n, d) float32 matrix of run ``key``, or None if not cached.
@@ -90,7 +90,7 @@ class VectorStore(Database):
             else:
                 try:  # the recorded shape, float32 (a memory map stays one: nothing is converted)
                     check_embeddings(arr, what="the file", n=rec.n, d=rec.dim, dtype=None, finite=False,
-                                     error=StoreError)  # fmt: skip
+                                     error=StoreError)
                     if arr.dtype != np.float32:
                         raise StoreError(f"the file holds {arr.dtype}, not float32")
                 except StoreError as exc:
@@ -170,7 +170,7 @@ class VectorStore(Database):
                         rec.dtype, rec.device, rec.seconds, rec.vector_file, rec.sha256, rec.bytes, __version__,
                         utc_now(),
                     ],
-                )  # fmt: skip
+                )
                 os.replace(tmp, path)
                 fsync_dir(path.parent)  # tests hook this name: the instant between rename and commit
         finally:
@@ -199,7 +199,7 @@ class VectorStore(Database):
             lock.acquire(timeout=0)
         except filelock.Timeout:
             log.warning("%s: another embedselect process is computing these embeddings in the cache at %s; waiting "
-                        "for it, then reading its result", what or key[:12], self.root)  # fmt: skip
+                        "for it, then reading its result", what or key[:12], self.root)
             lock.acquire()
         try:
             yield
@@ -234,7 +234,7 @@ class VectorStore(Database):
                     rows = [r for r in rows if r[0] not in only_if_sha256 or only_if_sha256[r[0]] == r[2]]
                 if rows:
                     con.execute(f"DELETE FROM embedding_runs WHERE run_key IN ({','.join('?' * len(rows))})",
-                                [r[0] for r in rows])  # fmt: skip
+                                [r[0] for r in rows])
             for key, rel, _sha in rows:
                 path = self.root / rel
                 if self._ours(path, key):  # a row never makes the store delete a path it did not name itself

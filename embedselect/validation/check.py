@@ -348,7 +348,7 @@ def validate(
         why = ONE_CANDIDATE if sum(math.isfinite(a) for a in accuracy.values()) < 2 else str(exc)
         table = pd.DataFrame({m: pd.Series(v, dtype=float) for m, v in label_free.items()}, index=acc.index)
         report = ValidationReport(metrics=[], table=table, level=float(level), n_boot=int(n_boot), seed=seed,
-                                  warnings=[why])  # fmt: skip
+                                  warnings=[why])
     report.table = report.table.join(acc, how="outer")
     report.table.index.name = "candidate"
     report.accuracy_column = f"{probe}_acc"

@@ -185,7 +185,7 @@ def _fold_accuracies(x: np.ndarray, y: np.ndarray, splits, probe: str, seed: int
 
 def _check_matrix(name: str, emb: Any, n: int | None = None) -> np.ndarray:
     return check_embeddings(emb, what=f"embeddings of {name!r}", n=n, dtype=np.float64, error=DataError,
-                            hint="; re-embed the data")  # fmt: skip
+                            hint="; re-embed the data")
 
 
 def accuracy_interval(n_correct: int, n: int, *, level: float = 0.9, n_boot: int = 1000, seed: int = 0):

@@ -90,7 +90,7 @@ def neighbour_lists(ctx: MetricContext, keys: list[str], rows: np.ndarray, k: in
     out, device = [], "cpu"
     for key in keys:
         a = check_embeddings(ctx.embeddings[key], what=f"embeddings[{key!r}]", n=n, dtype=None, finite=False,
-                             error=MetricError)  # fmt: skip
+                             error=MetricError)
         x = as_matrix(a[rows], f"embeddings[{key!r}]")
         if centre:
             x = x.astype(np.float64) - x.mean(axis=0, dtype=np.float64)

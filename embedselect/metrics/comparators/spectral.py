@@ -101,7 +101,7 @@ def _subsample(ctx: MetricContext, name: str) -> tuple[list[str], dict[str, np.n
     out = {}
     for k in keys:
         a = check_embeddings(ctx.embeddings[k], what=f"embeddings[{k!r}]", n=n, dtype=None, finite=False,
-                             error=MetricError)  # fmt: skip
+                             error=MetricError)
         out[k] = a[sub]
     return keys, out, len(sub)
 

@@ -133,7 +133,7 @@ def as_embedding_matrix(x: Any, n: int, *, dtype: str = "float32") -> np.ndarray
         x = x.detach().float().cpu().numpy()
     # the non-finite check is below: its message depends on the precision the model ran in
     arr = np.ascontiguousarray(check_embeddings(x, what="the model's output", n=n, min_dims=0, finite=False,
-                                                error=ModelLoadError))  # fmt: skip
+                                                error=ModelLoadError))
     if n and nonfinite_rows(arr):  # in row blocks: no matrix-sized mask (768 MB at 10^6 x 768)
         if dtype != "float32":
             raise ModelLoadError(

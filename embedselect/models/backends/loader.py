@@ -25,7 +25,7 @@ def weight_bytes(local_dir: Path) -> int | None:
     if not d.is_dir():
         return None
     total = sum(p.stat().st_size for p in d.rglob("*") if p.is_file() and p.name not in NOT_WEIGHTS
-                and (p.name.endswith(".safetensors") or p.name.endswith(PICKLE_SUFFIXES)))  # fmt: skip
+                and (p.name.endswith(".safetensors") or p.name.endswith(PICKLE_SUFFIXES)))
     return total or None
 
 

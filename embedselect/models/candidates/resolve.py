@@ -37,14 +37,14 @@ def local_dir_revision(directory: Path, *, digest_dir: Path | None = None) -> st
     real = Path(os.path.realpath(root))
     if real == Path(real.anchor) or real == Path(os.path.realpath(Path.home())):
         raise CandidateSpecError(f"local model directory {str(root)!r} is the {'root' if real == Path(real.anchor) else 'home'} "
-                                 "folder, not a model folder; name the folder that holds the model's files")  # fmt: skip
+                                 "folder, not a model folder; name the folder that holds the model's files")
     total = hashlib.sha256()
     for rel, kind, value in model_folder_files(root):
         if kind == "file":
             total.update(rel.encode("utf-8") + b"\0" + file_sha256(Path(value), digest_dir).encode("ascii") + b"\n")
         else:
             total.update(rel.encode("utf-8") + b"\0link\0" + str(value).encode("utf-8", "surrogateescape")
-                         + _outside_stamp(root / rel) + b"\n")  # fmt: skip
+                         + _outside_stamp(root / rel) + b"\n")
     return total.hexdigest()
 
 

@@ -239,7 +239,7 @@ def _download_checked(repo_id: str, revision: str | None, sha: str, files: list[
     small = [f for f in files if f in ("config.json", "modules.json")]
     try:  # huggingface_hub retries most download faults itself: only what it does not is retried here
         local = with_retries(lambda: download(small), retry, f"config of {repo_id}",
-                             retryable=not_retried_by_hf) if small else None  # fmt: skip
+                             retryable=not_retried_by_hf) if small else None
         if local is not None:
             remote = remote_code_reason(tags, read_json(local / "config.json"), read_json(local / "modules.json"))
             check_policy(repo_id, policy, gated=None, remote_reason=remote, weights=(), sizes={})

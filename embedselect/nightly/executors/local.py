@@ -70,7 +70,7 @@ class LocalExecutor(Executor):
                     (outcome,) = embed_reference(
                         ref, [cand], store=store, seed=job.seed, device=job.device, batch_size=job.batch_size,
                         policy=job.policy, token=job.token, keep_vectors=False,
-                    )  # fmt: skip
+                    )
             except ModelTimeoutError as exc:  # fired outside embed()'s own error handling
                 outcome = timed_out(cand, exc, store=store, fingerprint=ref.fingerprint, token=job.token)
             unit = UnitOutcome(outcome, where="driver")
@@ -91,7 +91,7 @@ def timed_out(cand: Any, exc: Exception, *, store: Any, fingerprint: str, token:
 
     message = record_failure(store, spec=cand.spec, stage="embed", error=exc, revision=cand.revision,
                              fingerprint=fingerprint, token=token,
-                             repo_id=cand.ref if cand.kind == "hub" else None)  # fmt: skip
+                             repo_id=cand.ref if cand.kind == "hub" else None)
     res = CandidateResult(name=cand.name, spec=cand.spec, status="failed", error_type=type(exc).__name__,
-                          error=message)  # fmt: skip
+                          error=message)
     return EmbedOutcome(res)

@@ -47,7 +47,7 @@ def _embed_unit(ref: Any, cand: Any, job: EmbedJob) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="embedselect-worker-") as d:
         store = Store.open(d)
         (o,) = embed_reference(ref, [cand], store=store, seed=job.seed, device=job.device, batch_size=job.batch_size,
-                               policy=job.policy, token=job.token, keep_vectors=True)  # fmt: skip
+                               policy=job.policy, token=job.token, keep_vectors=True)
         rec = store.get_run(o.result.run_key) if o.result.ok and o.result.run_key else None
         if o.vectors is not None:  # a memory map of the scratch store's file: into memory before the folder goes
             o.vectors = np.array(o.vectors)
@@ -55,10 +55,10 @@ def _embed_unit(ref: Any, cand: Any, job: EmbedJob) -> dict[str, Any]:
 
         failures = [(f["stage"], f["error_type"], f["message"]) for f in store.failure_rows()]
         refusals = [tuple(r) for r in catalog.refusals(store)[["repo_id", "revision", "reason", "message"]]
-                    .itertuples(index=False, name=None)]  # fmt: skip
+                    .itertuples(index=False, name=None)]
         models = [(m["model_id"], m["revision"], m["backend"], m["modality"], m["spec"]) for m in store.model_rows()]
     return {"outcome": o, "record": rec, "failures": failures, "refusals": refusals, "models": models,
-            "where": f"{socket.gethostname()}:{os.getpid()}"}  # fmt: skip
+            "where": f"{socket.gethostname()}:{os.getpid()}"}
 
 
 def _pairs_unit(pairs: list[tuple[str, str]], run_keys: dict[str, str], seed: int, options: dict, device: str,
@@ -74,7 +74,7 @@ def _pairs_unit(pairs: list[tuple[str, str]], run_keys: dict[str, str], seed: in
     for a, b in pairs:
         try:
             information_sufficiency({a: embs[a], b: embs[b]}, seed=seed, run_keys={a: run_keys[a], b: run_keys[b]},
-                                    pair_cache=cache, device=device, **options)  # fmt: skip
+                                    pair_cache=cache, device=device, **options)
         except MetricError:  # a degenerate candidate: select() leaves it out and says why
             continue
     return cache.new
@@ -94,7 +94,7 @@ class RayExecutor(Executor):
     computes_pairs = True
 
     def __init__(self, address: str | None = None, num_cpus: int | None = None, gpus_per_model: float = 0.0,
-                 cpus_per_task: float = 1.0) -> None:  # fmt: skip
+                 cpus_per_task: float = 1.0) -> None:
         try:
             import ray
         except ImportError as exc:
@@ -131,7 +131,7 @@ class RayExecutor(Executor):
     ) -> tuple[list[UnitOutcome], list[Any]]:
         ray = self.ray
         store.record_dataset(fingerprint=ref.fingerprint, modality=ref.modality, n_items=len(ref), source=ref.source,
-                             summary=ref.to_dict())  # fmt: skip
+                             summary=ref.to_dict())
         remote = ray.remote(num_cpus=self.cpus_per_task, num_gpus=self.gpus_per_model, max_retries=0)(_embed_unit)
         ref_obj = ray.put(ref)  # the reference data goes to the object store once
         queue = list(candidates)
@@ -157,7 +157,7 @@ class RayExecutor(Executor):
                     unit = self._failed(cand, self._task_error(exc), store, ref.fingerprint, job.token)
                 done.append(unit)
                 log.info("nightly: %s %s on %s", cand.name, "embedded" if unit.outcome.result.ok else "failed",
-                         unit.where)  # fmt: skip
+                         unit.where)
                 if on_done is not None:
                     on_done(unit)
             if job.timeout_s:
@@ -169,7 +169,7 @@ class RayExecutor(Executor):
                         from embedselect.errors import ModelTimeoutError
 
                         late = ModelTimeoutError(f"{cand.name} took longer than the per-model limit of "
-                                                 f"{job.timeout_s:.0f} s")  # fmt: skip
+                                                 f"{job.timeout_s:.0f} s")
                         done.append(self._failed(cand, late, store, ref.fingerprint, job.token))
         return done, left
 
@@ -182,7 +182,7 @@ class RayExecutor(Executor):
             return cause
         first = next((ln.strip() for ln in str(exc).splitlines() if ln.strip()), "")
         return RuntimeError(f"the Ray worker failed ({type(exc).__name__}): {first}" if first
-                            else f"the Ray worker failed ({type(exc).__name__})")  # fmt: skip
+                            else f"the Ray worker failed ({type(exc).__name__})")
 
     @staticmethod
     def _failed(cand: Any, exc: Exception, store: Any, fingerprint: str, token: str | None) -> UnitOutcome:
@@ -200,14 +200,14 @@ class RayExecutor(Executor):
         r = o.result
         for model_id, revision, backend, modality, spec in res["models"]:
             store.record_model(model_id=model_id, revision=revision, backend=backend, modality=modality, spec=spec,
-                               local_dir=None)  # fmt: skip
+                               local_dir=None)
         if r.ok and rec is not None and o.vectors is not None:
             store.save_run(key=rec.run_key, vectors=o.vectors, model_id=rec.model_id, revision=rec.revision,
                            backend=rec.backend, settings=rec.settings, fingerprint=rec.fingerprint, device=rec.device,
-                           seconds=rec.seconds)  # fmt: skip
+                           seconds=rec.seconds)
         for stage, error_type, message in res["failures"]:  # recorded on the worker; here through the one place
             record_failure(store, spec=cand.spec, stage=stage, error=message, error_type=error_type,
-                           model_id=r.model_id, revision=r.revision, fingerprint=fingerprint)  # fmt: skip
+                           model_id=r.model_id, revision=r.revision, fingerprint=fingerprint)
         for repo_id, revision, reason, message in res["refusals"]:
             catalog.record_refusal(store, repo_id, revision, reason, message)
         o.vectors = None
@@ -237,7 +237,7 @@ class RayExecutor(Executor):
             batch = todo[k : k + size]
             used = sorted({x for p in batch for x in p})
             tasks.append(remote.remote(batch, {n: run_keys[n] for n in used}, seed, estimator, device,
-                                       *[refs[n] for n in used]))  # fmt: skip
+                                       *[refs[n] for n in used]))
         computed = 0
         for new in ray.get(tasks):
             store.put_many(new)
