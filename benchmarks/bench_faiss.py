@@ -8,9 +8,9 @@
 
 Data: a clustered synthetic set (200 Gaussian clusters in d dims, float32), seeded.
 
-    .venv/bin/python benchmarks/bench_faiss.py                         # 10^4 and 10^5, HNSW at 10^5
-    .venv/bin/python benchmarks/bench_faiss.py --sizes 2000 --hnsw-n 5000 --queries 200   # quick
-    .venv/bin/python benchmarks/bench_faiss.py --sizes "" --hnsw-n 0 --e2e 100000   # end to end, n texts
+    .venv/bin/python -m benchmarks.bench_faiss                         # 10^4 and 10^5, HNSW at 10^5
+    .venv/bin/python -m benchmarks.bench_faiss --sizes 2000 --hnsw-n 5000 --queries 200   # quick
+    .venv/bin/python -m benchmarks.bench_faiss --sizes "" --hnsw-n 0 --e2e 100000   # end to end, n texts
 
   3. end to end (--e2e N): N synthetic texts (the bundled sample's sentences, words shuffled and mixed, 1 %
      exact copies), embedded with the tfidf-svd and random-projection baselines into a fresh cache, then

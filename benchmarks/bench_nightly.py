@@ -1,7 +1,7 @@
 """A simulated night at scale: incremental vs full recompute, local vs Ray.
 
-The loopback fake hub (tests/hubserver.py) serves ``--models`` tiny real sentence-transformers models of varied
-sizes (hidden 16/32/48/64, 1–2 layers; tests/tinymodels.py). Night 1 sees all but ``--new`` of them and builds
+The loopback fake hub (testkit/hubserver.py) serves ``--models`` tiny real sentence-transformers models of varied
+sizes (hidden 16/32/48/64, 1–2 layers; testkit/tinymodels.py). Night 1 sees all but ``--new`` of them and builds
 the store; then ``--new`` more start trending, and night 2 is run four ways on copies of the same store:
 
 - incremental, local executor (the normal night: new models + top ``keep_top`` + pinned);
@@ -13,7 +13,7 @@ Metrics: ``task_prior`` only at this scale (information sufficiency is O(pool²)
 pairs). The pair part is measured separately on a smaller pool (``--pair-models`` / ``--pair-new``) with both
 metrics: the incremental night computes only the pairs that involve a new model.
 
-    .venv/bin/python benchmarks/bench_nightly.py [--models 200 --new 20 --ray-workers 2]
+    .venv/bin/python -m benchmarks.bench_nightly [--models 200 --new 20 --ray-workers 2]
 """
 
 from __future__ import annotations
@@ -22,13 +22,11 @@ import argparse
 import json
 import os
 import shutil
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 
 def _start_hub(tmp: Path):
@@ -36,7 +34,7 @@ def _start_hub(tmp: Path):
     os.environ["HF_HUB_DISABLE_TELEMETRY"] = "1"
     os.environ["NO_PROXY"] = os.environ["no_proxy"] = "127.0.0.1,localhost"
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    from tests.hubserver import FakeHub
+    from testkit.hubserver import FakeHub
 
     hub = FakeHub().start()
     os.environ["HF_ENDPOINT"] = hub.url  # before huggingface_hub is imported
@@ -44,7 +42,7 @@ def _start_hub(tmp: Path):
 
 
 def _publish(hub, tmp: Path, i: int, trending: float) -> None:
-    from tests import tinymodels as tm
+    from testkit import tinymodels as tm
 
     d = tm.make_tiny_sentence_transformer(tmp / "models" / f"m{i:04d}", seed=i, hidden=(16, 32, 48, 64)[i % 4],
                                           layers=1 + (i // 4) % 2)

@@ -13,9 +13,9 @@ can drop, are reported too). Stage boundaries come from
 select()'s own progress stages (`RunProgress.stage`, wrapped here), so nothing inside embedselect is changed
 for the measurement. `resource.getrusage` gives the process's overall peak as a check.
 
-    nice .venv/bin/python benchmarks/bench_scale.py --n 100000 --json /tmp/scale.json     # ~5 min, 2 cores
-    nice .venv/bin/python benchmarks/bench_scale.py --n 300000 --candidates tfidf-svd,random-projection,rp768=random-projection?dim=768
-    .venv/bin/python benchmarks/bench_scale.py --n 5000                                   # quick
+    nice .venv/bin/python -m benchmarks.bench_scale --n 100000 --json /tmp/scale.json     # ~5 min, 2 cores
+    nice .venv/bin/python -m benchmarks.bench_scale --n 300000 --candidates tfidf-svd,random-projection,rp768=random-projection?dim=768
+    .venv/bin/python -m benchmarks.bench_scale --n 5000                                   # quick
 """
 
 from __future__ import annotations

@@ -7,8 +7,8 @@ the Spearman rank agreement of the two sets of median scores, the largest |diffe
 matrices, the time to add an 11th candidate to a cached pool, and the wall time of the default
 settings (early stopping on) for the first 6 candidates at n = 2 000.
 
-    .venv/bin/python benchmarks/bench_sufficiency.py [--steps 100] [--device cpu] [--n 5000] [--threads 1]
-    .venv/bin/python benchmarks/bench_sufficiency.py --prep 1000000 --threads 2   # one candidate's preparation
+    .venv/bin/python -m benchmarks.bench_sufficiency [--steps 100] [--device cpu] [--n 5000] [--threads 1]
+    .venv/bin/python -m benchmarks.bench_sufficiency --prep 1000000 --threads 2   # one candidate's preparation
 
 ``--prep N`` times instead what every candidate costs before its pairs train, at N items x 384 dims read from a
 memory map (as the store hands them): standardisation and principal axes from every training row against the
@@ -20,21 +20,16 @@ from __future__ import annotations
 import argparse
 import json
 import platform
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import torch
 from scipy.stats import spearmanr
 
-if __package__ in (None, ""):  # run as a script: the checkout's root, for tests.tinymodels
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 from embedselect.metrics import MemoryPairCache
-from embedselect.metrics.sufficiency import knife  # noqa: E402
-from embedselect.metrics.sufficiency.score import information_sufficiency  # noqa: E402
-from tests.tinymodels import latent_views  # noqa: E402
+from embedselect.metrics.sufficiency import knife
+from embedselect.metrics.sufficiency.score import information_sufficiency
+from testkit.tinymodels import latent_views
 
 _TRAIN_S = [0.0]
 _train_pairs = knife.train_pairs
@@ -55,7 +50,7 @@ DIMS = [64, 96, 128, 192, 256, 320, 384, 512, 640, 768]
 
 
 def make_pool(n: int, seed: int = 0) -> dict[str, np.ndarray]:
-    """:func:`tests.tinymodels.latent_views` of :data:`DIMS` and one more 384-d view, noise step 0.15, each named
+    """:func:`testkit.tinymodels.latent_views` of :data:`DIMS` and one more 384-d view, noise step 0.15, each named
     ``c<kk>_<d>`` (two-digit k, so that the names sort in candidate order)."""
     dims = DIMS + [384]
     views = latent_views(n, dims, seed, noise_step=0.15).values()

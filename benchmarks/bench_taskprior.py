@@ -11,10 +11,10 @@ In one run:
 
 Each case runs in a fresh subprocess so that its peak RSS is its own.
 
-    .venv/bin/python benchmarks/bench_taskprior.py                      # full run
-    .venv/bin/python benchmarks/bench_taskprior.py --sizes 8192 --threads 1   # quick
-    .venv/bin/python benchmarks/bench_taskprior.py --prior-check        # synthetic prior comparison
-    .venv/bin/python benchmarks/bench_taskprior.py --wide-pool          # the whole metric, 11 wide candidates, n = 300
+    .venv/bin/python -m benchmarks.bench_taskprior                      # full run
+    .venv/bin/python -m benchmarks.bench_taskprior --sizes 8192 --threads 1   # quick
+    .venv/bin/python -m benchmarks.bench_taskprior --prior-check        # synthetic prior comparison
+    .venv/bin/python -m benchmarks.bench_taskprior --wide-pool          # the whole metric, 11 wide candidates, n = 300
 """
 
 from __future__ import annotations

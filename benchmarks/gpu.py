@@ -24,11 +24,11 @@ Sections (each: CPU reference, device run, comparison with a stated tolerance, t
 Without CUDA the script runs its CPU half: every section with the device side also on CPU (so each
 comparison and timing path executes; on CPU they compare the CPU with itself, except `sufficiency`, which
 still compares batched with one pair at a time). ``--ci`` uses sizes that finish in well under a minute on
-two cores; tests/test_gpu_bench.py runs it that way.
+two cores; benchmarks/tests/test_gpu_bench.py runs it that way.
 
-    .venv/bin/python benchmarks/gpu.py --ci                       # CPU half, CI-sized
-    .venv/bin/python benchmarks/gpu.py --ci --n 2000 --device cpu --sections e2e,faiss_scale   # tiny, on CPU
-    .venv/bin/python benchmarks/gpu.py --out gpu.json --markdown gpu.md   # on a CUDA machine: full sizes
+    .venv/bin/python -m benchmarks.gpu --ci                       # CPU half, CI-sized
+    .venv/bin/python -m benchmarks.gpu --ci --n 2000 --device cpu --sections e2e,faiss_scale   # tiny, on CPU
+    .venv/bin/python -m benchmarks.gpu --out gpu.json --markdown gpu.md   # on a CUDA machine: full sizes
 
 The markdown table goes into docs/benchmarks.md ("GPU paths"); paste it there with the command and device.
 """
@@ -46,12 +46,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-for _p in (ROOT, ROOT / "benchmarks"):
-    if str(_p) not in sys.path:
-        sys.path.insert(0, str(_p))
-
-import gpu_scale  # noqa: E402 - benchmarks/ is put on the path just above
+from benchmarks import gpu_scale
 
 SIZES = {
     # section: (ci, full)
@@ -105,7 +100,7 @@ def _same_order(a: dict[str, float], b: dict[str, float]) -> bool:
 
 def _pool(n: int, dims: list[int], seed: int) -> dict[str, np.ndarray]:
     """Synthetic candidates: noisy nonlinear views of one 32-d latent (as in bench_sufficiency.py), float32."""
-    from tests.tinymodels import latent_views
+    from testkit.tinymodels import latent_views
 
     return latent_views(n, dims, seed)
 
@@ -120,7 +115,7 @@ def section_embed(dev: str, ci: bool, work: Path) -> list[dict[str, Any]]:
     from embedselect.data import ReferenceData, sample_path
     from embedselect.models.backends.device import library_progress
     from embedselect.models.backends.loader import load_embedder
-    from tests.tinymodels import make_tiny_images, make_tiny_sentence_transformer, make_tiny_timm
+    from testkit.tinymodels import make_tiny_images, make_tiny_sentence_transformer, make_tiny_timm
 
     n = SIZES["embed_n"][0 if ci else 1]
     texts = list(ReferenceData.from_file(sample_path("texts"), column="text").items)

@@ -47,7 +47,7 @@ class _MemSampler:
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _sample(self) -> tuple[float, float, float | None]:
-        from bench_scale import _rss_parts
+        from benchmarks.bench_scale import _rss_parts
 
         gpu = None
         if self.cuda:
@@ -84,12 +84,12 @@ def _st_models(ci: bool, work: Path) -> tuple[list[tuple[str, Path]], bool]:
         return [("minilm", ST_MODELS[0]), ("mpnet", ST_MODELS[1])], True
     if not ci:
         try:
-            from validity import minilm_dir, mpnet_dir
+            from benchmarks.validity import minilm_dir, mpnet_dir
 
             return [("minilm", minilm_dir()), ("mpnet", mpnet_dir())], True
         except (ImportError, SystemExit) as exc:
             print(f"e2e: real models unavailable ({exc}); using two tiny ones")
-    from tests.tinymodels import make_tiny_sentence_transformer
+    from testkit.tinymodels import make_tiny_sentence_transformer
 
     return [("minilm", make_tiny_sentence_transformer(work / "st-a", seed=0, hidden=32)),
             ("mpnet", make_tiny_sentence_transformer(work / "st-b", seed=1, hidden=48))], False
@@ -99,7 +99,7 @@ def section_e2e(dev: str, ci: bool, work: Path) -> list[dict[str, Any]]:
     import torch
 
     import embedselect
-    from bench_scale import synthetic_texts
+    from benchmarks.bench_scale import synthetic_texts
     from embedselect._util import progress as progress_mod
     from embedselect.data import ReferenceData
     from embedselect.nn.knn import knn

@@ -2,14 +2,14 @@
 share of seeds with regret ≤ 0.02 and how often the top pick is the same, for every view (dataset × named pool) whose
 signals ``validity_pools.py`` / ``seed_stability.py`` cached for seeds 0..S-1.
 
-    python benchmarks/per_view.py --seeds 5 --json after.json
-    python benchmarks/per_view.py --compare before.json after.json      # the markdown table of docs/benchmarks.md §4h
-    EMBEDSELECT_BENCH_CACHE=~/.cache/esb2000 python benchmarks/per_view.py --seeds 1 --max-items 2000 \
+    python -m benchmarks.per_view --seeds 5 --json after.json
+    python -m benchmarks.per_view --compare before.json after.json      # the markdown table of docs/benchmarks.md §4h
+    EMBEDSELECT_BENCH_CACHE=~/.cache/esb2000 python -m benchmarks.per_view --seeds 1 --max-items 2000 \
         --datasets mnist-5k photo-patches --json img2000.json               # §4i: the image default at more items
 
-It reads the package from the working directory first, so the same script run inside a checkout of an older commit
-(``git worktree add /tmp/before REV && cd /tmp/before && python /path/to/per_view.py --json before.json``) measures that
-commit's default on the same cached signals, as long as its metrics' code versions are cached.
+Run from a checkout's root it measures that checkout's default, so the same command inside a checkout of an older
+commit (``git worktree add /tmp/before REV && cd /tmp/before && python -m benchmarks.per_view --json before.json``)
+measures that commit's default on the same cached signals, as long as its metrics' code versions are cached.
 Every number is a benchmark result, never a test threshold.
 """
 
@@ -18,16 +18,13 @@ from __future__ import annotations
 import argparse
 import collections
 import json
-import sys
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path.cwd()))  # the package (and benchmarks/) of the checkout it runs in
-sys.path.insert(1, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.validity_data import DATASETS  # noqa: E402
-from benchmarks.validity_default import default_extra, default_setting, evaluate, load_views  # noqa: E402
+from benchmarks.validity_data import DATASETS
+from benchmarks.validity_default import default_extra, default_setting, evaluate, load_views
 
 POOL_ORDER = ("issue", "width", "all", "photo8")
 

@@ -6,7 +6,7 @@ seeds 0..S-1 on the same items (the pools hold 300 items; every seed keeps all o
 weights and method for the view's modality, copies below their parents), the share of seeds whose top pick is the most
 frequent one, and the mean regret against the seed-0 ground truth.
 
-    python benchmarks/seed_stability.py --seeds 5 --pools issue width photo8
+    python -m benchmarks.seed_stability --seeds 5 --pools issue width photo8
 
 Every number is a benchmark result, never a test threshold.
 """
@@ -16,20 +16,15 @@ from __future__ import annotations
 import argparse
 import collections
 import json
-import sys
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 from scipy.stats import spearmanr
 
-if __package__ in (None, ""):
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from benchmarks.validity_data import DATASETS, copy_pairs, load_pool  # noqa: E402
-from benchmarks.validity_pools import POOL_MODALITY, POOLS, VARIANTS, _cache_dir, pool_roles, regret, signals, top_pick  # noqa: E402
-from embedselect.ranking.combine import combine_ranks, copies_below_parents  # noqa: E402
-from benchmarks.validity_default import SIGNALS, default_setting  # noqa: E402
+from benchmarks.validity_data import DATASETS, copy_pairs, load_pool
+from benchmarks.validity_pools import POOL_MODALITY, POOLS, VARIANTS, _cache_dir, pool_roles, regret, signals, top_pick
+from embedselect.ranking.combine import combine_ranks, copies_below_parents
+from benchmarks.validity_default import SIGNALS, default_setting
 
 
 def view_picks(name: str, pool: str, seeds: int, jobs: int, method: str | None = None,

@@ -4,8 +4,8 @@ each re-measurement, the share of re-measurements with the same best candidate, 
 truth) of a re-measurement's best candidate. A ranking's ρ against one measured truth can only exceed the truth's
 own agreement with a re-measurement by chance, so this is the scale on which the ρ targets are read.
 
-    python benchmarks/truth_noise.py --splits 1 2 --jobs 2 --json truth_noise.json   # the probes (cached per split)
-    python benchmarks/truth_noise.py --splits 1 2 --default                          # + the default's ρ per truth
+    python -m benchmarks.truth_noise --splits 1 2 --jobs 2 --json truth_noise.json   # the probes (cached per split)
+    python -m benchmarks.truth_noise --splits 1 2 --default                          # + the default's ρ per truth
 
 With ``--default`` it also reads the default against the truth averaged over split 0 and the others (repeated
 cross-validation: the same probe, less fold noise), metric seed 0.
@@ -23,13 +23,11 @@ from pathlib import Path
 import numpy as np
 from scipy.stats import spearmanr
 
-sys.path.insert(0, str(Path.cwd()))
-sys.path.insert(1, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.per_view import POOL_ORDER, default_setting  # noqa: E402
-from benchmarks.validity_data import DATASETS, load_pool, stratified_indices  # noqa: E402
-from benchmarks.validity_default import default_extra, evaluate, load_views  # noqa: E402
-from benchmarks.validity_pools import ground_truth  # noqa: E402
+from benchmarks.per_view import POOL_ORDER, default_setting
+from benchmarks.validity_data import DATASETS, load_pool, stratified_indices
+from benchmarks.validity_default import default_extra, evaluate, load_views
+from benchmarks.validity_pools import ground_truth
 
 
 def remeasure(dataset: str, split: int, *, max_items: int, jobs: int) -> dict[str, float]:

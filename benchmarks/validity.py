@@ -22,7 +22,7 @@ Each dataset goes through :func:`embedselect.select` with ``labels=`` once per `
 ``loo``; embeddings are cached, so each further call only recomputes metrics). The label-free scores never see the labels; ``select`` then trains held-out
 probes on them and reports the correlations.
 
-Run: ``.venv/bin/python benchmarks/validity.py --metrics task_prior,sufficiency`` (about 10 minutes on
+Run: ``.venv/bin/python -m benchmarks.validity --metrics task_prior,sufficiency`` (about 10 minutes on
 2 CPU cores the first time, most of it distilling the model2vec model and embedding with mpnet; the
 prepared models are cached under ``~/.cache/embedselect-bench``).
 """
@@ -390,7 +390,7 @@ def main(argv: list[str] | None = None) -> int:
     priors = [p for p in args.priors.split(",") if p]
     results = [run_dataset(d, cache_dir=Path(args.cache_dir), metrics=metrics, priors=priors) for d in names]
     total = time.perf_counter() - t0
-    cmd = "python benchmarks/validity.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    cmd = "python -m benchmarks.validity " + " ".join(argv if argv is not None else sys.argv[1:])
     md = to_markdown(results, command=cmd.strip(), total_s=total, metrics=metrics)
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2, default=str))

@@ -1,7 +1,7 @@
 """Datasets and candidate pools of the wider validity benchmark (issue 9), cached on disk.
 
 Every dataset is real, labelled, and ships inside a package from the registry (nothing is downloaded
-at run time). ``python benchmarks/validity_data.py --list`` prints them; without ``--list`` the script
+at run time). ``python -m benchmarks.validity_data --list`` prints them; without ``--list`` the script
 writes, per dataset, the folder ``$EMBEDSELECT_BENCH_CACHE/pools/<dataset>/`` (default
 ``~/.cache/embedselect-bench/pools/<dataset>/``) with
 
@@ -44,7 +44,6 @@ import logging
 import os
 import pickle
 import re
-import sys
 import time
 from importlib import metadata, util
 from pathlib import Path
@@ -52,11 +51,10 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import validity  # noqa: E402  (reuses its model preparation: mpnet_dir, minilm_dir, efficientnet_dir, ...)
-from validity_images import image_pass, load_lfw_faces, load_photo_patches, load_sample_photos  # noqa: E402
+from benchmarks import validity  # reuses its model preparation: mpnet_dir, minilm_dir, efficientnet_dir, ...
+from benchmarks.validity_images import image_pass, load_lfw_faces, load_photo_patches, load_sample_photos
 
-from embedselect.errors import ConfigError, DataError  # noqa: E402
+from embedselect.errors import ConfigError, DataError
 
 SEED = 0
 MAX_ITEMS = 2000
@@ -909,7 +907,7 @@ def load_pool(name: str, root: Path | None = None) -> tuple[dict[str, Any], np.n
     need = [folder / f for f in ("meta.json", "labels.npy", "items.json", "candidates.json")]
     missing = [p.name for p in need if not p.is_file()]
     if missing:
-        raise DataError(f"{folder} lacks {missing}: run python benchmarks/validity_data.py --datasets {name}")
+        raise DataError(f"{folder} lacks {missing}: run python -m benchmarks.validity_data --datasets {name}")
     meta = json.loads(need[0].read_text())
     labels = np.load(need[1])
     items = json.loads(need[2].read_text())

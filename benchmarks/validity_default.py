@@ -9,7 +9,7 @@ Objective (fixed before looking at results): the number of views meeting both ta
 and top-pick regret ≤ 0.02), ties by mean Spearman (an undefined Spearman counts as -1). For each held-out dataset,
 both its views are left out together and the setting with the best objective on the other datasets is chosen.
 
-    python benchmarks/validity_default.py            # prints the LODO choices and the old-vs-new default table
+    python -m benchmarks.validity_default            # prints the LODO choices and the old-vs-new default table
 
 Every number is a benchmark result, never a test threshold.
 """
@@ -21,18 +21,13 @@ import collections
 import itertools
 import json
 import math
-import sys
-from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-if __package__ in (None, ""):
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from benchmarks.validity_data import DATASETS as ALL_DATASETS  # noqa: E402
-from benchmarks.validity_data import copy_pairs, load_pool, stratified_indices  # noqa: E402
-from benchmarks.validity_pools import (  # noqa: E402
+from benchmarks.validity_data import DATASETS as ALL_DATASETS
+from benchmarks.validity_data import copy_pairs, load_pool, stratified_indices
+from benchmarks.validity_pools import (
     DATASETS,
     POOLS,
     TARGETS,
@@ -45,8 +40,8 @@ from benchmarks.validity_pools import (  # noqa: E402
     regret,
     top_pick,
 )
-from embedselect.ranking.combine import DEFAULT_METHOD, combine_ranks, copies_below_parents  # noqa: E402
-from embedselect.metrics.base import DEFAULT_METRICS, get_spec  # noqa: E402
+from embedselect.ranking.combine import DEFAULT_METHOD, combine_ranks, copies_below_parents
+from embedselect.metrics.base import DEFAULT_METRICS, get_spec
 
 SIGNALS = ("task_prior", "sufficiency", "nn_agreement", "rankme", "modularity")
 GRID = {"task_prior": (1.0,), "sufficiency": (0.0, 0.25, 0.5, 1.0), "nn_agreement": (0.0, 0.5, 1.0, 2.0),

@@ -18,7 +18,7 @@ For each dataset (a pool folder written by ``benchmarks/validity_data.py``):
 
 Run (the pools must exist; see ``validity_data.py``)::
 
-    nice -n 5 python benchmarks/validity_pools.py --datasets polarity analogy empath --out /tmp/vp.md
+    nice -n 5 python -m benchmarks.validity_pools --datasets polarity analogy empath --out /tmp/vp.md
 
 Every number is a benchmark result, never a test threshold.
 """
@@ -39,11 +39,8 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-if __package__ in (None, ""):  # run as a script: make ``benchmarks`` importable
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from benchmarks.validity_data import DATASETS as ALL_DATASETS  # noqa: E402
-from benchmarks.validity_data import bench_cache, load_pool, save_json, stratified_indices  # noqa: E402
+from benchmarks.validity_data import DATASETS as ALL_DATASETS
+from benchmarks.validity_data import bench_cache, load_pool, save_json, stratified_indices
 
 log = logging.getLogger("validity_pools")
 
@@ -101,7 +98,7 @@ of that modality."""
 
 
 # ------------------------------------------------------------------------------------------------
-# pure scoring functions (tested in tests/test_validity_pools.py)
+# pure scoring functions (tested in benchmarks/tests/test_validity_pools.py)
 # ------------------------------------------------------------------------------------------------
 def _finite(scores: Mapping[str, float | None]) -> dict[str, float]:
     return {k: float(v) for k, v in scores.items() if v is not None and math.isfinite(float(v))}
@@ -569,7 +566,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", type=Path, default=None, help="also write the raw results here")
     a = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
-    command = "python benchmarks/validity_pools.py " + " ".join(sys.argv[1:] if argv is None else argv)
+    command = "python -m benchmarks.validity_pools " + " ".join(sys.argv[1:] if argv is None else argv)
     datasets = datasets_for_pool(a.pool, a.datasets)
     if not datasets:
         ap.error(f"none of {a.datasets} is a {POOL_MODALITY.get(a.pool)} dataset, which pool {a.pool!r} needs")

@@ -20,7 +20,7 @@ from embedselect.errors import (
     UnknownMetricError,
 )
 from embedselect.ranking.result import Ranking
-from tests.tinymodels import make_pickle_only_model, make_tiny_sentence_transformer
+from testkit.tinymodels import make_pickle_only_model, make_tiny_sentence_transformer
 
 SAMPLE = sample_path("texts")
 
@@ -205,7 +205,7 @@ def test_end_to_end_real_minilm_configurations_and_baselines(cache_dir):
 def test_images_end_to_end_with_timm_and_baselines(tmp_path, cache_dir):
     """An image folder through the same path: a real timm model (its own data config), pixel-PCA, random
     projection; one undecodable file is skipped and reported when asked to."""
-    from tests.tinymodels import make_tiny_images, make_tiny_timm
+    from testkit.tinymodels import make_tiny_images, make_tiny_timm
 
     folder = tmp_path / "photos"
     make_tiny_images(folder, n=40, size=32)

@@ -18,7 +18,7 @@ from embedselect.models.backends.baselines import BASELINE_OPTIONS
 from embedselect.models.candidates.resolve import local_dir_revision
 from embedselect.data import sample_path
 from embedselect._util.kinds import BASELINES
-from tests.tinymodels import make_tiny_images, make_tiny_sentence_transformer
+from testkit.tinymodels import make_tiny_images, make_tiny_sentence_transformer
 
 SAMPLE = sample_path("texts")
 _TWO_VALUES = {int: (3, 4), bool: (False, True)}

@@ -4,12 +4,13 @@ built here (an ELF64 file with a .nv_fatbin section holding hand-made fat binari
 from __future__ import annotations
 
 import importlib.util
-import struct
 import sys
 import zipfile
 from pathlib import Path
 
 import pytest
+
+from testkit.elf import elf as _elf, fatbin as _fatbin
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -20,45 +21,6 @@ def _checker():
     sys.modules[spec.name] = mod  # dataclasses look their module up while the class is built
     spec.loader.exec_module(mod)
     return mod
-
-
-def _entry(kind: int, arch: int, payload: bytes = b"\0" * 24) -> bytes:
-    head = struct.pack("<HHIQIIHHIIIQQQ", kind, 0x0101, 64, len(payload), 0, 0, 7, 1, arch, 0, 0, 0x11, 0, 0)
-    assert len(head) == 64
-    return head + payload
-
-
-def _fatbin(entries: list[tuple[int, int]]) -> bytes:
-    body = b"".join(_entry(k, a) for k, a in entries)
-    return struct.pack("<IHHQ", 0xBA55ED50, 1, 16, len(body)) + body
-
-
-def _elf(sections: dict[str, bytes]) -> bytes:
-    """A minimal little-endian ELF64 shared object: ELF header, section bodies, .shstrtab, section headers."""
-    names = [""] + list(sections) + [".shstrtab"]
-    strtab = b"".join(n.encode() + b"\0" for n in names)
-    name_off, off = [], 0
-    for n in names:
-        name_off.append(off)
-        off += len(n) + 1
-    body = bytearray(b"\0" * 64)
-    places = [(0, 0)]
-    for data in list(sections.values()) + [strtab]:
-        while len(body) % 8:
-            body += b"\0"
-        places.append((len(body), len(data)))
-        body += data
-    while len(body) % 8:
-        body += b"\0"
-    shoff = len(body)
-    for i, (o, size) in enumerate(places):
-        stype = 0 if i == 0 else (3 if i == len(places) - 1 else 1)
-        body += struct.pack("<IIQQQQIIQQ", name_off[i], stype, 0, 0, o, size, 0, 0, 8, 0)
-    ident = b"\x7fELF" + bytes([2, 1, 1, 0]) + b"\0" * 8
-    header = ident + struct.pack("<HHIQQQIHHHHHH", 3, 62, 1, 0, 0, shoff, 0, 64, 56, 0, 64, len(places),
-                                 len(places) - 1)
-    body[:64] = header
-    return bytes(body)
 
 
 def _wheel(path: Path, libs: dict[str, bytes]) -> Path:
@@ -114,28 +76,3 @@ def test_a_wheel_passes_only_when_every_fat_binary_runs_on_sm_90(tmp_path, capsy
 def test_a_missing_file_is_a_usage_error(tmp_path, capsys):
     assert _checker().main([str(tmp_path / "nope.whl")]) == 2
     assert "no such file" in capsys.readouterr().err
-
-
-def test_strip_fatbin_keeps_only_one_architectures_sass_and_every_header(tmp_path):
-    """benchmarks/gpu_session/strip_fatbin.py (transport to a lent GPU): sm_90 SASS payloads stay byte for byte,
-    the others are zeroed, the checker still lists every entry, and a fat binary without sm_90 SASS keeps its PTX."""
-    checker = _checker()
-    spec = importlib.util.spec_from_file_location("strip_fatbin", ROOT / "benchmarks" / "gpu_session" / "strip_fatbin.py")
-    strip = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(strip)
-
-    def entry(kind, arch):
-        return _entry(kind, arch, payload=bytes([arch]) * 24)
-
-    def fatbin(entries):
-        body = b"".join(entry(k, a) for k, a in entries)
-        return struct.pack("<IHHQ", 0xBA55ED50, 1, 16, len(body)) + body
-
-    lib = tmp_path / "libfaiss.so"
-    lib.write_bytes(_elf({".text": b"\x90" * 32, ".nv_fatbin": fatbin([(2, 80), (2, 90), (1, 90)]) + fatbin([(2, 80), (1, 90)])}))
-    out = tmp_path / "stripped.so"
-    assert strip.main([str(lib), str(out)]) == 0
-    data = out.read_bytes()
-    assert len(data) == lib.stat().st_size and data.count(bytes([90]) * 24) == 2  # sm_90 SASS and the lone PTX
-    assert data.count(bytes([80]) * 24) == 0  # both sm_80 payloads zeroed
-    assert [lb.archs() for lb in checker.scan(out)] == [["sm_80", "ptx_90", "sm_90"]]

@@ -83,7 +83,7 @@ def test_exit_codes_for_bad_input(tmp_path, capsys, argv, code, message):
 
 @pytest.mark.fault
 def test_strict_exit_code_when_a_candidate_fails(tmp_path, capsys):
-    from tests.tinymodels import make_pickle_only_model
+    from testkit.tinymodels import make_pickle_only_model
 
     bad = make_pickle_only_model(tmp_path / "bad")
     argv = ["rank", SAMPLE, "-c", "text", "-m", f"{bad},tfidf-svd,random-projection", "--metrics", "task_prior",

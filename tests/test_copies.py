@@ -136,7 +136,7 @@ def test_real_quantised_copies_are_still_found_and_never_ranked_above_their_pare
 
 def test_select_reads_the_specs_a_lower_precision_run_is_a_copy_another_pooling_a_variant(tmp_path):
     from embedselect import select
-    from tests import tinymodels as tm
+    from testkit import tinymodels as tm
 
     vit = str(tm.make_tiny_timm(tmp_path / "vit"))
     imgs = tm.make_tiny_images(tmp_path / "imgs", n=40)[0].parent
@@ -171,7 +171,7 @@ def test_a_shorter_max_length_of_the_same_model_is_a_declared_copy_of_every_long
 
 def test_select_ranks_the_model_at_8_tokens_below_the_model_and_says_why(tmp_path):
     from embedselect import select
-    from tests import tinymodels as tm
+    from testkit import tinymodels as tm
     from embedselect.data import sample_path
 
     a = str(tm.make_tiny_transformers_text(tmp_path / "tiny-a", seed=0))

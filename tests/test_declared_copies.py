@@ -14,7 +14,7 @@ import embedselect.pipeline.scoring as pipeline_metrics
 from embedselect.models.candidates.card import CardOrigin, card_origin, model_aliases, parse_card
 from embedselect.metrics.copies import declared_copies
 
-from tests.tinymodels import make_tiny_sentence_transformer
+from testkit.tinymodels import make_tiny_sentence_transformer
 
 M2V_CARD = """---
 base_model: {base}

@@ -10,17 +10,12 @@ centre first at 3 of those 6 seeds (§4h records it), so the trap is checked her
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 
 from embedselect.ranking.combine import combine_ranks
 from embedselect.validation.heldout import probe_accuracies
 from embedselect.metrics.base import DEFAULT_METRICS, MetricContext, get_metric, get_spec
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-from synthetic_pools import family_center_pool  # noqa: E402
+from testkit.pools import family_center_pool
 
 FAMILY = {"static-A": "teacher-A", "pooled-A": "teacher-A"}
 REFERENCES = frozenset({"bow", "random"})

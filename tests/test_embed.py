@@ -22,7 +22,7 @@ from embedselect.errors import (
     UnsafeModelError,
 )
 from embedselect.models.policy import LoadPolicy
-from tests import tinymodels as tm
+from testkit import tinymodels as tm
 
 TEXTS = [
     "the cat sat on the mat",

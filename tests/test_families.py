@@ -12,7 +12,7 @@ from embedselect.metrics.comparators import agreement
 from embedselect.metrics.sufficiency import score as sufficiency
 from embedselect.metrics.task_prior import score as taskprior
 from embedselect.metrics.base import MetricContext, family_weights, weighted_median
-from tests.tinymodels import make_tiny_transformers_text
+from testkit.tinymodels import make_tiny_transformers_text
 
 
 def test_family_weights_and_the_weighted_median():

@@ -1,4 +1,4 @@
-"""Crawl → catalogue against the fake hub (tests/hubserver.py): listing, filters, pagination, faults, history."""
+"""Crawl → catalogue against the fake hub (testkit/hubserver.py): listing, filters, pagination, faults, history."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""Resolve → policy → fetch → embed through the real libraries, against the fake hub (tests/hubserver.py).
+"""Resolve → policy → fetch → embed through the real libraries, against the fake hub (testkit/hubserver.py).
 
-Tiny models come from tests/tinymodels.py (built once per module); each test publishes what it needs.
+Tiny models come from testkit/tinymodels.py (built once per module); each test publishes what it needs.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from embedselect.errors import CandidateError, ConfigError, HubError, UnsafeMode
 from embedselect.models.policy import LoadPolicy
 from embedselect.store import Store
 from embedselect.store import catalog
-from tests import tinymodels as tm
+from testkit import tinymodels as tm
 
 TOKEN = "hf_TestTokenDoNotLeak0123456789"
 

@@ -7,7 +7,7 @@ import pytest
 import embedselect
 from embedselect.data import sample_path
 from embedselect.store import Store, catalog
-from tests import tinymodels as tm
+from testkit import tinymodels as tm
 
 SAMPLE = sample_path("texts")
 

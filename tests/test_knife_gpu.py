@@ -11,7 +11,7 @@ import torch
 
 from embedselect.metrics.sufficiency.knife import engine
 from embedselect.metrics.sufficiency.score import information_sufficiency
-from tests.tinymodels import latent_views
+from testkit.tinymodels import latent_views
 
 needs_gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
 

@@ -191,6 +191,43 @@ def test_no_loose_top_level_module():
     assert not loose, f"top-level modules beside the facade (move each into the package of its concern): {loose}"
 
 
+# The checkout's top-level folders -> the folders (of these) their Python files may import. The product imports
+# none of them; tests/ and benchmarks/ share fixtures through testkit/ and never import each other; lab/ (exploratory
+# scripts, never collected by pytest) may import anything, nothing imports it.
+ROOT = PKG.parent
+REPO_MAY_IMPORT: dict[str, set[str]] = {
+    "embedselect": set(),
+    "scripts": {"embedselect"},
+    "testkit": {"embedselect"},
+    "tests": {"embedselect", "testkit", "scripts"},
+    "benchmarks": {"embedselect", "testkit", "scripts"},
+    "lab": {"embedselect", "testkit", "benchmarks"},
+}
+
+
+def _repo_arrows(folder: str) -> list[str]:
+    bad = []
+    for path in sorted((ROOT / folder).rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else [])
+            for top in {n.split(".")[0] for n in names}:
+                if top in REPO_MAY_IMPORT and top != folder and top not in REPO_MAY_IMPORT[folder]:
+                    bad.append(f"{path.relative_to(ROOT)} imports {top}")
+    return bad
+
+
+@pytest.mark.parametrize("folder", sorted(REPO_MAY_IMPORT))
+def test_the_checkouts_folders_import_only_what_they_may(folder):
+    assert (ROOT / folder).is_dir()
+    assert not _repo_arrows(folder), _repo_arrows(folder)
+
+
+def test_the_folder_rule_catches_a_test_importing_a_benchmark(monkeypatch):
+    monkeypatch.setitem(REPO_MAY_IMPORT, "tests", {"embedselect"})  # as if testkit were a benchmark module
+    assert any(a.endswith("imports testkit") for a in _repo_arrows("tests"))
+
+
 def test_no_module_imports_another_modules_private_names():
     bad = []
     for name, (_, tree) in _modules().items():

@@ -11,7 +11,7 @@ from embedselect.errors import ConfigError, NightlyEmptyError, NightlyLockedErro
 from embedselect.nightly import load_config, run_night
 from embedselect.nightly import run as nightly_run
 from embedselect.store import Store
-from tests import tinymodels as tm
+from testkit import tinymodels as tm
 
 TEXTS = [f"the {a} {b} sat on the {c} at night" for a in ("cat", "dog", "man", "child", "woman")
          for b in ("red", "blue", "green", "big", "small", "old") for c in ("mat", "tree", "house", "car")]

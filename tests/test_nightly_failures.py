@@ -53,7 +53,7 @@ def test_a_passing_hub_fault_is_a_failure_retried_the_next_night(hub, tiny, tmp_
     same revision again ("retry") and ranks it. Before, it was recorded as a permanent refusal."""
     import hashlib
 
-    from tests import tinymodels as tm
+    from testkit import tinymodels as tm
 
     publish_st(hub, "acme/good", tiny[0], 5)
     # weights no earlier test put into the session's HF cache, so that they are downloaded tonight

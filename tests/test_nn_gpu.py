@@ -169,7 +169,7 @@ def test_the_search_index_is_built_on_the_gpus_and_the_manifest_says_so(tmp_path
     import json
 
     from embedselect.search import SearchIndex, build_index, search
-    from tests.tinymodels import make_tiny_sentence_transformer
+    from testkit.tinymodels import make_tiny_sentence_transformer
 
     texts = [f"item {i} about {w}" for i, w in enumerate("cats dogs rain stocks bread goals trains music".split())]
     model = make_tiny_sentence_transformer(tmp_path / "st")

@@ -367,7 +367,7 @@ def test_new_weights_behind_a_link_out_of_a_model_folder_are_not_served_from_the
     import time
 
     import embedselect
-    from tests.tinymodels import make_tiny_sentence_transformer
+    from testkit.tinymodels import make_tiny_sentence_transformer
 
     d = make_tiny_sentence_transformer(tmp_path / "model", seed=0)
     other = make_tiny_sentence_transformer(tmp_path / "v2", seed=7)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-import tests.tinymodels as tm
+import testkit.tinymodels as tm
 from embedselect.pipeline import context, embedding
 from embedselect.models.backends.device import key_precision, resolve_dtype
 from embedselect.data import ReferenceData

@@ -98,7 +98,7 @@ def test_no_library_bar_leaks_when_progress_is_off(tmp_path):
     """sentence-transformers draws its "Batches" bar whenever its logger is at INFO (``-v``) unless told not to,
     and transformers its "Loading weights" bar: with --quiet neither may reach the terminal; without it, they nest
     under the run's display."""
-    from tests.tinymodels import make_tiny_sentence_transformer
+    from testkit.tinymodels import make_tiny_sentence_transformer
 
     model = make_tiny_sentence_transformer(tmp_path / "tiny")
     argv = [sys.executable, "-m", "embedselect.cli", "rank", SAMPLE, "-c", "text", "-m", f"tiny={model},tfidf-svd",

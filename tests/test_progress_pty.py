@@ -15,7 +15,7 @@ import termios
 import pytest
 
 from embedselect.data import sample_path
-from tests.tinymodels import make_tiny_transformers_text
+from testkit.tinymodels import make_tiny_transformers_text
 
 
 def _run_in_pty(argv: list[str], rows: int, cols: int, timeout: float = 300) -> tuple[str, int]:

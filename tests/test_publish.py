@@ -15,7 +15,7 @@ from embedselect.errors import ConfigError
 from embedselect.publish import leaderboard as lb
 from embedselect.publish import load_ranking, previous_ranking, update_card, write_badges
 from embedselect.ranking.result import CandidateResult, Ranking
-from tests.tinymodels import make_tiny_sentence_transformer
+from testkit.tinymodels import make_tiny_sentence_transformer
 
 SAMPLE = sample_path("texts")
 EVIL = '../../<script>alert("x")</script> | [a](javascript:1)'

@@ -92,7 +92,7 @@ def test_bad_options_name_the_choices():
 
 def test_select_marks_the_builtin_baselines_as_reference_points(tmp_path, cache_dir):
     import embedselect
-    from tests.tinymodels import make_tiny_sentence_transformer
+    from testkit.tinymodels import make_tiny_sentence_transformer
 
     models = [str(make_tiny_sentence_transformer(tmp_path / f"st{seed}", seed=seed)) for seed in (0, 1)]
     texts = [f"{w} {i % 7} and {w[::-1]} number {i}" for i, w in enumerate(["alpha", "beta", "gamma", "delta"] * 15)]
@@ -159,7 +159,7 @@ def test_select_counts_central_baselines_as_evidence_in_every_metric_and_says_so
     the metrics consult them like models (the text pool of test_select_marks_the_builtin_baselines_as_reference_points
     keeps its baselines as reference points)."""
     import embedselect
-    from tests import tinymodels as tm
+    from testkit import tinymodels as tm
 
     vit = str(tm.make_tiny_timm(tmp_path / "vit"))
     imgs = tm.make_tiny_images(tmp_path / "imgs", n=60)[0].parent

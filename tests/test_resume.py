@@ -14,7 +14,7 @@ import pytest
 
 from embedselect.data import sample_path
 from embedselect.store import Store
-from tests.tinymodels import make_tiny_sentence_transformer
+from testkit.tinymodels import make_tiny_sentence_transformer
 
 pytestmark = pytest.mark.slow
 

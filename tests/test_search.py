@@ -10,7 +10,7 @@ import pytest
 
 from embedselect.errors import ConfigError, IndexMismatchError, SearchIndexError
 from embedselect.search import SearchIndex, build_index, search
-from tests.tinymodels import make_tiny_sentence_transformer
+from testkit.tinymodels import make_tiny_sentence_transformer
 
 TEXTS = [
     "the cat sat on the mat",

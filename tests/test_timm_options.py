@@ -12,7 +12,7 @@ import pytest
 from embedselect import embed
 from embedselect.models.backends.timm import TimmEmbedder
 from embedselect.errors import ConfigError
-from tests import tinymodels as tm
+from testkit import tinymodels as tm
 
 
 def save_timm(model, directory: Path) -> Path:

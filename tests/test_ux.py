@@ -59,7 +59,7 @@ def test_metric_warnings_reach_the_top_level_warnings(tmp_path):
 # --- 3. names ------------------------------------------------------------------------------------------
 def test_name_equals_spec_and_readable_local_names(tmp_path):
     from embedselect.models.candidates import parse_candidates
-    from tests.tinymodels import make_tiny_sentence_transformer
+    from testkit.tinymodels import make_tiny_sentence_transformer
 
     model = make_tiny_sentence_transformer(tmp_path / "all-tiny" / "model")
     (model / "README.md").write_text("---\nlibrary_name: sentence-transformers\n---\n\n# tiny-minilm\n\ntext\n")
@@ -290,7 +290,7 @@ def test_one_degenerate_candidate_fails_only_that_candidate(tmp_path):
     a traceback in the default metrics, or "no metric could be computed" with task_prior."""
     import math
 
-    from tests.tinymodels import make_constant_sentence_transformer
+    from testkit.tinymodels import make_constant_sentence_transformer
 
     flat = make_constant_sentence_transformer(tmp_path / "flat")
     r = embedselect.select(SAMPLE, [f"flat={flat}", *TRIO], column="text", cache_dir=tmp_path / "c",
@@ -449,7 +449,7 @@ def test_validate_says_how_many_items_had_no_label(tmp_path):
 @pytest.mark.fault
 def test_a_failed_candidate_is_reported_once_in_the_table(tmp_path):
     from embedselect.cli.common import format_table
-    from tests.tinymodels import make_pickle_only_model
+    from testkit.tinymodels import make_pickle_only_model
 
     bad = make_pickle_only_model(tmp_path / "bad")  # refused at load: pickle weights
     r = embedselect.select(SAMPLE, [*PAIR, f"nope={bad}"], column="text", metrics=["task_prior"],

@@ -23,12 +23,12 @@ for w in "$work"/whl/*.whl; do
         *) unzip -q -o "$w" -d "$work/site" ;;
     esac
 done
-"$py" "$here/strip_fatbin.py" "$work/site/faiss/libfaiss.so" "$work/libfaiss.so"
+(cd "$root" && "$py" -m benchmarks.gpu_session.strip_fatbin "$work/site/faiss/libfaiss.so" "$work/libfaiss.so")
 mv "$work/libfaiss.so" "$work/site/faiss/libfaiss.so"
 rm -rf "$out" && mkdir -p "$out/models"
 tar cf - -C "$work" site cu12 | xz -6 -T0 > "$out/payload.tar.xz"
-minilm=${1:-$("$py" -c "import sys; sys.path.insert(0, '$root/benchmarks'); from validity import minilm_dir; print(minilm_dir())")}
-mpnet=${2:-$("$py" -c "import sys; sys.path.insert(0, '$root/benchmarks'); from validity import mpnet_dir; print(mpnet_dir())")}
+minilm=${1:-$(cd "$root" && "$py" -c "from benchmarks.validity import minilm_dir; print(minilm_dir())")}
+mpnet=${2:-$(cd "$root" && "$py" -c "from benchmarks.validity import mpnet_dir; print(mpnet_dir())")}
 for pair in "minilm:$minilm" "mpnet:$mpnet"; do
     name=${pair%%:*}; src=${pair#*:}; mkdir -p "$out/models/$name"
     (cd "$src" && find . -type f ! -name '*.safetensors' ! -name '*.bin' ! -name README.md ! -name .gitattributes \

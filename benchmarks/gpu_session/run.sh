@@ -26,7 +26,7 @@ setup() {
     gcc -shared -fPIC -Wl,-soname,libcublasLt.so.12 $S/lt.c -o $S/nvns/nvidia/cublas/lib/libcublasLt.so.12
     ln -sf "$cur" $S/nvns/nvidia/curand/lib/libcurand.so.10
     python3 .devcarry/mkmodels.py $S/models
-    python3 -c "import faiss; from embedselect import nn_device as d; print('faiss', faiss.__version__, 'GPU kernels run:', d.faiss_has_gpu())" \
+    python3 -c "import faiss; from embedselect.nn import device as d; print('faiss', faiss.__version__, 'GPU kernels run:', d.faiss_has_gpu())" \
         | tee $OUT/smoke.txt && touch $S/ready
 }
 while [ $# -gt 0 ]; do
@@ -34,10 +34,10 @@ while [ $# -gt 0 ]; do
     case $step in
         setup) setup ;;
         tests) timeout 180 python3 -m pytest -q -p no:cacheprovider tests/test_nn_gpu.py tests/test_knife_gpu.py -rs 2>&1 | tail -12 | tee $OUT/pytest_gpu.txt ;;
-        faiss|faiss_scale) timeout 240 python3 benchmarks/gpu.py --sections $step --out $OUT/$step.json --markdown $OUT/$step.md 2>&1 | grep -E "^\||^faiss" ;;
-        moments) timeout 120 python3 benchmarks/gpu.py --sections moments,sufficiency --out $OUT/moments.json 2>&1 | grep "^|" ;;
+        faiss|faiss_scale) timeout 240 python3 -m benchmarks.gpu --sections $step --out $OUT/$step.json --markdown $OUT/$step.md 2>&1 | grep -E "^\||^faiss" ;;
+        moments) timeout 120 python3 -m benchmarks.gpu --sections moments,sufficiency --out $OUT/moments.json 2>&1 | grep "^|" ;;
         e2e) n=$1; shift
-             python3 benchmarks/gpu.py --sections e2e --n "$n" --st-models $S/models/minilm,$S/models/mpnet \
+             python3 -m benchmarks.gpu --sections e2e --n "$n" --st-models $S/models/minilm,$S/models/mpnet \
                  --out $OUT/e2e.json --markdown $OUT/e2e.md 2>&1 | grep -E "^e2e|^\| e2e|Error" ;;
         *) echo "unknown step $step"; exit 2 ;;
     esac

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Zero every fat-binary payload of a shared library except one architecture's SASS, for transport only.
 
-    python benchmarks/gpu_session/strip_fatbin.py LIB.so OUT.so [--arch 90]
+    python -m benchmarks.gpu_session.strip_fatbin LIB.so OUT.so [--arch 90]     # from the checkout's root
 
 The headers stay, so the CUDA driver still finds the entries; it loads the SASS of the GPU's own architecture and
 never reads the zeroed ones (a fat binary with no SASS for ``--arch`` keeps its PTX). faiss-gpu 1.15.1's libfaiss.so
@@ -16,8 +16,7 @@ import struct
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
-from check_faiss_wheel import _ENTRY_HEADER, _FAT_HEADER, FATBIN_MAGIC, FATBIN_SECTIONS, KIND_PTX, KIND_SASS  # noqa: E402
+from scripts.check_faiss_wheel import _ENTRY_HEADER, _FAT_HEADER, FATBIN_MAGIC, FATBIN_SECTIONS, KIND_PTX, KIND_SASS
 
 
 def section_offsets(data: bytes) -> dict[str, tuple[int, int]]:

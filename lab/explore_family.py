@@ -1,9 +1,7 @@
 """First measurement of the distilled-copy trap on synthetic families (docs/task_prior.md); run:
-PYTHONPATH=. python benchmarks/explore_family.py"""
-import sys
+python -m lab.explore_family (from the checkout's root)"""
 import time
-sys.path.insert(0, __import__('os').path.dirname(__file__))
-from synthetic_pools import family_pool
+from testkit.pools import family_pool
 from sklearn.preprocessing import StandardScaler
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import cross_val_score

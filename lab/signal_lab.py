@@ -4,7 +4,7 @@ Research harness, not the product: it prototypes signals on the vectors of ``val
 dataset, pool and signal under ``<bench cache>/signal_lab/``) and prints Spearman / regret per view, so that a
 signal earns a place in ``embedselect.metrics`` before it is written there.
 
-    python benchmarks/signal_lab.py --views trec:width photo-patches:photo8 --signals nn lin_is knn_is
+    python -m lab.signal_lab --views trec:width photo-patches:photo8 --signals nn lin_is knn_is
 """
 
 from __future__ import annotations
@@ -14,16 +14,12 @@ import json
 import math
 import sys
 import time
-from pathlib import Path
 from typing import Any, Callable, Mapping
 
 import numpy as np
 
-if __package__ in (None, ""):
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from benchmarks.validity_data import bench_cache, load_pool, save_json, stratified_indices  # noqa: E402
-from benchmarks.validity_pools import POOLS, correlations, ground_truth, regret  # noqa: E402
+from benchmarks.validity_data import bench_cache, load_pool, save_json, stratified_indices
+from benchmarks.validity_pools import POOLS, correlations, ground_truth, regret
 
 BASELINE_KINDS = {"baseline"}
 

@@ -4,7 +4,7 @@ Each pool: four noisy views of one latent (less noise = better, known order) and
 candidate. For every n and settings variant, three seeds; prints Spearman between the scores and the known
 order, how many of the 20 pairs stopped at step 0 (IS exactly 0), and the best candidate's score.
 
-    PYTHONPATH=$PWD python benchmarks/sufficiency_small_n.py --pool A --n 300,500,1000 \
+    PYTHONPATH=$PWD python -m lab.sufficiency_small_n --pool A --n 300,500,1000 \
         --configs '{"old": {"rows_per_pc": 10, "min_pcs": 2}, "new": {}}'
 
 Pool A (the one the small-n rule was chosen on): 12-d latent, candidates tanh(latent A / 3) + noise, 32 dims.

@@ -1,7 +1,7 @@
 """Why a label-free signal ranks a pool the way it does (issue 23): per-candidate kernel statistics and the
 Spearman ρ of task_prior / sufficiency variants against the tuned-probe truth, on one benchmark pool.
 
-    python benchmarks/diagnose_pool.py photo-patches --variants tp-default tp-tau10 ...
+    python -m lab.diagnose_pool photo-patches --variants tp-default tp-tau10 ...
 
 Reads the pool written by ``validity_data.py`` and the ground truth cached by ``validity_pools.py``
 (run that first, ``--max-items 1000``). Prints markdown; every variant is named by the options it passes.
@@ -11,14 +11,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks.validity_data import bench_cache, load_pool, stratified_indices  # noqa: E402
+from benchmarks.validity_data import bench_cache, load_pool, stratified_indices
 
 VARIANTS: dict[str, tuple[str, dict]] = {
     "tp-default": ("task_prior", {}),

@@ -1,0 +1,12 @@
+"""embedselect's benchmarks (not part of the installed package).
+
+- Speed and memory: ``bench_*.py``, ``gpu.py`` / ``gpu_scale.py`` (``gpu_session/`` carries them to a lent GPU
+  machine); commands and current numbers in docs/benchmarks.md.
+- The validity harness: ``validity_data.py`` (datasets and cached pools), ``validity_images.py`` (image loaders),
+  ``validity.py`` (model preparation and the first three-dataset check), ``validity_pools.py`` (signals and the
+  ground truth per view), ``validity_default.py`` (leave-one-dataset-out choice of the defaults),
+  ``seed_stability.py``, ``per_view.py`` and ``truth_noise.py``; method and current numbers in docs/validity.md.
+
+Run each from the checkout's root as ``python -m benchmarks.NAME``. Tests: ``benchmarks/tests/`` (``make test``
+runs them). Imports: embedselect and testkit, never tests/ or lab/ (``tests/test_layers.py``).
+"""
