@@ -61,6 +61,8 @@ AREAS: dict[str, str] = {
     "test_search_query": "ranking and CLI (issue 14's own pass)",
     "test_progress_pty": "ranking and CLI (issue 14's own pass)",
     "test_data_encodings": "data loading",
+    "test_hub_hostile": "hub fetching",
+    "test_cache_hostile": "cache",
 }
 """Test module -> area of the counts table. A fault test in a module not listed here makes the run fail (and
 tests/test_ux.py checks it), so that no case goes uncounted."""

@@ -11,14 +11,19 @@ Routes (everything else is refused with 400 and recorded in :attr:`FakeHub.unkno
 - ``HEAD|GET /{owner}/{name}/resolve/{rev}/{path}`` — file download with ``X-Repo-Commit`` and ``ETag``;
   LFS files (weights) answer 302 to ``http://localhost:{port}/cdn/{sha256}`` (another origin, like the real
   CDN, so the client drops the token) with ``X-Linked-Etag`` / ``X-Linked-Size``. ``Range`` is honoured.
-- ``GET  /api/agent-harnesses`` — the (empty) registry huggingface_hub reads for its user agent.
+- ``GET  /api/agent-harnesses`` — the (empty) registry huggingface_hub reads for its user agent
+  (:attr:`FakeHub.agent_registry`: a test may serve any JSON there).
 - Not found: 404 with ``X-Error-Code`` (RepoNotFound, RevisionNotFound, EntryNotFound); gated repos: 401/403
   with ``X-Error-Code: GatedRepo`` on file downloads unless the request carries a granted token.
 
 Faults (:meth:`FakeHub.add_fault`): "status" (answer with a status + headers), "malformed" (a 200 whose JSON
 body is cut off, ``Link`` kept), "truncate" (a file body shorter than the hub said, consistent
 ``Content-Length``), "drop" (full ``Content-Length`` announced, half sent, connection closed), "delay"
-(sleep before answering, for timeouts).
+(sleep before answering, for timeouts), "trickle" (the whole answer, status line included, sent one byte every
+``delay`` seconds).
+
+A hostile listing: :attr:`FakeHub.listing_link` ``(cursor, size) -> URL or None`` replaces every listing page's
+``Link: next`` (a page past the end wraps round to the start, so pages stay non-empty while there are repos).
 """
 
 from __future__ import annotations
@@ -112,6 +117,8 @@ class FakeHub:
         self.unknown: list[str] = []
         self.pull_requests: list[dict[str, Any]] = []
         self.page_size = page_size
+        self.listing_link: Any = None
+        self.agent_registry: Any = {"standardEnvVars": [], "harnesses": {}}
         self.server: ThreadingHTTPServer | None = None
         self.port = 0
         self._commit_counter = 0
@@ -147,6 +154,8 @@ class FakeHub:
             self.unknown.clear()
             self.pull_requests.clear()
             self.page_size = 1000
+            self.listing_link = None
+            self.agent_registry = {"standardEnvVars": [], "harnesses": {}}
 
     # --- content ---------------------------------------------------------------------------------------
     def publish(
@@ -223,7 +232,7 @@ class FakeHub:
                   headers: dict[str, str] | None = None, delay: float = 0.0, method: str | None = None) -> Fault:
         """Inject a fault on requests whose path (with query) matches the regex ``pattern``, ``times`` times
         (-1 = always). Kinds: "status", "malformed", "truncate", "drop", "delay" (see module doc)."""
-        assert kind in {"status", "malformed", "truncate", "drop", "delay"}, kind
+        assert kind in {"status", "malformed", "truncate", "drop", "delay", "trickle"}, kind
         f = Fault(re.compile(pattern), kind, method, status, dict(headers or {}), times, delay)
         with self.lock:
             self.faults.append(f)
@@ -391,6 +400,8 @@ class _Handler(BaseHTTPRequestHandler):
             )
         self._fault = self.hub.take_fault(self.command, self.path)
         f = self._fault
+        if f is not None and f.kind == "trickle":
+            return self._trickle(path, query, f.delay)
         if f is not None:
             if f.kind == "delay":
                 time.sleep(f.delay)
@@ -402,9 +413,28 @@ class _Handler(BaseHTTPRequestHandler):
         except (BrokenPipeError, ConnectionResetError):
             pass
 
+    def _trickle(self, path: str, query: dict[str, list[str]], delay: float) -> None:
+        """Answer as usual, but send the bytes one at a time, ``delay`` seconds apart, until the client leaves."""
+        import io
+
+        real, self.wfile = self.wfile, io.BytesIO()
+        try:
+            self._route(path, query)
+            data = self.wfile.getvalue()
+        finally:
+            self.wfile = real
+        try:
+            for i in range(len(data)):
+                real.write(data[i : i + 1])
+                real.flush()
+                time.sleep(delay)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        self.close_connection = True
+
     def _route(self, path: str, query: dict[str, list[str]]) -> None:
         if path == "/api/agent-harnesses" and self.command == "GET":  # the client's user-agent registry
-            return self._json(200, {"standardEnvVars": [], "harnesses": {}})
+            return self._json(200, self.hub.agent_registry)
         m = re.fullmatch(r"/api/models", path)
         if m and self.command == "GET":
             return self._list(query)
@@ -501,6 +531,7 @@ class _Handler(BaseHTTPRequestHandler):
         with self.hub.lock:
             repos = list(self.hub.repos.values())
             page_size = self.hub.page_size
+            listing_link = self.hub.listing_link
         out = []
         for r in repos:
             tags = set(r.tags)
@@ -527,9 +558,13 @@ class _Handler(BaseHTTPRequestHandler):
         except ValueError:
             return self._error(400, None, "bad limit or cursor")
         size = max(1, min(limit, page_size, 1000))
-        page = out[cursor : cursor + size]
+        page = out[cursor % len(out) :][:size] if listing_link is not None and out else out[cursor : cursor + size]
         headers = {}
-        if cursor + size < len(out):
+        if listing_link is not None:
+            link = listing_link(cursor, size)
+            if link is not None:
+                headers["Link"] = f'<{link}>; rel="next"'
+        elif cursor + size < len(out):
             nq = [(k, v) for k, vs in q.items() if k != "cursor" for v in vs] + [("cursor", str(cursor + size))]
             headers["Link"] = f'<{self.hub.url}/api/models?{urlencode(nq)}>; rel="next"'
         body = [self.hub.model_json(r, r.main, expand=expand or None, listing=True) for r in page]

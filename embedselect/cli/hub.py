@@ -41,6 +41,8 @@ def register(subparsers) -> None:
     p.add_argument("--search", help="substring of the model id")
     p.add_argument("--sort", default="trending", choices=["trending", "downloads", "likes", "recency", "created"])
     p.add_argument("--limit", type=int, default=100, help="maximum number of models (default 100)")
+    p.add_argument("--max-pages", type=int, default=50,
+                   help="listing pages read at most (default 50); a listing whose next link never ends stops here")
     p.add_argument("--min-params", type=parse_count, help="minimum parameter count, e.g. 10M")
     p.add_argument("--max-params", type=parse_count, help="maximum parameter count, e.g. 500M")
     p.add_argument("--license", action="append", dest="licenses", help="allowed licence id (repeatable)")
@@ -102,6 +104,7 @@ def cmd_crawl(args) -> int:
         max_params=args.max_params,
         licenses=args.licenses,
         include_gated=not args.exclude_gated,
+        max_pages=args.max_pages,
     )
     if args.json:
         out = result.to_dict()

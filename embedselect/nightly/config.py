@@ -67,6 +67,7 @@ class CrawlConfig(_Strict):
     search: str | None = None
     sort: Literal["trending", "downloads", "likes", "recency", "created"] = "trending"
     limit: int = Field(default=50, ge=1, le=10_000)
+    max_pages: int = Field(default=50, ge=1, le=10_000)  # listing pages read at most (a Link that never ends)
     min_params: int | None = None
     max_params: int | None = None
     licenses: tuple[str, ...] | None = None

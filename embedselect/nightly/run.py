@@ -82,14 +82,16 @@ class _Stages:
             self.seconds[name] = round(self.seconds.get(name, 0.0) + time.perf_counter() - t0, 3)
 
 
-def _crawl(cfg: NightlyConfig, store: Any, token: str | None, *, record: bool):
+def _crawl(cfg: NightlyConfig, store: Any, token: str | None, *, record: bool, should_stop: Any = None):
+    """The night's crawl: ``crawl.max_pages`` pages at most, and none once ``should_stop()`` (the budget) says so."""
     from embedselect.pipeline import refresh_catalog
 
     c = cfg.crawl
     result, _ = refresh_catalog(
         store=store, record=record, token=token, library=c.library, pipeline_tag=c.pipeline_tag, tags=c.tags,
         author=c.author, search=c.search, sort=c.sort, limit=c.limit, min_params=c.min_params,
-        max_params=c.max_params, licenses=c.licenses, include_gated=not c.exclude_gated,
+        max_params=c.max_params, licenses=c.licenses, include_gated=not c.exclude_gated, max_pages=c.max_pages,
+        should_stop=should_stop,
     )
     return result
 
@@ -167,7 +169,8 @@ def _night(cfg: NightlyConfig, store: Any, *, dry_run: bool, executor: Any, toke
                                  on_error=cfg.data.on_error)
     summary["data"] = {"path": str(cfg.data_path), "items": len(ref), "fingerprint": ref.fingerprint}
     with stages("crawl"):
-        crawled = _crawl(cfg, store, token, record=not dry_run)
+        crawled = _crawl(cfg, store, token, record=not dry_run,
+                         should_stop=lambda: _clock() - t_start >= embed_deadline)
     summary["crawl"] = {"query": crawled.query, "models": len(crawled.models), "pages": crawled.pages,
                         "complete": crawled.complete, "errors": [e.message for e in crawled.errors]}
     with stages("plan"):

@@ -55,6 +55,7 @@ import threading
 from pathlib import Path
 
 from embedselect.errors import CacheCorruptError, ConfigError, StoreError, StoreReadOnlyError
+from embedselect.store.dbfile import is_own_database
 from embedselect.store.keys import DB_NAME, RUN_KEY_VERSION, RunRecord, default_cache_dir, run_key
 from embedselect.store.queries import StoreQueries
 from embedselect.store.records import RecordStore
@@ -72,9 +73,7 @@ class Store(VectorStore, RecordStore, StoreQueries):
         _check_root(self.root)
         self.db_path = self.root / DB_NAME
         self.vectors_dir = self.root / "vectors"
-        if lock_timeout is None:
-            lock_timeout = float(os.environ.get("EMBEDSELECT_LOCK_TIMEOUT", "120"))
-        self.lock_timeout = lock_timeout
+        self.lock_timeout = _env_lock_timeout() if lock_timeout is None else _check_lock_timeout(lock_timeout)
         self._init_db()
         self.read_only = _read_only(self.root, self.db_path) if read_only is None else bool(read_only)
         """Opened read-only (see the module docstring): serves what it holds, stores nothing."""
@@ -115,6 +114,36 @@ class Store(VectorStore, RecordStore, StoreQueries):
         return cls(root, lock_timeout=lock_timeout, read_only=read_only)
 
 
+DEFAULT_LOCK_TIMEOUT_S = 120.0
+"""Seconds a process waits for the cache's lock when ``EMBEDSELECT_LOCK_TIMEOUT`` is not set."""
+
+
+def _env_lock_timeout() -> float:
+    """``$EMBEDSELECT_LOCK_TIMEOUT`` as seconds (default :data:`DEFAULT_LOCK_TIMEOUT_S`).
+
+    Raises:
+        ConfigError: the value is not a finite, non-negative number of seconds (e.g. ``2min``, ``nan``, ``-1``).
+    """
+    text = os.environ.get("EMBEDSELECT_LOCK_TIMEOUT", "").strip()
+    if not text:
+        return DEFAULT_LOCK_TIMEOUT_S
+    try:
+        return _check_lock_timeout(float(text))
+    except (ValueError, ConfigError):
+        raise ConfigError(f"EMBEDSELECT_LOCK_TIMEOUT={text!r} is not a number of seconds: give a finite number >= 0, "
+                          "e.g. EMBEDSELECT_LOCK_TIMEOUT=120 (two minutes), or unset it for the default "
+                          f"({DEFAULT_LOCK_TIMEOUT_S:g})") from None
+
+
+def _check_lock_timeout(seconds: float) -> float:
+    """``seconds`` as a float when it is a finite number >= 0, else :class:`ConfigError`."""
+    import math
+
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not math.isfinite(seconds) or seconds < 0:
+        raise ConfigError(f"lock_timeout must be a finite number of seconds >= 0, got {seconds!r}")
+    return float(seconds)
+
+
 def _check_root(root: Path) -> None:
     """The cache needs a folder of its own: never ``/`` or the home folder (its lock, pid and ``vectors/`` files
     would sit among the user's own)."""
@@ -140,8 +169,9 @@ _TAG_TMP = re.compile(r"\.CACHEDIR\.TAG\.\d+\.\d+\.tmp")
 
 def _claim_root(root: Path, db_path: Path) -> None:
     """Make sure the writable cache root is embedselect's own before anything is written there: a new or empty folder
-    is tagged (:data:`CACHE_TAG`); a folder with the tag or the database is a cache already (one made before the tag
-    gets it); any other non-empty folder is refused, so that the cache's files never go in among a user's (and a night never
+    is tagged (:data:`CACHE_TAG`); a folder with the tag, or with a database of embedselect's schema
+    (:func:`~embedselect.store.dbfile.is_own_database`), is a cache already (one made before the tag gets it); any other
+    non-empty folder is refused (also one whose ``embedselect.duckdb`` is another program's database), so that the cache's files never go in among a user's (and a night never
     writes its ``nightly.pid`` over theirs). An older cache that never got its database holds only empty lock files and
     the store's own folders: it is claimed too.
 
@@ -152,8 +182,9 @@ def _claim_root(root: Path, db_path: Path) -> None:
     if _tag_is_ours(root, tag):
         return
     root.mkdir(parents=True, exist_ok=True)
-    foreign = [] if db_path.is_file() else [
-        e for e in sorted(os.listdir(root))
+    own_db = db_path.is_file() and not db_path.is_symlink() and is_own_database(db_path)
+    foreign = [] if own_db else [
+        (f"{e} (a database without embedselect's schema)" if e == DB_NAME else e) for e in sorted(os.listdir(root))
         if not (e in _OWN_NAMES and _empty_or_own(root / e)) and not _TAG_TMP.fullmatch(e)
         and not (e == CACHE_TAG and _tag_is_ours(root, tag))]  # tagged by another process since the check above
     if foreign:

@@ -23,8 +23,8 @@ import time
 from pathlib import Path
 from typing import Any, Iterator
 
-from embedselect.errors import StoreLockedError, StoreReadOnlyError
-from embedselect.store.dbfile import connect, corrupt_error, corruption_guard
+from embedselect.errors import StoreError, StoreLockedError, StoreReadOnlyError
+from embedselect.store.dbfile import connect, corrupt_error, corruption_guard, open_duckdb
 
 try:  # POSIX
     import fcntl
@@ -131,8 +131,8 @@ class Database:
                 os.close(fd)
                 return None, None
         try:
-            return duckdb.connect(str(self.db_path), read_only=True), fd
-        except duckdb.Error as exc:
+            return open_duckdb(self.db_path, read_only=True), fd
+        except (duckdb.Error, StoreError) as exc:
             corrupt = corrupt_error(self.db_path, exc)
             if corrupt is not None:
                 _unlock(fd)

@@ -1,5 +1,9 @@
 """Opening the cache's DuckDB file: waiting while a program outside embedselect holds it, and telling a damaged file
-(:class:`~embedselect.errors.StoreCorruptError`, with its recovery) from a busy one, at the open and at any query."""
+(:class:`~embedselect.errors.StoreCorruptError`, with its recovery) from a busy one, at the open and at any query.
+
+Every connection is opened by :func:`open_duckdb`, with DuckDB's extension auto-install and auto-load off
+(:data:`DUCKDB_CONFIG`): a file of another format in the cache's place (a SQLite database) is refused as "not a DuckDB
+database", never a reason to fetch and load a native extension."""
 
 from __future__ import annotations
 
@@ -21,6 +25,65 @@ CORRUPTION_SIGNS = (
 """Lower-case phrases of DuckDB's errors (1.x) for a damaged database file: truncated ("could not read enough
 bytes"), overwritten header ("not a valid DuckDB database file"), damaged blocks ("Corrupt database file: computed
 checksum ... does not match")."""
+
+
+DUCKDB_CONFIG = {"autoinstall_known_extensions": False, "autoload_known_extensions": False}
+"""The settings of every DuckDB connection of the cache: no extension is ever downloaded or loaded on DuckDB's own
+initiative (it would fetch ``sqlite_scanner`` over the network to open a SQLite file given as the database)."""
+
+_FOREIGN_HEADERS = ((b"SQLite format 3\x00", "a SQLite database"),)
+"""File headers of other databases' formats, and what to call them."""
+
+
+def open_duckdb(db_path: Path, *, read_only: bool) -> Any:
+    """``duckdb.connect`` of ``db_path`` with :data:`DUCKDB_CONFIG`: the one place the cache's connections are made.
+
+    Raises:
+        StoreError: the file is another database's format (see :func:`foreign_format`).
+        duckdb.Error: as ``duckdb.connect``.
+    """
+    import duckdb
+
+    kind = foreign_format(db_path)
+    if kind is not None:
+        raise StoreError(f"the cache database {db_path} is not a DuckDB database (it is {kind}); embedselect uses it "
+                         "only as its own DuckDB file. Give another --cache-dir, or move that file out of the cache "
+                         "folder if it is yours")
+    return duckdb.connect(str(db_path), read_only=read_only, config=dict(DUCKDB_CONFIG))
+
+
+def foreign_format(db_path: Path) -> str | None:
+    """What ``db_path`` is when its header is another database format's (e.g. "a SQLite database"), else None (a
+    DuckDB file, a damaged one, or none at all)."""
+    try:
+        with open(db_path, "rb") as fh:
+            head = fh.read(16)
+    except OSError:
+        return None
+    return next((name for magic, name in _FOREIGN_HEADERS if head.startswith(magic)), None)
+
+
+def is_own_database(db_path: Path) -> bool:
+    """Whether the existing file ``db_path`` is a database embedselect made: DuckDB, with the schema's marker
+    (``meta.schema_version``) and its ``embedding_runs`` table. Opened read-only; nothing is written. False for
+    another format, another program's DuckDB file, or one that cannot be opened."""
+    import duckdb
+
+    try:
+        con = open_duckdb(db_path, read_only=True)
+    except (duckdb.Error, StoreError):
+        return False
+    try:
+        tables = {r[0] for r in con.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = 'main'").fetchall()}
+        if not {"meta", "embedding_runs"} <= tables:
+            return False
+        row = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        return row is not None and str(row[0]).isdigit()
+    except duckdb.Error:
+        return False
+    finally:
+        con.close()
 
 
 def corrupt_error(db_path: Path, exc: BaseException) -> StoreCorruptError | None:
@@ -46,7 +109,7 @@ def connect(db_path: Path, *, read_only: bool, lock_timeout: float) -> Any:
     Raises:
         StoreCorruptError: the file is damaged (see :data:`CORRUPTION_SIGNS`).
         StoreLockedError: still held by another program after ``lock_timeout`` seconds.
-        StoreError: any other reason DuckDB cannot open it.
+        StoreError: not a DuckDB database (:func:`open_duckdb`), or any other reason DuckDB cannot open it.
     """
     import duckdb
 
@@ -54,15 +117,15 @@ def connect(db_path: Path, *, read_only: bool, lock_timeout: float) -> Any:
     deadline = time.monotonic() + lock_timeout
     while True:
         try:
-            return duckdb.connect(str(db_path), read_only=read_only)
+            return open_duckdb(db_path, read_only=read_only)
         except duckdb.Error as exc:
             corrupt = corrupt_error(db_path, exc)
             if corrupt is not None:
                 raise corrupt from exc
-            if not isinstance(exc, duckdb.IOException):
+            if not isinstance(exc, duckdb.IOException) or "lock" not in str(exc).lower():
                 raise StoreError(f"cannot open the{mode} cache database {db_path}: {exc}. Move it aside (the vectors "
                                  "are recomputed) or use another --cache-dir.") from exc
-            if "lock" not in str(exc).lower() or time.monotonic() > deadline:  # held by a program outside embedselect
+            if time.monotonic() > deadline:  # held by a program outside embedselect
                 raise StoreLockedError(f"cannot open {db_path}{mode}: {exc}. Close other programs using it.") from exc
             time.sleep(0.2)
 

@@ -7,6 +7,7 @@ import logging
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any, Callable, Sequence
+from urllib.parse import urlsplit
 
 from embedselect.errors import ConfigError, HubError
 from embedselect.models.hub.http import (
@@ -15,6 +16,8 @@ from embedselect.models.hub.http import (
     RetryPolicy,
     endpoint,
     error_kind,
+    hub_session,
+    install_deadlines,
     now,
     offline,
     short_error,
@@ -59,6 +62,10 @@ EXPAND_FIELDS = (
 
 
 MAX_PAGE_SIZE = 1000  # the hub's cap on ``limit`` per listing page
+
+DEFAULT_MAX_PAGES = 50
+"""Listing pages one crawl reads at most unless told otherwise (``max_pages``): a listing whose ``Link`` never
+ends stops here."""
 
 
 TEXT_PIPELINES = frozenset(
@@ -128,7 +135,10 @@ class PageError:
     Attributes:
         page: 1-based page number.
         url: the page URL (no credentials: tokens travel in headers only).
-        kind: "http", "timeout", "network", "malformed" or "item".
+        kind: "http", "timeout", "network", "malformed" or "item" (a page or entry that failed); or why the crawl
+            stopped early: "loop" (the next link repeats a page, or names one after an empty page), "origin" (the
+            next link names another host: not followed, so the token never goes there), "max_pages" (the page
+            cap) or "budget" (the caller's ``should_stop`` said so).
         message: what went wrong (token-free).
     """
 
@@ -261,12 +271,12 @@ def _keep(m: HubModel, min_params, max_params, licenses, include_gated) -> bool:
 
 def _fetch_page(url: str, params: list | None, headers: dict, retry: RetryPolicy) -> tuple[list, str | None]:
     """GET one listing page with retries. Returns (items, next_url)."""
-    from huggingface_hub.utils import get_session, hf_raise_for_status
+    from huggingface_hub.utils import hf_raise_for_status
 
     state: dict[str, Any] = {}
 
     def once():
-        r = get_session().get(url, params=params, headers=headers, timeout=retry.timeout)
+        r = hub_session().get(url, params=params, headers=headers, timeout=retry.timeout)
         state["next"] = r.links.get("next", {}).get("url") if r.status_code < 300 else None
         hf_raise_for_status(r)
         try:
@@ -299,7 +309,8 @@ def crawl(
     include_gated: bool = True,
     token: str | None = None,
     retry: RetryPolicy | None = None,
-    max_pages: int | None = None,
+    max_pages: int | None = DEFAULT_MAX_PAGES,
+    should_stop: Callable[[], bool] | None = None,
 ) -> CrawlResult:
     """List models on the hub, newest information in as few requests as possible.
 
@@ -322,17 +333,24 @@ def crawl(
         include_gated: False drops gated repos (also asked of the hub with ``gated=false``).
         token: hub token; default: huggingface_hub's (``HF_TOKEN`` or the saved login). Never logged.
         retry: retry/backoff settings (:class:`RetryPolicy`).
-        max_pages: stop after this many pages (safety net when client-side filters drop most rows).
+        max_pages: stop after this many pages (default :data:`DEFAULT_MAX_PAGES`; None = no cap): the safety net
+            when client-side filters drop most rows or the hub's ``Link`` never ends.
+        should_stop: called before each page; True stops the crawl there (a caller's time budget).
 
     Returns:
         :class:`CrawlResult`. Page failures (after retries) are in ``errors``; the crawl goes on to the next
-        page when the hub gave its link, and stops otherwise.
+        page when the hub gave its link, and stops otherwise. It follows a next link only to the endpoint's own
+        origin (scheme, host and port), never to a page it already read, never after an empty page, and never past
+        ``max_pages`` or ``should_stop``; each such stop is an error of its own kind (see :class:`PageError`).
 
     Raises:
-        ConfigError: invalid sort, limit or bounds.
-        HubError: ``HF_HUB_OFFLINE`` is set (a crawl needs the network).
+        ConfigError: invalid sort, limit, bounds or max_pages.
+        HubError: ``HF_HUB_OFFLINE`` is set (a crawl needs the network); the request headers cannot be built
+            (huggingface_hub's user-agent lookup failed on the hub's answer).
     """
     tags, lic_set = _check_crawl_args(sort, limit, min_params, max_params, tags, licenses)
+    if max_pages is not None and (not isinstance(max_pages, int) or isinstance(max_pages, bool) or max_pages < 1):
+        raise ConfigError(f"max_pages must be a positive integer (listing pages), got {max_pages!r}")
     if offline():
         raise HubError(
             "HF_HUB_OFFLINE is set, and a crawl needs the hub. Unset HF_HUB_OFFLINE to crawl, or use the "
@@ -355,10 +373,19 @@ def crawl(
         "include_gated": include_gated,
     }
     params = _listing_params(library, pipeline_tag, tags, author, search, sort, limit, include_gated)
-    headers = build_hf_headers(token=token, library_name="embedselect")
+    install_deadlines()
+    try:
+        headers = build_hf_headers(token=token, library_name="embedselect")
+    except Exception as exc:  # noqa: BLE001 - huggingface_hub reads the hub's agent registry here; any shape may come
+        raise HubError(
+            f"could not build the hub request headers: {redact(short_error(exc), token)}. huggingface_hub reads "
+            f"{endpoint()}/api/agent-harnesses for its user agent, and that answer is unusable: check HF_ENDPOINT, "
+            "or set HF_HUB_DISABLE_TELEMETRY=1 to skip that lookup."
+        ) from None
     started = now()
     models, errors, pages = _read_pages(params, headers, retry, token, limit, max_pages,
-                                        lambda model: _keep(model, min_params, max_params, lic_set, include_gated))
+                                        lambda model: _keep(model, min_params, max_params, lic_set, include_gated),
+                                        should_stop)
     return CrawlResult(
         query=query,
         started_at=started,
@@ -412,13 +439,41 @@ def _listing_params(library: str | None, pipeline_tag: str | None, tags: Sequenc
     return params
 
 
+def _origin(url: str) -> tuple[str, str, int | None]:
+    """(scheme, host, port) of ``url``, the default port filled in; ("", "", None) when it does not parse."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port or {"http": 80, "https": 443}.get(parts.scheme.lower())
+    except ValueError:
+        return "", "", None
+    return parts.scheme.lower(), (parts.hostname or "").lower(), port
+
+
+def _stop_reason(next_url: str, pages: int, visited: set[str], empty: bool, max_pages: int | None,
+                 should_stop: Callable[[], bool] | None) -> tuple[str, str] | None:
+    """Why the crawl must not request ``next_url`` after ``pages`` pages: (kind, message), or None to go on."""
+    if _origin(next_url) != _origin(endpoint()):
+        return "origin", (f"the next link names another origin ({redact(next_url)}), not the hub {endpoint()}; "
+                          "not followed, so the token never goes there")
+    if next_url in visited:
+        return "loop", f"the next link repeats a page already read ({redact(next_url)}); the listing loops"
+    if empty:
+        return "loop", "an empty page named a next page; a listing that never ends, stopped here"
+    if max_pages is not None and pages >= max_pages:
+        return "max_pages", f"stopped after {pages} pages (max_pages); raise it to read further"
+    if should_stop is not None and should_stop():
+        return "budget", f"stopped after {pages} pages: the time budget is spent"
+    return None
+
+
 def _read_pages(params: list[tuple[str, Any]], headers: dict[str, str], retry: RetryPolicy, token: str | None,
-                limit: int, max_pages: int | None,
-                keep: Callable[[HubModel], bool]) -> tuple[list[HubModel], list[PageError], int]:
-    """Follow the listing's ``Link`` pages until ``limit`` kept models, the end, or ``max_pages``.
+                limit: int, max_pages: int | None, keep: Callable[[HubModel], bool],
+                should_stop: Callable[[], bool] | None = None) -> tuple[list[HubModel], list[PageError], int]:
+    """Follow the listing's ``Link`` pages until ``limit`` kept models, the end, or a stop (:func:`_stop_reason`).
 
     A page that fails after retries, or an entry that does not parse, is recorded in the errors (token redacted)
-    and the crawl goes on where the hub gave a next link. Returns (models, errors, pages read).
+    and the crawl goes on where the hub gave a next link; a stop is recorded as an error of its kind. Returns
+    (models, errors, pages read).
     """
     from huggingface_hub import ModelInfo
 
@@ -427,16 +482,30 @@ def _read_pages(params: list[tuple[str, Any]], headers: dict[str, str], retry: R
     models: list[HubModel] = []
     seen: set[str] = set()
     errors: list[PageError] = []
+    visited: set[str] = set()
     pages = 0
-    while url is not None and len(models) < limit and (max_pages is None or pages < max_pages):
+    empty = False
+    while url is not None and len(models) < limit:
+        full = url_for_log(url, page_params)
+        if pages:
+            stop = _stop_reason(full, pages, visited, empty, max_pages, should_stop)
+            if stop is not None:
+                errors.append(PageError(pages + 1, redact(full, token), stop[0], stop[1]))
+                log.warning("crawl: %s", stop[1])
+                break
+        elif should_stop is not None and should_stop():
+            errors.append(PageError(1, redact(full, token), "budget", "no page read: the time budget is spent"))
+            break
+        visited.add(full)
         pages += 1
         try:
             items, next_url = _fetch_page(url, page_params, headers, retry)
         except Exception as exc:  # noqa: BLE001 - recorded per page; the crawl never crashes on the hub
-            errors.append(PageError(pages, url_for_log(url, page_params), error_kind(exc), redact(short_error(exc), token)))
+            errors.append(PageError(pages, full, error_kind(exc), redact(short_error(exc), token)))
             log.warning("crawl: page %d failed: %s", pages, errors[-1].message)
-            url, page_params = getattr(exc, "next_url", None), None
+            url, page_params, empty = getattr(exc, "next_url", None), None, False
             continue
+        empty = not items
         for item in items:
             try:
                 if not isinstance(item, dict) or not isinstance(item.get("id"), str):

@@ -12,7 +12,16 @@ from typing import TYPE_CHECKING, Sequence
 
 from embedselect.errors import CandidateError, ConfigError, HubError, UnsafeModelError
 from embedselect.models.hub.files import check_policy, infer_backend, select_files
-from embedselect.models.hub.http import SHA_RE, RetryPolicy, map_error, not_retried_by_hf, offline, silent_tqdm, with_retries
+from embedselect.models.hub.http import (
+    SHA_RE,
+    RetryPolicy,
+    install_deadlines,
+    map_error,
+    not_retried_by_hf,
+    offline,
+    silent_tqdm,
+    with_retries,
+)
 from embedselect._util.kinds import BACKENDS
 from embedselect.models.layout import read_json
 from embedselect.models.policy import LoadPolicy, remote_code_reason
@@ -157,6 +166,7 @@ def fetch_model(
     if offline():
         return _fetch_offline(repo_id, revision, backend, policy)
 
+    install_deadlines()  # every request below (info, tree, files) must be answered in full by a deadline
     info, sha, sizes, tags, chosen, files = _pin_and_check(repo_id, revision, backend, policy, token, retry)
     local = _download_checked(repo_id, revision, sha, files, sizes, tags, policy, token, retry, progress)
     log.info("fetched %s@%s (%s, %d files)", repo_id, sha[:12], chosen, len(files))

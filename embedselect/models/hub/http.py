@@ -53,7 +53,8 @@ class RetryPolicy:
         base_wait: first backoff wait in seconds; doubled after each retry, up to ``max_wait``.
         max_wait: cap on one backoff wait, seconds.
         max_retry_after: cap on a server's ``Retry-After`` (seconds); longer asks are capped, not refused.
-        timeout: per-request timeout in seconds (connect and read), for the requests embedselect makes itself.
+        timeout: per-request timeout in seconds for the requests embedselect makes itself: a connect or read that
+            waits longer fails, and so does a whole answer that takes longer (see :func:`install_deadlines`).
         sleep: the sleep function (seconds → None); tests pass a recorder.
     """
 
@@ -69,6 +70,112 @@ class RetryPolicy:
         if retry_after is not None:
             return float(min(max(retry_after, 0.0), self.max_retry_after))
         return float(min(self.base_wait * 2 ** (attempt - 1), self.max_wait))
+
+
+DEADLINE_FLOOR_BYTES_PER_S = 16 * 1024
+"""Slowest average rate (bytes per second) at which a hub answer may arrive: an answer of ``b`` bytes must be
+complete ``timeout + b / DEADLINE_FLOOR_BYTES_PER_S`` seconds after its request was sent, so a large download at
+any usable speed goes through while a hub trickling bytes is cut off after about ``timeout`` seconds."""
+
+DEFAULT_DEADLINE_S = 60.0
+"""The total deadline's base, seconds, for a request sent without a timeout of its own (huggingface_hub sends
+some, e.g. tree listings, with ``timeout=None``)."""
+
+
+class _DeadlineStream:
+    """One connection (an ``httpcore2`` network stream) whose answers must arrive by a total deadline.
+
+    The clock of an answer starts when its request is written; every read waits at most until
+    ``start + timeout + received / DEADLINE_FLOOR_BYTES_PER_S`` (``timeout`` = the read timeout the request carries,
+    :data:`DEFAULT_DEADLINE_S` when it has none), then raises ``httpcore2.ReadTimeout`` (httpx's ``ReadTimeout``:
+    retried, then reported as a hub that did not answer in time)."""
+
+    def __init__(self, inner) -> None:
+        self._inner = inner
+        self._start = time.monotonic()
+        self._received = 0
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        self._inner.write(buffer, timeout)
+        self._start, self._received = time.monotonic(), 0  # a request went out: its answer's clock starts
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        import httpcore2
+
+        base = timeout if timeout is not None else DEFAULT_DEADLINE_S
+        left = self._start + base + self._received / DEADLINE_FLOOR_BYTES_PER_S - time.monotonic()
+        if left <= 0:
+            raise httpcore2.ReadTimeout(
+                f"the answer was not complete within its deadline ({base:g} s plus {self._received} bytes at "
+                f"{DEADLINE_FLOOR_BYTES_PER_S} bytes/s)"
+            )
+        data = self._inner.read(max_bytes, left if timeout is None else min(timeout, left))
+        self._received += len(data)
+        return data
+
+    def close(self) -> None:
+        self._inner.close()
+
+    def start_tls(self, ssl_context, server_hostname=None, timeout=None):
+        return _DeadlineStream(self._inner.start_tls(ssl_context, server_hostname, timeout))
+
+    def get_extra_info(self, info: str):
+        return self._inner.get_extra_info(info)
+
+
+class _DeadlineBackend:
+    """An ``httpcore2`` network backend whose streams are :class:`_DeadlineStream` s."""
+
+    def __init__(self, inner) -> None:
+        self._inner = inner
+
+    def connect_tcp(self, *args, **kwargs):
+        return _DeadlineStream(self._inner.connect_tcp(*args, **kwargs))
+
+    def connect_unix_socket(self, *args, **kwargs):
+        return _DeadlineStream(self._inner.connect_unix_socket(*args, **kwargs))
+
+    def sleep(self, seconds: float) -> None:
+        self._inner.sleep(seconds)
+
+
+def _deadline_client() -> httpx2.Client:
+    """huggingface_hub's default client, its connection pools (direct and proxied) on :class:`_DeadlineBackend`."""
+    from huggingface_hub.utils import _http
+
+    client = _http.default_client_factory()
+    transports = [getattr(client, "_transport", None), *getattr(client, "_mounts", {}).values()]
+    for transport in transports:
+        pool = getattr(transport, "_pool", None)
+        if pool is not None and hasattr(pool, "_network_backend"):
+            pool._network_backend = _DeadlineBackend(pool._network_backend)
+        elif transport is not None:
+            log.warning("hub requests through %s have no total deadline (unknown transport)", type(transport).__name__)
+    return client
+
+
+_deadlines_installed = False
+
+
+def install_deadlines() -> None:
+    """Give every request of huggingface_hub's shared client (the crawl's pages, model info, tree listings, file
+    downloads) a total deadline, not only a per-read time-out (see :class:`_DeadlineStream`). Idempotent; the
+    first call replaces the shared client (``huggingface_hub.set_client_factory``)."""
+    global _deadlines_installed
+    if _deadlines_installed:
+        return
+    from huggingface_hub.utils import set_client_factory
+
+    set_client_factory(_deadline_client)
+    _deadlines_installed = True
+
+
+def hub_session() -> httpx2.Client:
+    """huggingface_hub's shared client with :func:`install_deadlines` applied: the one client for hub requests."""
+    from huggingface_hub.utils import get_session
+
+    install_deadlines()
+    return get_session()
 
 
 class Malformed(Exception):

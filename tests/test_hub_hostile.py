@@ -1,0 +1,188 @@
+"""Issue 47, a hostile hub: a listing whose ``Link: next`` never ends, a hub that trickles bytes, a next link to
+another origin (the token must not follow it), an agent registry of the wrong shape. Each case against the loopback
+hub (tests/hubserver.py); each bounded by a pytest time-out so that a hang fails instead of blocking the run."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+import pytest
+import yaml
+
+from embedselect.errors import HubError
+from embedselect.models import hub as H
+from testkit.hubserver import FakeHub
+
+TOKEN = "hf_" + "Q" * 34
+
+
+@pytest.fixture
+def retry():
+    return H.RetryPolicy(max_retries=0, base_wait=0.01, max_wait=0.05, timeout=2.0, sleep=lambda s: None)
+
+
+def _publish(hub, n: int = 3) -> None:
+    for i in range(n):
+        hub.publish(f"acme/m{i}", files={"config.json": b"{}"}, library_name="sentence-transformers",
+                    pipeline_tag="sentence-similarity", trending_score=float(10 - i))
+
+
+def _crawl_parser():
+    from embedselect.cli import hub as cli_hub
+
+    p = argparse.ArgumentParser(prog="embedselect")
+    cli_hub.register(p.add_subparsers(dest="command", required=True))
+    return p
+
+
+# --- 4: a next link that loops -------------------------------------------------------------------------------
+@pytest.mark.fault
+@pytest.mark.timeout(30)
+def test_a_listing_whose_next_link_repeats_an_empty_page_ends(hub, retry):
+    hub.listing_link = lambda cursor, size: f"{hub.url}/api/models?cursor=0"
+    res = H.crawl(limit=5, retry=retry)
+    assert res.models == () and not res.complete
+    assert [e.kind for e in res.errors] == ["loop"] and res.pages <= 2
+    assert len(hub.requests_to(r"^/api/models$")) == res.pages
+
+
+@pytest.mark.fault
+@pytest.mark.timeout(30)
+def test_a_listing_that_loops_over_filtered_pages_ends_at_the_repeat(hub, retry):
+    _publish(hub)
+    hub.page_size = 1
+    hub.listing_link = lambda cursor, size: f"{hub.url}/api/models?cursor={(cursor + size) % 3}"
+    res = H.crawl(limit=5, max_params=1, retry=retry)  # every model dropped client-side: pages never fill
+    assert res.models == () and [e.kind for e in res.errors] == ["loop"]
+    assert res.pages == 4 and len(hub.requests_to(r"^/api/models$")) == 4  # the 5th would repeat the 2nd
+
+
+@pytest.mark.fault
+@pytest.mark.timeout(60)
+def test_crawl_cli_stops_at_max_pages_on_a_listing_without_end(hub, tmp_path, capsys):
+    _publish(hub)
+    hub.page_size = 1
+    hub.listing_link = lambda cursor, size: f"{hub.url}/api/models?cursor={cursor + size}"  # new URL every page
+    p = _crawl_parser()
+    args = p.parse_args(["crawl", "--limit", "5", "--max-params", "1", "--cache-dir", str(tmp_path / "c")])
+    assert args.func(args) == 5  # no model, and the crawl says why it stopped
+    assert len(hub.requests_to(r"^/api/models$")) == 50
+    assert "stopped after 50 pages (max_pages)" in capsys.readouterr().err
+    args = p.parse_args(["crawl", "--limit", "5", "--max-pages", "4", "--cache-dir", str(tmp_path / "c"), "--json"])
+    hub.requests.clear()
+    assert args.func(args) == 0  # 3 models listed; the 4-page cap ended the endless listing
+    out = json.loads(capsys.readouterr().out)
+    assert len(out["models"]) == 3 and out["pages"] == 4 and [e["kind"] for e in out["errors"]] == ["max_pages"]
+    assert len(hub.requests_to(r"^/api/models$")) == 4
+
+
+@pytest.mark.fault
+@pytest.mark.timeout(120)
+def test_a_night_with_a_15_s_budget_stops_crawling_and_releases_the_lock(hub, tmp_path, monkeypatch):
+    import filelock
+    import pandas as pd
+
+    from embedselect.nightly import load_config, run_night
+    from embedselect.nightly import run as nightly_run
+
+    _publish(hub)
+    hub.page_size = 1
+    hub.listing_link = lambda cursor, size: f"{hub.url}/api/models?cursor={cursor + size}"
+    pd.DataFrame({"text": [f"text number {i} about {w}" for i in range(20) for w in ("cats", "dogs")]}).to_csv(
+        tmp_path / "texts.csv", index=False)
+    cfg = {"data": {"path": "texts.csv", "column": "text"}, "crawl": {"limit": 5, "max_params": 1, "max_pages": 10_000},
+           "pinned": ["tfidf-svd?dim=4"], "output": "./site", "store": "./store", "metrics": ["task_prior"],
+           "budget_minutes": 0.25}
+    (tmp_path / "nightly.yaml").write_text(yaml.safe_dump(cfg))
+    t = [0.0]
+
+    def clock():  # every reading of the budget's clock is one second later: 15 s are spent after ~15 readings
+        t[0] += 1.0
+        return t[0]
+
+    monkeypatch.setattr(nightly_run, "_clock", clock)
+    try:
+        summary = run_night(load_config(tmp_path / "nightly.yaml"))
+        errors = summary["crawl"]["errors"]
+    except Exception as exc:  # noqa: BLE001 - a night that ranked nothing may end in a typed error
+        assert type(exc).__module__ == "embedselect.errors", exc
+        errors = None
+    pages = len(hub.requests_to(r"^/api/models$"))
+    assert 1 <= pages <= 15, pages
+    if errors is not None:
+        assert any("time budget is spent" in e for e in errors)
+    lock = filelock.FileLock(str(tmp_path / "store" / "nightly.lock"))
+    lock.acquire(timeout=0)  # the night let go of its lock
+    lock.release()
+
+
+# --- 5: a hub that trickles -----------------------------------------------------------------------------------
+@pytest.mark.fault
+@pytest.mark.timeout(40)
+def test_a_trickling_listing_page_fails_by_its_deadline(hub):
+    _publish(hub, 1)
+    hub.add_fault(r"^/api/models\?", "trickle", delay=0.05, times=-1)  # a byte every 50 ms: each read is quick
+    retry = H.RetryPolicy(max_retries=0, timeout=1.5, sleep=lambda s: None)
+    t0 = time.monotonic()
+    res = H.crawl(limit=5, retry=retry)
+    took = time.monotonic() - t0
+    assert res.models == () and [e.kind for e in res.errors] == ["timeout"]
+    assert took < 6.0, took  # the whole answer (~1 kB, ~50 s at this rate) was cut off at its deadline
+
+
+@pytest.mark.fault
+@pytest.mark.timeout(60)
+def test_fetching_a_model_from_a_trickling_hub_is_a_hub_error_by_the_deadline(hub):
+    hub.publish("acme/slow", files={"config.json": b"{}", "model.safetensors": b"x" * 64},
+                library_name="sentence-transformers")
+    hub.add_fault(r"^/api/models/acme/slow", "trickle", delay=0.05, times=-1)
+    retry = H.RetryPolicy(max_retries=1, base_wait=0.01, timeout=1.5, sleep=lambda s: None)
+    t0 = time.monotonic()
+    with pytest.raises(HubError, match="did not answer in time"):
+        H.fetch_model("acme/slow", retry=retry)
+    assert time.monotonic() - t0 < 10.0
+
+
+# --- 6: the token and another origin ------------------------------------------------------------------------
+@pytest.mark.fault
+@pytest.mark.timeout(30)
+def test_a_next_link_to_another_origin_never_receives_the_token(hub, retry):
+    other = FakeHub().start()
+    try:
+        _publish(hub, 2)
+        _publish(other, 2)
+        hub.page_size = 1
+        hub.listing_link = lambda cursor, size: f"{other.url}/api/models?cursor={cursor + size}"
+        res = H.crawl(limit=5, token=TOKEN, retry=retry)
+        with other.lock:
+            auth = [r["headers"].get("authorization") for r in other.requests]
+        assert auth == [], auth  # not followed at all
+        assert [m.repo_id for m in res.models] == ["acme/m0"] and [e.kind for e in res.errors] == ["origin"]
+        assert TOKEN not in json.dumps(res.to_dict())
+        assert hub.requests_to(r"^/api/models$")[0]["headers"]["authorization"] == f"Bearer {TOKEN}"
+    finally:
+        other.stop()
+
+
+# --- 15: an agent registry of the wrong shape ----------------------------------------------------------------
+@pytest.mark.fault
+def test_an_agent_registry_that_is_a_list_is_a_hub_error(hub, retry, monkeypatch):
+    import os
+
+    from huggingface_hub import constants
+    from huggingface_hub.utils import _detect_agent
+
+    monkeypatch.setattr(constants, "HF_HUB_DISABLE_TELEMETRY", False)
+    monkeypatch.setattr(_detect_agent, "_registry", None)
+    if os.path.exists(constants.AGENT_HARNESSES_PATH):
+        os.remove(constants.AGENT_HARNESSES_PATH)
+    hub.agent_registry = ["not", "a", "mapping"]
+    _publish(hub, 1)
+    try:
+        with pytest.raises(HubError, match="agent-harnesses"):
+            H.crawl(limit=5, retry=retry)
+    finally:
+        if os.path.exists(constants.AGENT_HARNESSES_PATH):
+            os.remove(constants.AGENT_HARNESSES_PATH)
