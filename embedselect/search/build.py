@@ -138,24 +138,13 @@ def build_index(
     return SearchIndex.load(out)
 
 
-def _legacy_index(folder: Path) -> bool:
-    """An index folder an older version wrote (no inventory marker): a valid ``manifest.json`` and only the files it
-    names; a user's folder that merely has a ``manifest.json`` (a web app's) is not one."""
-    try:
-        m = IndexManifest.from_dict(json.loads((folder / MANIFEST).read_text(encoding="utf-8")))
-    except (OSError, ValueError, TypeError, AttributeError, SearchIndexError):
-        return False
-    allowed = {MANIFEST, *(m.files or {})}
-    return all(e.name in allowed and e.is_file() and not e.is_symlink() for e in folder.iterdir())
-
-
 def _check_out(out: str | Path, store: str | Path, *, overwrite: bool) -> Path:
     """``--out``: not ``.``, ``/``, home or inside the cache; a new or empty folder, or (with ``overwrite``) an index
     this tool wrote and nobody added to (:func:`embedselect._fs.guard.check_takeover`)."""
     from embedselect._fs import guard as fsguard
 
     path = fsguard.check_output_target(Path(out).expanduser(), what="--out", inside_forbidden={"cache": store})
-    fsguard.check_takeover(path, what="--out", legacy=_legacy_index, ours="an embedselect index", kinds=("index",))
+    fsguard.check_takeover(path, what="--out", ours="an embedselect index", kinds=("index",))
     if path.is_dir() and not path.is_symlink() and any(path.iterdir()) and not overwrite:
         raise ConfigError(f"{path} already holds an index; pass overwrite=True (--overwrite) to replace it")
     return path
@@ -179,10 +168,9 @@ def _write_index_folder(out: Path, index: Any, ref: Any, fit_state: dict | None,
         fsguard.write_text(tmp / MANIFEST, json.dumps(manifest(files).to_dict(), indent=2, default=str) + "\n")
         SearchIndex.load(tmp)  # the new index must load before it replaces the old one
 
-    fsguard.replace_folder(out, fill, error=SearchIndexError, what="the index", kind="index", legacy=_legacy_index,
-                           legacy_tmp=True, check=lambda: fsguard.check_takeover(
-                               out, what="--out", legacy=_legacy_index, ours="an embedselect index",
-                               kinds=("index",)))
+    fsguard.replace_folder(out, fill, error=SearchIndexError, what="the index", kind="index",
+                           check=lambda: fsguard.check_takeover(out, what="--out", ours="an embedselect index",
+                                                                kinds=("index",)))
 
 
 def _baseline_fit(cand, res, ref, vectors: np.ndarray, *, seed: int) -> dict[str, np.ndarray]:
