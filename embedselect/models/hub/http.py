@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+import threading
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -155,19 +156,22 @@ def _deadline_client() -> httpx2.Client:
 
 
 _deadlines_installed = False
+_install_lock = threading.Lock()
 
 
 def install_deadlines() -> None:
     """Give every request of huggingface_hub's shared client (the crawl's pages, model info, tree listings, file
-    downloads) a total deadline, not only a per-read time-out (see :class:`_DeadlineStream`). Idempotent; the
-    first call replaces the shared client (``huggingface_hub.set_client_factory``)."""
+    downloads) a total deadline, not only a per-read time-out (see :class:`_DeadlineStream`). Idempotent and
+    thread-safe; the first call replaces the shared client (``huggingface_hub.set_client_factory``), before this
+    process has made a hub request through embedselect."""
     global _deadlines_installed
-    if _deadlines_installed:
-        return
-    from huggingface_hub.utils import set_client_factory
+    with _install_lock:
+        if _deadlines_installed:
+            return
+        from huggingface_hub.utils import set_client_factory
 
-    set_client_factory(_deadline_client)
-    _deadlines_installed = True
+        set_client_factory(_deadline_client)
+        _deadlines_installed = True
 
 
 def hub_session() -> httpx2.Client:
