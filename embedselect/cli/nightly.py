@@ -17,7 +17,7 @@ def register(subparsers) -> None:
         description="One night of the scheduled ranking: crawl (HF_ENDPOINT, HF_TOKEN honoured) -> plan -> embed "
         "what the store lacks -> rank -> publish into the output folder (atomically) and record the history.",
     )
-    p.add_argument("--config", "-c", required=True, help="nightly YAML file (see docs/nightly.md)")
+    p.add_argument("--config", required=True, help="nightly YAML file (see docs/nightly.md)")
     p.add_argument("--dry-run", action="store_true", help="crawl and print the plan; embed, rank and write nothing")
     p.add_argument("--json", action="store_true", help="print the run summary (run.json) on stdout")
     p.add_argument("--quiet", "-q", action="store_true")

@@ -15,10 +15,10 @@ from embedselect.cli.common import (
     check_output_args,
     emit,
     format_table,
-    parse_metric_options,
-    parse_weights,
-    run_options,
+    rank_config,
+    runtime,
 )
+from embedselect.config import RankConfig
 from embedselect.errors import EXIT_CODES
 from embedselect.metrics.base import DEFAULT_METRICS
 
@@ -29,17 +29,7 @@ def cmd_rank(args) -> int:
     check_output_args(args)  # before any work
     from embedselect.pipeline import select
 
-    metrics = [m.strip() for m in args.metrics.split(",") if m.strip()]
-    ranking = select(
-        args.data,
-        args.models,
-        metrics=metrics,
-        metric_options=parse_metric_options(args.option),
-        weights=parse_weights(args.weight),
-        bootstrap=args.bootstrap,
-        drop_duplicates=args.drop_duplicates,
-        **run_options(args),
-    )
+    ranking = select(args.data, args.models, config=rank_config(args), runtime=runtime(args))
     emit(args, ranking.to_json(), format_table(ranking), ranking)
     return EXIT_CODES["partial"] if (args.strict and ranking.failed) else 0
 
@@ -48,11 +38,7 @@ def cmd_embed(args) -> int:
     check_output_args(args)  # before any work
     from embedselect.pipeline import embed
 
-    outcomes = embed(
-        args.data,
-        args.models,
-        **run_options(args),
-    )
+    outcomes = embed(args.data, args.models, config=rank_config(args), runtime=runtime(args))
     rows = [
         {
             "name": o.result.name,
@@ -140,16 +126,8 @@ def cmd_demo(args) -> int:
     data = sample_path("texts")
     if not args.quiet:
         print(f"embedselect demo: ranking {len(models)} candidates on {data.name} (bundled, offline)", file=sys.stderr)
-    ranking = select(
-        data,
-        models,
-        column="text",
-        labels="label",
-        seed=args.seed,
-        cache_dir=args.cache_dir,
-        device=args.device,
-        progress=not args.quiet,
-    )
+    ranking = select(data, models, config=RankConfig(column="text", labels="label", seed=args.seed),
+                     runtime=runtime(args))
     emit(args, ranking.to_json(), format_table(ranking), ranking)
     return 0
 
@@ -180,7 +158,7 @@ def register(sub) -> None:
     p.set_defaults(func=cmd_rank)
 
     p = sub.add_parser("embed", help="compute and cache embeddings only")
-    add_data_args(p)
+    add_data_args(p, labels=False)  # embedding reads no labels
     add_model_args(p)
     add_output_args(p, reports=False)
     p.set_defaults(func=cmd_embed)

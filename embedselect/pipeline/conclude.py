@@ -8,13 +8,13 @@ import uuid
 from datetime import datetime, timezone
 from typing import Any, Mapping
 
-from embedselect.pipeline.defaults import default_method, weight_of
+from embedselect.pipeline.defaults import default_method
 from embedselect.ranking.result import Ranking, rank_scores
 from embedselect.pipeline.context import RunContext, competition_rank, num, versions
 from embedselect.pipeline.scoring import metrics_stage
 
 
-def rank_embedded(ctx: RunContext, t_start: float, *, save: bool, max_items: int | None, on_error: str) -> Ranking:
+def rank_embedded(ctx: RunContext, t_start: float, *, save: bool) -> Ranking:
     """Stages 3 to 6 over the candidates of ``ctx`` that are embedded: metrics, combined rank, validation against
     labels (if any), the :class:`~embedselect.ranking.result.Ranking` (stored when ``save``)."""
     metrics_stage(ctx)
@@ -23,7 +23,7 @@ def rank_embedded(ctx: RunContext, t_start: float, *, save: bool, max_items: int
     if save and not ctx.store.can_record("the ranking"):
         ctx.warnings.append(f"the cache at {ctx.store.root} is read-only: this ranking is not stored (leaderboard "
                             "and history will not show it)")
-    ranking = _report(ctx, decision, validation, max_items=max_items, on_error=on_error)
+    ranking = _report(ctx, decision, validation)
     ctx.timings["total"] = time.perf_counter() - t_start
     if save:
         _save(ctx, ranking)
@@ -43,11 +43,7 @@ def _rank_stage(ctx: RunContext) -> Any:
     from embedselect.ranking.combine import MIN_POOL, combine_ranks, copies_below_parents, decide
     by_name = {r.name: r for r in ctx.results}
     modality = ctx.ref.modality
-    full_weights = {m: weight_of(m, modality, ctx.weights) for m in ctx.per_metric}
-    if not ctx.weights and not any(full_weights.values()):
-        # only metrics that are shown, not combined, by default (sufficiency) were asked for: they are the score
-        full_weights = {m: 1.0 for m in full_weights}
-    ctx.combined_weights = full_weights
+    full_weights = ctx.combined_weights  # decided once, by the metrics stage (defaults.combined_weights)
     combined = combine_ranks(ctx.per_metric, weights=full_weights, method=default_method(modality))
     # a quantised or truncated copy of another candidate never ranks above it, and its parent takes its score when it
     # was higher (data processing inequality: the parent is at least as good); so does the same model with its input
@@ -122,8 +118,7 @@ def _validate_stage(ctx: RunContext) -> dict[str, Any] | None:
     return validation
 
 
-def _report(ctx: RunContext, decision: Any, validation: dict[str, Any] | None, *, max_items: int | None,
-            on_error: str) -> Ranking:
+def _report(ctx: RunContext, decision: Any, validation: dict[str, Any] | None) -> Ranking:
     """Stage 6: the :class:`~embedselect.ranking.result.Ranking` of the run (results best first, settings, versions,
     details, validation, uncertainty, warnings, the decision and the timings)."""
     return Ranking(
@@ -133,8 +128,9 @@ def _report(ctx: RunContext, decision: Any, validation: dict[str, Any] | None, *
         dataset=ctx.ref.to_dict(),
         settings={
             "seed": ctx.seed,
-            "max_items": max_items,
-            "on_error": on_error,
+            "max_items": ctx.config.max_items,
+            "on_error": ctx.config.on_error,
+            "drop_duplicates": ctx.config.drop_duplicates,
             "device": ctx.device,
             "batch_size": ctx.batch_size,
             "metric_options": ctx.metric_options,

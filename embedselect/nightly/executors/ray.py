@@ -46,8 +46,7 @@ def _embed_unit(ref: Any, cand: Any, job: EmbedJob) -> dict[str, Any]:
 
     with tempfile.TemporaryDirectory(prefix="embedselect-worker-") as d:
         store = Store.open(d)
-        (o,) = embed_reference(ref, [cand], store=store, seed=job.seed, device=job.device, batch_size=job.batch_size,
-                               policy=job.policy, token=job.token, keep_vectors=True)
+        (o,) = embed_reference(ref, [cand], store=store, config=job.config, runtime=job.runtime, keep_vectors=True)
         rec = store.get_run(o.result.run_key) if o.result.ok and o.result.run_key else None
         if o.vectors is not None:  # a memory map of the scratch store's file: into memory before the folder goes
             o.vectors = np.array(o.vectors)
