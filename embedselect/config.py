@@ -17,7 +17,7 @@ import math
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Literal, Mapping, Sequence, get_args
+from typing import AbstractSet, Any, Literal, Mapping, Sequence, get_args
 
 from embedselect.errors import ConfigError
 
@@ -52,14 +52,14 @@ class LoadPolicy:
         trust_remote_code: run Python code shipped in the model repo. Default ``False``.
         allow_gated: try gated repos (needs a token with access). Default ``False``.
         max_bytes: refuse repos whose weight files exceed this many bytes. ``None`` = no cap.
-        allow_models: model ids for which all of the above are lifted (a per-model opt-in).
+        allow_models: model ids for which all of the above are lifted (a per-model opt-in); a frozenset once built.
     """
 
     allow_pickle: bool = False
     trust_remote_code: bool = False
     allow_gated: bool = False
     max_bytes: int | None = DEFAULT_MAX_MODEL_BYTES
-    allow_models: frozenset[str] = field(default_factory=frozenset)
+    allow_models: AbstractSet[str] = field(default_factory=frozenset)
 
     def __post_init__(self) -> None:
         for name in ("allow_pickle", "trust_remote_code", "allow_gated"):
@@ -164,8 +164,8 @@ class RankConfig:
     keyword arguments, the CLI's flags and the nightly YAML build the same object for the same settings.
 
     Attributes:
-        metrics: metric names, without repeats, in order (default :data:`embedselect.metrics.base.DEFAULT_METRICS`);
-            a comma-separated string is split.
+        metrics: metric names, without repeats, in order, as a tuple (default
+            :data:`embedselect.metrics.base.DEFAULT_METRICS`); a comma-separated string is split.
         weights: metric -> weight >= 0 in the combined score, only for requested metrics; a metric not named keeps
             its default weight (:func:`embedselect.pipeline.defaults.combined_weights`). None: every default.
         metric_options: metric -> its options, e.g. ``{"task_prior": {"tau": 0.1}}`` (under the data's defaults).
@@ -180,7 +180,7 @@ class RankConfig:
         policy: the :class:`LoadPolicy` for the candidates (safetensors only, no remote code, no gated repos).
     """
 
-    metrics: tuple[str, ...] = None  # type: ignore[assignment]  # filled by __post_init__ (DEFAULT_METRICS)
+    metrics: Sequence[str] = None  # type: ignore[assignment]  # a tuple once built; None: DEFAULT_METRICS
     weights: Mapping[str, float] | None = None
     metric_options: Mapping[str, Mapping[str, Any]] = field(default_factory=lambda: MappingProxyType({}))
     max_items: int | None = None
@@ -243,7 +243,8 @@ class Runtime:
     """Where and with what a run works: none of it changes a ranking's scores.
 
     Attributes:
-        cache_dir: the cache root (None: ``$EMBEDSELECT_CACHE_DIR`` or the user cache directory).
+        cache_dir: the cache root, a :class:`~pathlib.Path` once built (None: ``$EMBEDSELECT_CACHE_DIR`` or the user
+            cache directory).
         device: ``"cpu"``, ``"cuda"``, ``"cuda:1"``, ``"mps"``, or None for automatic.
         batch_size: embedding batch size (None: the backend's default).
         token: hub token (None: ``HF_TOKEN``); never in a repr, a log or a stored result.
@@ -251,7 +252,7 @@ class Runtime:
         save: store the ranking in the cache database.
     """
 
-    cache_dir: Path | None = None
+    cache_dir: Path | str | None = None
     device: str | None = None
     batch_size: int | None = None
     token: str | None = field(default=None, repr=False)

@@ -14,7 +14,7 @@ import pytest
 
 from embedselect.models import hub as H
 from embedselect.errors import CandidateError, ConfigError, HubError, UnsafeModelError
-from embedselect.models.policy import LoadPolicy
+from embedselect.config import LoadPolicy
 from embedselect.store import Store
 from embedselect.store import catalog
 from testkit import tinymodels as tm

@@ -6,10 +6,10 @@ import math
 import time
 import uuid
 from datetime import datetime, timezone
-from typing import Any, Mapping
+from typing import Any, Mapping, cast
 
 from embedselect.pipeline.defaults import default_method
-from embedselect.ranking.result import Ranking, rank_scores
+from embedselect.ranking.result import Ranking, ValidationReport, rank_scores
 from embedselect.pipeline.context import RunContext, competition_rank, num, versions
 from embedselect.pipeline.scoring import metrics_stage
 
@@ -83,7 +83,7 @@ def _intervals_in_score(intervals: Mapping[str, Any], weights: Mapping[str, floa
     return {k: v for k, v in intervals.items() if any(k == m or k.startswith((m + "_", m + ".")) for m in in_score)}
 
 
-def _validate_stage(ctx: RunContext) -> dict[str, Any] | None:
+def _validate_stage(ctx: RunContext) -> ValidationReport | None:
     """Stage 5, only when the data has labels: held-out probe accuracy on the user's labels, and how well each
     label-free score (the headlines, the secondary scores a metric names, and the combined score) predicts it.
     Adds ``labels.*`` columns to the results.
@@ -113,12 +113,12 @@ def _validate_stage(ctx: RunContext) -> dict[str, Any] | None:
             for col, v in row.items():
                 if col not in label_free and col != "combined":
                     by_name[str(name)].columns[f"labels.{col}"] = num(v)
-        validation = report.to_dict()
+        validation = cast(ValidationReport, report.to_dict())
     ctx.timings["validation"] = time.perf_counter() - t_validation
     return validation
 
 
-def _report(ctx: RunContext, decision: Any, validation: dict[str, Any] | None) -> Ranking:
+def _report(ctx: RunContext, decision: Any, validation: ValidationReport | None) -> Ranking:
     """Stage 6: the :class:`~embedselect.ranking.result.Ranking` of the run (results best first, settings, versions,
     details, validation, uncertainty, warnings, the decision and the timings)."""
     return Ranking(

@@ -5,9 +5,65 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import asdict, dataclass, field
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Iterator, Literal, Mapping, TypedDict
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 FORMAT_VERSION = 1
+
+Status = Literal["ok", "failed"]
+"""A candidate's outcome: scored, or failed (with ``error_type`` and ``error``)."""
+
+
+class PolicySettings(TypedDict):
+    """``Ranking.settings["policy"]``: what the load policy allowed."""
+
+    allow_pickle: bool
+    trust_remote_code: bool
+
+
+class RankingSettings(TypedDict, total=False):
+    """``Ranking.settings``: the run's configuration as recorded (the :class:`~embedselect.config.RankConfig` and
+    :class:`~embedselect.config.Runtime` values that decide or describe the result)."""
+
+    seed: int
+    max_items: int | None
+    on_error: Literal["fail", "skip"]
+    drop_duplicates: Literal["exact", "near"] | None
+    device: str
+    batch_size: int | None
+    metric_options: dict[str, dict[str, Any]]
+    weights: dict[str, float] | None
+    combined_weights: dict[str, float]
+    bootstrap: int
+    policy: PolicySettings
+
+
+class ValidationReport(TypedDict, total=False):
+    """``Ranking.validation``: the check of the label-free ranking against the user's labels
+    (:meth:`embedselect.validation.check.ValidationReport.to_dict`)."""
+
+    accuracy_column: str
+    level: float
+    n_boot: int
+    seed: int
+    warnings: list[str]
+    probe_settings: dict[str, Any]
+    metrics: list[dict[str, Any]]
+    table: dict[str, dict[str, Any]]
+
+
+class MetricDetails(TypedDict, total=False):
+    """The keys a metric's entry of ``Ranking.details`` may have in common (each metric adds its own)."""
+
+    headline: str
+    secondary: list[str]
+    warnings: list[str]
+    pool_warning: str
+    not_comparable: str
+    excluded: dict[str, str]
+    settings: dict[str, Any]
 
 
 @dataclass
@@ -40,7 +96,7 @@ class CandidateResult:
     revision: str | None = None
     backend: str | None = None
     modality: str | None = None
-    status: str = "ok"
+    status: Status = "ok"
     error_type: str | None = None
     error: str | None = None
     n: int | None = None
@@ -97,10 +153,10 @@ class Ranking:
     metrics: list[str]
     combine: str
     dataset: dict[str, Any]
-    settings: dict[str, Any]
+    settings: RankingSettings
     versions: dict[str, str]
     details: dict[str, Any] = field(default_factory=dict)
-    validation: dict[str, Any] | None = None
+    validation: ValidationReport | None = None
     uncertainty: dict[str, Any] | None = None
     warnings: list[str] = field(default_factory=list)
     ranking_id: str = ""
@@ -147,11 +203,11 @@ class Ranking:
     def __len__(self) -> int:
         return len(self.candidates)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[CandidateResult]:
         return iter(self.candidates)
 
     # --- conversion -----------------------------------------------------------------------------
-    def to_pandas(self):
+    def to_pandas(self) -> pd.DataFrame:
         """One row per candidate: rank, name, combined score, per-metric score and rank, extra columns,
         provenance and status. Index: candidate name."""
         import pandas as pd
@@ -189,7 +245,8 @@ class Ranking:
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["format_version"] = FORMAT_VERSION
-        return to_jsonable(d)
+        out: dict[str, Any] = to_jsonable(d)
+        return out
 
     def to_json(self, *, indent: int | None = 2) -> str:
         """JSON text (NaN and infinities are written as null)."""
@@ -303,3 +360,22 @@ def rank_scores(scores: Mapping[str, float | None], *, ties: str = "min") -> dic
             ranks[k] = r
         pos += len(g)
     return ranks
+
+
+__all__ = [
+    "FORMAT_VERSION",
+    "TIE_ATOL",
+    "TIE_RTOL",
+    "CandidateResult",
+    "MetricDetails",
+    "PolicySettings",
+    "Ranking",
+    "RankingSettings",
+    "Status",
+    "ValidationReport",
+    "just_below",
+    "order_by_score",
+    "rank_scores",
+    "tie_groups",
+    "to_jsonable",
+]
