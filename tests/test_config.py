@@ -273,3 +273,21 @@ def test_the_facade_lists_its_public_names():
     from embedselect import pipeline
 
     assert {"RunContext", "STAGES_PER_CANDIDATE"}.isdisjoint(pipeline.__all__)
+
+
+def test_every_public_module_lists_its_names():
+    """The facade, the top-level modules and every package's __init__ (the public modules) define ``__all__``, and
+    each name in it exists."""
+    import importlib
+
+    public = ["embedselect", "embedselect.config", "embedselect.errors", "embedselect.version"]
+    public += sorted("embedselect." + ".".join(p.parent.relative_to(PKG).parts) for p in PKG.rglob("__init__.py")
+                     if p.parent != PKG and not any(part.startswith("_") for part in p.parent.relative_to(PKG).parts))
+    missing, unknown = [], []
+    for name in public:
+        mod = importlib.import_module(name)
+        if not hasattr(mod, "__all__"):
+            missing.append(name)
+            continue
+        unknown += [f"{name}.{n}" for n in mod.__all__ if not hasattr(mod, n)]
+    assert not missing and not unknown, (missing, unknown)
