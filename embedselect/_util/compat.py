@@ -43,9 +43,7 @@ def ensure_torchvision_importable() -> bool:
     if "applied" in _state:
         return bool(_state["applied"])
     _state["applied"] = False
-    from embedselect._util import env
-
-    if not env.torchvision_shim():
+    if os.environ.get("EMBEDSELECT_TORCHVISION_SHIM", "1").strip().lower() in ("0", "false", "no", "off"):
         return False
     if "torchvision" in sys.modules:
         return False

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -19,11 +20,9 @@ RUN_KEY_RE = re.compile(r"^[0-9a-f]{64}$")
 
 def default_cache_dir() -> Path:
     """The cache root: ``$EMBEDSELECT_CACHE_DIR`` if set, else the platform's user cache directory."""
-    from embedselect._util import env
-
-    given = env.cache_dir()
-    if given is not None:
-        return given
+    env = os.environ.get("EMBEDSELECT_CACHE_DIR")
+    if env:
+        return Path(env).expanduser()
     import platformdirs
 
     return Path(platformdirs.user_cache_dir("embedselect"))

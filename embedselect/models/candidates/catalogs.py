@@ -24,11 +24,9 @@ def catalog_dirs(catalog_dir: Path | None = None) -> list[Path]:
     if catalog_dir is not None:
         return [Path(catalog_dir)]
     dirs = []
-    from embedselect._util import env
-
-    given = env.catalog_dir()
-    if given is not None:
-        dirs.append(given)
+    env = os.environ.get("EMBEDSELECT_CATALOG_DIR")
+    if env:
+        dirs.append(Path(env))
     package = Path(__file__).resolve().parents[2]  # embedselect/
     if (package.parent / "pyproject.toml").is_file():  # a source checkout, not site-packages
         dirs.append(package.parent / "catalog")
