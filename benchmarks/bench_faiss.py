@@ -126,6 +126,7 @@ def e2e(n: int) -> None:
 
     from embedselect.pipeline import embed
     from embedselect.data import ReferenceData, sample_path
+    from embedselect.config import Runtime
     from embedselect.search import build_index, neighbours_view
 
     def rss() -> float:
@@ -151,14 +152,14 @@ def e2e(n: int) -> None:
         embed(ref, ["tfidf-svd", "random-projection"], cache_dir=cache)
         t_embed = time.perf_counter() - t0
         t0 = time.perf_counter()
-        idx = build_index(ref, "tfidf-svd", out=Path(tmp) / "idx", cache_dir=cache)
+        idx = build_index(ref, "tfidf-svd", out=Path(tmp) / "idx", runtime=Runtime(cache_dir=cache))
         t_index = time.perf_counter() - t0
         t0 = time.perf_counter()
         hits = idx.search(texts[:100], k=10)
         t_search = time.perf_counter() - t0
         self_first = float(np.mean([h[0].item == q for h, q in zip(hits, texts[:100])]))
         t0 = time.perf_counter()
-        view = neighbours_view(ref, ["tfidf-svd", "random-projection"], sample=5, k=5, cache_dir=cache,
+        view = neighbours_view(ref, ["tfidf-svd", "random-projection"], sample=5, k=5, runtime=Runtime(cache_dir=cache),
                                near_duplicate_threshold=0.99)
         t_view = time.perf_counter() - t0
         print(json.dumps({

@@ -101,6 +101,7 @@ def section_e2e(dev: str, ci: bool, work: Path) -> list[dict[str, Any]]:
     import embedselect
     from benchmarks.bench_scale import synthetic_texts
     from embedselect._util import progress as progress_mod
+    from embedselect.config import Runtime
     from embedselect.data import ReferenceData
     from embedselect.nn.knn import knn
     from embedselect.search import SearchIndex, build_index
@@ -159,7 +160,7 @@ def section_e2e(dev: str, ci: bool, work: Path) -> list[dict[str, Any]]:
         with timed(f"k-NN: 10-NN graph of {first} ({n} x {vecs.shape[1]})"):
             nb = knn(vecs, 10, device=dev)
         with timed(f"index: build_index of {first} from the cache"):
-            build_index(ref, cands[0], out=work / "e2e-index", cache_dir=cache, device=dev)
+            build_index(ref, cands[0], out=work / "e2e-index", runtime=Runtime(cache_dir=cache, device=dev))
         idx = SearchIndex.load(work / "e2e-index")
         queries = texts[: min(1000, n)]
         with timed(f"search: {len(queries)} queries, first call (loads the model)"):

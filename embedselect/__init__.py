@@ -7,7 +7,13 @@ Public API::
                                  column="text")
     ranking.best.name, ranking.to_pandas(), ranking.to_json()
 
-Heavy modules (torch, transformers) are imported only when used.
+    config = embedselect.RankConfig(column="text", max_items=2000, seed=1)   # the same settings as an object
+    ranking = embedselect.select("my_texts.csv", "catalog:text", config=config)
+
+The names here are the whole public surface of the package: the entry points (:func:`select`, :func:`embed`), the
+result types, the data and candidate types, the run configuration (:class:`RankConfig`, :class:`Runtime`,
+:class:`LoadPolicy`) and the error categories (every error class is in :mod:`embedselect.errors`). Heavy modules
+(torch, transformers) are imported only when used; so is everything here but the errors.
 """
 
 from __future__ import annotations
@@ -17,39 +23,14 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from embedselect.errors import (
-    AllCandidatesFailedError,
-    CacheCorruptError,
     CandidateError,
-    CandidatesFailedError,
-    CandidateSpecError,
-    ColumnNotFoundError,
     ConfigError,
     DataError,
-    DataFileNotFoundError,
-    DecodeError,
     EmbedselectError,
-    EmptyDataError,
     HubError,
-    IndexMismatchError,
     MetricError,
-    MissingExtraError,
-    ModelFileError,
-    ModelLoadError,
-    ModelTimeoutError,
-    NightlyEmptyError,
-    NightlyLockedError,
-    RankingFormatError,
-    SearchIndexError,
-    StoreCorruptError,
     StoreError,
-    StoreLockedError,
-    StoreReadOnlyError,
-    TooFewItemsError,
-    UnknownMetricError,
-    UnsafeModelError,
-    UnsupportedFormatError,
 )
-from embedselect.models.policy import LoadPolicy
 from embedselect.version import __version__
 
 # a library never prints: without a handler, logging's last resort would write warnings to stderr
@@ -60,58 +41,35 @@ _LAZY = {
     "embed": "embedselect.pipeline",
     "Ranking": "embedselect.ranking.result",
     "CandidateResult": "embedselect.ranking.result",
-    "RankingWarning": "embedselect.ranking.result",
     "ReferenceData": "embedselect.data",
     "Candidate": "embedselect.models.candidates",
-    "Store": "embedselect.store",
+    "RankConfig": "embedselect.config",
+    "Runtime": "embedselect.config",
+    "LoadPolicy": "embedselect.config",
 }
 
 if TYPE_CHECKING:  # what _LAZY serves, visible to type checkers and IDEs (tests/test_packaging.py keeps them equal)
     from embedselect.pipeline import embed, select
-    from embedselect.models.candidates import Candidate
+    from embedselect.ranking.result import CandidateResult, Ranking
     from embedselect.data import ReferenceData
-    from embedselect.ranking.result import CandidateResult, Ranking, RankingWarning
-    from embedselect.store import Store
+    from embedselect.models.candidates import Candidate
+    from embedselect.config import LoadPolicy, RankConfig, Runtime
 
 __all__ = [
-    "AllCandidatesFailedError",
-    "CacheCorruptError",
     "Candidate",
     "CandidateError",
-    "CandidatesFailedError",
     "CandidateResult",
-    "CandidateSpecError",
-    "ColumnNotFoundError",
     "ConfigError",
     "DataError",
-    "DataFileNotFoundError",
-    "DecodeError",
     "EmbedselectError",
-    "EmptyDataError",
     "HubError",
-    "IndexMismatchError",
     "LoadPolicy",
     "MetricError",
-    "MissingExtraError",
-    "ModelFileError",
-    "ModelLoadError",
-    "ModelTimeoutError",
-    "NightlyEmptyError",
-    "NightlyLockedError",
+    "RankConfig",
     "Ranking",
-    "RankingFormatError",
-    "RankingWarning",
     "ReferenceData",
-    "SearchIndexError",
-    "Store",
-    "StoreCorruptError",
+    "Runtime",
     "StoreError",
-    "StoreLockedError",
-    "StoreReadOnlyError",
-    "TooFewItemsError",
-    "UnknownMetricError",
-    "UnsafeModelError",
-    "UnsupportedFormatError",
     "__version__",
     "embed",
     "select",
@@ -124,3 +82,9 @@ def __getattr__(name: str) -> Any:
     if name in _LAZY:
         return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module 'embedselect' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    """The public names (``__all__``), so that ``dir(embedselect)`` and completion list ``select`` before it is
+    imported."""
+    return sorted(__all__)

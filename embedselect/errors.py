@@ -6,6 +6,8 @@ Each message says what went wrong *and what to do about it*. The CLI maps the cl
 
 from __future__ import annotations
 
+from typing import Any
+
 # The one table of CLI exit codes: README.md's "Exit codes" line and each error class's ``exit_code`` come from here
 # (tests/test_exit_codes.py checks both).
 EXIT_CODES: dict[str, int] = {
@@ -20,17 +22,35 @@ EXIT_CODES: dict[str, int] = {
     "partial": 8,  # ranking produced, but some candidates failed (`rank --strict`)
     "locked": 9,  # `nightly`: another run holds the lock
     "empty": 10,  # `nightly`: the night produced nothing
-    "fail_on": 11,  # `rank --fail-on CODES`: a named condition holds (the ranking was still written)
-    "degraded": 12,  # `nightly`: the night ranked and published, but a part of it failed (the crawl)
     "interrupted": 130,
     "broken_pipe": 141,  # stdout was closed before the output was written (`... | head -1`): 128 + SIGPIPE, quietly
 }
 
 
+def _rebuild(cls: type[BaseException], args: tuple[Any, ...], state: dict[str, Any]) -> BaseException:
+    """An error of ``cls`` with ``args`` and the attributes ``state``. A class whose ``__init__`` needs keyword
+    arguments (``TooFewItemsError``, ``UnsafeModelError``) is made without calling it; their values are in
+    ``state``."""
+    try:
+        exc = cls(*args)
+    except TypeError:  # required keyword-only arguments: not called
+        exc = BaseException.__new__(cls, *args)
+        exc.args = args
+    exc.__dict__.update(state)
+    return exc
+
+
 class EmbedselectError(Exception):
-    """Base class of all embedselect errors."""
+    """Base class of all embedselect errors.
+
+    Every one pickles with its message and its attributes (``TooFewItemsError.needed``, ``HubError.status_code``,
+    ...): the Ray executor sends errors from its workers to the driver.
+    """
 
     exit_code: int = EXIT_CODES["error"]
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild, (type(self), self.args, dict(self.__dict__)))
 
 
 # --- input data -------------------------------------------------------------------------------
@@ -83,18 +103,18 @@ class UnknownMetricError(ConfigError):
     """A metric name that embedselect does not know."""
 
 
-class RankingFormatError(ConfigError):
-    """A ranking file (``Ranking.from_json`` / ``from_dict``) cannot be read: not JSON, not a ranking, or a format this
-    embedselect does not read (newer: upgrade; older than it reads: re-run the ranking)."""
+class EnvironmentVariableError(ConfigError):
+    """An ``EMBEDSELECT_*`` environment variable has a value embedselect cannot use.
 
+    Attributes:
+        variable: the variable's name, e.g. ``"EMBEDSELECT_LOCK_TIMEOUT"``.
+        accepted: the form of value it accepts, e.g. ``"a number of seconds >= 0, e.g. 120 or 2.5"``.
+    """
 
-class MissingExtraError(ConfigError, ImportError):
-    """An optional part of embedselect is not installed. The message names the command that installs it
-    (``pip install 'embedselect[EXTRA]'``); :attr:`extra` is the extra's name."""
-
-    def __init__(self, message: str, *, extra: str) -> None:
+    def __init__(self, message: str, *, variable: str, accepted: str) -> None:
         super().__init__(message)
-        self.extra = extra
+        self.variable = variable
+        self.accepted = accepted
 
 
 # --- candidates / models ----------------------------------------------------------------------
@@ -131,23 +151,24 @@ class AllCandidatesFailedError(CandidateError):
     """No candidate could be embedded; nothing to rank."""
 
 
-class CandidatesFailedError(CandidateError):
-    """``select(..., strict=True)``: some candidates failed, the others were ranked. :attr:`ranking` is that ranking
-    (stored like any other), :attr:`failed` the names of the failed candidates. Exit code 8 (``partial``)."""
-
-    exit_code = EXIT_CODES["partial"]
-
-    def __init__(self, message: str, *, ranking: object, failed: list[str]) -> None:
-        super().__init__(message)
-        self.ranking = ranking
-        self.failed = failed
-
-
 # --- hub ----------------------------------------------------------------------------------------
 class HubError(EmbedselectError):
-    """The model hub answered with an error or could not be reached."""
+    """The model hub answered with an error or could not be reached.
+
+    Attributes (as huggingface_hub's ``HfHubHTTPError`` carries them; None when not known):
+        status_code: the HTTP status of the hub's answer (None: no answer, e.g. a timeout).
+        request_id: the hub's request id (``X-Request-Id``), to quote to the hub's support.
+        repo_id: the repository the request was about.
+    """
 
     exit_code = EXIT_CODES["hub"]
+
+    def __init__(self, message: str, *, status_code: int | None = None, request_id: str | None = None,
+                 repo_id: str | None = None) -> None:
+        super().__init__(message)
+        self.status_code = status_code
+        self.request_id = request_id
+        self.repo_id = repo_id
 
 
 # --- store --------------------------------------------------------------------------------------
@@ -203,8 +224,42 @@ class NightlyEmptyError(EmbedselectError):
     """The nightly run produced nothing (no candidate could be ranked); the published outputs were kept."""
 
     exit_code = EXIT_CODES["empty"]
-    summary: dict | None = None  # the night's summary, set by the nightly run that raises it
+    summary: dict[str, Any] | None = None  # the night's summary, set by the nightly run that raises it
 
 
 class ModelTimeoutError(CandidateError):
     """A model took longer than the configured per-model time limit; it is skipped."""
+
+
+__all__ = [
+    "EXIT_CODES",
+    "AllCandidatesFailedError",
+    "CacheCorruptError",
+    "CandidateError",
+    "CandidateSpecError",
+    "ColumnNotFoundError",
+    "ConfigError",
+    "DataError",
+    "DataFileNotFoundError",
+    "DecodeError",
+    "EmbedselectError",
+    "EmptyDataError",
+    "EnvironmentVariableError",
+    "HubError",
+    "IndexMismatchError",
+    "MetricError",
+    "ModelFileError",
+    "ModelLoadError",
+    "ModelTimeoutError",
+    "NightlyEmptyError",
+    "NightlyLockedError",
+    "SearchIndexError",
+    "StoreCorruptError",
+    "StoreError",
+    "StoreLockedError",
+    "StoreReadOnlyError",
+    "TooFewItemsError",
+    "UnknownMetricError",
+    "UnsafeModelError",
+    "UnsupportedFormatError",
+]

@@ -3,3 +3,5 @@ its own, imported by nothing else, so that the store, the API and the CLI can na
 the package's ``__init__`` (which imports them back)."""
 
 __version__ = "0.1.0"
+
+__all__ = ["__version__"]

@@ -63,6 +63,8 @@ AREAS: dict[str, str] = {
     "test_data_encodings": "data loading",
     "test_hub_hostile": "hub fetching",
     "test_cache_hostile": "cache",
+    "test_data_hostile": "data loading",
+    "test_options_hostile": "models and backends",
 }
 """Test module -> area of the counts table. A fault test in a module not listed here makes the run fail (and
 tests/test_ux.py checks it), so that no case goes uncounted."""

@@ -20,6 +20,7 @@ from embedselect.errors import (
     UnknownMetricError,
 )
 from embedselect.ranking.result import Ranking
+from embedselect.store import Store
 from testkit.tinymodels import make_pickle_only_model, make_tiny_sentence_transformer
 
 SAMPLE = sample_path("texts")
@@ -54,7 +55,7 @@ def test_select_ranks_and_second_run_is_fully_cached(tmp_path, cache_dir, monkey
     assert {c.name: c.scores for c in second} == {c.name: c.scores for c in first}
 
     # the store holds what a user would query
-    store = embedselect.Store.open(cache_dir)
+    store = Store.open(cache_dir)
     assert len(store.query_df("SELECT * FROM embedding_runs")) == 3
     assert len(store.query_df("SELECT * FROM rankings")) == 2
     assert set(store.query_df("SELECT DISTINCT candidate FROM metric_results").candidate) == {c.name for c in first}
@@ -83,7 +84,7 @@ def test_a_failing_model_is_reported_and_the_run_goes_on(tmp_path, cache_dir):
     assert "safetensors" in failed[0].error or "pickle" in failed[0].error
     assert r.candidates[-1].status == "failed"  # failures sorted last
     assert {c.name for c in r.ok} == {"tfidf-svd", "random-projection"}
-    store = embedselect.Store.open(cache_dir)
+    store = Store.open(cache_dir)
     f = store.query_df("SELECT stage, error_type FROM failures")
     assert len(f) == 1 and f.iloc[0]["error_type"] == "UnsafeModelError"
     assert f.iloc[0]["stage"] in ("resolve", "load")
@@ -139,7 +140,7 @@ def test_labels_validate_but_never_reach_label_free_metrics(tmp_path, cache_dir,
 def test_embed_only_fills_the_cache(tmp_path, cache_dir, request):
     outcomes = api.embed(SAMPLE, "tfidf-svd,random-projection", column="text")
     assert [o.result.status for o in outcomes] == ["ok", "ok"]
-    store = embedselect.Store.open(cache_dir)
+    store = Store.open(cache_dir)
     assert len(store.list_runs()) == 2
     request.getfixturevalue("no_model_loading")
     again = api.embed(SAMPLE, "tfidf-svd,random-projection", column="text")
@@ -154,12 +155,12 @@ def test_public_signatures_show_no_private_parameters_and_loaded_data_goes_throu
     for fn in (api.select, api.embed, embedselect.select, embedselect.embed):
         private = [p for p in inspect.signature(fn).parameters if p.startswith("_")]
         assert not private, f"{fn.__name__} shows private parameters {private}"
-    ref = api.load_reference_data(SAMPLE, column="text", labels=None, max_items=None, seed=0, on_error="fail")
-    store = embedselect.Store.open(cache_dir.parent / "other")
+    ref = api.load_reference_data(SAMPLE, embedselect.RankConfig(column="text"))
+    store = Store.open(cache_dir.parent / "other")
     outcomes = api.embed_reference(ref, ["tfidf-svd"], store=store, keep_vectors=True)
     assert outcomes[0].result.ok and outcomes[0].vectors.shape == (len(ref), outcomes[0].result.dim)
     assert store.load_vectors(outcomes[0].result.run_key) is not None
-    assert len(embedselect.Store.open(cache_dir).list_runs()) == 0  # nothing went to the default store
+    assert len(Store.open(cache_dir).list_runs()) == 0  # nothing went to the default store
 
 
 def test_batch_size_and_workers_reuse_the_cached_run(tmp_path, cache_dir, request):

@@ -80,6 +80,7 @@ def test_missing_pairs_are_exactly_what_the_estimate_would_compute():
 def test_select_embedded_ranks_what_was_embedded_as_select_does(tmp_path):
     """Issue 22 item 1: the night's rank stage (select's stages over the executor's outcomes) gives select()'s
     ranking without resolving again; a candidate whose vectors left the store since is failed, not re-embedded."""
+    from embedselect.config import RankConfig, Runtime
     from embedselect.pipeline import embed_reference, select, select_embedded
     from embedselect.data import ReferenceData, sample_path
 
@@ -87,12 +88,13 @@ def test_select_embedded_ranks_what_was_embedded_as_select_does(tmp_path):
     store = Store.open(tmp_path / "c")
     cands = parse_candidates("tfidf-svd,random-projection,random-projection?dim=32", modality="text")
     outcomes = embed_reference(ref, cands, store=store)
-    got = select_embedded(ref, cands, outcomes, store=store, metrics=["task_prior", "rankme"], save=False)
+    config, runtime = RankConfig(metrics=["task_prior", "rankme"]), Runtime(save=False)
+    got = select_embedded(ref, cands, outcomes, store=store, config=config, runtime=runtime)
     want = select(ref, cands, metrics=["task_prior", "rankme"], cache_dir=store.root, save=False)
     assert [(r.name, r.rank, r.combined_score) for r in got.candidates] == \
         [(r.name, r.rank, r.combined_score) for r in want.candidates]
     outcomes = embed_reference(ref, cands, store=store)
     store.delete_runs([outcomes[2].result.run_key])
-    third = select_embedded(ref, cands, outcomes, store=store, metrics=["task_prior", "rankme"], save=False)
+    third = select_embedded(ref, cands, outcomes, store=store, config=config, runtime=runtime)
     (failed,) = third.failed
     assert failed.name == cands[2].name and failed.error_type == "StoreError" and len(third.ok) == 2

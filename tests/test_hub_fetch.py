@@ -14,7 +14,7 @@ import pytest
 
 from embedselect.models import hub as H
 from embedselect.errors import CandidateError, ConfigError, HubError, UnsafeModelError
-from embedselect.models.policy import LoadPolicy
+from embedselect.config import LoadPolicy
 from embedselect.store import Store
 from embedselect.store import catalog
 from testkit import tinymodels as tm
@@ -394,3 +394,23 @@ def test_an_outage_is_not_retried_on_top_of_huggingface_hubs_own_retries(hub, mo
     with pytest.raises(HubError):
         H.fetch_model(rid2, retry=retry)
     assert len(hub.requests_to(rf"^/{rid2}/resolve/.*/tokenizer\.json$", "GET")) == 1 + retry.max_retries
+
+
+@pytest.mark.fault
+def test_a_hub_error_carries_the_status_code_request_id_and_repo(hub, models, retry, monkeypatch):
+    """Issue 46: a HubError kept one line of text; it now carries the HTTP status, the hub's request id and the
+    repository (as huggingface_hub's errors do), and keeps them through pickling (the Ray executor's path)."""
+    import pickle
+
+    import huggingface_hub.utils._http as hf_http
+
+    monkeypatch.setattr(hf_http.time, "sleep", lambda s: None)
+    rid = _rid("st")
+    hub.publish(rid, models["st"], library_name="sentence-transformers")
+    hub.add_fault(rf"^/api/models/{rid}/tree/", status=503, times=-1, headers={"X-Request-Id": "req-46"})
+    with pytest.raises(HubError) as ei:
+        H.fetch_model(rid, retry=retry)
+    err = ei.value
+    assert (err.status_code, err.request_id, err.repo_id) == (503, "req-46", rid)
+    back = pickle.loads(pickle.dumps(err))
+    assert (back.status_code, back.request_id, back.repo_id, str(back)) == (503, "req-46", rid, str(err))

@@ -20,7 +20,8 @@ MAY_IMPORT: dict[str, set[str]] = {
     "version": set(),
     "_util": {"errors"},  # kinds, arrays (the one (n, d) validator), redaction, progress, compat
     "_fs": {"errors"},  # the one guard every writer of published files goes through, and its read side
-    "config": {"errors", "_util"},  # RankConfig / Runtime: validated once, built by the CLI, select() and the nightly
+    "config": {"errors", "_util", "metrics"},  # RankConfig / Runtime / LoadPolicy: validated once (metric names
+    # against the registry), built by the CLI, select() and the nightly
     # pure array code and what is built on it
     "nn": _LOW,  # FAISS k-NN primitives and where FAISS runs
     "metrics": _LOW | {"nn"},

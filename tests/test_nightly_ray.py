@@ -7,6 +7,7 @@ import json
 import pytest
 
 from embedselect.nightly import load_config, run_night
+from embedselect.config import Runtime
 from tests.test_nightly import publish_st, tiny, write_config  # noqa: F401 - fixture reused
 from tests.test_nightly_failures import model_info_calls
 
@@ -81,7 +82,7 @@ def test_a_ray_task_that_raises_fails_its_candidates_with_the_workers_own_error(
     ref = ReferenceData.load(sample_path("texts"), column="text")
     cands = parse_candidates("tfidf-svd,random-projection", modality="text")
     store = Store.open(tmp_path / "c")
-    done, left = ex.embed(ref, cands, store=store, job=EmbedJob(device="cuda:9"), should_stop=lambda: False)
+    done, left = ex.embed(ref, cands, store=store, job=EmbedJob(runtime=Runtime(device="cuda:9")), should_stop=lambda: False)
     assert left == [] and len(done) == 2
     for unit in done:
         r = unit.outcome.result
@@ -89,7 +90,7 @@ def test_a_ray_task_that_raises_fails_its_candidates_with_the_workers_own_error(
         assert r.error.startswith("device 'cuda:9' requested") and "\n" not in r.error and "\x1b" not in r.error
     rows = store.query_df("SELECT error_type, message FROM failures").to_dict("records")
     assert len(rows) == 2 and all(x["error_type"] == "ConfigError" and "File " not in x["message"] for x in rows)
-    done, _ = ex.embed(ref, cands, store=store, job=EmbedJob(device="cpu"), should_stop=lambda: False)
+    done, _ = ex.embed(ref, cands, store=store, job=EmbedJob(runtime=Runtime(device="cpu")), should_stop=lambda: False)
     assert [u.outcome.result.status for u in done] == ["ok", "ok"]
 
 

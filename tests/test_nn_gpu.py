@@ -7,6 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from embedselect.config import Runtime
+
 from embedselect.nn import knn as nn
 from embedselect.nn import device as nn_device
 
@@ -183,7 +185,7 @@ def test_the_search_index_is_built_on_the_gpus_and_the_manifest_says_so(tmp_path
     del raw["index_device"]
     (out / "manifest.json").write_text(json.dumps(raw))
     assert SearchIndex.load(out).manifest.index_device == "cpu"
-    cpu = build_index(texts, str(model), out=tmp_path / "idx-cpu", device="cpu")
+    cpu = build_index(texts, str(model), out=tmp_path / "idx-cpu", runtime=Runtime(device="cpu"))
     assert cpu.manifest.index_device == "cpu"
 
 

@@ -169,8 +169,7 @@ def test_publish_takes_over_only_empty_or_its_own_folders_and_cleans_dead_runs_l
                             _summary("20261125T000000Z-aaaaaa"))
     assert site.is_symlink() and site.resolve() == first.resolve()
     versions = tmp_path / ".site.versions"
-    # leftovers of killed runs: an old-style stray link, a new-style one of a dead pid, a dead partial folder
-    (tmp_path / ".site.link-20261125T000001Z-bbbbbb").symlink_to(os.path.relpath(first, tmp_path))
+    # leftovers of killed runs: a stray link of a dead pid, a dead partial folder
     dead = f".site.link-h{fsguard._HOST}-p{_dead_pid()}-r000000"
     (tmp_path / dead).symlink_to(os.path.relpath(first, tmp_path))
     partial = versions / f".20261125T000002Z-cccccc.partial-h{fsguard._HOST}-p{_dead_pid()}-r000000"
@@ -267,8 +266,7 @@ def test_index_overwrite_killed_at_the_swap_keeps_an_index_and_stale_temp_folder
     out = tmp_path / "idx"
     build_index(TEXTS, "tfidf-svd?dim=4", out=out)
     first = (out / "manifest.json").read_bytes()
-    # dead runs' temp folders, old-style and new-style, and a user's look-alike that must stay
-    (tmp_path / f".idx.tmp-{_dead_pid()}").mkdir()
+    # a dead run's temp folder, and a user's look-alike that must stay
     (tmp_path / f".idx.tmp-h{fsguard._HOST}-p{_dead_pid()}-r000000").mkdir()
     (tmp_path / ".idx.tmp-notes").mkdir()
 

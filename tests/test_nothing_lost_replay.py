@@ -149,15 +149,19 @@ def test_index_overwrite_never_takes_a_folder_or_link_that_is_not_wholly_its_own
     assert snapshot(tmp_path) == before
 
 
-def test_an_index_of_an_older_version_without_an_inventory_is_still_replaced(tmp_path, cache_dir):
-    from embedselect.search import SearchIndex, build_index
+def test_an_index_folder_without_the_tools_marker_is_never_replaced(tmp_path, cache_dir):
+    """An index folder whose marker is gone (a copy, or a user's folder laid out like one) is not the tool's:
+    ``overwrite`` refuses it and leaves every file as it was."""
+    from embedselect.search import build_index
 
     out = tmp_path / "idx"
     build_index(TEXTS, "random-projection?dim=8", out=out)
-    (out / fsguard.MARKER).unlink()  # as written before the inventory
-    build_index(TEXTS, "random-projection?dim=8", out=out, overwrite=True)
-    SearchIndex.load(out)
-    assert fsguard.is_owned(out) and sorted(p.name for p in tmp_path.iterdir()) == ["cache", "idx"]
+    (out / fsguard.MARKER).unlink()
+    before = snapshot(tmp_path / "idx")
+    with pytest.raises(ConfigError, match="did not create"):
+        build_index(TEXTS, "random-projection?dim=8", out=out, overwrite=True)
+    assert snapshot(tmp_path / "idx") == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cache", "idx"]
 
 
 # --- publishing -----------------------------------------------------------------------------------------------

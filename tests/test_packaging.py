@@ -69,8 +69,9 @@ def test_installed_versions_satisfy_the_declared_core_floors():
     assert not bad, f"declared floors the test environment does not meet: {bad}"
 
 
-def test_every_error_class_is_exported_from_the_package():
-    """Every error embedselect raises is importable as ``embedselect.<Name>`` and listed in ``__all__``."""
+def test_every_error_class_is_in_embedselect_errors_and_the_categories_at_the_top():
+    """Every error embedselect raises is importable from ``embedselect.errors`` and listed in its ``__all__``; the
+    package's top level holds the base class and the category bases (one per exit code), not the leaves."""
     import inspect
 
     import embedselect
@@ -78,8 +79,12 @@ def test_every_error_class_is_exported_from_the_package():
 
     defined = {n for n, c in vars(errors).items() if inspect.isclass(c) and issubclass(c, errors.EmbedselectError)}
     assert "ModelFileError" in defined and len(defined) > 20
-    assert defined - set(embedselect.__all__) == set(), "error classes missing from embedselect.__all__"
-    assert all(getattr(embedselect, n) is getattr(errors, n) for n in defined)
+    assert defined - set(errors.__all__) == set(), "error classes missing from embedselect.errors.__all__"
+    at_top = {n for n in embedselect.__all__ if n in defined}
+    assert at_top == {"EmbedselectError", "DataError", "ConfigError", "CandidateError", "HubError", "StoreError",
+                      "MetricError"}
+    assert all(getattr(embedselect, n) is getattr(errors, n) for n in at_top)
+    assert {getattr(errors, n).exit_code for n in at_top - {"EmbedselectError"}} == {2, 3, 4, 5, 6, 7}
 
 
 def test_lazy_exports_are_visible_to_type_checkers():

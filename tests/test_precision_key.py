@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 import testkit.tinymodels as tm
+from embedselect.config import RankConfig, Runtime
 from embedselect.pipeline import context, embedding
 from embedselect.models.backends.device import key_precision, resolve_dtype
 from embedselect.data import ReferenceData
@@ -35,8 +36,8 @@ def test_an_explicit_float32_run_on_cuda_is_keyed_fp32_not_fp16(tmp_path):
     st_dir = tm.make_tiny_sentence_transformer(tmp_path / "st")
     ref = ReferenceData.from_texts([f"text number {i}" for i in range(8)])
     store = Store.open(tmp_path / "cache")
-    ctx = context.run_context(ref, [f"st={st_dir}?dtype=float32"], store=store, seed=0, device="cpu", batch_size=None,
-                           policy=None, token=None, progress=False)
+    ctx = context.run_context(ref, [f"st={st_dir}?dtype=float32"], store=store, config=RankConfig(),
+                              runtime=Runtime(device="cpu"))
     ctx.device = "cuda"
     cand = ctx.candidates[0]
     res = CandidateResult(name=cand.name, spec=cand.spec)

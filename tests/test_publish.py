@@ -15,6 +15,7 @@ from embedselect.errors import ConfigError
 from embedselect.publish import leaderboard as lb
 from embedselect.publish import load_ranking, previous_ranking, update_card, write_badges
 from embedselect.ranking.result import CandidateResult, Ranking
+from embedselect.store import Store
 from testkit.tinymodels import make_tiny_sentence_transformer
 
 SAMPLE = sample_path("texts")
@@ -139,7 +140,7 @@ def test_leaderboard_history_from_the_store(tmp_path, cache_dir, capsys):
     first = embedselect.select(SAMPLE, "tfidf-svd,random-projection", column="text", metrics=["task_prior"], seed=0)
     second = embedselect.select(SAMPLE, ["tfidf-svd", "random-projection", str(st)], column="text",
                                 metrics=["task_prior"], seed=0)
-    store = embedselect.Store.open(cache_dir)
+    store = Store.open(cache_dir)
     latest = load_ranking(store)
     assert latest.ranking_id == second.ranking_id
     prev = previous_ranking(store, latest)

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from embedselect.errors import ConfigError, IndexMismatchError, SearchIndexError
+from embedselect.config import RankConfig
 from embedselect.search import SearchIndex, build_index, search
 from testkit.tinymodels import make_tiny_sentence_transformer
 
@@ -108,9 +109,9 @@ def test_model_best_uses_the_top_of_the_stored_ranking(tmp_path, cache_dir, one_
 
     data = sample_path("texts")
     with pytest.raises(ConfigError, match="no ranking of these data"):
-        build_index(data, "best", column="text", out=tmp_path / "none")
+        build_index(data, "best", config=RankConfig(column="text"), out=tmp_path / "none")
     ranking = select(data, ["tfidf-svd", "random-projection"], column="text", metrics=["task_prior"], seed=3)
-    idx = build_index(data, "best", column="text", out=tmp_path / "best")
+    idx = build_index(data, "best", config=RankConfig(column="text"), out=tmp_path / "best")
     top = ranking.candidates[0]
     assert idx.manifest.name == top.name and idx.manifest.run_key == top.run_key and idx.manifest.seed == 3
     # the fitted baseline's fit is saved with the index (same seed): queries land on themselves
@@ -138,7 +139,7 @@ def test_fitted_baselines_are_saved_with_the_index_and_never_refit(tmp_path, cac
         Image.fromarray(rng.integers(0, 255, (12, 12, 3), dtype=np.uint8)).save(tmp_path / "query.png")
         queries.append(str(tmp_path / "query.png"))
     out = tmp_path / "idx"
-    idx = build_index(data, spec, out=out, seed=2)
+    idx = build_index(data, spec, out=out, config=RankConfig(seed=2))
     assert "baseline.npz" in idx.manifest.files and (out / "baseline.npz").is_file()
     items = list(idx.items) if modality == "text" else [Path(p) for p in idx.items]
     before = make_baseline(cls.backend, modality=modality, options=options, seed=2, fit_items=items)

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator, Mapping
 
 from embedselect.errors import ConfigError
-from embedselect._fs.owned import MARKER, folder_inventory, owned_or_legacy, foreign, is_marked, is_owned, marked_kind, remove_owned
+from embedselect._fs.owned import MARKER, folder_inventory, foreign, is_marked, is_owned, marked_kind, remove_owned
 
 log = logging.getLogger(__name__)
 
@@ -153,11 +153,9 @@ def _real(p: Path) -> Path:
 
 
 def check_takeover(path: str | Path, *, versions: str | Path | None = None, what: str = "output",
-                   legacy: Callable[[Path], bool] | None = None, ours: str = "a folder of embedselect's",
-                   kinds: Iterable[str] | None = None) -> None:
+                   ours: str = "a folder of embedselect's", kinds: Iterable[str] | None = None) -> None:
     """Refuse (``ConfigError``, exit 2) to replace ``path`` unless it is the tool's: missing, an empty folder, a
-    folder the tool wrote and nobody changed since (:func:`is_owned`; ``legacy`` accepts older versions' folders
-    without an inventory), or a link whose target lies inside ``versions`` (the tool's versions folder). A user's
+    folder the tool wrote and nobody changed since (:func:`is_owned`), or a link whose target lies inside ``versions`` (the tool's versions folder). A user's
     folder with files, a folder carrying a marker but also other files, a file, or a link elsewhere is named and
     left exactly as it is; ``ours`` names what the tool would take over (in the message), ``kinds`` the marker
     kinds it may take over (a night never takes an index the tool wrote, nor an index a night's site)."""
@@ -173,7 +171,7 @@ def check_takeover(path: str | Path, *, versions: str | Path | None = None, what
         return
     if not p.is_dir():
         raise ConfigError(f"{what} {p} is an existing file, not {ours}; it was left as it is: choose another path")
-    if not any(p.iterdir()) or owned_or_legacy(p, legacy, kinds):
+    if not any(p.iterdir()) or is_owned(p, kinds):
         return
     if kinds is not None and is_owned(p) and marked_kind(p) not in set(kinds):
         raise ConfigError(f"{what} {p} holds embedselect's {marked_kind(p)}, not {ours}; it was not moved or deleted: "
@@ -321,8 +319,7 @@ def _renameat2_exchange() -> Callable[[Path, Path], None] | None:
 _exchange = _renameat2_exchange()
 
 
-def swap_dir(new: str | Path, target: str | Path, *, legacy: Callable[[Path], bool] | None = None,
-             kinds: Iterable[str] | None = None) -> None:
+def swap_dir(new: str | Path, target: str | Path, *, kinds: Iterable[str] | None = None) -> None:
     """Put the complete folder ``new`` at ``target``; the old ``target`` (the tool's, checked by the caller) is
     removed only after, and only while it is still the tool's (:func:`remove_owned`: a file a user added in the
     meantime keeps it, under its temporary name, with a warning). On Linux the two are exchanged in one step (a
@@ -350,19 +347,17 @@ def swap_dir(new: str | Path, target: str | Path, *, legacy: Callable[[Path], bo
             os.replace(old, target)  # the old one back; a kill here is undone by sweep_leftovers
             raise
     fsync_dir(target.parent)
-    if not remove_owned(old, legacy=legacy, kinds=kinds) and (old.exists() or old.is_symlink()):
+    if not remove_owned(old, kinds=kinds) and (old.exists() or old.is_symlink()):
         log.warning("%s: the folder it replaced holds files embedselect did not write (%s); it was kept as %s",
                     target, ", ".join(foreign(old)[:5]), old)
 
 
 def replace_folder(out: str | Path, fill: Callable[[Path], None], *, error: type[Exception], what: str,
-                   kind: str, legacy: Callable[[Path], bool] | None = None, legacy_tmp: bool = False,
-                   check: Callable[[], None] | None = None) -> None:
+                   kind: str, check: Callable[[], None] | None = None) -> None:
     """Build a folder with ``fill(tmp)`` in a new hidden folder next to ``out``, mark it (:func:`mark_owned` with
     ``kind`` and its inventory), fsync its files and :func:`swap_dir` it in. ``check()`` runs just before the swap
     (the caller's :func:`check_takeover`, again: the folder may have changed while the new one was built); the old
-    folder is removed only while it is the tool's (``legacy``: older versions' folders). Temporary folders of dead
-    runs are cleaned first (with ``legacy_tmp`` also older versions' ``.<name>.tmp-<pid>``).
+    folder is removed only while it is the tool's. Temporary folders of dead runs are cleaned first.
 
     Raises:
         error: writing failed (disk full, FAISS's write error, ...): the message names ``out`` and the reason, the
@@ -370,13 +365,7 @@ def replace_folder(out: str | Path, fill: Callable[[Path], None], *, error: type
         ConfigError: ``check()`` refused ``out``; the new folder is removed and ``out`` is untouched.
     """
     out = Path(out)
-    old_re = re.compile(rf"^\.{re.escape(out.name)}\.tmp-(\d+)$")
-
-    def old_tmp(e: Path) -> bool:
-        m = old_re.match(e.name) if legacy_tmp else None
-        return m is not None and e.is_dir() and not e.is_symlink() and not _pid_alive(int(m.group(1)))
-
-    sweep_leftovers(out.parent, out.name, kinds=("tmp", "old"), extra=old_tmp)
+    sweep_leftovers(out.parent, out.name, kinds=("tmp", "old"))
     tmp = out.parent / temp_name(out.name, "tmp")
     swapped = False
     try:
@@ -392,7 +381,7 @@ def replace_folder(out: str | Path, fill: Callable[[Path], None], *, error: type
                     os.close(fd)
         if check is not None:
             check()
-        swap_dir(tmp, out, legacy=legacy, kinds=(kind,))
+        swap_dir(tmp, out, kinds=(kind,))
         swapped = True
     except (error, ConfigError):
         raise
@@ -405,7 +394,7 @@ def replace_folder(out: str | Path, fill: Callable[[Path], None], *, error: type
         if not swapped and tmp.exists():  # the new folder, never swapped in (or, killed inside the swap, the old)
             if not is_marked(tmp):
                 shutil.rmtree(tmp, ignore_errors=True)
-            elif not remove_owned(tmp, legacy=legacy, kinds=(kind,)):
+            elif not remove_owned(tmp, kinds=(kind,)):
                 log.warning("%s: a replaced folder holding files embedselect did not write was kept as %s", out, tmp)
 
 
@@ -435,11 +424,10 @@ def dead_temp(name: str, base: str | None = None) -> re.Match | None:
     return m if pid != os.getpid() and not _pid_alive(pid) else None
 
 
-def sweep_leftovers(folder: str | Path, base: str, *, kinds: tuple[str, ...] = ("tmp", "link", "partial", "old"),
-                    extra: Callable[[Path], bool] | None = None) -> list[Path]:
+def sweep_leftovers(folder: str | Path, base: str, *,
+                    kinds: tuple[str, ...] = ("tmp", "link", "partial", "old")) -> list[Path]:
     """Remove, in ``folder``, the temporary names of ``base`` that dead runs of this tool left on this host (only
-    names matching :func:`temp_name`'s pattern, of the given kinds; ``extra(path)`` may accept more, e.g. the
-    names of older versions). An ``old`` folder whose ``base`` is missing is put back instead (a kill inside
+    names matching :func:`temp_name`'s pattern, of the given kinds). An ``old`` folder whose ``base`` is missing is put back instead (a kill inside
     :func:`swap_dir`); a folder carrying the marker is removed only while it is the tool's (:func:`is_owned`: one
     that a user added files to is kept). Returns what was removed or put back."""
     folder = Path(folder)
@@ -450,7 +438,7 @@ def sweep_leftovers(folder: str | Path, base: str, *, kinds: tuple[str, ...] = (
         return done
     for e in entries:
         m = dead_temp(e.name, base)
-        if not ((m and m["kind"] in kinds) or (extra is not None and extra(e))):
+        if not (m and m["kind"] in kinds):
             continue
         if m and m["kind"] == "old" and not (folder / base).exists() and not (folder / base).is_symlink():
             os.replace(e, folder / base)

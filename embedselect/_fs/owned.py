@@ -12,7 +12,7 @@ import os
 import shutil
 import stat
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Iterable
 
 MARKER = ".embedselect-owned"
 """File name of the ownership marker: JSON ``{"tool": "embedselect", "kind", "created_at", "files"}`` where
@@ -78,22 +78,13 @@ def is_owned(folder: str | Path, kinds: Iterable[str] | None = None) -> bool:
     return (kinds is None or info.get("kind") in set(kinds)) and not foreign(folder)
 
 
-def remove_owned(folder: str | Path, *, legacy: Callable[[Path], bool] | None = None,
-                 kinds: Iterable[str] | None = None) -> bool:
-    """Delete ``folder`` when it is the tool's (:func:`is_owned`, or ``legacy(folder)`` for folders older versions
-    wrote without an inventory); otherwise leave it exactly as it is. Returns whether it was deleted."""
+def remove_owned(folder: str | Path, *, kinds: Iterable[str] | None = None) -> bool:
+    """Delete ``folder`` when it is the tool's (:func:`is_owned`); otherwise leave it exactly as it is. Returns
+    whether it was deleted."""
     p = Path(folder)
     if p.is_symlink() or not p.is_dir():
         return False
-    if not owned_or_legacy(p, legacy, kinds):
+    if not is_owned(p, kinds):
         return False
     shutil.rmtree(p)
     return True
-
-
-def owned_or_legacy(p: Path, legacy: Callable[[Path], bool] | None, kinds: Iterable[str] | None = None) -> bool:
-    """:func:`is_owned`, or (no marker with an inventory: an older version's folder) ``legacy(p)``."""
-    if is_owned(p, kinds):
-        return True
-    info = _marker(p)
-    return legacy is not None and (info is None or not isinstance(info.get("files"), dict)) and legacy(p)

@@ -43,7 +43,9 @@ def ensure_torchvision_importable() -> bool:
     if "applied" in _state:
         return bool(_state["applied"])
     _state["applied"] = False
-    if os.environ.get("EMBEDSELECT_TORCHVISION_SHIM", "1").strip().lower() in ("0", "false", "no", "off"):
+    from embedselect._util import env
+
+    if not env.torchvision_shim():
         return False
     if "torchvision" in sys.modules:
         return False

@@ -4,6 +4,7 @@ weights, the plain-text table, and writing results."""
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import os
@@ -11,8 +12,8 @@ import re
 from pathlib import Path
 from typing import Any, Sequence
 
+from embedselect.config import DEFAULT_MAX_MODEL_BYTES, LoadPolicy, RankConfig, Runtime
 from embedselect.errors import ConfigError
-from embedselect.models.policy import DEFAULT_MAX_MODEL_BYTES
 
 
 # --- shared options ---------------------------------------------------------------------------------
@@ -102,9 +103,8 @@ def byte_size(text: str) -> int | None:
     return int(float(m.group(1)) * base ** "_kmgt".index(m.group(2).lower() or "_"))
 
 
-def load_policy(args):
-    from embedselect.models.policy import LoadPolicy
-
+def load_policy(args: argparse.Namespace) -> LoadPolicy:
+    """The :class:`~embedselect.config.LoadPolicy` of the model options (:func:`add_load_args`)."""
     return LoadPolicy(
         allow_pickle=args.allow_pickle,
         trust_remote_code=args.trust_remote_code,
@@ -114,21 +114,34 @@ def load_policy(args):
     )
 
 
-def run_options(args) -> dict:
-    """The keyword arguments that ``select()`` and ``embed()`` both take from the data and model options: how to
-    read the data, where and how models load, and progress."""
-    return dict(
-        column=args.column,
-        labels=args.labels,
-        max_items=args.max_items,
-        seed=args.seed,
-        on_error=args.on_error,
-        cache_dir=args.cache_dir,
-        device=args.device,
-        batch_size=args.batch_size,
-        policy=load_policy(args),
-        progress=not args.quiet,
+def rank_config(args: argparse.Namespace) -> RankConfig:
+    """The :class:`~embedselect.config.RankConfig` of a command's flags, the one way every verb builds it: the data
+    options (:func:`add_data_args`), the load policy (:func:`add_load_args`) and, where the verb has them, the metric
+    options (``--metrics``, ``--weight``, ``--option``, ``--bootstrap``, ``--drop-duplicates``). A flag the verb
+    lacks keeps the default."""
+    get = functools.partial(getattr, args)
+    metrics = get("metrics", None)
+    return RankConfig(
+        metrics=[m.strip() for m in metrics.split(",") if m.strip()] if metrics is not None else None,  # type: ignore[arg-type]
+        weights=parse_weights(get("weight", None) or []),
+        metric_options=parse_metric_options(get("option", None) or []),
+        max_items=get("max_items", None),
+        seed=get("seed", None) or 0,
+        bootstrap=get("bootstrap", 0),
+        on_error=get("on_error", "fail"),
+        drop_duplicates=get("drop_duplicates", None),
+        column=get("column", None),
+        labels=get("labels", None),
+        policy=load_policy(args) if hasattr(args, "allow_pickle") else LoadPolicy(),
     )
+
+
+def runtime(args: argparse.Namespace, *, save: bool = True) -> Runtime:
+    """The :class:`~embedselect.config.Runtime` of a command's flags (``--cache-dir``, ``--device``,
+    ``--batch-size``, ``--quiet``); the token comes from ``HF_TOKEN`` where it is needed, never from a flag."""
+    return Runtime(cache_dir=getattr(args, "cache_dir", None), device=getattr(args, "device", None),
+                   batch_size=getattr(args, "batch_size", None), progress=not getattr(args, "quiet", False),
+                   save=save)
 
 
 def parse_weights(pairs: Sequence[str]) -> dict[str, float] | None:

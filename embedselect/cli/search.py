@@ -11,7 +11,7 @@ import json
 import sys
 from pathlib import Path
 
-from embedselect.cli.common import JoinModels, add_data_args, add_load_args, load_policy
+from embedselect.cli.common import JoinModels, add_data_args, add_load_args, load_policy, rank_config, runtime
 from embedselect.errors import ConfigError
 
 
@@ -29,7 +29,9 @@ def register(subparsers) -> None:
                    help="candidate spec (hub id, local dir, baseline), or 'best': the top candidate of the newest "
                         "ranking of the same data in the cache")
     p.add_argument("--out", "-o", required=True, type=Path, help="index folder to write")
-    p.add_argument("--seed", type=int, default=None, help="root seed (default 0, or the ranking's for 'best')")
+    p.add_argument("--seed", type=int, default=0,
+                   help="root seed (default 0; for 'best' the ranking's, found also when it sampled --max-items "
+                        "items with another seed)")
     p.add_argument("--metric", choices=["cosine", "ip", "l2"], default="cosine")
     p.add_argument("--approximate", action="store_true", help="HNSW index instead of exact (for very large data)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing index in --out")
@@ -92,12 +94,8 @@ def _short(text: str, width: int = 100) -> str:
 def cmd_index(args) -> int:
     from embedselect.search import build_index
 
-    idx = build_index(
-        args.data, args.model, out=args.out, column=args.column, max_items=args.max_items, seed=args.seed,
-        on_error=args.on_error, cache_dir=args.cache_dir, device=args.device, batch_size=args.batch_size,
-        policy=load_policy(args), metric=args.metric, exact=False if args.approximate else None,
-        overwrite=args.overwrite, progress=not args.quiet,
-    )
+    idx = build_index(args.data, args.model, out=args.out, config=rank_config(args), runtime=runtime(args),
+                      metric=args.metric, exact=False if args.approximate else None, overwrite=args.overwrite)
     m = idx.manifest
     if args.json:
         print(json.dumps(m.to_dict(), indent=2, default=str))
@@ -148,9 +146,7 @@ def cmd_neighbours(args) -> int:
             raise ConfigError(f"--rows takes comma-separated row numbers, got {args.rows!r}") from exc
     view = neighbours_view(
         args.data, args.models, sample=args.sample, rows=rows, k=args.k, agreement_k=args.agreement_k,
-        near_duplicate_threshold=args.near_duplicates, column=args.column, max_items=args.max_items,
-        seed=args.seed, on_error=args.on_error, cache_dir=args.cache_dir, device=args.device,
-        batch_size=args.batch_size, policy=load_policy(args), progress=not args.quiet,
+        near_duplicate_threshold=args.near_duplicates, config=rank_config(args), runtime=runtime(args),
     )
     if args.write_deduped is not None:
         import pandas as pd

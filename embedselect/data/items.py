@@ -9,6 +9,7 @@ from typing import Any, Iterable, Literal
 
 import numpy as np
 
+from embedselect._util.names import storable_name
 from embedselect.data.load_report import LoadReport
 from embedselect.data.readers import ImageInvalid, decode_image
 from embedselect.errors import ConfigError, DecodeError
@@ -28,6 +29,9 @@ class ReferenceItems:
     report: LoadReport
     _sample_settings: dict[str, Any] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        # the source is stored, shown and written to reports: a file name's non-UTF-8 bytes become \xNN escapes
+        object.__setattr__(self, "source", storable_name(self.source))
 
     def __len__(self) -> int:
         return len(self.items)

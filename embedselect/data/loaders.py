@@ -35,6 +35,7 @@ from embedselect.data.readers import (
     only,
     parse_untyped_labels,
     read_bytes,
+    parse_json,
     read_jsonl,
     read_ragged_csv,
     to_text,
@@ -173,7 +174,7 @@ def load_file(
             "cannot be skipped one by one — re-encode it as UTF-8 or convert it to JSONL (one object per line)"
         ) from exc
     try:
-        doc = json.loads(text)
+        doc = parse_json(text)
     except json.JSONDecodeError as exc:
         raise DecodeError(f"{source} is not valid JSON: {exc}; fix it or convert it to JSONL") from exc
     if isinstance(doc, dict) and doc and all(isinstance(v, list) for v in doc.values()):

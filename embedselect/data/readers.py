@@ -9,6 +9,7 @@ import gzip
 import hashlib
 import io
 import json
+import sys
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -294,8 +295,24 @@ def id_key(i: str) -> tuple[int, Any]:
     return (0, int(i)) if i.isdigit() else (1, i)
 
 
+def parse_json(text: str) -> Any:
+    """``json.loads(text)``, where JSON that Python cannot hold is a :class:`json.JSONDecodeError` as any invalid JSON:
+    nesting deeper than the interpreter's recursion limit (``RecursionError``), an integer of more digits than
+    ``sys.get_int_max_str_digits()`` allows (``ValueError``)."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        raise
+    except RecursionError:
+        raise json.JSONDecodeError("nested too deeply to be read (arrays or objects inside each other)", text, 0) from None
+    except ValueError:  # int() refuses more than sys.get_int_max_str_digits() digits
+        raise json.JSONDecodeError(f"a number of more than {sys.get_int_max_str_digits()} digits, too long to be read",
+                                   text, 0) from None
+
+
 def read_jsonl(raw: bytes) -> tuple[list[tuple[str, Any]], list[tuple[str, str, str]]]:
-    """Parse JSON lines. Returns ((line number, value) for good lines, (line number, category, reason) for bad)."""
+    """Parse JSON lines (:func:`parse_json`). Returns ((line number, value) for good lines, (line number, category,
+    reason) for bad)."""
     lines = raw.splitlines()
     if lines and lines[0].startswith(b"\xef\xbb\xbf"):
         lines[0] = lines[0][3:]
@@ -309,7 +326,7 @@ def read_jsonl(raw: bytes) -> tuple[list[tuple[str, Any]], list[tuple[str, str, 
         # bytes in a column that is not used do not drop the row.
         text = line.decode("utf-8", errors="surrogateescape")
         try:
-            records.append((str(n), json.loads(text)))
+            records.append((str(n), parse_json(text)))
         except json.JSONDecodeError as exc:
             bad.append((str(n), "json", f"invalid JSON on line {n}: {exc.msg} (column {exc.colno})"))
     return records, bad

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-DEFAULT_MAX_MODEL_BYTES = 5 * 1024**3  # 5 GiB of weight files
+from embedselect.config import DEFAULT_MAX_MODEL_BYTES, LoadPolicy  # the policy is part of the run configuration
 
 PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt", ".pkl", ".pickle")
 """Weight files that are unpickled on load (arbitrary code): refused unless ``allow_pickle``."""
@@ -30,27 +29,4 @@ def remote_code_reason(tags: Sequence[str] = (), config: Any = None, modules: An
     return None
 
 
-@dataclass(frozen=True)
-class LoadPolicy:
-    """What a model may need before embedselect refuses to load it.
-
-    Attributes:
-        allow_pickle: load ``.bin`` / ``.pt`` / ``.pth`` pickle weights (arbitrary code on unpickling).
-            Default ``False``: safetensors only.
-        trust_remote_code: run Python code shipped in the model repo. Default ``False``.
-        allow_gated: try gated repos (needs a token with access). Default ``False``.
-        max_bytes: refuse repos whose weight files exceed this many bytes. ``None`` = no cap.
-        allow_models: model ids for which all of the above are lifted (a per-model opt-in).
-    """
-
-    allow_pickle: bool = False
-    trust_remote_code: bool = False
-    allow_gated: bool = False
-    max_bytes: int | None = DEFAULT_MAX_MODEL_BYTES
-    allow_models: frozenset[str] = field(default_factory=frozenset)
-
-    def for_model(self, model_id: str) -> "LoadPolicy":
-        """The policy that applies to ``model_id`` (everything allowed if it was opted in)."""
-        if model_id in self.allow_models:
-            return LoadPolicy(True, True, True, None, self.allow_models)
-        return self
+__all__ = ["DEFAULT_MAX_MODEL_BYTES", "NOT_WEIGHTS", "PICKLE_SUFFIXES", "LoadPolicy", "remote_code_reason"]

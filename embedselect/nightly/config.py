@@ -25,8 +25,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from embedselect.metrics.base import DEFAULT_METRICS
+from embedselect.config import DEFAULT_MAX_MODEL_BYTES, DropDuplicates, LoadPolicy, OnError, RankConfig, Runtime
 from embedselect.errors import ConfigError
+from embedselect.metrics.base import DEFAULT_METRICS
 
 _SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kKmMbBtT]?)\s*$")
 _SUFFIX = {"": 1, "k": 10**3, "m": 10**6, "b": 10**9, "t": 10**12}
@@ -49,12 +50,31 @@ class _Strict(BaseModel):
 
 
 class DataConfig(_Strict):
-    """``data:`` the fixed reference data every night ranks on."""
+    """``data:`` the fixed reference data every night ranks on, and how it is read (the data settings of a
+    :class:`~embedselect.config.RankConfig`: ``labels`` is a label column, used only to validate the ranking)."""
 
     path: str
     column: str | None = None
+    labels: str | None = None
     max_items: int | None = Field(default=None, ge=2)
-    on_error: Literal["fail", "skip"] = "fail"
+    on_error: OnError = "fail"
+    drop_duplicates: DropDuplicates | None = None
+
+
+class PolicyConfig(_Strict):
+    """``policy:`` the :class:`~embedselect.config.LoadPolicy` of the night's candidates (the CLI's
+    ``--allow-pickle``, ``--trust-remote-code``, ``--allow-gated``, ``--allow-model``, ``--max-model-bytes``)."""
+
+    allow_pickle: bool = False
+    trust_remote_code: bool = False
+    allow_gated: bool = False
+    allow_models: tuple[str, ...] = ()
+    max_bytes: int | None = Field(default=DEFAULT_MAX_MODEL_BYTES, ge=1)
+
+    def load_policy(self) -> LoadPolicy:
+        return LoadPolicy(allow_pickle=self.allow_pickle, trust_remote_code=self.trust_remote_code,
+                          allow_gated=self.allow_gated, max_bytes=self.max_bytes,
+                          allow_models=frozenset(self.allow_models))
 
 
 class CrawlConfig(_Strict):
@@ -106,7 +126,9 @@ class NightlyConfig(_Strict):
     metrics: tuple[str, ...] = DEFAULT_METRICS
     metric_options: dict[str, dict[str, Any]] = {}
     weights: dict[str, float] | None = None
-    seed: int = 0
+    seed: int = Field(default=0, ge=0)
+    bootstrap: int = Field(default=0, ge=0)
+    policy: PolicyConfig = PolicyConfig()
     device: str | None = None
     batch_size: int | None = Field(default=None, ge=1)
     executor: ExecutorConfig = ExecutorConfig()
@@ -129,6 +151,21 @@ class NightlyConfig(_Strict):
             raise ValueError("choose at least one metric")
         return v
 
+    def rank_config(self) -> RankConfig:
+        """The night's :class:`~embedselect.config.RankConfig`: what ``select()`` and ``embedselect rank`` build
+        from the same settings."""
+        return RankConfig(metrics=self.metrics, weights=self.weights, metric_options=self.metric_options,
+                          max_items=self.data.max_items, seed=self.seed, bootstrap=self.bootstrap,
+                          on_error=self.data.on_error, drop_duplicates=self.data.drop_duplicates,
+                          column=self.data.column, labels=self.data.labels,
+                          policy=self.policy.load_policy())
+
+    def runtime(self, token: str | None = None) -> Runtime:
+        """The night's :class:`~embedselect.config.Runtime` (its store, device and batch size; no progress bars;
+        the ranking is saved)."""
+        return Runtime(cache_dir=self.store_path, device=self.device, batch_size=self.batch_size, token=token,
+                       progress=False, save=True)
+
     def path(self, p: str) -> Path:
         """``p`` resolved against the configuration file's folder."""
         q = Path(p).expanduser()
@@ -150,14 +187,21 @@ class NightlyConfig(_Strict):
     def ranking_key(self) -> str:
         """sha256 of what makes two nights comparable (data, metrics and their options, weights, seed): the
         history and rank changes are kept per key, so a changed setting starts a new history."""
+        # a setting added since the key was defined counts only when it is not its default, so that the nights of
+        # an unchanged file keep one history
+        data = self.data.model_dump(exclude={k for k in ("labels", "drop_duplicates") if getattr(self.data, k) is None})
         payload = {
-            "data": self.data.model_dump(),
+            "data": data,
             "data_path": str(self.data_path),
             "metrics": list(self.metrics),
             "metric_options": self.metric_options,
             "weights": self.weights,
             "seed": self.seed,
         }
+        if self.bootstrap:
+            payload["bootstrap"] = self.bootstrap
+        if self.policy != PolicyConfig():
+            payload["policy"] = self.policy.model_dump()
         return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
@@ -189,6 +233,10 @@ def parse_config(obj: Any, *, base_dir: str | Path = ".", source: str = "") -> N
         cfg = NightlyConfig(**obj, base_dir=str(Path(base_dir).resolve()))
     except ValidationError as exc:
         raise ConfigError(_format(exc, source)) from None
+    try:
+        cfg.rank_config()  # what the night ranks with, validated as select() validates it
+    except ConfigError as exc:
+        raise ConfigError(f"invalid nightly configuration {source}:\n  {exc}") from None
     _check_output(cfg, source)
     return cfg
 
@@ -225,3 +273,6 @@ def load_config(path: str | Path) -> NightlyConfig:
     except yaml.YAMLError as exc:
         raise ConfigError(f"{p} is not valid YAML: {exc}") from None
     return parse_config(obj, base_dir=p.parent, source=str(p))
+
+
+__all__ = ["CrawlConfig", "DataConfig", "ExecutorConfig", "NightlyConfig", "PolicyConfig", "load_config", "parse_config"]

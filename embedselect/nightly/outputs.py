@@ -31,7 +31,6 @@ _KINDS = ("nightly-version",)  # the marker kind of a site the night wrote: the 
 _OURS = "a site published by embedselect nightly"
 RUN_ID_RE = re.compile(r"^\d{8}T\d{6}Z-[0-9a-f]{6}$")
 """A night's run id, the name of its version folder."""
-_OLD_PARTIAL_RE = re.compile(r"^\.\d{8}T\d{6}Z-[0-9a-f]{6}\.partial$")  # written by embedselect <= 335151d
 
 
 def _write(path: Path, text: str) -> None:
@@ -97,15 +96,14 @@ def versions_folder(output: Path) -> Path:
 
 
 def _ours_by_name(entry: Path) -> bool:
-    """A name the nightly job (this version or an older one) gives inside its versions folder."""
+    """A name the nightly job gives inside its versions folder."""
     n = entry.name
-    return (n == fsguard.MARKER or bool(RUN_ID_RE.match(n)) or bool(_OLD_PARTIAL_RE.match(n))
-            or n.startswith("legacy-") or fsguard.temp_parts(n) is not None)
+    return n == fsguard.MARKER or bool(RUN_ID_RE.match(n)) or fsguard.temp_parts(n) is not None
 
 
 def _check_versions(versions: Path) -> None:
-    """The versions folder is ours: missing, carrying the marker, or (made by an older version, before markers)
-    holding only names the nightly job gives."""
+    """The versions folder is ours: missing, carrying the marker, or (a night killed between creating and marking
+    it) holding only names the nightly job gives."""
     if versions.is_symlink() or (versions.exists() and not versions.is_dir()):
         raise ConfigError(f"output: {versions} is not a folder of embedselect's; it was left as it is: remove it or "
                           "choose another output")
@@ -139,19 +137,6 @@ def check_outputs(output: Path, *, store: Path | None, data: Path | None, config
     return out
 
 
-def _old_link(output: Path, versions: Path) -> Any:
-    """Stray links of older versions (``.<name>.link-<run_id>``) pointing into our versions folder."""
-    prefix = f".{output.name}.link-"
-
-    def test(e: Path) -> bool:
-        if not (e.name.startswith(prefix) and RUN_ID_RE.match(e.name[len(prefix):]) and e.is_symlink()):
-            return False
-        target = Path(os.path.realpath(e))
-        return Path(os.path.realpath(versions)) in target.parents
-
-    return test
-
-
 def publish(output: Path, run_id: str, ranking: Any, leaderboard: list[dict[str, Any]],
             summary: dict[str, Any]) -> Path:
     """Write the night's outputs into a new version folder and atomically point ``output`` at it.
@@ -170,10 +155,10 @@ def publish(output: Path, run_id: str, ranking: Any, leaderboard: list[dict[str,
         versions.mkdir(parents=True)
     if not fsguard.is_marked(versions):
         fsguard.mark_owned(versions, "nightly-versions", inventory=False)  # a container: never removed
-    fsguard.sweep_leftovers(output.parent, output.name, kinds=("link",), extra=_old_link(output, versions))
+    fsguard.sweep_leftovers(output.parent, output.name, kinds=("link",))
     for e in versions.iterdir():
         m = fsguard.dead_temp(e.name)
-        if ((m and m["kind"] == "partial") or _OLD_PARTIAL_RE.match(e.name)) and e.is_dir() and not e.is_symlink():
+        if m and m["kind"] == "partial" and e.is_dir() and not e.is_symlink():
             if not fsguard.is_marked(e) or fsguard.is_owned(e):  # a dead run's half-written site (marked last)
                 shutil.rmtree(e, ignore_errors=True)
     final = versions / run_id
@@ -208,34 +193,17 @@ def _live_temp(name: str) -> bool:
     return m is not None and m["kind"] == "partial" and fsguard.dead_temp(name) is None
 
 
-_SITE_FILES = {"leaderboard.json", "leaderboard.md", "ranking.json", "report.html", "report.md", "run.json",
-               fsguard.MARKER, "badges"}
-_BADGE_RE = re.compile(r"^(leader\.json|badges\.md|[A-Za-z0-9._-]+\.(svg|json))$")
-
-
-def _legacy_version(folder: Path) -> bool:
-    """A version folder an older version wrote (a marker without inventory, or none): only the site's files."""
-    for e in folder.iterdir():
-        if e.is_symlink() or e.name not in _SITE_FILES or e.is_dir() != (e.name == "badges"):
-            return False
-        if e.name == "badges" and not all(b.is_file() and not b.is_symlink() and _BADGE_RE.match(b.name)
-                                          for b in e.iterdir()):
-            return False
-    return True
-
-
 def _prune(versions: Path, *, keep: Path) -> list[Path]:
     """Remove all but the newest :data:`KEEP_VERSIONS` version folders: only folders of the tool's (a run id as
     name, or the marker) that hold exactly what the tool wrote there (:func:`embedselect._fs.guard.remove_owned`): a
-    version a user added a file to (``site/CNAME`` lands in the current version) is kept, with a warning;
-    ``legacy-*`` folders (a user's folder that an older version moved here) are kept. Returns the folders kept."""
+    version a user added a file to (``site/CNAME`` lands in the current version) is kept, with a warning. Returns
+    the folders kept."""
     ours = [d for d in versions.iterdir() if d.is_dir() and not d.is_symlink() and d != keep
-            and (RUN_ID_RE.match(d.name) or (fsguard.is_marked(d) and not d.name.startswith("legacy-")
-                                             and not _live_temp(d.name)))]
+            and (RUN_ID_RE.match(d.name) or (fsguard.is_marked(d) and not _live_temp(d.name)))]
     ours.sort(key=lambda d: d.stat().st_mtime, reverse=True)
     kept = []
     for d in ours[KEEP_VERSIONS - 1:]:
-        if not fsguard.remove_owned(d, legacy=_legacy_version, kinds=_KINDS):
+        if not fsguard.remove_owned(d, kinds=_KINDS):
             kept.append(d)
             log.warning("output: %s holds files embedselect did not write (%s); it was kept, not pruned: move them "
                         "away and the next night prunes it", d, ", ".join(fsguard.foreign(d)[:5]))

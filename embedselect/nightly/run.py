@@ -145,11 +145,12 @@ def run_night(cfg: NightlyConfig, *, dry_run: bool = False, executor: Any = None
 
 
 def _night(cfg: NightlyConfig, store: Any, *, dry_run: bool, executor: Any, token: str | None) -> dict[str, Any]:
-    from embedselect.data import ReferenceData
     from embedselect.nightly.executors import EmbedJob, get_executor
+    from embedselect.pipeline.context import load_reference_data
     from embedselect.nightly.plan import build_plan
 
     t_start = _clock()
+    config, runtime = cfg.rank_config(), cfg.runtime(token)
     budget_s = cfg.budget_minutes * 60.0
     embed_deadline = budget_s * (1.0 - cfg.rank_reserve)
     stages = _Stages()
@@ -165,8 +166,7 @@ def _night(cfg: NightlyConfig, store: Any, *, dry_run: bool, executor: Any, toke
         "budget": {"minutes": cfg.budget_minutes, "embed_stop_after_s": round(embed_deadline, 1), "exhausted": False},
     }
     with stages("data"):
-        ref = ReferenceData.load(cfg.data_path, column=cfg.data.column, max_items=cfg.data.max_items, seed=cfg.seed,
-                                 on_error=cfg.data.on_error)
+        ref = load_reference_data(cfg.data_path, config)
     summary["data"] = {"path": str(cfg.data_path), "items": len(ref), "fingerprint": ref.fingerprint}
     with stages("crawl"):
         crawled = _crawl(cfg, store, token, record=not dry_run,
@@ -199,7 +199,7 @@ def _night(cfg: NightlyConfig, store: Any, *, dry_run: bool, executor: Any, toke
             return True
         return False
 
-    job = EmbedJob(seed=cfg.seed, device=cfg.device, batch_size=cfg.batch_size, token=token,
+    job = EmbedJob(config=config, runtime=runtime,
                    timeout_s=cfg.model_timeout_minutes * 60.0 if cfg.model_timeout_minutes else None)
     own_executor = executor is None
     if own_executor:
@@ -220,11 +220,8 @@ def _night(cfg: NightlyConfig, store: Any, *, dry_run: bool, executor: Any, toke
                                                                   ref.modality)
             with stages("rank"):
                 try:
-                    ranking = select_embedded(
-                        ref, [p.candidate for p in pool], [outcomes[p.name] for p in pool], store=store,
-                        metrics=list(cfg.metrics), seed=cfg.seed, device=cfg.device, batch_size=cfg.batch_size,
-                        metric_options=cfg.metric_options, weights=cfg.weights, token=token, save=True,
-                    )
+                    ranking = select_embedded(ref, [p.candidate for p in pool], [outcomes[p.name] for p in pool],
+                                              store=store, config=config, runtime=runtime)
                 except AllCandidatesFailedError as exc:  # every candidate failed tonight
                     log.warning("nightly: nothing could be ranked: %s", exc)
                     summary["rank_error"] = str(exc)
@@ -269,7 +266,7 @@ def _close_night(cfg: NightlyConfig, store: Any, summary: dict[str, Any], stages
         )
         empty.summary = summary
         raise empty
-    summary["status"] = night_status(summary, failed)
+    summary["status"] = "partial" if (failed or summary["left"]) else "ok"
     with stages("publish"):
         from embedselect.nightly.outputs import publish
 
@@ -279,17 +276,6 @@ def _close_night(cfg: NightlyConfig, store: Any, summary: dict[str, Any], stages
     history.record_night(store, summary, leaderboard, failed)
     _save_summary(store, summary)
     return summary
-
-
-def night_status(summary: dict[str, Any], failed: list[dict[str, Any]]) -> str:
-    """The status of a night that ranked something: ``degraded`` when its crawl failed (a page of the hub's listing
-    could not be read after retries, so new models may be missing; ``summary["degraded"]`` says why; exit code 12),
-    else ``partial`` when a candidate failed or was left for the next night, else ``ok``."""
-    crawl = summary.get("crawl") or {}
-    if crawl.get("errors"):
-        summary["degraded"] = [f"the crawl failed: {e}" for e in crawl["errors"]]
-        return "degraded"
-    return "partial" if (failed or summary["left"]) else "ok"
 
 
 def _finish(summary: dict[str, Any], stages: _Stages, t_start: float) -> None:
@@ -323,8 +309,7 @@ def _embed(cfg: NightlyConfig, executor: Any, store: Any, ref: Any, plan: Any, j
     skip = {c.name for c in left} | set(outcomes)
     cached = [p.candidate for p in plan.candidates if p.name not in skip]
     if cached:
-        for o in embed_reference(ref, cached, store=store, seed=cfg.seed, device=cfg.device,
-                                 batch_size=cfg.batch_size, token=job.token, keep_vectors=False):
+        for o in embed_reference(ref, cached, store=store, config=job.config, runtime=job.runtime, keep_vectors=False):
             outcomes[o.result.name] = o
     return outcomes, left
 

@@ -1,28 +1,28 @@
 """The one orchestration path: reference data -> candidates -> cached embeddings -> metrics -> Ranking.
 
 Used by the CLI, the nightly job and pipelines alike. Logs through :mod:`logging`; never prints. The stages live in
-this package's modules (context, embedding, families, scoring, conclude, run, catalog); the names below are its
-entry points.
+this package's modules (context, embedding, families, scoring, conclude, run, catalog); the names in ``__all__`` are
+its entry points (the run's internal state, :class:`~embedselect.pipeline.context.RunContext`, stays in its module).
 """
 
 from __future__ import annotations
 
 from embedselect.metrics.base import DEFAULT_METRICS
 from embedselect.pipeline.catalog import refresh_catalog
-from embedselect.pipeline.context import STAGES_PER_CANDIDATE, EmbedOutcome, RunContext, load_reference_data
+from embedselect.pipeline.context import EmbedOutcome, load_reference_data
 from embedselect.pipeline.embedding import embed, embed_reference
 from embedselect.pipeline.run import select, select_embedded
-from embedselect.models.policy import LoadPolicy
+from embedselect.config import LoadPolicy, RankConfig, Runtime
 from embedselect.ranking.result import CandidateResult, Ranking
 
 __all__ = [
     "DEFAULT_METRICS",
-    "STAGES_PER_CANDIDATE",
     "CandidateResult",
     "EmbedOutcome",
     "LoadPolicy",
     "Ranking",
-    "RunContext",
+    "RankConfig",
+    "Runtime",
     "embed",
     "embed_reference",
     "load_reference_data",

@@ -6,24 +6,24 @@ import math
 import time
 import uuid
 from datetime import datetime, timezone
-from typing import Any, Mapping
+from typing import Any, Mapping, cast
 
-from embedselect.pipeline.defaults import default_method, weight_of
-from embedselect.ranking.result import Ranking, RankingWarning, rank_scores
+from embedselect.pipeline.defaults import default_method
+from embedselect.ranking.result import Ranking, ValidationReport, rank_scores
 from embedselect.pipeline.context import RunContext, competition_rank, num, versions
 from embedselect.pipeline.scoring import metrics_stage
 
 
-def rank_embedded(ctx: RunContext, t_start: float, *, save: bool, max_items: int | None, on_error: str) -> Ranking:
+def rank_embedded(ctx: RunContext, t_start: float, *, save: bool) -> Ranking:
     """Stages 3 to 6 over the candidates of ``ctx`` that are embedded: metrics, combined rank, validation against
     labels (if any), the :class:`~embedselect.ranking.result.Ranking` (stored when ``save``)."""
     metrics_stage(ctx)
     decision = _rank_stage(ctx)
     validation = _validate_stage(ctx)
     if save and not ctx.store.can_record("the ranking"):
-        ctx.warnings.append(RankingWarning("not-stored", f"the cache at {ctx.store.root} is read-only: this ranking is "
-                                           "not stored (leaderboard and history will not show it)"))
-    ranking = _report(ctx, decision, validation, max_items=max_items, on_error=on_error)
+        ctx.warnings.append(f"the cache at {ctx.store.root} is read-only: this ranking is not stored (leaderboard "
+                            "and history will not show it)")
+    ranking = _report(ctx, decision, validation)
     ctx.timings["total"] = time.perf_counter() - t_start
     if save:
         _save(ctx, ranking)
@@ -43,11 +43,7 @@ def _rank_stage(ctx: RunContext) -> Any:
     from embedselect.ranking.combine import MIN_POOL, combine_ranks, copies_below_parents, decide
     by_name = {r.name: r for r in ctx.results}
     modality = ctx.ref.modality
-    full_weights = {m: weight_of(m, modality, ctx.weights) for m in ctx.per_metric}
-    if not ctx.weights and not any(full_weights.values()):
-        # only metrics that are shown, not combined, by default (sufficiency) were asked for: they are the score
-        full_weights = {m: 1.0 for m in full_weights}
-    ctx.combined_weights = full_weights
+    full_weights = ctx.combined_weights  # decided once, by the metrics stage (defaults.combined_weights)
     combined = combine_ranks(ctx.per_metric, weights=full_weights, method=default_method(modality))
     # a quantised or truncated copy of another candidate never ranks above it, and its parent takes its score when it
     # was higher (data processing inequality: the parent is at least as good); so does the same model with its input
@@ -64,8 +60,8 @@ def _rank_stage(ctx: RunContext) -> Any:
         else:
             why = f"median per-coordinate |Spearman| {d.median_abs_spearman:.2f}"
             since = "a copy cannot carry more information"
-        ctx.warnings.append(RankingWarning("copy-below-parent", f"{c} is a {d.relation} copy of {p} ({why}): ranked "
-                                           f"below it, and {p} takes its combined score, since {since}", [c, p]))
+        ctx.warnings.append(f"{c} is a {d.relation} copy of {p} ({why}): ranked below it, and {p} takes its "
+                            f"combined score, since {since}")
     for name, score in combined.items():
         by_name[name].combined_score = float(score)
     for name, r in rank_scores({n: by_name[n].combined_score for n in combined}).items():
@@ -73,25 +69,10 @@ def _rank_stage(ctx: RunContext) -> Any:
     ctx.outcomes.sort(key=lambda o: (not o.result.ok, o.result.rank if o.result.rank is not None else math.inf,
                                      o.result.name))
     decision = decide(combined, intervals={n: _intervals_in_score(by_name[n].intervals, full_weights) for n in combined})
-    ctx.warnings += [RankingWarning(code, f"no clear winner: {why}", decision.leaders)
-                     for code, why in zip(decision.codes, decision.reasons)]
-    ctx.warnings += _baseline_wins(ctx, decision.leaders)
+    ctx.warnings += [f"no clear winner: {why}" for why in decision.reasons]
     if sum(1 for v in combined.values() if math.isfinite(v)) >= MIN_POOL:  # else decide() said it
         ctx.warnings += ctx.pool_notes
     return decision
-
-
-def _baseline_wins(ctx: RunContext, leaders: list[str]) -> list[RankingWarning]:
-    """The ``baseline-wins`` warning when a built-in baseline is first or among the leaders (none otherwise)."""
-    from embedselect._util.kinds import is_baseline_id
-
-    by_name = {r.name: r for r in ctx.results}
-    found = [n for n in leaders if n in by_name and is_baseline_id(by_name[n].model_id)]
-    if not found:
-        return []
-    where = "first" if found[0] == (leaders[0] if leaders else None) and len(leaders) == 1 else "among the leaders"
-    return [RankingWarning("baseline-wins", f"the built-in baseline(s) {', '.join(found)} rank {where}: no model "
-                                            "beat them on this data", found)]
 
 
 def _intervals_in_score(intervals: Mapping[str, Any], weights: Mapping[str, float]) -> dict[str, Any]:
@@ -102,7 +83,7 @@ def _intervals_in_score(intervals: Mapping[str, Any], weights: Mapping[str, floa
     return {k: v for k, v in intervals.items() if any(k == m or k.startswith((m + "_", m + ".")) for m in in_score)}
 
 
-def _validate_stage(ctx: RunContext) -> dict[str, Any] | None:
+def _validate_stage(ctx: RunContext) -> ValidationReport | None:
     """Stage 5, only when the data has labels: held-out probe accuracy on the user's labels, and how well each
     label-free score (the headlines, the secondary scores a metric names, and the combined score) predicts it.
     Adds ``labels.*`` columns to the results.
@@ -132,13 +113,12 @@ def _validate_stage(ctx: RunContext) -> dict[str, Any] | None:
             for col, v in row.items():
                 if col not in label_free and col != "combined":
                     by_name[str(name)].columns[f"labels.{col}"] = num(v)
-        validation = report.to_dict()
+        validation = cast(ValidationReport, report.to_dict())
     ctx.timings["validation"] = time.perf_counter() - t_validation
     return validation
 
 
-def _report(ctx: RunContext, decision: Any, validation: dict[str, Any] | None, *, max_items: int | None,
-            on_error: str) -> Ranking:
+def _report(ctx: RunContext, decision: Any, validation: ValidationReport | None) -> Ranking:
     """Stage 6: the :class:`~embedselect.ranking.result.Ranking` of the run (results best first, settings, versions,
     details, validation, uncertainty, warnings, the decision and the timings)."""
     return Ranking(
@@ -148,8 +128,9 @@ def _report(ctx: RunContext, decision: Any, validation: dict[str, Any] | None, *
         dataset=ctx.ref.to_dict(),
         settings={
             "seed": ctx.seed,
-            "max_items": max_items,
-            "on_error": on_error,
+            "max_items": ctx.config.max_items,
+            "on_error": ctx.config.on_error,
+            "drop_duplicates": ctx.config.drop_duplicates,
             "device": ctx.device,
             "batch_size": ctx.batch_size,
             "metric_options": ctx.metric_options,

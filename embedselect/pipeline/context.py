@@ -10,14 +10,14 @@ import math
 import platform
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping
 
 import numpy as np
 
+from embedselect.config import LoadPolicy, RankConfig, Runtime
 from embedselect.errors import ConfigError
 from embedselect.metrics.base import get_spec
-from embedselect.models.policy import LoadPolicy
-from embedselect.ranking.result import CandidateResult, RankingWarning
+from embedselect.ranking.result import CandidateResult
 
 
 @dataclass
@@ -91,31 +91,46 @@ def metric_key(metric: str, run_keys: Mapping[str, str], options: Mapping[str, A
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def load_reference_data(data: Any, *, column, labels, max_items, seed, on_error, drop_duplicates=None):
-    """``data`` as a :class:`~embedselect.data.ReferenceData` (a ReferenceData is returned as it is; a path or a
-    list of items is loaded with the given column, labels, sub-sampling and error rule), the one way ``select()``,
-    ``embed()`` and the search index read reference data. ``drop_duplicates`` (``"exact"``, ``"near"`` or None)
-    then removes duplicates (:meth:`~embedselect.data.ReferenceData.drop_duplicates`, after sub-sampling)."""
+def load_reference_data(data: Any, config: RankConfig, *, labels: Any = None) -> Any:
+    """``data`` as a :class:`~embedselect.data.ReferenceData`, the one way ``select()``, ``embed()``, the search
+    index and the nightly job read reference data: a path or a list of items is loaded with ``config``'s column,
+    label column, sub-sampling (``max_items``, ``seed``) and ``on_error``; ``labels`` is an array of labels aligned
+    with a list of items (a label *column* is ``config.labels``). ``config.drop_duplicates`` (``"exact"``,
+    ``"near"`` or None) then removes duplicates (:meth:`~embedselect.data.ReferenceData.drop_duplicates`, after
+    sub-sampling).
+
+    A :class:`~embedselect.data.ReferenceData` is used as it is (only duplicates dropped): it was loaded already,
+    so a column, label column, labels or sub-sample given with it are refused rather than ignored.
+
+    Raises:
+        ConfigError: a setting that cannot apply to ``data`` (see above), or labels as an array for a data file.
+    """
     from embedselect.data import ReferenceData
 
+    if labels is not None and config.labels is not None:
+        raise ConfigError("give labels either as a column name (labels='label') or as an array, not both")
     if isinstance(data, ReferenceData):
-        if max_items is not None and len(data) > max_items:
-            raise ConfigError("max_items cannot sub-sample an existing ReferenceData; load it with max_items=")
-        if labels is not None and not isinstance(labels, str):
-            raise ConfigError("pass labels when building the ReferenceData, not to select()")
-        return data if drop_duplicates is None else data.drop_duplicates(drop_duplicates, seed=seed)
-    kw: dict[str, Any] = {"max_items": max_items, "seed": seed, "on_error": on_error}
+        given = [f"{k}={v!r}" for k, v in (("column", config.column), ("labels", config.labels)) if v is not None]
+        if labels is not None:
+            given.append("labels=<array>")
+        if config.max_items is not None and len(data) > config.max_items:
+            given.append(f"max_items={config.max_items}")
+        if given:
+            raise ConfigError(f"{', '.join(given)} cannot apply to a ReferenceData that is loaded already: pass them to "
+                              "ReferenceData.load(...) (column=, label_column=, labels=, max_items=) instead")
+        return data if config.drop_duplicates is None else data.drop_duplicates(config.drop_duplicates, seed=config.seed)
+    kw: dict[str, Any] = {"max_items": config.max_items, "seed": config.seed, "on_error": config.on_error}
     is_file = isinstance(data, (str, Path)) and Path(data).is_file()
-    if column is not None:
-        kw["column"] = column
-    if isinstance(labels, str):
-        kw["label_column"] = labels
+    if config.column is not None:
+        kw["column"] = config.column
+    if config.labels is not None:
+        kw["label_column"] = config.labels
     elif labels is not None:
         if is_file:
             raise ConfigError("for a data file, give labels as the name of its label column (labels='label')")
         kw["labels"] = labels
     ref = ReferenceData.load(data, **kw)
-    return ref if drop_duplicates is None else ref.drop_duplicates(drop_duplicates, seed=seed)
+    return ref if config.drop_duplicates is None else ref.drop_duplicates(config.drop_duplicates, seed=config.seed)
 
 
 STAGES_PER_CANDIDATE = 3
@@ -137,8 +152,12 @@ class RunContext:
         store: the open :class:`~embedselect.store.Store` (embeddings, metric results, failures, rankings).
         bar: the run's :class:`~embedselect._util.progress.RunProgress`.
         device: the torch device string (``"cpu"``, ``"cuda:0"``), resolved once.
-        seed, batch_size, policy, token, progress: as given to :func:`select` / :func:`embed`.
-        metrics, metric_options, weights, bootstrap: :func:`select`'s metric settings (empty for :func:`embed`).
+        config: the run's :class:`~embedselect.config.RankConfig`; ``seed``, ``policy``, ``weights`` and
+            ``bootstrap`` read it.
+        runtime: the run's :class:`~embedselect.config.Runtime`; ``batch_size``, ``token`` and ``progress`` read it.
+        metrics: the metrics to compute (``config.metrics``; empty for :func:`embed`).
+        metric_options: ``config.metric_options`` under the data's defaults
+            (:func:`embedselect.pipeline.defaults.metric_options`).
         outcomes: one :class:`EmbedOutcome` per candidate, in order.
         vectors: candidate name -> float32 (n, d) matrix, the candidates that were embedded: read-only memory maps
             of the cached files (:meth:`~embedselect.store.Store.load_vectors` with ``mmap=True``), so the metrics
@@ -161,27 +180,50 @@ class RunContext:
     store: Any
     bar: Any
     device: str
-    seed: int = 0
-    batch_size: int | None = None
-    policy: LoadPolicy = field(default_factory=LoadPolicy)
-    token: str | None = None
-    progress: bool = False
+    config: RankConfig = field(default_factory=RankConfig)
+    runtime: Runtime = field(default_factory=Runtime)
     metrics: list[str] = field(default_factory=list)
     metric_options: dict[str, dict[str, Any]] = field(default_factory=dict)
-    weights: Mapping[str, float] | None = None
-    bootstrap: int = 0
     outcomes: list[EmbedOutcome] = field(default_factory=list)
     vectors: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
     per_metric: dict[str, dict[str, float]] = field(default_factory=dict)
     combined_weights: dict[str, float] = field(default_factory=dict)
     details: dict[str, Any] = field(default_factory=dict)
     uncertainty: dict[str, Any] = field(default_factory=dict)
-    warnings: list[RankingWarning] = field(default_factory=list)
-    pool_notes: list[RankingWarning] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    pool_notes: list[str] = field(default_factory=list)
     timings: dict[str, Any] = field(default_factory=dict)
     cards: dict[str, tuple[str, tuple[str, ...], Any]] = field(default_factory=dict)
     copies: list[Any] = field(default_factory=list)
     families: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def seed(self) -> int:
+        return self.config.seed
+
+    @property
+    def policy(self) -> LoadPolicy:
+        return self.config.policy
+
+    @property
+    def weights(self) -> Mapping[str, float] | None:
+        return self.config.weights
+
+    @property
+    def bootstrap(self) -> int:
+        return self.config.bootstrap
+
+    @property
+    def batch_size(self) -> int | None:
+        return self.runtime.batch_size
+
+    @property
+    def token(self) -> str | None:
+        return self.runtime.token
+
+    @property
+    def progress(self) -> bool:
+        return self.runtime.progress
 
     @property
     def results(self) -> list[CandidateResult]:
@@ -189,12 +231,11 @@ class RunContext:
         return [o.result for o in self.outcomes]
 
 
-def run_context(ref: Any, candidates: Any, *, store: Any, seed: int, device: str | None, batch_size: int | None,
-                 policy: LoadPolicy | None, token: str | None, progress: bool, metrics: Sequence[str] = (),
-                 metric_options: Mapping[str, Mapping[str, Any]] | None = None,
-                 weights: Mapping[str, float] | None = None, bootstrap: int = 0) -> RunContext:
+def run_context(ref: Any, candidates: Any, *, store: Any, config: RankConfig, runtime: Runtime,
+                rank: bool = True) -> RunContext:
     """The :class:`RunContext` of a run: records the data set in the store, parses the candidates for the data's
     modality, resolves the device once and sizes the progress display (per candidate, per metric, validation).
+    ``rank=False`` (``embed()``): no metrics.
 
     Raises:
         ConfigError: no candidates, or an unknown device.
@@ -211,11 +252,12 @@ def run_context(ref: Any, candidates: Any, *, store: Any, seed: int, device: str
     cands = parse_candidates(candidates, modality=ref.modality)
     if not cands:
         raise ConfigError("no candidates given: pass model ids, local directories, baselines or catalog:NAME")
-    dev = resolve_device(device)
+    dev = resolve_device(runtime.device)
+    metrics = list(config.metrics) if rank else []
     steps = STAGES_PER_CANDIDATE * len(cands) + len(metrics) + (bool(metrics) and ref.labels is not None)
+    options = {m: dict(o) for m, o in config.metric_options.items()}
     return RunContext(
-        ref=ref, candidates=cands, store=store, bar=RunProgress(steps, enabled=progress), device=dev, seed=seed,
-        batch_size=batch_size, policy=policy or LoadPolicy(), token=token, progress=progress, metrics=list(metrics),
-        metric_options=with_defaults(metric_options, ref.modality), weights=weights, bootstrap=bootstrap,
+        ref=ref, candidates=cands, store=store, bar=RunProgress(steps, enabled=runtime.progress), device=dev,
+        config=config, runtime=runtime, metrics=metrics, metric_options=with_defaults(options, ref.modality),
         timings={"candidates": {}, "metrics": {}, "validation": None, "total": None},
     )

@@ -25,7 +25,7 @@ before them task_prior 1 on sampled tasks, Gaussian sufficiency 0.25, nn_agreeme
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from embedselect.ranking.combine import DEFAULT_METHOD
 from embedselect._util.kinds import IMAGE
@@ -70,6 +70,22 @@ def weight_of(metric: str, modality: str | None, user: Mapping[str, float] | Non
     return default_weight(metric, modality) if got is None else float(got)
 
 
+def combined_weights(metrics: Sequence[str], modality: str | None,
+                     user: Mapping[str, float] | None = None) -> dict[str, float]:
+    """The weights of a run's combined score over ``metrics``, the metrics that produced scores: the one place that
+    decides them (the rank stage combines with them, the metrics stage reads them to tell a weight-0 metric's moot
+    warnings, ``settings["combined_weights"]`` records them).
+
+    Each metric has the user's weight (``weights=``) where given, else its default (:func:`weight_of`). When none
+    of ``metrics`` has a positive weight (only metrics that are shown, not combined, were asked for, or every metric
+    with a weight failed), each gets weight 1: they are what the score can be made of.
+    """
+    weights = {m: weight_of(m, modality, user) for m in metrics}
+    if not any(weights.values()):
+        weights = {m: 1.0 for m in weights}
+    return weights
+
+
 def default_method(modality: str | None) -> str:
     """The combination method (``mean-rank`` / ``mean-z``) for data of ``modality``."""
     return _of(modality).method
@@ -83,4 +99,4 @@ def metric_options(user: Mapping[str, Mapping[str, Any]] | None, modality: str |
     return out
 
 
-__all__ = ["BY_MODALITY", "ModalityDefaults", "default_method", "default_weight", "metric_options", "weight_of"]
+__all__ = ["BY_MODALITY", "ModalityDefaults", "combined_weights", "default_method", "default_weight", "metric_options", "weight_of"]

@@ -14,7 +14,7 @@ import numpy as np
 from embedselect._util.arrays import check_embeddings
 from embedselect.errors import ConfigError, EmbedselectError, MetricError
 from embedselect._util.kinds import is_baseline_id
-from embedselect.models.policy import LoadPolicy
+from embedselect.config import LoadPolicy, OnError, RankConfig, Runtime
 from embedselect.ranking.result import CandidateResult
 from embedselect.pipeline.context import STAGES_PER_CANDIDATE, EmbedOutcome, RunContext, load_reference_data, run_context
 
@@ -26,10 +26,9 @@ def embed(
     candidates: Any,
     *,
     column: str | None = None,
-    labels: Any = None,
     max_items: int | None = None,
     seed: int = 0,
-    on_error: str = "fail",
+    on_error: OnError = "fail",
     cache_dir: str | Path | None = None,
     device: str | None = None,
     batch_size: int | None = None,
@@ -37,23 +36,56 @@ def embed(
     token: str | None = None,
     progress: bool = False,
     keep_vectors: bool = False,
+    config: RankConfig | None = None,
+    runtime: Runtime | None = None,
 ) -> list[EmbedOutcome]:
     """Make sure every candidate's embeddings of ``data`` are in the cache; compute only what is missing.
 
     A candidate that cannot be resolved, loaded or run is returned with ``status="failed"`` and its reason,
     recorded in the store's ``failures`` table, and the others go on. The arguments mean what they mean for
-    :func:`~embedselect.pipeline.run.select`; ``keep_vectors`` puts each float32 (n, d) matrix into its outcome (a read-only memory map of the
-    cached file; see :class:`EmbedOutcome`).
+    :func:`~embedselect.pipeline.run.select` (``config`` / ``runtime`` instead of the keywords likewise; of a
+    RankConfig only the data settings, ``seed`` and ``policy`` apply: embedding reads no labels and computes no
+    metric, so a config with ``labels``, ``drop_duplicates``, weights or options is refused);
+    ``keep_vectors`` puts each float32 (n, d) matrix into its outcome (a read-only memory map of the cached file;
+    see :class:`EmbedOutcome`).
 
     Returns:
         one :class:`EmbedOutcome` per candidate, in the order given.
+
+    Raises:
+        ConfigError: a setting embedding does not use (see above), or an invalid one.
     """
     from embedselect.store import Store
 
-    ref = load_reference_data(data, column=column, labels=labels, max_items=max_items, seed=seed, on_error=on_error)
-    return embed_reference(ref, candidates, store=Store.open(cache_dir), seed=seed, device=device,
-                           batch_size=batch_size, policy=policy, token=token, progress=progress,
+    config, runtime = _embed_configs(config, runtime, dict(
+        column=column, max_items=max_items, seed=seed, on_error=on_error, policy=policy, cache_dir=cache_dir,
+        device=device, batch_size=batch_size, token=token, progress=progress))
+    ref = load_reference_data(data, config)
+    return embed_reference(ref, candidates, store=Store.open(runtime.cache_dir), config=config, runtime=runtime,
                            keep_vectors=keep_vectors)
+
+
+def _embed_configs(config: RankConfig | None, runtime: Runtime | None,
+                   keywords: dict[str, Any]) -> tuple[RankConfig, Runtime]:
+    """:func:`embed`'s RankConfig and Runtime: the objects given, or built from its keywords; refuses a keyword
+    beside the object that holds it and the settings of a RankConfig that embedding would not use."""
+    from embedselect.config import from_keywords
+
+    built, built_runtime = from_keywords(**keywords)
+    defaults, default_runtime = from_keywords()
+    if config is not None:
+        clash = [k for k in ("column", "max_items", "seed", "on_error", "policy")
+                 if getattr(built, k) != getattr(defaults, k)]
+        if clash:
+            raise ConfigError(f"{', '.join(clash)} given both as keyword(s) and by config=")
+        unused = [f"{k}={getattr(config, k)!r}" for k in ("labels", "drop_duplicates", "weights", "bootstrap")
+                  if getattr(config, k) != getattr(defaults, k)] + (["metric_options"] if config.metric_options else [])
+        if unused:
+            raise ConfigError(f"embed() does not use {', '.join(unused)} (it reads no labels and computes no metric); "
+                              "drop them, or call select()")
+    if runtime is not None and built_runtime != default_runtime:
+        raise ConfigError("cache_dir, device, batch_size, token or progress given both as keyword(s) and by runtime=")
+    return config or built, runtime or built_runtime
 
 
 def embed_reference(
@@ -61,12 +93,8 @@ def embed_reference(
     candidates: Any,
     *,
     store: Any,
-    seed: int = 0,
-    device: str | None = None,
-    batch_size: int | None = None,
-    policy: LoadPolicy | None = None,
-    token: str | None = None,
-    progress: bool = False,
+    config: RankConfig | None = None,
+    runtime: Runtime | None = None,
     keep_vectors: bool = False,
 ) -> list[EmbedOutcome]:
     """:func:`embed` for a caller that already holds the loaded data and an open store (the search index, the
@@ -76,13 +104,16 @@ def embed_reference(
         ref: a :class:`~embedselect.data.ReferenceData`.
         candidates: as for :func:`embed` (specs, :class:`~embedselect.models.candidates.Candidate` objects, or both).
         store: the :class:`~embedselect.store.Store` the embeddings are read from and written to.
-        seed, device, batch_size, policy, token, progress, keep_vectors: as for :func:`embed`.
+        config: its ``seed`` (baselines) and ``policy`` apply (default :class:`~embedselect.config.RankConfig()`).
+        runtime: its ``device``, ``batch_size``, ``token`` and ``progress`` apply (``cache_dir``: ``store`` is the
+            cache).
+        keep_vectors: as for :func:`embed`.
 
     Returns:
         one :class:`EmbedOutcome` per candidate, in the order given.
     """
-    ctx = run_context(ref, candidates, store=store, seed=seed, device=device, batch_size=batch_size, policy=policy,
-                       token=token, progress=progress)
+    ctx = run_context(ref, candidates, store=store, config=config or RankConfig(), runtime=runtime or Runtime(),
+                      rank=False)
     try:
         return embed_stage(ctx, keep_vectors=keep_vectors)
     finally:

@@ -6,13 +6,13 @@ import time
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from embedselect.errors import CandidatesFailedError, ConfigError, StoreError
+from embedselect.config import DropDuplicates, OnError, RankConfig, Runtime, from_keywords
+from embedselect.errors import ConfigError, StoreError
 from embedselect.metrics.base import DEFAULT_METRICS, get_spec
 from embedselect.models.policy import LoadPolicy
 from embedselect.ranking.result import Ranking
 from embedselect.pipeline.context import EmbedOutcome, load_reference_data, run_context
 from embedselect.pipeline.embedding import embed_stage, record_candidate_failure
-from embedselect.pipeline.scoring import checked_metrics
 from embedselect.pipeline.conclude import rank_embedded
 
 
@@ -25,7 +25,7 @@ def select(
     labels: Any = None,
     max_items: int | None = None,
     seed: int = 0,
-    on_error: str = "fail",
+    on_error: OnError = "fail",
     cache_dir: str | Path | None = None,
     device: str | None = None,
     batch_size: int | None = None,
@@ -36,8 +36,9 @@ def select(
     token: str | None = None,
     progress: bool = False,
     save: bool = True,
-    drop_duplicates: str | None = None,
-    strict: bool = False,
+    drop_duplicates: DropDuplicates | None = None,
+    config: RankConfig | None = None,
+    runtime: Runtime | None = None,
 ) -> Ranking:
     """Rank candidate embedders on ``data`` without labels.
 
@@ -72,9 +73,10 @@ def select(
             :meth:`~embedselect.data.ReferenceData.drop_duplicates`; near duplicates are found on cheap text /
             pixel features, the same for every candidate); how many were dropped is in
             ``ranking.dataset["report"]["n_dropped_duplicates"]``. None (default): keep every item.
-        strict: raise :class:`~embedselect.errors.CandidatesFailedError` when any candidate failed (after the others
-            were ranked and the ranking stored; the error carries it). False (default): a failed candidate is a
-            ``failed`` row and a ``candidate-failed`` warning.
+        config, runtime: the same settings as objects (:class:`~embedselect.config.RankConfig`: metrics to
+            drop_duplicates, column, a label column and policy; :class:`~embedselect.config.Runtime`: cache_dir,
+            device, batch_size, token, progress, save), instead of the keywords: a keyword given with the object
+            that holds it is a ConfigError. Labels as an array are always a keyword.
 
     Returns:
         a :class:`~embedselect.ranking.result.Ranking`, best candidate first.
@@ -83,58 +85,76 @@ def select(
         DataError: the data cannot be used (missing file/column, empty, too few items, undecodable).
         ConfigError: invalid arguments (unknown metric, ...).
         AllCandidatesFailedError: no candidate could be embedded.
-        CandidatesFailedError: ``strict`` and some candidate failed.
         StoreError: the cache cannot be used.
     """
     from embedselect.store import Store
 
-    metrics = checked_metrics(metrics, weights)
-    ref = load_reference_data(data, column=column, labels=labels, max_items=max_items, seed=seed, on_error=on_error,
-                              drop_duplicates=drop_duplicates)
-    for m in metrics:
-        ref.require(get_spec(m).min_items, purpose=f"the {m} metric")
-    ref.require_distinct()
-    ctx = run_context(ref, candidates, store=Store.open(cache_dir), seed=seed, device=device, batch_size=batch_size,
-                       policy=policy, token=token, progress=progress, metrics=metrics, metric_options=metric_options,
-                       weights=weights, bootstrap=bootstrap)
+    label_column, label_array = (labels, None) if labels is None or isinstance(labels, str) else (None, labels)
+    config, runtime = _configs(config, runtime, dict(
+        metrics=metrics, column=column, labels=label_column, max_items=max_items, seed=seed, on_error=on_error,
+        cache_dir=cache_dir, device=device, batch_size=batch_size, policy=policy, metric_options=metric_options,
+        weights=weights, bootstrap=bootstrap, token=token, progress=progress, save=save,
+        drop_duplicates=drop_duplicates))
+    ref = load_reference_data(data, config, labels=label_array)
+    _require(ref, config)
+    ctx = run_context(ref, candidates, store=Store.open(runtime.cache_dir), config=config, runtime=runtime)
     try:
         t_start = time.perf_counter()
         embed_stage(ctx, keep_vectors=True)
-        ranking = rank_embedded(ctx, t_start, save=save, max_items=max_items, on_error=on_error)
+        return rank_embedded(ctx, t_start, save=runtime.save)
     finally:
         ctx.bar.close()
-    if strict:
-        raise_if_failed(ranking)
-    return ranking
 
 
-def raise_if_failed(ranking: Ranking) -> None:
-    """Raise :class:`~embedselect.errors.CandidatesFailedError` (carrying ``ranking``) when a candidate failed."""
-    failed = ranking.failed
-    if failed:
-        raise CandidatesFailedError(
-            f"{len(failed)} of {len(ranking.candidates)} candidate(s) failed (strict): "
-            + "; ".join(c.failure_note or c.name for c in failed), ranking=ranking, failed=[c.name for c in failed])
+_KEYWORD_DEFAULTS: dict[str, Any] = {
+    "metrics": DEFAULT_METRICS, "column": None, "labels": None, "max_items": None, "seed": 0, "on_error": "fail",
+    "policy": None, "metric_options": None, "weights": None, "bootstrap": 0, "drop_duplicates": None,
+    "cache_dir": None, "device": None, "batch_size": None, "token": None, "progress": False, "save": True,
+}
+"""select()'s keyword defaults: a keyword that differs from its default was given."""
+_RUNTIME_KEYS = frozenset({"cache_dir", "device", "batch_size", "token", "progress", "save"})
+
+
+def _configs(config: RankConfig | None, runtime: Runtime | None,
+             keywords: dict[str, Any]) -> tuple[RankConfig, Runtime]:
+    """The run's :class:`RankConfig` and :class:`Runtime`: the objects given, or built from the keywords
+    (:func:`embedselect.config.from_keywords`); a keyword given beside the object that holds it is refused."""
+    given = {k for k, v in keywords.items() if not _same(v, _KEYWORD_DEFAULTS[k])}
+    for obj, keys, what in ((config, given - _RUNTIME_KEYS, "config"), (runtime, given & _RUNTIME_KEYS, "runtime")):
+        if obj is not None and keys:
+            raise ConfigError(f"{', '.join(sorted(keys))} given both as keyword(s) and by {what}=: set them in the "
+                              f"{type(obj).__name__} (e.g. {what}.replace({sorted(keys)[0]}=...))")
+    built_config, built_runtime = from_keywords(**keywords)
+    return config or built_config, runtime or built_runtime
+
+
+def _same(a: Any, b: Any) -> bool:
+    if a is b:
+        return True
+    try:
+        return bool(a == b)
+    except Exception:  # noqa: BLE001 - an array compared with a default
+        return False
+
+
+def _require(ref: Any, config: RankConfig) -> None:
+    """Enough items for every metric of ``config``, and at least two distinct ones."""
+    for m in config.metrics:
+        ref.require(get_spec(m).min_items, purpose=f"the {m} metric")
+    ref.require_distinct()
 
 
 def select_embedded(ref: Any, candidates: Sequence[Any], outcomes: Sequence[EmbedOutcome], *, store: Any,
-                    metrics: Sequence[str] = DEFAULT_METRICS, seed: int = 0, device: str | None = None,
-                    batch_size: int | None = None, metric_options: Mapping[str, Mapping[str, Any]] | None = None,
-                    weights: Mapping[str, float] | None = None, bootstrap: int = 0, token: str | None = None,
-                    save: bool = True) -> Ranking:
+                    config: RankConfig, runtime: Runtime) -> Ranking:
     """:func:`select` over ``candidates`` already resolved and embedded into ``store`` (the nightly job's executor
     did it): ``outcomes`` are their :class:`EmbedOutcome` objects, in order; an ok one's vectors are read back by run
-    key, a failed one stays failed. Nothing is resolved (no hub request) or embedded again. The other arguments and
-    the errors are :func:`select`'s."""
-    metrics = checked_metrics(metrics, weights)
+    key, a failed one stays failed. Nothing is resolved (no hub request) or embedded again. ``ref`` was loaded with
+    ``config`` (its sub-sample and error rule are recorded in the ranking's settings); ``runtime.cache_dir`` is not
+    read (``store`` is the cache). The errors are :func:`select`'s."""
     if [c.name for c in candidates] != [o.result.name for o in outcomes]:
         raise ConfigError("select_embedded needs one outcome per candidate, in the same order")
-    for m in metrics:
-        ref.require(get_spec(m).min_items, purpose=f"the {m} metric")
-    ref.require_distinct()
-    ctx = run_context(ref, list(candidates), store=store, seed=seed, device=device, batch_size=batch_size,
-                       policy=None, token=token, progress=False, metrics=metrics, metric_options=metric_options,
-                       weights=weights, bootstrap=bootstrap)
+    _require(ref, config)
+    ctx = run_context(ref, list(candidates), store=store, config=config, runtime=runtime.replace(progress=False))
     try:
         t_start = time.perf_counter()
         for cand, outcome in zip(ctx.candidates, outcomes):
@@ -151,6 +171,6 @@ def select_embedded(ref: Any, candidates: Sequence[Any], outcomes: Sequence[Embe
                                 {"stage": "cache", "done": 0})
             else:
                 ctx.vectors[r.name] = vectors
-        return rank_embedded(ctx, t_start, save=save, max_items=None, on_error="fail")
+        return rank_embedded(ctx, t_start, save=runtime.save)
     finally:
         ctx.bar.close()

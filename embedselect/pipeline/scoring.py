@@ -5,39 +5,17 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import asdict
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping
 
-from embedselect.errors import AllCandidatesFailedError, ConfigError, MetricError
+from embedselect.errors import AllCandidatesFailedError, MetricError
 from embedselect._util.kinds import is_baseline_id
-from embedselect.metrics.base import MetricContext, MetricResult, available_metrics, get_metric
-from embedselect.ranking.result import RankingWarning, rank_scores, to_jsonable
+from embedselect.metrics.base import MetricContext, MetricResult, get_metric
+from embedselect.ranking.result import rank_scores, to_jsonable
 from embedselect.pipeline.context import RunContext, competition_rank, metric_key, num
-from embedselect.pipeline.defaults import weight_of
+from embedselect.pipeline.defaults import combined_weights
 from embedselect.pipeline.families import pool_relations
 
 log = logging.getLogger(__name__)
-
-
-def checked_metrics(metrics: Sequence[str], weights: Mapping[str, float] | None) -> list[str]:
-    """The requested metric names without repeats, in order.
-
-    Raises:
-        UnknownMetricError: a metric that is not registered.
-        ConfigError: no metric, or a weight for a metric that was not requested.
-    """
-    metrics = list(dict.fromkeys(metrics))
-    unknown = [m for m in metrics if m not in available_metrics()]
-    if unknown:
-        from embedselect.errors import UnknownMetricError
-
-        raise UnknownMetricError(f"unknown metric(s) {unknown}; available: {available_metrics()}")
-    if not metrics:
-        raise ConfigError("choose at least one metric")
-    if weights and set(weights) - set(metrics):
-        raise ConfigError(
-            f"weights for metric(s) not requested: {sorted(set(weights) - set(metrics))}; metrics: {metrics}"
-        )
-    return metrics
 
 
 def _evidence_references(ctx: RunContext, references: frozenset[str], run_keys: dict[str, str],
@@ -59,7 +37,7 @@ def _evidence_references(ctx: RunContext, references: frozenset[str], run_keys: 
                                             families=families))  # its pairs serve nn_agreement after it
     if central:
         ctx.details["central_references"] = central
-        ctx.warnings.append(RankingWarning("baselines-central", central_warning(central, counted=True), central))
+        ctx.warnings.append(central_warning(central, counted=True))
     return references - frozenset(central)
 
 
@@ -78,10 +56,9 @@ def metrics_stage(ctx: RunContext) -> None:
             ctx.store.require_writable("store the embeddings of any of the candidates (none is cached)")  # exit 6
         reasons = "; ".join(f"{r.name}: {r.error_type}: {r.error}" for r in results)
         raise AllCandidatesFailedError(f"no candidate could be embedded ({reasons})")
-    warnings += [RankingWarning("candidate-failed", note, [r.name])
-                 for r in results if (note := r.failure_note) is not None]  # None exactly when ok
+    warnings += [note for r in results if (note := r.failure_note) is not None]  # None exactly when ok
     if ctx.ref.duplicates_note():
-        warnings.append(RankingWarning("duplicates", ctx.ref.duplicates_note()))
+        warnings.append(ctx.ref.duplicates_note())
     run_keys = {r.name: r.run_key or "" for r in results if r.ok}  # an ok result always has its run key
     by_name = {r.name: r for r in results}
     references = frozenset(r.name for r in results if r.ok and is_baseline_id(r.model_id))
@@ -92,7 +69,7 @@ def metrics_stage(ctx: RunContext) -> None:
     shared = {f: [n for n, g in ctx.families.items() if g == f] for f in set(ctx.families.values())}
     if any(len(v) > 1 for v in shared.values()):  # who counted once in the pool's evidence (JSON: details.families)
         ctx.details["families"] = {f: v for f, v in sorted(shared.items()) if len(v) > 1}
-    weight = {m: weight_of(m, ctx.ref.modality, ctx.weights) for m in ctx.metrics}
+    left_out: dict[str, str] = {}  # metric -> its "left out of the score" warning, said once the weights are known
     for m in ctx.metrics:
         opts = ctx.metric_options.get(m, {})
         mctx = MetricContext(
@@ -114,20 +91,16 @@ def metrics_stage(ctx: RunContext) -> None:
             continue
         ctx.per_metric[m] = mr.scores
         ctx.details[m] = mr.details
-        # a warning that this metric is "left out of the score" says nothing when it has no weight in a score
-        # that others make (ranking._rank_stage gives weight-0 metrics weight 1 when they are all there is)
-        moot = mr.details.get("not_comparable") if weight[m] == 0 and any(w > 0 for w in weight.values()) else None
+        not_comparable = mr.details.get("not_comparable")
         for w in mr.details.get("warnings") or []:  # the metric's own warnings, also at the top level
-            if moot and str(w).endswith(moot):
-                continue
             note = f"{m}: {w}" if not str(w).startswith(m) else str(w)
-            if w == mr.details.get("pool_warning"):
-                ctx.pool_notes.append(RankingWarning("small-pool", note))
+            if not_comparable and str(w).endswith(not_comparable):
+                left_out[m] = note
             else:
-                warnings.append(RankingWarning("metric-note", note))
+                (ctx.pool_notes if w == mr.details.get("pool_warning") else warnings).append(note)
         for name, why in (mr.details.get("excluded") or {}).items():  # degenerate for this metric only
             if not any(w.startswith(m) and name in w and why in w for w in warnings):  # unless this metric said so
-                warnings.append(RankingWarning("metric-excluded", f"{m} did not score {name}: {why}", [name]))
+                warnings.append(f"{m} did not score {name}: {why}")
                 log.warning("%s did not score %s: %s", m, name, why)
         ranks = rank_scores(mr.scores)
         for name, score in mr.scores.items():
@@ -145,6 +118,11 @@ def metrics_stage(ctx: RunContext) -> None:
                 by_name[name].intervals[key] = [num(lo), num(hi)]
     if not ctx.per_metric:
         raise MetricError("no metric could be computed: " + "; ".join(warnings))
+    ctx.combined_weights = combined_weights(list(ctx.per_metric), ctx.ref.modality, ctx.weights)
+    # a metric's warning that it is "left out of the score" says nothing when it has weight 0 in the combined score
+    # anyway; the weights are those of the metrics computed, so a weight-0 metric that became the score (every
+    # weighted metric failed) keeps its warning
+    warnings += [note for m, note in left_out.items() if ctx.combined_weights.get(m)]
 
 
 def _run_metric(m: str, mctx: MetricContext, ctx: RunContext, *, run_keys: Mapping[str, str],
@@ -165,7 +143,7 @@ def _run_metric(m: str, mctx: MetricContext, ctx: RunContext, *, run_keys: Mappi
         try:
             mr = fn(mctx)
         except MetricError as exc:
-            ctx.warnings.append(RankingWarning("metric-failed", f"metric {m} was not computed: {exc}"))
+            ctx.warnings.append(f"metric {m} was not computed: {exc}")
             log.warning("metric %s failed: %s", m, exc)
             return None
         ctx.store.put_metric_result(mkey, m, to_jsonable(asdict(mr)))

@@ -9,6 +9,7 @@ that would break out of a table cell or inject links/HTML.
 from __future__ import annotations
 
 import math
+from typing import Any, Mapping
 
 from embedselect.publish.text import esc as _e
 from embedselect.publish.text import md as _md
@@ -109,7 +110,7 @@ def _score_cell(c, m: str) -> str:
     return f'<td class="num">{text}</td>'
 
 
-def _validation_html(v: dict) -> list[str]:
+def _validation_html(v: Mapping[str, Any]) -> list[str]:
     """The "check against your labels" section: each candidate's held-out accuracy with its bootstrap interval and
     chance level, then how well each label-free score predicts the accuracies (correlations with intervals, top
     pick, regret, the pairs it orders wrongly)."""

@@ -1,2 +1,5 @@
 """The ranking: the typed result (:mod:`.result`), combining metrics into one rank (:mod:`.combine`) and how sure it
 is (:mod:`.bootstrap`)."""
+
+__all__: list[str] = []
+"""Nothing is re-exported here: import the modules of this package."""

@@ -3,101 +3,67 @@
 from __future__ import annotations
 
 import json
-import logging
 import math
-from dataclasses import asdict, dataclass, field, fields
-from typing import Any, Iterable, Mapping
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any, Iterator, Literal, Mapping, TypedDict
 
-log = logging.getLogger(__name__)
+if TYPE_CHECKING:
+    import pandas as pd
 
-FORMAT_VERSION = 2
-"""The ranking JSON's format. 2: ``warnings`` are objects ``{"code", "message", "candidates"}`` and scores that are
-not finite are written as the strings ``"NaN"``, ``"Infinity"``, ``"-Infinity"`` (so they read back as themselves).
-1: warnings were strings and non-finite numbers ``null``; :meth:`Ranking.from_dict` still reads it."""
-OLDEST_FORMAT = 1
-"""The oldest ranking format :meth:`Ranking.from_dict` reads."""
+FORMAT_VERSION = 1
 
-WARNING_CODES: dict[str, str] = {
-    "candidate-failed": "a candidate could not be resolved, loaded or embedded; it has no scores",
-    "undecided": "no clear winner: a tie in the combined score, or bootstrap intervals that overlap the first "
-                 "candidate's on every bootstrapped score (candidates: the leaders)",
-    "small-pool": "too few candidates scored for the label-free scores to be reliable (they compare candidates with "
-                  "each other)",
-    "baseline-wins": "a built-in baseline (tfidf-svd, random-projection, pixel-pca) is first or among the leaders: "
-                     "no model beat it on this data",
-    "baselines-central": "built-in baselines agree with the models' nearest neighbours as much as the models agree "
-                         "with each other: the models may capture little beyond them",
-    "copy-below-parent": "a quantised or truncated copy of another candidate was put below it (candidates: the copy, "
-                         "then its parent)",
-    "metric-failed": "a metric could not be computed at all; the combined score is made of the others",
-    "metric-excluded": "a metric did not score a candidate (degenerate for that metric)",
-    "metric-note": "a metric's own caveat (its prior, its estimator, ...)",
-    "duplicates": "the reference data holds duplicate items",
-    "not-stored": "the cache is read-only: the ranking was not stored",
-    "note": "a warning without a more specific code (also every warning of a format-1 ranking file)",
-}
-"""The stable codes of :class:`RankingWarning` (docs/validation.md lists them; ``rank --fail-on`` takes them).
-A code is never renamed; new codes may be added."""
+Status = Literal["ok", "failed"]
+"""A candidate's outcome: scored, or failed (with ``error_type`` and ``error``)."""
 
 
-class RankingWarning(str):
-    """A warning of a :class:`Ranking`: a stable :attr:`code` (:data:`WARNING_CODES`), the message, and the
-    candidates it concerns.
+class PolicySettings(TypedDict):
+    """``Ranking.settings["policy"]``: what the load policy allowed."""
 
-    It is the message as a ``str`` too (``print(w)``, ``"tie" in w`` work as they did when warnings were strings);
-    two warnings are equal when code, message and candidates are.
-    """
+    allow_pickle: bool
+    trust_remote_code: bool
 
-    code: str
-    candidates: tuple[str, ...]
 
-    def __new__(cls, code: str, message: str, candidates: Iterable[str] = ()) -> "RankingWarning":
-        if code not in WARNING_CODES:
-            raise ValueError(f"unknown warning code {code!r}; known: {sorted(WARNING_CODES)}")
-        self = super().__new__(cls, message)
-        self.code = code
-        self.candidates = tuple(str(c) for c in candidates)
-        return self
+class RankingSettings(TypedDict, total=False):
+    """``Ranking.settings``: the run's configuration as recorded (the :class:`~embedselect.config.RankConfig` and
+    :class:`~embedselect.config.Runtime` values that decide or describe the result)."""
 
-    def __getnewargs__(self) -> tuple[Any, ...]:  # pickling (the Ray executor)
-        return (self.code, str(self), self.candidates)
+    seed: int
+    max_items: int | None
+    on_error: Literal["fail", "skip"]
+    drop_duplicates: Literal["exact", "near"] | None
+    device: str
+    batch_size: int | None
+    metric_options: dict[str, dict[str, Any]]
+    weights: dict[str, float] | None
+    combined_weights: dict[str, float]
+    bootstrap: int
+    policy: PolicySettings
 
-    @property
-    def message(self) -> str:
-        return str.__str__(self)
 
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, RankingWarning):
-            return (self.code, self.message, self.candidates) == (other.code, other.message, other.candidates)
-        return str.__eq__(self, other)
+class ValidationReport(TypedDict, total=False):
+    """``Ranking.validation``: the check of the label-free ranking against the user's labels
+    (:meth:`embedselect.validation.check.ValidationReport.to_dict`)."""
 
-    def __ne__(self, other: object) -> bool:
-        return not self == other
+    accuracy_column: str
+    level: float
+    n_boot: int
+    seed: int
+    warnings: list[str]
+    probe_settings: dict[str, Any]
+    metrics: list[dict[str, Any]]
+    table: dict[str, dict[str, Any]]
 
-    __hash__ = str.__hash__
 
-    def __repr__(self) -> str:
-        return f"RankingWarning({self.code!r}, {self.message!r}, {list(self.candidates)!r})"
+class MetricDetails(TypedDict, total=False):
+    """The keys a metric's entry of ``Ranking.details`` may have in common (each metric adds its own)."""
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"code": self.code, "message": self.message, "candidates": list(self.candidates)}
-
-    @classmethod
-    def from_value(cls, value: Any) -> "RankingWarning":
-        """A warning from its JSON form: the object of format 2, or the bare string of format 1 (code ``note``)."""
-        if isinstance(value, RankingWarning):
-            return value
-        if isinstance(value, str):
-            return cls("note", value)
-        if isinstance(value, Mapping) and isinstance(value.get("message"), str):
-            code = value.get("code", "note")
-            if code not in WARNING_CODES:  # written by a newer embedselect: keep the message, say so
-                log.warning("ranking warning code %r is not known to this embedselect; read as 'note'", code)
-                code = "note"
-            return cls(code, value["message"], value.get("candidates") or ())
-        from embedselect.errors import RankingFormatError
-
-        raise RankingFormatError(f"a ranking warning must be a string or an object with a message; got {value!r}")
+    headline: str
+    secondary: list[str]
+    warnings: list[str]
+    pool_warning: str
+    not_comparable: str
+    excluded: dict[str, str]
+    settings: dict[str, Any]
 
 
 @dataclass
@@ -130,7 +96,7 @@ class CandidateResult:
     revision: str | None = None
     backend: str | None = None
     modality: str | None = None
-    status: str = "ok"
+    status: Status = "ok"
     error_type: str | None = None
     error: str | None = None
     n: int | None = None
@@ -149,11 +115,6 @@ class CandidateResult:
     @property
     def ok(self) -> bool:
         return self.status == "ok"
-
-    def __eq__(self, other: object) -> bool:  # NaN scores equal NaN: a JSON round trip compares equal
-        if not isinstance(other, CandidateResult):
-            return NotImplemented
-        return all(same_value(getattr(self, f.name), getattr(other, f.name)) for f in fields(self))
 
     @property
     def failure_note(self) -> str | None:
@@ -175,8 +136,7 @@ class Ranking:
         details: metric name -> the metric's details (prior used, pairwise matrix, communities, ...).
         validation: accuracy of probes trained on user labels, and rank correlations, when labels were given.
         uncertainty: bootstrap results, when requested.
-        warnings: things the user should know (small pool, failed candidates, ...), each a :class:`RankingWarning`
-            with a stable ``code`` (:data:`WARNING_CODES`).
+        warnings: things the user should know (small pool, failed candidates, ...).
         ranking_id / created_at: identity in the store.
         decided: False when the scores cannot separate the first candidate from others (a tie in the combined
             score, overlapping bootstrap intervals on every bootstrapped score, or fewer than
@@ -193,23 +153,18 @@ class Ranking:
     metrics: list[str]
     combine: str
     dataset: dict[str, Any]
-    settings: dict[str, Any]
+    settings: RankingSettings
     versions: dict[str, str]
     details: dict[str, Any] = field(default_factory=dict)
-    validation: dict[str, Any] | None = None
+    validation: ValidationReport | None = None
     uncertainty: dict[str, Any] | None = None
-    warnings: list[RankingWarning] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
     ranking_id: str = ""
     created_at: str = ""
     decided: bool = True
     leaders: list[str] = field(default_factory=list)
     undecided_reasons: list[str] = field(default_factory=list)
     timings: dict[str, Any] = field(default_factory=dict)
-
-    def __eq__(self, other: object) -> bool:  # NaN equals NaN, tuples their lists: what a JSON round trip keeps
-        if not isinstance(other, Ranking):
-            return NotImplemented
-        return all(same_value(getattr(self, f.name), getattr(other, f.name)) for f in fields(self))
 
     # --- access ---------------------------------------------------------------------------------
     @property
@@ -248,11 +203,11 @@ class Ranking:
     def __len__(self) -> int:
         return len(self.candidates)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[CandidateResult]:
         return iter(self.candidates)
 
     # --- conversion -----------------------------------------------------------------------------
-    def to_pandas(self):
+    def to_pandas(self) -> pd.DataFrame:
         """One row per candidate: rank, name, combined score, per-metric score and rank, extra columns,
         provenance and status. Index: candidate name."""
         import pandas as pd
@@ -287,148 +242,44 @@ class Ranking:
                 df[f"{m}_rank"] = df[f"{m}_rank"].astype("Int64")
         return df
 
-    def warnings_with(self, *codes: str) -> list[RankingWarning]:
-        """The warnings whose code is one of ``codes`` (all of them when none is given)."""
-        unknown = sorted(set(codes) - set(WARNING_CODES))
-        if unknown:
-            from embedselect.errors import ConfigError
-
-            raise ConfigError(f"unknown warning code(s) {unknown}; known: {', '.join(sorted(WARNING_CODES))}")
-        return [w for w in self.warnings if not codes or w.code in codes]
-
     def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-ready values (format :data:`FORMAT_VERSION`): non-finite numbers as ``"NaN"`` /
-        ``"Infinity"`` / ``"-Infinity"``, warnings as objects."""
         d = asdict(self)
-        d["warnings"] = [RankingWarning.from_value(w).to_dict() for w in self.warnings]
         d["format_version"] = FORMAT_VERSION
-        return to_jsonable(d, nonfinite="string")
+        out: dict[str, Any] = to_jsonable(d)
+        return out
 
     def to_json(self, *, indent: int | None = 2) -> str:
-        """Strict JSON text (no bare NaN; non-finite numbers are the strings of :meth:`to_dict`).
-        ``Ranking.from_json(r.to_json()) == r``, NaN scores included."""
+        """JSON text (NaN and infinities are written as null)."""
         return json.dumps(self.to_dict(), indent=indent, allow_nan=False)
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "Ranking":
-        """Read :meth:`to_dict`'s form, of this format or an older one down to :data:`OLDEST_FORMAT`.
-
-        Fields this version does not know (written by a newer embedselect of the same format) are ignored with a
-        logged warning.
-
-        Raises:
-            RankingFormatError: not a ranking, a format newer than :data:`FORMAT_VERSION` or older than
-                :data:`OLDEST_FORMAT`, or a required field missing.
-        """
-        from embedselect.errors import RankingFormatError
-
-        if not isinstance(d, Mapping) or not isinstance(d.get("candidates"), list):
-            raise RankingFormatError("not an embedselect ranking: expected an object with a 'candidates' list")
+    def from_dict(cls, d: dict[str, Any]) -> "Ranking":
         d = dict(d)
-        version = d.pop("format_version", OLDEST_FORMAT)
-        if not isinstance(version, int) or isinstance(version, bool):
-            raise RankingFormatError(f"format_version must be an integer; got {version!r}")
+        version = d.pop("format_version", FORMAT_VERSION)
         if version > FORMAT_VERSION:
-            raise RankingFormatError(f"this ranking was written by a newer embedselect (format {version}; this one "
-                                     f"reads {OLDEST_FORMAT} to {FORMAT_VERSION}): upgrade embedselect")
-        if version < OLDEST_FORMAT:
-            raise RankingFormatError(f"ranking format {version} is older than this embedselect reads "
-                                     f"({OLDEST_FORMAT} to {FORMAT_VERSION}): re-run the ranking")
-        d = _known_fields(cls, d, "ranking")
-        try:
-            cands = []
-            for c in d["candidates"]:
-                c = _known_fields(CandidateResult, dict(c), "candidate")
-                cands.append(CandidateResult(**{k: from_jsonable(v) if k in _NUMERIC_CANDIDATE_FIELDS else v
-                                                for k, v in c.items()}))
-            d["candidates"] = cands
-            d["warnings"] = [RankingWarning.from_value(w) for w in d.get("warnings") or []]
-            ranking = cls(**{k: from_jsonable(v) if k in _NUMERIC_RANKING_FIELDS else v for k, v in d.items()})
-        except (TypeError, AttributeError, ValueError) as exc:
-            raise RankingFormatError(f"not a readable ranking (format {version}): {exc}") from None
-        return ranking
+            from embedselect.errors import ConfigError
+
+            raise ConfigError(f"this ranking was written by a newer embedselect (format {version}); upgrade")
+        d["candidates"] = [CandidateResult(**c) for c in d["candidates"]]
+        return cls(**d)
 
     @classmethod
     def from_json(cls, text: str) -> "Ranking":
-        """:meth:`from_dict` of JSON text.
-
-        Raises:
-            RankingFormatError: not JSON, or not a ranking this embedselect reads.
-        """
-        from embedselect.errors import RankingFormatError
-
-        try:
-            d = json.loads(text)
-        except ValueError as exc:
-            raise RankingFormatError(f"not JSON: {exc}") from None
-        return cls.from_dict(d)
+        return cls.from_dict(json.loads(text))
 
 
-_NONFINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
-
-
-def _known_fields(cls: Any, d: dict[str, Any], what: str) -> dict[str, Any]:
-    """``d`` without the keys that are not fields of the dataclass ``cls`` (logged as a warning: a newer
-    embedselect wrote them)."""
-    names = {f.name for f in fields(cls)}
-    extra = sorted(set(d) - names)
-    if extra:
-        log.warning("ignoring %s field(s) %s: written by a newer embedselect", what, extra)
-    return {k: v for k, v in d.items() if k in names}
-
-
-def from_jsonable(obj: Any) -> Any:
-    """The inverse of ``to_jsonable(obj, nonfinite="string")`` for numbers: the strings ``"NaN"`` / ``"Infinity"`` /
-    ``"-Infinity"`` back to floats, in nested dict values and lists (keys are left alone). :meth:`Ranking.from_dict`
-    applies it to the fields that hold numbers only (scores, columns, intervals, details, validation, uncertainty,
-    timings), never to names or messages."""
+def to_jsonable(obj: Any) -> Any:
+    """Make ``obj`` strict-JSON serialisable: NaN/inf -> None, numpy scalars -> Python, tuples -> lists."""
     if isinstance(obj, dict):
-        return {k: from_jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [from_jsonable(v) for v in obj]
-    if isinstance(obj, str) and obj in _NONFINITE:
-        return _NONFINITE[obj]
-    return obj
-
-
-_NUMERIC_CANDIDATE_FIELDS = ("scores", "columns", "intervals", "combined_score", "seconds")
-_NUMERIC_RANKING_FIELDS = ("details", "validation", "uncertainty", "timings")
-
-
-def same_value(a: Any, b: Any) -> bool:
-    """Equality for JSON-like values where NaN equals NaN and a tuple equals the list of its items (what a JSON round
-    trip keeps); numpy arrays and scalars compare by value."""
-    if hasattr(a, "tolist") and not isinstance(a, (str, bytes)):
-        a = a.tolist()
-    if hasattr(b, "tolist") and not isinstance(b, (str, bytes)):
-        b = b.tolist()
-    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
-        return True
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(same_value(a[k], b[k]) for k in a)
-    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
-        return len(a) == len(b) and all(same_value(x, y) for x, y in zip(a, b))
-    return bool(a == b)
-
-
-def to_jsonable(obj: Any, *, nonfinite: str = "null") -> Any:
-    """Make ``obj`` strict-JSON serialisable: numpy scalars -> Python, tuples -> lists, and NaN / infinities ->
-    ``None`` (``nonfinite="null"``) or the strings ``"NaN"`` / ``"Infinity"`` / ``"-Infinity"`` (``"string"``,
-    what a ranking file uses, read back by :func:`from_jsonable`)."""
-    if isinstance(obj, dict):
-        return {str(k): to_jsonable(v, nonfinite=nonfinite) for k, v in obj.items()}
+        return {str(k): to_jsonable(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
-        return [to_jsonable(v, nonfinite=nonfinite) for v in obj]
+        return [to_jsonable(v) for v in obj]
     if isinstance(obj, float):
-        if math.isfinite(obj):
-            return obj
-        if nonfinite == "string":
-            return "NaN" if math.isnan(obj) else ("Infinity" if obj > 0 else "-Infinity")
-        return None
+        return obj if math.isfinite(obj) else None
     if hasattr(obj, "item") and callable(obj.item) and getattr(obj, "ndim", 1) == 0:  # numpy scalar
-        return to_jsonable(obj.item(), nonfinite=nonfinite)
+        return to_jsonable(obj.item())
     if hasattr(obj, "tolist"):
-        return to_jsonable(obj.tolist(), nonfinite=nonfinite)
+        return to_jsonable(obj.tolist())
     return obj
 
 
@@ -509,3 +360,22 @@ def rank_scores(scores: Mapping[str, float | None], *, ties: str = "min") -> dic
             ranks[k] = r
         pos += len(g)
     return ranks
+
+
+__all__ = [
+    "FORMAT_VERSION",
+    "TIE_ATOL",
+    "TIE_RTOL",
+    "CandidateResult",
+    "MetricDetails",
+    "PolicySettings",
+    "Ranking",
+    "RankingSettings",
+    "Status",
+    "ValidationReport",
+    "just_below",
+    "order_by_score",
+    "rank_scores",
+    "tie_groups",
+    "to_jsonable",
+]

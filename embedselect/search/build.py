@@ -13,7 +13,7 @@ import numpy as np
 
 from embedselect.errors import CandidateError, ConfigError, SearchIndexError
 from embedselect._util.kinds import FITTED_BASELINES
-from embedselect.models.policy import LoadPolicy
+from embedselect.config import LoadPolicy, RankConfig, Runtime
 from embedselect.search.index import SearchIndex
 from embedselect.search.manifest import (
     FIT_CHECK_ROWS,
@@ -39,14 +39,18 @@ def best_candidate(store, fingerprint: str) -> tuple[Any, int]:
     Raises:
         ConfigError: no ranking of these data is stored (run ``embedselect rank`` first).
     """
-    from embedselect.models.candidates import parse_candidates
-
     ranking = store.latest_ranking(fingerprint)
     if ranking is None:
         raise ConfigError(
             f"--model best: no ranking of these data (fingerprint {fingerprint[:12]}) is in the cache "
-            f"{store.root}; run `embedselect rank` on the same data (same --max-items/--seed) first, or name the model"
+            f"{store.root}; run `embedselect rank` on the same data (same --max-items) first, or name the model"
         )
+    return _top_of(ranking)
+
+
+def _top_of(ranking: dict[str, Any]) -> tuple[Any, int]:
+    from embedselect.models.candidates import parse_candidates
+
     ok = [c for c in ranking["candidates"] if c.get("status", "ok") == "ok" and c.get("rank") is not None]
     if not ok:
         raise ConfigError("--model best: the stored ranking of these data has no ranked candidate; name the model")
@@ -58,43 +62,73 @@ def best_candidate(store, fingerprint: str) -> tuple[Any, int]:
     return cand, int(ranking.get("settings", {}).get("seed", 0) or 0)
 
 
+def _best_of_stored(store: Any, data: Any, ref: Any, config: RankConfig) -> tuple[Any, int, Any]:
+    """``(candidate, seed, reference data)`` for ``model="best"``: the top of the newest ranking of ``ref``'s data.
+
+    With ``max_items`` the sub-sample depends on the seed: when no ranking of the sample drawn with ``config.seed``
+    is stored, the newest ranking of the same source, ``max_items`` and ``drop_duplicates`` made with another seed
+    is used, and the data are sampled again with its seed (the fingerprints must then agree).
+
+    Raises:
+        ConfigError: no ranking of these data is stored.
+    """
+    from embedselect.pipeline.context import load_reference_data
+
+    ranking = store.latest_ranking(ref.fingerprint)
+    if ranking is None and config.max_items is not None and len(ref) >= config.max_items:
+        for row in store.list_rankings().itertuples():
+            if row.fingerprint == ref.fingerprint:
+                continue
+            other = store.get_ranking(row.ranking_id) or {}
+            st = other.get("settings") or {}
+            if ((other.get("dataset") or {}).get("source") != ref.source or st.get("max_items") != config.max_items
+                    or st.get("drop_duplicates") != config.drop_duplicates or st.get("seed") == config.seed):
+                continue
+            again = load_reference_data(data, config.replace(seed=int(st.get("seed") or 0)))
+            if again.fingerprint == row.fingerprint:
+                log.info("--model best: the ranking of %s sampled with seed %s", ref.source, st.get("seed"))
+                ref, ranking = again, other
+                break
+    if ranking is None:
+        best_candidate(store, ref.fingerprint)  # raises its ConfigError
+    cand, seed = _top_of(ranking)
+    return cand, seed, ref
+
+
 # --- building ----------------------------------------------------------------------------------------------
 def build_index(
     data: Any,
     model: Any,
     *,
     out: str | Path,
-    column: str | None = None,
-    max_items: int | None = None,
-    seed: int | None = None,
-    on_error: str = "fail",
-    cache_dir: str | Path | None = None,
-    device: str | None = None,
-    batch_size: int | None = None,
-    policy: LoadPolicy | None = None,
-    token: str | None = None,
+    config: RankConfig | None = None,
+    runtime: Runtime | None = None,
     metric: str = "cosine",
     exact: bool | None = None,
     overwrite: bool = False,
-    progress: bool = False,
 ) -> "SearchIndex":
     """Write a FAISS index of ``data`` under ``model`` to the folder ``out`` (see the module docstring).
 
     Args:
         data: as for :func:`embedselect.select` (a file, a folder of images, a list of texts, a ReferenceData).
         model: a candidate spec or :class:`~embedselect.models.candidates.Candidate`, or ``"best"``: the top candidate
-            of the newest ranking of the same data in the cache (its revision and seed are reused).
+            of the newest ranking of the same data in the cache (its revision and seed are reused; with
+            ``max_items``, a ranking of a sub-sample drawn with another seed is found too).
         out: the index folder; created; an existing index there is replaced only with ``overwrite``.
-        seed: root seed (sub-sampling, baselines); default 0, or the ranking's seed for ``"best"``.
+        config: the data settings (``column``, ``max_items``, ``seed``, ``on_error``, ``drop_duplicates``) and the
+            load ``policy`` of a :class:`~embedselect.config.RankConfig` (default ``RankConfig()``); ``seed``
+            seeds the sub-sample and the baselines (for ``"best"``: the ranking's seed).
+        runtime: ``cache_dir``, ``device`` (embedding, and where the FAISS index is built: ``cuda`` uses every
+            visible GPU, sharded; the index is written for the CPU either way; the manifest's ``index_device`` says
+            which was used), ``batch_size``, ``token`` and ``progress``.
         metric: ``cosine`` (default), ``ip`` or ``l2``; exact: see :func:`embedselect.nn.knn.knn`.
-        device: embedding device, and where the FAISS index is built (``cuda``: every visible GPU, sharded; the
-            index is written for the CPU either way; the manifest's ``index_device`` says which was used).
 
     Returns:
         the loaded :class:`SearchIndex`.
 
     Raises:
-        ConfigError: ``out`` holds other files, or an index without ``overwrite``; no ranking for ``"best"``.
+        ConfigError: ``out`` holds other files, or an index without ``overwrite``; no ranking for ``"best"``; a
+            config with labels.
         CandidateError: the model could not be embedded.
         DataError: the data cannot be loaded.
     """
@@ -108,23 +142,25 @@ def build_index(
     from embedselect.nn.device import auto_device
     from embedselect.store import Store, default_cache_dir
 
-    out = _check_out(out, cache_dir or default_cache_dir(), overwrite=overwrite)  # before any work
-    store = Store.open(cache_dir)
-    ref = load_reference_data(data, column=column, labels=None, max_items=max_items, seed=seed or 0, on_error=on_error)
+    config, runtime = config or RankConfig(), runtime or Runtime()
+    if config.labels is not None:
+        raise ConfigError("an index reads no labels: drop labels from the config")
+    out = _check_out(out, runtime.cache_dir or default_cache_dir(), overwrite=overwrite)  # before any work
+    store = Store.open(runtime.cache_dir)
+    ref = load_reference_data(data, config)
     if isinstance(model, str) and model.strip().lower() == "best":
-        cand, ranked_seed = best_candidate(store, ref.fingerprint)
-        seed = ranked_seed if seed is None else seed
+        cand, seed, ref = _best_of_stored(store, data, ref, config)
+        config = config.replace(seed=seed)
         log.info("best candidate of the stored ranking: %s", cand.name)
     else:
         cand = one_candidate(model, ref.modality)
-    seed = 0 if seed is None else int(seed)
-    [outcome] = embed_reference(ref, [cand], store=store, seed=seed, device=device, batch_size=batch_size,
-                                policy=policy, token=token, progress=progress, keep_vectors=True)
+    seed = config.seed
+    [outcome] = embed_reference(ref, [cand], store=store, config=config, runtime=runtime, keep_vectors=True)
     res = outcome.result
     if not res.ok or outcome.vectors is None:
         raise CandidateError(f"{cand.name} could not be embedded: {res.error_type}: {res.error}")
     fit_state = _baseline_fit(cand, res, ref, outcome.vectors, seed=seed) if res.backend in FITTED_BASELINES else None
-    index = faiss_index(outcome.vectors, metric=metric, exact=exact, device=auto_device(device))
+    index = faiss_index(outcome.vectors, metric=metric, exact=exact, device=auto_device(runtime.device))
     cpu_index = to_cpu(index)  # what is written (one copy back from the GPUs, shards merged)
     assert res.model_id and res.revision and res.backend and res.run_key, "an embedded result names its run"
     _write_index_folder(out, cpu_index, ref, fit_state, lambda files: IndexManifest(
@@ -138,24 +174,13 @@ def build_index(
     return SearchIndex.load(out)
 
 
-def _legacy_index(folder: Path) -> bool:
-    """An index folder an older version wrote (no inventory marker): a valid ``manifest.json`` and only the files it
-    names; a user's folder that merely has a ``manifest.json`` (a web app's) is not one."""
-    try:
-        m = IndexManifest.from_dict(json.loads((folder / MANIFEST).read_text(encoding="utf-8")))
-    except (OSError, ValueError, TypeError, AttributeError, SearchIndexError):
-        return False
-    allowed = {MANIFEST, *(m.files or {})}
-    return all(e.name in allowed and e.is_file() and not e.is_symlink() for e in folder.iterdir())
-
-
 def _check_out(out: str | Path, store: str | Path, *, overwrite: bool) -> Path:
     """``--out``: not ``.``, ``/``, home or inside the cache; a new or empty folder, or (with ``overwrite``) an index
     this tool wrote and nobody added to (:func:`embedselect._fs.guard.check_takeover`)."""
     from embedselect._fs import guard as fsguard
 
     path = fsguard.check_output_target(Path(out).expanduser(), what="--out", inside_forbidden={"cache": store})
-    fsguard.check_takeover(path, what="--out", legacy=_legacy_index, ours="an embedselect index", kinds=("index",))
+    fsguard.check_takeover(path, what="--out", ours="an embedselect index", kinds=("index",))
     if path.is_dir() and not path.is_symlink() and any(path.iterdir()) and not overwrite:
         raise ConfigError(f"{path} already holds an index; pass overwrite=True (--overwrite) to replace it")
     return path
@@ -179,10 +204,9 @@ def _write_index_folder(out: Path, index: Any, ref: Any, fit_state: dict | None,
         fsguard.write_text(tmp / MANIFEST, json.dumps(manifest(files).to_dict(), indent=2, default=str) + "\n")
         SearchIndex.load(tmp)  # the new index must load before it replaces the old one
 
-    fsguard.replace_folder(out, fill, error=SearchIndexError, what="the index", kind="index", legacy=_legacy_index,
-                           legacy_tmp=True, check=lambda: fsguard.check_takeover(
-                               out, what="--out", legacy=_legacy_index, ours="an embedselect index",
-                               kinds=("index",)))
+    fsguard.replace_folder(out, fill, error=SearchIndexError, what="the index", kind="index",
+                           check=lambda: fsguard.check_takeover(out, what="--out", ours="an embedselect index",
+                                                                kinds=("index",)))
 
 
 def _baseline_fit(cand, res, ref, vectors: np.ndarray, *, seed: int) -> dict[str, np.ndarray]:

@@ -17,7 +17,7 @@ from embedselect.errors import (
     SearchIndexError,
 )
 from embedselect._util.kinds import FITTED_BASELINES
-from embedselect.models.policy import LoadPolicy
+from embedselect.config import LoadPolicy
 from embedselect.search.manifest import (
     FIT_FILE,
     INDEX_FILE,
@@ -151,8 +151,10 @@ class SearchIndex:
         """Raise :class:`IndexMismatchError` unless ``data`` has the fingerprint the index was built from."""
         from embedselect.pipeline.context import load_reference_data
 
+        from embedselect.config import RankConfig
+
         seed = self.manifest.seed if seed is None else seed
-        ref = load_reference_data(data, column=column, labels=None, max_items=max_items, seed=seed, on_error="fail")
+        ref = load_reference_data(data, RankConfig(column=column, max_items=max_items, seed=seed))
         if ref.fingerprint != self.manifest.fingerprint:
             raise IndexMismatchError(
                 f"the reference data changed: {ref.source} has fingerprint {ref.fingerprint[:12]} ({len(ref)} items), "

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
 
 from embedselect.errors import CandidateError, ConfigError
-from embedselect.models.policy import LoadPolicy
+from embedselect.config import RankConfig, Runtime
 
 
 @dataclass
@@ -134,21 +133,17 @@ def neighbours_view(
     k: int = 5,
     agreement_k: int = 10,
     near_duplicate_threshold: float | None = None,
-    column: str | None = None,
-    max_items: int | None = None,
-    seed: int = 0,
-    on_error: str = "fail",
-    cache_dir: str | Path | None = None,
-    device: str | None = None,
-    batch_size: int | None = None,
-    policy: LoadPolicy | None = None,
-    token: str | None = None,
-    progress: bool = False,
+    config: RankConfig | None = None,
+    runtime: Runtime | None = None,
 ) -> NeighbourView:
     """For ``sample`` seeded items of ``data`` (or the given ``rows``), their ``k`` nearest other items under
     each candidate (cosine, exact FAISS search; vectors from the cache), the mutual k-NN agreement of the
     candidates over all items, and, with ``near_duplicate_threshold``, near-duplicate counts per candidate
     (``near_duplicate_keep``: the keep-mask under the *first* candidate, for dropping them).
+
+    ``config``: the data settings (``column``, ``max_items``, ``seed``, ``on_error``, ``drop_duplicates``), the
+    seed of the sample and the load ``policy`` of a :class:`~embedselect.config.RankConfig`; ``runtime``: where it
+    runs (cache, device, batch size, token, progress).
 
     Memory: every candidate's (n, d) matrix is held at once (as in :func:`embedselect.select`).
     """
@@ -160,8 +155,12 @@ def neighbours_view(
     from embedselect.nn.device import auto_device
     from embedselect.store import Store
 
-    store = Store.open(cache_dir)
-    ref = load_reference_data(data, column=column, labels=None, max_items=max_items, seed=seed, on_error=on_error)
+    config, runtime = config or RankConfig(), runtime or Runtime()
+    if config.labels is not None:
+        raise ConfigError("the neighbour view reads no labels: drop labels from the config")
+    seed, device = config.seed, runtime.device
+    store = Store.open(runtime.cache_dir)
+    ref = load_reference_data(data, config)
     n = len(ref)
     if n < 2:
         raise ConfigError("looking at neighbours needs at least 2 items")
@@ -173,8 +172,7 @@ def neighbours_view(
     if bad:
         raise ConfigError(f"rows {bad} are outside the data's {n} items")
     k = max(1, min(int(k), n - 1))
-    outcomes = embed_reference(ref, candidates, store=store, seed=seed, device=device, batch_size=batch_size,
-                               policy=policy, token=token, progress=progress, keep_vectors=True)
+    outcomes = embed_reference(ref, candidates, store=store, config=config, runtime=runtime, keep_vectors=True)
     ok = {o.result.name: o.vectors for o in outcomes if o.result.ok}
     failed = {o.result.name: f"{o.result.error_type}: {o.result.error}" for o in outcomes if not o.result.ok}
     if not ok:

@@ -73,7 +73,11 @@ class Store(VectorStore, RecordStore, StoreQueries):
         _check_root(self.root)
         self.db_path = self.root / DB_NAME
         self.vectors_dir = self.root / "vectors"
-        self.lock_timeout = _env_lock_timeout() if lock_timeout is None else _check_lock_timeout(lock_timeout)
+        if lock_timeout is None:
+            from embedselect._util import env
+
+            lock_timeout = env.lock_timeout()
+        self.lock_timeout = _check_lock_timeout(lock_timeout)
         self._init_db()
         self.read_only = _read_only(self.root, self.db_path) if read_only is None else bool(read_only)
         """Opened read-only (see the module docstring): serves what it holds, stores nothing."""
@@ -112,27 +116,6 @@ class Store(VectorStore, RecordStore, StoreQueries):
         """
         root = Path(root).expanduser() if root is not None else default_cache_dir()
         return cls(root, lock_timeout=lock_timeout, read_only=read_only)
-
-
-DEFAULT_LOCK_TIMEOUT_S = 120.0
-"""Seconds a process waits for the cache's lock when ``EMBEDSELECT_LOCK_TIMEOUT`` is not set."""
-
-
-def _env_lock_timeout() -> float:
-    """``$EMBEDSELECT_LOCK_TIMEOUT`` as seconds (default :data:`DEFAULT_LOCK_TIMEOUT_S`).
-
-    Raises:
-        ConfigError: the value is not a finite, non-negative number of seconds (e.g. ``2min``, ``nan``, ``-1``).
-    """
-    text = os.environ.get("EMBEDSELECT_LOCK_TIMEOUT", "").strip()
-    if not text:
-        return DEFAULT_LOCK_TIMEOUT_S
-    try:
-        return _check_lock_timeout(float(text))
-    except (ValueError, ConfigError):
-        raise ConfigError(f"EMBEDSELECT_LOCK_TIMEOUT={text!r} is not a number of seconds: give a finite number >= 0, "
-                          "e.g. EMBEDSELECT_LOCK_TIMEOUT=120 (two minutes), or unset it for the default "
-                          f"({DEFAULT_LOCK_TIMEOUT_S:g})") from None
 
 
 def _check_lock_timeout(seconds: float) -> float:
@@ -235,7 +218,9 @@ def _empty_or_own(p: Path) -> bool:
 def _read_only(root: Path, db_path: Path) -> bool:
     """Whether the cache at ``root`` must be opened read-only: ``EMBEDSELECT_CACHE_READONLY`` is set to 1 / true /
     yes, or the existing root folder or database file is not writable by this user."""
-    if os.environ.get("EMBEDSELECT_CACHE_READONLY", "").strip().lower() in ("1", "true", "yes"):
+    from embedselect._util import env
+
+    if env.cache_read_only():
         return True
     if root.is_dir() and not os.access(root, os.W_OK | os.X_OK):
         return True

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -20,9 +19,11 @@ RUN_KEY_RE = re.compile(r"^[0-9a-f]{64}$")
 
 def default_cache_dir() -> Path:
     """The cache root: ``$EMBEDSELECT_CACHE_DIR`` if set, else the platform's user cache directory."""
-    env = os.environ.get("EMBEDSELECT_CACHE_DIR")
-    if env:
-        return Path(env).expanduser()
+    from embedselect._util import env
+
+    given = env.cache_dir()
+    if given is not None:
+        return given
     import platformdirs
 
     return Path(platformdirs.user_cache_dir("embedselect"))

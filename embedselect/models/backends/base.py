@@ -21,6 +21,55 @@ def vector_options(options: dict[str, Any] | Any) -> dict[str, Any]:
     return {k: v for k, v in dict(options).items() if k not in SPEED_ONLY_OPTIONS}
 
 
+def check_max_length_value(value: Any, *, modality: str, backend: str) -> int | None:
+    """The ``max_length`` option checked before a model is loaded: None when not given, else a whole number >= 1 of
+    a text model.
+
+    Raises:
+        ConfigError: not a whole number >= 1 (``-5`` reached the tokenizer as an ``OverflowError``), or given to a
+            candidate that embeds images (it would change nothing and still be recorded).
+    """
+    from embedselect.errors import ConfigError
+
+    if value is None:
+        return None
+    if modality != TEXT:
+        raise ConfigError(f"max_length limits the tokens of a text; this {backend} candidate embeds {modality}s, so it "
+                          "would change nothing: drop ?max_length")
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigError(f"max_length must be a whole number of tokens (1 or more), got {value!r}")
+    return value
+
+
+def check_max_length(value: int | None, tokenizer: Any, config: Any) -> int | None:
+    """``max_length`` (already through :func:`check_max_length_value`) checked against the loaded tokenizer and model
+    config: at least one token of text beyond the special tokens the tokenizer adds (``max_length=1`` or ``0`` left
+    the texts whole or empty, and the vectors equal the untruncated model's), at most the model's longest input
+    (``model_max_length`` of the tokenizer, ``max_position_embeddings`` of the config).
+
+    Raises:
+        ConfigError: outside that range, saying the range.
+    """
+    from embedselect.errors import ConfigError
+
+    if value is None:
+        return None
+    special = 0
+    count = getattr(tokenizer, "num_special_tokens_to_add", None)
+    if callable(count):
+        special = int(count(pair=False))
+    limits = [int(n) for n in (getattr(tokenizer, "model_max_length", None),
+                               getattr(config, "max_position_embeddings", None))
+              if isinstance(n, int) and 0 < n < 100_000]
+    top = min(limits) if limits else None
+    if value <= special or (top is not None and value > top):
+        span = f"{special + 1} to {top}" if top is not None else f"{special + 1} or more"
+        raise ConfigError(f"max_length={value} would not truncate the texts as asked: this model takes {span} tokens "
+                          f"(its tokenizer adds {special} special tokens to every text; its longest input is "
+                          f"{top if top is not None else 'not stated'}); choose a value in that range")
+    return value
+
+
 @runtime_checkable
 class Embedder(Protocol):
     """A loaded model that turns reference items into vectors.

@@ -86,6 +86,32 @@ def key_precision(dtype: str | None, device: str, *, baseline: bool = False) -> 
     return PRECISION_LABELS[resolve_dtype(dtype, device)]
 
 
+def available_memory(device: str) -> int | None:
+    """Bytes of memory free for new tensors on ``device``: the GPU's free memory (``torch.cuda.mem_get_info``) for
+    ``cuda[:N]``, the system's ``MemAvailable`` (``/proc/meminfo``, else ``sysconf``) for ``cpu``; None when unknown
+    (``mps``, another system)."""
+    if device.startswith("cuda"):
+        import torch
+
+        free, _total = torch.cuda.mem_get_info(torch.device(device))
+        return int(free)
+    if device != "cpu":
+        return None
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        import os
+
+        return int(os.sysconf("SC_AVPHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
 def torch_dtype(name: str):
     """The ``torch.dtype`` for a dtype name from :func:`resolve_dtype`."""
     import torch

@@ -9,7 +9,14 @@ from typing import Any, Sequence
 import numpy as np
 
 from embedselect._util.compat import ensure_torchvision_importable
-from embedselect.models.backends.base import TEXT, as_embedding_matrix, check_items, load_image
+from embedselect.models.backends.base import (
+    TEXT,
+    as_embedding_matrix,
+    check_items,
+    check_max_length,
+    check_max_length_value,
+    load_image,
+)
 from embedselect.models.backends.device import progress_enabled, resolve_dtype, torch_dtype
 from embedselect.errors import ConfigError
 
@@ -38,6 +45,7 @@ class SentenceTransformerEmbedder:
         unknown = sorted(set(opts) - set(OPTIONS))
         if unknown:
             raise ConfigError(f"sentence-transformers does not take option(s) {unknown}: allowed are {list(OPTIONS)}")
+        max_length = check_max_length_value(opts.get("max_length"), modality=modality, backend=self.backend)
         ensure_torchvision_importable()
         from sentence_transformers import SentenceTransformer
 
@@ -57,8 +65,11 @@ class SentenceTransformerEmbedder:
         self.model.eval()
         if self.dtype != "float32":
             self.model.to(torch_dtype(self.dtype))
-        if opts.get("max_length") is not None:
-            self.model.max_seq_length = int(opts["max_length"])
+        if max_length is not None:
+            first = self.model[0] if len(self.model) else None
+            check_max_length(max_length, getattr(self.model, "tokenizer", None),
+                             getattr(getattr(first, "auto_model", None), "config", None))
+            self.model.max_seq_length = max_length
         self.normalize_forced = bool(opts.get("normalize")) if opts.get("normalize") is not None else False
         if opts.get("normalize") is not None and not opts["normalize"]:
             # normalize=False switches off the model's own Normalize module (Sequential re-numbers the rest)

@@ -8,6 +8,7 @@ and ``layer`` (the output of feature stage / block N, pooled, through timm's ``f
 
 from __future__ import annotations
 
+import logging
 import os
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -16,10 +17,11 @@ from typing import Any, Sequence
 import numpy as np
 
 from embedselect._util.compat import ensure_torchvision_importable
-from embedselect._util.extras import require
 from embedselect.models.backends.base import IMAGE, as_embedding_matrix, check_items, load_image
 from embedselect.models.backends.device import progress_bar, progress_enabled, resolve_dtype, torch_dtype
 from embedselect.errors import ConfigError
+
+log = logging.getLogger(__name__)
 
 OPTIONS = ("batch_size", "dtype", "num_workers", "modality", "resolution", "pooling", "layer")
 POOLINGS = ("avg", "max", "cls")
@@ -42,8 +44,9 @@ class TimmEmbedder:
     Output of :meth:`embed`: float32 (n, d): d = model.num_features, or the channels of stage ``layer``.
 
     Raises:
-        ConfigError: an unknown option; a resolution that is not a positive int; a pooling other than avg/max/cls,
-            or cls for a model without a class token; a layer out of range or on a model without intermediates.
+        ConfigError: an unknown option; a resolution that is not a positive int, or one whose single image would not
+            fit half of the device's free memory (:func:`image_bytes`); a pooling other than avg/max/cls, or cls for a
+            model without a class token; a layer out of range or on a model without intermediates.
     """
 
     backend = "timm"
@@ -56,7 +59,6 @@ class TimmEmbedder:
             raise ConfigError(f"timm does not take option(s) {unknown}: allowed are {list(OPTIONS)}")
         resolution, pooling, layer = _checked(opts)
         ensure_torchvision_importable()
-        require("timm", extra="image", purpose="a timm image model")
         import timm
         import timm.data
 
@@ -65,6 +67,10 @@ class TimmEmbedder:
         # "local-dir:" makes timm read config.json and the weights (safetensors preferred) from the folder.
         source = f"local-dir:{Path(local_dir)}"
         model: Any = timm.create_model(source, pretrained=True, num_classes=0)
+        # checked before the model is built at that size or sees one image of it
+        self.max_batch = None if resolution is None else _max_batch(model, resolution, device,
+                                                                    torch_dtype(self.dtype).itemsize)
+        """Most images per forward pass that fit the device's memory at ``resolution`` (None: not bounded)."""
         if resolution is not None and hasattr(model, "patch_embed"):  # fixed-size patch grid: resample positions
             model = timm.create_model(source, pretrained=True, num_classes=0, img_size=resolution)
         model.eval()
@@ -138,6 +144,10 @@ class TimmEmbedder:
 
         items = check_items(items, IMAGE)
         bs = int(batch_size or self.batch_size)
+        if self.max_batch is not None and bs > self.max_batch:  # the batch size changes speed only, never the vectors
+            log.info("timm: %d images per forward pass at this resolution (of %d asked): what fits the memory",
+                     self.max_batch, bs)
+            bs = self.max_batch
         dim = self.dim
         if not items:
             return np.zeros((0, dim), dtype=np.float32)
@@ -158,6 +168,75 @@ class TimmEmbedder:
                 out[start:start + len(current)] = as_embedding_matrix(feats, len(current), dtype=self.dtype)
                 bar.update(len(current))
         return out
+
+
+MEMORY_SHARE = 0.5
+"""Share of the device's free memory (:func:`~embedselect.models.backends.device.available_memory`) one forward pass
+at a chosen ``resolution`` may take by :func:`image_bytes`' estimate."""
+
+
+def image_bytes(model: Any, resolution: int, itemsize: int) -> int | None:
+    """Estimated peak bytes of activations for one ``resolution``×``resolution`` image through ``model``, or None
+    when its structure is not one of these:
+
+    - a ViT (``patch_embed``, ``pos_embed``, ``blocks`` with global attention): ``T = (resolution / patch)² + prefix``
+      tokens; one block holds its ``heads × T²`` attention scores twice (scores and softmax) plus ``8 × T × dim``
+      values;
+    - other patch models (windowed attention): ``8 × T × dim``;
+    - a model with ``feature_info`` (CNNs): four copies of every stage's map, ``(resolution / reduction)² × channels``.
+    """
+    pe = getattr(model, "patch_embed", None)
+    if pe is not None:
+        ps = getattr(pe, "patch_size", None)
+        ps = ps[0] if isinstance(ps, (tuple, list)) else ps
+        dim = int(getattr(model, "embed_dim", 0) or getattr(model, "num_features", 0) or 0)
+        if isinstance(ps, int) and ps > 0 and dim > 0:
+            t = (resolution // ps) ** 2 + int(getattr(model, "num_prefix_tokens", 0) or 0)
+            blocks = getattr(model, "blocks", None)
+            attn = getattr(blocks[0], "attn", None) if blocks is not None and len(blocks) else None
+            heads = int(getattr(attn, "num_heads", 0) or 0)
+            global_attention = heads > 0 and getattr(model, "pos_embed", None) is not None
+            scores = 2 * heads * t * t if global_attention else 0
+            return itemsize * (scores + 8 * t * dim)
+    info = getattr(model, "feature_info", None)
+    if info:
+        try:
+            maps = sum((resolution // max(1, int(f["reduction"]))) ** 2 * int(f["num_chs"]) for f in info)
+        except (KeyError, TypeError, ValueError):
+            return None
+        return itemsize * 4 * maps
+    return None
+
+
+def _max_batch(model: Any, resolution: int, device: str, itemsize: int) -> int | None:
+    """The most images of ``resolution`` pixels per forward pass of ``model`` whose :func:`image_bytes` fit
+    :data:`MEMORY_SHARE` of the device's free memory; None when either is unknown.
+
+    Raises:
+        ConfigError: one image at ``resolution`` does not fit (saying the largest resolution that does).
+    """
+    from embedselect.models.backends.device import available_memory
+
+    per_image = image_bytes(model, resolution, itemsize)
+    free = available_memory(device)
+    if per_image is None or free is None:
+        return None
+    budget = int(free * MEMORY_SHARE)
+    arch = getattr(model, "default_cfg", {}).get("architecture") or type(model).__name__
+    gib = 1024**3
+    if per_image > budget:
+        lo, hi = 8, resolution  # the largest resolution whose one image fits (the estimate grows with it)
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            est = image_bytes(model, mid, itemsize)
+            lo, hi = (mid, hi) if est is not None and est <= budget else (lo, mid - 1)
+        fits = image_bytes(model, lo, itemsize)
+        largest = (f"the largest resolution that fits is {lo}" if fits is not None and fits <= budget
+                   else "no resolution fits")
+        raise ConfigError(f"resolution={resolution} is too large for {arch} on {device}: one image would need about "
+                          f"{per_image / gib:,.1f} GiB of activations, and {budget / gib:,.1f} GiB (half of the free "
+                          f"memory) is the limit; {largest}")
+    return max(1, budget // max(1, per_image))
 
 
 def _checked(opts: dict[str, Any]) -> tuple[int | None, str | None, int | None]:

@@ -22,7 +22,15 @@ from typing import Any, Sequence
 import numpy as np
 
 from embedselect._util.compat import ensure_torchvision_importable
-from embedselect.models.backends.base import IMAGE, TEXT, as_embedding_matrix, check_items, load_image
+from embedselect.models.backends.base import (
+    IMAGE,
+    TEXT,
+    as_embedding_matrix,
+    check_items,
+    check_max_length,
+    check_max_length_value,
+    load_image,
+)
 from embedselect.models.backends.device import progress_bar, progress_enabled, resolve_dtype, torch_dtype
 from embedselect.errors import ConfigError
 
@@ -57,6 +65,7 @@ class TransformersEmbedder:
             raise ConfigError(f"transformers does not take option(s) {unknown}: allowed are {list(OPTIONS)}")
         if modality not in (TEXT, IMAGE):
             raise ConfigError(f"modality must be 'text' or 'image', got {modality!r}")
+        max_length = check_max_length_value(opts.get("max_length"), modality=modality, backend=self.backend)
         ensure_torchvision_importable()
         import transformers
 
@@ -92,7 +101,8 @@ class TransformersEmbedder:
             max_pos = getattr(getattr(model, "config", None), "max_position_embeddings", None)
             if isinstance(max_pos, int) and max_pos > 0:
                 limit = min(limit, max_pos)
-            self.max_length: int | None = int(opts.get("max_length") or min(limit, 512))
+            check_max_length(max_length, self.tokenizer, getattr(model, "config", None))
+            self.max_length: int | None = max_length if max_length is not None else min(limit, 512)
             if self.tokenizer.pad_token is None:
                 self.tokenizer.pad_token = self.tokenizer.eos_token or self.tokenizer.unk_token
         else:

@@ -24,9 +24,11 @@ def catalog_dirs(catalog_dir: Path | None = None) -> list[Path]:
     if catalog_dir is not None:
         return [Path(catalog_dir)]
     dirs = []
-    env = os.environ.get("EMBEDSELECT_CATALOG_DIR")
-    if env:
-        dirs.append(Path(env))
+    from embedselect._util import env
+
+    given = env.catalog_dir()
+    if given is not None:
+        dirs.append(given)
     package = Path(__file__).resolve().parents[2]  # embedselect/
     if (package.parent / "pyproject.toml").is_file():  # a source checkout, not site-packages
         dirs.append(package.parent / "catalog")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+import threading
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -155,19 +156,22 @@ def _deadline_client() -> httpx2.Client:
 
 
 _deadlines_installed = False
+_install_lock = threading.Lock()
 
 
 def install_deadlines() -> None:
     """Give every request of huggingface_hub's shared client (the crawl's pages, model info, tree listings, file
-    downloads) a total deadline, not only a per-read time-out (see :class:`_DeadlineStream`). Idempotent; the
-    first call replaces the shared client (``huggingface_hub.set_client_factory``)."""
+    downloads) a total deadline, not only a per-read time-out (see :class:`_DeadlineStream`). Idempotent and
+    thread-safe; the first call replaces the shared client (``huggingface_hub.set_client_factory``), before this
+    process has made a hub request through embedselect."""
     global _deadlines_installed
-    if _deadlines_installed:
-        return
-    from huggingface_hub.utils import set_client_factory
+    with _install_lock:
+        if _deadlines_installed:
+            return
+        from huggingface_hub.utils import set_client_factory
 
-    set_client_factory(_deadline_client)
-    _deadlines_installed = True
+        set_client_factory(_deadline_client)
+        _deadlines_installed = True
 
 
 def hub_session() -> httpx2.Client:
@@ -306,6 +310,18 @@ def silent_tqdm():
     return _Silent
 
 
+def _http_answer(exc: BaseException) -> tuple[int | None, str | None]:
+    """(status code, request id) of the hub's HTTP answer among ``exc``'s causes (each None when unknown)."""
+    from huggingface_hub.errors import HfHubHTTPError
+
+    for e in causes(exc):
+        if isinstance(e, HfHubHTTPError):
+            status = getattr(getattr(e, "response", None), "status_code", None)
+            request_id = getattr(e, "request_id", None)
+            return (int(status) if isinstance(status, int) else None), (str(request_id) if request_id else None)
+    return None, None
+
+
 def map_error(exc: BaseException, repo_id: str, revision: str | None, token: str | None) -> Exception:
     """Translate a huggingface_hub / httpx failure into embedselect's typed errors (token-free messages)."""
     from huggingface_hub.errors import (
@@ -321,6 +337,12 @@ def map_error(exc: BaseException, repo_id: str, revision: str | None, token: str
 
     rev = revision or "main"
     detail = redact(short_error(exc), token)
+    status_code, request_id = _http_answer(exc)
+
+    def hub_error(message: str) -> HubError:  # with what the hub said
+        return HubError(message, status_code=status_code, request_id=request_id, repo_id=repo_id)
+
+
     for e in causes(exc):
         if isinstance(e, GatedRepoError):
             return UnsafeModelError(
@@ -335,7 +357,7 @@ def map_error(exc: BaseException, repo_id: str, revision: str | None, token: str
                 f"{repo_id} was not found on the hub ({endpoint()}). Check the id; if it is private, set HF_TOKEN."
             )
         if isinstance(e, RemoteEntryNotFoundError):
-            return HubError(f"{repo_id}@{rev}: a listed file is missing on the hub ({detail}). Try again later.")
+            return hub_error(f"{repo_id}@{rev}: a listed file is missing on the hub ({detail}). Try again later.")
     for e in causes(exc):
         if isinstance(e, (OfflineModeIsEnabled,)) or (isinstance(e, LocalEntryNotFoundError) and offline()):
             return CandidateError(
@@ -343,17 +365,17 @@ def map_error(exc: BaseException, repo_id: str, revision: str | None, token: str
                 "online (unset HF_HUB_OFFLINE) or point HF_HOME / HF_HUB_CACHE at a cache that has it."
             )
         if isinstance(e, OSError) and "Consistency check failed" in str(e):
-            return HubError(f"{repo_id}@{rev}: a download was truncated (size mismatch) after retries. Try again.")
+            return hub_error(f"{repo_id}@{rev}: a download was truncated (size mismatch) after retries. Try again.")
         if isinstance(e, HfHubHTTPError):
-            return HubError(f"{repo_id}@{rev}: the hub answered with an error after retries: {detail}")
+            return hub_error(f"{repo_id}@{rev}: the hub answered with an error after retries: {detail}")
         if isinstance(e, httpx2.TimeoutException):
-            return HubError(f"{repo_id}@{rev}: the hub did not answer in time after retries ({detail}).")
+            return hub_error(f"{repo_id}@{rev}: the hub did not answer in time after retries ({detail}).")
         if isinstance(e, (httpx2.TransportError,)):
-            return HubError(f"{repo_id}@{rev}: cannot reach the hub at {endpoint()} ({detail}). Check the network.")
+            return hub_error(f"{repo_id}@{rev}: cannot reach the hub at {endpoint()} ({detail}). Check the network.")
         if isinstance(e, (Malformed, json.JSONDecodeError)):
-            return HubError(f"{repo_id}@{rev}: the hub sent a malformed answer after retries: {e}")
+            return hub_error(f"{repo_id}@{rev}: the hub sent a malformed answer after retries: {e}")
         if isinstance(e, FileMetadataError):
-            return HubError(f"{repo_id}@{rev}: the hub's file metadata is unusable ({detail}).")
+            return hub_error(f"{repo_id}@{rev}: the hub's file metadata is unusable ({detail}).")
         if isinstance(e, LocalEntryNotFoundError):
-            return HubError(f"{repo_id}@{rev}: could not download the files and they are not cached ({detail}).")
-    return HubError(f"{repo_id}@{rev}: fetching failed: {detail}")
+            return hub_error(f"{repo_id}@{rev}: could not download the files and they are not cached ({detail}).")
+    return hub_error(f"{repo_id}@{rev}: fetching failed: {detail}")

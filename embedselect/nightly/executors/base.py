@@ -16,6 +16,8 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
+from embedselect.config import RankConfig, Runtime
+
 log = logging.getLogger(__name__)
 
 
@@ -24,20 +26,21 @@ class EmbedJob:
     """Settings shared by every "embed one candidate" unit of a night.
 
     Attributes:
-        seed: root seed (baselines and sampling depend on it).
-        device: "cpu", "cuda", "cuda:1" or None (automatic, per worker).
-        batch_size: embedding batch size (None = backend default).
-        policy: :class:`~embedselect.models.policy.LoadPolicy` (safetensors only, no remote code by default).
-        token: hub token or None; never logged or stored.
+        config: the night's :class:`~embedselect.config.RankConfig`: its ``seed`` (baselines) and load ``policy``
+            apply to embedding.
+        runtime: the night's :class:`~embedselect.config.Runtime`: ``device`` ("cpu", "cuda", "cuda:1" or None:
+            automatic, per worker), ``batch_size`` and ``token`` (never logged or stored).
         timeout_s: per-model wall-clock limit in seconds, or None.
     """
 
-    seed: int = 0
-    device: str | None = None
-    batch_size: int | None = None
-    policy: Any = None
-    token: str | None = field(default=None, repr=False)
+    config: RankConfig = field(default_factory=RankConfig)
+    runtime: Runtime = field(default_factory=Runtime)
     timeout_s: float | None = None
+
+    @property
+    def token(self) -> str | None:
+        """The hub token (``runtime.token``)."""
+        return self.runtime.token
 
 
 @dataclass

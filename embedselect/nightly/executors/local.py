@@ -67,10 +67,8 @@ class LocalExecutor(Executor):
                 break
             try:
                 with time_limit(job.timeout_s, cand.name):
-                    (outcome,) = embed_reference(
-                        ref, [cand], store=store, seed=job.seed, device=job.device, batch_size=job.batch_size,
-                        policy=job.policy, token=job.token, keep_vectors=False,
-                    )
+                    (outcome,) = embed_reference(ref, [cand], store=store, config=job.config, runtime=job.runtime,
+                                                 keep_vectors=False)
             except ModelTimeoutError as exc:  # fired outside embed()'s own error handling
                 outcome = timed_out(cand, exc, store=store, fingerprint=ref.fingerprint, token=job.token)
             unit = UnitOutcome(outcome, where="driver")

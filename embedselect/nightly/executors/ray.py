@@ -27,9 +27,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from embedselect.errors import MetricError
+from embedselect.errors import ConfigError, MetricError
 from embedselect.nightly.executors.base import EmbedJob, Executor, UnitOutcome
-from embedselect._util.extras import require
 from embedselect._util.kinds import PAIR_KEY_PREFIX
 
 log = logging.getLogger(__name__)
@@ -47,8 +46,7 @@ def _embed_unit(ref: Any, cand: Any, job: EmbedJob) -> dict[str, Any]:
 
     with tempfile.TemporaryDirectory(prefix="embedselect-worker-") as d:
         store = Store.open(d)
-        (o,) = embed_reference(ref, [cand], store=store, seed=job.seed, device=job.device, batch_size=job.batch_size,
-                               policy=job.policy, token=job.token, keep_vectors=True)
+        (o,) = embed_reference(ref, [cand], store=store, config=job.config, runtime=job.runtime, keep_vectors=True)
         rec = store.get_run(o.result.run_key) if o.result.ok and o.result.run_key else None
         if o.vectors is not None:  # a memory map of the scratch store's file: into memory before the folder goes
             o.vectors = np.array(o.vectors)
@@ -96,7 +94,12 @@ class RayExecutor(Executor):
 
     def __init__(self, address: str | None = None, num_cpus: int | None = None, gpus_per_model: float = 0.0,
                  cpus_per_task: float = 1.0) -> None:
-        ray: Any = require("ray", extra="ray", purpose="the ray executor")
+        try:
+            import ray
+        except ImportError as exc:
+            raise ConfigError(
+                f"the ray executor needs Ray ({exc}); install it with `pip install 'embedselect[ray]'`"
+            ) from None
         self.ray = ray
         self.gpus_per_model = gpus_per_model
         self.cpus_per_task = cpus_per_task

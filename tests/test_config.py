@@ -1,0 +1,293 @@
+"""The run configuration (issue 46): one RankConfig / Runtime built by the three front doors, one place for the
+combined weights and for the EMBEDSELECT_* variables, errors that pickle, and the bugs found on the way."""
+
+from __future__ import annotations
+
+import inspect
+import pickle
+import re
+from pathlib import Path
+
+import pytest
+
+import embedselect
+from embedselect import errors
+from embedselect.config import LoadPolicy, RankConfig, Runtime, from_keywords
+from embedselect.data import ReferenceData, sample_path
+from embedselect.errors import ConfigError, EnvironmentVariableError
+
+SAMPLE = str(sample_path("texts"))
+PKG = Path(embedselect.__file__).resolve().parent
+
+SETTINGS = dict(metrics=["task_prior", "rankme"], weights={"rankme": 0.5}, metric_options={"task_prior": {"tau": 0.1}},
+                max_items=50, seed=3, bootstrap=10, on_error="skip", drop_duplicates="exact", column="text",
+                labels="label", policy=LoadPolicy(allow_pickle=True, max_bytes=10**9, allow_models=frozenset({"org/m"})))
+"""One set of settings, written for select(); the CLI flags and the nightly YAML below say the same."""
+
+
+def test_the_three_front_doors_build_one_rank_config(tmp_path, monkeypatch):
+    """CLI flags, select() keywords and the nightly YAML accept the same settings and build equal RankConfigs."""
+    import yaml
+
+    from embedselect.cli import build_parser
+    from embedselect.cli.common import rank_config
+    from embedselect.nightly import load_config
+    from embedselect.pipeline import run
+
+    args = build_parser().parse_args([
+        "rank", SAMPLE, "-c", "text", "--labels", "label", "-m", "tfidf-svd", "--metrics", "task_prior,rankme",
+        "--weight", "rankme=0.5", "--option", "task_prior.tau=0.1", "--max-items", "50", "--seed", "3",
+        "--bootstrap", "10", "--on-error", "skip", "--drop-duplicates", "exact", "--allow-pickle",
+        "--allow-model", "org/m", "--max-model-bytes", "1GB"])
+    from_cli = rank_config(args)
+
+    seen = {}
+
+    class Stop(Exception):
+        pass
+
+    def capture(data, config, *, labels=None):
+        seen["config"] = config
+        raise Stop
+
+    monkeypatch.setattr(run, "load_reference_data", capture)
+    with pytest.raises(Stop):
+        embedselect.select(SAMPLE, "tfidf-svd", **SETTINGS)
+    from_select = seen["config"]
+
+    (tmp_path / "nightly.yaml").write_text(yaml.safe_dump({
+        "data": {"path": SAMPLE, "column": "text", "labels": "label", "max_items": 50, "on_error": "skip",
+                 "drop_duplicates": "exact"},
+        "metrics": ["task_prior", "rankme"], "weights": {"rankme": 0.5}, "metric_options": {"task_prior": {"tau": 0.1}},
+        "seed": 3, "bootstrap": 10, "output": str(tmp_path / "site"),
+        "policy": {"allow_pickle": True, "max_bytes": 10**9, "allow_models": ["org/m"]},
+    }))
+    from_nightly = load_config(tmp_path / "nightly.yaml").rank_config()
+
+    assert from_cli == from_select == from_nightly == from_keywords(**SETTINGS)[0]
+    assert from_cli.to_dict()["weights"] == {"rankme": 0.5} and from_cli.metrics == ("task_prior", "rankme")
+    # select() with the objects builds nothing else, and a keyword beside its object is refused
+    with pytest.raises(Stop):
+        embedselect.select(SAMPLE, "tfidf-svd", config=from_cli, runtime=Runtime(save=False))
+    assert seen["config"] is from_cli
+    with pytest.raises(ConfigError, match="seed given both"):
+        embedselect.select(SAMPLE, "tfidf-svd", config=from_cli, seed=4)
+
+
+def test_a_rank_config_is_frozen_validated_and_pickles():
+    cfg = RankConfig(**SETTINGS)
+    with pytest.raises(AttributeError):
+        cfg.seed = 4  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        cfg.weights["rankme"] = 1.0  # type: ignore[index]
+    assert pickle.loads(pickle.dumps(cfg)) == cfg and RankConfig.from_dict(cfg.to_dict()) == cfg
+    assert RankConfig(metrics="task_prior, rankme").metrics == ("task_prior", "rankme")
+    for bad, match in [({"seed": -1}, "seed"), ({"max_items": 0}, "max_items"), ({"bootstrap": 1.5}, "bootstrap"),
+                       ({"on_error": "ignore"}, "on_error must be 'fail' or 'skip'"),
+                       ({"drop_duplicates": "fuzzy"}, "drop_duplicates"), ({"metrics": []}, "at least one metric"),
+                       ({"metrics": ["nope"]}, "unknown metric"), ({"metrics": ["rankme"], "weights": {"sufficiency": 1}}, "not requested"),
+                       ({"weights": {"task_prior": -1}}, ">= 0"), ({"column": ""}, "column")]:
+        with pytest.raises(ConfigError, match=match):
+            RankConfig(**bad)
+    with pytest.raises(ConfigError, match="not all 0"):
+        RankConfig(metrics=["rankme"], weights={"rankme": 0})
+    rt = Runtime(token="hf_secret", batch_size=8)
+    assert "hf_secret" not in repr(rt) and pickle.loads(pickle.dumps(rt)) == rt
+    with pytest.raises(ConfigError, match="batch_size"):
+        Runtime(batch_size=0)
+
+
+def _rankme_left_out(monkeypatch):
+    """task_prior (weight 1) fails; rankme (weight 0 for texts) says it cannot compare the candidates."""
+    from embedselect.errors import MetricError
+    from embedselect.metrics import MetricResult
+    from embedselect.pipeline import scoring
+
+    why = "every candidate has at least n - 1 dimensions"
+
+    def fake(m):
+        def compute(ctx):
+            if m == "task_prior":
+                raise MetricError("task_prior broke")
+            return MetricResult(name=m, scores={k: float(i) for i, k in enumerate(sorted(ctx.embeddings))},
+                                details={"not_comparable": why, "warnings": [f"left out of the score: {why}"]})
+        return compute
+
+    monkeypatch.setattr(scoring, "get_metric", fake)
+    return why
+
+
+def test_a_weight_0_metric_that_becomes_the_score_keeps_its_warning(cache_dir, monkeypatch):
+    """Issue 46: when the only positive-weight metric fails, the weight-0 metric is promoted to weight 1; its
+    warning used to be dropped as moot first (decided on the requested metrics' weights)."""
+    why = _rankme_left_out(monkeypatch)
+    r = embedselect.select(SAMPLE, ["tfidf-svd", "random-projection"], column="text", metrics=["task_prior", "rankme"],
+                           save=False)
+    assert r.settings["combined_weights"] == {"rankme": 1.0}
+    assert any(w.startswith("rankme") and w.endswith(why) for w in r.warnings), r.warnings
+    assert any("task_prior was not computed" in w for w in r.warnings)
+
+
+def test_the_combined_weights_are_decided_in_one_place():
+    from embedselect.pipeline.defaults import combined_weights
+
+    assert combined_weights(["task_prior", "rankme"], "text") == {"task_prior": 1.0, "rankme": 0.0}
+    assert combined_weights(["rankme"], "text") == {"rankme": 1.0}  # every weight 0: they are the score
+    assert combined_weights(["task_prior", "rankme"], "text", {"rankme": 2}) == {"task_prior": 1.0, "rankme": 2.0}
+    sources = {p.relative_to(PKG).as_posix(): p.read_text(encoding="utf-8") for p in PKG.rglob("*.py")}
+    deciding = sorted(p for p, s in sources.items() if re.search(r"weight_of\(|default_weight\(", s)
+                      and p != "pipeline/defaults.py" and p != "cli/rank.py")  # the CLI's table only prints them
+    assert deciding == [], f"combined weights decided outside pipeline/defaults.combined_weights: {deciding}"
+
+
+def test_a_loaded_reference_data_refuses_settings_it_cannot_apply(cache_dir):
+    """Issue 46: select(ReferenceData, labels="col") or column= were silently ignored."""
+    ref = ReferenceData.load(SAMPLE, column="text")
+    with pytest.raises(ConfigError, match="labels='label'.*ReferenceData"):
+        embedselect.select(ref, ["tfidf-svd"], labels="label")
+    with pytest.raises(ConfigError, match="column='text'"):
+        embedselect.select(ref, ["tfidf-svd"], column="text")
+    with pytest.raises(ConfigError, match="labels=<array>"):
+        embedselect.select(ref, ["tfidf-svd"], labels=["a"] * len(ref))
+
+
+def test_embed_refuses_labels(cache_dir, capsys):
+    """Issue 46: embed(labels=...) and `embed --labels` were accepted and dropped."""
+    from embedselect.cli import main
+
+    assert "labels" not in inspect.signature(embedselect.embed).parameters
+    with pytest.raises(TypeError, match="labels"):
+        embedselect.embed(SAMPLE, ["tfidf-svd"], column="text", labels="label")  # type: ignore[call-arg]
+    with pytest.raises(ConfigError, match="labels='label'"):
+        embedselect.embed(SAMPLE, ["tfidf-svd"], config=RankConfig(column="text", labels="label"))
+    with pytest.raises(SystemExit) as ei:
+        main(["embed", SAMPLE, "-c", "text", "--labels", "label", "-m", "tfidf-svd"])
+    assert ei.value.code == 2 and "--labels" in capsys.readouterr().err
+
+
+def test_select_embedded_records_the_settings_the_data_were_loaded_with(tmp_path):
+    """Issue 46: select_embedded recorded max_items=None, on_error="fail" whatever the night used."""
+    from embedselect.pipeline import embed_reference, select_embedded
+    from embedselect.pipeline.context import load_reference_data
+    from embedselect.models.candidates import parse_candidates
+    from embedselect.store import Store
+
+    config = RankConfig(metrics=["task_prior"], column="text", max_items=40, seed=2, on_error="skip")
+    ref = load_reference_data(SAMPLE, config)
+    store = Store.open(tmp_path / "c")
+    cands = parse_candidates("tfidf-svd,random-projection", modality="text")
+    outcomes = embed_reference(ref, cands, store=store, config=config)
+    r = select_embedded(ref, cands, outcomes, store=store, config=config, runtime=Runtime(save=False))
+    assert (r.settings["max_items"], r.settings["on_error"], r.settings["seed"]) == (40, "skip", 2)
+
+
+def test_index_best_finds_a_ranking_of_a_sample_drawn_with_another_seed(tmp_path, cache_dir, capsys):
+    """Issue 46: `index --model best --max-items N` after `rank --max-items N --seed 3` sampled with seed 0 and
+    never found the ranking."""
+    from embedselect.cli import main
+    from embedselect.search import SearchIndex
+
+    r = embedselect.select(SAMPLE, ["tfidf-svd", "random-projection"], column="text", metrics=["task_prior"],
+                           max_items=40, seed=3)
+    out = tmp_path / "idx"
+    assert main(["index", SAMPLE, "-c", "text", "--max-items", "40", "--model", "best", "--out", str(out)]) == 0
+    m = SearchIndex.load(out).manifest
+    assert (m.name, m.seed, m.fingerprint) == (r.best.name, 3, r.dataset["fingerprint"])
+
+
+def test_dash_c_means_the_text_column_in_every_verb():
+    import argparse
+
+    from embedselect.cli import build_parser
+
+    def parsers(p):
+        yield p
+        for a in p._actions:
+            if isinstance(a, argparse._SubParsersAction):
+                for sub in a.choices.values():
+                    yield from parsers(sub)
+
+    seen = 0
+    for p in parsers(build_parser()):
+        for a in p._actions:
+            if "-c" in a.option_strings:
+                seen += 1
+                assert a.dest == "column", f"{p.prog}: -c is --{a.dest}"
+    assert seen >= 6
+
+
+@pytest.mark.parametrize("value", ["2min", "nan", "-1", "inf"])
+def test_a_bad_lock_timeout_names_the_variable_and_the_accepted_form(tmp_path, monkeypatch, value):
+    from embedselect.store import Store
+
+    monkeypatch.setenv("EMBEDSELECT_LOCK_TIMEOUT", value)
+    with pytest.raises(EnvironmentVariableError, match="EMBEDSELECT_LOCK_TIMEOUT.*number of seconds >= 0: give e.g.") as ei:
+        Store.open(tmp_path / "c")
+    assert ei.value.variable == "EMBEDSELECT_LOCK_TIMEOUT" and isinstance(ei.value, ConfigError)
+    monkeypatch.setenv("EMBEDSELECT_LOCK_TIMEOUT", " 2.5 ")
+    assert Store.open(tmp_path / "c").lock_timeout == 2.5
+
+
+def test_a_bad_boolean_variable_is_refused(tmp_path, monkeypatch):
+    from embedselect.store import Store
+
+    monkeypatch.setenv("EMBEDSELECT_CACHE_READONLY", "maybe")
+    with pytest.raises(EnvironmentVariableError, match="EMBEDSELECT_CACHE_READONLY=.maybe. is not 1, true"):
+        Store.open(tmp_path / "c")
+
+
+def test_only_one_module_reads_embedselect_environment_variables():
+    readers = sorted(p.relative_to(PKG).as_posix() for p in PKG.rglob("*.py")
+                     if re.search(r"(environ|getenv)[^\n]*EMBEDSELECT_", p.read_text(encoding="utf-8")))
+    assert readers == [], f"EMBEDSELECT_* read outside embedselect/_util/env.py: {readers}"
+    from embedselect._util import env
+
+    documented = set(re.findall(r"EMBEDSELECT_[A-Z_]+", (PKG / "_util" / "env.py").read_text(encoding="utf-8")))
+    used = {v for p in PKG.rglob("*.py") for v in re.findall(r"EMBEDSELECT_[A-Z_]+", p.read_text(encoding="utf-8"))}
+    assert used <= documented and set(env.VARIABLES) == documented
+
+
+def test_every_error_pickles_round_trip_with_its_attributes():
+    """The Ray executor pickles errors: TooFewItemsError and UnsafeModelError could not be unpickled."""
+    kwargs = {errors.TooFewItemsError: {"needed": 3, "got": 1}, errors.UnsafeModelError: {"reason": "gated"},
+              errors.HubError: {"status_code": 503, "request_id": "r-1", "repo_id": "org/m"},
+              errors.EnvironmentVariableError: {"variable": "EMBEDSELECT_X", "accepted": "a number"}}
+    classes = [c for n in errors.__all__ if inspect.isclass(c := getattr(errors, n))]
+    assert len(classes) > 25
+    for cls in classes:
+        exc = cls("what went wrong; what to do", **kwargs.get(cls, {}))
+        if cls is errors.UnsafeModelError:
+            exc.revision = "abc123"
+        back = pickle.loads(pickle.dumps(exc))
+        assert type(back) is cls and str(back) == str(exc) and back.args == exc.args, cls
+        assert vars(back) == vars(exc), cls
+    assert set(kwargs) <= set(classes)
+
+
+def test_the_facade_lists_its_public_names():
+    public = {"select", "embed", "Ranking", "CandidateResult", "ReferenceData", "Candidate", "RankConfig", "Runtime",
+              "LoadPolicy", "EmbedselectError", "DataError", "ConfigError", "CandidateError", "HubError",
+              "StoreError", "MetricError"}
+    assert public <= set(dir(embedselect)) and set(dir(embedselect)) == set(embedselect.__all__)
+    assert not any(n.endswith("Error") for n in set(embedselect.__all__) - public)
+    from embedselect import pipeline
+
+    assert {"RunContext", "STAGES_PER_CANDIDATE"}.isdisjoint(pipeline.__all__)
+
+
+def test_every_public_module_lists_its_names():
+    """The facade, the top-level modules and every package's __init__ (the public modules) define ``__all__``, and
+    each name in it exists."""
+    import importlib
+
+    public = ["embedselect", "embedselect.config", "embedselect.errors", "embedselect.version"]
+    public += sorted("embedselect." + ".".join(p.parent.relative_to(PKG).parts) for p in PKG.rglob("__init__.py")
+                     if p.parent != PKG and not any(part.startswith("_") for part in p.parent.relative_to(PKG).parts))
+    missing, unknown = [], []
+    for name in public:
+        mod = importlib.import_module(name)
+        if not hasattr(mod, "__all__"):
+            missing.append(name)
+            continue
+        unknown += [f"{name}.{n}" for n in mod.__all__ if not hasattr(mod, n)]
+    assert not missing and not unknown, (missing, unknown)
