@@ -1,4 +1,4 @@
-"""End-to-end `select` at scale: wall time and peak memory per stage (docs/benchmarks.md section 8).
+"""End-to-end `select` at scale: wall time and peak memory per stage (docs/archive/benchmarks-diary.md section 8).
 
 n synthetic English sentences (a seeded grammar over 12 topics, ~12 words each, no duplicates by construction
 beyond chance) are loaded with `ReferenceData.from_texts`, then ranked by `embedselect.select` into a fresh

@@ -165,11 +165,11 @@ PRIOR_CHECK_ROWS: dict[str, dict] = {
     **{prior: {"prior": prior} for prior in ("consensus", "balanced", "central", "loo", "labels")},
     "clusters": {"prior": "central", "tasks": "clusters", "leave_self_out": True},
 }
-"""The rows of :func:`prior_check`: task_prior's options; "clusters" is the image default (docs/benchmarks.md §4q)."""
+"""The rows of :func:`prior_check`: task_prior's options; "clusters" is the image default (docs/archive/benchmarks-diary.md §4q)."""
 
 
 WIDE_DIMS = (1280, 1280, 1280, 1408, 1280, 40, 112, 1280, 1280, 256, 256)
-"""The widths of the 11-candidate image pool of docs/benchmarks.md §4d (EfficientNet-Lite0/1/2 and variants, an early
+"""The widths of the 11-candidate image pool of docs/archive/benchmarks-diary.md §4d (EfficientNet-Lite0/1/2 and variants, an early
 stage, pixel-pca, random projection)."""
 
 

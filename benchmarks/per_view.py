@@ -3,7 +3,7 @@ share of seeds with regret ≤ 0.02 and how often the top pick is the same, for 
 signals ``validity_pools.py`` / ``seed_stability.py`` cached for seeds 0..S-1.
 
     python -m benchmarks.per_view --seeds 5 --json after.json
-    python -m benchmarks.per_view --compare before.json after.json      # the markdown table of docs/benchmarks.md §4h
+    python -m benchmarks.per_view --compare before.json after.json      # the markdown table of docs/archive/benchmarks-diary.md §4h
     EMBEDSELECT_BENCH_CACHE=~/.cache/esb2000 python -m benchmarks.per_view --seeds 1 --max-items 2000 \
         --datasets mnist-5k photo-patches --json img2000.json               # §4i: the image default at more items
 

@@ -165,7 +165,7 @@ def _package_file(module: str, rel: str) -> Path:
     """A data file inside an installed package, found without importing the package."""
     spec = util.find_spec(module)
     if spec is None or spec.origin is None:
-        raise DataError(f"package {module!r} is not installed: pip install -e '.[bench]' (see docs/benchmarks.md)")
+        raise DataError(f"package {module!r} is not installed: pip install -e '.[bench]' (see benchmarks/README.md)")
     p = Path(spec.origin).parent / rel
     if not p.is_file():
         raise DataError(f"{p} is missing from the installed {module!r}: reinstall it")

@@ -51,7 +51,7 @@ DONE_WHEN = {"rho_each": 0.6, "rho_mean": 0.85, "regret": 0.02, "regret_share": 
 """Issue 23's targets, read held out: every view's ρ (its mean over metric seeds) at least ``rho_each``, the mean over
 views at least ``rho_mean``, regret at most ``regret`` on at least ``regret_share`` of the (view, seed) pairs. The
 selection objective (:func:`objective`) keeps the stricter per-view ρ of :data:`TARGETS`: counting hits at 0.6 instead
-raised the text share to 0.83 but lowered the held-out mean ρ to 0.845 and images to 0.751 (docs/benchmarks.md §4n)."""
+raised the text share to 0.83 but lowered the held-out mean ρ to 0.845 and images to 0.751 (docs/archive/benchmarks-diary.md §4n)."""
 OLD_DEFAULT = ({"task_prior": 1.0, "sufficiency": 1.0}, "mean-rank", False)
 """The default before 2026-11-23: task_prior + sufficiency, equal weights, mean rank, no copy rule."""
 PREVIOUS_DEFAULT = ({"task_prior": 1.0, "sufficiency": 0.25, "nn_agreement": 0.5, "rankme": 0.5}, "mean-z")
@@ -100,7 +100,7 @@ WITHIN_MODALITY_FAMILIES = {
               "32 cluster restarts, KNIFE sufficiency", "32 cluster restarts, Gaussian sufficiency"),
 }
 """Per modality, the families whose grids ``--within-modality`` searches unless ``--families`` names one list for
-both: those each modality's default was chosen from (texts docs/benchmarks.md §4o-p, images §4r-s), so that one run
+both: those each modality's default was chosen from (texts docs/archive/benchmarks-diary.md §4o-p, images §4r-s), so that one run
 reads both defaults' leave-one-dataset-out over every view."""
 VIEW_POOLS = ("all", "issue", "width", "photo8")
 """The named pools of ``validity_pools.POOLS`` read as views, where their signals are cached."""
@@ -456,7 +456,7 @@ def within_modality_over_seeds(datasets, max_items: int, seeds: int, pools: tupl
                                families: Mapping[str, Sequence[str]] = WITHIN_MODALITY_FAMILIES) -> int:
     """The LODO within each modality (:func:`lodo_within_modality`), each modality over the union of the grids of its
     ``families`` (modality -> family names; by default :data:`WITHIN_MODALITY_FAMILIES`), each view read once per
-    metric seed: the choice behind ``embedselect.pipeline.defaults`` (docs/benchmarks.md §4i), and issue 23's
+    metric seed: the choice behind ``embedselect.pipeline.defaults`` (docs/archive/benchmarks-diary.md §4i), and issue 23's
     targets read over every view of the run."""
     fams = {m: [FAMILIES[f] for f in names] for m, names in families.items()}
     views = [dict(v, metric_seed=s) for s in range(seeds)
@@ -512,7 +512,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--datasets", nargs="+", default=list(DATASETS),
                     help="default: the first 10 sets (validity_pools.DATASETS); 'all': every set of validity_data.DATASETS "
-                    "(16 in docs/benchmarks.md §4f-r, written '<the 16>' there; 17 since animal-shapes, §4s)")
+                    "(16 in docs/archive/benchmarks-diary.md §4f-r, written '<the 16>' there; 17 since animal-shapes, §4s)")
     ap.add_argument("--max-items", type=int, default=1000)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--pools", nargs="+", default=list(VIEW_POOLS), help="with --variants: the named pools read as views")

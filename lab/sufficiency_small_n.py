@@ -8,7 +8,7 @@ order, how many of the 20 pairs stopped at step 0 (IS exactly 0), and the best c
         --configs '{"old": {"rows_per_pc": 10, "min_pcs": 2}, "new": {}}'
 
 Pool A (the one the small-n rule was chosen on): 12-d latent, candidates tanh(latent A / 3) + noise, 32 dims.
-Pool B (held out, checked after the choice): 4-d latent, linear, 64 dims. Results in docs/benchmarks.md.
+Pool B (held out, checked after the choice): 4-d latent, linear, 64 dims. Results in docs/archive/benchmarks-diary.md §4b.
 """
 
 from __future__ import annotations

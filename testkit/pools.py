@@ -1,6 +1,6 @@
 """Synthetic candidate pools with families (teacher, distilled static copy, truncation, quantisation).
 
-Each pool mimics the choices of docs/benchmarks.md §4 with a known ground truth: items belong to
+Each pool mimics the choices of docs/archive/benchmarks-diary.md §4 with a known ground truth: items belong to
 ``n_fine`` fine classes nested in ``n_coarse`` coarse groups; a candidate embeds the latent
 ``coarse·a + fine·b + noise`` through its own random linear map (+ a non-linearity). The *static copy*
 of a teacher keeps only the teacher's top principal directions (a smooth, low-rank version: coarse

@@ -316,7 +316,7 @@ def test_a_truncated_copy_ranks_below_its_parent_who_takes_its_score(tmp_path, c
 
 def test_default_metrics_weights_and_method_are_the_benchmark_choice():
     """The defaults live in one place each (DEFAULT_METRICS, the specs' weights, DEFAULT_METHOD) and are the
-    leave-one-dataset-out choice of docs/benchmarks.md §4f-h, §4k and §4o."""
+    leave-one-dataset-out choice of docs/archive/benchmarks-diary.md §4f-h, §4k and §4o."""
     from embedselect.ranking.combine import DEFAULT_METHOD
     from embedselect.metrics.base import get_spec
 

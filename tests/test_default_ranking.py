@@ -3,7 +3,7 @@ trials (a weaker model with two relatives is the centre of the pool and was rank
 
 The metrics get what ``select()`` gives them for this pool: the family (A's static copy and A under another pooling
 count with A) and the reference points (the bag-of-words and random baselines). Combined by mean z-scores, the best
-model is first at every data seed tried (0-5). The package's default method is mean ranks since docs/benchmarks.md
+model is first at every data seed tried (0-5). The package's default method is mean ranks since docs/archive/benchmarks-diary.md
 §4h (chosen by leave-one-dataset-out on 43 real views x 5 seeds, where it has the lower top-pick regret, also on the
 real pools of this shape: MiniLM with two relatives against mpnet); on this synthetic pool mean ranks put the family's
 centre first at 3 of those 6 seeds (§4h records it), so the trap is checked here with mean z."""

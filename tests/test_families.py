@@ -1,5 +1,5 @@
 """One family, one vote: variants and copies of one model weigh once in what the pool-relative metrics consult
-(issue 23; docs/benchmarks.md §4h)."""
+(issue 23; docs/archive/benchmarks-diary.md §4h)."""
 
 from __future__ import annotations
 

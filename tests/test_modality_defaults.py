@@ -53,7 +53,7 @@ def test_texts_keep_the_registry_defaults(tmp_path):
                cache_dir=tmp_path / "c")
     assert r.combine == "mean-rank" and "estimator" not in r.settings["metric_options"].get("sufficiency", {})
     assert r.settings["combined_weights"] == {"task_prior": 1.0, "sufficiency": 0.25, "nn_agreement": 1.0,
-                                              "rankme": 0.0, "modularity": 1.0}  # docs/benchmarks.md §4o
+                                              "rankme": 0.0, "modularity": 1.0}  # docs/archive/benchmarks-diary.md §4o
     assert r.details["task_prior"]["prior"] == "central" and r.details["task_prior"]["tasks"] == "sampled"
 
 

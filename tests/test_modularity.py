@@ -1,4 +1,4 @@
-"""The ``modularity`` metric: Louvain modularity of each candidate's own k-NN graph (issue 23, docs/benchmarks.md §4k)."""
+"""The ``modularity`` metric: Louvain modularity of each candidate's own k-NN graph (issue 23, docs/archive/benchmarks-diary.md §4k)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Built-in baselines are reference points: scored by every metric, never consulted as evidence about the data by the
-metrics that judge a candidate by the rest of the pool (issue 23; docs/benchmarks.md §4f)."""
+metrics that judge a candidate by the rest of the pool (issue 23; docs/archive/benchmarks-diary.md §4f)."""
 
 from __future__ import annotations
 
@@ -127,7 +127,7 @@ def test_sufficiency_takes_the_median_over_the_models_as_targets():
 
 
 def test_a_baseline_as_close_to_every_model_as_the_models_are_to_each_other_is_named_with_a_warning():
-    """The digits situation (docs/benchmarks.md §4h): three models that each see the data's structure through their
+    """The digits situation (docs/archive/benchmarks-diary.md §4h): three models that each see the data's structure through their
     own heavy noise agree little with each other, while the clean baseline agrees with each of them more."""
     rng = np.random.default_rng(3)
     n = 240
@@ -155,7 +155,7 @@ def test_a_baseline_as_close_to_every_model_as_the_models_are_to_each_other_is_n
 
 def test_select_counts_central_baselines_as_evidence_in_every_metric_and_says_so(tmp_path, monkeypatch):
     """Two poolings of one tiny untrained ViT on random images: pixel PCA and the random projection of the pixels
-    agree with both more than the two agree with each other (the 8×8 digits' situation, docs/benchmarks.md §4m), so
+    agree with both more than the two agree with each other (the 8×8 digits' situation, docs/archive/benchmarks-diary.md §4m), so
     the metrics consult them like models (the text pool of test_select_marks_the_builtin_baselines_as_reference_points
     keeps its baselines as reference points)."""
     import embedselect

@@ -270,7 +270,7 @@ def test_central_prior_weighs_a_kernel_no_other_member_shares_little():
     """An untrained network's features share nothing with the models' (here: another clustering of the items). The
     redundancy-balanced prior gives such a kernel the largest weight, as the one least like the others, and so samples
     tasks it solves; the central prior weighs each member by its mean CKA with the others, so the outsider weighs least
-    and scores below the models (docs/benchmarks.md §4o)."""
+    and scores below the models (docs/archive/benchmarks-diary.md §4o)."""
     emb, _ = _pool()
     del emb["noisy_copy"]
     other, _ = _clusters(240, 8, 4, 2.0, 99)

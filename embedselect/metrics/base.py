@@ -159,7 +159,7 @@ class MetricSpec:
             0 means computed and shown (its column, ranks and details) but not part of the combined score; when
             every metric a run asks for has weight 0 (e.g. ``metrics=["sufficiency"]``), they are weighted equally.
             Defaults of the built-in metrics are chosen by leave-one-dataset-out on the validity benchmark
-            (docs/benchmarks.md §4c), never by argument.
+            (docs/validity.md, "Choosing a default: leave-one-dataset-out"), never by argument.
         code: modules whose source makes up the metric's code version (default: the compute function's module,
             plus this package's shared modules). A cached result of the metric is reused only while that
             source is unchanged.
@@ -248,10 +248,9 @@ for _spec in (
                      "embedselect.metrics.sufficiency.result", "embedselect.metrics.sufficiency.inputs",
                      "embedselect.metrics.sufficiency.gaussian", "embedselect.metrics.sufficiency.knife", "embedselect.metrics.sufficiency.knife.prepare",
                      "embedselect.metrics.sufficiency.knife.mixture", "embedselect.metrics.sufficiency.knife.engine")),
-    # label-free comparators from the literature (docs/benchmarks.md §4); the default weights for texts (task_prior 1,
-    # sufficiency 0.25, nn_agreement 1, rankme 0, modularity 1; mean ranks) were chosen by leave-one-dataset-out
-    # within the validity benchmark's 11 text datasets, 33 views (docs/benchmarks.md §4f-h, §4k, §4o); images:
-    # pipeline/defaults.py (§4i, §4o)
+    # label-free comparators from the literature; the weights below are the text default (task_prior 1,
+    # sufficiency 0.25, nn_agreement 1, rankme 0, modularity 1; mean ranks), chosen by leave-one-dataset-out within
+    # the validity benchmark's text datasets (docs/validity.md, "Current defaults"); images: pipeline/defaults.py
     MetricSpec("rankme", "embedselect.metrics.comparators.spectral:compute_rankme", weight=0.0,
                description="RankMe effective rank (comparator; in the image default, shown for texts)", code=_SPECTRAL),
     MetricSpec("alpha_req", "embedselect.metrics.comparators.spectral:compute_alpha_req",
@@ -271,13 +270,11 @@ for _spec in (
 
 
 DEFAULT_METRICS = ("task_prior", "sufficiency", "nn_agreement", "rankme", "modularity")
-"""The default label-free metrics (the weights, method and options of images differ: :mod:`embedselect.pipeline.defaults`,
-docs/benchmarks.md §4i); with their specs' weights and :data:`embedselect.ranking.combine.DEFAULT_METHOD` they are
-the text combination chosen by leave-one-dataset-out on the validity benchmark (docs/benchmarks.md §4o: task_prior 1
-with its central prior, sufficiency 0.25, nn_agreement 1, rankme 0 (shown, not combined), modularity 1, mean ranks;
-the LODO within the 11 text datasets over 33 views x 5 metric seeds, sufficiency's weight > 0, chose the central
-prior for 135 of 165 held-out (view, seed) pairs and these weights for 90; each family of variants and copies counts
-once in the pool's evidence (§4h), and the pool's built-in baselines are not evidence)."""
+"""The default label-free metrics (the weights, method and options of images differ:
+:mod:`embedselect.pipeline.defaults`). With their specs' weights and :data:`embedselect.ranking.combine.DEFAULT_METHOD`
+they are the text default: task_prior 1 with its central prior, sufficiency 0.25, nn_agreement 1, rankme 0 (shown,
+not combined), modularity 1, mean ranks; each family of variants and copies counts once in the pool's evidence, and
+the pool's built-in baselines are not evidence (docs/validity.md, "Current defaults")."""
 
 
 class _MinItems(abc.Mapping):

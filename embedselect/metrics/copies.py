@@ -4,8 +4,7 @@ Quantising an embedding (float16, int8, binary sign bits) or keeping its first k
 truncation) maps each coordinate of the parent's vector to the same coordinate of the copy by a monotone
 function (up to the copy's row re-normalisation). By the data processing inequality such a copy cannot carry
 more information about any labelling of the items than its parent, so a ranking that puts it above its parent
-is wrong in expectation, however the label-free scores came out (docs/benchmarks.md §4c measured the default
-doing exactly that: mpnet's binary copy first on two datasets).
+is wrong in expectation, however the label-free scores came out (docs/validity.md, "Copies below their parents").
 
 A *variant* is not a copy: another pooling (CLS / mean / max), another input resolution or another layer of the
 same model computes new features from the input; it can be better than the default (a max-pooled EfficientNet was
@@ -14,9 +13,9 @@ the most accurate candidate of a photo pool) and is ranked on its own.
 One variant is declared a copy by its spec alone (:func:`truncated_inputs`): the same model and revision with the
 same options but a shorter ``max_length``. It reads the first tokens of what its parent reads, so it sees nothing
 its parent does not (issue 23 item 3). Its vectors are not a function of the parent's, so this is a declared order,
-not the data processing inequality; measured on the 11 text sets of docs/benchmarks.md §4l (tuned probe, 200-300
-items), MiniLM and mpnet at 8 tokens were below the full model in 15 of 22 cases, equal in 5 and above it in 2, by
-one item.
+not the data processing inequality; on the validity benchmark's 11 text sets (tuned probe, 200-300 items) MiniLM
+and mpnet at 8 tokens are below the full model in 15 of 22 cases, equal in 5 and above it in 2, by one item
+(docs/validity.md, "Copies below their parents").
 
 The test, for a pair (parent P with d_P dimensions, copy C with d_C ≤ d_P), on at most ``max_items`` rows:
 

@@ -12,7 +12,7 @@ def normal_scores(x: np.ndarray, seed: int) -> np.ndarray:
     Ties (e.g. the exact zeros of ReLU / max-pooled features, or the 256 levels of an int8 code) are broken by a
     seeded uniform key, so a point mass becomes a spread of distinct scores: a diagonal Gaussian mixture fitted to
     the result has a finite entropy, where on the raw values a component collapses onto the point mass and the
-    information estimate is unbounded (docs/benchmarks.md §4d). Monotone per-dimension changes of ``x`` give the
+    information estimate is unbounded. Monotone per-dimension changes of ``x`` give the
     same output. The key depends only on ``seed`` and the shape, never on the candidate.
 
     Args:

@@ -62,10 +62,9 @@ def evidence(keys: list[str], references: frozenset[str] | set[str]) -> list[int
     :data:`MIN_EVIDENCE` are left.
 
     Why: a consensus of the pool is evidence about which structure of the data matters only where its members learned
-    something about such data. Built-in baselines did not; in the validity benchmark (docs/benchmarks.md §4f) two of
-    them (pixel PCA and a random projection: both linear in the pixels, yet not near-copies, so the balanced prior's
-    redundancy discount left each its weight) pulled the prior towards pixel geometry and ranked themselves above
-    every ImageNet model.
+    something about such data. Built-in baselines did not: on photographs two of them (pixel PCA and a random
+    projection: both linear in the pixels, yet not near-copies) pull a prior that counts them towards pixel geometry,
+    and rank themselves above every ImageNet model (docs/validity.md, "Reference points").
     """
     members = [i for i, k in enumerate(keys) if k not in references]
     return members if len(members) >= MIN_EVIDENCE else list(range(len(keys)))
@@ -88,7 +87,7 @@ def family_weights(keys: list[str], members: list[int], families: Mapping[str, s
     of it (a quantisation, a distillation its card declares) are not independent witnesses of what matters in the
     data. Counted one by one, a family of three outvotes a stronger model that came alone: on the validity
     benchmark's text pools (mpnet against MiniLM with its CLS pooling and its model2vec distillation) every pool
-    signal then picked MiniLM (docs/benchmarks.md §4h).
+    signal then picks MiniLM (docs/validity.md, "Protocol").
     """
     fam = [(families or {}).get(keys[i], keys[i]) for i in members]
     size = Counter(fam)

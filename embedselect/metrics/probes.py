@@ -168,7 +168,7 @@ def probe_tasks(
         alphas: relative ridge penalties tried by GCV.
         splits: task s is trained and tested on split ``s % splits`` (split 0 from ``seed``, the others from seeds
             derived from it): with one split shared by every task, which items happened to be held out moved a
-            candidate's mean accuracy as much as the tasks did (docs/benchmarks.md §4g); each split costs its own
+            candidate's mean accuracy as much as the tasks did; each split costs its own
             ridge factorisations (train rows, and the two halves for the agreement).
 
     Returns:

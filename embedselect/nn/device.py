@@ -185,7 +185,7 @@ def tune_nprobe(index, xs: np.ndarray, ftype: int, gpu: int, *, start: int = IVF
     """Raise the ``nprobe`` of the filled IVF ``index`` (on the GPUs, sharded or not) from ``start`` until
     :data:`IVF_RECALL` is reached on sampled indexed rows (see there); the sample's exact neighbours come from
     brute-force FAISS on GPU ``gpu`` (RECALL_SAMPLE × n × d multiply-adds; on the CPU they cost 3–4 s at
-    n = 10⁶, d = 384, docs/benchmarks.md §6)."""
+    n = 10⁶, d = 384; docs/benchmarks.md, "GPU paths")."""
     faiss = faiss_module()
     n = xs.shape[0]
     k = min(10, n)

@@ -4,22 +4,17 @@ precompute and ``embedselect metrics`` all read it here.
 
 Text keeps the registry's weights (:class:`embedselect.metrics.base.MetricSpec`: task_prior 1, sufficiency 0.25,
 nn_agreement 1, rankme 0, modularity 1), :data:`embedselect.ranking.combine.DEFAULT_METHOD` (mean rank), task_prior's
-central prior and sufficiency's KNIFE estimator: the leave-one-dataset-out choice within the 11 text datasets
-(docs/benchmarks.md §4o). Held out it scores 0.875 mean ρ, every view ≥ 0.71, regret ≤ 0.02 on 82 % of (view, seed)
-pairs: the three targets of issue 23 for texts (0.877, ≥ 0.70, 84 % on a rebuild of the same pools, §4t, where the
-folds chose a neighbouring setting, RankMe 0.5 and modularity 0.5, equal in mean ρ and lower on the pools a new user
-builds; kept).
+central prior and sufficiency's KNIFE estimator: the leave-one-dataset-out choice within the text datasets. Held out
+it scores 0.877 mean ρ over 33 views, every view ≥ 0.70, regret ≤ 0.02 on 84 % of (view, seed) pairs.
 
 Images use task_prior 1 on *cluster tasks* with each candidate left out of its own prior (``tasks="clusters"``,
 ``leave_self_out``: probes on the central prior's k-means partitions into 4, 8 and 16 classes, 32 partitions of each,
 ``cluster_restarts``; docs/task_prior.md), sufficiency 0.25 with the Gaussian estimator, nn_agreement 0.5, rankme 0.5
 and modularity 0.5, combined by mean rank: the setting the leave-one-dataset-out *within* the image datasets chose
-most often (5 datasets, 10 views, 5 metric seeds; docs/benchmarks.md §4q, §4r), and again with a 6th image set
-added afterwards (animal-shapes, §4s: 30 of 60 folds). Held out the image LODO scores 0.801 mean ρ over 6 datasets
-and 12 views (0.787 over the first 5; 0.773 with 8 partitions per class count, 0.748 with sampled tasks), every view
-≥ 0.6 (lowest digits/all 0.61), regret ≤ 0.02 on 85 % of (view, seed) pairs. On animal-shapes, which the setting was
-chosen without, it scores ρ 0.88 and 0.85 on its two views. The previous image defaults: 8 partitions per class count (§4q);
-before them task_prior 1 on sampled tasks, Gaussian sufficiency 0.25, nn_agreement 2, rankme 0.5, modularity 1 (§4o).
+most often. Held out it scores 0.801 mean ρ over 6 datasets and 12 views, every view ≥ 0.6 (lowest digits/all 0.61),
+regret ≤ 0.02 on 85 % of (view, seed) pairs.
+
+The protocol, the targets and these numbers: docs/validity.md, "Current defaults" and "Current numbers".
 """
 
 from __future__ import annotations

@@ -25,8 +25,8 @@ def _evidence_references(ctx: RunContext, references: frozenset[str], run_keys: 
     The metrics that compare a candidate with the pool consult the models, not the built-in baselines, on the grounds
     that a baseline learned nothing about the data. When a baseline's nearest neighbours agree with every model's at
     least as much as the models' agree with each other (:func:`embedselect.metrics.comparators.agreement.central_in_pool`), that
-    ground is gone, and it counts as evidence like a model (docs/validation.md; docs/benchmarks.md §4m: only the 8×8
-    digits of the 43 benchmark views, where raw pixels are the most accurate representation)."""
+    ground is gone, and it counts as evidence like a model (docs/validation.md; docs/validity.md, "Reference points":
+    of the benchmark's views, only the 8×8 digits, where raw pixels are the most accurate representation)."""
     from embedselect.metrics.comparators.agreement import central_in_pool, central_warning
 
     if not references:

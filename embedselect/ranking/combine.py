@@ -11,8 +11,8 @@ Method ``"mean-rank"`` (:data:`DEFAULT_METHOD`, what ``select()`` uses; a weight
 
 Method ``"mean-z"``: the weighted mean of per-metric z-scores
 (score minus the metric's mean, over its standard deviation across candidates; unbounded, 0 = average). It uses the
-size of the gaps, not only the order; one metric with an outlier can dominate, which the benchmark's leave-one-
-dataset-out choice weighed against ranks (docs/benchmarks.md §4c).
+size of the gaps, not only the order; one metric with an outlier can dominate (docs/validity.md, "Current
+defaults": both modalities combine by mean rank).
 
 Ties follow the package's one rule (:func:`embedselect.ranking.result.tie_groups`): equal combined scores share
 a rank (competition ranks 1, 1, 3) and are listed by name; no metric breaks a tie, because a tie decided by
@@ -38,11 +38,9 @@ __all__ = ["METHODS", "DEFAULT_METHOD", "MIN_POOL", "Decision", "metric_ranks", 
 
 METHODS = ("mean-rank", "mean-z")
 DEFAULT_METHOD = "mean-rank"
-"""The combination ``select()`` uses (for texts and, since §4q, images: :mod:`embedselect.pipeline.defaults`): chosen by leave-one-dataset-out on the validity benchmark (docs/benchmarks.md
-§4h: 43 views x 5 metric seeds, the grid's sufficiency weight > 0 since the mission ranks by it; mean rank for 185 of
-215 held-out (view, seed) pairs once each family of variants and copies counts once in the pool's evidence). Mean z
-(the default from 2026-11-23, §4c-g) kept the size of the gaps, which let one signal's outlier or a family's shared
-bias decide; ranks make each signal one vote."""
+"""The combination ``select()`` uses for texts and images (:mod:`embedselect.pipeline.defaults`), chosen by
+leave-one-dataset-out on the validity benchmark (docs/validity.md, "Current defaults"). Ranks make each signal one
+vote; mean z keeps the size of the gaps, which lets one signal's outlier or a family's shared bias decide."""
 
 MIN_POOL = 4
 """With fewer scored candidates than this, the ranking is reported as undecided: the label-free scores

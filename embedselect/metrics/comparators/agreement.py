@@ -194,7 +194,7 @@ def compute(ctx: MetricContext) -> MetricResult:
 
     Options: k (10), max_items (2048), compare_with ("models": a candidate's score is its mean agreement with the
     candidates that are not reference points, ``ctx.references`` — the built-in baselines — when at least two are
-    left, :func:`~embedselect.metrics.base.evidence`; "all": with every other candidate, as before 2026-11-25).
+    left, :func:`~embedselect.metrics.base.evidence`; "all": with every other candidate).
     """
     opt = checked_options("nn_agreement", ctx.options, _OPTION_DEFAULTS, {"k": 1, "max_items": 3})
     if opt["compare_with"] not in ("models", "all"):
@@ -243,7 +243,8 @@ def central_references(g: np.ndarray, keys: list[str], members: list[int],
     Why: the pool-relative metrics consult the models only, on the grounds that a built-in baseline learned nothing
     about the data. When a baseline's neighbourhoods are as close to every model's as the models' are to each other,
     that ground is gone: the models share little beyond what the baseline captures (the benchmark's 8x8 digits, where
-    raw pixels are the most accurate representation and the label-free ranking is inverted, docs/benchmarks.md §4h).
+    raw pixels are the most accurate representation and the label-free ranking is inverted; docs/validity.md,
+    "Reference points").
     """
     if len(members) < 2:
         return {}

@@ -8,8 +8,8 @@ union of the k-NN lists) is partitioned by Louvain (networkx, seeded), and the s
 best partition over ``restarts`` runs, in [-0.5, 1] (higher is better). An embedding whose neighbourhoods form
 well-separated groups of items scores high; one whose neighbourhoods are a uniform tangle (noise, a collapsed or
 degenerate space) scores low. Classes of a downstream task are such groups when the embedding separates them, which
-is why it predicts the probe's accuracy on the text datasets of the validity benchmark (docs/benchmarks.md §4k has
-the numbers and the leave-one-dataset-out choice of its weight). It does not see which groups a task needs: on
+is why it predicts the probe's accuracy on the text datasets of the validity benchmark (docs/validity.md, "Current
+defaults", has its weight per modality). It does not see which groups a task needs: on
 sentiment data the topical communities of a text model are not the classes, and an early layer's surface-level
 communities can score high.
 

@@ -1,7 +1,7 @@
 """Label-free comparators from the literature: spectra and uniformity of one embedding at a time.
 
 These are the simple baselines the validity benchmark scores next to ``task_prior`` and
-``sufficiency`` (docs/benchmarks.md §4). Each one looks at a single candidate's geometry:
+``sufficiency`` (docs/validity.md, "Protocol"). Each one looks at a single candidate's geometry:
 
 - ``rankme`` — RankMe effective rank (Garrido et al., ICML 2023): ``exp(H(p))`` with
   ``p_k = σ_k / Σ σ`` the normalised singular values of the (n, d) embedding matrix. Higher is better;
@@ -113,7 +113,7 @@ def rankme_not_comparable(n_items: int, dims: Mapping[str, int]) -> str | None:
     n − 1 dimensions, every one is capped by the item count rather than by its own width, and what is left to
     compare is only how flat each n-item spectrum is, which noise-like embeddings (random projections, TF-IDF of
     short texts) win: on the bundled 240-item sample it ranked TF-IDF (probe accuracy 0.50) first, above
-    all-MiniLM-L6-v2 (0.95). See docs/benchmarks.md §4c.
+    all-MiniLM-L6-v2 (0.95).
     """
     if len(dims) == 0 or n_items - 1 > min(dims.values()):
         return None

@@ -13,9 +13,9 @@ cross-fitting: principal axes, ridge penalty and weights are fitted on the other
 counts towards the estimate instead of a test split of a few dozen, and the estimate has no training schedule, early
 stopping or initialisation to vary: the fold assignment is its only random choice.
 
-Why (docs/benchmarks.md §4h): at the few hundred items a user ranks with, the KNIFE estimate is dominated by its
-60-item test split and by pairs that never improve on their marginal (IS exactly 0); on the validity benchmark this
-estimator ranks better on text and on photographs and keeps its top pick over seeds.
+Why: at the few hundred items a user ranks with, the KNIFE estimate is dominated by its 60-item test split and by
+pairs that never improve on their marginal (IS exactly 0); this estimator keeps its top pick over seeds, and the
+image default uses it (docs/validity.md, "Current defaults").
 
 Pure array code (torch, float64 accumulations, on the metric's device); no caching of its own (the whole matrix of
 P candidates costs ``folds`` eigendecompositions per candidate and one (r x m) @ (m x P·k) product per source).

@@ -417,7 +417,7 @@ def compute(ctx: MetricContext) -> MetricResult:
     ``targets``: "models" (default: a candidate's score is the median of IS(candidate ->
     other) over the other candidates that are not reference points, ``ctx.references`` — the built-in baselines —
     when at least two are left, :func:`~embedselect.metrics.base.evidence`; the baselines are scored as sources) or
-    "all" (over every other candidate, as before 2026-11-25). The median weighs each target by 1 / the size of its
+    "all" (over every other candidate). The median weighs each target by 1 / the size of its
     family (``ctx.families``: variants and copies of one model count once, :func:`~embedselect.metrics.base.family_weights`). Pairs are cached in ``ctx.pair_cache`` keyed by the two
     run keys, the settings and the seed (whatever ``targets`` is).
     """

@@ -53,12 +53,12 @@ class SufficiencySettings:
         marginal_max_items: most training rows used by the EM fit of a marginal.
         prep_max_items: most training rows whose statistics standardise each candidate and rotate it to its
             principal axes (a seeded sample above that; the training itself still draws its minibatches from every
-            training row). Reading every training row for them cost 12 s per candidate at 10^6 x 384 on 2 CPU
-            cores, 2.3 s at 100 000 (docs/benchmarks.md §3).
+            training row). Reading every training row for them costs 12 s per candidate at 10^6 x 384 on 2 CPU
+            cores, 2.3 s at 100 000 (docs/benchmarks.md, "Information sufficiency").
         rows_per_pc: small-n rule: at most max(min_pcs, n_train / rows_per_pc) source PCs and target top
             coordinates (40: below about 5 000 training rows the conditional's inputs and shifted coordinates are
             capped; with 10, most pairs at 300-1 000 items overfit before their first evaluation and stopped
-            at step 0, IS = 0; see docs/benchmarks.md, "Sufficiency at small n").
+            at step 0, IS = 0; docs/sufficiency.md, "Small n (the small-n rule)").
         min_pcs: floor of that cap.
         rows_per_component: small-n rule: at most n_train / rows_per_component mixture components.
         eval_epochs: small-n rule: evaluate at least every ``eval_epochs`` passes over the training rows.
@@ -67,8 +67,8 @@ class SufficiencySettings:
             seeds (each its own splits, minibatch order and initial weights; :func:`repeat_seeds`) and the matrices
             averaged, as many times as it takes for the test splits to hold ``repeat_test_rows`` rows in all, at most
             ``max_repeats`` (:meth:`repeats`: 5 below 1 248 items, where one test split holds 60 rows at 300; once from
-            4 998 items). One estimate at 300 items was the largest seed noise of the combined text ranking
-            (docs/benchmarks.md §4j). Neither is part of a pair's cache key: a repeat is a plain estimate under its
+            4 998 items). One estimate at 300 items is the largest seed noise of the combined text ranking
+            (docs/sufficiency.md, "Averaged estimates at small n"). Neither is part of a pair's cache key: a repeat is a plain estimate under its
             own seed.
         normal_scores: replace each dimension by the normal scores of its ranks first (seeded ties;
             :func:`~embedselect.metrics.normal_scores.normal_scores`), so point masses (ReLU / max-pool zeros,

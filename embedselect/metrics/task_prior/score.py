@@ -91,7 +91,7 @@ def compute(ctx: MetricContext) -> MetricResult:
     """The ``task_prior`` metric: closed-form moments plus probes on sampled tasks.
 
     Options (``ctx.options``):
-        prior: "central" (default since 2026-11-26, chosen by leave-one-dataset-out, docs/benchmarks.md §4o: the
+        prior: "central" (default, chosen by leave-one-dataset-out, docs/validity.md, "Current defaults": the
             balanced prior's weights times each member's mean CKA with the other members, :func:`central_weights`,
             so a kernel the others do not share, such as an untrained network's, weighs little), "balanced" (the
             candidates' kernels summed with redundancy weights w_k = 1 / Σ_l CKA_kl^8, so a group of near-copies
@@ -103,30 +103,27 @@ def compute(ctx: MetricContext) -> MetricResult:
             case labels are read).
         prior_from: "models" (default: a pool prior — balanced, central, consensus, loo — sums the kernels of the candidates
             that are not reference points, ``ctx.references``, i.e. not the built-in baselines, when at least two
-            are left; the baselines are scored under it) or "all" (every candidate's kernel, as before 2026-11-25).
-            The members are in ``details['prior_members']``. Chosen by leave-one-dataset-out (docs/benchmarks.md
-            §4f): on natural photographs a prior that counted pixel PCA and a random projection ranked them above
-            every ImageNet model.
+            are left; the baselines are scored under it) or "all" (every candidate's kernel).
+            The members are in ``details['prior_members']``. On natural photographs a prior that counts pixel PCA and
+            a random projection ranks them above every ImageNet model (docs/validity.md, "Reference points").
         tau: scale-free temperature, T = tau / n (default :data:`DEFAULT_TAU`).
         temperature: absolute temperature; overrides tau (used for the moments at n and for the
             sampler on the probe subsample alike).
-        n_tasks (256), n_classes (2): sampled tasks for the probes. 256 since 2026-11-25 (64 before): the mean over
-            tasks is the score, and with 64 its spread across seeds flipped close top picks; with 256 the
-            leave-one-dataset-out choice of the combination became the same in all 43 held-out views
-            (docs/benchmarks.md §4f). All tasks share one eigendecomposition per candidate; the sampler's cost is
+        n_tasks (256), n_classes (2): sampled tasks for the probes. The mean over tasks is the score; with fewer
+            tasks its spread across seeds flips close top picks (docs/validity.md, "Signals and metric seeds").
+            All tasks share one eigendecomposition per candidate; the sampler's cost is
             linear in the tasks (11 wide candidates at n = 300: about 1 s on 2 cores).
         probes (True): sample tasks and train probes; False gives the closed-form moments only.
         agreement (True): also compute the agreement score.
         max_items (4096): items (seeded subsample) used for sampling and probes.
         moments_max_items (16384): items (a seeded subsample, drawn apart from the probes') for the closed-form
             moments, whose cost is O(n²·d) time (O(n·d) memory): at n = 100 000 on two CPU cores they alone
-            took about 4-6 minutes per candidate (docs/benchmarks.md, sections 2 and 8). ``None``: all items.
+            take about 4-6 minutes per candidate (docs/benchmarks.md, "Task Prior moments"). ``None``: all items.
             When it bites, ``details['subsampled']['moments']`` says how many were used, and the temperature
             follows the subsample (T = tau / n_used).
         test_fraction (0.3): held-out share for the probes.
-        splits ("auto"): train/test splits the tasks are spread over (task s on split s % splits; one split for
-            every task before 2026-11-25): with one split the held-out items, not the tasks, made most of the
-            score's spread across seeds (docs/benchmarks.md §4g). "auto": enough splits to hold out about 2 000 items
+        splits ("auto"): train/test splits the tasks are spread over (task s on split s % splits): with one split
+            the held-out items, not the tasks, make most of the score's spread across seeds. "auto": enough splits to hold out about 2 000 items
             in all, 1 to 8 (:func:`~embedselect.metrics.probes.probe_splits`: 8 at 300 items, 2 at 4 096); each
             split costs its own ridge factorisations.
         dtype ("float64"), tile (None = device default): precision and tile of the streamed moments.
@@ -135,7 +132,7 @@ def compute(ctx: MetricContext) -> MetricResult:
             instead of random ones, k-means partitions of its spectral embedding
             (:func:`~embedselect.metrics.task_prior.sampling.cluster_tasks_from_kernel`), ``cluster_restarts`` (8) per
             class count in ``cluster_classes`` ((4, 8, 16); counts above a fifth of the probe items are dropped);
-            the image default since 2026-11-26 (docs/benchmarks.md §4q), with ``cluster_restarts`` 32 (§4r).
+            the image default, with ``cluster_restarts`` 32 (docs/validity.md, "Current defaults").
         leave_self_out (False): a pool prior leaves the scored candidate's own kernel out (the weights of the others
             unchanged), for the moments and the probes alike, so a candidate is not scored on tasks it helped draw;
             "loo" is the consensus prior with it.
@@ -145,8 +142,8 @@ def compute(ctx: MetricContext) -> MetricResult:
             deterministic, cheap to bootstrap). The other one is still reported in ``columns`` and named
             in ``details['secondary']``, so that validation with labels measures both. "probes" is the
             default because it tracked held-out label accuracy better on the real datasets of the validity
-            benchmark (Spearman 0.90 vs 0.50 on polarity, 0.70 vs 0.60 on analogy, equal on digits;
-            docs/benchmarks.md); the closed form did better on the bundled demo sample (0.8 vs 0.7) and on
+            benchmark's first check (Spearman 0.90 vs 0.50 on polarity, 0.70 vs 0.60 on analogy, equal on digits;
+            ``python -m benchmarks.validity``, docs/validity.md, "Reproducing"); the closed form did better on the bundled demo sample (0.8 vs 0.7) and on
             a synthetic pool of near-duplicates. With ``probes=False`` the headline is the alignment.
 
     Headline score: higher is better (see ``headline``).

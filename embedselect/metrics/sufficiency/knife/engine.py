@@ -257,7 +257,7 @@ class _Engine:
 
     def _graph_step(self, idx, lr, betas, eps) -> None:
         """:meth:`_eager_step` as one CUDA graph: a step is about a hundred small kernels, launch-bound from Python
-        (docs/benchmarks.md §6). The graph is captured on the first step after the active pairs change (that step
+        (docs/benchmarks.md, "GPU paths"). The graph is captured on the first step after the active pairs change (that step
         runs eagerly first, on a side stream, so lazy CUDA and cuBLAS set-up happens outside the capture) and
         replayed with the step's rows and Adam's step sizes written into its static inputs. The kernels are the
         eager step's, so the results are too."""
