@@ -175,5 +175,7 @@ def push_card(repo_id: str, card_text: str, *, token: str | None = None, endpoin
         info = api.upload_file(path_or_fileobj=card_text.encode("utf-8"), path_in_repo="README.md", repo_id=repo_id,
                                repo_type="model", commit_message=message, create_pr=True)
     except Exception as exc:  # noqa: BLE001 - mapped to a typed, token-free error
-        raise HubError(f"could not open a pull request on {repo_id}: {redact(str(exc), token)}") from None
+        raise HubError(f"could not open a pull request on {repo_id}: {redact(str(exc), token)}", repo_id=repo_id,
+                       status_code=getattr(getattr(exc, "response", None), "status_code", None),
+                       request_id=getattr(exc, "request_id", None)) from None
     return str(getattr(info, "pr_url", None) or info)

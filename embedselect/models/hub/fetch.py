@@ -106,12 +106,12 @@ def _verify_sizes(repo_id: str, sha: str, local_dir: Path, files: Sequence[str],
     for f in files:
         p = local_dir / f
         if not p.is_file():
-            raise HubError(f"{repo_id}@{sha}: {f} is missing from the downloaded snapshot. Try again.")
+            raise HubError(f"{repo_id}@{sha}: {f} is missing from the downloaded snapshot. Try again.", repo_id=repo_id)
         want = sizes.get(f)
         if want is not None and p.stat().st_size != want:
             raise HubError(
                 f"{repo_id}@{sha}: {f} has {p.stat().st_size} bytes, the hub lists {want}: truncated download. "
-                "Delete it from the HF cache and try again."
+                "Delete it from the HF cache and try again.", repo_id=repo_id,
             )
 
 
@@ -198,9 +198,10 @@ def _pin_and_check(repo_id: str, revision: str | None, backend: str | None, poli
         raise map_error(exc, repo_id, revision, token) from None
     sha = info.sha
     if not isinstance(sha, str) or not SHA_RE.match(sha):
-        raise HubError(f"{repo_id}: the hub's model info has no valid commit sha ({sha!r}); cannot pin a revision.")
+        raise HubError(f"{repo_id}: the hub's model info has no valid commit sha ({sha!r}); cannot pin a revision.",
+                       repo_id=repo_id)
     if info.siblings is None:
-        raise HubError(f"{repo_id}@{sha}: the hub's model info lists no files.")
+        raise HubError(f"{repo_id}@{sha}: the hub's model info lists no files.", repo_id=repo_id)
     sizes: dict[str, int | None] = {
         s.rfilename: (s.lfs.size if s.lfs is not None else s.size) for s in info.siblings
     }
