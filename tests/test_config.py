@@ -291,3 +291,28 @@ def test_every_public_module_lists_its_names():
             continue
         unknown += [f"{name}.{n}" for n in mod.__all__ if not hasattr(mod, n)]
     assert not missing and not unknown, (missing, unknown)
+
+
+def test_the_nightly_key_counts_a_new_setting_only_when_it_is_not_its_default(tmp_path):
+    """The nightly history is kept per ranking_key: the settings the night gained (bootstrap, drop_duplicates,
+    labels, policy) leave the key of an unchanged file as it was, and change it when set."""
+    from embedselect.nightly.config import parse_config
+
+    base = {"data": {"path": SAMPLE, "column": "text"}, "output": str(tmp_path / "site")}
+    key = parse_config(base, base_dir=tmp_path).ranking_key()
+    defaults = {**base, "data": {**base["data"], "drop_duplicates": None, "labels": None}, "bootstrap": 0,
+                "policy": {"allow_pickle": False}}
+    assert parse_config(defaults, base_dir=tmp_path).ranking_key() == key
+    for changed in ({**base, "bootstrap": 10}, {**base, "policy": {"allow_pickle": True}},
+                    {**base, "data": {**base["data"], "drop_duplicates": "exact"}}):
+        assert parse_config(changed, base_dir=tmp_path).ranking_key() != key
+    with pytest.raises(ConfigError, match="weights for metric"):  # validated as select() validates it
+        parse_config({**base, "metrics": ["rankme"], "weights": {"sufficiency": 1}}, base_dir=tmp_path)
+
+
+def test_the_nightly_job_settings_pickle_for_the_ray_workers():
+    from embedselect.nightly.executors import EmbedJob
+
+    job = EmbedJob(config=RankConfig(**SETTINGS), runtime=Runtime(device="cpu", token="hf_secret"), timeout_s=60.0)
+    back = pickle.loads(pickle.dumps(job))
+    assert back == job and back.token == "hf_secret" and "hf_secret" not in repr(job)
