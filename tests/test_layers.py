@@ -224,6 +224,15 @@ def test_the_checkouts_folders_import_only_what_they_may(folder):
     assert not _repo_arrows(folder), _repo_arrows(folder)
 
 
+def test_no_folder_edits_sys_path_or_carries_formatter_markers():
+    """Benchmarks and tests import each other's code as packages (``python -m benchmarks.X``), never by editing
+    ``sys.path``; no formatter-skip comments (no formatter is configured)."""
+    needles = ("sys.path." + "insert(", "sys.path." + "append(", "# fmt: " + "skip")  # split: this file is scanned too
+    bad = [f"{p.relative_to(ROOT)}:{i}" for folder in REPO_MAY_IMPORT for p in sorted((ROOT / folder).rglob("*.py"))
+           for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1) if any(n in line for n in needles)]
+    assert not bad, bad
+
+
 def test_the_folder_rule_catches_a_test_importing_a_benchmark(monkeypatch):
     monkeypatch.setitem(REPO_MAY_IMPORT, "tests", {"embedselect"})  # as if testkit were a benchmark module
     assert any(a.endswith("imports testkit") for a in _repo_arrows("tests"))
