@@ -41,6 +41,7 @@ _LAZY = {
     "embed": "embedselect.pipeline",
     "Ranking": "embedselect.ranking.result",
     "CandidateResult": "embedselect.ranking.result",
+    "RankingWarning": "embedselect.ranking.result",
     "ReferenceData": "embedselect.data",
     "Candidate": "embedselect.models.candidates",
     "RankConfig": "embedselect.config",
@@ -50,7 +51,7 @@ _LAZY = {
 
 if TYPE_CHECKING:  # what _LAZY serves, visible to type checkers and IDEs (tests/test_packaging.py keeps them equal)
     from embedselect.pipeline import embed, select
-    from embedselect.ranking.result import CandidateResult, Ranking
+    from embedselect.ranking.result import CandidateResult, Ranking, RankingWarning
     from embedselect.data import ReferenceData
     from embedselect.models.candidates import Candidate
     from embedselect.config import LoadPolicy, RankConfig, Runtime
@@ -67,6 +68,7 @@ __all__ = [
     "MetricError",
     "RankConfig",
     "Ranking",
+    "RankingWarning",
     "ReferenceData",
     "Runtime",
     "StoreError",

@@ -250,6 +250,8 @@ class Runtime:
         token: hub token (None: ``HF_TOKEN``); never in a repr, a log or a stored result.
         progress: show progress bars (only on a terminal).
         save: store the ranking in the cache database.
+        strict: a failed candidate makes ``select()`` raise :class:`~embedselect.errors.CandidatesFailedError` (after
+            ranking the others and storing the ranking) instead of returning a ranking with a failed row.
     """
 
     cache_dir: Path | str | None = None
@@ -258,6 +260,7 @@ class Runtime:
     token: str | None = field(default=None, repr=False)
     progress: bool = False
     save: bool = True
+    strict: bool = False
 
     def __post_init__(self) -> None:
         if self.cache_dir is not None:
@@ -269,7 +272,7 @@ class Runtime:
         object.__setattr__(self, "batch_size", _int(self.batch_size, "batch_size", minimum=1, allow_none=True))
         if self.token is not None and not isinstance(self.token, str):
             raise ConfigError("token must be a string or None")
-        for name in ("progress", "save"):
+        for name in ("progress", "save", "strict"):
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(f"{name} must be True or False; got {getattr(self, name)!r}")
 
@@ -297,11 +300,12 @@ def from_keywords(
     token: str | None = None,
     progress: bool = False,
     save: bool = True,
+    strict: bool = False,
 ) -> tuple[RankConfig, Runtime]:
     """The :class:`RankConfig` and :class:`Runtime` of ``select()``'s keyword arguments (the same names)."""
     config = RankConfig(metrics=metrics, weights=weights, metric_options=metric_options or {}, max_items=max_items,  # type: ignore[arg-type]
                         seed=seed, bootstrap=bootstrap, on_error=on_error, drop_duplicates=drop_duplicates,
                         column=column, labels=labels, policy=policy if policy is not None else LoadPolicy())
     runtime = Runtime(cache_dir=Path(cache_dir) if cache_dir is not None else None, device=device,
-                      batch_size=batch_size, token=token, progress=progress, save=save)
+                      batch_size=batch_size, token=token, progress=progress, save=save, strict=strict)
     return config, runtime

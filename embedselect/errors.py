@@ -22,6 +22,8 @@ EXIT_CODES: dict[str, int] = {
     "partial": 8,  # ranking produced, but some candidates failed (`rank --strict`)
     "locked": 9,  # `nightly`: another run holds the lock
     "empty": 10,  # `nightly`: the night produced nothing
+    "fail_on": 11,  # `rank --fail-on CODES`: a named condition holds (the ranking was still written)
+    "degraded": 12,  # `nightly`: the night ranked and published, but a part of it failed (the crawl)
     "interrupted": 130,
     "broken_pipe": 141,  # stdout was closed before the output was written (`... | head -1`): 128 + SIGPIPE, quietly
 }
@@ -117,6 +119,20 @@ class EnvironmentVariableError(ConfigError):
         self.accepted = accepted
 
 
+class RankingFormatError(ConfigError):
+    """A ranking file (``Ranking.from_json`` / ``from_dict``) cannot be read: not JSON, not a ranking, or a format this
+    embedselect does not read (newer: upgrade; older than it reads: re-run the ranking)."""
+
+
+class MissingExtraError(ConfigError, ImportError):
+    """An optional part of embedselect is not installed. The message names the command that installs it
+    (``pip install 'embedselect[EXTRA]'``); :attr:`extra` is the extra's name."""
+
+    def __init__(self, message: str, *, extra: str) -> None:
+        super().__init__(message)
+        self.extra = extra
+
+
 # --- candidates / models ----------------------------------------------------------------------
 class CandidateError(EmbedselectError):
     """A candidate model cannot be resolved, fetched, or loaded."""
@@ -149,6 +165,18 @@ class UnsafeModelError(CandidateError):
 
 class AllCandidatesFailedError(CandidateError):
     """No candidate could be embedded; nothing to rank."""
+
+
+class CandidatesFailedError(CandidateError):
+    """``select(..., strict=True)``: some candidates failed, the others were ranked. :attr:`ranking` is that ranking
+    (stored like any other), :attr:`failed` the names of the failed candidates. Exit code 8 (``partial``)."""
+
+    exit_code = EXIT_CODES["partial"]
+
+    def __init__(self, message: str, *, ranking: object, failed: list[str]) -> None:
+        super().__init__(message)
+        self.ranking = ranking
+        self.failed = failed
 
 
 # --- hub ----------------------------------------------------------------------------------------
@@ -237,6 +265,7 @@ __all__ = [
     "CacheCorruptError",
     "CandidateError",
     "CandidateSpecError",
+    "CandidatesFailedError",
     "ColumnNotFoundError",
     "ConfigError",
     "DataError",
@@ -248,11 +277,13 @@ __all__ = [
     "HubError",
     "IndexMismatchError",
     "MetricError",
+    "MissingExtraError",
     "ModelFileError",
     "ModelLoadError",
     "ModelTimeoutError",
     "NightlyEmptyError",
     "NightlyLockedError",
+    "RankingFormatError",
     "SearchIndexError",
     "StoreCorruptError",
     "StoreError",

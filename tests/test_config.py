@@ -251,7 +251,9 @@ def test_every_error_pickles_round_trip_with_its_attributes():
     """The Ray executor pickles errors: TooFewItemsError and UnsafeModelError could not be unpickled."""
     kwargs = {errors.TooFewItemsError: {"needed": 3, "got": 1}, errors.UnsafeModelError: {"reason": "gated"},
               errors.HubError: {"status_code": 503, "request_id": "r-1", "repo_id": "org/m"},
-              errors.EnvironmentVariableError: {"variable": "EMBEDSELECT_X", "accepted": "a number"}}
+              errors.EnvironmentVariableError: {"variable": "EMBEDSELECT_X", "accepted": "a number"},
+              errors.CandidatesFailedError: {"ranking": None, "failed": ["org/m"]},
+              errors.MissingExtraError: {"extra": "mlflow"}}
     classes = [c for n in errors.__all__ if inspect.isclass(c := getattr(errors, n))]
     assert len(classes) > 25
     for cls in classes:

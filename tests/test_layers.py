@@ -36,6 +36,8 @@ MAY_IMPORT: dict[str, set[str]] = {
     "pipeline": _LOW | {"config", "nn", "models", "data", "store", "metrics", "ranking", "validation"},
     "search": _LOW | {"config", "pipeline", "nn", "models", "data", "metrics", "ranking", "store"},
     "nightly": _LOW | {"config", "pipeline", "models", "data", "metrics", "publish", "ranking", "store"},
+    # what reads finished results and hands them to other tools (MLflow): optional extras, imported when used
+    "integrations": _LOW | {"ranking", "publish"},
     "cli": {"*"},
     "__main__": {"cli"},
     "": {"*"},  # embedselect/__init__.py: the package facade

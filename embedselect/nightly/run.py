@@ -266,7 +266,7 @@ def _close_night(cfg: NightlyConfig, store: Any, summary: dict[str, Any], stages
         )
         empty.summary = summary
         raise empty
-    summary["status"] = "partial" if (failed or summary["left"]) else "ok"
+    summary["status"] = night_status(summary, failed)
     with stages("publish"):
         from embedselect.nightly.outputs import publish
 
@@ -276,6 +276,17 @@ def _close_night(cfg: NightlyConfig, store: Any, summary: dict[str, Any], stages
     history.record_night(store, summary, leaderboard, failed)
     _save_summary(store, summary)
     return summary
+
+
+def night_status(summary: dict[str, Any], failed: list[dict[str, Any]]) -> str:
+    """The status of a night that ranked something: ``degraded`` when its crawl failed (a page of the hub's listing
+    could not be read after retries, so new models may be missing; ``summary["degraded"]`` says why; exit code 12),
+    else ``partial`` when a candidate failed or was left for the next night, else ``ok``."""
+    crawl = summary.get("crawl") or {}
+    if crawl.get("errors"):
+        summary["degraded"] = [f"the crawl failed: {e}" for e in crawl["errors"]]
+        return "degraded"
+    return "partial" if (failed or summary["left"]) else "ok"
 
 
 def _finish(summary: dict[str, Any], stages: _Stages, t_start: float) -> None:

@@ -9,7 +9,7 @@ from datetime import datetime, timezone
 from typing import Any, Mapping, cast
 
 from embedselect.pipeline.defaults import default_method
-from embedselect.ranking.result import Ranking, ValidationReport, rank_scores
+from embedselect.ranking.result import Ranking, RankingWarning, ValidationReport, rank_scores
 from embedselect.pipeline.context import RunContext, competition_rank, num, versions
 from embedselect.pipeline.scoring import metrics_stage
 
@@ -21,8 +21,8 @@ def rank_embedded(ctx: RunContext, t_start: float, *, save: bool) -> Ranking:
     decision = _rank_stage(ctx)
     validation = _validate_stage(ctx)
     if save and not ctx.store.can_record("the ranking"):
-        ctx.warnings.append(f"the cache at {ctx.store.root} is read-only: this ranking is not stored (leaderboard "
-                            "and history will not show it)")
+        ctx.warnings.append(RankingWarning("not-stored", f"the cache at {ctx.store.root} is read-only: this ranking is "
+                                           "not stored (leaderboard and history will not show it)"))
     ranking = _report(ctx, decision, validation)
     ctx.timings["total"] = time.perf_counter() - t_start
     if save:
@@ -60,8 +60,8 @@ def _rank_stage(ctx: RunContext) -> Any:
         else:
             why = f"median per-coordinate |Spearman| {d.median_abs_spearman:.2f}"
             since = "a copy cannot carry more information"
-        ctx.warnings.append(f"{c} is a {d.relation} copy of {p} ({why}): ranked below it, and {p} takes its "
-                            f"combined score, since {since}")
+        ctx.warnings.append(RankingWarning("copy-below-parent", f"{c} is a {d.relation} copy of {p} ({why}): ranked "
+                                           f"below it, and {p} takes its combined score, since {since}", [c, p]))
     for name, score in combined.items():
         by_name[name].combined_score = float(score)
     for name, r in rank_scores({n: by_name[n].combined_score for n in combined}).items():
@@ -69,10 +69,25 @@ def _rank_stage(ctx: RunContext) -> Any:
     ctx.outcomes.sort(key=lambda o: (not o.result.ok, o.result.rank if o.result.rank is not None else math.inf,
                                      o.result.name))
     decision = decide(combined, intervals={n: _intervals_in_score(by_name[n].intervals, full_weights) for n in combined})
-    ctx.warnings += [f"no clear winner: {why}" for why in decision.reasons]
+    ctx.warnings += [RankingWarning(code, f"no clear winner: {why}", decision.leaders)
+                     for code, why in zip(decision.codes, decision.reasons)]
+    ctx.warnings += _baseline_wins(ctx, decision.leaders)
     if sum(1 for v in combined.values() if math.isfinite(v)) >= MIN_POOL:  # else decide() said it
         ctx.warnings += ctx.pool_notes
     return decision
+
+
+def _baseline_wins(ctx: RunContext, leaders: list[str]) -> list[RankingWarning]:
+    """The ``baseline-wins`` warning when a built-in baseline is first or among the leaders (none otherwise)."""
+    from embedselect._util.kinds import is_baseline_id
+
+    by_name = {r.name: r for r in ctx.results}
+    found = [n for n in leaders if n in by_name and is_baseline_id(by_name[n].model_id)]
+    if not found:
+        return []
+    where = "first" if found[0] == (leaders[0] if leaders else None) and len(leaders) == 1 else "among the leaders"
+    return [RankingWarning("baseline-wins", f"the built-in baseline(s) {', '.join(found)} rank {where}: no model "
+                                            "beat them on this data", found)]
 
 
 def _intervals_in_score(intervals: Mapping[str, Any], weights: Mapping[str, float]) -> dict[str, Any]:

@@ -17,7 +17,7 @@ import numpy as np
 from embedselect.config import LoadPolicy, RankConfig, Runtime
 from embedselect.errors import ConfigError
 from embedselect.metrics.base import get_spec
-from embedselect.ranking.result import CandidateResult
+from embedselect.ranking.result import CandidateResult, RankingWarning
 
 
 @dataclass
@@ -190,8 +190,8 @@ class RunContext:
     combined_weights: dict[str, float] = field(default_factory=dict)
     details: dict[str, Any] = field(default_factory=dict)
     uncertainty: dict[str, Any] = field(default_factory=dict)
-    warnings: list[str] = field(default_factory=list)
-    pool_notes: list[str] = field(default_factory=list)
+    warnings: list[RankingWarning] = field(default_factory=list)
+    pool_notes: list[RankingWarning] = field(default_factory=list)
     timings: dict[str, Any] = field(default_factory=dict)
     cards: dict[str, tuple[str, tuple[str, ...], Any]] = field(default_factory=dict)
     copies: list[Any] = field(default_factory=list)

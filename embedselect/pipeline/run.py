@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from embedselect.config import DropDuplicates, OnError, RankConfig, Runtime, from_keywords
-from embedselect.errors import ConfigError, StoreError
+from embedselect.errors import CandidatesFailedError, ConfigError, StoreError
 from embedselect.metrics.base import DEFAULT_METRICS, get_spec
 from embedselect.models.policy import LoadPolicy
 from embedselect.ranking.result import Ranking
@@ -37,6 +37,7 @@ def select(
     progress: bool = False,
     save: bool = True,
     drop_duplicates: DropDuplicates | None = None,
+    strict: bool = False,
     config: RankConfig | None = None,
     runtime: Runtime | None = None,
 ) -> Ranking:
@@ -73,10 +74,13 @@ def select(
             :meth:`~embedselect.data.ReferenceData.drop_duplicates`; near duplicates are found on cheap text /
             pixel features, the same for every candidate); how many were dropped is in
             ``ranking.dataset["report"]["n_dropped_duplicates"]``. None (default): keep every item.
+        strict: raise :class:`~embedselect.errors.CandidatesFailedError` when any candidate failed (after the others
+            were ranked and the ranking stored; the error carries it). False (default): a failed candidate is a
+            ``failed`` row and a ``candidate-failed`` warning. A run option: ``Runtime.strict``.
         config, runtime: the same settings as objects (:class:`~embedselect.config.RankConfig`: metrics to
             drop_duplicates, column, a label column and policy; :class:`~embedselect.config.Runtime`: cache_dir,
-            device, batch_size, token, progress, save), instead of the keywords: a keyword given with the object
-            that holds it is a ConfigError. Labels as an array are always a keyword.
+            device, batch_size, token, progress, save, strict), instead of the keywords: a keyword given with the
+            object that holds it is a ConfigError. Labels as an array are always a keyword.
 
     Returns:
         a :class:`~embedselect.ranking.result.Ranking`, best candidate first.
@@ -85,6 +89,7 @@ def select(
         DataError: the data cannot be used (missing file/column, empty, too few items, undecodable).
         ConfigError: invalid arguments (unknown metric, ...).
         AllCandidatesFailedError: no candidate could be embedded.
+        CandidatesFailedError: ``strict`` and some candidate failed.
         StoreError: the cache cannot be used.
     """
     from embedselect.store import Store
@@ -93,7 +98,7 @@ def select(
     config, runtime = _configs(config, runtime, dict(
         metrics=metrics, column=column, labels=label_column, max_items=max_items, seed=seed, on_error=on_error,
         cache_dir=cache_dir, device=device, batch_size=batch_size, policy=policy, metric_options=metric_options,
-        weights=weights, bootstrap=bootstrap, token=token, progress=progress, save=save,
+        weights=weights, bootstrap=bootstrap, token=token, progress=progress, save=save, strict=strict,
         drop_duplicates=drop_duplicates))
     ref = load_reference_data(data, config, labels=label_array)
     _require(ref, config)
@@ -101,18 +106,31 @@ def select(
     try:
         t_start = time.perf_counter()
         embed_stage(ctx, keep_vectors=True)
-        return rank_embedded(ctx, t_start, save=runtime.save)
+        ranking = rank_embedded(ctx, t_start, save=runtime.save)
     finally:
         ctx.bar.close()
+    if runtime.strict:
+        raise_if_failed(ranking)
+    return ranking
+
+
+def raise_if_failed(ranking: Ranking) -> None:
+    """Raise :class:`~embedselect.errors.CandidatesFailedError` (carrying ``ranking``) when a candidate failed."""
+    failed = ranking.failed
+    if failed:
+        raise CandidatesFailedError(
+            f"{len(failed)} of {len(ranking.candidates)} candidate(s) failed (strict): "
+            + "; ".join(c.failure_note or c.name for c in failed), ranking=ranking, failed=[c.name for c in failed])
 
 
 _KEYWORD_DEFAULTS: dict[str, Any] = {
     "metrics": DEFAULT_METRICS, "column": None, "labels": None, "max_items": None, "seed": 0, "on_error": "fail",
     "policy": None, "metric_options": None, "weights": None, "bootstrap": 0, "drop_duplicates": None,
     "cache_dir": None, "device": None, "batch_size": None, "token": None, "progress": False, "save": True,
+    "strict": False,
 }
 """select()'s keyword defaults: a keyword that differs from its default was given."""
-_RUNTIME_KEYS = frozenset({"cache_dir", "device", "batch_size", "token", "progress", "save"})
+_RUNTIME_KEYS = frozenset({"cache_dir", "device", "batch_size", "token", "progress", "save", "strict"})
 
 
 def _configs(config: RankConfig | None, runtime: Runtime | None,

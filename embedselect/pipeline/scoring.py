@@ -10,7 +10,7 @@ from typing import Any, Mapping
 from embedselect.errors import AllCandidatesFailedError, MetricError
 from embedselect._util.kinds import is_baseline_id
 from embedselect.metrics.base import MetricContext, MetricResult, get_metric
-from embedselect.ranking.result import rank_scores, to_jsonable
+from embedselect.ranking.result import RankingWarning, rank_scores, to_jsonable
 from embedselect.pipeline.context import RunContext, competition_rank, metric_key, num
 from embedselect.pipeline.defaults import combined_weights
 from embedselect.pipeline.families import pool_relations
@@ -37,7 +37,7 @@ def _evidence_references(ctx: RunContext, references: frozenset[str], run_keys: 
                                             families=families))  # its pairs serve nn_agreement after it
     if central:
         ctx.details["central_references"] = central
-        ctx.warnings.append(central_warning(central, counted=True))
+        ctx.warnings.append(RankingWarning("baselines-central", central_warning(central, counted=True), central))
     return references - frozenset(central)
 
 
@@ -56,9 +56,10 @@ def metrics_stage(ctx: RunContext) -> None:
             ctx.store.require_writable("store the embeddings of any of the candidates (none is cached)")  # exit 6
         reasons = "; ".join(f"{r.name}: {r.error_type}: {r.error}" for r in results)
         raise AllCandidatesFailedError(f"no candidate could be embedded ({reasons})")
-    warnings += [note for r in results if (note := r.failure_note) is not None]  # None exactly when ok
+    warnings += [RankingWarning("candidate-failed", note, [r.name])
+                 for r in results if (note := r.failure_note) is not None]  # None exactly when ok
     if ctx.ref.duplicates_note():
-        warnings.append(ctx.ref.duplicates_note())
+        warnings.append(RankingWarning("duplicates", ctx.ref.duplicates_note()))
     run_keys = {r.name: r.run_key or "" for r in results if r.ok}  # an ok result always has its run key
     by_name = {r.name: r for r in results}
     references = frozenset(r.name for r in results if r.ok and is_baseline_id(r.model_id))
@@ -96,11 +97,13 @@ def metrics_stage(ctx: RunContext) -> None:
             note = f"{m}: {w}" if not str(w).startswith(m) else str(w)
             if not_comparable and str(w).endswith(not_comparable):
                 left_out[m] = note
+            elif w == mr.details.get("pool_warning"):
+                ctx.pool_notes.append(RankingWarning("small-pool", note))
             else:
-                (ctx.pool_notes if w == mr.details.get("pool_warning") else warnings).append(note)
+                warnings.append(RankingWarning("metric-note", note))
         for name, why in (mr.details.get("excluded") or {}).items():  # degenerate for this metric only
             if not any(w.startswith(m) and name in w and why in w for w in warnings):  # unless this metric said so
-                warnings.append(f"{m} did not score {name}: {why}")
+                warnings.append(RankingWarning("metric-excluded", f"{m} did not score {name}: {why}", [name]))
                 log.warning("%s did not score %s: %s", m, name, why)
         ranks = rank_scores(mr.scores)
         for name, score in mr.scores.items():
@@ -122,7 +125,7 @@ def metrics_stage(ctx: RunContext) -> None:
     # a metric's warning that it is "left out of the score" says nothing when it has weight 0 in the combined score
     # anyway; the weights are those of the metrics computed, so a weight-0 metric that became the score (every
     # weighted metric failed) keeps its warning
-    warnings += [note for m, note in left_out.items() if ctx.combined_weights.get(m)]
+    warnings += [RankingWarning("metric-note", note) for m, note in left_out.items() if ctx.combined_weights.get(m)]
 
 
 def _run_metric(m: str, mctx: MetricContext, ctx: RunContext, *, run_keys: Mapping[str, str],
@@ -143,7 +146,7 @@ def _run_metric(m: str, mctx: MetricContext, ctx: RunContext, *, run_keys: Mappi
         try:
             mr = fn(mctx)
         except MetricError as exc:
-            ctx.warnings.append(f"metric {m} was not computed: {exc}")
+            ctx.warnings.append(RankingWarning("metric-failed", f"metric {m} was not computed: {exc}"))
             log.warning("metric %s failed: %s", m, exc)
             return None
         ctx.store.put_metric_result(mkey, m, to_jsonable(asdict(mr)))

@@ -179,11 +179,14 @@ class Decision:
         leaders: the first candidate followed by every candidate it cannot be told apart from (the first is
             what ``Ranking.best`` returns; a single name when decided).
         reasons: plain-language reasons when undecided (empty when decided).
+        codes: the warning code of each reason, in the same order (:data:`embedselect.ranking.result.WARNING_CODES`):
+            ``small-pool`` for the pool-size rule, ``undecided`` for the others.
     """
 
     decided: bool
     leaders: list[str]
     reasons: list[str] = field(default_factory=list)
+    codes: list[str] = field(default_factory=list)
 
 
 def _overlap(a: Sequence[float], b: Sequence[float]) -> bool:
@@ -255,7 +258,7 @@ def decide(
     """
     groups = tie_groups(combined)
     if not groups:
-        return Decision(False, [], ["no candidate has a combined score"])
+        return Decision(False, [], ["no candidate has a combined score"], ["undecided"])
     order = [k for g in groups for k in g]
     first = order[0]
     leaders = list(groups[0])
@@ -283,4 +286,7 @@ def decide(
             f"only {len(order)} candidate(s) scored: label-free scores compare candidates with each other and are "
             f"unreliable in pools smaller than {min_pool}; add candidates"
         )
-    return Decision(not reasons, leaders, reasons)
+    codes = ["undecided"] * len(reasons)
+    if len(order) < min_pool:
+        codes[-1] = "small-pool"
+    return Decision(not reasons, leaders, reasons, codes)

@@ -3,14 +3,104 @@
 from __future__ import annotations
 
 import json
+import logging
 import math
-from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any, Iterator, Literal, Mapping, TypedDict
+from dataclasses import asdict, dataclass, field, fields
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Literal, Mapping, TypedDict
 
 if TYPE_CHECKING:
     import pandas as pd
 
-FORMAT_VERSION = 1
+log = logging.getLogger(__name__)
+
+FORMAT_VERSION = 2
+"""The ranking JSON's format. 2: ``warnings`` are objects ``{"code", "message", "candidates"}`` and scores that are
+not finite are written as the strings ``"NaN"``, ``"Infinity"``, ``"-Infinity"`` (so they read back as themselves).
+1: warnings were strings and non-finite numbers ``null``; :meth:`Ranking.from_dict` still reads it."""
+OLDEST_FORMAT = 1
+"""The oldest ranking format :meth:`Ranking.from_dict` reads."""
+
+WARNING_CODES: dict[str, str] = {
+    "candidate-failed": "a candidate could not be resolved, loaded or embedded; it has no scores",
+    "undecided": "no clear winner: a tie in the combined score, or bootstrap intervals that overlap the first "
+                 "candidate's on every bootstrapped score (candidates: the leaders)",
+    "small-pool": "too few candidates scored for the label-free scores to be reliable (they compare candidates with "
+                  "each other)",
+    "baseline-wins": "a built-in baseline (tfidf-svd, random-projection, pixel-pca) is first or among the leaders: "
+                     "no model beat it on this data",
+    "baselines-central": "built-in baselines agree with the models' nearest neighbours as much as the models agree "
+                         "with each other: the models may capture little beyond them",
+    "copy-below-parent": "a quantised or truncated copy of another candidate was put below it (candidates: the copy, "
+                         "then its parent)",
+    "metric-failed": "a metric could not be computed at all; the combined score is made of the others",
+    "metric-excluded": "a metric did not score a candidate (degenerate for that metric)",
+    "metric-note": "a metric's own caveat (its prior, its estimator, ...)",
+    "duplicates": "the reference data holds duplicate items",
+    "not-stored": "the cache is read-only: the ranking was not stored",
+    "note": "a warning without a more specific code (also every warning of a format-1 ranking file)",
+}
+"""The stable codes of :class:`RankingWarning` (docs/validation.md lists them; ``rank --fail-on`` takes them).
+A code is never renamed; new codes may be added."""
+
+
+class RankingWarning(str):
+    """A warning of a :class:`Ranking`: a stable :attr:`code` (:data:`WARNING_CODES`), the message, and the
+    candidates it concerns.
+
+    It is the message as a ``str`` too (``print(w)``, ``"tie" in w`` work as they did when warnings were strings);
+    two warnings are equal when code, message and candidates are.
+    """
+
+    code: str
+    candidates: tuple[str, ...]
+
+    def __new__(cls, code: str, message: str, candidates: Iterable[str] = ()) -> "RankingWarning":
+        if code not in WARNING_CODES:
+            raise ValueError(f"unknown warning code {code!r}; known: {sorted(WARNING_CODES)}")
+        self = super().__new__(cls, message)
+        self.code = code
+        self.candidates = tuple(str(c) for c in candidates)
+        return self
+
+    def __getnewargs__(self) -> tuple[Any, ...]:  # pickling (the Ray executor)
+        return (self.code, str(self), self.candidates)
+
+    @property
+    def message(self) -> str:
+        return str.__str__(self)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, RankingWarning):
+            return (self.code, self.message, self.candidates) == (other.code, other.message, other.candidates)
+        return str.__eq__(self, other)
+
+    def __ne__(self, other: object) -> bool:
+        return not self == other
+
+    __hash__ = str.__hash__
+
+    def __repr__(self) -> str:
+        return f"RankingWarning({self.code!r}, {self.message!r}, {list(self.candidates)!r})"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"code": self.code, "message": self.message, "candidates": list(self.candidates)}
+
+    @classmethod
+    def from_value(cls, value: Any) -> "RankingWarning":
+        """A warning from its JSON form: the object of format 2, or the bare string of format 1 (code ``note``)."""
+        if isinstance(value, RankingWarning):
+            return value
+        if isinstance(value, str):
+            return cls("note", value)
+        if isinstance(value, Mapping) and isinstance(value.get("message"), str):
+            code = value.get("code", "note")
+            if code not in WARNING_CODES:  # written by a newer embedselect: keep the message, say so
+                log.warning("ranking warning code %r is not known to this embedselect; read as 'note'", code)
+                code = "note"
+            return cls(code, value["message"], value.get("candidates") or ())
+        from embedselect.errors import RankingFormatError
+
+        raise RankingFormatError(f"a ranking warning must be a string or an object with a message; got {value!r}")
 
 Status = Literal["ok", "failed"]
 """A candidate's outcome: scored, or failed (with ``error_type`` and ``error``)."""
@@ -116,6 +206,11 @@ class CandidateResult:
     def ok(self) -> bool:
         return self.status == "ok"
 
+    def __eq__(self, other: object) -> bool:  # NaN scores equal NaN: a JSON round trip compares equal
+        if not isinstance(other, CandidateResult):
+            return NotImplemented
+        return all(same_value(getattr(self, f.name), getattr(other, f.name)) for f in fields(self))
+
     @property
     def failure_note(self) -> str | None:
         """The ranking's warning about this candidate's failure ("NAME failed (TYPE): why"), None when ok."""
@@ -136,7 +231,8 @@ class Ranking:
         details: metric name -> the metric's details (prior used, pairwise matrix, communities, ...).
         validation: accuracy of probes trained on user labels, and rank correlations, when labels were given.
         uncertainty: bootstrap results, when requested.
-        warnings: things the user should know (small pool, failed candidates, ...).
+        warnings: things the user should know (small pool, failed candidates, ...), each a :class:`RankingWarning`
+            with a stable ``code`` (:data:`WARNING_CODES`).
         ranking_id / created_at: identity in the store.
         decided: False when the scores cannot separate the first candidate from others (a tie in the combined
             score, overlapping bootstrap intervals on every bootstrapped score, or fewer than
@@ -158,13 +254,18 @@ class Ranking:
     details: dict[str, Any] = field(default_factory=dict)
     validation: ValidationReport | None = None
     uncertainty: dict[str, Any] | None = None
-    warnings: list[str] = field(default_factory=list)
+    warnings: list[RankingWarning] = field(default_factory=list)
     ranking_id: str = ""
     created_at: str = ""
     decided: bool = True
     leaders: list[str] = field(default_factory=list)
     undecided_reasons: list[str] = field(default_factory=list)
     timings: dict[str, Any] = field(default_factory=dict)
+
+    def __eq__(self, other: object) -> bool:  # NaN equals NaN, tuples their lists: what a JSON round trip keeps
+        if not isinstance(other, Ranking):
+            return NotImplemented
+        return all(same_value(getattr(self, f.name), getattr(other, f.name)) for f in fields(self))
 
     # --- access ---------------------------------------------------------------------------------
     @property
@@ -242,44 +343,149 @@ class Ranking:
                 df[f"{m}_rank"] = df[f"{m}_rank"].astype("Int64")
         return df
 
+    def warnings_with(self, *codes: str) -> list[RankingWarning]:
+        """The warnings whose code is one of ``codes`` (all of them when none is given)."""
+        unknown = sorted(set(codes) - set(WARNING_CODES))
+        if unknown:
+            from embedselect.errors import ConfigError
+
+            raise ConfigError(f"unknown warning code(s) {unknown}; known: {', '.join(sorted(WARNING_CODES))}")
+        return [w for w in self.warnings if not codes or w.code in codes]
+
     def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready values (format :data:`FORMAT_VERSION`): non-finite numbers as ``"NaN"`` /
+        ``"Infinity"`` / ``"-Infinity"``, warnings as objects."""
         d = asdict(self)
+        d["warnings"] = [RankingWarning.from_value(w).to_dict() for w in self.warnings]
         d["format_version"] = FORMAT_VERSION
-        out: dict[str, Any] = to_jsonable(d)
+        out: dict[str, Any] = to_jsonable(d, nonfinite="string")
         return out
 
     def to_json(self, *, indent: int | None = 2) -> str:
-        """JSON text (NaN and infinities are written as null)."""
+        """Strict JSON text (no bare NaN; non-finite numbers are the strings of :meth:`to_dict`).
+        ``Ranking.from_json(r.to_json()) == r``, NaN scores included."""
         return json.dumps(self.to_dict(), indent=indent, allow_nan=False)
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "Ranking":
-        d = dict(d)
-        version = d.pop("format_version", FORMAT_VERSION)
-        if version > FORMAT_VERSION:
-            from embedselect.errors import ConfigError
+    def from_dict(cls, d: Mapping[str, Any]) -> "Ranking":
+        """Read :meth:`to_dict`'s form, of this format or an older one down to :data:`OLDEST_FORMAT`.
 
-            raise ConfigError(f"this ranking was written by a newer embedselect (format {version}); upgrade")
-        d["candidates"] = [CandidateResult(**c) for c in d["candidates"]]
-        return cls(**d)
+        Fields this version does not know (written by a newer embedselect of the same format) are ignored with a
+        logged warning.
+
+        Raises:
+            RankingFormatError: not a ranking, a format newer than :data:`FORMAT_VERSION` or older than
+                :data:`OLDEST_FORMAT`, or a required field missing.
+        """
+        from embedselect.errors import RankingFormatError
+
+        if not isinstance(d, Mapping) or not isinstance(d.get("candidates"), list):
+            raise RankingFormatError("not an embedselect ranking: expected an object with a 'candidates' list")
+        d = dict(d)
+        version = d.pop("format_version", OLDEST_FORMAT)
+        if not isinstance(version, int) or isinstance(version, bool):
+            raise RankingFormatError(f"format_version must be an integer; got {version!r}")
+        if version > FORMAT_VERSION:
+            raise RankingFormatError(f"this ranking was written by a newer embedselect (format {version}; this one "
+                                     f"reads {OLDEST_FORMAT} to {FORMAT_VERSION}): upgrade embedselect")
+        if version < OLDEST_FORMAT:
+            raise RankingFormatError(f"ranking format {version} is older than this embedselect reads "
+                                     f"({OLDEST_FORMAT} to {FORMAT_VERSION}): re-run the ranking")
+        d = _known_fields(cls, d, "ranking")
+        try:
+            cands = []
+            for c in d["candidates"]:
+                c = _known_fields(CandidateResult, dict(c), "candidate")
+                cands.append(CandidateResult(**{k: from_jsonable(v) if k in _NUMERIC_CANDIDATE_FIELDS else v
+                                                for k, v in c.items()}))
+            d["candidates"] = cands
+            d["warnings"] = [RankingWarning.from_value(w) for w in d.get("warnings") or []]
+            ranking = cls(**{k: from_jsonable(v) if k in _NUMERIC_RANKING_FIELDS else v for k, v in d.items()})
+        except (TypeError, AttributeError, ValueError) as exc:
+            raise RankingFormatError(f"not a readable ranking (format {version}): {exc}") from None
+        return ranking
 
     @classmethod
     def from_json(cls, text: str) -> "Ranking":
-        return cls.from_dict(json.loads(text))
+        """:meth:`from_dict` of JSON text.
+
+        Raises:
+            RankingFormatError: not JSON, or not a ranking this embedselect reads.
+        """
+        from embedselect.errors import RankingFormatError
+
+        try:
+            d = json.loads(text)
+        except ValueError as exc:
+            raise RankingFormatError(f"not JSON: {exc}") from None
+        return cls.from_dict(d)
 
 
-def to_jsonable(obj: Any) -> Any:
-    """Make ``obj`` strict-JSON serialisable: NaN/inf -> None, numpy scalars -> Python, tuples -> lists."""
+_NONFINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+
+
+def _known_fields(cls: Any, d: dict[str, Any], what: str) -> dict[str, Any]:
+    """``d`` without the keys that are not fields of the dataclass ``cls`` (logged as a warning: a newer
+    embedselect wrote them)."""
+    names = {f.name for f in fields(cls)}
+    extra = sorted(set(d) - names)
+    if extra:
+        log.warning("ignoring %s field(s) %s: written by a newer embedselect", what, extra)
+    return {k: v for k, v in d.items() if k in names}
+
+
+def from_jsonable(obj: Any) -> Any:
+    """The inverse of ``to_jsonable(obj, nonfinite="string")`` for numbers: the strings ``"NaN"`` / ``"Infinity"`` /
+    ``"-Infinity"`` back to floats, in nested dict values and lists (keys are left alone). :meth:`Ranking.from_dict`
+    applies it to the fields that hold numbers only (scores, columns, intervals, details, validation, uncertainty,
+    timings), never to names or messages."""
     if isinstance(obj, dict):
-        return {str(k): to_jsonable(v) for k, v in obj.items()}
+        return {k: from_jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [from_jsonable(v) for v in obj]
+    if isinstance(obj, str) and obj in _NONFINITE:
+        return _NONFINITE[obj]
+    return obj
+
+
+_NUMERIC_CANDIDATE_FIELDS = ("scores", "columns", "intervals", "combined_score", "seconds")
+_NUMERIC_RANKING_FIELDS = ("details", "validation", "uncertainty", "timings")
+
+
+def same_value(a: Any, b: Any) -> bool:
+    """Equality for JSON-like values where NaN equals NaN and a tuple equals the list of its items (what a JSON round
+    trip keeps); numpy arrays and scalars compare by value."""
+    if hasattr(a, "tolist") and not isinstance(a, (str, bytes)):
+        a = a.tolist()
+    if hasattr(b, "tolist") and not isinstance(b, (str, bytes)):
+        b = b.tolist()
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+        return True
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(same_value(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(same_value(x, y) for x, y in zip(a, b))
+    return bool(a == b)
+
+
+def to_jsonable(obj: Any, *, nonfinite: str = "null") -> Any:
+    """Make ``obj`` strict-JSON serialisable: numpy scalars -> Python, tuples -> lists, and NaN / infinities ->
+    ``None`` (``nonfinite="null"``) or the strings ``"NaN"`` / ``"Infinity"`` / ``"-Infinity"`` (``"string"``,
+    what a ranking file uses, read back by :func:`from_jsonable`)."""
+    if isinstance(obj, dict):
+        return {str(k): to_jsonable(v, nonfinite=nonfinite) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
-        return [to_jsonable(v) for v in obj]
+        return [to_jsonable(v, nonfinite=nonfinite) for v in obj]
     if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
+        if math.isfinite(obj):
+            return obj
+        if nonfinite == "string":
+            return "NaN" if math.isnan(obj) else ("Infinity" if obj > 0 else "-Infinity")
+        return None
     if hasattr(obj, "item") and callable(obj.item) and getattr(obj, "ndim", 1) == 0:  # numpy scalar
-        return to_jsonable(obj.item())
+        return to_jsonable(obj.item(), nonfinite=nonfinite)
     if hasattr(obj, "tolist"):
-        return to_jsonable(obj.tolist())
+        return to_jsonable(obj.tolist(), nonfinite=nonfinite)
     return obj
 
 
@@ -364,18 +570,23 @@ def rank_scores(scores: Mapping[str, float | None], *, ties: str = "min") -> dic
 
 __all__ = [
     "FORMAT_VERSION",
+    "OLDEST_FORMAT",
     "TIE_ATOL",
     "TIE_RTOL",
+    "WARNING_CODES",
     "CandidateResult",
     "MetricDetails",
     "PolicySettings",
     "Ranking",
     "RankingSettings",
+    "RankingWarning",
     "Status",
     "ValidationReport",
+    "from_jsonable",
     "just_below",
     "order_by_score",
     "rank_scores",
+    "same_value",
     "tie_groups",
     "to_jsonable",
 ]

@@ -56,7 +56,7 @@ def previous_night(store: Any, ranking_key: str) -> tuple[str | None, list[dict[
     with store.write() as con:  # write: creates the schema on a fresh store
         ensure_schema(con)
         row = con.execute(
-            "SELECT run_id FROM nightly_runs WHERE ranking_key = ? AND status IN ('ok', 'partial') "
+            "SELECT run_id FROM nightly_runs WHERE ranking_key = ? AND status IN ('ok', 'partial', 'degraded') "
             "ORDER BY finished_at DESC LIMIT 1",
             [ranking_key],
         ).fetchone()

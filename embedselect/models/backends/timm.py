@@ -17,6 +17,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from embedselect._util.compat import ensure_torchvision_importable
+from embedselect._util.extras import require
 from embedselect.models.backends.base import IMAGE, as_embedding_matrix, check_items, load_image
 from embedselect.models.backends.device import progress_bar, progress_enabled, resolve_dtype, torch_dtype
 from embedselect.errors import ConfigError
@@ -59,6 +60,7 @@ class TimmEmbedder:
             raise ConfigError(f"timm does not take option(s) {unknown}: allowed are {list(OPTIONS)}")
         resolution, pooling, layer = _checked(opts)
         ensure_torchvision_importable()
+        require("timm", extra="image", purpose="a timm image model")
         import timm
         import timm.data
 

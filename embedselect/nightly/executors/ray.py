@@ -27,8 +27,9 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from embedselect.errors import ConfigError, MetricError
+from embedselect.errors import MetricError
 from embedselect.nightly.executors.base import EmbedJob, Executor, UnitOutcome
+from embedselect._util.extras import require
 from embedselect._util.kinds import PAIR_KEY_PREFIX
 
 log = logging.getLogger(__name__)
@@ -94,12 +95,7 @@ class RayExecutor(Executor):
 
     def __init__(self, address: str | None = None, num_cpus: int | None = None, gpus_per_model: float = 0.0,
                  cpus_per_task: float = 1.0) -> None:
-        try:
-            import ray
-        except ImportError as exc:
-            raise ConfigError(
-                f"the ray executor needs Ray ({exc}); install it with `pip install 'embedselect[ray]'`"
-            ) from None
+        ray: Any = require("ray", extra="ray", purpose="the ray executor")
         self.ray = ray
         self.gpus_per_model = gpus_per_model
         self.cpus_per_task = cpus_per_task

@@ -1,0 +1,141 @@
+"""Log a :class:`~embedselect.ranking.result.Ranking` to MLflow (``pip install 'embedselect[mlflow]'``).
+
+One MLflow run per ranking:
+
+- **params**: the settings (seed, max_items, bootstrap, on_error, device, batch_size, metrics, combine, weights and
+  metric options as JSON), the data (modality, items, fingerprint) and the embedselect version;
+- **metrics**: for every scored candidate ``<candidate>.<metric>`` (its score), ``<candidate>.<metric>.rank``,
+  ``<candidate>.combined_score`` and ``<candidate>.rank``; candidate names are made MLflow keys (characters
+  other than letters, digits, ``_ - . / space`` become ``_``); non-finite scores are left out;
+- **artifacts** under ``embedselect/``: ``ranking.json`` (``Ranking.to_json``, read back with
+  ``Ranking.from_json``) and ``report.html`` (the self-contained HTML report);
+- **tags**: ``embedselect.pick`` (the first candidate), ``embedselect.decided``, ``embedselect.leaders``,
+  ``embedselect.warnings`` (the warning codes), ``embedselect.ranking_id``.
+
+mlflow is imported only when :func:`log_ranking` runs.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from embedselect._util.extras import require
+from embedselect.ranking.result import Ranking
+
+__all__ = ["log_ranking", "metric_key", "ranking_metrics", "ranking_params", "ranking_tags"]
+
+_BAD_KEY_CHARS = re.compile(r"[^A-Za-z0-9_\-./ ]")
+
+
+def metric_key(name: str) -> str:
+    """``name`` as an MLflow key: characters MLflow refuses in keys become ``_``."""
+    return _BAD_KEY_CHARS.sub("_", name).strip() or "_"
+
+
+def ranking_params(ranking: Ranking) -> dict[str, str]:
+    """The run's params: settings, data and version, as strings (what MLflow stores)."""
+    s = ranking.settings or {}
+    data = ranking.dataset or {}
+    params: dict[str, Any] = {
+        "seed": s.get("seed"),
+        "max_items": s.get("max_items"),
+        "bootstrap": s.get("bootstrap"),
+        "on_error": s.get("on_error"),
+        "device": s.get("device"),
+        "batch_size": s.get("batch_size"),
+        "metrics": ",".join(ranking.metrics),
+        "combine": ranking.combine,
+        "weights": json.dumps(s.get("combined_weights") or s.get("weights"), sort_keys=True),
+        "metric_options": json.dumps(s.get("metric_options") or {}, sort_keys=True, default=str),
+        "candidates": len(ranking.candidates),
+        "data.modality": data.get("modality"),
+        "data.n": data.get("n"),
+        "data.fingerprint": data.get("fingerprint"),
+        "embedselect.version": (ranking.versions or {}).get("embedselect"),
+    }
+    return {k: str(v) for k, v in params.items()}
+
+
+def ranking_metrics(ranking: Ranking) -> dict[str, float]:
+    """Every scored candidate's scores and ranks, keyed ``<candidate>.<metric>[.rank]``, ``<candidate>.rank`` and
+    ``<candidate>.combined_score`` (finite values only). Two names that become the same key are told apart by
+    ``#2``, ``#3``... in the order of the ranking.
+
+    Raises:
+        ValueError: never for a ranking made by embedselect; a key MLflow would refuse cannot be built.
+    """
+    out: dict[str, float] = {}
+    seen: dict[str, int] = {}
+    for c in ranking.ok:
+        key = metric_key(c.name)
+        seen[key] = seen.get(key, 0) + 1
+        if seen[key] > 1:
+            key = f"{key}_{seen[key]}"
+        values: dict[str, Any] = {f"{key}.{m}": c.scores.get(m) for m in ranking.metrics}
+        values.update({f"{key}.{m}.rank": c.ranks.get(m) for m in ranking.metrics})
+        values.update({f"{key}.combined_score": c.combined_score, f"{key}.rank": c.rank})
+        for k, v in values.items():
+            if v is not None and math.isfinite(float(v)):
+                out[k] = float(v)
+    return out
+
+
+def ranking_tags(ranking: Ranking) -> dict[str, str]:
+    """The pick and the decision as tags."""
+    best = ranking.best
+    return {
+        "embedselect.pick": best.name if best is not None else "",
+        "embedselect.decided": str(bool(ranking.decided)).lower(),
+        "embedselect.leaders": ",".join(ranking.leaders),
+        "embedselect.warnings": ",".join(sorted({w.code for w in ranking.warnings})),
+        "embedselect.ranking_id": ranking.ranking_id,
+    }
+
+
+def log_ranking(ranking: Ranking, *, tracking_uri: str | None = None, experiment: str | None = None,
+                run_name: str | None = None, html: bool = True) -> str:
+    """Log ``ranking`` to MLflow as one run (what is logged: the module docstring).
+
+    Args:
+        ranking: the ranking to log.
+        tracking_uri: the tracking server or store (None: MLflow's own choice, ``MLFLOW_TRACKING_URI`` first).
+        experiment: the experiment's name (created if missing; None: MLflow's active or default experiment).
+        run_name: the run's name (None: ``embedselect <ranking_id[:8]>``).
+        html: also log the HTML report (``report.html``).
+
+    Returns:
+        the MLflow run id. Inside an active run (``with mlflow.start_run():``) the ranking is logged into it.
+
+    Raises:
+        MissingExtraError: mlflow is not installed (the message names ``pip install 'embedselect[mlflow]'``).
+    """
+    mlflow: Any = require("mlflow", extra="mlflow", purpose="logging a ranking to MLflow")
+    if tracking_uri:
+        mlflow.set_tracking_uri(tracking_uri)
+    if experiment:
+        mlflow.set_experiment(experiment)
+    active = mlflow.active_run()
+    run = active or mlflow.start_run(run_name=run_name or f"embedselect {ranking.ranking_id[:8]}".strip())
+    try:
+        mlflow.log_params(ranking_params(ranking))
+        mlflow.log_metrics(ranking_metrics(ranking))
+        mlflow.set_tags(ranking_tags(ranking))
+        with tempfile.TemporaryDirectory(prefix="embedselect-mlflow-") as tmp:
+            folder = Path(tmp) / "embedselect"
+            folder.mkdir()
+            (folder / "ranking.json").write_text(ranking.to_json(), encoding="utf-8")
+            if html:
+                from embedselect.publish.report import to_html
+
+                (folder / "report.html").write_text(to_html(ranking), encoding="utf-8")
+            mlflow.log_artifacts(str(folder), artifact_path="embedselect")
+        run_id: str = run.info.run_id
+    finally:
+        if active is None:
+            mlflow.end_run()
+    return run_id

@@ -1,0 +1,95 @@
+"""embedselect.integrations.mlflow and `rank --mlflow` against a real local MLflow store under tmp_path (the file
+store; no server), read back with mlflow.search_runs: params, every candidate's scores and ranks, the ranking JSON
+and HTML report, the pick as a tag."""
+
+from __future__ import annotations
+
+import sys
+
+import mlflow  # the dev extra installs it (mlflow-skinny): these tests run wherever the suite runs
+import pytest
+
+from embedselect.cli import main
+from embedselect.data import sample_path
+from embedselect.errors import MissingExtraError
+from embedselect.ranking.result import Ranking
+
+SAMPLE = str(sample_path("texts"))
+
+
+@pytest.fixture
+def store(tmp_path, monkeypatch):
+    """A local MLflow file store (MLflow 3 asks for an opt-in to it; a server or SQLite needs more packages)."""
+    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    uri = (tmp_path / "mlruns").as_uri()
+    yield uri
+    mlflow.set_tracking_uri(None)  # no later test logs here
+
+
+def _run_of(uri: str, experiment: str):
+    mlflow.set_tracking_uri(uri)
+    runs = mlflow.search_runs(experiment_names=[experiment])
+    assert len(runs) == 1
+    return runs.iloc[0]
+
+
+def test_rank_mlflow_logs_params_metrics_artifacts_and_the_pick(store, tmp_path, capsys):
+    models = "tfidf-svd,random-projection,rp8=random-projection?dim=8"
+    code = main(["rank", SAMPLE, "-c", "text", "-m", models, "--metrics", "task_prior", "--json", "-q",
+                 "--cache-dir", str(tmp_path / "c"), "--mlflow", "--mlflow-uri", store,
+                 "--mlflow-experiment", "es-test"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    r = Ranking.from_json(out)
+    run = _run_of(store, "es-test")
+    assert "logged to MLflow: run " + run["run_id"] in err
+    assert run["params.seed"] == "0" and run["params.metrics"] == "task_prior"
+    assert run["params.data.fingerprint"] == r.dataset["fingerprint"]
+    for c in r.ok:  # every candidate's scores and ranks as metrics
+        key = c.name  # these names are MLflow keys already
+        assert run[f"metrics.{key}.task_prior"] == pytest.approx(c.scores["task_prior"])
+        assert run[f"metrics.{key}.task_prior.rank"] == c.ranks["task_prior"]
+        assert run[f"metrics.{key}.rank"] == c.rank
+    assert run["tags.embedselect.pick"] == r.best.name
+    assert run["tags.embedselect.decided"] == str(r.decided).lower()
+    assert set(run["tags.embedselect.warnings"].split(",")) == {w.code for w in r.warnings}
+    client = mlflow.MlflowClient(store)
+    names = {a.path for a in client.list_artifacts(run["run_id"], "embedselect")}
+    assert names == {"embedselect/ranking.json", "embedselect/report.html"}
+    local = client.download_artifacts(run["run_id"], "embedselect/ranking.json", str(tmp_path / "dl"))
+    assert Ranking.from_json(open(local, encoding="utf-8").read()) == r
+
+
+def test_log_ranking_makes_odd_names_keys_and_logs_into_an_active_run(store, tmp_path):
+    from embedselect.integrations.mlflow import log_ranking, metric_key
+    from embedselect.pipeline import select
+
+    r = select(SAMPLE, "tfidf-svd,random-projection,odd=random-projection?dim=8", column="text",
+               metrics=["task_prior"], cache_dir=tmp_path / "c")
+    r.candidates[0].name = "a?b=c&d (x)"  # what a hub id with options looks like
+    assert metric_key("a?b=c&d (x)") == "a_b_c_d _x_"
+    mlflow.set_tracking_uri(store)
+    mlflow.set_experiment("es-active")
+    with mlflow.start_run() as outer:
+        assert log_ranking(r, html=False) == outer.info.run_id
+    run = _run_of(store, "es-active")
+    assert run["metrics.a_b_c_d _x_.rank"] == 1
+    assert {a.path for a in mlflow.MlflowClient(store).list_artifacts(run["run_id"], "embedselect")} == {
+        "embedselect/ranking.json"}
+
+
+@pytest.mark.fault
+def test_rank_mlflow_without_a_uri_or_without_mlflow_stops_before_any_work(tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    argv = ["rank", SAMPLE, "-c", "text", "-m", "tfidf-svd", "--cache-dir", str(tmp_path / "c"), "--mlflow"]
+    assert main(argv) == 2
+    assert "MLFLOW_TRACKING_URI" in capsys.readouterr().err
+    monkeypatch.setitem(sys.modules, "mlflow", None)
+    assert main([*argv, "--mlflow-uri", "http://127.0.0.1:9"]) == 2
+    assert "pip install 'embedselect[mlflow]'" in capsys.readouterr().err
+    assert not (tmp_path / "c").exists()
+    from embedselect.integrations.mlflow import log_ranking
+
+    with pytest.raises(MissingExtraError):
+        log_ranking(None)  # type: ignore[arg-type]  # mlflow is checked first
