@@ -13,6 +13,7 @@ repr, a dict or a stored ranking.
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -236,6 +237,9 @@ class RankConfig:
 
     def __reduce__(self) -> tuple[Any, ...]:  # the read-only mappings do not pickle; the plain form does
         return (RankConfig.from_dict, (self.to_dict(),))
+
+    def __hash__(self) -> int:  # the read-only mappings are not hashable; their JSON form is
+        return hash(json.dumps(self.to_dict(), sort_keys=True, default=str))
 
 
 @dataclass(frozen=True)

@@ -81,6 +81,7 @@ def test_a_rank_config_is_frozen_validated_and_pickles():
     with pytest.raises(TypeError):
         cfg.weights["rankme"] = 1.0  # type: ignore[index]
     assert pickle.loads(pickle.dumps(cfg)) == cfg and RankConfig.from_dict(cfg.to_dict()) == cfg
+    assert hash(cfg) == hash(RankConfig(**SETTINGS)) and len({cfg, RankConfig(**SETTINGS), RankConfig()}) == 2
     assert RankConfig(metrics="task_prior, rankme").metrics == ("task_prior", "rankme")
     for bad, match in [({"seed": -1}, "seed"), ({"max_items": 0}, "max_items"), ({"bootstrap": 1.5}, "bootstrap"),
                        ({"on_error": "ignore"}, "on_error must be 'fail' or 'skip'"),
