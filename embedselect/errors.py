@@ -255,6 +255,16 @@ class NightlyEmptyError(EmbedselectError):
     summary: dict[str, Any] | None = None  # the night's summary, set by the nightly run that raises it
 
 
+class EmbedderOutputError(ModelLoadError):
+    """A user's embedder object (a candidate given as an object or a callable) raised, or returned something other
+    than one finite row of numbers per item; the message names the candidate."""
+
+
+class PrecomputedVectorsError(CandidateError):
+    """Precomputed vectors of a candidate do not fit the data: items without a vector, vectors of different widths,
+    non-finite rows, or a file that cannot be read; the message names the candidate and the rows."""
+
+
 class ModelTimeoutError(CandidateError):
     """A model took longer than the configured per-model time limit; it is skipped."""
 
@@ -271,6 +281,7 @@ __all__ = [
     "DataError",
     "DataFileNotFoundError",
     "DecodeError",
+    "EmbedderOutputError",
     "EmbedselectError",
     "EmptyDataError",
     "EnvironmentVariableError",
@@ -283,6 +294,7 @@ __all__ = [
     "ModelTimeoutError",
     "NightlyEmptyError",
     "NightlyLockedError",
+    "PrecomputedVectorsError",
     "RankingFormatError",
     "SearchIndexError",
     "StoreCorruptError",

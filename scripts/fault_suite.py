@@ -36,6 +36,7 @@ AREAS: dict[str, str] = {
     "test_data": "data loading",
     "test_image_labels": "data loading",
     "test_embed": "models and backends",
+    "test_byo": "models and backends",
     "test_timm_options": "models and backends",
     "test_taskprior": "metrics",
     "test_sufficiency": "metrics",

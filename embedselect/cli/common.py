@@ -75,7 +75,9 @@ def add_model_args(p: argparse.ArgumentParser) -> None:
         action=JoinModels,
         help="comma-separated candidates (the option may be repeated): hub ids (org/name[@rev]), local dirs, "
         "baselines (tfidf-svd, random-projection, pixel-pca), catalog:text / catalog:image; name one with "
-        "NAME=SPEC, e.g. 'minilm=./model,minilm-cls=./model?backend=transformers&pooling=cls'",
+        "NAME=SPEC, e.g. 'minilm=./model,minilm-cls=./model?backend=transformers&pooling=cls'; precomputed "
+        "vectors as NAME=vectors:PATH (a .npy whose rows follow the data file's rows, or a .parquet file with "
+        "'id' and 'vector' columns)",
     )
     add_load_args(p)
 
@@ -358,9 +360,37 @@ def read_text_input(path: Path | str, *, option: str, max_bytes: int = 16 << 20)
 
 
 def check_output_args(args) -> None:
-    """:func:`check_output_path` for ``--out``, ``--html`` and ``--markdown`` of the ranking commands."""
+    """:func:`check_output_path` for ``--out``, ``--html`` and ``--markdown`` of the ranking commands, and none of
+    them may be one of the command's input files (the data file, a ``--models NAME=vectors:PATH`` file): an output
+    never overwrites an input."""
+    from embedselect.models.candidates import input_files
+
+    inputs = [Path(p) for p in [getattr(args, "data", None)] if isinstance(p, (str, Path))]
+    inputs += input_files(getattr(args, "models", None) or "")
     for option in ("out", "html", "markdown"):
-        check_output_path(getattr(args, option, None), option=f"--{option}", cache_dir=getattr(args, "cache_dir", None))
+        path = getattr(args, option, None)
+        check_output_path(path, option=f"--{option}", cache_dir=getattr(args, "cache_dir", None))
+        if path is not None:
+            check_not_input(Path(path), option=f"--{option}", inputs=inputs)
+
+
+def check_not_input(path: Path, *, option: str, inputs: Sequence[Path]) -> None:
+    """Refuse an output file that is one of the command's inputs (the same file by its real path, or by device and
+    inode through a hard link).
+
+    Raises:
+        ConfigError: naming the option and the input.
+    """
+    if not path.exists():
+        return
+    for src in inputs:
+        try:
+            same = src.exists() and os.path.samefile(path, src)
+        except OSError:
+            same = False
+        if same:
+            raise ConfigError(f"{option} {path} is an input of this command ({src}); writing it would destroy the "
+                              "input: choose another file")
 
 
 def write_atomic(path: Path, text: str) -> None:

@@ -46,6 +46,17 @@ class ReferenceData(ReferenceItems):
             f"fingerprint={self.fingerprint[:12]})"
         )
 
+    def source_positions(self) -> list[int] | None:
+        """Each item's 0-based row in the source, from its id (texts: a file's ids are 1-based data row numbers, an
+        in-memory list's or DataFrame's 0-based positions); None for images (their ids are paths, not rows)."""
+        if self.modality != "text":
+            return None
+        base = 0 if self.source.startswith("<") else 1  # in-memory sources are named "<list of 120 texts>"
+        try:
+            return [int(i) - base for i in self.ids]
+        except ValueError:
+            return None
+
     def require(self, n_min: int, *, purpose: str) -> None:
         """Raise :class:`~embedselect.errors.TooFewItemsError` when fewer than ``n_min`` items are loaded.
 

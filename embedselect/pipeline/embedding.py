@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import time
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -138,7 +139,7 @@ class _Pinned:
     """A resolved candidate and the cache key of its embeddings of the run's data."""
 
     rc: Any  # ResolvedCandidate
-    key: str
+    key: str | None  # None: not cached across runs (precomputed vectors; an embedder object without a revision)
 
 
 def _embed_candidate(ctx: RunContext, cand: Any, *, keep_vectors: bool) -> EmbedOutcome:
@@ -150,8 +151,11 @@ def _embed_candidate(ctx: RunContext, cand: Any, *, keep_vectors: bool) -> Embed
     try:
         pinned = _resolve(ctx, cand, res, step)
         outcome.card = ctx.cards.get(cand.name)
-        with ctx.store.run_lock(pinned.key, what=cand.name):  # a concurrent run of the same key: wait, then read it
+        if pinned.key is None:
             vectors = _vectors(ctx, cand, pinned, res, step)
+        else:
+            with ctx.store.run_lock(pinned.key, what=cand.name):  # a concurrent run of the same key: wait, read it
+                vectors = _vectors(ctx, cand, pinned, res, step)
         res.n, res.dim = int(vectors.shape[0]), int(vectors.shape[1])
         if keep_vectors:
             outcome.vectors = vectors
@@ -165,7 +169,11 @@ def _embed_candidate(ctx: RunContext, cand: Any, *, keep_vectors: bool) -> Embed
 
 def _resolve(ctx: RunContext, cand: Any, res: CandidateResult, step: dict[str, Any]) -> _Pinned:
     """Stage 1 for one candidate: pin it to exact bytes, check its modality, record the model and compute the cache
-    key of its vectors (model, revision, backend, the options that change vectors, data fingerprint, precision)."""
+    key of its vectors (model, revision, backend, the options that change vectors, data fingerprint, precision).
+
+    Precomputed vectors and an embedder object without a revision are not stored: their pinned key is None, and their
+    result's ``run_key`` names the vectors for the metrics only (the vectors' content hash; a key unique to this run
+    for an unpinned embedder) and ``cache_scope`` says so (``"input"`` / ``"run"``)."""
     from embedselect.models.backends.base import vector_options
     from embedselect.models.backends.device import key_precision, library_progress, progress_enabled
     from embedselect.models.backends.loader import weight_bytes
@@ -185,10 +193,24 @@ def _resolve(ctx: RunContext, cand: Any, res: CandidateResult, step: dict[str, A
                 f"{cand.name} embeds {rc.modality} but the reference data is {ctx.ref.modality}; "
                 "choose candidates of the data's modality"
             )
+        revision = rc.revision
+        if cand.kind == "vectors":  # read from the user's input every run (revision: their content hash)
+            res.cache_scope = "input"
+        elif cand.kind == "embedder" and not cand.revision:
+            res.cache_scope, revision = "run", f"unpinned-{uuid.uuid4().hex}"  # a key no other run shares
+            res.revision = None
+            log.warning("%s: an embedder object without a revision: its vectors are kept for this run only (give "
+                        "Candidate(name=..., embedder=..., revision=...) to cache them across runs)", cand.name)
+        if res.cache_scope != "store":
+            key = run_key(model_id=rc.model_id, revision=revision, backend=rc.backend,
+                          options=vector_options(cand.options), fingerprint=ctx.ref.fingerprint, precision="as-given")
+            res.run_key = key  # what the metrics and their caches know the vectors by
+            return _Pinned(rc, None)
         ctx.store.record_model(model_id=rc.model_id, revision=rc.revision, backend=rc.backend, modality=rc.modality,
                                spec=cand.spec, local_dir=str(rc.local_dir) if rc.local_dir else None)
         is_baseline = is_baseline_id(rc.model_id)
-        precision = key_precision(cand.options.get("dtype"), ctx.device, baseline=is_baseline)
+        precision = ("as-returned" if cand.kind == "embedder"  # the user's object decides what it computes in
+                     else key_precision(cand.options.get("dtype"), ctx.device, baseline=is_baseline))
         key_options = vector_options(cand.options)
         if is_baseline:  # every setting of the baseline's own (?seed= over the run's seed, ?dim=, ...)
             from embedselect.models.backends.baselines import baseline_key_options
@@ -218,8 +240,10 @@ def _vectors(ctx: RunContext, cand: Any, pinned: _Pinned, res: CandidateResult, 
     from embedselect.models.backends.device import library_progress, progress_enabled
 
     rc, key, ref = pinned.rc, pinned.key, ctx.ref
+    if cand.kind == "vectors":
+        return _precomputed(ctx, cand, step)
     step["stage"] = "cache"
-    vectors = ctx.store.load_vectors(key, mmap=True)
+    vectors = ctx.store.load_vectors(key, mmap=True) if key is not None else None
     if vectors is not None:
         rec = ctx.store.get_run(key)
         res.cached, res.seconds = True, rec.seconds if rec else None
@@ -227,7 +251,8 @@ def _vectors(ctx: RunContext, cand: Any, pinned: _Pinned, res: CandidateResult, 
         ctx.bar.advance(STAGES_PER_CANDIDATE - step["done"])
         step["done"] = STAGES_PER_CANDIDATE
         return vectors
-    ctx.store.require_writable(f"store the embeddings of {cand.name}")  # before any work that could not be kept
+    if key is not None:
+        ctx.store.require_writable(f"store the embeddings of {cand.name}")  # before any work that could not be kept
     step["stage"] = "load"
     from embedselect.models.backends.loader import load_embedder
 
@@ -245,16 +270,35 @@ def _vectors(ctx: RunContext, cand: Any, pinned: _Pinned, res: CandidateResult, 
     ctx.bar.rate(cand.name, len(ref), seconds)
     vectors = check_embeddings(vectors, what=f"the embeddings {cand.name} returned", n=len(ref), dtype=None,
                                finite=False, error=MetricError)  # not finite: refused by the store, with its message
+    res.seconds = seconds
+    if key is None:  # cached for this run only: the vectors stay in memory
+        ctx.bar.advance(STAGES_PER_CANDIDATE - step["done"])
+        step["done"] = STAGES_PER_CANDIDATE
+        return vectors
     step["stage"] = "store"
     with ctx.bar.stage(f"{cand.name}: store {vectors.nbytes / 2**20:,.1f} MiB", steps=0):  # named, not counted
         ctx.store.save_run(key=key, vectors=vectors, model_id=rc.model_id, revision=rc.revision, backend=rc.backend,
                            settings=embedder.settings(), fingerprint=ref.fingerprint, device=embedder.device,
                            seconds=seconds)
-    res.seconds = seconds
     # hand on the stored file, memory-mapped, and let the in-memory matrix go: the run then holds at most one
     # candidate's matrix in its own memory at a time (the file was just written and checksummed: size check only)
     mapped = ctx.store.load_vectors(key, verify=False, mmap=True)
     return mapped if mapped is not None else vectors
+
+
+def _precomputed(ctx: RunContext, cand: Any, step: dict[str, Any]) -> np.ndarray:
+    """Stage 2 of a candidate of precomputed vectors: its rows for ``ctx.ref``'s items, float32 (n, d), picked by
+    item id or source row (:func:`~embedselect.models.backends.custom.precomputed_vectors`); nothing is cached."""
+    from embedselect.models.backends.custom import precomputed_vectors
+
+    step["stage"] = "load"
+    with ctx.bar.stage(f"{cand.name}: read precomputed vectors"):
+        step["done"] += 1
+        vectors = precomputed_vectors(cand.vectors, name=cand.name, ids=ctx.ref.ids,
+                                      positions=ctx.ref.source_positions(), n_source=ctx.ref.report.n_total)
+    ctx.bar.advance(STAGES_PER_CANDIDATE - step["done"])
+    step["done"] = STAGES_PER_CANDIDATE
+    return vectors
 
 
 def record_candidate_failure(ctx: RunContext, cand: Any, res: CandidateResult, exc: Exception, step: dict[str, Any]) -> None:

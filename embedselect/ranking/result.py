@@ -176,7 +176,9 @@ class CandidateResult:
         intervals: score name -> [low, high] bootstrap confidence interval, when computed. The key is the
             metric name when its headline score was bootstrapped, else the name of the bootstrapped score
             (e.g. ``task_prior_alignment``: the closed-form part of ``task_prior``, without probes).
-        run_key: the cache key of the embedding run.
+        run_key: the cache key of the embedding run (None when the vectors are not cached across runs).
+        cache_scope: where the vectors are kept: ``"store"`` (the cache, across runs), ``"run"`` (this run only: an
+            embedder object without a revision), ``"input"`` (precomputed vectors, read from the user's input).
         model_bytes: size of the model's weight files in bytes (None for the built-in baselines); a cost.
     """
 
@@ -201,6 +203,7 @@ class CandidateResult:
     intervals: dict[str, list[float]] = field(default_factory=dict)
     run_key: str | None = None
     model_bytes: int | None = None
+    cache_scope: str = "store"
 
     @property
     def ok(self) -> bool:

@@ -123,6 +123,11 @@ def load_embedder(
     opts = {**dict(getattr(rc.candidate, "options", {}) or {}), **dict(options or {})}
     opts.pop("modality", None)
     backend = rc.backend
+    if getattr(rc.candidate, "kind", None) == "embedder":  # the user's own object: nothing to load, nothing to check
+        from embedselect.models.backends.custom import ObjectEmbedder
+
+        return ObjectEmbedder(rc.candidate.embedder, name=rc.candidate.name, modality=rc.modality,
+                              revision=rc.candidate.revision)
     if is_baseline_id(rc.model_id) or backend in BASELINES:
         from embedselect.models.backends.baselines import make_baseline
 

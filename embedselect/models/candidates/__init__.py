@@ -6,7 +6,13 @@ A candidate spec is one of (comma-separated in one string, or a list):
   ``https://huggingface.co/org/name`` are accepted too;
 - an existing local model directory (absolute, relative, or ``~``-prefixed; ``local:PATH`` forces it);
 - a baseline: ``tfidf-svd``, ``random-projection``, ``pixel-pca`` (optionally ``baseline:NAME``);
-- a catalog: ``catalog:text``, ``catalog:image`` (shipped lists) or ``catalog:/path/to/list.yaml``.
+- a catalog: ``catalog:text``, ``catalog:image`` (shipped lists) or ``catalog:/path/to/list.yaml``;
+- precomputed vectors, named: ``NAME=vectors:PATH`` (a ``.npy`` or ``.parquet`` file; see
+  :meth:`Candidate.from_vectors`).
+
+From Python a candidate may also be an embedder object (``encode(items, batch_size)``, a ``SentenceTransformer``, or
+a callable ``items -> array``; see :meth:`Candidate.from_embedder`) or a :class:`Candidate` built with ``embedder=``
+or :meth:`Candidate.from_vectors`.
 
 Any spec may carry backend options as a query string: ``BAAI/bge-small-en-v1.5?pooling=cls&max_length=256``,
 ``tfidf-svd?dim=128``, and a backend with ``backend=``: ``org/name?backend=transformers``.
@@ -28,7 +34,7 @@ from embedselect.models.candidates.catalogs import (
     read_catalog,
 )
 from embedselect.models.candidates.model import Candidate, FrozenOptions, ResolvedCandidate
-from embedselect.models.candidates.parse import parse_candidates
+from embedselect.models.candidates.parse import input_files, parse_candidates
 from embedselect.models.candidates.resolve import (
     infer_backend,
     infer_modality,
@@ -49,6 +55,7 @@ __all__ = [
     "catalog_dirs",
     "infer_backend",
     "infer_modality",
+    "input_files",
     "load_catalog",
     "local_dir_revision",
     "parse_candidates",

@@ -68,8 +68,10 @@ class Candidate:
 
     Attributes:
         spec: the spec as written by the user (or catalog entry id).
-        kind: ``"hub"``, ``"local"`` or ``"baseline"``.
-        ref: hub repo id | absolute local directory | baseline name.
+        kind: ``"hub"``, ``"local"``, ``"baseline"``, ``"embedder"`` (a user's object) or ``"vectors"``
+            (precomputed vectors); the last two are set from ``embedder=`` / ``vectors=``.
+        ref: hub repo id | absolute local directory | baseline name | the candidate's name (an embedder, vectors
+            given as an array or mapping) | the absolute path of a vectors file.
         backend: ``"sentence-transformers"``, ``"timm"``, ``"transformers"``, the baseline name, or
             ``None`` (infer from the model's files).
         revision: requested hub revision (branch, tag or sha), or ``None`` (default branch).
@@ -78,27 +80,129 @@ class Candidate:
         modality: modality of the data the candidate will embed (``"text"``/``"image"``), when known;
             it picks the tower of dual encoders (CLIP) and the input of ``random-projection``.
         notes: free text from a catalog entry (empty otherwise).
+        embedder: for ``kind="embedder"``: the user's object that embeds the items (see
+            :mod:`embedselect.models.backends.custom`): anything with ``encode(items, batch_size=...)`` returning an
+            array of shape (n, d), a ``SentenceTransformer``, or a plain callable ``items -> array``.
+            ``Candidate(name="mine", embedder=obj, revision="v3")`` builds one; without ``revision`` its vectors are
+            kept for the run only (no cache entry can tell two states of an object apart).
+        vectors: for ``kind="vectors"``: precomputed vectors (see :meth:`from_vectors`).
     """
 
-    spec: str
-    kind: Literal["hub", "local", "baseline"]
-    ref: str
+    spec: str = ""
+    kind: Literal["hub", "local", "baseline", "embedder", "vectors"] = "hub"
+    ref: str = ""
     backend: str | None = None
     revision: str | None = None
     options: Mapping[str, Any] = field(default_factory=FrozenOptions)
     name: str = ""
     modality: str | None = None
     notes: str = field(default="", compare=False)
+    embedder: Any = field(default=None, compare=False, repr=False)
+    vectors: Any = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.options, FrozenOptions):
             object.__setattr__(self, "options", FrozenOptions(self.options))
+        if self.embedder is not None and self.vectors is not None:
+            raise CandidateSpecError("a candidate has either an embedder or precomputed vectors, not both")
+        if self.embedder is not None or self.vectors is not None:
+            kind = "embedder" if self.embedder is not None else "vectors"
+            if kind == "embedder" and not (callable(self.embedder) or callable(getattr(self.embedder, "encode", None))):
+                raise CandidateSpecError(
+                    f"embedder={type(self.embedder).__name__} object: an embedder needs an encode(items, batch_size) "
+                    "method returning an (n, d) array, or must be a callable items -> array")
+            if not self.name:
+                raise CandidateSpecError(f"a candidate with {'an embedder' if kind == 'embedder' else 'vectors'} "
+                                         "needs a name: Candidate(name='mine', ...)")
+            object.__setattr__(self, "kind", kind)
+            object.__setattr__(self, "ref", self.ref or self.name)
+            object.__setattr__(self, "spec", self.spec or self.name)
+        elif self.kind in ("embedder", "vectors"):
+            raise CandidateSpecError(f"a candidate of kind {self.kind!r} needs its {self.kind}= object")
+        if not self.ref:
+            raise CandidateSpecError("a candidate needs a ref (hub id, folder or baseline), an embedder= or vectors=")
         if not self.name:
             object.__setattr__(self, "name", default_name(self.kind, self.ref, self.revision, self.options))
-        if self.kind not in ("hub", "local", "baseline"):
-            raise CandidateSpecError(f"candidate kind must be 'hub', 'local' or 'baseline', got {self.kind!r}")
+        if self.kind not in ("hub", "local", "baseline", "embedder", "vectors"):
+            raise CandidateSpecError(f"candidate kind must be 'hub', 'local', 'baseline', 'embedder' or 'vectors', "
+                                     f"got {self.kind!r}")
         if self.modality is not None and self.modality not in MODALITIES:
             raise CandidateSpecError(f"candidate modality must be 'text' or 'image', got {self.modality!r}")
+
+
+    @classmethod
+    def from_embedder(cls, embedder: Any, *, name: str | None = None, revision: str | None = None,
+                      options: Mapping[str, Any] | None = None, modality: str | None = None) -> "Candidate":
+        """A candidate for a user's embedder object (see the ``embedder`` attribute); ``name`` defaults to the
+        object's own name (a ``SentenceTransformer``'s model name, a function's ``__name__``, else its class)."""
+        return cls(name=name or embedder_name(embedder), embedder=embedder, revision=revision,
+                   options=options or {}, modality=modality)
+
+    @classmethod
+    def from_vectors(cls, name: str, vectors: Any, ids: Any = None, *, modality: str | None = None) -> "Candidate":
+        """A candidate whose vectors were computed elsewhere (a vector store, another pipeline).
+
+        Args:
+            name: its display name.
+            vectors: a float array of shape (n, d) whose row i belongs to item i of the data (or, when it has one row
+                per row of the data's source, to source row i: the sample and the dropped rows pick theirs); or a
+                mapping item id -> vector; or the path of a ``.npy`` file (rows as for an array) or a ``.parquet``
+                file with ``id`` and ``vector`` columns. Item ids are those of
+                :class:`~embedselect.data.ReferenceData` (for a file, the 1-based data row number).
+            ids: with an array: the item id of each of its rows (then it is keyed by id, not by position).
+            modality: the data's modality, when known.
+
+        Nothing is read here except that a file must exist; the vectors are checked against the data when the run
+        uses them (rows missing, of another width or not finite are an error naming them).
+
+        Raises:
+            CandidateSpecError: no name, a file that does not exist or is neither ``.npy`` nor ``.parquet``, or an
+                unsupported type.
+        """
+        import os
+
+        import numpy as np
+
+        if isinstance(vectors, (str, os.PathLike)):
+            path = Path(os.path.expanduser(os.fspath(vectors)))
+            if path.suffix.lower() not in (".npy", ".parquet"):
+                raise CandidateSpecError(f"vectors file {str(path)!r} of candidate {name!r}: give a .npy file (rows "
+                                         "follow the data's rows) or a .parquet file with 'id' and 'vector' columns")
+            if not path.is_file():
+                raise CandidateSpecError(f"vectors file {str(path)!r} of candidate {name!r} does not exist; check "
+                                         "the path")
+            if ids is not None:
+                raise CandidateSpecError(f"ids= goes with an array; the vectors file of {name!r} carries its own")
+            return cls(name=name, vectors=path.resolve(), ref=str(path.resolve()), spec=f"{name}=vectors:{path}",
+                       modality=modality)
+        if isinstance(vectors, Mapping):
+            if ids is not None:
+                raise CandidateSpecError(f"ids= goes with an array; the mapping of {name!r} is keyed by id already")
+            return cls(name=name, vectors=dict(vectors), modality=modality)
+        if hasattr(vectors, "__array__") or isinstance(vectors, (list, tuple)):
+            arr = np.asarray(vectors)
+            if ids is not None:
+                ids = [str(i) for i in ids]
+                if len(ids) != len(arr):
+                    raise CandidateSpecError(f"vectors of {name!r}: {len(arr)} rows but {len(ids)} ids; give one id "
+                                             "per row")
+                return cls(name=name, vectors=dict(zip(ids, arr)), modality=modality)
+            return cls(name=name, vectors=arr, modality=modality)
+        raise CandidateSpecError(f"vectors of {name!r} is a {type(vectors).__name__}: give an (n, d) array, a "
+                                 "mapping id -> vector, or a .npy / .parquet path")
+
+
+def embedder_name(obj: Any) -> str:
+    """The default display name of a user's embedder object: a ``SentenceTransformer``'s model name (its card's),
+    a function's ``__name__``, else the object's class name."""
+    card = getattr(obj, "model_card_data", None)
+    for value in (getattr(card, "model_name", None), getattr(card, "base_model", None)):
+        if isinstance(value, str) and value.strip():
+            return value.strip()
+    named = getattr(obj, "__name__", None)
+    if isinstance(named, str) and named and named != "<lambda>":
+        return named
+    return type(obj).__name__
 
 
 @dataclass(frozen=True)

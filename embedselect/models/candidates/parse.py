@@ -23,7 +23,9 @@ def parse_candidates(
     """Turn user specs into :class:`Candidate` objects (no network, no model loading).
 
     Args:
-        specs: one spec string (comma-separated specs allowed), a :class:`Candidate`, or a sequence of these.
+        specs: one spec string (comma-separated specs allowed), a :class:`Candidate`, an embedder object (anything
+            with ``encode(items, batch_size)``, a ``SentenceTransformer``, or a callable ``items -> array``: see
+            :meth:`Candidate.from_embedder`), or a sequence of these.
         catalog_dir: folder with ``<name>.yaml`` catalogs for ``catalog:<name>``; default the shipped catalogs.
         modality: the data's modality (``"text"``/``"image"``). Catalogs then keep only entries of that
             modality, and candidates without a modality get this one.
@@ -38,8 +40,8 @@ def parse_candidates(
     """
     if modality is not None and modality not in MODALITIES:
         raise ConfigError(f"modality must be 'text' or 'image', got {modality!r}")
-    if isinstance(specs, (str, Candidate)):
-        specs = [specs]
+    if isinstance(specs, (str, Candidate)) or callable(getattr(specs, "encode", None)) or callable(specs):
+        specs = [specs]  # type: ignore[list-item]  # an embedder object is one candidate, not a list of them
     if specs is None:
         raise CandidateSpecError("no candidates given; " + ACCEPTED_FORMS)
     if isinstance(specs, Mapping):
@@ -62,14 +64,21 @@ def parse_candidates(
             for p in parts:
                 if p:
                     name, spec = split_name(p)
+                    if spec.startswith("vectors:"):
+                        out.append(_vectors_spec(name, spec, p))
+                        continue
                     parsed = _parse_one(spec, catalog_dir=catalog_dir, modality=modality)
                     if name is not None:
                         if len(parsed) != 1:
                             raise CandidateSpecError(f"{p!r}: a NAME= can name one candidate, not a catalog")
                         parsed = [dataclasses.replace(parsed[0], name=name)]
                     out.extend(parsed)
+        elif callable(getattr(item, "encode", None)) or callable(item):
+            out.append(Candidate.from_embedder(item))
         else:
-            raise CandidateSpecError(f"candidate must be a str or Candidate, got {type(item).__name__}; " + ACCEPTED_FORMS)
+            raise CandidateSpecError(
+                f"candidate must be a str, a Candidate, an object with encode(items, batch_size) or a callable "
+                f"items -> array, got {type(item).__name__}; " + ACCEPTED_FORMS)
     result: list[Candidate] = []
     by_name: dict[str, Candidate] = {}
     for c in out:
@@ -82,8 +91,9 @@ def parse_candidates(
             )
         prev = by_name.get(c.name)
         if prev is not None:
-            if (prev.kind, prev.ref, prev.revision, prev.options, prev.backend) == (c.kind, c.ref, c.revision, c.options, c.backend):
-                continue  # duplicate
+            if ((prev.kind, prev.ref, prev.revision, prev.options, prev.backend) == (c.kind, c.ref, c.revision, c.options, c.backend)
+                    and prev.embedder is c.embedder and prev.vectors is c.vectors):
+                continue  # duplicate (an embedder or vectors: the same object)
             if c.kind == "local":  # two different folders with the same basename
                 c = dataclasses.replace(c, name=f"local:{c.ref}")
             else:
@@ -93,6 +103,35 @@ def parse_candidates(
         by_name[c.name] = c
         result.append(c)
     return result
+
+
+def input_files(specs: str) -> list[Path]:
+    """The files a candidate string reads as inputs (the ``PATH`` of each ``NAME=vectors:PATH``), as written
+    (``~`` expanded); nothing is checked. For the CLI's rule that no output overwrites an input."""
+    import os
+
+    out = []
+    for part in (p.strip() for p in str(specs).split(",")):
+        try:
+            _name, spec = split_name(part)
+        except CandidateSpecError:
+            continue
+        if spec.startswith("vectors:") and spec[len("vectors:"):].strip():
+            out.append(Path(os.path.expanduser(spec[len("vectors:"):].strip())))
+    return out
+
+
+def _vectors_spec(name: str | None, spec: str, written: str) -> Candidate:
+    """``NAME=vectors:PATH``: precomputed vectors in a ``.npy`` file (rows follow the data file's rows) or a
+    ``.parquet`` file (``id`` and ``vector`` columns), as :meth:`Candidate.from_vectors`."""
+    if name is None:
+        raise CandidateSpecError(f"{written!r}: precomputed vectors need a name: write NAME=vectors:PATH, e.g. "
+                                 "mine=vectors:./vectors.npy")
+    path = spec[len("vectors:"):].strip()
+    if not path or "?" in path:
+        raise CandidateSpecError(f"{written!r}: write NAME=vectors:PATH with the path of a .npy or .parquet file "
+                                 "(no options)")
+    return dataclasses.replace(Candidate.from_vectors(name, path), spec=written)
 
 
 def _parse_one(spec: str, *, catalog_dir: Path | None, modality: str | None) -> list[Candidate]:

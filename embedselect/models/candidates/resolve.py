@@ -158,6 +158,8 @@ def resolve_candidate(c: Candidate, *, policy: LoadPolicy = LoadPolicy(), token:
             raise CandidateSpecError(f"baseline {c.ref!r} embeds {'/'.join(mods)} only, not {modality}")
         return ResolvedCandidate(c, f"{BASELINE_PREFIX}{c.ref}", _builtin_revision(), None, c.ref, modality)
     requested = c.modality or c.options.get("modality")
+    if c.kind in ("embedder", "vectors"):
+        return ResolvedCandidate(c, f"{c.kind}:{c.name}", _user_revision(c), None, c.kind, str(requested or "text"))
     if c.kind == "local":
         d = Path(c.ref)
         # which library loads it, before any byte is hashed: a folder that holds no model (`-m ~`, `-m /`) is
@@ -175,6 +177,29 @@ def resolve_candidate(c: Candidate, *, policy: LoadPolicy = LoadPolicy(), token:
     backend = c.backend or getattr(fetched, "backend", None) or _backend_from_files_or_library(d, fetched.library)
     modality = infer_modality(d, backend, requested)
     return ResolvedCandidate(c, fetched.repo_id, fetched.revision, d, backend, modality)
+
+
+def _user_revision(c: Candidate) -> str:
+    """The revision of a candidate the user brings: an embedder's own ``revision`` (``""`` without one: its vectors
+    are then kept for the run only); for precomputed vectors, the sha256 of their file's bytes or of the array
+    (a mapping: of its ids and vectors)."""
+    if c.kind == "embedder":
+        return c.revision or ""
+    if c.revision:
+        return c.revision
+    if isinstance(c.vectors, Path):
+        return file_sha256(c.vectors, None)
+    import numpy as np
+
+    h = hashlib.sha256()
+    if isinstance(c.vectors, dict):
+        for key in sorted(c.vectors):
+            h.update(str(key).encode("utf-8", "surrogateescape") + b"\0")
+            h.update(np.ascontiguousarray(np.asarray(c.vectors[key], dtype=np.float64)).tobytes())
+    else:
+        arr = np.ascontiguousarray(np.asarray(c.vectors, dtype=np.float64))
+        h.update(str(arr.shape).encode() + arr.tobytes())
+    return h.hexdigest()
 
 
 def _backend_from_files_or_library(d: Path, library: str | None) -> str:

@@ -18,7 +18,7 @@ ACCEPTED_FORMS = (
     "accepted forms: a hub id 'org/name' or 'org/name@revision'; an existing model directory "
     "(or 'local:PATH'); a baseline ('tfidf-svd', 'random-projection', 'pixel-pca', or 'baseline:NAME'); "
     "'catalog:text', 'catalog:image' or 'catalog:/path/list.yaml'; options as '?key=value&key=value'; "
-    "a name first as 'NAME=SPEC'"
+    "a name first as 'NAME=SPEC'; precomputed vectors as 'NAME=vectors:PATH' (.npy or .parquet)"
 )
 """The end of every "cannot understand this candidate" message: what a spec may be."""
 

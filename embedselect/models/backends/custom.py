@@ -1,0 +1,189 @@
+"""Candidates the user brings: an embedder object of their own (:class:`ObjectEmbedder`, the
+:class:`~embedselect.models.backends.base.Embedder` around it) and precomputed vectors (:func:`precomputed_vectors`).
+
+An embedder object is anything with ``encode(items, batch_size=...)`` returning an array-like of shape (n, d) (a
+``SentenceTransformer`` instance is one), or a plain callable ``items -> array``. Its output is checked like every
+backend's (:func:`~embedselect._util.arrays.check_embeddings`: one row per item, 2-D, real, finite), and a wrong
+result is an :class:`~embedselect.errors.EmbedderOutputError` naming the candidate.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from embedselect._util.arrays import check_embeddings
+from embedselect.errors import EmbedderOutputError, PrecomputedVectorsError
+
+DEFAULT_BATCH_SIZE = 32
+"""Items per ``encode`` call of a user's embedder when the run sets no batch size."""
+
+
+class ObjectEmbedder:
+    """The :class:`~embedselect.models.backends.base.Embedder` of a user's embedder object.
+
+    Attributes:
+        name: the candidate's name (every error names it).
+        backend: ``"embedder"``.
+        modality: the data's modality (the object is trusted to take these items).
+        device: ``"user"``: the object runs wherever it was put.
+    """
+
+    backend = "embedder"
+    device = "user"
+
+    def __init__(self, obj: Any, *, name: str, modality: str, revision: str | None) -> None:
+        self.obj, self.name, self.modality, self.revision = obj, name, modality, revision
+
+    def settings(self) -> dict[str, Any]:
+        """The object's class (module and qualified name) and the revision the user gave (None: none)."""
+        cls = type(self.obj)
+        return {"embedder": f"{cls.__module__}.{cls.__qualname__}", "revision": self.revision}
+
+    def embed(self, items: Sequence[Any], *, batch_size: int | None = None, progress: bool = False) -> np.ndarray:
+        """float32 (len(items), d): ``encode`` (or the call) on ``batch_size`` items at a time, rows in order.
+
+        Raises:
+            EmbedderOutputError: the object raised, or returned something that is not an (n, d) array of finite real
+                numbers with one row per item (or batches of different widths); the message names the candidate.
+        """
+        items = list(items)
+        size = int(batch_size or DEFAULT_BATCH_SIZE)
+        parts = [self._encode_batch(items[i:i + size], size, progress) for i in range(0, len(items), size)]
+        if not parts:
+            return np.zeros((0, 0), dtype=np.float32)
+        widths = sorted({p.shape[1] for p in parts})
+        if len(widths) > 1:
+            raise EmbedderOutputError(f"candidate {self.name!r}: its embedder returned vectors of different widths "
+                                      f"({', '.join(map(str, widths))}) for different batches; it must return one "
+                                      "width for every item")
+        return np.ascontiguousarray(np.concatenate(parts, axis=0))
+
+    def _encode_batch(self, batch: list[Any], size: int, progress: bool) -> np.ndarray:
+        encode = getattr(self.obj, "encode", None)
+        try:
+            if callable(encode):
+                if _is_sentence_transformer(self.obj):
+                    out = encode(batch, batch_size=size, convert_to_numpy=True, show_progress_bar=progress)
+                else:
+                    out = encode(batch, batch_size=size)
+            else:
+                out = self.obj(batch)
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except Exception as exc:  # noqa: BLE001 - the user's code: any failure is this candidate's
+            raise EmbedderOutputError(f"candidate {self.name!r}: its embedder raised {type(exc).__name__}: {exc}") \
+                from exc
+        if hasattr(out, "detach"):  # a torch tensor
+            out = out.detach().float().cpu().numpy()
+        return check_embeddings(out, what=f"the output of candidate {self.name!r}'s embedder", n=len(batch),
+                                error=EmbedderOutputError,
+                                hint="; its embedder must return finite numbers for every item")
+
+
+def _is_sentence_transformer(obj: Any) -> bool:
+    return any(c.__name__ == "SentenceTransformer" and c.__module__.startswith("sentence_transformers")
+               for c in type(obj).__mro__)
+
+
+def precomputed_vectors(source: Any, *, name: str, ids: Sequence[str], positions: Sequence[int] | None,
+                        n_source: int) -> np.ndarray:
+    """A candidate's precomputed vectors of the run's items, float32 (len(ids), d), row i for item ``ids[i]``.
+
+    Args:
+        source: what :meth:`~embedselect.models.candidates.Candidate.from_vectors` kept: an array, a mapping
+            id -> vector, or the :class:`~pathlib.Path` of a ``.npy`` / ``.parquet`` file.
+        name: the candidate's name (for the messages).
+        ids: the item ids of the run's data, in order.
+        positions: each item's 0-based row in the data's source (None when the source has no row order, e.g. a
+            folder of images).
+        n_source: the number of rows of the data's source (before empty, undecodable or duplicate rows were
+            dropped and before sampling).
+
+    An array (or ``.npy``) with ``len(ids)`` rows is aligned with the items; one with ``n_source`` rows with the
+    source's rows (``positions`` pick the items' rows). A mapping or Parquet file is looked up by item id.
+
+    Raises:
+        PrecomputedVectorsError: the file cannot be read or lacks ``id`` / ``vector`` columns; an array of another
+            number of rows; items with no vector (the first few ids named); vectors of different widths; rows that
+            are not finite (their ids named).
+    """
+    if isinstance(source, Path):
+        source = _read_file(source, name)
+    if isinstance(source, Mapping):
+        keyed = {str(k): v for k, v in source.items()}
+        missing = [i for i in ids if i not in keyed]
+        if missing:
+            raise PrecomputedVectorsError(
+                f"candidate {name!r}: {len(missing)} of {len(ids)} items have no vector (ids {_few(missing)}); "
+                "give a vector for every item of the data (ids are the data's row numbers, 1-based for a file)")
+        rows = [np.asarray(keyed[i], dtype=np.float64).ravel() for i in ids]
+        widths: dict[int, list[str]] = {}
+        for i, r in zip(ids, rows):
+            widths.setdefault(r.shape[0], []).append(i)
+        if len(widths) > 1:
+            common = max(widths, key=lambda w: len(widths[w]))
+            odd = [i for w, group in widths.items() if w != common for i in group]
+            raise PrecomputedVectorsError(
+                f"candidate {name!r}: {len(odd)} vectors are not {common} wide like the others (ids {_few(odd)}); "
+                "every vector must have the same width")
+        arr = np.stack(rows) if rows else np.zeros((0, 0))
+    else:
+        arr = np.asarray(source)
+        if arr.ndim != 2:
+            raise PrecomputedVectorsError(f"candidate {name!r}: the vectors have shape {arr.shape}; give a 2-D "
+                                          "array of shape (items, width)")
+        if arr.shape[0] == len(ids):
+            pass
+        elif arr.shape[0] == n_source and positions is not None:
+            arr = arr[np.asarray(positions, dtype=np.int64)]
+        else:
+            rows_of = f"{len(ids)} (one per item used)" + (
+                f" or {n_source} (one per row of the data's source)" if positions is not None and n_source != len(ids)
+                else "")
+            raise PrecomputedVectorsError(f"candidate {name!r}: the vectors have {arr.shape[0]} rows, expected "
+                                          f"{rows_of}; or key them by item id")
+    if not np.issubdtype(arr.dtype, np.number) or np.issubdtype(arr.dtype, np.complexfloating):
+        raise PrecomputedVectorsError(f"candidate {name!r}: the vectors are {arr.dtype}, not real numbers")
+    bad = np.flatnonzero(~np.isfinite(arr).all(axis=1)) if arr.size else np.zeros(0, dtype=np.int64)
+    if bad.size:
+        raise PrecomputedVectorsError(
+            f"candidate {name!r}: {bad.size} of {len(ids)} vectors hold NaN or inf (ids {_few([ids[int(i)] for i in bad])}); "
+            "fix or re-compute those rows")
+    return check_embeddings(arr, what=f"the vectors of candidate {name!r}", n=len(ids),
+                            error=PrecomputedVectorsError)
+
+
+def _few(ids: Sequence[str], k: int = 5) -> str:
+    shown = ", ".join(repr(i) for i in ids[:k])
+    return shown + (f" and {len(ids) - k} more" if len(ids) > k else "")
+
+
+def _read_file(path: Path, name: str) -> Any:
+    """A ``.npy`` file as an array (never unpickled), a ``.parquet`` file as a mapping id -> vector."""
+    try:
+        if path.suffix.lower() == ".npy":
+            return np.load(path, allow_pickle=False, mmap_mode="r")
+        import pyarrow.parquet as pq
+
+        table = pq.read_table(path)
+    except (OSError, ValueError) as exc:
+        raise PrecomputedVectorsError(f"candidate {name!r}: cannot read the vectors file {path}: {exc}") from None
+    columns = set(table.column_names)
+    if not {"id", "vector"} <= columns:
+        raise PrecomputedVectorsError(f"candidate {name!r}: the Parquet file {path} has columns "
+                                      f"{sorted(columns)}; it needs 'id' (the item id) and 'vector' (a list of "
+                                      "floats)")
+    keys = [str(v) for v in table.column("id").to_pylist()]
+    vectors = table.column("vector").to_pylist()
+    dup = sorted(k for k, count in Counter(keys).items() if count > 1)
+    if dup:
+        raise PrecomputedVectorsError(f"candidate {name!r}: ids {_few(dup)} appear more than once in {path}")
+    absent = [k for k, v in zip(keys, vectors) if v is None]
+    if absent:
+        raise PrecomputedVectorsError(f"candidate {name!r}: ids {_few(absent)} have no vector in {path}")
+    return dict(zip(keys, vectors))
