@@ -26,7 +26,7 @@ MAY_IMPORT: dict[str, set[str]] = {
     "nn": _LOW,  # FAISS k-NN primitives and where FAISS runs
     "metrics": _LOW | {"nn"},
     "ranking": _LOW | {"metrics"},  # the result type, combining ranks, the bootstrap
-    "validation": _LOW | {"metrics", "ranking"},  # held-out probes and the check against them
+    "validation": _LOW | {"nn", "metrics", "ranking"},  # held-out probes, retrieval scores and the check against them
     # data, models, the cache: side by side, none imports another
     "data": _LOW | {"nn"},
     "models": _LOW | {"config"},  # candidates, backends, hub, load policy, model-folder layout
