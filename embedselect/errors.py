@@ -133,6 +133,13 @@ class MissingExtraError(ConfigError, ImportError):
         self.extra = extra
 
 
+class OutputWriteError(ConfigError):
+    """An output file the user named (``--out``, ``--html``, ``report --out``) could not be written: the disk or
+    the quota is full, the file system is read-only, a device refused the bytes (``/dev/full``). The message names
+    the file and the reason; a regular file is written under a temporary name and renamed, so it is left as it was.
+    Exit 2, like an output place found unwritable before the run."""
+
+
 # --- candidates / models ----------------------------------------------------------------------
 class CandidateError(EmbedselectError):
     """A candidate model cannot be resolved, fetched, or loaded."""

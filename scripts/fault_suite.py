@@ -55,6 +55,7 @@ AREAS: dict[str, str] = {
     "test_nightly_ray": "Ray executor",
     "test_nothing_lost": "files and paths (nothing lost)",
     "test_nothing_lost_replay": "files and paths (nothing lost)",
+    "test_nothing_lost_outputs": "files and paths (nothing lost)",
     "test_cache_keys": "cache",
     "test_store_corrupt": "cache",
     "test_cli_pipes": "ranking and CLI (issue 14's own pass)",

@@ -17,7 +17,7 @@ import sys
 import traceback
 from typing import Any, Sequence
 
-from embedselect.cli.common import format_table
+from embedselect.cli.common import annotate, check_run_paths, format_table
 from embedselect.cli.examples import add_examples
 from embedselect.cli.rank import demo_candidates
 from embedselect.errors import EXIT_CODES, EmbedselectError
@@ -42,6 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
     for group in GROUPS:
         importlib.import_module(f"embedselect.cli.{group}").register(sub)
     add_examples(sub)
+    annotate(parser)
     return parser
 
 
@@ -61,8 +62,15 @@ class TerminalText:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run one command line; returns the exit status (see the module docstring)."""
+    """Run one command line; returns the exit status (see the module docstring). A standard output that is closed
+    before the start (``embedselect cache ls >&-``: Python's ``sys.stdout`` is None) is refused at once, exit 2,
+    before any work."""
     raw = sys.stdout
+    if raw is None or getattr(raw, "closed", False):
+        if sys.stderr is not None:
+            print("embedselect: error: the standard output is closed (>&-); nothing was done: send it to a file or "
+                  "to /dev/null instead (>/dev/null)", file=sys.stderr)
+        return EXIT_CODES["usage"]
     if raw.isatty():
         sys.stdout = TerminalText(raw)
     try:
@@ -92,6 +100,7 @@ def _main(argv: Sequence[str] | None) -> int:
     if getattr(args, "quiet", False) or not sys.stderr.isatty():
         os.environ.setdefault("TQDM_DISABLE", "1")
     try:
+        check_run_paths(args)  # every output option of every command, before any work
         code = int(args.func(args) or 0)
         sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's last flush
         return code

@@ -20,15 +20,16 @@ from embedselect.errors import ConfigError
 def add_data_args(p: argparse.ArgumentParser, *, labels: bool = True, labels_required: bool = False,
                   seed: bool = True) -> None:
     """The reference data: file or folder, column, (label column), sub-sampling, error rule, (seed)."""
-    p.add_argument("data", help="data file (.csv .tsv .jsonl .json .parquet .txt), image folder")
+    input_option(p.add_argument("data", help="data file (.csv .tsv .jsonl .json .parquet .txt), image folder"),
+                 name="the data")
     p.add_argument("--column", "-c", help="text column of a table file")
     if labels:
-        p.add_argument(
+        input_option(p.add_argument(
             "--labels",
             required=labels_required,
             help="label column; for an image folder 'folder' (PHOTOS/cat/1.jpg is a 'cat') or a CSV file of path,label "
             "rows: used only to validate the label-free ranking (held-out probe accuracy)",
-        )
+        ), name="the labels file")
     p.add_argument("--max-items", type=int, help="seeded sub-sample of at most this many items")
     p.add_argument("--on-error", choices=["fail", "skip"], default="fail", help="undecodable items: fail or skip")
     if seed:
@@ -68,7 +69,7 @@ class JoinModels(argparse.Action):
 
 def add_model_args(p: argparse.ArgumentParser) -> None:
     """The candidates (--models) and how they load."""
-    p.add_argument(
+    input_option(p.add_argument(
         "--models",
         "-m",
         required=True,
@@ -78,17 +79,25 @@ def add_model_args(p: argparse.ArgumentParser) -> None:
         "NAME=SPEC, e.g. 'minilm=./model,minilm-cls=./model?backend=transformers&pooling=cls'; precomputed "
         "vectors as NAME=vectors:PATH (a .npy whose rows follow the data file's rows, or a .parquet file with "
         "'id' and 'vector' columns)",
-    )
+    ), name="a model folder", models=True)
     add_load_args(p)
 
 
 def add_output_args(p: argparse.ArgumentParser, *, reports: bool = True) -> None:
     p.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
-    p.add_argument("--out", "-o", type=Path, help="also write the JSON result to this file")
+    output_option(p.add_argument("--out", "-o", type=Path, help="also write the JSON result to this file"))
     if reports:
-        p.add_argument("--html", type=Path, help="also write a self-contained HTML report to this file")
-        p.add_argument("--markdown", type=Path, help="also write a Markdown leaderboard to this file")
+        output_option(p.add_argument("--html", type=Path, help="also write a self-contained HTML report to this file"))
+        output_option(p.add_argument("--markdown", type=Path, help="also write a Markdown leaderboard to this file"))
+    add_overwrite_arg(p)
     p.add_argument("--strict", action="store_true", help="exit 8 if any candidate failed")
+
+
+def add_overwrite_arg(p: argparse.ArgumentParser) -> None:
+    """``--overwrite``: let the output options replace an existing file that embedselect did not write."""
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace an existing output file that embedselect did not write (a file it wrote, a new "
+                        "path, /dev/null or a named pipe need none)")
 
 
 BYTES_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(i?)b?\s*$", re.IGNORECASE)
@@ -308,32 +317,6 @@ def format_timings(t: dict[str, Any]) -> str:
     return ("time: " + "; ".join(parts)) if parts else ""
 
 
-def check_output_path(path: Path | str | None, *, option: str, cache_dir: Path | str | None = None) -> None:
-    """Refuse an output file that cannot be written, before any work is done.
-
-    Raises:
-        ConfigError: ``path`` is a link (never replaced nor written through), inside the cache (``cache_dir``, default
-            the usual cache root), a directory, its parent folder does not exist (it is not created silently), or
-            the file or its folder is not writable.
-    """
-    if path is None:
-        return
-    from embedselect._fs import guard as fsguard
-    from embedselect.store import default_cache_dir
-
-    fsguard.check_output_file(path, what=option, inside_forbidden={"cache": cache_dir or default_cache_dir()})
-    path = Path(path)
-    parent = path.parent if str(path.parent) else Path(".")
-    if path.is_dir():
-        raise ConfigError(f"{option} {path} is a directory: give a file name, e.g. {path / 'result'}")
-    if not parent.is_dir():
-        raise ConfigError(f"{option} {path}: the folder {parent} does not exist; create it first")
-    if path.exists() and not os.access(path, os.W_OK):
-        raise ConfigError(f"{option} {path} is not writable: choose another file or fix its permissions")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise ConfigError(f"{option} {path}: the folder {parent} is not writable: choose another place")
-
-
 def read_text_input(path: Path | str, *, option: str, max_bytes: int = 16 << 20) -> str:
     """Read a text file the user named (``card --card README.md``): a regular file of at most ``max_bytes`` (a
     folder, ``/dev/zero`` or a FIFO would fail with a traceback, read forever or block), decoded as UTF-8.
@@ -359,57 +342,187 @@ def read_text_input(path: Path | str, *, option: str, max_bytes: int = 16 << 20)
         raise ConfigError(f"{option} {p} cannot be read: {exc.strerror or exc}") from None
 
 
-def check_output_args(args) -> None:
-    """:func:`check_output_path` for ``--out``, ``--html`` and ``--markdown`` of the ranking commands, and none of
-    them may be one of the command's input files (the data file, a ``--models NAME=vectors:PATH`` file): an output
-    never overwrites an input."""
+# --- paths a run reads and writes -------------------------------------------------------------------------
+ROLE = "embedselect_path"
+"""Attribute set on an argparse action that names a path: ``"output"`` (:func:`output_option`) or ``"input"``
+(:func:`input_option`). :func:`annotate` collects them per command; :func:`check_run_paths` checks them."""
+
+
+def output_option(action: argparse.Action, *, folder: bool = False, updatable: Any = None) -> argparse.Action:
+    """Tag ``action`` (an option naming a file the command writes) for :func:`check_run_paths`: ``folder`` an output
+    folder (checked by its own writer, here only against what the run reads), ``updatable(path, args)`` whether an
+    existing file there is updated rather than replaced (a model card)."""
+    setattr(action, ROLE, "output")
+    action.embedselect_folder = folder  # type: ignore[attr-defined]
+    action.embedselect_updatable = updatable  # type: ignore[attr-defined]
+    return action
+
+
+def input_option(action: argparse.Action, *, name: str | None = None, updated_by: str | None = None,
+                 models: bool = False) -> argparse.Action:
+    """Tag ``action`` (an argument naming a file or folder the command reads: the data, labels, a card, queries)
+    for :func:`check_run_paths`; ``name`` is how a message calls it, ``updated_by`` the dest of the one output that
+    may name the same file because it updates it in place (``card --card README.md --out README.md``), ``models``
+    a list of candidate specs whose local folders are read."""
+    setattr(action, ROLE, "input")
+    action.embedselect_name = name or _flag(action)  # type: ignore[attr-defined]
+    action.embedselect_updated_by = updated_by  # type: ignore[attr-defined]
+    action.embedselect_models = models  # type: ignore[attr-defined]
+    return action
+
+
+def _flag(action: argparse.Action) -> str:
+    return max(action.option_strings, key=len) if action.option_strings else action.dest
+
+
+def path_options(parser: argparse.ArgumentParser) -> tuple[list[argparse.Action], list[argparse.Action]]:
+    """The output and input actions of one command's parser (tagged by :func:`output_option` / :func:`input_option`)."""
+    acts = parser._actions  # argparse keeps a parser's actions there; there is no public accessor
+    return ([a for a in acts if getattr(a, ROLE, None) == "output"], [a for a in acts if getattr(a, ROLE, None) == "input"])
+
+
+def annotate(parser: argparse.ArgumentParser) -> None:
+    """Give every command's parser its path options as defaults (``_path_outputs``, ``_path_inputs``), so that
+    :func:`check_run_paths` sees them in the parsed arguments."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sp in set(action.choices.values()):
+                outs, ins = path_options(sp)
+                sp.set_defaults(_path_outputs=tuple(outs), _path_inputs=tuple(ins))
+
+
+def _values(v: Any) -> list[str]:
+    if v is None or v is False:
+        return []
+    return [str(x) for x in v] if isinstance(v, (list, tuple)) else [str(v)]
+
+
+def model_paths(specs: Any) -> list[str]:
+    """The local paths among comma-separated candidate specs (``NAME=./model?opts``, ``NAME=vectors:PATH``): what
+    loading them reads."""
     from embedselect.models.candidates import input_files
 
-    inputs = [Path(p) for p in [getattr(args, "data", None)] if isinstance(p, (str, Path))]
-    inputs += input_files(getattr(args, "models", None) or "")
-    for option in ("out", "html", "markdown"):
-        path = getattr(args, option, None)
-        check_output_path(path, option=f"--{option}", cache_dir=getattr(args, "cache_dir", None))
-        if path is not None:
-            check_not_input(Path(path), option=f"--{option}", inputs=inputs)
+    out = [str(f) for value in _values(specs) for f in input_files(value)]  # NAME=vectors:PATH files
+    for value in _values(specs):
+        for spec in value.split(","):
+            path = spec.split("=", 1)[1] if "=" in spec.split("?", 1)[0] else spec
+            path = path.split("?", 1)[0].strip()
+            if path and not path.startswith(("catalog:", "http:", "https:")) and Path(path).expanduser().exists():
+                out.append(path)
+    return out
 
 
-def check_not_input(path: Path, *, option: str, inputs: Sequence[Path]) -> None:
-    """Refuse an output file that is one of the command's inputs (the same file by its real path, or by device and
-    inode through a hard link).
+def run_reads(args, *, skip: str | None = None) -> dict[str, list[str]]:
+    """What the command in ``args`` reads, by how a message names it: every input option's existing paths (the
+    data, labels, a card, queries, model folders); ``skip`` is an output's dest whose in-place input is left out."""
+    reads: dict[str, list[str]] = {}
+    for action in getattr(args, "_path_inputs", ()):
+        if skip is not None and action.embedselect_updated_by == skip:
+            continue
+        value = getattr(args, action.dest, None)
+        paths = model_paths(value) if action.embedselect_models else _values(value)
+        paths = [v for v in paths if v and Path(v).expanduser().exists()]
+        if paths:
+            reads.setdefault(action.embedselect_name, []).extend(paths)
+    return reads
+
+
+def check_output_path(path: Path | str | None, *, option: str, cache_dir: Path | str | None = None,
+                      reads: dict[str, list[str]] | None = None, overwrite: bool = False, updatable: bool = False,
+                      folder: bool = False) -> str | None:
+    """Refuse an output file that cannot or may not be written, before any work is done; returns what writing it
+    will do (:func:`embedselect._fs.outfile.check_replace`: ``new``, ``ours``, ``overwrite``, ``update``,
+    ``device``), None for no path.
 
     Raises:
-        ConfigError: naming the option and the input.
+        ConfigError: ``path`` is a link (never replaced nor written through), inside the cache (``cache_dir``,
+            default the usual cache root), a file or inside a folder the run reads (``reads``), a directory, a
+            block device or socket, an existing file the tool did not write (unless ``overwrite``; ``updatable``:
+            the command updates it), its parent folder does not exist (it is not created silently), or the file or
+            its folder is not writable.
     """
-    if not path.exists():
-        return
-    for src in inputs:
-        try:
-            same = src.exists() and os.path.samefile(path, src)
-        except OSError:
-            same = False
-        if same:
-            raise ConfigError(f"{option} {path} is an input of this command ({src}); writing it would destroy the "
-                              "input: choose another file")
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` atomically through :func:`embedselect._fs.guard.write_text`: a unique temporary
-    name in the same folder (never a fixed ``<path>.tmp`` that could be a user's file), removed if writing fails;
-    a new file follows the umask, an existing one keeps its mode."""
+    if path is None or str(path) == "":
+        if path is not None:
+            raise ConfigError(f"{option} is empty: name a file")
+        return None
     from embedselect._fs import guard as fsguard
+    from embedselect._fs import outfile
+    from embedselect.store import default_cache_dir
 
-    fsguard.write_text(Path(path), text)
+    outfile.check_not_read(path, reads or {}, what=option, folder=folder)
+    if folder:
+        return None  # an output folder: its writer checks what it may take over (guard.check_takeover)
+    fsguard.check_output_file(path, what=option, inside_forbidden={"cache": cache_dir or default_cache_dir()})
+    path = Path(path).expanduser()
+    parent = path.parent if str(path.parent) else Path(".")
+    if path.is_dir() and not path.is_symlink():
+        raise ConfigError(f"{option} {path} is a directory: give a file name, e.g. {path / 'result'}")
+    state = outfile.check_replace(path, what=option, overwrite=overwrite, updatable=updatable)
+    if state == "device":
+        return state  # written into; its folder (/dev) need not be writable
+    if not parent.is_dir():
+        raise ConfigError(f"{option} {path}: the folder {parent} does not exist; create it first")
+    if path.exists() and not os.access(path, os.W_OK):
+        raise ConfigError(f"{option} {path} is not writable: choose another file or fix its permissions")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise ConfigError(f"{option} {path}: the folder {parent} is not writable: choose another place")
+    return state
+
+
+def check_run_paths(args) -> dict[str, str]:
+    """:func:`check_output_path` for every output option of the command in ``args`` (tagged by
+    :func:`output_option`; :func:`annotate` put them there), against everything the run reads
+    (:func:`run_reads`), the cache, and each other (two outputs never name one file). Runs before any work, for
+    every command (:func:`embedselect.cli.main`). Returns dest -> what writing it will do."""
+    done: dict[str, str] = {}
+    seen: dict[Path, str] = {}
+    outputs = [a for a in getattr(args, "_path_outputs", ()) if getattr(args, a.dest, None) is not None]
+    if not outputs:
+        return done
+    from embedselect.store import default_cache_dir
+
+    cache = getattr(args, "cache_dir", None) or default_cache_dir()
+    for action in outputs:
+        value = getattr(args, action.dest)
+        flag = _flag(action)
+        updatable = bool(action.embedselect_updatable and action.embedselect_updatable(Path(str(value)), args))
+        reads = {**run_reads(args, skip=action.dest), "the cache": [str(cache)]}
+        state = check_output_path(value, option=flag, cache_dir=cache, reads=reads,
+                                  overwrite=getattr(args, "overwrite", False), updatable=updatable,
+                                  folder=action.embedselect_folder)
+        real = Path(os.path.realpath(Path(str(value)).expanduser()))
+        if real in seen and state != "device":
+            raise ConfigError(f"{flag} and {seen[real]} name the same file {value}; give each output its own file")
+        seen[real] = flag
+        done[action.dest] = state or "folder"
+    return done
+
+
+def check_output_args(args) -> None:
+    """:func:`check_run_paths` (the ranking commands call it first; :func:`embedselect.cli.main` already did)."""
+    check_run_paths(args)
+
+
+def write_atomic(path: Path, text: str, *, kind: str = "text", what: str = "output") -> None:
+    """Write an output file through :func:`embedselect._fs.outfile.write`: atomically under a unique temporary name
+    (never a fixed ``<path>.tmp`` that could be a user's file), into a character device or a named pipe; with the
+    generator mark of ``kind`` (``html``, ``markdown``); a new file follows the umask, an existing one keeps its
+    mode. Raises :class:`~embedselect.errors.OutputWriteError` (disk full, ...) naming ``path``."""
+    from embedselect._fs import outfile
+
+    if not isinstance(text, str):
+        raise TypeError(f"write_atomic needs a str, got {type(text).__name__}")
+    outfile.write(Path(path), text, what=what, kind=kind)
 
 
 def emit(args, payload_json: str, text: str, ranking=None) -> None:
     if args.out:
-        write_atomic(args.out, payload_json + "\n")
+        write_atomic(args.out, payload_json + "\n", kind="json", what="--out")
     if ranking is not None:
         from embedselect.publish import report
 
         if getattr(args, "html", None):
-            write_atomic(args.html, report.to_html(ranking))
+            write_atomic(args.html, report.to_html(ranking), kind="html", what="--html")
         if getattr(args, "markdown", None):
-            write_atomic(args.markdown, report.to_markdown(ranking))
+            write_atomic(args.markdown, report.to_markdown(ranking), kind="markdown", what="--markdown")
     print(payload_json if args.json else text)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import sys
 
+from embedselect.cli.common import input_option
 from embedselect.errors import EXIT_CODES
 
 
@@ -21,7 +22,8 @@ def register(subparsers) -> None:
         description="One night of the scheduled ranking: crawl (HF_ENDPOINT, HF_TOKEN honoured) -> plan -> embed "
         "what the store lacks -> rank -> publish into the output folder (atomically) and record the history.",
     )
-    p.add_argument("--config", required=True, help="nightly YAML file (see docs/nightly.md)")
+    input_option(p.add_argument("--config", required=True, help="nightly YAML file (see docs/nightly.md)"),
+                 name="the configuration")
     p.add_argument("--dry-run", action="store_true", help="crawl and print the plan; embed, rank and write nothing")
     p.add_argument("--json", action="store_true", help="print the run summary (run.json) on stdout")
     p.add_argument("--quiet", "-q", action="store_true")

@@ -4,10 +4,11 @@ ID``, or the latest for ``--fingerprint FP``, or the latest of all)."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
-from embedselect.cli.common import check_output_path, read_text_input, write_atomic
+from embedselect.cli.common import add_overwrite_arg, input_option, output_option, read_text_input, write_atomic
 
 
 def _ranking(args):
@@ -36,15 +37,41 @@ def cmd_badge(args) -> int:
     return 0
 
 
+def is_card_file(path: Path) -> bool:
+    """Whether ``path`` is a model card to update: an existing regular file named ``*.md`` / ``*.markdown`` or
+    starting with a YAML front matter (``---``), decodable as UTF-8 (a user's README, an earlier ``card --out``)."""
+    import stat
+
+    try:
+        if path.is_symlink() or not stat.S_ISREG(path.stat().st_mode) or path.stat().st_size > 16 << 20:
+            return False
+        text = path.read_text(encoding="utf-8").removeprefix("\ufeff")
+    except (OSError, UnicodeDecodeError):
+        return False
+    return path.suffix.lower() in (".md", ".markdown") or text.lstrip().startswith("---")
+
+
+def _card_updates(path: Path, args) -> bool:
+    """``card --out FILE``: FILE is updated as a card (its own text kept) when no other ``--card`` is given and it
+    is one (:func:`is_card_file`), or when ``--card`` names FILE itself."""
+    if args.card is None:
+        return not args.overwrite and is_card_file(path)
+    card = Path(args.card).expanduser()
+    return card.exists() and path.exists() and os.path.samefile(card, path)
+
+
 def cmd_card(args) -> int:
     from embedselect.publish import push_card, update_card
 
-    check_output_path(args.out, option="--out", cache_dir=args.cache_dir)
-    text = read_text_input(args.card, option="--card") if args.card else None  # before any work
+    card_file = args.card
+    if card_file is None and args.out and _card_updates(Path(args.out).expanduser(), args):
+        card_file = args.out  # the existing card at --out is updated, never replaced by a new one
+        print(f"updating the model card {args.out} (its text and metadata are kept)", file=sys.stderr)
+    text = read_text_input(card_file, option="--card") if card_file else None  # before any work
     _, ranking = _ranking(args)
     card = update_card(text, ranking, args.candidate, dataset=args.dataset, base_url=args.base_url)
     if args.out:
-        write_atomic(Path(args.out), card)
+        write_atomic(Path(args.out), card, kind="card", what="--out")
         print(f"wrote {args.out}", file=sys.stderr)
     if args.push:
         url = push_card(args.push, card)
@@ -57,7 +84,6 @@ def cmd_card(args) -> int:
 def cmd_leaderboard(args) -> int:
     from embedselect.publish import leaderboard as lb
 
-    check_output_path(args.out, option="--out", cache_dir=args.cache_dir)
     store, ranking = _ranking(args)
     if args.list:
         df = store.list_rankings(fingerprint=args.fingerprint)
@@ -67,7 +93,7 @@ def cmd_leaderboard(args) -> int:
     fmt = "json" if args.json else args.format
     text = {"md": lb.to_markdown, "json": lb.to_json, "html": lb.to_html}[fmt](ranking, previous)
     if args.out:
-        write_atomic(Path(args.out), text)
+        write_atomic(Path(args.out), text, kind={"md": "markdown"}.get(fmt, fmt), what="--out")
     else:
         print(text)
     return 0
@@ -76,9 +102,8 @@ def cmd_leaderboard(args) -> int:
 def cmd_report(args) -> int:
     from embedselect.publish import report
 
-    check_output_path(args.out, option="--out", cache_dir=args.cache_dir)
     _, ranking = _ranking(args)
-    write_atomic(Path(args.out), report.to_html(ranking))
+    write_atomic(Path(args.out), report.to_html(ranking), kind="html", what="--out")
     print(f"wrote {args.out}", file=sys.stderr)
     return 0
 
@@ -93,7 +118,8 @@ def register(sub) -> None:
 
     p = sub.add_parser("badge", help="write an SVG badge and a shields.io endpoint JSON per ranked candidate")
     source(p)
-    p.add_argument("--out", required=True, type=Path, help="folder for <candidate>.svg / .json and badges.md")
+    output_option(p.add_argument("--out", required=True, type=Path, help="folder for <candidate>.svg / .json and badges.md"),
+                  folder=True)
     p.add_argument("--dataset", help="data set name shown on the badge (default: the data file's name)")
     p.add_argument("--base-url", help="where the SVGs will be served, for the Markdown snippets")
     p.add_argument("--json", action="store_true", help="print the written files as JSON")
@@ -102,8 +128,11 @@ def register(sub) -> None:
     p = sub.add_parser("card", help="write a ranking's result into a model card (model-index + badge section)")
     source(p)
     p.add_argument("--candidate", required=True, help="the ranked candidate's name")
-    p.add_argument("--card", help="existing README.md to update (default: a new card)")
-    p.add_argument("--out", help="write the card here (default: print it)")
+    input_option(p.add_argument("--card", help="existing README.md to update (default: a new card, or the card "
+                                               "already at --out)"), updated_by="out")
+    output_option(p.add_argument("--out", help="write the card here (default: print it); an existing card there "
+                                               "is updated"), updatable=_card_updates)
+    add_overwrite_arg(p)
     p.add_argument("--dataset", help="data set name in the card (default: the data file's name)")
     p.add_argument("--base-url", help="where the badge SVG is served")
     p.add_argument("--push", metavar="REPO_ID", help="open a pull request with the card on this hub model repo")
@@ -113,11 +142,13 @@ def register(sub) -> None:
     source(p)
     p.add_argument("--format", choices=["md", "json", "html"], default="md")
     p.add_argument("--json", action="store_true", help="same as --format json")
-    p.add_argument("--out", help="write to this file (default: print)")
+    output_option(p.add_argument("--out", help="write to this file (default: print)"))
+    add_overwrite_arg(p)
     p.add_argument("--list", action="store_true", help="list the stored rankings instead")
     p.set_defaults(func=cmd_leaderboard)
 
     p = sub.add_parser("report", help="a self-contained HTML report of a stored ranking")
     source(p)
-    p.add_argument("--out", required=True, help="the HTML file to write")
+    output_option(p.add_argument("--out", required=True, help="the HTML file to write"))
+    add_overwrite_arg(p)
     p.set_defaults(func=cmd_report)

@@ -11,7 +11,18 @@ import json
 import sys
 from pathlib import Path
 
-from embedselect.cli.common import JoinModels, add_data_args, add_load_args, load_policy, rank_config, runtime
+from embedselect.cli.common import (
+    JoinModels,
+    add_data_args,
+    add_load_args,
+    add_overwrite_arg,
+    input_option,
+    load_policy,
+    output_option,
+    rank_config,
+    runtime,
+    write_atomic,
+)
 from embedselect.errors import ConfigError
 
 
@@ -25,10 +36,11 @@ def register(subparsers) -> None:
         "fingerprint, metric, dimension) so that `embedselect search` can check it later.",
     )
     add_data_args(p, labels=False, seed=False)
-    p.add_argument("--model", "-m", required=True,
-                   help="candidate spec (hub id, local dir, baseline), or 'best': the top candidate of the newest "
-                        "ranking of the same data in the cache")
-    p.add_argument("--out", "-o", required=True, type=Path, help="index folder to write")
+    input_option(p.add_argument("--model", "-m", required=True,
+                                help="candidate spec (hub id, local dir, baseline), or 'best': the top candidate of "
+                                     "the newest ranking of the same data in the cache"),
+                 name="a model folder", models=True)
+    output_option(p.add_argument("--out", "-o", required=True, type=Path, help="index folder to write"), folder=True)
     p.add_argument("--seed", type=int, default=0,
                    help="root seed (default 0; for 'best' the ranking's, found also when it sampled --max-items "
                         "items with another seed)")
@@ -45,11 +57,12 @@ def register(subparsers) -> None:
         description="Search an index written by `embedselect index`: the query (text, or an image path for an "
         "image index) is embedded with the same model at the same revision.",
     )
-    p.add_argument("index_dir", type=Path, help="folder written by `embedselect index`")
-    p.add_argument("query", nargs="+", help="query text(s) or image path(s)")
+    input_option(p.add_argument("index_dir", type=Path, help="folder written by `embedselect index`"), name="the index")
+    input_option(p.add_argument("query", nargs="+", help="query text(s) or image path(s)"), name="a query image")
     p.add_argument("-k", type=int, default=10, help="results per query (default 10)")
     p.add_argument("--model", help="refuse the index unless it was built with this model")
-    p.add_argument("--data", help="refuse the index unless it was built from this data file / folder")
+    input_option(p.add_argument("--data", help="refuse the index unless it was built from this data file / folder"),
+                 name="the data")
     p.add_argument("--column", "-c", help="text column of --data")
     p.add_argument("--max-items", type=int, help="as given to `index` for --data")
     p.add_argument("--seed", type=int, default=None, help="as given to `index` for --data")
@@ -66,20 +79,22 @@ def register(subparsers) -> None:
         "and optionally near-duplicates in the data (and a copy of the data without them).",
     )
     add_data_args(p, labels=False, seed=False)
-    p.add_argument("--models", "-m", required=True, action=JoinModels,
-                   help="comma-separated candidates, as for `rank` (the option may be repeated)")
+    input_option(p.add_argument("--models", "-m", required=True, action=JoinModels,
+                                help="comma-separated candidates, as for `rank` (the option may be repeated)"),
+                 name="a model folder", models=True)
     p.add_argument("--sample", type=int, default=5, help="number of seeded sample items (default 5)")
     p.add_argument("--rows", help="comma-separated row numbers to show instead of a sample")
     p.add_argument("-k", type=int, default=5, help="neighbours shown per item (default 5)")
     p.add_argument("--agreement-k", type=int, default=10, help="k of the mutual k-NN agreement (default 10)")
     p.add_argument("--near-duplicates", type=float, metavar="COSINE",
                    help="count near-duplicate items (cosine similarity >= COSINE, e.g. 0.95) under each candidate")
-    p.add_argument("--write-deduped", type=Path, metavar="FILE.csv",
-                   help="with --near-duplicates, text data: write the items minus near-duplicates under the first "
-                        "candidate (columns id, text) to rank them again")
+    output_option(p.add_argument("--write-deduped", type=Path, metavar="FILE.csv",
+                                 help="with --near-duplicates, text data: write the items minus near-duplicates under "
+                                      "the first candidate (columns id, text) to rank them again"))
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", action="store_true")
-    p.add_argument("--html", type=Path, help="also write the view as an HTML section to this file")
+    output_option(p.add_argument("--html", type=Path, help="also write the view as an HTML section to this file"))
+    add_overwrite_arg(p)
     add_load_args(p)
     p.set_defaults(func=cmd_neighbours)
 
@@ -156,14 +171,12 @@ def cmd_neighbours(args) -> int:
         keep = view.near_duplicate_keep
         frame = pd.DataFrame({"id": [i for i, k in zip(view.all_ids, keep) if k],
                               "text": [t for t, k in zip(view.all_items, keep) if k]})
-        args.write_deduped.parent.mkdir(parents=True, exist_ok=True)
-        frame.to_csv(args.write_deduped, index=False)
+        write_atomic(args.write_deduped, frame.to_csv(index=False), kind="csv", what="--write-deduped")
         print(f"wrote {len(frame)} of {len(keep)} items (near-duplicates under {view.names[0]} dropped) to "
               f"{args.write_deduped}", file=sys.stderr)
     if args.html is not None:
-        args.html.parent.mkdir(parents=True, exist_ok=True)
-        args.html.write_text("<!doctype html><meta charset=utf-8><title>embedselect neighbours</title>\n"
-                             + view.to_html() + "\n", encoding="utf-8")
+        write_atomic(args.html, "<!doctype html><meta charset=utf-8><title>embedselect neighbours</title>\n"
+                     + view.to_html() + "\n", kind="html", what="--html")
     print(json.dumps(view.to_dict(), indent=2, ensure_ascii=False) if args.json else view.to_text(), end="")
     if args.json:
         print()

@@ -40,7 +40,7 @@ def _parse_card(card_text: str | None):
 
     text = (card_text or "").removeprefix("\ufeff")
     if not text.strip():
-        return ModelCard("---\n---\n")
+        return ModelCard("---\n{}\n---\n")  # empty metadata; "---\n---\n" was taken as text (a stray pair)
     block = _FRONT_MATTER.match(text)
     if text.lstrip().startswith("---") and block is None:
         raise ConfigError("the model card starts a YAML front matter (---) that is never closed by a --- line; fix "

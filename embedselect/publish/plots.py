@@ -1,5 +1,6 @@
 """The report's figures, drawn with matplotlib (Agg) into inline SVG: no network, no scripts, and text drawn
-as paths (``svg.fonttype = "path"``), so a hostile candidate name cannot become markup.
+as paths (``svg.fonttype = "path"``), so a hostile candidate name cannot become markup, and never as math
+(``text.parse_math`` off): a ``$`` in a name is a dollar sign.
 
 Every function takes a :class:`~embedselect.ranking.result.Ranking` and returns an SVG document as a string, or
 ``None`` when the ranking lacks what the figure needs (e.g. no sufficiency matrix).
@@ -23,8 +24,11 @@ def _figure(width: float = 6.4, height: float = 4.0):
     matplotlib.use("Agg", force=False)
     import matplotlib.pyplot as plt
 
+    # text.parse_math off: every label is plain text, so a candidate named "mini$x_$" is drawn as written (mathtext
+    # would parse it and fail); text.usetex off: no LaTeX is ever run on a name
     plt.rcParams.update({"svg.fonttype": "path", "font.size": 9, "axes.spines.top": False,
-                         "axes.spines.right": False, "svg.hashsalt": "embedselect"})
+                         "axes.spines.right": False, "svg.hashsalt": "embedselect", "text.parse_math": False,
+                         "text.usetex": False})
     return plt, plt.figure(figsize=(width, height))
 
 
