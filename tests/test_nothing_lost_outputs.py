@@ -22,7 +22,6 @@ from pathlib import Path
 
 import pytest
 
-from embedselect.data import sample_path
 from embedselect.errors import EXIT_CODES
 from tests.test_nothing_lost import TEXTS, _fake, snapshot
 from tests.test_nothing_lost_replay import _cli as _cli_of_a_ranking
@@ -79,24 +78,38 @@ def _model_dir(t: Path) -> Path:
     return t / "model"
 
 
+TEXT = ["-c", "text", "-m", "tfidf-svd?dim=4,random-projection?dim=8", "--metrics", "task_prior", "-q"]
+IMAGE = ["-m", "pixel-pca?dim=4,random-projection?dim=8", "--metrics", "task_prior", "-q"]
 READ = {
-    "rank --out at the data": (["rank", "small.csv", "-c", "text", "-m", "tfidf-svd", "--out", "small.csv"], None),
-    "validate --html at the data (with its labels)": (
-        ["validate", "small.csv", "-c", "text", "--labels", "label", "-m", "tfidf-svd", "--html", "small.csv"], None),
-    "rank --markdown at the data through ..": (
-        ["rank", "small.csv", "-c", "text", "-m", "tfidf-svd", "--markdown", "sub/../small.csv"], None),
-    "rank --out at a hard link to the data": (
-        ["rank", "small.csv", "-c", "text", "-m", "tfidf-svd", "--out", "hard.csv"], None),
-    "validate --out at the labels file of an image folder": (
-        ["validate", "photos", "--labels", "labels.csv", "-m", "pixel-pca", "--out", "labels.csv"], None),
-    "rank --html inside the image folder": (["rank", "photos", "-m", "pixel-pca", "--html", "photos/cat/report.html"],
-                                            None),
-    "embed --out at a model folder's file": (
-        ["embed", "small.csv", "-c", "text", "-m", "mine=./model?max_length=8", "--out", "model/config.json"], None),
-    "neighbours --write-deduped at the data": (
-        ["neighbours", "small.csv", "-c", "text", "-m", "tfidf-svd", "--near-duplicates", "0.99",
-         "--write-deduped", "small.csv"], None),
+    "rank --out at the data": ["rank", "small.csv", *TEXT, "--out", "small.csv"],
+    "validate --html at the data (with its labels)": ["validate", "small.csv", "--labels", "label", *TEXT,
+                                                      "--html", "small.csv"],
+    "rank --markdown at the data through ..": ["rank", "small.csv", *TEXT, "--markdown", "sub/../small.csv"],
+    "rank --out at a hard link to the data": ["rank", "small.csv", *TEXT, "--out", "hard.csv"],
+    "validate --out at the labels file of an image folder": ["validate", "photos", "--labels", "labels.csv", *IMAGE,
+                                                             "--out", "labels.csv"],
+    "rank --html inside the image folder": ["rank", "photos", *IMAGE, "--html", "photos/cat/report.html"],
+    "embed --out at a model folder's file": ["embed", "small.csv", "-c", "text", "-m", "tfidf-svd?dim=4,mine=./model",
+                                             "-q", "--out", "model/config.json"],
+    "neighbours --write-deduped at the data": ["neighbours", "small.csv", "-c", "text", "-m", "tfidf-svd?dim=4",
+                                               "--near-duplicates", "0.99", "--write-deduped", "small.csv"],
 }
+"""Each ran to exit 0 on the code before issue 47 (the image one as `validate` of 32 images) and replaced the file."""
+
+
+def _photos(t: Path) -> None:
+    """An image folder of 2 x 16 small PNGs, with a labels file of path,label rows."""
+    import numpy as np
+    from PIL import Image
+
+    rng = np.random.default_rng(0)
+    rows = ["path,label"]
+    for c in ("cat", "dog"):
+        (t / "photos" / c).mkdir(parents=True)
+        for i in range(16):
+            Image.fromarray((rng.random((16, 16, 3)) * 255).astype("uint8")).save(t / "photos" / c / f"{i}.png")
+            rows.append(f"{c}/{i}.png,{c}")
+    (t / "labels.csv").write_text("\n".join(rows) + "\n")
 
 
 @pytest.mark.fault
@@ -112,11 +125,9 @@ def test_an_output_naming_a_file_the_run_reads_is_refused_before_any_work(tmp_pa
     _texts(tmp_path)
     os.link(tmp_path / "small.csv", tmp_path / "hard.csv")
     (tmp_path / "sub").mkdir()
-    (tmp_path / "photos" / "cat").mkdir(parents=True)
-    (tmp_path / "photos" / "cat" / "1.png").write_bytes(b"\x89PNG a photo")
-    (tmp_path / "labels.csv").write_text("path,label\ncat/1.png,cat\n")
+    _photos(tmp_path)
     _model_dir(tmp_path)
-    argv, _ = READ[case]
+    argv = READ[case]
     before = snapshot(tmp_path)
     assert main(argv) == 2
     err = capsys.readouterr().err
@@ -129,12 +140,13 @@ USERS_FILE = {
     "report --out": ["report", "--out", "notes.txt"],
     "leaderboard --out": ["leaderboard", "--out", "notes.txt"],
     "card --out (not a card)": ["card", "--candidate", "a", "--out", "notes.txt"],
-    "rank --out": ["rank", "small.csv", "-c", "text", "-m", "tfidf-svd", "--out", "notes.txt"],
-    "rank --html": ["rank", "small.csv", "-c", "text", "-m", "tfidf-svd", "--html", "notes.txt"],
-    "rank --markdown": ["rank", "small.csv", "-c", "text", "-m", "tfidf-svd", "--markdown", "notes.txt"],
-    "embed --out": ["embed", "small.csv", "-c", "text", "-m", "tfidf-svd", "--out", "notes.txt"],
-    "neighbours --html": ["neighbours", "small.csv", "-c", "text", "-m", "tfidf-svd", "--html", "notes.txt"],
+    "rank --out": ["rank", "small.csv", *TEXT, "--out", "notes.txt"],
+    "rank --html": ["rank", "small.csv", *TEXT, "--html", "notes.txt"],
+    "rank --markdown": ["rank", "small.csv", *TEXT, "--markdown", "notes.txt"],
+    "embed --out": ["embed", "small.csv", "-c", "text", "-m", "tfidf-svd?dim=4", "-q", "--out", "notes.txt"],
+    "neighbours --html": ["neighbours", "small.csv", "-c", "text", "-m", "tfidf-svd?dim=4", "--html", "notes.txt"],
 }
+"""Each replaced notes.txt on the code before issue 47."""
 
 
 @pytest.mark.fault
@@ -184,10 +196,18 @@ Years of notes about my model.
 
 
 @pytest.mark.fault
-@pytest.mark.parametrize("how", ["card --out README.md", "card --card README.md --out README.md"])
-def test_card_out_at_an_existing_card_updates_it_and_keeps_the_users_card(tmp_path, monkeypatch, capsys, how):
+def test_card_out_at_an_existing_card_updates_it_and_keeps_the_users_card(tmp_path, monkeypatch, capsys):
     """``card --out README.md`` without ``--card`` replaced the user's model card (front matter, title and text
     gone) by a new card with a stray empty ``---``/``---`` pair. It now updates the card that is there."""
+    _check_card_update(tmp_path, monkeypatch, capsys, "card --out README.md")
+
+
+def test_card_card_and_out_at_one_card_is_the_in_place_update(tmp_path, monkeypatch, capsys):
+    """``card --card README.md --out README.md``: the one output allowed to name a file the run reads."""
+    _check_card_update(tmp_path, monkeypatch, capsys, "card --card README.md --out README.md")
+
+
+def _check_card_update(tmp_path, monkeypatch, capsys, how: str) -> None:
     import yaml
 
     monkeypatch.chdir(tmp_path)
