@@ -76,7 +76,8 @@ def test_cli_writes_html_and_markdown(tmp_path, capsys):
                  "--html", str(html_path), "--markdown", str(md_path)])
     assert code == 0
     assert "random-projection" in html_path.read_text() and html_path.read_text().startswith("<!DOCTYPE html>")
-    assert md_path.read_text().count("\n| ") == 2
+    head, table = md_path.read_text().split("\n", 1)  # the first line: the generator mark (a Markdown comment)
+    assert head.startswith("<!-- generator: embedselect") and table.count("\n| ") == 2
 
 
 def test_html_says_what_the_score_is_and_its_weights(tmp_path):
