@@ -131,7 +131,7 @@ def test_an_output_naming_a_file_the_run_reads_is_refused_before_any_work(tmp_pa
     before = snapshot(tmp_path)
     assert main(argv) == 2
     err = capsys.readouterr().err
-    assert "which this run reads" in err and err.count("\n") == 1, err
+    assert "an input of this command" in err and err.count("\n") == 1, err
     assert snapshot(tmp_path) == before
 
 
@@ -379,8 +379,8 @@ BASE = {
     "report": ["report"],
 }
 """A command line for each command that has an output option; the test fails for a command missing here."""
-READS = {"small.csv": "the data", "labels.csv": "the labels file", "model/config.json": "a model folder",
-         "model": "a model folder", "card.md": "--card", "cache/embedselect.duckdb": "the cache", "cache": "the cache"}
+READS = {"small.csv": "the data", "labels.csv": "the labels file", "model/config.json": "a candidate's input",
+         "model": "a candidate's input", "card.md": "--card", "cache/embedselect.duckdb": "the cache", "cache": "the cache"}
 """What those command lines read, by the message's name for it."""
 
 

@@ -116,13 +116,13 @@ def check_not_read(out: str | Path, reads: Mapping[str, Iterable[str | Path]], *
             s_real = Path(os.path.realpath(s))
             same = o.exists() and os.path.samefile(o, s)
             if same or o_real == s_real:
-                raise ConfigError(f"{what} {out} is {name} ({src}), which this run reads; it was left as it is: "
+                raise ConfigError(f"{what} {out} is {name} ({src}), an input of this command; it was left as it is: "
                                   "write the output to another file")
             if s.is_dir() and s_real in o_real.parents:
-                raise ConfigError(f"{what} {out} is inside {name} ({src}), which this run reads; choose a file "
+                raise ConfigError(f"{what} {out} is inside {name} ({src}), an input of this command; choose a file "
                                   "outside it")
             if folder and o_real in s_real.parents:
-                raise ConfigError(f"{what} {out} holds {name} ({src}), which this run reads; choose another folder")
+                raise ConfigError(f"{what} {out} holds {name} ({src}), an input of this command; choose another folder")
 
 
 def check_replace(path: str | Path, *, what: str, overwrite: bool = False, updatable: bool = False) -> str:

@@ -79,7 +79,7 @@ def add_model_args(p: argparse.ArgumentParser) -> None:
         "NAME=SPEC, e.g. 'minilm=./model,minilm-cls=./model?backend=transformers&pooling=cls'; precomputed "
         "vectors as NAME=vectors:PATH (a .npy whose rows follow the data file's rows, or a .parquet file with "
         "'id' and 'vector' columns)",
-    ), name="a model folder", models=True)
+    ), name="a candidate's input (a model folder or vectors file)", models=True)
     add_load_args(p)
 
 

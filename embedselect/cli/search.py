@@ -39,7 +39,7 @@ def register(subparsers) -> None:
     input_option(p.add_argument("--model", "-m", required=True,
                                 help="candidate spec (hub id, local dir, baseline), or 'best': the top candidate of "
                                      "the newest ranking of the same data in the cache"),
-                 name="a model folder", models=True)
+                 name="a candidate's input (a model folder or vectors file)", models=True)
     output_option(p.add_argument("--out", "-o", required=True, type=Path, help="index folder to write"), folder=True)
     p.add_argument("--seed", type=int, default=0,
                    help="root seed (default 0; for 'best' the ranking's, found also when it sampled --max-items "
@@ -81,7 +81,7 @@ def register(subparsers) -> None:
     add_data_args(p, labels=False, seed=False)
     input_option(p.add_argument("--models", "-m", required=True, action=JoinModels,
                                 help="comma-separated candidates, as for `rank` (the option may be repeated)"),
-                 name="a model folder", models=True)
+                 name="a candidate's input (a model folder or vectors file)", models=True)
     p.add_argument("--sample", type=int, default=5, help="number of seeded sample items (default 5)")
     p.add_argument("--rows", help="comma-separated row numbers to show instead of a sample")
     p.add_argument("-k", type=int, default=5, help="neighbours shown per item (default 5)")
