@@ -70,6 +70,7 @@ AREAS: dict[str, str] = {
     "test_pipeline_results": "ranking and CLI (issue 14's own pass)",
     "test_install": "installation and extras",
     "test_mlflow": "installation and extras",
+    "test_retrieval": "data loading",
 }
 """Test module -> area of the counts table. A fault test in a module not listed here makes the run fail (and
 tests/test_ux.py checks it), so that no case goes uncounted."""

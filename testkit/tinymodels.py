@@ -89,9 +89,10 @@ def _tiny_bert(directory: Path, seed: int, hidden: int = 32, layers: int = 2):
 
 
 def make_tiny_sentence_transformer(directory, seed: int = 0, *, normalize: bool = True, hidden: int = 32,
-                                   layers: int = 2) -> Path:
+                                   layers: int = 2, prompts: dict[str, str] | None = None) -> Path:
     """A sentence-transformers model: tiny BERT (``hidden`` 32, ``layers`` 2 by default) + mean Pooling
-    (+ Normalize).
+    (+ Normalize). ``prompts``: the model's own prompts (``{"query": "query: ", "document": "passage: "}``), saved in
+    ``config_sentence_transformers.json`` as a hub model saves them.
 
     Output: ``hidden``-d sentence embeddings (L2-normalised when ``normalize``).
     """
@@ -109,7 +110,7 @@ def make_tiny_sentence_transformer(directory, seed: int = 0, *, normalize: bool 
     _write_json(
         d / "config_sentence_transformers.json",
         {"__version__": {"sentence_transformers": "3.0.0", "transformers": "4.40.0", "pytorch": "2.3.0"},
-         "prompts": {}, "default_prompt_name": None, "similarity_fn_name": "cosine"},
+         "prompts": dict(prompts or {}), "default_prompt_name": None, "similarity_fn_name": "cosine"},
     )
     _write_json(
         d / "1_Pooling" / "config.json",

@@ -221,6 +221,8 @@ def format_table(ranking) -> str:
         lines.append(f"! {c.name}: {c.error}")
     if ranking.validation:
         lines += ["", *format_validation(ranking)]
+    if getattr(ranking, "retrieval", None):
+        lines += ["", *format_retrieval(ranking)]
     said = {c.failure_note for c in ranking.failed}  # already on a "!" line under the table
     from embedselect.data import dropped_duplicates_note
 
@@ -292,6 +294,53 @@ def format_validation(ranking) -> list[str]:
     return lines
 
 
+def format_retrieval(ranking) -> list[str]:
+    """The lines of a ranking's search check against the user's queries (``Ranking.retrieval``): per candidate
+    MRR@10 with its bootstrap interval, nDCG@10, recall@1 and recall@10 and the prompts it searched with, then each
+    label-free score's rank correlations with MRR@10, its top pick and wrong pairs, and the check's warnings."""
+    r = ranking.retrieval
+    q = r.get("queries") or {}
+    pct = f"{100 * float(r.get('level') or 0.9):g}%"
+    scores = r.get("scores") or {}
+    lines = [f"search check against your queries: {fmt(q.get('n_queries'))} queries from {q.get('source')}, "
+             f"{fmt(q.get('relevant_per_query'))} relevant item(s) per query; exact cosine search over the items",
+             f"  MRR@10 [{pct} bootstrap interval over the queries], nDCG@10, recall@1, recall@10 of each candidate:"]
+    width = max((len(c.name) for c in ranking.ok if c.name in scores), default=0)
+    for c in ranking.ok:
+        s = scores.get(c.name)
+        if s is None:
+            continue
+        prompts = (r.get("prompts") or {}).get(c.name) or {}
+        used = ", ".join(f"{role} prompt {name!r}" for role, name in prompts.items() if name)
+        lines.append(f"    {c.name.ljust(width)}  {fmt3(s.get('mrr@10'))} {_interval(s.get('mrr@10_lo'), s.get('mrr@10_hi'), '.3f')}"
+                     f"  {fmt3(s.get('ndcg@10'))}  {fmt3(s.get('recall@1'))}  {fmt3(s.get('recall@10'))}"
+                     + (f"  ({used})" if used else ""))
+    if r.get("metrics"):
+        lines.append(f"  how well each label-free score predicts MRR@10 (rank correlations, {pct} bootstrap interval "
+                     "over candidates):")
+    secondary = {
+        (c if c.startswith(m) else f"{m}.{c}"): m for m, det in ranking.details.items() for c in det.get("secondary") or []
+    }
+    for mv in r.get("metrics", []):
+        name = mv["metric"]
+        if name in secondary:
+            name += f" (a secondary score of {secondary[name]}, checked too; not in the combined rank)"
+        elif name == "combined":
+            name += " (the combined rank)"
+        lines.append(
+            f"    {name}: Spearman {fmt2(mv.get('spearman'))} {_interval(*_ends(mv.get('spearman_ci')), '.2f')}"
+            f", Kendall {fmt2(mv.get('kendall'))} {_interval(*_ends(mv.get('kendall_ci')), '.2f')}; "
+            f"top pick {mv.get('top_pick')} (MRR@10 {fmt3(mv.get('top_pick_accuracy'))}, regret {fmt3(mv.get('regret'))})"
+        )
+        wrong = mv.get("wrong_pairs") or []
+        pairs = "; ".join(
+            f"{w['ranked_higher']} above {w['ranked_lower']} (MRR@10 {w['accuracy_diff']:.3f} lower)" for w in wrong
+        )
+        lines.append(f"      wrong pairs: {pairs or 'none'}")
+    lines += [f"  note: {w}" for w in r.get("warnings") or []]
+    return lines
+
+
 def fmt2(v: Any) -> str:
     """Two decimals; "undefined" for a missing or NaN correlation (tied scores, or too few candidates)."""
     return "undefined" if v is None or not math.isfinite(v) else f"{v:.2f}"
@@ -315,6 +364,8 @@ def format_timings(t: dict[str, Any]) -> str:
         parts.append(", ".join(f"{m} {_secs(v)}" for m, v in t["metrics"].items()))
     if t.get("validation") is not None:
         parts.append(f"validation {_secs(t['validation'])}")
+    if t.get("retrieval") is not None:
+        parts.append(f"search check {_secs(t['retrieval'])}")
     if t.get("total") is not None:
         parts.append(f"total {_secs(t['total'])}")
     return ("time: " + "; ".join(parts)) if parts else ""

@@ -29,6 +29,8 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
         ("JSON with a Markdown leaderboard",
          "embedselect validate tickets.csv -c text --labels label --models minilm=./model,tfidf-svd,random-projection "
          "--json --markdown leaderboard.md"),
+        ("check the ranking against a few search queries (columns query, relevant: the ids of the rows to find)",
+         "embedselect validate faq.csv -c answer --queries queries.csv --models catalog:text"),
     ],
     "metrics": [("list the metric names for --metrics", "embedselect metrics")],
     "demo": [

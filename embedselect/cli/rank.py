@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from embedselect.cli.common import (
+    input_option,
     add_data_args,
     add_model_args,
     add_output_args,
@@ -82,7 +83,8 @@ def cmd_rank(args) -> int:
     tracking = mlflow_uri(args)
     from embedselect.pipeline import select
 
-    ranking = select(args.data, args.models, config=rank_config(args), runtime=runtime(args))
+    ranking = select(args.data, args.models, config=rank_config(args), runtime=runtime(args),
+                     queries=getattr(args, "queries", None))
     emit(args, ranking.to_json(), format_table(ranking), ranking)
     if tracking is not None:
         from embedselect.integrations.mlflow import log_ranking
@@ -95,6 +97,15 @@ def cmd_rank(args) -> int:
     for hit in hits:
         print(f"embedselect: --fail-on: {terminal(' '.join(hit.split()))}", file=sys.stderr)
     return EXIT_CODES["fail_on"] if hits else 0
+
+
+def cmd_validate(args) -> int:
+    """``validate``: rank, then check the ranking against the user's labels (--labels), queries (--queries) or
+    both."""
+    if not args.labels and not args.queries:
+        raise ConfigError("validate needs --labels COLUMN (held-out probes on your labels), --queries FILE (a search "
+                          "check: columns query, relevant) or both")
+    return cmd_rank(args)
 
 
 def cmd_embed(args) -> int:
@@ -238,12 +249,20 @@ def register(sub) -> None:
     add_output_args(p, reports=False)
     p.set_defaults(func=cmd_embed)
 
-    p = sub.add_parser("validate", help="rank, then check the ranking against held-out probes on your labels")
-    add_data_args(p, labels_required=True)
+    p = sub.add_parser("validate", help="rank, then check the ranking against your labels (held-out probes) or "
+                                        "your queries (search quality)")
+    add_data_args(p)
+    input_option(p.add_argument(
+        "--queries", metavar="FILE",
+        help="a search check: a table (.csv .tsv .jsonl .json .parquet) with columns query and relevant (the id(s) of "
+        "the data items the query should find, ';'-separated: a file's 1-based data rows; or an item's exact text); "
+        "each candidate is scored by MRR@10, nDCG@10, recall@1/@10 and the label-free scores are checked against "
+        "MRR@10",
+    ))
     add_model_args(p)
     metric_args(p)
     add_output_args(p)
-    p.set_defaults(func=cmd_rank)  # rank, with --labels required: the validation is part of the ranking
+    p.set_defaults(func=cmd_validate)  # rank, with --labels and/or --queries: the checks are part of the ranking
 
     p = sub.add_parser("metrics", help="list the available metrics")
     p.set_defaults(func=cmd_metrics)

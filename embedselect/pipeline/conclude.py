@@ -21,10 +21,12 @@ def rank_embedded(ctx: RunContext, t_start: float, *, save: bool) -> Ranking:
     metrics_stage(ctx)
     decision = _rank_stage(ctx)
     validation = _validate_stage(ctx)
+    retrieval = _retrieval_stage(ctx)
     if save and not ctx.store.can_record("the ranking"):
         ctx.warnings.append(RankingWarning("not-stored", f"the cache at {ctx.store.root} is read-only: this ranking is "
                                            "not stored (leaderboard and history will not show it)"))
     ranking = _report(ctx, decision, validation)
+    ranking.retrieval = retrieval
     ctx.timings["total"] = time.perf_counter() - t_start
     if save:
         _save(ctx, ranking)
@@ -116,8 +118,24 @@ def _validate_stage(ctx: RunContext) -> ValidationReport | None:
     from embedselect.validation.check import validate
 
     by_name = {r.name: r for r in ctx.results}
-    # also check the secondary scores a metric names (e.g. task_prior's probe accuracy when the headline is the
-    # closed-form alignment), so that users see which of them their labels agree with
+    # also check the secondary scores a metric names, so that users see which of them their labels agree with
+    label_free = _label_free_scores(ctx)
+    t_validation = time.perf_counter()
+    with ctx.bar.stage("validation against your labels"):
+        report = validate(ctx.vectors, ctx.ref.labels, label_free, seed=ctx.seed)
+        for name, row in report.table.iterrows():
+            for col, v in row.items():
+                if col not in label_free:
+                    by_name[str(name)].columns[f"labels.{col}"] = num(v)
+        validation = cast(ValidationReport, report.to_dict())
+    ctx.timings["validation"] = time.perf_counter() - t_validation
+    return validation
+
+
+def _label_free_scores(ctx: RunContext) -> dict[str, dict[str, float]]:
+    """What a check against the user's answers compares: every metric's headline, the secondary scores a metric
+    names (e.g. task_prior's probe accuracy when the headline is the closed-form alignment), and the combined score."""
+    by_name = {r.name: r for r in ctx.results}
     label_free = dict(ctx.per_metric)
     for m, det in ctx.details.items():
         for col in det.get("secondary", []) or []:
@@ -125,17 +143,54 @@ def _validate_stage(ctx: RunContext) -> ValidationReport | None:
             values = {r: by_name[r].columns[name] for r in ctx.vectors if name in by_name[r].columns}
             if values:
                 label_free[name] = values
-    t_validation = time.perf_counter()
-    with ctx.bar.stage("validation against your labels"):
-        combined = {n: s for n in ctx.vectors if (s := by_name[n].combined_score) is not None}
-        report = validate(ctx.vectors, ctx.ref.labels, {**label_free, "combined": combined}, seed=ctx.seed)
-        for name, row in report.table.iterrows():
-            for col, v in row.items():
-                if col not in label_free and col != "combined":
-                    by_name[str(name)].columns[f"labels.{col}"] = num(v)
-        validation = cast(ValidationReport, report.to_dict())
-    ctx.timings["validation"] = time.perf_counter() - t_validation
-    return validation
+    label_free["combined"] = {n: s for n in ctx.vectors if (s := by_name[n].combined_score) is not None}
+    return label_free
+
+
+def _retrieval_stage(ctx: RunContext) -> dict[str, Any] | None:
+    """Stage 5b, only with queries (``select(..., queries=)``): each candidate searches the reference items with the
+    queries (exact cosine search over its item vectors, or over the items embedded with its document prompt where it
+    has one) and is scored by MRR@10, nDCG@10, recall@1 and recall@10 with bootstrap intervals over the queries
+    (:func:`embedselect.validation.retrieval.retrieval_quality`, the run's seed); then each label-free score's Spearman
+    and Kendall against MRR@10 (:func:`embedselect.validation.check.validate_scores`). Adds ``search.*`` columns to
+    the results.
+
+    Returns:
+        ``{"queries": the query set's summary, "prompts": {candidate: {"query": name|None, "document": ...}},
+        "scores": {candidate: scores with intervals}, "score_column": "mrr@10", "metrics": [...], "level", "n_boot",
+        "seed", "warnings"}``, or None without queries.
+    """
+    if ctx.queries is None:
+        return None
+    from embedselect.errors import DataError
+    from embedselect.validation.check import validate_scores
+    from embedselect.validation.retrieval import retrieval_quality
+
+    by_name = {r.name: r for r in ctx.results}
+    t0 = time.perf_counter()
+    relevant = [list(r) for r in ctx.queries.relevant]
+    scores: dict[str, dict[str, Any]] = {}
+    with ctx.bar.stage("search check against your queries", steps=0):
+        for name in ctx.vectors:
+            if name not in ctx.query_vectors:
+                continue
+            docs = ctx.search_vectors.get(name, ctx.vectors[name])
+            quality = retrieval_quality(ctx.query_vectors[name], docs, relevant, seed=ctx.seed)
+            scores[name] = quality.to_dict()
+            for key, v in quality.scores.items():
+                by_name[name].columns[f"search.{key}"] = float(v)
+        mrr = {n: s["mrr@10"] for n, s in scores.items()}
+        try:
+            report = validate_scores(_label_free_scores(ctx), mrr, seed=ctx.seed)
+            check = report.to_dict()
+        except DataError as exc:
+            why = (f"only {len(mrr)} candidate has search scores: they are reported, but a ranking needs at least "
+                   "two candidates to be checked" if len(mrr) < 2 else str(exc))
+            check = {"metrics": [], "warnings": [why], "level": 0.9, "n_boot": 1000, "seed": ctx.seed}
+    ctx.timings["retrieval"] = time.perf_counter() - t0
+    return {"queries": ctx.queries.to_dict(), "prompts": dict(ctx.query_prompts), "scores": scores,
+            "score_column": "mrr@10", "metrics": check.get("metrics", []), "level": check.get("level"),
+            "n_boot": check.get("n_boot"), "seed": ctx.seed, "warnings": check.get("warnings", [])}
 
 
 def _report(ctx: RunContext, decision: Any, validation: ValidationReport | None) -> Ranking:

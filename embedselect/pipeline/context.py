@@ -173,6 +173,11 @@ class RunContext:
         copies: the embedded candidates' copy pairs (:class:`~embedselect.metrics.copies.DerivedCopy`) and
         families: candidate name -> family key (:func:`embedselect.pipeline.families.pool_relations`), both found
             before the metrics.
+        queries: the :class:`~embedselect.data.queries.QuerySet` of the search check, or None.
+        query_vectors: candidate name -> float32 (m, d) query vectors; search_vectors: candidate name -> float32
+            (n, d) the items embedded with the model's document prompt (only for a model that has one); query_prompts:
+            candidate name -> {"query": prompt name or None, "document": ...} (see
+            :func:`embedselect.pipeline.embedding._embed_queries`).
     """
 
     ref: Any
@@ -196,6 +201,10 @@ class RunContext:
     cards: dict[str, tuple[str, tuple[str, ...], Any]] = field(default_factory=dict)
     copies: list[Any] = field(default_factory=list)
     families: dict[str, str] = field(default_factory=dict)
+    queries: Any = None
+    query_vectors: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
+    search_vectors: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
+    query_prompts: dict[str, dict[str, str | None]] = field(default_factory=dict)
 
     @property
     def seed(self) -> int:

@@ -14,9 +14,9 @@ import numpy as np
 
 from embedselect._util.arrays import check_embeddings
 from embedselect.errors import ConfigError, EmbedselectError, MetricError
-from embedselect._util.kinds import is_baseline_id
+from embedselect._util.kinds import FITTED_BASELINES, is_baseline_id
 from embedselect.config import LoadPolicy, OnError, RankConfig, Runtime
-from embedselect.ranking.result import CandidateResult
+from embedselect.ranking.result import CandidateResult, RankingWarning
 from embedselect.pipeline.context import STAGES_PER_CANDIDATE, EmbedOutcome, RunContext, load_reference_data, run_context
 
 log = logging.getLogger(__name__)
@@ -151,12 +151,16 @@ def _embed_candidate(ctx: RunContext, cand: Any, *, keep_vectors: bool) -> Embed
     try:
         pinned = _resolve(ctx, cand, res, step)
         outcome.card = ctx.cards.get(cand.name)
+        loaded: dict[str, Any] = {}  # the embedder, when _vectors loaded one (the queries reuse it)
         if pinned.key is None:
-            vectors = _vectors(ctx, cand, pinned, res, step)
+            vectors = _vectors(ctx, cand, pinned, res, step, loaded)
         else:
             with ctx.store.run_lock(pinned.key, what=cand.name):  # a concurrent run of the same key: wait, read it
-                vectors = _vectors(ctx, cand, pinned, res, step)
+                vectors = _vectors(ctx, cand, pinned, res, step, loaded)
         res.n, res.dim = int(vectors.shape[0]), int(vectors.shape[1])
+        if ctx.queries is not None:
+            step["stage"] = "queries"
+            _embed_queries(ctx, cand, pinned, vectors, loaded.get("embedder"))
         if keep_vectors:
             outcome.vectors = vectors
     except (KeyboardInterrupt, SystemExit):
@@ -233,10 +237,11 @@ def _card(rc: Any) -> tuple[str, tuple[str, ...], Any]:
     return rc.model_id, model_aliases(rc.model_id, rc.local_dir), card_origin(rc.local_dir, within=within)
 
 
-def _vectors(ctx: RunContext, cand: Any, pinned: _Pinned, res: CandidateResult, step: dict[str, Any]) -> np.ndarray:
+def _vectors(ctx: RunContext, cand: Any, pinned: _Pinned, res: CandidateResult, step: dict[str, Any],
+             loaded: dict[str, Any]) -> np.ndarray:
     """Stage 2 for one candidate: its float32 (n, d) embeddings of ``ctx.ref``, from the store or computed (load the
     model, embed, store the vectors with their run record), as a read-only memory map of the cached file (the
-    in-memory matrix only when the file cannot be mapped back)."""
+    in-memory matrix only when the file cannot be mapped back). A model it loads is left in ``loaded["embedder"]``."""
     from embedselect.models.backends.device import library_progress, progress_enabled
 
     rc, key, ref = pinned.rc, pinned.key, ctx.ref
@@ -260,6 +265,7 @@ def _vectors(ctx: RunContext, cand: Any, pinned: _Pinned, res: CandidateResult, 
         step["done"] += 1
         embedder = load_embedder(rc, device=ctx.device, policy=ctx.policy.for_model(cand.ref), options=cand.options,
                                  seed=ctx.seed)
+    loaded["embedder"] = embedder
     step["stage"] = "embed"
     log.info("%s: embedding %d %s items on %s", cand.name, len(ref), ref.modality, embedder.device)
     with ctx.bar.stage(f"{cand.name}: embed {len(ref)} {ref.modality} items"):
@@ -299,6 +305,50 @@ def _precomputed(ctx: RunContext, cand: Any, step: dict[str, Any]) -> np.ndarray
     ctx.bar.advance(STAGES_PER_CANDIDATE - step["done"])
     step["done"] = STAGES_PER_CANDIDATE
     return vectors
+
+
+def _embed_queries(ctx: RunContext, cand: Any, pinned: _Pinned, vectors: np.ndarray, embedder: Any) -> None:
+    """The search check's vectors for one candidate (``select(..., queries=)``), in memory, never cached:
+    ``ctx.query_vectors[name]`` float32 (m, d), the queries embedded as the model embeds queries, and, only when the
+    model embeds documents with a prompt of its own, ``ctx.search_vectors[name]`` float32 (n, d), the reference items
+    embedded with it (else the search runs over the ranking's own ``vectors``).
+
+    The rule: a sentence-transformers model that defines a non-empty ``query`` prompt (``document`` / ``passage`` /
+    ``corpus`` for the documents) gets it, as ``encode_query`` / ``encode_document`` would; a candidate's own
+    ``?prompt=`` / ``?prompt_name=`` is used for queries and documents alike; every other model embeds a query as it
+    embeds an item. A fitted baseline (tfidf-svd) is fitted on the reference items, the fit its item vectors come
+    from, and transforms the queries with it (never refitted on the queries). ``embedder``: the model
+    :func:`_vectors` loaded, or None (it is loaded here)."""
+    from embedselect.models.backends.loader import load_embedder
+    from embedselect.models.backends.device import library_progress, progress_enabled
+
+    rc, ref, queries = pinned.rc, ctx.ref, list(ctx.queries.queries)
+    if cand.kind == "vectors":  # precomputed vectors: there is no model to embed the queries with
+        ctx.warnings.append(RankingWarning("metric-excluded", f"{cand.name} is precomputed vectors: it cannot embed "
+                                           "the queries and is left out of the search check", [cand.name]))
+        return
+    if rc.backend in FITTED_BASELINES or embedder is None:
+        with ctx.bar.stage(f"{cand.name}: load for the queries", steps=0), \
+                library_progress(progress_enabled(ctx.progress)):
+            embedder = load_embedder(rc, device=ctx.device, policy=ctx.policy.for_model(cand.ref),
+                                     options=cand.options, seed=ctx.seed,
+                                     fit_items=list(ref.items) if rc.backend in FITTED_BASELINES else None)
+    role_prompt = getattr(embedder, "role_prompt", None)
+    prompts = {role: role_prompt(role) if role_prompt else None for role in ("query", "document")}
+    with ctx.bar.stage(f"{cand.name}: embed {len(queries)} queries", steps=0):
+        q = (embedder.embed(queries, batch_size=ctx.batch_size, prompt_name=prompts["query"]) if prompts["query"]
+             else embedder.embed(queries, batch_size=ctx.batch_size))
+    ctx.query_vectors[cand.name] = check_embeddings(q, what=f"{cand.name}'s query vectors", n=len(queries),
+                                                    dtype=None, error=MetricError)
+    if prompts["document"]:
+        with ctx.bar.stage(f"{cand.name}: embed {len(ref)} items as documents", steps=0):
+            d = embedder.embed(list(ref.items), batch_size=ctx.batch_size, prompt_name=prompts["document"])
+        ctx.search_vectors[cand.name] = check_embeddings(d, what=f"{cand.name}'s document vectors", n=len(ref),
+                                                         dtype=None, error=MetricError)
+    if ctx.query_vectors[cand.name].shape[1] != vectors.shape[1]:
+        raise MetricError(f"{cand.name} embeds queries in {ctx.query_vectors[cand.name].shape[1]} dimensions but its "
+                          f"items in {vectors.shape[1]}")
+    ctx.query_prompts[cand.name] = prompts
 
 
 def record_candidate_failure(ctx: RunContext, cand: Any, res: CandidateResult, exc: Exception, step: dict[str, Any]) -> None:

@@ -40,6 +40,7 @@ def select(
     strict: bool = False,
     config: RankConfig | None = None,
     runtime: Runtime | None = None,
+    queries: Any = None,
 ) -> Ranking:
     """Rank candidate embedders on ``data`` without labels.
 
@@ -81,6 +82,13 @@ def select(
             drop_duplicates, column, a label column and policy; :class:`~embedselect.config.Runtime`: cache_dir,
             device, batch_size, token, progress, save, strict), instead of the keywords: a keyword given with the
             object that holds it is a ConfigError. Labels as an array are always a keyword.
+        queries: a search check (text data only): a file with columns ``query`` and ``relevant`` (the id(s) of the
+            reference items each query should find, ``;``-separated, or an item's exact text; see
+            :mod:`embedselect.data.queries`), a list of such dicts, a DataFrame or a
+            :class:`~embedselect.data.queries.QuerySet`. Every candidate embeds the queries as it embeds queries and
+            searches the items; ``ranking.retrieval`` holds its MRR@10, nDCG@10, recall@1/@10 with bootstrap
+            intervals over the queries, and each label-free score's rank correlation with MRR@10. The queries are
+            read and matched before any model is loaded.
 
     Returns:
         a :class:`~embedselect.ranking.result.Ranking`, best candidate first.
@@ -102,7 +110,13 @@ def select(
         drop_duplicates=drop_duplicates))
     ref = load_reference_data(data, config, labels=label_array)
     _require(ref, config)
+    query_set = None
+    if queries is not None:
+        from embedselect.data.queries import load_queries
+
+        query_set = load_queries(queries, ref)  # read and matched before any model is loaded
     ctx = run_context(ref, candidates, store=Store.open(runtime.cache_dir), config=config, runtime=runtime)
+    ctx.queries = query_set
     try:
         t_start = time.perf_counter()
         embed_stage(ctx, keep_vectors=True)

@@ -235,6 +235,9 @@ class Ranking:
         versions: package versions that produced it.
         details: metric name -> the metric's details (prior used, pairwise matrix, communities, ...).
         validation: accuracy of probes trained on user labels, and rank correlations, when labels were given.
+        retrieval: the search check, when queries were given: each candidate's MRR@10, nDCG@10, recall@1 and
+            recall@10 on the user's queries, with bootstrap intervals over the queries, and each label-free score's
+            rank correlations with MRR@10 (see :func:`embedselect.pipeline.conclude._retrieval_stage`).
         uncertainty: bootstrap results, when requested.
         warnings: things the user should know (small pool, failed candidates, ...), each a :class:`RankingWarning`
             with a stable ``code`` (:data:`WARNING_CODES`).
@@ -262,6 +265,7 @@ class Ranking:
     versions: dict[str, str]
     details: dict[str, Any] = field(default_factory=dict)
     validation: ValidationReport | None = None
+    retrieval: dict[str, Any] | None = None
     uncertainty: dict[str, Any] | None = None
     warnings: list[RankingWarning] = field(default_factory=list)
     ranking_id: str = ""

@@ -96,12 +96,27 @@ class SentenceTransformerEmbedder:
             "dtype": self.dtype,
         }
 
-    def embed(self, items: Sequence[Any], *, batch_size: int | None = None, progress: bool = False) -> np.ndarray:
-        """Embed texts (or images for image models) in order; float32 (n, d)."""
+    def role_prompt(self, role: str) -> str | None:
+        """The name of the model's own prompt for ``role`` (``"query"``, or ``"document"``: the first of document,
+        passage, corpus it defines), as ``SentenceTransformer.encode_query`` / ``encode_document`` choose it; None when
+        the model defines no non-empty prompt for the role or the candidate sets ``prompt`` / ``prompt_name`` itself
+        (that prompt is then used for every text)."""
+        if self.prompt is not None or self.prompt_name is not None or self.modality != TEXT:
+            return None
+        prompts = getattr(self.model, "prompts", None) or {}
+        names = ("query",) if role == "query" else ("document", "passage", "corpus")
+        return next((n for n in names if prompts.get(n)), None)
+
+    def embed(self, items: Sequence[Any], *, batch_size: int | None = None, progress: bool = False,
+              prompt_name: str | None = None) -> np.ndarray:
+        """Embed texts (or images for image models) in order; float32 (n, d). ``prompt_name``: one of the model's
+        prompts (:meth:`role_prompt`) instead of the candidate's own setting."""
         items = check_items(items, self.modality)
         inputs = items if self.modality == TEXT else [load_image(it) for it in items]
         kwargs: dict[str, Any] = {}
-        if self.prompt is not None:
+        if prompt_name is not None:
+            kwargs["prompt_name"] = prompt_name
+        elif self.prompt is not None:
             kwargs["prompt"] = self.prompt
         elif self.prompt_name is not None:
             kwargs["prompt_name"] = self.prompt_name

@@ -1,0 +1,177 @@
+"""The search check: the queries file and its errors, ``select(queries=)`` and ``embedselect validate --queries``
+(issue 43); the retrieval scores themselves are tested in test_retrieval_scores.py."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from embedselect.data import ReferenceData
+from embedselect.data.queries import QueryFileError, load_queries
+from embedselect.errors import ColumnNotFoundError, DataError, EmptyDataError
+
+from testkit.tinymodels import make_constant_sentence_transformer, make_tiny_sentence_transformer
+
+WORDS = ("cat dog car bank money river water tree house city food sun moon sky rain snow book music game phone "
+         "market stock price computer").split()
+
+
+def texts(n: int = 40) -> list[str]:
+    """``n`` distinct short sentences of the tiny models' vocabulary."""
+    out = []
+    for i in range(n):
+        a, b, c = WORDS[i % len(WORDS)], WORDS[(3 * i + 1) % len(WORDS)], WORDS[(7 * i + 2) % len(WORDS)]
+        out.append(f"the {a} and the {b} near a {c} number {i}")
+    assert len(set(out)) == n
+    return out
+
+
+# --- the queries file ----------------------------------------------------------------------------------------------
+def ref_of(items):
+    return ReferenceData.from_texts(items)
+
+
+def test_relevant_items_by_id_by_ids_and_by_exact_text():
+    ref = ref_of(["alpha; beta", "gamma", "delta", "gamma"])  # ids "0".."3" (list positions)
+    rows = [{"query": "q1", "relevant": "1"}, {"query": "q2", "relevant": " 0 ; 2 "},
+            {"query": "q3", "relevant": "alpha; beta"}, {"query": "q4", "relevant": "gamma"},
+            {"query": "q5", "relevant": "delta;0"}, {"query": "q6", "relevant": [2, "3"]}]
+    qs = load_queries(rows, ref)
+    assert qs.relevant == ((1,), (0, 2), (0,), (1, 3), (0, 2), (2, 3))
+    assert qs.rows == (1, 2, 3, 4, 5, 6) and qs.queries[0] == "q1"
+    assert qs.fingerprint != load_queries(rows[:5], ref).fingerprint
+
+
+@pytest.mark.fault
+@pytest.mark.parametrize("rows, err, match", [
+    ([{"query": "a", "relevant": "0"}, {"query": "b", "relevant": "9"}], QueryFileError, r"row 2: '9' is neither an id"),
+    ([{"query": "a", "relevant": ""}], QueryFileError, "row 1 .*no relevant item"),
+    ([{"query": "a", "relevant": None}], QueryFileError, "row 1 .*no relevant item"),
+    ([{"query": "  ", "relevant": "0"}], QueryFileError, "row 1: the query is empty"),
+    ([{"question": "a", "relevant": "0"}], ColumnNotFoundError, "no column 'query'"),
+    ([], EmptyDataError, "has no rows"),
+])
+def test_bad_query_rows_name_the_row(rows, err, match):
+    with pytest.raises(err, match=match) as info:
+        load_queries(rows, ref_of(["x", "y"]))
+    assert info.value.exit_code == 3
+
+
+@pytest.mark.fault
+def test_bad_query_files_are_typed_errors(tmp_path):
+    ref = ref_of(["x", "y"])
+    empty = tmp_path / "q.csv"
+    empty.write_text("")
+    with pytest.raises(EmptyDataError, match="is empty"):
+        load_queries(empty, ref)
+    header = tmp_path / "h.csv"
+    header.write_text("query,relevant\n")
+    with pytest.raises(EmptyDataError, match="no rows"):
+        load_queries(header, ref)
+    with pytest.raises(DataError, match="does not exist"):
+        load_queries(tmp_path / "missing.csv", ref)
+    with pytest.raises(QueryFileError, match="not a file"):
+        load_queries(tmp_path, ref)
+    many = tmp_path / "m.csv"
+    many.write_text("query,relevant\n" + "".join(f"q{i},{i + 10}\n" for i in range(8)))
+    with pytest.raises(QueryFileError, match=r"row 1: .*row 5: .*\(and 3 more rows\)"):
+        load_queries(many, ref)
+
+
+def test_a_file_matches_the_reference_files_row_ids(tmp_path):
+    data = tmp_path / "docs.csv"
+    pd.DataFrame({"text": ["red car", "blue sky", "big dog"]}).to_csv(data, index=False)
+    ref = ReferenceData.load(data, column="text")
+    q = tmp_path / "q.jsonl"
+    q.write_text('{"query": "sky", "relevant": 2}\n{"query": "pet", "relevant": "big dog"}\n')
+    qs = load_queries(q, ref)
+    assert qs.relevant == ((1,), (2,)) and qs.source == str(q)
+
+
+# --- select(queries=) and the CLI ----------------------------------------------------------------------------------
+QUERY_ROWS = [0, 3, 5, 9, 11, 20, 33, 39]
+
+
+def write_case(tmp_path):
+    """40 documents; 8 queries, each the exact text of one document (ids are 1-based data rows), and one more whose
+    text is row 1's with rows 1 and 2 both relevant."""
+    items = texts()
+    data = tmp_path / "docs.csv"
+    pd.DataFrame({"text": items}).to_csv(data, index=False)
+    rows = [{"query": items[r], "relevant": str(r + 1)} for r in QUERY_ROWS]
+    rows.append({"query": items[1], "relevant": "2;3"})
+    queries = tmp_path / "queries.csv"
+    pd.DataFrame(rows).to_csv(queries, index=False)
+    return data, queries
+
+
+def test_select_scores_candidates_whose_search_quality_is_known_by_construction(tmp_path, cache_dir):
+    from embedselect.pipeline import select
+
+    data, queries = write_case(tmp_path)
+    exact = make_tiny_sentence_transformer(tmp_path / "exact", seed=0)
+    constant = make_constant_sentence_transformer(tmp_path / "constant", seed=1)
+    prompted = make_tiny_sentence_transformer(tmp_path / "prompted", seed=0, prompts={"query": "sky sky sky "})
+    ranking = select(data, [f"exact={exact}", f"constant={constant}", f"prompted={prompted}", "tfidf-svd"],
+                     column="text", queries=queries, metrics=["rankme"], cache_dir=cache_dir)
+    r = ranking.retrieval
+    assert r["queries"]["n_queries"] == 9 and r["score_column"] == "mrr@10"
+    scores = r["scores"]
+    # a query that is a document's own text, embedded without a prompt, finds that document first
+    for name in ("exact", "tfidf-svd"):  # tfidf-svd: fitted on the documents, the queries transformed with that fit
+        assert scores[name]["mrr@10"] == 1.0 and scores[name]["recall@1"] == pytest.approx((8 + 0.5) / 9)
+    # every text gets the same vector (up to float noise that depends on the length only): no better than chance,
+    # where the document's own text finds it first for the other two
+    assert scores["constant"]["mrr@10"] < 0.5
+    # the model's own query prompt is used for the queries only: they are no longer the documents' own vectors
+    assert r["prompts"]["prompted"] == {"query": "query", "document": None}
+    assert r["prompts"]["exact"] == {"query": None, "document": None}
+    assert scores["prompted"]["mrr@10"] < 1.0
+    lo, hi = scores["constant"]["mrr@10_lo"], scores["constant"]["mrr@10_hi"]
+    assert lo <= scores["constant"]["mrr@10"] <= hi
+    checked = {m["metric"] for m in r["metrics"]}
+    assert {"rankme", "combined"} <= checked
+    assert ranking["exact"].columns["search.mrr@10"] == 1.0
+    assert json.loads(ranking.to_json())["retrieval"]["scores"]["exact"]["mrr@10"] == 1.0
+
+
+def test_the_document_prompt_is_used_for_the_documents_of_the_search(tmp_path):
+    from embedselect.models.backends.sentence_transformers import SentenceTransformerEmbedder
+
+    both = make_tiny_sentence_transformer(tmp_path / "m", prompts={"query": "q: ", "passage": "sky moon "})
+    e = SentenceTransformerEmbedder(both, device="cpu")
+    assert (e.role_prompt("query"), e.role_prompt("document")) == ("query", "passage")
+    items = texts(3)
+    plain, doc = e.embed(items), e.embed(items, prompt_name="passage")
+    assert not np.allclose(plain, doc)
+    own = SentenceTransformerEmbedder(both, device="cpu", options={"prompt": "x "})
+    assert own.role_prompt("query") is None  # the candidate's own prompt is used for every text
+
+
+@pytest.mark.fault
+def test_validate_cli_search_check_and_its_errors(tmp_path, cache_dir, capsys):
+    from embedselect.cli import main
+
+    data, queries = write_case(tmp_path)
+    argv = ["validate", str(data), "-c", "text", "-m", "tfidf-svd,random-projection", "--metrics", "task_prior",
+            "--cache-dir", str(cache_dir)]
+    assert main([*argv, "--queries", str(queries), "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["retrieval"]["scores"]["tfidf-svd"]["mrr@10"] == 1.0
+    assert got["validation"] is None
+    assert main([*argv, "--queries", str(queries)]) == 0
+    text = capsys.readouterr().out
+    assert "search check against your queries: 9 queries" in text and "MRR@10" in text
+    bad = tmp_path / "bad.csv"
+    bad.write_text("query,relevant\nfine,1\nlost,4000\n")
+    assert main([*argv, "--queries", str(bad)]) == 3
+    assert "row 2: '4000' is neither an id" in capsys.readouterr().err
+    assert main(argv) == 2  # neither --labels nor --queries
+    assert "--queries FILE" in capsys.readouterr().err
+    before = queries.read_bytes()
+    assert main([*argv, "--queries", str(queries), "--out", str(queries)]) == 2
+    assert "is --queries" in capsys.readouterr().err
+    assert queries.read_bytes() == before
