@@ -38,6 +38,7 @@ logging.getLogger(__name__).addHandler(logging.NullHandler())
 
 _LAZY = {
     "select": "embedselect.pipeline",
+    "ask": "embedselect.pipeline",
     "embed": "embedselect.pipeline",
     "Ranking": "embedselect.ranking.result",
     "CandidateResult": "embedselect.ranking.result",
@@ -50,7 +51,7 @@ _LAZY = {
 }
 
 if TYPE_CHECKING:  # what _LAZY serves, visible to type checkers and IDEs (tests/test_packaging.py keeps them equal)
-    from embedselect.pipeline import embed, select
+    from embedselect.pipeline import ask, embed, select
     from embedselect.ranking.result import CandidateResult, Ranking, RankingWarning
     from embedselect.data import ReferenceData
     from embedselect.models.candidates import Candidate
@@ -73,6 +74,7 @@ __all__ = [
     "Runtime",
     "StoreError",
     "__version__",
+    "ask",
     "embed",
     "select",
 ]

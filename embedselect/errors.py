@@ -94,6 +94,16 @@ class UnsupportedFormatError(DataError):
     """The file type is not one embedselect can read."""
 
 
+class AnswersError(DataError):
+    """A file of answered questions (``embedselect ask``) cannot be used with this data: not a questions file, a
+    malformed row, an item id the data does not have, a text that differs from the data's (answers to another data
+    set) or an answer other than ``a``, ``b`` or ``skip``. The message names the row; nothing stored is touched."""
+
+    def __init__(self, message: str, *, row: int | None = None) -> None:
+        super().__init__(message)
+        self.row = row
+
+
 # --- configuration / usage --------------------------------------------------------------------
 class ConfigError(EmbedselectError, ValueError):
     """An option or argument is invalid."""

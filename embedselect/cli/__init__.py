@@ -1,4 +1,4 @@
-"""Command line: ``embedselect rank | embed | validate | cache | demo | crawl | catalog | metrics | index | search |
+"""Command line: ``embedselect rank | embed | validate | ask | cache | demo | crawl | catalog | metrics | index | search |
 neighbours | nightly | badge | card | leaderboard | report``, one module per command group (each has ``register(subparsers)``; add a group to
 :data:`GROUPS`).
 
@@ -23,7 +23,7 @@ from embedselect.cli.rank import demo_candidates
 from embedselect.errors import EXIT_CODES, EmbedselectError
 from embedselect.publish.text import terminal
 
-GROUPS = ("rank", "cache", "hub", "search", "nightly", "publish")
+GROUPS = ("rank", "ask", "cache", "hub", "search", "nightly", "publish")
 """Command groups, in the order ``--help`` lists them: modules of this package with ``register(subparsers)``."""
 
 __all__ = ["main", "build_parser", "format_table", "demo_candidates", "GROUPS"]

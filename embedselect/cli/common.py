@@ -197,6 +197,9 @@ def fmt(v: Any) -> str:
 def format_table(ranking) -> str:
     """A plain-text table of a Ranking, best first."""
     headers = ["rank", "candidate", "score"]
+    answers = bool(getattr(ranking, "answers", None))
+    if answers:
+        headers.append("answers")
     shown_only = ranking.shown_only
     for m in ranking.metrics:
         headers += [m + ("*" if m in shown_only else ""), "#"]
@@ -204,6 +207,8 @@ def format_table(ranking) -> str:
     rows = []
     for c in ranking.candidates:
         row = [fmt(c.rank), c.name, fmt(c.combined_score)]
+        if answers:
+            row.append(_agreement_cell(c.columns))
         for m in ranking.metrics:
             row += [fmt(c.scores.get(m)), fmt(c.ranks.get(m))]
         row += [fmt(c.dim), "yes" if c.cached else "no", c.status if c.ok else f"FAILED: {c.error_type}"]
@@ -217,6 +222,10 @@ def format_table(ranking) -> str:
     if ranking.ok and not ranking.decided:
         lines.append(f"no clear winner: the leaders {', '.join(ranking.leaders)} cannot be separated on this data; "
                      + (ranking.next_step or "read them as equals"))
+    if answers:
+        a = ranking.answers
+        lines.append(f"answers: the share of your {a.get('n_answered')} answered questions ({a.get('n_skipped')} "
+                     "skipped) each candidate orders your way [95 % Wilson interval]")  # fmt: skip
     for c in ranking.failed:
         lines.append(f"! {c.name}: {c.error}")
     if ranking.validation:
@@ -232,6 +241,14 @@ def format_table(ranking) -> str:
     if timing:
         lines.append(timing)
     return "\n".join(lines)
+
+
+def _agreement_cell(columns: dict[str, Any]) -> str:
+    """A candidate's agreement with the answers, ``0.857 [0.49, 0.97]``; "-" when it has none."""
+    share = columns.get("answers.agreement")
+    if share is None or not math.isfinite(share):
+        return "-"
+    return f"{share:.3f} " + _interval(columns.get("answers.agreement_low"), columns.get("answers.agreement_high"), ".2f")
 
 
 def _ends(ci: Any) -> tuple[Any, Any]:

@@ -16,6 +16,8 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
         ("the catalogue's text models, two metrics, 200 bootstrap resamples",
          "embedselect rank docs.parquet -c body --models catalog:text --metrics task_prior,sufficiency "
          "--bootstrap 200"),
+        ("let your answers to `embedselect ask` decide between the leaders",
+         "embedselect rank tickets.csv -c text --models catalog:text --answers questions.csv"),
     ],
     "embed": [
         ("compute and cache embeddings now, rank later",
@@ -31,6 +33,13 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
          "--json --markdown leaderboard.md"),
         ("check the ranking against a few search queries (columns query, relevant: the ids of the rows to find)",
          "embedselect validate faq.csv -c answer --queries queries.csv --models catalog:text"),
+    ],
+    "ask": [
+        ("40 questions that decide between the leaders, answered here one at a time",
+         "embedselect ask tickets.csv -c text --models minilm=./model,tfidf-svd,random-projection --out questions.csv "
+         "--interactive"),
+        ("80 questions in a file to fill with a, b or skip (the answers given so far are kept)",
+         "embedselect ask tickets.csv -c text --models catalog:text -n 80 --out questions.csv"),
     ],
     "metrics": [("list the metric names for --metrics", "embedselect metrics")],
     "demo": [

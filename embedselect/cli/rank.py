@@ -84,7 +84,8 @@ def cmd_rank(args) -> int:
     from embedselect.pipeline import select
 
     ranking = select(args.data, args.models, config=rank_config(args), runtime=runtime(args),
-                     queries=getattr(args, "queries", None))
+                     queries=getattr(args, "queries", None),
+                     answers=getattr(args, "answers", None))
     emit(args, ranking.to_json(), format_table(ranking), ranking)
     if tracking is not None:
         from embedselect.integrations.mlflow import log_ranking
@@ -240,6 +241,8 @@ def register(sub) -> None:
     add_data_args(p)
     add_model_args(p)
     metric_args(p)
+    p.add_argument("--answers", metavar="CSV", help="your answers to `embedselect ask`'s questions: each candidate's "
+                   "agreement with them is shown, and where they rule out leaders they decide")
     add_output_args(p)
     p.set_defaults(func=cmd_rank)
 

@@ -1,7 +1,7 @@
 """The one orchestration path: reference data -> candidates -> cached embeddings -> metrics -> Ranking.
 
 Used by the CLI, the nightly job and pipelines alike. Logs through :mod:`logging`; never prints. The stages live in
-this package's modules (context, embedding, families, scoring, conclude, run, catalog); the names in ``__all__`` are
+this package's modules (context, embedding, families, scoring, conclude, answers, run, questions, asking, catalog); the names in ``__all__`` are
 its entry points (the run's internal state, :class:`~embedselect.pipeline.context.RunContext`, stays in its module).
 """
 
@@ -12,6 +12,7 @@ from embedselect.pipeline.catalog import refresh_catalog
 from embedselect.pipeline.context import EmbedOutcome, load_reference_data
 from embedselect.pipeline.embedding import embed, embed_reference
 from embedselect.pipeline.run import select, select_embedded
+from embedselect.pipeline.asking import ask
 from embedselect.config import LoadPolicy, RankConfig, Runtime
 from embedselect.ranking.result import CandidateResult, Ranking
 
@@ -23,6 +24,7 @@ __all__ = [
     "Ranking",
     "RankConfig",
     "Runtime",
+    "ask",
     "embed",
     "embed_reference",
     "load_reference_data",

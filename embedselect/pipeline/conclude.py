@@ -13,13 +13,14 @@ from embedselect.pipeline.defaults import default_method
 from embedselect.ranking.result import Ranking, RankingWarning, ValidationReport, rank_scores
 from embedselect.pipeline.context import RunContext, competition_rank, num, versions
 from embedselect.pipeline.scoring import metrics_stage
+from embedselect.pipeline.answers import answers_stage
 
 
 def rank_embedded(ctx: RunContext, t_start: float, *, save: bool) -> Ranking:
     """Stages 3 to 6 over the candidates of ``ctx`` that are embedded: metrics, combined rank, validation against
     labels (if any), the :class:`~embedselect.ranking.result.Ranking` (stored when ``save``)."""
     metrics_stage(ctx)
-    decision = _rank_stage(ctx)
+    decision = answers_stage(ctx, _rank_stage(ctx))
     validation = _validate_stage(ctx)
     retrieval = _retrieval_stage(ctx)
     if save and not ctx.store.can_record("the ranking"):
@@ -226,6 +227,7 @@ def _report(ctx: RunContext, decision: Any, validation: ValidationReport | None)
         undecided_reasons=decision.reasons,
         next_step=decision.settle,
         timings=ctx.timings,
+        answers=ctx.answers_summary,
     )
 
 

@@ -178,6 +178,9 @@ class RunContext:
             (n, d) the items embedded with the model's document prompt (only for a model that has one); query_prompts:
             candidate name -> {"query": prompt name or None, "document": ...} (see
             :func:`embedselect.pipeline.embedding._embed_queries`).
+        answers: a person's answered questions (:class:`~embedselect.validation.answers.Answered`), checked against
+            ``ref`` before any work, or None; ``answers_summary``: what they decided
+            (:func:`embedselect.pipeline.answers.answers_stage`), the Ranking's ``answers``.
     """
 
     ref: Any
@@ -205,6 +208,8 @@ class RunContext:
     query_vectors: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
     search_vectors: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
     query_prompts: dict[str, dict[str, str | None]] = field(default_factory=dict)
+    answers: Any = None
+    answers_summary: dict[str, Any] | None = None
 
     @property
     def seed(self) -> int:

@@ -14,6 +14,7 @@ from embedselect.ranking.result import Ranking
 from embedselect.pipeline.context import EmbedOutcome, load_reference_data, run_context
 from embedselect.pipeline.embedding import embed_stage, record_candidate_failure
 from embedselect.pipeline.conclude import rank_embedded
+from embedselect.pipeline.answers import load_answers
 
 
 def select(
@@ -41,6 +42,7 @@ def select(
     config: RankConfig | None = None,
     runtime: Runtime | None = None,
     queries: Any = None,
+    answers: Any = None,
 ) -> Ranking:
     """Rank candidate embedders on ``data`` without labels.
 
@@ -89,12 +91,19 @@ def select(
             searches the items; ``ranking.retrieval`` holds its MRR@10, nDCG@10, recall@1/@10 with bootstrap
             intervals over the queries, and each label-free score's rank correlation with MRR@10. The queries are
             read and matched before any model is loaded.
+        answers: a person's answers to the triplet questions of :func:`~embedselect.pipeline.asking.ask` on this
+            data: the CSV's path or the DataFrame (checked against the data before the cache is opened). Each
+            candidate's agreement with them is shown (``answers.agreement`` columns, ``ranking.answers``); where they
+            rule out contenders (the leaders, or the first rows), they decide between them
+            (:func:`embedselect.pipeline.answers.answers_stage`). Like labels as an array, always a keyword.
 
     Returns:
         a :class:`~embedselect.ranking.result.Ranking`, best candidate first.
 
     Raises:
         DataError: the data cannot be used (missing file/column, empty, too few items, undecodable).
+        AnswersError: the answers do not fit this data or are malformed (the message names the row); nothing stored
+            was touched.
         ConfigError: invalid arguments (unknown metric, ...).
         AllCandidatesFailedError: no candidate could be embedded.
         CandidatesFailedError: ``strict`` and some candidate failed.
@@ -117,6 +126,9 @@ def select(
         query_set = load_queries(queries, ref)  # read and matched before any model is loaded
     ctx = run_context(ref, candidates, store=Store.open(runtime.cache_dir), config=config, runtime=runtime)
     ctx.queries = query_set
+    answered = load_answers(answers, ref) if answers is not None else None  # before the store is opened
+    ctx = run_context(ref, candidates, store=Store.open(runtime.cache_dir), config=config, runtime=runtime)
+    ctx.answers = answered
     try:
         t_start = time.perf_counter()
         embed_stage(ctx, keep_vectors=True)

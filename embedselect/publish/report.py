@@ -38,6 +38,11 @@ def to_markdown(ranking: Ranking) -> str:
         lines.append(f"- failed: {_md(c.name)} — {_md(c.error_type)}: {_md(c.error)}")
     if ranking.ok and not ranking.decided:
         lines.append(f"- no clear winner among {_md(', '.join(ranking.leaders))}: {_md(ranking.next_step)}")
+    if ranking.answers:
+        lines += ["", answers_sentence(ranking), "", "| candidate | agreement | 95 % Wilson interval | contender |",
+                  "|---|---|---|---|"]
+        lines += [f"| {_md(name)} | {_num(share)} | [{_num(lo)}, {_num(hi)}] | {'yes' if mark else ''} |"
+                  for name, share, lo, hi, mark in answers_rows(ranking)]
     for w in _notes(ranking):
         lines.append(f"- note: {_md(w)}")
     return "\n".join(lines) + "\n"
@@ -154,6 +159,29 @@ def _validation_html(v: Mapping[str, Any]) -> list[str]:
     return out
 
 
+def answers_rows(ranking: Ranking) -> list[tuple[str, float, float, float, bool]]:
+    """Per scored candidate, in table order: (name, agreement with the person's answers, Wilson low, high, whether
+    it is one of the contenders the answers decide between); empty without answers."""
+    if not ranking.answers:
+        return []
+    contenders = set(ranking.answers.get("contenders") or [])
+    nan = math.nan
+    return [(c.name, c.columns.get("answers.agreement", nan), c.columns.get("answers.agreement_low", nan),
+             c.columns.get("answers.agreement_high", nan), c.name in contenders) for c in ranking.ok]  # fmt: skip
+
+
+def answers_sentence(ranking: Ranking) -> str:
+    """What the person's answers decided, in one sentence (empty without answers)."""
+    a = ranking.answers
+    if not a:
+        return ""
+    head = (f"Agreement with your answers: {a.get('n_answered')} answered questions ({a.get('n_skipped')} skipped) "
+            f"from {a.get('source')}; the share each candidate orders your way.")
+    if a.get("decided"):
+        return head + f" They separate {a.get('winner')} from the other contenders: it is the pick."
+    return head + f" They do not separate the contenders ({', '.join(a.get('contenders') or [])}) yet."
+
+
 def _notes(ranking: Ranking) -> list[str]:
     """The notes under a ranking: the duplicates dropped from its data (when a rule was applied), then its warnings."""
     from embedselect.data import dropped_duplicates_note
@@ -211,6 +239,14 @@ def to_html(ranking: Ranking, *, title: str = "embedselect ranking", plots: bool
         ]
         out.append("".join(row))
     out.append("</tbody></table></div>")
+    if ranking.answers:
+        out.append(f"<h2>Your answers</h2><p>{_e(answers_sentence(ranking))}</p>")
+        out.append('<div class="wrap"><table><thead><tr><th>candidate</th><th>agreement</th><th>95 % Wilson '
+                   "interval</th><th>contender</th></tr></thead><tbody>")
+        out += [f'<tr><td>{_e(name)}</td><td class="num">{_e(_num(share))}</td><td class="ci">[{_e(_num(lo))}, '
+                f'{_e(_num(hi))}]</td><td>{"yes" if mark else ""}</td></tr>'
+                for name, share, lo, hi, mark in answers_rows(ranking)]  # fmt: skip
+        out.append("</tbody></table></div>")
     weights = ranking.settings.get("combined_weights") or {}
     if weights:
         how = "weighted mean z-score (0 = the pool's average)" if ranking.combine == "mean-z" else \

@@ -39,6 +39,8 @@ WARNING_CODES: dict[str, str] = {
     "metric-note": "a metric's own caveat (its prior, its estimator, ...)",
     "duplicates": "the reference data holds duplicate items",
     "not-stored": "the cache is read-only: the ranking was not stored",
+    "answers": "what a person's answers to `ask`'s questions ruled out or decided between the contenders "
+               "(candidates: the contenders left, the winner first)",
     "note": "a warning without a more specific code (also every warning of a format-1 ranking file)",
 }
 """The stable codes of :class:`RankingWarning` (docs/validation.md lists them; ``rank --fail-on`` takes them).
@@ -255,6 +257,13 @@ class Ranking:
             "validation": s | None, "total": s}``. A candidate's time covers resolving, loading and embedding it (or
             reading its cached vectors); a metric's covers its bootstrap; a result served from the store is
             counted at the time it took to read it.
+        answers: a person's answers to triplet questions (``rank --answers``), when given: ``source``,
+            ``n_questions``, ``n_answered``, ``n_skipped``, the ``contenders`` they decide between, the ``winner``
+            (most answers ordered the person's way), ``decided`` (they separate the winner from every other
+            contender; then ``decided``/``leaders`` of the ranking say so) and ``pairs`` (per other contender the
+            questions only the winner / only it orders the person's way, with the Wilson interval); each candidate's
+            agreement is in its ``columns`` (``answers.agreement``, ``_low``, ``_high``, ``answers.n``). See
+            :mod:`embedselect.validation.answers`.
     """
 
     candidates: list[CandidateResult]
@@ -275,6 +284,7 @@ class Ranking:
     undecided_reasons: list[str] = field(default_factory=list)
     next_step: str = ""
     timings: dict[str, Any] = field(default_factory=dict)
+    answers: dict[str, Any] | None = None
 
     def __eq__(self, other: object) -> bool:  # NaN equals NaN, tuples their lists: what a JSON round trip keeps
         if not isinstance(other, Ranking):

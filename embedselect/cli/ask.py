@@ -1,0 +1,221 @@
+"""``embedselect ask``: write the triplet questions that decide between the leaders, and (``--interactive``) ask them
+one at a time in a terminal, saving each answer at once."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from typing import Any, Iterator, TextIO
+
+from embedselect.cli.common import add_data_args, add_model_args, check_output_path, rank_config, runtime
+from embedselect.errors import EXIT_CODES
+
+MAX_LINES = 8
+"""At most this many wrapped lines of one text are shown (the rest is cut, marked with …)."""
+KEYS = "a b s u q"
+
+
+def cmd_ask(args) -> int:
+    from embedselect.pipeline.asking import DEFAULT_QUESTIONS, prepare_ask
+
+    if args.interactive and args.out is None:
+        from embedselect.errors import ConfigError
+
+        raise ConfigError("--interactive needs --out FILE: the answers are saved there as they are given")
+    session = prepare_ask(args.data, args.models, n=args.n or DEFAULT_QUESTIONS, out=args.out,
+                          config=rank_config(args), runtime=runtime(args),
+                          check_out=lambda p: check_output_path(p, option="--out", cache_dir=args.cache_dir))
+    if args.interactive:
+        return interactive(session, sys.stdin, sys.stdout, viewer=args.open)
+    from embedselect.validation.answers import questions_frame
+
+    if args.json:
+        print(json.dumps(questions_frame(session.questions).to_dict("records"), indent=2, ensure_ascii=False))
+        return 0
+    answered = sum(1 for q in session.questions if q.answer)
+    where = f" in {session.out}" if session.out else ""
+    print(f"{len(session.questions)} questions{where} ({session.n_new} new, {answered} answered) deciding between "
+          f"{', '.join(session.contenders)}, the contenders of {session.ranking_note}.")
+    if session.out:
+        print(f"answer them with --interactive, or fill the answer column with a, b or skip; then: embedselect rank "
+              f"... --answers {session.out}")
+    return 0
+
+
+# --- the interactive loop ------------------------------------------------------------------------------------------
+@contextlib.contextmanager
+def _keys(stream: TextIO) -> Iterator[Iterator[str]]:
+    """Single key presses from ``stream``: on a terminal in cbreak mode (no Enter needed; Ctrl-C still interrupts),
+    else one character at a time from its lines (white space ignored). The iterator ends at end of input (a closed
+    terminal)."""
+    fd = None
+    with contextlib.suppress(AttributeError, ValueError, OSError):
+        fd = stream.fileno() if stream.isatty() else None
+    if fd is None:
+        def chars() -> Iterator[str]:
+            while True:
+                line = stream.readline()
+                if not line:
+                    return
+                yield from (c for c in line if not c.isspace())
+        yield chars()
+        return
+    import termios
+    import tty
+
+    saved = termios.tcgetattr(fd)
+
+    def presses() -> Iterator[str]:
+        while True:
+            try:
+                b = os.read(fd, 1)
+            except OSError:  # the terminal went away
+                return
+            if not b:
+                return
+            yield b.decode("utf-8", "replace")
+
+    try:
+        tty.setcbreak(fd)
+        yield presses()
+    finally:
+        with contextlib.suppress(termios.error, OSError):
+            termios.tcsetattr(fd, termios.TCSADRAIN, saved)
+
+
+def _wrap(text: str, width: int, indent: str = "    ") -> str:
+    lines = textwrap.wrap(" ".join(str(text).split()), width=max(20, width - len(indent))) or [""]
+    if len(lines) > MAX_LINES:
+        lines = lines[:MAX_LINES]
+        lines[-1] = lines[-1][: max(0, width - len(indent) - 1)] + "…"
+    return "\n".join(indent + line for line in lines)
+
+
+def _viewer() -> list[str] | None:
+    """The command that opens a file in the desktop's viewer, where one exists."""
+    for cmd in (["xdg-open"], ["open"], ["gio", "open"]):
+        if shutil.which(cmd[0]):
+            return cmd
+    return None
+
+
+def _show(q: Any, position: int, total: int, out: TextIO, width: int, image: bool) -> None:
+    print(f"\n── question {position} of {total} (id {q.question_id}) " + "─" * max(0, width - 30), file=out)
+    for label, item_id, text in (("anchor", q.anchor_id, q.anchor), ("a", q.a_id, q.a), ("b", q.b_id, q.b)):
+        print(f"{label} [{item_id}]:", file=out)
+        print(f"    {text}" if image else _wrap(text, width), file=out)
+    print("which of a and b is closer to the anchor?  a / b   s skip   u undo   q quit", file=out, flush=True)
+
+
+def _tally(session: Any) -> Any:
+    from embedselect.validation.answers import agrees, verdict
+
+    answered = session.answered()
+    return verdict({m: agrees(v, answered) for m, v in session.vectors.items()}, session.contenders)
+
+
+def interactive(session: Any, stdin: TextIO, out: TextIO, *, viewer: bool = False) -> int:
+    """Ask the unanswered questions of ``session`` one at a time; each answer (a, b, s = skip; u undoes the last
+    one) is written to the questions file at once (atomically), so that q, Ctrl-C or a closed terminal lose nothing
+    and the next run resumes. Stops by itself once the answers separate the contenders
+    (:func:`embedselect.validation.answers.verdict`). Returns the exit status."""
+    from embedselect.validation.answers import with_answer
+
+    width = shutil.get_terminal_size((80, 24)).columns
+    image = session.ref.modality == "image"
+    opener = _viewer() if (viewer and image) else None
+    if viewer and image and opener is None:
+        print("note: no image viewer found (xdg-open / open): open the paths shown yourself", file=out)
+    total = len(session.questions)
+    print(f"deciding between {', '.join(session.contenders)} (the contenders of {session.ranking_note}); answers "
+          f"are saved in {session.out} as you go", file=out)
+    undo: list[int] = []
+
+    def tally() -> Any:
+        v = _tally(session)
+        n_skip = sum(1 for q in session.questions if q.answer == "skip")
+        print(f"tally: {v.n_answered} answered, {n_skip} skipped; {v.summary()}", file=out, flush=True)
+        return v
+
+    if tally().decided:
+        print(f"the answers already separate the contenders: run embedselect rank ... --answers {session.out}",
+              file=out)
+        return 0
+    try:
+        with _keys(stdin) as keys:
+            while True:
+                todo = [q for q in session.questions if not q.answer]
+                if not todo:
+                    print(f"all {total} questions answered, and they do not separate the contenders yet: run again "
+                          f"with -n {2 * total} for more questions", file=out)
+                    return 0
+                q = todo[0]
+                _show(q, total - len(todo) + 1, total, out, width, image)
+                if opener is not None:
+                    for p in (q.anchor, q.a, q.b):
+                        with contextlib.suppress(OSError):
+                            subprocess.Popen([*opener, p], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                             stdin=subprocess.DEVNULL, start_new_session=True)
+                key = _next_key(keys, out)
+                if key in (None, "q"):
+                    done = sum(1 for x in session.questions if x.answer)
+                    print(f"stopped: {done} of {total} answered, saved in {session.out}; run the same command to "
+                          "go on", file=out)
+                    return 0
+                if key == "u":
+                    last = undo.pop() if undo else next(
+                        (x.question_id for x in reversed(session.questions) if x.answer), None)
+                    if last is None:
+                        print("nothing to undo", file=out)
+                        continue
+                    session.questions = with_answer(session.questions, last, "")
+                    session.save()
+                    print(f"undone: question {last} is unanswered again", file=out)
+                    tally()
+                    continue
+                session.questions = with_answer(session.questions, q.question_id, "skip" if key == "s" else key)
+                session.save()
+                undo.append(q.question_id)
+                if tally().decided:
+                    print(f"the answers separate the contenders. Next: embedselect rank ... --answers {session.out}",
+                          file=out)
+                    return 0
+    except KeyboardInterrupt:
+        done = sum(1 for x in session.questions if x.answer)
+        print(f"\ninterrupted: {done} of {total} answered, saved in {session.out}; run the same command to go on",
+              file=out)
+        return EXIT_CODES["interrupted"]
+
+
+def _next_key(keys: Iterator[str], out: TextIO) -> str | None:
+    """The next of a / b / s / u / q pressed (others are named and ignored); None at end of input."""
+    for k in keys:
+        k = k.lower()
+        if k in ("a", "b", "s", "u", "q"):
+            return k
+        if k == "\x04":  # Ctrl-D
+            return None
+        print(f"press one of {KEYS}", file=out, flush=True)
+    return None
+
+
+def register(sub) -> None:
+    """Add ``ask`` to the main parser's subparsers."""
+    p = sub.add_parser("ask", help="the few triplet questions that decide between the leaders; answer them here")
+    add_data_args(p, labels=False)
+    add_model_args(p)
+    p.add_argument("-n", type=int, default=None, help="how many questions the file should hold (default 40); "
+                   "with an existing file, new questions are added only when -n grows")
+    p.add_argument("--out", "-o", help="the questions CSV (question_id, anchor_id, a_id, b_id, anchor, a, b, "
+                   "answer); an existing one keeps its answers")
+    p.add_argument("--interactive", "-i", action="store_true",
+                   help="ask the questions here, one at a time (keys a / b / s skip / u undo / q quit); each answer "
+                   "is saved at once and the next run resumes")
+    p.add_argument("--open", action="store_true", help="with --interactive: open images in the desktop's viewer")
+    p.add_argument("--json", action="store_true", help="print the questions as JSON")
+    p.set_defaults(func=cmd_ask, labels=None)

@@ -1,0 +1,113 @@
+"""A person's answers folded into a run (``rank --answers``, ``select(..., answers=...)``): read and check them
+against the reference data before any work, then, after the combined rank, each candidate's agreement with them and,
+where they separate the contenders, the decision (:func:`answers_stage`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from embedselect.validation.answers import (
+    MIN_ANSWERED,
+    Agreement,
+    Answered,
+    agrees,
+    contenders,
+    read_questions,
+    resolve,
+    verdict,
+)
+
+
+def shown_of(ref: Any) -> list[str]:
+    """What the questions file shows of each item: the text, or the image's path."""
+    return [str(x) for x in ref.items]
+
+
+def usable_items(ref: Any) -> np.ndarray:
+    """bool (n,): items without an exact duplicate in ``ref`` (equal text bytes, equal image file bytes); a
+    duplicated item is never put in a question."""
+    from collections import Counter
+
+    from embedselect.data.duplicates import item_digests
+
+    digests = item_digests(ref)
+    counts = Counter(digests)
+    return np.array([counts[d] == 1 for d in digests], dtype=bool)
+
+
+def load_answers(source: Any, ref: Any) -> Answered:
+    """The answers of ``source`` (the questions CSV's path, or the DataFrame :func:`embedselect.ask` returned)
+    checked against ``ref``: item ids it has and, for texts, the same texts.
+
+    Raises:
+        AnswersError (exit 3): see :func:`embedselect.validation.answers.read_questions` and
+            :func:`~embedselect.validation.answers.resolve`; nothing has been read from or written to the cache.
+    """
+    questions = read_questions(source)
+    name = str(source) if isinstance(source, (str, bytes)) or hasattr(source, "__fspath__") else "<DataFrame>"
+    return resolve(questions, ref.ids, shown_of(ref) if ref.modality == "text" else None, source=name)
+
+
+def answers_stage(ctx: Any, decision: Any) -> Any:
+    """Fold ``ctx.answers`` into the run after the combined rank (a no-op without answers).
+
+    Every scored candidate gets the columns ``answers.agreement`` (the share of answered questions it orders the
+    person's way), ``answers.agreement_low`` / ``_high`` (95 % Wilson interval) and ``answers.n``. Between the
+    contenders (:func:`~embedselect.validation.answers.contenders` of ``decision``'s leaders and the order) the
+    answers decide where :func:`~embedselect.validation.answers.verdict` says they separate them: the winner becomes
+    the first row (the contenders' other rows follow in their label-free order), ``decided`` is True and
+    ``leaders`` is the winner; the label-free "no clear winner" notes give way to one saying so. Otherwise the
+    decision stands and a note says how far the answers got. ``ctx.answers_summary`` holds what the Ranking's
+    ``answers`` field shows.
+
+    Returns:
+        the (possibly new) :class:`~embedselect.ranking.combine.Decision`.
+    """
+    from embedselect.ranking.combine import Decision
+    from embedselect.ranking.result import RankingWarning
+
+    ans = ctx.answers
+    if ans is None:
+        return decision
+    ok = [o.result for o in ctx.outcomes if o.result.ok and o.result.name in ctx.vectors]
+    agree = {r.name: agrees(ctx.vectors[r.name], ans) for r in ok}
+    for r in ok:
+        r.columns.update(Agreement(int(np.sum(agree[r.name])), ans.n_answered).to_columns())
+    names = contenders(decision.leaders, [r.name for r in ok if r.rank is not None])
+    v = verdict(agree, names)
+    ctx.answers_summary = {"source": ans.source, "n_questions": ans.n_questions, "n_answered": ans.n_answered,
+                           "n_skipped": ans.n_skipped, "contenders": names, "level": 0.95,
+                           "min_answered": MIN_ANSWERED, **v.to_dict()}
+    said = f"{ans.n_answered} answer{'s' if ans.n_answered != 1 else ''} ({ans.n_skipped} skipped)"
+    if len(names) < 2:
+        return decision
+    if not v.decided:
+        ctx.warnings.append(f"your {said} do not separate {', '.join(names)} yet: {v.summary()}; answer more "
+                            "questions (embedselect ask ... -n MORE --interactive)")
+        return decision
+    winner = str(v.winner)
+    label_free = [f"no clear winner: {why}" for why in decision.reasons]
+    ctx.warnings = [w for w in ctx.warnings if w not in label_free]
+    if names[0] != winner:
+        _winner_first(ctx, names, winner)
+    against = "; ".join(f"{p['wins']}:{p['losses']} against {p['other']}" for p in v.pairs)
+    ctx.warnings.append(f"decided by your {said}: {winner} orders more of them your way than the other contenders "
+                        f"({against}, on the questions where they differ; 95 % Wilson interval above one half)")
+    return Decision(True, [winner], [])
+
+
+def _winner_first(ctx: Any, names: list[str], winner: str) -> None:
+    """Put ``winner`` in the first contender's row: the contenders' rows keep their places in the table and take the
+    contenders in the order winner, then the others as they were; their ranks become strictly increasing from the
+    first one's."""
+    slots = [i for i, o in enumerate(ctx.outcomes) if o.result.name in set(names)]
+    moved = [o for o in ctx.outcomes if o.result.name == winner] + [
+        o for o in ctx.outcomes if o.result.name in set(names) and o.result.name != winner]
+    old = sorted(o.result.rank for o in moved)
+    prev = None
+    for slot, o, r in zip(slots, moved, old):
+        rank = r if prev is None else max(r, prev + 1)
+        o.result.rank = prev = rank
+        ctx.outcomes[slot] = o

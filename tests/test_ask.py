@@ -1,0 +1,392 @@
+"""`embedselect ask` (issue 42): triplet questions where the leaders disagree, the CSV a person and a script both fill,
+the interactive loop (undo, resume after a kill, under a pty) and the answers folded into `rank` / `select()`."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import os
+import pty
+import select as _select
+import signal
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import embedselect
+from embedselect.cli import main
+from embedselect.data import ReferenceData, sample_path
+from embedselect.errors import AnswersError, ConfigError
+from embedselect.pipeline.questions import MAX_USES, choose_triplets
+from embedselect.validation.answers import (
+    COLUMNS,
+    Question,
+    agrees,
+    parse_questions,
+    questions_csv,
+    read_questions,
+    verdict,
+    wilson,
+)
+
+SAMPLE = sample_path("texts")
+POOL = ["tfidf-svd", "random-projection"]
+"""alpha_req puts random-projection first on the sample; the topic labels prefer tfidf-svd's neighbours."""
+
+
+def label_answers(df, ref: ReferenceData) -> list[str]:
+    """The simulated person: the option sharing the anchor's label; skip when both or neither do."""
+    lab = dict(zip(ref.ids, (str(x) for x in ref.labels)))
+    out = []
+    for r in df.itertuples():
+        a, b = lab[r.a_id] == lab[r.anchor_id], lab[r.b_id] == lab[r.anchor_id]
+        out.append("a" if a and not b else "b" if b and not a else "skip")
+    return out
+
+
+@pytest.fixture(scope="module")
+def ranked(tmp_path_factory):
+    """A cache holding a cheap stored ranking (alpha_req) of the sample under POOL: ask reads its contenders."""
+    cache = tmp_path_factory.mktemp("ask-cache") / "cache"
+    r = embedselect.select(SAMPLE, POOL, column="text", metrics=["alpha_req"], cache_dir=cache)
+    assert [c.name for c in r.ok][0] == "random-projection"
+    return cache
+
+
+def _store_rows(cache: Path) -> int:
+    return len(embedselect.Store.open(cache).query_df("SELECT * FROM rankings"))
+
+
+# --- the file ---------------------------------------------------------------------------------------------------
+def test_csv_round_trip_keeps_texts_with_commas_quotes_and_line_breaks():
+    qs = [Question(1, "3", "7", "9", 'a "quoted", comma', "two\nlines", "ünïcode ✓", "a"),
+          Question(2, "img/x,1.png", "b.png", "c.png", "/p/a.png", "/p/b.png", "/p/c.png", "")]
+    text = questions_csv(qs)
+    assert text.splitlines()[0] == ",".join(COLUMNS)
+    back = parse_questions(text)
+    assert [q.to_row() for q in back] == [q.to_row() for q in qs]
+    assert [q.row for q in back] == [1, 2]
+
+
+def test_wilson_interval():
+    lo, hi = wilson(8, 10)
+    assert 0.49 < lo < 0.50 and 0.94 < hi < 0.95  # the textbook values 0.490, 0.943
+    assert all(math.isnan(v) for v in wilson(0, 0))
+    assert wilson(5, 5)[1] == 1.0
+
+
+def test_verdict_needs_enough_answers_and_a_paired_lead():
+    m = 12
+    good = np.ones(m, dtype=bool)
+    bad = np.zeros(m, dtype=bool)
+    v = verdict({"x": bad, "y": good}, ["x", "y"])
+    assert v.winner == "y" and v.decided and v.pairs[0]["wins"] == m
+    assert not verdict({"x": bad[:5], "y": good[:5]}, ["x", "y"]).decided  # fewer than MIN_ANSWERED
+    same = verdict({"x": good, "y": good}, ["x", "y"])
+    assert same.winner == "x" and not same.decided  # no question separates them
+
+
+# --- bad files: a typed error naming the row, nothing stored touched ---------------------------------------------
+def _good_rows(ref: ReferenceData) -> list[list[str]]:
+    ids, items = ref.ids, ref.items
+    return [[str(q), ids[i], ids[i + 1], ids[i + 2], items[i], items[i + 1], items[i + 2], "a"] for q, i in
+            ((1, 0), (2, 3), (3, 6))]
+
+
+def _write(path: Path, rows, header=COLUMNS) -> Path:
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh)
+        if header is not None:
+            w.writerow(header)
+        w.writerows(rows)
+    return path
+
+
+BAD = {
+    "answer other than a/b/skip": (lambda r: r[1].__setitem__(7, "maybe"), "row 2", "maybe"),
+    "unknown id": (lambda r: r[2].__setitem__(2, "99999"), "row 3", "99999"),
+    "another data set": (lambda r: r[0].__setitem__(4, "a text of some other data"), "row 1", "another data set"),
+    "question id not a number": (lambda r: r[1].__setitem__(0, "two"), "row 2", "whole number"),
+    "question id twice": (lambda r: r[2].__setitem__(0, "1"), "row 3", "also on row 1"),
+    "too few fields": (lambda r: r[1].pop(), "row 2", "fields"),
+    "same item twice": (lambda r: r[0].__setitem__(2, r[0][1]), "row 1", "three different items"),
+}
+
+
+@pytest.mark.fault
+@pytest.mark.parametrize("case", sorted(BAD))
+def test_every_bad_file_is_a_typed_error_naming_the_row(tmp_path, case):
+    ref = ReferenceData.load(SAMPLE, column="text")
+    rows = _good_rows(ref)
+    spoil, where, what = BAD[case]
+    spoil(rows)
+    path = _write(tmp_path / "q.csv", rows)
+    with pytest.raises(AnswersError) as e:
+        from embedselect.pipeline.answers import load_answers
+
+        load_answers(path, ref)
+    assert where in str(e.value) and what in str(e.value)
+
+
+@pytest.mark.fault
+@pytest.mark.parametrize("content, what", [
+    (b"", "empty"),
+    (b"id,text,label\n1,x,a\n", "lacks"),
+    ("question_id,anchor_id,a_id,b_id,anchor,a,b,answer\n1,1,2,3,\"unclosed".encode(), "not valid CSV"),
+    (b"question_id,anchor_id,a_id,b_id,anchor,a,b,answer\n1,1,2,3,\xff\xfe,b,c,a\n", "UTF-8"),
+])
+def test_malformed_files_are_refused(tmp_path, content, what):
+    p = tmp_path / "q.csv"
+    p.write_bytes(content)
+    with pytest.raises(AnswersError, match=what):
+        read_questions(p)
+
+
+@pytest.mark.fault
+def test_rank_with_a_bad_answers_file_exits_3_before_touching_the_cache(tmp_path, capsys):
+    ref = ReferenceData.load(SAMPLE, column="text")
+    rows = _good_rows(ref)
+    rows[1][7] = "c"
+    path = _write(tmp_path / "q.csv", rows)
+    before = path.read_bytes()
+    cache = tmp_path / "cache"
+    code = main(["rank", str(SAMPLE), "-c", "text", "-m", ",".join(POOL), "--metrics", "alpha_req", "--answers",
+                 str(path), "--cache-dir", str(cache), "-q"])
+    assert code == 3
+    err = capsys.readouterr().err
+    assert "row 2" in err and "'c'" in err
+    assert not cache.exists()  # the store was never opened
+    assert path.read_bytes() == before
+
+
+# --- question choice --------------------------------------------------------------------------------------------
+def test_questions_are_disputed_spread_capped_and_never_use_duplicates():
+    rng = np.random.default_rng(0)
+    n = 300
+    x = rng.normal(size=(n, 8)).astype(np.float32)
+    y = x.copy()
+    y[:, :4] = rng.normal(size=(n, 4))  # half the dimensions differ: the two orders disagree often
+    usable = np.ones(n, dtype=bool)
+    usable[::7] = False
+    t = choose_triplets({"x": x, "y": y}, 40, usable=usable, seed=3)
+    assert len(t) == 40
+    assert t == choose_triplets({"x": x, "y": y}, 40, usable=usable, seed=3)  # seeded
+    flat = np.array(t).ravel()
+    assert usable[flat].all()
+    assert np.bincount(flat).max() <= MAX_USES
+    assert len({(i, frozenset((a, b))) for i, a, b in t}) == 40
+    tt = np.array(t)
+    dx = np.einsum("ij,ij->i", _u(x)[tt[:, 0]], _u(x)[tt[:, 1]]) - np.einsum("ij,ij->i", _u(x)[tt[:, 0]], _u(x)[tt[:, 2]])
+    dy = np.einsum("ij,ij->i", _u(y)[tt[:, 0]], _u(y)[tt[:, 1]]) - np.einsum("ij,ij->i", _u(y)[tt[:, 0]], _u(y)[tt[:, 2]])
+    assert (np.sign(dx) != np.sign(dy)).all()  # every question is one the two order differently
+    # a/b is a coin flip: neither side is always x's choice
+    assert 0 < (dx > 0).sum() < 40
+    more = choose_triplets({"x": x, "y": y}, 10, usable=usable, seed=3, taken=t)
+    assert not {(i, frozenset((a, b))) for i, a, b in more} & {(i, frozenset((a, b))) for i, a, b in t}
+    assert np.bincount(np.concatenate([flat, np.array(more).ravel()])).max() <= MAX_USES
+
+
+def _u(x):
+    return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+
+# --- the API end to end -----------------------------------------------------------------------------------------
+def test_ask_writes_questions_keeps_answers_and_grows_only_with_n(ranked, tmp_path):
+    out = tmp_path / "questions.csv"
+    df = embedselect.ask(SAMPLE, POOL, column="text", n=12, out=out, cache_dir=ranked)
+    assert list(df.columns) == list(COLUMNS) and len(df) == 12
+    ref = ReferenceData.load(SAMPLE, column="text", label_column="label")
+    text = dict(zip(ref.ids, ref.items))
+    for r in df.itertuples():
+        assert (text[r.anchor_id], text[r.a_id], text[r.b_id]) == (r.anchor, r.a, r.b)
+    assert (df["answer"] == "").all()
+    assert df.equals(embedselect.ask(SAMPLE, POOL, column="text", n=12, cache_dir=ranked))  # seeded, no file
+    # a person answers some; the same n keeps the file as it is, a larger n adds questions only
+    df["answer"] = label_answers(df, ref)
+    out.write_text(df.to_csv(index=False), encoding="utf-8")
+    again = embedselect.ask(SAMPLE, POOL, column="text", n=12, out=out, cache_dir=ranked)
+    assert again.equals(df.astype({"question_id": "int64"}))
+    grown = embedselect.ask(SAMPLE, POOL, column="text", n=20, out=out, cache_dir=ranked)
+    assert len(grown) == 20 and grown.head(12).equals(again)
+    assert (grown["answer"].iloc[12:] == "").all()
+    assert read_questions(out)[0].answer == df["answer"].iloc[0]
+
+
+@pytest.mark.fault
+def test_ask_never_replaces_a_file_it_did_not_write(ranked, tmp_path):
+    mine = tmp_path / "questions.csv"
+    mine.write_text("name,score\nx,1\n")
+    with pytest.raises(ConfigError, match="not written by embedselect"):
+        embedselect.ask(SAMPLE, POOL, column="text", n=5, out=mine, cache_dir=ranked)
+    assert mine.read_text() == "name,score\nx,1\n"
+
+
+def test_duplicates_are_never_asked_about(ranked, tmp_path):
+    import pandas as pd
+
+    df = pd.read_csv(SAMPLE)
+    dup = pd.concat([df, df.iloc[:60]], ignore_index=True)  # the first 60 texts twice
+    data = tmp_path / "dup.csv"
+    dup.to_csv(data, index=False)
+    embedselect.select(data, POOL, column="text", metrics=["alpha_req"], cache_dir=ranked)
+    q = embedselect.ask(data, POOL, column="text", n=30, cache_dir=ranked)
+    used = set(q["anchor"]) | set(q["a"]) | set(q["b"])
+    assert not used & set(df["text"].iloc[:60])
+
+
+def test_answers_decide_between_the_leaders(ranked, tmp_path):
+    ref = ReferenceData.load(SAMPLE, column="text", label_column="label")
+    df = embedselect.ask(SAMPLE, POOL, column="text", n=80, cache_dir=ranked)
+    df["answer"] = label_answers(df, ref)
+    path = tmp_path / "answers.csv"
+    path.write_text(df.to_csv(index=False), encoding="utf-8")
+    plain = embedselect.select(SAMPLE, POOL, column="text", metrics=["alpha_req"], cache_dir=ranked, save=False)
+    assert plain.best.name == "random-projection" and not plain.decided  # a pool of two: undecided
+    r = embedselect.select(SAMPLE, POOL, column="text", metrics=["alpha_req"], cache_dir=ranked, answers=path,
+                           save=False)
+    assert r.answers["decided"] and r.answers["winner"] == "tfidf-svd", r.answers
+    assert r.decided and r.leaders == ["tfidf-svd"] and r.best.name == "tfidf-svd"
+    assert [c.rank for c in r.ok] == [1, 2]
+    t = r.to_pandas()
+    assert t.loc["tfidf-svd", "answers.agreement"] > t.loc["random-projection", "answers.agreement"]
+    assert t.loc["tfidf-svd", "answers.agreement_low"] < t.loc["tfidf-svd", "answers.agreement"]
+    n = int(t.loc["tfidf-svd", "answers.n"])
+    assert n == (df["answer"].isin(["a", "b"])).sum() == r.answers["n_answered"]
+    d = json.loads(r.to_json())
+    assert d["answers"]["winner"] == "tfidf-svd"
+    assert not any(w.startswith("no clear winner") for w in r.warnings)
+    from embedselect.cli.common import format_table
+    from embedselect.publish import report
+
+    table = format_table(r)
+    assert "answers" in table.splitlines()[0] and "decided by your" in table
+    assert "Your answers" in report.to_html(r) and "Agreement with your answers" in report.to_markdown(r)
+    # the DataFrame ask() returned is accepted as it is
+    assert embedselect.select(SAMPLE, POOL, column="text", metrics=["alpha_req"], cache_dir=ranked, answers=df,
+                              save=False).leaders == ["tfidf-svd"]
+
+
+def test_images_ids_are_relative_paths(tmp_path):
+    from PIL import Image
+
+    rng = np.random.default_rng(0)
+    folder = tmp_path / "photos"
+    for i in range(60):
+        sub = folder / ("dark" if i % 2 else "light")
+        sub.mkdir(parents=True, exist_ok=True)
+        base = 40 if i % 2 else 200
+        Image.fromarray((base + rng.integers(-30, 30, size=(12, 12, 3))).clip(0, 255).astype(np.uint8)).save(
+            sub / f"img{i:02d}.png")
+    cache = tmp_path / "cache"
+    pool = ["pixel-pca", "random-projection"]
+    embedselect.select(folder, pool, metrics=["alpha_req"], cache_dir=cache)
+    out = tmp_path / "q.csv"
+    df = embedselect.ask(folder, pool, n=8, out=out, cache_dir=cache)
+    assert len(df) > 0
+    for r in df.itertuples():
+        assert r.anchor_id.endswith(".png") and not Path(r.anchor_id).is_absolute()
+        assert Path(r.anchor) == folder / r.anchor_id and Path(r.anchor).is_file()
+    df["answer"] = ["a"] * len(df)
+    out.write_text(df.to_csv(index=False))
+    r = embedselect.select(folder, pool, metrics=["alpha_req"], cache_dir=cache, answers=out, save=False)
+    assert r.answers["n_answered"] == len(df)
+    bad = df.copy()
+    bad.loc[0, "a_id"] = "nope/missing.png"
+    with pytest.raises(AnswersError, match="row 1"):
+        embedselect.select(folder, pool, metrics=["alpha_req"], cache_dir=cache, answers=bad, save=False)
+
+
+# --- the interactive loop ---------------------------------------------------------------------------------------
+def test_interactive_saves_each_answer_undoes_and_resumes(ranked, tmp_path):
+    from embedselect.cli.ask import interactive
+    from embedselect.pipeline.asking import prepare_ask
+
+    out = tmp_path / "q.csv"
+    session = prepare_ask(SAMPLE, POOL, column="text", n=6, out=out, cache_dir=ranked)
+    screen = io.StringIO()
+    assert interactive(session, io.StringIO("a\nx b\nu\ns\nq\n"), screen) == 0
+    answers = [q.answer for q in read_questions(out)]
+    assert answers == ["a", "skip", "", "", "", ""]  # b undone, then skipped
+    text = screen.getvalue()
+    assert "undone: question 2" in text and "press one of" in text and "stopped: 2 of 6" in text
+    session = prepare_ask(SAMPLE, POOL, column="text", n=6, out=out, cache_dir=ranked)
+    screen = io.StringIO()
+    assert interactive(session, io.StringIO("u\nb"), screen) == 0  # end of input: saved, like q
+    assert [q.answer for q in read_questions(out)] == ["a", "b", "", "", "", ""]  # undo of the last answer in the file
+    assert "question 2 of 6" in screen.getvalue()
+
+
+def test_interactive_stops_once_the_answers_separate_the_leaders(ranked, tmp_path):
+    from embedselect.cli.ask import interactive
+    from embedselect.pipeline.asking import prepare_ask
+
+    out = tmp_path / "q.csv"
+    session = prepare_ask(SAMPLE, POOL, column="text", n=80, out=out, cache_dir=ranked)
+    ref = ReferenceData.load(SAMPLE, column="text", label_column="label")
+    from embedselect.validation.answers import questions_frame
+
+    keys = "".join({"a": "a", "b": "b", "skip": "s"}[x] for x in label_answers(questions_frame(session.questions), ref))
+    screen = io.StringIO()
+    assert interactive(session, io.StringIO(keys), screen) == 0
+    assert "the answers separate the contenders" in screen.getvalue()
+    answered = [q.answer for q in read_questions(out)]
+    assert "" in answered  # it stopped before the last question
+    v = verdict({m: agrees(vec, session.answered()) for m, vec in session.vectors.items()}, session.contenders)
+    assert v.decided and v.winner == "tfidf-svd"
+
+
+def _pty_run(argv, keys_at, timeout=120, kill_after=None):
+    """Run ``argv`` on a pty; ``keys_at``: list of (text to wait for, keys to send); SIGKILL after the key number
+    ``kill_after`` was sent and its answer saved (when given). Returns (screen, exit status or None if killed)."""
+    pid, fd = pty.fork()
+    if pid == 0:  # pragma: no cover - the child
+        try:
+            os.execve(argv[0], argv, dict(os.environ))
+        finally:
+            os._exit(127)
+    screen, sent, mark, deadline = "", 0, 0, time.monotonic() + timeout
+    killed = False
+    try:
+        while time.monotonic() < deadline:
+            if sent < len(keys_at) and keys_at[sent][0] in screen[mark:]:
+                os.write(fd, keys_at[sent][1].encode())
+                sent, mark = sent + 1, len(screen)
+                if kill_after is not None and sent == kill_after:
+                    while f"tally: {kill_after} answered" not in screen[mark:] and time.monotonic() < deadline:
+                        if _select.select([fd], [], [], 1)[0]:
+                            screen += os.read(fd, 65536).decode("utf-8", "replace")
+                    os.kill(pid, signal.SIGKILL)  # the tally is printed after the answer was saved
+                    killed = True
+                    break
+            if _select.select([fd], [], [], 0.5)[0]:
+                try:
+                    data = os.read(fd, 65536)
+                except OSError:
+                    break
+                if not data:
+                    break
+                screen += data.decode("utf-8", "replace")
+    finally:
+        _, status = os.waitpid(pid, 0)
+        os.close(fd)
+    return screen, None if killed else os.waitstatus_to_exitcode(status)
+
+
+@pytest.mark.slow
+@pytest.mark.fault
+def test_a_kill_in_the_middle_of_an_interactive_session_loses_no_answer(ranked, tmp_path):
+    out = tmp_path / "q.csv"
+    argv = [sys.executable, "-m", "embedselect", "ask", str(SAMPLE), "-c", "text", "-m", ",".join(POOL), "-n", "8",
+            "--out", str(out), "--interactive", "--cache-dir", str(ranked)]
+    screen, code = _pty_run(argv, [("question 1 of 8", "a"), ("question 2 of 8", "b")], kill_after=2)
+    assert code is None, screen
+    assert [q.answer for q in read_questions(out)] == ["a", "b"] + [""] * 6
+    screen, code = _pty_run(argv, [("question 3 of 8", "s"), ("question 4 of 8", "u"), ("undone", "q")])
+    assert code == 0, screen
+    assert "question 3 of 8" in screen and "question 1 of 8" not in screen  # resumed where it stopped
+    assert [q.answer for q in read_questions(out)] == ["a", "b"] + [""] * 6  # the skip undone
