@@ -225,7 +225,7 @@ def format_table(ranking) -> str:
     if answers:
         a = ranking.answers
         lines.append(f"answers: the share of your {a.get('n_answered')} answered questions ({a.get('n_skipped')} "
-                     "skipped) each candidate orders your way [95 % Wilson interval]")  # fmt: skip
+                     "skipped) each candidate orders your way [95 % Wilson interval]")
     for c in ranking.failed:
         lines.append(f"! {c.name}: {c.error}")
     if ranking.validation:

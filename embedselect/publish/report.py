@@ -167,7 +167,7 @@ def answers_rows(ranking: Ranking) -> list[tuple[str, float, float, float, bool]
     contenders = set(ranking.answers.get("contenders") or [])
     nan = math.nan
     return [(c.name, c.columns.get("answers.agreement", nan), c.columns.get("answers.agreement_low", nan),
-             c.columns.get("answers.agreement_high", nan), c.name in contenders) for c in ranking.ok]  # fmt: skip
+             c.columns.get("answers.agreement_high", nan), c.name in contenders) for c in ranking.ok]
 
 
 def answers_sentence(ranking: Ranking) -> str:
@@ -245,7 +245,7 @@ def to_html(ranking: Ranking, *, title: str = "embedselect ranking", plots: bool
                    "interval</th><th>contender</th></tr></thead><tbody>")
         out += [f'<tr><td>{_e(name)}</td><td class="num">{_e(_num(share))}</td><td class="ci">[{_e(_num(lo))}, '
                 f'{_e(_num(hi))}]</td><td>{"yes" if mark else ""}</td></tr>'
-                for name, share, lo, hi, mark in answers_rows(ranking)]  # fmt: skip
+                for name, share, lo, hi, mark in answers_rows(ranking)]
         out.append("</tbody></table></div>")
     weights = ranking.settings.get("combined_weights") or {}
     if weights:
