@@ -56,10 +56,11 @@ def answers_stage(ctx: Any, decision: Any) -> Any:
     Every scored candidate gets the columns ``answers.agreement`` (the share of answered questions it orders the
     person's way), ``answers.agreement_low`` / ``_high`` (95 % Wilson interval) and ``answers.n``. Between the
     contenders (:func:`~embedselect.validation.answers.contenders` of ``decision``'s leaders and the order) the
-    answers decide where :func:`~embedselect.validation.answers.verdict` says they separate them: the winner becomes
-    the first row (the contenders' other rows follow in their label-free order), ``decided`` is True and
-    ``leaders`` is the winner; the label-free "no clear winner" notes give way to one saying so. Otherwise the
-    decision stands and a note says how far the answers got. ``ctx.answers_summary`` holds what the Ranking's
+    answers rule out contenders that another contender beats (:func:`~embedselect.validation.answers.verdict`): the
+    contenders' rows list the remaining ones first (label-free order), then those ruled out. When one remains,
+    ``decided`` is True and ``leaders`` is it, and the label-free "no clear winner" notes give way to one saying
+    so; when several remain and the label-free first was ruled out, ``leaders`` are those remaining (undecided).
+    Otherwise the decision stands; a note says how far the answers got. ``ctx.answers_summary`` holds what the Ranking's
     ``answers`` field shows.
 
     Returns:
@@ -83,28 +84,35 @@ def answers_stage(ctx: Any, decision: Any) -> Any:
     said = f"{ans.n_answered} answer{'s' if ans.n_answered != 1 else ''} ({ans.n_skipped} skipped)"
     if len(names) < 2:
         return decision
-    if not v.decided:
+    if not v.ruled_out:
         ctx.warnings.append(f"your {said} do not separate {', '.join(names)} yet: {v.summary()}; answer more "
                             "questions (embedselect ask ... -n MORE --interactive)")
         return decision
-    winner = str(v.winner)
-    label_free = [f"no clear winner: {why}" for why in decision.reasons]
-    ctx.warnings = [w for w in ctx.warnings if w not in label_free]
-    if names[0] != winner:
-        _winner_first(ctx, names, winner)
-    against = "; ".join(f"{p['wins']}:{p['losses']} against {p['other']}" for p in v.pairs)
-    ctx.warnings.append(f"decided by your {said}: {winner} orders more of them your way than the other contenders "
-                        f"({against}, on the questions where they differ; 95 % Wilson interval above one half)")
-    return Decision(True, [winner], [])
+    _reorder(ctx, names, v.remaining + [c for c in names if c in v.ruled_out])
+    out = "; ".join(f"{c} by {r['by']} ({r['wins']}:{r['losses']} on the questions where only one of the two orders "
+                    "them your way)" for c, r in v.ruled_out.items())
+    if v.decided or v.winner != names[0]:  # the answers change what the label-free ranking said
+        label_free = [f"no clear winner: {why}" for why in decision.reasons]
+        ctx.warnings = [w for w in ctx.warnings if w not in label_free]
+    if v.decided:
+        ctx.warnings.append(f"decided by your {said}: {v.winner}; they rule out {out} (95 % Wilson interval above "
+                            "one half)")
+        return Decision(True, [str(v.winner)], [])
+    ctx.warnings.append(f"your {said} rule out {out}; they do not separate {', '.join(v.remaining)} yet (listed in "
+                        "the label-free order): answer more questions (embedselect ask ... -n MORE --interactive)")
+    if v.winner == names[0]:
+        return decision
+    why = f"your answers rule out {', '.join(v.ruled_out)} but do not separate {', '.join(v.remaining)}"
+    ctx.warnings.append(f"no clear winner: {why}")
+    return Decision(False, list(v.remaining), [why])
 
 
-def _winner_first(ctx: Any, names: list[str], winner: str) -> None:
-    """Put ``winner`` in the first contender's row: the contenders' rows keep their places in the table and take the
-    contenders in the order winner, then the others as they were; their ranks become strictly increasing from the
-    first one's."""
+def _reorder(ctx: Any, names: list[str], order: list[str]) -> None:
+    """Put the contenders ``names`` in ``order`` in the rows they hold in the table (other rows keep their places);
+    their ranks become strictly increasing from the first one's."""
     slots = [i for i, o in enumerate(ctx.outcomes) if o.result.name in set(names)]
-    moved = [o for o in ctx.outcomes if o.result.name == winner] + [
-        o for o in ctx.outcomes if o.result.name in set(names) and o.result.name != winner]
+    by_name = {o.result.name: o for o in ctx.outcomes}
+    moved = [by_name[n] for n in order]
     old = sorted(o.result.rank for o in moved)
     prev = None
     for slot, o, r in zip(slots, moved, old):

@@ -8,9 +8,9 @@ with neither). Its agreement is the share of answered (not skipped) questions it
 interval.
 
 Between the contenders (the leaders of a ranking, or its first :data:`TOP_CONTENDERS` rows when it has one leader;
-:func:`contenders`) the answers decide with a paired rule (:func:`verdict`): the contender that agrees with the most
-answers wins when, against every other contender, the questions on which exactly one of the two agrees go its way
-with a Wilson interval above one half, after at least :data:`MIN_ANSWERED` answers.
+:func:`contenders`) the answers decide with a paired rule (:func:`verdict`): a contender is ruled out when another
+one orders more of the questions on which exactly one of the two agrees the person's way, with a Wilson interval
+above one half, after at least :data:`MIN_ANSWERED` answers; the answers decide when one contender remains.
 """
 
 from __future__ import annotations
@@ -384,10 +384,14 @@ class Verdict:
     """What the answers say about the contenders.
 
     Attributes:
-        winner: the contender agreeing with the most answers (ties: the earlier contender), None without answers.
-        decided: True when ``winner`` beats every other contender (:func:`verdict`).
-        pairs: per other contender: ``{"other", "wins", "losses", "low", "high"}``: the questions only the winner
-            orders the person's way, those only the other does, and the Wilson interval of wins / (wins + losses).
+        winner: the first contender (label-free order) that no other contender beats on the answers; None without
+            answers.
+        decided: True when every other contender is beaten (:func:`verdict`): the answers name ``winner``.
+        remaining: the contenders no other contender beats, in label-free order (``winner`` first).
+        ruled_out: contender -> ``{"by", "wins", "losses", "low", "high"}``: who beats it, on how many questions
+            only the one or only the other orders the person's way, and the Wilson interval of that share.
+        pairs: per other contender, the same counts of ``winner`` against it (``{"other", "wins", "losses", "low",
+            "high"}``).
         n_answered: answers given (skips not counted).
     """
 
@@ -395,49 +399,61 @@ class Verdict:
     decided: bool
     pairs: list[dict[str, Any]] = field(default_factory=list)
     n_answered: int = 0
+    remaining: list[str] = field(default_factory=list)
+    ruled_out: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"winner": self.winner, "decided": self.decided, "pairs": [dict(p) for p in self.pairs],
+        return {"winner": self.winner, "decided": self.decided, "remaining": list(self.remaining),
+                "ruled_out": {k: dict(v) for k, v in self.ruled_out.items()}, "pairs": [dict(p) for p in self.pairs],
                 "n_answered": self.n_answered}
 
     def summary(self) -> str:
-        """One line: who leads and whether the answers separate them."""
+        """One line: what the answers rule out and whether they name one contender."""
         if self.winner is None:
             return "no answers yet"
-        parts = [f"{p['other']} {p['wins']}:{p['losses']}" for p in self.pairs]
-        state = "separated" if self.decided else (
-            f"not separated yet (at least {MIN_ANSWERED} answers needed)" if self.n_answered < MIN_ANSWERED
-            else "not separated yet")
-        return f"{self.winner} leads ({'; '.join(parts)} on the questions where they differ): {state}"
+        out = "; ".join(f"{c} ruled out by {r['by']} ({r['wins']}:{r['losses']})" for c, r in self.ruled_out.items())
+        parts = ", ".join(f"{p['other']} {p['wins']}:{p['losses']}" for p in self.pairs)
+        if self.decided:
+            return f"{self.winner} is separated from every other contender ({parts})"
+        need = f" (at least {MIN_ANSWERED} answers needed)" if self.n_answered < MIN_ANSWERED else ""
+        return (f"{(out + '; ') if out else ''}{', '.join(self.remaining)} not separated yet{need}; "
+                f"{self.winner} against the others: {parts}")
 
 
 def verdict(agree: Mapping[str, np.ndarray], names: Sequence[str], *, z: float = Z95,
             min_answered: int = MIN_ANSWERED) -> Verdict:
-    """Do the answers separate the contenders ``names`` (in label-free order)?
+    """What the answers decide between the contenders ``names`` (in label-free order).
 
-    ``agree[name]`` is bool (m,) over the answered questions (:func:`agrees`). The winner is the contender agreeing
-    with the most answers (ties: the earlier one in ``names``). Against each other contender only the questions on
-    which exactly one of the two agrees count (a paired sign test): the winner's share of them, with its Wilson
-    interval (``z``: 1.96 for 95 %). The answers decide when there are at least ``min_answered`` and every such
-    interval lies above one half.
+    ``agree[name]`` is bool (m,) over the answered questions (:func:`agrees`). Two contenders are compared on the
+    questions where exactly one of them orders the person's way (a paired sign test): one *beats* the other when its
+    share of those questions has a Wilson interval (``z``: 1.96 for 95 %) above one half, once at least
+    ``min_answered`` answers are given. The contenders no other beats remain, in label-free order; the first of
+    them is the ``winner`` (what the answers cannot tell apart, such as a model and its quantised copy, the label-free
+    order decides), and the answers decide when only one remains.
     """
     names = [n for n in names if n in agree]
     m = len(agree[names[0]]) if names else 0
     if not names or m == 0:
-        return Verdict(None, False, [], m)
-    counts = {n: int(np.sum(agree[n])) for n in names}
-    best = max(counts.values())
-    winner = next(n for n in names if counts[n] == best)
-    pairs, decided = [], m >= min_answered and len(names) >= 2
-    for other in names:
-        if other == winner:
-            continue
-        wins = int(np.sum(agree[winner] & ~agree[other]))
-        losses = int(np.sum(agree[other] & ~agree[winner]))
+        return Verdict(None, False, [], m, list(names), {})
+
+    def duel(x: str, y: str) -> dict[str, Any]:
+        wins = int(np.sum(agree[x] & ~agree[y]))
+        losses = int(np.sum(agree[y] & ~agree[x]))
         lo, hi = wilson(wins, wins + losses, z)
-        pairs.append({"other": other, "wins": wins, "losses": losses, "low": lo, "high": hi})
-        decided = decided and wins + losses > 0 and lo > 0.5
-    return Verdict(winner, decided, pairs, m)
+        return {"wins": wins, "losses": losses, "low": lo, "high": hi}
+
+    ruled_out: dict[str, dict[str, Any]] = {}
+    if m >= min_answered:
+        for c in names:
+            beats = [(d, duel(d, c)) for d in names if d != c]
+            beats = [(d, r) for d, r in beats if r["wins"] + r["losses"] > 0 and r["low"] > 0.5]
+            if beats:
+                d, r = max(beats, key=lambda dr: dr[1]["low"])
+                ruled_out[c] = {"by": d, **r}
+    remaining = [c for c in names if c not in ruled_out]
+    winner = remaining[0]
+    pairs = [{"other": c, **duel(winner, c)} for c in names if c != winner]
+    return Verdict(winner, len(names) >= 2 and len(remaining) == 1, pairs, m, remaining, ruled_out)
 
 
 def with_answer(questions: Sequence[Question], question_id: int, answer: str) -> list[Question]:
