@@ -289,6 +289,7 @@ class ModelTimeoutError(CandidateError):
 __all__ = [
     "EXIT_CODES",
     "AllCandidatesFailedError",
+    "AnswersError",
     "CacheCorruptError",
     "CandidateError",
     "CandidateSpecError",
