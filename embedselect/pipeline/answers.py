@@ -85,8 +85,9 @@ def answers_stage(ctx: Any, decision: Any) -> Any:
     if len(names) < 2:
         return decision
     if not v.ruled_out:
-        ctx.warnings.append(f"your {said} do not separate {', '.join(names)} yet: {v.summary()}; answer more "
-                            "questions (embedselect ask ... -n MORE --interactive)")
+        ctx.warnings.append(RankingWarning("answers", f"your {said} do not separate {', '.join(names)} yet: "
+                                           f"{v.summary()}; answer more questions (embedselect ask ... -n MORE "
+                                           "--interactive)", names))
         return decision
     _reorder(ctx, names, v.remaining + [c for c in names if c in v.ruled_out])
     out = "; ".join(f"{c} by {r['by']} ({r['wins']}:{r['losses']} on the questions where only one of the two orders "
@@ -95,16 +96,17 @@ def answers_stage(ctx: Any, decision: Any) -> Any:
         label_free = [f"no clear winner: {why}" for why in decision.reasons]
         ctx.warnings = [w for w in ctx.warnings if w not in label_free]
     if v.decided:
-        ctx.warnings.append(f"decided by your {said}: {v.winner}; they rule out {out} (95 % Wilson interval above "
-                            "one half)")
-        return Decision(True, [str(v.winner)], [])
-    ctx.warnings.append(f"your {said} rule out {out}; they do not separate {', '.join(v.remaining)} yet (listed in "
-                        "the label-free order): answer more questions (embedselect ask ... -n MORE --interactive)")
+        ctx.warnings.append(RankingWarning("answers", f"decided by your {said}: {v.winner}; they rule out {out} "
+                                           "(95 % Wilson interval above one half)", [str(v.winner)]))
+        return Decision(True, [str(v.winner)], [], [])
+    ctx.warnings.append(RankingWarning("answers", f"your {said} rule out {out}; they do not separate "
+                                       f"{', '.join(v.remaining)} yet (listed in the label-free order): answer more "
+                                       "questions (embedselect ask ... -n MORE --interactive)", v.remaining))
     if v.winner == names[0]:
         return decision
     why = f"your answers rule out {', '.join(v.ruled_out)} but do not separate {', '.join(v.remaining)}"
-    ctx.warnings.append(f"no clear winner: {why}")
-    return Decision(False, list(v.remaining), [why])
+    ctx.warnings.append(RankingWarning("undecided", f"no clear winner: {why}", v.remaining))
+    return Decision(False, list(v.remaining), [why], ["undecided"])
 
 
 def _reorder(ctx: Any, names: list[str], order: list[str]) -> None:
