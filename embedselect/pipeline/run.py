@@ -91,11 +91,8 @@ def select(
             searches the items; ``ranking.retrieval`` holds its MRR@10, nDCG@10, recall@1/@10 with bootstrap
             intervals over the queries, and each label-free score's rank correlation with MRR@10. The queries are
             read and matched before any model is loaded.
-        answers: a person's answers to the triplet questions of :func:`~embedselect.pipeline.asking.ask` on this
-            data: the CSV's path or the DataFrame (checked against the data before the cache is opened). Each
-            candidate's agreement with them is shown (``answers.agreement`` columns, ``ranking.answers``); where they
-            rule out contenders (the leaders, or the first rows), they decide between them
-            (:func:`embedselect.pipeline.answers.answers_stage`). Like labels as an array, always a keyword.
+        answers: a person's answers to :func:`~embedselect.pipeline.asking.ask`'s questions (the CSV's path or the
+            DataFrame, checked before the cache is opened); see :func:`embedselect.pipeline.answers.answers_stage`.
 
     Returns:
         a :class:`~embedselect.ranking.result.Ranking`, best candidate first.
@@ -124,10 +121,9 @@ def select(
         from embedselect.data.queries import load_queries
 
         query_set = load_queries(queries, ref)  # read and matched before any model is loaded
-    ctx = run_context(ref, candidates, store=Store.open(runtime.cache_dir), config=config, runtime=runtime)
-    ctx.queries = query_set
     answered = load_answers(answers, ref) if answers is not None else None  # before the store is opened
     ctx = run_context(ref, candidates, store=Store.open(runtime.cache_dir), config=config, runtime=runtime)
+    ctx.queries = query_set
     ctx.answers = answered
     try:
         t_start = time.perf_counter()
