@@ -284,13 +284,22 @@ def format_validation(ranking) -> list[str]:
     width = max((len(name) for name, _ in rows), default=0)
     for name, r in rows:
         lines.append(f"    {name.ljust(width)}  {fmt3(r.get(col))} {_interval(r.get(col + '_lo'), r.get(col + '_hi'), '.3f')}")
-    secondary = {
-        (c if c.startswith(m) else f"{m}.{c}"): m for m, det in ranking.details.items() for c in det.get("secondary") or []
-    }
     if v.get("metrics"):
         lines.append(f"  how well each label-free score predicts these accuracies (rank correlations, {pct} bootstrap "
                      "interval over candidates):")
-    for mv in v.get("metrics", []):
+    lines += _score_check_lines(ranking, v.get("metrics", []), "accuracy")
+    lines += [f"  note: {w}" for w in v.get("warnings") or []]
+    return lines
+
+
+def _score_check_lines(ranking, checks: list[dict], truth: str) -> list[str]:
+    """Each label-free score's rank correlations with the truth (``truth``: "accuracy" or "MRR@10"), its top pick
+    and its wrong pairs: the lines that the label check and the search check share."""
+    secondary = {
+        (c if c.startswith(m) else f"{m}.{c}"): m for m, det in ranking.details.items() for c in det.get("secondary") or []
+    }
+    lines = []
+    for mv in checks:
         name = mv["metric"]
         if name in secondary:
             name += f" (a secondary score of {secondary[name]}, checked too; not in the combined rank)"
@@ -299,15 +308,14 @@ def format_validation(ranking) -> list[str]:
         lines.append(
             f"    {name}: Spearman {fmt2(mv.get('spearman'))} {_interval(*_ends(mv.get('spearman_ci')), '.2f')}"
             f", Kendall {fmt2(mv.get('kendall'))} {_interval(*_ends(mv.get('kendall_ci')), '.2f')}; "
-            f"top pick {mv.get('top_pick')} (accuracy {fmt3(mv.get('top_pick_accuracy'))}, regret "
+            f"top pick {mv.get('top_pick')} ({truth} {fmt3(mv.get('top_pick_accuracy'))}, regret "
             f"{fmt3(mv.get('regret'))})"
         )
         wrong = mv.get("wrong_pairs") or []
         pairs = "; ".join(
-            f"{w['ranked_higher']} above {w['ranked_lower']} (accuracy {w['accuracy_diff']:.3f} lower)" for w in wrong
+            f"{w['ranked_higher']} above {w['ranked_lower']} ({truth} {w['accuracy_diff']:.3f} lower)" for w in wrong
         )
         lines.append(f"      wrong pairs: {pairs or 'none'}")
-    lines += [f"  note: {w}" for w in v.get("warnings") or []]
     return lines
 
 
@@ -335,25 +343,7 @@ def format_retrieval(ranking) -> list[str]:
     if r.get("metrics"):
         lines.append(f"  how well each label-free score predicts MRR@10 (rank correlations, {pct} bootstrap interval "
                      "over candidates):")
-    secondary = {
-        (c if c.startswith(m) else f"{m}.{c}"): m for m, det in ranking.details.items() for c in det.get("secondary") or []
-    }
-    for mv in r.get("metrics", []):
-        name = mv["metric"]
-        if name in secondary:
-            name += f" (a secondary score of {secondary[name]}, checked too; not in the combined rank)"
-        elif name == "combined":
-            name += " (the combined rank)"
-        lines.append(
-            f"    {name}: Spearman {fmt2(mv.get('spearman'))} {_interval(*_ends(mv.get('spearman_ci')), '.2f')}"
-            f", Kendall {fmt2(mv.get('kendall'))} {_interval(*_ends(mv.get('kendall_ci')), '.2f')}; "
-            f"top pick {mv.get('top_pick')} (MRR@10 {fmt3(mv.get('top_pick_accuracy'))}, regret {fmt3(mv.get('regret'))})"
-        )
-        wrong = mv.get("wrong_pairs") or []
-        pairs = "; ".join(
-            f"{w['ranked_higher']} above {w['ranked_lower']} (MRR@10 {w['accuracy_diff']:.3f} lower)" for w in wrong
-        )
-        lines.append(f"      wrong pairs: {pairs or 'none'}")
+    lines += _score_check_lines(ranking, r.get("metrics", []), "MRR@10")
     lines += [f"  note: {w}" for w in r.get("warnings") or []]
     return lines
 
