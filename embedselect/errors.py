@@ -287,7 +287,6 @@ class ModelTimeoutError(CandidateError):
 
 
 __all__ = [
-    "EXIT_CODES",
     "AllCandidatesFailedError",
     "AnswersError",
     "CacheCorruptError",
@@ -299,6 +298,7 @@ __all__ = [
     "DataError",
     "DataFileNotFoundError",
     "DecodeError",
+    "EXIT_CODES",
     "EmbedderOutputError",
     "EmbedselectError",
     "EmptyDataError",
@@ -312,6 +312,7 @@ __all__ = [
     "ModelTimeoutError",
     "NightlyEmptyError",
     "NightlyLockedError",
+    "OutputWriteError",
     "PrecomputedVectorsError",
     "RankingFormatError",
     "SearchIndexError",
