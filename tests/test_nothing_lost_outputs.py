@@ -377,6 +377,7 @@ BASE = {
     "card": ["card", "--candidate", "a", "--card", "card.md"],
     "leaderboard": ["leaderboard"],
     "report": ["report"],
+    "ask": ["ask", "small.csv", "-c", "text", "-m", "tfidf-svd,mine=./model"],
 }
 """A command line for each command that has an output option; the test fails for a command missing here."""
 READS = {"small.csv": "the data", "labels.csv": "the labels file", "model/config.json": "a candidate's input",

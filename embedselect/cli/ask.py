@@ -12,7 +12,7 @@ import sys
 import textwrap
 from typing import Any, Iterator, TextIO
 
-from embedselect.cli.common import add_data_args, add_model_args, check_output_path, rank_config, runtime
+from embedselect.cli.common import add_data_args, add_model_args, check_output_path, output_option, rank_config, runtime
 from embedselect.errors import EXIT_CODES
 
 MAX_LINES = 8
@@ -29,7 +29,8 @@ def cmd_ask(args) -> int:
         raise ConfigError("--interactive needs --out FILE: the answers are saved there as they are given")
     session = prepare_ask(args.data, args.models, n=args.n or DEFAULT_QUESTIONS, out=args.out,
                           config=rank_config(args), runtime=runtime(args),
-                          check_out=lambda p: check_output_path(p, option="--out", cache_dir=args.cache_dir))
+                          check_out=lambda p: check_output_path(p, option="--out", cache_dir=args.cache_dir,
+                                                                updatable=_is_questions_file(p, args)))
     if args.interactive:
         return interactive(session, sys.stdin, sys.stdout, viewer=args.open)
     from embedselect.validation.answers import questions_frame
@@ -204,6 +205,18 @@ def _next_key(keys: Iterator[str], out: TextIO) -> str | None:
     return None
 
 
+def _is_questions_file(path: Any, args: Any) -> bool:
+    """``ask --out FILE``: an existing FILE is updated in place (its answers kept) when its first line is the
+    questions header (:data:`~embedselect.validation.answers.COLUMNS`); any other file is left to the output rule."""
+    from embedselect.validation.answers import COLUMNS
+
+    try:
+        with open(os.fspath(path), encoding="utf-8", newline="") as f:
+            return f.readline().strip().lstrip("\ufeff") == ",".join(COLUMNS)
+    except (OSError, UnicodeDecodeError):
+        return False
+
+
 def register(sub) -> None:
     """Add ``ask`` to the main parser's subparsers."""
     p = sub.add_parser("ask", help="the few triplet questions that decide between the leaders; answer them here")
@@ -211,8 +224,8 @@ def register(sub) -> None:
     add_model_args(p)
     p.add_argument("-n", type=int, default=None, help="how many questions the file should hold (default 40); "
                    "with an existing file, new questions are added only when -n grows")
-    p.add_argument("--out", "-o", help="the questions CSV (question_id, anchor_id, a_id, b_id, anchor, a, b, "
-                   "answer); an existing one keeps its answers")
+    output_option(p.add_argument("--out", "-o", help="the questions CSV (question_id, anchor_id, a_id, b_id, anchor, "
+                                 "a, b, answer); an existing one keeps its answers"), updatable=_is_questions_file)
     p.add_argument("--interactive", "-i", action="store_true",
                    help="ask the questions here, one at a time (keys a / b / s skip / u undo / q quit); each answer "
                    "is saved at once and the next run resumes")
