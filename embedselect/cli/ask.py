@@ -207,10 +207,15 @@ def _next_key(keys: Iterator[str], out: TextIO) -> str | None:
 
 def _is_questions_file(path: Any, args: Any) -> bool:
     """``ask --out FILE``: an existing FILE is updated in place (its answers kept) when its first line is the
-    questions header (:data:`~embedselect.validation.answers.COLUMNS`); any other file is left to the output rule."""
+    questions header (:data:`~embedselect.validation.answers.COLUMNS`); any other file, and anything that is not a
+    regular file (a named pipe would block the read; a link), is left to the output rule."""
+    import stat
+
     from embedselect.validation.answers import COLUMNS
 
     try:
+        if not stat.S_ISREG(os.lstat(os.fspath(path)).st_mode):  # a link is left to the rule too
+            return False
         with open(os.fspath(path), encoding="utf-8", newline="") as f:
             return f.readline().strip().lstrip("\ufeff") == ",".join(COLUMNS)
     except (OSError, UnicodeDecodeError):
