@@ -282,6 +282,30 @@ class PrecomputedVectorsError(CandidateError):
     non-finite rows, or a file that cannot be read; the message names the candidate and the rows."""
 
 
+class EmbeddingAPIError(ModelLoadError):
+    """A hosted embedding API (a candidate ``openai:MODEL``) failed: no key in the environment, an HTTP error (after
+    the retries for 429 and 5xx), or a server that cannot be reached. The message names the candidate and never holds
+    the key (a server's error body is quoted redacted). :attr:`status` is the HTTP status, when there was one."""
+
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class EmbeddingAPITimeoutError(EmbeddingAPIError):
+    """A request to a hosted embedding API took longer than its total time-out (``?timeout=``)."""
+
+
+class EmbeddingAPIBudgetError(EmbeddingAPIError):
+    """The next request to a hosted embedding API would take the tokens used over ``?max_tokens_total=`` (or the
+    server counted more than the budget); nothing more is sent."""
+
+
+class EmbeddingAPIResponseError(EmbeddingAPIError):
+    """A hosted embedding API's answer cannot be used: not JSON (cut off), rows missing, ``index`` fields that skip
+    or repeat a row, vectors of another width than the others or than ``?dimensions=``, or not finite."""
+
+
 class ModelTimeoutError(CandidateError):
     """A model took longer than the configured per-model time limit; it is skipped."""
 
@@ -300,6 +324,10 @@ __all__ = [
     "DecodeError",
     "EXIT_CODES",
     "EmbedderOutputError",
+    "EmbeddingAPIBudgetError",
+    "EmbeddingAPIError",
+    "EmbeddingAPIResponseError",
+    "EmbeddingAPITimeoutError",
     "EmbedselectError",
     "EmptyDataError",
     "EnvironmentVariableError",

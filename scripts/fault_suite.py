@@ -37,6 +37,7 @@ AREAS: dict[str, str] = {
     "test_image_labels": "data loading",
     "test_embed": "models and backends",
     "test_byo": "models and backends",
+    "test_openai_api": "models and backends",
     "test_timm_options": "models and backends",
     "test_taskprior": "metrics",
     "test_sufficiency": "metrics",

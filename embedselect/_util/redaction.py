@@ -1,6 +1,8 @@
-"""Secrets never leave the process: one place that scrubs hub tokens from text bound for logs, errors or the store.
+"""Secrets never leave the process: one place that scrubs hub tokens and API keys from text bound for logs, errors
+or the store.
 
-A low module (stdlib only), so the store, the hub client and the orchestration all use the same rule.
+A low module (stdlib only), so the store, the hub client, the API backend and the orchestration all use the same
+rule.
 """
 
 from __future__ import annotations
@@ -9,13 +11,22 @@ import os
 import re
 
 _TOKEN_RE = re.compile(r"\bhf_[A-Za-z0-9]{6,}\b")
+_SECRET_ENVS: set[str] = {"HF_TOKEN", "HUGGING_FACE_HUB_TOKEN"}
+"""Environment variables whose values are secrets: the hub's token variables and each API candidate's ``key_env``."""
+
+
+def protect_env(name: str) -> None:
+    """Treat the value of the environment variable ``name`` as a secret from now on in this process: every
+    :func:`redact` replaces it (an API candidate registers its ``?key_env=`` before it reads the key)."""
+    _SECRET_ENVS.add(str(name))
 
 
 def redact(text: str, token: str | None = None) -> str:
-    """``text`` with any Hugging Face token (``hf_...``, the given ``token`` and ``$HF_TOKEN``) replaced by
-    ``***``. Every message that may reach a log or the store goes through this."""
+    """``text`` with any secret replaced by ``***``: a Hugging Face token (``hf_...``, the given ``token``,
+    ``$HF_TOKEN``) and the value of every variable :func:`protect_env` named. Every message that may reach a log or
+    the store goes through this."""
     out = str(text)
-    for secret in (token, os.environ.get("HF_TOKEN"), os.environ.get("HUGGING_FACE_HUB_TOKEN")):
-        if secret and len(secret) >= 4:
-            out = out.replace(secret, "***")
+    secrets = [token] + [os.environ.get(name) for name in sorted(_SECRET_ENVS)]
+    for secret in sorted((s.strip() for s in secrets if s and len(s.strip()) >= 4), key=len, reverse=True):
+        out = out.replace(secret, "***")
     return _TOKEN_RE.sub("***", out)

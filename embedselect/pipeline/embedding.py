@@ -139,7 +139,7 @@ class _Pinned:
     """A resolved candidate and the cache key of its embeddings of the run's data."""
 
     rc: Any  # ResolvedCandidate
-    key: str | None  # None: not cached across runs (precomputed vectors; an embedder object without a revision)
+    key: str | None  # None: not cached across runs (precomputed vectors; an embedder object or API without a revision)
 
 
 def _embed_candidate(ctx: RunContext, cand: Any, *, keep_vectors: bool) -> EmbedOutcome:
@@ -175,7 +175,7 @@ def _resolve(ctx: RunContext, cand: Any, res: CandidateResult, step: dict[str, A
     """Stage 1 for one candidate: pin it to exact bytes, check its modality, record the model and compute the cache
     key of its vectors (model, revision, backend, the options that change vectors, data fingerprint, precision).
 
-    Precomputed vectors and an embedder object without a revision are not stored: their pinned key is None, and their
+    Precomputed vectors, and an embedder object or a hosted API without a revision, are not stored: their pinned key is None, and their
     result's ``run_key`` names the vectors for the metrics only (the vectors' content hash; a key unique to this run
     for an unpinned embedder) and ``cache_scope`` says so (``"input"`` / ``"run"``)."""
     from embedselect.models.backends.base import vector_options
@@ -205,6 +205,12 @@ def _resolve(ctx: RunContext, cand: Any, res: CandidateResult, step: dict[str, A
             res.revision = None
             log.warning("%s: an embedder object without a revision: its vectors are kept for this run only (give "
                         "Candidate(name=..., embedder=..., revision=...) to cache them across runs)", cand.name)
+        elif cand.kind == "api" and not cand.revision:
+            res.cache_scope, revision = "run", f"unpinned-{uuid.uuid4().hex}"
+            res.revision = None
+            log.warning("%s: a hosted embedding API without ?revision=: its vectors are kept for this run only (a "
+                        "provider may change the model behind a name; add ?revision=NAME to cache them across runs "
+                        "under model, dimensions and host)", cand.name)
         if res.cache_scope != "store":
             key = run_key(model_id=rc.model_id, revision=revision, backend=rc.backend,
                           options=vector_options(cand.options), fingerprint=ctx.ref.fingerprint, precision="as-given")
@@ -213,7 +219,7 @@ def _resolve(ctx: RunContext, cand: Any, res: CandidateResult, step: dict[str, A
         ctx.store.record_model(model_id=rc.model_id, revision=rc.revision, backend=rc.backend, modality=rc.modality,
                                spec=cand.spec, local_dir=str(rc.local_dir) if rc.local_dir else None)
         is_baseline = is_baseline_id(rc.model_id)
-        precision = ("as-returned" if cand.kind == "embedder"  # the user's object decides what it computes in
+        precision = ("as-returned" if cand.kind in ("embedder", "api")  # the object or server decides
                      else key_precision(cand.options.get("dtype"), ctx.device, baseline=is_baseline))
         key_options = vector_options(cand.options)
         if is_baseline:  # every setting of the baseline's own (?seed= over the run's seed, ?dim=, ...)
@@ -252,6 +258,8 @@ def _vectors(ctx: RunContext, cand: Any, pinned: _Pinned, res: CandidateResult, 
     if vectors is not None:
         rec = ctx.store.get_run(key)
         res.cached, res.seconds = True, rec.seconds if rec else None
+        if cand.kind == "api":
+            res.api_tokens = 0  # nothing sent: a paid call is never repeated for stored vectors
         log.info("%s: cached (%d x %d)", cand.name, *vectors.shape)
         ctx.bar.advance(STAGES_PER_CANDIDATE - step["done"])
         step["done"] = STAGES_PER_CANDIDATE
@@ -277,6 +285,8 @@ def _vectors(ctx: RunContext, cand: Any, pinned: _Pinned, res: CandidateResult, 
     vectors = check_embeddings(vectors, what=f"the embeddings {cand.name} returned", n=len(ref), dtype=None,
                                finite=False, error=MetricError)  # not finite: refused by the store, with its message
     res.seconds = seconds
+    if cand.kind == "api":
+        res.api_tokens = int(getattr(embedder, "tokens_used", 0))
     if key is None:  # cached for this run only: the vectors stay in memory
         ctx.bar.advance(STAGES_PER_CANDIDATE - step["done"])
         step["done"] = STAGES_PER_CANDIDATE

@@ -180,8 +180,10 @@ class CandidateResult:
             (e.g. ``task_prior_alignment``: the closed-form part of ``task_prior``, without probes).
         run_key: the cache key of the embedding run (None when the vectors are not cached across runs).
         cache_scope: where the vectors are kept: ``"store"`` (the cache, across runs), ``"run"`` (this run only: an
-            embedder object without a revision), ``"input"`` (precomputed vectors, read from the user's input).
+            embedder object or a hosted API without a revision), ``"input"`` (precomputed vectors, read from the user's input).
         model_bytes: size of the model's weight files in bytes (None for the built-in baselines); a cost.
+        api_tokens: for a hosted embedding API (``openai:MODEL``), the tokens this run was billed for (the
+            servers' ``usage.total_tokens`` summed; 0 when its vectors came from the cache); None for other kinds.
     """
 
     name: str
@@ -206,6 +208,7 @@ class CandidateResult:
     run_key: str | None = None
     model_bytes: int | None = None
     cache_scope: str = "store"
+    api_tokens: int | None = None
 
     @property
     def ok(self) -> bool:

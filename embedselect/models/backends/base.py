@@ -16,9 +16,16 @@ SPEED_ONLY_OPTIONS = frozenset({"batch_size", "num_workers"})
 of an embedding run's cache key (the same model at another batch size reuses the cached run)."""
 
 
+API_CALL_OPTIONS = frozenset({"base_url", "key_env", "max_batch_tokens", "concurrency", "max_retries", "timeout",
+                              "max_tokens_total"})
+"""Options of a hosted-API candidate (:mod:`embedselect.models.backends.openai_api`) that set how it is called, not
+what it returns: not part of a cache key (the host of ``base_url`` is, through the model id)."""
+
+
 def vector_options(options: dict[str, Any] | Any) -> dict[str, Any]:
-    """The options of a candidate that change its vectors (``options`` minus :data:`SPEED_ONLY_OPTIONS`)."""
-    return {k: v for k, v in dict(options).items() if k not in SPEED_ONLY_OPTIONS}
+    """The options of a candidate that change its vectors (``options`` minus :data:`SPEED_ONLY_OPTIONS` and
+    :data:`API_CALL_OPTIONS`)."""
+    return {k: v for k, v in dict(options).items() if k not in SPEED_ONLY_OPTIONS and k not in API_CALL_OPTIONS}
 
 
 def check_max_length_value(value: Any, *, modality: str, backend: str) -> int | None:

@@ -128,6 +128,10 @@ def load_embedder(
 
         return ObjectEmbedder(rc.candidate.embedder, name=rc.candidate.name, modality=rc.modality,
                               revision=rc.candidate.revision)
+    if getattr(rc.candidate, "kind", None) == "api":  # a hosted model: nothing to load; the key is read per call
+        from embedselect.models.backends.openai_api import ApiEmbedder
+
+        return ApiEmbedder(rc.candidate.ref, name=rc.candidate.name, options=opts)
     if is_baseline_id(rc.model_id) or backend in BASELINES:
         from embedselect.models.backends.baselines import make_baseline
 

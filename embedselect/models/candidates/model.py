@@ -68,8 +68,9 @@ class Candidate:
 
     Attributes:
         spec: the spec as written by the user (or catalog entry id).
-        kind: ``"hub"``, ``"local"``, ``"baseline"``, ``"embedder"`` (a user's object) or ``"vectors"``
-            (precomputed vectors); the last two are set from ``embedder=`` / ``vectors=``.
+        kind: ``"hub"``, ``"local"``, ``"baseline"``, ``"embedder"`` (a user's object), ``"vectors"``
+            (precomputed vectors; these two are set from ``embedder=`` / ``vectors=``) or ``"api"`` (a hosted
+            embedding API, ``openai:MODEL``: ref is the provider's model name, backend ``"openai"``).
         ref: hub repo id | absolute local directory | baseline name | the candidate's name (an embedder, vectors
             given as an array or mapping) | the absolute path of a vectors file.
         backend: ``"sentence-transformers"``, ``"timm"``, ``"transformers"``, the baseline name, or
@@ -89,7 +90,7 @@ class Candidate:
     """
 
     spec: str = ""
-    kind: Literal["hub", "local", "baseline", "embedder", "vectors"] = "hub"
+    kind: Literal["hub", "local", "baseline", "embedder", "vectors", "api"] = "hub"
     ref: str = ""
     backend: str | None = None
     revision: str | None = None
@@ -123,9 +124,9 @@ class Candidate:
             raise CandidateSpecError("a candidate needs a ref (hub id, folder or baseline), an embedder= or vectors=")
         if not self.name:
             object.__setattr__(self, "name", default_name(self.kind, self.ref, self.revision, self.options))
-        if self.kind not in ("hub", "local", "baseline", "embedder", "vectors"):
-            raise CandidateSpecError(f"candidate kind must be 'hub', 'local', 'baseline', 'embedder' or 'vectors', "
-                                     f"got {self.kind!r}")
+        if self.kind not in ("hub", "local", "baseline", "embedder", "vectors", "api"):
+            raise CandidateSpecError(f"candidate kind must be 'hub', 'local', 'baseline', 'embedder', 'vectors' or "
+                                     f"'api', got {self.kind!r}")
         if self.modality is not None and self.modality not in MODALITIES:
             raise CandidateSpecError(f"candidate modality must be 'text' or 'image', got {self.modality!r}")
 
@@ -264,9 +265,13 @@ def _local_model_name(directory: str) -> str:
 
 
 def default_name(kind: str, ref: str, revision: str | None, options: Mapping[str, Any]) -> str:
-    """A candidate's display name: its ref (a local folder's readable name), then ``@revision`` and
-    ``?key=value&...`` options (sorted) when it has them."""
-    base = _local_model_name(ref) if kind == "local" else ref
+    """A candidate's display name: its ref (a local folder's readable name; ``openai:MODEL`` for an API), then
+    ``@revision`` and ``?key=value&...`` options (sorted) when it has them (an API's: those that change its vectors)."""
+    base = _local_model_name(ref) if kind == "local" else f"openai:{ref}" if kind == "api" else ref
+    if kind == "api":  # how it is called (base_url, key_env, ...) is not part of its name
+        from embedselect.models.backends.base import vector_options
+
+        options = vector_options(options)
     if revision:
         base += f"@{revision}"
     if options:

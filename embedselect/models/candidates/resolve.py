@@ -133,7 +133,8 @@ def _builtin_revision() -> str:
 def resolve_candidate(c: Candidate, *, policy: LoadPolicy = LoadPolicy(), token: str | None = None,
                       digest_dir: Path | None = None) -> ResolvedCandidate:
     """Pin a candidate to exact bytes: a hub commit (downloading into the HF cache), a content hash of a
-    local folder, or the built-in baseline version. No model is loaded.
+    local folder, or the built-in baseline version; a hosted API (``openai:MODEL``) has only the ``?revision=`` its
+    user gave (``""`` without one) and the model id ``openai:HOST/MODEL``. No model is loaded, no API called.
 
     Args:
         c: the candidate.
@@ -158,6 +159,13 @@ def resolve_candidate(c: Candidate, *, policy: LoadPolicy = LoadPolicy(), token:
             raise CandidateSpecError(f"baseline {c.ref!r} embeds {'/'.join(mods)} only, not {modality}")
         return ResolvedCandidate(c, f"{BASELINE_PREFIX}{c.ref}", _builtin_revision(), None, c.ref, modality)
     requested = c.modality or c.options.get("modality")
+    if c.kind == "api":  # a hosted model: no bytes to pin; the user's ?revision= is all the revision there is
+        from embedselect.models.backends.openai_api import base_url_host
+
+        if requested not in (None, "text"):
+            raise CandidateSpecError(f"{c.name} is an embedding API, which embeds text, but the data is {requested}")
+        return ResolvedCandidate(c, f"openai:{base_url_host(c.options)}/{c.ref}", c.revision or "", None, "openai",
+                                 "text")
     if c.kind in ("embedder", "vectors"):
         return ResolvedCandidate(c, f"{c.kind}:{c.name}", _user_revision(c), None, c.kind, str(requested or "text"))
     if c.kind == "local":

@@ -18,7 +18,8 @@ ACCEPTED_FORMS = (
     "accepted forms: a hub id 'org/name' or 'org/name@revision'; an existing model directory "
     "(or 'local:PATH'); a baseline ('tfidf-svd', 'random-projection', 'pixel-pca', or 'baseline:NAME'); "
     "'catalog:text', 'catalog:image' or 'catalog:/path/list.yaml'; options as '?key=value&key=value'; "
-    "a name first as 'NAME=SPEC'; precomputed vectors as 'NAME=vectors:PATH' (.npy or .parquet)"
+    "a name first as 'NAME=SPEC'; precomputed vectors as 'NAME=vectors:PATH' (.npy or .parquet); a hosted "
+    "embedding API as 'openai:MODEL?base_url=URL&dimensions=N'"
 )
 """The end of every "cannot understand this candidate" message: what a spec may be."""
 
@@ -100,6 +101,8 @@ def parse_spec(spec: str) -> Candidate:
         raise CandidateSpecError(f"modality must be 'text' or 'image' in {spec!r}")
     if not head:
         raise CandidateSpecError(f"empty candidate in {spec!r}; " + ACCEPTED_FORMS)
+    if head.startswith("openai:"):
+        return _api_spec(spec, head[len("openai:"):].strip(), opts, backend=backend, modality=cand_modality)
     name_or_base = head.removeprefix("baseline:")
     if head.startswith("baseline:") or name_or_base in BASELINES:
         if name_or_base not in BASELINES:
@@ -133,3 +136,23 @@ def parse_spec(spec: str) -> Candidate:
         return Candidate(spec=spec, kind="hub", ref=repo, backend=backend, revision=rev or None, options=opts,
                          modality=cand_modality)
     raise CandidateSpecError(f"cannot understand candidate {spec!r}; " + ACCEPTED_FORMS)
+
+
+def _api_spec(spec: str, model: str, opts: dict[str, Any], *, backend: str | None, modality: str | None) -> Candidate:
+    """``openai:MODEL?options``: a model behind an OpenAI-compatible embeddings API (text only). ``?revision=`` is
+    the candidate's revision (the user's name for the model's current state): with one its vectors are cached
+    across runs, without one for the run only. The other options are checked here
+    (:func:`~embedselect.models.backends.openai_api.check_api_options`)."""
+    from embedselect.models.backends.openai_api import check_api_options
+
+    if not model or any(ch.isspace() for ch in model):
+        raise CandidateSpecError(f"{spec!r}: write openai:MODEL with the provider's model name, e.g. "
+                                 "openai:text-embedding-3-small?dimensions=256")
+    if backend is not None:
+        raise CandidateSpecError(f"an API candidate has no backend option ({spec!r})")
+    if modality not in (None, "text"):
+        raise CandidateSpecError(f"an embedding API candidate embeds text, not {modality} ({spec!r})")
+    revision = opts.pop("revision", None)
+    check_api_options(opts, spec=spec)
+    return Candidate(spec=spec, kind="api", ref=model, backend="openai",
+                     revision=str(revision) if revision is not None else None, options=opts, modality=modality)

@@ -1,0 +1,350 @@
+"""Hosted embedding APIs (issue 44, item 3): a candidate ``NAME=openai:MODEL?base_url=...`` against a fake
+OpenAI-compatible server on 127.0.0.1 (never the network): ranked in one pool with a baseline by select() and by the
+CLI, and every fault of an untrusted server (429 with Retry-After, 500s, cut-off JSON, wrong width, reordered and
+broken ``index`` fields, a slow server, a key echoed in an error body, a token budget) a typed error that names the
+candidate and never holds the key."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import numpy as np
+import pytest
+
+import embedselect
+from embedselect.cli import main
+from embedselect.data import sample_path
+from embedselect.errors import (
+    CandidateSpecError,
+    EmbeddingAPIBudgetError,
+    EmbeddingAPIError,
+    EmbeddingAPIResponseError,
+    EmbeddingAPITimeoutError,
+)
+from embedselect.models.backends import openai_api
+from embedselect.models.backends.openai_api import ApiEmbedder
+from embedselect.models.candidates import parse_candidates
+from embedselect.ranking.result import Ranking
+from embedselect.store import Store
+
+SAMPLE = sample_path("texts")
+WIDTH = 16
+KEY = "sk-test-SECRET-0123456789abcdef"
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+
+def fake_vector(text: str, width: int = WIDTH) -> list[float]:
+    """The fake model: the sum of a seeded random vector per word (so similar texts are near)."""
+    out = np.zeros(width)
+    for w in text.lower().split():
+        seed = int.from_bytes(hashlib.sha256(w.encode()).digest()[:4], "little")
+        out += np.random.default_rng(seed).normal(size=width)
+    return [float(v) for v in out]
+
+
+class FakeEmbeddings(ThreadingHTTPServer):
+    """``POST /v1/embeddings`` as OpenAI answers it; :attr:`faults` is a list of what the next requests get
+    (one entry used per request; an entry with ``"forever": True`` stays): ``{"status": 429, "headers": {...},
+    "body": ...}``, ``{"truncate": True}``, ``{"width": 5}``, ``{"reverse": True}`` (the rows in reverse order, each
+    with its true index), ``{"index": [...]}`` (these index values), ``{"delay": s}``. Every request's JSON
+    body and Authorization header are kept in :attr:`requests`."""
+
+    daemon_threads = True
+
+    def __init__(self) -> None:
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.faults: list[dict[str, Any]] = []
+        self.requests: list[dict[str, Any]] = []
+        self.lock = threading.Lock()
+
+    def handle_error(self, request: Any, client_address: Any) -> None:  # a client that left (the time-out test)
+        pass
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}/v1"
+
+    def next_fault(self) -> dict[str, Any]:
+        with self.lock:
+            if not self.faults:
+                return {}
+            return self.faults[0] if self.faults[0].get("forever") else self.faults.pop(0)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: FakeEmbeddings
+
+    def log_message(self, *args: Any) -> None:  # quiet
+        pass
+
+    def do_POST(self) -> None:  # noqa: N802 - http.server's name
+        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+        with self.server.lock:
+            self.server.requests.append({"body": body, "auth": self.headers.get("Authorization"),
+                                         "path": self.path})
+        fault = self.server.next_fault()
+        if self.path != "/v1/embeddings":
+            return self._send(404, b'{"error": "no such route"}')
+        if "delay" in fault:
+            time.sleep(fault["delay"])
+        if "status" in fault:
+            return self._send(fault["status"], fault.get("body", b'{"error": {"message": "busy"}}'),
+                              fault.get("headers", {}))
+        texts = body["input"]
+        width = fault.get("width", body.get("dimensions", WIDTH))
+        rows = [{"object": "embedding", "index": i, "embedding": fake_vector(t, width)} for i, t in enumerate(texts)]
+        if fault.get("reverse"):
+            rows = rows[::-1]
+        if "index" in fault:
+            for row, idx in zip(rows, fault["index"]):
+                row["index"] = idx
+        tokens = sum(len(t.split()) for t in texts)
+        raw = json.dumps({"object": "list", "data": rows, "model": body["model"],
+                          "usage": {"prompt_tokens": tokens, "total_tokens": tokens}}).encode()
+        if fault.get("truncate"):
+            raw = raw[: len(raw) // 2]
+        self._send(200, raw)
+
+    def _send(self, status: int, raw: bytes, headers: dict[str, str] | None = None) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(raw)))
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(raw)
+
+
+@pytest.fixture
+def server():
+    srv = FakeEmbeddings()
+    thread = threading.Thread(target=srv.serve_forever, daemon=True)
+    thread.start()
+    yield srv
+    srv.shutdown()
+    srv.server_close()
+
+
+@pytest.fixture
+def key(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    return KEY
+
+
+@pytest.fixture
+def waits(monkeypatch):
+    """The back-off's waits, recorded instead of slept."""
+    seen: list[float] = []
+    monkeypatch.setattr(openai_api, "_sleep", seen.append)
+    return seen
+
+
+def _embedder(server: FakeEmbeddings, **options: Any) -> ApiEmbedder:
+    return ApiEmbedder("fake-embed", name="api", options={"base_url": server.url, **options})
+
+
+TEXTS = [f"text number {i} about {'cats' if i % 2 else 'dogs'}" for i in range(10)]
+EXPECTED = np.asarray([fake_vector(t) for t in TEXTS], dtype=np.float32)
+
+
+# --- a normal run -------------------------------------------------------------------------------------------------
+def test_select_ranks_an_api_candidate_in_one_pool_with_a_baseline(server, key, cache_dir, caplog):
+    spec = f"api=openai:fake-embed?base_url={server.url}&batch_size=64&concurrency=2"
+    with caplog.at_level(logging.DEBUG):
+        r = embedselect.select(SAMPLE, [spec, "tfidf-svd"], column="text", metrics=["task_prior"])
+    assert {c.name for c in r} == {"api", "tfidf-svd"} and all(c.ok for c in r), [c.failure_note for c in r]
+    api = r["api"]
+    assert (api.n, api.dim, api.model_id, api.backend) == (240, WIDTH, f"openai:{server.url.split('/')[2]}/fake-embed",
+                                                          "openai")
+    assert len(server.requests) == 4 and {len(q["body"]["input"]) for q in server.requests} == {64, 48}
+    assert {q["auth"] for q in server.requests} == {f"Bearer {KEY}"}
+    sent = sum(len(q["body"]["input"]) for q in server.requests)
+    assert sent == 240 and api.api_tokens == sum(len(t.split()) for q in server.requests for t in q["body"]["input"])
+    assert api.cache_scope == "run" and api.revision is None and r["tfidf-svd"].api_tokens is None
+    assert json.loads(r.to_json())["candidates"][[c["name"] for c in json.loads(r.to_json())["candidates"]].index(
+        "api")]["api_tokens"] == api.api_tokens
+    assert any("kept for this run only" in m for m in caplog.messages)
+    assert KEY not in r.to_json() and not any(KEY in m for m in caplog.messages)
+    assert not any(m.startswith("openai:") for m in Store.open(cache_dir).list_runs()["model_id"])
+
+
+def test_with_a_revision_the_vectors_are_cached_and_never_paid_for_twice(server, key, cache_dir):
+    spec = f"api=openai:fake-embed?base_url={server.url}&dimensions=8&revision=2026-11"
+    r = embedselect.select(SAMPLE, [spec, "tfidf-svd"], column="text", metrics=["task_prior"])
+    assert r["api"].ok and r["api"].dim == 8 and r["api"].cache_scope == "store" and r["api"].api_tokens > 0
+    assert {q["body"]["dimensions"] for q in server.requests} == {8}
+    n_requests = len(server.requests)
+    # the same model, dimensions and host under another key variable and batch size: the stored vectors
+    again = f"api=openai:fake-embed?base_url={server.url}&dimensions=8&revision=2026-11&batch_size=7&key_env=OTHER"
+    r2 = embedselect.select(SAMPLE, [again, "tfidf-svd"], column="text", metrics=["task_prior"])
+    assert r2["api"].cached and r2["api"].api_tokens == 0 and len(server.requests) == n_requests
+    np.testing.assert_array_equal(r2["api"].scores["task_prior"], r["api"].scores["task_prior"])
+
+
+def test_cli_ranks_an_api_candidate_with_a_baseline(server, key, tmp_path, capsys):
+    code = main(["rank", str(SAMPLE), "-c", "text", "-m", f"api=openai:fake-embed?base_url={server.url},tfidf-svd",
+                 "--metrics", "task_prior", "--json", "-q", "--cache-dir", str(tmp_path / "c")])
+    assert code == 0
+    r = Ranking.from_json(capsys.readouterr().out)
+    assert {c.name for c in r} == {"api", "tfidf-svd"} and all(c.ok for c in r)
+    assert r["api"].api_tokens and r["api"].dim == WIDTH
+
+
+def test_rows_come_back_in_index_order_whatever_order_the_server_sends(server, key):
+    server.faults = [{"reverse": True, "forever": True}]
+    out = _embedder(server, batch_size=4).embed(TEXTS)
+    np.testing.assert_array_equal(out, EXPECTED)
+    assert [len(q["body"]["input"]) for q in server.requests] == [4, 4, 2]
+
+
+def test_batches_follow_the_token_estimate_and_run_concurrently(server, key):
+    emb = _embedder(server, max_batch_tokens=30, concurrency=3)
+    out = emb.embed(TEXTS)
+    np.testing.assert_array_equal(out, EXPECTED)
+    for q in server.requests:
+        assert sum(openai_api.estimate_tokens(t) for t in q["body"]["input"]) <= 30
+    assert len(server.requests) > 1 and emb.tokens_used == sum(len(t.split()) for t in TEXTS)
+
+
+# --- faults -------------------------------------------------------------------------------------------------------
+@pytest.mark.fault
+def test_a_429_is_retried_after_its_retry_after(server, key, waits):
+    server.faults = [{"status": 429, "headers": {"Retry-After": "7"}}, {"status": 429, "headers": {}}]
+    out = _embedder(server).embed(TEXTS)
+    np.testing.assert_array_equal(out, EXPECTED)
+    assert waits == [7.0, 1.0]  # the server's Retry-After, then the back-off's second step (0.5 s, 1 s, ...)
+    assert len(server.requests) == 3
+
+
+@pytest.mark.fault
+def test_a_500_is_retried_then_succeeds(server, key, waits):
+    server.faults = [{"status": 500}, {"status": 503}]
+    np.testing.assert_array_equal(_embedder(server).embed(TEXTS), EXPECTED)
+    assert waits == [0.5, 1.0] and len(server.requests) == 3
+
+
+@pytest.mark.fault
+def test_a_500_forever_is_a_typed_error_after_the_bounded_tries(server, key, waits):
+    server.faults = [{"status": 500, "forever": True}]
+    with pytest.raises(EmbeddingAPIError, match=r"HTTP 500 after 4 tries") as info:
+        _embedder(server, max_retries=3).embed(TEXTS)
+    assert info.value.status == 500 and "'api'" in str(info.value)
+    assert len(server.requests) == 4 and waits == [0.5, 1.0, 2.0]
+
+
+@pytest.mark.fault
+def test_a_400_is_not_retried(server, key, waits):
+    server.faults = [{"status": 400, "body": b'{"error": {"message": "model not found"}}'}]
+    with pytest.raises(EmbeddingAPIError, match="HTTP 400: .*model not found"):
+        _embedder(server).embed(TEXTS)
+    assert len(server.requests) == 1 and waits == []
+
+
+@pytest.mark.fault
+@pytest.mark.parametrize("fault, needle", [
+    ({"truncate": True}, "not valid JSON"),
+    ({"width": 5}, "5 wide, not the \\?dimensions=16"),
+    ({"index": [0, 1, 1, 3, 4, 5, 6, 7, 8, 9]}, "do not cover 0..9 exactly once"),
+    ({"index": [0, 1, 2, 3, 4, 5, 6, 7, 8, 10]}, "do not cover 0..9 exactly once"),
+    ({"status": 200, "body": b'{"data": "none"}'}, "no 'data' list"),
+    ({"status": 200, "body": b'{"data": [{"index": 0, "embedding": [1.0, "x"]}]}'}, "1 vectors for 10 inputs"),
+])
+def test_an_answer_that_cannot_be_used_is_a_typed_error_naming_the_candidate(server, key, fault, needle):
+    server.faults = [fault]
+    with pytest.raises(EmbeddingAPIResponseError, match=needle) as info:
+        _embedder(server, dimensions=WIDTH).embed(TEXTS)
+    assert "candidate 'api'" in str(info.value) and KEY not in str(info.value)
+
+
+@pytest.mark.fault
+def test_widths_that_differ_between_requests_are_refused(server, key):
+    server.faults = [{}, {"width": 5}]
+    with pytest.raises(EmbeddingAPIResponseError, match="different widths"):
+        _embedder(server, batch_size=5, concurrency=1).embed(TEXTS)
+
+
+@pytest.mark.fault
+def test_a_slow_server_is_a_time_out_error(server, key, waits):
+    server.faults = [{"delay": 3.0}]
+    t0 = time.monotonic()
+    with pytest.raises(EmbeddingAPITimeoutError, match=r"did not answer within 0.5 s"):
+        _embedder(server, timeout=0.5).embed(TEXTS)
+    assert time.monotonic() - t0 < 2.5 and len(server.requests) == 1 and waits == []
+
+
+@pytest.mark.fault
+def test_the_token_budget_stops_before_it_is_exceeded(server, key):
+    first = sum(openai_api.estimate_tokens(t) for t in TEXTS[:4])
+    budget = first + 5  # the first batch of 4 texts fits; the tokens it used and the second's estimate do not
+    emb = _embedder(server, batch_size=4, concurrency=1, max_tokens_total=budget)
+    with pytest.raises(EmbeddingAPIBudgetError, match=rf"max_tokens_total={budget}") as info:
+        emb.embed(TEXTS)
+    assert len(server.requests) == 1 and emb.tokens_used <= budget and "'api'" in str(info.value)
+
+
+@pytest.mark.fault
+def test_no_key_is_a_typed_error_naming_the_variable(server, monkeypatch):
+    monkeypatch.delenv("MY_KEY", raising=False)
+    with pytest.raises(EmbeddingAPIError, match="set the environment variable MY_KEY"):
+        _embedder(server, key_env="MY_KEY").embed(TEXTS)
+    assert server.requests == []
+
+
+@pytest.mark.fault
+@pytest.mark.parametrize("spec, needle", [
+    ("openai:m?dimension=8", "unknown option"),
+    ("openai:m?dimensions=0", "above 0"),
+    ("openai:m?max_retries=-1", "0 or more"),
+    ("openai:m?timeout=nan", "above 0"),
+    ("openai:m?key_env=sk-abc123", "name an environment variable"),
+    ("openai:m?base_url=ftp://x", "http"),
+    ("openai:", "openai:MODEL"),
+    ("openai:m?backend=timm", "no backend"),
+])
+def test_api_specs_that_cannot_work_are_refused_at_once(spec, needle):
+    with pytest.raises(CandidateSpecError, match=needle):
+        parse_candidates(spec)
+
+
+@pytest.mark.fault
+def test_a_key_echoed_in_an_error_body_is_in_no_error_file_or_log_line(server, key, tmp_path, caplog, capsys,
+                                                                       waits):
+    echo = json.dumps({"error": {"message": f"Incorrect API key provided: {KEY}. You can find your key at ..."}})
+    server.faults = [{"status": 401, "body": echo.encode(), "forever": True}]
+    out, cache = tmp_path / "ranking.json", tmp_path / "c"
+    with caplog.at_level(logging.DEBUG):
+        code = main(["rank", str(SAMPLE), "-c", "text", "-m", f"api=openai:fake-embed?base_url={server.url},tfidf-svd",
+                     "--metrics", "task_prior", "--out", str(out), "--cache-dir", str(cache), "-q"])
+    streams = capsys.readouterr()
+    assert code == 0  # the API candidate failed, the baseline was ranked
+    assert server.requests and all(q["auth"] == f"Bearer {KEY}" for q in server.requests)
+    r = Ranking.from_json(out.read_text())
+    assert r["api"].error_type == "EmbeddingAPIError" and "HTTP 401" in r["api"].error and "***" in r["api"].error
+    # 1. no error text: the failure, the warnings, stdout and stderr
+    assert KEY not in r["api"].error and KEY not in streams.out + streams.err
+    # 2. no file the run wrote: the cache (store database, vectors) and the output
+    written = [p for p in [*cache.rglob("*"), out] if p.is_file()]
+    assert written and not [p for p in written if KEY.encode() in p.read_bytes()]
+    # 3. no log line
+    assert caplog.records and not [m for m in caplog.messages if KEY in m]
+    assert not [rec for rec in caplog.records if KEY in rec.getMessage()]
+
+
+def test_the_key_is_not_in_the_embedder_repr_or_settings(server, key):
+    emb = _embedder(server)
+    emb.embed(TEXTS[:2])
+    assert KEY not in repr(emb) and KEY not in json.dumps(emb.settings()) and KEY not in repr(vars(emb))
+
+
+def test_the_api_candidate_is_named_without_its_call_settings(server):
+    (c,) = parse_candidates(f"openai:text-embedding-3-small?base_url={server.url}&dimensions=256&key_env=K")
+    assert c.kind == "api" and c.name == "openai:text-embedding-3-small?dimensions=256" and c.revision is None
+    (d,) = parse_candidates("e=openai:text-embedding-3-small?revision=v1")
+    assert d.name == "e" and d.revision == "v1" and "revision" not in d.options
