@@ -38,6 +38,7 @@ AREAS: dict[str, str] = {
     "test_embed": "models and backends",
     "test_byo": "models and backends",
     "test_openai_api": "models and backends",
+    "test_reduce": "models and backends",
     "test_timm_options": "models and backends",
     "test_taskprior": "metrics",
     "test_sufficiency": "metrics",

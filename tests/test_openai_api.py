@@ -348,3 +348,13 @@ def test_the_api_candidate_is_named_without_its_call_settings(server):
     assert c.kind == "api" and c.name == "openai:text-embedding-3-small?dimensions=256" and c.revision is None
     (d,) = parse_candidates("e=openai:text-embedding-3-small?revision=v1")
     assert d.name == "e" and d.revision == "v1" and "revision" not in d.options
+
+
+def test_a_variant_of_an_api_model_is_computed_from_its_vectors_not_paid_for_again(server, key, cache_dir):
+    url = f"base_url={server.url}&batch_size=120"
+    r = embedselect.select(SAMPLE, [f"api=openai:fake-embed?{url}", f"api8=openai:fake-embed?{url}&truncate_dim=8",
+                                    "tfidf-svd"], column="text", metrics=["task_prior"])
+    assert all(c.ok for c in r), [c.failure_note for c in r]
+    assert len(server.requests) == 2 and r["api8"].dim == 8 and r["api8"].api_tokens == 0 and r["api"].api_tokens
+    assert ("api8", "api") in {(p["copy"], p["parent"]) for p in r.details["copies"]["pairs"]}
+    assert r["api8"].rank > r["api"].rank

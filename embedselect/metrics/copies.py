@@ -291,6 +291,47 @@ def truncated_inputs(origins: Mapping[str, Any]) -> list[DerivedCopy]:
     return sorted(out, key=lambda d: (d.parent, d.copy))
 
 
+REDUCTION_OPTIONS = frozenset({"truncate_dim", "precision"})
+"""The vector options a run computes from a model's own vectors (:mod:`embedselect.models.backends.reduce`): a
+candidate that differs from another of the same model and revision only in these, with no more dimensions and no
+finer precision, is a declared copy of it (:func:`declared_reductions`)."""
+_PRECISION_ORDER = {None: 0, "float32": 0, "int8": 1, "binary": 2}
+
+
+def declared_reductions(origins: Mapping[str, Any]) -> list[DerivedCopy]:
+    """The (copy, parent) pairs the specs declare by ``?truncate_dim=`` / ``?precision=``: ``copy`` is the same
+    model and revision as ``parent`` with the same vector options except these, keeping no more dimensions (a parent
+    without ``truncate_dim`` keeps all) and no finer precision (float < int8 < binary), and differing in at least
+    one. Its vectors are computed from the parent's, so by the data processing inequality it carries no more about
+    any labelling of the items than its parent.
+
+    Args:
+        origins: candidate name -> ``(model_id, revision, vector options)`` (as :func:`derived_copies`).
+
+    Returns:
+        the pairs, relation ``"truncated"`` (fewer dimensions) or ``"quantized"`` (the same width, coarser),
+        ``declared=True``, sorted by (parent, copy).
+    """
+    def width(o: Mapping[str, Any]) -> float:
+        return float(o["truncate_dim"]) if o.get("truncate_dim") is not None else float("inf")
+
+    def coarseness(o: Mapping[str, Any]) -> int:
+        return _PRECISION_ORDER.get(str(o.get("precision")).lower() if o.get("precision") is not None else None, 0)
+
+    out = []
+    for c, (mc, rc, oc) in origins.items():
+        oc = dict(oc or {})
+        for p, (mp, rp, op) in origins.items():
+            op = dict(op or {})
+            if p == c or (mp, rp) != (mc, rc) or not _differing_options(oc, op) <= REDUCTION_OPTIONS:
+                continue
+            if width(oc) <= width(op) and coarseness(oc) >= coarseness(op) and \
+                    (width(oc), coarseness(oc)) != (width(op), coarseness(op)):
+                relation = "truncated" if width(oc) < width(op) else "quantized"
+                out.append(DerivedCopy(c, p, relation, float("nan"), float("nan"), declared=True))
+    return sorted(out, key=lambda d: (d.parent, d.copy))
+
+
 def _name_keys(base: str) -> tuple[str, str]:
     """A ``base_model`` entry as (the whole name, its last path part), lower case: ``org/name``, a folder path."""
     full = base.strip().rstrip("/\\").lower()
@@ -340,11 +381,15 @@ def pool_copies(embeddings: Mapping[str, Any], *, seed: int = 0, origins: Mappin
                 identities: Mapping[str, tuple[str, Sequence[str], bool]] | None = None) -> list[DerivedCopy]:
     """Every (copy, parent) pair of a pool: the copies its vectors show (:func:`derived_copies` with ``embeddings``,
     ``seed`` and ``origins``), then the copies the specs declare by input length (:func:`truncated_inputs`, the
-    ``origins`` of the embedded candidates) and the copies the model cards declare (:func:`declared_copies` with
+    ``origins`` of the embedded candidates) and by ``truncate_dim`` / ``precision`` (:func:`declared_reductions`) and the copies the model cards declare (:func:`declared_copies` with
     ``cards`` and ``identities``), each pair once."""
-    found = derived_copies(embeddings, seed=seed, origins=origins)
+    embedded = {k: v for k, v in (origins or {}).items() if k in embeddings}
+    reductions = declared_reductions(embedded)  # what the spec declares wins over what the vectors show
+    declared = {(d.copy, d.parent) for d in reductions}
+    found = [d for d in derived_copies(embeddings, seed=seed, origins=origins) if (d.copy, d.parent) not in declared]
+    found += reductions
     seen = {(d.copy, d.parent) for d in found}
-    by_spec = truncated_inputs({k: v for k, v in (origins or {}).items() if k in embeddings})
+    by_spec = truncated_inputs(embedded)
     for d in by_spec + declared_copies(cards or {}, identities or {}):
         if (d.copy, d.parent) not in seen:
             seen.add((d.copy, d.parent))
@@ -352,5 +397,6 @@ def pool_copies(embeddings: Mapping[str, Any], *, seed: int = 0, origins: Mappin
     return found
 
 
-__all__ = ["FIT_THRESHOLD", "THRESHOLD", "DerivedCopy", "declared_copies", "derived_copies", "monotone_fit",
+__all__ = ["FIT_THRESHOLD", "THRESHOLD", "DerivedCopy", "declared_copies", "declared_reductions", "derived_copies",
+           "monotone_fit",
            "pool_copies", "spec_relation", "truncated_inputs"]

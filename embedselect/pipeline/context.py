@@ -8,6 +8,7 @@ import hashlib
 import json
 import math
 import platform
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
@@ -178,6 +179,12 @@ class RunContext:
             (n, d) the items embedded with the model's document prompt (only for a model that has one); query_prompts:
             candidate name -> {"query": prompt name or None, "document": ...} (see
             :func:`embedselect.pipeline.embedding._embed_queries`).
+        run_id: a key unique to this run: the cache key of vectors kept for the run only (an embedder object or
+            API without a revision) is made of it, so a model's variants (``?truncate_dim=``, ``?precision=``) share
+            one computation within the run and nothing across runs.
+        run_vectors: such vectors, by that key (float32 (n, d), the model's own, before any reduction).
+        reductions: candidate name -> the int8 ranges its reduction took from the reference items (float32 (2, d)),
+            for its query vectors.
         answers: a person's answered questions (:class:`~embedselect.validation.answers.Answered`), checked against
             ``ref`` before any work, or None; ``answers_summary``: what they decided
             (:func:`embedselect.pipeline.answers.answers_stage`), the Ranking's ``answers``.
@@ -210,6 +217,9 @@ class RunContext:
     query_prompts: dict[str, dict[str, str | None]] = field(default_factory=dict)
     answers: Any = None
     answers_summary: dict[str, Any] | None = None
+    run_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    run_vectors: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
+    reductions: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @property
     def seed(self) -> int:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import logging
 import time
-import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,6 +15,7 @@ from embedselect._util.arrays import check_embeddings
 from embedselect.errors import ConfigError, EmbedselectError, MetricError
 from embedselect._util.kinds import FITTED_BASELINES, is_baseline_id
 from embedselect.config import LoadPolicy, OnError, RankConfig, Runtime
+from embedselect.models.backends.reduce import REDUCTION_OPTIONS, reduction_of
 from embedselect.ranking.result import CandidateResult, RankingWarning
 from embedselect.pipeline.context import STAGES_PER_CANDIDATE, EmbedOutcome, RunContext, load_reference_data, run_context
 
@@ -140,6 +140,7 @@ class _Pinned:
 
     rc: Any  # ResolvedCandidate
     key: str | None  # None: not cached across runs (precomputed vectors; an embedder object or API without a revision)
+    memo: str | None = None  # for vectors kept for the run only: their key in ctx.run_vectors
 
 
 def _embed_candidate(ctx: RunContext, cand: Any, *, keep_vectors: bool) -> EmbedOutcome:
@@ -157,6 +158,9 @@ def _embed_candidate(ctx: RunContext, cand: Any, *, keep_vectors: bool) -> Embed
         else:
             with ctx.store.run_lock(pinned.key, what=cand.name):  # a concurrent run of the same key: wait, read it
                 vectors = _vectors(ctx, cand, pinned, res, step, loaded)
+        reduction = reduction_of(cand.options, name=cand.name)
+        if reduction is not None:  # ?truncate_dim= / ?precision=: computed from the model's own vectors
+            vectors, ctx.reductions[cand.name] = reduction.apply(vectors, name=cand.name)
         res.n, res.dim = int(vectors.shape[0]), int(vectors.shape[1])
         if ctx.queries is not None:
             step["stage"] = "queries"
@@ -201,34 +205,43 @@ def _resolve(ctx: RunContext, cand: Any, res: CandidateResult, step: dict[str, A
         if cand.kind == "vectors":  # read from the user's input every run (revision: their content hash)
             res.cache_scope = "input"
         elif cand.kind == "embedder" and not cand.revision:
-            res.cache_scope, revision = "run", f"unpinned-{uuid.uuid4().hex}"  # a key no other run shares
+            res.cache_scope, revision = "run", f"unpinned-{ctx.run_id}"  # a key no other run shares
             res.revision = None
             log.warning("%s: an embedder object without a revision: its vectors are kept for this run only (give "
                         "Candidate(name=..., embedder=..., revision=...) to cache them across runs)", cand.name)
         elif cand.kind == "api" and not cand.revision:
-            res.cache_scope, revision = "run", f"unpinned-{uuid.uuid4().hex}"
+            res.cache_scope, revision = "run", f"unpinned-{ctx.run_id}"
             res.revision = None
             log.warning("%s: a hosted embedding API without ?revision=: its vectors are kept for this run only (a "
                         "provider may change the model behind a name; add ?revision=NAME to cache them across runs "
                         "under model, dimensions and host)", cand.name)
+        # ?truncate_dim= / ?precision= are computed from the model's own vectors: those are stored (or kept) under
+        # the key without them, shared with the model's other variants; the candidate's run_key has them
+        reduced = {k: v for k, v in vector_options(cand.options).items() if k in REDUCTION_OPTIONS}
         if res.cache_scope != "store":
-            key = run_key(model_id=rc.model_id, revision=revision, backend=rc.backend,
-                          options=vector_options(cand.options), fingerprint=ctx.ref.fingerprint, precision="as-given")
-            res.run_key = key  # what the metrics and their caches know the vectors by
-            return _Pinned(rc, None)
+            base = {k: v for k, v in vector_options(cand.options).items() if k not in REDUCTION_OPTIONS}
+            memo = run_key(model_id=rc.model_id, revision=revision, backend=rc.backend, options=base,
+                           fingerprint=ctx.ref.fingerprint, precision="as-given")
+            # what the metrics and their caches know the vectors by
+            res.run_key = memo if not reduced else run_key(
+                model_id=rc.model_id, revision=revision, backend=rc.backend, options={**base, **reduced},
+                fingerprint=ctx.ref.fingerprint, precision="as-given")
+            return _Pinned(rc, None, memo)
         ctx.store.record_model(model_id=rc.model_id, revision=rc.revision, backend=rc.backend, modality=rc.modality,
                                spec=cand.spec, local_dir=str(rc.local_dir) if rc.local_dir else None)
         is_baseline = is_baseline_id(rc.model_id)
         precision = ("as-returned" if cand.kind in ("embedder", "api")  # the object or server decides
                      else key_precision(cand.options.get("dtype"), ctx.device, baseline=is_baseline))
-        key_options = vector_options(cand.options)
+        key_options = {k: v for k, v in vector_options(cand.options).items() if k not in REDUCTION_OPTIONS}
         if is_baseline:  # every setting of the baseline's own (?seed= over the run's seed, ?dim=, ...)
             from embedselect.models.backends.baselines import baseline_key_options
 
             key_options = baseline_key_options(rc.backend, modality=rc.modality, options=key_options, seed=ctx.seed)
         key = run_key(model_id=rc.model_id, revision=rc.revision, backend=rc.backend, options=key_options,
                       fingerprint=ctx.ref.fingerprint, precision=precision)
-        res.run_key = key
+        res.run_key = key if not reduced else run_key(
+            model_id=rc.model_id, revision=rc.revision, backend=rc.backend, options={**key_options, **reduced},
+            fingerprint=ctx.ref.fingerprint, precision=precision)
     return _Pinned(rc, key)
 
 
@@ -253,6 +266,13 @@ def _vectors(ctx: RunContext, cand: Any, pinned: _Pinned, res: CandidateResult, 
     rc, key, ref = pinned.rc, pinned.key, ctx.ref
     if cand.kind == "vectors":
         return _precomputed(ctx, cand, step)
+    if key is None and pinned.memo in ctx.run_vectors:  # another variant of this model computed them in this run
+        res.seconds = 0.0
+        if cand.kind == "api":
+            res.api_tokens = 0
+        ctx.bar.advance(STAGES_PER_CANDIDATE - step["done"])
+        step["done"] = STAGES_PER_CANDIDATE
+        return ctx.run_vectors[pinned.memo]
     step["stage"] = "cache"
     vectors = ctx.store.load_vectors(key, mmap=True) if key is not None else None
     if vectors is not None:
@@ -288,6 +308,8 @@ def _vectors(ctx: RunContext, cand: Any, pinned: _Pinned, res: CandidateResult, 
     if cand.kind == "api":
         res.api_tokens = int(getattr(embedder, "tokens_used", 0))
     if key is None:  # cached for this run only: the vectors stay in memory
+        if pinned.memo is not None:
+            ctx.run_vectors[pinned.memo] = vectors
         ctx.bar.advance(STAGES_PER_CANDIDATE - step["done"])
         step["done"] = STAGES_PER_CANDIDATE
         return vectors
@@ -348,11 +370,16 @@ def _embed_queries(ctx: RunContext, cand: Any, pinned: _Pinned, vectors: np.ndar
     with ctx.bar.stage(f"{cand.name}: embed {len(queries)} queries", steps=0):
         q = (embedder.embed(queries, batch_size=ctx.batch_size, prompt_name=prompts["query"]) if prompts["query"]
              else embedder.embed(queries, batch_size=ctx.batch_size))
+    reduction = reduction_of(cand.options, name=cand.name)
+    if reduction is not None:  # as its items: truncated and quantised with the items' int8 ranges
+        q, _ = reduction.apply(q, name=cand.name, ranges=ctx.reductions.get(cand.name))
     ctx.query_vectors[cand.name] = check_embeddings(q, what=f"{cand.name}'s query vectors", n=len(queries),
                                                     dtype=None, error=MetricError)
     if prompts["document"]:
         with ctx.bar.stage(f"{cand.name}: embed {len(ref)} items as documents", steps=0):
             d = embedder.embed(list(ref.items), batch_size=ctx.batch_size, prompt_name=prompts["document"])
+        if reduction is not None:
+            d, _ = reduction.apply(d, name=cand.name, ranges=ctx.reductions.get(cand.name))
         ctx.search_vectors[cand.name] = check_embeddings(d, what=f"{cand.name}'s document vectors", n=len(ref),
                                                          dtype=None, error=MetricError)
     if ctx.query_vectors[cand.name].shape[1] != vectors.shape[1]:

@@ -128,7 +128,8 @@ def build_index(
 
     Raises:
         ConfigError: ``out`` holds other files, or an index without ``overwrite``; no ranking for ``"best"``; a
-            config with labels.
+            config with labels; a ``?truncate_dim=`` / ``?precision=`` variant (an index holds a model's own
+            vectors, which its queries can be embedded to).
         CandidateError: the model could not be embedded.
         DataError: the data cannot be loaded.
     """
@@ -137,6 +138,7 @@ def build_index(
     from embedselect.version import __version__
     from embedselect.pipeline.context import load_reference_data
     from embedselect.pipeline.embedding import embed_reference
+    from embedselect.models.backends.reduce import REDUCTION_OPTIONS
     from embedselect.nn.knn import build_index as faiss_index
     from embedselect.nn.knn import index_device, is_exact, to_cpu
     from embedselect.nn.device import auto_device
@@ -154,6 +156,10 @@ def build_index(
         log.info("best candidate of the stored ranking: %s", cand.name)
     else:
         cand = one_candidate(model, ref.modality)
+    reduced = sorted(k for k in REDUCTION_OPTIONS if cand.options.get(k) is not None)
+    if reduced:
+        raise ConfigError(f"{cand.name} is a {'/'.join('?' + k + '=' for k in reduced)} variant of its model: an index "
+                          "holds a model's own vectors; index the model without these options")
     seed = config.seed
     [outcome] = embed_reference(ref, [cand], store=store, config=config, runtime=runtime, keep_vectors=True)
     res = outcome.result

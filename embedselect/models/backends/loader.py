@@ -9,6 +9,7 @@ from typing import Any, Mapping, Sequence
 
 from embedselect.models.backends.base import Embedder
 from embedselect.models.backends.device import resolve_device
+from embedselect.models.backends.reduce import REDUCTION_OPTIONS
 from embedselect.errors import ConfigError, EmbedselectError, ModelLoadError, UnsafeModelError
 from embedselect._util.kinds import BACKENDS, BASELINES, is_baseline_id
 from embedselect.models.layout import read_json
@@ -122,6 +123,8 @@ def load_embedder(
     """
     opts = {**dict(getattr(rc.candidate, "options", {}) or {}), **dict(options or {})}
     opts.pop("modality", None)
+    for computed in REDUCTION_OPTIONS:  # computed from the model's vectors by the run (backends.reduce), not by it
+        opts.pop(computed, None)
     backend = rc.backend
     if getattr(rc.candidate, "kind", None) == "embedder":  # the user's own object: nothing to load, nothing to check
         from embedselect.models.backends.custom import ObjectEmbedder

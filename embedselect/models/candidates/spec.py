@@ -92,7 +92,10 @@ def parse_spec(spec: str) -> Candidate:
         CandidateSpecError: none of the forms; an unknown backend, baseline or modality; a bad option; a missing
             local folder; a bad revision.
     """
+    from embedselect.models.backends.reduce import reduction_of
+
     head, opts = _split_options(spec)
+    reduction_of(opts, name=spec)  # ?truncate_dim= / ?precision= of any model, checked before any work
     backend = opts.pop("backend", None)
     if backend is not None and backend not in BACKENDS:
         raise CandidateSpecError(f"unknown backend {backend!r} in {spec!r}: use one of {', '.join(BACKENDS)}")
