@@ -118,6 +118,21 @@ def test_variants_rank_in_one_pool_below_their_parent_and_the_model_runs_once(ti
     assert {("t16", "full"), ("bin", "full"), ("t8q", "full"), ("t8q", "t16")} <= pairs
     for copy, parent in pairs:
         assert r[copy].rank > r[parent].rank, (copy, parent)
+    # cost beside quality (item 6): bytes per vector as deployed, the model's parameters, its measured speed
+    assert [r[n].bytes_per_vector for n in ("full", "t16", "bin", "t8q")] == [128, 64, 4, 8]
+    from safetensors.numpy import load_file
+
+    n_params = sum(a.size for p in tiny.rglob("*.safetensors") for a in load_file(str(p)).values())
+    assert r["full"].parameters == n_params > 0 and r["t8q"].parameters == n_params
+    assert r["full"].items_per_second > 0 and r["tfidf-svd"].parameters is None
+    df = r.to_pandas()
+    assert df.loc["bin", "bytes_per_vector"] == 4 and df.loc["full", "parameters"] == n_params
+    assert df.loc["full", "items_per_second"] == pytest.approx(r["full"].items_per_second)
+    from embedselect.cli.common import format_table
+
+    table = format_table(r)
+    assert "bytes/vec" in table.splitlines()[0] and "params" in table.splitlines()[0]
+    assert Ranking.from_json(r.to_json())["t8q"].bytes_per_vector == 8
 
 
 def test_cli_ranks_a_truncated_variant(tiny, tmp_path, capsys):

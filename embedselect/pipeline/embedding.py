@@ -15,7 +15,7 @@ from embedselect._util.arrays import check_embeddings
 from embedselect.errors import ConfigError, EmbedselectError, MetricError
 from embedselect._util.kinds import FITTED_BASELINES, is_baseline_id
 from embedselect.config import LoadPolicy, OnError, RankConfig, Runtime
-from embedselect.models.backends.reduce import REDUCTION_OPTIONS, reduction_of
+from embedselect.models.backends.reduce import REDUCTION_OPTIONS, bytes_per_vector, reduction_of
 from embedselect.ranking.result import CandidateResult, RankingWarning
 from embedselect.pipeline.context import STAGES_PER_CANDIDATE, EmbedOutcome, RunContext, load_reference_data, run_context
 
@@ -162,6 +162,9 @@ def _embed_candidate(ctx: RunContext, cand: Any, *, keep_vectors: bool) -> Embed
         if reduction is not None:  # ?truncate_dim= / ?precision=: computed from the model's own vectors
             vectors, ctx.reductions[cand.name] = reduction.apply(vectors, name=cand.name)
         res.n, res.dim = int(vectors.shape[0]), int(vectors.shape[1])
+        res.bytes_per_vector = bytes_per_vector(res.dim, cand.options)
+        if cand.kind != "vectors" and res.seconds and res.seconds > 0:
+            res.items_per_second = res.n / res.seconds
         if ctx.queries is not None:
             step["stage"] = "queries"
             _embed_queries(ctx, cand, pinned, vectors, loaded.get("embedder"))
@@ -184,7 +187,7 @@ def _resolve(ctx: RunContext, cand: Any, res: CandidateResult, step: dict[str, A
     for an unpinned embedder) and ``cache_scope`` says so (``"input"`` / ``"run"``)."""
     from embedselect.models.backends.base import vector_options
     from embedselect.models.backends.device import key_precision, library_progress, progress_enabled
-    from embedselect.models.backends.loader import weight_bytes
+    from embedselect.models.backends.loader import object_parameter_count, parameter_count, weight_bytes
     from embedselect.models.candidates import resolve_candidate
     from embedselect.store import run_key
 
@@ -196,6 +199,8 @@ def _resolve(ctx: RunContext, cand: Any, res: CandidateResult, step: dict[str, A
         res.model_id, res.revision, res.backend, res.modality = rc.model_id, rc.revision, rc.backend, rc.modality
         ctx.cards[cand.name] = _card(rc)
         res.model_bytes = weight_bytes(rc.local_dir) if rc.local_dir else None
+        res.parameters = (parameter_count(rc.local_dir) if rc.local_dir
+                          else object_parameter_count(cand.embedder) if cand.kind == "embedder" else None)
         if rc.modality != ctx.ref.modality:
             raise ConfigError(
                 f"{cand.name} embeds {rc.modality} but the reference data is {ctx.ref.modality}; "

@@ -184,6 +184,13 @@ class CandidateResult:
         model_bytes: size of the model's weight files in bytes (None for the built-in baselines); a cost.
         api_tokens: for a hosted embedding API (``openai:MODEL``), the tokens this run was billed for (the
             servers' ``usage.total_tokens`` summed; 0 when its vectors came from the cache); None for other kinds.
+        bytes_per_vector: bytes one vector takes as deployed: 4 per dimension, 1 with ``?precision=int8``, 1/8 with
+            ``?precision=binary`` (:func:`embedselect.models.backends.reduce.bytes_per_vector`); a cost.
+        items_per_second: items embedded per second when the vectors were computed (``n / seconds``, on the machine
+            that computed them: this one unless they came from a shared cache); None when not measured (precomputed
+            vectors, a variant computed from its model's vectors in this run).
+        parameters: the model's parameter count, where known: the tensors of its safetensors files (read from their
+            headers, no weights loaded), or an embedder object's ``parameters()`` (a torch module); None otherwise.
     """
 
     name: str
@@ -209,6 +216,9 @@ class CandidateResult:
     model_bytes: int | None = None
     cache_scope: str = "store"
     api_tokens: int | None = None
+    bytes_per_vector: int | None = None
+    items_per_second: float | None = None
+    parameters: int | None = None
 
     @property
     def ok(self) -> bool:
@@ -348,6 +358,10 @@ class Ranking:
                     "revision": c.revision,
                     "backend": c.backend,
                     "dim": c.dim,
+                    "bytes_per_vector": c.bytes_per_vector,
+                    "items_per_second": c.items_per_second,
+                    "parameters": c.parameters,
+                    "api_tokens": c.api_tokens,
                     "cached": c.cached,
                     "seconds": c.seconds,
                     "status": c.status,

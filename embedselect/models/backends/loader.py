@@ -30,6 +30,43 @@ def weight_bytes(local_dir: Path) -> int | None:
     return total or None
 
 
+def parameter_count(local_dir: Path) -> int | None:
+    """The parameters of the model in a folder (its safetensors files, module folders included: the product of each
+    tensor's shape, read from the files' headers; no weights are loaded), or None when it has no safetensors file or
+    one cannot be read."""
+    d = Path(local_dir)
+    if not d.is_dir():
+        return None
+    files = sorted(p for p in d.rglob("*.safetensors") if p.is_file())
+    if not files:
+        return None
+    from safetensors import safe_open
+
+    total = 0
+    try:
+        for path in files:
+            with safe_open(str(path), framework="numpy") as f:
+                for name in f.keys():
+                    n = 1
+                    for size in f.get_slice(name).get_shape():
+                        n *= int(size)
+                    total += n
+    except Exception:  # noqa: BLE001 - a cost shown beside the scores: an unreadable header leaves it unknown
+        return None
+    return total
+
+
+def object_parameter_count(obj: Any) -> int | None:
+    """The parameter count of a user's embedder object that is a torch module (``parameters()``), else None."""
+    params = getattr(obj, "parameters", None)
+    if not callable(params):
+        return None
+    try:
+        return int(sum(int(p.numel()) for p in params()))
+    except Exception:  # noqa: BLE001 - the user's object: anything else is "not known"
+        return None
+
+
 def check_local_files(local_dir: Path, backend: str, policy: LoadPolicy, model_id: str) -> None:
     """Refuse a model folder that ``policy`` does not allow, before any library touches it.
 
