@@ -63,6 +63,7 @@ class FakeEmbeddings(ThreadingHTTPServer):
         self.faults: list[dict[str, Any]] = []
         self.requests: list[dict[str, Any]] = []
         self.lock = threading.Lock()
+        self.in_flight = self.most_in_flight = 0
 
     def handle_error(self, request: Any, client_address: Any) -> None:  # a client that left (the time-out test)
         pass
@@ -90,6 +91,16 @@ class _Handler(BaseHTTPRequestHandler):
             self.server.requests.append({"body": body, "auth": self.headers.get("Authorization"),
                                          "path": self.path})
         fault = self.server.next_fault()
+        with self.server.lock:
+            self.server.in_flight += 1
+            self.server.most_in_flight = max(self.server.most_in_flight, self.server.in_flight)
+        try:
+            self._answer(body, fault)
+        finally:
+            with self.server.lock:
+                self.server.in_flight -= 1
+
+    def _answer(self, body: dict[str, Any], fault: dict[str, Any]) -> None:
         if self.path != "/v1/embeddings":
             return self._send(404, b'{"error": "no such route"}')
         if "delay" in fault:
@@ -206,7 +217,13 @@ def test_rows_come_back_in_index_order_whatever_order_the_server_sends(server, k
     server.faults = [{"reverse": True, "forever": True}]
     out = _embedder(server, batch_size=4).embed(TEXTS)
     np.testing.assert_array_equal(out, EXPECTED)
-    assert [len(q["body"]["input"]) for q in server.requests] == [4, 4, 2]
+    assert sorted(len(q["body"]["input"]) for q in server.requests) == [2, 4, 4]  # concurrent: any order
+
+
+def test_concurrency_is_bounded(server, key):
+    server.faults = [{"delay": 0.2, "forever": True}]
+    np.testing.assert_array_equal(_embedder(server, batch_size=1, concurrency=3).embed(TEXTS), EXPECTED)
+    assert len(server.requests) == 10 and server.most_in_flight == 3
 
 
 def test_batches_follow_the_token_estimate_and_run_concurrently(server, key):
@@ -259,6 +276,7 @@ def test_a_400_is_not_retried(server, key, waits):
     ({"index": [0, 1, 1, 3, 4, 5, 6, 7, 8, 9]}, "do not cover 0..9 exactly once"),
     ({"index": [0, 1, 2, 3, 4, 5, 6, 7, 8, 10]}, "do not cover 0..9 exactly once"),
     ({"status": 200, "body": b'{"data": "none"}'}, "no 'data' list"),
+    ({"status": 200, "body": b" " * (10 * 256 * 1024 + 2**20 + 1)}, "answer is over"),
     ({"status": 200, "body": b'{"data": [{"index": 0, "embedding": [1.0, "x"]}]}'}, "1 vectors for 10 inputs"),
 ])
 def test_an_answer_that_cannot_be_used_is_a_typed_error_naming_the_candidate(server, key, fault, needle):

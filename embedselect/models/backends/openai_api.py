@@ -36,7 +36,7 @@ import re
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -65,6 +65,9 @@ DEFAULT_TIMEOUT_S = 60.0
 MAX_RETRY_AFTER_S = 120.0
 """The longest ``Retry-After`` honoured; a longer one is waited this long."""
 MAX_BACKOFF_S = 30.0
+MAX_ANSWER_BYTES_PER_INPUT = 256 * 1024
+"""An answer may hold at most this many bytes per input plus 1 MiB (a 3072-wide float vector is about 70 kB of
+JSON); a longer one is refused as it arrives (an untrusted server cannot fill the memory)."""
 MAX_ERROR_BODY = 300
 """Characters of a server's error body quoted in a message (after redaction)."""
 
@@ -209,7 +212,7 @@ class ApiEmbedder:
                         start, stop = batches[b]
                         reserved = self._reserve(texts[start:stop])
                         futures[pool.submit(self._request, client, key, texts[start:stop], reserved)] = b
-                    done, _ = wait(list(futures), return_when=FIRST_EXCEPTION)
+                    done, _ = wait(list(futures), return_when=FIRST_COMPLETED)
                     for f in done:
                         out[futures.pop(f)] = f.result()
             except BaseException:
@@ -285,11 +288,16 @@ class ApiEmbedder:
             deadline = time.monotonic() + self.timeout
             try:
                 with client.stream("POST", url, content=data, headers=headers) as resp:
-                    chunks = []
+                    chunks, size, limit = [], 0, len(body["input"]) * MAX_ANSWER_BYTES_PER_INPUT + 2**20
                     for chunk in resp.iter_bytes():
                         chunks.append(chunk)
+                        size += len(chunk)
                         if time.monotonic() > deadline:
                             raise httpx2.ReadTimeout("total time-out")
+                        if size > limit:
+                            raise EmbeddingAPIResponseError(
+                                f"candidate {self.name!r}: the API's answer is over {limit} bytes for "
+                                f"{len(body['input'])} inputs; refused")
                     raw = b"".join(chunks)
                     status, retry_after = resp.status_code, resp.headers.get("retry-after")
             except httpx2.TimeoutException:
