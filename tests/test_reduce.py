@@ -133,6 +133,14 @@ def test_variants_rank_in_one_pool_below_their_parent_and_the_model_runs_once(ti
     table = format_table(r)
     assert "bytes/vec" in table.splitlines()[0] and "params" in table.splitlines()[0]
     assert Ranking.from_json(r.to_json())["t8q"].bytes_per_vector == 8
+    from embedselect.publish.report import to_html, to_markdown
+
+    head, _, *lines = to_markdown(r).splitlines()
+    assert "| bytes/vec | items/s | params |" in head
+    cells = [v.strip() for v in next(x for x in lines if x.split("|")[2].strip() == "bin").split("|")]
+    assert cells[5:7] == ["32", "4"]  # dim, bytes per vector
+    page = to_html(r, plots=False)
+    assert "<th class=\"wide\">bytes/vec</th>" in page and "<th class=\"wide\">params</th>" in page
 
 
 def test_cli_ranks_a_truncated_variant(tiny, tmp_path, capsys):

@@ -196,6 +196,8 @@ def fmt(v: Any) -> str:
 
 def format_table(ranking) -> str:
     """A plain-text table of a Ranking, best first."""
+    from embedselect.publish.text import count, rate
+
     headers = ["rank", "candidate", "score"]
     answers = bool(getattr(ranking, "answers", None))
     if answers:
@@ -214,8 +216,8 @@ def format_table(ranking) -> str:
             row.append(_agreement_cell(c.columns))
         for m in ranking.metrics:
             row += [fmt(c.scores.get(m)), fmt(c.ranks.get(m))]
-        row += [fmt(c.dim), fmt(c.bytes_per_vector), _rate(c.items_per_second)]
-        row += ([_count(c.parameters)] if params else []) + ([fmt(c.api_tokens)] if tokens else [])
+        row += [fmt(c.dim), fmt(c.bytes_per_vector), rate(c.items_per_second)]
+        row += ([count(c.parameters)] if params else []) + ([fmt(c.api_tokens)] if tokens else [])
         row += ["yes" if c.cached else "no", c.status if c.ok else f"FAILED: {c.error_type}"]
         rows.append(row)
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
@@ -243,21 +245,6 @@ def format_table(ranking) -> str:
     if timing:
         lines.append(timing)
     return "\n".join(lines)
-
-
-def _rate(v: float | None) -> str:
-    """Items per second, 3 significant digits: ``1.23e+03`` is shown as ``1230``."""
-    return "-" if v is None or not math.isfinite(v) else f"{float(f'{v:.3g}'):g}"
-
-
-def _count(v: int | None) -> str:
-    """A parameter count as ``22.7M`` / ``1.1B`` / ``830k``."""
-    if not v:
-        return "-"
-    for size, unit in ((1e9, "B"), (1e6, "M"), (1e3, "k")):
-        if v >= size:
-            return f"{v / size:.3g}{unit}"
-    return str(v)
 
 
 def _agreement_cell(columns: dict[str, Any]) -> str:

@@ -152,10 +152,18 @@ def pareto_front(points: list[tuple[str, float, float]], *, lower_cost_better: b
     return front
 
 
+def _items_per_second(c: Any) -> float | None:
+    """A candidate's measured items per second (``n / seconds`` for a ranking made before the field)."""
+    if c.items_per_second:
+        return float(c.items_per_second)
+    return c.n / c.seconds if c.n and c.seconds else None
+
+
 def score_vs_cost(ranking: Ranking) -> str | None:
-    """Combined score against three costs: model size (MB of weight files; baselines have none), embedding
-    dimension (storage, search) and measured throughput (items per second of the embedding run), with the Pareto
-    front of each marked."""
+    """Combined score against three costs: model size (MB of weight files; baselines have none), bytes per vector
+    as deployed (storage, search: 4 per dimension, less for an int8 or binary variant; 4 x dim for a ranking made
+    before the field) and measured throughput (items per second of the embedding run), with the Pareto front of each
+    marked: the candidates no other beats on both score and that cost."""
     rows = [c for c in ranking.ok if _finite(c.combined_score)]
     if len(rows) < 2:
         return None
@@ -164,9 +172,10 @@ def score_vs_cost(ranking: Ranking) -> str | None:
     panels: list[tuple[str, list[Any], bool]] = [  # scores are finite: rows were filtered above
         ("model size, MB of weights (lower is cheaper)",
          [(c.name, c.model_bytes / 1e6, c.combined_score) for c in rows if c.model_bytes], True),
-        ("embedding dimension (lower is cheaper)", [(c.name, float(c.dim), c.combined_score) for c in rows if c.dim], True),
+        ("bytes per vector (lower is cheaper)",
+         [(c.name, float(c.bytes_per_vector or 4 * c.dim), c.combined_score) for c in rows if c.dim], True),
         ("items per second when embedded (higher is cheaper)",
-         [(c.name, c.n / c.seconds, c.combined_score) for c in rows if c.n and c.seconds], False),
+         [(c.name, rate, c.combined_score) for c in rows if (rate := _items_per_second(c))], False),
     ]
     for ax, (label, pts, lower) in zip(axes, panels):
         if len(pts) < 2:

@@ -13,20 +13,28 @@ from typing import Any, Mapping
 
 from embedselect.publish.text import esc as _e
 from embedselect.publish.text import md as _md
+from embedselect.publish.text import count as _count
 from embedselect.publish.text import num as _num
+from embedselect.publish.text import rate as _rate
 from embedselect.ranking.result import Ranking
 
 
 def to_markdown(ranking: Ranking) -> str:
-    """A Markdown leaderboard: rank, candidate, combined score, each metric's score and rank, dimension."""
-    head = ["rank", "candidate", "score", *(f"{m} (rank)" for m in ranking.metrics), "dim", "revision"]
+    """A Markdown leaderboard: rank, candidate, combined score, each metric's score and rank, dimension, bytes per
+    vector, items per second, and the parameters / API tokens when any candidate has them."""
+    params = any(c.parameters for c in ranking.candidates)
+    tokens = any(c.api_tokens is not None for c in ranking.candidates)
+    head = ["rank", "candidate", "score", *(f"{m} (rank)" for m in ranking.metrics), "dim", "bytes/vec", "items/s",
+            *(["params"] if params else []), *(["tokens"] if tokens else []), "revision"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for c in ranking.candidates:
         if not c.ok:
             continue
         cells = [_num(c.rank), _md(c.name), _num(c.combined_score)]
         cells += [f"{_num(c.scores.get(m))} ({_num(c.ranks.get(m))})" for m in ranking.metrics]
-        cells += [_num(c.dim), _md((c.revision or "")[:12])]
+        cells += [_num(c.dim), _num(c.bytes_per_vector), _rate(c.items_per_second)]
+        cells += ([_count(c.parameters)] if params else []) + ([_num(c.api_tokens)] if tokens else [])
+        cells += [_md((c.revision or "")[:12])]
         lines.append("| " + " | ".join(cells) + " |")
     ds = ranking.dataset
     lines.append("")
@@ -208,7 +216,11 @@ def to_html(ranking: Ranking, *, title: str = "embedselect ranking", plots: bool
         '<h2>Ranking</h2><div class="wrap"><table><thead><tr><th>rank</th><th>candidate</th><th>score</th>',
     ]
     out += [f"<th>{_e(m)}</th><th>#</th>" for m in ranking.metrics]
-    out.append('<th>dim</th><th class="wide">model</th><th class="wide">revision</th><th>status</th></tr></thead><tbody>')
+    params = any(c.parameters for c in ranking.candidates)
+    tokens = any(c.api_tokens is not None for c in ranking.candidates)
+    out.append('<th>dim</th><th class="wide">bytes/vec</th><th class="wide">items/s</th>'
+               + ('<th class="wide">params</th>' if params else "") + ('<th class="wide">tokens</th>' if tokens else "")
+               + '<th class="wide">model</th><th class="wide">revision</th><th>status</th></tr></thead><tbody>')
     # the bar spans the ranking's own range of combined scores (mean-z scores are unbounded)
     finite = [float(c.combined_score) for c in ranking.candidates
               if c.combined_score is not None and math.isfinite(float(c.combined_score))]
@@ -229,6 +241,10 @@ def to_html(ranking: Ranking, *, title: str = "embedselect ranking", plots: bool
         status = "ok" if c.ok else f"failed: {c.error_type}: {c.error}"
         row += [
             f'<td class="num">{_e(_num(c.dim))}</td>',
+            f'<td class="num wide">{_e(_num(c.bytes_per_vector))}</td>',
+            f'<td class="num wide">{_e(_rate(c.items_per_second))}</td>',
+            *([f'<td class="num wide">{_e(_count(c.parameters))}</td>'] if params else []),
+            *([f'<td class="num wide">{_e(_num(c.api_tokens))}</td>'] if tokens else []),
             f'<td class="wide src"><code>{_e(_tail(c.model_id or ""))}</code></td>',
             f'<td class="wide src"><code>{_e((c.revision or "")[:12])}</code></td>',
             f"<td>{_e(status)}</td></tr>",

@@ -55,6 +55,24 @@ def num(v: Any, digits: int = 4) -> str:
     return str(v)
 
 
+def rate(v: Any) -> str:
+    """A rate (items per second) to 3 significant digits without an exponent (``1234.5`` -> ``1230``); ``-`` when
+    missing or not finite."""
+    if v is None or not isinstance(v, (int, float)) or not math.isfinite(v):
+        return "-"
+    return f"{float(f'{v:.3g}'):g}"
+
+
+def count(v: Any) -> str:
+    """A parameter count as ``22.7M`` / ``1.1B`` / ``830k``; ``-`` when missing or 0."""
+    if not v:
+        return "-"
+    for size, unit in ((1e9, "B"), (1e6, "M"), (1e3, "k")):
+        if v >= size:
+            return f"{v / size:.3g}{unit}"
+    return str(v)
+
+
 def esc(v: Any) -> str:
     """``v`` as HTML text (quotes escaped too, so it is safe inside attributes)."""
     return html.escape(clean(v), quote=True)
