@@ -118,6 +118,9 @@ def test_variants_rank_in_one_pool_below_their_parent_and_the_model_runs_once(ti
     assert {("t16", "full"), ("bin", "full"), ("t8q", "full"), ("t8q", "t16")} <= pairs
     for copy, parent in pairs:
         assert r[copy].rank > r[parent].rank, (copy, parent)
+    said = [w.message for w in r.warnings_with("copy-below-parent")]
+    assert not said or all("of the same model" in m for m in said)
+    assert all("?precision=binary of the same model" in m for m in said if m.startswith("bin "))
     # cost beside quality (item 6): bytes per vector as deployed, the model's parameters, its measured speed
     assert [r[n].bytes_per_vector for n in ("full", "t16", "bin", "t8q")] == [128, 64, 4, 8]
     from safetensors.numpy import load_file
@@ -149,3 +152,13 @@ def test_cli_ranks_a_truncated_variant(tiny, tmp_path, capsys):
     assert code == 0
     r = Ranking.from_json(capsys.readouterr().out)
     assert r["t8"].dim == 8 and r["t8"].rank > r["full"].rank
+
+
+def test_a_variant_that_scores_above_its_parent_is_ranked_below_it_and_says_why(cache_dir):
+    r = embedselect.select(SAMPLE, ["tfidf-svd", "tfidf-svd?truncate_dim=16", "random-projection"], column="text",
+                           metrics=["task_prior"])
+    variant = "tfidf-svd?truncate_dim=16"
+    assert r[variant].scores["task_prior"] > r["tfidf-svd"].scores["task_prior"]  # the label-free score prefers it
+    assert r[variant].rank > r["tfidf-svd"].rank  # the declared copy is ranked below its parent all the same
+    (w,) = r.warnings_with("copy-below-parent")
+    assert w.message.startswith(f"{variant} is a truncated copy of tfidf-svd (?truncate_dim=16 of the same model)")

@@ -59,7 +59,9 @@ def _rank_stage(ctx: RunContext) -> Any:
         if d.relation == "truncated-input":
             why, since = "the same model with its input cut to fewer tokens", "it reads less of each item"
         elif d.declared and d.relation in ("truncated", "quantized") and c in ctx.reductions:
-            why = "its ?truncate_dim= / ?precision= of the same model"
+            options = next((dict(x.options) for x in ctx.candidates if x.name == c), {})
+            why = "&".join(f"?{k}={options[k]}" for k in ("truncate_dim", "precision") if k in options) + \
+                " of the same model"
             since = "its vectors are computed from its parent's and cannot carry more information"
         elif d.declared:
             why, since = f"its model card names {p} as its base_model", "a copy approximates its parent"
