@@ -341,10 +341,11 @@ def test_a_key_echoed_in_an_error_body_is_in_no_error_file_or_log_line(server, k
                                                                        waits):
     echo = json.dumps({"error": {"message": f"Incorrect API key provided: {KEY}. You can find your key at ..."}})
     server.faults = [{"status": 401, "body": echo.encode(), "forever": True}]
-    out, cache = tmp_path / "ranking.json", tmp_path / "c"
+    out, cache, md = tmp_path / "ranking.json", tmp_path / "c", tmp_path / "ranking.md"
     with caplog.at_level(logging.DEBUG):
         code = main(["rank", str(SAMPLE), "-c", "text", "-m", f"api=openai:fake-embed?base_url={server.url},tfidf-svd",
-                     "--metrics", "task_prior", "--out", str(out), "--cache-dir", str(cache), "-q"])
+                     "--metrics", "task_prior", "--out", str(out), "--markdown", str(md), "--cache-dir", str(cache),
+                     "-q"])
     streams = capsys.readouterr()
     assert code == 0  # the API candidate failed, the baseline was ranked
     assert server.requests and all(q["auth"] == f"Bearer {KEY}" for q in server.requests)
@@ -353,8 +354,9 @@ def test_a_key_echoed_in_an_error_body_is_in_no_error_file_or_log_line(server, k
     # 1. no error text: the failure, the warnings, stdout and stderr
     assert KEY not in r["api"].error and KEY not in streams.out + streams.err
     # 2. no file the run wrote: the cache (store database, vectors) and the output
-    written = [p for p in [*cache.rglob("*"), out] if p.is_file()]
-    assert written and not [p for p in written if KEY.encode() in p.read_bytes()]
+    written = [p for p in [*cache.rglob("*"), out, md] if p.is_file()]
+    assert md in written and out in written and not [p for p in written if KEY.encode() in p.read_bytes()]
+    assert "HTTP 401" in md.read_text()  # the failure is reported, redacted
     # 3. no log line
     assert caplog.records and not [m for m in caplog.messages if KEY in m]
     assert not [rec for rec in caplog.records if KEY in rec.getMessage()]
