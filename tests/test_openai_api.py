@@ -117,8 +117,8 @@ class _Handler(BaseHTTPRequestHandler):
             for row, idx in zip(rows, fault["index"]):
                 row["index"] = idx
         tokens = sum(len(t.split()) for t in texts)
-        raw = json.dumps({"object": "list", "data": rows, "model": body["model"],
-                          "usage": {"prompt_tokens": tokens, "total_tokens": tokens}}).encode()
+        usage = {} if fault.get("no_usage") else {"usage": {"prompt_tokens": tokens, "total_tokens": tokens}}
+        raw = json.dumps({"object": "list", "data": rows, "model": body["model"], **usage}).encode()
         if fault.get("truncate"):
             raw = raw[: len(raw) // 2]
         self._send(200, raw)
@@ -310,6 +310,16 @@ def test_the_token_budget_stops_before_it_is_exceeded(server, key):
     with pytest.raises(EmbeddingAPIBudgetError, match=rf"max_tokens_total={budget}") as info:
         emb.embed(TEXTS)
     assert len(server.requests) == 1 and emb.tokens_used <= budget and "'api'" in str(info.value)
+
+
+@pytest.mark.fault
+def test_without_usage_in_the_answers_the_budget_counts_the_estimates(server, key):
+    server.faults = [{"no_usage": True, "forever": True}]
+    first = sum(openai_api.estimate_tokens(t) for t in TEXTS[:4])
+    emb = _embedder(server, batch_size=4, concurrency=1, max_tokens_total=first + 5)
+    with pytest.raises(EmbeddingAPIBudgetError):
+        emb.embed(TEXTS)
+    assert len(server.requests) == 1 and emb.tokens_used == first
 
 
 @pytest.mark.fault

@@ -17,7 +17,8 @@ providers and local servers that speak it): :class:`ApiEmbedder`, the
 - A request that takes longer than ``?timeout=`` seconds in all (default :data:`DEFAULT_TIMEOUT_S`) is
   :class:`~embedselect.errors.EmbeddingAPITimeoutError`; it is not tried again (the server may have billed it).
 - A hard budget ``?max_tokens_total=``: a request whose estimated tokens would take the run's tokens (the servers'
-  ``usage.total_tokens``, summed) over it is not sent: :class:`~embedselect.errors.EmbeddingAPIBudgetError`.
+  ``usage.total_tokens``, summed; a request's estimate where its answer has no usage) over it is not sent:
+  :class:`~embedselect.errors.EmbeddingAPIBudgetError`.
 - Answers are untrusted: ``data[*].index`` must cover 0..n-1 exactly once (rows are put in that order), every
   vector must have one width (``?dimensions=`` when given) and finite values; anything else, and a body that is not
   JSON, is :class:`~embedselect.errors.EmbeddingAPIResponseError` naming the candidate.
@@ -139,7 +140,8 @@ class ApiEmbedder:
         name: the candidate's name (every error names it).
         model: the provider's model name (``MODEL`` of ``openai:MODEL``).
         backend: ``"openai"``; modality ``"text"``; device ``"api"``.
-        tokens_used: the servers' ``usage.total_tokens`` summed over this object's requests (0 before any).
+        tokens_used: the servers' ``usage.total_tokens`` summed over this object's requests (0 before any; a request
+            whose answer has no usage counts its estimate, :func:`estimate_tokens`).
         requests: requests answered with vectors.
     """
 
@@ -269,7 +271,7 @@ class ApiEmbedder:
             with self._lock:
                 self._reserved -= reserved
         with self._lock:
-            self.tokens_used += used
+            self.tokens_used += used if used is not None else reserved  # no usage in the answer: the estimate
             self.requests += 1
             over = self.max_tokens_total is not None and self.tokens_used > self.max_tokens_total
         if over:
@@ -334,8 +336,9 @@ class ApiEmbedder:
     def _redacted(self, text: str, key: str) -> str:
         return redact(text, key)
 
-    def _parse(self, raw: bytes, n: int) -> tuple[np.ndarray, int]:
-        """The float32 (n, d) rows of an answer in ``index`` order, and its ``usage.total_tokens`` (0 when absent)."""
+    def _parse(self, raw: bytes, n: int) -> tuple[np.ndarray, int | None]:
+        """The float32 (n, d) rows of an answer in ``index`` order, and its ``usage.total_tokens`` (None when
+        absent or not a count)."""
         who = f"candidate {self.name!r}"
         try:
             payload = json.loads(raw)
@@ -373,8 +376,9 @@ class ApiEmbedder:
             raise EmbeddingAPIResponseError(f"{who}: the API returned {bad.size} vectors holding NaN or inf")
         usage = payload.get("usage")
         used = usage.get("total_tokens") if isinstance(usage, dict) else None
-        tokens = int(used) if isinstance(used, (int, float)) and not isinstance(used, bool) and used >= 0 else 0
-        return matrix.astype(np.float32), tokens
+        if isinstance(used, (int, float)) and not isinstance(used, bool) and math.isfinite(used) and used >= 0:
+            return matrix.astype(np.float32), int(used)
+        return matrix.astype(np.float32), None
 
 
 def _retry_after_seconds(value: str | None) -> float | None:
