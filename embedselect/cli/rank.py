@@ -119,6 +119,8 @@ def cmd_embed(args) -> int:
             "name": o.result.name,
             "status": o.result.status,
             "cached": o.result.cached,
+            "embedded_items": o.result.embedded_items,
+            "stored_items": o.result.stored_items,
             "n": o.result.n,
             "dim": o.result.dim,
             "seconds": o.result.seconds,
@@ -131,7 +133,9 @@ def cmd_embed(args) -> int:
     def line(r: dict[str, Any]) -> str:
         if r["status"] != "ok":
             return f"{r['name']}: failed - {r['error']}"
-        how = "cached" if r["cached"] else f"{r['seconds']:.1f}s"
+        how = "cached" if r["cached"] else f"{r['embedded_items'] or r['n']} embedded in {r['seconds']:.1f}s"
+        if not r["cached"] and r["stored_items"]:
+            how += f", {r['stored_items']} from the cache"
         return f"{r['name']}: ok ({r['n']}x{r['dim']}, {how})"
 
     text = "\n".join(line(r) for r in rows)

@@ -188,6 +188,8 @@ class RunContext:
         answers: a person's answered questions (:class:`~embedselect.validation.answers.Answered`), checked against
             ``ref`` before any work, or None; ``answers_summary``: what they decided
             (:func:`embedselect.pipeline.answers.answers_stage`), the Ranking's ``answers``.
+        item_keys: the content key of each item of ``ref`` (:func:`embedselect.store.keys.item_key`), computed by
+            the first candidate that needs them (the item index of the cache), else None.
     """
 
     ref: Any
@@ -220,6 +222,7 @@ class RunContext:
     run_id: str = field(default_factory=lambda: uuid.uuid4().hex)
     run_vectors: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
     reductions: dict[str, Any] = field(default_factory=dict, repr=False)
+    item_keys: list[str] | None = field(default=None, repr=False)
 
     @property
     def seed(self) -> int:

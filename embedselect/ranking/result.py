@@ -169,8 +169,15 @@ class CandidateResult:
             a content hash of a local directory, or a builtin baseline version).
         status: "ok" or "failed". Failed candidates carry ``error_type`` / ``error`` and no scores.
         n / dim: rows and dimension of the embedding matrix.
-        seconds: wall time of the embedding (from the cache record when ``cached``).
+        seconds: wall time of embedding the ``embedded_items`` this call embedded (when ``cached``: of the stored
+            run it read, None when that run was itself assembled from the cache).
         cached: True if the embeddings came from the cache (no forward pass in this call).
+        embedded_items / stored_items: how many of the ``n`` items this call embedded, and how many it read from
+            the cache (vectors stored per item content by earlier runs of the same model, revision and options,
+            on this data or any other; a fitted baseline such as tfidf-svd is stored whole, per data). Both 0 for
+            precomputed vectors and for a variant (``?truncate_dim=`` / ``?precision=``) of a model kept for the
+            run only whose vectors another variant computed in this run; None for a failed candidate that got no vectors and in rankings written before
+            they were counted.
         scores: metric name -> headline score (higher is better).
         ranks: metric name -> 1-based rank among the ok candidates (1 = best).
         columns: extra per-metric numbers, e.g. "task_prior.probe_acc_mean".
@@ -206,6 +213,8 @@ class CandidateResult:
     dim: int | None = None
     seconds: float | None = None
     cached: bool = False
+    embedded_items: int | None = None
+    stored_items: int | None = None
     scores: dict[str, float] = field(default_factory=dict)
     ranks: dict[str, int] = field(default_factory=dict)
     columns: dict[str, float] = field(default_factory=dict)
@@ -363,6 +372,8 @@ class Ranking:
                     "parameters": c.parameters,
                     "api_tokens": c.api_tokens,
                     "cached": c.cached,
+                    "embedded_items": c.embedded_items,
+                    "stored_items": c.stored_items,
                     "seconds": c.seconds,
                     "status": c.status,
                     "error": c.error,

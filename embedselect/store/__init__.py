@@ -2,7 +2,7 @@
 
 Layout under the cache root (``--cache-dir`` > ``$EMBEDSELECT_CACHE_DIR`` > the user cache directory)::
 
-    embedselect.duckdb          tables: datasets, models, embedding_runs, failures, metric_results,
+    embedselect.duckdb          tables: datasets, models, embedding_runs, item_vectors, failures, metric_results,
                                 rankings, pair_cache (+ the hub catalogue tables, see store/catalog.py)
     vectors/ab/<run_key>.npy    float32 (n, d) embedding matrices, one per run
     locks/<run_key>.lock        per-run lock files: one process computes a run, others wait and read it
@@ -20,7 +20,11 @@ Consistency protocol (crash-safe at any point, tested with ``kill -9``):
 
 1. the vector file is written to a temporary name in the same folder, fsync'd and hashed (outside the lock);
 2. then, in one critical section under the inter-process lock, the ``embedding_runs`` row with the file's sha256
-   and size is inserted, the file is renamed into place, and the transaction is committed.
+   and size and the run's item index rows (``item_vectors``: item content -> row of this file, in the run's vector
+   space) are inserted, the file is renamed into place, and the transaction is committed.
+
+A run whose own key is not stored takes the vectors of the items earlier runs of its vector space hold
+(:meth:`Store.stored_items`) and embeds only the others (docs/cache.md, "Embedding only what is new").
 
 A crash before the commit leaves at most an orphan file, which is never read (no row points at it) and is
 overwritten or swept by :meth:`Store.gc`. ``cache rm`` (:meth:`Store.delete_runs`) and :meth:`Store.gc` read the
@@ -56,7 +60,7 @@ from pathlib import Path
 
 from embedselect.errors import CacheCorruptError, ConfigError, StoreError, StoreReadOnlyError
 from embedselect.store.dbfile import is_own_database
-from embedselect.store.keys import DB_NAME, RUN_KEY_VERSION, RunRecord, default_cache_dir, run_key
+from embedselect.store.keys import DB_NAME, RUN_KEY_VERSION, RunRecord, default_cache_dir, item_key, run_key, space_key
 from embedselect.store.queries import StoreQueries
 from embedselect.store.records import RecordStore
 from embedselect.store.schema import SCHEMA_VERSION
@@ -227,5 +231,5 @@ def _read_only(root: Path, db_path: Path) -> bool:
     return db_path.is_file() and not os.access(db_path, os.W_OK)
 
 
-__all__ = ["Store", "RunRecord", "run_key", "default_cache_dir", "CacheCorruptError", "SCHEMA_VERSION", "DB_NAME",
+__all__ = ["Store", "RunRecord", "run_key", "space_key", "item_key", "default_cache_dir", "CacheCorruptError", "SCHEMA_VERSION", "DB_NAME",
            "RUN_KEY_VERSION"]

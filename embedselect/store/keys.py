@@ -59,6 +59,20 @@ def run_key(
     return hashlib.sha256(payload.encode()).hexdigest()
 
 
+def space_key(*, model_id: str, revision: str, backend: str, options: Mapping[str, Any], precision: str) -> str:
+    """Key of a vector space: everything :func:`run_key` covers except the data (sha256 hex). Two runs of one
+    space give an item the same vector, so a run takes the vectors of items any earlier run of its space embedded
+    (the item index, ``item_vectors``)."""
+    return run_key(model_id=model_id, revision=revision, backend=backend, options=options, precision=precision,
+                   fingerprint="\0space")  # no data fingerprint is this string (they are sha256 hex)
+
+
+def item_key(digest: bytes) -> str:
+    """Key of one item's content in the item index: blake2b (32 bytes, hex) of the bytes the data fingerprint
+    covers for it (a text's UTF-8 bytes, an image file's sha256; :func:`embedselect.data.duplicates.item_digests`)."""
+    return hashlib.blake2b(digest, digest_size=32).hexdigest()
+
+
 @dataclass(frozen=True)
 class RunRecord:
     """One row of ``embedding_runs``."""

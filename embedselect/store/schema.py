@@ -106,7 +106,25 @@ def _v1_to_v2(con: Any) -> None:
     con.execute("INSERT INTO schema_history VALUES (1, NULL, NULL) ON CONFLICT (version) DO NOTHING")
 
 
-MIGRATIONS: list[Callable[[Any], None]] = [_v1_to_v2]
+ITEM_VECTORS_DDL = """CREATE TABLE IF NOT EXISTS item_vectors (
+    space_key VARCHAR NOT NULL,
+    item_hash VARCHAR NOT NULL,
+    run_key VARCHAR NOT NULL,
+    row_index INTEGER NOT NULL,
+    PRIMARY KEY (space_key, item_hash, run_key))"""
+"""The item index (version 3): which row of which run's vector file holds the vector of an item (``item_hash``, see
+:func:`~embedselect.store.keys.item_key`) in a vector space (``space_key``: model, revision, backend, options and
+precision, without the data; :func:`~embedselect.store.keys.space_key`). Written in the transaction that commits the
+run's ``embedding_runs`` row and removed with it."""
+
+
+def _v2_to_v3(con: Any) -> None:
+    """Version 3: the item index ``item_vectors`` (empty: the runs of an older cache are indexed when a run reads
+    them by their run key)."""
+    con.execute(ITEM_VECTORS_DDL)
+
+
+MIGRATIONS: list[Callable[[Any], None]] = [_v1_to_v2, _v2_to_v3]
 """Ordered: ``MIGRATIONS[i]`` takes a version ``i + 1`` database (a DuckDB connection inside a transaction) to
 version ``i + 2``. Append only; never edit a released step."""
 
@@ -148,6 +166,7 @@ def ensure_schema(con: Any, *, where: str = "the cache database") -> int:
             con.execute(ddl)
         if found is None:  # a new database: the current schema at once
             con.execute(_HISTORY_DDL)
+            con.execute(ITEM_VECTORS_DDL)
             con.execute("INSERT INTO schema_history VALUES (?, ?, ?)", [SCHEMA_VERSION, now, __version__])
         else:
             for step in range(found, SCHEMA_VERSION):

@@ -11,8 +11,9 @@ import re
 import socket
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -114,10 +115,13 @@ class VectorStore(Database):
         fingerprint: str,
         device: str | None,
         seconds: float | None,
+        items: tuple[str, Sequence[str]] | None = None,
     ) -> RunRecord:
         """Durably store an embedding matrix (float32, shape (n, d)) and its run record.
 
-        The file is fully written and fsync'd before the row that makes it visible is committed.
+        The file is fully written and fsync'd before the row that makes it visible is committed. ``items``: (space
+        key, the n item keys in row order) of a run whose rows are per-item vectors (see :meth:`stored_items`):
+        their item index rows are committed in the same transaction as the run's row.
         """
         from embedselect.version import __version__
 
@@ -171,6 +175,9 @@ class VectorStore(Database):
                         utc_now(),
                     ],
                 )
+                con.execute("DELETE FROM item_vectors WHERE run_key = ?", [key])
+                if items is not None:
+                    _insert_index(con, key, items[0], items[1], n=rec.n)
                 os.replace(tmp, path)
                 fsync_dir(path.parent)  # tests hook this name: the instant between rename and commit
         finally:
@@ -233,8 +240,9 @@ class VectorStore(Database):
                 if only_if_sha256 is not None:
                     rows = [r for r in rows if r[0] not in only_if_sha256 or only_if_sha256[r[0]] == r[2]]
                 if rows:
-                    con.execute(f"DELETE FROM embedding_runs WHERE run_key IN ({','.join('?' * len(rows))})",
-                                [r[0] for r in rows])
+                    gone = ",".join("?" * len(rows))
+                    con.execute(f"DELETE FROM embedding_runs WHERE run_key IN ({gone})", [r[0] for r in rows])
+                    con.execute(f"DELETE FROM item_vectors WHERE run_key IN ({gone})", [r[0] for r in rows])
             for key, rel, _sha in rows:
                 path = self.root / rel
                 if self._ours(path, key):  # a row never makes the store delete a path it did not name itself
@@ -268,6 +276,77 @@ class VectorStore(Database):
         with self.read() as con:
             return [r[0] for r in con.execute(sql, params).fetchall()]
 
+    # --- the item index -----------------------------------------------------------------------------
+    def stored_items(self, space: str, items: Sequence[str]) -> StoredItems:
+        """The stored vectors of ``items`` (item keys, :func:`~embedselect.store.keys.item_key`) in vector space
+        ``space`` (:func:`~embedselect.store.keys.space_key`): each is taken from a row of a run's vector file that
+        the item index names, read as :meth:`load_vectors` reads it (checksummed; a damaged file is discarded with
+        its run and index rows, and its items count as not stored). Runs that hold most of the items are read
+        first, so that few files are read. A read-only cache of an older schema (no index) has none stored."""
+        n = len(items)
+        found = np.zeros(n, dtype=bool)
+        if n == 0 or not self._has_index():
+            return StoredItems(found, None, [])
+        with self.read() as con:
+            rows = con.execute(
+                """SELECT item_hash, run_key, row_index FROM item_vectors
+                   WHERE space_key = ? AND item_hash IN (SELECT unnest(?::VARCHAR[]))""",
+                [space, list(dict.fromkeys(items))],
+            ).fetchall()
+        where: dict[str, dict[str, int]] = {}  # run key -> item key -> row
+        for item, run, row in rows:
+            where.setdefault(run, {})[item] = int(row)
+        positions: dict[str, list[int]] = {}
+        for i, item in enumerate(items):
+            positions.setdefault(item, []).append(i)
+        out: np.ndarray | None = None
+        sources: list[str] = []
+        for run in sorted(where, key=lambda r: (-len(where[r]), r)):
+            wanted = [(item, row) for item, row in where[run].items() if not found[positions[item][0]]]
+            if not wanted:
+                continue
+            arr = self.load_vectors(run, mmap=True)
+            if arr is None:  # damaged: discarded with its index rows; its items are embedded again
+                continue
+            if out is None:
+                out = np.zeros((n, arr.shape[1]), dtype=np.float32)
+            elif arr.shape[1] != out.shape[1]:
+                log.warning("cached run %s has %d dimensions where other runs of its space have %d; not used",
+                            run[:12], arr.shape[1], out.shape[1])
+                continue
+            dest = [i for item, _ in wanted for i in positions[item]]
+            src = [row for item, row in wanted for _ in positions[item]]
+            order = np.argsort(src, kind="stable")  # read the mapped file front to back
+            out[np.asarray(dest)[order]] = arr[np.asarray(src)[order]]
+            found[dest] = True
+            sources.append(run)
+        return StoredItems(found, out, sources)
+
+    def needs_index(self, key: str) -> bool:
+        """Whether run ``key`` is stored without item index rows (a run stored before the index existed) on a
+        writable cache: then :meth:`index_run` adds them."""
+        if self.read_only:
+            return False
+        with self.read() as con:
+            return not con.execute("SELECT count(*) FROM item_vectors WHERE run_key = ?", [key]).fetchone()[0]
+
+    def index_run(self, key: str, space: str, items: Sequence[str]) -> None:
+        """Add the item index rows of run ``key`` (its n item keys in row order, in vector space ``space``) when it
+        has none: a run stored before the index existed joins it when a run reads it by its run key."""
+        with self.write() as con:
+            row = con.execute("SELECT n FROM embedding_runs WHERE run_key = ?", [key]).fetchone()
+            if row is not None and int(row[0]) == len(items) and not con.execute(
+                    "SELECT count(*) FROM item_vectors WHERE run_key = ?", [key]).fetchone()[0]:
+                _insert_index(con, key, space, items, n=len(items))
+
+    def _has_index(self) -> bool:
+        """Whether the database has the item index table (a read-only cache of an older schema has not)."""
+        if not self.read_only:
+            return True
+        with self.read() as con:
+            return bool(con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = "
+                                    "'item_vectors' AND table_schema = 'main'").fetchone()[0])
+
     GC_GRACE_SECONDS = 3600
     """Temporary (``.tmp``) vector files younger than this are kept by :meth:`gc` unless their writer is known to be
     gone: a writer in another process (perhaps on another host sharing the cache) may still be writing one."""
@@ -281,6 +360,8 @@ class VectorStore(Database):
         self.require_writable("remove files")
         removed = 0
         with self._critical() as con:
+            with self.write() as tx:  # index rows of no run (none are written so; a store edited by hand)
+                tx.execute("DELETE FROM item_vectors WHERE run_key NOT IN (SELECT run_key FROM embedding_runs)")
             known = {r[0] for r in con.execute("SELECT vector_file FROM embedding_runs").fetchall()}
             for path in self.vectors_dir.glob("*/*"):
                 rel = str(path.relative_to(self.root))
@@ -300,6 +381,29 @@ class VectorStore(Database):
         """The temporary name a writer of this process and thread uses for ``path``: ``.<name>.<host>.<pid>.<tid>.tmp``
         in the same folder (so that :meth:`gc` can tell whether its writer still runs)."""
         return path.with_name(f".{path.name}.{_host_tag()}.{os.getpid()}.{threading.get_ident()}.tmp")
+
+
+@dataclass(frozen=True)
+class StoredItems:
+    """What :meth:`VectorStore.stored_items` found: ``found`` bool (n,), True for each item whose vector was read;
+    ``vectors`` float32 (n, d) with those rows filled (the others zero), None when none was found; ``runs``: the
+    run keys the rows were read from."""
+
+    found: np.ndarray
+    vectors: np.ndarray | None
+    runs: list[str]
+
+
+def _insert_index(con: Any, key: str, space: str, items: Sequence[str], *, n: int) -> None:
+    """Insert the item index rows of run ``key``: item ``items[i]`` is row ``i`` (an item that occurs twice: its
+    first row). Inside the caller's transaction."""
+    if len(items) != n:
+        raise StoreError(f"the item index of run {key[:12]} names {len(items)} items for {n} rows")
+    con.execute(
+        """INSERT INTO item_vectors SELECT ?, h, ?, min(r) FROM
+           (SELECT unnest(?::VARCHAR[]) AS h, unnest(?::INTEGER[]) AS r) GROUP BY h""",
+        [space, key, list(items), list(range(n))],
+    )
 
 
 def _host_tag() -> str:
