@@ -285,7 +285,10 @@ def test_select_drops_duplicates_and_embeds_only_the_kept_rows(tmp_path, cache_d
         assert json.loads(r.to_json())["dataset"]["report"]["n_dropped_duplicates"] == 75 - n_kept
         # vectors of the rows actually embedded: a new fingerprint, new runs, not the full data's cache
         assert r.dataset["fingerprint"] != full.dataset["fingerprint"]
-        assert all(c.n == n_kept and not c.cached for c in r)
+        assert all(c.n == n_kept for c in r)
+        # tfidf-svd is fitted on the kept rows; random-projection reads the kept rows' vectors the full run stored
+        assert (r["tfidf-svd"].embedded_items, r["tfidf-svd"].cached) == (n_kept, False)
+        assert (r["random-projection"].embedded_items, r["random-projection"].stored_items) == (0, n_kept)
         assert {c.run_key for c in r}.isdisjoint({c.run_key for c in full})
     assert near.dataset["fingerprint"] == embedselect.ReferenceData.from_texts(base).fingerprint
     with pytest.raises(embedselect.ConfigError, match="drop_duplicates"):

@@ -179,9 +179,12 @@ def test_a_run_stored_before_the_index_joins_it_when_read(cache_dir, texts):
     enc = Counting()
     cand = lambda: [Candidate(name="enc", embedder=enc, revision="v1")]  # noqa: E731
     key = embedselect.embed(texts[:90], cand())[0].result.run_key
-    store = Store.open(cache_dir)
-    with store.write() as con:  # what a cache of an older embedselect holds: the run, no index rows
-        con.execute("DELETE FROM item_vectors")
+    with Store.open(cache_dir).write() as con:  # what an embedselect of schema version 2 wrote: no index table
+        con.execute("DROP TABLE item_vectors")
+        con.execute("DELETE FROM schema_history WHERE version = 3")
+        con.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
+    store = Store.open(cache_dir)  # migrated to version 3 on its first connection, with an empty index
+    assert store.query_df("SELECT count(*) AS n FROM item_vectors").n[0] == 0
     assert _counts(embedselect.embed(texts[:90], cand())) == {"enc": (0, 90)}  # read by its run key, indexed
     assert store.query_df("SELECT count(*) AS n FROM item_vectors WHERE run_key = ?", [key]).n[0] == 90
     assert _counts(embedselect.embed(texts[:100], cand())) == {"enc": (10, 90)} and enc.items == 100
