@@ -193,7 +193,7 @@ class CandidateResult:
             servers' ``usage.total_tokens`` summed; 0 when its vectors came from the cache); None for other kinds.
         bytes_per_vector: bytes one vector takes as deployed: 4 per dimension, 1 with ``?precision=int8``, 1/8 with
             ``?precision=binary`` (:func:`embedselect.models.backends.reduce.bytes_per_vector`); a cost.
-        items_per_second: items embedded per second when the vectors were computed (``n / seconds``, on the machine
+        items_per_second: items embedded per second when the vectors were computed (``embedded_items / seconds``, on the machine
             that computed them: this one unless they came from a shared cache); None when not measured (precomputed
             vectors, a variant computed from its model's vectors in this run).
         parameters: the model's parameter count, where known: the tensors of its safetensors files (read from their
