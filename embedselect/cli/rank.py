@@ -133,7 +133,12 @@ def cmd_embed(args) -> int:
     def line(r: dict[str, Any]) -> str:
         if r["status"] != "ok":
             return f"{r['name']}: failed - {r['error']}"
-        how = "cached" if r["cached"] else f"{r['embedded_items'] or r['n']} embedded in {r['seconds']:.1f}s"
+        if r["cached"]:
+            how = "cached"
+        elif r["seconds"] is None:  # precomputed vectors: nothing embedded
+            how = "read from the input"
+        else:
+            how = f"{r['embedded_items'] or r['n']} embedded in {r['seconds']:.1f}s"
         if not r["cached"] and r["stored_items"]:
             how += f", {r['stored_items']} from the cache"
         return f"{r['name']}: ok ({r['n']}x{r['dim']}, {how})"
