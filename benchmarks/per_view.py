@@ -30,30 +30,31 @@ POOL_ORDER = ("issue", "width", "all", "photo8")
 
 
 def per_view(seeds: int, max_items: int = 300, datasets: list[str] | None = None) -> dict[str, dict]:
-    """view -> {rho, regret, ok (share of seeds with regret <= 0.02), agree (share of the most frequent top pick),
+    """view -> {rho, tau (Kendall), regret, ok (share of seeds with regret <= 0.02), agree (share of the most frequent top pick),
     picks, modality} of the package default for the view's modality (its weights, method and sufficiency estimator,
     copies below parents), over ``datasets`` (default :data:`~benchmarks.validity_data.DATASETS`)."""
     out: dict[str, list] = collections.defaultdict(list)
     for s in range(seeds):
         for v in load_views(datasets or list(DATASETS), max_items, 0, default_extra(), POOL_ORDER, metric_seed=s):
             r = evaluate(v, *default_setting(v["modality"]), True)
-            out[f"{v['dataset']}/{v['pool']}"].append((r["rho"], r["regret"], r["top"], v["modality"]))
+            out[f"{v['dataset']}/{v['pool']}"].append((r["rho"], r["regret"], r["top"], v["modality"], r["tau"]))
     res = {}
     for k, xs in out.items():
         picks = collections.Counter(x[2] for x in xs).most_common()
-        res[k] = {"rho": float(np.mean([x[0] for x in xs])), "regret": float(np.mean([x[1] for x in xs])),
+        res[k] = {"rho": float(np.mean([x[0] for x in xs])), "tau": float(np.mean([x[4] for x in xs])), "regret": float(np.mean([x[1] for x in xs])),
                   "ok": float(np.mean([x[1] <= 0.02 for x in xs])), "agree": picks[0][1] / len(xs), "picks": picks,
                   "modality": xs[0][3], "seeds": len(xs)}
     return res
 
 
 def _cell(r: dict) -> str:
-    return f"{r['rho']:.2f} / {r['regret']:.3f} / {r['ok']:.1f} / {r['agree']:.1f}"
+    return f"{r['rho']:.2f} / {r.get('tau', float('nan')):.2f} / {r['regret']:.3f} / {r['ok']:.1f} / {r['agree']:.1f}"
 
 
 def compare(before: dict, after: dict) -> str:
     order = sorted(after, key=lambda k: (after[k]["modality"] != "text", POOL_ORDER.index(k.split("/")[1]), k))
-    lines = ["| view | before: ρ / regret / regret ≤ 0.02 / same pick | after: ρ / regret / regret ≤ 0.02 / same pick | "
+    lines = ["| view | before: ρ / τ / regret / regret ≤ 0.02 / same pick | after: ρ / τ / regret / regret ≤ 0.02 / same "
+             "pick | "
              "after: picks over the seeds |", "|---|---|---|---|"]
     for k in order:
         x, y = before.get(k), after[k]
@@ -64,7 +65,8 @@ def compare(before: dict, after: dict) -> str:
         for name, d in (("before", before), ("after", after)):
             ks_d = [k for k in ks if k in d]
             if ks_d:
-                lines.append(f"\n{m}, {name}: mean ρ {np.mean([d[k]['rho'] for k in ks_d]):.3f}, lowest "
+                lines.append(f"\n{m}, {name}: mean ρ {np.mean([d[k]['rho'] for k in ks_d]):.3f}, mean τ "
+                             f"{np.mean([d[k].get('tau', np.nan) for k in ks_d]):.3f}, lowest "
                              f"{min(d[k]['rho'] for k in ks_d):.2f}, mean regret {np.mean([d[k]['regret'] for k in ks_d]):.3f}, "
                              f"regret ≤ 0.02 {np.mean([d[k]['ok'] for k in ks_d]):.2f}, views with one top pick "
                              f"{sum(d[k]['agree'] == 1 for k in ks_d)}/{len(ks_d)}")

@@ -19,7 +19,7 @@ import json
 from typing import Any
 
 import numpy as np
-from scipy.stats import spearmanr
+from scipy.stats import kendalltau, spearmanr
 
 from benchmarks.validity_data import DATASETS, copy_pairs, load_pool
 from benchmarks.validity_pools import POOL_MODALITY, POOLS, VARIANTS, _cache_dir, pool_roles, regret, signals, top_pick
@@ -47,7 +47,7 @@ def view_picks(name: str, pool: str, seeds: int, jobs: int, method: str | None =
     tp = next((m for m in weights if VARIANTS.get(m, (m, {}))[0] == "task_prior"), "task_prior")  # its task_prior
     references, families = pool_roles(entries, list(vectors))
     pairs = copy_pairs(entries, vectors, seed=0)
-    tp_picks, picks, regrets, rhos = [], [], [], []
+    tp_picks, picks, regrets, rhos, taus = [], [], [], [], []
     zs: dict[str, list[np.ndarray]] = collections.defaultdict(list)  # signal -> per seed, its z-scores over the pool
     for s in range(seeds):
         # what validity_default's LODO reads of every view (SIGNALS), the view's default and the extra signals
@@ -57,13 +57,14 @@ def view_picks(name: str, pool: str, seeds: int, jobs: int, method: str | None =
         for m, sc in scores.items():
             v = np.array([sc[c] for c in sorted(vectors)], dtype=np.float64)
             zs[m].append((v - np.nanmean(v)) / (np.nanstd(v) or 1.0))
-        comb = combine_ranks(scores, weights=weights, method=method)
+        comb = combine_ranks(scores, weights=weights, method=method, families=families)
         comb, _ = copies_below_parents(comb, pairs)
         picks.append(top_pick(comb)[0])
         tp_picks.append(top_pick(sig[tp]["scores"])[0])
         regrets.append(regret(comb, truth))
         names = sorted(truth)
         rhos.append(float(spearmanr([comb[c] for c in names], [truth[c] for c in names])[0]))
+        taus.append(float(kendalltau([comb[c] for c in names], [truth[c] for c in names])[0]))
     agree = lambda xs: collections.Counter(xs).most_common(1)[0][1] / len(xs)  # noqa: E731
     # how much each signal moves the combined score across seeds: weight x (mean over candidates of the std over
     # seeds of its z-score)
@@ -71,6 +72,7 @@ def view_picks(name: str, pool: str, seeds: int, jobs: int, method: str | None =
     return {"view": f"{name}/{pool}", "modality": meta["modality"], "task_prior": agree(tp_picks), "noise": noise,
             "combined": agree(picks), "picks": picks, "task_prior_picks": tp_picks,
             "regret": float(np.mean(regrets)), "best": max(truth, key=truth.get), "rho": float(np.mean(rhos)),
+            "tau": float(np.mean(taus)),
             "regret_ok": float(np.mean([r <= 0.02 for r in regrets]))}
 
 
@@ -109,6 +111,7 @@ def main(argv: list[str] | None = None) -> int:
         sub = [r for r in rows if r["modality"] == m]
         if sub:
             print(f"\n{m}, the default combination, mean over seeds and views: ρ {np.mean([r['rho'] for r in sub]):.3f}, "
+                  f"τ {np.mean([r['tau'] for r in sub]):.3f}, "
                   f"regret {np.mean([r['regret'] for r in sub]):.3f}, share of (view, seed) with regret ≤ 0.02 "
                   f"{np.mean([r['regret_ok'] for r in sub]):.2f}")
             print(f"{m}: views where the combined top pick is the same for every seed: "

@@ -197,13 +197,22 @@ def load_views(datasets, max_items: int, seed: int, extra: Sequence[str] | Mappi
     return views
 
 
+def view_families(view: Mapping[str, Any]) -> dict[str, str]:
+    """The view's families as ``select()`` finds them (:func:`~benchmarks.validity_pools.pool_roles`): each candidate's
+    model, which the package's combination counts once."""
+    return pool_roles(view["entries"], sorted(view["truth"]))[1]
+
+
 def evaluate(view: dict[str, Any], weights: dict[str, float], method: str, copies: bool) -> dict[str, Any]:
-    comb = combine_ranks({m: view["signals"][m] for m in weights}, weights=weights, method=method)
+    """One setting on one view, combined as ``select()`` combines it (each family once, copies below parents when
+    ``copies``): Spearman ρ, Kendall τ, regret, top pick, copy violations."""
+    comb = combine_ranks({m: view["signals"][m] for m in weights}, weights=weights, method=method,
+                         families=view_families(view))
     if copies:
         comb, _ = copies_below_parents(comb, view["pairs"])
-    rho, _ = correlations(comb, view["truth"])
+    rho, tau = correlations(comb, view["truth"])
     pick, _ = top_pick(comb)
-    return {"rho": rho, "regret": regret(comb, view["truth"]), "top": pick,
+    return {"rho": rho, "tau": tau, "regret": regret(comb, view["truth"]), "top": pick,
             "violations": len(family_violations(comb, view["truth"], view["entries"]))}
 
 
@@ -243,7 +252,8 @@ def lodo(views: list[dict[str, Any]], grid: list[tuple[dict[str, float], str]],
 def _summary(rows: list[dict[str, Any]]) -> str:
     rhos = [_rho(r) for r in rows]
     hits = sum(1 for r in rows if r["rho"] >= TARGETS["spearman_each"] and r["regret"] <= TARGETS["regret"])
-    return (f"mean ρ {np.mean(rhos):.3f}, min ρ {min(rhos):.2f}, mean regret "
+    taus = [r["tau"] for r in rows if math.isfinite(r.get("tau", math.nan))]
+    return (f"mean ρ {np.mean(rhos):.3f}, mean τ {np.mean(taus) if taus else math.nan:.3f}, min ρ {min(rhos):.2f}, mean regret "
             f"{np.mean([r['regret'] for r in rows]):.3f}, both targets {hits}/{len(rows)}")
 
 
@@ -420,7 +430,8 @@ def placements(views: list[dict[str, Any]], weights: dict[str, float] | None = N
     print("|---|---|---|---|---|---|---|")
     for v in views:
         package = setting_of(v["modality"])
-        comb = combine_ranks({m: v["signals"][m] for m in package[0]}, weights=package[0], method=package[1])
+        comb = combine_ranks({m: v["signals"][m] for m in package[0]}, weights=package[0], method=package[1],
+                             families=view_families(v))
         comb, _ = copies_below_parents(comb, v["pairs"])
         order = sorted(comb, key=lambda c: (-comb[c], c))  # ties by name, not by the hash order of a set
         truth = sorted(v["truth"], key=lambda c: (-v["truth"][c], c))

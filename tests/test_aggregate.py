@@ -62,9 +62,60 @@ def test_decide_names_a_winner_only_when_it_can():
     # separated on one bootstrapped score is enough
     iv2 = {k: {**v, "n": (1.0, 2.0) if k == "a" else (0.0, 0.5)} for k, v in iv.items()}
     assert decide(pool, intervals=iv2).decided
-    # too small a pool
+    # too small a pool: every family's best is a plausible best, and the decision says how to settle it
     d = decide({"a": 1.0, "b": 0.0})
-    assert not d.decided and d.leaders == ["a"] and "only 2" in d.reasons[0]
+    assert not d.decided and d.leaders == ["a", "b"] and "only 2 model families" in d.reasons[0]
+    assert "embedselect ask" in d.settle and "embedselect validate" in d.settle
+    assert decide(pool).settle == ""
+
+
+def test_decide_counts_model_families_not_candidates():
+    from embedselect.ranking.combine import decide
+
+    # one model with three options beside a baseline: two families, however many candidates
+    pool = {"a": 0.9, "a-cls": 0.8, "a-len8": 0.7, "tfidf": 0.1}
+    fam = {"a-cls": "a", "a-len8": "a"}
+    d = decide(pool, families=fam)
+    assert not d.decided and d.leaders == ["a", "tfidf"] and "only 2 model families scored (4 candidates" in d.reasons[0]
+    # two models and two reference points: four families, two of them models, one comparison
+    pool = {"mpnet": 0.9, "tfidf": 0.6, "minilm": 0.5, "random": 0.0}
+    d = decide(pool, references={"tfidf", "random"})
+    assert not d.decided and d.leaders == ["mpnet", "minilm"]
+    assert "two model families (mpnet and minilm" in d.reasons[0]
+    # a third model family makes the comparison
+    assert decide({**pool, "e5": 0.4}, references={"tfidf", "random"}).decided
+    # the same with variants: the other family's best member is the plausible best
+    pool = {"mpnet": 0.9, "minilm-cls": 0.7, "minilm": 0.5, "tfidf": 0.3, "random": 0.0}
+    d = decide(pool, references={"tfidf", "random"}, families={"minilm-cls": "minilm"})
+    assert not d.decided and d.leaders == ["mpnet", "minilm-cls"]
+
+
+def test_decide_when_the_signals_disagree_about_first_place():
+    from embedselect.ranking.combine import combine_ranks, copies_below_parents, decide
+
+    # a is first on two signals of three, b on one (a second there): leaving out either of a's signals ties the top
+    signals = {"s1": {"a": 3.0, "b": 2.0, "c": 1.0, "d": 0.0}, "s2": {"a": 3.0, "b": 2.0, "c": 1.0, "d": 0.0},
+               "s3": {"b": 3.0, "a": 2.0, "c": 1.0, "d": 0.0}}
+    w = {"s1": 1.0, "s2": 1.0, "s3": 1.0}
+    combined = combine_ranks(signals, weights=w)
+    assert max(combined, key=combined.get) == "a"
+    d = decide(combined, per_metric=signals, weights=w)
+    assert not d.decided and d.leaders == ["a", "b"]
+    assert "the signals disagree about first place: without s1, s2, b would be first" in d.reasons[0]
+    # the signals agree: decided
+    agree = {m: signals["s1"] for m in w}
+    assert decide(combine_ranks(agree, weights=w), per_metric=agree, weights=w).decided
+    # a weight-0 signal is not consulted, and a lone signal cannot be left out
+    d = decide(combine_ranks(signals, weights={"s1": 1.0, "s2": 0.0, "s3": 0.0}), per_metric=signals,
+               weights={"s1": 1.0, "s2": 0.0, "s3": 0.0})
+    assert d.decided and d.leaders == ["a"]
+    # a copy first without a signal goes below its parent there too: no flip from the copy
+    copy = {"s1": {"a": 3.0, "a8": 2.9, "c": 1.0, "d": 0.0, "e": -1.0},
+            "s2": {"a8": 3.0, "a": 2.0, "c": 1.0, "d": 0.0, "e": -1.0}}
+    combined, _ = copies_below_parents(combine_ranks(copy, weights={"s1": 1.0, "s2": 1.0}, families={"a8": "a"}),
+                                       [("a8", "a")])
+    d = decide(combined, per_metric=copy, weights={"s1": 1.0, "s2": 1.0}, families={"a8": "a"}, copies=[("a8", "a")])
+    assert d.decided and d.leaders == ["a"]
 
 
 def test_weights_change_the_winner():

@@ -1,5 +1,6 @@
-"""One family, one vote: variants and copies of one model weigh once in what the pool-relative metrics consult
-(issue 23; docs/archive/benchmarks-diary.md §4h)."""
+"""One family, one witness: the pool-relative metrics consult one head per family of variants and copies of one
+model, and compare a candidate with the other families' heads only (issue 41; issue 23 weighed each member by
+1 / family size, which still leaned the pool towards the family with more options)."""
 
 from __future__ import annotations
 
@@ -11,20 +12,39 @@ from embedselect.data import sample_path
 from embedselect.metrics.comparators import agreement
 from embedselect.metrics.sufficiency import score as sufficiency
 from embedselect.metrics.task_prior import score as taskprior
-from embedselect.metrics.base import MetricContext, family_weights, weighted_median
+from embedselect.metrics.base import MetricContext, compared_with, evidence, family_heads
+from embedselect.metrics.pool import relative_positions, relative_z
 from testkit.tinymodels import make_tiny_transformers_text
 
 
-def test_family_weights_and_the_weighted_median():
-    keys = ["A", "A-cls", "A-len8", "B", "pixels"]
+def test_family_heads_evidence_and_whom_a_candidate_is_compared_with():
+    keys = ["A-cls", "A", "A-len8", "B", "pixels"]
     fam = {"A-cls": "A", "A-len8": "A"}
-    np.testing.assert_allclose(family_weights(keys, [0, 1, 2, 3], fam), [1 / 3, 1 / 3, 1 / 3, 1.0])
-    np.testing.assert_allclose(family_weights(keys, [0, 3, 4], fam), [1.0, 1.0, 1.0])  # a family of one left
-    np.testing.assert_allclose(family_weights(keys, [0, 1, 3], None), [1.0, 1.0, 1.0])
-    for values in ([3.0, 1.0, 2.0], [4.0, 1.0, 3.0, 2.0], [0.5]):
-        assert weighted_median(values, [1.0] * len(values)) == np.median(values)  # equal weights: the median
-    assert weighted_median([0.1, 0.2, 0.9], [1 / 3, 1 / 3, 1.0]) == 0.9  # the lone model outweighs a family of two
-    assert weighted_median([1.0, 2.0, 3.0, 4.0], [1.0, 1.0, 1.0, 3.0]) == 3.5
+    assert family_heads(keys, [0, 1, 2, 3], fam) == [1, 3]  # the member named by the family key
+    assert family_heads(keys, [0, 2, 3], fam) == [0, 3]  # else the family's first member
+    assert family_heads(keys, range(5), None) == [0, 1, 2, 3, 4]
+    assert evidence(keys, {"pixels"}, fam) == [1, 3]
+    assert evidence(keys, {"pixels", "B"}, fam) == [1, 3, 4]  # one family left: every family's head
+    assert compared_with(keys, 0, [1, 3], fam) == [3]  # a variant is compared with the other families only
+    assert compared_with(keys, 1, [1, 3], fam) == [3]
+    assert compared_with(keys, 3, [1, 3], fam) == [1]
+    assert compared_with(["A", "A2"], 0, [0, 1], None) == [1]
+    assert compared_with(["A", "A2"], 0, [0], {"A2": "A"}) == []  # nothing to compare with
+
+
+def test_a_candidates_place_counts_each_family_once():
+    scores = {"A": 0.5, "A-cls": 0.9, "A-len8": 0.8, "B": 0.7, "C": 0.1}
+    fam = {"A-cls": "A", "A-len8": "A"}
+    u = relative_positions(scores, fam)
+    assert u["A"] == 0.5 and u["B"] == 0.0 and u["C"] == 1.0  # the heads' normalised ranks among A, B, C
+    assert u["A-cls"] == 0.0 and u["A-len8"] == 0.0  # above every family's head, A's own included
+    assert relative_positions({**scores, "A-len8": 0.4}, fam)["A-len8"] == 2 / 3  # below its own head and B
+    plain = relative_positions(scores, None)  # every candidate a family of its own: (rank - 1) / (m - 1)
+    assert plain == {"A-cls": 0.0, "A-len8": 0.25, "B": 0.5, "A": 0.75, "C": 1.0}
+    assert relative_positions({"A": 1.0, "B": 1.0, "C": 0.0}, None) == {"A": 0.25, "B": 0.25, "C": 1.0}
+    z = relative_z(scores, fam)
+    heads = np.array([0.5, 0.7, 0.1])
+    assert z["A-cls"] == pytest.approx((0.9 - heads.mean()) / heads.std())
 
 
 def _pool(n: int = 240) -> dict[str, np.ndarray]:
@@ -46,34 +66,48 @@ def _ctx(embs, families=None, **options) -> MetricContext:
 
 def test_the_task_prior_counts_a_family_once():
     pool = _pool()
-    # the balanced prior's arithmetic (the central prior, the default, multiplies it by each member's centrality)
-    alone = taskprior.compute(_ctx(pool, probes=False, prior="balanced")).details["prior_weights"]
-    fam = taskprior.compute(_ctx(pool, FAMILIES, probes=False, prior="balanced")).details["prior_weights"]
-    share = lambda w: sum(w[k] for k in ("A", "A-cls", "A-len8"))  # noqa: E731
-    assert share(alone) > 0.6  # three votes against one
-    # each member's redundancy weight is divided by the family's size: the family's share now equals what one of
-    # them had against B, and B's weight grows accordingly
-    expected = (share(alone) / 3) / (share(alone) / 3 + alone["B"])
-    assert share(fam) == pytest.approx(expected, rel=1e-9)
-    assert fam["B"] > alone["B"]
-    cons = taskprior.compute(_ctx(pool, FAMILIES, probes=False, prior="consensus")).details
-    assert cons["prior_members"] == list(pool)
+    for prior in ("balanced", "central", "consensus"):
+        fam = taskprior.compute(_ctx(pool, FAMILIES, probes=False, prior=prior)).details
+        assert fam["prior_members"] == ["A", "B"]  # the family's head only
+        if prior != "consensus":
+            assert {k for k, v in fam["prior_weights"].items() if v > 0} == {"A", "B"}
+    # the variants are scored under the prior of the heads: the same prior whatever the variants are
+    heads = {k: pool[k] for k in ("A", "B")}
+    alone = taskprior.compute(_ctx(heads, FAMILIES, probes=False)).scores
+    fam_scores = taskprior.compute(_ctx(pool, FAMILIES, probes=False)).scores
+    for k in heads:
+        assert fam_scores[k] == pytest.approx(alone[k], rel=1e-9)
 
 
-def test_nn_agreement_and_sufficiency_weigh_each_consulted_model_by_its_family():
+def test_the_task_prior_leaves_a_candidates_own_family_out():
+    pool = {**_pool(), "C": np.random.default_rng(9).standard_normal((240, 16)).astype(np.float32)}
+    opts = {"probes": False, "prior": "consensus", "leave_self_out": True}
+    got = taskprior.compute(_ctx(pool, FAMILIES, **opts)).columns["task_prior_alignment"]
+    # A's variant is scored under the prior without A (its family's head), i.e. under B + C: the same as when A is
+    # not in the pool and the variant is a reference point (consulted by no prior, leaving nothing out)
+    without_a = {k: v for k, v in pool.items() if k != "A"}
+    ctx = MetricContext(embeddings=without_a, run_keys={k: k for k in without_a}, seed=0, options=opts,
+                        families=FAMILIES, references=frozenset({"A-cls", "A-len8"}))
+    ref = taskprior.compute(ctx).columns["task_prior_alignment"]
+    assert got["A-cls"] == pytest.approx(ref["A-cls"], rel=1e-9)
+    assert got["B"] != pytest.approx(ref["B"], rel=1e-6)  # B's prior: A and C in the pool, C alone without A
+
+
+def test_nn_agreement_and_sufficiency_compare_with_the_other_families_heads():
     pool = _pool()
     nn = agreement.compute(_ctx(pool, FAMILIES))
     g = nn.details["agreement"]
-    # B is compared with A's family only (equal weights); A with B (weight 1) and its two variants (1/3 each)
-    assert nn.scores["B"] == pytest.approx(np.mean([g["B"]["A"], g["B"]["A-cls"], g["B"]["A-len8"]]))
-    assert nn.scores["A"] == pytest.approx((g["A"]["B"] + (g["A"]["A-cls"] + g["A"]["A-len8"]) / 3) / (1 + 2 / 3))
+    assert nn.details["compared_with"] == ["A", "B"]
+    assert nn.scores["B"] == pytest.approx(g["B"]["A"])  # B with A's head only
+    for k in ("A", "A-cls", "A-len8"):  # A and its variants with B only, not with each other
+        assert nn.scores[k] == pytest.approx(g[k]["B"])
     plain = agreement.compute(_ctx(pool))
     assert plain.scores["A"] > nn.scores["A"]  # its own variants no longer carry it
     suff = sufficiency.compute(_ctx(pool, FAMILIES, estimator="gaussian"))
     m = suff.details["matrix"]
-    assert suff.scores["A"] == pytest.approx(weighted_median([m["A"][t] for t in ("A-cls", "A-len8", "B")],
-                                                             [1 / 3, 1 / 3, 1.0]))
-    assert suff.scores["A"] == pytest.approx(m["A"]["B"])  # B outweighs the two variants together
+    for k in ("A", "A-cls", "A-len8"):
+        assert suff.scores[k] == pytest.approx(m[k]["B"])
+    assert suff.scores["B"] == pytest.approx(m["B"]["A"])
 
 
 def test_select_groups_variants_of_one_model_and_weighs_them_once(tmp_path):
@@ -86,9 +120,8 @@ def test_select_groups_variants_of_one_model_and_weighs_them_once(tmp_path):
                metric_options={"task_prior": {"probes": False}}, cache_dir=tmp_path / "cache")
     assert r.details["families"] == {"a": ["a", "a-cls", "a-len8"], "random-projection": ["random-projection", "rp64"]}
     w = r.details["task_prior"]["prior_weights"]
-    assert {k for k, v in w.items() if v > 0} == {"a", "a-cls", "a-len8", "b"}  # the baselines are references
-    assert w["b"] > 0.3  # one vote of two, give or take the redundancy weights; three of four without families
+    assert {k for k, v in w.items() if v > 0} == {"a", "b"}  # one head per family; the baselines are references
     g = r.details["nn_agreement"]["agreement"]
-    assert r["b"].scores["nn_agreement"] == pytest.approx(np.mean([g["b"][x] for x in ("a", "a-cls", "a-len8")]))
-    assert r["a"].scores["nn_agreement"] == pytest.approx(
-        (g["a"]["b"] + (g["a"]["a-cls"] + g["a"]["a-len8"]) / 3) / (1 + 2 / 3))
+    assert r["b"].scores["nn_agreement"] == pytest.approx(g["b"]["a"])
+    for k in ("a", "a-cls", "a-len8"):
+        assert r[k].scores["nn_agreement"] == pytest.approx(g[k]["b"])

@@ -226,6 +226,9 @@ def format_table(ranking) -> str:
     lines += ["  ".join(v.ljust(w) for v, w in zip(r, widths)) for r in rows]
     if shown_only:
         lines.append(f"* shown, not in the score (weight 0): {', '.join(shown_only)}")
+    if ranking.ok and not ranking.decided:
+        lines.append(f"no clear winner: the leaders {', '.join(ranking.leaders)} cannot be separated on this data; "
+                     + (ranking.next_step or "read them as equals"))
     if answers:
         a = ranking.answers
         lines.append(f"answers: the share of your {a.get('n_answered')} answered questions ({a.get('n_skipped')} "

@@ -19,9 +19,10 @@ import embedselect.metrics.pool as _pool
 from embedselect.metrics.pool import (  # noqa: F401 - re-exported
     CONSTANT_RTOL,
     MIN_EVIDENCE,
+    compared_with,
     evidence,
-    family_weights,
-    weighted_median,
+    family_heads,
+    family_of,
 )
 
 _VERDICTS: dict[tuple[int, str], tuple[weakref.ref, str | None]] = {}
@@ -101,8 +102,9 @@ class MetricContext:
             other candidates (:func:`evidence`).
         families: candidate key -> family key: the variants of one model (other pooling, layer, resolution or
             max_length of the same weights) and its copies (quantised, truncated, or distilled as its card declares)
-            share one. A metric that consults the pool weighs each consulted candidate by 1 / its family's size
-            (:func:`family_weights`: one family, one vote). A candidate not named is a family of its own.
+            share one. A metric that consults the pool consults one head per family and compares a candidate with
+            the other families' heads only (:func:`evidence`, :func:`compared_with`). A candidate not named is a
+            family of its own.
     """
 
     embeddings: Mapping[str, np.ndarray]

@@ -1,13 +1,13 @@
 """The rules every metric applies to the pool before it computes: which candidates can be scored at all
-(:func:`unusable_reason`), which are consulted as evidence about the data (:func:`evidence`) and how much each of
-those weighs (:func:`family_weights`).
+(:func:`unusable_reason`), which are consulted as evidence about the data (:func:`evidence`: one head per family),
+whom each candidate is compared with (:func:`compared_with`) and a candidate's place under one signal counting each
+family once (:func:`relative_positions`, :func:`relative_z`, read by :mod:`embedselect.ranking.combine`).
 
 Part of every metric's code version (``metrics.base._SHARED_CODE``): a change here recomputes every cached result.
 """
 
 from __future__ import annotations
 
-from collections import Counter
 from typing import Mapping, Sequence
 
 import numpy as np
@@ -53,57 +53,105 @@ def unusable_reason(name: str, x: np.ndarray) -> str | None:
 
 
 MIN_EVIDENCE = 2
-"""Fewest candidates a pool-relative metric consults; with fewer non-reference candidates it consults all."""
+"""Fewest families a pool-relative metric consults; with fewer non-reference families it consults every family."""
 
 
-def evidence(keys: list[str], references: frozenset[str] | set[str]) -> list[int]:
-    """Indices into ``keys`` of the candidates a pool-relative metric consults: the candidates that are not reference
-    points (:attr:`embedselect.metrics.base.MetricContext.references`), or every candidate when fewer than
-    :data:`MIN_EVIDENCE` are left.
+def family_of(key: str, families: Mapping[str, str] | None) -> str:
+    """The family key of candidate ``key`` (:attr:`embedselect.metrics.base.MetricContext.families`; a candidate it
+    does not name is a family of its own)."""
+    return (families or {}).get(key, key)
 
-    Why: a consensus of the pool is evidence about which structure of the data matters only where its members learned
-    something about such data. Built-in baselines did not: on photographs two of them (pixel PCA and a random
-    projection: both linear in the pixels, yet not near-copies) pull a prior that counts them towards pixel geometry,
-    and rank themselves above every ImageNet model (docs/validity.md, "Reference points").
+
+def family_heads(keys: Sequence[str], members: Sequence[int], families: Mapping[str, str] | None) -> list[int]:
+    """One index per family among ``members`` (indices into ``keys``), in ``members``' order: the family's *head*,
+    the member whose name is the family key when it is among ``members``, else the family's first member.
+
+    The family key is the family's first member in the user's candidate order that is not a copy of another
+    (:func:`embedselect.pipeline.families.pool_relations`): the model as the user first named it.
     """
-    members = [i for i, k in enumerate(keys) if k not in references]
-    return members if len(members) >= MIN_EVIDENCE else list(range(len(keys)))
+    fam = [family_of(keys[i], families) for i in members]
+    head: dict[str, int] = {}
+    for i, f in zip(members, fam):
+        if f not in head or keys[i] == f:
+            head[f] = i
+    chosen = set(head.values())
+    return [i for i in members if i in chosen]
 
 
-def family_weights(keys: list[str], members: list[int], families: Mapping[str, str] | None) -> np.ndarray:
-    """How much each consulted candidate weighs as evidence: one family, one vote.
+def evidence(keys: list[str], references: frozenset[str] | set[str],
+             families: Mapping[str, str] | None = None) -> list[int]:
+    """Indices into ``keys`` of the candidates a pool-relative metric consults (its *witnesses*): the head of each
+    family (:func:`family_heads`) among the candidates that are not reference points
+    (:attr:`embedselect.metrics.base.MetricContext.references`), or the head of every family when fewer than
+    :data:`MIN_EVIDENCE` families are left that way. Candidates without a family (``families`` None or not naming
+    them) are each a family of their own.
+
+    Why the reference points stay out: a consensus of the pool is evidence about which structure of the data matters
+    only where its members learned something about such data. Built-in baselines did not: on photographs two of them
+    (pixel PCA and a random projection: both linear in the pixels, yet not near-copies) pull a prior that counts them
+    towards pixel geometry, and rank themselves above every ImageNet model (docs/validity.md, "Reference points").
+
+    Why one head per family: variants of one model (another pooling, layer, resolution or max_length of the same
+    weights) and its copies (a quantisation, a distillation its card declares) are not independent witnesses of what
+    matters in the data. Weighed by 1 / family size they still leaned the pool towards the family that carried more
+    options (issue 41: with its two extra options a family went from third to first). With the heads only, adding
+    options, layers or copies of a model changes no witness, so no score of another family's head and no order among
+    the heads moves (tests/test_invariance.py).
+    """
+    models = [i for i, k in enumerate(keys) if k not in references]
+    heads = family_heads(keys, models, families)
+    return heads if len(heads) >= MIN_EVIDENCE else family_heads(keys, range(len(keys)), families)
+
+
+def compared_with(keys: Sequence[str], i: int, witnesses: Sequence[int], families: Mapping[str, str] | None) -> list[int]:
+    """The witnesses candidate ``keys[i]`` is compared with: those of other families than its own (its own family
+    would praise it: a variant agrees with its parent). When that leaves none (a pool of one family), every witness
+    but itself."""
+    mine = family_of(keys[i], families)
+    out = [j for j in witnesses if family_of(keys[j], families) != mine]
+    return out or [j for j in witnesses if j != i]
+
+
+def relative_positions(scores: Mapping[str, float], families: Mapping[str, str] | None) -> dict[str, float]:
+    """Each candidate's place under one signal, in [0, 1] (0 = above every other family, 1 = below), counting each
+    family once: the fraction of the families' heads (:func:`family_heads` in ``scores``' order) that score above it,
+    ties counting half, among the *other* families' heads for a head, among every head (its own included) for a
+    variant or copy. For a head this is (its rank among the heads − 1) / (heads − 1), the normalised rank among the
+    families, so variants and copies added to the pool move no head's place; a variant below its own head is placed
+    below it. With one family only, the place among every candidate ((rank − 1) / (m − 1), 0 when alone).
 
     Args:
-        keys: the candidates, in the metric's order.
-        members: indices into ``keys`` of the candidates consulted (:func:`evidence`).
-        families: candidate -> family key (:attr:`embedselect.metrics.base.MetricContext.families`); a candidate it
-            does not name is a family of its own.
+        scores: candidate -> finite score (higher is better), in the candidates' order.
+        families: as for :func:`evidence`.
 
     Returns:
-        float64 (len(members),): 1 / the number of members in the candidate's family (all 1 when every member is a
-        family of its own).
-
-    Why: variants of one model (another pooling, layer, resolution or max_length of the same weights) and the copies
-    of it (a quantisation, a distillation its card declares) are not independent witnesses of what matters in the
-    data. Counted one by one, a family of three outvotes a stronger model that came alone: on the validity
-    benchmark's text pools (mpnet against MiniLM with its CLS pooling and its model2vec distillation) every pool
-    signal then picks MiniLM (docs/validity.md, "Protocol").
+        candidate -> place, float.
     """
-    fam = [(families or {}).get(keys[i], keys[i]) for i in members]
-    size = Counter(fam)
-    return np.array([1.0 / size[f] for f in fam], dtype=np.float64)
+    keys = list(scores)
+    v = np.array([float(scores[k]) for k in keys], dtype=np.float64)
+    heads = family_heads(keys, range(len(keys)), families)
+    out = {}
+    for i, k in enumerate(keys):
+        if len(heads) < 2:
+            others = [j for j in range(len(keys)) if j != i]
+        else:
+            others = compared_with(keys, i, heads, families) if i in heads else heads
+        if not others:
+            out[k] = 0.0
+            continue
+        o = v[others]
+        out[k] = float((np.sum(o > v[i]) + 0.5 * np.sum(o == v[i])) / len(o))
+    return out
 
 
-def weighted_median(values: Sequence[float], weights: Sequence[float]) -> float:
-    """The median of ``values`` with ``weights`` (> 0): the value at which the cumulative weight of the sorted values
-    reaches half the total, the mean of the two values around it when it reaches half exactly between them (so equal
-    weights give :func:`numpy.median`)."""
-    v = np.asarray(values, dtype=np.float64)
-    w = np.asarray(weights, dtype=np.float64)
-    order = np.argsort(v, kind="stable")
-    v, w = v[order], w[order]
-    cum = np.cumsum(w) / w.sum()
-    i = int(np.searchsorted(cum, 0.5 - 1e-12))
-    if abs(cum[i] - 0.5) <= 1e-12 and i + 1 < len(v):
-        return float((v[i] + v[i + 1]) / 2)
-    return float(v[i])
+def relative_z(scores: Mapping[str, float], families: Mapping[str, str] | None) -> dict[str, float]:
+    """Each candidate's z-score under one signal against the families' heads: (score − the heads' mean) / the heads'
+    standard deviation (0 when they do not vary), so that variants and copies added to the pool move no head's
+    z-score. Heads as in :func:`relative_positions`; with one family, against every candidate."""
+    keys = list(scores)
+    v = np.array([float(scores[k]) for k in keys], dtype=np.float64)
+    heads = family_heads(keys, range(len(keys)), families)
+    ref = v[heads] if len(heads) > 1 else v
+    sd = float(ref.std())
+    mean = float(ref.mean())
+    return {k: float((v[i] - mean) / sd) if sd > 0 else 0.0 for i, k in enumerate(keys)}

@@ -8,6 +8,7 @@ import uuid
 from datetime import datetime, timezone
 from typing import Any, Mapping, cast
 
+from embedselect._util.kinds import is_baseline_id
 from embedselect.pipeline.defaults import default_method
 from embedselect.ranking.result import Ranking, RankingWarning, ValidationReport, rank_scores
 from embedselect.pipeline.context import RunContext, competition_rank, num, versions
@@ -47,10 +48,11 @@ def _rank_stage(ctx: RunContext) -> Any:
     by_name = {r.name: r for r in ctx.results}
     modality = ctx.ref.modality
     full_weights = ctx.combined_weights  # decided once, by the metrics stage (defaults.combined_weights)
-    combined = combine_ranks(ctx.per_metric, weights=full_weights, method=default_method(modality))
-    # a quantised or truncated copy of another candidate never ranks above it, and its parent takes its score when it
-    # was higher (data processing inequality: the parent is at least as good); so does the same model with its input
-    # cut shorter (declared by the specs); the copies were found before the metrics (pipeline.families.pool_relations)
+    families = {k: v for k, v in ctx.families.items() if k in ctx.vectors}
+    combined = combine_ranks(ctx.per_metric, weights=full_weights, method=default_method(modality), families=families)
+    # a quantised or truncated copy of another candidate never ranks above it (data processing inequality: the
+    # parent is at least as good); nor does the same model with its input cut shorter (declared by the specs); the
+    # copies were found before the metrics (pipeline.families.pool_relations)
     copies = [d for d in ctx.copies if d.copy in combined and d.parent in combined]
     combined, moved = copies_below_parents(combined, [(d.copy, d.parent) for d in copies])
     ctx.details["copies"] = {"pairs": [d.to_dict() for d in copies], "moved_below_parent": [list(p) for p in moved]}
@@ -69,14 +71,17 @@ def _rank_stage(ctx: RunContext) -> Any:
             why = f"median per-coordinate |Spearman| {d.median_abs_spearman:.2f}"
             since = "a copy cannot carry more information"
         ctx.warnings.append(RankingWarning("copy-below-parent", f"{c} is a {d.relation} copy of {p} ({why}): ranked "
-                                           f"below it, and {p} takes its combined score, since {since}", [c, p]))
+                                           f"just below it, since {since}", [c, p]))
     for name, score in combined.items():
         by_name[name].combined_score = float(score)
     for name, r in rank_scores({n: by_name[n].combined_score for n in combined}).items():
         by_name[name].rank = competition_rank(r)
     ctx.outcomes.sort(key=lambda o: (not o.result.ok, o.result.rank if o.result.rank is not None else math.inf,
                                      o.result.name))
-    decision = decide(combined, intervals={n: _intervals_in_score(by_name[n].intervals, full_weights) for n in combined})
+    references = frozenset(r.name for r in ctx.results if r.ok and is_baseline_id(r.model_id))
+    decision = decide(combined, intervals={n: _intervals_in_score(by_name[n].intervals, full_weights) for n in combined},
+                      per_metric=ctx.per_metric, weights=full_weights, method=default_method(modality),
+                      families=families, references=references, copies=[(d.copy, d.parent) for d in copies])
     ctx.warnings += [RankingWarning(code, f"no clear winner: {why}", decision.leaders)
                      for code, why in zip(decision.codes, decision.reasons)]
     ctx.warnings += _baseline_wins(ctx, decision.leaders)
@@ -225,6 +230,7 @@ def _report(ctx: RunContext, decision: Any, validation: ValidationReport | None)
         decided=decision.decided,
         leaders=decision.leaders,
         undecided_reasons=decision.reasons,
+        next_step=decision.settle,
         timings=ctx.timings,
         answers=ctx.answers_summary,
     )

@@ -13,7 +13,9 @@ from embedselect.pipeline.context import RunContext
 def pool_relations(ctx: RunContext) -> tuple[list[Any], dict[str, str]]:
     """The copy pairs of the embedded candidates (:func:`embedselect.metrics.copies.pool_copies`, a list of
     :class:`~embedselect.metrics.copies.DerivedCopy`) and each embedded candidate's family key (candidate -> the name
-    of its family's first member, in candidate order).
+    of its family's first member, in candidate order, that is not a copy of another member; the family's first member
+    when all are copies). The key names the family's *head*, the one member the pool-relative metrics consult
+    (:func:`embedselect.metrics.pool.evidence`).
 
     A family is a connected group under two relations: the same model (model id and resolved revision: another
     pooling, layer, resolution or max_length is a variant of the same weights, :func:`embedselect.models.backends.base.
@@ -55,4 +57,10 @@ def pool_relations(ctx: RunContext) -> tuple[list[Any], dict[str, str]]:
     for d in copies:
         if d.copy in parent and d.parent in parent:
             union(d.copy, d.parent)
-    return copies, {n: find(n) for n in names}
+    is_copy = {d.copy for d in copies}
+    named: dict[str, str] = {}  # root -> the family's first member that is not a copy (else its first member)
+    for n in names:
+        r = find(n)
+        if r not in named or (named[r] in is_copy and n not in is_copy):
+            named[r] = n
+    return copies, {n: named[find(n)] for n in names}

@@ -138,6 +138,8 @@ def to_markdown(ranking: Ranking, previous: Ranking | None = None) -> str:
     lines += ["", md(_provenance(ranking, previous))]
     if not ranking.decided:
         lines.append(f"- no clear winner: {md('; '.join(ranking.undecided_reasons))}")
+        if ranking.next_step:
+            lines.append(f"- {md(ranking.next_step)}")
     return "\n".join(lines) + "\n"
 
 

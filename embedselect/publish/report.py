@@ -44,6 +44,8 @@ def to_markdown(ranking: Ranking) -> str:
     )
     for c in ranking.failed:
         lines.append(f"- failed: {_md(c.name)} — {_md(c.error_type)}: {_md(c.error)}")
+    if ranking.ok and not ranking.decided:
+        lines.append(f"- no clear winner among {_md(', '.join(ranking.leaders))}: {_md(ranking.next_step)}")
     if ranking.answers:
         lines += ["", answers_sentence(ranking), "", "| candidate | agreement | 95 % Wilson interval | contender |",
                   "|---|---|---|---|"]
@@ -106,8 +108,10 @@ def _answer(ranking: Ranking) -> str:
                 f"{len(ranking.ok)}</div></div>")
     leaders = ", ".join(_e(n) for n in ranking.leaders)
     reasons = "; ".join(_e(r) for r in ranking.undecided_reasons)
+    settle = f'<div class="muted">{_e(ranking.next_step[:1].upper() + ranking.next_step[1:])}.</div>' \
+        if ranking.next_step else ""
     return (f'<div class="answer undecided"><div class="big">No clear winner among: {leaders}</div>'
-            f'<div class="muted">{reasons}</div></div>')
+            f'<div class="muted">{reasons}</div>{settle}</div>')
 
 
 def _tail(text: str, n: int = 48) -> str:

@@ -2,17 +2,22 @@
 
 Method ``"mean-rank"`` (:data:`DEFAULT_METHOD`, what ``select()`` uses; a weighted Borda count):
 
-1. For each metric, rank the candidates it scored (1 = best = highest score; tied scores share the
-   average rank). Candidates a metric did not score, or scored NaN, are left out of that metric.
-2. Normalise each rank to ``u = (rank - 1) / (m - 1)`` in [0, 1] (m = candidates the metric scored;
-   ``u = 0`` when m = 1), so metrics that scored different numbers of candidates weigh the same.
-3. Combined score = ``1 - Σ_k w_k u_k / Σ_k w_k`` over the metrics that scored the candidate:
+1. For each metric, place each candidate it scored among the *families* (``families``: candidate -> family key;
+   variants and copies of one model share one): ``u`` = the fraction of the other families' heads that score above
+   it, ties counting half (:func:`embedselect.metrics.pool.relative_positions`). For a family's head this is its
+   normalised rank among the heads, ``(rank - 1) / (F - 1)``; without families (every candidate a family of its own)
+   it is ``(rank - 1) / (m - 1)`` (m = candidates the metric scored; ``u = 0`` when m = 1). Candidates a metric did
+   not score, or scored NaN, are left out of that metric.
+2. Combined score = ``1 - Σ_k w_k u_k / Σ_k w_k`` over the metrics that scored the candidate:
    1.0 means first on every metric, 0.0 last on every metric. Higher is better.
 
-Method ``"mean-z"``: the weighted mean of per-metric z-scores
-(score minus the metric's mean, over its standard deviation across candidates; unbounded, 0 = average). It uses the
-size of the gaps, not only the order; one metric with an outlier can dominate (docs/validity.md, "Current
-defaults": both modalities combine by mean rank).
+Counting each family once is what makes the order of the models invariant to the pool's make-up: adding options,
+layers or copies of a model moves no head's ``u`` (issue 41; tests/test_invariance.py).
+
+Method ``"mean-z"``: the weighted mean of per-metric z-scores (score minus the heads' mean, over the heads' standard
+deviation, :func:`embedselect.metrics.pool.relative_z`; unbounded, 0 = average). It uses the size of the gaps, not
+only the order; one metric with an outlier can dominate (docs/validity.md, "Current defaults": both modalities
+combine by mean rank).
 
 Ties follow the package's one rule (:func:`embedselect.ranking.result.tie_groups`): equal combined scores share
 a rank (competition ranks 1, 1, 3) and are listed by name; no metric breaks a tie, because a tie decided by
@@ -31,9 +36,11 @@ import numpy as np
 import pandas as pd
 
 from embedselect.errors import ConfigError, DataError
+from embedselect.metrics.pool import relative_positions, relative_z
 from embedselect.ranking.result import just_below, order_by_score, rank_scores, tie_groups
 
-__all__ = ["METHODS", "DEFAULT_METHOD", "MIN_POOL", "Decision", "metric_ranks", "combine_ranks", "rank_table", "decide",
+__all__ = ["METHODS", "DEFAULT_METHOD", "MIN_POOL", "MIN_MODEL_FAMILIES", "SETTLE", "Decision", "metric_ranks", "combine_ranks",
+           "rank_table", "decide",
            "copies_below_parents"]
 
 METHODS = ("mean-rank", "mean-z")
@@ -102,13 +109,17 @@ def combine_ranks(
     *,
     weights: Mapping[str, float] | None = None,
     method: str = "mean-rank",
+    families: Mapping[str, str] | None = None,
 ) -> dict[str, float]:
     """One combined score per candidate (higher = better); see the module docstring for the formula.
 
     Args:
-        per_metric_scores: metric -> {candidate: score}, higher = better for every metric.
+        per_metric_scores: metric -> {candidate: score}, higher = better for every metric; each dict in the
+            candidates' order (a family's head is the member named by its key, else its first member).
         weights: metric -> weight >= 0 (default: all 1). Metrics missing from ``weights`` get 0.
-        method: ``"mean-rank"`` (default; in [0, 1]) or ``"mean-z"`` (unbounded, mean 0 per metric).
+        method: ``"mean-rank"`` (default; in [0, 1]) or ``"mean-z"`` (unbounded, mean 0 over the heads).
+        families: candidate -> family key (``Ranking.details['families']``, ``MetricContext.families``); None or a
+            candidate not named: a family of its own.
 
     Returns:
         candidate -> combined score, for every candidate scored by at least one metric with a
@@ -127,14 +138,7 @@ def combine_ranks(
         sc = _finite(scores)
         if not sc:
             continue
-        if method == "mean-rank":
-            ranks = metric_ranks({metric: sc})[metric]
-            m = len(sc)
-            part = {k: (r - 1.0) / (m - 1.0) if m > 1 else 0.0 for k, r in ranks.items()}
-        else:
-            v = np.array(list(sc.values()), dtype=np.float64)
-            sd = float(v.std())
-            part = {k: (x - v.mean()) / sd if sd > 0 else 0.0 for k, x in sc.items()}
+        part = relative_positions(sc, families) if method == "mean-rank" else relative_z(sc, families)
         for k, u in part.items():
             num[k] = num.get(k, 0.0) + w[metric] * float(u)
             den[k] = den.get(k, 0.0) + w[metric]
@@ -150,15 +154,16 @@ def rank_table(
     *,
     weights: Mapping[str, float] | None = None,
     method: str = "mean-rank",
+    families: Mapping[str, str] | None = None,
 ) -> pd.DataFrame:
-    """The combined ranking with every metric's own rank beside it.
+    """The combined ranking with every metric's own rank beside it (``families`` as for :func:`combine_ranks`).
 
     Returns:
         DataFrame indexed by candidate, sorted best first, with columns ``{metric}_rank`` (float,
         1 = best, NaN if unscored) for each metric, ``combined`` (the :func:`combine_ranks` score)
         and ``rank`` (int, 1 = best, ties broken as documented in the module docstring).
     """
-    combined = combine_ranks(per_metric_scores, weights=weights, method=method)
+    combined = combine_ranks(per_metric_scores, weights=weights, method=method, families=families)
     ranks = metric_ranks(per_metric_scores)
     order = order_by_score(combined)
     df = ranks.add_suffix("_rank").reindex(order)
@@ -176,17 +181,28 @@ class Decision:
     Attributes:
         decided: True when the first candidate is the winner on this data; False when the scores cannot
             separate it from ``leaders`` or the pool is too small to judge.
-        leaders: the first candidate followed by every candidate it cannot be told apart from (the first is
-            what ``Ranking.best`` returns; a single name when decided).
+        leaders: the first candidate followed by every candidate it cannot be told apart from: every plausible best
+            (the first is what ``Ranking.best`` returns; a single name when decided).
         reasons: plain-language reasons when undecided (empty when decided).
         codes: the warning code of each reason, in the same order (:data:`embedselect.ranking.result.WARNING_CODES`):
-            ``small-pool`` for the pool-size rule, ``undecided`` for the others.
+            ``small-pool`` for the rules on the pool's families, ``undecided`` for the others.
+        settle: how to settle it when undecided (:data:`SETTLE`; empty when decided).
     """
 
     decided: bool
     leaders: list[str]
     reasons: list[str] = field(default_factory=list)
     codes: list[str] = field(default_factory=list)
+    settle: str = ""
+
+
+SETTLE = ("to settle it, answer a few questions about your items (embedselect ask, then embedselect rank --answers) "
+          "or label a few hundred items and check the leaders against the labels (embedselect validate)")
+"""What an undecided ranking tells the user to do next (``Ranking.next_step``, the table, the report)."""
+
+MIN_MODEL_FAMILIES = 3
+"""With fewer model families (not reference points) than this, the ranking between the models is undecided: the
+pool-relative signals judge a model by the other models, and two families give them one comparison."""
 
 
 def _overlap(a: Sequence[float], b: Sequence[float]) -> bool:
@@ -205,9 +221,11 @@ def copies_below_parents(
     A copy that is a coordinate-wise function of its parent's vectors (:mod:`embedselect.metrics.copies`: a
     quantisation or a truncation) cannot carry more information about any labelling than the parent (data
     processing inequality): the parent is at least as good as its copy. So when a copy scores at or above its
-    parent, the parent takes the copy's score (the evidence for the copy is evidence for the parent) and the copy
-    gets the closest score below it that is not a tie (:func:`embedselect.ranking.result.just_below`). Chains such as first-64 < first-128 < full resolve in order; candidates that
-    are neither copy nor parent keep their scores.
+    parent, the copy gets the closest score below its parent's that is not a tie
+    (:func:`embedselect.ranking.result.just_below`). The parent keeps its own score: were it to take the copy's, adding
+    a copy to the pool could lift its model above another (issue 41: the order of the models must not follow the
+    pool's make-up). Chains such as first-64 < first-128 < full resolve in order; candidates that are neither copy
+    nor parent keep their scores.
 
     Args:
         combined: candidate -> combined score (higher is better).
@@ -223,7 +241,6 @@ def copies_below_parents(
         changed = False
         for c, p in live:
             if out[c] >= out[p]:
-                out[p] = out[c]
                 out[c] = just_below(out[p])
                 if (c, p) not in moved:
                     moved.append((c, p))
@@ -238,31 +255,55 @@ def decide(
     *,
     intervals: Mapping[str, Mapping[str, Sequence[float]]] | None = None,
     min_pool: int = MIN_POOL,
+    per_metric: Mapping[str, Mapping[str, float]] | None = None,
+    weights: Mapping[str, float] | None = None,
+    method: str = DEFAULT_METHOD,
+    families: Mapping[str, str] | None = None,
+    references: frozenset[str] | set[str] = frozenset(),
+    copies: Sequence[tuple[str, str]] = (),
 ) -> Decision:
     """Can the combined ranking name a winner?
 
     Args:
-        combined: candidate -> combined score (higher is better), as from :func:`combine_ranks`.
+        combined: candidate -> combined score (higher is better), as from :func:`combine_ranks` (after
+            :func:`copies_below_parents`).
         intervals: candidate -> {score name: (low, high)} bootstrap intervals (``CandidateResult.intervals``),
             when a bootstrap ran.
-        min_pool: fewer finite-scored candidates than this is undecided (:data:`MIN_POOL`).
+        min_pool: fewer finite-scored families than this is undecided (:data:`MIN_POOL`).
+        per_metric, weights, method: the signals and how ``combined`` was made from them (:func:`combine_ranks`),
+            for the check that no single signal decides first place; None skips it.
+        families: candidate -> family key (variants and copies of one model share one); None: each its own.
+        references: the reference points (built-in baselines): not model families.
+        copies: (copy, parent) pairs, as given to :func:`copies_below_parents`.
 
     Rules (each adds to ``leaders`` / ``reasons``):
 
     1. **Tie**: candidates whose combined score ties the first one's (:func:`embedselect.ranking.result.tie_groups`).
     2. **Overlapping intervals**: a candidate whose bootstrap interval overlaps the first candidate's on
        *every* bootstrapped score they share (at least one) is not separated from it by the data.
-    3. **Small pool**: fewer than ``min_pool`` candidates.
+    3. **Small pool**: fewer than ``min_pool`` families (variants and copies of one model count once); every
+       family's best member is a plausible best.
+    4. **Two model families**: fewer than :data:`MIN_MODEL_FAMILIES` model families (reference points aside) give
+       the pool-relative signals one comparison; the other family's best member is a plausible best.
+    5. **The signals disagree**: leaving out any one signal with a positive weight (of at least two) and combining
+       the others the same way puts another candidate first; each such candidate is a plausible best.
 
     The first candidate (``leaders[0]``) is always the first row of :func:`rank_table` and ``Ranking.best``.
     """
     groups = tie_groups(combined)
     if not groups:
-        return Decision(False, [], ["no candidate has a combined score"], ["undecided"])
+        return Decision(False, [], ["no candidate has a combined score"], ["undecided"], SETTLE)
     order = [k for g in groups for k in g]
     first = order[0]
     leaders = list(groups[0])
     reasons: list[str] = []
+    small: set[int] = set()  # the reasons about the pool's families (code small-pool)
+
+    def add(names: Sequence[str]) -> list[str]:
+        new = [c for c in order if c in names and c not in leaders]
+        leaders.extend(new)
+        return new
+
     if len(groups[0]) > 1:
         reasons.append(
             f"tie: {', '.join(groups[0])} have the same combined score; listed by name, not by merit"
@@ -276,17 +317,50 @@ def decide(
             if shared and all(_overlap(mine[k], theirs[k]) for k in shared):
                 close.append(c)
         if close:
-            leaders += close
+            add(close)
             reasons.append(
                 f"the bootstrap intervals of {first} overlap those of {', '.join(close)} on every bootstrapped "
                 "score: the data do not separate them (use more items, or read them as equals)"
             )
-    if len(order) < min_pool:
+    fam = {c: (families or {}).get(c, c) for c in order}
+    best_of: dict[str, str] = {}  # family -> its best member (order is best first)
+    for c in order:
+        best_of.setdefault(fam[c], c)
+    models = [f for f, c in best_of.items() if not any(m in references for m in order if fam[m] == f)]
+    if len(best_of) < min_pool:
+        add(list(best_of.values()))
+        small.add(len(reasons))
         reasons.append(
-            f"only {len(order)} candidate(s) scored: label-free scores compare candidates with each other and are "
-            f"unreliable in pools smaller than {min_pool}; add candidates"
+            f"only {len(best_of)} model famil{'y' if len(best_of) == 1 else 'ies'} scored ({len(order)} candidates; "
+            "the options and copies of one model count once): label-free scores compare candidates with each other "
+            f"and are unreliable in pools smaller than {min_pool} families; add candidates"
         )
-    codes = ["undecided"] * len(reasons)
-    if len(order) < min_pool:
-        codes[-1] = "small-pool"
-    return Decision(not reasons, leaders, reasons, codes)
+    elif len(models) == 2:
+        add([best_of[f] for f in models])
+        small.add(len(reasons))
+        reasons.append(
+            f"two model families ({' and '.join(models)}; the rest are reference points): the signals that judge a "
+            "model by the others have one comparison, which cannot say which of the two is better"
+        )
+    if per_metric is not None:
+        w = {m: float((weights or {}).get(m, 1.0 if weights is None else 0.0)) for m in per_metric}
+        live = [m for m, v in w.items() if v > 0 and _finite(per_metric[m])]
+        flips: dict[str, list[str]] = {}
+        if len(live) >= 2:
+            for m in live:
+                rest = {k: per_metric[k] for k in live if k != m}
+                alt = combine_ranks(rest, weights={k: w[k] for k in rest}, method=method, families=families)
+                alt, _ = copies_below_parents(alt, copies)
+                alt_groups = tie_groups(alt)
+                top = alt_groups[0] if alt_groups else []
+                if first not in top or len(top) > 1:
+                    for c in top:
+                        if c != first:
+                            flips.setdefault(c, []).append(m)
+        if flips:
+            add(list(flips))
+            said = "; ".join(f"without {', '.join(ms)}, {c} would be first" for c, ms in flips.items())
+            reasons.append(f"the signals disagree about first place: {said}")
+    decided = not reasons
+    codes = ["small-pool" if i in small else "undecided" for i in range(len(reasons))]
+    return Decision(decided, leaders if not decided else [first], reasons, codes, "" if decided else SETTLE)

@@ -22,10 +22,12 @@ OLDEST_FORMAT = 1
 
 WARNING_CODES: dict[str, str] = {
     "candidate-failed": "a candidate could not be resolved, loaded or embedded; it has no scores",
-    "undecided": "no clear winner: a tie in the combined score, or bootstrap intervals that overlap the first "
-                 "candidate's on every bootstrapped score (candidates: the leaders)",
-    "small-pool": "too few candidates scored for the label-free scores to be reliable (they compare candidates with "
-                  "each other)",
+    "undecided": "no clear winner: a tie in the combined score, bootstrap intervals that overlap the first "
+                 "candidate's on every bootstrapped score, or another candidate first when one signal is left out "
+                 "(candidates: the leaders)",
+    "small-pool": "too few model families scored for the label-free scores to be reliable (they compare candidates "
+                  "with each other; the options and copies of one model count once), or only two model families "
+                  "beside the reference points (candidates: the leaders)",
     "baseline-wins": "a built-in baseline (tfidf-svd, random-projection, pixel-pca) is first or among the leaders: "
                      "no model beat it on this data",
     "baselines-central": "built-in baselines agree with the models' nearest neighbours as much as the models agree "
@@ -265,10 +267,14 @@ class Ranking:
             with a stable ``code`` (:data:`WARNING_CODES`).
         ranking_id / created_at: identity in the store.
         decided: False when the scores cannot separate the first candidate from others (a tie in the combined
-            score, overlapping bootstrap intervals on every bootstrapped score, or fewer than
-            ``aggregate.MIN_POOL`` candidates); see :func:`embedselect.ranking.combine.decide`.
-        leaders: the first candidate and every candidate it cannot be told apart from (``[best]`` when decided).
+            score, overlapping bootstrap intervals on every bootstrapped score, fewer than ``combine.MIN_POOL``
+            model families, only two model families beside the reference points, or another candidate first when
+            any one signal is left out); see :func:`embedselect.ranking.combine.decide`.
+        leaders: the first candidate and every plausible best it cannot be told apart from (``[best]`` when
+            decided).
         undecided_reasons: why ``decided`` is False, in words (empty when decided).
+        next_step: when ``decided`` is False, how to settle it (:data:`embedselect.ranking.combine.SETTLE`: answer a
+            few questions, or check the leaders against a few labels); empty when decided.
         timings: wall time of this call's stages, in seconds: ``{"candidates": {name: s}, "metrics": {metric: s},
             "validation": s | None, "total": s}``. A candidate's time covers resolving, loading and embedding it (or
             reading its cached vectors); a metric's covers its bootstrap; a result served from the store is
@@ -298,6 +304,7 @@ class Ranking:
     decided: bool = True
     leaders: list[str] = field(default_factory=list)
     undecided_reasons: list[str] = field(default_factory=list)
+    next_step: str = ""
     timings: dict[str, Any] = field(default_factory=dict)
     answers: dict[str, Any] | None = None
 

@@ -3,14 +3,14 @@
 A label-free comparator (a "wisdom of the pool" baseline, cf. mutual k-NN alignment, Huh et al.
 2024): for every item, take its k nearest neighbours by cosine similarity in each candidate; the
 agreement of candidates a and b is the mean over items of ``|N_a(i) ∩ N_b(i)| / k``. A candidate's
-score is its mean agreement with the other candidates that are evidence about the data — not the built-in
-baselines (``MetricContext.references``), each family of variants and copies of one model counting once
-(``MetricContext.families``) — (higher is better), in [0, 1].
+score is its mean agreement with the candidates that are evidence about the data — not the built-in baselines
+(``MetricContext.references``), one head per family of variants and copies of one model (``MetricContext.families``),
+and not its own family (:func:`~embedselect.metrics.pool.compared_with`) — (higher is better), in [0, 1].
 
 The pairwise matrix is in ``details['agreement']``; reference points that agree with the models as much as the
 models agree with each other are named in ``details['central_references']`` with a warning
-(:func:`central_references`). With near-copies in the pool, a family of copies
-agrees with itself and is favoured; this is the failure the benchmark measures, not a feature.
+(:func:`central_references`). Near-copies the families do not name (not declared, not found by the vectors) still
+agree with each other and are favoured; this is the failure the benchmark measures, not a feature.
 Computed on at most ``max_items`` items (seeded subsample): an O(n²) search per candidate in row blocks and O(n·k²)
 per pair; with a pair cache (the store) each pair's agreement is kept, so a pool seen before searches nothing.
 """
@@ -25,7 +25,7 @@ import numpy as np
 
 from embedselect._util.arrays import check_embeddings
 from embedselect.errors import ConfigError, MetricError, TooFewItemsError
-from embedselect.metrics.base import MetricContext, MetricResult, evidence, family_weights, get_spec
+from embedselect.metrics.base import MetricContext, MetricResult, compared_with, evidence, get_spec
 from embedselect.metrics.kernels import as_matrix
 from embedselect.metrics.sampling import checked_options, seeded_rows, usable_keys
 from embedselect.nn.knn import knn
@@ -193,21 +193,22 @@ def compute(ctx: MetricContext) -> MetricResult:
     """The ``nn_agreement`` comparator metric.
 
     Options: k (10), max_items (2048), compare_with ("models": a candidate's score is its mean agreement with the
-    candidates that are not reference points, ``ctx.references`` — the built-in baselines — when at least two are
-    left, :func:`~embedselect.metrics.base.evidence`; "all": with every other candidate).
+    heads of the other families that are not reference points, ``ctx.references`` — the built-in baselines — when at
+    least two families are left, :func:`~embedselect.metrics.base.evidence`; "all": with the heads of every other
+    family, reference points included).
     """
     opt = checked_options("nn_agreement", ctx.options, _OPTION_DEFAULTS, {"k": 1, "max_items": 3})
     if opt["compare_with"] not in ("models", "all"):
         raise ConfigError(f"nn_agreement option 'compare_with' must be 'models' or 'all', got {opt['compare_with']!r}")
     keys, excluded, n_items, k, g, knn_device = _pool_agreement(ctx, opt)
-    members = evidence(keys, ctx.references) if opt["compare_with"] == "models" else list(range(len(keys)))
-    weight = dict(zip(members, family_weights(keys, members, ctx.families)))  # one family, one vote
-    scores = {key: float(np.average([g[i, j] for j in members if j != i], weights=[weight[j] for j in members if j != i]))
+    members = (evidence(keys, ctx.references, ctx.families) if opt["compare_with"] == "models"
+               else evidence(keys, frozenset(), ctx.families))  # one head per family
+    scores = {key: float(np.mean([g[i, j] for j in compared_with(keys, i, members, ctx.families)]))
               for i, key in enumerate(keys)}
     details: dict[str, Any] = {"k": k, "n_items": n_items, "knn_device": knn_device,
                "compared_with": [keys[j] for j in members],
                "agreement": {a: {b: float(g[i, j]) for j, b in enumerate(keys)} for i, a in enumerate(keys)}}
-    central = central_references(g, keys, members, weight)
+    central = central_references(g, keys, members, ctx.references)
     if central:
         details["central_references"] = central
         details["warnings"] = [central_warning(central)]
@@ -230,15 +231,14 @@ def central_in_pool(ctx: MetricContext) -> dict[str, float]:
         keys, _excluded, _n, _k, g, _device = _pool_agreement(ctx, opt)
     except (MetricError, TooFewItemsError):  # fewer than 2 usable candidates or too few items: no pool to check
         return {}
-    members = evidence(keys, ctx.references)
-    return central_references(g, keys, members, dict(zip(members, family_weights(keys, members, ctx.families))))
+    return central_references(g, keys, evidence(keys, ctx.references, ctx.families), ctx.references)
 
 
 def central_references(g: np.ndarray, keys: list[str], members: list[int],
-                       weight: dict[int, float] | None = None) -> dict[str, float]:
-    """The candidates outside ``members`` (the reference points) whose mean agreement with the members is at least
-    the members' mean agreement with each other: reference -> that ratio (>= 1). Empty when fewer than two members.
-    Means weigh each member by ``weight`` (index -> weight; default 1), pairs of members by the product.
+                       references: frozenset[str] | set[str]) -> dict[str, float]:
+    """The reference points (``references`` outside ``members``) whose mean agreement with the members is at least
+    the members' mean agreement with each other: reference -> that ratio (>= 1). Empty when fewer than two members
+    (one head per family, :func:`~embedselect.metrics.pool.evidence`).
 
     Why: the pool-relative metrics consult the models only, on the grounds that a built-in baseline learned nothing
     about the data. When a baseline's neighbourhoods are as close to every model's as the models' are to each other,
@@ -248,12 +248,10 @@ def central_references(g: np.ndarray, keys: list[str], members: list[int],
     """
     if len(members) < 2:
         return {}
-    w = weight or {j: 1.0 for j in members}
-    pairs = {(i, j): w[i] * w[j] for i in members for j in members if i != j}
-    among = sum(p * g[i, j] for (i, j), p in pairs.items()) / sum(pairs.values())
+    among = float(np.mean([g[i, j] for i in members for j in members if i != j]))
     out = {}
-    for r in (i for i in range(len(keys)) if i not in members):
-        with_models = float(np.average([g[r, j] for j in members], weights=[w[j] for j in members]))
+    for r in (i for i, k in enumerate(keys) if k in references and i not in members):
+        with_models = float(np.mean([g[r, j] for j in members]))
         if among > 0 and with_models >= among:
             out[keys[r]] = round(float(with_models / among), 3)
     return out

@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 from embedselect.errors import ConfigError, MetricError
-from embedselect.metrics.base import MetricContext, MetricResult, PairCache, evidence, family_weights, weighted_median
+from embedselect.metrics.base import MetricContext, MetricResult, PairCache, compared_with, evidence
 from embedselect.metrics.content_seed import fingerprint
 from embedselect.metrics.normal_scores import normal_scores
 from embedselect.metrics.sufficiency.result import SufficiencyResult, average, caveats, median_scores
@@ -415,10 +415,11 @@ def compute(ctx: MetricContext) -> MetricResult:
     estimator's settings (any :class:`SufficiencySettings` field plus ``batched`` and ``max_batch_bytes`` for KNIFE,
     any :class:`~embedselect.metrics.sufficiency.gaussian.GaussianSettings` field for the Gaussian one), and
     ``targets``: "models" (default: a candidate's score is the median of IS(candidate ->
-    other) over the other candidates that are not reference points, ``ctx.references`` — the built-in baselines —
+    other) over the other families' heads that are not reference points, ``ctx.references`` — the built-in baselines —
     when at least two are left, :func:`~embedselect.metrics.base.evidence`; the baselines are scored as sources) or
-    "all" (over every other candidate). The median weighs each target by 1 / the size of its
-    family (``ctx.families``: variants and copies of one model count once, :func:`~embedselect.metrics.base.family_weights`). Pairs are cached in ``ctx.pair_cache`` keyed by the two
+    "all" (reference points included). Either way the targets are one head per family (``ctx.families``: variants
+    and copies of one model count once) and not the candidate's own family
+    (:func:`~embedselect.metrics.pool.compared_with`). Pairs are cached in ``ctx.pair_cache`` keyed by the two
     run keys, the settings and the seed (whatever ``targets`` is).
     """
     targets = (ctx.options or {}).get("targets", "models")
@@ -438,11 +439,11 @@ def compute(ctx: MetricContext) -> MetricResult:
                                       device=ctx.device, **run_opts, **opts)
     names = list(res.matrix.index)
     usable = [k for k in names if k not in res.excluded]
-    consulted = [usable[i] for i in evidence(usable, ctx.references)] if targets == "models" else usable
-    weight = dict(zip(consulted, family_weights(consulted, list(range(len(consulted))), ctx.families)))
-    scores = {s: weighted_median([res.matrix.loc[s, t] for t in consulted if t != s],
-                                 [weight[t] for t in consulted if t != s]) if s in usable else math.nan
-              for s in res.scores}
+    heads = evidence(usable, ctx.references if targets == "models" else frozenset(), ctx.families)
+    consulted = [usable[i] for i in heads]
+    scores = {s: float(np.median([res.matrix.loc[s, usable[t]]
+                                  for t in compared_with(usable, usable.index(s), heads, ctx.families)]))
+              if s in usable else math.nan for s in res.scores}
     mean_out = {s: float(res.matrix.loc[s].drop(s).mean()) for s in names}
     median_in = {t: float(res.matrix[t].drop(t).median()) for t in names}
     comm_of = {m: i for i, c in enumerate(res.communities) for m in c}

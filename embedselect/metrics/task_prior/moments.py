@@ -94,12 +94,14 @@ class Prior:
     """How the prior tile is obtained from the model tiles (internal).
 
     kind: "ext" (own factor ``z``), "sum" (scale·Σ_k weights_k M_k), "loo" (scale_c·(Σ_k weights_k M_k −
-    weights_c M_c); weights default to 1), "model" (M_index).
+    weights_d M_d) with d = drop[c], c itself by default, nothing when d < 0; weights default to 1), "model"
+    (M_index).
     """
 
-    def __init__(self, kind: str, *, z=None, scale=1.0, scales=None, weights=None, index: int = -1) -> None:
+    def __init__(self, kind: str, *, z=None, scale=1.0, scales=None, weights=None, index: int = -1,
+                 drop=None) -> None:
         self.kind, self.z, self.scale, self.scales, self.index = kind, z, scale, scales, index
-        self.weights = weights
+        self.weights, self.drop = weights, drop
 
 
 def stream_moments(
@@ -140,7 +142,9 @@ def stream_moments(
                 if prior.kind == "sum":
                     xs = [s.mul_(prior.scale * inv_t)]
                 else:
-                    xs = [(s - mc * wc).mul_(sc * inv_t) for mc, wc, sc in zip(mt, wts, prior.scales)]
+                    drop = prior.drop if prior.drop is not None else range(m)
+                    xs = [(s - mt[d] * wts[d] if d >= 0 else s.clone()).mul_(sc * inv_t)
+                          for d, sc in zip(drop, prior.scales)]
             shared = len(xs) == 1
             p = q = None
             pp = 0.0  # assigned with p before its first use

@@ -59,40 +59,41 @@ def balanced_weights(g: np.ndarray, power: float = BALANCE_POWER) -> np.ndarray:
     return 1.0 / np.sum(cka(g) ** power, axis=1)
 
 
-def central_weights(g: np.ndarray, fam: np.ndarray) -> np.ndarray:
+def central_weights(g: np.ndarray) -> np.ndarray:
     """Centrality times redundancy weights (float64, (m,)): w_k = r_k · c_k with r the redundancy weights of
-    :func:`balanced_weights` and c_k = Σ_{l≠k} v_l CKA_kl / Σ_{l≠k} v_l a member's mean linear CKA with the others,
-    each weighed by v = fam · r (a family, or a group of near-copies, counts once). A kernel no other member shares
-    (an untrained network, a broken copy) is a weak witness of the data's tasks and weighs little, and near-copies
-    still share one weight. All ones times r when fewer than two members or when no two kernels share anything."""
+    :func:`balanced_weights` and c_k = Σ_{l≠k} r_l CKA_kl / Σ_{l≠k} r_l a member's mean linear CKA with the others,
+    each weighed by its redundancy weight (a group of near-copies counts once). A kernel no other member shares (an
+    untrained network, a broken copy) is a weak witness of the data's tasks and weighs little, and near-copies still
+    share one weight. All ones times r when fewer than two members or when no two kernels share anything."""
     m = len(g)
     r = balanced_weights(g)
     if m < 2:
         return r
-    others = np.outer(np.ones(m), fam * r) * (1.0 - np.eye(m))
+    others = np.outer(np.ones(m), r) * (1.0 - np.eye(m))
     c = np.sum(others * cka(g), axis=1) / np.sum(others, axis=1)
     return r * c if np.any(c > 0) else r
 
 
-def pool_weights(kind: str, g: np.ndarray | None, fam: np.ndarray) -> np.ndarray:
-    """Weights (len(fam),) of the members' kernels in a pool prior, from their cross Gram matrix ``g`` (members ×
-    members, :func:`cross_gram`; needed only for the priors in :data:`WEIGHED_PRIORS`): one family, one vote
-    (``fam``, :func:`~embedselect.metrics.base.family_weights`), times the redundancy weights for "balanced" or the
-    redundancy and centrality weights for "central"."""
+def pool_weights(kind: str, g: np.ndarray | None, m: int) -> np.ndarray:
+    """Weights (m,) of the ``m`` members' kernels in a pool prior (one head per family,
+    :func:`~embedselect.metrics.pool.evidence`), from their cross Gram matrix ``g`` (members × members,
+    :func:`cross_gram`; needed only for the priors in :data:`WEIGHED_PRIORS`): all ones, the redundancy weights for
+    "balanced", the redundancy and centrality weights for "central"."""
     if kind not in WEIGHED_PRIORS:
-        return np.asarray(fam, dtype=np.float64)
+        return np.ones(m, dtype=np.float64)
     assert g is not None, "a weighed prior needs its members' cross Gram matrix"
-    return (balanced_weights(g) if kind == "balanced" else central_weights(g, fam)) * fam
+    return balanced_weights(g) if kind == "balanced" else central_weights(g)
 
 
 def prior_factors(kind: str, zs: list[np.ndarray], labels_z: np.ndarray | None, members: list[int],
-                  fam: np.ndarray, g: np.ndarray | None = None) -> Callable[[int | None], np.ndarray]:
-    """``factor(c)``: the factor (n, D) of the unit-Frobenius prior kernel for candidate ``c``. A pool prior sums
-    the kernels of ``members`` only (the candidates that are evidence, :func:`~embedselect.metrics.base.evidence`),
-    weighted by :func:`pool_weights`, leaving ``c``'s own out when ``c`` is given (None: nobody left out; "loo"
-    gives every candidate). The members' cross Gram matrix and weights are computed once, here: each factor is then
-    a concatenation, normalised from them (‖Σ w_i M_i‖_F² = Σ w_i w_j g_ij) without an n×n product. ``g``: that
-    matrix (members × members) when the caller has it already."""
+                  g: np.ndarray | None = None) -> Callable[[int | None], np.ndarray]:
+    """``factor(c)``: the factor (n, D) of the unit-Frobenius prior kernel left without member ``c`` (an index into
+    ``zs``; None: nobody left out; a candidate leaves its own family's head out, "loo" gives every candidate). A
+    pool prior sums the kernels of ``members`` only (one head per family among the candidates that are evidence,
+    :func:`~embedselect.metrics.base.evidence`), weighted by :func:`pool_weights`. The members' cross Gram matrix
+    and weights are computed once, here: each factor is then a concatenation, normalised from them
+    (‖Σ w_i M_i‖_F² = Σ w_i w_j g_ij) without an n×n product. ``g``: that matrix (members × members) when the
+    caller has it already."""
     if kind == "labels":
         assert labels_z is not None, "kind 'labels' comes with the label factor"
         return lambda c: labels_z
@@ -100,7 +101,7 @@ def prior_factors(kind: str, zs: list[np.ndarray], labels_z: np.ndarray | None, 
         own = zs[int(kind.split(":", 1)[1])]
         return lambda c: own
     g = cross_gram([zs[i] for i in members]) if g is None else g
-    w = pool_weights(kind, g, fam)
+    w = pool_weights(kind, g, len(members))
 
     def factor(c: int | None) -> np.ndarray:
         keep = [j for j, i in enumerate(members) if i != c]
@@ -112,19 +113,19 @@ def prior_factors(kind: str, zs: list[np.ndarray], labels_z: np.ndarray | None, 
 
 
 def prior_kernels(kind: str, zs: list[np.ndarray], labels_z: np.ndarray | None, members: list[int],
-                  fam: np.ndarray, g: np.ndarray | None = None) -> Callable[[int | None], np.ndarray]:
+                  g: np.ndarray | None = None) -> Callable[[int | None], np.ndarray]:
     """``kernel(c)``: the prior kernel (n, n) float64 of :func:`prior_factors`'s ``factor(c)``, up to a positive
-    scale. A pool prior's weighted kernel sum over every member is formed once (n²·D); leaving ``c`` out then
-    subtracts its own weighted kernel (n²·d_c), so each candidate costs one n×n product with its own factor instead
-    of a product with the D columns of all the others. ``g`` as in :func:`prior_factors` (needed only for the
-    weighed priors)."""
+    scale. A pool prior's weighted kernel sum over every member is formed once (n²·D); leaving member ``c`` out then
+    subtracts its own weighted kernel (n²·d_c), so each prior costs one n×n product with one factor instead of a
+    product with the D columns of all the others. ``g`` as in :func:`prior_factors` (needed only for the weighed
+    priors)."""
     if kind == "labels" or kind.startswith("candidate:"):
-        z = prior_factors(kind, zs, labels_z, members, fam, g)(None)
+        z = prior_factors(kind, zs, labels_z, members, g)(None)
         fixed = z @ z.T
         return lambda c: fixed
     if g is None and kind in WEIGHED_PRIORS:
         g = cross_gram([zs[i] for i in members])
-    w = pool_weights(kind, g, fam)
+    w = pool_weights(kind, g, len(members))
     total = np.zeros((zs[members[0]].shape[0],) * 2, dtype=np.float64)
     for j, i in enumerate(members):
         total += w[j] * (zs[i] @ zs[i].T)

@@ -29,7 +29,8 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from embedselect.errors import ConfigError, MetricError, TooFewItemsError
-from embedselect.metrics.base import MIN_ITEMS, MetricContext, MetricResult, evidence, family_weights, unusable_reason
+from embedselect.metrics.content_seed import fingerprint
+from embedselect.metrics.base import MIN_ITEMS, MetricContext, MetricResult, evidence, family_of, unusable_reason
 from embedselect.metrics.kernels import kernel_factor, label_factor, torch_device
 from embedselect.metrics.task_prior.moments import (
     DEFAULT_TAU,
@@ -101,9 +102,11 @@ def compute(ctx: MetricContext) -> MetricResult:
             under the sum of the *other* candidates' kernels), a candidate key (that candidate's
             kernel; self-biased), or "labels" (centred same-label graph of ``ctx.labels``; the only
             case labels are read).
-        prior_from: "models" (default: a pool prior — balanced, central, consensus, loo — sums the kernels of the candidates
-            that are not reference points, ``ctx.references``, i.e. not the built-in baselines, when at least two
-            are left; the baselines are scored under it) or "all" (every candidate's kernel).
+        prior_from: "models" (default: a pool prior — balanced, central, consensus, loo — sums the kernels of one
+            head per family among the candidates that are not reference points, ``ctx.references``, i.e. not the
+            built-in baselines, when at least two families are left, :func:`~embedselect.metrics.pool.evidence`; the
+            baselines and the families' other members are scored under it) or "all" (one head per family, the
+            reference points included).
             The members are in ``details['prior_members']``. On natural photographs a prior that counts pixel PCA and
             a random projection ranks them above every ImageNet model (docs/validity.md, "Reference points").
         tau: scale-free temperature, T = tau / n (default :data:`DEFAULT_TAU`).
@@ -133,9 +136,10 @@ def compute(ctx: MetricContext) -> MetricResult:
             (:func:`~embedselect.metrics.task_prior.sampling.cluster_tasks_from_kernel`), ``cluster_restarts`` (8) per
             class count in ``cluster_classes`` ((4, 8, 16); counts above a fifth of the probe items are dropped);
             the image default, with ``cluster_restarts`` 32 (docs/validity.md, "Current defaults").
-        leave_self_out (False): a pool prior leaves the scored candidate's own kernel out (the weights of the others
-            unchanged), for the moments and the probes alike, so a candidate is not scored on tasks it helped draw;
-            "loo" is the consensus prior with it.
+        leave_self_out (False): a pool prior leaves the scored candidate's own family out (its head, the member
+            of the prior from that family; the weights of the others unchanged), for the moments and the probes
+            alike, so a candidate is not scored on tasks it or its variants helped draw; "loo" is the consensus
+            prior with it.
 
         headline ("probes"): the score used for ranking: "probes", the mean held-out probe accuracy
             over the sampled tasks, or "alignment", the closed-form E[Tr(MG)] / ‖σ(K/T)‖_F (exact,
@@ -177,14 +181,17 @@ def compute(ctx: MetricContext) -> MetricResult:
     warnings: list[str] = []
     kind, labels_z = _resolve_prior(ctx, opt["prior"], keys, excluded, n_all, moment_rows, warnings)
     pool_warning = None
-    if m < _SMALL_POOL and kind in POOL_PRIORS:
-        pool_warning = f"pool is small ({m} candidates): consensus-based scores are unreliable"
+    n_families = len({family_of(k, ctx.families) for k in keys})
+    if n_families < _SMALL_POOL and kind in POOL_PRIORS:
+        pool_warning = (f"pool is small ({n_families} model families among {m} candidates): consensus-based scores "
+                        "are unreliable")
         warnings.append(pool_warning)
     prior_name = kind if not kind.startswith("candidate:") else f"candidate:{keys[int(kind.split(':')[1])]}"
-    members = evidence(keys, ctx.references) if opt["prior_from"] == "models" else list(range(m))
-    fam = family_weights(keys, members, ctx.families)
+    members = evidence(keys, ctx.references if opt["prior_from"] == "models" else frozenset(), ctx.families)
+    heads = {family_of(keys[i], ctx.families): i for i in members}
+    left_out = [heads.get(family_of(k, ctx.families)) for k in keys]  # each candidate's own family's member
     g = cross_gram(zs) if kind in POOL_PRIORS else None  # the kernels' cross Gram matrix, for the moments and probes
-    columns, details = _moments(ctx, opt, keys, zs, kind, labels_z, n, n_all, prior_name, members, fam, g)
+    columns, details = _moments(ctx, opt, keys, zs, kind, labels_z, n, n_all, prior_name, members, left_out, g)
     if kind in POOL_PRIORS:
         details["prior_members"] = [keys[i] for i in members]
     if moment_rows is not None:
@@ -192,7 +199,7 @@ def compute(ctx: MetricContext) -> MetricResult:
     if opt["probes"]:
         assert sub is not None  # drawn above when probes are on
         same = g is not None and all(a is b for a, b in zip(zsub, zs))  # the probes read the moments' rows
-        _probes(ctx, opt, keys, zsub, kind, sub, n_all, columns, details, members, fam,
+        _probes(ctx, opt, keys, zsub, kind, sub, n_all, columns, details, members, left_out,
                 g[np.ix_(members, members)] if same and g is not None else None)
     return _finish(opt, columns, details, excluded, warnings, pool_warning)
 
@@ -309,10 +316,12 @@ def _resolve_prior(ctx: MetricContext, prior_opt: Any, keys: list[str], excluded
 
 def _moments(ctx: MetricContext, opt: Mapping[str, Any], keys: list[str], zs: list[np.ndarray], kind: str,
              labels_z: np.ndarray | None, n: int, n_all: int, prior_name: str,
-             members: list[int], fam: np.ndarray,
+             members: list[int], left_out: list[int | None],
              g: np.ndarray | None) -> tuple[dict[str, dict[str, float]], dict[str, Any]]:
     """The closed-form moments' columns (mean, var, alignment per candidate) and the details they start; ``g``: the
-    cross Gram matrix of ``zs`` (:func:`~embedselect.metrics.task_prior.priors.cross_gram`) for a pool prior."""
+    cross Gram matrix of ``zs`` (:func:`~embedselect.metrics.task_prior.priors.cross_gram`) for a pool prior;
+    ``left_out``: per candidate, the member of its own family (an index into ``zs``) or None, which a prior that
+    leaves the candidate out leaves out."""
     m = len(keys)
     temperature = resolve_temperature(n, temperature=opt["temperature"], tau=opt["tau"])
     dtype = check_dtype(opt["dtype"])
@@ -321,18 +330,20 @@ def _moments(ctx: MetricContext, opt: Mapping[str, Any], keys: list[str], zs: li
     if kind in POOL_PRIORS:
         assert g is not None, "a pool prior comes with its cross Gram matrix"
         wts = np.zeros(m)  # only the members (the evidence) weigh in the pool's prior
-        wts[members] = pool_weights(kind, g[np.ix_(members, members)], fam)
+        wts[members] = pool_weights(kind, g[np.ix_(members, members)], len(members))
         if kind in WEIGHED_PRIORS:
             details_weights = {k: float(v / wts.sum()) for k, v in zip(keys, wts)}
         if not _leaves_self_out(kind, opt):
             prior = Prior("sum", weights=[float(v) for v in wts], scale=1.0 / math.sqrt(float(wts @ g @ wts)))
-        else:  # each candidate's prior: the members but itself
+        else:  # each candidate's prior: the members but its own family's
             scales = []
             for c in range(m):
                 wc = wts.copy()
-                wc[c] = 0.0
+                if left_out[c] is not None:
+                    wc[left_out[c]] = 0.0
                 scales.append(1.0 / math.sqrt(float(wc @ g @ wc)))
-            prior = Prior("loo", scales=scales, weights=[float(v) for v in wts])
+            prior = Prior("loo", scales=scales, weights=[float(v) for v in wts],
+                          drop=[-1 if d is None else d for d in left_out])
     elif kind == "labels":
         assert labels_z is not None  # set with kind = "labels" above
         prior = Prior("ext", z=to_torch(labels_z, dev, dtype))
@@ -365,7 +376,7 @@ def _moments(ctx: MetricContext, opt: Mapping[str, Any], keys: list[str], zs: li
 
 def _probes(ctx: MetricContext, opt: Mapping[str, Any], keys: list[str], zsub: list, kind: str, sub: np.ndarray,
             n_all: int, columns: dict[str, dict[str, float]], details: dict[str, Any], members: list[int],
-            fam: np.ndarray, g_members: np.ndarray | None = None) -> None:
+            left_out: list[int | None], g_members: np.ndarray | None = None) -> None:
     """Draw tasks from the prior on the probe subsample (sampled or its clusters, option ``tasks``), train probes on
     them, and add the probe columns and details. ``g_members``: the members' cross Gram matrix on these rows, when
     already computed."""
@@ -377,18 +388,16 @@ def _probes(ctx: MetricContext, opt: Mapping[str, Any], keys: list[str], zsub: l
     t_sub = resolve_temperature(ns, temperature=opt["temperature"], tau=opt["tau"])
     lz = label_factor(np.asarray(ctx.labels)[sub]) if kind == "labels" else None
     per_cand_prior = _leaves_self_out(kind, opt)
-    draw = _task_drawer(opt, ns, t_sub, (kind, zsub, lz, members, fam, g_members))
-    tasks_shared = None
+    draw = _task_drawer(opt, ns, t_sub, (kind, zsub, lz, members, g_members))
+    drawn: dict[int | None, dict[int, np.ndarray]] = {}  # the member left out -> the tasks of that prior
     summaries: dict[str, dict[str, float]] = {}
     task_acc: dict[str, list[float]] = {}  # candidate -> held-out accuracy per task (for plots)
     for c, k in enumerate(keys):
-        if per_cand_prior or tasks_shared is None:
-            who = c if per_cand_prior else None
-            tasks = draw(who, int(np.random.default_rng([ctx.seed, 4, who or 0]).integers(2**31)))
-            if not per_cand_prior:
-                tasks_shared = tasks
-        else:
-            tasks = tasks_shared
+        who = left_out[c] if per_cand_prior else None  # a family shares its prior and its tasks
+        if who not in drawn:  # the seed follows the member left out (its vectors), not the candidates' order
+            at = 0 if who is None else int(fingerprint(np.asarray(ctx.embeddings[keys[who]]), sub)[:8], 16) + 1
+            drawn[who] = draw(who, int(np.random.default_rng([ctx.seed, 4, at]).integers(2**31)))
+        tasks = drawn[who]
         # one probe per task over max(q) one-hot columns: a class a task lacks never wins the argmax, since a ridge
         # fit with an intercept to one-hot targets predicts scores that sum to 1 over the classes present
         rep = probe_tasks(np.asarray(ctx.embeddings[k])[sub], np.concatenate(list(tasks.values())),
@@ -418,7 +427,7 @@ def _task_drawer(opt: Mapping[str, Any], ns: int, t_sub: float,
     for candidate ``who`` (None: nobody left out), from its factor (ns, D,
     :func:`~embedselect.metrics.task_prior.priors.prior_factors`) for sampled tasks or its kernel (ns, ns,
     :func:`~embedselect.metrics.task_prior.priors.prior_kernels`) for cluster tasks. ``prior_args``: their arguments
-    (kind, factors, label factor, members, family weights, cross Gram matrix); the options are checked first."""
+    (kind, factors, label factor, members, cross Gram matrix); the options are checked first."""
     if opt["tasks"] == "sampled":
         n_tasks = positive_int(opt["n_tasks"], "n_tasks", 1)
         q = positive_int(opt["n_classes"], "n_classes", 2)

@@ -1,0 +1,167 @@
+"""The selection / confirmation protocol of docs/validity.md ("## Protocol"): which half each dataset is in, and the
+package's default read on each half beside the data-blind baselines.
+
+The split is fixed in advance by the dataset's name: the first hex digit of sha256(name) even -> selection, odd ->
+confirmation (:func:`half`). Signals, priors, options and weights are chosen on the selection half only; the
+confirmation half is read once per proposed change.
+
+For every cached view (dataset x pool, :func:`benchmarks.validity_default.load_views`) the default of the view's
+modality (weights, method and options of :mod:`embedselect.pipeline.defaults`) is combined as ``select()`` combines it:
+each family counted once (:func:`embedselect.ranking.combine.combine_ranks` with the pool's families), copies below
+their parents, and :func:`embedselect.ranking.combine.decide` on the signals, the families and the reference points.
+Per half and modality it prints mean Spearman ρ, mean Kendall τ-b, the share of views whose top pick is within 0.02
+of the best, the share *confidently wrong* (regret > 0.02 with ``decided`` true), the share undecided with the best
+among the leaders, and the same ρ / τ / regret for two data-blind orders: by parameter count (:data:`PARAMS`) and by
+embedding width (the view's ``dims``).
+
+    python -m benchmarks.protocol --list                      # the halves, nothing read
+    python -m benchmarks.protocol --half selection            # the numbers of one half
+    python -m benchmarks.protocol --half confirmation         # read once per proposed change
+
+Reads the signals cached by ``validity_pools.py`` (and ``validity_default.py --within-modality`` for the image
+default's extra signals) under ``$EMBEDSELECT_BENCH_CACHE``; computes nothing expensive.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import math
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from benchmarks.validity_data import DATASETS
+from benchmarks.validity_pools import correlations, pool_roles, regret
+from embedselect.ranking.combine import combine_ranks, copies_below_parents, decide
+
+HALVES = ("selection", "confirmation")
+REGRET = 0.02
+"""A top pick within this much accuracy of the best is right; a decided ranking whose pick is further is *confidently
+wrong*."""
+
+PARAMS: dict[str, float] = {
+    "all-MiniLM-L6-v2": 22.7e6,
+    "all-mpnet-base-v2": 109.5e6,
+    "m2v-MiniLM-256": 7.6e6,  # model2vec: vocabulary (about 29 500 tokens) x width
+    "m2v-MiniLM-raw": 11.3e6,
+    "m2v-mpnet-256": 7.8e6,
+    "efficientnet-lite0": 4.7e6,
+    "efficientnet-lite1": 5.4e6,
+    "efficientnet-lite2": 6.1e6,
+}
+"""Parameter count of each model of the benchmark's pools (the weights a candidate runs; a variant or a derived copy
+of a model counts its model's; a built-in baseline counts 0; an untrained network counts its architecture's), for
+the data-blind order by size. Only the order matters."""
+
+
+def half(name: str) -> str:
+    """The half a dataset belongs to: "selection" when the first hex digit of sha256(name, UTF-8) is even, else
+    "confirmation". Fixed in advance; never chosen by looking at a result."""
+    return HALVES[int(hashlib.sha256(name.encode("utf-8")).hexdigest()[0], 16) % 2]
+
+
+def halves(names: Sequence[str] | None = None) -> dict[str, dict[str, list[str]]]:
+    """half -> modality -> dataset names (sorted), for ``names`` (default: every dataset of the benchmark)."""
+    out: dict[str, dict[str, list[str]]] = {h: {} for h in HALVES}
+    for n in sorted(names or DATASETS):
+        out[half(n)].setdefault(DATASETS[n].modality, []).append(n)
+    return out
+
+
+def params_of(entry: Mapping[str, Any], entries: Sequence[Mapping[str, Any]]) -> float:
+    """A candidate's parameter count for the data-blind order (:data:`PARAMS`; its parent chain's model when it is a
+    variant or copy; 0 for a baseline)."""
+    if entry.get("kind") == "baseline":
+        return 0.0
+    by_name = {e["name"]: e for e in entries}
+    e = entry
+    while e["name"] not in PARAMS and e.get("parent") in by_name:
+        e = by_name[e["parent"]]
+    if e["name"] in PARAMS:
+        return PARAMS[e["name"]]
+    if str(e["name"]).startswith("efficientnet-lite0"):  # the untrained network: Lite0's architecture
+        return PARAMS["efficientnet-lite0"]
+    raise SystemExit(f"no parameter count for {entry['name']!r}: add it to PARAMS")
+
+
+def read_view(view: Mapping[str, Any], weights: Mapping[str, float], method: str) -> dict[str, Any]:
+    """The default and the data-blind orders on one view: ρ, τ, regret, decided, leaders, confidently wrong."""
+    keys = sorted(view["truth"])
+    truth = view["truth"]
+    refs, fams = pool_roles(view["entries"], keys)
+    per_metric = {m: view["signals"][m] for m in weights}
+    comb = combine_ranks(per_metric, weights=dict(weights), method=method, families=fams)
+    comb, _ = copies_below_parents(comb, view["pairs"])
+    d = decide(comb, per_metric=per_metric, weights=dict(weights), method=method, families=fams, references=refs,
+               copies=view["pairs"])
+    rho, tau = correlations(comb, truth)
+    reg = regret(comb, truth)
+    best = max(truth, key=lambda k: truth[k])
+    out = {"rho": rho, "tau": tau, "regret": reg, "decided": d.decided, "leaders": d.leaders,
+           "wrong": d.decided and reg > REGRET,
+           "best_in_leaders": (not d.decided) and any(truth[c] >= truth[best] - REGRET for c in d.leaders)}
+    entries = {e["name"]: e for e in view["entries"]}
+    for blind, score in (("params", {k: params_of(entries[k], view["entries"]) for k in keys}),
+                         ("width", {k: float(entries[k].get("dims") or 0) for k in keys})):
+        r, t = correlations(score, truth)
+        # a data-blind order ties many candidates; its pick is the tie rule's first
+        out[blind] = {"rho": r, "tau": t, "regret": regret(score, truth)}
+    return out
+
+
+def summary(rows: list[dict[str, Any]]) -> str:
+    """One Markdown row's cells: the default's mean ρ, τ, share within REGRET, share confidently wrong, share
+    undecided with the best among the leaders; then each data-blind order's ρ / τ / share within REGRET."""
+    def mean(xs: list[float]) -> float:
+        xs = [x for x in xs if math.isfinite(x)]
+        return float(np.mean(xs)) if xs else math.nan
+
+    cells = [f"{mean([r['rho'] for r in rows]):.3f}", f"{mean([r['tau'] for r in rows]):.3f}",
+             f"{np.mean([r['regret'] <= REGRET for r in rows]):.0%}", f"{np.mean([r['wrong'] for r in rows]):.0%}",
+             f"{np.mean([r['best_in_leaders'] for r in rows]):.0%}"]
+    for blind in ("params", "width"):
+        cells.append(f"{mean([r[blind]['rho'] for r in rows]):.3f} / {mean([r[blind]['tau'] for r in rows]):.3f} / "
+                     f"{np.mean([r[blind]['regret'] <= REGRET for r in rows]):.0%}")
+    return " | ".join(cells)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--list", action="store_true", help="print the halves and exit (reads no result)")
+    ap.add_argument("--half", choices=HALVES, help="the half to read")
+    ap.add_argument("--max-items", type=int, default=300)
+    ap.add_argument("--seed", type=int, default=0)
+    a = ap.parse_args(argv)
+    split = halves()
+    if a.list or not a.half:
+        for h in HALVES:
+            for modality, names in sorted(split[h].items()):
+                print(f"{h} {modality} ({len(names)}): {', '.join(names)}")
+        return 0
+    from benchmarks.validity_default import default_extra, default_setting, load_views
+
+    names = [n for names in split[a.half].values() for n in names]
+    views = load_views(names, a.max_items, a.seed, extra=default_extra())
+    print(f"{a.half} half: {len(views)} views of {len(names)} datasets (views whose signals are cached)\n")
+    print("| modality | view | ρ | τ | regret | decided | leaders | by params ρ / τ / regret | by width ρ / τ / regret |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    by_mod: dict[str, list[dict[str, Any]]] = {}
+    for v in views:
+        w, method = default_setting(v["modality"])
+        r = read_view(v, w, method)
+        by_mod.setdefault(v["modality"], []).append(r)
+        print(f"| {v['modality']} | {v['dataset']}/{v['pool']} | {r['rho']:.2f} | {r['tau']:.2f} | {r['regret']:.3f} | "
+              f"{'yes' if r['decided'] else 'no'} | {', '.join(r['leaders'])} | "
+              f"{r['params']['rho']:.2f} / {r['params']['tau']:.2f} / {r['params']['regret']:.3f} | "
+              f"{r['width']['rho']:.2f} / {r['width']['tau']:.2f} / {r['width']['regret']:.3f} |")
+    print("\n| modality | views | mean ρ | mean τ | regret ≤ 0.02 | confidently wrong | undecided, best among leaders "
+          "| by params ρ / τ / ≤ 0.02 | by width ρ / τ / ≤ 0.02 |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for modality, rows in sorted(by_mod.items()):
+        print(f"| {modality} | {len(rows)} | {summary(rows)} |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

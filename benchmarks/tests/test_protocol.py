@@ -1,0 +1,58 @@
+"""The selection / confirmation protocol's harness (benchmarks/protocol.py) on synthetic views."""
+
+import hashlib
+
+import pytest
+
+from benchmarks.protocol import PARAMS, half, halves, params_of, read_view
+from benchmarks.validity_data import DATASETS
+
+
+def test_the_split_is_the_hash_rule_and_covers_every_dataset():
+    split = halves()
+    listed = [n for h in split.values() for names in h.values() for n in names]
+    assert sorted(listed) == sorted(DATASETS)
+    for n in DATASETS:
+        even = int(hashlib.sha256(n.encode()).hexdigest()[0], 16) % 2 == 0
+        assert half(n) == ("selection" if even else "confirmation")
+    # the halves written in docs/validity.md ("## Protocol")
+    assert split["confirmation"]["text"] == ["amazon-reviews", "analogy", "chatterbot-languages", "polarity", "sms-spam"]
+    assert split["confirmation"]["image"] == ["mnist-5k", "photo-patches", "sample-photos"]
+
+
+ENTRIES = [
+    {"name": "all-mpnet-base-v2", "parent": None, "kind": "transformer", "dims": 768},
+    {"name": "all-mpnet-base-v2-first64", "parent": "all-mpnet-base-v2", "relation": "truncated", "dims": 64},
+    {"name": "all-MiniLM-L6-v2", "parent": None, "kind": "transformer", "dims": 384},
+    {"name": "all-MiniLM-L6-v2-cls", "parent": "all-MiniLM-L6-v2", "relation": "pooling", "dims": 384},
+    {"name": "e5", "parent": None, "kind": "transformer", "dims": 1024},
+    {"name": "tfidf-svd", "parent": None, "kind": "baseline", "dims": 256},
+    {"name": "random-projection", "parent": None, "kind": "baseline", "dims": 256},
+]
+
+
+def test_params_follow_the_parent_chain_and_baselines_count_zero():
+    by = {e["name"]: e for e in ENTRIES}
+    assert params_of(by["all-mpnet-base-v2-first64"], ENTRIES) == PARAMS["all-mpnet-base-v2"]
+    assert params_of(by["tfidf-svd"], ENTRIES) == 0.0
+    with pytest.raises(SystemExit, match="e5"):
+        params_of(by["e5"], ENTRIES)
+
+
+def test_a_view_is_read_as_select_combines_it():
+    entries = [e for e in ENTRIES if e["name"] != "e5"]
+    truth = {"all-mpnet-base-v2": 0.80, "all-mpnet-base-v2-first64": 0.70, "all-MiniLM-L6-v2": 0.75,
+             "all-MiniLM-L6-v2-cls": 0.72, "tfidf-svd": 0.60, "random-projection": 0.30}
+    # both signals put MiniLM first: the pick is 0.05 below the best, but two model families cannot be separated
+    signals = {"s1": {"all-MiniLM-L6-v2": 3.0, "all-MiniLM-L6-v2-cls": 2.5, "all-mpnet-base-v2": 2.0,
+                      "all-mpnet-base-v2-first64": 1.0, "tfidf-svd": 0.0, "random-projection": -1.0}}
+    signals["s2"] = dict(signals["s1"])
+    view = {"truth": truth, "signals": signals, "entries": entries,
+            "pairs": [("all-mpnet-base-v2-first64", "all-mpnet-base-v2")]}
+    r = read_view(view, {"s1": 1.0, "s2": 1.0}, "mean-rank")
+    assert r["regret"] == pytest.approx(0.05)
+    assert not r["decided"] and not r["wrong"] and r["best_in_leaders"]
+    assert r["leaders"] == ["all-MiniLM-L6-v2", "all-mpnet-base-v2"]
+    assert r["params"]["regret"] == 0.0 and r["params"]["rho"] > 0.5  # the larger model is the better one here
+    assert r["width"]["regret"] == 0.0
+    assert -1.0 <= r["tau"] <= 1.0 and r["tau"] < r["rho"]
