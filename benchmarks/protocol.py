@@ -32,7 +32,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from benchmarks.validity_data import DATASETS
-from benchmarks.validity_pools import correlations, pool_roles, regret
+from benchmarks.validity_pools import POOLS, correlations, pool_roles, regret
 from embedselect.ranking.combine import combine_ranks, copies_below_parents, decide
 
 HALVES = ("selection", "confirmation")
@@ -112,14 +112,15 @@ def read_view(view: Mapping[str, Any], weights: Mapping[str, float], method: str
 
 def summary(rows: list[dict[str, Any]]) -> str:
     """One Markdown row's cells: the default's mean ρ, τ, share within REGRET, share confidently wrong, share
-    undecided with the best among the leaders; then each data-blind order's ρ / τ / share within REGRET."""
+    undecided with the best among the leaders, share undecided, mean number of leaders; then each data-blind order's ρ / τ / share within REGRET."""
     def mean(xs: list[float]) -> float:
         xs = [x for x in xs if math.isfinite(x)]
         return float(np.mean(xs)) if xs else math.nan
 
     cells = [f"{mean([r['rho'] for r in rows]):.3f}", f"{mean([r['tau'] for r in rows]):.3f}",
              f"{np.mean([r['regret'] <= REGRET for r in rows]):.0%}", f"{np.mean([r['wrong'] for r in rows]):.0%}",
-             f"{np.mean([r['best_in_leaders'] for r in rows]):.0%}"]
+             f"{np.mean([r['best_in_leaders'] for r in rows]):.0%}", f"{np.mean([not r['decided'] for r in rows]):.0%}",
+             f"{np.mean([len(r['leaders']) for r in rows]):.1f}"]
     for blind in ("params", "width"):
         cells.append(f"{mean([r[blind]['rho'] for r in rows]):.3f} / {mean([r[blind]['tau'] for r in rows]):.3f} / "
                      f"{np.mean([r[blind]['regret'] <= REGRET for r in rows]):.0%}")
@@ -132,6 +133,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--half", choices=HALVES, help="the half to read")
     ap.add_argument("--max-items", type=int, default=300)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--pools", nargs="+", default=[p for p in POOLS if p != "all"],
+                    help="the named pools of validity_pools.POOLS read as views (default: every pool but 'all')")
+    ap.add_argument("--weights", nargs="+", metavar="METRIC=W",
+                    help="a proposed setting instead of the package's default (same weights for every modality; "
+                    "a METRIC may be a validity_pools.VARIANTS name); read on the selection half first")
+    ap.add_argument("--method", choices=("mean-rank", "mean-z"), default=None, help="with --weights: how to combine")
     a = ap.parse_args(argv)
     split = halves()
     if a.list or not a.half:
@@ -139,16 +146,20 @@ def main(argv: Sequence[str] | None = None) -> int:
             for modality, names in sorted(split[h].items()):
                 print(f"{h} {modality} ({len(names)}): {', '.join(names)}")
         return 0
-    from benchmarks.validity_default import default_extra, default_setting, load_views
+    from benchmarks.validity_default import SIGNALS, default_extra, default_setting, load_views
 
     names = [n for names in split[a.half].values() for n in names]
-    views = load_views(names, a.max_items, a.seed, extra=default_extra())
+    proposal = {m: float(w) for m, w in (x.split("=", 1) for x in a.weights)} if a.weights else None
+    extra = {m: tuple(s for s in proposal if s not in SIGNALS) for m in ("text", "image")} if proposal else default_extra()
+    views = load_views(names, a.max_items, a.seed, extra=extra, pools=tuple(a.pools))
     print(f"{a.half} half: {len(views)} views of {len(names)} datasets (views whose signals are cached)\n")
     print("| modality | view | ρ | τ | regret | decided | leaders | by params ρ / τ / regret | by width ρ / τ / regret |")
     print("|---|---|---|---|---|---|---|---|---|")
     by_mod: dict[str, list[dict[str, Any]]] = {}
     for v in views:
         w, method = default_setting(v["modality"])
+        if proposal:
+            w, method = proposal, a.method or method
         r = read_view(v, w, method)
         by_mod.setdefault(v["modality"], []).append(r)
         print(f"| {v['modality']} | {v['dataset']}/{v['pool']} | {r['rho']:.2f} | {r['tau']:.2f} | {r['regret']:.3f} | "
@@ -156,8 +167,8 @@ def main(argv: Sequence[str] | None = None) -> int:
               f"{r['params']['rho']:.2f} / {r['params']['tau']:.2f} / {r['params']['regret']:.3f} | "
               f"{r['width']['rho']:.2f} / {r['width']['tau']:.2f} / {r['width']['regret']:.3f} |")
     print("\n| modality | views | mean ρ | mean τ | regret ≤ 0.02 | confidently wrong | undecided, best among leaders "
-          "| by params ρ / τ / ≤ 0.02 | by width ρ / τ / ≤ 0.02 |")
-    print("|---|---|---|---|---|---|---|---|---|")
+          "| undecided | mean leaders | by params ρ / τ / ≤ 0.02 | by width ρ / τ / ≤ 0.02 |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for modality, rows in sorted(by_mod.items()):
         print(f"| {modality} | {len(rows)} | {summary(rows)} |")
     return 0

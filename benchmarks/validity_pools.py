@@ -47,7 +47,7 @@ log = logging.getLogger("validity_pools")
 DATASETS = ("polarity", "analogy", "empath", "vader", "emoji", "digits", "mnist-5k",
             "trec", "sms-spam", "amazon-reviews")
 MISSION = ("task_prior", "sufficiency")
-COMPARATORS = ("rankme", "alpha_req", "uniformity", "nn_agreement")
+COMPARATORS = ("rankme", "alpha_req", "uniformity", "nn_agreement", "modularity")
 SIGNALS = MISSION + COMPARATORS
 VARIANTS = {"task_prior-consensus": ("task_prior", {"prior": "consensus"}),
             "sufficiency-normal_scores": ("sufficiency", {"normal_scores": True}),
@@ -89,9 +89,38 @@ POOLS = {
     # an image pool of 8: three EfficientNet-Lite sizes, Lite0 at 128 px, with max pooling and untrained, two baselines
     "photo8": ("efficientnet-lite0", "efficientnet-lite1", "efficientnet-lite2", "efficientnet-lite0-128px",
                "efficientnet-lite0-maxpool", "efficientnet-lite0-untrained", "pixel-pca", "random-projection"),
+    # pools as users build them (issue 41): unbalanced families, two-model pools, larger-but-worse models
+    # the issue's pool of 8: both models, MiniLM with CLS pooling and cut to 8 tokens, a static copy of each
+    "issue8": ("all-mpnet-base-v2", "all-MiniLM-L6-v2", "all-MiniLM-L6-v2-cls", "all-MiniLM-L6-v2-len8",
+               "m2v-MiniLM-256", "m2v-mpnet-256", "tfidf-svd", "random-projection"),
+    # MiniLM with four options or copies beside mpnet with none
+    "minilm-heavy": ("all-mpnet-base-v2", "all-MiniLM-L6-v2", "all-MiniLM-L6-v2-cls", "all-MiniLM-L6-v2-len8",
+                     "all-MiniLM-L6-v2-layer3", "m2v-MiniLM-256", "tfidf-svd", "random-projection"),
+    # mpnet with four options or copies beside MiniLM with none
+    "mpnet-heavy": ("all-mpnet-base-v2", "all-mpnet-base-v2-first128", "all-mpnet-base-v2-int8",
+                    "all-mpnet-base-v2-len8", "m2v-mpnet-256", "all-MiniLM-L6-v2", "tfidf-svd", "random-projection"),
+    # two models and the baselines
+    "two-models": ("all-mpnet-base-v2", "all-MiniLM-L6-v2", "tfidf-svd", "random-projection"),
+    # two small static models and the baselines
+    "two-static": ("m2v-MiniLM-256", "m2v-mpnet-256", "tfidf-svd", "random-projection"),
+    # the larger model run in a worse way (its first layer; fed 8 tokens), beside the smaller model as shipped
+    "larger-worse": ("all-mpnet-base-v2-layer1", "all-MiniLM-L6-v2", "m2v-MiniLM-256", "tfidf-svd",
+                     "random-projection"),
+    "larger-short": ("all-mpnet-base-v2-len8", "all-MiniLM-L6-v2", "all-MiniLM-L6-v2-cls", "tfidf-svd",
+                     "random-projection"),
+    # image: two sizes and the baselines; Lite0 with four options beside Lite1 and Lite2; an early stage of the
+    # largest network beside the smallest as shipped
+    "photo-two": ("efficientnet-lite0", "efficientnet-lite2", "pixel-pca", "random-projection"),
+    "photo-heavy": ("efficientnet-lite0", "efficientnet-lite0-stage5", "efficientnet-lite0-maxpool",
+                    "efficientnet-lite0-128px", "efficientnet-lite0-int8", "efficientnet-lite1", "efficientnet-lite2",
+                    "pixel-pca", "random-projection"),
+    "photo-larger-worse": ("efficientnet-lite0-stage3", "efficientnet-lite1", "efficientnet-lite0-untrained",
+                           "pixel-pca", "random-projection"),
 }
 """Named candidate subsets (``--pool``); ``all`` is every candidate of the dataset's pool."""
-POOL_MODALITY = {"issue": "text", "width": "text", "photo8": "image"}
+POOL_MODALITY = {"issue": "text", "width": "text", "photo8": "image", "issue8": "text", "minilm-heavy": "text",
+                 "mpnet-heavy": "text", "two-models": "text", "two-static": "text", "larger-worse": "text",
+                 "larger-short": "text", "photo-two": "image", "photo-heavy": "image", "photo-larger-worse": "image"}
 """The modality of each named pool's candidates: ``--pool`` runs such a pool on datasets of that modality only
 (others are skipped, said on stderr); without ``--datasets`` it runs on every dataset of ``validity_data.DATASETS``
 of that modality."""

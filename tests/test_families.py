@@ -24,7 +24,10 @@ def test_family_heads_evidence_and_whom_a_candidate_is_compared_with():
     assert family_heads(keys, [0, 2, 3], fam) == [0, 3]  # else the family's first member
     assert family_heads(keys, range(5), None) == [0, 1, 2, 3, 4]
     assert evidence(keys, {"pixels"}, fam) == [1, 3]
-    assert evidence(keys, {"pixels", "B"}, fam) == [1, 3, 4]  # one family left: every family's head
+    # one model family left: its members are the witnesses (the reference points would outvote them: the demo's
+    # MiniLM with two options beside tfidf-svd and random-projection ranked tfidf-svd first)
+    assert evidence(keys, {"pixels", "B"}, fam) == [0, 1, 2]
+    assert evidence(["A", "B", "pixels"], {"pixels", "B"}, None) == [0, 1, 2]  # one model alone: every family's head
     assert compared_with(keys, 0, [1, 3], fam) == [3]  # a variant is compared with the other families only
     assert compared_with(keys, 1, [1, 3], fam) == [3]
     assert compared_with(keys, 3, [1, 3], fam) == [1]

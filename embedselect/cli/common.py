@@ -227,8 +227,9 @@ def format_table(ranking) -> str:
     if shown_only:
         lines.append(f"* shown, not in the score (weight 0): {', '.join(shown_only)}")
     if ranking.ok and not ranking.decided:
-        lines.append(f"no clear winner: the leaders {', '.join(ranking.leaders)} cannot be separated on this data; "
-                     + (ranking.next_step or "read them as equals"))
+        from embedselect.ranking.combine import no_clear_winner
+
+        lines.append(f"{no_clear_winner(ranking.leaders)}; " + (ranking.next_step or "read them as equals"))
     if answers:
         a = ranking.answers
         lines.append(f"answers: the share of your {a.get('n_answered')} answered questions ({a.get('n_skipped')} "

@@ -82,8 +82,9 @@ def evidence(keys: list[str], references: frozenset[str] | set[str],
              families: Mapping[str, str] | None = None) -> list[int]:
     """Indices into ``keys`` of the candidates a pool-relative metric consults (its *witnesses*): the head of each
     family (:func:`family_heads`) among the candidates that are not reference points
-    (:attr:`embedselect.metrics.base.MetricContext.references`), or the head of every family when fewer than
-    :data:`MIN_EVIDENCE` families are left that way. Candidates without a family (``families`` None or not naming
+    (:attr:`embedselect.metrics.base.MetricContext.references`); when fewer than :data:`MIN_EVIDENCE` families are
+    left that way, every candidate that is not a reference point (one model and its variants), and when fewer than
+    :data:`MIN_EVIDENCE` of those, the head of every family. Candidates without a family (``families`` None or not naming
     them) are each a family of their own.
 
     Why the reference points stay out: a consensus of the pool is evidence about which structure of the data matters
@@ -100,7 +101,11 @@ def evidence(keys: list[str], references: frozenset[str] | set[str],
     """
     models = [i for i, k in enumerate(keys) if k not in references]
     heads = family_heads(keys, models, families)
-    return heads if len(heads) >= MIN_EVIDENCE else family_heads(keys, range(len(keys)), families)
+    if len(heads) >= MIN_EVIDENCE:
+        return heads
+    if len(models) >= MIN_EVIDENCE:  # one model family with its variants: they are the only witnesses that learned
+        return models                 # anything; the reference points' geometry would outvote them
+    return family_heads(keys, range(len(keys)), families)
 
 
 def compared_with(keys: Sequence[str], i: int, witnesses: Sequence[int], families: Mapping[str, str] | None) -> list[int]:

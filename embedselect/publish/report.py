@@ -17,6 +17,7 @@ from embedselect.publish.text import count as _count
 from embedselect.publish.text import num as _num
 from embedselect.publish.text import rate as _rate
 from embedselect.ranking.result import Ranking
+from embedselect.ranking.combine import no_clear_winner
 
 
 def to_markdown(ranking: Ranking) -> str:
@@ -45,7 +46,7 @@ def to_markdown(ranking: Ranking) -> str:
     for c in ranking.failed:
         lines.append(f"- failed: {_md(c.name)} — {_md(c.error_type)}: {_md(c.error)}")
     if ranking.ok and not ranking.decided:
-        lines.append(f"- no clear winner among {_md(', '.join(ranking.leaders))}: {_md(ranking.next_step)}")
+        lines.append(f"- {_md(no_clear_winner(ranking.leaders))}: {_md(ranking.next_step)}")
     if ranking.answers:
         lines += ["", answers_sentence(ranking), "", "| candidate | agreement | 95 % Wilson interval | contender |",
                   "|---|---|---|---|"]
@@ -106,11 +107,11 @@ def _answer(ranking: Ranking) -> str:
         return (f'<div class="answer"><div class="muted">Most promising embedder for this data</div>'
                 f'<div class="big">{_e(best.name)}</div><div class="muted">{scores} · ranked first of '
                 f"{len(ranking.ok)}</div></div>")
-    leaders = ", ".join(_e(n) for n in ranking.leaders)
     reasons = "; ".join(_e(r) for r in ranking.undecided_reasons)
     settle = f'<div class="muted">{_e(ranking.next_step[:1].upper() + ranking.next_step[1:])}.</div>' \
         if ranking.next_step else ""
-    return (f'<div class="answer undecided"><div class="big">No clear winner among: {leaders}</div>'
+    verdict = no_clear_winner(ranking.leaders)
+    return (f'<div class="answer undecided"><div class="big">{_e(verdict[0].upper() + verdict[1:])}</div>'
             f'<div class="muted">{reasons}</div>{settle}</div>')
 
 
@@ -203,7 +204,7 @@ def to_html(ranking: Ranking, *, title: str = "embedselect ranking", plots: bool
     marked, the figures (inline SVG, see :mod:`embedselect.publish.plots`), the check against labels when
     given, and notes. No scripts, no external resources; every string escaped."""
     ds = ranking.dataset
-    undecided = set() if ranking.decided else set(ranking.leaders)
+    undecided = set() if ranking.decided or len(ranking.leaders) < 2 else set(ranking.leaders)
     out = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">',

@@ -200,6 +200,14 @@ SETTLE = ("to settle it, answer a few questions about your items (embedselect as
           "or label a few hundred items and check the leaders against the labels (embedselect validate)")
 """What an undecided ranking tells the user to do next (``Ranking.next_step``, the table, the report)."""
 
+def no_clear_winner(leaders: Sequence[str]) -> str:
+    """What an undecided ranking says about its ``leaders`` (the table, the report, the leaderboard): several
+    leaders cannot be separated; a single one leads but the pool cannot confirm it (too few model families)."""
+    if len(leaders) > 1:
+        return f"no clear winner: the leaders {', '.join(leaders)} cannot be separated on this data"
+    return f"no clear winner: {leaders[0] if leaders else 'the first candidate'} leads, but this pool cannot confirm it"
+
+
 MIN_MODEL_FAMILIES = 3
 """With fewer model families (not reference points) than this, the ranking between the models is undecided: the
 pool-relative signals judge a model by the other models, and two families give them one comparison."""
@@ -282,7 +290,8 @@ def decide(
     2. **Overlapping intervals**: a candidate whose bootstrap interval overlaps the first candidate's on
        *every* bootstrapped score they share (at least one) is not separated from it by the data.
     3. **Small pool**: fewer than ``min_pool`` families (variants and copies of one model count once); every
-       family's best member is a plausible best.
+       model family's best member is a plausible best (the reference points' only when no model family scored; a
+       reference point joins the leaders by the other rules only).
     4. **Two model families**: fewer than :data:`MIN_MODEL_FAMILIES` model families (reference points aside) give
        the pool-relative signals one comparison; the other family's best member is a plausible best.
     5. **The signals disagree**: leaving out any one signal with a positive weight (of at least two) and combining
@@ -328,7 +337,7 @@ def decide(
         best_of.setdefault(fam[c], c)
     models = [f for f, c in best_of.items() if not any(m in references for m in order if fam[m] == f)]
     if len(best_of) < min_pool:
-        add(list(best_of.values()))
+        add([best_of[f] for f in models] or list(best_of.values()))
         small.add(len(reasons))
         reasons.append(
             f"only {len(best_of)} model famil{'y' if len(best_of) == 1 else 'ies'} scored ({len(order)} candidates; "
