@@ -80,8 +80,9 @@ def params_of(entry: Mapping[str, Any], entries: Sequence[Mapping[str, Any]]) ->
         e = by_name[e["parent"]]
     if e["name"] in PARAMS:
         return PARAMS[e["name"]]
-    if str(e["name"]).startswith("efficientnet-lite0"):  # the untrained network: Lite0's architecture
-        return PARAMS["efficientnet-lite0"]
+    model = max((m for m in PARAMS if str(e["name"]).startswith(m)), key=len, default=None)
+    if model is not None:  # a variant whose model is not in the view (mpnet's layer 1 alone; the untrained Lite0)
+        return PARAMS[model]
     raise SystemExit(f"no parameter count for {entry['name']!r}: add it to PARAMS")
 
 
