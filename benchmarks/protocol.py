@@ -149,7 +149,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     from benchmarks.validity_default import SIGNALS, default_extra, default_setting, load_views
 
+    from benchmarks.validity_data import bench_cache
+
     names = [n for names in split[a.half].values() for n in names]
+    unbuilt = [n for n in names if not (bench_cache() / "pools" / n / "candidates.json").is_file()]
+    if unbuilt:
+        print(f"not built (run python -m benchmarks.validity_data --datasets NAME): {', '.join(unbuilt)}")
+    names = [n for n in names if n not in unbuilt]
     proposal = {m: float(w) for m, w in (x.split("=", 1) for x in a.weights)} if a.weights else None
     extra = {m: tuple(s for s in proposal if s not in SIGNALS) for m in ("text", "image")} if proposal else default_extra()
     views = load_views(names, a.max_items, a.seed, extra=extra, pools=tuple(a.pools))
@@ -157,12 +163,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     print("| modality | view | ρ | τ | regret | decided | leaders | by params ρ / τ / regret | by width ρ / τ / regret |")
     print("|---|---|---|---|---|---|---|---|---|")
     by_mod: dict[str, list[dict[str, Any]]] = {}
+    by_pool: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for v in views:
         w, method = default_setting(v["modality"])
         if proposal:
             w, method = proposal, a.method or method
         r = read_view(v, w, method)
         by_mod.setdefault(v["modality"], []).append(r)
+        by_pool.setdefault((v["modality"], v["pool"]), []).append(r)
         print(f"| {v['modality']} | {v['dataset']}/{v['pool']} | {r['rho']:.2f} | {r['tau']:.2f} | {r['regret']:.3f} | "
               f"{'yes' if r['decided'] else 'no'} | {', '.join(r['leaders'])} | "
               f"{r['params']['rho']:.2f} / {r['params']['tau']:.2f} / {r['params']['regret']:.3f} | "
@@ -172,6 +180,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     for modality, rows in sorted(by_mod.items()):
         print(f"| {modality} | {len(rows)} | {summary(rows)} |")
+    print("\nper pool:\n")
+    print("| modality | pool | views | mean ρ | mean τ | regret ≤ 0.02 | confidently wrong | undecided, best among "
+          "leaders | undecided | mean leaders | by params ρ / τ / ≤ 0.02 | by width ρ / τ / ≤ 0.02 |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for (modality, pool), rows in sorted(by_pool.items()):
+        print(f"| {modality} | {pool} | {len(rows)} | {summary(rows)} |")
     return 0
 
 

@@ -320,13 +320,13 @@ def test_a_truncated_copy_ranks_right_below_its_parent(tmp_path, cache_dir, monk
 
 def test_default_metrics_weights_and_method_are_the_benchmark_choice():
     """The defaults live in one place each (DEFAULT_METRICS, the specs' weights, DEFAULT_METHOD) and are the
-    leave-one-dataset-out choice of docs/archive/benchmarks-diary.md §4f-h, §4k and §4o."""
+    choice of docs/validity.md's protocol (selection half, confirmed on the confirmation half)."""
     from embedselect.ranking.combine import DEFAULT_METHOD
     from embedselect.metrics.base import get_spec
 
     assert api.DEFAULT_METRICS == ("task_prior", "sufficiency", "nn_agreement", "rankme", "modularity")
     assert {m: get_spec(m).weight for m in api.DEFAULT_METRICS} == {
-        "task_prior": 1.0, "sufficiency": 0.25, "nn_agreement": 1.0, "rankme": 0.0, "modularity": 1.0}
+        "task_prior": 1.0, "sufficiency": 0.25, "nn_agreement": 0.0, "rankme": 0.0, "modularity": 0.0}
     assert DEFAULT_METHOD == "mean-rank"
 
 
@@ -354,8 +354,8 @@ def test_a_weight_0_metric_is_shown_but_not_combined(cache_dir, monkeypatch):
 
     monkeypatch.setattr(pipeline_metrics, "get_metric", fake)
     r = embedselect.select(SAMPLE, cands, column="text")
-    assert r.settings["combined_weights"] == {"task_prior": 1.0, "sufficiency": 0.0, "nn_agreement": 1.0,
-                                              "rankme": 0.0, "modularity": 1.0}
+    assert r.settings["combined_weights"] == {"task_prior": 1.0, "sufficiency": 0.0, "nn_agreement": 0.0,
+                                              "rankme": 0.0, "modularity": 0.0}
     assert all("sufficiency" in c.scores and "sufficiency" in c.ranks for c in r.candidates)
     without = embedselect.select(SAMPLE, cands, column="text",
                                  metrics=["task_prior", "nn_agreement", "rankme", "modularity"])

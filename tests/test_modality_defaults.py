@@ -52,8 +52,8 @@ def test_texts_keep_the_registry_defaults(tmp_path):
     r = select(texts, ["tfidf-svd", "tfidf-svd?dim=8", "random-projection", "random-projection?dim=32"],
                cache_dir=tmp_path / "c")
     assert r.combine == "mean-rank" and "estimator" not in r.settings["metric_options"].get("sufficiency", {})
-    assert r.settings["combined_weights"] == {"task_prior": 1.0, "sufficiency": 0.25, "nn_agreement": 1.0,
-                                              "rankme": 0.0, "modularity": 1.0}  # docs/archive/benchmarks-diary.md §4o
+    assert r.settings["combined_weights"] == {"task_prior": 1.0, "sufficiency": 0.25, "nn_agreement": 0.0,
+                                              "rankme": 0.0, "modularity": 0.0}  # docs/validity.md, "Protocol"
     assert r.details["task_prior"]["prior"] == "central" and r.details["task_prior"]["tasks"] == "sampled"
 
 

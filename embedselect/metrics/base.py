@@ -250,22 +250,22 @@ for _spec in (
                      "embedselect.metrics.sufficiency.result", "embedselect.metrics.sufficiency.inputs",
                      "embedselect.metrics.sufficiency.gaussian", "embedselect.metrics.sufficiency.knife", "embedselect.metrics.sufficiency.knife.prepare",
                      "embedselect.metrics.sufficiency.knife.mixture", "embedselect.metrics.sufficiency.knife.engine")),
-    # label-free comparators from the literature; the weights below are the text default (task_prior 1,
-    # sufficiency 0.25, nn_agreement 1, rankme 0, modularity 1; mean ranks), chosen by leave-one-dataset-out within
-    # the validity benchmark's text datasets (docs/validity.md, "Current defaults"); images: pipeline/defaults.py
+    # label-free comparators from the literature, shown for texts (weight 0: the text default is task_prior 1 and
+    # sufficiency 0.25, mean ranks, chosen on the selection half of docs/validity.md's protocol and confirmed on the
+    # other half, "Protocol"); images weigh them in: pipeline/defaults.py
     MetricSpec("rankme", "embedselect.metrics.comparators.spectral:compute_rankme", weight=0.0,
                description="RankMe effective rank (comparator; in the image default, shown for texts)", code=_SPECTRAL),
     MetricSpec("alpha_req", "embedselect.metrics.comparators.spectral:compute_alpha_req",
                description="alpha-ReQ eigenspectrum decay (comparator)", code=_SPECTRAL),
     MetricSpec("uniformity", "embedselect.metrics.comparators.spectral:compute_uniformity",
                description="uniformity on the sphere (comparator)", code=_SPECTRAL),
-    MetricSpec("nn_agreement", "embedselect.metrics.comparators.agreement:compute", min_items=3, weight=1.0,
-               description="nearest-neighbour agreement with the other candidates (comparator; part of the default "
-                           "combination)",
+    MetricSpec("nn_agreement", "embedselect.metrics.comparators.agreement:compute", min_items=3, weight=0.0,
+               description="nearest-neighbour agreement with the other candidates (comparator; in the image default, "
+                           "shown for texts)",
                code=("embedselect.metrics.comparators.agreement", "embedselect.metrics.sampling")),
-    MetricSpec("modularity", "embedselect.metrics.comparators.modularity:compute", min_items=20, resample="half", weight=1.0,
-               description="community structure of each candidate's own k-NN graph (Louvain modularity; part of the "
-                           "default combination)",
+    MetricSpec("modularity", "embedselect.metrics.comparators.modularity:compute", min_items=20, resample="half", weight=0.0,
+               description="community structure of each candidate's own k-NN graph (Louvain modularity; in the image "
+                           "default, shown for texts)",
                code=("embedselect.metrics.comparators.modularity", "embedselect.metrics.comparators.agreement", "embedselect.metrics.sampling")),
 ):
     register_metric(_spec)
@@ -274,8 +274,8 @@ for _spec in (
 DEFAULT_METRICS = ("task_prior", "sufficiency", "nn_agreement", "rankme", "modularity")
 """The default label-free metrics (the weights, method and options of images differ:
 :mod:`embedselect.pipeline.defaults`). With their specs' weights and :data:`embedselect.ranking.combine.DEFAULT_METHOD`
-they are the text default: task_prior 1 with its central prior, sufficiency 0.25, nn_agreement 1, rankme 0 (shown,
-not combined), modularity 1, mean ranks; each family of variants and copies counts once in the pool's evidence, and
+they are the text default: task_prior 1 with its central prior, sufficiency 0.25, and nn_agreement, rankme and
+modularity shown, not combined (weight 0), mean ranks; each family of variants and copies counts once in the pool's evidence, and
 the pool's built-in baselines are not evidence (docs/validity.md, "Current defaults")."""
 
 

@@ -2,10 +2,10 @@
 ranking uses where the user gives none. One place for this rule; ``select()``, the nightly job, the Ray pair
 precompute and ``embedselect metrics`` all read it here.
 
-Text keeps the registry's weights (:class:`embedselect.metrics.base.MetricSpec`: task_prior 1, sufficiency 0.25,
-nn_agreement 1, rankme 0, modularity 1), :data:`embedselect.ranking.combine.DEFAULT_METHOD` (mean rank), task_prior's
-central prior and sufficiency's KNIFE estimator: the leave-one-dataset-out choice within the text datasets. Held out
-it scores 0.877 mean ρ over 33 views, every view ≥ 0.70, regret ≤ 0.02 on 84 % of (view, seed) pairs.
+Text keeps the registry's weights (:class:`embedselect.metrics.base.MetricSpec`: task_prior 1, sufficiency 0.25;
+nn_agreement, rankme and modularity 0, shown), :data:`embedselect.ranking.combine.DEFAULT_METHOD` (mean rank),
+task_prior's central prior and sufficiency's KNIFE estimator: the setting chosen on the selection half of the
+protocol and confirmed on the confirmation half (docs/validity.md, "Protocol").
 
 Images use task_prior 1 on *cluster tasks* with each candidate left out of its own prior (``tasks="clusters"``,
 ``leave_self_out``: probes on the central prior's k-means partitions into 4, 8 and 16 classes, 32 partitions of each,
