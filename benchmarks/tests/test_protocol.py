@@ -16,7 +16,11 @@ def test_the_split_is_the_hash_rule_and_covers_every_dataset():
         even = int(hashlib.sha256(n.encode()).hexdigest()[0], 16) % 2 == 0
         assert half(n) == ("selection" if even else "confirmation")
     # the halves written in docs/validity.md ("## Protocol")
-    assert split["confirmation"]["text"] == ["amazon-reviews", "analogy", "chatterbot-languages", "polarity", "sms-spam"]
+    assert split["confirmation"]["text"] == ["aiml-topics", "amazon-reviews", "analogy", "chatterbot-languages",
+                                             "city-continents", "debates-2016", "moral-foundations", "nrc-emotion",
+                                             "polarity", "review-subjectivity", "sms-spam"]
+    assert split["selection"]["text"] == ["census-names", "chatterbot-topics", "emoji", "empath", "snippet-genre",
+                                          "trec", "vader", "wordnet-glosses"]
     assert split["confirmation"]["image"] == ["mnist-5k", "photo-patches", "sample-photos"]
 
 

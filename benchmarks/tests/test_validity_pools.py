@@ -72,7 +72,7 @@ def test_lodo_chooses_on_the_other_datasets_only():
 
 def test_grid_starts_with_the_default():
     grid = settings_grid()
-    assert grid[0] == DEFAULT_SETTING and len(grid) == len(set(grid)) == 30
+    assert grid[0] == DEFAULT_SETTING and len(grid) == len(set(grid)) == 36  # 6 sufficiency weights x (no comparator + 5 comparators)
 
 
 def test_validity_default_grid_and_objective():
