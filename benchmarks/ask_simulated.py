@@ -44,7 +44,7 @@ import numpy as np
 from benchmarks.validity_data import DATASETS as ALL_DATASETS
 from benchmarks.validity_data import bench_cache, copy_pairs, load_pool, stratified_indices
 from benchmarks.validity_default import default_setting
-from benchmarks.validity_pools import POOLS, ground_truth, pool_roles, signals
+from benchmarks.validity_pools import POOL_MODALITY, POOLS, ground_truth, pool_roles, signals
 from embedselect.pipeline.questions import choose_triplets
 from embedselect.ranking.combine import combine_ranks, copies_below_parents
 from embedselect.ranking.result import order_by_score, tie_groups
@@ -203,6 +203,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--tolerance", type=float, default=0.02)
     p.add_argument("--out", type=Path, help="also write the Markdown here")
     p.add_argument("--json", type=Path, help="per-view results as JSON")
+    p.add_argument("--pools", nargs="+", default=None,
+                   help="the named pools of validity_pools.POOLS to read as views (each on the datasets of its "
+                   "modality; default: " + "; ".join(f"{m}: {', '.join(ps)}" for m, ps in VIEW_POOLS.items()) + ")")
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     root = bench_cache() / "pools"
@@ -215,7 +218,9 @@ def main(argv: list[str] | None = None) -> int:
         except (OSError, ValueError, KeyError):
             log.warning("%s: no pool folder under %s; skipped", d, root)
             continue
-        for pool in VIEW_POOLS[modality]:
+        pools = VIEW_POOLS[modality] if args.pools is None else [
+            q for q in args.pools if POOL_MODALITY.get(q, modality) == modality]
+        for pool in pools:
             try:
                 view = view_data(d, pool, max_items=args.max_items, seed=args.seed, folds=args.folds, jobs=args.jobs)
             except Exception as err:  # noqa: BLE001 - a pool still being built: said, skipped
