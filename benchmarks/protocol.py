@@ -148,6 +148,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(f"{h} {modality} ({len(names)}): {', '.join(names)}")
         return 0
     from benchmarks.validity_default import SIGNALS, default_extra, default_setting, load_views
+    from embedselect._util.kinds import MODALITIES
 
     from benchmarks.validity_data import bench_cache
 
@@ -157,7 +158,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"not built (run python -m benchmarks.validity_data --datasets NAME): {', '.join(unbuilt)}")
     names = [n for n in names if n not in unbuilt]
     proposal = {m: float(w) for m, w in (x.split("=", 1) for x in a.weights)} if a.weights else None
-    extra = {m: tuple(s for s in proposal if s not in SIGNALS) for m in ("text", "image")} if proposal else default_extra()
+    extra = {m: tuple(s for s in proposal if s not in SIGNALS) for m in MODALITIES} if proposal else default_extra()
     views = load_views(names, a.max_items, a.seed, extra=extra, pools=tuple(a.pools))
     print(f"{a.half} half: {len(views)} views of {len(names)} datasets (views whose signals are cached)\n")
     print("| modality | view | ρ | τ | regret | decided | leaders | by params ρ / τ / regret | by width ρ / τ / regret |")
