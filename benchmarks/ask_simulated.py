@@ -8,8 +8,9 @@ stratified items:
 1. truth: the tuned logistic probe's held-out accuracy per candidate (``validity_pools.ground_truth``, cached);
 2. label-free: the package's default combination for the view's modality (``validity_default.default_setting``,
    signals cached by ``validity_pools.signals``), derived copies below their parents; its first candidate is the
-   label-free pick, and the contenders are :func:`embedselect.validation.answers.contenders` of its leaders (the
-   first group of :func:`embedselect.ranking.result.tie_groups`) in its order;
+   label-free pick, its leaders those of :func:`embedselect.ranking.combine.decide` on the signals, the families and
+   the reference points (as ``benchmarks.protocol`` reads them; no bootstrap), and the contenders are
+   :func:`embedselect.validation.answers.contenders` of the leaders, the order and the families (one per family);
 3. the simulated person answers from the labels: the option that shares the anchor's label; ``skip`` when both or
    neither do;
 4. targeted: the questions of :func:`embedselect.pipeline.questions.choose_triplets` over the contenders' vectors
@@ -17,14 +18,16 @@ stratified items:
    items, answered the same way. For each budget (answers, skips not counted) the pick is the winner of
    :func:`~embedselect.validation.answers.verdict` between the contenders: the first contender in label-free order
    that no other one beats on the answers (the label-free pick when they rule nothing out), exactly the first row of
-   ``rank --answers``.
+   ``rank --answers``. ``--z`` reads the same rule at other interval levels (the product's is
+   :data:`~embedselect.validation.answers.Z_DECIDE`, 99.9 %); ``--half`` restricts the datasets to one half of the protocol
+   (``benchmarks.protocol.half``): a level is chosen on the selection half and read once on the confirmation half.
 
 Reported per budget: the share of views whose pick is within ``--tolerance`` (0.02) of the best accuracy, for
 label-free alone, targeted and random questions (random averaged over ``--repeats`` seeds, targeted too), the views
 where the pick is worse than label-free's by more than the tolerance, and the share of views where the best
 contender is within the tolerance (what any answers can reach when they decide between the contenders).
 
-    python -m benchmarks.ask_simulated --max-items 300 --out /tmp/ask_sim.md
+    python -m benchmarks.ask_simulated --max-items 300 --half selection --z 1.96 2.58 --out /tmp/ask_sim.md
 
 Every number is a benchmark result, never a test threshold.
 """
@@ -43,12 +46,13 @@ import numpy as np
 
 from benchmarks.validity_data import DATASETS as ALL_DATASETS
 from benchmarks.validity_data import bench_cache, copy_pairs, load_pool, stratified_indices
+from benchmarks.protocol import HALVES, half
 from benchmarks.validity_default import default_setting
 from benchmarks.validity_pools import POOL_MODALITY, POOLS, ground_truth, pool_roles, signals
 from embedselect.pipeline.questions import choose_triplets
-from embedselect.ranking.combine import combine_ranks, copies_below_parents
-from embedselect.ranking.result import order_by_score, tie_groups
-from embedselect.validation.answers import Answered, agrees, contenders, verdict
+from embedselect.ranking.combine import combine_ranks, copies_below_parents, decide
+from embedselect.ranking.result import order_by_score
+from embedselect.validation.answers import Z_DECIDE, Answered, agrees, contenders, verdict
 
 log = logging.getLogger("ask_simulated")
 
@@ -72,12 +76,12 @@ def random_triplets(n: int, m: int, usable: np.ndarray, rng: np.random.Generator
 
 
 def pick_with_answers(vectors: Mapping[str, np.ndarray], names: Sequence[str], label_free_pick: str,
-                      triplets: np.ndarray, signs: np.ndarray) -> tuple[str, bool]:
+                      triplets: np.ndarray, signs: np.ndarray, z: float = Z_DECIDE) -> tuple[str, bool]:
     """(the pick, whether the answers decided it): the verdict's winner between ``names`` (the first contender, in
     label-free order, that no other beats on the answers: what ``rank --answers`` puts first), the label-free pick
-    without answers. ``triplets``/``signs``: the answered questions only."""
+    without answers. ``triplets``/``signs``: the answered questions only; ``z``: the verdict's interval level."""
     ans = Answered(triplets, signs, np.arange(len(signs)), len(signs), 0)
-    v = verdict({m: agrees(vectors[m], ans) for m in names}, names)
+    v = verdict({m: agrees(vectors[m], ans) for m in names}, names, z=z)
     return (label_free_pick, False) if v.winner is None else (str(v.winner), v.decided)
 
 
@@ -105,39 +109,47 @@ def view_data(name: str, pool: str, *, max_items: int, seed: int, folds: int, jo
     refs, fams = pool_roles(ents, keys)
     sig = signals(name, sub, n=n, seed=seed, metrics=list(weights), jobs=jobs, pool=pool, references=refs,
                   families=fams)
-    comb = combine_ranks({m: sig[m]["scores"] for m in weights}, weights=weights, method=method)
+    per_metric = {m: sig[m]["scores"] for m in weights}
+    comb = combine_ranks(per_metric, weights=weights, method=method, families=fams)
     try:
         pairs = copy_pairs(ents, sub, seed)
     except Exception as err:  # noqa: BLE001 - a missing model folder: no copy rule, said in the log
         log.warning("%s/%s: copy pairs not found (%s); no copy rule", name, pool, err)
         pairs = []
     comb, _ = copies_below_parents(comb, pairs)
+    dec = decide(comb, per_metric=per_metric, weights=dict(weights), method=method, families=fams, references=refs,
+                 copies=pairs)
     texts = [str(x) for x in items]
     seen: dict[str, int] = {}
     for t in (texts[i] for i in idx):
         seen[t] = seen.get(t, 0) + 1
     usable = np.array([seen[texts[i]] == 1 for i in idx], dtype=bool)
     return {"dataset": name, "pool": pool, "modality": meta["modality"], "labels": y, "vectors": sub,
-            "truth": truth, "combined": comb, "usable": usable}
+            "truth": truth, "combined": comb, "usable": usable, "families": fams, "decided": dec.decided,
+            "leaders": list(dec.leaders)}
 
 
 def simulate(view: Mapping[str, Any], *, budgets: Sequence[int], repeats: int, n_questions: int,
-             tolerance: float) -> dict[str, Any]:
+             tolerance: float, levels: Sequence[float] = (Z_DECIDE,)) -> dict[str, Any]:
     """Per budget: the targeted and random picks' hit rates (within ``tolerance`` of the best) over ``repeats``
-    seeds, the label-free pick, and the worst loss against label-free."""
+    seeds, the label-free pick, and the worst loss against label-free; ``out["budgets"]`` under the first of
+    ``levels`` (the verdict's interval z), ``out["levels"][z]`` the same under each level."""
     truth, comb, y, vec = view["truth"], view["combined"], view["labels"], view["vectors"]
     best = max(truth.values())
     order = order_by_score(comb)
     lf = order[0]
-    names = contenders(tie_groups(comb)[0], order)
+    names = contenders(view["leaders"], order, view["families"])
     hit = {lf: truth[lf] >= best - tolerance}
     out: dict[str, Any] = {"dataset": view["dataset"], "pool": view["pool"], "modality": view["modality"],
                            "n": len(y), "n_candidates": len(truth), "label_free": lf, "label_free_hit": hit[lf],
                            "label_free_regret": best - truth[lf], "contenders": names,
-                           "contender_hit": max(truth[c] for c in names) >= best - tolerance, "budgets": {}}
-    for b in budgets:
-        out["budgets"][b] = {"targeted": [], "random": [], "targeted_answered": [], "random_drawn": [],
-                             "targeted_loss": [], "random_loss": [], "targeted_decided": [], "random_decided": []}
+                           "contender_hit": max(truth[c] for c in names) >= best - tolerance,
+                           "decided": view["decided"], "levels": {}}
+    for z in levels:
+        out["levels"][z] = {b: {"targeted": [], "random": [], "targeted_answered": [], "random_drawn": [],
+                                "targeted_loss": [], "random_loss": [], "targeted_decided": [], "random_decided": []}
+                            for b in budgets}
+    out["budgets"] = out["levels"][levels[0]]
     for r in range(repeats):
         t = np.array(choose_triplets({c: vec[c] for c in names}, n_questions, usable=view["usable"], seed=r),
                      dtype=np.int64).reshape(-1, 3)
@@ -145,32 +157,29 @@ def simulate(view: Mapping[str, Any], *, budgets: Sequence[int], repeats: int, n
         rng = np.random.default_rng(1000 + r)
         rt = random_triplets(len(y), 40 * max(budgets), view["usable"], rng)
         ra = simulated_answers(rt, y)
-        for b in budgets:
-            row = out["budgets"][b]
-            for kind, trip, ans in (("targeted", t, a), ("random", rt, ra)):
-                tt, ss = first_answered(trip, ans, b)
-                pick, decided = pick_with_answers(vec, names, lf, tt, ss)
-                row[kind].append(truth[pick] >= best - tolerance)
-                row[f"{kind}_loss"].append(truth[lf] - truth[pick])
-                row[f"{kind}_decided"].append(decided)
-            row["targeted_answered"].append(int(min(b, np.sum(a != 0))))
-            row["random_drawn"].append(int(np.flatnonzero(ra != 0)[min(b, int(np.sum(ra != 0))) - 1] + 1)
-                                       if np.any(ra != 0) else 0)
+        for z in levels:
+            for b in budgets:
+                row = out["levels"][z][b]
+                for kind, trip, ans in (("targeted", t, a), ("random", rt, ra)):
+                    tt, ss = first_answered(trip, ans, b)
+                    pick, decided = pick_with_answers(vec, names, lf, tt, ss, z=z)
+                    row[kind].append(truth[pick] >= best - tolerance)
+                    row[f"{kind}_loss"].append(truth[lf] - truth[pick])
+                    row[f"{kind}_decided"].append(decided)
+                row["targeted_answered"].append(int(min(b, np.sum(a != 0))))
+                row["random_drawn"].append(int(np.flatnonzero(ra != 0)[min(b, int(np.sum(ra != 0))) - 1] + 1)
+                                           if np.any(ra != 0) else 0)
     return out
 
 
-def summary(results: list[dict[str, Any]], budgets: Sequence[int], tolerance: float) -> str:
-    """The Markdown table of the shares over views."""
+def budget_table(results: list[dict[str, Any]], budgets: Sequence[int], tolerance: float, z: float) -> list[str]:
+    """The Markdown rows of the shares over views at the verdict level ``z`` (a key of each result's ``levels``)."""
     nv = len(results)
-    lf = np.mean([r["label_free_hit"] for r in results]) if results else math.nan
-    ch = np.mean([r["contender_hit"] for r in results]) if results else math.nan
-    lines = [f"{nv} views; label-free alone within {tolerance} of the best on {lf:.1%}; best contender within "
-             f"{tolerance} on {ch:.1%}", "",
-             "| answers | targeted: within 0.02 | random: within 0.02 | targeted decided | random decided | "
-             "targeted answered (mean) | worst loss vs label-free (targeted / random) | views > 0.02 worse (targeted) |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = ["| answers | targeted: within 0.02 | random: within 0.02 | targeted decided | random decided | "
+             "targeted answered (mean) | worst loss vs label-free (targeted / random) | views > 0.02 worse "
+             "(targeted / random) |", "|---|---|---|---|---|---|---|---|"]
     for b in budgets:
-        rows = [r["budgets"][b] for r in results]
+        rows = [r["levels"][z][b] for r in results]
         tg = np.mean([np.mean(x["targeted"]) for x in rows])
         rd = np.mean([np.mean(x["random"]) for x in rows])
         td = np.mean([np.mean(x["targeted_decided"]) for x in rows])
@@ -179,12 +188,30 @@ def summary(results: list[dict[str, Any]], budgets: Sequence[int], tolerance: fl
         tl = max(max(x["targeted_loss"]) for x in rows)
         rl = max(max(x["random_loss"]) for x in rows)
         worse = sum(1 for x in rows if max(x["targeted_loss"]) > tolerance)
+        rworse = sum(1 for x in rows if max(x["random_loss"]) > tolerance)
         lines.append(f"| {b} | {tg:.1%} | {rd:.1%} | {td:.1%} | {rdd:.1%} | {ta:.1f} | {tl:.3f} / {rl:.3f} | "
-                     f"{worse} of {nv} |")
-    lines += ["", "| view | n | candidates | label-free pick (regret) | contenders | " +
+                     f"{worse} / {rworse} of {nv} |")
+    return lines
+
+
+def summary(results: list[dict[str, Any]], budgets: Sequence[int], tolerance: float,
+            levels: Sequence[float] = (Z_DECIDE,)) -> str:
+    """The Markdown tables: the shares over views per level of ``levels``, then each view under the first level."""
+    nv = len(results)
+    lf = np.mean([r["label_free_hit"] for r in results]) if results else math.nan
+    ch = np.mean([r["contender_hit"] for r in results]) if results else math.nan
+    dd = np.mean([r["decided"] for r in results]) if results else math.nan
+    lines = [f"{nv} views; label-free alone within {tolerance} of the best on {lf:.1%} (decided on {dd:.1%}); best "
+             f"contender within {tolerance} on {ch:.1%}"]
+    if not results:
+        return lines[0]
+    for z in levels:
+        lines += ["", f"verdict interval z = {z:.3g}:", ""] + budget_table(results, budgets, tolerance, z)
+    z0 = levels[0]
+    lines += ["", f"Per view (z = {z0:.3g}):", "", "| view | n | candidates | label-free pick (regret) | contenders | " +
               " | ".join(f"targeted/random @{b}" for b in budgets) + " |", "|---|---|---|---|---|" + "---|" * len(budgets)]
     for r in results:
-        cells = [f"{np.mean(r['budgets'][b]['targeted']):.2f} / {np.mean(r['budgets'][b]['random']):.2f}"
+        cells = [f"{np.mean(r['levels'][z0][b]['targeted']):.2f} / {np.mean(r['levels'][z0][b]['random']):.2f}"
                  for b in budgets]
         lines.append(f"| {r['dataset']}/{r['pool']} | {r['n']} | {r['n_candidates']} | {r['label_free']} "
                      f"({r['label_free_regret']:.3f}) | {', '.join(r['contenders'])} | " + " | ".join(cells) + " |")
@@ -201,6 +228,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeats", type=int, default=5, help="question seeds (targeted) and draws (random) per view")
     p.add_argument("--questions", type=int, default=400, help="targeted questions generated per view and seed")
     p.add_argument("--tolerance", type=float, default=0.02)
+    p.add_argument("--half", choices=HALVES, default=None,
+                   help="only the datasets of this half of the protocol (benchmarks.protocol; default: both)")
+    p.add_argument("--z", type=float, nargs="+", default=[Z_DECIDE],
+                   help="the verdict's interval levels to read (the first is the per-view table's; default: the "
+                   "product's, %(default)s)")
     p.add_argument("--out", type=Path, help="also write the Markdown here")
     p.add_argument("--json", type=Path, help="per-view results as JSON")
     p.add_argument("--pools", nargs="+", default=None,
@@ -210,6 +242,8 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     root = bench_cache() / "pools"
     names = args.datasets or [d for d in ALL_DATASETS if (root / d / "candidates.json").is_file()]
+    if args.half:
+        names = [d for d in names if half(d) == args.half]
     results = []
     t0 = time.perf_counter()
     for d in names:
@@ -229,14 +263,15 @@ def main(argv: list[str] | None = None) -> int:
             if view is None:
                 continue
             r = simulate(view, budgets=BUDGETS, repeats=args.repeats, n_questions=args.questions,
-                         tolerance=args.tolerance)
+                         tolerance=args.tolerance, levels=args.z)
             log.info("%s/%s: label-free %s (regret %.3f); targeted @20 %.2f, random @20 %.2f", d, pool,
                      r["label_free"], r["label_free_regret"], np.mean(r["budgets"][20]["targeted"]),
                      np.mean(r["budgets"][20]["random"]))
             results.append(r)
-    text = summary(results, BUDGETS, args.tolerance)
+    text = summary(results, BUDGETS, args.tolerance, args.z)
     text += (f"\n\n`python -m benchmarks.ask_simulated --max-items {args.max_items} --repeats {args.repeats} "
-             f"--questions {args.questions}` ({time.perf_counter() - t0:.0f} s)\n")
+             f"--questions {args.questions}{' --half ' + args.half if args.half else ''} --z "
+             f"{' '.join(f'{z:g}' for z in args.z)}` ({time.perf_counter() - t0:.0f} s)\n")
     print(text)
     if args.out:
         args.out.write_text(text)

@@ -27,6 +27,7 @@ from embedselect.validation.answers import (
     COLUMNS,
     Question,
     agrees,
+    contenders,
     parse_questions,
     questions_csv,
     read_questions,
@@ -89,6 +90,52 @@ def test_verdict_needs_enough_answers_and_a_paired_lead():
     assert not verdict({"x": bad[:5], "y": good[:5]}, ["x", "y"]).decided  # fewer than MIN_ANSWERED
     same = verdict({"x": good, "y": good}, ["x", "y"])
     assert same.winner == "x" and not same.decided  # no question separates them
+
+
+def test_contenders_are_one_per_model_family():
+    fam = {"m": "m", "m-int8": "m", "m-128": "m", "n": "n", "n-cls": "n", "tfidf": "tfidf"}
+    order = ["m", "m-int8", "m-128", "n-cls", "n", "tfidf"]
+    # undecided, leaders of two families (the first one's copies among them): the best leader of each family
+    assert contenders(["m", "m-int8", "n", "n-cls"], order, fam) == ["m", "n-cls"]
+    assert contenders(["m-int8", "n"], order, fam) == ["m-int8", "n"]  # the best *leader* of each family
+    # one leader, or leaders of one family: the best members of the first families, never a copy beside its model
+    assert contenders(["m"], order, fam) == ["m", "n-cls", "tfidf"]
+    assert contenders(["m", "m-int8"], order, fam, top=2) == ["m", "n-cls"]
+    # without families each candidate is its own (the rule the copies would otherwise break)
+    assert contenders(["m"], order) == ["m", "m-int8", "m-128"]
+    assert contenders(["x"], ["x", "y"], top=1) == ["x", "y"]  # always two when two exist
+
+
+def test_verdict_keeps_the_label_free_pick_unless_an_interval_rules_it_out():
+    m = 40
+    rng = np.random.default_rng(0)
+    x = rng.random(m) < 0.5
+    near = x.copy()
+    near[:3] = ~near[:3]  # differs from x on 3 questions only: no interval separates them
+    v = verdict({"x": x, "near": near}, ["x", "near"])
+    assert v.winner == "x" and not v.decided and not v.ruled_out
+    # three contenders: the label-free first ruled out, the other two not separated: the next in label-free order
+    good = np.ones(m, dtype=bool)
+    v3 = verdict({"x": np.zeros(m, dtype=bool), "y": near | good, "z": good}, ["x", "y", "z"])
+    assert v3.ruled_out.keys() == {"x"} and v3.winner == "y" and v3.remaining == ["y", "z"] and not v3.decided
+
+
+def test_ask_reads_the_families_of_the_stored_ranking(tmp_path):
+    from embedselect.pipeline.asking import stored_families
+
+    pool = ["random-projection", "rp64=random-projection?dim=64", "tfidf-svd"]
+    r = embedselect.select(SAMPLE, pool, column="text", metrics=["alpha_req"], cache_dir=tmp_path / "cache")
+    d = json.loads(r.to_json())
+    fam = stored_families(d)
+    assert fam == {"random-projection": "random-projection", "rp64": "random-projection"}
+    order = [c["name"] for c in d["candidates"] if c.get("status") == "ok"]
+    names = contenders(order[:1], order, fam)
+    assert sorted(names) == sorted({fam.get(n, n): n for n in names}.values())
+    assert {fam.get(n, n) for n in names} == {"random-projection", "tfidf-svd"}
+    session_names = embedselect.pipeline.asking.prepare_ask(SAMPLE, pool, column="text", n=5,
+                                                            cache_dir=tmp_path / "cache").contenders
+    assert {fam.get(n, n) for n in session_names} == {"random-projection", "tfidf-svd"}
+    assert len(session_names) == 2
 
 
 # --- bad files: a typed error naming the row, nothing stored touched ---------------------------------------------
@@ -241,7 +288,8 @@ def test_duplicates_are_never_asked_about(ranked, tmp_path):
 
 def test_answers_decide_between_the_leaders(ranked, tmp_path):
     ref = ReferenceData.load(SAMPLE, column="text", label_column="label")
-    df = embedselect.ask(SAMPLE, POOL, column="text", n=80, cache_dir=ranked)
+    # 160 questions: about 67 answered on this sample, enough for the 99.9 % interval (80 give 33, not enough)
+    df = embedselect.ask(SAMPLE, POOL, column="text", n=160, cache_dir=ranked)
     df["answer"] = label_answers(df, ref)
     path = tmp_path / "answers.csv"
     path.write_text(df.to_csv(index=False), encoding="utf-8")
@@ -326,7 +374,7 @@ def test_interactive_stops_once_the_answers_separate_the_leaders(ranked, tmp_pat
     from embedselect.pipeline.asking import prepare_ask
 
     out = tmp_path / "q.csv"
-    session = prepare_ask(SAMPLE, POOL, column="text", n=80, out=out, cache_dir=ranked)
+    session = prepare_ask(SAMPLE, POOL, column="text", n=160, out=out, cache_dir=ranked)
     ref = ReferenceData.load(SAMPLE, column="text", label_column="label")
     from embedselect.validation.answers import questions_frame
 

@@ -40,3 +40,19 @@ def test_the_pick_is_the_separated_winner_else_the_label_free_one():
 
 def _u(x):
     return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+
+def test_a_stricter_level_needs_more_answers_to_override_the_label_free_pick():
+    rng = np.random.default_rng(1)
+    good = rng.normal(size=(60, 4))
+    bad = good.copy()
+    t = np.array([[i, i + 1, i + 2] for i in range(0, 36, 3)])  # 12 questions
+    bad[t[:, 0]] *= -1
+    ug = _u(good)
+    d = np.einsum("ij,ij->i", ug[t[:, 0]], ug[t[:, 1]]) - np.einsum("ij,ij->i", ug[t[:, 0]], ug[t[:, 2]])
+    signs = np.where(d > 0, 1, -1).astype(np.int8)
+    vec = {"good": good, "bad": bad}
+    # 12:0 for "good": above one half at 95 % and 99.9 % (1 / (1 + z²/12) > 0.5), not at z = 4
+    assert pick_with_answers(vec, ["bad", "good"], "bad", t, signs, z=1.96) == ("good", True)
+    assert pick_with_answers(vec, ["bad", "good"], "bad", t, signs) == ("good", True)
+    assert pick_with_answers(vec, ["bad", "good"], "bad", t, signs, z=4.0) == ("bad", False)

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from embedselect.validation.answers import (
+    DECIDE_LEVEL,
     MIN_ANSWERED,
     Agreement,
     Answered,
@@ -55,7 +56,8 @@ def answers_stage(ctx: Any, decision: Any) -> Any:
 
     Every scored candidate gets the columns ``answers.agreement`` (the share of answered questions it orders the
     person's way), ``answers.agreement_low`` / ``_high`` (95 % Wilson interval) and ``answers.n``. Between the
-    contenders (:func:`~embedselect.validation.answers.contenders` of ``decision``'s leaders and the order) the
+    contenders (:func:`~embedselect.validation.answers.contenders` of ``decision``'s leaders, the order and the
+    pool's model families: one candidate per family) the
     answers rule out contenders that another contender beats (:func:`~embedselect.validation.answers.verdict`): the
     contenders' rows list the remaining ones first (label-free order), then those ruled out. When one remains,
     ``decided`` is True and ``leaders`` is it, and the label-free "no clear winner" notes give way to one saying
@@ -76,10 +78,10 @@ def answers_stage(ctx: Any, decision: Any) -> Any:
     agree = {r.name: agrees(ctx.vectors[r.name], ans) for r in ok}
     for r in ok:
         r.columns.update(Agreement(int(np.sum(agree[r.name])), ans.n_answered).to_columns())
-    names = contenders(decision.leaders, [r.name for r in ok if r.rank is not None])
+    names = contenders(decision.leaders, [r.name for r in ok if r.rank is not None], ctx.families)
     v = verdict(agree, names)
     ctx.answers_summary = {"source": ans.source, "n_questions": ans.n_questions, "n_answered": ans.n_answered,
-                           "n_skipped": ans.n_skipped, "contenders": names, "level": 0.95,
+                           "n_skipped": ans.n_skipped, "contenders": names, "level": DECIDE_LEVEL,
                            "min_answered": MIN_ANSWERED, **v.to_dict()}
     said = f"{ans.n_answered} answer{'s' if ans.n_answered != 1 else ''} ({ans.n_skipped} skipped)"
     if len(names) < 2:
@@ -97,7 +99,7 @@ def answers_stage(ctx: Any, decision: Any) -> Any:
         ctx.warnings = [w for w in ctx.warnings if w not in label_free]
     if v.decided:
         ctx.warnings.append(RankingWarning("answers", f"decided by your {said}: {v.winner}; they rule out {out} "
-                                           "(95 % Wilson interval above one half)", [str(v.winner)]))
+                                           f"({DECIDE_LEVEL:.1%} Wilson interval above one half)", [str(v.winner)]))
         return Decision(True, [str(v.winner)], [], [])
     ctx.warnings.append(RankingWarning("answers", f"your {said} rule out {out}; they do not separate "
                                        f"{', '.join(v.remaining)} yet (listed in the label-free order): answer more "

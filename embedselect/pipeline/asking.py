@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 import numpy as np
 
@@ -71,8 +71,9 @@ def ask(data: Any, candidates: Any, *, n: int = DEFAULT_QUESTIONS, out: str | Pa
     """Triplet questions that decide between the leaders of the label-free ranking of ``candidates`` on ``data``.
 
     Each question shows an anchor item and two others, ``a`` and ``b``: which is closer to the anchor? They are
-    chosen where the contenders' embeddings disagree most (:mod:`embedselect.pipeline.questions`): the leaders of
-    the newest stored ranking of this data and this pool of candidates, or its first rows when it has one leader
+    chosen where the contenders' embeddings disagree most (:mod:`embedselect.pipeline.questions`): one candidate per
+    model family, the best of each family among the leaders of the newest stored ranking of this data and this pool
+    of candidates, or of its first families when the leaders are of one family
     (:func:`~embedselect.validation.answers.contenders`); without such a ranking, one is made first
     (:func:`~embedselect.pipeline.run.select`, stored). Embeddings come from the cache; what is missing is embedded.
     Seeded: the same data, pool, ``n`` and ``seed`` give the same questions.
@@ -144,7 +145,7 @@ def prepare_ask(data: Any, candidates: Any, *, n: int = DEFAULT_QUESTIONS, out: 
         ranking = stored
         note = f"the stored ranking {ranking['ranking_id'][:12]} of {ranking['created_at'][:19]}"
     order = [c["name"] for c in ranking["candidates"] if c.get("status") == "ok"]
-    names_c = contenders(ranking.get("leaders") or order[:1], order)
+    names_c = contenders(ranking.get("leaders") or order[:1], order, stored_families(ranking))
     if len(names_c) < 2:
         raise ConfigError(f"only {len(order)} candidate(s) could be scored ({', '.join(order) or 'none'}): the "
                           "questions need two contenders; fix or add candidates")
@@ -172,6 +173,13 @@ def prepare_ask(data: Any, candidates: Any, *, n: int = DEFAULT_QUESTIONS, out: 
         log.warning("%d questions asked for, %d found where %s disagree (each item in at most a few questions, no "
                     "duplicates)", n, len(old) + len(added), ", ".join(names_c))
     return session
+
+
+def stored_families(ranking: Mapping[str, Any]) -> dict[str, str]:
+    """candidate -> family key of a stored ranking (its ``details["families"]``: family -> members, written for the
+    families of two members or more); a candidate not in it is a family of its own."""
+    shared = (ranking.get("details") or {}).get("families") or {}
+    return {str(m): str(f) for f, members in shared.items() for m in (members or [])}
 
 
 def _stored_ranking(store: Any, fingerprint: str, names: list[str]) -> dict[str, Any] | None:

@@ -7,10 +7,12 @@ the triplet the person's way: cosine(anchor, a) > cosine(anchor, b) for ``a``, t
 with neither). Its agreement is the share of answered (not skipped) questions it agrees with, with a Wilson score
 interval.
 
-Between the contenders (the leaders of a ranking, or its first :data:`TOP_CONTENDERS` rows when it has one leader;
-:func:`contenders`) the answers decide with a paired rule (:func:`verdict`): a contender is ruled out when another
+The contenders are one candidate per model family (:func:`contenders`): the best member of each family among a
+ranking's leaders when they span two families or more, else the best members of its first :data:`TOP_CONTENDERS`
+families. Between them the answers decide with a paired rule (:func:`verdict`): a contender is ruled out when another
 one orders more of the questions on which exactly one of the two agrees the person's way, with a Wilson interval
-above one half, after at least :data:`MIN_ANSWERED` answers; the answers decide when one contender remains.
+above one half (:data:`DECIDE_LEVEL`: 99.9 %), after at least :data:`MIN_ANSWERED` answers; the answers decide when
+one contender remains. The label-free pick stands unless such an interval rules it out.
 """
 
 from __future__ import annotations
@@ -32,11 +34,18 @@ COLUMNS = ("question_id", "anchor_id", "a_id", "b_id", "anchor", "a", "b", "answ
 ANSWERS = ("a", "b", "skip")
 """The answers a row may hold (case and surrounding spaces ignored); an empty cell is a question not answered yet."""
 TOP_CONTENDERS = 3
-"""Contenders when a ranking has a single leader: its first rows, at most this many (:func:`contenders`)."""
+"""Contenders when a ranking's leaders are of one model family: the best members of its first families, at most this
+many (:func:`contenders`)."""
 MIN_ANSWERED = 10
 """The answers decide (:func:`verdict`) only once at least this many are given (skips not counted)."""
 Z95 = 1.959963984540054
-"""The normal quantile of a two-sided 95 % interval."""
+"""The normal quantile of a two-sided 95 % interval (each candidate's agreement interval)."""
+DECIDE_LEVEL = 0.999
+"""The two-sided level of the interval with which the answers rule a contender out (:func:`verdict`). Chosen on the
+selection half of the validity benchmark's simulated person (docs/validity.md): at 95 % the answers overrode a right
+label-free pick on more views."""
+Z_DECIDE = 3.2905267314919255
+"""The normal quantile of a two-sided :data:`DECIDE_LEVEL` interval."""
 MAX_BYTES = 64 << 20
 """A questions file larger than this is refused (a person answers tens of questions, not millions)."""
 
@@ -369,14 +378,36 @@ class Agreement:
                 "answers.n": float(self.n)}
 
 
-def contenders(leaders: Sequence[str], order: Sequence[str], top: int = TOP_CONTENDERS) -> list[str]:
-    """Between whom the answers decide: the ranking's ``leaders`` when there are several, else its first ``top``
-    rows (``order``: the scored candidates, best first). The one rule of ``ask`` (which questions) and of ``rank
-    --answers`` (which candidates they decide between)."""
-    ranked = [c for c in order]
-    if len(leaders) >= 2:
-        return [c for c in ranked if c in set(leaders)] or list(leaders)
-    return ranked[: max(2, top)]
+def contenders(leaders: Sequence[str], order: Sequence[str], families: Mapping[str, str] | None = None,
+               top: int = TOP_CONTENDERS) -> list[str]:
+    """Between whom the answers decide: one candidate per model family, in ``order``.
+
+    The one rule of ``ask`` (which questions) and of ``rank --answers`` (which candidates they decide between).
+
+    Args:
+        leaders: the ranking's leaders (:class:`~embedselect.ranking.combine.Decision`; one name when decided).
+        order: the scored candidates, best first.
+        families: candidate -> family key (variants and copies of one model share one; ``RunContext.families``);
+            a candidate not in it is a family of its own.
+        top: how many families when the leaders are of one family.
+
+    Returns:
+        the best member (first in ``order``) of each family among ``leaders`` when they span at least two families;
+        otherwise the best member of each of the first ``top`` families of ``order`` (at least two). A model's
+        quantised or truncated copy is never a contender beside it: the answers would compare the model with itself.
+    """
+    fam = {c: (families or {}).get(c, c) for c in order}
+    lead = set(leaders)
+    heads: dict[str, str] = {}  # family -> its best leader, in order
+    for c in order:
+        if c in lead:
+            heads.setdefault(fam[c], c)
+    if len(heads) >= 2:
+        return list(heads.values())
+    best: dict[str, str] = {}  # family -> its best member, in order
+    for c in order:
+        best.setdefault(fam[c], c)
+    return list(best.values())[: max(2, top)]
 
 
 @dataclass(frozen=True)
@@ -420,16 +451,18 @@ class Verdict:
                 f"{self.winner} against the others: {parts}")
 
 
-def verdict(agree: Mapping[str, np.ndarray], names: Sequence[str], *, z: float = Z95,
+def verdict(agree: Mapping[str, np.ndarray], names: Sequence[str], *, z: float = Z_DECIDE,
             min_answered: int = MIN_ANSWERED) -> Verdict:
     """What the answers decide between the contenders ``names`` (in label-free order).
 
     ``agree[name]`` is bool (m,) over the answered questions (:func:`agrees`). Two contenders are compared on the
     questions where exactly one of them orders the person's way (a paired sign test): one *beats* the other when its
-    share of those questions has a Wilson interval (``z``: 1.96 for 95 %) above one half, once at least
+    share of those questions has a Wilson interval (``z``: :data:`Z_DECIDE`, 99.9 %) above one half, once at least
     ``min_answered`` answers are given. The contenders no other beats remain, in label-free order; the first of
-    them is the ``winner`` (what the answers cannot tell apart, such as a model and its quantised copy, the label-free
-    order decides), and the answers decide when only one remains.
+    them is the ``winner`` (what the answers cannot tell apart, the label-free order decides), and the answers decide
+    when only one remains. So the label-free pick (``names[0]``) stands unless another contender beats it. (Wins minus
+    losses of x against y is x's agreements minus y's, so "beats" follows the agreement counts and has no cycle: the
+    contender agreeing most is never ruled out.)
     """
     names = [n for n in names if n in agree]
     m = len(agree[names[0]]) if names else 0
