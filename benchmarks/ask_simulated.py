@@ -51,7 +51,7 @@ from benchmarks.validity_default import default_setting
 from benchmarks.validity_pools import POOL_MODALITY, POOLS, ground_truth, pool_roles, signals
 from embedselect.pipeline.questions import choose_triplets
 from embedselect.ranking.combine import combine_ranks, copies_below_parents, decide
-from embedselect.ranking.result import order_by_score
+from embedselect.ranking.ties import order_by_score
 from embedselect.validation.answers import Z_DECIDE, Answered, agrees, contenders, verdict
 
 log = logging.getLogger("ask_simulated")

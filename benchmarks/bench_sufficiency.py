@@ -62,10 +62,11 @@ def prep_bench(n: int, device: str, dim: int = 384) -> dict:
     folder, correlated columns), on every training row and on the capped sample, holding the rows the estimate reads."""
     import tempfile
 
-    from embedselect.metrics.sufficiency.score import SufficiencySettings, _plan_rows
+    from embedselect.metrics.sufficiency.rows import plan_rows
+    from embedselect.metrics.sufficiency.settings import SufficiencySettings
 
     st = SufficiencySettings()
-    rows = _plan_rows(n, st, 0)
+    rows = plan_rows(n, st, 0)
     rng = np.random.default_rng(0)
     mix = rng.standard_normal((dim, dim)).astype(np.float32) / np.sqrt(dim)
     out: dict = {"n": n, "dim": dim, "n_train": len(rows.train), "prep_max_items": st.prep_max_items,

@@ -9,7 +9,7 @@ For each dataset (a pool folder written by ``benchmarks/validity_data.py``):
    alpha_req, uniformity, nn_agreement), cached per dataset x metric;
 3. Spearman and Kendall (scipy) of each signal and of combined scores against the ground truth, the top
    pick's regret (best accuracy minus the accuracy of the combined score's first candidate under the
-   package's tie rule, :func:`embedselect.ranking.result.order_by_score`) and family violations (a distilled /
+   package's tie rule, :func:`embedselect.ranking.ties.order_by_score`) and family violations (a distilled /
    truncated / quantized copy scored strictly above its parent while the parent's accuracy is higher);
 4. leave-one-dataset-out (LODO) choice of the combination: for each held-out dataset, the setting
    (weight of sufficiency vs task_prior, optional comparator) with the best mean Spearman on the *other*
@@ -165,7 +165,7 @@ def correlations(scores: Mapping[str, float | None], truth: Mapping[str, float])
 
 def top_pick(scores: Mapping[str, float | None]) -> tuple[str | None, list[str]]:
     """(first candidate under the package's tie rule, the candidates tied with it)."""
-    from embedselect.ranking.result import tie_groups
+    from embedselect.ranking.ties import tie_groups
 
     groups = tie_groups(scores)
     if not groups:
@@ -620,7 +620,7 @@ def main(argv: list[str] | None = None) -> int:
     if a.out:
         a.out.write_text(md)
     if a.json:
-        from embedselect.ranking.result import to_jsonable
+        from embedselect.ranking.io import to_jsonable
 
         raw = [{**r, "settings": {setting_label(s): v for s, v in r["settings"].items()}} for r in results]
         a.json.write_text(json.dumps(to_jsonable(raw), indent=1, default=str))

@@ -37,7 +37,7 @@ def test_a_tie_is_shown_as_a_tie_and_no_metric_breaks_it():
 
 
 def test_one_rank_rule_everywhere():
-    from embedselect.ranking.result import order_by_score, rank_scores, tie_groups
+    from embedselect.ranking.ties import order_by_score, rank_scores, tie_groups
 
     s = {"c": 0.1 + 0.2, "a": 0.3, "b": 1.0, "d": float("nan"), "e": None}
     assert tie_groups(s) == [["b"], ["a", "c"]]

@@ -308,7 +308,7 @@ def test_answers_decide_between_the_leaders(ranked, tmp_path):
     d = json.loads(r.to_json())
     assert d["answers"]["winner"] == "tfidf-svd"
     assert not any(w.startswith("no clear winner") for w in r.warnings)
-    from embedselect.cli.common import format_table
+    from embedselect.cli.format import format_table
     from embedselect.publish import report
 
     table = format_table(r)

@@ -9,7 +9,7 @@ import pytest
 from embedselect.ranking.combine import copies_below_parents
 from embedselect.errors import MetricError
 from embedselect.metrics.copies import derived_copies, pool_copies, truncated_inputs
-from embedselect.ranking.result import tie_groups
+from embedselect.ranking.ties import tie_groups
 
 
 def _teacher(n: int = 600, d: int = 64, seed: int = 0) -> np.ndarray:

@@ -11,6 +11,7 @@ import pytest
 
 import embedselect
 from embedselect.metrics import MetricContext, get_metric, information_sufficiency
+from embedselect.metrics.sufficiency import rows as suff_rows
 from embedselect.metrics.sufficiency import score as suff_mod
 from embedselect.metrics.base import MetricSpec, _SPECS, register_metric, unusable_reason
 from embedselect.store import Store
@@ -167,7 +168,7 @@ def test_sufficiency_holds_only_the_rows_it_reads_with_the_same_estimate(monkeyp
     held = information_sufficiency(pool, seed=0, **FEW_ROWS)
     # at most 30 steps x 32 rows + 450 val + 600 test + 300 EM rows, not all 3 000
     assert held.settings["n_rows_held"] < 2500
-    monkeypatch.setattr(suff_mod, "_held_rows", lambda n, *used: None)
+    monkeypatch.setattr(suff_rows, "held_rows", lambda n, *used: None)
     every = information_sufficiency(pool, seed=0, **FEW_ROWS)
     assert every.settings["n_rows_held"] == 3000
     np.testing.assert_allclose(held.matrix.to_numpy(), every.matrix.to_numpy(), rtol=1e-4, atol=1e-5)

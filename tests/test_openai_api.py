@@ -183,7 +183,7 @@ def test_select_ranks_an_api_candidate_in_one_pool_with_a_baseline(server, key, 
         "api")]["api_tokens"] == api.api_tokens
     assert any("kept for this run only" in m for m in caplog.messages)
     assert r.to_pandas().loc["api", "api_tokens"] == api.api_tokens and api.bytes_per_vector == 4 * WIDTH
-    from embedselect.cli.common import format_table
+    from embedselect.cli.format import format_table
 
     header, _, *rows = format_table(r).splitlines()
     assert "tokens" in header.split() and str(api.api_tokens) in next(x for x in rows if x.split()[1] == "api")

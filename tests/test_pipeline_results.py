@@ -15,13 +15,7 @@ import embedselect
 from embedselect.cli import main
 from embedselect.data import sample_path
 from embedselect.errors import EXIT_CODES, CandidatesFailedError, RankingFormatError
-from embedselect.ranking.result import (
-    FORMAT_VERSION,
-    WARNING_CODES,
-    CandidateResult,
-    Ranking,
-    RankingWarning,
-)
+from embedselect.ranking.result import FORMAT_VERSION, WARNING_CODES, CandidateResult, Ranking, RankingWarning
 from testkit.tinymodels import make_pickle_only_model
 
 SAMPLE = sample_path("texts")

@@ -131,7 +131,7 @@ def test_variants_rank_in_one_pool_below_their_parent_and_the_model_runs_once(ti
     df = r.to_pandas()
     assert df.loc["bin", "bytes_per_vector"] == 4 and df.loc["full", "parameters"] == n_params
     assert df.loc["full", "items_per_second"] == pytest.approx(r["full"].items_per_second)
-    from embedselect.cli.common import format_table
+    from embedselect.cli.format import format_table
 
     table = format_table(r)
     assert "bytes/vec" in table.splitlines()[0] and "params" in table.splitlines()[0]

@@ -367,9 +367,9 @@ def test_a_degenerate_candidate_is_left_out_and_the_others_are_ranked(kind):
     elif kind == "constant_rows":
         bad = np.ones((n, 4))
     else:  # a few rows differ, but they all sit outside the training split: constant where it is fitted
-        from embedselect.metrics.sufficiency.score import _splits
+        from embedselect.metrics.sufficiency.rows import splits
 
-        train, _, _ = _splits(n, SufficiencySettings(**FAST), 0)
+        train, _, _ = splits(n, SufficiencySettings(**FAST), 0)
         bad = np.ones((n, 4))
         bad[np.setdiff1d(np.arange(n), train)[:3]] = 5.0
     base = information_sufficiency(pool, seed=0, **FAST)

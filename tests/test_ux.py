@@ -122,7 +122,7 @@ def test_write_atomic_removes_its_temporary_file_when_writing_fails(tmp_path):
 
 # --- 5. timings -----------------------------------------------------------------------------------------
 def test_per_stage_wall_time_in_the_ranking_json_store_and_table(tmp_path, capsys):
-    from embedselect.cli.common import format_table
+    from embedselect.cli.format import format_table
     from embedselect.ranking.result import Ranking
     from embedselect.store import Store
 
@@ -195,7 +195,7 @@ TRIO = [*PAIR, "rp8=random-projection?dim=8"]
 def test_validate_text_shows_what_its_docs_say_to_read(tmp_path):
     """Per candidate the accuracy with its interval and chance; which probe; each correlation with its interval;
     the wrong pairs; the small-pool warning; and what the unrequested task_prior_alignment row is."""
-    from embedselect.cli.common import format_table
+    from embedselect.cli.format import format_table
 
     r = embedselect.select(SAMPLE, TRIO, column="text", labels="label", metrics=["task_prior"],
                            metric_options={"task_prior": {"prior": "balanced"}},  # a prior that gets pairs wrong here
@@ -436,7 +436,7 @@ def test_a_small_pool_is_said_once(tmp_path):
 def test_validate_says_how_many_items_had_no_label(tmp_path):
     import pandas as pd
 
-    from embedselect.cli.common import format_table
+    from embedselect.cli.format import format_table
 
     frame = pd.read_csv(SAMPLE)
     labels = [None if i % 6 == 0 else v for i, v in enumerate(frame["label"])]  # 40 of 240 unlabelled
@@ -449,7 +449,7 @@ def test_validate_says_how_many_items_had_no_label(tmp_path):
 
 @pytest.mark.fault
 def test_a_failed_candidate_is_reported_once_in_the_table(tmp_path):
-    from embedselect.cli.common import format_table
+    from embedselect.cli.format import format_table
     from testkit.tinymodels import make_pickle_only_model
 
     bad = make_pickle_only_model(tmp_path / "bad")  # refused at load: pickle weights

@@ -17,7 +17,8 @@ import sys
 import traceback
 from typing import Any, Sequence
 
-from embedselect.cli.common import annotate, check_run_paths, format_table
+from embedselect.cli.common import annotate, check_run_paths
+from embedselect.cli.format import format_table
 from embedselect.cli.examples import add_examples
 from embedselect.cli.rank import demo_candidates
 from embedselect.errors import EXIT_CODES, EmbedselectError

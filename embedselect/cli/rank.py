@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from embedselect.cli.format import format_table
 from embedselect.cli.common import (
     input_option,
     add_data_args,
@@ -16,7 +17,6 @@ from embedselect.cli.common import (
     add_output_args,
     check_output_args,
     emit,
-    format_table,
     rank_config,
     runtime,
 )

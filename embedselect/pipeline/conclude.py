@@ -10,7 +10,8 @@ from typing import Any, Mapping, cast
 
 from embedselect._util.kinds import is_baseline_id
 from embedselect.pipeline.defaults import default_method
-from embedselect.ranking.result import Ranking, RankingWarning, ValidationReport, rank_scores
+from embedselect.ranking.result import Ranking, RankingWarning, ValidationReport
+from embedselect.ranking.ties import rank_scores
 from embedselect.pipeline.context import RunContext, competition_rank, num, versions
 from embedselect.pipeline.scoring import metrics_stage
 from embedselect.pipeline.answers import answers_stage

@@ -10,7 +10,9 @@ from typing import Any, Mapping
 from embedselect.errors import AllCandidatesFailedError, MetricError
 from embedselect._util.kinds import is_baseline_id
 from embedselect.metrics.base import MetricContext, MetricResult, get_metric
-from embedselect.ranking.result import RankingWarning, rank_scores, to_jsonable
+from embedselect.ranking.io import to_jsonable
+from embedselect.ranking.result import RankingWarning
+from embedselect.ranking.ties import rank_scores
 from embedselect.pipeline.context import RunContext, competition_rank, metric_key, num
 from embedselect.pipeline.defaults import combined_weights
 from embedselect.pipeline.families import pool_relations

@@ -33,7 +33,7 @@ import pandas as pd
 
 from embedselect.errors import ConfigError, DataError, EmbedselectError, MetricError
 from embedselect.metrics.base import MetricContext, MetricResult
-from embedselect.ranking.result import order_by_score
+from embedselect.ranking.ties import order_by_score
 
 __all__ = ["BootstrapResult", "PairComparison", "bootstrap_metric"]
 
@@ -71,7 +71,7 @@ class BootstrapResult:
         score_name: which score was bootstrapped (the metric's ``details['headline']`` under the
             bootstrap options, e.g. ``task_prior_alignment`` when probes are off), or the metric name.
         scores: point estimate, candidate -> headline score (higher is better).
-        order: candidates best first by the point estimate (:func:`embedselect.ranking.result.order_by_score`).
+        order: candidates best first by the point estimate (:func:`embedselect.ranking.ties.order_by_score`).
         intervals: candidate -> (low, high) score interval at ``level``.
         rank_intervals: candidate -> (low, high) rank interval (1 = best) at ``level``.
         samples: float64 array (n_valid_replicates, n_candidates) of replicate scores, columns in

@@ -19,7 +19,7 @@ deviation, :func:`embedselect.metrics.pool.relative_z`; unbounded, 0 = average).
 only the order; one metric with an outlier can dominate (docs/validity.md, "Current defaults": both modalities
 combine by mean rank).
 
-Ties follow the package's one rule (:func:`embedselect.ranking.result.tie_groups`): equal combined scores share
+Ties follow the package's one rule (:func:`embedselect.ranking.ties.tie_groups`): equal combined scores share
 a rank (competition ranks 1, 1, 3) and are listed by name; no metric breaks a tie, because a tie decided by
 one metric is that metric's ranking, not the combination's. :func:`decide` says when the leading candidates
 cannot be separated (a tie, overlapping bootstrap intervals, too few candidates). The per-metric ranks are
@@ -37,7 +37,7 @@ import pandas as pd
 
 from embedselect.errors import ConfigError, DataError
 from embedselect.metrics.pool import relative_positions, relative_z
-from embedselect.ranking.result import just_below, order_by_score, rank_scores, tie_groups
+from embedselect.ranking.ties import just_below, order_by_score, rank_scores, tie_groups
 
 __all__ = ["METHODS", "DEFAULT_METHOD", "MIN_POOL", "MIN_MODEL_FAMILIES", "SETTLE", "Decision", "metric_ranks", "combine_ranks",
            "rank_table", "decide",
@@ -230,7 +230,7 @@ def copies_below_parents(
     quantisation or a truncation) cannot carry more information about any labelling than the parent (data
     processing inequality): the parent is at least as good as its copy. So when a copy scores at or above its
     parent, the copy gets the closest score below its parent's that is not a tie
-    (:func:`embedselect.ranking.result.just_below`). The parent keeps its own score: were it to take the copy's, adding
+    (:func:`embedselect.ranking.ties.just_below`). The parent keeps its own score: were it to take the copy's, adding
     a copy to the pool could lift its model above another (issue 41: the order of the models must not follow the
     pool's make-up). Chains such as first-64 < first-128 < full resolve in order; candidates that are neither copy
     nor parent keep their scores.
@@ -286,7 +286,7 @@ def decide(
 
     Rules (each adds to ``leaders`` / ``reasons``):
 
-    1. **Tie**: candidates whose combined score ties the first one's (:func:`embedselect.ranking.result.tie_groups`).
+    1. **Tie**: candidates whose combined score ties the first one's (:func:`embedselect.ranking.ties.tie_groups`).
     2. **Overlapping intervals**: a candidate whose bootstrap interval overlaps the first candidate's on
        *every* bootstrapped score they share (at least one) is not separated from it by the data.
     3. **Small pool**: fewer than ``min_pool`` families (variants and copies of one model count once); every

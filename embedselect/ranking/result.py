@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 from dataclasses import asdict, dataclass, field, fields
 from typing import TYPE_CHECKING, Any, Iterable, Iterator, Literal, Mapping, TypedDict
 
 if TYPE_CHECKING:
     import pandas as pd
+
+from embedselect.ranking.io import from_jsonable, known_fields, same_value, to_jsonable
 
 log = logging.getLogger(__name__)
 
@@ -353,47 +354,12 @@ class Ranking:
     def __iter__(self) -> Iterator[CandidateResult]:
         return iter(self.candidates)
 
-    # --- conversion -----------------------------------------------------------------------------
     def to_pandas(self) -> pd.DataFrame:
         """One row per candidate: rank, name, combined score, per-metric score and rank, extra columns,
-        provenance and status. Index: candidate name."""
-        import pandas as pd
+        provenance and status. Index: candidate name (:func:`embedselect.ranking.io.to_pandas`)."""
+        from embedselect.ranking.io import to_pandas
 
-        rows = []
-        for c in self.candidates:
-            row: dict[str, Any] = {"rank": c.rank, "name": c.name, "score": c.combined_score}
-            for m in self.metrics:
-                row[m] = c.scores.get(m, math.nan)
-                row[f"{m}_rank"] = c.ranks.get(m)
-            for key, (low, high) in c.intervals.items():
-                row[f"{key}_low"], row[f"{key}_high"] = low, high
-            row.update(c.columns)
-            row.update(
-                {
-                    "model_id": c.model_id,
-                    "revision": c.revision,
-                    "backend": c.backend,
-                    "dim": c.dim,
-                    "bytes_per_vector": c.bytes_per_vector,
-                    "items_per_second": c.items_per_second,
-                    "parameters": c.parameters,
-                    "api_tokens": c.api_tokens,
-                    "cached": c.cached,
-                    "embedded_items": c.embedded_items,
-                    "stored_items": c.stored_items,
-                    "seconds": c.seconds,
-                    "status": c.status,
-                    "error": c.error,
-                }
-            )
-            rows.append(row)
-        df = pd.DataFrame(rows)
-        if not df.empty:
-            df = df.set_index("name")
-            df["rank"] = df["rank"].astype("Int64")
-            for m in self.metrics:
-                df[f"{m}_rank"] = df[f"{m}_rank"].astype("Int64")
-        return df
+        return to_pandas(self)
 
     def warnings_with(self, *codes: str) -> list[RankingWarning]:
         """The warnings whose code is one of ``codes`` (all of them when none is given)."""
@@ -443,11 +409,11 @@ class Ranking:
         if version < OLDEST_FORMAT:
             raise RankingFormatError(f"ranking format {version} is older than this embedselect reads "
                                      f"({OLDEST_FORMAT} to {FORMAT_VERSION}): re-run the ranking")
-        d = _known_fields(cls, d, "ranking")
+        d = known_fields(cls, d, "ranking")
         try:
             cands = []
             for c in d["candidates"]:
-                c = _known_fields(CandidateResult, dict(c), "candidate")
+                c = known_fields(CandidateResult, dict(c), "candidate")
                 cands.append(CandidateResult(**{k: from_jsonable(v) if k in _NUMERIC_CANDIDATE_FIELDS else v
                                                 for k, v in c.items()}))
             d["candidates"] = cands
@@ -473,158 +439,13 @@ class Ranking:
         return cls.from_dict(d)
 
 
-_NONFINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
-
-
-def _known_fields(cls: Any, d: dict[str, Any], what: str) -> dict[str, Any]:
-    """``d`` without the keys that are not fields of the dataclass ``cls`` (logged as a warning: a newer
-    embedselect wrote them)."""
-    names = {f.name for f in fields(cls)}
-    extra = sorted(set(d) - names)
-    if extra:
-        log.warning("ignoring %s field(s) %s: written by a newer embedselect", what, extra)
-    return {k: v for k, v in d.items() if k in names}
-
-
-def from_jsonable(obj: Any) -> Any:
-    """The inverse of ``to_jsonable(obj, nonfinite="string")`` for numbers: the strings ``"NaN"`` / ``"Infinity"`` /
-    ``"-Infinity"`` back to floats, in nested dict values and lists (keys are left alone). :meth:`Ranking.from_dict`
-    applies it to the fields that hold numbers only (scores, columns, intervals, details, validation, uncertainty,
-    timings), never to names or messages."""
-    if isinstance(obj, dict):
-        return {k: from_jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [from_jsonable(v) for v in obj]
-    if isinstance(obj, str) and obj in _NONFINITE:
-        return _NONFINITE[obj]
-    return obj
-
-
 _NUMERIC_CANDIDATE_FIELDS = ("scores", "columns", "intervals", "combined_score", "seconds")
 _NUMERIC_RANKING_FIELDS = ("details", "validation", "uncertainty", "timings")
-
-
-def same_value(a: Any, b: Any) -> bool:
-    """Equality for JSON-like values where NaN equals NaN and a tuple equals the list of its items (what a JSON round
-    trip keeps); numpy arrays and scalars compare by value."""
-    if hasattr(a, "tolist") and not isinstance(a, (str, bytes)):
-        a = a.tolist()
-    if hasattr(b, "tolist") and not isinstance(b, (str, bytes)):
-        b = b.tolist()
-    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
-        return True
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(same_value(a[k], b[k]) for k in a)
-    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
-        return len(a) == len(b) and all(same_value(x, y) for x, y in zip(a, b))
-    return bool(a == b)
-
-
-def to_jsonable(obj: Any, *, nonfinite: str = "null") -> Any:
-    """Make ``obj`` strict-JSON serialisable: numpy scalars -> Python, tuples -> lists, and NaN / infinities ->
-    ``None`` (``nonfinite="null"``) or the strings ``"NaN"`` / ``"Infinity"`` / ``"-Infinity"`` (``"string"``,
-    what a ranking file uses, read back by :func:`from_jsonable`)."""
-    if isinstance(obj, dict):
-        return {str(k): to_jsonable(v, nonfinite=nonfinite) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [to_jsonable(v, nonfinite=nonfinite) for v in obj]
-    if isinstance(obj, float):
-        if math.isfinite(obj):
-            return obj
-        if nonfinite == "string":
-            return "NaN" if math.isnan(obj) else ("Infinity" if obj > 0 else "-Infinity")
-        return None
-    if hasattr(obj, "item") and callable(obj.item) and getattr(obj, "ndim", 1) == 0:  # numpy scalar
-        return to_jsonable(obj.item(), nonfinite=nonfinite)
-    if hasattr(obj, "tolist"):
-        return to_jsonable(obj.tolist(), nonfinite=nonfinite)
-    return obj
-
-
-# ------------------------------------------------------------------------------------------------
-# the one rank rule of the package
-# ------------------------------------------------------------------------------------------------
-TIE_RTOL = 1e-9
-"""Scores within this relative distance (``math.isclose(a, b, rel_tol=TIE_RTOL, abs_tol=TIE_ATOL)``) of the
-best score of their group are a tie: the same weighted mean summed in a different order must not decide."""
-TIE_ATOL = 1e-12
-
-
-def just_below(score: float) -> float:
-    """The score that ranks strictly below ``score`` and as close to it as the tie rule allows (not a tie under
-    :func:`tie_groups`): ``score`` minus 4× the tie tolerance."""
-    return score - 4 * max(TIE_RTOL * abs(score), TIE_ATOL)
-
-
-def _finite_items(scores: Mapping[str, float | None]) -> list[tuple[str, float]]:
-    out = []
-    for k, v in scores.items():
-        if v is None:
-            continue
-        v = float(v)
-        if math.isfinite(v):
-            out.append((str(k), v))
-    return out
-
-
-def tie_groups(scores: Mapping[str, float | None]) -> list[list[str]]:
-    """Candidates grouped by tied score, best (highest) group first; names inside a group in alphabetical order.
-
-    This is the package's one tie rule. Scores are "higher is better". Two scores tie when they are equal up
-    to :data:`TIE_RTOL` / :data:`TIE_ATOL` relative to the highest score of the group. ``None``, NaN and
-    infinities are not ranked (left out). Where one order is needed (the table's rows, ``Ranking.best``, a
-    validation's top pick), tied candidates are listed by name: a neutral, reproducible order that favours no
-    metric and no kind of model; the ranking then says the tie exists (``Ranking.decided`` / ``leaders``).
-    """
-    items = sorted(_finite_items(scores), key=lambda kv: (-kv[1], kv[0]))
-    groups: list[list[str]] = []
-    head = None
-    for k, v in items:
-        if head is not None and math.isclose(v, head, rel_tol=TIE_RTOL, abs_tol=TIE_ATOL):
-            groups[-1].append(k)
-        else:
-            groups.append([k])
-            head = v
-    return [sorted(g) for g in groups]
-
-
-def order_by_score(scores: Mapping[str, float | None]) -> list[str]:
-    """Names best first by :func:`tie_groups` (ties by name); unranked (None / NaN) names last, by name."""
-    ordered = [k for g in tie_groups(scores) for k in g]
-    rest = sorted(str(k) for k in scores if str(k) not in set(ordered))
-    return ordered + rest
-
-
-def rank_scores(scores: Mapping[str, float | None], *, ties: str = "min") -> dict[str, float | None]:
-    """1-based ranks (1 = highest score) under the tie rule of :func:`tie_groups`.
-
-    Args:
-        scores: name -> score, higher is better.
-        ties: ``"min"`` (default; competition ranks 1, 1, 3: what tables and JSON show, so a tie reads as a
-            tie) or ``"average"`` (1.5, 1.5, 3: tied candidates share the ranks they span, what a rank
-            average such as the Borda count in :mod:`embedselect.ranking.combine` needs).
-
-    Returns:
-        name -> rank (int for ``"min"``, float for ``"average"``); ``None`` for an unranked (None / NaN / inf)
-        score.
-    """
-    if ties not in ("min", "average"):
-        raise ValueError(f"ties must be 'min' or 'average', got {ties!r}")
-    ranks: dict[str, float | None] = {str(k): None for k in scores}
-    pos = 1
-    for g in tie_groups(scores):
-        r = pos if ties == "min" else pos + (len(g) - 1) / 2.0
-        for k in g:
-            ranks[k] = r
-        pos += len(g)
-    return ranks
 
 
 __all__ = [
     "FORMAT_VERSION",
     "OLDEST_FORMAT",
-    "TIE_ATOL",
-    "TIE_RTOL",
     "WARNING_CODES",
     "CandidateResult",
     "MetricDetails",
@@ -634,11 +455,4 @@ __all__ = [
     "RankingWarning",
     "Status",
     "ValidationReport",
-    "from_jsonable",
-    "just_below",
-    "order_by_score",
-    "rank_scores",
-    "same_value",
-    "tie_groups",
-    "to_jsonable",
 ]

@@ -30,7 +30,7 @@ from embedselect.validation.heldout import (
     probe_accuracies,
     probe_accuracy,
 )
-from embedselect.ranking.result import order_by_score, tie_groups
+from embedselect.ranking.ties import order_by_score, tie_groups
 from embedselect.ranking.bootstrap import check_bootstrap, percentile_interval
 
 __all__ = [
@@ -105,7 +105,7 @@ class MetricValidation:
         spearman_ci, kendall_ci: percentile bootstrap intervals at ``level`` (resampling candidates
             with replacement; NaN when fewer than 3 candidates).
         top_pick: candidate with the highest score; if several tie, the first of them by name (the package's
-            one tie rule, :func:`embedselect.ranking.result.tie_groups`: for the combined score it is the ranking's
+            one tie rule, :func:`embedselect.ranking.ties.tie_groups`: for the combined score it is the ranking's
             first row and ``Ranking.best``); ``top_pick_accuracy`` its accuracy.
         best: candidate with the highest accuracy; ``regret`` = best accuracy − top pick's accuracy.
         wrong_pairs: every pair ordered opposite to the accuracies, largest accuracy gap first.

@@ -23,7 +23,6 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
-from dataclasses import dataclass
 from typing import Any, Mapping
 
 import numpy as np
@@ -36,6 +35,7 @@ from embedselect.metrics.normal_scores import normal_scores
 from embedselect.metrics.sufficiency.result import SufficiencyResult, average, caveats, median_scores
 from embedselect.metrics.sufficiency.result import communities as _communities
 from embedselect.metrics.sufficiency.result import subsampled as _subsampled
+from embedselect.metrics.sufficiency.rows import Rows, plan_rows, repeat_count
 from embedselect.metrics.sufficiency.inputs import MIN_ITEMS, SMALL_POOL, too_few_usable, torch_device, validate
 from embedselect.metrics.sufficiency.settings import (
     RUN_OPTIONS,
@@ -73,29 +73,6 @@ def estimator_options(options: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
     if targets not in ("models", "all"):
         raise ConfigError(f"sufficiency option 'targets' must be 'models' or 'all', got {targets!r}")
     return estimator, opts
-
-
-
-def _splits(n: int, st: SufficiencySettings, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Disjoint (train, val, test) row indices (int64, sorted), drawn from ``seed``."""
-    perm = np.random.default_rng(derive_seed(seed, "split", n)).permutation(n)
-    n_test, n_val = _split_sizes(n, st)
-    test, val, train = perm[:n_test], perm[n_test : n_test + n_val], perm[n_test + n_val :]
-    return np.sort(train), np.sort(val), np.sort(test)
-
-
-def _split_sizes(n: int, st: SufficiencySettings) -> tuple[int, int]:
-    """Rows in the (test, validation) splits of n items."""
-    return (min(max(int(round(st.test_fraction * n)), 10), st.max_test_items),
-            min(max(int(round(st.val_fraction * n)), 10), st.max_val_items))
-
-
-def _held_rows(n: int, *used: np.ndarray) -> np.ndarray | None:
-    """The sorted distinct row ids (int64) in the ``used`` index arrays, or None when that is every one of the n rows
-    (the estimate then indexes the full matrices by row id)."""
-    held = np.unique(np.concatenate([np.ravel(u) for u in used]))
-    return None if len(held) == n else held
-
 
 
 
@@ -155,7 +132,7 @@ def information_sufficiency(
         return gaussian_sufficiency(embeddings, seed=seed, settings=settings, device=device, **options)
     st = _settings(settings, options)
     n_rows = len(next(iter(embeddings.values()))) if embeddings else 0
-    repeats = _repeats(n_rows, st)
+    repeats = repeat_count(n_rows, st)
     if repeats > 1:  # each estimate validates (and normal-scores) the vectors itself, under its own seed
         one = dataclasses.replace(st, max_repeats=1)
         return average([information_sufficiency(embeddings, seed=s, settings=one, run_keys=run_keys,
@@ -165,7 +142,7 @@ def information_sufficiency(
     embs, excluded, names, ids, dev = _resolve(embeddings, seed, st, run_keys, pair_cache, device)
     n = next(iter(embs.values())).shape[0]
     skey = st.key(seed)
-    rows = _plan_rows(n, st, seed)
+    rows = plan_rows(n, st, seed)
     val, eff, held = rows.val, rows.eff, rows.held
 
     all_pairs = [(s, t) for s in names for t in names if s != t]
@@ -226,11 +203,6 @@ def _settings(settings: SufficiencySettings | None, options: Mapping[str, Any]) 
     return dataclasses.replace(settings or SufficiencySettings(), **options)
 
 
-def _repeats(n: int, st: SufficiencySettings) -> int:
-    """How many seeds' estimates over n items are averaged (:meth:`SufficiencySettings.repeats` of n's test split)."""
-    return st.repeats(_split_sizes(n, st)[0])
-
-
 def _resolve(embeddings: Mapping[str, Any], seed: int, st: SufficiencySettings, run_keys: Mapping[str, str] | None,
              pair_cache: PairCache | None, device: str) -> tuple[dict[str, np.ndarray], dict[str, str], list[str],
                                                                  dict[str, str], Any]:
@@ -250,55 +222,8 @@ def _resolve(embeddings: Mapping[str, Any], seed: int, st: SufficiencySettings, 
     return embs, excluded, names, ids, torch_device(device)
 
 
-@dataclass
-class _Rows:
-    """The rows one estimate reads (int64 row ids; ``*_h`` and the schedule / EM rows as positions in ``held``
-    when ``held`` is not None; ``*_h`` are the splits themselves when it is None; ``prep``, the training rows the
-    standardisation and principal axes read, always row ids of the full matrix) and the effective settings for its
-    training rows."""
-
-    train: np.ndarray
-    val: np.ndarray
-    test: np.ndarray
-    eff: dict[str, int]
-    schedule: np.ndarray
-    em_rows: np.ndarray
-    prep: np.ndarray
-    held: np.ndarray | None
-    val_h: np.ndarray
-    test_h: np.ndarray
-
-
-def _plan_rows(n: int, st: SufficiencySettings, seed: int) -> _Rows:
-    """Splits, minibatch schedule, EM rows and the rows held."""
-    from embedselect.metrics.sufficiency import knife
-
-    train, val, test = _splits(n, st, seed)
-    eff = st.effective(len(train))
-    # the rows the estimate reads: the training schedule's (steps x batch rows, independent of n), the held-out
-    # splits and the marginals' EM rows. Each candidate's prepared matrices hold only those (all n for n up to a
-    # few hundred thousand at the default settings; bounded above that, so that the candidates held together for
-    # the batched training do not grow with n). Standardisation and principal axes read at most prep_max_items
-    # training rows, the marginals' EM fits at most marginal_max_items (each a seeded sample of the training rows).
-    schedule = knife.batch_schedule(train, st.batch_size, st.max_steps, derive_seed(seed, "batches", n))
-    em_rows = _sample_rows(train, st.marginal_max_items, derive_seed(seed, "em-rows", n))
-    prep = _sample_rows(train, st.prep_max_items, derive_seed(seed, "prep-rows", n))
-    held = _held_rows(n, schedule, val, test, em_rows)
-    val_h, test_h = val, test  # read only when held is not None
-    if held is not None:  # positions in the held rows
-        schedule, val_h, test_h, em_rows = (np.searchsorted(held, a) for a in (schedule, val, test, em_rows))
-    return _Rows(train, val, test, eff, schedule, em_rows, prep, held, val_h, test_h)
-
-
-def _sample_rows(train: np.ndarray, cap: int, seed: int) -> np.ndarray:
-    """``train`` itself when it holds at most ``cap`` rows, else a sorted seeded sample of ``cap`` of them (int64)."""
-    if len(train) <= cap:
-        return train
-    return np.sort(np.random.default_rng(seed).choice(train, cap, replace=False))
-
-
 def _fit_marginals(names: list[str], todo: list[tuple[str, str]], cached_m: Mapping[str, dict[str, Any]],
-                   mkeys: Mapping[str, str], prep: Mapping[str, Any], rows: _Rows, seed: int, fp: Mapping[str, Any],
+                   mkeys: Mapping[str, str], prep: Mapping[str, Any], rows: Rows, seed: int, fp: Mapping[str, Any],
                    dev: Any, new_cache: dict[str, dict[str, Any]]) -> tuple[dict, dict, dict[str, float], dict[str, int]]:
     """Each target's marginal (cached, or fitted by EM and added to ``new_cache``): its tables (for targets that
     pairs still to train predict), marginal, H(Z) on the test split (nats per item) and dim(Z)."""
@@ -330,7 +255,7 @@ def _fit_marginals(names: list[str], todo: list[tuple[str, str]], cached_m: Mapp
 
 
 def _train_missing(todo: list[tuple[str, str]], prep: dict[str, Any], tables: dict[str, Any],
-                   marg: dict[str, Any], h_z: Mapping[str, float], dims: Mapping[str, int], rows: _Rows,
+                   marg: dict[str, Any], h_z: Mapping[str, float], dims: Mapping[str, int], rows: Rows,
                    st: SufficiencySettings, seed: int, fp: Mapping[str, Any], dev: Any, batched: bool,
                    max_batch_bytes: int | None, pkeys: Mapping[tuple[str, str], str],
                    new_cache: dict[str, dict[str, Any]], results: dict[tuple[str, str], dict[str, Any]]) -> None:
@@ -382,7 +307,7 @@ def _train_missing(todo: list[tuple[str, str]], prep: dict[str, Any], tables: di
 def _assemble(embeddings: Mapping[str, Any], names: list[str], all_pairs: list[tuple[str, str]],
               results: Mapping[tuple[str, str], dict[str, Any]], excluded: Mapping[str, str],
               h_z: Mapping[str, float], dims: Mapping[str, int], st: SufficiencySettings, seed: int, n: int,
-              rows: _Rows, skey: str) -> SufficiencyResult:
+              rows: Rows, skey: str) -> SufficiencyResult:
     """The IS matrix, median scores, warnings and settings of one estimate."""
     train, val, test, held, eff = rows.train, rows.val, rows.test, rows.held, rows.eff
     every = list(embeddings)
@@ -489,7 +414,7 @@ def missing_pairs(run_keys: Mapping[str, str], pair_cache: PairCache, *, seed: i
     if estimator != "knife":
         return []
     st = _settings(settings, {k: v for k, v in opts.items() if k not in RUN_OPTIONS})
-    repeats = 1 if n_items is None else _repeats(n_items, st)
+    repeats = 1 if n_items is None else repeat_count(n_items, st)
     ids = {k: str(v) for k, v in run_keys.items()}
     pairs = [(s, t) for s in ids for t in ids if s != t]
     missing: set[tuple[str, str]] = set()

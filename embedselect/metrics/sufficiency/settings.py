@@ -17,7 +17,7 @@ from embedselect._util.kinds import PAIR_KEY_PREFIX
 
 _HERE = Path(__file__).parent
 _CODE_FILES: tuple[Path, ...] = (
-    _HERE / "score.py", Path(__file__), _HERE / "result.py",
+    _HERE / "score.py", _HERE / "rows.py", Path(__file__), _HERE / "result.py",
     *sorted((_HERE / "knife").glob("*.py")), _HERE.parent / "normal_scores.py",
 )
 """Source files whose code decides a cached pair or marginal: a change to any invalidates the cache."""

@@ -20,10 +20,11 @@ Tokens: a token (argument, or ``HF_TOKEN`` read by huggingface_hub) is handed to
 logged, never part of an error message and never written to the store (:func:`redact` scrubs messages).
 """
 
-from embedselect.models.hub.crawl import EXPAND_FIELDS, SORTS, CrawlResult, HubModel, PageError, crawl, infer_modality
+from embedselect.models.hub.crawl import EXPAND_FIELDS, SORTS, CrawlResult, HubModel, crawl, infer_modality
 from embedselect.models.hub.fetch import FetchedModel, check_revision, fetch_model
 from embedselect.models.hub.files import infer_backend, select_files
 from embedselect.models.hub.http import RetryPolicy
+from embedselect.models.hub.pages import PageError
 from embedselect._util.kinds import BACKENDS
 from embedselect._util.redaction import redact
 

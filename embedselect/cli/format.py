@@ -1,0 +1,206 @@
+"""The plain text the CLI prints for a ranking: the table, the validation and search-check sections, the
+timings footer, and the number formats they share."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+def fmt(v: Any) -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "-"
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    return str(v)
+
+
+def format_table(ranking) -> str:
+    """A plain-text table of a Ranking, best first."""
+    from embedselect.publish.text import count, rate
+
+    headers = ["rank", "candidate", "score"]
+    answers = bool(getattr(ranking, "answers", None))
+    if answers:
+        headers.append("answers")
+    shown_only = ranking.shown_only
+    for m in ranking.metrics:
+        headers += [m + ("*" if m in shown_only else ""), "#"]
+    params = any(c.parameters for c in ranking.candidates)
+    tokens = any(c.api_tokens is not None for c in ranking.candidates)
+    headers += ["dim", "bytes/vec", "items/s"] + (["params"] if params else []) + (["tokens"] if tokens else [])
+    headers += ["cached", "status"]
+    rows = []
+    for c in ranking.candidates:
+        row = [fmt(c.rank), c.name, fmt(c.combined_score)]
+        if answers:
+            row.append(_agreement_cell(c.columns))
+        for m in ranking.metrics:
+            row += [fmt(c.scores.get(m)), fmt(c.ranks.get(m))]
+        row += [fmt(c.dim), fmt(c.bytes_per_vector), rate(c.items_per_second)]
+        row += ([count(c.parameters)] if params else []) + ([fmt(c.api_tokens)] if tokens else [])
+        row += ["yes" if c.cached else "no", c.status if c.ok else f"FAILED: {c.error_type}"]
+        rows.append(row)
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths))]
+    lines.append("  ".join("-" * w for w in widths))
+    lines += ["  ".join(v.ljust(w) for v, w in zip(r, widths)) for r in rows]
+    if shown_only:
+        lines.append(f"* shown, not in the score (weight 0): {', '.join(shown_only)}")
+    if ranking.ok and not ranking.decided:
+        from embedselect.ranking.combine import no_clear_winner
+
+        lines.append(f"{no_clear_winner(ranking.leaders)}; " + (ranking.next_step or "read them as equals"))
+    if answers:
+        a = ranking.answers
+        lines.append(f"answers: the share of your {a.get('n_answered')} answered questions ({a.get('n_skipped')} "
+                     "skipped) each candidate orders your way [95 % Wilson interval]")
+    for c in ranking.failed:
+        lines.append(f"! {c.name}: {c.error}")
+    if ranking.validation:
+        lines += ["", *format_validation(ranking)]
+    if getattr(ranking, "retrieval", None):
+        lines += ["", *format_retrieval(ranking)]
+    said = {c.failure_note for c in ranking.failed}  # already on a "!" line under the table
+    from embedselect.data import dropped_duplicates_note
+
+    dropped = dropped_duplicates_note(ranking.dataset or {})
+    lines += [f"note: {w}" for w in ([dropped] if dropped else []) + list(ranking.warnings) if w not in said]
+    timing = format_timings(getattr(ranking, "timings", None) or {})
+    if timing:
+        lines.append(timing)
+    return "\n".join(lines)
+
+
+def _agreement_cell(columns: dict[str, Any]) -> str:
+    """A candidate's agreement with the answers, ``0.857 [0.49, 0.97]``; "-" when it has none."""
+    share = columns.get("answers.agreement")
+    if share is None or not math.isfinite(share):
+        return "-"
+    return f"{share:.3f} " + _interval(columns.get("answers.agreement_low"), columns.get("answers.agreement_high"), ".2f")
+
+
+def _ends(ci: Any) -> tuple[Any, Any]:
+    """(lo, hi) of an interval given as a 2-sequence, or (None, None)."""
+    return (ci[0], ci[1]) if ci else (None, None)
+
+
+def _interval(lo: Any, hi: Any, spec: str) -> str:
+    if lo is None or hi is None or not (math.isfinite(lo) and math.isfinite(hi)):
+        return "[no interval]"
+    return f"[{lo:{spec}}, {hi:{spec}}]"
+
+
+def format_validation(ranking) -> list[str]:
+    """The lines of a ranking's check against the user's labels (``Ranking.validation``): per candidate the
+    held-out accuracy with its bootstrap interval and chance level, which probe produced it, each label-free
+    score's rank correlations with their intervals, its top pick and wrong pairs, and the validation's warnings."""
+    v = ranking.validation
+    col = v.get("accuracy_column", "logistic_acc")
+    probe = v.get("probe_settings") or {}
+    table = v.get("table") or {}
+    pct = f"{100 * float(v.get('level', 0.9)):g}%"
+    rows = [(c.name, table.get(c.name, {})) for c in ranking.ok]
+    chance = next((r.get("chance") for _, r in rows if r.get("chance") is not None), None)
+    n_labeled = fmt(next((r.get("n_labeled") for _, r in rows), None))
+    lines = [
+        f"validation against your labels: held-out accuracy on {n_labeled} labelled items, "
+        + f"{fmt(probe.get('n_classes'))} classes, {fmt(probe.get('n_folds'))}-fold cross-validation",
+        f"  probe: {probe.get('accuracy_probe', col)}",
+        f"  chance (always the most frequent class) {fmt3(chance)}",
+        f"  accuracy [{pct} bootstrap interval] of each candidate:",
+    ]
+    width = max((len(name) for name, _ in rows), default=0)
+    for name, r in rows:
+        lines.append(f"    {name.ljust(width)}  {fmt3(r.get(col))} {_interval(r.get(col + '_lo'), r.get(col + '_hi'), '.3f')}")
+    if v.get("metrics"):
+        lines.append(f"  how well each label-free score predicts these accuracies (rank correlations, {pct} bootstrap "
+                     "interval over candidates):")
+    lines += _score_check_lines(ranking, v.get("metrics", []), "accuracy")
+    lines += [f"  note: {w}" for w in v.get("warnings") or []]
+    return lines
+
+
+def _score_check_lines(ranking, checks: list[dict], truth: str) -> list[str]:
+    """Each label-free score's rank correlations with the truth (``truth``: "accuracy" or "MRR@10"), its top pick
+    and its wrong pairs: the lines that the label check and the search check share."""
+    secondary = {
+        (c if c.startswith(m) else f"{m}.{c}"): m for m, det in ranking.details.items() for c in det.get("secondary") or []
+    }
+    lines = []
+    for mv in checks:
+        name = mv["metric"]
+        if name in secondary:
+            name += f" (a secondary score of {secondary[name]}, checked too; not in the combined rank)"
+        elif name == "combined":
+            name += " (the combined rank)"
+        lines.append(
+            f"    {name}: Spearman {fmt2(mv.get('spearman'))} {_interval(*_ends(mv.get('spearman_ci')), '.2f')}"
+            f", Kendall {fmt2(mv.get('kendall'))} {_interval(*_ends(mv.get('kendall_ci')), '.2f')}; "
+            f"top pick {mv.get('top_pick')} ({truth} {fmt3(mv.get('top_pick_accuracy'))}, regret "
+            f"{fmt3(mv.get('regret'))})"
+        )
+        wrong = mv.get("wrong_pairs") or []
+        pairs = "; ".join(
+            f"{w['ranked_higher']} above {w['ranked_lower']} ({truth} {w['accuracy_diff']:.3f} lower)" for w in wrong
+        )
+        lines.append(f"      wrong pairs: {pairs or 'none'}")
+    return lines
+
+
+def format_retrieval(ranking) -> list[str]:
+    """The lines of a ranking's search check against the user's queries (``Ranking.retrieval``): per candidate
+    MRR@10 with its bootstrap interval, nDCG@10, recall@1 and recall@10 and the prompts it searched with, then each
+    label-free score's rank correlations with MRR@10, its top pick and wrong pairs, and the check's warnings."""
+    r = ranking.retrieval
+    q = r.get("queries") or {}
+    pct = f"{100 * float(r.get('level') or 0.9):g}%"
+    scores = r.get("scores") or {}
+    lines = [f"search check against your queries: {fmt(q.get('n_queries'))} queries from {q.get('source')}, "
+             f"{fmt(q.get('relevant_per_query'))} relevant item(s) per query; exact cosine search over the items",
+             f"  MRR@10 [{pct} bootstrap interval over the queries], nDCG@10, recall@1, recall@10 of each candidate:"]
+    width = max((len(c.name) for c in ranking.ok if c.name in scores), default=0)
+    for c in ranking.ok:
+        s = scores.get(c.name)
+        if s is None:
+            continue
+        prompts = (r.get("prompts") or {}).get(c.name) or {}
+        used = ", ".join(f"{role} prompt {name!r}" for role, name in prompts.items() if name)
+        lines.append(f"    {c.name.ljust(width)}  {fmt3(s.get('mrr@10'))} {_interval(s.get('mrr@10_lo'), s.get('mrr@10_hi'), '.3f')}"
+                     f"  {fmt3(s.get('ndcg@10'))}  {fmt3(s.get('recall@1'))}  {fmt3(s.get('recall@10'))}"
+                     + (f"  ({used})" if used else ""))
+    if r.get("metrics"):
+        lines.append(f"  how well each label-free score predicts MRR@10 (rank correlations, {pct} bootstrap interval "
+                     "over candidates):")
+    lines += _score_check_lines(ranking, r.get("metrics", []), "MRR@10")
+    lines += [f"  note: {w}" for w in r.get("warnings") or []]
+    return lines
+
+
+def fmt2(v: Any) -> str:
+    """Two decimals; "undefined" for a missing or NaN correlation (tied scores, or too few candidates)."""
+    return "undefined" if v is None or not math.isfinite(v) else f"{v:.2f}"
+
+
+def fmt3(v: Any) -> str:
+    """Three decimals (accuracies, fractions); "-" for a missing or NaN value."""
+    return "-" if v is None or not math.isfinite(v) else f"{v:.3f}"
+
+
+def _secs(v: Any) -> str:
+    return "-" if v is None else (f"{v:.2f}s" if v < 10 else f"{v:.0f}s")
+
+
+def format_timings(t: dict[str, Any]) -> str:
+    """One footer line of a ranking's wall times per stage (see ``Ranking.timings``); empty when none."""
+    parts = []
+    if t.get("candidates"):
+        parts.append("embed " + ", ".join(f"{n} {_secs(v)}" for n, v in t["candidates"].items()))
+    if t.get("metrics"):
+        parts.append(", ".join(f"{m} {_secs(v)}" for m, v in t["metrics"].items()))
+    if t.get("validation") is not None:
+        parts.append(f"validation {_secs(t['validation'])}")
+    if t.get("retrieval") is not None:
+        parts.append(f"search check {_secs(t['retrieval'])}")
+    if t.get("total") is not None:
+        parts.append(f"total {_secs(t['total'])}")
+    return ("time: " + "; ".join(parts)) if parts else ""
