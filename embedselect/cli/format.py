@@ -112,21 +112,21 @@ def format_validation(ranking) -> list[str]:
     width = max((len(name) for name, _ in rows), default=0)
     for name, r in rows:
         lines.append(f"    {name.ljust(width)}  {fmt3(r.get(col))} {_interval(r.get(col + '_lo'), r.get(col + '_hi'), '.3f')}")
-    if v.get("metrics"):
-        lines.append(f"  how well each label-free score predicts these accuracies (rank correlations, {pct} bootstrap "
-                     "interval over candidates):")
-    lines += _score_check_lines(ranking, v.get("metrics", []), "accuracy")
-    lines += [f"  note: {w}" for w in v.get("warnings") or []]
-    return lines
+    return lines + _score_check_lines(ranking, v, "accuracy", "these accuracies", pct)
 
 
-def _score_check_lines(ranking, checks: list[dict], truth: str) -> list[str]:
-    """Each label-free score's rank correlations with the truth (``truth``: "accuracy" or "MRR@10"), its top pick
-    and its wrong pairs: the lines that the label check and the search check share."""
+def _score_check_lines(ranking, check: dict, truth: str, predicted: str, pct: str) -> list[str]:
+    """Each label-free score's rank correlations with the truth (``truth``: "accuracy" or "MRR@10"; ``predicted``
+    names it in the heading), its top pick and its wrong pairs, then the check's warnings: the lines that the label
+    check (``Ranking.validation``) and the search check (``Ranking.retrieval``) share."""
+    checks = check.get("metrics", [])
     secondary = {
         (c if c.startswith(m) else f"{m}.{c}"): m for m, det in ranking.details.items() for c in det.get("secondary") or []
     }
     lines = []
+    if checks:
+        lines.append(f"  how well each label-free score predicts {predicted} (rank correlations, {pct} bootstrap "
+                     "interval over candidates):")
     for mv in checks:
         name = mv["metric"]
         if name in secondary:
@@ -144,7 +144,7 @@ def _score_check_lines(ranking, checks: list[dict], truth: str) -> list[str]:
             f"{w['ranked_higher']} above {w['ranked_lower']} ({truth} {w['accuracy_diff']:.3f} lower)" for w in wrong
         )
         lines.append(f"      wrong pairs: {pairs or 'none'}")
-    return lines
+    return lines + [f"  note: {w}" for w in check.get("warnings") or []]
 
 
 def format_retrieval(ranking) -> list[str]:
@@ -168,12 +168,7 @@ def format_retrieval(ranking) -> list[str]:
         lines.append(f"    {c.name.ljust(width)}  {fmt3(s.get('mrr@10'))} {_interval(s.get('mrr@10_lo'), s.get('mrr@10_hi'), '.3f')}"
                      f"  {fmt3(s.get('ndcg@10'))}  {fmt3(s.get('recall@1'))}  {fmt3(s.get('recall@10'))}"
                      + (f"  ({used})" if used else ""))
-    if r.get("metrics"):
-        lines.append(f"  how well each label-free score predicts MRR@10 (rank correlations, {pct} bootstrap interval "
-                     "over candidates):")
-    lines += _score_check_lines(ranking, r.get("metrics", []), "MRR@10")
-    lines += [f"  note: {w}" for w in r.get("warnings") or []]
-    return lines
+    return lines + _score_check_lines(ranking, r, "MRR@10", "MRR@10", pct)
 
 
 def fmt2(v: Any) -> str:
