@@ -33,7 +33,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from benchmarks.validity_data import DATASETS
-from benchmarks.validity_pools import POOLS, correlations, pool_roles, regret
+from benchmarks.validity_pools import POOLS, correlations, pool_roles, regret, top_pick
 from embedselect.ranking.combine import combine_ranks, copies_below_parents, decide
 
 HALVES = ("selection", "confirmation")
@@ -91,7 +91,8 @@ def params_of(entry: Mapping[str, Any], entries: Sequence[Mapping[str, Any]]) ->
 
 
 def read_view(view: Mapping[str, Any], weights: Mapping[str, float], method: str) -> dict[str, Any]:
-    """The default and the data-blind orders on one view: ρ, τ, regret, decided, leaders, confidently wrong."""
+    """The default and the data-blind orders on one view: ρ, τ, regret, decided, leaders, confidently wrong, the top
+    pick and the combined scores."""
     keys = sorted(view["truth"])
     truth = view["truth"]
     refs, fams = pool_roles(view["entries"], keys)
@@ -104,6 +105,7 @@ def read_view(view: Mapping[str, Any], weights: Mapping[str, float], method: str
     reg = regret(comb, truth)
     best = max(truth, key=lambda k: truth[k])
     out = {"rho": rho, "tau": tau, "regret": reg, "decided": d.decided, "leaders": d.leaders,
+           "top": top_pick(comb)[0], "combined": comb,
            "wrong": d.decided and reg > REGRET,
            "best_in_leaders": (not d.decided) and any(truth[c] >= truth[best] - REGRET for c in d.leaders)}
     entries = {e["name"]: e for e in view["entries"]}

@@ -34,7 +34,6 @@ from __future__ import annotations
 import argparse
 import csv
 import dataclasses
-import hashlib
 import json
 import logging
 import math
@@ -47,6 +46,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from benchmarks import validity_data as vd
+from benchmarks.validity_pools import POOLS
 from embedselect.errors import DataError
 
 log = logging.getLogger("validity_retrieval")
@@ -244,34 +244,6 @@ def build(names: Sequence[str], only: set[str] | None) -> None:
 # ------------------------------------------------------------------------------------------------
 # report
 # ------------------------------------------------------------------------------------------------
-PARAMS = {vd.MINILM: 22_713_216, vd.MPNET: 109_486_464}
-"""Parameters of the two transformers (the BERT / MPNet encoders as loaded by sentence-transformers)."""
-
-
-def parameter_count(entry: dict[str, Any], folder_dims: dict[str, int]) -> float:
-    """The data-blind baseline's score of a candidate: the parameters of the model that computes its vectors (a
-    variant or copy computed by a model counts that model's; a model2vec static model its token-embedding table;
-    a built-in baseline 0)."""
-    name = entry["name"]
-    if entry["kind"] == "baseline":
-        return 0.0
-    if entry["kind"] == "static":
-        return float(folder_dims[name])
-    base = (entry.get("base_model") or "").removeprefix(vd.ST)
-    return float(PARAMS.get(base, 0))
-
-
-def static_params(names: Sequence[str]) -> dict[str, int]:
-    """Size of each model2vec candidate's embedding table (vocabulary × width), read from its safetensors header."""
-    from safetensors import safe_open
-
-    out = {}
-    for n, folder in vd.candidate_folders([x for x in names if x.startswith("m2v-")]).items():
-        with safe_open(str(folder / "model.safetensors"), "np") as fh:
-            out[n] = int(sum(np.prod(fh.get_slice(k).get_shape()) for k in fh.keys()))
-    return out
-
-
 def load_set(name: str) -> tuple[dict, list[list[int]], list[dict], dict[str, np.ndarray]]:
     folder = root() / name
     meta = json.loads((folder / "meta.json").read_text())
@@ -296,16 +268,25 @@ def truth_of(name: str, relevant: list[list[int]], vectors: dict[str, np.ndarray
 
 
 SIGNALS = ("task_prior", "sufficiency", "nn_agreement", "rankme", "modularity")
-VIEWS = {"all": tuple(c.name for c in vd.TEXT_POOL if c.name != vd.MPNET + "-len8"), "issue": ("all-mpnet-base-v2", "all-MiniLM-L6-v2", "all-MiniLM-L6-v2-cls",
-                                 "all-MiniLM-L6-v2-len8", "m2v-MiniLM-256", "m2v-mpnet-256", "tfidf-svd",
-                                 "random-projection")}
+VIEWS: dict[str, tuple[str, ...]] = {
+    "all": tuple(c.name for c in vd.TEXT_POOL if c.name != vd.MPNET + "-len8"),
+    "issue": ("all-mpnet-base-v2", "all-MiniLM-L6-v2", "all-MiniLM-L6-v2-cls", "all-MiniLM-L6-v2-len8",
+              "m2v-MiniLM-256", "m2v-mpnet-256", "tfidf-svd", "random-projection"),
+    **{p: tuple(POOLS[p] or ()) for p in ("minilm-heavy", "mpnet-heavy", "two-models", "larger-worse")},
+}
 """``all``: the text pool of the classification views (``validity_data.TEXT_POOL``) less mpnet cut to 8 tokens (its
 second mpnet pass was left out to save CPU time: 16 candidates); ``issue``: issue 41's pool of 8 (the two models, MiniLM
-with CLS pooling and cut to 8 tokens, a model2vec distillation of each, the two baselines)."""
+with CLS pooling and cut to 8 tokens, a model2vec distillation of each, the two baselines; ``validity_pools.POOLS``'s
+``issue8``); the other four: the user pools of ``validity_pools.POOLS`` that the protocol's confirmation reading uses."""
 
 
 def view_result(name: str, view: str, jobs: int) -> dict[str, Any]:
-    from benchmarks.validity_default import default_setting, evaluate
+    """One retrieval view read as ``benchmarks.protocol`` reads a classification view (:func:`protocol.read_view`:
+    the package's text default combined as ``select()`` combines it, each model family once, copies below their
+    parents, ``decide``; the data-blind orders by parameter count and by width), with MRR@10 as the truth, plus
+    each signal alone (ρ, τ, regret, pick)."""
+    from benchmarks.protocol import read_view
+    from benchmarks.validity_default import default_setting
     from benchmarks.validity_pools import correlations, pool_roles, regret, signals, top_pick
 
     meta, relevant, entries, vectors = load_set(name)
@@ -324,33 +305,29 @@ def view_result(name: str, view: str, jobs: int) -> dict[str, Any]:
     pairs = vd.copy_pairs(entries, docs, SEED)
     weights, method = default_setting("text")
     v = {"truth": truth, "signals": {m: r["scores"] for m, r in sig.items()}, "pairs": pairs, "entries": entries}
-    default = evaluate(v, weights, method, True)
-    from embedselect.ranking.combine import combine_ranks, copies_below_parents
-
-    comb = combine_ranks({m: v["signals"][m] for m in weights}, weights=weights, method=method)
-    comb, _ = copies_below_parents(comb, pairs)
-    rho, tau = correlations(comb, truth)
+    read = read_view(v, weights, method)
+    comb = read.pop("combined")
     per_signal = {}
     for m, r in sig.items():
         s_rho, s_tau = correlations(r["scores"], truth)
-        per_signal[m] = {"rho": s_rho, "tau": s_tau, "regret": regret(r["scores"], truth), "top": top_pick(r["scores"])[0]}
-    sizes = static_params(keys)
-    params = {e["name"]: parameter_count(e, sizes) for e in entries}
-    p_rho, p_tau = correlations(params, truth)
+        per_signal[m] = {"rho": s_rho, "tau": s_tau, "regret": regret(r["scores"], truth),
+                         "top": top_pick(r["scores"])[0]}
     best = max(truth, key=lambda k: (truth[k], k))
     order = sorted(keys, key=lambda k: -comb.get(k, -math.inf))
     return {"set": name, "view": view, "kind": meta["kind"], "n_docs": n_docs, "n_queries": meta["n_queries"],
             "half": half(name), "order": order, "raw": {"signals": v["signals"], "pairs": [list(p) for p in pairs],
                                                         "entries": entries},
-            "n_candidates": len(keys), "rho": rho, "tau": tau, "regret": default["regret"], "top": default["top"],
-            "best": best, "best_mrr": truth[best], "truth": truth, "combined": comb, "signals": per_signal,
-            "params": {"rho": p_rho, "tau": p_tau, "regret": regret(params, truth), "top": top_pick(params)[0]}}
+            "n_candidates": len(keys), "n_families": len({fams[k] for k in keys if k not in refs}),
+            **read, "best": best, "best_mrr": truth[best], "truth": truth, "combined": comb, "signals": per_signal,
+            "weights": weights, "method": method}
 
 
 def half(name: str) -> str:
-    """The half of the selection / confirmation protocol (issue 41) a set belongs to, by the rule fixed in advance:
-    the first hex digit of sha256(name) even -> "selection", odd -> "confirmation"."""
-    return ("selection", "confirmation")[int(hashlib.sha256(name.encode("utf-8")).hexdigest()[0], 16) % 2]
+    """The half of the selection / confirmation protocol a set belongs to: :func:`benchmarks.protocol.half`'s rule
+    (the first hex digit of sha256(name) even -> "selection", odd -> "confirmation")."""
+    from benchmarks.protocol import half as protocol_half
+
+    return protocol_half(name)
 
 
 SEARCH_GRID = {"task_prior": (0.0, 1.0), "sufficiency": (0.0, 0.25, 1.0), "nn_agreement": (0.0, 0.5, 1.0, 2.0),
@@ -399,28 +376,58 @@ def _f(x: Any, nd: int = 2) -> str:
     return "–" if x is None or (isinstance(x, float) and not math.isfinite(x)) else f"{x:.{nd}f}"
 
 
+def _mean(xs: Sequence[float]) -> float:
+    xs = [x for x in xs if x is not None and math.isfinite(x)]
+    return float(np.mean(xs)) if xs else math.nan
+
+
+def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The protocol's reading of some views (``benchmarks.protocol.summary``'s quantities): mean ρ and τ of the
+    default (an undefined ρ counted as it is left out), the share within 0.02 MRR of the best, confidently wrong,
+    undecided with the best among the leaders, the mean regret; the same ρ / τ / share for the two data-blind orders;
+    each signal's mean ρ."""
+    from benchmarks.protocol import REGRET
+
+    return {"views": len(rows), "rho": _mean([r["rho"] for r in rows]), "tau": _mean([r["tau"] for r in rows]),
+            "within": float(np.mean([r["regret"] <= REGRET for r in rows])) if rows else math.nan,
+            "wrong": float(np.mean([r["wrong"] for r in rows])) if rows else math.nan,
+            "best_in_leaders": float(np.mean([r["best_in_leaders"] for r in rows])) if rows else math.nan,
+            "decided": float(np.mean([r["decided"] for r in rows])) if rows else math.nan,
+            "regret": _mean([r["regret"] for r in rows]),
+            **{blind: {"rho": _mean([r[blind]["rho"] for r in rows]), "tau": _mean([r[blind]["tau"] for r in rows]),
+                       "within": float(np.mean([r[blind]["regret"] <= REGRET for r in rows])) if rows else math.nan}
+               for blind in ("params", "width")},
+            "signals": {m: _mean([r["signals"][m]["rho"] for r in rows]) for m in SIGNALS}}
+
+
 def to_markdown(rows: list[dict[str, Any]]) -> str:
-    head = ("| set (kind) | view | docs / queries | best (MRR@10) | default: ρ, τ | pick (regret) | parameter count: ρ, "
-            "τ, regret | " + " | ".join(SIGNALS) + " |")
-    out = [head, "|" + "---|" * (7 + len(SIGNALS))]
+    """Per view, then per half (and all views): the default's ρ, τ, regret, pick, decided / leaders, the data-blind
+    orders and each signal's ρ."""
+    out = ["| set (kind) | half | view | docs / queries | best (MRR@10) | default: ρ, τ | pick (regret) | decided | "
+           "leaders | params: ρ, τ, regret | width: ρ, τ, regret | " + " | ".join(SIGNALS) + " |",
+           "|" + "---|" * (11 + len(SIGNALS))]
     for r in rows:
-        p = r["params"]
+        p, w = r["params"], r["width"]
         out.append(
-            f"| {r['set']} ({r['kind']}) | {r['view']} ({r['n_candidates']}) | {r['n_docs']} / {r['n_queries']} | "
-            f"{r['best']} ({r['best_mrr']:.3f}) | {_f(r['rho'])}, {_f(r['tau'])} | {r['top']} ({r['regret']:.3f}) | "
-            f"{_f(p['rho'])}, {_f(p['tau'])}, {p['regret']:.3f} | "
+            f"| {r['set']} ({r['kind']}) | {r['half']} | {r['view']} ({r['n_candidates']}) | {r['n_docs']} / "
+            f"{r['n_queries']} | {r['best']} ({r['best_mrr']:.3f}) | {_f(r['rho'])}, {_f(r['tau'])} | {r['top']} "
+            f"({r['regret']:.3f}) | {'yes' if r['decided'] else 'no'} | {', '.join(r['leaders'])} | "
+            f"{_f(p['rho'])}, {_f(p['tau'])}, {p['regret']:.3f} | {_f(w['rho'])}, {_f(w['tau'])}, {w['regret']:.3f} | "
             + " | ".join(_f(r["signals"][m]["rho"]) for m in SIGNALS) + " |")
-    rhos = [r["rho"] if math.isfinite(r["rho"]) else -1.0 for r in rows]
-    hits = sum(r["regret"] <= 0.02 for r in rows)
-    prho = [r["params"]["rho"] if math.isfinite(r["params"]["rho"]) else -1.0 for r in rows]
-    out.append("")
-    out.append(f"Default (held out): mean ρ {np.mean(rhos):.3f}, mean τ "
-               f"{np.mean([r['tau'] for r in rows if math.isfinite(r['tau'])]):.3f}, pick within 0.02 MRR of the best "
-               f"on {hits}/{len(rows)} views, mean regret {np.mean([r['regret'] for r in rows]):.3f}. Parameter count: "
-               f"mean ρ {np.mean(prho):.3f}, within 0.02 on {sum(r['params']['regret'] <= 0.02 for r in rows)}"
-               f"/{len(rows)}. Per signal, mean ρ: "
-               + ", ".join(f"{m} {np.mean([r['signals'][m]['rho'] for r in rows if math.isfinite(r['signals'][m]['rho'])]):.2f}"
-                           for m in SIGNALS))
+    out += ["", "| views | n | mean ρ | mean τ | within 0.02 | confidently wrong | undecided, best among leaders | "
+            "mean regret | params ρ / τ / within | width ρ / τ / within | " + " | ".join(SIGNALS) + " |",
+            "|" + "---|" * (10 + len(SIGNALS))]
+    groups = [(f"{h} half", [r for r in rows if r["half"] == h]) for h in ("selection", "confirmation")]
+    groups += [(f"view {v}", [r for r in rows if r["view"] == v]) for v in dict.fromkeys(r["view"] for r in rows)]
+    for label_, rs in [*groups, ("all views", rows)]:
+        if not rs:
+            continue
+        s = summary(rs)
+        out.append(f"| {label_} | {s['views']} | {s['rho']:.3f} | {s['tau']:.3f} | {s['within']:.0%} | "
+                   f"{s['wrong']:.0%} | {s['best_in_leaders']:.0%} | {s['regret']:.3f} | "
+                   + " | ".join(f"{s[b]['rho']:.3f} / {s[b]['tau']:.3f} / {s[b]['within']:.0%}"
+                                for b in ("params", "width")) + " | "
+                   + " | ".join(_f(s["signals"][m]) for m in SIGNALS) + " |")
     return "\n".join(out)
 
 

@@ -99,3 +99,61 @@ def test_html_says_what_the_score_is_and_its_weights(tmp_path):
     assert "chance (always the most frequent class)" in html and "ranked the wrong way round" in html
     wrong = next(m for m in r.validation["metrics"] if m["wrong_pairs"])["wrong_pairs"][0]
     assert f"{wrong['ranked_higher']} above {wrong['ranked_lower']}" in html
+
+
+def _with_retrieval() -> Ranking:
+    r = _ranking()
+    r.retrieval = {
+        "queries": {"source": EVIL, "n_queries": 9, "fingerprint": "q" * 64, "relevant_per_query": 1.111},
+        "prompts": {EVIL: {"query": "query", "document": "passage"}, "tfidf-svd": {"query": None, "document": None}},
+        "scores": {
+            "tfidf-svd": {"mrr@10": 0.4, "mrr@10_lo": 0.25, "mrr@10_hi": 0.55, "ndcg@10": 0.45, "ndcg@10_lo": 0.3,
+                          "ndcg@10_hi": 0.6, "recall@1": 0.3, "recall@1_lo": 0.1, "recall@1_hi": 0.5,
+                          "recall@10": 0.8, "recall@10_lo": 0.6, "recall@10_hi": 1.0, "n_queries": 9,
+                          "n_documents": 240},
+            EVIL: {"mrr@10": 0.9, "mrr@10_lo": 0.8, "mrr@10_hi": 1.0, "ndcg@10": 0.92, "ndcg@10_lo": 0.85,
+                   "ndcg@10_hi": 1.0, "recall@1": 0.875, "recall@1_lo": 0.7, "recall@1_hi": 1.0, "recall@10": 1.0,
+                   "recall@10_lo": 1.0, "recall@10_hi": 1.0, "n_queries": 9, "n_documents": 240},
+        },
+        "score_column": "mrr@10", "level": 0.9, "n_boot": 1000, "seed": 0,
+        "metrics": [{"metric": "task_prior", "spearman": 1.0, "spearman_ci": [0.5, 1.0], "kendall": 1.0,
+                     "kendall_ci": None, "top_pick": EVIL, "best": EVIL, "regret": 0.0, "wrong_pairs": []},
+                    {"metric": "combined", "spearman": -1.0, "kendall": -1.0, "top_pick": "tfidf-svd", "best": EVIL,
+                     "regret": 0.5, "wrong_pairs": [{"ranked_higher": "tfidf-svd", "ranked_lower": EVIL,
+                                                     "accuracy_diff": 0.5}]}],
+        "warnings": [EVIL],
+    }
+    return r
+
+
+@pytest.mark.fault
+def test_the_search_check_is_a_table_in_html_and_markdown():
+    """A ranking that carries the search check shows each candidate's MRR@10, nDCG@10, recall@1 and recall@10 with
+    their intervals, best first, and each label-free score's correlation with MRR@10; hostile text stays text."""
+    page = to_html(_with_retrieval())
+    parsed = _Collector()
+    parsed.feed(page)
+    assert "script" not in parsed.tags and "img" not in parsed.tags
+    text = "".join(parsed.text)
+    assert "Check against your queries" in text and "9 queries from " + EVIL in text
+    assert "MRR@10nDCG@10recall@1recall@10" in text.replace(" ", "")  # the four score columns
+    section = text[text.index("Check against your queries"):]
+    # best MRR@10 first, each value with its interval
+    assert section.index(EVIL + "0.9[0.8, 1]0.92[0.85, 1]") < section.index("tfidf-svd0.4[0.25, 0.55]")
+    assert "best by MRR@10" in section and "tfidf-svd above" in section and "(MRR@10 0.5 lower)" in section
+    assert "Prompts used: " + EVIL + ": query query, documents passage" in section
+
+    md = to_markdown(_with_retrieval())
+    assert "### Check against your queries" in md and "<script>" not in md and "](javascript" not in md
+    assert "| tfidf-svd | 0.4 [0.25, 0.55] | 0.45 [0.3, 0.6] | 0.3 [0.1, 0.5] | 0.8 [0.6, 1] |" in md
+    rows = md[md.index("### Check against your queries"):].splitlines()
+    head = next(line for line in rows if line.startswith("| candidate | MRR@10"))
+    first = rows[rows.index(head) + 2]
+    assert first.replace("\\|", "").count(" | ") == head.count(" | ")  # a hostile name adds no cell
+    assert first.endswith("| 0.9 [0.8, 1] | 0.92 [0.85, 1] | 0.875 [0.7, 1] | 1 [1, 1] |"), first
+    assert "| task\\_prior | 1 \\[0.5, 1\\] | 1 |" in md and "| combined | -1 | -1 | tfidf-svd |" in md
+
+
+def test_no_search_section_without_queries():
+    assert "Check against your queries" not in to_html(_ranking())
+    assert "Check against your queries" not in to_markdown(_ranking())

@@ -143,6 +143,8 @@ class _Pinned:
     memo: str | None = None  # for vectors kept for the run only: their key in ctx.run_vectors
     space: str | None = None  # the vector space of its per-item vectors in the store; None: kept whole (a fitted
     # baseline) or not stored across runs
+    key_options: dict[str, Any] | None = None  # the vector options of its cache keys (None: not stored across runs)
+    precision: str | None = None  # the precision of its cache keys
 
 
 def _embed_candidate(ctx: RunContext, cand: Any, *, keep_vectors: bool) -> EmbedOutcome:
@@ -251,7 +253,7 @@ def _resolve(ctx: RunContext, cand: Any, res: CandidateResult, step: dict[str, A
             fingerprint=ctx.ref.fingerprint, precision=precision)
         space = None if rc.backend in FITTED_BASELINES else space_key(  # a fit depends on the whole data
             model_id=rc.model_id, revision=rc.revision, backend=rc.backend, options=key_options, precision=precision)
-    return _Pinned(rc, key, space=space)
+    return _Pinned(rc, key, space=space, key_options=dict(key_options), precision=precision)
 
 
 def _card(rc: Any) -> tuple[str, tuple[str, ...], Any]:
@@ -411,44 +413,55 @@ def _precomputed(ctx: RunContext, cand: Any, res: CandidateResult, step: dict[st
 
 
 def _embed_queries(ctx: RunContext, cand: Any, pinned: _Pinned, vectors: np.ndarray, embedder: Any) -> None:
-    """The search check's vectors for one candidate (``select(..., queries=)``), in memory, never cached:
-    ``ctx.query_vectors[name]`` float32 (m, d), the queries embedded as the model embeds queries, and, only when the
-    model embeds documents with a prompt of its own, ``ctx.search_vectors[name]`` float32 (n, d), the reference items
-    embedded with it (else the search runs over the ranking's own ``vectors``).
+    """The search check's vectors for one candidate (``select(..., queries=)``): ``ctx.query_vectors[name]`` float32
+    (m, d), the queries embedded as the model embeds queries, and, only when the model embeds documents with a prompt
+    of its own, ``ctx.search_vectors[name]`` float32 (n, d), the reference items embedded with it (else the search
+    runs over the ranking's own ``vectors``). Both are read from the cache when an earlier run stored them, and stored
+    otherwise (:mod:`embedselect.pipeline.query_vectors`: keyed by model, revision, options and the texts' content;
+    a run that finds them all loads no model).
 
     The rule: a sentence-transformers model that defines a non-empty ``query`` prompt (``document`` / ``passage`` /
     ``corpus`` for the documents) gets it, as ``encode_query`` / ``encode_document`` would; a candidate's own
     ``?prompt=`` / ``?prompt_name=`` is used for queries and documents alike; every other model embeds a query as it
     embeds an item. A fitted baseline (tfidf-svd) is fitted on the reference items, the fit its item vectors come
     from, and transforms the queries with it (never refitted on the queries). ``embedder``: the model
-    :func:`_vectors` loaded, or None (it is loaded here)."""
+    :func:`_vectors` loaded, or None (it is loaded here when some text must be embedded)."""
     from embedselect.models.backends.loader import load_embedder
     from embedselect.models.backends.device import library_progress, progress_enabled
+    from embedselect.pipeline.query_vectors import RoleTexts, role_vectors, texts_fingerprint
 
     rc, ref, queries = pinned.rc, ctx.ref, list(ctx.queries.queries)
     if cand.kind == "vectors":  # precomputed vectors: there is no model to embed the queries with
         ctx.warnings.append(RankingWarning("metric-excluded", f"{cand.name} is precomputed vectors: it cannot embed "
                                            "the queries and is left out of the search check", [cand.name]))
         return
-    if rc.backend in FITTED_BASELINES or embedder is None:
-        with ctx.bar.stage(f"{cand.name}: load for the queries", steps=0), \
-                library_progress(progress_enabled(ctx.progress)):
-            embedder = load_embedder(rc, device=ctx.device, policy=ctx.policy.for_model(cand.ref),
-                                     options=cand.options, seed=ctx.seed,
-                                     fit_items=list(ref.items) if rc.backend in FITTED_BASELINES else None)
-    role_prompt = getattr(embedder, "role_prompt", None)
-    prompts = {role: role_prompt(role) if role_prompt else None for role in ("query", "document")}
+    fitted = rc.backend in FITTED_BASELINES
+    held = {"embedder": None if fitted else embedder}
+
+    def model() -> Any:
+        if held["embedder"] is None:
+            with ctx.bar.stage(f"{cand.name}: load for the queries", steps=0), \
+                    library_progress(progress_enabled(ctx.progress)):
+                held["embedder"] = load_embedder(rc, device=ctx.device, policy=ctx.policy.for_model(cand.ref),
+                                                 options=cand.options, seed=ctx.seed,
+                                                 fit_items=list(ref.items) if fitted else None)
+        return held["embedder"]
+
+    asked = RoleTexts("query", queries)
+    if fitted:  # its fit is the reference items': the queries' vectors depend on them too
+        asked.fingerprint = texts_fingerprint([ref.fingerprint, asked.fingerprint])
     with ctx.bar.stage(f"{cand.name}: embed {len(queries)} queries", steps=0):
-        q = (embedder.embed(queries, batch_size=ctx.batch_size, prompt_name=prompts["query"]) if prompts["query"]
-             else embedder.embed(queries, batch_size=ctx.batch_size))
+        q, prompts = role_vectors(ctx, cand.name, pinned, asked, model)
     reduction = reduction_of(cand.options, name=cand.name)
     if reduction is not None:  # as its items: truncated and quantised with the items' int8 ranges
         q, _ = reduction.apply(q, name=cand.name, ranges=ctx.reductions.get(cand.name))
     ctx.query_vectors[cand.name] = check_embeddings(q, what=f"{cand.name}'s query vectors", n=len(queries),
                                                     dtype=None, error=MetricError)
     if prompts["document"]:
+        documents = RoleTexts("document", [str(t) for t in ref.items], fingerprint=ref.fingerprint,
+                              item_keys=_item_keys(ctx))
         with ctx.bar.stage(f"{cand.name}: embed {len(ref)} items as documents", steps=0):
-            d = embedder.embed(list(ref.items), batch_size=ctx.batch_size, prompt_name=prompts["document"])
+            d, _ = role_vectors(ctx, cand.name, pinned, documents, model, prompts=prompts)
         if reduction is not None:
             d, _ = reduction.apply(d, name=cand.name, ranges=ctx.reductions.get(cand.name))
         ctx.search_vectors[cand.name] = check_embeddings(d, what=f"{cand.name}'s document vectors", n=len(ref),

@@ -52,6 +52,8 @@ def to_markdown(ranking: Ranking) -> str:
                   "|---|---|---|---|"]
         lines += [f"| {_md(name)} | {_num(share)} | [{_num(lo)}, {_num(hi)}] | {'yes' if mark else ''} |"
                   for name, share, lo, hi, mark in answers_rows(ranking)]
+    if ranking.retrieval:
+        lines += _retrieval_markdown(ranking.retrieval)
     for w in _notes(ranking):
         lines.append(f"- note: {_md(w)}")
     return "\n".join(lines) + "\n"
@@ -151,21 +153,98 @@ def _validation_html(v: Mapping[str, Any]) -> list[str]:
         out.append("</tbody></table></div>")
         if chance is not None:
             out.append(f'<p class="muted">chance (always the most frequent class): {_e(_num(chance))}</p>')
-    out.append('<div class="wrap"><table><thead><tr><th>score</th><th>Spearman</th><th>Kendall</th>'
-               "<th>top pick</th><th>best by accuracy</th><th>regret</th><th>ranked the wrong way round</th></tr>"
-               "</thead><tbody>")
-    for mv in v.get("metrics", []):
-        def with_ci(k: str) -> str:
-            ci = mv.get(f"{k}_ci")
-            return _num(mv.get(k)) + (f" [{_num(ci[0])}, {_num(ci[1])}]" if ci else "")
+    out += _check_table(v.get("metrics", []), "accuracy")
+    return out
 
-        wrong = "; ".join(f"{p['ranked_higher']} above {p['ranked_lower']} (accuracy {_num(p['accuracy_diff'])} "
-                          "lower)" for p in mv.get("wrong_pairs") or []) or "none"
-        cells = [_num(mv.get("metric")), with_ci("spearman"), with_ci("kendall"), _num(mv.get("top_pick")),
-                 _num(mv.get("best")), _num(mv.get("regret")), wrong]
+
+def _check_table(metrics: list[Mapping[str, Any]], truth: str) -> list[str]:
+    """How well each label-free score predicts ``truth`` (the probe's accuracy, or MRR@10 on the queries): Spearman
+    and Kendall with intervals, top pick, the best candidate, regret, the pairs ordered the wrong way round."""
+    out = ['<div class="wrap"><table><thead><tr><th>score</th><th>Spearman</th><th>Kendall</th>'
+           f"<th>top pick</th><th>best by {_e(truth)}</th><th>regret</th><th>ranked the wrong way round</th></tr>"
+           "</thead><tbody>"]
+    for mv in metrics:
+        cells = [_num(mv.get("metric")), _with_ci(mv, "spearman"), _with_ci(mv, "kendall"), _num(mv.get("top_pick")),
+                 _num(mv.get("best")), _num(mv.get("regret")), _wrong_pairs(mv, truth)]
         out.append("<tr>" + "".join(f"<td>{_e(c)}</td>" for c in cells) + "</tr>")
     out.append("</tbody></table></div>")
     return out
+
+
+def _with_ci(mv: Mapping[str, Any], k: str) -> str:
+    ci = mv.get(f"{k}_ci")
+    return _num(mv.get(k)) + (f" [{_num(ci[0])}, {_num(ci[1])}]" if ci else "")
+
+
+def _wrong_pairs(mv: Mapping[str, Any], truth: str) -> str:
+    return "; ".join(f"{p['ranked_higher']} above {p['ranked_lower']} ({truth} {_num(p['accuracy_diff'])} lower)"
+                     for p in mv.get("wrong_pairs") or []) or "none"
+
+
+SEARCH_SCORES = (("mrr@10", "MRR@10"), ("ndcg@10", "nDCG@10"), ("recall@1", "recall@1"), ("recall@10", "recall@10"))
+"""The search check's scores (:data:`embedselect.validation.retrieval.RETRIEVAL_SCORES`) and their column titles."""
+
+
+def retrieval_rows(r: Mapping[str, Any]) -> list[tuple[str, list[tuple[float | None, float | None, float | None]]]]:
+    """The search check's table: per candidate, best MRR@10 first, its (value, interval low, high) per score of
+    :data:`SEARCH_SCORES`."""
+    scores = r.get("scores") or {}
+    rows = [(name, [(s.get(k), s.get(f"{k}_lo"), s.get(f"{k}_hi")) for k, _ in SEARCH_SCORES])
+            for name, s in scores.items()]
+    return sorted(rows, key=lambda row: (-(row[1][0][0] if row[1][0][0] is not None else -1.0), row[0]))
+
+
+def retrieval_sentence(r: Mapping[str, Any]) -> str:
+    """One line about the queries: how many, from where, relevant items per query, the intervals, the prompts used."""
+    q = r.get("queries") or {}
+    level = r.get("level")
+    prompted = {n: p for n, p in (r.get("prompts") or {}).items() if p and (p.get("query") or p.get("document"))}
+    text = (f"{q.get('n_queries', '?')} queries from {q.get('source', '?')} "
+            f"({_num(q.get('relevant_per_query'))} relevant items per query on average); each candidate searches "
+            "the reference items by exact cosine similarity"
+            + (f"; intervals: {_num(100 * level)}% bootstrap over the queries" if level else "") + ".")
+    if prompted:
+        text += " Prompts used: " + "; ".join(
+            f"{n}: query {p.get('query') or 'none'}, documents {p.get('document') or 'none'}"
+            for n, p in sorted(prompted.items())) + "."
+    return text
+
+
+def _retrieval_html(r: Mapping[str, Any]) -> list[str]:
+    """The "check against your queries" section: each candidate's MRR@10, nDCG@10, recall@1 and recall@10 with
+    bootstrap intervals, then how well each label-free score predicts MRR@10."""
+    out = [f'<h2>Check against your queries</h2><p class="muted">{_e(retrieval_sentence(r))}</p>',
+           '<div class="wrap"><table><thead><tr><th>candidate</th>'
+           + "".join(f"<th>{_e(t)}</th>" for _, t in SEARCH_SCORES) + "</tr></thead><tbody>"]
+    for name, cells in retrieval_rows(r):
+        tds = "".join(
+            f'<td class="num">{_e(_num(v))}'
+            + (f'<br><span class="ci">[{_e(_num(lo))}, {_e(_num(hi))}]</span>' if lo is not None and hi is not None
+               else "") + "</td>" for v, lo, hi in cells)
+        out.append(f"<tr><td>{_e(name)}</td>{tds}</tr>")
+    out.append("</tbody></table></div>")
+    out += _check_table(r.get("metrics") or [], "MRR@10")
+    out += [f'<p class="note">{_e(w)}</p>' for w in r.get("warnings") or []]
+    return out
+
+
+def _retrieval_markdown(r: Mapping[str, Any]) -> list[str]:
+    """The search check as Markdown: the sentence, the scores table with intervals, the label-free scores' check."""
+    def cell(v: float | None, lo: float | None, hi: float | None) -> str:
+        return _num(v) + (f" [{_num(lo)}, {_num(hi)}]" if lo is not None and hi is not None else "")
+
+    lines = ["", "### Check against your queries", "", _md(retrieval_sentence(r)), "",
+             "| candidate | " + " | ".join(t for _, t in SEARCH_SCORES) + " |", "|" + "---|" * (1 + len(SEARCH_SCORES))]
+    lines += ["| " + " | ".join([_md(name), *(cell(*c) for c in cells)]) + " |" for name, cells in retrieval_rows(r)]
+    metrics = r.get("metrics") or []
+    if metrics:
+        lines += ["", "| score | Spearman | Kendall | top pick | best by MRR@10 | regret | ranked the wrong way round |",
+                  "|---|---|---|---|---|---|---|"]
+        lines += ["| " + " | ".join(_md(x) for x in (
+            _num(mv.get("metric")), _with_ci(mv, "spearman"), _with_ci(mv, "kendall"), _num(mv.get("top_pick")),
+            _num(mv.get("best")), _num(mv.get("regret")), _wrong_pairs(mv, "MRR@10"))) + " |" for mv in metrics]
+    lines += [f"- note: {_md(w)}" for w in r.get("warnings") or []]
+    return lines
 
 
 def answers_rows(ranking: Ranking) -> list[tuple[str, float, float, float, bool]]:
@@ -283,6 +362,8 @@ def to_html(ranking: Ranking, *, title: str = "embedselect ranking", plots: bool
             out.append('<h2>Figures</h2><div class="figs">' + "".join(figs) + "</div>")
     if ranking.validation:
         out += _validation_html(ranking.validation)
+    if ranking.retrieval:
+        out += _retrieval_html(ranking.retrieval)
     notes = _notes(ranking)
     if notes:
         out.append("<h2>Notes</h2><ul>" + "".join(f'<li class="note">{_e(w)}</li>' for w in notes) + "</ul>")
