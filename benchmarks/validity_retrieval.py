@@ -211,17 +211,19 @@ def int8_on_docs(x: np.ndarray, n_docs: int) -> np.ndarray:
 
 def pool_for(folder: Path, items: list[str], n_docs: int, seed: int) -> tuple[list[vd.Candidate], dict]:
     """The text pool and its producers for a retrieval set: ``validity_data``'s, with tfidf-svd fitted on the
-    documents and -int8 calibrated on them."""
+    documents and every -int8 copy calibrated on them (its parent's vectors must be built first)."""
     from embedselect.models.backends.baselines import make_baseline
 
     producers = vd._producers("text", items, seed)
     producers["tfidf-svd"] = lambda: {"tfidf-svd": make_baseline("tfidf-svd", modality="text", options={}, seed=seed,
                                                                  fit_items=items[:n_docs]).embed(items)}
-    int8 = vd.MPNET + "-int8"
-    producers[int8] = lambda: {int8: int8_on_docs(np.load(folder / f"{vd.MPNET}.npy"), n_docs)}
+    int8 = [c for c in vd.TEXT_POOL if c.relation == "quantized-int8"]
+    for c in int8:
+        producers[c.name] = (lambda name, parent: lambda: {name: int8_on_docs(np.load(folder / f"{parent}.npy"),
+                                                                               n_docs)})(c.name, c.parent)
     pool = [dataclasses.replace(c, source="int8-docs", how=c.how.replace("the dataset's own vectors",
                                                                           "the documents' vectors"))
-            if c.name == int8 else c for c in vd.TEXT_POOL]
+            if c in int8 else c for c in vd.TEXT_POOL]
     return pool, producers
 
 
@@ -272,12 +274,16 @@ VIEWS: dict[str, tuple[str, ...]] = {
     "all": tuple(c.name for c in vd.TEXT_POOL if c.name != vd.MPNET + "-len8"),
     "issue": ("all-mpnet-base-v2", "all-MiniLM-L6-v2", "all-MiniLM-L6-v2-cls", "all-MiniLM-L6-v2-len8",
               "m2v-MiniLM-256", "m2v-mpnet-256", "tfidf-svd", "random-projection"),
-    **{p: tuple(POOLS[p] or ()) for p in ("minilm-heavy", "mpnet-heavy", "two-models", "larger-worse")},
+    **{p: tuple(POOLS[p] or ()) for p in ("minilm-heavy", "mpnet-heavy", "two-models", "larger-worse",
+                                          "three-families", "four-families", "families-unbalanced",
+                                          "families-larger-worse")},
 }
 """``all``: the text pool of the classification views (``validity_data.TEXT_POOL``) less mpnet cut to 8 tokens (its
 second mpnet pass was left out to save CPU time: 16 candidates); ``issue``: issue 41's pool of 8 (the two models, MiniLM
 with CLS pooling and cut to 8 tokens, a model2vec distillation of each, the two baselines; ``validity_pools.POOLS``'s
-``issue8``); the other four: the user pools of ``validity_pools.POOLS`` that the protocol's confirmation reading uses."""
+``issue8``); the others: the user pools of ``validity_pools.POOLS`` of two text model families that the protocol's
+confirmation reading uses, and its pools of three to five families (they need this script's ``build`` of
+multilingual-e5-small, use-multilingual-3 and glove-6B-50d)."""
 
 
 def view_result(name: str, view: str, jobs: int) -> dict[str, Any]:

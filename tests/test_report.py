@@ -139,18 +139,18 @@ def test_the_search_check_is_a_table_in_html_and_markdown():
     assert "MRR@10nDCG@10recall@1recall@10" in text.replace(" ", "")  # the four score columns
     section = text[text.index("Check against your queries"):]
     # best MRR@10 first, each value with its interval
-    assert section.index(EVIL + "0.9[0.8, 1]0.92[0.85, 1]") < section.index("tfidf-svd0.4[0.25, 0.55]")
+    assert section.index(EVIL + "0.900[0.800, 1.000]0.920[0.850, 1.000]") < section.index("tfidf-svd0.400[0.250, 0.550]")
     assert "best by MRR@10" in section and "tfidf-svd above" in section and "(MRR@10 0.5 lower)" in section
     assert "Prompts used: " + EVIL + ": query query, documents passage" in section
 
     md = to_markdown(_with_retrieval())
     assert "### Check against your queries" in md and "<script>" not in md and "](javascript" not in md
-    assert "| tfidf-svd | 0.4 [0.25, 0.55] | 0.45 [0.3, 0.6] | 0.3 [0.1, 0.5] | 0.8 [0.6, 1] |" in md
+    assert "| tfidf-svd | 0.400 [0.250, 0.550] | 0.450 [0.300, 0.600] | 0.300 [0.100, 0.500] | 0.800 [0.600, 1.000] |" in md
     rows = md[md.index("### Check against your queries"):].splitlines()
     head = next(line for line in rows if line.startswith("| candidate | MRR@10"))
     first = rows[rows.index(head) + 2]
     assert first.replace("\\|", "").count(" | ") == head.count(" | ")  # a hostile name adds no cell
-    assert first.endswith("| 0.9 [0.8, 1] | 0.92 [0.85, 1] | 0.875 [0.7, 1] | 1 [1, 1] |"), first
+    assert first.endswith("| 0.900 [0.800, 1.000] | 0.920 [0.850, 1.000] | 0.875 [0.700, 1.000] | 1.000 [1.000, 1.000] |"), first
     assert "| task\\_prior | 1 \\[0.5, 1\\] | 1 |" in md and "| combined | -1 | -1 | tfidf-svd |" in md
 
 

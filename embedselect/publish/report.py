@@ -185,6 +185,15 @@ SEARCH_SCORES = (("mrr@10", "MRR@10"), ("ndcg@10", "nDCG@10"), ("recall@1", "rec
 """The search check's scores (:data:`embedselect.validation.retrieval.RETRIEVAL_SCORES`) and their column titles."""
 
 
+CHECK_LINE = ("How well each label-free score predicts MRR@10: rank correlations over the candidates (with bootstrap "
+              "intervals), its top pick and the pairs it orders the wrong way round.")
+
+
+def _score(v: Any) -> str:
+    """A search score (in [0, 1]) to 3 decimals, as the CLI prints it; ``–`` when missing."""
+    return f"{float(v):.3f}" if isinstance(v, (int, float)) and math.isfinite(v) else "–"
+
+
 def retrieval_rows(r: Mapping[str, Any]) -> list[tuple[str, list[tuple[float | None, float | None, float | None]]]]:
     """The search check's table: per candidate, best MRR@10 first, its (value, interval low, high) per score of
     :data:`SEARCH_SCORES`."""
@@ -218,11 +227,13 @@ def _retrieval_html(r: Mapping[str, Any]) -> list[str]:
            + "".join(f"<th>{_e(t)}</th>" for _, t in SEARCH_SCORES) + "</tr></thead><tbody>"]
     for name, cells in retrieval_rows(r):
         tds = "".join(
-            f'<td class="num">{_e(_num(v))}'
-            + (f'<br><span class="ci">[{_e(_num(lo))}, {_e(_num(hi))}]</span>' if lo is not None and hi is not None
+            f'<td class="num">{_e(_score(v))}'
+            + (f'<br><span class="ci">[{_e(_score(lo))}, {_e(_score(hi))}]</span>' if lo is not None and hi is not None
                else "") + "</td>" for v, lo, hi in cells)
         out.append(f"<tr><td>{_e(name)}</td>{tds}</tr>")
     out.append("</tbody></table></div>")
+    if r.get("metrics"):
+        out.append(f'<p class="muted">{_e(CHECK_LINE)}</p>')
     out += _check_table(r.get("metrics") or [], "MRR@10")
     out += [f'<p class="note">{_e(w)}</p>' for w in r.get("warnings") or []]
     return out
@@ -231,14 +242,14 @@ def _retrieval_html(r: Mapping[str, Any]) -> list[str]:
 def _retrieval_markdown(r: Mapping[str, Any]) -> list[str]:
     """The search check as Markdown: the sentence, the scores table with intervals, the label-free scores' check."""
     def cell(v: float | None, lo: float | None, hi: float | None) -> str:
-        return _num(v) + (f" [{_num(lo)}, {_num(hi)}]" if lo is not None and hi is not None else "")
+        return _score(v) + (f" [{_score(lo)}, {_score(hi)}]" if lo is not None and hi is not None else "")
 
     lines = ["", "### Check against your queries", "", _md(retrieval_sentence(r)), "",
              "| candidate | " + " | ".join(t for _, t in SEARCH_SCORES) + " |", "|" + "---|" * (1 + len(SEARCH_SCORES))]
     lines += ["| " + " | ".join([_md(name), *(cell(*c) for c in cells)]) + " |" for name, cells in retrieval_rows(r)]
     metrics = r.get("metrics") or []
     if metrics:
-        lines += ["", "| score | Spearman | Kendall | top pick | best by MRR@10 | regret | ranked the wrong way round |",
+        lines += ["", CHECK_LINE, "", "| score | Spearman | Kendall | top pick | best by MRR@10 | regret | ranked the wrong way round |",
                   "|---|---|---|---|---|---|---|"]
         lines += ["| " + " | ".join(_md(x) for x in (
             _num(mv.get("metric")), _with_ci(mv, "spearman"), _with_ci(mv, "kendall"), _num(mv.get("top_pick")),
