@@ -342,18 +342,26 @@ SEARCH_GRID = {"task_prior": (0.0, 1.0), "sufficiency": (0.0, 0.25, 1.0), "nn_ag
 ``mean-rank`` and ``mean-z``: 2 × 216 settings less the all-zero one."""
 
 
+ADOPT_RULE = ("a search default (and `rank --use search`) is adopted only if, on the confirmation half's views, its "
+              "mean ρ is above the text default's, its share within 0.02 MRR is not below it and its share "
+              "confidently wrong is not above it")
+"""The rule, fixed before the confirmation half is read: a second default is a switch users must choose, so it has to
+be better, not merely as good."""
+
+
 def choose_search_default(rows: list[dict[str, Any]]) -> str:
-    """The protocol of issue 41 applied to a use-specific default: the setting of :data:`SEARCH_GRID` with the best
-    objective (views with ρ ≥ 0.8 and regret ≤ 0.02, ties by mean ρ: ``validity_default.objective``) on the
-    selection half's views, then the confirmation half read once, beside the package's text default."""
+    """The protocol applied to a use-specific default: the setting of :data:`SEARCH_GRID` with the best objective
+    (views with ρ ≥ 0.8 and regret ≤ 0.02, ties by mean ρ: ``validity_default.objective``) on the selection half's
+    views; then the confirmation half read once, beside the package's text default, each view read as
+    :func:`benchmarks.protocol.read_view` reads it; then :data:`ADOPT_RULE`."""
     import itertools
 
+    from benchmarks.protocol import read_view
     from benchmarks.validity_default import default_setting, evaluate, label, objective
 
-    def ev(r: dict[str, Any], w: dict[str, float], meth: str) -> dict[str, Any]:
-        view = {"truth": r["truth"], "signals": r["raw"]["signals"], "pairs": [tuple(p) for p in r["raw"]["pairs"]],
+    def view_of(r: dict[str, Any]) -> dict[str, Any]:
+        return {"truth": r["truth"], "signals": r["raw"]["signals"], "pairs": [tuple(p) for p in r["raw"]["pairs"]],
                 "entries": r["raw"]["entries"]}
-        return evaluate(view, w, meth, True)
 
     grid = [({m: w for m, w in zip(SEARCH_GRID, ws) if w}, meth) for meth in ("mean-rank", "mean-z")
             for ws in itertools.product(*SEARCH_GRID.values()) if any(ws)]
@@ -361,20 +369,32 @@ def choose_search_default(rows: list[dict[str, Any]]) -> str:
     conf = [r for r in rows if r["half"] == "confirmation"]
     if not sel or not conf:
         return "(no view in one of the halves: nothing chosen)"
-    best = max(range(len(grid)), key=lambda i: (objective([ev(r, *grid[i]) for r in sel]), -i))
+    best = max(range(len(grid)), key=lambda i: (objective([evaluate(view_of(r), *grid[i], True) for r in sel]), -i))
     default = default_setting("text")
-    lines = [f"Selection half: {sorted({r['set'] for r in sel})}; confirmation half: {sorted({r['set'] for r in conf})}."
-             f" Chosen on the selection half: {label(grid[best])}.", "",
-             "| view | text default: ρ, regret | chosen for search: ρ, regret |", "|---|---|---|"]
-    for r in conf:
-        a, b = ev(r, *default), ev(r, *grid[best])
-        lines.append(f"| {r['set']} / {r['view']} | {_f(a['rho'])}, {a['regret']:.3f} | {_f(b['rho'])}, "
-                     f"{b['regret']:.3f} |")
-    for name, setting in (("text default", default), ("chosen", grid[best])):
-        res = [ev(r, *setting) for r in conf]
-        lines.append(f"\nConfirmation, {name}: mean ρ {np.mean([x['rho'] for x in res]):.3f}, within 0.02 on "
-                     f"{sum(x['regret'] <= 0.02 for x in res)}/{len(res)}, mean regret "
-                     f"{np.mean([x['regret'] for x in res]):.3f}")
+    chosen_sel = [read_view(view_of(r), *grid[best]) for r in sel]
+    lines = [f"Selection half ({len(sel)} views): {sorted({r['set'] for r in sel})}; confirmation half ({len(conf)} "
+             f"views): {sorted({r['set'] for r in conf})}.",
+             f"Chosen on the selection half: {label(grid[best])} (selection: mean ρ "
+             f"{_mean([x['rho'] for x in chosen_sel]):.3f}, within 0.02 on "
+             f"{sum(x['regret'] <= 0.02 for x in chosen_sel)}/{len(sel)}; the text default there: mean ρ "
+             f"{_mean([r['rho'] for r in sel]):.3f}, within 0.02 on {sum(r['regret'] <= 0.02 for r in sel)}/{len(sel)}).",
+             f"Rule: {ADOPT_RULE}.", "",
+             "| view | text default: ρ, regret, decided | chosen for search: ρ, regret, decided |", "|---|---|---|"]
+    reads = {name: [read_view(view_of(r), *setting) for r in conf]
+             for name, setting in (("text default", default), ("chosen", grid[best]))}
+    for r, a, b in zip(conf, reads["text default"], reads["chosen"]):
+        lines.append(f"| {r['set']} / {r['view']} | {_f(a['rho'])}, {a['regret']:.3f}, {'yes' if a['decided'] else 'no'}"
+                     f" | {_f(b['rho'])}, {b['regret']:.3f}, {'yes' if b['decided'] else 'no'} |")
+    got = {}
+    for name, res in reads.items():
+        got[name] = (_mean([x["rho"] for x in res]), float(np.mean([x["regret"] <= 0.02 for x in res])),
+                     float(np.mean([x["wrong"] for x in res])))
+        lines.append(f"\nConfirmation, {name}: mean ρ {got[name][0]:.3f}, mean τ {_mean([x['tau'] for x in res]):.3f}, "
+                     f"within 0.02 on {sum(x['regret'] <= 0.02 for x in res)}/{len(res)}, confidently wrong "
+                     f"{sum(x['wrong'] for x in res)}/{len(res)}, mean regret {_mean([x['regret'] for x in res]):.3f}")
+    (rho_c, within_c, wrong_c), (rho_d, within_d, wrong_d) = got["chosen"], got["text default"]
+    adopt = rho_c > rho_d and within_c >= within_d and wrong_c <= wrong_d
+    lines.append(f"\nVerdict: {'adopt' if adopt else 'not adopted'} ({ADOPT_RULE}).")
     return "\n".join(lines)
 
 
