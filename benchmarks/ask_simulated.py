@@ -52,7 +52,7 @@ from benchmarks.validity_pools import POOL_MODALITY, POOLS, ground_truth, pool_r
 from embedselect.pipeline.questions import choose_triplets
 from embedselect.ranking.combine import combine_ranks, copies_below_parents, decide
 from embedselect.ranking.ties import order_by_score
-from embedselect.validation.answers import Z_DECIDE, Answered, agrees, contenders, verdict
+from embedselect.validation.answers import TOP_CONTENDERS, Z_DECIDE, Answered, agrees, contenders, verdict
 
 log = logging.getLogger("ask_simulated")
 
@@ -83,6 +83,20 @@ def pick_with_answers(vectors: Mapping[str, np.ndarray], names: Sequence[str], l
     ans = Answered(triplets, signs, np.arange(len(signs)), len(signs), 0)
     v = verdict({m: agrees(vectors[m], ans) for m in names}, names, z=z)
     return (label_free_pick, False) if v.winner is None else (str(v.winner), v.decided)
+
+
+def wide_contenders(leaders: Sequence[str], order: Sequence[str], families: Mapping[str, str],
+                    top: int = TOP_CONTENDERS) -> list[str]:
+    """A variant read here (``--contenders wide``), not the product's rule: the product's contenders, plus the best
+    member of each of the first ``top`` families of ``order`` not among them, in ``order``."""
+    names = contenders(leaders, order, families, top)
+    fam = {c: families.get(c, c) for c in order}
+    have = {fam[c] for c in names}
+    best: dict[str, str] = {}
+    for c in order:
+        best.setdefault(fam[c], c)
+    extra = [c for f, c in list(best.items())[:top] if f not in have]
+    return [c for c in order if c in set(names) | set(extra)]
 
 
 def first_answered(triplets: np.ndarray, answers: np.ndarray, budget: int) -> tuple[np.ndarray, np.ndarray]:
@@ -130,15 +144,17 @@ def view_data(name: str, pool: str, *, max_items: int, seed: int, folds: int, jo
 
 
 def simulate(view: Mapping[str, Any], *, budgets: Sequence[int], repeats: int, n_questions: int,
-             tolerance: float, levels: Sequence[float] = (Z_DECIDE,)) -> dict[str, Any]:
+             tolerance: float, levels: Sequence[float] = (Z_DECIDE,), rule: str = "product") -> dict[str, Any]:
     """Per budget: the targeted and random picks' hit rates (within ``tolerance`` of the best) over ``repeats``
     seeds, the label-free pick, and the worst loss against label-free; ``out["budgets"]`` under the first of
-    ``levels`` (the verdict's interval z), ``out["levels"][z]`` the same under each level."""
+    ``levels`` (the verdict's interval z), ``out["levels"][z]`` the same under each level. ``rule``: ``product``
+    (:func:`~embedselect.validation.answers.contenders`) or ``wide`` (:func:`wide_contenders`)."""
     truth, comb, y, vec = view["truth"], view["combined"], view["labels"], view["vectors"]
     best = max(truth.values())
     order = order_by_score(comb)
     lf = order[0]
-    names = contenders(view["leaders"], order, view["families"])
+    pick = wide_contenders if rule == "wide" else contenders
+    names = pick(view["leaders"], order, view["families"])
     hit = {lf: truth[lf] >= best - tolerance}
     out: dict[str, Any] = {"dataset": view["dataset"], "pool": view["pool"], "modality": view["modality"],
                            "n": len(y), "n_candidates": len(truth), "label_free": lf, "label_free_hit": hit[lf],
@@ -228,6 +244,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeats", type=int, default=5, help="question seeds (targeted) and draws (random) per view")
     p.add_argument("--questions", type=int, default=400, help="targeted questions generated per view and seed")
     p.add_argument("--tolerance", type=float, default=0.02)
+    p.add_argument("--contenders", choices=("product", "wide"), default="product",
+                   help="the product's contenders (one per family of the leaders), or a wider variant (plus the best "
+                   "members of the first 3 families)")
     p.add_argument("--half", choices=HALVES, default=None,
                    help="only the datasets of this half of the protocol (benchmarks.protocol; default: both)")
     p.add_argument("--z", type=float, nargs="+", default=[Z_DECIDE],
@@ -263,14 +282,15 @@ def main(argv: list[str] | None = None) -> int:
             if view is None:
                 continue
             r = simulate(view, budgets=BUDGETS, repeats=args.repeats, n_questions=args.questions,
-                         tolerance=args.tolerance, levels=args.z)
+                         tolerance=args.tolerance, levels=args.z, rule=args.contenders)
             log.info("%s/%s: label-free %s (regret %.3f); targeted @20 %.2f, random @20 %.2f", d, pool,
                      r["label_free"], r["label_free_regret"], np.mean(r["budgets"][20]["targeted"]),
                      np.mean(r["budgets"][20]["random"]))
             results.append(r)
     text = summary(results, BUDGETS, args.tolerance, args.z)
     text += (f"\n\n`python -m benchmarks.ask_simulated --max-items {args.max_items} --repeats {args.repeats} "
-             f"--questions {args.questions}{' --half ' + args.half if args.half else ''} --z "
+             f"--questions {args.questions}{' --half ' + args.half if args.half else ''} --contenders "
+             f"{args.contenders} --z "
              f"{' '.join(f'{z:g}' for z in args.z)}` ({time.perf_counter() - t0:.0f} s)\n")
     print(text)
     if args.out:

@@ -56,3 +56,12 @@ def test_a_stricter_level_needs_more_answers_to_override_the_label_free_pick():
     assert pick_with_answers(vec, ["bad", "good"], "bad", t, signs, z=1.96) == ("good", True)
     assert pick_with_answers(vec, ["bad", "good"], "bad", t, signs) == ("good", True)
     assert pick_with_answers(vec, ["bad", "good"], "bad", t, signs, z=4.0) == ("bad", False)
+
+
+def test_the_wide_variant_adds_the_first_families_in_label_free_order():
+    from benchmarks.ask_simulated import wide_contenders
+
+    fam = {"m": "m", "m-int8": "m", "n": "n", "g": "g", "t": "t"}
+    order = ["g", "m", "m-int8", "t", "n"]
+    assert wide_contenders(["g", "t"], order, fam) == ["g", "m", "t"]
+    assert wide_contenders(["g", "n", "t"], order, fam) == ["g", "m", "t", "n"]
