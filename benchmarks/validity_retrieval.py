@@ -286,6 +286,10 @@ confirmation reading uses, and its pools of three to five families (they need th
 multilingual-e5-small, use-multilingual-3 and glove-6B-50d)."""
 
 
+class MissingCandidates(RuntimeError):
+    """A view whose candidates are not all built for the set (``report`` lists it and reads the others)."""
+
+
 def view_result(name: str, view: str, jobs: int) -> dict[str, Any]:
     """One retrieval view read as ``benchmarks.protocol`` reads a classification view (:func:`protocol.read_view`:
     the package's text default combined as ``select()`` combines it, each model family once, copies below their
@@ -300,7 +304,7 @@ def view_result(name: str, view: str, jobs: int) -> dict[str, Any]:
     keys = sorted(VIEWS[view])
     missing = [k for k in keys if k not in vectors]
     if missing:
-        raise SystemExit(f"{name}: view {view!r} needs {missing}: run this script's build first")
+        raise MissingCandidates(f"{name}: view {view!r} needs {missing}: run this script's build first")
     entries = [e for e in entries if e["name"] in keys]
     docs = {k: np.ascontiguousarray(vectors[k][:n_docs]) for k in keys}
     truth_full = truth_of(name, relevant, vectors, n_docs)
@@ -485,7 +489,15 @@ def main(argv: list[str] | None = None) -> int:
         build(names, set(args.candidates.split(",")) if args.candidates else None)
         return 0
     t0 = time.perf_counter()
-    rows = [view_result(n, v, args.jobs) for n in names for v in args.views.split(",") if v]
+    rows, unbuilt = [], []
+    for n in names:
+        for v in (v for v in args.views.split(",") if v):
+            try:
+                rows.append(view_result(n, v, args.jobs))
+            except MissingCandidates as exc:
+                unbuilt.append(str(exc))
+    if unbuilt:
+        print("not read (candidates not built):\n" + "\n".join(f"- {u}" for u in unbuilt) + "\n")
     print(to_markdown(rows))
     print()
     for r in rows:
