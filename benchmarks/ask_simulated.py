@@ -21,6 +21,7 @@ stratified items:
    ``rank --answers``. ``--z`` reads the same rule at other interval levels (the product's is
    :data:`~embedselect.validation.answers.Z_DECIDE`, 99.9 %); ``--half`` restricts the datasets to one half of the protocol
    (``benchmarks.protocol.half``): a level is chosen on the selection half and read once on the confirmation half.
+   ``--contenders wide`` reads a wider variant (:func:`wide_contenders`), not the product's rule.
 
 Reported per budget: the share of views whose pick is within ``--tolerance`` (0.02) of the best accuracy, for
 label-free alone, targeted and random questions (random averaged over ``--repeats`` seeds, targeted too), the views
