@@ -8,8 +8,10 @@
 #      torchvision / nvidia-* package may arrive;
 #   3. `embedselect demo` without the `models` extra must refuse with the command that fixes it (exit 2), not rank
 #      two baselines;
-#   4. install the wheel's `models` extra (torch still unchanged), run `embedselect demo`, `python -m embedselect`
-#      and a 10-line select() script, from a folder outside the checkout;
+#   4. install the wheel's `models` extra (torch still unchanged), run `embedselect demo` offline (five candidates
+#      scored with the default metrics, checked against the labels, all-MiniLM-L6-v2 first: the suite's one run of
+#      the demo as a console script), `python -m embedselect` and a 10-line select() script, from a folder outside
+#      the checkout;
 #   5. unpack the sdist and run a few of its tests (conftest.py and the helpers are in it) with the repository's
 #      .venv, the sdist's package first on the path.
 #
@@ -79,8 +81,21 @@ check_torch "the models extra"
 
 step "python -m embedselect, embedselect demo"
 "$vpy" -m embedselect --version
-"$bin/embedselect" demo --quiet --json >"$tmp/demo.json"
-"$vpy" -c 'import json, sys; r = json.load(open(sys.argv[1])); ok = [c for c in r["candidates"] if c["status"] == "ok"]; assert len(ok) == 5, r["candidates"]; print("demo: first", ok[0]["name"], "of", len(ok))' "$tmp/demo.json"
+# offline (no hub: the demo's model comes from its package); the one run of the demo as a console script in CI
+HF_HUB_OFFLINE=1 "$bin/embedselect" demo --quiet --json >"$tmp/demo.json"
+"$vpy" - "$tmp/demo.json" <<'EOF'
+import sys
+from pathlib import Path
+
+from embedselect import Ranking
+from embedselect.metrics.base import DEFAULT_METRICS
+
+r = Ranking.from_json(Path(sys.argv[1]).read_text())
+assert len(r.ok) == 5 and r.metrics == list(DEFAULT_METRICS), (r.candidates, r.metrics)
+assert r.validation is not None, "the demo checks its ranking against the sample's labels"
+assert r.best.name == "all-MiniLM-L6-v2", r.best.name  # also the most accurate on the sample's topic labels
+print("demo: first", r.best.name, "of", len(r.ok))
+EOF
 
 step "a 10-line select() script"
 cat >"$outside/pipeline_step.py" <<'EOF'

@@ -10,7 +10,6 @@ import pytest
 
 from embedselect.cli import main
 from embedselect.data import sample_path
-from embedselect.metrics.base import DEFAULT_METRICS
 from embedselect.ranking.result import Ranking
 
 SAMPLE = str(sample_path("texts"))
@@ -91,21 +90,6 @@ def test_strict_exit_code_when_a_candidate_fails(tmp_path, capsys):
     assert main(argv) == 0
     assert "FAILED" in capsys.readouterr().out
     assert main([*argv, "--strict"]) == 8
-
-
-@pytest.mark.slow
-def test_demo_runs_offline_as_a_console_script(tmp_path):
-    exe = [sys.executable, "-m", "embedselect.cli"]
-    done = subprocess.run(
-        [*exe, "demo", "--cache-dir", str(tmp_path / "c"), "--json", "-q"],
-        capture_output=True, text=True, timeout=900, env={"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin",
-                                                          "HOME": str(tmp_path)},
-    )
-    assert done.returncode == 0, done.stderr
-    r = Ranking.from_json(done.stdout)
-    assert len(r.ok) == 5 and r.metrics == list(DEFAULT_METRICS)
-    assert r.validation is not None
-    assert r.best.name == "all-MiniLM-L6-v2"  # also the most accurate on the sample's topic labels
 
 
 def test_validate_with_the_documented_spelling(tmp_path, capsys):

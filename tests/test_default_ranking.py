@@ -20,7 +20,7 @@ from testkit.pools import family_center_pool
 FAMILY = {"static-A": "teacher-A", "pooled-A": "teacher-A"}
 REFERENCES = frozenset({"bow", "random"})
 FAST_SUFFICIENCY = {"max_steps": 120, "eval_every": 20, "patience": 2, "batch_size": 128, "hidden": 32,
-                    "n_components": 4}
+                    "n_components": 4, "max_repeats": 1}
 
 
 @pytest.mark.slow
