@@ -175,11 +175,6 @@ def test_no_two_modules_import_each_other():
 
 MAX_FUNCTION_LINES = 120
 """A function over 120 lines is a sign two steps share it."""
-MAX_MODULE_LINES = 500
-"""A module over 500 lines usually holds two concerns: split it by concern (a module holds one concern, the review
-rule of docs/architecture.md), never into name-prefixed siblings by length."""
-
-
 def test_no_function_over_120_lines():
     big = []
     for name, (_path, tree) in _modules().items():
@@ -189,12 +184,6 @@ def test_no_function_over_120_lines():
                 if length > MAX_FUNCTION_LINES:
                     big.append(f"function {name}.{node.name}: {length} lines")
     assert not big, "split these by step: " + "; ".join(sorted(big))
-
-
-def test_no_module_over_500_lines():
-    big = [f"{path.relative_to(PKG.parent)}: {n} lines" for _name, (path, _tree) in _modules().items()
-           if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES]
-    assert not big, "split these by concern: " + "; ".join(sorted(big))
 
 
 def test_no_loose_top_level_module():
