@@ -68,6 +68,7 @@ AREAS: dict[str, str] = {
     "test_hub_hostile": "hub fetching",
     "test_cache_hostile": "cache",
     "test_incremental_cache": "cache",
+    "test_query_cache": "cache",
     "test_data_hostile": "data loading",
     "test_options_hostile": "models and backends",
     "test_pipeline_results": "ranking and CLI (issue 14's own pass)",

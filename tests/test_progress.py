@@ -45,7 +45,13 @@ def _run_in_pty(argv: list[str], env: dict[str, str], timeout: float = 300) -> t
         elif proc.poll() is not None:
             break
     os.close(master)
-    code = proc.wait(timeout=30)
+    try:
+        code = proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:  # still running past the limit: stop it and say so, not a bare time-out
+        proc.kill()
+        proc.wait()
+        pytest.fail(f"{' '.join(argv[2:4])} was still running after {timeout:.0f} s; it was stopped (a slow or "
+                    f"overloaded machine, or a hang); what it drew: {b''.join(chunks)[-400:]!r}")
     return code, b"".join(chunks).decode("utf-8", "replace")
 
 

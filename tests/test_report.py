@@ -8,7 +8,7 @@ import pytest
 
 from embedselect.cli import main
 from embedselect.data import sample_path
-from embedselect.ranking.result import CandidateResult, Ranking
+from embedselect.ranking.result import CandidateResult, Ranking, RankingWarning
 from embedselect.publish.report import to_html, to_markdown
 
 EVIL = '<script>alert("x")</script> | [click](javascript:alert(1)) <img src=x onerror=alert(1)>'
@@ -152,6 +152,19 @@ def test_the_search_check_is_a_table_in_html_and_markdown():
     assert first.replace("\\|", "").count(" | ") == head.count(" | ")  # a hostile name adds no cell
     assert first.endswith("| 0.900 [0.800, 1.000] | 0.920 [0.850, 1.000] | 0.875 [0.700, 1.000] | 1.000 [1.000, 1.000] |"), first
     assert "| task\\_prior | 1 \\[0.5, 1\\] | 1 |" in md and "| combined | -1 | -1 | tfidf-svd |" in md
+
+
+def test_a_note_the_search_check_shows_is_not_repeated_under_the_ranking():
+    """A warning that is both the search check's and the ranking's appears once in the Markdown and in the HTML;
+    the ranking's other warnings are still listed."""
+    r = _with_retrieval()
+    shared = "only 1 candidate has search scores"
+    r.retrieval["warnings"] = [shared]
+    r.warnings = [RankingWarning("metric-note", shared), RankingWarning("metric-note", "another note")]
+    md = to_markdown(r)
+    assert md.count(shared) == 1 and "- note: another note" in md
+    page = to_html(r)
+    assert page.count(shared) == 1 and "another note" in page
 
 
 def test_no_search_section_without_queries():

@@ -282,11 +282,13 @@ def answers_sentence(ranking: Ranking) -> str:
 
 
 def _notes(ranking: Ranking) -> list[str]:
-    """The notes under a ranking: the duplicates dropped from its data (when a rule was applied), then its warnings."""
+    """The notes under a ranking: the duplicates dropped from its data (when a rule was applied), then its warnings,
+    less those the search check's section already shows (a note is said once)."""
     from embedselect.data import dropped_duplicates_note
 
     dropped = dropped_duplicates_note(ranking.dataset or {})
-    return ([dropped] if dropped else []) + list(ranking.warnings)
+    shown = {str(w) for w in (ranking.retrieval or {}).get("warnings") or []}
+    return ([dropped] if dropped else []) + [w for w in ranking.warnings if str(w) not in shown]
 
 
 def to_html(ranking: Ranking, *, title: str = "embedselect ranking", plots: bool = True) -> str:
