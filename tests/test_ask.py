@@ -87,7 +87,10 @@ def test_verdict_needs_enough_answers_and_a_paired_lead():
     bad = np.zeros(m, dtype=bool)
     v = verdict({"x": bad, "y": good}, ["x", "y"])
     assert v.winner == "y" and v.decided and v.pairs[0]["wins"] == m
-    assert not verdict({"x": bad[:5], "y": good[:5]}, ["x", "y"]).decided  # fewer than MIN_ANSWERED
+    few = verdict({"x": bad[:5], "y": good[:5]}, ["x", "y"])
+    assert not few.decided  # fewer than MIN_ANSWERED
+    assert few.winner == "x" and few.need() == " (at least 10 answers needed)" and few.pair_counts() == "y 0:5"
+    assert few.summary() == "x, y not separated yet (at least 10 answers needed); x against the others: y 0:5"
     same = verdict({"x": good, "y": good}, ["x", "y"])
     assert same.winner == "x" and not same.decided  # no question separates them
 
@@ -314,6 +317,17 @@ def test_answers_decide_between_the_leaders(ranked, tmp_path):
     table = format_table(r)
     assert "answers" in table.splitlines()[0] and "decided by your" in table
     assert "Your answers" in report.to_html(r) and "Agreement with your answers" in report.to_markdown(r)
+    # too few answers: the label-free pick stands, and the note names the contenders once, with the counts
+    few = df.copy()
+    answered = few.index[few["answer"].isin(["a", "b"])]
+    few.loc[answered[5:], "answer"] = ""
+    r5 = embedselect.select(SAMPLE, POOL, column="text", metrics=["alpha_req"], cache_dir=ranked, answers=few,
+                            save=False)
+    assert not r5.decided and r5.best.name == "random-projection"
+    (note,) = [w for w in r5.warnings if w.code == "answers"]
+    assert note.startswith("your 5 answers (93 skipped) do not separate random-projection, tfidf-svd yet (at least "
+                           "10 answers needed); random-projection against the others: tfidf-svd "), note
+    assert "not separated yet" not in note
     # the DataFrame ask() returned is accepted as it is
     assert embedselect.select(SAMPLE, POOL, column="text", metrics=["alpha_req"], cache_dir=ranked, answers=df,
                               save=False).leaders == ["tfidf-svd"]

@@ -87,9 +87,9 @@ def answers_stage(ctx: Any, decision: Any) -> Any:
     if len(names) < 2:
         return decision
     if not v.ruled_out:
-        ctx.warnings.append(RankingWarning("answers", f"your {said} do not separate {', '.join(names)} yet: "
-                                           f"{v.summary()}; answer more questions (embedselect ask ... -n MORE "
-                                           "--interactive)", names))
+        ctx.warnings.append(RankingWarning("answers", f"your {said} do not separate {', '.join(names)} yet"
+                                           f"{v.need()}; {v.winner} against the others: {v.pair_counts()}; answer "
+                                           "more questions (embedselect ask ... -n MORE --interactive)", names))
         return decision
     _reorder(ctx, names, v.remaining + [c for c in names if c in v.ruled_out])
     out = "; ".join(f"{c} by {r['by']} ({r['wins']}:{r['losses']} on the questions where only one of the two orders "

@@ -443,12 +443,19 @@ class Verdict:
         if self.winner is None:
             return "no answers yet"
         out = "; ".join(f"{c} ruled out by {r['by']} ({r['wins']}:{r['losses']})" for c, r in self.ruled_out.items())
-        parts = ", ".join(f"{p['other']} {p['wins']}:{p['losses']}" for p in self.pairs)
         if self.decided:
-            return f"{self.winner} is separated from every other contender ({parts})"
-        need = f" (at least {MIN_ANSWERED} answers needed)" if self.n_answered < MIN_ANSWERED else ""
-        return (f"{(out + '; ') if out else ''}{', '.join(self.remaining)} not separated yet{need}; "
-                f"{self.winner} against the others: {parts}")
+            return f"{self.winner} is separated from every other contender ({self.pair_counts()})"
+        return (f"{(out + '; ') if out else ''}{', '.join(self.remaining)} not separated yet{self.need()}; "
+                f"{self.winner} against the others: {self.pair_counts()}")
+
+    def pair_counts(self) -> str:
+        """The winner's paired counts against each other contender: "b 3:1, c 2:2" (wins:losses on the questions
+        where exactly one of the two orders the person's way)."""
+        return ", ".join(f"{p['other']} {p['wins']}:{p['losses']}" for p in self.pairs)
+
+    def need(self) -> str:
+        """The note " (at least N answers needed)" while fewer answers than :data:`MIN_ANSWERED` are given; else empty."""
+        return f" (at least {MIN_ANSWERED} answers needed)" if self.n_answered < MIN_ANSWERED else ""
 
 
 def verdict(agree: Mapping[str, np.ndarray], names: Sequence[str], *, z: float = Z_DECIDE,
