@@ -6,12 +6,11 @@ from __future__ import annotations
 import logging
 import math
 from dataclasses import fields
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Sequence
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from embedselect.ranking.result import Ranking
 
 log = logging.getLogger(__name__)
 
@@ -79,15 +78,17 @@ def to_jsonable(obj: Any, *, nonfinite: str = "null") -> Any:
     return obj
 
 
-def to_pandas(ranking: Ranking) -> pd.DataFrame:
-    """``ranking.to_pandas()``: one row per candidate: rank, name, combined score, per-metric score and rank,
-    extra columns, provenance and status. Index: candidate name."""
+def to_pandas(candidates: Sequence[Any], metrics: Sequence[str]) -> pd.DataFrame:
+    """``Ranking.to_pandas()``: one row per candidate (``candidates``: the ranking's ``CandidateResult`` rows, in
+    order): rank, name, combined score, per-metric score and rank (``metrics``: the ranking's metrics), extra columns,
+    provenance and status. Index: candidate name. Takes the rows, not the ranking, so this module needs nothing of
+    :mod:`embedselect.ranking.result` (which imports it)."""
     import pandas as pd
 
     rows = []
-    for c in ranking.candidates:
+    for c in candidates:
         row: dict[str, Any] = {"rank": c.rank, "name": c.name, "score": c.combined_score}
-        for m in ranking.metrics:
+        for m in metrics:
             row[m] = c.scores.get(m, math.nan)
             row[f"{m}_rank"] = c.ranks.get(m)
         for key, (low, high) in c.intervals.items():
@@ -116,7 +117,7 @@ def to_pandas(ranking: Ranking) -> pd.DataFrame:
     if not df.empty:
         df = df.set_index("name")
         df["rank"] = df["rank"].astype("Int64")
-        for m in ranking.metrics:
+        for m in metrics:
             df[f"{m}_rank"] = df[f"{m}_rank"].astype("Int64")
     return df
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Iterator, Literal, Mapping, Typ
 if TYPE_CHECKING:
     import pandas as pd
 
-from embedselect.ranking.io import from_jsonable, known_fields, same_value, to_jsonable
+from embedselect.ranking.io import from_jsonable, known_fields, same_value, to_jsonable, to_pandas
 
 log = logging.getLogger(__name__)
 
@@ -357,9 +357,7 @@ class Ranking:
     def to_pandas(self) -> pd.DataFrame:
         """One row per candidate: rank, name, combined score, per-metric score and rank, extra columns,
         provenance and status. Index: candidate name (:func:`embedselect.ranking.io.to_pandas`)."""
-        from embedselect.ranking.io import to_pandas
-
-        return to_pandas(self)
+        return to_pandas(self.candidates, self.metrics)
 
     def warnings_with(self, *codes: str) -> list[RankingWarning]:
         """The warnings whose code is one of ``codes`` (all of them when none is given)."""
