@@ -23,17 +23,8 @@ from embedselect.cli import main
 from embedselect.data import ReferenceData, sample_path
 from embedselect.errors import AnswersError, ConfigError
 from embedselect.pipeline.questions import MAX_USES, choose_triplets
-from embedselect.validation.answers import (
-    COLUMNS,
-    Question,
-    agrees,
-    contenders,
-    parse_questions,
-    questions_csv,
-    read_questions,
-    verdict,
-    wilson,
-)
+from embedselect.validation.answers import agrees, contenders, verdict, wilson
+from embedselect.validation.questions import COLUMNS, Question, parse_questions, questions_csv, read_questions
 
 SAMPLE = sample_path("texts")
 POOL = ["tfidf-svd", "random-projection"]
@@ -390,7 +381,7 @@ def test_interactive_stops_once_the_answers_separate_the_leaders(ranked, tmp_pat
     out = tmp_path / "q.csv"
     session = prepare_ask(SAMPLE, POOL, column="text", n=160, out=out, cache_dir=ranked)
     ref = ReferenceData.load(SAMPLE, column="text", label_column="label")
-    from embedselect.validation.answers import questions_frame
+    from embedselect.validation.questions import questions_frame
 
     keys = "".join({"a": "a", "b": "b", "skip": "s"}[x] for x in label_answers(questions_frame(session.questions), ref))
     screen = io.StringIO()

@@ -33,7 +33,7 @@ def cmd_ask(args) -> int:
                                                                 updatable=_is_questions_file(p, args)))
     if args.interactive:
         return interactive(session, sys.stdin, sys.stdout, viewer=args.open)
-    from embedselect.validation.answers import questions_frame
+    from embedselect.validation.questions import questions_frame
 
     if args.json:
         print(json.dumps(questions_frame(session.questions).to_dict("records"), indent=2, ensure_ascii=False))
@@ -125,7 +125,7 @@ def interactive(session: Any, stdin: TextIO, out: TextIO, *, viewer: bool = Fals
     one) is written to the questions file at once (atomically), so that q, Ctrl-C or a closed terminal lose nothing
     and the next run resumes. Stops by itself once the answers separate the contenders
     (:func:`embedselect.validation.answers.verdict`). Returns the exit status."""
-    from embedselect.validation.answers import with_answer
+    from embedselect.validation.questions import with_answer
 
     width = shutil.get_terminal_size((80, 24)).columns
     image = session.ref.modality == "image"
@@ -207,11 +207,11 @@ def _next_key(keys: Iterator[str], out: TextIO) -> str | None:
 
 def _is_questions_file(path: Any, args: Any) -> bool:
     """``ask --out FILE``: an existing FILE is updated in place (its answers kept) when its first line is the
-    questions header (:data:`~embedselect.validation.answers.COLUMNS`); any other file, and anything that is not a
+    questions header (:data:`~embedselect.validation.questions.COLUMNS`); any other file, and anything that is not a
     regular file (a named pipe would block the read; a link), is left to the output rule."""
     import stat
 
-    from embedselect.validation.answers import COLUMNS
+    from embedselect.validation.questions import COLUMNS
 
     try:
         if not stat.S_ISREG(os.lstat(os.fspath(path)).st_mode):  # a link is left to the rule too

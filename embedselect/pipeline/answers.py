@@ -15,10 +15,10 @@ from embedselect.validation.answers import (
     Answered,
     agrees,
     contenders,
-    read_questions,
     resolve,
     verdict,
 )
+from embedselect.validation.questions import read_questions
 
 
 def shown_of(ref: Any) -> list[str]:
@@ -43,7 +43,7 @@ def load_answers(source: Any, ref: Any) -> Answered:
     checked against ``ref``: item ids it has and, for texts, the same texts.
 
     Raises:
-        AnswersError (exit 3): see :func:`embedselect.validation.answers.read_questions` and
+        AnswersError (exit 3): see :func:`embedselect.validation.questions.read_questions` and
             :func:`~embedselect.validation.answers.resolve`; nothing has been read from or written to the cache.
     """
     questions = read_questions(source)

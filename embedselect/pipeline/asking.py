@@ -15,14 +15,12 @@ from embedselect.config import RankConfig, Runtime, from_keywords
 from embedselect.errors import ConfigError
 from embedselect.pipeline.answers import load_answers, shown_of, usable_items
 from embedselect.pipeline.context import load_reference_data
-from embedselect.validation.answers import (
-    Answered,
+from embedselect.validation.answers import Answered, contenders, resolve
+from embedselect.validation.questions import (
     Question,
-    contenders,
     is_questions_file,
     questions_frame,
     read_questions,
-    resolve,
     write_questions,
 )
 
