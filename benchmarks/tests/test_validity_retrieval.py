@@ -15,7 +15,8 @@ def test_sets_are_split_by_the_protocols_rule_and_every_view_is_a_known_pool():
     # the split of the five sets (fixed by their names)
     assert {n: vr.half(n) for n in vr.SETS} == {
         "chatterbot-qa": "selection", "movie-dialog": "confirmation", "python-topics": "confirmation",
-        "emoji-names": "confirmation", "word-norm": "confirmation"}
+        "emoji-names": "confirmation", "word-norm": "confirmation", "wordnet-definitions": "selection",
+        "alice-qa": "selection", "newsgroup-subjects": "confirmation", "wikipedia-titles": "confirmation"}
     assert vr.VIEWS["issue"] == tuple(protocol.POOLS["issue8"])
     for view in ("minilm-heavy", "three-families", "families-unbalanced"):
         assert vr.VIEWS[view] == tuple(protocol.POOLS[view])
@@ -91,11 +92,124 @@ def test_summary_reads_the_default_and_the_blind_orders(rows):
 def test_a_search_default_is_chosen_on_selection_and_judged_by_the_rule_on_confirmation(rows):
     out = vr.choose_search_default(rows)
     assert "Selection half (1 views): ['chatterbot-qa']" in out
-    chosen = out.split("Chosen on the selection half: ")[1].split(" (")[0]
-    assert "nn_agreement" in chosen and "task_prior" not in chosen
+    chosen = out.split("Proposed on the selection half: ")[1].split("\n")[0]
+    assert chosen == "nn_agreement 1."  # the first, fewest-weight candidate is as good as the grid's best here
     assert "Verdict: adopt" in out  # better ρ, more picks within 0.02, never confidently wrong more often
     worse = [dict(r) for r in rows]
     for r in worse[1:]:  # the confirmation views' nn_agreement now backwards too: the rule refuses
         r["raw"] = {**r["raw"], "signals": {**r["raw"]["signals"],
                                             "nn_agreement": r["raw"]["signals"]["task_prior"]}}
     assert "Verdict: not adopted" in vr.choose_search_default(worse)
+
+
+def test_the_proposal_reads_the_selection_half_only(rows):
+    out = vr.choose_search_default(rows[:1])
+    assert "Proposed on the selection half: nn_agreement 1." in out
+    assert "Verdict" not in out and "not read" in out  # no confirmation view: nothing read there
+    # the confirmation views do not change the proposal
+    flipped = [rows[0], *({**r, "raw": {**r["raw"], "signals": {**r["raw"]["signals"], "nn_agreement":
+                                                                r["raw"]["signals"]["task_prior"]}}}
+                          for r in rows[1:])]
+    assert vr.propose_search_default(rows[:1])[0] == vr.propose_search_default(
+        [r for r in flipped if r["half"] == "selection"])[0]
+
+
+def test_a_richer_setting_is_proposed_only_when_the_few_weight_ones_fall_short(rows, monkeypatch):
+    """nn_agreement alone half wrong, the truth only in task_prior + rankme together: no few-weight candidate is as
+    good as the grid's best, so the grid's best is proposed."""
+    r = dict(rows[0])
+    truth = r["truth"]
+    order = sorted(truth, key=truth.get)
+    half_right = {k: (i if i % 2 else -i) for i, k in enumerate(order)}
+    r["raw"] = {**r["raw"], "signals": {"task_prior": {k: truth[k] for k in truth},
+                                        "nn_agreement": half_right, "sufficiency": {k: -truth[k] for k in truth},
+                                        "rankme": {k: -truth[k] for k in truth},
+                                        "modularity": {k: -truth[k] for k in truth}}}
+    setting, lines = vr.propose_search_default([r])
+    assert setting not in vr.SEARCH_CANDIDATES
+    assert setting[0].get("task_prior")
+    assert any(line.startswith("| grid best: ") for line in lines)
+
+
+def test_wordnet_definitions_pair_a_gloss_with_its_synsets_words(tmp_path):
+    (tmp_path / "data.noun").write_text(
+        "  1 This software and database is being provided\n"
+        "02084071 05 n 03 dog 0 domestic_dog 0 Canis_familiaris 0 000 | a member of the genus Canis; "
+        "\"the dog barked all night\"\n", "utf-8")
+    (tmp_path / "data.adj").write_text(
+        "00001740 00 a 02 able(a) 0 able 1 000 | having the necessary means or skill\n", "utf-8")
+    for pos in ("verb", "adv"):
+        (tmp_path / f"data.{pos}").write_text("", "utf-8")
+    docs, queries, rel = vr.load_wordnet_definitions(tmp_path)
+    assert docs == ["dog, domestic dog, Canis familiaris", "able"]  # the marker "(a)" dropped, words once
+    assert queries == ["a member of the genus Canis", "having the necessary means or skill"]  # examples dropped
+    assert rel == [[0], [1]]
+
+
+@pytest.mark.fault
+def test_wordnet_definitions_name_a_missing_file(tmp_path):
+    (tmp_path / "data.noun").write_text("", "utf-8")
+    with pytest.raises(vr.DataError, match=r"lacks \['data.verb', 'data.adj', 'data.adv'\]"):
+        vr.load_wordnet_definitions(tmp_path)
+
+
+def test_alice_qa_keeps_plain_answers_and_each_random_choice(tmp_path):
+    (tmp_path / "a.aiml").write_text("""<?xml version="1.0"?><aiml>
+<category><pattern>DO YOU LIKE CATS</pattern><template>Yes, cats are <em>very</em> nice.</template></category>
+<category><pattern>WHAT IS UP</pattern><template><random><li>Not much at all.</li><li>The sky, as always.</li>
+</random></template></category>
+<category><pattern>HELLO *</pattern><template>Hi there you.</template></category>
+<category><pattern>WHO ARE YOU</pattern><template>I am <bot name="name"/>, a robot.</template></category>
+<category><pattern>REDIRECT ME</pattern><template><srai>WHAT IS UP</srai></template></category>
+<category><pattern>SHORT</pattern><template>Too short.</template></category>
+</aiml>""", "utf-8")
+    docs, queries, rel = vr.load_alice_qa(tmp_path)
+    assert queries == ["do you like cats", "what is up"]  # wildcards, computed and short answers left out
+    assert docs == ["Yes, cats are very nice.", "Not much at all.", "The sky, as always."]
+    assert rel == [[0], [1, 2]]
+
+
+@pytest.mark.fault
+def test_alice_qa_names_a_file_that_is_not_xml(tmp_path):
+    (tmp_path / "broken.aiml").write_text("<aiml><category>", "utf-8")
+    with pytest.raises(vr.DataError, match="broken.aiml: cannot read it as AIML"):
+        vr.load_alice_qa(tmp_path)
+
+
+def test_newsgroup_subjects_pair_a_thread_subject_with_each_posts_own_words():
+    body = " ".join(f"word{i}" for i in range(200))
+    posts = [
+        f"From: a@b\nSubject: Re: Moon landing\n\nIn article <1@x> c@d writes:\n> quoted text here\n{body}\n--\nsig",
+        "From: e@f\nSubject: Moon landing\n\nThe moon landing happened in 1969 and was watched by millions.",
+        "From: g@h\nSubject: Too short\n\nJust a few words.",
+        "From: no subject line\n\nsome body text without any subject line at all here",
+    ]
+    docs, queries, rel = vr.load_newsgroup_subjects(posts)
+    assert queries == ["Moon landing"]
+    assert docs[0].split() == body.split()[:150]  # attribution, quote and signature out, 150 words at most
+    assert docs[1].startswith("The moon landing") and rel == [[0, 1]]
+
+
+def test_the_newsgroup_posts_ship_with_gensim():
+    posts = vr._newsgroup_posts()
+    assert len(posts) == 200 and all("Subject:" in p for p in posts)
+
+
+def test_wikipedia_titles_pair_a_title_with_its_lead(tmp_path):
+    import bz2
+
+    def page(title, text, ns=0):
+        return (f"<page><title>{title}</title><ns>{ns}</ns><id>1</id><revision><id>2</id>"
+                f"<text xml:space=\"preserve\">{text}</text></revision></page>")
+
+    lead = "'''Anarchism''' is a [[political philosophy]] " + " ".join(f"w{i}" for i in range(200))
+    xml = ('<mediawiki xmlns="http://www.mediawiki.org/xml/export-0.10/"><siteinfo><namespaces>'
+           '<namespace key="0" /></namespaces></siteinfo>'
+           + page("Anarchism", lead) + page("AccessibleComputing", "#REDIRECT [[Computer accessibility]]")
+           + page("Stub", "Too short to keep.") + "</mediawiki>")
+    p = tmp_path / "dump.xml.bz2"
+    p.write_bytes(bz2.compress(xml.encode("utf-8")))
+    docs, queries, rel = vr.load_wikipedia_titles(p)
+    assert queries == ["Anarchism"] and rel == [[0]]
+    words = docs[0].split()
+    assert words[:4] == ["Anarchism", "is", "a", "political"] and len(words) == 150  # markup out, 150 words
