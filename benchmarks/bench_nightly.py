@@ -62,7 +62,7 @@ def _config(tmp: Path, name: str, *, limit: int, metrics, keep_top: int = 5, exe
         "data": {"path": str(sample_path("texts")), "column": "text"},
         "crawl": {"library": "sentence-transformers", "sort": "trending", "limit": limit},
         "keep_top": keep_top, "pinned": ["tfidf-svd"], "output": "./site", "budget_minutes": 600,
-        "store": "./store", "metrics": list(metrics), "executor": executor or {"kind": "local"},
+        "cache": "./cache", "metrics": list(metrics), "executor": executor or {"kind": "local"},
     }
     (d / "nightly.yaml").write_text(yaml.safe_dump(cfg))
     return load_config(d / "nightly.yaml")
@@ -86,7 +86,7 @@ def _night(label: str, cfg, executor=None) -> dict:
 
 
 def _copy_store(src, dst) -> None:
-    shutil.copytree(src.store_path, dst.store_path)
+    shutil.copytree(src.cache_path, dst.cache_path)
 
 
 def main() -> None:

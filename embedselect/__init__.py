@@ -23,13 +23,13 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from embedselect.errors import (
+    CacheError,
     CandidateError,
     ConfigError,
     DataError,
     EmbedselectError,
     HubError,
     MetricError,
-    StoreError,
 )
 from embedselect.version import __version__
 
@@ -58,6 +58,7 @@ if TYPE_CHECKING:  # what _LAZY serves, visible to type checkers and IDEs (tests
     from embedselect.config import LoadPolicy, RankConfig, Runtime
 
 __all__ = [
+    "CacheError",
     "Candidate",
     "CandidateError",
     "CandidateResult",
@@ -72,7 +73,6 @@ __all__ = [
     "RankingWarning",
     "ReferenceData",
     "Runtime",
-    "StoreError",
     "__version__",
     "ask",
     "embed",

@@ -17,7 +17,7 @@ EXIT_CODES: dict[str, int] = {
     "data": 3,
     "candidate": 4,
     "hub": 5,
-    "store": 6,
+    "cache": 6,
     "metric": 7,
     "partial": 8,  # ranking produced, but some candidates failed (`rank --strict`)
     "locked": 9,  # `nightly`: another run holds the lock
@@ -216,33 +216,32 @@ class HubError(EmbedselectError):
         self.repo_id = repo_id
 
 
-# --- store --------------------------------------------------------------------------------------
-class StoreError(EmbedselectError):
-    """The cache database or vector files cannot be used."""
+# --- cache --------------------------------------------------------------------------------------
+class CacheError(EmbedselectError):
+    """The cache (``--cache-dir``, ``$EMBEDSELECT_CACHE_DIR``: its database and its vector files) cannot be used.
 
-    exit_code = EXIT_CODES["store"]
+    A cached vector file that fails its size, checksum or shape check is not an error: it is discarded with a warning
+    and recomputed."""
+
+    exit_code = EXIT_CODES["cache"]
 
 
-class StoreLockedError(StoreError):
+class CacheLockedError(CacheError):
     """Another process holds the cache database and did not release it within the wait time."""
 
 
-class StoreReadOnlyError(StoreError):
+class CacheReadOnlyError(CacheError):
     """The cache is read-only (not writable by this user, or ``EMBEDSELECT_CACHE_READONLY=1``) and something had to
     be stored in it (new embeddings, a removal). Cached work is still served from it."""
 
 
-class CacheCorruptError(StoreError):
-    """A cached vector file does not match its recorded checksum (it is discarded and recomputed)."""
-
-
-class StoreCorruptError(StoreError):
+class CacheDatabaseCorruptError(CacheError):
     """The cache database file is damaged (truncated, overwritten): it cannot be read. The message names the file
     and the recovery (move it aside; the next run starts a new database and recomputes the embeddings)."""
 
 
 # --- search index (embedselect index / search) -------------------------------------------------
-class SearchIndexError(StoreError):
+class SearchIndexError(CacheError):
     """A search index directory cannot be used (missing, unreadable, or written by a newer embedselect)."""
 
 
@@ -313,7 +312,10 @@ class ModelTimeoutError(CandidateError):
 __all__ = [
     "AllCandidatesFailedError",
     "AnswersError",
-    "CacheCorruptError",
+    "CacheDatabaseCorruptError",
+    "CacheError",
+    "CacheLockedError",
+    "CacheReadOnlyError",
     "CandidateError",
     "CandidateSpecError",
     "CandidatesFailedError",
@@ -344,10 +346,6 @@ __all__ = [
     "PrecomputedVectorsError",
     "RankingFormatError",
     "SearchIndexError",
-    "StoreCorruptError",
-    "StoreError",
-    "StoreLockedError",
-    "StoreReadOnlyError",
     "TooFewItemsError",
     "UnknownMetricError",
     "UnsafeModelError",

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from embedselect._util.arrays import check_embeddings, is_missing
-from embedselect.errors import DataError, MetricError, ModelLoadError, StoreError
+from embedselect.errors import DataError, MetricError, ModelLoadError, CacheError
 
 
 def test_a_good_matrix_passes_without_a_copy():
@@ -59,7 +59,7 @@ def test_non_finite_rows_are_counted_and_the_hint_says_what_to_do():
 
 
 @pytest.mark.fault
-@pytest.mark.parametrize("error", [MetricError, StoreError, ModelLoadError])
+@pytest.mark.parametrize("error", [MetricError, CacheError, ModelLoadError])
 def test_the_caller_chooses_the_error_class_of_its_layer(error):
     with pytest.raises(error):
         check_embeddings(np.zeros(3), error=error)

@@ -267,10 +267,18 @@ def test_every_error_pickles_round_trip_with_its_attributes():
     assert set(kwargs) <= set(classes)
 
 
+def test_the_cache_errors_are_one_family_named_cache():
+    """The user's word is "cache" (``--cache-dir``, ``EMBEDSELECT_CACHE_DIR``, ``cache:``): its errors are
+    ``CacheError`` and its subclasses, exit 6; no error class says "store"."""
+    family = [errors.CacheLockedError, errors.CacheReadOnlyError, errors.CacheDatabaseCorruptError]
+    assert all(issubclass(c, errors.CacheError) and c.exit_code == errors.EXIT_CODES["cache"] == 6 for c in family)
+    assert not [n for n in errors.__all__ if "Store" in n]
+
+
 def test_the_facade_lists_its_public_names():
     public = {"select", "embed", "Ranking", "CandidateResult", "ReferenceData", "Candidate", "RankConfig", "Runtime",
               "LoadPolicy", "EmbedselectError", "DataError", "ConfigError", "CandidateError", "HubError",
-              "StoreError", "MetricError"}
+              "CacheError", "MetricError"}
     assert public <= set(dir(embedselect)) and set(dir(embedselect)) == set(embedselect.__all__)
     assert not any(n.endswith("Error") for n in set(embedselect.__all__) - public)
     from embedselect import pipeline

@@ -97,4 +97,4 @@ def test_select_embedded_ranks_what_was_embedded_as_select_does(tmp_path):
     store.delete_runs([outcomes[2].result.run_key])
     third = select_embedded(ref, cands, outcomes, store=store, config=config, runtime=runtime)
     (failed,) = third.failed
-    assert failed.name == cands[2].name and failed.error_type == "StoreError" and len(third.ok) == 2
+    assert failed.name == cands[2].name and failed.error_type == "CacheError" and len(third.ok) == 2

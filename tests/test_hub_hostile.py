@@ -93,7 +93,7 @@ def test_a_night_with_a_15_s_budget_stops_crawling_and_releases_the_lock(hub, tm
     pd.DataFrame({"text": [f"text number {i} about {w}" for i in range(20) for w in ("cats", "dogs")]}).to_csv(
         tmp_path / "texts.csv", index=False)
     cfg = {"data": {"path": "texts.csv", "column": "text"}, "crawl": {"limit": 5, "max_params": 1, "max_pages": 10_000},
-           "pinned": ["tfidf-svd?dim=4"], "output": "./site", "store": "./store", "metrics": ["task_prior"],
+           "pinned": ["tfidf-svd?dim=4"], "output": "./site", "cache": "./cache", "metrics": ["task_prior"],
            "budget_minutes": 0.25}
     (tmp_path / "nightly.yaml").write_text(yaml.safe_dump(cfg))
     t = [0.0]
@@ -113,7 +113,7 @@ def test_a_night_with_a_15_s_budget_stops_crawling_and_releases_the_lock(hub, tm
     assert 1 <= pages <= 15, pages
     if errors is not None:
         assert any("time budget is spent" in e for e in errors)
-    lock = filelock.FileLock(str(tmp_path / "store" / "nightly.lock"))
+    lock = filelock.FileLock(str(tmp_path / "cache" / "nightly.lock"))
     lock.acquire(timeout=0)  # the night let go of its lock
     lock.release()
 

@@ -34,7 +34,7 @@ def write_config(tmp_path, **over):
         "pinned": ["tfidf-svd"],
         "output": "./site",
         "budget_minutes": 60,
-        "store": "./store",
+        "cache": "./cache",
         "metrics": ["task_prior"],
     }
     cfg.update(over)
@@ -104,7 +104,7 @@ def test_two_nights_embed_only_the_new_and_updated_models(hub, tiny, tmp_path, m
     versions = tmp_path / ".site.versions"
     assert not [p for p in versions.iterdir() if p.name.startswith(".") and p.name != ".embedselect-owned"]
     # the history is in the store, queryable by SQL
-    store = Store.open(tmp_path / "store")
+    store = Store.open(tmp_path / "cache")
     hist = store.query_df("SELECT run_id, name, rank, delta FROM nightly_results ORDER BY run_id, rank")
     assert len(hist) == 9 and hist.run_id.nunique() == 2
     # night 3: nothing new -> only the leaders and the pinned baseline, all reused
@@ -125,7 +125,7 @@ def test_failing_model_is_recorded_and_skipped_and_outputs_stay_atomic(hub, tiny
     assert s["status"] == "partial" and s["ranked"] == 3
     (f,) = s["failed"]
     assert f["name"] == "acme/broken" and f["reason"]
-    store = Store.open(tmp_path / "store")
+    store = Store.open(tmp_path / "cache")
     assert "acme/broken" in store.query_df("SELECT model_id FROM failures").model_id.tolist()
     # the next night does not retry it at the same revision
     old = (tmp_path / "site").resolve()
@@ -185,8 +185,8 @@ def test_lock_contention_exits_at_once(hub, tmp_path, capsys):
     from embedselect.cli import main
 
     path = write_config(tmp_path)
-    (tmp_path / "store").mkdir()
-    with filelock.FileLock(str(tmp_path / "store" / "nightly.lock")):
+    (tmp_path / "cache").mkdir()
+    with filelock.FileLock(str(tmp_path / "cache" / "nightly.lock")):
         with pytest.raises(NightlyLockedError):
             run_night(load_config(path))
         assert main(["nightly", "--config", str(path)]) == 9
@@ -205,7 +205,7 @@ def test_empty_night_exits_nonzero_and_keeps_outputs(hub, tmp_path, capsys):
     out = capsys.readouterr()
     s = json.loads(out.out)
     assert s["status"] == "empty" and s["ranked"] == 0 and "ranked no candidate" in out.err
-    assert (tmp_path / "store" / "nightly" / "runs" / f"{s['run_id']}.json").is_file()
+    assert (tmp_path / "cache" / "nightly" / "runs" / f"{s['run_id']}.json").is_file()
 
 
 def test_dry_run_plans_without_writing(hub, tiny, tmp_path, capsys):
@@ -219,7 +219,7 @@ def test_dry_run_plans_without_writing(hub, tiny, tmp_path, capsys):
     assert sorted(s["plan"]["to_embed"]) == ["acme/a", "tfidf-svd"]
     assert s["would_compute"]["forward_passes"] == 2
     assert not (tmp_path / "site").exists()
-    store = Store.open(tmp_path / "store")
+    store = Store.open(tmp_path / "cache")
     assert store.query_df("SELECT count(*) AS n FROM embedding_runs").n[0] == 0
 
 
@@ -236,6 +236,17 @@ def test_dry_run_plans_without_writing(hub, tiny, tmp_path, capsys):
 def test_config_errors_name_the_key(tmp_path, patch, message):
     with pytest.raises(ConfigError, match=message.replace(".", r"\.")):
         load_config(write_config(tmp_path, **patch))
+
+
+@pytest.mark.fault
+def test_the_old_store_key_is_a_config_error_saying_to_rename_it_to_cache(tmp_path):
+    """The cache folder's key is ``cache:`` (the word the CLI and the environment use: ``--cache-dir``,
+    ``EMBEDSELECT_CACHE_DIR``); a configuration still naming it ``store:`` is refused with what to rename."""
+    with pytest.raises(ConfigError, match=r"(?s)invalid nightly configuration.*store: this key is now called cache "
+                                          r"\(the same folder: './old'\); rename store: to cache:"):
+        load_config(write_config(tmp_path, store="./old"))
+    cfg = load_config(write_config(tmp_path, cache="./night-cache"))
+    assert cfg.cache_path == tmp_path / "night-cache" and cfg.runtime().cache_dir == tmp_path / "night-cache"
 
 
 def test_minimal_config_from_the_issue_validates(tmp_path):

@@ -68,7 +68,7 @@ def test_a_passing_hub_fault_is_a_failure_retried_the_next_night(hub, tiny, tmp_
     (fail,) = s1["failed"]
     assert fail["name"] == "acme/flaky" and fail["error_type"] == "HubError", fail
     assert s1["status"] == "partial" and "acme/flaky" not in ranked(tmp_path)
-    store = Store.open(tmp_path / "store")
+    store = Store.open(tmp_path / "cache")
     from embedselect.store import catalog
 
     assert catalog.refusals(store).empty  # a fault is never a refusal
@@ -122,7 +122,7 @@ def test_a_policy_refusal_stays_at_its_revision_and_a_new_revision_is_planned(hu
     assert fail["name"] == "acme/pickled" and fail["error_type"] == "UnsafeModelError"
     from embedselect.store import catalog
 
-    refusals = catalog.refusals(Store.open(tmp_path / "store"))
+    refusals = catalog.refusals(Store.open(tmp_path / "cache"))
     assert refusals[["repo_id", "revision", "reason"]].values.tolist() == [["acme/pickled", sha_a, "pickle_only"]]
     s2 = run_night(conf)
     assert {"name": "acme/pickled", "revision": sha_a, "reason": "refused by the safety policy at this revision"} in \

@@ -73,7 +73,7 @@ def _config(tmp_path: Path, **over) -> Path:
     (tmp_path / "data").mkdir(exist_ok=True)
     pd.DataFrame({"text": TEXTS}).to_csv(tmp_path / "data" / "texts.csv", index=False)
     cfg = {"data": {"path": "data/texts.csv", "column": "text"}, "crawl": {"limit": 5}, "keep_top": 2,
-           "pinned": ["tfidf-svd?dim=4", "random-projection?dim=8"], "output": "./site", "store": "./store",
+           "pinned": ["tfidf-svd?dim=4", "random-projection?dim=8"], "output": "./site", "cache": "./cache",
            "metrics": ["task_prior"], "budget_minutes": 10}
     cfg.update(over)
     (tmp_path / "nightly.yaml").write_text(yaml.safe_dump(cfg))
@@ -83,7 +83,7 @@ def _config(tmp_path: Path, **over) -> Path:
 # --- the night never takes what is not its own -------------------------------------------------------------
 HOSTILE = {
     "a user's folder with files": lambda t: _users_folder(t),
-    "the store folder": lambda t: "./store",
+    "the cache folder": lambda t: "./cache",
     "the config's folder": lambda t: str(t),
     "the data file's folder": lambda t: "./data",
     "empty": lambda t: "",
@@ -114,8 +114,8 @@ def test_a_night_pointed_at_a_hostile_folder_exits_2_and_keeps_every_file(hub, t
 
     work = tmp_path / "work"
     work.mkdir()
-    (work / "store").mkdir()
-    (work / "store" / "keep.me").write_text("a store file")
+    (work / "cache").mkdir()
+    (work / "cache" / "keep.me").write_text("a cache file")
     output = HOSTILE[case](work)
     conf = _config(work, output=output)
     before = snapshot(tmp_path)
@@ -127,7 +127,7 @@ def test_a_night_pointed_at_a_hostile_folder_exits_2_and_keeps_every_file(hub, t
 
 
 @pytest.mark.fault
-@pytest.mark.parametrize("output", ["/", "~", "./store/site"])
+@pytest.mark.parametrize("output", ["/", "~", "./cache/site"])
 def test_root_home_and_inside_the_store_are_configuration_errors(tmp_path, output):
     conf = _config(tmp_path, output=output)
     with pytest.raises(ConfigError, match=r"(?s)invalid nightly configuration.*output: "):
@@ -145,7 +145,7 @@ def test_an_unwritable_output_is_found_before_any_work(hub, tmp_path, monkeypatc
     monkeypatch.setattr(local.LocalExecutor, "embed", lambda *a, **k: pytest.fail("embedding began"))
     with pytest.raises(ConfigError, match="output"):
         run_night(conf)
-    assert not (tmp_path / "store").exists()
+    assert not (tmp_path / "cache").exists()
     if os.geteuid() != 0:
         (tmp_path / "ro").mkdir()
         os.chmod(tmp_path / "ro", 0o555)

@@ -83,7 +83,7 @@ def test_a_marker_alone_never_lets_the_night_take_a_users_folder(tmp_path, case)
     target = MARKED[case](tmp_path)
     before = snapshot(tmp_path)
     with pytest.raises(ConfigError, match="did not write there|did not create"):
-        outputs.check_outputs(target, store=tmp_path / "store", data=None, config_dir=None)
+        outputs.check_outputs(target, cache=tmp_path / "cache", data=None, config_dir=None)
     with pytest.raises(ConfigError, match="did not write there|did not create"):
         _publish(target, 1)
     assert snapshot(tmp_path) == before
@@ -92,7 +92,7 @@ def test_a_marker_alone_never_lets_the_night_take_a_users_folder(tmp_path, case)
 @pytest.mark.fault
 @pytest.mark.parametrize("where", ["the current version", "the versions folder", "the data in the current version"])
 def test_a_store_inside_what_the_night_replaces_or_prunes_is_refused(tmp_path, where):
-    """``store: ./site/store`` after a first night: the store would be created inside the current version folder
+    """``cache: ./site/cache`` after a first night: the cache would be created inside the current version folder
     (through the link) and pruned with it a night later, its history lost; likewise inside ``.site.versions``, and
     a data file the user keeps in ``site/``."""
     site = tmp_path / "site"
@@ -104,8 +104,8 @@ def test_a_store_inside_what_the_night_replaces_or_prunes_is_refused(tmp_path, w
         data = site / "texts.csv"
         data.write_text("text\nthe user's data\n")
     before = snapshot(tmp_path)
-    with pytest.raises(ConfigError, match="store|data"):
-        outputs.check_outputs(site, store=store, data=data, config_dir=None)
+    with pytest.raises(ConfigError, match="cache|data"):
+        outputs.check_outputs(site, cache=store, data=data, config_dir=None)
     assert snapshot(tmp_path) == before
 
 
@@ -252,7 +252,7 @@ def test_cache_gc_and_rm_remove_only_the_stores_own_vector_files(tmp_path, monke
 
 @pytest.mark.fault
 def test_the_cache_is_never_the_home_folder(tmp_path, monkeypatch):
-    """``store: ~`` / ``--cache-dir ~``: the cache's lock, pid file and ``vectors/`` would sit among the user's own
+    """``cache: ~`` / ``--cache-dir ~``: the cache's lock, pid file and ``vectors/`` would sit among the user's own
     files (``/`` is refused by the same rule; not run here, to keep the test harmless on older code)."""
     from embedselect.cli import main
 
@@ -398,7 +398,7 @@ def test_a_night_never_takes_an_index_and_an_index_never_takes_a_site(tmp_path, 
         build_index(TEXTS, "random-projection?dim=8", out=tmp_path / "idx")
         before = snapshot(tmp_path)
         with pytest.raises(ConfigError, match="holds embedselect's index"):
-            outputs.check_outputs(tmp_path / "idx", store=tmp_path / "store", data=None, config_dir=None)
+            outputs.check_outputs(tmp_path / "idx", cache=tmp_path / "cache", data=None, config_dir=None)
         with pytest.raises(ConfigError, match="holds embedselect's index"):
             _publish(tmp_path / "idx", 0)
     else:
@@ -414,10 +414,10 @@ def test_a_night_never_takes_an_index_and_an_index_never_takes_a_site(tmp_path, 
 def test_a_link_planted_in_the_store_is_never_written_through(tmp_path, name):
     """A link in the cache named like one of its own files, to a user's file: the night wrote its pid through
     ``nightly.pid`` (the user's thesis became ``7290``); a link at a lock file was an "unexpected OSError" (exit 1).
-    Now the pid file is skipped with a warning, a linked lock file is a ``StoreError`` (exit 6) naming it, and the
+    Now the pid file is skipped with a warning, a linked lock file is a ``CacheError`` (exit 6) naming it, and the
     summaries, digests and ref files of the cache are written under unique names, never through a link."""
     from embedselect.cli import main
-    from embedselect.errors import StoreError
+    from embedselect.errors import CacheError
     from embedselect.nightly.run import _save_summary, night_lock
     from embedselect.store import Store
 
@@ -435,7 +435,7 @@ def test_a_link_planted_in_the_store_is_never_written_through(tmp_path, name):
         with night_lock(root):
             pass
     elif name == "nightly.lock":
-        with pytest.raises(StoreError, match="link"):
+        with pytest.raises(CacheError, match="link"):
             with night_lock(root):
                 pass
     elif name == ".lock":

@@ -81,7 +81,7 @@ def test_every_error_class_is_in_embedselect_errors_and_the_categories_at_the_to
     assert "ModelFileError" in defined and len(defined) > 20
     assert defined - set(errors.__all__) == set(), "error classes missing from embedselect.errors.__all__"
     at_top = {n for n in embedselect.__all__ if n in defined}
-    assert at_top == {"EmbedselectError", "DataError", "ConfigError", "CandidateError", "HubError", "StoreError",
+    assert at_top == {"EmbedselectError", "DataError", "ConfigError", "CandidateError", "HubError", "CacheError",
                       "MetricError"}
     assert all(getattr(embedselect, n) is getattr(errors, n) for n in at_top)
     assert {getattr(errors, n).exit_code for n in at_top - {"EmbedselectError"}} == {2, 3, 4, 5, 6, 7}

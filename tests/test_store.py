@@ -13,7 +13,7 @@ import filelock
 import numpy as np
 import pytest
 
-from embedselect.errors import StoreError, StoreLockedError
+from embedselect.errors import CacheError, CacheLockedError
 from embedselect.store import Store, run_key
 
 
@@ -73,9 +73,9 @@ def test_damaged_vector_file_is_discarded_not_returned(tmp_path, damage, caplog)
 @pytest.mark.fault
 def test_refuses_to_cache_bad_arrays(tmp_path):
     store = Store.open(tmp_path)
-    with pytest.raises(StoreError, match="non-finite"):
+    with pytest.raises(CacheError, match="non-finite"):
         _save(store, _key(), np.array([[np.nan, 1.0]], np.float32))
-    with pytest.raises(StoreError, match="shape"):
+    with pytest.raises(CacheError, match="shape"):
         _save(store, _key(), np.zeros((0, 3), np.float32))
     assert store.list_runs().empty
 
@@ -216,7 +216,7 @@ def test_a_reader_discarding_a_damaged_file_does_not_delete_a_fresh_rewrite(tmp_
 @pytest.mark.fault
 def test_invalid_run_key_is_rejected(tmp_path):
     store = Store.open(tmp_path)
-    with pytest.raises(StoreError):
+    with pytest.raises(CacheError):
         _save(store, "../../etc/passwd", np.ones((2, 2), np.float32))
 
 
@@ -243,7 +243,7 @@ def test_second_writer_waits_or_gets_a_clear_error(tmp_path):
     try:
         assert child.stdout.readline().strip() == "locked"
         impatient = Store(tmp_path, lock_timeout=0.3)
-        with pytest.raises(StoreLockedError, match="locked by another embedselect process"):
+        with pytest.raises(CacheLockedError, match="locked by another embedselect process"):
             impatient.put_many({"x": {"v": 1}})
         patient = Store(tmp_path, lock_timeout=30)
         t0 = time.monotonic()
@@ -299,14 +299,14 @@ def test_env_var_sets_default_location(tmp_path, monkeypatch):
 def test_unwritable_location_is_a_store_error(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("x")
-    with pytest.raises(StoreError, match="cannot create the cache directory"):
+    with pytest.raises(CacheError, match="cannot create the cache directory"):
         Store.open(blocker / "sub")
     assert os.path.exists(blocker)
 
 
 @pytest.mark.fault
 def test_a_full_disk_while_writing_vectors_or_recording_a_failure(tmp_path, monkeypatch, caplog):
-    """Issue 14: a full disk while a candidate's vectors are written fails that candidate with a StoreError that
+    """Issue 14: a full disk while a candidate's vectors are written fails that candidate with a CacheError that
     says what to do, leaves no partial file, and the other candidates are ranked; a failure that cannot be recorded
     is a warning, not a crash."""
     import errno
@@ -329,7 +329,7 @@ def test_a_full_disk_while_writing_vectors_or_recording_a_failure(tmp_path, monk
     r = embedselect.select(str(sample_path("texts")), ["tfidf-svd", "random-projection", "tfidf-svd?dim=16"],
                            column="text", metrics=["rankme"], cache_dir=tmp_path / "c")
     failed = [c for c in r.candidates if not c.ok]
-    assert len(failed) == 1 and failed[0].error_type == "StoreError"
+    assert len(failed) == 1 and failed[0].error_type == "CacheError"
     assert "No space left on device" in failed[0].error and "free disk space" in failed[0].error
     assert len(r.ok) == 2
     assert not list((tmp_path / "c").rglob("*.tmp"))  # no partial file left

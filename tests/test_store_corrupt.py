@@ -10,7 +10,7 @@ import pytest
 
 from embedselect.cli import main
 from embedselect.data import sample_path
-from embedselect.errors import StoreCorruptError
+from embedselect.errors import CacheDatabaseCorruptError
 from embedselect.store import Store
 
 SAMPLE = str(sample_path("texts"))
@@ -58,7 +58,7 @@ def test_a_damaged_cache_database_is_a_typed_error_naming_the_file_and_the_recov
         assert code == 6, err
         assert str(db) in err and "damaged" in err and "Move it aside" in err, err
         assert "unexpected" not in err and "Close other programs" not in err, err
-    with pytest.raises(StoreCorruptError):
+    with pytest.raises(CacheDatabaseCorruptError):
         Store.open(cache, read_only=True).list_runs()  # a read-only (shared) cache says the same
     os.replace(db, db.with_name(db.name + ".broken"))  # the advice works
     assert _embed(cache) == 0

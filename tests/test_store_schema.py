@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import embedselect.store as st
-from embedselect.errors import StoreError, StoreLockedError
+from embedselect.errors import CacheError, CacheLockedError
 from embedselect.store import Store, run_key
 from embedselect.store import schema
 
@@ -81,7 +81,7 @@ def test_a_store_from_a_newer_embedselect_is_refused_with_what_to_do(tmp_path):
     con = duckdb.connect(str(tmp_path / st.DB_NAME))
     con.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", [str(schema.SCHEMA_VERSION + 1)])
     con.close()
-    with pytest.raises(StoreError, match="newer than this embedselect.*upgrade embedselect"):
+    with pytest.raises(CacheError, match="newer than this embedselect.*upgrade embedselect"):
         Store.open(tmp_path).get_many(["is:old"])
     assert _version(tmp_path) == schema.SCHEMA_VERSION + 1  # untouched
 
@@ -155,7 +155,7 @@ def test_readers_in_two_processes_read_at_once_and_a_writer_waits_for_them(tmp_p
     try:
         assert inside.wait(30)
         assert second.get_many(["is:a"]) == {"is:a": {"is": 1.0}}  # a second reader is not blocked
-        with pytest.raises(StoreLockedError):
+        with pytest.raises(CacheLockedError):
             second.put_many({"is:b": {"is": 2.0}})  # a writer waits for the reader (here: past its timeout)
     finally:
         release.set()

@@ -164,10 +164,10 @@ def test_an_unexpected_exception_is_one_line_and_exit_1(tmp_path, capsys, monkey
 @pytest.mark.fault
 def test_typed_errors_are_one_line_with_their_exit_code(tmp_path, capsys, monkeypatch):
     import embedselect.pipeline
-    from embedselect.errors import StoreError
+    from embedselect.errors import CacheError
 
     def locked(*a, **k):
-        raise StoreError("the cache is busy\nwait or use --cache-dir")
+        raise CacheError("the cache is busy\nwait or use --cache-dir")
 
     monkeypatch.setattr(embedselect.pipeline, "select", locked)
     assert main(["rank", SAMPLE, "-c", "text", "-m", "tfidf-svd", "--cache-dir", str(tmp_path / "c")]) == 6
@@ -347,7 +347,7 @@ def test_a_read_only_cache_serves_what_it_holds(tmp_path, capsys, monkeypatch, h
         assert main([*rank, "-m", ",".join([*PAIR, "rp8=random-projection?dim=8"])]) == 0
         r = json.loads(capsys.readouterr().out)
         failed = [c for c in r["candidates"] if c["status"] != "ok"]
-        assert [c["name"] for c in failed] == ["rp8"] and failed[0]["error_type"] == "StoreReadOnlyError"
+        assert [c["name"] for c in failed] == ["rp8"] and failed[0]["error_type"] == "CacheReadOnlyError"
         assert "read-only" in failed[0]["error"] and "--cache-dir" in failed[0]["error"]
         fresh = ["-m", "rp8=random-projection?dim=8"]  # nothing cached, nothing can be stored: a cache error
         assert main([*rank, *fresh]) == 6

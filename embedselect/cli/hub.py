@@ -48,7 +48,7 @@ def register(subparsers) -> None:
     p.add_argument("--license", action="append", dest="licenses", help="allowed licence id (repeatable)")
     p.add_argument("--exclude-gated", action="store_true", help="skip gated repos")
     p.add_argument("--no-store", action="store_true", help="only print; do not record in the catalogue")
-    p.add_argument("--cache-dir", help="store root (default: $EMBEDSELECT_CACHE_DIR or the user cache dir)")
+    p.add_argument("--cache-dir", help="cache root (default: $EMBEDSELECT_CACHE_DIR or the user cache dir)")
     p.add_argument("--json", action="store_true", help="print the crawl as JSON on stdout")
     p.add_argument("--strict", action="store_true", help="exit 8 if any listing page failed")
     p.add_argument("--quiet", "-q", action="store_true")

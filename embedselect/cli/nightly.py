@@ -20,7 +20,7 @@ def register(subparsers) -> None:
         "nightly",
         help="crawl trending hub models, rank the new ones with the leaders, publish the leaderboard",
         description="One night of the scheduled ranking: crawl (HF_ENDPOINT, HF_TOKEN honoured) -> plan -> embed "
-        "what the store lacks -> rank -> publish into the output folder (atomically) and record the history.",
+        "what the cache lacks -> rank -> publish into the output folder (atomically) and record the history.",
     )
     input_option(p.add_argument("--config", required=True, help="nightly YAML file (see docs/nightly.md)"),
                  name="the configuration")

@@ -147,8 +147,8 @@ def cmd_embed(args) -> int:
     emit(args, json.dumps(rows, indent=2), text)
     failed = [r for r in rows if r["status"] != "ok"]
     if len(failed) == len(rows):
-        read_only = all(r["error_type"] == "StoreReadOnlyError" for r in rows)  # nothing cached, nothing storable
-        return EXIT_CODES["store" if read_only else "candidate"]
+        read_only = all(r["error_type"] == "CacheReadOnlyError" for r in rows)  # nothing cached, nothing storable
+        return EXIT_CODES["cache" if read_only else "candidate"]
     return EXIT_CODES["partial"] if (args.strict and failed) else 0
 
 

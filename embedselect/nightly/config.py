@@ -1,7 +1,7 @@
 """The nightly job's configuration: a YAML file validated into :class:`NightlyConfig`.
 
 Unknown keys and bad values are :class:`~embedselect.errors.ConfigError` naming the key's path
-(``crawl.limit: ...``). Relative paths (``data.path``, ``output``, ``store``) are resolved against the folder of the
+(``crawl.limit: ...``). Relative paths (``data.path``, ``output``, ``cache``) are resolved against the folder of the
 configuration file, so that cron can run the job from any working directory.
 
 Minimal file::
@@ -122,7 +122,7 @@ class NightlyConfig(_Strict):
     model_timeout_minutes: float | None = Field(default=None, gt=0)
     max_new: int | None = Field(default=None, ge=0)  # at most this many models embedded per night
     retry_failed: bool = False  # re-try models that failed at the same revision in an earlier night
-    store: str | None = None  # cache root; default $EMBEDSELECT_CACHE_DIR or the user cache dir
+    cache: str | None = None  # the cache folder; default $EMBEDSELECT_CACHE_DIR or the user cache dir
     metrics: tuple[str, ...] = DEFAULT_METRICS
     metric_options: dict[str, dict[str, Any]] = {}
     weights: dict[str, float] | None = None
@@ -161,9 +161,9 @@ class NightlyConfig(_Strict):
                           policy=self.policy.load_policy())
 
     def runtime(self, token: str | None = None) -> Runtime:
-        """The night's :class:`~embedselect.config.Runtime` (its store, device and batch size; no progress bars;
+        """The night's :class:`~embedselect.config.Runtime` (its cache, device and batch size; no progress bars;
         the ranking is saved)."""
-        return Runtime(cache_dir=self.store_path, device=self.device, batch_size=self.batch_size, token=token,
+        return Runtime(cache_dir=self.cache_path, device=self.device, batch_size=self.batch_size, token=token,
                        progress=False, save=True)
 
     def path(self, p: str) -> Path:
@@ -181,8 +181,8 @@ class NightlyConfig(_Strict):
         return self.path(self.output)
 
     @property
-    def store_path(self) -> Path | None:
-        return self.path(self.store) if self.store else None
+    def cache_path(self) -> Path | None:
+        return self.path(self.cache) if self.cache else None
 
     def ranking_key(self) -> str:
         """sha256 of what makes two nights comparable (data, metrics and their options, weights, seed): the
@@ -223,12 +223,16 @@ def parse_config(obj: Any, *, base_dir: str | Path = ".", source: str = "") -> N
     """Validate a mapping (as read from YAML) into a :class:`NightlyConfig`.
 
     Raises:
-        ConfigError: unknown keys, missing keys or bad values, each with its path.
+        ConfigError: unknown keys, missing keys or bad values, each with its path; the old key ``store:`` (now
+            ``cache:``) with what to rename.
     """
     if not isinstance(obj, dict):
         raise ConfigError(f"the nightly configuration {source} must be a mapping of keys, got {type(obj).__name__}")
     if "base_dir" in obj:
         raise ConfigError(f"invalid nightly configuration {source}:\n  base_dir: unknown key")
+    if "store" in obj:
+        raise ConfigError(f"invalid nightly configuration {source}:\n  store: this key is now called cache (the same "
+                          f"folder: {obj['store']!r}); rename store: to cache:")
     try:
         cfg = NightlyConfig(**obj, base_dir=str(Path(base_dir).resolve()))
     except ValidationError as exc:
@@ -243,7 +247,7 @@ def parse_config(obj: Any, *, base_dir: str | Path = ".", source: str = "") -> N
 
 def _check_output(cfg: NightlyConfig, source: str) -> None:
     """``output`` names a folder of its own: not empty / ``.`` / ``/`` / home, not equal to or containing the
-    configuration's folder, the data or the store, not inside the store (paths only: the disk is checked when the
+    configuration's folder, the data or the cache, not inside the cache (paths only: the disk is checked when the
     night starts, :func:`embedselect.nightly.outputs.check_outputs`)."""
     from embedselect.nightly.outputs import check_outputs
 
@@ -251,7 +255,7 @@ def _check_output(cfg: NightlyConfig, source: str) -> None:
         raise ConfigError(f"invalid nightly configuration {source}:\n  output: {cfg.output!r} would be the "
                           "configuration's own folder; name a folder of its own, e.g. ./site")
     try:
-        check_outputs(cfg.output_path, store=cfg.store_path, data=cfg.data_path, config_dir=Path(cfg.base_dir),
+        check_outputs(cfg.output_path, cache=cfg.cache_path, data=cfg.data_path, config_dir=Path(cfg.base_dir),
                       writable=False)
     except ConfigError as exc:
         raise ConfigError(f"invalid nightly configuration {source}:\n  {exc}") from None

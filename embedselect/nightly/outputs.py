@@ -115,10 +115,10 @@ def _check_versions(versions: Path) -> None:
                           "was left as it is: move them away or choose another output")
 
 
-def check_outputs(output: Path, *, store: Path | None, data: Path | None, config_dir: Path | None,
+def check_outputs(output: Path, *, cache: Path | None, data: Path | None, config_dir: Path | None,
                   writable: bool = True) -> Path:
     """Check, before any work, that a night may publish at ``output``: not empty / ``.`` / ``/`` / home, not equal
-    to or containing the store, the data or the configuration's folder, not inside the store (nor inside a data
+    to or containing the cache, the data or the configuration's folder, not inside the cache (nor inside a data
     *folder*), writable, and missing, empty or already the tool's. Returns ``output`` absolute.
 
     Raises:
@@ -129,7 +129,7 @@ def check_outputs(output: Path, *, store: Path | None, data: Path | None, config
         output, what="output", writable=writable, replaced=[versions_folder(Path(os.path.abspath(output)))],
         protected={"folder of the data file": Path(data).parent if data is not None else None,
                    "configuration's folder": config_dir},
-        inside_forbidden={"store": store, "data folder": data_folder},
+        inside_forbidden={"cache": cache, "data folder": data_folder},
     )
     if writable:
         fsguard.check_takeover(out, versions=versions_folder(out), what="output", kinds=_KINDS, ours=_OURS)

@@ -43,9 +43,9 @@ def night_lock(root: Path) -> Iterator[None]:
     import filelock
 
     from embedselect._fs import guard as fsguard
-    from embedselect.errors import ConfigError, StoreError
+    from embedselect.errors import ConfigError, CacheError
 
-    path = fsguard.own_file(Path(root) / "nightly.lock", what="the nightly lock file", error=StoreError)
+    path = fsguard.own_file(Path(root) / "nightly.lock", what="the nightly lock file", error=CacheError)
     lock = filelock.FileLock(str(path))
     try:
         lock.acquire(timeout=0)
@@ -135,9 +135,9 @@ def run_night(cfg: NightlyConfig, *, dry_run: bool = False, executor: Any = None
         from embedselect.nightly.outputs import check_outputs
         from embedselect.store import default_cache_dir
 
-        check_outputs(cfg.output_path, store=cfg.store_path or default_cache_dir(), data=cfg.data_path,
+        check_outputs(cfg.output_path, cache=cfg.cache_path or default_cache_dir(), data=cfg.data_path,
                       config_dir=Path(cfg.base_dir))
-    store = Store.open(cfg.store_path)
+    store = Store.open(cfg.cache_path)
     if dry_run:
         return _night(cfg, store, dry_run=True, executor=None, token=token)
     with night_lock(store.root):
@@ -161,7 +161,7 @@ def _night(cfg: NightlyConfig, store: Any, *, dry_run: bool, executor: Any, toke
         "status": "dry-run" if dry_run else "running",
         "ranking_key": cfg.ranking_key(),
         "output": str(cfg.output_path),
-        "store": str(store.root),
+        "cache": str(store.root),
         "executor": cfg.executor.kind if executor is None else executor.name,
         "budget": {"minutes": cfg.budget_minutes, "embed_stop_after_s": round(embed_deadline, 1), "exhausted": False},
     }

@@ -93,7 +93,7 @@ def ask(data: Any, candidates: Any, *, n: int = DEFAULT_QUESTIONS, out: str | Pa
     Raises:
         ConfigError: ``n`` < 1, fewer than two candidates scored, or ``out`` is not a questions file of ``ask``.
         AnswersError: ``out`` holds answers to another data set or malformed rows (it is left as it is).
-        DataError, AllCandidatesFailedError, StoreError: as for :func:`select`.
+        DataError, AllCandidatesFailedError, CacheError: as for :func:`select`.
     """
     session = prepare_ask(data, candidates, n=n, out=out, config=config, runtime=runtime, **keywords)
     return questions_frame(session.questions)

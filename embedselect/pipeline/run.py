@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from embedselect.config import DropDuplicates, OnError, RankConfig, Runtime, from_keywords
-from embedselect.errors import CandidatesFailedError, ConfigError, StoreError
+from embedselect.errors import CandidatesFailedError, ConfigError, CacheError
 from embedselect.metrics.base import DEFAULT_METRICS, get_spec
 from embedselect.models.policy import LoadPolicy
 from embedselect.ranking.result import Ranking
@@ -104,7 +104,7 @@ def select(
         ConfigError: invalid arguments (unknown metric, ...).
         AllCandidatesFailedError: no candidate could be embedded.
         CandidatesFailedError: ``strict`` and some candidate failed.
-        StoreError: the cache cannot be used.
+        CacheError: the cache cannot be used.
     """
     from embedselect.store import Store
 
@@ -207,7 +207,7 @@ def select_embedded(ref: Any, candidates: Sequence[Any], outcomes: Sequence[Embe
                 continue
             vectors = store.load_vectors(r.run_key, mmap=True) if r.run_key else None
             if vectors is None:  # e.g. removed by `cache rm` since it was embedded
-                record_candidate_failure(ctx, cand, r, StoreError(f"the embeddings of {r.name} are no longer in {store.root}"),
+                record_candidate_failure(ctx, cand, r, CacheError(f"the embeddings of {r.name} are no longer in {store.root}"),
                                 {"stage": "cache", "done": 0})
             else:
                 ctx.vectors[r.name] = vectors

@@ -54,7 +54,7 @@ def metrics_stage(ctx: RunContext) -> None:
     """
     results, ok, warnings = ctx.results, ctx.vectors, ctx.warnings
     if not ok:
-        if ctx.store.read_only and all(r.error_type == "StoreReadOnlyError" for r in results):
+        if ctx.store.read_only and all(r.error_type == "CacheReadOnlyError" for r in results):
             ctx.store.require_writable("store the embeddings of any of the candidates (none is cached)")  # exit 6
         reasons = "; ".join(f"{r.name}: {r.error_type}: {r.error}" for r in results)
         raise AllCandidatesFailedError(f"no candidate could be embedded ({reasons})")

@@ -36,12 +36,12 @@ Read-only caches: a cache root (or database file) this user cannot write, or any
 ``EMBEDSELECT_CACHE_READONLY=1``, is opened read-only (a shared, pre-filled cache): DuckDB in read-only mode, no lock
 file, cached runs and metric results are served, bookkeeping (last-used times, failures, rankings, caches of metric
 results) is skipped, and work that must be stored (new embeddings, ``cache rm`` / ``gc``) raises
-:class:`~embedselect.errors.StoreReadOnlyError` (exit 6).
+:class:`~embedselect.errors.CacheReadOnlyError` (exit 6).
 
 Concurrency: every database access happens inside the inter-process file lock, held only for that transaction or
 read, so long embedding work never blocks other processes: writes hold it exclusively, reads shared (readers in
 several processes at once; see :mod:`embedselect.store.db`). A process that cannot get the lock within
-``lock_timeout`` seconds (``$EMBEDSELECT_LOCK_TIMEOUT``, default 120) gets :class:`StoreLockedError`. The schema is
+``lock_timeout`` seconds (``$EMBEDSELECT_LOCK_TIMEOUT``, default 120) gets :class:`CacheLockedError`. The schema is
 versioned and migrated on open (:mod:`embedselect.store.schema`).
 
 Modules: :mod:`~embedselect.store.keys` (run keys, :class:`RunRecord`, the cache root),
@@ -58,7 +58,7 @@ import re
 import threading
 from pathlib import Path
 
-from embedselect.errors import CacheCorruptError, ConfigError, StoreError, StoreReadOnlyError
+from embedselect.errors import CacheError, CacheReadOnlyError, ConfigError
 from embedselect.store.dbfile import is_own_database
 from embedselect.store.keys import DB_NAME, RUN_KEY_VERSION, RunRecord, default_cache_dir, item_key, run_key, space_key
 from embedselect.store.queries import StoreQueries
@@ -87,7 +87,7 @@ class Store(VectorStore, RecordStore, StoreQueries):
         """Opened read-only (see the module docstring): serves what it holds, stores nothing."""
         if self.read_only:
             if not self.db_path.is_file():
-                raise StoreReadOnlyError(
+                raise CacheReadOnlyError(
                     f"the cache at {self.root} is read-only and holds no database ({DB_NAME}); use a writable "
                     "--cache-dir or EMBEDSELECT_CACHE_DIR"
                 )
@@ -96,7 +96,7 @@ class Store(VectorStore, RecordStore, StoreQueries):
             _claim_root(self.root, self.db_path)
             self.vectors_dir.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise StoreError(
+            raise CacheError(
                 f"cannot create the cache directory {self.root}: {exc}. Choose another with --cache-dir or "
                 "EMBEDSELECT_CACHE_DIR."
             ) from exc
@@ -104,7 +104,7 @@ class Store(VectorStore, RecordStore, StoreQueries):
 
         from embedselect._fs.guard import own_file
 
-        self._file_lock = filelock.FileLock(str(own_file(self.root / ".lock", what="the cache's lock file", error=StoreError)))
+        self._file_lock = filelock.FileLock(str(own_file(self.root / ".lock", what="the cache's lock file", error=CacheError)))
 
     @classmethod
     def open(cls, root: str | Path | None = None, *, lock_timeout: float | None = None,
@@ -115,8 +115,8 @@ class Store(VectorStore, RecordStore, StoreQueries):
         ``EMBEDSELECT_CACHE_READONLY=1``; True / False force it.
 
         Raises:
-            StoreError: the cache directory cannot be created.
-            StoreReadOnlyError: the cache is read-only and has no database.
+            CacheError: the cache directory cannot be created.
+            CacheReadOnlyError: the cache is read-only and has no database.
         """
         root = Path(root).expanduser() if root is not None else default_cache_dir()
         return cls(root, lock_timeout=lock_timeout, read_only=read_only)
@@ -139,7 +139,7 @@ def _check_root(root: Path) -> None:
         where = "the root folder" if real == Path(real.anchor) else "the home folder"
         raise ConfigError(f"the cache {root} is {where}; the cache needs a folder of its own, e.g. "
                           f"{Path.home() / '.cache' / 'embedselect'}: choose another --cache-dir, EMBEDSELECT_CACHE_DIR "
-                          "or store:")
+                          "or the nightly cache:")
 
 
 CACHE_TAG = "CACHEDIR.TAG"
@@ -178,7 +178,7 @@ def _claim_root(root: Path, db_path: Path) -> None:
         shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
         raise ConfigError(f"the folder {root} holds files that are not embedselect's ({shown}) and is not an "
                           "embedselect cache; the cache needs a folder of its own: give a new or empty folder as "
-                          "--cache-dir, EMBEDSELECT_CACHE_DIR or store: (nothing was written there)")
+                          "--cache-dir, EMBEDSELECT_CACHE_DIR or the nightly cache: (nothing was written there)")
     tmp = root / f".{CACHE_TAG}.{os.getpid()}.{threading.get_ident()}.tmp"
     tmp.unlink(missing_ok=True)  # a leftover of this very process and thread (never opened through a link)
     try:  # written whole under a temporary name, then linked into place: the tag is never seen half-written
@@ -201,14 +201,14 @@ def _tag_is_ours(root: Path, tag: Path) -> bool:
     """
     if tag.is_symlink() or (tag.exists() and not tag.is_file()):
         raise ConfigError(f"the cache folder {root} has a {CACHE_TAG} that is not a plain file; embedselect never writes "
-                          "through a link: remove it or choose another --cache-dir, EMBEDSELECT_CACHE_DIR or store:")
+                          "through a link: remove it or choose another --cache-dir, EMBEDSELECT_CACHE_DIR or the nightly cache:")
     if not tag.is_file():
         return False
     head = tag.read_bytes()[:400]
     if head.startswith(_TAG_TEXT.encode()[:43]) and b"embedselect" in head:
         return True
     raise ConfigError(f"{root} is another program's cache ({tag} was not written by embedselect); choose a folder "
-                      "of embedselect's own with --cache-dir, EMBEDSELECT_CACHE_DIR or store:")
+                      "of embedselect's own with --cache-dir, EMBEDSELECT_CACHE_DIR or the nightly cache:")
 
 
 def _empty_or_own(p: Path) -> bool:
@@ -231,5 +231,5 @@ def _read_only(root: Path, db_path: Path) -> bool:
     return db_path.is_file() and not os.access(db_path, os.W_OK)
 
 
-__all__ = ["Store", "RunRecord", "run_key", "space_key", "item_key", "default_cache_dir", "CacheCorruptError", "SCHEMA_VERSION", "DB_NAME",
+__all__ = ["Store", "RunRecord", "run_key", "space_key", "item_key", "default_cache_dir", "SCHEMA_VERSION", "DB_NAME",
            "RUN_KEY_VERSION"]

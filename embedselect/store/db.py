@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Any, Iterator
 
-from embedselect.errors import StoreError, StoreLockedError, StoreReadOnlyError
+from embedselect.errors import CacheError, CacheLockedError, CacheReadOnlyError
 from embedselect.store.dbfile import connect, corrupt_error, corruption_guard, open_duckdb
 
 try:  # POSIX
@@ -54,10 +54,10 @@ class Database:
         self._file_lock: Any = None
 
     def require_writable(self, what: str) -> None:
-        """Raise :class:`~embedselect.errors.StoreReadOnlyError` saying that the cache cannot ``what`` (e.g.
+        """Raise :class:`~embedselect.errors.CacheReadOnlyError` saying that the cache cannot ``what`` (e.g.
         "store the embeddings of X") when it is read-only; the one message for every impossible write."""
         if self.read_only:
-            raise StoreReadOnlyError(
+            raise CacheReadOnlyError(
                 f"the cache at {self.root} is read-only, so it cannot {what}; use only what it holds, or give a "
                 "writable --cache-dir (or EMBEDSELECT_CACHE_DIR)"
             )
@@ -125,14 +125,14 @@ class Database:
             except BlockingIOError:
                 if time.monotonic() > deadline:
                     os.close(fd)
-                    raise StoreLockedError(self._lock_message()) from None
+                    raise CacheLockedError(self._lock_message()) from None
                 time.sleep(_POLL_S)
             except OSError:  # flock not supported on this filesystem
                 os.close(fd)
                 return None, None
         try:
             return open_duckdb(self.db_path, read_only=True), fd
-        except (duckdb.Error, StoreError) as exc:
+        except (duckdb.Error, CacheError) as exc:
             corrupt = corrupt_error(self.db_path, exc)
             if corrupt is not None:
                 _unlock(fd)
@@ -151,7 +151,7 @@ class Database:
         try:
             self._file_lock.acquire(timeout=self.lock_timeout)
         except filelock.Timeout:
-            raise StoreLockedError(self._lock_message()) from None
+            raise CacheLockedError(self._lock_message()) from None
         try:
             con = connect(self.db_path, read_only=False, lock_timeout=self.lock_timeout)
             self._con, self._depth, self._shared = con, 1, False
@@ -184,7 +184,7 @@ class Database:
         """A DuckDB connection inside one transaction: committed on normal exit, rolled back on error.
 
         Raises:
-            StoreReadOnlyError: the cache is read-only.
+            CacheReadOnlyError: the cache is read-only.
         """
         self.require_writable("be changed")
         with self._connection() as con:

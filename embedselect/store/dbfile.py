@@ -1,5 +1,5 @@
 """Opening the cache's DuckDB file: waiting while a program outside embedselect holds it, and telling a damaged file
-(:class:`~embedselect.errors.StoreCorruptError`, with its recovery) from a busy one, at the open and at any query.
+(:class:`~embedselect.errors.CacheDatabaseCorruptError`, with its recovery) from a busy one, at the open and at any query.
 
 Every connection is opened by :func:`open_duckdb`, with DuckDB's extension auto-install and auto-load off
 (:data:`DUCKDB_CONFIG`): a file of another format in the cache's place (a SQLite database) is refused as "not a DuckDB
@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import Any, Iterator
 
-from embedselect.errors import StoreCorruptError, StoreError, StoreLockedError
+from embedselect.errors import CacheDatabaseCorruptError, CacheError, CacheLockedError
 
 CORRUPTION_SIGNS = (
     "not a valid duckdb database",
@@ -39,14 +39,14 @@ def open_duckdb(db_path: Path, *, read_only: bool) -> Any:
     """``duckdb.connect`` of ``db_path`` with :data:`DUCKDB_CONFIG`: the one place the cache's connections are made.
 
     Raises:
-        StoreError: the file is another database's format (see :func:`foreign_format`).
+        CacheError: the file is another database's format (see :func:`foreign_format`).
         duckdb.Error: as ``duckdb.connect``.
     """
     import duckdb
 
     kind = foreign_format(db_path)
     if kind is not None:
-        raise StoreError(f"the cache database {db_path} is not a DuckDB database (it is {kind}); embedselect uses it "
+        raise CacheError(f"the cache database {db_path} is not a DuckDB database (it is {kind}); embedselect uses it "
                          "only as its own DuckDB file. Give another --cache-dir, or move that file out of the cache "
                          "folder if it is yours")
     return duckdb.connect(str(db_path), read_only=read_only, config=dict(DUCKDB_CONFIG))
@@ -71,7 +71,7 @@ def is_own_database(db_path: Path) -> bool:
 
     try:
         con = open_duckdb(db_path, read_only=True)
-    except (duckdb.Error, StoreError):
+    except (duckdb.Error, CacheError):
         return False
     try:
         tables = {r[0] for r in con.execute(
@@ -86,8 +86,8 @@ def is_own_database(db_path: Path) -> bool:
         con.close()
 
 
-def corrupt_error(db_path: Path, exc: BaseException) -> StoreCorruptError | None:
-    """The :class:`StoreCorruptError` for DuckDB's error ``exc`` on ``db_path`` when it says the file is damaged,
+def corrupt_error(db_path: Path, exc: BaseException) -> CacheDatabaseCorruptError | None:
+    """The :class:`CacheDatabaseCorruptError` for DuckDB's error ``exc`` on ``db_path`` when it says the file is damaged,
     else None."""
     import duckdb
 
@@ -95,7 +95,7 @@ def corrupt_error(db_path: Path, exc: BaseException) -> StoreCorruptError | None
     if not isinstance(exc, duckdb.Error) or not any(sign in text for sign in CORRUPTION_SIGNS):
         return None
     first = " ".join(str(exc).split())[:300]
-    return StoreCorruptError(
+    return CacheDatabaseCorruptError(
         f"the cache database {db_path} is damaged and cannot be read ({first}). Move it aside (e.g. "
         f"`mv {db_path} {db_path}.broken`, and its .wal file if there is one): the next run starts a new cache database there and computes the embeddings "
         "again (`embedselect cache gc` then removes the vector files no row points at); or use another --cache-dir"
@@ -107,9 +107,9 @@ def connect(db_path: Path, *, read_only: bool, lock_timeout: float) -> Any:
     program holds the file.
 
     Raises:
-        StoreCorruptError: the file is damaged (see :data:`CORRUPTION_SIGNS`).
-        StoreLockedError: still held by another program after ``lock_timeout`` seconds.
-        StoreError: not a DuckDB database (:func:`open_duckdb`), or any other reason DuckDB cannot open it.
+        CacheDatabaseCorruptError: the file is damaged (see :data:`CORRUPTION_SIGNS`).
+        CacheLockedError: still held by another program after ``lock_timeout`` seconds.
+        CacheError: not a DuckDB database (:func:`open_duckdb`), or any other reason DuckDB cannot open it.
     """
     import duckdb
 
@@ -123,17 +123,17 @@ def connect(db_path: Path, *, read_only: bool, lock_timeout: float) -> Any:
             if corrupt is not None:
                 raise corrupt from exc
             if not isinstance(exc, duckdb.IOException) or "lock" not in str(exc).lower():
-                raise StoreError(f"cannot open the{mode} cache database {db_path}: {exc}. Move it aside (the vectors "
+                raise CacheError(f"cannot open the{mode} cache database {db_path}: {exc}. Move it aside (the vectors "
                                  "are recomputed) or use another --cache-dir.") from exc
             if time.monotonic() > deadline:  # held by a program outside embedselect
-                raise StoreLockedError(f"cannot open {db_path}{mode}: {exc}. Close other programs using it.") from exc
+                raise CacheLockedError(f"cannot open {db_path}{mode}: {exc}. Close other programs using it.") from exc
             time.sleep(0.2)
 
 
 @contextlib.contextmanager
 def corruption_guard(db_path: Path) -> Iterator[None]:
     """Turn DuckDB's errors for a damaged ``db_path`` raised inside the block (a query reaching a truncated part of
-    the file) into :class:`StoreCorruptError`; other errors pass unchanged."""
+    the file) into :class:`CacheDatabaseCorruptError`; other errors pass unchanged."""
     try:
         yield
     except Exception as exc:

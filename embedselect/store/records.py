@@ -6,7 +6,7 @@ import json
 import logging
 from typing import Any, Mapping
 
-from embedselect.errors import ConfigError, StoreError
+from embedselect.errors import ConfigError, CacheError
 from embedselect.store.db import Database
 from embedselect.store.keys import utc_now
 
@@ -70,7 +70,7 @@ class RecordStore(Database):
                     "INSERT INTO failures VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                     [utc_now(), spec, model_id, revision, stage, error_type, message, fingerprint],
                 )
-        except (OSError, duckdb.Error, StoreError) as exc:
+        except (OSError, duckdb.Error, CacheError) as exc:
             log.warning("could not record the failure of %s in the cache at %s (%s); it is only in this result",
                         spec, self.root, exc)
 

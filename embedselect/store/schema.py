@@ -15,7 +15,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Any, Callable
 
-from embedselect.errors import StoreError
+from embedselect.errors import CacheError
 
 CORE_TABLES = [
     """CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR)""",
@@ -149,7 +149,7 @@ def ensure_schema(con: Any, *, where: str = "the cache database") -> int:
     at (the current one for a new database).
 
     Raises:
-        StoreError: the database was written by a newer embedselect (a higher schema version).
+        CacheError: the database was written by a newer embedselect (a higher schema version).
     """
     from embedselect.version import __version__
 
@@ -158,7 +158,7 @@ def ensure_schema(con: Any, *, where: str = "the cache database") -> int:
     try:
         found = stored_version(con)
         if found is not None and found > SCHEMA_VERSION:
-            raise StoreError(
+            raise CacheError(
                 f"{where} has schema version {found}, newer than this embedselect's {SCHEMA_VERSION} ({__version__}); "
                 "upgrade embedselect, or use another --cache-dir"
             )

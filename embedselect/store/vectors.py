@@ -19,7 +19,7 @@ import numpy as np
 
 from embedselect._util.arrays import check_embeddings
 from embedselect._fs.guard import fsync_dir, own_file
-from embedselect.errors import StoreError
+from embedselect.errors import CacheError
 from embedselect.store.db import Database
 from embedselect.store.keys import RUN_KEY_RE, RunRecord, utc_now
 
@@ -42,7 +42,7 @@ class VectorStore(Database):
 
     def _vector_path(self, key: str) -> Path:
         if not RUN_KEY_RE.match(key):
-            raise StoreError(f"invalid run key {key!r}")
+            raise CacheError(f"invalid run key {key!r}")
         return self.vectors_dir / key[:2] / f"{key}.npy"
 
     def get_run(self, key: str) -> RunRecord | None:
@@ -91,10 +91,10 @@ class VectorStore(Database):
             else:
                 try:  # the recorded shape, float32 (a memory map stays one: nothing is converted)
                     check_embeddings(arr, what="the file", n=rec.n, d=rec.dim, dtype=None, finite=False,
-                                     error=StoreError)
+                                     error=CacheError)
                     if arr.dtype != np.float32:
-                        raise StoreError(f"the file holds {arr.dtype}, not float32")
-                except StoreError as exc:
+                        raise CacheError(f"the file holds {arr.dtype}, not float32")
+                except CacheError as exc:
                     problem = str(exc)
                 else:
                     return arr
@@ -127,7 +127,7 @@ class VectorStore(Database):
 
         self.require_writable(f"store the embeddings of {model_id}")
         vectors = np.ascontiguousarray(check_embeddings(
-            vectors, what=f"the embeddings of {model_id} (not cached)", min_rows=1, error=StoreError, hint=""))
+            vectors, what=f"the embeddings of {model_id} (not cached)", min_rows=1, error=CacheError, hint=""))
         path = self._vector_path(key)
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self._tmp_name(path)
@@ -138,7 +138,7 @@ class VectorStore(Database):
                 os.fsync(f.fileno())
         except OSError as exc:  # a full disk, a quota: no partial file is left behind, nothing stored is touched
             tmp.unlink(missing_ok=True)
-            raise StoreError(
+            raise CacheError(
                 f"could not write the embeddings of {model_id} to the cache at {self.root}: {exc.strerror or exc}; "
                 "free disk space or choose another cache (--cache-dir / EMBEDSELECT_CACHE_DIR)"
             ) from exc
@@ -201,7 +201,7 @@ class VectorStore(Database):
         self._vector_path(key)  # validates the key
         locks = self.root / "locks"
         locks.mkdir(exist_ok=True)
-        lock = filelock.FileLock(str(own_file(locks / f"{key}.lock", what="the run's lock file", error=StoreError)))
+        lock = filelock.FileLock(str(own_file(locks / f"{key}.lock", what="the run's lock file", error=CacheError)))
         try:
             lock.acquire(timeout=0)
         except filelock.Timeout:
@@ -398,7 +398,7 @@ def _insert_index(con: Any, key: str, space: str, items: Sequence[str], *, n: in
     """Insert the item index rows of run ``key``: item ``items[i]`` is row ``i`` (an item that occurs twice: its
     first row). Inside the caller's transaction."""
     if len(items) != n:
-        raise StoreError(f"the item index of run {key[:12]} names {len(items)} items for {n} rows")
+        raise CacheError(f"the item index of run {key[:12]} names {len(items)} items for {n} rows")
     con.execute(
         """INSERT INTO item_vectors SELECT ?, h, ?, min(r) FROM
            (SELECT unnest(?::VARCHAR[]) AS h, unnest(?::INTEGER[]) AS r) GROUP BY h""",
