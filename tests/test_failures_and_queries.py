@@ -9,7 +9,7 @@ import pytest
 from embedselect.models.candidates import parse_candidates
 from embedselect.errors import HubError, ModelTimeoutError, UnsafeModelError
 from embedselect._util.kinds import PAIR_KEY_PREFIX
-from embedselect.store import Store, catalog
+from embedselect.store import Store, hub_models
 from embedselect.store.failures import is_transient, record_failure
 from embedselect.metrics import MemoryPairCache
 from tests.test_sufficiency import FAST
@@ -39,12 +39,12 @@ def test_only_a_policy_refusal_is_a_refusal_and_it_is_per_revision(tmp_path):
     refusal = UnsafeModelError("only pickle weights", reason="pickle_only")
     refusal.revision = "b" * 40  # the commit fetch_model saw
     record_failure(store, spec="acme/y", stage="resolve", error=refusal, repo_id="acme/y")
-    rows = catalog.refusals(store)[["repo_id", "revision", "reason"]].values.tolist()
+    rows = hub_models.refusals(store)[["repo_id", "revision", "reason"]].values.tolist()
     assert rows == [["acme/y", "b" * 40, "pickle_only"]]
     assert [(r["spec"], r["error_type"]) for r in store.failure_rows()] == [("acme/x", "HubError"),
                                                                             ("acme/y", "UnsafeModelError")]
     with pytest.raises(Exception, match="unknown refusal reason"):
-        catalog.record_refusal(store, "acme/z", "c" * 40, "fetch_error", "a hub fault is not a refusal")
+        hub_models.record_refusal(store, "acme/z", "c" * 40, "fetch_error", "a hub fault is not a refusal")
 
 
 def test_store_queries(tmp_path):

@@ -1,4 +1,4 @@
-"""Crawl → catalogue against the fake hub (testkit/hubserver.py): listing, filters, pagination, faults, history."""
+"""Crawl → the hub models table against the fake hub (testkit/hubserver.py): listing, filters, pagination, faults, history."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from embedselect.models import hub as H
 from embedselect.errors import ConfigError, HubError
 from embedselect.store import Store
-from embedselect.store import catalog
+from embedselect.store import hub_models
 
 
 def _safetensors(n_params: int) -> bytes:
@@ -184,27 +184,27 @@ def test_crawl_bad_request_is_a_page_error(hub, retry, sleeps):
     assert res.models == () and res.errors[0].kind == "http" and sleeps == []  # 4xx: not retried
 
 
-# --- catalogue ------------------------------------------------------------------------------------------
-def test_catalogue_upsert_keeps_history_and_first_seen(hub, retry, tmp_path):
+# --- the hub models table ------------------------------------------------------------------------------------------
+def test_the_hub_models_upsert_keeps_history_and_first_seen(hub, retry, tmp_path):
     store = Store.open(tmp_path / "cache")
     _publish_pool(hub)
     first = H.crawl(limit=10, retry=retry)
-    assert catalog.record_crawl(store, first) == 1
+    assert hub_models.record_crawl(store, first) == 1
     hub.set_stats("acme/st-small", downloads=800, trending_score=20.0)
     hub.publish("gamma/new-model", files={"model.safetensors": _safetensors(10)}, library_name="sentence-transformers",
                 pipeline_tag="sentence-similarity", trending_score=2.0)
     second = H.crawl(limit=10, retry=retry)
-    assert catalog.record_crawl(store, second) == 2
+    assert hub_models.record_crawl(store, second) == 2
 
-    hist = catalog.history(store, "acme/st-small")
+    hist = hub_models.history(store, "acme/st-small")
     assert list(hist["crawl_id"]) == [1, 2]
     assert list(hist["downloads"]) == [500, 800] and list(hist["trending_score"]) == [9.0, 20.0]
-    df = catalog.candidates(store, include_refused=True)
+    df = hub_models.candidates(store, include_refused=True)
     assert len(df) == 7
     row = df.set_index("repo_id").loc["acme/st-small"]
     assert row["first_seen_crawl"] == 1 and row["last_seen_crawl"] == 2 and row["downloads"] == 800
     assert df.iloc[0]["repo_id"] == "acme/st-small"  # most trending first
-    new = catalog.candidates(store, new_since_last_crawl=True)
+    new = hub_models.candidates(store, new_since_last_crawl=True)
     assert list(new["repo_id"]) == ["gamma/new-model"]
     crawls = store.query_df("SELECT crawl_id, n_models, complete FROM hub_crawls ORDER BY crawl_id")
     assert list(crawls["n_models"]) == [6, 7] and crawls["complete"].all()
@@ -213,27 +213,27 @@ def test_catalogue_upsert_keeps_history_and_first_seen(hub, retry, tmp_path):
 def test_candidates_filters(hub, retry, tmp_path):
     store = Store.open(tmp_path / "cache")
     _publish_pool(hub)
-    catalog.record_crawl(store, H.crawl(limit=10, retry=retry))
+    hub_models.record_crawl(store, H.crawl(limit=10, retry=retry))
     ids = lambda df: sorted(df["repo_id"])  # noqa: E731
-    assert ids(catalog.candidates(store, modality="image")) == ["acme/vit-t"]
-    assert ids(catalog.candidates(store, max_params=2000)) == ["acme/st-small", "beta/st-gated"]
-    assert ids(catalog.candidates(store, licenses=["mit"])) == ["acme/st-big"]
-    assert "beta/st-gated" not in ids(catalog.candidates(store, exclude_gated=True))
-    assert len(catalog.candidates(store, limit=2)) == 2
+    assert ids(hub_models.candidates(store, modality="image")) == ["acme/vit-t"]
+    assert ids(hub_models.candidates(store, max_params=2000)) == ["acme/st-small", "beta/st-gated"]
+    assert ids(hub_models.candidates(store, licenses=["mit"])) == ["acme/st-big"]
+    assert "beta/st-gated" not in ids(hub_models.candidates(store, exclude_gated=True))
+    assert len(hub_models.candidates(store, limit=2)) == 2
     with pytest.raises(ConfigError):
-        catalog.candidates(store, modality="audio")
+        hub_models.candidates(store, modality="audio")
 
 
 def test_record_crawl_is_all_or_nothing(hub, retry, tmp_path):
     store = Store.open(tmp_path / "cache")
     _publish_pool(hub)
     good = H.crawl(limit=10, retry=retry)
-    catalog.record_crawl(store, good)
+    hub_models.record_crawl(store, good)
     import dataclasses
 
     broken = dataclasses.replace(good, models=good.models + (good.models[0],))  # duplicate → PK violation mid-way
     with pytest.raises(Exception):
-        catalog.record_crawl(store, broken)
+        hub_models.record_crawl(store, broken)
     assert store.query_df("SELECT count(*) AS n FROM hub_crawls")["n"][0] == 1
     assert store.query_df("SELECT count(*) AS n FROM hub_snapshots")["n"][0] == 6
     assert store.query_df("SELECT max(last_seen_crawl) AS c FROM hub_models")["c"][0] == 1
@@ -243,29 +243,29 @@ def test_hub_text_is_bound_not_interpolated(hub, retry, tmp_path):
     store = Store.open(tmp_path / "cache")
     evil = "acme/x'); DROP TABLE hub_models; --"
     hub.publish(evil, files={"config.json": b"{}"}, library_name="sentence-transformers", tags=["it's"])
-    catalog.record_crawl(store, H.crawl(limit=5, retry=retry))
-    df = catalog.candidates(store)
+    hub_models.record_crawl(store, H.crawl(limit=5, retry=retry))
+    df = hub_models.candidates(store)
     assert list(df["repo_id"]) == [evil] and "it's" in list(df["tags"][0])
 
 
 def test_refusals_are_recorded_scrubbed_and_hide_candidates(hub, retry, tmp_path, monkeypatch):
     store = Store.open(tmp_path / "cache")
     _publish_pool(hub)
-    catalog.record_crawl(store, H.crawl(limit=10, retry=retry))
+    hub_models.record_crawl(store, H.crawl(limit=10, retry=retry))
     sha = hub.repos["acme/st-big"].main
     monkeypatch.setenv("HF_TOKEN", "hf_SecretSecret123")
-    catalog.record_refusal(store, "acme/st-big", sha, "too_large", "too big; token hf_SecretSecret123 was used")
-    assert "acme/st-big" not in set(catalog.candidates(store)["repo_id"])
-    refused = catalog.candidates(store, include_refused=True).set_index("repo_id")
+    hub_models.record_refusal(store, "acme/st-big", sha, "too_large", "too big; token hf_SecretSecret123 was used")
+    assert "acme/st-big" not in set(hub_models.candidates(store)["repo_id"])
+    refused = hub_models.candidates(store, include_refused=True).set_index("repo_id")
     assert refused.loc["acme/st-big", "refusal_reason"] == "too_large"
-    msg = catalog.refusals(store)["message"][0]
+    msg = hub_models.refusals(store)["message"][0]
     assert "hf_SecretSecret123" not in msg and "***" in msg
     with pytest.raises(ConfigError, match="reason"):
-        catalog.record_refusal(store, "acme/st-big", sha, "because", "x")
+        hub_models.record_refusal(store, "acme/st-big", sha, "because", "x")
     # a new commit of the model is a new candidate again
     hub.publish("acme/st-big", files={"config.json": b"{}", "model.safetensors": _safetensors(9000)})
-    catalog.record_crawl(store, H.crawl(limit=10, retry=retry))
-    assert "acme/st-big" in set(catalog.candidates(store)["repo_id"])
+    hub_models.record_crawl(store, H.crawl(limit=10, retry=retry))
+    assert "acme/st-big" in set(hub_models.candidates(store)["repo_id"])
 
 
 # --- CLI ------------------------------------------------------------------------------------------------
@@ -277,7 +277,7 @@ def _parser():
     return p
 
 
-def test_cli_crawl_and_catalog_ls(hub, tmp_path, capsys):
+def test_cli_crawl_and_hub_ls(hub, tmp_path, capsys):
     _publish_pool(hub)
     p = _parser()
     args = p.parse_args(["crawl", "--library", "sentence-transformers", "--sort", "downloads", "--limit", "3",
@@ -286,7 +286,7 @@ def test_cli_crawl_and_catalog_ls(hub, tmp_path, capsys):
     out = json.loads(capsys.readouterr().out)
     assert [m["repo_id"] for m in out["models"]] == ["acme/st-big", "acme/st-small", "beta/st-gated"]
     assert out["crawl_id"] == 1
-    args = p.parse_args(["catalog", "ls", "--cache-dir", str(tmp_path / "c"), "--json", "--exclude-gated"])
+    args = p.parse_args(["hub", "ls", "--cache-dir", str(tmp_path / "c"), "--json", "--exclude-gated"])
     assert args.func(args) == 0
     rows = json.loads(capsys.readouterr().out)
     assert sorted(r["repo_id"] for r in rows) == ["acme/st-big", "acme/st-small"]

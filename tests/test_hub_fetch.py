@@ -16,7 +16,7 @@ from embedselect.models import hub as H
 from embedselect.errors import CandidateError, ConfigError, HubError, UnsafeModelError
 from embedselect.config import LoadPolicy
 from embedselect.store import Store
-from embedselect.store import catalog
+from embedselect.store import hub_models
 from testkit import tinymodels as tm
 
 TOKEN = "hf_TestTokenDoNotLeak0123456789"
@@ -75,7 +75,7 @@ def _downloaded(hub, rid: str) -> set[str]:
 
 
 # --- the happy path through the real libraries --------------------------------------------------------------
-def test_crawl_catalogue_fetch_embed_sentence_transformers(hub, models, retry, tmp_path):
+def test_crawl_record_fetch_embed_sentence_transformers(hub, models, retry, tmp_path):
     rid = _rid("st")
     sha = hub.publish(
         rid, models["st"], library_name="sentence-transformers", pipeline_tag="sentence-similarity",
@@ -83,8 +83,8 @@ def test_crawl_catalogue_fetch_embed_sentence_transformers(hub, models, retry, t
     )
     store = Store.open(tmp_path / "cache")
     res = H.crawl(library="sentence-transformers", limit=5, retry=retry)
-    catalog.record_crawl(store, res)
-    cand = catalog.candidates(store, modality="text")
+    hub_models.record_crawl(store, res)
+    cand = hub_models.candidates(store, modality="text")
     assert list(cand["repo_id"]) == [rid] and cand["sha"][0] == sha and cand["num_params"][0] > 0
 
     fm = H.fetch_model(rid, retry=retry)
@@ -180,7 +180,7 @@ def test_refuses_remote_code_pickle_size_and_gated_unless_opted_in(hub, models, 
     hub.publish(remote, models["remote"], library_name="transformers")
     err = _refused(hub, remote, "remote_code", retry=retry)
     assert "auto_map" in str(err) and "trust_remote_code" in str(err)
-    catalog.record_refusal(store, remote, hub.repos[remote].main, err.reason, str(err))
+    hub_models.record_refusal(store, remote, hub.repos[remote].main, err.reason, str(err))
     assert H.fetch_model(remote, policy=LoadPolicy(trust_remote_code=True), retry=retry).revision
 
     # custom sentence-transformers module types are remote code too (found in modules.json)
@@ -210,7 +210,7 @@ def test_refuses_remote_code_pickle_size_and_gated_unless_opted_in(hub, models, 
     fm = H.fetch_model(gated, policy=LoadPolicy(allow_gated=True), token=TOKEN, retry=retry)
     assert (fm.local_dir / "model.safetensors").is_file()
 
-    reasons = set(catalog.refusals(store)["reason"])
+    reasons = set(hub_models.refusals(store)["reason"])
     assert reasons == {"remote_code"}
 
 
@@ -352,7 +352,7 @@ def test_token_reaches_the_hub_but_never_logs_or_store(hub, models, retry, monke
     store = Store.open(tmp_path / "cache")
     hub.add_fault(r"^/api/models\?", status=503)  # a retried page: the warning must not show the token
     res = H.crawl(limit=5, retry=retry)
-    catalog.record_crawl(store, res)
+    hub_models.record_crawl(store, res)
     fm = H.fetch_model(rid, policy=LoadPolicy(allow_gated=True), retry=retry)
     assert (fm.local_dir / "model.safetensors").is_file()
     hub_side = [r for r in hub.requests if not r["path"].startswith("/cdn/")]
@@ -360,14 +360,14 @@ def test_token_reaches_the_hub_but_never_logs_or_store(hub, models, retry, monke
                             if r["path"] != "/api/agent-harnesses")
     assert all("authorization" not in r["headers"] for r in hub.requests_to(r"^/cdn/"))  # not sent to the CDN
     # a refusal message that quotes the token is scrubbed before it is stored
-    catalog.record_refusal(store, rid, fm.revision, "gated", f"failed with {TOKEN}")
+    hub_models.record_refusal(store, rid, fm.revision, "gated", f"failed with {TOKEN}")
     hub.add_fault(rf"^/api/models/{rid}(\?|$)", status=500, times=-1)
     with pytest.raises(HubError) as ei:
         H.fetch_model(rid, policy=LoadPolicy(allow_gated=True), retry=retry)
     assert TOKEN not in str(ei.value)
     assert TOKEN not in caplog.text and "WARNING" in caplog.text
     assert TOKEN.encode() not in (tmp_path / "cache" / "embedselect.duckdb").read_bytes()
-    assert TOKEN not in catalog.refusals(store)["message"][0]
+    assert TOKEN not in hub_models.refusals(store)["message"][0]
 
 
 @pytest.mark.fault

@@ -6,7 +6,7 @@ import pytest
 
 import embedselect
 from embedselect.data import sample_path
-from embedselect.store import Store, catalog
+from embedselect.store import Store, hub_models
 from testkit import tinymodels as tm
 
 SAMPLE = sample_path("texts")
@@ -52,4 +52,4 @@ def test_select_hub_models_refuses_unsafe_ones_and_reruns_offline(hub, tiny, cac
     assert all(c.cached for c in second)
     assert second["acme/tiny-st-select"].revision == sha
     assert [r for r in hub.requests if r["path"] != "/api/agent-harnesses"] == []
-    assert catalog.refusals(store)["repo_id"].tolist() == ["acme/remote-select"]
+    assert hub_models.refusals(store)["repo_id"].tolist() == ["acme/remote-select"]

@@ -69,9 +69,9 @@ def test_a_passing_hub_fault_is_a_failure_retried_the_next_night(hub, tiny, tmp_
     assert fail["name"] == "acme/flaky" and fail["error_type"] == "HubError", fail
     assert s1["status"] == "partial" and "acme/flaky" not in ranked(tmp_path)
     store = Store.open(tmp_path / "cache")
-    from embedselect.store import catalog
+    from embedselect.store import hub_models
 
-    assert catalog.refusals(store).empty  # a fault is never a refusal
+    assert hub_models.refusals(store).empty  # a fault is never a refusal
     hub.faults.clear()
     s2 = run_night(conf)
     assert s2["failed"] == [] and ranked(tmp_path)["acme/flaky"] == sha
@@ -120,9 +120,9 @@ def test_a_policy_refusal_stays_at_its_revision_and_a_new_revision_is_planned(hu
     s1 = run_night(conf)
     (fail,) = s1["failed"]
     assert fail["name"] == "acme/pickled" and fail["error_type"] == "UnsafeModelError"
-    from embedselect.store import catalog
+    from embedselect.store import hub_models
 
-    refusals = catalog.refusals(Store.open(tmp_path / "cache"))
+    refusals = hub_models.refusals(Store.open(tmp_path / "cache"))
     assert refusals[["repo_id", "revision", "reason"]].values.tolist() == [["acme/pickled", sha_a, "pickle_only"]]
     s2 = run_night(conf)
     assert {"name": "acme/pickled", "revision": sha_a, "reason": "refused by the safety policy at this revision"} in \

@@ -58,6 +58,33 @@ def test_an_old_version_store_is_migrated_on_open_and_keeps_its_rows(tmp_path):
     assert len(Store.open(tmp_path).query_df("SELECT * FROM schema_history")) == schema.SCHEMA_VERSION
 
 
+
+def test_a_version_3_cache_with_the_old_hub_view_opens_and_keeps_its_hub_models(tmp_path):
+    """Schema version 4 renamed the hub models view ``candidates`` to ``hub_candidates``: a version 3 cache (its view
+    under the old name, one crawled model) opens, is migrated, and lists that model; the old view is gone."""
+    from embedselect.store import hub_models
+
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    con = duckdb.connect(str(tmp_path / st.DB_NAME))
+    for ddl in schema.CORE_TABLES:
+        con.execute(ddl)
+    con.execute(schema._HISTORY_DDL)
+    con.execute(schema.ITEM_VECTORS_DDL)
+    con.execute("INSERT INTO schema_history VALUES (3, NULL, NULL)")
+    con.execute("INSERT INTO meta VALUES ('schema_version', '3')")
+    for ddl in hub_models._DDL[:-1]:  # the tables, as version 3 had them
+        con.execute(ddl)
+    con.execute("CREATE VIEW candidates AS SELECT m.*, false AS is_new, NULL::VARCHAR AS refusal_reason "
+                "FROM hub_models m")  # the view under its version 3 name
+    con.execute("INSERT INTO hub_models (repo_id, gated, first_seen_at, first_seen_crawl, last_seen_at, "
+                "last_seen_crawl, trending_score) VALUES ('acme/old', false, now(), 1, now(), 1, 3.0)")
+    con.close()
+    store = Store.open(tmp_path)
+    assert hub_models.candidates(store).repo_id.tolist() == ["acme/old"]
+    assert _version(tmp_path) == schema.SCHEMA_VERSION >= 4
+    views = set(store.query_df("SELECT view_name FROM duckdb_views() WHERE NOT internal").view_name)
+    assert "hub_candidates" in views and "candidates" not in views
+
 def test_a_failing_migration_leaves_the_old_version(tmp_path, monkeypatch):
     _v1_database(tmp_path)
 

@@ -1,6 +1,6 @@
 """The vocabulary every layer shares, in one place: modalities, model backends, built-in baselines.
 
-A low module with no imports of its own, so that candidate parsing, the hub, the store's catalogue and the
+A low module with no imports of its own, so that candidate parsing, the hub, the cache's hub models table and the
 backends agree on the same names without importing each other (candidates never import a backend).
 """
 

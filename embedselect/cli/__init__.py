@@ -1,8 +1,8 @@
-"""Command line: ``embedselect rank | embed | validate | ask | cache | demo | crawl | catalog | metrics | index | search |
+"""Command line: ``embedselect rank | embed | validate | ask | cache | demo | crawl | hub | metrics | index | search |
 neighbours | nightly | badge | card | leaderboard | report``, one module per command group (each has ``register(subparsers)``; add a group to
 :data:`GROUPS`).
 
-Exit codes (for pipelines): 0 ok, 1 unexpected error, 2 usage/config, 3 data, 4 candidates, 5 hub, 6 store,
+Exit codes (for pipelines): 0 ok, 1 unexpected error, 2 usage/config, 3 data, 4 candidates, 5 hub, 6 cache,
 7 metric, 8 partial (some candidates failed and ``--strict`` was given), 130 interrupted, 141 stdout closed before
 the output was written (quietly, as a shell tool ended by SIGPIPE: ``embedselect cache ls | head -1``).
 """

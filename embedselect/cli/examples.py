@@ -13,7 +13,7 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
         ("name candidates, JSON for a pipeline, an HTML report",
          "embedselect rank tickets.csv -c text --models minilm=./model,minilm-cls=./model?pooling=cls "
          "--json --html report.html"),
-        ("the catalogue's text models, two metrics, 200 bootstrap resamples",
+        ("the curated text catalog's models, two metrics, 200 bootstrap resamples",
          "embedselect rank docs.parquet -c body --models catalog:text --metrics task_prior,sufficiency "
          "--bootstrap 200"),
         ("let your answers to `embedselect ask` decide between the leaders",
@@ -55,11 +55,11 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
     "crawl": [
         ("record the 50 trending sentence-transformers models",
          "embedselect crawl --library sentence-transformers --sort trending --limit 50"),
-        ("list small permissively licensed models as JSON without storing them",
-         "embedselect crawl --max-params 150M --license apache-2.0 --license mit --no-store --json"),
+        ("list small permissively licensed models as JSON without recording them",
+         "embedselect crawl --max-params 150M --license apache-2.0 --license mit --no-record --json"),
     ],
-    "catalog": [
-        ("text models recorded by crawl, new ones only", "embedselect catalog ls --modality text --new"),
+    "hub": [
+        ("text models recorded by crawl, new ones only", "embedselect hub ls --modality text --new"),
     ],
     "index": [
         ("a FAISS index of your data under the winner of rank",

@@ -1,4 +1,4 @@
-"""Hub commands of the CLI: ``embedselect crawl`` and ``embedselect catalog ls``.
+"""Hub commands of the CLI: ``embedselect crawl`` and ``embedselect hub ls``.
 
 :func:`register` adds them to the main parser's subparsers (see :func:`embedselect.cli.build_parser`); each
 sets ``func`` to a handler ``(args) -> exit code``. Exit codes: 0 ok, 5 (hub) when a crawl got no model and
@@ -27,12 +27,12 @@ def parse_count(text: str) -> int:
 
 
 def register(subparsers) -> None:
-    """Add ``crawl`` and ``catalog`` to an argparse subparsers object."""
+    """Add ``crawl`` and ``hub`` to an argparse subparsers object."""
     p = subparsers.add_parser(
         "crawl",
-        help="list embedding models on the hub and record them in the catalogue",
+        help="list embedding models on the hub and record them in the cache's hub models table",
         description="List models on the Hugging Face Hub (HF_ENDPOINT, HF_TOKEN honoured) and upsert them into "
-        "the catalogue of the store, keeping history (downloads, trending score per crawl).",
+        "the cache's hub models table, keeping history (downloads, trending score per crawl).",
     )
     p.add_argument("--library", help="library_name, e.g. sentence-transformers, timm, transformers")
     p.add_argument("--pipeline-tag", help="e.g. feature-extraction, image-feature-extraction, sentence-similarity")
@@ -47,7 +47,7 @@ def register(subparsers) -> None:
     p.add_argument("--max-params", type=parse_count, help="maximum parameter count, e.g. 500M")
     p.add_argument("--license", action="append", dest="licenses", help="allowed licence id (repeatable)")
     p.add_argument("--exclude-gated", action="store_true", help="skip gated repos")
-    p.add_argument("--no-store", action="store_true", help="only print; do not record in the catalogue")
+    p.add_argument("--no-record", action="store_true", help="only print; do not record in the hub models table")
     p.add_argument("--cache-dir", help="cache root (default: $EMBEDSELECT_CACHE_DIR or the user cache dir)")
     p.add_argument("--json", action="store_true", help="print the crawl as JSON on stdout")
     p.add_argument("--strict", action="store_true", help="exit 8 if any listing page failed")
@@ -55,8 +55,8 @@ def register(subparsers) -> None:
     p.add_argument("--verbose", "-v", action="store_true")
     p.set_defaults(func=cmd_crawl)
 
-    p = subparsers.add_parser("catalog", help="query the hub catalogue recorded by `crawl`")
-    p.add_argument("catalog_cmd", choices=["ls"])
+    p = subparsers.add_parser("hub", help="list the hub models recorded by `crawl`")
+    p.add_argument("hub_cmd", choices=["ls"])
     p.add_argument("--modality", choices=["text", "image"])
     p.add_argument("--max-params", type=parse_count)
     p.add_argument("--license", action="append", dest="licenses")
@@ -68,7 +68,7 @@ def register(subparsers) -> None:
     p.add_argument("--json", action="store_true")
     p.add_argument("--quiet", "-q", action="store_true")
     p.add_argument("--verbose", "-v", action="store_true")
-    p.set_defaults(func=cmd_catalog)
+    p.set_defaults(func=cmd_hub)
 
 
 def _fmt(v) -> str:
@@ -88,11 +88,11 @@ def _table(rows: list[dict], cols: list[str]) -> str:
 
 def cmd_crawl(args) -> int:
     """Handler of ``embedselect crawl``."""
-    from embedselect.pipeline import refresh_catalog
+    from embedselect.pipeline import refresh_hub_models
 
-    result, crawl_id = refresh_catalog(
+    result, crawl_id = refresh_hub_models(
         cache_dir=args.cache_dir,
-        record=not args.no_store,
+        record=not args.no_record,
         library=args.library,
         pipeline_tag=args.pipeline_tag,
         tags=tuple(args.tag),
@@ -127,10 +127,10 @@ def cmd_crawl(args) -> int:
     return 0
 
 
-def cmd_catalog(args) -> int:
-    """Handler of ``embedselect catalog ls``."""
+def cmd_hub(args) -> int:
+    """Handler of ``embedselect hub ls``."""
     from embedselect.store import Store
-    from embedselect.store.catalog import candidates
+    from embedselect.store.hub_models import candidates
 
     if args.limit is not None and args.limit < 1:
         raise ConfigError("--limit must be a positive integer")

@@ -71,9 +71,9 @@ class NightPlan:
 
 def _refused(store: Any) -> set[tuple[str, str]]:
     """(repo, commit) pairs the safety policy refused: a refusal is of one revision, a new commit is planned."""
-    from embedselect.store import catalog
+    from embedselect.store import hub_models
 
-    df = catalog.refusals(store)
+    df = hub_models.refusals(store)
     return {(str(r), str(v)) for r, v in zip(df["repo_id"], df["revision"]) if isinstance(v, str) and v}
 
 

@@ -84,10 +84,10 @@ class _Stages:
 
 def _crawl(cfg: NightlyConfig, store: Any, token: str | None, *, record: bool, should_stop: Any = None):
     """The night's crawl: ``crawl.max_pages`` pages at most, and none once ``should_stop()`` (the budget) says so."""
-    from embedselect.pipeline import refresh_catalog
+    from embedselect.pipeline import refresh_hub_models
 
     c = cfg.crawl
-    result, _ = refresh_catalog(
+    result, _ = refresh_hub_models(
         store=store, record=record, token=token, library=c.library, pipeline_tag=c.pipeline_tag, tags=c.tags,
         author=c.author, search=c.search, sort=c.sort, limit=c.limit, min_params=c.min_params,
         max_params=c.max_params, licenses=c.licenses, include_gated=not c.exclude_gated, max_pages=c.max_pages,

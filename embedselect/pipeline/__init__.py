@@ -1,16 +1,16 @@
 """The one orchestration path: reference data -> candidates -> cached embeddings -> metrics -> Ranking.
 
 Used by the CLI, the nightly job and pipelines alike. Logs through :mod:`logging`; never prints. The stages live in
-this package's modules (context, embedding, families, scoring, conclude, answers, run, questions, asking, catalog); the names in ``__all__`` are
+this package's modules (context, embedding, families, scoring, conclude, answers, run, questions, asking, hub_models); the names in ``__all__`` are
 its entry points (the run's internal state, :class:`~embedselect.pipeline.context.RunContext`, stays in its module).
 """
 
 from __future__ import annotations
 
 from embedselect.metrics.base import DEFAULT_METRICS
-from embedselect.pipeline.catalog import refresh_catalog
 from embedselect.pipeline.context import EmbedOutcome, load_reference_data
 from embedselect.pipeline.embedding import embed, embed_reference
+from embedselect.pipeline.hub_models import refresh_hub_models
 from embedselect.pipeline.run import select, select_embedded
 from embedselect.pipeline.asking import ask
 from embedselect.config import LoadPolicy, RankConfig, Runtime
@@ -28,7 +28,7 @@ __all__ = [
     "embed",
     "embed_reference",
     "load_reference_data",
-    "refresh_catalog",
+    "refresh_hub_models",
     "select",
     "select_embedded",
 ]

@@ -3,7 +3,7 @@
 Layout under the cache root (``--cache-dir`` > ``$EMBEDSELECT_CACHE_DIR`` > the user cache directory)::
 
     embedselect.duckdb          tables: datasets, models, embedding_runs, item_vectors, failures, metric_results,
-                                rankings, pair_cache (+ the hub catalogue tables, see store/catalog.py)
+                                rankings, pair_cache (+ the hub models tables, see store/hub_models.py)
     vectors/ab/<run_key>.npy    float32 (n, d) embedding matrices, one per run
     locks/<run_key>.lock        per-run lock files: one process computes a run, others wait and read it
     digests/ab/<id>.json        sha256 of big files of local model folders (embedselect/models/candidates/digests.py)

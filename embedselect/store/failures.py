@@ -1,8 +1,8 @@
 """The one place that records why a candidate failed, and the rule that tells a refusal from a failure.
 
 - A **refusal** is the safety policy's verdict on one revision (:class:`~embedselect.errors.UnsafeModelError`:
-  remote code, pickle-only weights, too large, gated). It goes to the store's ``failures`` table and to the
-  catalogue's ``hub_refusals`` with the commit it was made at; that revision is not planned again, a new one is.
+  remote code, pickle-only weights, too large, gated). It goes to the cache's ``failures`` table and to the
+  hub models table's ``hub_refusals`` with the commit it was made at; that revision is not planned again, a new one is.
 - A **failure** is everything else and goes to ``failures`` only. A *transient* one (:func:`is_transient`: a hub or
   network fault that outlived the retries — 5xx, timeout, connection reset, a file missing during a download) is
   retried the next night at the same revision; any other (a broken model, NaN vectors, the per-model time limit)
@@ -51,9 +51,9 @@ def record_failure(store: Any, *, spec: str, stage: str, error: BaseException | 
     store.record_failure(spec=spec, stage=stage, error_type=etype, message=message, model_id=model_id,
                          revision=revision, fingerprint=fingerprint)
     if isinstance(error, UnsafeModelError) and repo_id:
-        from embedselect.store import catalog
+        from embedselect.store import hub_models
 
         # the commit the policy saw (fetch_model attaches it), else what the caller pinned
         at = getattr(error, "revision", None) or revision
-        catalog.record_refusal(store, repo_id, at, error.reason, message)
+        hub_models.record_refusal(store, repo_id, at, error.reason, message)
     return message

@@ -6,8 +6,8 @@ version ``i + 1`` database into a version ``i + 2`` one, so :data:`SCHEMA_VERSIO
 one in a single transaction (a kill leaves the old version, never half of a migration), and refuses a database
 written by a newer embedselect. Every applied step is recorded in ``schema_history``.
 
-The hub catalogue (store/catalog.py) and the nightly history (store/nightly.py) add their own tables with
-``CREATE ... IF NOT EXISTS``; they are not versioned here.
+The hub models tables (store/hub_models.py) and the nightly history (store/nightly.py) add their own tables with
+``CREATE ... IF NOT EXISTS``; they are not versioned here, except where a name changed (version 4).
 """
 
 from __future__ import annotations
@@ -124,7 +124,14 @@ def _v2_to_v3(con: Any) -> None:
     con.execute(ITEM_VECTORS_DDL)
 
 
-MIGRATIONS: list[Callable[[Any], None]] = [_v1_to_v2, _v2_to_v3]
+def _v3_to_v4(con: Any) -> None:
+    """Version 4: the hub models view ``candidates`` is called ``hub_candidates`` ("candidates" named the crawled hub
+    table beside the ranked candidates); the old view is dropped, the new one is created with the hub tables
+    (:func:`embedselect.store.hub_models.ensure_schema`). Its tables keep their names and rows."""
+    con.execute("DROP VIEW IF EXISTS candidates")
+
+
+MIGRATIONS: list[Callable[[Any], None]] = [_v1_to_v2, _v2_to_v3, _v3_to_v4]
 """Ordered: ``MIGRATIONS[i]`` takes a version ``i + 1`` database (a DuckDB connection inside a transaction) to
 version ``i + 2``. Append only; never edit a released step."""
 

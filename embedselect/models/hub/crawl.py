@@ -55,7 +55,7 @@ EXPAND_FIELDS = (
 )
 
 
-"""Listing ``expand`` fields: everything ranking and the catalogue need, in the listing itself."""
+"""Listing ``expand`` fields: everything ranking and the hub models table need, in the listing itself."""
 
 
 MAX_PAGE_SIZE = 1000  # the hub's cap on ``limit`` per listing page
@@ -306,7 +306,7 @@ def crawl(
     if offline():
         raise HubError(
             "HF_HUB_OFFLINE is set, and a crawl needs the hub. Unset HF_HUB_OFFLINE to crawl, or use the "
-            "catalogue of the last crawl (embedselect.store.catalog.candidates / `embedselect catalog ls`)."
+            "hub models of the last crawl (embedselect.store.hub_models.candidates / `embedselect hub ls`)."
         )
     retry = retry or RetryPolicy()
     from huggingface_hub import ModelInfo

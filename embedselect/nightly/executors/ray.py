@@ -51,10 +51,10 @@ def _embed_unit(ref: Any, cand: Any, job: EmbedJob) -> dict[str, Any]:
         rec = store.get_run(o.result.run_key) if o.result.ok and o.result.run_key else None
         if o.vectors is not None:  # a memory map of the scratch store's file: into memory before the folder goes
             o.vectors = np.array(o.vectors)
-        from embedselect.store import catalog
+        from embedselect.store import hub_models
 
         failures = [(f["stage"], f["error_type"], f["message"]) for f in store.failure_rows()]
-        refusals = [tuple(r) for r in catalog.refusals(store)[["repo_id", "revision", "reason", "message"]]
+        refusals = [tuple(r) for r in hub_models.refusals(store)[["repo_id", "revision", "reason", "message"]]
                     .itertuples(index=False, name=None)]
         models = [(m["model_id"], m["revision"], m["backend"], m["modality"], m["spec"]) for m in store.model_rows()]
     return {"outcome": o, "record": rec, "failures": failures, "refusals": refusals, "models": models,
@@ -188,7 +188,7 @@ class RayExecutor(Executor):
     @staticmethod
     def _store_result(res: dict[str, Any], cand: Any, store: Any, fingerprint: str) -> UnitOutcome:
         """Driver side: write what a worker sent into the one store."""
-        from embedselect.store import catalog
+        from embedselect.store import hub_models
         from embedselect.store.failures import record_failure
 
         o, rec = res["outcome"], res["record"]
@@ -204,7 +204,7 @@ class RayExecutor(Executor):
             record_failure(store, spec=cand.spec, stage=stage, error=message, error_type=error_type,
                            model_id=r.model_id, revision=r.revision, fingerprint=fingerprint)
         for repo_id, revision, reason, message in res["refusals"]:
-            catalog.record_refusal(store, repo_id, revision, reason, message)
+            hub_models.record_refusal(store, repo_id, revision, reason, message)
         o.vectors = None
         return UnitOutcome(o, where=res["where"])
 

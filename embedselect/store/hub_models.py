@@ -1,4 +1,6 @@
-"""The hub catalogue in the DuckDB store: crawls, models with history, refusals, and a ``candidates`` view.
+"""The hub models table in the cache database: what ``crawl`` recorded (crawls, models with history), the safety
+policy's refusals, and the ``hub_candidates`` view. ("Catalog" names the curated YAML lists only:
+:mod:`embedselect.models.candidates.catalogs`.)
 
 Tables (created by :func:`ensure_schema`, ``CREATE ... IF NOT EXISTS``):
 
@@ -11,7 +13,7 @@ Tables (created by :func:`ensure_schema`, ``CREATE ... IF NOT EXISTS``):
   trending_score``: the popularity history.
 - ``hub_refusals``: revisions the safety policy of :func:`embedselect.models.hub.fetch_model` refused — ``repo_id,
   revision, reason, message, refused_at``. Messages are token-scrubbed. Hub faults are failures, not refusals.
-- view ``candidates``: ``hub_models`` + ``is_new`` (first seen in the latest crawl) + ``refusal_reason`` (the
+- view ``hub_candidates``: ``hub_models`` + ``is_new`` (first seen in the latest crawl) + ``refusal_reason`` (the
   latest policy refusal of the model's current sha, if any).
 
 Every write is one ``store.write()`` transaction: a crawl is recorded entirely or not at all. No SQL is built
@@ -36,8 +38,8 @@ __all__ = ["ensure_schema", "record_crawl", "record_refusal", "candidates", "his
 REFUSAL_REASONS = frozenset({"remote_code", "pickle_only", "too_large", "gated"})
 """Reasons accepted by :func:`record_refusal`: the four refusals of the safety policy
 (:class:`~embedselect.errors.UnsafeModelError`). A hub or network fault is a *failure*, never a refusal: it is
-recorded in the store's ``failures`` table (:mod:`embedselect.store.failures`) and retried. Rows of older stores
-with the former reasons "not_found" / "fetch_error" are ignored by :func:`refusals` and the ``candidates`` view."""
+recorded in the cache's ``failures`` table (:mod:`embedselect.store.failures`) and retried. Rows of older stores
+with the former reasons "not_found" / "fetch_error" are ignored by :func:`refusals` and the ``hub_candidates`` view."""
 
 
 _DDL = [
@@ -85,8 +87,9 @@ _DDL = [
         reason VARCHAR NOT NULL,
         message VARCHAR NOT NULL,
         refused_at TIMESTAMPTZ NOT NULL)""",
-    # OR REPLACE: stores made before refusals became per revision and policy-only get the new view
-    """CREATE OR REPLACE VIEW candidates AS
+    # OR REPLACE: caches made before refusals became per revision and policy-only get the new view (the view's
+    # former name, ``candidates``, is dropped by the schema's version 4 migration: store/schema.py)
+    """CREATE OR REPLACE VIEW hub_candidates AS
         SELECT m.*,
                m.first_seen_crawl = (SELECT max(crawl_id) FROM hub_crawls) AS is_new,
                (SELECT r.reason FROM hub_refusals r
@@ -103,7 +106,7 @@ _MODEL_COLS = (
 
 
 def ensure_schema(con: Any) -> None:
-    """Create the catalogue tables and the ``candidates`` view on DuckDB connection ``con`` (idempotent)."""
+    """Create the hub tables and the ``hub_candidates`` view on DuckDB connection ``con`` (idempotent)."""
     for ddl in _DDL:
         con.execute(ddl)
 
@@ -115,7 +118,7 @@ def _utc(ts: datetime | None) -> datetime | None:
 
 
 def record_crawl(store: Any, result: "CrawlResult") -> int:
-    """Upsert a crawl into the catalogue, in one transaction (all of it or nothing).
+    """Upsert a crawl into the hub models table, in one transaction (all of it or nothing).
 
     Adds a ``hub_crawls`` row, one ``hub_snapshots`` row per model, and inserts or updates ``hub_models``
     (``first_seen_*`` kept from the first crawl that saw the model, everything else updated).
@@ -196,7 +199,7 @@ def candidates(
     libraries: Sequence[str] | None = None,
     limit: int | None = None,
 ):
-    """Catalogue models to consider, most trending first, as a pandas DataFrame.
+    """Hub models recorded by ``crawl`` to consider, most trending first, as a pandas DataFrame.
 
     Args:
         modality: "text" or "image"; None = any.
@@ -209,7 +212,7 @@ def candidates(
         limit: at most this many rows.
 
     Returns:
-        DataFrame with the ``candidates`` view's columns (``repo_id, sha, library, pipeline_tag, modality, tags,
+        DataFrame with the ``hub_candidates`` view's columns (``repo_id, sha, library, pipeline_tag, modality, tags,
         license, num_params, gated, ..., first_seen_at, is_new, refusal_reason``), ordered by trending score,
         then downloads (descending), then repo id.
     """
@@ -219,7 +222,7 @@ def candidates(
         raise ConfigError(f"max_params must be a non-negative integer, got {max_params!r}")
     if limit is not None and (not isinstance(limit, int) or limit < 1):
         raise ConfigError(f"limit must be a positive integer, got {limit!r}")
-    sql = "SELECT * FROM candidates WHERE 1=1"
+    sql = "SELECT * FROM hub_candidates WHERE 1=1"
     params: list[Any] = []
     if modality is not None:
         sql += " AND modality = ?"
