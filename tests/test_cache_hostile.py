@@ -29,7 +29,7 @@ def _sqlite(path) -> bytes:
 @pytest.mark.parametrize("readonly", [False, True])
 def test_a_sqlite_file_as_the_cache_database_is_not_a_duckdb_database(tmp_path, capsys, monkeypatch, readonly):
     cache = tmp_path / "cache"
-    with Store.open(cache).write():
+    with Store.open(cache)._write():
         pass
     (cache / DB_NAME).unlink()
     before = _sqlite(cache / DB_NAME)
@@ -45,12 +45,12 @@ def test_a_sqlite_file_as_the_cache_database_is_not_a_duckdb_database(tmp_path, 
 @pytest.mark.fault
 def test_every_cache_connection_turns_extension_autoloading_off(tmp_path):
     store = Store.open(tmp_path / "cache")
-    with store.write() as con:
+    with store._write() as con:
         settings = dict(con.execute(
             "SELECT name, value FROM duckdb_settings() WHERE name IN "
             "('autoinstall_known_extensions', 'autoload_known_extensions')").fetchall())
     assert settings == {"autoinstall_known_extensions": "false", "autoload_known_extensions": "false"}
-    with store.read() as con:
+    with store._read() as con:
         assert con.execute("SELECT value FROM duckdb_settings() WHERE name = 'autoload_known_extensions'"
                            ).fetchone()[0] == "false"
 
@@ -89,7 +89,7 @@ def test_another_programs_duckdb_named_as_the_cache_is_refused_and_nothing_is_cr
 
 def test_a_cache_made_before_the_tag_is_still_claimed(tmp_path):
     cache = tmp_path / "old"
-    with Store.open(cache).write():
+    with Store.open(cache)._write():
         pass
     (cache / "CACHEDIR.TAG").unlink()  # a cache from before the tag: its database carries the schema's marker
     Store.open(cache)

@@ -179,7 +179,7 @@ def test_a_run_stored_before_the_index_joins_it_when_read(cache_dir, texts):
     enc = Counting()
     cand = lambda: [Candidate(name="enc", embedder=enc, revision="v1")]  # noqa: E731
     key = embedselect.embed(texts[:90], cand())[0].result.run_key
-    with Store.open(cache_dir).write() as con:  # what an embedselect of schema version 2 wrote: no index table
+    with Store.open(cache_dir)._write() as con:  # what an embedselect of schema version 2 wrote: no index table
         con.execute("DROP TABLE item_vectors")
         con.execute("DELETE FROM schema_history WHERE version = 3")
         con.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")

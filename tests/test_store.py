@@ -83,7 +83,7 @@ def test_refuses_to_cache_bad_arrays(tmp_path):
 def test_write_transaction_rolls_back(tmp_path):
     store = Store.open(tmp_path)
     with pytest.raises(RuntimeError):
-        with store.write() as con:
+        with store._write() as con:
             con.execute("INSERT INTO pair_cache VALUES ('k', '{}', now())")
             raise RuntimeError("boom")
     assert store.get_many(["k"]) == {}
@@ -225,7 +225,7 @@ _HOLD_LOCK = textwrap.dedent(
     import sys, time
     from embedselect.store import Store
     store = Store.open(sys.argv[1])
-    with store.write() as con:
+    with store._write() as con:
         con.execute("INSERT INTO pair_cache VALUES ('held', '{}', now())")
         print("locked", flush=True)
         time.sleep(float(sys.argv[2]))
@@ -339,7 +339,19 @@ def test_a_full_disk_while_writing_vectors_or_recording_a_failure(tmp_path, monk
     def full(*a, **k):
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(Store, "write", full)
+    monkeypatch.setattr(Store, "_write", full)
     with caplog.at_level("WARNING", logger="embedselect.store"):
-        store.record_failure(spec="x", stage="embed", error_type="E", message="m")
+        from embedselect.store.failures import record_failure
+
+        record_failure(store, spec="x", stage="embed", error="m", error_type="E")
     assert "could not record the failure of x" in caplog.text
+
+
+def test_every_public_store_method_is_listed_by_concern_and_the_connections_are_private():
+    """Store's public methods are the ones other parts use, each named under its concern in the class docstring; the
+    DuckDB connections (``_write``, ``_read``) and the failure row writer (``_record_failure``, behind
+    :func:`embedselect.store.failures.record_failure`) are the store's own."""
+    public = {n for n in dir(Store) if not n.startswith("_") and callable(getattr(Store, n))}
+    doc = Store.__doc__ or ""
+    assert public and not [n for n in sorted(public) if f":meth:`{n}`" not in doc]
+    assert {"write", "read", "record_failure"}.isdisjoint(public)

@@ -135,7 +135,7 @@ def test_put_many_is_one_statement_not_one_per_row(tmp_path, monkeypatch):
     store = Store.open(tmp_path)
     store.get_many(["warm"])  # the schema is made
     calls = {"execute": 0, "executemany": 0}
-    real_write = Store.write
+    real_write = Store._write
 
     class Spy:
         def __init__(self, con):
@@ -156,10 +156,10 @@ def test_put_many_is_one_statement_not_one_per_row(tmp_path, monkeypatch):
         with real_write(self) as con:
             yield Spy(con)
 
-    monkeypatch.setattr(Store, "write", spy_write)
+    monkeypatch.setattr(Store, "_write", spy_write)
     store.put_many({f"is:{i}": {"is": 1.0} for i in range(200)})
     assert calls == {"execute": 0, "executemany": 1}
-    monkeypatch.setattr(Store, "write", real_write)
+    monkeypatch.setattr(Store, "_write", real_write)
     assert len(store.get_many([f"is:{i}" for i in range(200)])) == 200
 
 
@@ -172,7 +172,7 @@ def test_readers_in_two_processes_read_at_once_and_a_writer_waits_for_them(tmp_p
     inside, release, seen = threading.Event(), threading.Event(), {}
 
     def hold_a_read():
-        with first.read() as con:
+        with first._read() as con:
             seen["first"] = con.execute("SELECT count(*) FROM pair_cache").fetchone()[0]
             inside.set()
             assert release.wait(30)
@@ -195,10 +195,10 @@ def test_readers_in_two_processes_read_at_once_and_a_writer_waits_for_them(tmp_p
 def test_a_write_inside_a_read_of_the_same_store_is_a_programming_error(tmp_path):
     store = Store.open(tmp_path)
     store.get_many(["warm"])
-    with store.read():
+    with store._read():
         with pytest.raises(RuntimeError, match="inside a read"):
             store.put_many({"is:x": {"is": 1.0}})
-    with store.write():  # reads inside a write share its connection
+    with store._write():  # reads inside a write share its connection
         assert store.get_many(["is:x"]) == {}
 
 

@@ -68,9 +68,31 @@ from embedselect.store.vectors import VectorStore
 
 
 class Store(VectorStore, RecordStore, StoreQueries):
-    """Handle on one cache root. Cheap to create; opens DuckDB only inside :meth:`read` / :meth:`write`
-    (creating or migrating the schema on first use, see :mod:`embedselect.store.schema`); connections and locks are
-    :mod:`embedselect.store.db`'s."""
+    """Handle on one cache root. Cheap to create; opens DuckDB only for each transaction or read (creating or
+    migrating the schema on first use, see :mod:`embedselect.store.schema`); connections and locks are
+    :mod:`embedselect.store.db`'s, and no SQL leaves the store.
+
+    The public methods, by concern:
+
+    - **Opening and writability**: :meth:`open`; :meth:`require_writable` (raise when a read-only cache must store
+      something), :meth:`can_record` (whether bookkeeping can be stored); attributes ``root``, ``db_path``,
+      ``vectors_dir``, ``read_only``, ``lock_timeout``.
+    - **Embedding runs** (one ``.npy`` file and one row each): :meth:`get_run`, :meth:`load_vectors`,
+      :meth:`save_run`, :meth:`run_lock` (one process computes a run key), :meth:`has_run`, :meth:`find_runs`,
+      :meth:`list_runs`, :meth:`delete_runs`, :meth:`gc`.
+    - **The item index** (vectors per item content, reused across data sets): :meth:`stored_items`,
+      :meth:`needs_index`, :meth:`index_run`.
+    - **Data sets and models seen**: :meth:`record_dataset`, :meth:`record_model`, :meth:`model_rows`.
+    - **Failures**: :meth:`failure_rows` (recorded through :func:`embedselect.store.failures.record_failure`, the one
+      place that records them).
+    - **Rankings**: :meth:`save_ranking`, :meth:`get_ranking`, :meth:`latest_ranking`, :meth:`list_rankings`.
+    - **Metric results and the pair cache**: :meth:`get_metric_result`, :meth:`put_metric_result`,
+      :meth:`get_many`, :meth:`put_many`, :meth:`count_pairs`.
+    - **Reading by SQL**: :meth:`query_df` (a read-only query, a pandas DataFrame).
+
+    The hub models tables and the nightly history are module functions over a Store
+    (:mod:`~embedselect.store.hub_models`, :mod:`~embedselect.store.nightly`). The connection methods (``_write``,
+    ``_read``) are the store's own."""
 
     def __init__(self, root: Path, *, lock_timeout: float | None = None, read_only: bool | None = None) -> None:
         self.root = Path(root)

@@ -180,7 +180,7 @@ class Database:
             con.close()
 
     @contextlib.contextmanager
-    def write(self) -> Iterator[Any]:
+    def _write(self) -> Iterator[Any]:
         """A DuckDB connection inside one transaction: committed on normal exit, rolled back on error.
 
         Raises:
@@ -205,22 +205,22 @@ class Database:
     @contextlib.contextmanager
     def _critical(self) -> Iterator[Any]:
         """Hold the exclusive inter-process lock (and a connection) across several steps, e.g. a committed
-        :meth:`write` followed by file operations that must not interleave with another process's: no other process
-        reads or writes the cache until it ends. Yields the connection (autocommit; open a :meth:`write` for a
+        :meth:`_write` followed by file operations that must not interleave with another process's: no other process
+        reads or writes the cache until it ends. Yields the connection (autocommit; open a :meth:`_write` for a
         transaction)."""
         self.require_writable("be changed")
         with self._connection() as con:
             yield con
 
     @contextlib.contextmanager
-    def read(self) -> Iterator[Any]:
+    def _read(self) -> Iterator[Any]:
         """A DuckDB connection for queries, under the shared lock: other readers run at once, writers wait."""
         with self._connection(shared=True) as con:
             yield con
 
     def query_df(self, sql: str, params: list[Any] | None = None):
         """Run a read-only query and return a pandas DataFrame."""
-        with self.read() as con:
+        with self._read() as con:
             return con.execute(sql, params or []).df()
 
 

@@ -48,7 +48,7 @@ def record_failure(store: Any, *, spec: str, stage: str, error: BaseException | 
     """
     message = redact(str(error), token)
     etype = error_type or type(error).__name__
-    store.record_failure(spec=spec, stage=stage, error_type=etype, message=message, model_id=model_id,
+    store._record_failure(spec=spec, stage=stage, error_type=etype, message=message, model_id=model_id,
                          revision=revision, fingerprint=fingerprint)
     if isinstance(error, UnsafeModelError) and repo_id:
         from embedselect.store import hub_models

@@ -16,7 +16,7 @@ Tables (created by :func:`ensure_schema`, ``CREATE ... IF NOT EXISTS``):
 - view ``hub_candidates``: ``hub_models`` + ``is_new`` (first seen in the latest crawl) + ``refusal_reason`` (the
   latest policy refusal of the model's current sha, if any).
 
-Every write is one ``store.write()`` transaction: a crawl is recorded entirely or not at all. No SQL is built
+Every write is one transaction of the store: a crawl is recorded entirely or not at all. No SQL is built
 from hub text: all values are bound parameters.
 """
 
@@ -132,7 +132,7 @@ def record_crawl(store: Any, result: "CrawlResult") -> int:
     """
     crawled_at = _utc(result.finished_at)
     errors = json.dumps([asdict(e) for e in result.errors])
-    with store.write() as con:
+    with store._write() as con:
         ensure_schema(con)
         crawl_id = int(con.execute("SELECT coalesce(max(crawl_id), 0) + 1 FROM hub_crawls").fetchone()[0])
         con.execute(
@@ -179,7 +179,7 @@ def record_refusal(store: Any, repo_id: str, revision: str | None, reason: str, 
         raise ConfigError("record_refusal needs a repo id")
     if not store.can_record("the refusal"):
         return
-    with store.write() as con:
+    with store._write() as con:
         ensure_schema(con)
         con.execute(
             "INSERT INTO hub_refusals VALUES (?, ?, ?, ?, ?)",
@@ -246,7 +246,7 @@ def candidates(
     if limit is not None:
         sql += " LIMIT ?"
         params.append(limit)
-    with store.write() as con:  # write: creates the schema on a fresh store
+    with store._write() as con:  # write: creates the schema on a fresh store
         ensure_schema(con)
         return con.execute(sql, params).df()
 
@@ -254,7 +254,7 @@ def candidates(
 def history(store: Any, repo_id: str):
     """A model's popularity over time: DataFrame ``crawl_id, crawled_at, sha, downloads, likes,
     trending_score``, oldest first."""
-    with store.write() as con:
+    with store._write() as con:
         ensure_schema(con)
         return con.execute(
             "SELECT crawl_id, crawled_at, sha, downloads, likes, trending_score FROM hub_snapshots "
@@ -266,7 +266,7 @@ def history(store: Any, repo_id: str):
 def refusals(store: Any):
     """All recorded refusals of the safety policy, newest first: DataFrame ``repo_id, revision, reason, message,
     refused_at`` (rows of older stores with a reason outside :data:`REFUSAL_REASONS` are left out)."""
-    with store.write() as con:
+    with store._write() as con:
         ensure_schema(con)
         return con.execute(
             "SELECT * FROM hub_refusals WHERE list_contains(?::VARCHAR[], reason) ORDER BY refused_at DESC",

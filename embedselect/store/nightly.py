@@ -53,7 +53,7 @@ def ensure_schema(con: Any) -> None:
 
 def previous_night(store: Any, ranking_key: str) -> tuple[str | None, list[dict[str, Any]]]:
     """The latest recorded night of ``ranking_key`` that ranked something: (run_id, its result rows)."""
-    with store.write() as con:  # write: creates the schema on a fresh store
+    with store._write() as con:  # write: creates the schema on a fresh store
         ensure_schema(con)
         row = con.execute(
             "SELECT run_id FROM nightly_runs WHERE ranking_key = ? AND status IN ('ok', 'partial', 'degraded') "
@@ -78,7 +78,7 @@ def seen_revisions(store: Any, ranking_key: str, *, include_failed: bool = True,
 
     Rows of older stores that recorded a hub fault (``HubError``) as ``failed`` count as transient."""
     statuses = ["ok"] + (["failed"] if include_failed else []) + (["transient"] if include_transient else [])
-    with store.write() as con:
+    with store._write() as con:
         ensure_schema(con)
         rows = con.execute(
             "SELECT DISTINCT model_id, revision FROM nightly_results WHERE ranking_key = ? "
@@ -94,7 +94,7 @@ def record_night(store: Any, summary: dict[str, Any], leaderboard: list[dict[str
     """Write the night and its rows in one transaction (the night's commit point)."""
     now = datetime.now(timezone.utc)
     key = summary["ranking_key"]
-    with store.write() as con:  # one transaction
+    with store._write() as con:  # one transaction
         ensure_schema(con)
         con.execute(
             "INSERT OR REPLACE INTO nightly_runs VALUES (?, ?, ?, ?, ?, ?)",

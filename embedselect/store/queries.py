@@ -15,14 +15,14 @@ class StoreQueries:
     def count_pairs(self) -> int:
         """How many information-sufficiency pairs (directed, keys starting with
         :data:`~embedselect._util.kinds.PAIR_KEY_PREFIX`) the pair cache holds."""
-        with self.read() as con:  # type: ignore[attr-defined]
+        with self._read() as con:  # type: ignore[attr-defined]
             row = con.execute("SELECT count(*) FROM pair_cache WHERE starts_with(key, ?)", [PAIR_KEY_PREFIX]).fetchone()
         return int(row[0]) if row else 0
 
     def failure_rows(self) -> list[dict[str, Any]]:
         """Every recorded failure, oldest first: dicts with ``failed_at, spec, model_id, revision, stage,
         error_type, message, fingerprint`` (messages are already token-free)."""
-        with self.read() as con:  # type: ignore[attr-defined]
+        with self._read() as con:  # type: ignore[attr-defined]
             cur = con.execute(
                 "SELECT failed_at, spec, model_id, revision, stage, error_type, message, fingerprint FROM failures "
                 "ORDER BY failed_at"
@@ -32,7 +32,7 @@ class StoreQueries:
 
     def has_run(self, model_id: str, revision: str, fingerprint: str) -> bool:
         """Whether an embedding run of this model at this revision on the data ``fingerprint`` is recorded."""
-        with self.read() as con:  # type: ignore[attr-defined]
+        with self._read() as con:  # type: ignore[attr-defined]
             row = con.execute(
                 "SELECT count(*) FROM embedding_runs WHERE model_id = ? AND revision = ? AND fingerprint = ?",
                 [model_id, revision, fingerprint],
@@ -41,14 +41,14 @@ class StoreQueries:
 
     def model_rows(self) -> list[dict[str, Any]]:
         """Every recorded model: dicts with ``model_id, revision, backend, modality, spec``."""
-        with self.read() as con:  # type: ignore[attr-defined]
+        with self._read() as con:  # type: ignore[attr-defined]
             cur = con.execute("SELECT model_id, revision, backend, modality, spec FROM models")
             cols = [d[0] for d in cur.description]
             return [dict(zip(cols, r)) for r in cur.fetchall()]
 
     def latest_ranking(self, fingerprint: str) -> dict[str, Any] | None:
         """The JSON of the newest ranking stored for the data ``fingerprint`` (exact), or None."""
-        with self.read() as con:  # type: ignore[attr-defined]
+        with self._read() as con:  # type: ignore[attr-defined]
             row = con.execute(
                 "SELECT result FROM rankings WHERE fingerprint = ? ORDER BY created_at DESC LIMIT 1", [fingerprint]
             ).fetchone()

@@ -24,7 +24,7 @@ class RecordStore(Database):
         if not self.can_record("the data set"):
             return
         now = utc_now()
-        with self.write() as con:
+        with self._write() as con:
             con.execute(
                 """INSERT INTO datasets VALUES (?, ?, ?, ?, ?, ?, ?)
                    ON CONFLICT (fingerprint) DO UPDATE SET last_used = excluded.last_used""",
@@ -37,14 +37,14 @@ class RecordStore(Database):
         if not self.can_record("the model"):
             return
         now = utc_now()
-        with self.write() as con:
+        with self._write() as con:
             con.execute(
                 """INSERT INTO models VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                    ON CONFLICT (model_id, revision, backend) DO UPDATE SET last_used = excluded.last_used""",
                 [model_id, revision, backend, modality, spec, local_dir, now, now],
             )
 
-    def record_failure(
+    def _record_failure(
         self,
         *,
         spec: str,
@@ -65,7 +65,7 @@ class RecordStore(Database):
         import duckdb
 
         try:
-            with self.write() as con:
+            with self._write() as con:
                 con.execute(
                     "INSERT INTO failures VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                     [utc_now(), spec, model_id, revision, stage, error_type, message, fingerprint],
@@ -80,7 +80,7 @@ class RecordStore(Database):
         if not self.can_record("the ranking"):
             return
         now = utc_now()
-        with self.write() as con:
+        with self._write() as con:
             con.execute(
                 "INSERT OR REPLACE INTO rankings VALUES (?, ?, ?, ?, ?, ?)",
                 [
@@ -118,7 +118,7 @@ class RecordStore(Database):
 
     def get_ranking(self, ranking_id: str) -> dict[str, Any] | None:
         """The stored JSON of ranking ``ranking_id`` (a unique prefix is enough), or None."""
-        with self.read() as con:
+        with self._read() as con:
             rows = con.execute(
                 "SELECT ranking_id, result FROM rankings WHERE starts_with(ranking_id, ?) LIMIT 2", [ranking_id]
             ).fetchall()
@@ -128,14 +128,14 @@ class RecordStore(Database):
 
     # --- whole metric results, keyed by the metric, its options and the runs it read ---------------
     def get_metric_result(self, key: str) -> dict[str, Any] | None:
-        with self.read() as con:
+        with self._read() as con:
             row = con.execute("SELECT value FROM metric_cache WHERE key = ?", [key]).fetchone()
         return json.loads(row[0]) if row else None
 
     def put_metric_result(self, key: str, metric: str, value: dict[str, Any]) -> None:
         if not self.can_record("the metric result"):
             return
-        with self.write() as con:
+        with self._write() as con:
             con.execute(
                 "INSERT OR REPLACE INTO metric_cache VALUES (?, ?, ?, ?)",
                 [key, metric, json.dumps(value, default=str), utc_now()],
@@ -149,7 +149,7 @@ class RecordStore(Database):
             return {}
         uniq = list(dict.fromkeys(keys))
         out: dict[str, dict[str, Any]] = {}
-        with self.read() as con:
+        with self._read() as con:
             for i in range(0, len(uniq), _IN_CHUNK):
                 part = uniq[i:i + _IN_CHUNK]
                 rows = con.execute(
@@ -165,6 +165,6 @@ class RecordStore(Database):
         if not items:
             return
         now = utc_now()
-        with self.write() as con:
+        with self._write() as con:
             con.executemany("INSERT OR REPLACE INTO pair_cache VALUES (?, ?, ?)",
                             [[k, json.dumps(v), now] for k, v in items.items()])

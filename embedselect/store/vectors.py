@@ -47,7 +47,7 @@ class VectorStore(Database):
 
     def get_run(self, key: str) -> RunRecord | None:
         """The run's record, or None if it is not cached."""
-        with self.read() as con:
+        with self._read() as con:
             row = con.execute(
                 """SELECT run_key, model_id, revision, backend, settings, fingerprint, n, dim, dtype, device,
                           seconds, vector_file, sha256, bytes FROM embedding_runs WHERE run_key = ?""",
@@ -164,7 +164,7 @@ class VectorStore(Database):
             # The rename and the row commit are one critical section under the inter-process lock: a `cache rm` or
             # `gc` in another process sees either the old state or the new file with its row, never the renamed file
             # without its row (which it would delete). Writing and hashing the temporary file above stay outside.
-            with self.write() as con:
+            with self._write() as con:
                 con.execute(
                     """INSERT OR REPLACE INTO embedding_runs VALUES
                        (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
@@ -233,7 +233,7 @@ class VectorStore(Database):
         self.require_writable("remove embedding runs")
         marks = ",".join("?" * len(keys))
         with self._critical():
-            with self.write() as con:
+            with self._write() as con:
                 rows = con.execute(
                     f"SELECT run_key, vector_file, sha256 FROM embedding_runs WHERE run_key IN ({marks})", list(keys)
                 ).fetchall()
@@ -273,7 +273,7 @@ class VectorStore(Database):
         if fingerprint:
             sql += " AND starts_with(fingerprint, ?)"
             params.append(fingerprint)
-        with self.read() as con:
+        with self._read() as con:
             return [r[0] for r in con.execute(sql, params).fetchall()]
 
     # --- the item index -----------------------------------------------------------------------------
@@ -287,7 +287,7 @@ class VectorStore(Database):
         found = np.zeros(n, dtype=bool)
         if n == 0 or not self._has_index():
             return StoredItems(found, None, [])
-        with self.read() as con:
+        with self._read() as con:
             rows = con.execute(
                 """SELECT item_hash, run_key, row_index FROM item_vectors
                    WHERE space_key = ? AND item_hash IN (SELECT unnest(?::VARCHAR[]))""",
@@ -327,13 +327,13 @@ class VectorStore(Database):
         writable cache: then :meth:`index_run` adds them."""
         if self.read_only:
             return False
-        with self.read() as con:
+        with self._read() as con:
             return not con.execute("SELECT count(*) FROM item_vectors WHERE run_key = ?", [key]).fetchone()[0]
 
     def index_run(self, key: str, space: str, items: Sequence[str]) -> None:
         """Add the item index rows of run ``key`` (its n item keys in row order, in vector space ``space``) when it
         has none: a run stored before the index existed joins it when a run reads it by its run key."""
-        with self.write() as con:
+        with self._write() as con:
             row = con.execute("SELECT n FROM embedding_runs WHERE run_key = ?", [key]).fetchone()
             if row is not None and int(row[0]) == len(items) and not con.execute(
                     "SELECT count(*) FROM item_vectors WHERE run_key = ?", [key]).fetchone()[0]:
@@ -343,7 +343,7 @@ class VectorStore(Database):
         """Whether the database has the item index table (a read-only cache of an older schema has not)."""
         if not self.read_only:
             return True
-        with self.read() as con:
+        with self._read() as con:
             return bool(con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = "
                                     "'item_vectors' AND table_schema = 'main'").fetchone()[0])
 
@@ -360,7 +360,7 @@ class VectorStore(Database):
         self.require_writable("remove files")
         removed = 0
         with self._critical() as con:
-            with self.write() as tx:  # index rows of no run (none are written so; a store edited by hand)
+            with self._write() as tx:  # index rows of no run (none are written so; a store edited by hand)
                 tx.execute("DELETE FROM item_vectors WHERE run_key NOT IN (SELECT run_key FROM embedding_runs)")
             known = {r[0] for r in con.execute("SELECT vector_file FROM embedding_runs").fetchall()}
             for path in self.vectors_dir.glob("*/*"):
