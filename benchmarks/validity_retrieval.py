@@ -646,7 +646,7 @@ def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def to_markdown(rows: list[dict[str, Any]]) -> str:
-    """Per view, then per half (and all views): the default's ρ, τ, regret, pick, decided / leaders, the data-blind
+    """Per view, then per half, per set, per pool view (and all views): the default's ρ, τ, regret, pick, decided / leaders, the data-blind
     orders and each signal's ρ."""
     out = ["| set (kind) | half | view | docs / queries | best (MRR@10) | default: ρ, τ | pick (regret) | decided | "
            "leaders | params: ρ, τ, regret | width: ρ, τ, regret | " + " | ".join(SIGNALS) + " |",
@@ -663,6 +663,7 @@ def to_markdown(rows: list[dict[str, Any]]) -> str:
             "mean regret | params ρ / τ / within | width ρ / τ / within | " + " | ".join(SIGNALS) + " |",
             "|" + "---|" * (10 + len(SIGNALS))]
     groups = [(f"{h} half", [r for r in rows if r["half"] == h]) for h in ("selection", "confirmation")]
+    groups += [(f"set {n} ({half(n)})", [r for r in rows if r["set"] == n]) for n in dict.fromkeys(r["set"] for r in rows)]
     groups += [(f"view {v}", [r for r in rows if r["view"] == v]) for v in dict.fromkeys(r["view"] for r in rows)]
     for label_, rs in [*groups, ("all views", rows)]:
         if not rs:

@@ -87,6 +87,7 @@ def test_summary_reads_the_default_and_the_blind_orders(rows):
     assert s["signals"]["nn_agreement"] == pytest.approx(1.0)
     md = vr.to_markdown(rows)
     assert "| selection half | 1 |" in md and "| confirmation half | 2 |" in md
+    assert "| set word-norm (confirmation) | 1 |" in md  # one line per set too
 
 
 def test_a_search_default_is_chosen_on_selection_and_judged_by_the_rule_on_confirmation(rows):
