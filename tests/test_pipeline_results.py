@@ -169,3 +169,20 @@ def test_a_warning_pickles_and_compares_as_its_message():
     assert w != RankingWarning("note", "tfidf-svd ranks first")
     with pytest.raises(ValueError, match="unknown warning code"):
         RankingWarning("nope", "x")
+
+
+def test_a_secondary_score_is_named_in_the_label_check_beside_the_pools_central_references():
+    """``Ranking.details`` holds the pool's ``central_references`` (a list) beside the metrics' details: the label
+    check's lines read each metric's details through ``metric_details`` (reading every entry as a metric's raised
+    AttributeError on the list)."""
+    from embedselect.cli.format import format_validation
+    from embedselect.ranking.result import Ranking
+
+    r = Ranking(candidates=[], metrics=["task_prior"], combine="mean_rank", dataset={}, settings={}, versions={},
+                details={"task_prior": {"secondary": ["alignment"]}, "central_references": ["tfidf-svd"]},
+                validation={"metrics": [{"metric": "task_prior.alignment", "spearman": 0.5}], "table": {}})
+    text = "\n".join(format_validation(r))
+    assert "task_prior.alignment (a secondary score of task_prior, checked too; not in the combined rank): Spearman 0.50" in text
+    assert r.metric_details("task_prior").get("secondary") == ["alignment"]
+    assert r.metric_details("central_references") == {} and r.metric_details("nope") == {}
+

@@ -39,6 +39,9 @@ def best_name(path: str) -> str | None:
     weights: dict[str, float] = ranking.settings["combined_weights"]
     seed: int = ranking.settings["seed"]
     print(failed, weights, seed, ranking.validation["level"] if ranking.validation else None)
+    secondary: list[str] = ranking.metric_details("task_prior").get("secondary", [])
+    embed_seconds: dict[str, float] = ranking.timings.get("candidates", {})
+    print(secondary, embed_seconds, ranking.timings.get("total"))
     best = ranking.best
     return best.name if best is not None else None
 

@@ -4,7 +4,7 @@ timings footer, and the number formats they share."""
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Mapping
 
 def fmt(v: Any) -> str:
     if v is None or (isinstance(v, float) and math.isnan(v)):
@@ -120,8 +120,8 @@ def _score_check_lines(ranking, check: dict, truth: str, predicted: str, pct: st
     names it in the heading), its top pick and its wrong pairs, then the check's warnings: the lines that the label
     check (``Ranking.validation``) and the search check (``Ranking.retrieval``) share."""
     checks = check.get("metrics", [])
-    secondary = {
-        (c if c.startswith(m) else f"{m}.{c}"): m for m, det in ranking.details.items() for c in det.get("secondary") or []
+    secondary = {  # the metrics' own details only: beside them, details holds the pool's (a list of references)
+        (c if c.startswith(m) else f"{m}.{c}"): m for m in ranking.metrics for c in ranking.metric_details(m).get("secondary") or []
     }
     lines = []
     if checks:
@@ -185,7 +185,7 @@ def _secs(v: Any) -> str:
     return "-" if v is None else (f"{v:.2f}s" if v < 10 else f"{v:.0f}s")
 
 
-def format_timings(t: dict[str, Any]) -> str:
+def format_timings(t: Mapping[str, Any]) -> str:
     """One footer line of a ranking's wall times per stage (see ``Ranking.timings``); empty when none."""
     parts = []
     if t.get("candidates"):

@@ -234,7 +234,7 @@ def _night(cfg: NightlyConfig, store: Any, *, dry_run: bool, executor: Any, toke
     reused = [r.name for r in results if r.ok and r.cached]
     pairs_computed = store.count_pairs() - pairs_before
     n_ok = len(ranking.ok) if ranking is not None else 0
-    suff = ranking.details.get("sufficiency", {}) if ranking is not None and "sufficiency" in ranking.metrics else None
+    suff = ranking.metric_details("sufficiency") if ranking is not None and "sufficiency" in ranking.metrics else None
     # every ordered pair once per averaged estimate (SufficiencySettings.repeats)
     pairs_total = n_ok * (n_ok - 1) * int(suff.get("settings", {}).get("repeats", 1)) if suff is not None else 0
     summary.update({

@@ -18,7 +18,7 @@ import numpy as np
 from embedselect.config import LoadPolicy, RankConfig, Runtime
 from embedselect.errors import ConfigError
 from embedselect.metrics.base import get_spec
-from embedselect.ranking.result import CandidateResult, RankingWarning
+from embedselect.ranking.result import CandidateResult, RankingTimings, RankingWarning
 
 
 @dataclass
@@ -209,7 +209,7 @@ class RunContext:
     uncertainty: dict[str, Any] = field(default_factory=dict)
     warnings: list[RankingWarning] = field(default_factory=list)
     pool_notes: list[RankingWarning] = field(default_factory=list)
-    timings: dict[str, Any] = field(default_factory=dict)
+    timings: RankingTimings = field(default_factory=lambda: RankingTimings())
     cards: dict[str, tuple[str, tuple[str, ...], Any]] = field(default_factory=dict)
     copies: list[Any] = field(default_factory=list)
     families: dict[str, str] = field(default_factory=dict)

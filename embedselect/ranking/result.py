@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import asdict, dataclass, field, fields
-from typing import TYPE_CHECKING, Any, Iterable, Iterator, Literal, Mapping, TypedDict
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Literal, Mapping, TypedDict, cast
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -150,7 +150,8 @@ class ValidationReport(TypedDict, total=False):
 
 
 class MetricDetails(TypedDict, total=False):
-    """The keys a metric's entry of ``Ranking.details`` may have in common (each metric adds its own)."""
+    """The keys a metric's entry of ``Ranking.details`` may have in common (each metric adds its own); read one with
+    :meth:`Ranking.metric_details`."""
 
     headline: str
     secondary: list[str]
@@ -159,6 +160,16 @@ class MetricDetails(TypedDict, total=False):
     not_comparable: str
     excluded: dict[str, str]
     settings: dict[str, Any]
+
+
+class RankingTimings(TypedDict, total=False):
+    """``Ranking.timings``: wall seconds of this call's stages (None: the stage did not run)."""
+
+    candidates: dict[str, float]
+    metrics: dict[str, float]
+    validation: float | None
+    retrieval: float | None
+    total: float | None
 
 
 @dataclass
@@ -258,7 +269,9 @@ class Ranking:
         dataset: summary of the reference data (source, modality, n, fingerprint, load report).
         settings: the arguments of the call (seed, max_items, metric options, device...).
         versions: package versions that produced it.
-        details: metric name -> the metric's details (prior used, pairwise matrix, communities, ...).
+        details: metric name -> the metric's details (prior used, pairwise matrix, communities, ...), typed by
+            :meth:`metric_details`; beside the metrics, the pool's ``copies``, ``families`` and
+            ``central_references``.
         validation: accuracy of probes trained on user labels, and rank correlations, when labels were given.
         retrieval: the search check, when queries were given: each candidate's MRR@10, nDCG@10, recall@1 and
             recall@10 on the user's queries, with bootstrap intervals over the queries, and each label-free score's
@@ -306,7 +319,7 @@ class Ranking:
     leaders: list[str] = field(default_factory=list)
     undecided_reasons: list[str] = field(default_factory=list)
     next_step: str = ""
-    timings: dict[str, Any] = field(default_factory=dict)
+    timings: RankingTimings = field(default_factory=lambda: RankingTimings())
     answers: dict[str, Any] | None = None
 
     def __eq__(self, other: object) -> bool:  # NaN equals NaN, tuples their lists: what a JSON round trip keeps
@@ -315,6 +328,13 @@ class Ranking:
         return all(same_value(getattr(self, f.name), getattr(other, f.name)) for f in fields(self))
 
     # --- access ---------------------------------------------------------------------------------
+    def metric_details(self, metric: str) -> MetricDetails:
+        """``details[metric]`` with the keys every metric's details may hold typed (:class:`MetricDetails`; a metric's
+        own keys are there too); empty when the metric left none. The pool-level entries of :attr:`details`
+        (``copies``, ``families``, ``central_references``) are not a metric's."""
+        value = self.details.get(metric)
+        return cast(MetricDetails, value) if isinstance(value, dict) else MetricDetails()
+
     @property
     def ok(self) -> list[CandidateResult]:
         """Candidates that were scored, best first."""
@@ -450,6 +470,7 @@ __all__ = [
     "PolicySettings",
     "Ranking",
     "RankingSettings",
+    "RankingTimings",
     "RankingWarning",
     "Status",
     "ValidationReport",
