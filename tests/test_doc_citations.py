@@ -44,3 +44,15 @@ def test_product_docstrings_cite_existing_sections_and_no_dated_story():
 def test_the_check_catches_a_dated_section_and_a_missing_one():
     bad = _bad_citations({"x.py": 'chosen in docs/benchmarks.md §4o; see docs/validity.md, "No such\n    section".'})
     assert any("dated" in b for b in bad) and any("no section 'No such section'" in b for b in bad)
+
+
+def test_the_method_pages_say_what_the_code_does_now():
+    """docs/task_prior.md and docs/sufficiency.md give the method and its current behaviour; the dated story (what a
+    default was before, since when, which issue changed it) is in docs/archive/, which they link."""
+    for page in ("task_prior.md", "sufficiency.md"):
+        text = (ROOT / "docs" / page).read_text(encoding="utf-8")
+        dated = re.findall(r"\b20\d\d-\d\d-\d\d\b|\b(?:since|until|before) 20\d\d|in progress|\(issue \d+|; issue \d+", text)
+        assert not dated, (page, dated)
+        history = ROOT / "docs" / "archive" / page.replace(".md", "-history.md")
+        assert history.is_file() and f"archive/{history.name}" in text, page
+
