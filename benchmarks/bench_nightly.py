@@ -94,7 +94,7 @@ def main() -> None:
     ap.add_argument("--models", type=int, default=200)
     ap.add_argument("--new", type=int, default=20)
     ap.add_argument("--ray-workers", type=int, default=2, help="0 = skip Ray")
-    ap.add_argument("--pair-models", type=int, default=12, help="catalogue size for the sufficiency-pair part")
+    ap.add_argument("--pair-models", type=int, default=12, help="pool size (models) for the sufficiency-pair part")
     ap.add_argument("--pair-new", type=int, default=2)
     ap.add_argument("--keep-top", type=int, default=5)
     ap.add_argument("--out", help="write the rows as JSON here")
@@ -142,7 +142,7 @@ def main() -> None:
                            executor={"kind": "ray"})
         rows.append(_night(f"night 2 full recompute, Ray {args.ray_workers} workers", full_ray, ray_ex))
 
-    # --- sufficiency pairs on a small catalogue --------------------------------------------------------------
+    # --- sufficiency pairs on a small pool -------------------------------------------------------------------
     hub.reset()
     base = 100_000
     for i in range(args.pair_models - args.pair_new):
