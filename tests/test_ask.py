@@ -233,7 +233,32 @@ def test_questions_are_disputed_spread_capped_and_never_use_duplicates():
 
 
 def _u(x):
+    """Rows about their mean, scaled to unit length: the cosines the questions and the answers use."""
+    x = x - x.mean(0)
     return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+
+def test_a_common_offset_changes_neither_the_answers_agreement_nor_the_questions():
+    """The cosines are taken about each candidate's mean over the data: adding one vector to all of a candidate's
+    vectors (the common part of mean-pooled early layers) changes neither which answers it agrees with nor which
+    questions are chosen. About the origin, the offset decided most orders."""
+    from embedselect.validation.answers import Answered, orders
+
+    rng = np.random.default_rng(1)
+    n = 200
+    x = rng.normal(size=(n, 8))
+    x -= x.mean(0)
+    y = x.copy()
+    y[:, :4] = rng.normal(size=(n, 4))
+    shifted = x + 6.0 * rng.normal(size=8)  # a large common part
+    t = np.array([rng.choice(n, 3, replace=False) for _ in range(300)])
+    assert np.allclose(orders(shifted, t), orders(x, t))
+    signs = np.sign(orders(x, t)).astype(np.int8)
+    ans = Answered(t, signs, np.arange(len(t)), len(t), 0)
+    assert agrees(shifted, ans).all()  # the person answered as x orders: the shifted copy agrees with every answer
+    usable = np.ones(n, dtype=bool)
+    assert choose_triplets({"x": shifted, "y": y}, 20, usable=usable, seed=0) == \
+        choose_triplets({"x": x, "y": y}, 20, usable=usable, seed=0)
 
 
 # --- the API end to end -----------------------------------------------------------------------------------------

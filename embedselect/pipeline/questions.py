@@ -1,13 +1,14 @@
 """Which triplet questions to ask (``embedselect ask``): where the contenders' embeddings disagree most, spread over
 the data.
 
-For a seeded sample of anchor items, the candidates for ``a`` and ``b`` are the union of every contender's ``k``
-nearest neighbours of the anchor (cosine, :func:`embedselect.nn.knn.knn`): items some contender calls close, so the
-question is one a person can answer. Each pair (j, h) of them is scored by how strongly the contenders disagree on
-its order: per contender, d = cos(anchor, j) - cos(anchor, h) divided by the median |d| over that anchor's pairs
-(so that no contender's scale dominates); the disagreement is the smaller of the summed positive and the summed
-negative parts (0 when all contenders agree). Pairs that look like near duplicates to any contender (cosine >=
-:data:`NEAR_DUPLICATE`) are left out, and so are items with an exact duplicate in the data.
+Every cosine here is taken about the contender's mean over the data, as the answers are scored
+(:func:`embedselect.validation.answers.orders`). For a seeded sample of anchor items, the candidates for ``a`` and
+``b`` are the union of every contender's ``k`` nearest neighbours of the anchor (cosine, :func:`embedselect.nn.knn.knn`):
+items some contender calls close, so the question is one a person can answer. Each pair (j, h) of them is scored by how
+strongly the contenders disagree on its order: per contender, d = cos(anchor, j) - cos(anchor, h) divided by the
+median |d| over that anchor's pairs (so that no contender's scale dominates); the disagreement is the smaller of the
+summed positive and the summed negative parts (0 when all contenders agree). Pairs that look like near duplicates to
+any contender (cosine >= :data:`NEAR_DUPLICATE`) are left out, and so are items with an exact duplicate in the data.
 
 The anchors are grouped by spherical k-means over the contenders' unit vectors side by side, and questions are taken
 round-robin over the groups, each group's most disputed first, with no item in more than :data:`MAX_USES` questions
@@ -20,6 +21,8 @@ from __future__ import annotations
 from typing import Mapping, Sequence
 
 import numpy as np
+
+from embedselect.validation.answers import centre_of
 
 K_NEIGHBOURS = 10
 """Neighbours per contender from which an anchor's ``a`` and ``b`` are drawn."""
@@ -61,7 +64,8 @@ def choose_triplets(vectors: Mapping[str, np.ndarray], n_new: int, *, usable: np
     rng = np.random.default_rng(seed)
     n_anchor = min(len(pool), max(MIN_ANCHORS, ANCHORS_PER_QUESTION * (n_new + len(taken))))
     anchors = np.sort(rng.choice(len(pool), n_anchor, replace=False))  # positions in pool
-    unit = {m: _unit(np.asarray(vectors[m])[pool]) for m in names}
+    # cosines about each contender's mean over the data, as validation.answers.orders scores the answers
+    unit = {m: _unit(np.asarray(vectors[m])[pool] - centre_of(vectors[m])) for m in names}
     kk = min(k, len(pool) - 1)
     near = {m: _neighbours(unit[m], anchors, kk) for m in names}
 

@@ -3,7 +3,8 @@ decide between the contenders. The questions file itself (read, check, write) is
 
 A question shows an anchor item and two others, ``a`` and ``b``; the answer is ``a``, ``b`` or ``skip``. A candidate
 *agrees* with an answer when its embedding orders the triplet the person's way: cosine(anchor, a) > cosine(anchor, b)
-for ``a``, the reverse for ``b`` (a tie agrees with neither). Its agreement is the share of answered (not skipped)
+for ``a``, the reverse for ``b`` (a tie agrees with neither), the cosines taken about the mean of the candidate's
+vectors over the data (:func:`orders`). Its agreement is the share of answered (not skipped)
 questions it agrees with, with a Wilson score interval.
 
 The contenders are one candidate per model family (:func:`contenders`): the best member of each family among a
@@ -113,15 +114,31 @@ def resolve(questions: Sequence[Question], ids: Sequence[str], shown: Sequence[s
 
 
 # --- agreement -----------------------------------------------------------------------------------------------------
-def orders(vectors: np.ndarray, triplets: np.ndarray) -> np.ndarray:
+def centre_of(vectors: np.ndarray) -> np.ndarray:
+    """float64 (d,): the mean of the rows of (n, d) ``vectors`` (all the data's items), the origin of the cosines with
+    which a candidate orders a triplet (:func:`orders`, and the question choice of
+    :func:`embedselect.pipeline.questions.choose_triplets`)."""
+    x = np.asarray(vectors)
+    if x.ndim != 2 or not len(x):
+        raise ValueError(f"vectors must be a non-empty (n, d) array, not shape {x.shape}")
+    return np.asarray(x.mean(axis=0, dtype=np.float64), dtype=np.float64)
+
+
+def orders(vectors: np.ndarray, triplets: np.ndarray, centre: np.ndarray | None = None) -> np.ndarray:
     """cosine(anchor, a) - cosine(anchor, b) per triplet, in float64: shape (m,) for (n, d) ``vectors`` and
-    (m, 3) ``triplets`` of row positions. A zero vector gives NaN (it orders nothing)."""
+    (m, 3) ``triplets`` of row positions.
+
+    The cosines are taken about ``centre`` (default :func:`centre_of`: the mean of all n rows), not about the
+    origin: an embedding whose vectors share a large common part (mean-pooled early layers, static word vectors)
+    otherwise orders a triplet by that part rather than by what tells the items apart. A row equal to the centre
+    gives NaN (it orders nothing)."""
     t = np.asarray(triplets, dtype=np.int64).reshape(-1, 3)
     if not len(t):
         return np.zeros(0)
+    c = centre_of(vectors) if centre is None else np.asarray(centre, dtype=np.float64)
 
     def unit(rows: np.ndarray) -> np.ndarray:
-        x = np.asarray(vectors[rows], dtype=np.float64)
+        x = np.asarray(vectors[rows], dtype=np.float64) - c
         with np.errstate(invalid="ignore", divide="ignore"):
             return x / np.linalg.norm(x, axis=1, keepdims=True)
 
