@@ -39,14 +39,17 @@ def test_the_pick_is_the_separated_winner_else_the_label_free_one():
 
 
 def _u(x):
+    """Rows about their mean, unit length: the cosines with which the answers are scored (answers.orders)."""
+    x = x - x.mean(0)
     return x / np.linalg.norm(x, axis=1, keepdims=True)
 
 
 def test_a_stricter_level_needs_more_answers_to_override_the_label_free_pick():
     rng = np.random.default_rng(1)
     good = rng.normal(size=(60, 4))
-    bad = good.copy()
+    good -= good.mean(0)
     t = np.array([[i, i + 1, i + 2] for i in range(0, 36, 3)])  # 12 questions
+    bad = good.copy()
     bad[t[:, 0]] *= -1
     ug = _u(good)
     d = np.einsum("ij,ij->i", ug[t[:, 0]], ug[t[:, 1]]) - np.einsum("ij,ij->i", ug[t[:, 0]], ug[t[:, 2]])
