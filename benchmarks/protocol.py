@@ -34,7 +34,7 @@ import numpy as np
 
 from benchmarks.validity_data import DATASETS
 from benchmarks.validity_pools import POOLS, correlations, pool_roles, regret, top_pick
-from embedselect.ranking.combine import combine_ranks, copies_below_parents, decide
+from embedselect.ranking.combine import WITNESSES, combine_ranks, copies_below_parents, decide
 
 HALVES = ("selection", "confirmation")
 REGRET = 0.02
@@ -90,17 +90,21 @@ def params_of(entry: Mapping[str, Any], entries: Sequence[Mapping[str, Any]]) ->
     raise SystemExit(f"no parameter count for {entry['name']!r}: add it to PARAMS")
 
 
-def read_view(view: Mapping[str, Any], weights: Mapping[str, float], method: str) -> dict[str, Any]:
+def read_view(view: Mapping[str, Any], weights: Mapping[str, float], method: str,
+              witnesses: Sequence[str] | None = None) -> dict[str, Any]:
     """The default and the data-blind orders on one view: ρ, τ, regret, decided, leaders, confidently wrong, the top
-    pick and the combined scores."""
+    pick and the combined scores. ``witnesses``: the signals shown with weight 0 that ``decide`` asks about first
+    place (None: the package's :data:`~embedselect.ranking.combine.WITNESSES`), read from the view's signals."""
     keys = sorted(view["truth"])
     truth = view["truth"]
     refs, fams = pool_roles(view["entries"], keys)
     per_metric = {m: view["signals"][m] for m in weights}
     comb = combine_ranks(per_metric, weights=dict(weights), method=method, families=fams)
     comb, _ = copies_below_parents(comb, view["pairs"])
-    d = decide(comb, per_metric=per_metric, weights=dict(weights), method=method, families=fams, references=refs,
-               copies=view["pairs"])
+    shown = [m for m in (WITNESSES if witnesses is None else witnesses) if m in view["signals"] and m not in weights]
+    d = decide(comb, per_metric={**per_metric, **{m: view["signals"][m] for m in shown}},
+               weights={**dict(weights), **{m: 0.0 for m in shown}}, method=method, families=fams, references=refs,
+               copies=view["pairs"], witnesses=shown)
     rho, tau = correlations(comb, truth)
     reg = regret(comb, truth)
     best = max(truth, key=lambda k: truth[k])
@@ -146,6 +150,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="a proposed setting instead of the package's default (same weights for every modality; "
                     "a METRIC may be a validity_pools.VARIANTS name); read on the selection half first")
     ap.add_argument("--method", choices=("mean-rank", "mean-z"), default=None, help="with --weights: how to combine")
+    ap.add_argument("--witnesses", nargs="*", default=None, metavar="METRIC",
+                    help="the signals shown with weight 0 that decide() asks about first place (default: the "
+                    "package's WITNESSES; none given: no witness); a proposal is read on the selection half first")
+    ap.add_argument("--datasets", nargs="+", default=None,
+                    help="read only these datasets of the half (default: every dataset of the half)")
     ap.add_argument("--metric-seed", type=int, default=None,
                     help="read the signals computed with this metric seed on the same items (seed_stability.py's "
                     "caches) against the same truth: the metric-seed noise of a reading")
@@ -161,7 +170,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     from benchmarks.validity_data import bench_cache
 
-    names = [n for names in split[a.half].values() for n in names]
+    names = [n for names in split[a.half].values() for n in names if a.datasets is None or n in a.datasets]
     unbuilt = [n for n in names if not (bench_cache() / "pools" / n / "candidates.json").is_file()]
     if unbuilt:
         print(f"not built (run python -m benchmarks.validity_data --datasets NAME): {', '.join(unbuilt)}")
@@ -179,7 +188,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         w, method = default_setting(v["modality"])
         if proposal:
             w, method = proposal, a.method or method
-        r = read_view(v, w, method)
+        r = read_view(v, w, method, a.witnesses)
         by_mod.setdefault(v["modality"], []).append(r)
         by_pool.setdefault((v["modality"], v["pool"]), []).append(r)
         print(f"| {v['modality']} | {v['dataset']}/{v['pool']} | {r['rho']:.2f} | {r['tau']:.2f} | {r['regret']:.3f} | "

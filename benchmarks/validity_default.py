@@ -34,7 +34,7 @@ from benchmarks.validity_pools import (
     _cache_dir,
     central_of_view,
     correlations,
-    metric_cache_name,
+    cached_signal,
     family_violations,
     pool_roles,
     regret,
@@ -185,7 +185,7 @@ def load_views(datasets, max_items: int, seed: int, extra: Sequence[str] | Mappi
             sub = {k: np.ascontiguousarray(vectors[k][idx], dtype=np.float32) for k in keys}
             refs, fams = pool_roles([e for e in entries if e["name"] in keys], sorted(keys))
             central = central_of_view(d, sub, refs, fams, n=n, seed=ms, pool=pool)
-            files = {m: cd / metric_cache_name(m, central) for m in needs}
+            files = {m: cached_signal(cd, m, central) for m in needs}
             if not all(f.is_file() for f in files.values()):
                 continue
             sig = {m: json.loads(f.read_text())["scores"] for m, f in files.items()}

@@ -354,14 +354,37 @@ def _metric_one(metric: str, vectors: Mapping[str, np.ndarray], keys: Mapping[st
     return out
 
 
-def metric_cache_name(metric: str, central: frozenset[str] | set[str] = frozenset()) -> str:
-    """The cache file of a signal: named by the metric's code version too, so a change of the metric's code (or of
-    its options' defaults) computes it again instead of reading a stale result; and by the built-in baselines counted
-    as evidence in the view (``central``, :func:`central_of_view`), when there are any."""
+def metric_cache_name(metric: str, central: frozenset[str] | set[str] = frozenset(), version: str | None = None) -> str:
+    """The cache file of a signal: named by the metric's code version too (``version``, default the current code's,
+    10 hex digits), so a change of the metric's code (or of its options' defaults) computes it again instead of
+    reading a stale result; and by the built-in baselines counted as evidence in the view (``central``,
+    :func:`central_of_view`), when there are any."""
     from embedselect.metrics.base import get_spec
 
     suffix = f"_ev-{'+'.join(sorted(central))}" if central else ""
-    return f"metric_{metric}_{get_spec(VARIANTS.get(metric, (metric, {}))[0]).code_version()[:10]}{suffix}.json"
+    version = version or get_spec(VARIANTS.get(metric, (metric, {}))[0]).code_version()[:10]
+    return f"metric_{metric}_{version}{suffix}.json"
+
+
+SAME_RESULTS: dict[str, tuple[str, ...]] = {"sufficiency": ("fb52e19e3f",)}
+"""Earlier code versions of a signal that compute what the current code computes, measured: their cached results are
+read where the current version's file is absent. sufficiency's fb52e19e3f is the code before the module split of
+dfbb8f1 (``metrics/sufficiency/rows.py`` out of ``score.py``): on the 83 cached views that hold both files the
+candidates' order is the same on 81 and Spearman 0.976 on the other 2 (empath/issue8, empath/minilm-heavy), largest
+score difference 0.0009 (vader)."""
+
+
+def cached_signal(folder: Path, metric: str, central: frozenset[str] | set[str] = frozenset()) -> Path:
+    """The file of ``metric``'s cached result in a view's cache folder: the current code version's, else that of an
+    earlier version in :data:`SAME_RESULTS` when one is there, else the current version's path (absent)."""
+    current = folder / metric_cache_name(metric, central)
+    if current.is_file():
+        return current
+    for version in SAME_RESULTS.get(metric, ()):
+        earlier = folder / metric_cache_name(metric, central, version)
+        if earlier.is_file():
+            return earlier
+    return current
 
 
 def central_of_view(name: str, vectors: Mapping[str, np.ndarray], references: frozenset[str],
@@ -409,7 +432,7 @@ def signals(name: str, vectors: Mapping[str, np.ndarray], *, n: int, seed: int, 
     references = references - central
     out, todo = {}, []
     for m in metrics:
-        p = d / metric_cache_name(m, central)
+        p = cached_signal(d, m, central)
         got = json.loads(p.read_text()) if p.is_file() else None
         if got and set(got["scores"]) == set(vectors):
             out[m] = got

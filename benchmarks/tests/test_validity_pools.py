@@ -265,3 +265,21 @@ def test_the_family_pools_hold_three_to_five_model_families():
         assert 3 <= len(models) <= 5, (pool, models)
     _, fams = pool_roles(entries, list(POOLS["families-unbalanced"]))
     assert sorted(collections.Counter(fams[c] for c in POOLS["families-unbalanced"]).values()) == [1, 1, 1, 1, 3]
+
+
+def test_cached_signal_reads_an_earlier_version_known_to_give_the_same_results(tmp_path):
+    from benchmarks.validity_pools import SAME_RESULTS, cached_signal, metric_cache_name
+
+    current = tmp_path / metric_cache_name("sufficiency")
+    earlier = tmp_path / metric_cache_name("sufficiency", version=SAME_RESULTS["sufficiency"][0])
+    other = tmp_path / metric_cache_name("sufficiency", version="0123456789")
+    assert cached_signal(tmp_path, "sufficiency") == current and not current.exists()
+    other.write_text("{}")  # a version not known to agree is never read
+    assert cached_signal(tmp_path, "sufficiency") == current
+    earlier.write_text("{}")
+    assert cached_signal(tmp_path, "sufficiency") == earlier
+    assert cached_signal(tmp_path, "task_prior") == tmp_path / metric_cache_name("task_prior")
+    current.write_text("{}")  # the current code's result wins
+    assert cached_signal(tmp_path, "sufficiency") == current
+    central = frozenset({"tfidf-svd"})
+    assert cached_signal(tmp_path, "sufficiency", central).name.endswith("_ev-tfidf-svd.json")

@@ -39,7 +39,7 @@ from embedselect.errors import ConfigError, DataError
 from embedselect.metrics.pool import relative_positions, relative_z
 from embedselect.ranking.ties import just_below, order_by_score, rank_scores, tie_groups
 
-__all__ = ["METHODS", "DEFAULT_METHOD", "MIN_POOL", "MIN_MODEL_FAMILIES", "SETTLE", "Decision", "metric_ranks", "combine_ranks",
+__all__ = ["METHODS", "DEFAULT_METHOD", "MIN_POOL", "MIN_MODEL_FAMILIES", "SETTLE", "WITNESSES", "Decision", "metric_ranks", "combine_ranks",
            "rank_table", "decide",
            "copies_below_parents"]
 
@@ -213,6 +213,12 @@ MIN_MODEL_FAMILIES = 3
 pool-relative signals judge a model by the other models, and two families give them one comparison."""
 
 
+WITNESSES: tuple[str, ...] = ()
+"""Signals shown beside the combination (weight 0) that :func:`decide` also asks about first place: when one of them,
+computed for the pool, puts another candidate first, the ranking is undecided and that candidate joins the leaders.
+None by default (docs/validity.md, "What was chosen on which half")."""
+
+
 def _overlap(a: Sequence[float], b: Sequence[float]) -> bool:
     lo1, hi1 = float(a[0]), float(a[1])
     lo2, hi2 = float(b[0]), float(b[1])
@@ -269,6 +275,7 @@ def decide(
     families: Mapping[str, str] | None = None,
     references: frozenset[str] | set[str] = frozenset(),
     copies: Sequence[tuple[str, str]] = (),
+    witnesses: Sequence[str] | None = None,
 ) -> Decision:
     """Can the combined ranking name a winner?
 
@@ -283,6 +290,8 @@ def decide(
         families: candidate -> family key (variants and copies of one model share one); None: each its own.
         references: the reference points (built-in baselines): not model families.
         copies: (copy, parent) pairs, as given to :func:`copies_below_parents`.
+        witnesses: signals of ``per_metric`` with weight 0 (shown, not combined) asked about first place too (rule
+            6); None: :data:`WITNESSES`.
 
     Rules (each adds to ``leaders`` / ``reasons``):
 
@@ -296,6 +305,9 @@ def decide(
        the pool-relative signals one comparison; the other family's best member is a plausible best.
     5. **The signals disagree**: leaving out any one signal with a positive weight (of at least two) and combining
        the others the same way puts another candidate first; each such candidate is a plausible best.
+    6. **A witness disagrees**: a signal of ``witnesses`` with weight 0 and finite scores, ranked alone the same way
+       (each family once, copies below their parents), puts another candidate first; that candidate is a plausible
+       best.
 
     The first candidate (``leaders[0]``) is always the first row of :func:`rank_table` and ``Ranking.best``.
     """
@@ -370,6 +382,17 @@ def decide(
             add(list(flips))
             said = "; ".join(f"without {', '.join(ms)}, {c} would be first" for c, ms in flips.items())
             reasons.append(f"the signals disagree about first place: {said}")
+        for m in WITNESSES if witnesses is None else witnesses:
+            if m not in per_metric or w.get(m, 0.0) > 0 or not _finite(per_metric[m]):
+                continue
+            alone = combine_ranks({m: per_metric[m]}, weights={m: 1.0}, method=method, families=families)
+            alone, _ = copies_below_parents(alone, copies)
+            top = tie_groups(alone)[0]
+            if first not in top or len(top) > 1:
+                others = [c for c in top if c != first]
+                add(others)
+                reasons.append(f"{m}, shown beside the combination, puts {', '.join(others)} first"
+                               + (" (a tie)" if first in top else ""))
     decided = not reasons
     codes = ["small-pool" if i in small else "undecided" for i in range(len(reasons))]
     return Decision(decided, leaders if not decided else [first], reasons, codes, "" if decided else SETTLE)
