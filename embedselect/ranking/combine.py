@@ -213,10 +213,38 @@ MIN_MODEL_FAMILIES = 3
 pool-relative signals judge a model by the other models, and two families give them one comparison."""
 
 
-WITNESSES: tuple[str, ...] = ()
+WITNESSES: tuple[str, ...] = ("nn_agreement",)
 """Signals shown beside the combination (weight 0) that :func:`decide` also asks about first place: when one of them,
 computed for the pool, puts another candidate first, the ranking is undecided and that candidate joins the leaders.
-None by default (docs/validity.md, "What was chosen on which half")."""
+nn_agreement (shown with weight 0 by the text default; images combine it, so it is not asked there): chosen on the
+selection half and confirmed on the confirmation half (docs/validity.md, "What was chosen on which half")."""
+
+
+def _first_group(per_metric: Mapping[str, Mapping[str, float]], weights: Mapping[str, float], method: str,
+                 families: Mapping[str, str] | None, copies: Sequence[tuple[str, str]]) -> list[str]:
+    """The candidates first (tied) when ``per_metric`` alone is combined as :func:`decide`'s ranking was: each family
+    once, copies below their parents."""
+    alt = combine_ranks(per_metric, weights={k: weights[k] for k in per_metric}, method=method, families=families)
+    alt, _ = copies_below_parents(alt, copies)
+    groups = tie_groups(alt)
+    return list(groups[0]) if groups else []
+
+
+def _witnesses_against(first: str, per_metric: Mapping[str, Mapping[str, float]], weights: Mapping[str, float],
+                       method: str, families: Mapping[str, str] | None, copies: Sequence[tuple[str, str]],
+                       witnesses: Sequence[str]) -> list[tuple[list[str], str]]:
+    """:func:`decide`'s rule 6: per witness (a signal of ``witnesses`` computed with finite scores and weight 0) whose
+    own ranking does not put ``first`` alone first, the candidates it puts first instead and the reason."""
+    out = []
+    for m in witnesses:
+        if m not in per_metric or weights.get(m, 0.0) > 0 or not _finite(per_metric[m]):
+            continue
+        top = _first_group({m: per_metric[m]}, {m: 1.0}, method, families, copies)
+        if first not in top or len(top) > 1:
+            others = [c for c in top if c != first]
+            out.append((others, f"{m}, shown beside the combination, puts {', '.join(others)} first"
+                                + (" (a tie)" if first in top else "")))
+    return out
 
 
 def _overlap(a: Sequence[float], b: Sequence[float]) -> bool:
@@ -305,9 +333,8 @@ def decide(
        the pool-relative signals one comparison; the other family's best member is a plausible best.
     5. **The signals disagree**: leaving out any one signal with a positive weight (of at least two) and combining
        the others the same way puts another candidate first; each such candidate is a plausible best.
-    6. **A witness disagrees**: a signal of ``witnesses`` with weight 0 and finite scores, ranked alone the same way
-       (each family once, copies below their parents), puts another candidate first; that candidate is a plausible
-       best.
+    6. **A witness disagrees**: a weight-0 signal of ``witnesses``, ranked alone the same way (each family once,
+       copies below their parents), puts another candidate first; that candidate is a plausible best.
 
     The first candidate (``leaders[0]``) is always the first row of :func:`rank_table` and ``Ranking.best``.
     """
@@ -369,11 +396,7 @@ def decide(
         flips: dict[str, list[str]] = {}
         if len(live) >= 2:
             for m in live:
-                rest = {k: per_metric[k] for k in live if k != m}
-                alt = combine_ranks(rest, weights={k: w[k] for k in rest}, method=method, families=families)
-                alt, _ = copies_below_parents(alt, copies)
-                alt_groups = tie_groups(alt)
-                top = alt_groups[0] if alt_groups else []
+                top = _first_group({k: per_metric[k] for k in live if k != m}, w, method, families, copies)
                 if first not in top or len(top) > 1:
                     for c in top:
                         if c != first:
@@ -382,17 +405,10 @@ def decide(
             add(list(flips))
             said = "; ".join(f"without {', '.join(ms)}, {c} would be first" for c, ms in flips.items())
             reasons.append(f"the signals disagree about first place: {said}")
-        for m in WITNESSES if witnesses is None else witnesses:
-            if m not in per_metric or w.get(m, 0.0) > 0 or not _finite(per_metric[m]):
-                continue
-            alone = combine_ranks({m: per_metric[m]}, weights={m: 1.0}, method=method, families=families)
-            alone, _ = copies_below_parents(alone, copies)
-            top = tie_groups(alone)[0]
-            if first not in top or len(top) > 1:
-                others = [c for c in top if c != first]
-                add(others)
-                reasons.append(f"{m}, shown beside the combination, puts {', '.join(others)} first"
-                               + (" (a tie)" if first in top else ""))
+        for others, why in _witnesses_against(first, per_metric, w, method, families, copies,
+                                              WITNESSES if witnesses is None else witnesses):
+            add(others)
+            reasons.append(why)
     decided = not reasons
     codes = ["small-pool" if i in small else "undecided" for i in range(len(reasons))]
     return Decision(decided, leaders if not decided else [first], reasons, codes, "" if decided else SETTLE)
