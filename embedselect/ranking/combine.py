@@ -217,7 +217,7 @@ WITNESSES: tuple[str, ...] = ("nn_agreement",)
 """Signals shown beside the combination (weight 0) that :func:`decide` also asks about first place: when one of them,
 computed for the pool, puts another candidate first, the ranking is undecided and that candidate joins the leaders.
 nn_agreement (shown with weight 0 by the text default; images combine it, so it is not asked there): chosen on the
-selection half and confirmed on the confirmation half (docs/validity.md, "What was chosen on which half")."""
+selection half and confirmed on the confirmation half (docs/validity.md, "Selection and confirmation halves")."""
 
 
 def _first_group(per_metric: Mapping[str, Mapping[str, float]], weights: Mapping[str, float], method: str,
