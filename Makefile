@@ -6,8 +6,11 @@ demo:
 	scripts/setup.sh models
 	.venv/bin/embedselect demo
 
+# the suite runs in TEST_WORKERS processes (pytest-xdist; each test process has its own fake hub and HF_HOME);
+# TEST_WORKERS=0 runs it in one process
+TEST_WORKERS ?= 2
 test: lint
-	.venv/bin/python -m pytest -q --durations=15
+	.venv/bin/python -m pytest -q --durations=15 -n $(TEST_WORKERS) --dist worksteal
 
 # ruff (rules in pyproject.toml) and mypy (settings in pyproject.toml: the package, untyped bodies checked too)
 lint:
