@@ -41,6 +41,7 @@ Lite0 (see ``validity_images.py``), and the ``pixel-pca`` / ``random-projection`
 from __future__ import annotations
 
 import argparse
+import collections
 import dataclasses
 import gzip
 import importlib
@@ -197,6 +198,14 @@ def _drop_ambiguous(pairs: list[tuple[str, str]], min_per_class: int) -> tuple[l
     return [t for t, _ in keep], [lab for _, lab in keep]
 
 
+
+def _largest_classes(texts: list[str], labels: list[str], n_classes: int) -> tuple[list[str], list[str]]:
+    """The items of the ``n_classes`` classes with the most items (ties by name), in their order."""
+    counts = collections.Counter(labels)
+    top = set(sorted(counts, key=lambda c: (-counts[c], c))[:n_classes])
+    keep = [(t, lab) for t, lab in zip(texts, labels) if lab in top]
+    return [t for t, _ in keep], [lab for _, lab in keep]
+
 def load_polarity() -> tuple[list[str], list[str]]:
     return validity.polarity()
 
@@ -239,12 +248,7 @@ def load_empath(n_classes: int = 20) -> tuple[list[str], list[str]]:
         parts = line.strip().split("\t")
         pairs += [(w.replace("_", " "), parts[0]) for w in parts[1:] if w]
     texts, labels = _drop_ambiguous(pairs, 1)
-    counts: dict[str, int] = {}
-    for lab in labels:
-        counts[lab] = counts.get(lab, 0) + 1
-    top = set(sorted(counts, key=lambda c: (-counts[c], c))[:n_classes])
-    keep = [(t, lab) for t, lab in zip(texts, labels) if lab in top]
-    return [t for t, _ in keep], [lab for _, lab in keep]
+    return _largest_classes(texts, labels, n_classes)
 
 
 def load_emoji() -> tuple[list[str], list[str]]:
@@ -541,12 +545,7 @@ def load_wordnet_glosses(folder: Path | None = None, n_classes: int = 10) -> tup
         if definition and lexnames[lexfile] != "noun.Tops":
             pairs.append((definition, lexnames[lexfile]))
     texts, labels = _drop_ambiguous(pairs, 1)
-    counts: dict[str, int] = {}
-    for lab in labels:
-        counts[lab] = counts.get(lab, 0) + 1
-    top = set(sorted(counts, key=lambda c: (-counts[c], c))[:n_classes])
-    keep = [(t, lab) for t, lab in zip(texts, labels) if lab in top]
-    return [t for t, _ in keep], [lab for _, lab in keep]
+    return _largest_classes(texts, labels, n_classes)
 
 
 def load_census_names(folder: Path | None = None, n_last: int = 2000) -> tuple[list[str], list[str]]:
@@ -683,12 +682,7 @@ def load_roget_heads(path: Path | None = None, n_classes: int = 10) -> tuple[lis
     if bad:
         raise DataError(f"{p}: {len(bad)} lines are not 'term,HEAD', the first: {bad[0]}")
     texts, labels = _drop_ambiguous([(t.strip(), h.strip()) for t, h in rows if t.strip() and h.strip()], 1)
-    counts: dict[str, int] = {}
-    for lab in labels:
-        counts[lab] = counts.get(lab, 0) + 1
-    top = set(sorted(counts, key=lambda c: (-counts[c], c))[:n_classes])
-    keep = [(t, lab) for t, lab in zip(texts, labels) if lab in top]
-    return [t for t, _ in keep], [lab for _, lab in keep]
+    return _largest_classes(texts, labels, n_classes)
 
 
 INQUIRER_DOMAINS = ("Academ", "Doctrin", "Econ@", "Exprsv", "Legal", "Milit", "Polit@", "Relig")
