@@ -6,9 +6,9 @@ demo:
 	scripts/setup.sh models
 	.venv/bin/embedselect demo
 
-# the suite runs in TEST_WORKERS processes (pytest-xdist; each test process has its own fake hub and HF_HOME);
-# TEST_WORKERS=0 runs it in one process
-TEST_WORKERS ?= 2
+# the suite runs in TEST_WORKERS processes (pytest-xdist; each test process has its own fake hub and HF_HOME).
+# Three on CI's two cores: many tests wait on subprocesses, ptys and sockets. TEST_WORKERS=0 runs it in one process
+TEST_WORKERS ?= 3
 test: lint
 	.venv/bin/python -m pytest -q --durations=15 -n $(TEST_WORKERS) --dist worksteal
 
