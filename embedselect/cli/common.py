@@ -36,9 +36,14 @@ def add_data_args(p: argparse.ArgumentParser, *, labels: bool = True, labels_req
         p.add_argument("--seed", type=int, default=0, help="root seed (sampling, baselines, metrics)")
 
 
+def add_cache_dir_arg(p: argparse.ArgumentParser) -> None:
+    """``--cache-dir``: the cache root of a command that reads or writes the cache."""
+    p.add_argument("--cache-dir", help="cache root (default: $EMBEDSELECT_CACHE_DIR or the user cache dir)")
+
+
 def add_load_args(p: argparse.ArgumentParser) -> None:
     """Where and how models load: cache, device, batch size, the safety options, progress and logging."""
-    p.add_argument("--cache-dir", help="cache root (default: $EMBEDSELECT_CACHE_DIR or the user cache dir)")
+    add_cache_dir_arg(p)
     p.add_argument("--device", default=None, help="cpu, cuda, cuda:1 (default: auto)")
     p.add_argument("--batch-size", type=int)
     p.add_argument("--allow-pickle", action="store_true", help="allow non-safetensors (pickle) weights")

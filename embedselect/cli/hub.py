@@ -12,6 +12,7 @@ import json
 import re
 import sys
 
+from embedselect.cli.common import add_cache_dir_arg
 from embedselect.errors import EXIT_CODES, ConfigError
 
 _SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kKmMbBtT]?)\s*$")
@@ -48,7 +49,7 @@ def register(subparsers) -> None:
     p.add_argument("--license", action="append", dest="licenses", help="allowed licence id (repeatable)")
     p.add_argument("--exclude-gated", action="store_true", help="skip gated repos")
     p.add_argument("--no-record", action="store_true", help="only print; do not record in the hub models table")
-    p.add_argument("--cache-dir", help="cache root (default: $EMBEDSELECT_CACHE_DIR or the user cache dir)")
+    add_cache_dir_arg(p)
     p.add_argument("--json", action="store_true", help="print the crawl as JSON on stdout")
     p.add_argument("--strict", action="store_true", help="exit 8 if any listing page failed")
     p.add_argument("--quiet", "-q", action="store_true")

@@ -8,7 +8,7 @@ import os
 import sys
 from pathlib import Path
 
-from embedselect.cli.common import add_overwrite_arg, input_option, output_option, read_text_input, write_atomic
+from embedselect.cli.common import add_cache_dir_arg, add_overwrite_arg, input_option, output_option, read_text_input, write_atomic
 
 
 def _ranking(args):
@@ -112,7 +112,7 @@ def register(sub) -> None:
     """Add badge, card, leaderboard and report to the main parser's subparsers."""
 
     def source(p):
-        p.add_argument("--cache-dir", help="cache root (default: $EMBEDSELECT_CACHE_DIR or the user cache dir)")
+        add_cache_dir_arg(p)
         p.add_argument("--ranking", metavar="ID", help="stored ranking id or a unique prefix (default: the latest)")
         p.add_argument("--fingerprint", metavar="FP", help="the latest ranking of this data fingerprint (prefix)")
 

@@ -160,9 +160,11 @@ def _check_root(root: Path) -> None:
     if real == Path(real.anchor) or real == Path(os.path.realpath(Path.home())):
         where = "the root folder" if real == Path(real.anchor) else "the home folder"
         raise ConfigError(f"the cache {root} is {where}; the cache needs a folder of its own, e.g. "
-                          f"{Path.home() / '.cache' / 'embedselect'}: choose another --cache-dir, EMBEDSELECT_CACHE_DIR "
-                          "or the nightly cache:")
+                          f"{Path.home() / '.cache' / 'embedselect'}: choose another {_WHERE_TO_CHOOSE}")
 
+
+_WHERE_TO_CHOOSE = "--cache-dir, EMBEDSELECT_CACHE_DIR or the nightly cache:"
+"""Where a user names the cache folder, as the messages about an unusable folder say it."""
 
 CACHE_TAG = "CACHEDIR.TAG"
 """The file that marks a folder as an embedselect cache (the Cache Directory Tagging Specification, so backup tools
@@ -200,7 +202,7 @@ def _claim_root(root: Path, db_path: Path) -> None:
         shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
         raise ConfigError(f"the folder {root} holds files that are not embedselect's ({shown}) and is not an "
                           "embedselect cache; the cache needs a folder of its own: give a new or empty folder as "
-                          "--cache-dir, EMBEDSELECT_CACHE_DIR or the nightly cache: (nothing was written there)")
+                          f"{_WHERE_TO_CHOOSE} (nothing was written there)")
     tmp = root / f".{CACHE_TAG}.{os.getpid()}.{threading.get_ident()}.tmp"
     tmp.unlink(missing_ok=True)  # a leftover of this very process and thread (never opened through a link)
     try:  # written whole under a temporary name, then linked into place: the tag is never seen half-written
@@ -223,14 +225,14 @@ def _tag_is_ours(root: Path, tag: Path) -> bool:
     """
     if tag.is_symlink() or (tag.exists() and not tag.is_file()):
         raise ConfigError(f"the cache folder {root} has a {CACHE_TAG} that is not a plain file; embedselect never writes "
-                          "through a link: remove it or choose another --cache-dir, EMBEDSELECT_CACHE_DIR or the nightly cache:")
+                          f"through a link: remove it or choose another {_WHERE_TO_CHOOSE}")
     if not tag.is_file():
         return False
     head = tag.read_bytes()[:400]
     if head.startswith(_TAG_TEXT.encode()[:43]) and b"embedselect" in head:
         return True
     raise ConfigError(f"{root} is another program's cache ({tag} was not written by embedselect); choose a folder "
-                      "of embedselect's own with --cache-dir, EMBEDSELECT_CACHE_DIR or the nightly cache:")
+                      f"of embedselect's own with {_WHERE_TO_CHOOSE}")
 
 
 def _empty_or_own(p: Path) -> bool:
