@@ -71,12 +71,12 @@ def test_embedder_objects_rank_in_one_pool_with_a_baseline(cache_dir, caplog):
     assert enc.calls == 4 and enc.items == 240  # 240 items in batches of at most 64, rows in order
     assert r["Encoder"].dim == WIDTH and r["Encoder"].n == 240
     assert (r["bag_of_words"].cache_scope, r["Encoder"].cache_scope) == ("run", "run")
-    assert (r["pinned"].cache_scope, r["tfidf-svd"].cache_scope) == ("store", "store")
+    assert (r["pinned"].cache_scope, r["tfidf-svd"].cache_scope) == ("cache", "cache")
     assert r["bag_of_words"].model_id == "embedder:bag_of_words" and r["bag_of_words"].revision is None
     assert r["pinned"].revision == "v1"
     warned = [m for m in caplog.messages if "kept for this run only" in m]
     assert sorted(m.split(":")[0] for m in warned) == ["Encoder", "bag_of_words"]
-    assert json.loads(r.to_json())["candidates"][0]["cache_scope"] in ("run", "store")
+    assert json.loads(r.to_json())["candidates"][0]["cache_scope"] in ("run", "cache")
     # the unpinned ones are not in the cache; the pinned one is, under (name, revision, options, data)
     models = set(Store.open(cache_dir).list_runs()["model_id"])
     assert "embedder:pinned" in models and "embedder:Encoder" not in models and "embedder:bag_of_words" not in models
@@ -173,7 +173,7 @@ def test_vectors_in_every_form_rank_in_one_pool_with_a_baseline(tmp_path, cache_
     r = embedselect.select(SAMPLE, cands, column="text", metrics=["task_prior"])
     assert all(c.ok for c in r), [c.failure_note for c in r]
     forms = ["array", "by-id", "mapping", "npy", "parquet"]
-    assert {r[n].cache_scope for n in forms} == {"input"} and r["tfidf-svd"].cache_scope == "store"
+    assert {r[n].cache_scope for n in forms} == {"input"} and r["tfidf-svd"].cache_scope == "cache"
     # the same vectors in five forms: the same score, and none of them is written to the cache
     assert len({round(r[n].scores["task_prior"], 9) for n in forms}) == 1
     assert not any(m.startswith("vectors:") for m in Store.open(cache_dir).list_runs()["model_id"])

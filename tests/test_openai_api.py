@@ -194,7 +194,7 @@ def test_select_ranks_an_api_candidate_in_one_pool_with_a_baseline(server, key, 
 def test_with_a_revision_the_vectors_are_cached_and_never_paid_for_twice(server, key, cache_dir):
     spec = f"api=openai:fake-embed?base_url={server.url}&dimensions=8&revision=2026-11"
     r = embedselect.select(SAMPLE, [spec, "tfidf-svd"], column="text", metrics=["task_prior"])
-    assert r["api"].ok and r["api"].dim == 8 and r["api"].cache_scope == "store" and r["api"].api_tokens > 0
+    assert r["api"].ok and r["api"].dim == 8 and r["api"].cache_scope == "cache" and r["api"].api_tokens > 0
     assert {q["body"]["dimensions"] for q in server.requests} == {8}
     n_requests = len(server.requests)
     # the same model, dimensions and host under another key variable and batch size: the stored vectors

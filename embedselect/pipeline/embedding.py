@@ -227,7 +227,7 @@ def _resolve(ctx: RunContext, cand: Any, res: CandidateResult, step: dict[str, A
         # ?truncate_dim= / ?precision= are computed from the model's own vectors: those are stored (or kept) under
         # the key without them, shared with the model's other variants; the candidate's run_key has them
         reduced = {k: v for k, v in vector_options(cand.options).items() if k in REDUCTION_OPTIONS}
-        if res.cache_scope != "store":
+        if res.cache_scope != "cache":
             base = {k: v for k, v in vector_options(cand.options).items() if k not in REDUCTION_OPTIONS}
             memo = run_key(model_id=rc.model_id, revision=revision, backend=rc.backend, options=base,
                            fingerprint=ctx.ref.fingerprint, precision="as-given")

@@ -200,7 +200,7 @@ class CandidateResult:
             metric name when its headline score was bootstrapped, else the name of the bootstrapped score
             (e.g. ``task_prior_alignment``: the closed-form part of ``task_prior``, without probes).
         run_key: the cache key of the embedding run (None when the vectors are not cached across runs).
-        cache_scope: where the vectors are kept: ``"store"`` (the cache, across runs), ``"run"`` (this run only: an
+        cache_scope: where the vectors are kept: ``"cache"`` (the cache, across runs), ``"run"`` (this run only: an
             embedder object or a hosted API without a revision), ``"input"`` (precomputed vectors, read from the user's input).
         model_bytes: size of the model's weight files in bytes (None for the built-in baselines); a cost.
         api_tokens: for a hosted embedding API (``openai:MODEL``), the tokens this run was billed for (the
@@ -237,7 +237,7 @@ class CandidateResult:
     intervals: dict[str, list[float]] = field(default_factory=dict)
     run_key: str | None = None
     model_bytes: int | None = None
-    cache_scope: str = "store"
+    cache_scope: str = "cache"
     api_tokens: int | None = None
     bytes_per_vector: int | None = None
     items_per_second: float | None = None
