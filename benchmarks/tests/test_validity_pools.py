@@ -283,3 +283,63 @@ def test_cached_signal_reads_an_earlier_version_known_to_give_the_same_results(t
     assert cached_signal(tmp_path, "sufficiency") == current
     central = frozenset({"tfidf-svd"})
     assert cached_signal(tmp_path, "sufficiency", central).name.endswith("_ev-tfidf-svd.json")
+
+
+class _MemoryPairs:
+    """A pair cache in memory that counts what is stored."""
+
+    def __init__(self):
+        self.store = {}
+
+    def get_many(self, keys):
+        return {k: self.store[k] for k in keys if k in self.store}
+
+    def put_many(self, items):
+        self.store.update(items)
+
+
+def _pairs_stored(cache):
+    from embedselect.metrics.sufficiency.settings import PAIR_KEY_PREFIX
+
+    return sorted(k for k in cache.store if k.startswith(PAIR_KEY_PREFIX))
+
+
+@pytest.mark.slow
+def test_sufficiency_trains_only_the_pairs_its_scores_read_and_scores_the_same(monkeypatch):
+    """The benchmark's KNIFE sufficiency leaves out the pairs no score reads (towards a reference point, a copy, or
+    the candidate's own family): the same scores as the estimate with every pair, from fewer trained pairs, and
+    nothing made up is stored in the pair cache."""
+    import numpy as np
+
+    from benchmarks import validity_pools as vp
+    from embedselect.metrics.base import MetricContext, get_metric
+    opts = {"max_steps": 40, "eval_every": 10, "min_steps": 10, "max_repeats": 2}
+    monkeypatch.setitem(vp.VARIANTS, "sufficiency-test", ("sufficiency", opts))
+    rng = np.random.default_rng(0)
+    base = rng.normal(size=(120, 8))
+    vecs = {"a": base + 0.3 * rng.normal(size=(120, 8)), "a-copy": base[:, :6] + 0.1 * rng.normal(size=(120, 6)),
+            "b": np.c_[base[:, :4], rng.normal(size=(120, 4))], "c": rng.normal(size=(120, 6)) + base[:, :6],
+            "ref": rng.normal(size=(120, 5))}
+    keys = {k: f"t:{k}" for k in vecs}
+    refs = frozenset({"ref"})
+    fams = {"a": "a", "a-copy": "a", "b": "b", "c": "c", "ref": "ref"}
+    unread = vp.unread_pairs(list(vecs), refs, fams)
+    # witnesses: the heads a, b, c; each candidate is compared with the other families' heads
+    assert ("a", "ref") in unread and ("b", "a-copy") in unread and ("a-copy", "a") in unread
+    assert ("a", "b") not in unread and ("ref", "c") not in unread and ("a-copy", "b") not in unread
+    assert len(unread) == 20 - 11
+
+    every, only = _MemoryPairs(), _MemoryPairs()
+    want = get_metric("sufficiency")(MetricContext(embeddings=dict(vecs), run_keys=keys, seed=0, options=opts,
+                                                   references=refs, families=fams, pair_cache=every)).scores
+    got = vp._metric_one("sufficiency-test", vecs, keys, 0, refs, fams, pair_cache=only)
+    assert got["scores"] == {k: float(v) for k, v in want.items()}
+    assert len(_pairs_stored(every)) == 20 * 2 and len(_pairs_stored(only)) == 11 * 2
+    assert set(only.store) <= set(every.store)
+    assert all(only.store[k] == every.store[k] for k in _pairs_stored(only))
+    assert not any(v.get("unread") for v in only.store.values())
+    # a cached reading answers from the stored pairs only, the same again
+    assert vp._metric_one("sufficiency-test", vecs, keys, 0, refs, fams, pair_cache=only)["scores"] == got["scores"]
+    # other estimators and targets are left alone
+    assert vp._unread_pair_keys(vecs, keys, 0, {"targets": "all"}, refs, fams) is None
+    assert vp._unread_pair_keys(vecs, keys, 0, {"estimator": "gaussian"}, refs, fams) is None
