@@ -9,7 +9,9 @@ stratified items:
 2. label-free: the package's default combination for the view's modality (``validity_default.default_setting``,
    signals cached by ``validity_pools.signals``), derived copies below their parents; its first candidate is the
    label-free pick, its leaders those of :func:`embedselect.ranking.combine.decide` on the signals, the families and
-   the reference points (as ``benchmarks.protocol`` reads them; no bootstrap), and the contenders are
+   the reference points (as ``benchmarks.protocol`` reads them; no bootstrap), with the witnesses the product computes
+   with weight 0 (``validity_default.default_witnesses``: nn_agreement for texts) asked about first place as
+   ``select()`` asks them, and the contenders are
    :func:`embedselect.validation.answers.contenders` of the leaders, the order and the families (one per family);
 3. the simulated person answers from the labels: the option that shares the anchor's label; ``skip`` when both or
    neither do;
@@ -21,7 +23,8 @@ stratified items:
    ``rank --answers``. ``--z`` reads the same rule at other interval levels (the product's is
    :data:`~embedselect.validation.answers.Z_DECIDE`, 99.9 %); ``--half`` restricts the datasets to one half of the protocol
    (``benchmarks.protocol.half``): a level is chosen on the selection half and read once on the confirmation half.
-   ``--contenders wide`` reads a wider variant (:func:`wide_contenders`), not the product's rule.
+   ``--contenders wide`` / ``reference`` read variants (:func:`wide_contenders`, :func:`reference_contenders`), not
+   the product's rule.
 
 Reported per budget: the share of views whose pick is within ``--tolerance`` (0.02) of the best accuracy, for
 label-free alone, targeted and random questions (random averaged over ``--repeats`` seeds, targeted too), the views
@@ -48,7 +51,7 @@ import numpy as np
 from benchmarks.validity_data import DATASETS as ALL_DATASETS
 from benchmarks.validity_data import bench_cache, copy_pairs, load_pool, stratified_indices
 from benchmarks.protocol import HALVES, half
-from benchmarks.validity_default import default_setting
+from benchmarks.validity_default import default_setting, default_witnesses
 from benchmarks.validity_pools import POOL_MODALITY, POOLS, ground_truth, pool_roles, signals
 from embedselect.pipeline.questions import choose_triplets
 from embedselect.ranking.combine import combine_ranks, copies_below_parents, decide
@@ -100,6 +103,20 @@ def wide_contenders(leaders: Sequence[str], order: Sequence[str], families: Mapp
     return [c for c in order if c in set(names) | set(extra)]
 
 
+def reference_contenders(leaders: Sequence[str], order: Sequence[str], families: Mapping[str, str],
+                         references: Sequence[str], top: int = TOP_CONTENDERS) -> list[str]:
+    """A variant read here (``--contenders reference``), not the product's rule: the product's contenders, plus the
+    best reference point (the first of ``references`` in ``order``) when none of them is a reference point, in
+    ``order``. A reference point beats the models on some data (debates-2016: tfidf-svd); as a contender the answers
+    can name it."""
+    names = contenders(leaders, order, families, top)
+    refs = set(references)
+    if any(c in refs for c in names):
+        return names
+    best = next((c for c in order if c in refs), None)
+    return names if best is None else [c for c in order if c in set(names) | {best}]
+
+
 def first_answered(triplets: np.ndarray, answers: np.ndarray, budget: int) -> tuple[np.ndarray, np.ndarray]:
     """The first ``budget`` answered (non-skip) questions in order: (triplets, signs)."""
     keep = np.flatnonzero(answers != 0)[:budget]
@@ -120,9 +137,10 @@ def view_data(name: str, pool: str, *, max_items: int, seed: int, folds: int, jo
     n = len(idx)
     truth = {c: r["acc"] for c, r in ground_truth(name, y, sub, n=n, seed=seed, folds=folds, jobs=jobs).items()}
     weights, method = default_setting(meta["modality"])
+    shown = [m for m in default_witnesses(meta["modality"]) if m not in weights]
     ents = [e for e in entries if e["name"] in keys]
     refs, fams = pool_roles(ents, keys)
-    sig = signals(name, sub, n=n, seed=seed, metrics=list(weights), jobs=jobs, pool=pool, references=refs,
+    sig = signals(name, sub, n=n, seed=seed, metrics=list(weights) + shown, jobs=jobs, pool=pool, references=refs,
                   families=fams)
     per_metric = {m: sig[m]["scores"] for m in weights}
     comb = combine_ranks(per_metric, weights=weights, method=method, families=fams)
@@ -132,7 +150,9 @@ def view_data(name: str, pool: str, *, max_items: int, seed: int, folds: int, jo
         log.warning("%s/%s: copy pairs not found (%s); no copy rule", name, pool, err)
         pairs = []
     comb, _ = copies_below_parents(comb, pairs)
-    dec = decide(comb, per_metric=per_metric, weights=dict(weights), method=method, families=fams, references=refs,
+    # as the product's rank stage: the witnesses computed and given with weight 0 (decide's rule 6)
+    dec = decide(comb, per_metric={**per_metric, **{m: sig[m]["scores"] for m in shown}},
+                 weights={**dict(weights), **{m: 0.0 for m in shown}}, method=method, families=fams, references=refs,
                  copies=pairs)
     texts = [str(x) for x in items]
     seen: dict[str, int] = {}
@@ -140,7 +160,7 @@ def view_data(name: str, pool: str, *, max_items: int, seed: int, folds: int, jo
         seen[t] = seen.get(t, 0) + 1
     usable = np.array([seen[texts[i]] == 1 for i in idx], dtype=bool)
     return {"dataset": name, "pool": pool, "modality": meta["modality"], "labels": y, "vectors": sub,
-            "truth": truth, "combined": comb, "usable": usable, "families": fams, "decided": dec.decided,
+            "truth": truth, "combined": comb, "usable": usable, "families": fams, "references": sorted(refs), "decided": dec.decided,
             "leaders": list(dec.leaders)}
 
 
@@ -149,13 +169,16 @@ def simulate(view: Mapping[str, Any], *, budgets: Sequence[int], repeats: int, n
     """Per budget: the targeted and random picks' hit rates (within ``tolerance`` of the best) over ``repeats``
     seeds, the label-free pick, and the worst loss against label-free; ``out["budgets"]`` under the first of
     ``levels`` (the verdict's interval z), ``out["levels"][z]`` the same under each level. ``rule``: ``product``
-    (:func:`~embedselect.validation.answers.contenders`) or ``wide`` (:func:`wide_contenders`)."""
+    (:func:`~embedselect.validation.answers.contenders`), ``wide`` (:func:`wide_contenders`) or ``reference``
+    (:func:`reference_contenders`)."""
     truth, comb, y, vec = view["truth"], view["combined"], view["labels"], view["vectors"]
     best = max(truth.values())
     order = order_by_score(comb)
     lf = order[0]
-    pick = wide_contenders if rule == "wide" else contenders
-    names = pick(view["leaders"], order, view["families"])
+    if rule == "reference":
+        names = reference_contenders(view["leaders"], order, view["families"], view.get("references", ()))
+    else:
+        names = (wide_contenders if rule == "wide" else contenders)(view["leaders"], order, view["families"])
     hit = {lf: truth[lf] >= best - tolerance}
     out: dict[str, Any] = {"dataset": view["dataset"], "pool": view["pool"], "modality": view["modality"],
                            "n": len(y), "n_candidates": len(truth), "label_free": lf, "label_free_hit": hit[lf],
@@ -245,9 +268,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeats", type=int, default=5, help="question seeds (targeted) and draws (random) per view")
     p.add_argument("--questions", type=int, default=400, help="targeted questions generated per view and seed")
     p.add_argument("--tolerance", type=float, default=0.02)
-    p.add_argument("--contenders", choices=("product", "wide"), default="product",
-                   help="the product's contenders (one per family of the leaders), or a wider variant (plus the best "
-                   "members of the first 3 families)")
+    p.add_argument("--contenders", choices=("product", "wide", "reference"), default="product",
+                   help="the product's contenders (one per family of the leaders), or a variant: wide (plus the best "
+                   "members of the first 3 families), reference (plus the best reference point)")
     p.add_argument("--half", choices=HALVES, default=None,
                    help="only the datasets of this half of the protocol (benchmarks.protocol; default: both)")
     p.add_argument("--z", type=float, nargs="+", default=[Z_DECIDE],

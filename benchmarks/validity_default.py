@@ -136,6 +136,17 @@ def default_setting(modality: str) -> tuple[dict[str, float], str]:
     return w, default_method(modality)
 
 
+def default_witnesses(modality: str) -> tuple[str, ...]:
+    """The signals that ``select()`` computes for data of ``modality`` with weight 0 (shown, not combined) and that
+    :func:`embedselect.ranking.combine.decide` asks about first place (:data:`~embedselect.ranking.combine.WITNESSES`):
+    nn_agreement for texts, none for images (their default combines it). A view read as the product reads it computes
+    these beside :func:`default_setting`'s weights and gives them to ``decide`` with weight 0."""
+    from embedselect.pipeline.defaults import default_weight
+    from embedselect.ranking.combine import WITNESSES
+
+    return tuple(m for m in WITNESSES if m in DEFAULT_METRICS and default_weight(m, modality) == 0)
+
+
 def default_extra() -> dict[str, tuple[str, ...]]:
     """Per modality, the signals beyond :data:`SIGNALS` that its default reads (:func:`default_setting`: the image
     default's Gaussian sufficiency and cluster-task task_prior today; none for texts): what a view scored under its

@@ -68,3 +68,46 @@ def test_the_wide_variant_adds_the_first_families_in_label_free_order():
     order = ["g", "m", "m-int8", "t", "n"]
     assert wide_contenders(["g", "t"], order, fam) == ["g", "m", "t"]
     assert wide_contenders(["g", "n", "t"], order, fam) == ["g", "m", "t", "n"]
+
+
+def test_a_view_asks_the_witness_as_the_product_does(monkeypatch):
+    """view_data computes the signals the product shows with weight 0 and decide() asks about first place
+    (combine.WITNESSES: nn_agreement for texts), so its leaders are the ones `rank` gives `ask`."""
+    import benchmarks.ask_simulated as sim
+    from benchmarks.validity_default import default_witnesses
+
+    rng = np.random.default_rng(0)
+    names = ["a", "b", "c", "d"]  # four model families, no reference point
+    labels = np.repeat(np.arange(4), 10)
+    vectors = {c: rng.normal(size=(40, 8)).astype(np.float32) for c in names}
+    asked: list[list[str]] = []
+    first_b = {"a": 0.8, "b": 0.9, "c": 0.2, "d": 0.1}
+    by_signal = {"task_prior": {"a": 0.9, "b": 0.6, "c": 0.3, "d": 0.1},
+                 "sufficiency": {"a": 0.9, "b": 0.5, "c": 0.4, "d": 0.2}, "nn_agreement": first_b}
+
+    def fake_signals(name, sub, *, metrics, **_):
+        asked.append(list(metrics))
+        return {m: {"scores": dict(by_signal[m]), "seconds": 0.0} for m in metrics}
+
+    monkeypatch.setattr(sim, "load_pool", lambda name: ({"modality": "text"}, labels, [f"item {i}" for i in range(40)],
+                                                        [{"name": c} for c in names], vectors))
+    monkeypatch.setattr(sim, "ground_truth", lambda *a, **k: {c: {"acc": 0.5} for c in names})
+    monkeypatch.setattr(sim, "signals", fake_signals)
+    monkeypatch.setattr(sim, "copy_pairs", lambda *a, **k: [])
+    view = sim.view_data("fake", "all", max_items=300, seed=0, folds=2, jobs=1)
+    assert default_witnesses("text") == ("nn_agreement",) and default_witnesses("image") == ()
+    assert "nn_agreement" in asked[0]
+    assert view["decided"] is False and view["leaders"] == ["a", "b"]  # nn_agreement puts b first: b is a leader
+    by_signal["nn_agreement"] = {"a": 0.9, "b": 0.8, "c": 0.2, "d": 0.1}
+    view = sim.view_data("fake", "all", max_items=300, seed=0, folds=2, jobs=1)
+    assert view["decided"] is True and view["leaders"] == ["a"]  # the witness agrees: decided
+
+
+def test_the_reference_variant_adds_the_best_reference_point_once():
+    from benchmarks.ask_simulated import reference_contenders
+
+    fam = {"m": "m", "n": "n", "t": "t", "r": "r"}
+    order = ["m", "r", "n", "t"]
+    assert reference_contenders(["m", "n"], order, fam, ["t", "r"]) == ["m", "r", "n"]  # r: the first in order
+    assert reference_contenders(["m", "t"], order, fam, ["t", "r"]) == ["m", "t"]  # already one among them
+    assert reference_contenders(["m", "n"], order, fam, []) == ["m", "n"]
