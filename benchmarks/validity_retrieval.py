@@ -386,32 +386,39 @@ DOCSTRING_MODULES = (
 """The standard library's modules whose docstrings :func:`load_python_docstrings` reads (fixed before any view)."""
 
 
-def _docstrings(modules: Sequence[str]) -> list[str]:
-    """The docstrings (``inspect.getdoc``) of every public function and class defined in one of ``modules`` (or their
-    submodules that the module imports), and of each such class's public methods, in a fixed order; repeats once."""
-    import importlib
-    import inspect
-    import warnings
+_DOCSTRINGS_SCRIPT = """
+import importlib, inspect, json, sys, warnings
+docs = {}
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore", DeprecationWarning)  # typing.io / typing.re warn when touched
+    for name in sys.argv[1:]:
+        mod = importlib.import_module(name)
+        for attr in sorted(vars(mod)):
+            obj = getattr(mod, attr)
+            if attr.startswith("_") or not (inspect.isclass(obj) or inspect.isfunction(obj) or inspect.isbuiltin(obj)):
+                continue
+            if (getattr(obj, "__module__", None) or "").split(".")[0] != name:
+                continue
+            members = [obj] + ([getattr(obj, m) for m in sorted(vars(obj)) if not m.startswith("_")
+                                and callable(getattr(obj, m, None))] if inspect.isclass(obj) else [])
+            for o in members:
+                d = inspect.getdoc(o)
+                if d:
+                    docs[d] = None
+json.dump(list(docs), sys.stdout)
+"""
 
-    docs: dict[str, None] = {}
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)  # typing.io / typing.re warn when touched
-        for name in modules:
-            mod = importlib.import_module(name)
-            for attr in sorted(vars(mod)):
-                obj = getattr(mod, attr)
-                if attr.startswith("_") or not (inspect.isclass(obj) or inspect.isfunction(obj)
-                                                or inspect.isbuiltin(obj)):
-                    continue
-                if (getattr(obj, "__module__", None) or "").split(".")[0] != name:
-                    continue
-                members = [obj] + ([getattr(obj, m) for m in sorted(vars(obj)) if not m.startswith("_")
-                                    and callable(getattr(obj, m, None))] if inspect.isclass(obj) else [])
-                for o in members:
-                    d = inspect.getdoc(o)
-                    if d:
-                        docs[d] = None
-    return list(docs)
+
+def _docstrings(modules: Sequence[str]) -> list[str]:
+    """The docstrings (``inspect.getdoc``) of every public function and class defined in one of ``modules`` (or in
+    their submodules, imported by them), and of each such class's public methods, in a fixed order; repeats once.
+    Read in a fresh isolated interpreter (``python -I -S``: the standard library alone), so that what this process
+    imported or patched before (torch, site packages) changes nothing."""
+    import subprocess
+
+    out = subprocess.run([sys.executable, "-I", "-S", "-c", _DOCSTRINGS_SCRIPT, *modules], check=True,
+                         capture_output=True, text=True).stdout
+    return [str(d) for d in json.loads(out)]
 
 
 def load_python_docstrings(docstrings: Sequence[str] | None = None) -> tuple[list[str], list[str], list[list[int]]]:

@@ -294,6 +294,15 @@ def test_python_docstrings_read_public_functions_classes_and_methods():
     assert len(got) == len(set(got))
 
 
+def test_python_docstrings_do_not_follow_what_this_process_patched(monkeypatch):
+    import textwrap
+
+    monkeypatch.setattr(textwrap, "shorten", lambda *a: None)  # a patch here (as an imported package might make)
+    monkeypatch.setattr(textwrap.TextWrapper, "__doc__", "Patched here only.")
+    got = vr._docstrings(["textwrap"])
+    assert "Patched here only." not in got and any(d.startswith("Collapse and truncate") for d in got)
+
+
 def test_chatterbot_world_qa_reads_every_language_but_english(tmp_path):
     for lang, text in [("english", "- - hi there\n  - hello there\n"), ("french", "- - Bonjour\n  - Salut\n"),
                        ("german", "- - Wie geht's?\n  - Gut, danke.\n  - Und dir?\n- - '123'\n  - '456'\n")]:
