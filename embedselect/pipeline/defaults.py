@@ -14,7 +14,7 @@ and modularity 0.5, combined by mean rank: the setting the leave-one-dataset-out
 most often. Held out it scores 0.801 mean ρ over 6 datasets and 12 views, every view ≥ 0.6 (lowest digits/all 0.61),
 regret ≤ 0.02 on 85 % of (view, seed) pairs.
 
-The protocol, the targets and these numbers: docs/validity.md, "Current defaults" and "Current numbers".
+The protocol, the targets and these numbers: docs/validity.md, "Where it stands" and "Current defaults".
 """
 
 from __future__ import annotations
