@@ -91,23 +91,26 @@ class _Handler(BaseHTTPRequestHandler):
             self.server.requests.append({"body": body, "auth": self.headers.get("Authorization"),
                                          "path": self.path})
         fault = self.server.next_fault()
+        # a request is in flight from its arrival until its answer is ready: counted down *before* the answer is
+        # written, since a client that has read the answer may send its next request before this thread runs again
         with self.server.lock:
             self.server.in_flight += 1
             self.server.most_in_flight = max(self.server.most_in_flight, self.server.in_flight)
         try:
-            self._answer(body, fault)
+            answer = self._answer(body, fault)
         finally:
             with self.server.lock:
                 self.server.in_flight -= 1
+        self._send(*answer)
 
-    def _answer(self, body: dict[str, Any], fault: dict[str, Any]) -> None:
+    def _answer(self, body: dict[str, Any], fault: dict[str, Any]) -> tuple[int, bytes, dict[str, str]]:
+        """(status, body, headers) of the answer to ``body`` under ``fault``, after the fault's delay."""
         if self.path != "/v1/embeddings":
-            return self._send(404, b'{"error": "no such route"}')
+            return 404, b'{"error": "no such route"}', {}
         if "delay" in fault:
             time.sleep(fault["delay"])
         if "status" in fault:
-            return self._send(fault["status"], fault.get("body", b'{"error": {"message": "busy"}}'),
-                              fault.get("headers", {}))
+            return fault["status"], fault.get("body", b'{"error": {"message": "busy"}}'), fault.get("headers", {})
         texts = body["input"]
         width = fault.get("width", body.get("dimensions", WIDTH))
         rows = [{"object": "embedding", "index": i, "embedding": fake_vector(t, width)} for i, t in enumerate(texts)]
@@ -121,7 +124,7 @@ class _Handler(BaseHTTPRequestHandler):
         raw = json.dumps({"object": "list", "data": rows, "model": body["model"], **usage}).encode()
         if fault.get("truncate"):
             raw = raw[: len(raw) // 2]
-        self._send(200, raw)
+        return 200, raw, {}
 
     def _send(self, status: int, raw: bytes, headers: dict[str, str] | None = None) -> None:
         self.send_response(status)
