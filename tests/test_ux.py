@@ -524,7 +524,8 @@ def test_bootstrap_replicates_do_not_repeat_the_metric_warnings(tmp_path, caplog
 @pytest.mark.fault
 def test_the_fault_table_names_marked_tests_and_every_fault_test_is_counted():
     """docs/ux.md's fault table and the counted fault suite cannot drift: every test the table names exists and carries
-    the `fault` marker, and every module with fault tests has an area in scripts/fault_suite.py's counts."""
+    the `fault` marker, and every module with fault tests (tests/ and benchmarks/tests/, the suite's two test paths) has an
+    area in scripts/fault_suite.py's counts."""
     import importlib
     import re
     import runpy
@@ -548,6 +549,7 @@ def test_the_fault_table_names_marked_tests_and_every_fault_test_is_counted():
             assert any(m.name == "fault" for m in getattr(fn, "pytestmark", [])), f"{module}::{name} lacks @pytest.mark.fault"
             named += 1
     areas = runpy.run_path(str(root / "scripts" / "fault_suite.py"))["AREAS"]
-    marked = {p.stem for p in (root / "tests").glob("test_*.py") if "@pytest.mark.fault" in p.read_text()}
+    marked = {p.stem for d in ("tests", "benchmarks/tests") for p in (root / d).glob("test_*.py")
+              if "@pytest.mark.fault" in p.read_text()}
     assert marked <= set(areas), f"fault tests in modules without an area: {sorted(marked - set(areas))}"
     assert named >= 30
