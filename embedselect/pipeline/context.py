@@ -209,7 +209,7 @@ class RunContext:
     uncertainty: dict[str, Any] = field(default_factory=dict)
     warnings: list[RankingWarning] = field(default_factory=list)
     pool_notes: list[RankingWarning] = field(default_factory=list)
-    timings: RankingTimings = field(default_factory=lambda: RankingTimings())
+    timings: RankingTimings = field(default_factory=RankingTimings)
     cards: dict[str, tuple[str, tuple[str, ...], Any]] = field(default_factory=dict)
     copies: list[Any] = field(default_factory=list)
     families: dict[str, str] = field(default_factory=dict)

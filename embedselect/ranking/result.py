@@ -319,7 +319,7 @@ class Ranking:
     leaders: list[str] = field(default_factory=list)
     undecided_reasons: list[str] = field(default_factory=list)
     next_step: str = ""
-    timings: RankingTimings = field(default_factory=lambda: RankingTimings())
+    timings: RankingTimings = field(default_factory=RankingTimings)
     answers: dict[str, Any] | None = None
 
     def __eq__(self, other: object) -> bool:  # NaN equals NaN, tuples their lists: what a JSON round trip keeps
