@@ -50,11 +50,10 @@ import numpy as np
 
 from benchmarks.validity_data import DATASETS as ALL_DATASETS
 from benchmarks.validity_data import bench_cache, copy_pairs, load_pool, stratified_indices
-from benchmarks.protocol import HALVES, half
+from benchmarks.protocol import HALVES, half, label_free
 from benchmarks.validity_default import default_setting, default_witnesses
 from benchmarks.validity_pools import POOL_MODALITY, POOLS, ground_truth, pool_roles, signals
 from embedselect.pipeline.questions import choose_triplets
-from embedselect.ranking.combine import combine_ranks, copies_below_parents, decide
 from embedselect.ranking.ties import order_by_score
 from embedselect.validation.answers import TOP_CONTENDERS, Z_DECIDE, Answered, agrees, contenders, verdict
 
@@ -142,18 +141,14 @@ def view_data(name: str, pool: str, *, max_items: int, seed: int, folds: int, jo
     refs, fams = pool_roles(ents, keys)
     sig = signals(name, sub, n=n, seed=seed, metrics=list(weights) + shown, jobs=jobs, pool=pool, references=refs,
                   families=fams)
-    per_metric = {m: sig[m]["scores"] for m in weights}
-    comb = combine_ranks(per_metric, weights=weights, method=method, families=fams)
     try:
         pairs = copy_pairs(ents, sub, seed)
     except Exception as err:  # noqa: BLE001 - a missing model folder: no copy rule, said in the log
         log.warning("%s/%s: copy pairs not found (%s); no copy rule", name, pool, err)
         pairs = []
-    comb, _ = copies_below_parents(comb, pairs)
-    # as the product's rank stage: the witnesses computed and given with weight 0 (decide's rule 6)
-    dec = decide(comb, per_metric={**per_metric, **{m: sig[m]["scores"] for m in shown}},
-                 weights={**dict(weights), **{m: 0.0 for m in shown}}, method=method, families=fams, references=refs,
-                 copies=pairs)
+    # as the product's rank stage: the witnesses computed beside the weights and asked about first place
+    comb, dec = label_free({m: r["scores"] for m, r in sig.items()}, weights, method, families=fams,
+                           references=refs, copies=pairs, witnesses=shown)
     texts = [str(x) for x in items]
     seen: dict[str, int] = {}
     for t in (texts[i] for i in idx):

@@ -90,6 +90,22 @@ def params_of(entry: Mapping[str, Any], entries: Sequence[Mapping[str, Any]]) ->
     raise SystemExit(f"no parameter count for {entry['name']!r}: add it to PARAMS")
 
 
+def label_free(signals: Mapping[str, Mapping[str, float]], weights: Mapping[str, float], method: str, *,
+               families: Mapping[str, str], references: frozenset[str] | set[str],
+               copies: Sequence[tuple[str, str]], witnesses: Sequence[str] | None = None) -> tuple[dict[str, float], Any]:
+    """A view's label-free ranking as ``select()`` makes it: the ``weights``' signals of ``signals`` (metric ->
+    candidate -> score) combined with each family counted once, copies below their parents, and ``decide`` on them
+    with the witnesses (``witnesses``, None: the package's :data:`~embedselect.ranking.combine.WITNESSES`; those of
+    them in ``signals`` and not weighted are asked about first place). Returns (combined scores, the Decision)."""
+    per_metric = {m: signals[m] for m in weights}
+    comb = combine_ranks(per_metric, weights=dict(weights), method=method, families=families)
+    comb, _ = copies_below_parents(comb, copies)
+    shown = [m for m in (WITNESSES if witnesses is None else witnesses) if m in signals and m not in weights]
+    d = decide(comb, per_metric={**per_metric, **{m: signals[m] for m in shown}}, weights=dict(weights),
+               method=method, families=families, references=references, copies=copies, witnesses=shown)
+    return comb, d
+
+
 def read_view(view: Mapping[str, Any], weights: Mapping[str, float], method: str,
               witnesses: Sequence[str] | None = None) -> dict[str, Any]:
     """The default and the data-blind orders on one view: ρ, τ, regret, decided, leaders, confidently wrong, the top
@@ -98,13 +114,8 @@ def read_view(view: Mapping[str, Any], weights: Mapping[str, float], method: str
     keys = sorted(view["truth"])
     truth = view["truth"]
     refs, fams = pool_roles(view["entries"], keys)
-    per_metric = {m: view["signals"][m] for m in weights}
-    comb = combine_ranks(per_metric, weights=dict(weights), method=method, families=fams)
-    comb, _ = copies_below_parents(comb, view["pairs"])
-    shown = [m for m in (WITNESSES if witnesses is None else witnesses) if m in view["signals"] and m not in weights]
-    d = decide(comb, per_metric={**per_metric, **{m: view["signals"][m] for m in shown}},
-               weights={**dict(weights), **{m: 0.0 for m in shown}}, method=method, families=fams, references=refs,
-               copies=view["pairs"], witnesses=shown)
+    comb, d = label_free(view["signals"], weights, method, families=fams, references=refs, copies=view["pairs"],
+                         witnesses=witnesses)
     rho, tau = correlations(comb, truth)
     reg = regret(comb, truth)
     best = max(truth, key=lambda k: truth[k])
