@@ -342,16 +342,14 @@ UNREAD_PAIR: dict[str, Any] = {"is": math.nan, "h_z": math.nan, "h_z_given_u": m
 
 def unread_pairs(names: Sequence[str], references: frozenset[str] | set[str],
                  families: Mapping[str, str] | None) -> list[tuple[str, str]]:
-    """The directed pairs (source, target) of sufficiency's matrix that its scores do not read: sufficiency's
-    ``compute`` scores a candidate by the median of IS towards the witnesses it is compared with
-    (:func:`embedselect.metrics.pool.evidence`, :func:`~embedselect.metrics.pool.compared_with`, the same calls);
-    every other pair (towards a reference point, a copy, or the candidate's own family) only fills the matrix's
-    other cells. ``names`` in the order the metric receives them."""
-    from embedselect.metrics.pool import compared_with, evidence
+    """The directed pairs (source, target) of sufficiency's matrix that its scores do not read: every pair but those
+    of :func:`embedselect.metrics.sufficiency.score.scored_targets` (the rule the metric's scores and its
+    ``pairs="scored"`` use); they only fill the matrix's other cells (towards a reference point, a copy, or the
+    candidate's own family). ``names`` in the order the metric receives them."""
+    from embedselect.metrics.sufficiency.score import scored_targets
 
     keys = list(names)
-    heads = evidence(keys, references, families)
-    read = {(keys[i], keys[j]) for i in range(len(keys)) for j in compared_with(keys, i, heads, families)}
+    read = {(s, t) for s, ts in scored_targets(keys, references, families).items() for t in ts}
     return [(s, t) for s in keys for t in keys if s != t and (s, t) not in read]
 
 
@@ -380,14 +378,15 @@ def _unread_pair_keys(vectors: Mapping[str, np.ndarray], keys: Mapping[str, str]
                       options: Mapping[str, Any], references: frozenset[str],
                       families: Mapping[str, str] | None) -> set[str] | None:
     """The pair-cache keys of the unread pairs of a KNIFE sufficiency estimate with ``options`` (every seed of its
-    repeats), or None when the options are not the default KNIFE estimate scored against the models."""
+    repeats), or None when the options are not the default KNIFE estimate scored against the models (``pairs="all"``
+    included)."""
     import dataclasses
 
     from embedselect.metrics.sufficiency.rows import repeat_count
     from embedselect.metrics.sufficiency.score import estimator_options
     from embedselect.metrics.sufficiency.settings import RUN_OPTIONS, SufficiencySettings, pair_key, repeat_seeds
 
-    if dict(options).get("targets", "models") != "models":
+    if dict(options).get("targets", "models") != "models" or dict(options).get("pairs", "scored") != "scored":
         return None
     estimator, opts = estimator_options(options)
     if estimator != "knife":
@@ -442,12 +441,18 @@ def metric_cache_name(metric: str, central: frozenset[str] | set[str] = frozense
     return f"metric_{metric}_{version}{suffix}.json"
 
 
-SAME_RESULTS: dict[str, tuple[str, ...]] = {"sufficiency": ("fb52e19e3f",)}
+SAME_RESULTS: dict[str, tuple[str, ...]] = {"sufficiency": ("f688edec50", "fb52e19e3f")}
 """Earlier code versions of a signal that compute what the current code computes, measured: their cached results are
-read where the current version's file is absent. sufficiency's fb52e19e3f is the code before the module split of
-dfbb8f1 (``metrics/sufficiency/rows.py`` out of ``score.py``): on the 83 cached views that hold both files the
-candidates' order is the same on 81 and Spearman 0.976 on the other 2 (empath/issue8, empath/minilm-heavy), largest
-score difference 0.0009 (vader)."""
+read where the current version's file is absent, the first version listed first. sufficiency's f688edec50 is the code
+before the metric's ``pairs`` option (it trained every pair; the benchmark already skipped the unread ones through
+:class:`ScoredPairsOnly`): recomputed with the current code on whissell-imagery/issue8, convention-2012/three-families
+and debates-2016/issue8 (fresh pair cache), the same order on all three and the same scores as the earlier code
+recomputed the same way (to 1e-9); against the cached files the largest differences are 3.4e-8, 3.5e-6 and 8.8e-4
+(whissell-imagery's tfidf-svd: the earlier code recomputed differs from its own cached file by the same amount).
+fb52e19e3f is the code before the
+module split of dfbb8f1 (``metrics/sufficiency/rows.py`` out of ``score.py``): on the 83 cached views that hold both
+files the candidates' order is the same on 81 and Spearman 0.976 on the other 2 (empath/issue8, empath/minilm-heavy),
+largest score difference 0.0009 (vader)."""
 
 
 def cached_signal(folder: Path, metric: str, central: frozenset[str] | set[str] = frozenset()) -> Path:

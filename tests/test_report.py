@@ -170,3 +170,49 @@ def test_a_note_the_search_check_shows_is_not_repeated_under_the_ranking():
 def test_no_search_section_without_queries():
     assert "Check against your queries" not in to_html(_ranking())
     assert "Check against your queries" not in to_markdown(_ranking())
+
+
+def _heatmap_ranking(matrix, communities):
+    names = list(matrix)
+    cands = [CandidateResult(name=n, spec=n, model_id=n, revision="a" * 40, scores={"sufficiency": 0.1 - 0.01 * i},
+                             ranks={"sufficiency": i + 1}, combined_score=1 - i / 3, rank=i + 1, dim=8)
+             for i, n in enumerate(names)]
+    return Ranking(candidates=cands, metrics=["sufficiency"], combine="mean-rank",
+                   dataset={"source": "x", "n": 240, "modality": "text", "fingerprint": "f" * 64},
+                   settings={"seed": 0}, versions={"embedselect": "0"}, created_at="2026-01-01",
+                   details={"sufficiency": {"matrix": matrix, "communities": communities}})
+
+
+def _heatmap_pixels(svg):
+    """The RGB colours (a set of tuples) of the heatmap's raster image in the SVG."""
+    import base64
+    import io
+    import re
+
+    import numpy as np
+    from PIL import Image
+
+    colours = set()
+    for b64 in re.findall(r'data:image/png;base64,\s*([A-Za-z0-9+/=\s]+)"', svg):
+        px = np.asarray(Image.open(io.BytesIO(base64.b64decode("".join(b64.split())))).convert("RGBA")).reshape(-1, 4)
+        colours |= {tuple(int(c) for c in p[:3]) for p in px[px[:, 3] == 255]}
+    return colours
+
+
+def test_the_sufficiency_heatmap_shows_cells_not_estimated_in_a_named_grey():
+    """With pairs="scored" the cells no score reads are NaN ("NaN" in the JSON, None in older files): drawn in the
+    "not estimated" grey with a legend, never as a value (the colour map's 0 would read as "tells nothing")."""
+    from embedselect.publish.plots import NOT_ESTIMATED, sufficiency_heatmap
+
+    names = ["a", "b", "ref"]
+    grey = tuple(int(NOT_ESTIMATED[i:i + 2], 16) for i in (1, 3, 5))
+    full = {s: {t: 0.01 * (i + j) for j, t in enumerate(names) if t != s} for i, s in enumerate(names)}
+    svg = sufficiency_heatmap(_heatmap_ranking(full, [["a", "b"], ["ref"]]))
+    assert svg and NOT_ESTIMATED not in svg and grey not in _heatmap_pixels(svg)
+    scored = {s: dict(row) for s, row in full.items()}
+    scored["a"]["ref"], scored["b"]["ref"] = float("nan"), "NaN"
+    svg = sufficiency_heatmap(_heatmap_ranking(scored, None))
+    assert svg and NOT_ESTIMATED in svg  # the legend's patch
+    assert grey in _heatmap_pixels(svg)
+    page = to_html(_heatmap_ranking(scored, None))
+    assert "not estimated" in page and "sufficiency.pairs=all" in page

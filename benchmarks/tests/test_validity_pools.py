@@ -276,7 +276,10 @@ def test_cached_signal_reads_an_earlier_version_known_to_give_the_same_results(t
     assert cached_signal(tmp_path, "sufficiency") == current and not current.exists()
     other.write_text("{}")  # a version not known to agree is never read
     assert cached_signal(tmp_path, "sufficiency") == current
-    earlier.write_text("{}")
+    oldest = tmp_path / metric_cache_name("sufficiency", version=SAME_RESULTS["sufficiency"][-1])
+    oldest.write_text("{}")
+    assert cached_signal(tmp_path, "sufficiency") == oldest
+    earlier.write_text("{}")  # the first version listed wins over the ones after it
     assert cached_signal(tmp_path, "sufficiency") == earlier
     assert cached_signal(tmp_path, "task_prior") == tmp_path / metric_cache_name("task_prior")
     current.write_text("{}")  # the current code's result wins
@@ -330,7 +333,8 @@ def test_sufficiency_trains_only_the_pairs_its_scores_read_and_scores_the_same(m
     assert len(unread) == 20 - 11
 
     every, only = _MemoryPairs(), _MemoryPairs()
-    want = get_metric("sufficiency")(MetricContext(embeddings=dict(vecs), run_keys=keys, seed=0, options=opts,
+    want = get_metric("sufficiency")(MetricContext(embeddings=dict(vecs), run_keys=keys, seed=0,
+                                                   options={**opts, "pairs": "all"},
                                                    references=refs, families=fams, pair_cache=every)).scores
     got = vp._metric_one("sufficiency-test", vecs, keys, 0, refs, fams, pair_cache=only)
     assert got["scores"] == {k: float(v) for k, v in want.items()}
@@ -342,4 +346,5 @@ def test_sufficiency_trains_only_the_pairs_its_scores_read_and_scores_the_same(m
     assert vp._metric_one("sufficiency-test", vecs, keys, 0, refs, fams, pair_cache=only)["scores"] == got["scores"]
     # other estimators and targets are left alone
     assert vp._unread_pair_keys(vecs, keys, 0, {"targets": "all"}, refs, fams) is None
+    assert vp._unread_pair_keys(vecs, keys, 0, {"pairs": "all"}, refs, fams) is None
     assert vp._unread_pair_keys(vecs, keys, 0, {"estimator": "gaussian"}, refs, fams) is None

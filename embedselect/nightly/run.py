@@ -235,8 +235,9 @@ def _night(cfg: NightlyConfig, store: Any, *, dry_run: bool, executor: Any, toke
     pairs_computed = store.count_pairs() - pairs_before
     n_ok = len(ranking.ok) if ranking is not None else 0
     suff = ranking.metric_details("sufficiency") if ranking is not None and "sufficiency" in ranking.metrics else None
-    # every ordered pair once per averaged estimate (SufficiencySettings.repeats)
-    pairs_total = n_ok * (n_ok - 1) * int(suff.get("settings", {}).get("repeats", 1)) if suff is not None else 0
+    # the ordered pairs estimated (those the scores read, or every one: the metric's ``pairs`` option), once per
+    # averaged estimate (SufficiencySettings.repeats)
+    pairs_total = len(suff.get("pairs") or []) if suff is not None else 0
     summary.update({
         "embedded": {"count": len(embedded), "names": embedded},
         "reused": {"count": len(reused), "names": reused},

@@ -113,29 +113,46 @@ def task_accuracy(ranking: Ranking) -> str | None:
 
 
 def sufficiency_heatmap(ranking: Ranking) -> str | None:
-    """The information-sufficiency matrix IS(row → column) in nats per target dimension, ordered by community."""
+    """The information-sufficiency matrix IS(row → column) in nats per target dimension, ordered by community when
+    there are communities. A cell that was not estimated (no score reads it under the metric's ``pairs="scored"``, or
+    a candidate left out) is drawn in :data:`NOT_ESTIMATED` grey, named in a legend, never as a value; the diagonal
+    is left blank."""
     d = ranking.details.get("sufficiency") or {}
     matrix = d.get("matrix") or {}
     if len(matrix) < 2:
         return None
-    order = [n for group in d.get("communities") or [] for n in group if n in matrix]
+    comms = d.get("communities") or []
+    order = [n for group in comms for n in group if n in matrix]
     order += [n for n in matrix if n not in order]
     values = [[matrix.get(a, {}).get(b) if a != b else None for b in order] for a in order]
     import numpy as np
+    from matplotlib.colors import ListedColormap
+    from matplotlib.patches import Patch
 
     arr = np.array([[np.nan if v is None else float(v) for v in row] for row in values], dtype=np.float64)
+    missing = ~np.isfinite(arr) & ~np.eye(len(order), dtype=bool)
     size = 1.2 + 0.55 * len(order)
-    plt, fig = _figure(size + 1.8, size)
+    plt, fig = _figure(size + 1.8, size + (0.4 if missing.any() else 0.0))
     ax = fig.gca()
     im = ax.imshow(np.ma.masked_invalid(arr), cmap="viridis")
+    if missing.any():
+        ax.imshow(np.ma.masked_where(~missing, np.ones_like(arr)), cmap=ListedColormap([NOT_ESTIMATED]), vmin=0,
+                  vmax=1)
+        ax.legend(handles=[Patch(facecolor=NOT_ESTIMATED, edgecolor="#6b7280", label="not estimated")],
+                  loc="lower left", bbox_to_anchor=(0.0, 1.0), frameon=False, fontsize=8, borderaxespad=0.2)
     labels = [_short(n, 22) for n in order]
     ax.set_xticks(range(len(order)), labels, rotation=40, ha="right")
     ax.set_yticks(range(len(order)), labels)
     ax.set_xlabel("target (predicted)")
     ax.set_ylabel("source (predicts)")
     fig.colorbar(im, ax=ax, label="nats per target dimension")
-    ax.set_title("Information sufficiency, grouped by community")
+    ax.set_title("Information sufficiency, grouped by community" if comms else "Information sufficiency",
+                 pad=18 if missing.any() else 6)
     return _svg(plt, fig)
+
+
+NOT_ESTIMATED = "#d1d5db"
+"""The heatmap's colour of a cell that was not estimated (a light grey, outside viridis)."""
 
 
 def pareto_front(points: list[tuple[str, float, float]], *, lower_cost_better: bool = True) -> list[str]:

@@ -80,7 +80,10 @@ _CAPTIONS = {
     "task_prior_scatter": "Closed-form Task Prior statistics of each candidate's kernel under the prior.",
     "task_accuracy": "How well linear probes on each embedding solve the prior's tasks (held-out): tasks sampled from "
                      "it, or for images its clusters.",
-    "sufficiency_heatmap": "How much each embedding (row) tells about each other (column); blocks are communities.",
+    "sufficiency_heatmap": "How much each embedding (row) tells about each other (column); blocks are communities "
+                           "when every pair was estimated. Grey cells (\"not estimated\") were not estimated: no "
+                           "score reads them (towards a reference point, a copy or the candidate's own family); "
+                           "--option sufficiency.pairs=all estimates every pair and its communities.",
     "score_vs_cost": "For a cost-aware choice: candidates on the blue line are not beaten on both score and cost.",
     "label_free_vs_accuracy": "Label-free score against held-out probe accuracy on your labels.",
 }

@@ -19,10 +19,12 @@ class SufficiencyResult:
 
     Attributes:
         matrix: DataFrame (rows = source U, columns = target Z) of IS(U -> Z) in nats per target
-            dimension on the test split; the diagonal is NaN.
-        scores: candidate -> median over the others of IS(candidate -> other) (higher = better).
+            dimension on the test split; the diagonal is NaN, and so is every pair not estimated (when only some
+            pairs were: the metric's ``pairs="scored"``).
+        scores: candidate -> median over the others of IS(candidate -> other), over the pairs estimated
+            (higher = better).
         communities: Louvain communities of the directed IS graph (edge weights max(IS, 0)), each a
-            sorted list of candidate names; sorted by size then name.
+            sorted list of candidate names; sorted by size then name. None when not every pair was estimated.
         marginal_entropy: candidate -> H(Z)/dim(Z) on the test split, nats per dimension.
         pairs: per-pair diagnostics (source, target, is, h_z, h_z_given_u in nats per item, dim,
             best_step, steps, cached).
@@ -37,7 +39,7 @@ class SufficiencyResult:
 
     matrix: pd.DataFrame
     scores: dict[str, float]
-    communities: list[list[str]]
+    communities: list[list[str]] | None
     marginal_entropy: dict[str, float]
     pairs: list[dict[str, Any]]
     settings: dict[str, Any]
@@ -55,7 +57,7 @@ class SufficiencyResult:
         return sum(bool(p["cached"]) for p in self.pairs)
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-serialisable form (NaN diagonal left out of the nested matrix)."""
+        """JSON-serialisable form (NaN diagonal left out of the nested matrix; a pair not estimated is NaN there)."""
         mat = {
             s: {t: float(self.matrix.loc[s, t]) for t in self.matrix.columns if t != s}
             for s in self.matrix.index
@@ -63,7 +65,7 @@ class SufficiencyResult:
         return {
             "matrix": mat,
             "scores": dict(self.scores),
-            "communities": [list(c) for c in self.communities],
+            "communities": None if self.communities is None else [list(c) for c in self.communities],
             "marginal_entropy_per_dim": dict(self.marginal_entropy),
             "pairs": [dict(p) for p in self.pairs],
             "settings": dict(self.settings),
@@ -109,10 +111,14 @@ def subsampled(settings: Mapping[str, Any]) -> dict[str, int]:
 
 
 def median_scores(matrix: pd.DataFrame, names: list[str]) -> dict[str, float]:
-    """Each candidate of ``matrix``'s rows -> the median of its IS towards the other ``names`` (NaN when it is not
-    one of ``names``)."""
-    return {s: float(np.median([matrix.loc[s, t] for t in names if t != s])) if s in names else math.nan
-            for s in matrix.index}
+    """Each candidate of ``matrix``'s rows -> the median of its IS towards the other ``names``, over the pairs
+    estimated (NaN cells are not; NaN when it is not one of ``names`` or none of its pairs was estimated)."""
+    out = {}
+    for s in matrix.index:
+        v = np.array([matrix.loc[s, t] for t in names if t != s], dtype=np.float64) if s in names else np.array([])
+        v = v[np.isfinite(v)]
+        out[s] = float(np.median(v)) if len(v) else math.nan
+    return out
 
 
 def caveats(names: list[str], excluded: Mapping[str, str], n: int, n_test: int,
@@ -149,7 +155,7 @@ def average(runs: list[SufficiencyResult], seed: int, n: int) -> SufficiencyResu
     return SufficiencyResult(
         matrix=mat,
         scores=scores,
-        communities=communities(mat, seed),
+        communities=communities(mat, seed) if all(r.communities is not None for r in runs) else None,
         marginal_entropy={t: float(np.mean([r.marginal_entropy[t] for r in runs])) for t in names},
         pairs=[{**p, "seed": s} for r, s in zip(runs, seeds) for p in r.pairs],
         settings={**first.settings, "seed": int(seed), "repeats": len(runs), "repeat_seeds": seeds},

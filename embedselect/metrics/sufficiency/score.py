@@ -15,7 +15,8 @@ Differences from the published estimator (see docs/sufficiency.md):
   optimiser steps with early stopping, so small and large reference sets are both trained enough;
 * component scales are only bounded by loose numerical limits (sigma in [9e-4, 1.1e3] standardised units);
 * each target's marginal is fitted once (EM) and reused by every source;
-* all pairs train together as one batched model; pairs already in ``pair_cache`` are not recomputed.
+* all pairs train together as one batched model; pairs already in ``pair_cache`` are not recomputed;
+* the metric trains only the pairs its scores read (option ``pairs``, :func:`scored_targets`).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
-from typing import Any, Mapping
+from typing import Any, Callable, Collection, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -47,8 +48,9 @@ from embedselect.metrics.sufficiency.settings import (
     repeat_seeds,
 )
 
-__all__ = ["DEFAULT_ESTIMATOR", "ESTIMATORS", "MIN_ITEMS", "SMALL_POOL", "SufficiencyResult", "SufficiencySettings",
-           "code_version", "compute", "estimator_options", "information_sufficiency", "missing_pairs"]
+__all__ = ["DEFAULT_ESTIMATOR", "ESTIMATORS", "MIN_ITEMS", "PAIRS", "SMALL_POOL", "SufficiencyResult",
+           "SufficiencySettings", "code_version", "compute", "estimator_options", "information_sufficiency",
+           "missing_pairs", "scored_targets"]
 
 log = logging.getLogger(__name__)
 
@@ -57,13 +59,36 @@ ESTIMATORS = ("gaussian", "knife")
 ``knife``: the KNIFE mixtures of the paper, trained per pair with held-out splits (:mod:`embedselect.metrics.sufficiency.knife`)."""
 DEFAULT_ESTIMATOR = "knife"
 
+PAIRS = ("scored", "all")
+"""The metric's ``pairs`` option (KNIFE estimator): ``scored`` (default) trains only the directed pairs some score
+reads (:func:`scored_targets`), ``all`` every pair of the pool (the whole matrix; Louvain communities need it). With
+``targets="all"`` every pair is trained either way; the Gaussian estimator always computes its whole matrix."""
+
+
+def scored_targets(keys: Sequence[str], references: frozenset[str] | set[str],
+                   families: Mapping[str, str] | None) -> dict[str, list[str]]:
+    """Which pairs the sufficiency scores read: each candidate of ``keys`` -> the candidates whose IS from it its score
+    is the median of, the witnesses it is compared with (:func:`~embedselect.metrics.pool.evidence`,
+    :func:`~embedselect.metrics.pool.compared_with`). Every other directed pair (towards a reference point that is not
+    evidence, a copy, or the candidate's own family) only fills other cells of the matrix. ``keys``: the usable
+    candidates in the order the metric receives them (after leaving degenerate ones out: that can change the
+    witnesses)."""
+    keys = list(keys)
+    heads = evidence(keys, references, families)
+    return {k: [keys[j] for j in compared_with(keys, i, heads, families)] for i, k in enumerate(keys)}
+
+
+PairSelector = Callable[[list[str]], Collection[tuple[str, str]]]
+"""The usable candidates' names -> the directed pairs (source, target) among them to estimate."""
+
 
 def estimator_options(options: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
     """The estimator a metric's ``options`` choose and the options that are its own: the one place that splits the
-    metric's options (``targets``: whose median a score is; ``estimator``) from the estimator's settings.
+    metric's options (``targets``: whose median a score is; ``pairs``: :data:`PAIRS`; ``estimator``) from the
+    estimator's settings.
 
     Raises:
-        ConfigError: an unknown estimator or ``targets`` value.
+        ConfigError: an unknown estimator, ``targets`` or ``pairs`` value.
     """
     opts = dict(options)
     estimator = opts.pop("estimator", DEFAULT_ESTIMATOR)
@@ -72,6 +97,9 @@ def estimator_options(options: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
     targets = opts.pop("targets", "models")
     if targets not in ("models", "all"):
         raise ConfigError(f"sufficiency option 'targets' must be 'models' or 'all', got {targets!r}")
+    pairs = opts.pop("pairs", PAIRS[0])
+    if pairs not in PAIRS:
+        raise ConfigError(f"sufficiency option 'pairs' must be one of {', '.join(PAIRS)}, got {pairs!r}")
     return estimator, opts
 
 
@@ -87,6 +115,7 @@ def information_sufficiency(
     device: str = "cpu",
     batched: bool = True,
     max_batch_bytes: int | None = None,
+    only: PairSelector | None = None,
     **options: Any,
 ) -> SufficiencyResult:
     """Pairwise information sufficiency and median scores of a pool of embedders.
@@ -112,6 +141,12 @@ def information_sufficiency(
             result up to float rounding; for benchmarks and checks).
         max_batch_bytes: approximate activation-memory budget of one batched group (default 1 GB on
             CPU, 8 GB on CUDA); larger pools are trained in several groups.
+        only: which directed pairs to estimate, as a function of the usable candidates' names (called after the
+            degenerate ones are left out, again whenever one more is); None: every pair. The matrix cells of the
+            other pairs are NaN (not estimated), only the pairs estimated are looked up in ``pair_cache`` and listed
+            in ``pairs``, and ``communities`` is None unless that is every pair (Louvain needs every pair). Each
+            pair trains on its own, so its estimate does not depend on which others are estimated (up to float
+            rounding).
 
     Returns:
         :class:`SufficiencyResult` (matrix in nats per target dimension, median scores, communities).
@@ -137,7 +172,7 @@ def information_sufficiency(
         one = dataclasses.replace(st, max_repeats=1)
         return average([information_sufficiency(embeddings, seed=s, settings=one, run_keys=run_keys,
                                                  pair_cache=pair_cache, device=device, batched=batched,
-                                                 max_batch_bytes=max_batch_bytes)
+                                                 max_batch_bytes=max_batch_bytes, only=only)
                          for s in repeat_seeds(seed, repeats)], seed, n_rows)
     embs, excluded, names, ids, dev = _resolve(embeddings, seed, st, run_keys, pair_cache, device)
     n = next(iter(embs.values())).shape[0]
@@ -145,23 +180,25 @@ def information_sufficiency(
     rows = plan_rows(n, st, seed)
     val, eff, held = rows.val, rows.eff, rows.held
 
-    all_pairs = [(s, t) for s in names for t in names if s != t]
-    pkeys = {p: pair_key(ids[p[0]], ids[p[1]], skey) for p in all_pairs}
     mkeys = {t: marginal_key(ids[t], skey) for t in names}
     cached: dict[str, dict[str, Any]] = {}
-    cached_m: dict[str, dict[str, Any]] = {}
-    if pair_cache is not None:
-        cached = pair_cache.get_many(list(pkeys.values()))
-        cached_m = pair_cache.get_many(list(mkeys.values()))
-    todo = [p for p in all_pairs if pkeys[p] not in cached]
-    need_prep = {x for p in todo for x in p} | {t for t in names if mkeys[t] not in cached_m}
-
+    cached_m: dict[str, dict[str, Any]] = pair_cache.get_many(list(mkeys.values())) if pair_cache is not None else {}
     prep: dict[str, knife.Prepared] = {}
-    for k in [k for k in names if k in need_prep]:
-        try:
-            prep[k] = knife.Prepared.fit(embs[k], rows.prep, eff["source_pcs"], dev, rows=held)
-        except MetricError as e:  # degenerate on the training rows: this candidate only
-            excluded[k] = str(e)
+    while True:  # the pairs to estimate depend on who is usable: again when preparing leaves one more out
+        all_pairs = _pairs_of([k for k in names if k not in excluded], only)
+        pkeys = {p: pair_key(ids[p[0]], ids[p[1]], skey) for p in all_pairs}
+        if pair_cache is not None:
+            cached.update(pair_cache.get_many([v for v in pkeys.values() if v not in cached]))
+        todo = [p for p in all_pairs if pkeys[p] not in cached]
+        need_prep = {x for p in todo for x in p} | {t for t in names if mkeys[t] not in cached_m}
+        left_out = len(excluded)
+        for k in [k for k in names if k in need_prep and k not in prep and k not in excluded]:
+            try:
+                prep[k] = knife.Prepared.fit(embs[k], rows.prep, eff["source_pcs"], dev, rows=held)
+            except MetricError as e:  # degenerate on the training rows: this candidate only
+                excluded[k] = str(e)
+        if len(excluded) == left_out:
+            break
     # seeds from what the estimator reads (the prepared coordinates, rounded so that float noise does not reseed):
     # a renamed or moved model, or one with an extra constant column, scores the same. Only the validation rows are
     # hashed: they are held whether or not the other rows are (so holding fewer rows never reseeds)
@@ -171,8 +208,6 @@ def information_sufficiency(
         names = [k for k in names if k not in excluded]
         if len(names) < 2:
             raise too_few_usable(excluded, names)
-        all_pairs = [(s, t) for s in names for t in names if s != t]
-        todo = [p for p in todo if p[0] in names and p[1] in names]
     new_cache: dict[str, dict[str, Any]] = {}
     tables, marg, h_z, dims = _fit_marginals(names, todo, cached_m, mkeys, prep, rows, seed, fp, dev, new_cache)
 
@@ -185,7 +220,17 @@ def information_sufficiency(
                        pkeys, new_cache, results)
     if pair_cache is not None and new_cache:
         pair_cache.put_many(new_cache)
-    return _assemble(embeddings, names, all_pairs, results, excluded, h_z, dims, st, seed, n, rows, skey)
+    return _assemble(embeddings, names, all_pairs, results, excluded, h_z, dims, st, seed, n, rows, skey,
+                     complete=len(all_pairs) == len(names) * (len(names) - 1))
+
+
+def _pairs_of(names: list[str], only: PairSelector | None) -> list[tuple[str, str]]:
+    """The directed pairs among ``names`` to estimate, in the matrix's order: every pair, or those ``only`` picks."""
+    every = [(s, t) for s in names for t in names if s != t]
+    if only is None:
+        return every
+    picked = set(only(list(names)))
+    return [p for p in every if p in picked]
 
 
 def _settings(settings: SufficiencySettings | None, options: Mapping[str, Any]) -> SufficiencySettings:
@@ -307,8 +352,9 @@ def _train_missing(todo: list[tuple[str, str]], prep: dict[str, Any], tables: di
 def _assemble(embeddings: Mapping[str, Any], names: list[str], all_pairs: list[tuple[str, str]],
               results: Mapping[tuple[str, str], dict[str, Any]], excluded: Mapping[str, str],
               h_z: Mapping[str, float], dims: Mapping[str, int], st: SufficiencySettings, seed: int, n: int,
-              rows: Rows, skey: str) -> SufficiencyResult:
-    """The IS matrix, median scores, warnings and settings of one estimate."""
+              rows: Rows, skey: str, complete: bool = True) -> SufficiencyResult:
+    """The IS matrix, median scores, warnings and settings of one estimate; ``complete``: every pair of ``names`` was
+    estimated (else no communities)."""
     train, val, test, held, eff = rows.train, rows.val, rows.test, rows.held, rows.eff
     every = list(embeddings)
     mat = pd.DataFrame(np.nan, index=pd.Index(every, name="source"), columns=pd.Index(every, name="target"))
@@ -323,7 +369,7 @@ def _assemble(embeddings: Mapping[str, Any], names: list[str], all_pairs: list[t
     return SufficiencyResult(
         matrix=mat,
         scores=scores,
-        communities=_communities(mat, seed),
+        communities=_communities(mat, seed) if complete else None,
         marginal_entropy={t: h_z[t] / dims[t] for t in names},
         pairs=[{"source": s, "target": t, **results[(s, t)]} for (s, t) in all_pairs],
         settings=settings_out,
@@ -338,17 +384,24 @@ def compute(ctx: MetricContext) -> MetricResult:
 
     ``ctx.options`` may hold ``estimator`` (one of :data:`ESTIMATORS`, default :data:`DEFAULT_ESTIMATOR`), that
     estimator's settings (any :class:`SufficiencySettings` field plus ``batched`` and ``max_batch_bytes`` for KNIFE,
-    any :class:`~embedselect.metrics.sufficiency.gaussian.GaussianSettings` field for the Gaussian one), and
+    any :class:`~embedselect.metrics.sufficiency.gaussian.GaussianSettings` field for the Gaussian one),
     ``targets``: "models" (default: a candidate's score is the median of IS(candidate ->
     other) over the other families' heads that are not reference points, ``ctx.references`` — the built-in baselines —
     when at least two are left, :func:`~embedselect.metrics.base.evidence`; the baselines are scored as sources) or
-    "all" (reference points included). Either way the targets are one head per family (``ctx.families``: variants
-    and copies of one model count once) and not the candidate's own family
-    (:func:`~embedselect.metrics.pool.compared_with`). Pairs are cached in ``ctx.pair_cache`` keyed by the two
-    run keys, the settings and the seed (whatever ``targets`` is).
+    "all" (reference points included), and ``pairs`` (:data:`PAIRS`). Either way the targets are one head per family
+    (``ctx.families``: variants and copies of one model count once) and not the candidate's own family
+    (:func:`scored_targets`). With ``pairs="scored"`` (default) and ``targets="models"`` the KNIFE estimate trains
+    only those pairs: the other cells of the matrix are NaN ("not estimated"), the columns
+    ``sufficiency_mean_out`` / ``sufficiency_median_in`` read the estimated cells only, and the Louvain communities
+    (which need every pair) are not computed (``details["communities"]`` None, ``details["communities_note"]`` says
+    how to get them). The scores are those of ``pairs="all"`` up to float rounding: each pair trains on its own.
+    Pairs are cached in ``ctx.pair_cache`` keyed by the two run keys, the settings and the seed (whatever
+    ``targets`` and ``pairs`` are), so a later ``pairs="all"`` run trains only the pairs missing.
     """
-    targets = (ctx.options or {}).get("targets", "models")
-    estimator, opts = estimator_options(ctx.options or {})
+    options = ctx.options or {}
+    targets = options.get("targets", "models")
+    estimator, opts = estimator_options(options)
+    pairs = options.get("pairs", PAIRS[0])
     run_opts = {k: opts.pop(k) for k in RUN_OPTIONS if k in opts}
     cache = ctx.pair_cache
     run_keys = ctx.run_keys if ctx.run_keys else None
@@ -357,41 +410,59 @@ def compute(ctx: MetricContext) -> MetricResult:
         run_keys, cache = None, None
     if cache is not None and run_keys is None:
         cache = None
+    references = ctx.references if targets == "models" else frozenset()
+
+    def read(usable: list[str]) -> set[tuple[str, str]]:
+        return {(s, t) for s, ts in scored_targets(usable, references, ctx.families).items() for t in ts}
+
+    only = read if estimator == "knife" and pairs == "scored" and targets == "models" else None
     if estimator == "gaussian":
         res = information_sufficiency(ctx.embeddings, estimator=estimator, seed=ctx.seed, device=ctx.device, **opts)
     else:
         res = information_sufficiency(ctx.embeddings, seed=ctx.seed, run_keys=run_keys, pair_cache=cache,
-                                      device=ctx.device, **run_opts, **opts)
+                                      device=ctx.device, only=only, **run_opts, **opts)
     names = list(res.matrix.index)
     usable = [k for k in names if k not in res.excluded]
-    heads = evidence(usable, ctx.references if targets == "models" else frozenset(), ctx.families)
+    reads = scored_targets(usable, references, ctx.families)
+    if only is not None and any(not np.isfinite(res.matrix.loc[s, t]) for s, ts in reads.items() for t in ts):
+        # averaged estimates that left out different candidates estimated other pairs: estimate every pair
+        log.info("sufficiency: the estimates left out different candidates; estimating every pair")
+        only = None
+        res = information_sufficiency(ctx.embeddings, seed=ctx.seed, run_keys=run_keys, pair_cache=cache,
+                                      device=ctx.device, **run_opts, **opts)
+        usable = [k for k in names if k not in res.excluded]
+        reads = scored_targets(usable, references, ctx.families)
+    heads = evidence(usable, references, ctx.families)
     consulted = [usable[i] for i in heads]
-    scores = {s: float(np.median([res.matrix.loc[s, usable[t]]
-                                  for t in compared_with(usable, usable.index(s), heads, ctx.families)]))
-              if s in usable else math.nan for s in res.scores}
+    scores = {s: float(np.median([res.matrix.loc[s, t] for t in reads[s]])) if s in reads else math.nan
+              for s in res.scores}
+    # pandas' mean / median skip NaN: the cells estimated only
     mean_out = {s: float(res.matrix.loc[s].drop(s).mean()) for s in names}
     median_in = {t: float(res.matrix[t].drop(t).median()) for t in names}
-    comm_of = {m: i for i, c in enumerate(res.communities) for m in c}
     details = res.to_dict()
     details["scores"] = scores
     details["targets"] = consulted
     details["pairs_computed"] = res.n_computed
     details["pairs_cached"] = res.n_cached
+    if estimator == "knife":
+        details["pairs_estimated"] = "scored" if only is not None else "all"
+        details["pairs_not_estimated"] = len(usable) * (len(usable) - 1) - len({(p["source"], p["target"])
+                                                                                for p in res.pairs})
+    if res.communities is None:
+        details["communities_note"] = (
+            "not computed: only the pairs the scores read were estimated (sufficiency pairs='scored'), the other "
+            "cells of the matrix are not estimated; Louvain communities need every pair: "
+            "--option sufficiency.pairs=all")
     subsampled = _subsampled(res.settings)
     if subsampled:
         details["subsampled"] = subsampled
     for w in res.warnings:
         log.warning("sufficiency: %s", w)
-    return MetricResult(
-        name="sufficiency",
-        scores=scores,
-        columns={
-            "sufficiency_mean_out": mean_out,
-            "sufficiency_median_in": median_in,
-            "sufficiency_community": {k: float(v) for k, v in comm_of.items()},
-        },
-        details=details,
-    )
+    columns: dict[str, dict[str, float]] = {"sufficiency_mean_out": mean_out, "sufficiency_median_in": median_in}
+    if res.communities is not None:
+        comm_of = {m: i for i, c in enumerate(res.communities) for m in c}
+        columns["sufficiency_community"] = {k: float(v) for k, v in comm_of.items()}
+    return MetricResult(name="sufficiency", scores=scores, columns=columns, details=details)
 
 
 def missing_pairs(run_keys: Mapping[str, str], pair_cache: PairCache, *, seed: int = 0, n_items: int | None = None,
