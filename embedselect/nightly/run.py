@@ -237,7 +237,8 @@ def _night(cfg: NightlyConfig, store: Any, *, dry_run: bool, executor: Any, toke
     suff = ranking.metric_details("sufficiency") if ranking is not None and "sufficiency" in ranking.metrics else None
     # the ordered pairs estimated (those the scores read, or every one: the metric's ``pairs`` option), once per
     # averaged estimate (SufficiencySettings.repeats)
-    pairs_total = len(suff.get("pairs") or []) if suff is not None else 0
+    estimated = suff.get("pairs") if suff is not None else None
+    pairs_total = len(estimated) if isinstance(estimated, list) else 0
     summary.update({
         "embedded": {"count": len(embedded), "names": embedded},
         "reused": {"count": len(reused), "names": reused},
