@@ -90,6 +90,24 @@ def test_decide_counts_model_families_not_candidates():
     assert not d.decided and d.leaders == ["mpnet", "minilm-cls"]
 
 
+def test_decide_a_reference_point_first_is_not_a_decision():
+    from embedselect.ranking.combine import decide
+
+    # three model families, the signals agree, but a built-in baseline is first: undecided, the first model joins
+    pool = {"pixel-pca": 0.9, "lite1": 0.8, "lite0": 0.7, "lite2": 0.6, "random": 0.1}
+    fam = {"lite0": "lite0", "lite1": "lite1", "lite2": "lite2"}
+    d = decide(pool, references={"pixel-pca", "random"}, families=fam)
+    assert not d.decided and d.leaders == ["pixel-pca", "lite1"]
+    assert d.reasons == ["pixel-pca, a reference point (a built-in baseline), is first: it measures what the models "
+                         "add beyond it, it is not a pick; lite1 is the first model"]
+    # the first model is a family's best member, a variant included
+    d = decide({"tfidf": 0.9, "a-cls": 0.8, "a": 0.7, "b": 0.6, "c": 0.5}, references={"tfidf"},
+               families={"a-cls": "a"})
+    assert not d.decided and d.leaders == ["tfidf", "a-cls"]
+    # a model first: the rule says nothing
+    assert decide({"lite1": 0.9, "pixel-pca": 0.8, "lite0": 0.7, "lite2": 0.6}, references={"pixel-pca"}).decided
+
+
 def test_decide_when_the_signals_disagree_about_first_place():
     from embedselect.ranking.combine import combine_ranks, copies_below_parents, decide
 

@@ -335,6 +335,8 @@ def decide(
        the others the same way puts another candidate first; each such candidate is a plausible best.
     6. **A witness disagrees**: a weight-0 signal of ``witnesses``, ranked alone the same way (each family once,
        copies below their parents), puts another candidate first; that candidate is a plausible best.
+    7. **A reference point is first**: a built-in baseline in first place is a yardstick, not a pick; when a model
+       family scored, its best member (the first model in the order) is a plausible best.
 
     The first candidate (``leaders[0]``) is always the first row of :func:`rank_table` and ``Ranking.best``.
     """
@@ -409,6 +411,12 @@ def decide(
                                               WITNESSES if witnesses is None else witnesses):
             add(others)
             reasons.append(why)
+    if first in references:
+        model = next((c for c in order if fam[c] in models), None)
+        if model is not None:
+            add([model])
+            reasons.append(f"{first}, a reference point (a built-in baseline), is first: it measures what the models "
+                           f"add beyond it, it is not a pick; {model} is the first model")
     decided = not reasons
     codes = ["small-pool" if i in small else "undecided" for i in range(len(reasons))]
     return Decision(decided, leaders if not decided else [first], reasons, codes, "" if decided else SETTLE)
