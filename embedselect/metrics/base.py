@@ -244,7 +244,7 @@ for _spec in (
                      "embedselect.metrics.probes")),
     MetricSpec("sufficiency", "embedselect.metrics.sufficiency.score:compute", min_items=50, resample="half",
                description="median information sufficiency: how well each embedding predicts the pool's models (part of "
-                           "the default combination, shown with its communities)",
+                           "the default combination; its communities with the option pairs=all)",
                weight=0.25,
                code=("embedselect.metrics.sufficiency.score", "embedselect.metrics.sufficiency.settings",
                      "embedselect.metrics.sufficiency.result", "embedselect.metrics.sufficiency.inputs",
