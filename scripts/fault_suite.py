@@ -42,6 +42,7 @@ AREAS: dict[str, str] = {
     "test_timm_options": "models and backends",
     "test_taskprior": "metrics",
     "test_sufficiency": "metrics",
+    "test_sufficiency_pairs": "metrics",
     "test_store": "cache",
     "test_store_schema": "cache",
     "test_arrays": "metrics",

@@ -3,6 +3,8 @@ metrics that judge a candidate by the rest of the pool (issue 23; docs/archive/b
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -121,7 +123,9 @@ def test_sufficiency_takes_the_median_over_the_models_as_targets():
         assert res.scores[key] == pytest.approx(float(np.median([mat[key][t] for t in ("A", "B", "C") if t != key])))
     old = sufficiency.compute(_ctx(embs, refs, targets="all", **fast))
     assert old.details["targets"] == list(embs)
-    assert old.scores["R1"] == pytest.approx(float(np.median([mat["R1"][t] for t in embs if t != "R1"])))
+    every = old.details["matrix"]  # targets="all" estimates every pair (the default only those its scores read)
+    assert old.scores["R1"] == pytest.approx(float(np.median([every["R1"][t] for t in embs if t != "R1"])))
+    assert math.isnan(mat["R1"]["R2"]) and math.isfinite(every["R1"]["R2"])
     with pytest.raises(ConfigError, match="targets"):
         sufficiency.compute(_ctx(embs, refs, targets="some", **fast))
 

@@ -230,6 +230,26 @@ def _first_group(per_metric: Mapping[str, Mapping[str, float]], weights: Mapping
     return list(groups[0]) if groups else []
 
 
+def _signals_against(first: str, per_metric: Mapping[str, Mapping[str, float]], weights: Mapping[str, float],
+                     method: str, families: Mapping[str, str] | None,
+                     copies: Sequence[tuple[str, str]]) -> list[tuple[list[str], str]]:
+    """:func:`decide`'s rule 5: when leaving out one of at least two signals with a positive weight (and finite
+    scores) puts another candidate first, those candidates and the reason (one entry, or none)."""
+    live = [m for m, v in weights.items() if v > 0 and _finite(per_metric[m])]
+    flips: dict[str, list[str]] = {}
+    if len(live) >= 2:
+        for m in live:
+            top = _first_group({k: per_metric[k] for k in live if k != m}, weights, method, families, copies)
+            if first not in top or len(top) > 1:
+                for c in top:
+                    if c != first:
+                        flips.setdefault(c, []).append(m)
+    if not flips:
+        return []
+    said = "; ".join(f"without {', '.join(ms)}, {c} would be first" for c, ms in flips.items())
+    return [(list(flips), f"the signals disagree about first place: {said}")]
+
+
 def _witnesses_against(first: str, per_metric: Mapping[str, Mapping[str, float]], weights: Mapping[str, float],
                        method: str, families: Mapping[str, str] | None, copies: Sequence[tuple[str, str]],
                        witnesses: Sequence[str]) -> list[tuple[list[str], str]]:
@@ -245,6 +265,16 @@ def _witnesses_against(first: str, per_metric: Mapping[str, Mapping[str, float]]
             out.append((others, f"{m}, shown beside the combination, puts {', '.join(others)} first"
                                 + (" (a tie)" if first in top else "")))
     return out
+
+
+def _reference_first(first: str, order: Sequence[str], models: Sequence[str],
+                     references: frozenset[str] | set[str]) -> list[tuple[list[str], str]]:
+    """:func:`decide`'s rule 7: when ``first`` is a reference point and a model scored (``models``: the members of
+    model families, in ``order``), the first model and the reason; else nothing."""
+    if first not in references or not models:
+        return []
+    return [([models[0]], f"{first}, a reference point (a built-in baseline), is first: it measures what the models "
+                          f"add beyond it, it is not a pick; {models[0]} is the first model")]
 
 
 def _overlap(a: Sequence[float], b: Sequence[float]) -> bool:
@@ -394,29 +424,14 @@ def decide(
         )
     if per_metric is not None:
         w = {m: float((weights or {}).get(m, 1.0 if weights is None else 0.0)) for m in per_metric}
-        live = [m for m, v in w.items() if v > 0 and _finite(per_metric[m])]
-        flips: dict[str, list[str]] = {}
-        if len(live) >= 2:
-            for m in live:
-                top = _first_group({k: per_metric[k] for k in live if k != m}, w, method, families, copies)
-                if first not in top or len(top) > 1:
-                    for c in top:
-                        if c != first:
-                            flips.setdefault(c, []).append(m)
-        if flips:
-            add(list(flips))
-            said = "; ".join(f"without {', '.join(ms)}, {c} would be first" for c, ms in flips.items())
-            reasons.append(f"the signals disagree about first place: {said}")
-        for others, why in _witnesses_against(first, per_metric, w, method, families, copies,
-                                              WITNESSES if witnesses is None else witnesses):
-            add(others)
-            reasons.append(why)
-    if first in references:
-        model = next((c for c in order if fam[c] in models), None)
-        if model is not None:
-            add([model])
-            reasons.append(f"{first}, a reference point (a built-in baseline), is first: it measures what the models "
-                           f"add beyond it, it is not a pick; {model} is the first model")
+        against = [*_signals_against(first, per_metric, w, method, families, copies),
+                   *_witnesses_against(first, per_metric, w, method, families, copies,
+                                       WITNESSES if witnesses is None else witnesses)]
+    else:
+        against = []
+    for others, why in [*against, *_reference_first(first, order, [c for c in order if fam[c] in models], references)]:
+        add(others)
+        reasons.append(why)
     decided = not reasons
     codes = ["small-pool" if i in small else "undecided" for i in range(len(reasons))]
     return Decision(decided, leaders if not decided else [first], reasons, codes, "" if decided else SETTLE)
