@@ -267,10 +267,10 @@ def _witnesses_against(first: str, per_metric: Mapping[str, Mapping[str, float]]
     return out
 
 
-def _reference_first(first: str, order: Sequence[str], models: Sequence[str],
+def _reference_first(first: str, models: Sequence[str],
                      references: frozenset[str] | set[str]) -> list[tuple[list[str], str]]:
     """:func:`decide`'s rule 7: when ``first`` is a reference point and a model scored (``models``: the members of
-    model families, in ``order``), the first model and the reason; else nothing."""
+    model families, best first), the first model and the reason; else nothing."""
     if first not in references or not models:
         return []
     return [([models[0]], f"{first}, a reference point (a built-in baseline), is first: it measures what the models "
@@ -422,14 +422,14 @@ def decide(
             f"two model families ({' and '.join(models)}; the rest are reference points): the signals that judge a "
             "model by the others have one comparison, which cannot say which of the two is better"
         )
+    against: list[tuple[list[str], str]] = []
     if per_metric is not None:
         w = {m: float((weights or {}).get(m, 1.0 if weights is None else 0.0)) for m in per_metric}
-        against = [*_signals_against(first, per_metric, w, method, families, copies),
-                   *_witnesses_against(first, per_metric, w, method, families, copies,
-                                       WITNESSES if witnesses is None else witnesses)]
-    else:
-        against = []
-    for others, why in [*against, *_reference_first(first, order, [c for c in order if fam[c] in models], references)]:
+        against += _signals_against(first, per_metric, w, method, families, copies)
+        against += _witnesses_against(first, per_metric, w, method, families, copies,
+                                      WITNESSES if witnesses is None else witnesses)
+    against += _reference_first(first, [c for c in order if fam[c] in models], references)
+    for others, why in against:
         add(others)
         reasons.append(why)
     decided = not reasons

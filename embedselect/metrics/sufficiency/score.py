@@ -415,12 +415,15 @@ def compute(ctx: MetricContext) -> MetricResult:
     def read(usable: list[str]) -> set[tuple[str, str]]:
         return {(s, t) for s, ts in scored_targets(usable, references, ctx.families).items() for t in ts}
 
+    def estimate(only: PairSelector | None) -> SufficiencyResult:
+        if estimator == "gaussian":
+            return information_sufficiency(ctx.embeddings, estimator=estimator, seed=ctx.seed, device=ctx.device,
+                                           **opts)
+        return information_sufficiency(ctx.embeddings, seed=ctx.seed, run_keys=run_keys, pair_cache=cache,
+                                       device=ctx.device, only=only, **run_opts, **opts)
+
     only = read if estimator == "knife" and pairs == "scored" and targets == "models" else None
-    if estimator == "gaussian":
-        res = information_sufficiency(ctx.embeddings, estimator=estimator, seed=ctx.seed, device=ctx.device, **opts)
-    else:
-        res = information_sufficiency(ctx.embeddings, seed=ctx.seed, run_keys=run_keys, pair_cache=cache,
-                                      device=ctx.device, only=only, **run_opts, **opts)
+    res = estimate(only)
     names = list(res.matrix.index)
     usable = [k for k in names if k not in res.excluded]
     reads = scored_targets(usable, references, ctx.families)
@@ -428,8 +431,7 @@ def compute(ctx: MetricContext) -> MetricResult:
         # averaged estimates that left out different candidates estimated other pairs: estimate every pair
         log.info("sufficiency: the estimates left out different candidates; estimating every pair")
         only = None
-        res = information_sufficiency(ctx.embeddings, seed=ctx.seed, run_keys=run_keys, pair_cache=cache,
-                                      device=ctx.device, **run_opts, **opts)
+        res = estimate(only)
         usable = [k for k in names if k not in res.excluded]
         reads = scored_targets(usable, references, ctx.families)
     heads = evidence(usable, references, ctx.families)
