@@ -160,12 +160,15 @@ def test_constant_dimension_is_ignored():
     assert r2.matrix.loc["u", "z"] == pytest.approx(r1.matrix.loc["u", "z"], abs=1e-4)
 
 
-def test_compute_wiring_and_errors():
+def test_compute_wiring_and_errors(caplog):
     pool = _pool(n=300)
     two = {k: pool[k].astype(np.float32) for k in ("a1", "a2")}
     ctx = MetricContext(embeddings=two, run_keys={k: k for k in two}, seed=0, options=FAST,
                         pair_cache=MemoryPairCache())
-    res = get_metric("sufficiency")(ctx)
+    with caplog.at_level("WARNING", logger="embedselect"):
+        res = get_metric("sufficiency")(ctx)
+    # its warnings are the result's (the ranking's notes), not also log lines: the terminal said each twice
+    assert res.details["warnings"] and not [r for r in caplog.records if r.levelname == "WARNING"]
     assert res.name == "sufficiency"
     assert set(res.scores) == {"a1", "a2"}
     assert res.scores["a1"] == pytest.approx(res.details["matrix"]["a1"]["a2"])

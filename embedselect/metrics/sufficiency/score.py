@@ -458,8 +458,6 @@ def compute(ctx: MetricContext) -> MetricResult:
     subsampled = _subsampled(res.settings)
     if subsampled:
         details["subsampled"] = subsampled
-    for w in res.warnings:
-        log.warning("sufficiency: %s", w)
     columns: dict[str, dict[str, float]] = {"sufficiency_mean_out": mean_out, "sufficiency_median_in": median_in}
     if res.communities is not None:
         comm_of = {m: i for i, c in enumerate(res.communities) for m in c}
