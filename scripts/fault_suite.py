@@ -78,6 +78,7 @@ AREAS: dict[str, str] = {
     "test_retrieval": "data loading",
     "test_ask": "answers (ask, rank --answers)",
     "test_validity_retrieval": "the validity benchmark's data files",
+    "test_validity_data": "the validity benchmark's data files",
 }
 """Test module -> area of the counts table. A fault test in a module not listed here makes the run fail (and
 tests/test_ux.py checks it), so that no case goes uncounted."""

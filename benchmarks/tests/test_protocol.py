@@ -19,10 +19,12 @@ def test_the_split_is_the_hash_rule_and_covers_every_dataset():
     assert split["confirmation"]["text"] == ["aiml-topics", "amazon-reviews", "analogy", "chatterbot-languages",
                                              "city-continents", "convention-2012", "debates-2016",
                                              "inquirer-domains", "moral-foundations", "nrc-emotion", "polarity",
-                                             "review-subjectivity", "roget-heads", "sms-spam", "whissell-imagery"]
+                                             "quote-sources", "review-subjectivity", "roget-heads", "sms-spam",
+                                             "whissell-imagery"]
     assert split["selection"]["text"] == ["census-names", "chatterbot-topics", "editorial-sentiment", "emoji",
-                                          "empath", "snippet-genre", "trec", "tweet-sentiment", "vader",
-                                          "warriner-arousal", "wordnet-glosses"]
+                                          "empath", "food-kinds", "fortune-topics", "snippet-genre", "trec",
+                                          "tweet-sentiment", "vader", "warriner-arousal", "word-classes",
+                                          "wordnet-glosses"]
     assert split["confirmation"]["image"] == ["mnist-5k", "photo-patches", "sample-photos"]
 
 

