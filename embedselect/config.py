@@ -176,6 +176,8 @@ class RankConfig:
         on_error: ``"fail"`` or ``"skip"`` undecodable items.
         drop_duplicates: ``"exact"`` / ``"near"``: rank without the data's duplicates; None keeps every item.
         column: the text column of a table file (None: the reader's choice).
+        id_column: the column of a table file (or DataFrame) whose values are the items' ids (None: row numbers);
+            see :meth:`~embedselect.data.ReferenceData.from_file`.
         labels: the label column of a table file (``"folder"`` for an image folder): used only to validate the
             label-free ranking (labels as an array are passed with the data, see ``select()``).
         policy: the :class:`LoadPolicy` for the candidates (safetensors only, no remote code, no gated repos).
@@ -192,6 +194,7 @@ class RankConfig:
     column: str | None = None
     labels: str | None = None
     policy: LoadPolicy = field(default_factory=LoadPolicy)
+    id_column: str | None = None
 
     def __post_init__(self) -> None:
         metrics = _metrics(self.metrics)
@@ -204,7 +207,7 @@ class RankConfig:
         set_(self, "bootstrap", _int(self.bootstrap, "bootstrap", minimum=0))
         _choice(self.on_error, "on_error", OnError)
         _choice(self.drop_duplicates, "drop_duplicates", DropDuplicates, allow_none=True)
-        for name in ("column", "labels"):
+        for name in ("column", "labels", "id_column"):
             value = getattr(self, name)
             if value is not None and (not isinstance(value, str) or not value.strip()):
                 raise ConfigError(f"{name} must be a column name (a non-empty string) or None; got {value!r}")
@@ -298,6 +301,7 @@ def from_keywords(
     column: str | None = None,
     labels: str | None = None,
     policy: LoadPolicy | None = None,
+    id_column: str | None = None,
     cache_dir: str | Path | None = None,
     device: str | None = None,
     batch_size: int | None = None,
@@ -309,7 +313,8 @@ def from_keywords(
     """The :class:`RankConfig` and :class:`Runtime` of ``select()``'s keyword arguments (the same names)."""
     config = RankConfig(metrics=metrics, weights=weights, metric_options=metric_options or {}, max_items=max_items,  # type: ignore[arg-type]
                         seed=seed, bootstrap=bootstrap, on_error=on_error, drop_duplicates=drop_duplicates,
-                        column=column, labels=labels, policy=policy if policy is not None else LoadPolicy())
+                        column=column, labels=labels, policy=policy if policy is not None else LoadPolicy(),
+                        id_column=id_column)
     runtime = Runtime(cache_dir=Path(cache_dir) if cache_dir is not None else None, device=device,
                       batch_size=batch_size, token=token, progress=progress, save=save, strict=strict)
     return config, runtime

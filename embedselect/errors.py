@@ -94,6 +94,11 @@ class UnsupportedFormatError(DataError):
     """The file type is not one embedselect can read."""
 
 
+class IdColumnError(DataError):
+    """The id column (``id_column=`` / ``--id-column``) cannot give the items their ids: a used row without an id, a
+    value that is not text or a whole number, or the same id on several rows. The message names the rows."""
+
+
 class AnswersError(DataError):
     """A file of answered questions (``embedselect ask``) cannot be used with this data: not a questions file, a
     malformed row, an item id the data does not have, a text that differs from the data's (answers to another data

@@ -76,6 +76,7 @@ AREAS: dict[str, str] = {
     "test_install": "installation and extras",
     "test_mlflow": "installation and extras",
     "test_retrieval": "data loading",
+    "test_id_column": "data loading",
     "test_ask": "answers (ask, rank --answers)",
     "test_validity_retrieval": "the validity benchmark's data files",
     "test_validity_data": "the validity benchmark's data files",

@@ -23,6 +23,10 @@ def add_data_args(p: argparse.ArgumentParser, *, labels: bool = True, labels_req
     input_option(p.add_argument("data", help="data file (.csv .tsv .jsonl .json .parquet .txt), image folder"),
                  name="the data")
     p.add_argument("--column", "-c", help="text column of a table file")
+    p.add_argument("--id-column", metavar="NAME",
+                   help="column of a table file whose values are the items' ids (default: the 1-based row numbers): "
+                        "the ids that ask's questions, --answers, --queries' relevant items, search results and the "
+                        "load report use")
     if labels:
         input_option(p.add_argument(
             "--labels",
@@ -147,6 +151,7 @@ def rank_config(args: argparse.Namespace) -> RankConfig:
         on_error=get("on_error", "fail"),
         drop_duplicates=get("drop_duplicates", None),
         column=get("column", None),
+        id_column=get("id_column", None),
         labels=get("labels", None),
         policy=load_policy(args) if hasattr(args, "allow_pickle") else LoadPolicy(),
     )

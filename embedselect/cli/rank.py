@@ -267,7 +267,8 @@ def register(sub) -> None:
     input_option(p.add_argument(
         "--queries", metavar="FILE",
         help="a search check: a table (.csv .tsv .jsonl .json .parquet) with columns query and relevant (the id(s) of "
-        "the data items the query should find, ';'-separated: a file's 1-based data rows; or an item's exact text); "
+        "the data items the query should find, ';'-separated: a file's 1-based data rows, or --id-column's values; or "
+        "an item's exact text); "
         "each candidate is scored by MRR@10, nDCG@10, recall@1/@10 and the label-free scores are checked against "
         "MRR@10",
     ))

@@ -64,6 +64,8 @@ def register(subparsers) -> None:
     input_option(p.add_argument("--data", help="refuse the index unless it was built from this data file / folder"),
                  name="the data")
     p.add_argument("--column", "-c", help="text column of --data")
+    p.add_argument("--id-column", metavar="NAME", help="id column of --data, as given to `index` (the index's hits "
+                                                      "carry the ids it was built with)")
     p.add_argument("--max-items", type=int, help="as given to `index` for --data")
     p.add_argument("--seed", type=int, default=None, help="as given to `index` for --data")
     p.add_argument("--json", action="store_true")
@@ -127,7 +129,7 @@ def cmd_search(args) -> int:
     if args.k < 1:
         raise ConfigError("-k must be at least 1")
     idx = SearchIndex.load(args.index_dir, model=args.model, data=args.data, column=args.column,
-                           max_items=args.max_items, seed=args.seed)
+                           max_items=args.max_items, seed=args.seed, id_column=args.id_column)
     results = idx.search(args.query, args.k, device=args.device, policy=load_policy(args))
     if args.json:
         payload = {

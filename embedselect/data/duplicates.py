@@ -42,7 +42,8 @@ def without_duplicates(ref: R, rule: str, *, threshold: float, k: int, seed: int
         modality=ref.modality, items=tuple(items), labels=labels_array(labels),
         ids=tuple(ref.ids[i] for i in sel),
         fingerprint=fingerprint(ref.modality, [digests[i] for i in sel], ref._sample_settings),
-        source=ref.source, report=report, _sample_settings=dict(ref._sample_settings),
+        source=ref.source, report=report, _sample_settings=dict(ref._sample_settings), id_column=ref.id_column,
+        _positions=None if ref._positions is None else tuple(ref._positions[i] for i in sel),
     )
 
 

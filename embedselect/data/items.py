@@ -28,6 +28,8 @@ class ReferenceItems:
     source: str
     report: LoadReport
     _sample_settings: dict[str, Any] = field(default_factory=dict)
+    id_column: str | None = None
+    _positions: tuple[int, ...] | None = None
 
     def __post_init__(self) -> None:
         # the source is stored, shown and written to reports: a file name's non-UTF-8 bytes become \xNN escapes

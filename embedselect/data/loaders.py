@@ -21,6 +21,7 @@ from embedselect.data.readers import (
     BadItem,
     ImageInvalid,
     check_common,
+    check_id_column,
     check_text_column,
     choose_column,
     decode_image,
@@ -28,7 +29,7 @@ from embedselect.data.readers import (
     detect_format,
     fingerprint,
     frame_options,
-    id_key,
+    ids_from_column,
     is_textlike,
     labels_array,
     missing_column_message,
@@ -63,6 +64,7 @@ def load_frame(cls: type[R], obj: Any, kw: dict[str, Any]) -> R:
     aligned with the rows)."""
     kw = dict(kw)
     column, label_column = kw.pop("column", None), kw.pop("label_column", None)
+    id_column = kw.pop("id_column", None)
     kw.pop("format", None)
     source = kw.pop("source", None) or f"<DataFrame of {len(obj)} rows>"
     labels = kw.pop("labels", None)
@@ -77,7 +79,8 @@ def load_frame(cls: type[R], obj: Any, kw: dict[str, Any]) -> R:
     kw = {"max_items": None, "seed": 0, "on_error": "fail", "dedupe": False,
           **only(kw, frame_options, "a DataFrame")}
     check_common(kw["max_items"], kw["seed"], kw["on_error"])
-    return _from_frame(cls, obj, column=column, label_column=label_column, source=source, first_id=0, **kw)
+    return _from_frame(cls, obj, column=column, label_column=label_column, id_column=id_column, source=source,
+                       first_id=0, **kw)
 
 
 def load_file(
@@ -91,6 +94,7 @@ def load_file(
     on_error: OnError,
     dedupe: bool,
     format: str | None,
+    id_column: str | None = None,
 ) -> R:
     """:meth:`ReferenceData.from_file`: texts from a CSV / TSV / JSONL / JSON / Parquet / plain-text file."""
     check_common(max_items, seed, on_error)
@@ -116,6 +120,11 @@ def load_file(
     if fmt == "txt" and label_column is not None:
         raise ConfigError(
             f"{str(path)!r} is a plain-text file and has no label column; drop label_column= / --labels"
+        )
+    if fmt == "txt" and id_column is not None:
+        raise ConfigError(
+            f"{str(path)!r} is a plain-text file and has no id column (its ids are the line numbers); drop "
+            f"id_column={id_column!r} / --id-column, or use a CSV/JSONL file with an id column"
         )
     source = str(path.resolve())
     if fmt == "txt":
@@ -148,8 +157,8 @@ def load_file(
                     f"{source} could not be parsed as {fmt.upper()}: {exc}. Check the delimiter and quoting"
                     + (" (use format='tsv' / a .tsv suffix for tab-separated files)" if fmt == "csv" else "")
                 ) from exc
-        return _from_frame(cls, frame, column=column, label_column=label_column, source=source,
-                           max_items=max_items, seed=seed, on_error=on_error, dedupe=dedupe,
+        return _from_frame(cls, frame, column=column, label_column=label_column, id_column=id_column,
+                           source=source, max_items=max_items, seed=seed, on_error=on_error, dedupe=dedupe,
                            untyped_labels=True)
     if fmt == "parquet":
         import pandas as pd
@@ -158,12 +167,12 @@ def load_file(
             frame = pd.read_parquet(path)
         except Exception as exc:  # pyarrow raises several unrelated types for broken files
             raise DecodeError(f"{source} could not be read as Parquet: {exc}") from exc
-        return _from_frame(cls, frame, column=column, label_column=label_column, source=source,
-                           max_items=max_items, seed=seed, on_error=on_error, dedupe=dedupe)
+        return _from_frame(cls, frame, column=column, label_column=label_column, id_column=id_column,
+                           source=source, max_items=max_items, seed=seed, on_error=on_error, dedupe=dedupe)
     if fmt == "jsonl":
         records, bad = read_jsonl(read_bytes(path, gz))
-        return _from_records(cls, records, bad, column=column, label_column=label_column, source=source,
-                             max_items=max_items, seed=seed, on_error=on_error, dedupe=dedupe)
+        return _from_records(cls, records, bad, column=column, label_column=label_column, id_column=id_column,
+                             source=source, max_items=max_items, seed=seed, on_error=on_error, dedupe=dedupe)
     # json
     raw = read_bytes(path, gz)
     try:
@@ -189,8 +198,8 @@ def load_file(
             f"lists; it holds a {type(doc).__name__}"
         )
     records = [(str(i + 1), rec) for i, rec in enumerate(doc)]
-    return _from_records(cls, records, [], column=column, label_column=label_column, source=source,
-                         max_items=max_items, seed=seed, on_error=on_error, dedupe=dedupe)
+    return _from_records(cls, records, [], column=column, label_column=label_column, id_column=id_column,
+                         source=source, max_items=max_items, seed=seed, on_error=on_error, dedupe=dedupe)
 
 
 def load_texts(
@@ -288,13 +297,15 @@ def load_image_files(
     )
 
 
-def _from_frame(cls: type[R], frame: Any, *, column: str | None, label_column: str | None, source: str,
-                untyped_labels: bool = False, first_id: int = 1, **kw: Any) -> R:
+def _from_frame(cls: type[R], frame: Any, *, column: str | None, label_column: str | None, id_column: str | None,
+                source: str, untyped_labels: bool = False, first_id: int = 1, **kw: Any) -> R:
     columns = [str(c) for c in frame.columns]
     frame = frame.set_axis(columns, axis=1)
     if label_column is not None and label_column not in columns:
         raise ColumnNotFoundError(missing_column_message("label column", label_column, columns, source, []))
-    textlike = [c for c in columns if c != label_column and is_textlike(frame[c].tolist())]
+    if id_column is not None:
+        check_id_column(id_column, columns, column=column, label_column=label_column, source=source)
+    textlike = [c for c in columns if c not in (label_column, id_column) and is_textlike(frame[c].tolist())]
     if column is None:
         column = choose_column(columns, textlike, source, frame)
     elif column not in columns:
@@ -304,21 +315,25 @@ def _from_frame(cls: type[R], frame: Any, *, column: str | None, label_column: s
     labels = frame[label_column].tolist() if label_column is not None else None
     if labels is not None and untyped_labels:
         labels = parse_untyped_labels(labels)
-    ids = [str(i + first_id) for i in range(len(values))]
-    return _build_text(cls, values, ids, labels, source=source, **kw)
+    rows = [str(i + first_id) for i in range(len(values))]
+    id_values = None if id_column is None else (id_column, frame[id_column].tolist())
+    return _build_text(cls, values, rows, labels, source=source, id_values=id_values, **kw)
 
 
 def _from_records(cls: type[R], records: list[tuple[str, Any]], bad: list[tuple[str, str, str]], *,
-                  column: str | None, label_column: str | None, source: str, **kw: Any) -> R:
-    """``records``: (id, parsed JSON value) pairs; ``bad``: (id, category, reason) of unparseable lines."""
+                  column: str | None, label_column: str | None, id_column: str | None, source: str,
+                  **kw: Any) -> R:
+    """``records``: (row number, parsed JSON value) pairs; ``bad``: (row number, category, reason) of unparseable
+    lines."""
     dicts = [r for _, r in records if isinstance(r, dict)]
     n_rows = len(records) + len(bad)
     if not dicts:
         # A list of plain strings: each is one item.
-        if column is not None or label_column is not None:
+        named = column or label_column or id_column
+        if named is not None:
             raise ColumnNotFoundError(
-                f"{source} holds plain JSON values, not objects, so it has no column {column or label_column!r}; "
-                "drop --column / --labels"
+                f"{source} holds plain JSON values, not objects, so it has no column {named!r}; "
+                "drop --column / --labels / --id-column"
             )
     else:
         columns: list[str] = []
@@ -328,8 +343,10 @@ def _from_records(cls: type[R], records: list[tuple[str, Any]], bad: list[tuple[
                     columns.append(k)
         if label_column is not None and label_column not in columns:
             raise ColumnNotFoundError(missing_column_message("label column", label_column, columns, source, []))
+        if id_column is not None:
+            check_id_column(id_column, columns, column=column, label_column=label_column, source=source)
         textlike = [
-            c for c in columns if c != label_column and is_textlike([r.get(c) for r in dicts])
+            c for c in columns if c not in (label_column, id_column) and is_textlike([r.get(c) for r in dicts])
         ]
         if column is None:
             column = choose_column(columns, textlike, source, None, dicts=dicts)
@@ -340,7 +357,9 @@ def _from_records(cls: type[R], records: list[tuple[str, Any]], bad: list[tuple[
     rows.sort(key=lambda t: int(t[0]))
     all_values: list[Any] = []
     labels: list[Any] | None = None if (not dicts or label_column is None) else []
+    ids: list[Any] = []
     for i, r in rows:
+        ids.append(r if isinstance(r, BadItem) else r.get(id_column) if isinstance(r, dict) and id_column else None)
         if isinstance(r, BadItem) or not dicts or r is None:
             all_values.append(r)
         elif isinstance(r, dict):
@@ -351,43 +370,58 @@ def _from_records(cls: type[R], records: list[tuple[str, Any]], bad: list[tuple[
             labels.append(r.get(label_column) if isinstance(r, dict) else None)
     order = [i for i, _ in rows]
     assert len(all_values) == n_rows
-    return _build_text(cls, all_values, order, labels, source=source, **kw)
+    id_values = None if id_column is None else (id_column, ids)
+    return _build_text(cls, all_values, order, labels, source=source, id_values=id_values, **kw)
 
 
-def _build_text(cls: type[R], values: list[Any], ids: list[str], labels: list[Any] | None, *, source: str,
-                max_items: int | None, seed: int, on_error: OnError, dedupe: bool) -> R:
-    """Decode, validate and finish text rows. ``values``: raw cells (str, bytes, None/NaN, numbers, BadItem)."""
+def _build_text(cls: type[R], values: list[Any], rows: list[str], labels: list[Any] | None, *, source: str,
+                max_items: int | None, seed: int, on_error: OnError, dedupe: bool,
+                id_values: tuple[str, list[Any]] | None = None) -> R:
+    """Decode, validate and finish text rows. ``values``: raw cells (str, bytes, None/NaN, numbers, BadItem);
+    ``rows``: each row's number (the items' ids unless ``id_values``, the id column's name and its raw cells, gives
+    them: :func:`~embedselect.data.readers.ids_from_column`). Undecodable rows are named by row number; in the load
+    report a skipped row is named by its id, or ``"row N"`` when the id column gives it none."""
     keep: list[int] = []
     texts: list[str] = []
     digests: list[bytes] = []
-    bad: list[tuple[str, str, str]] = []
-    empty: list[tuple[str, str, str]] = []
+    bad: list[tuple[int, str, str]] = []
+    empty: list[tuple[int, str, str]] = []
     for i, v in enumerate(values):
         text, problem = to_text(v)
         if problem is not None:
-            bad.append((ids[i], problem[0], problem[1]))
+            bad.append((i, problem[0], problem[1]))
             continue
         if text is None or not text.strip():
-            empty.append((ids[i], "empty", "empty or whitespace-only"))
+            empty.append((i, "empty", "empty or whitespace-only"))
             continue
         keep.append(i)
         texts.append(text)
         digests.append(text.encode("utf-8"))
     if bad and on_error == "fail":
-        raise DecodeError(decode_message(len(values), bad, unit="rows"))
-    skipped = sorted(bad + empty, key=lambda t: id_key(t[0]))
+        raise DecodeError(decode_message(len(values), [(rows[i], c, r) for i, c, r in bad], unit="rows"))
+    ids: list[str] = list(rows)
+    if id_values is not None:
+        used = [False] * len(values)
+        for i in keep:
+            used[i] = True
+        read = ids_from_column(id_values[0], id_values[1], rows, used, source)
+        ids = [f"row {rows[i]}" if x is None else x for i, x in enumerate(read)]
+    skipped = [(ids[i], c, r) for i, c, r in sorted(bad + empty)]
     return _finish(
         cls, modality="text", items=texts, ids=[ids[i] for i in keep],
         labels=None if labels is None else [labels[i] for i in keep], digests=digests,
         n_total=len(values), n_empty=len(empty), skipped=skipped, source=source, max_items=max_items,
-        seed=seed, dedupe=dedupe, n_bad=len(bad),
+        seed=seed, dedupe=dedupe, n_bad=len(bad), positions=keep,
+        id_column=None if id_values is None else id_values[0],
     )
 
 
 def _finish(cls: type[R], *, modality: str, items: list[Any], ids: list[str], labels: list[Any] | None,
             digests: list[bytes], n_total: int, n_empty: int, skipped: list[tuple[str, str, str]], source: str,
-            max_items: int | None, seed: int, dedupe: bool, n_bad: int | None = None) -> R:
-    """Dedupe, sample, fingerprint. ``digests[i]``: exact bytes (texts) or sha256 digest (images) of item i."""
+            max_items: int | None, seed: int, dedupe: bool, n_bad: int | None = None,
+            positions: list[int] | None = None, id_column: str | None = None) -> R:
+    """Dedupe, sample, fingerprint. ``digests[i]``: exact bytes (texts) or sha256 digest (images) of item i;
+    ``positions[i]``: item i's 0-based row in the source (texts; None for images)."""
     n_bad = len(skipped) - n_empty if n_bad is None else n_bad
     dup_mask = duplicate_mask(digests)
     n_dup = int(sum(dup_mask))
@@ -395,6 +429,7 @@ def _finish(cls: type[R], *, modality: str, items: list[Any], ids: list[str], la
         sel = [i for i, dup in enumerate(dup_mask) if not dup]
         items, ids, digests = [items[i] for i in sel], [ids[i] for i in sel], [digests[i] for i in sel]
         labels = None if labels is None else [labels[i] for i in sel]
+        positions = None if positions is None else [positions[i] for i in sel]
     if not items:
         parts = []
         if n_empty:
@@ -412,6 +447,7 @@ def _finish(cls: type[R], *, modality: str, items: list[Any], ids: list[str], la
         sel = np.sort(rng.choice(len(items), size=max_items, replace=False)).tolist()
         items, ids, digests = [items[i] for i in sel], [ids[i] for i in sel], [digests[i] for i in sel]
         labels = None if labels is None else [labels[i] for i in sel]
+        positions = None if positions is None else [positions[i] for i in sel]
         settings = {"max_items": int(max_items), "seed": int(seed)}
     fp = fingerprint(modality, digests, settings)
     report = LoadReport(
@@ -424,5 +460,6 @@ def _finish(cls: type[R], *, modality: str, items: list[Any], ids: list[str], la
     return cls(
         modality=modality,  # type: ignore[arg-type]
         items=tuple(items), labels=labels_array(labels), ids=tuple(ids), fingerprint=fp, source=source,
-        report=report, _sample_settings=settings,
+        report=report, _sample_settings=settings, id_column=id_column,
+        _positions=None if positions is None else tuple(positions),
     )

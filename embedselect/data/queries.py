@@ -4,8 +4,8 @@ The file is a table (CSV, TSV, JSONL, JSON, Parquet; ``.gz`` allowed except Parq
 
 - ``query``: the text a user would search with;
 - ``relevant``: the item(s) of the reference data that query should find. Read as ids first: split on ``;``, and if
-  every part (spaces around it stripped) is an id of the reference data (for a file, its 1-based data row; see
-  :mod:`embedselect.data`), those items are relevant. Otherwise the whole cell must be the exact text of an item
+  every part (spaces around it stripped) is an id of the reference data (for a file, its 1-based data row, or the
+  value of its ``id_column`` / ``--id-column``; see :mod:`embedselect.data`), those items are relevant. Otherwise the whole cell must be the exact text of an item
   (every item with that text is relevant), or else each ``;``-part must be an id or an item's exact text. In JSON /
   JSONL a list (``[12, 40]``) is a list of parts.
 
@@ -117,7 +117,7 @@ def _parts(v: Any) -> list[str]:
 
 
 def match_queries(rows: Sequence[Mapping[str, Any]], ids: Sequence[str], items: Sequence[Any], *, source: str,
-                  ref_fingerprint: str = "") -> QuerySet:
+                  ref_fingerprint: str = "", id_column: str | None = None) -> QuerySet:
     """Match query rows to reference items (the rules of the module docstring).
 
     Args:
@@ -125,6 +125,7 @@ def match_queries(rows: Sequence[Mapping[str, Any]], ids: Sequence[str], items: 
         ids: the reference data's item ids; items: its items (texts), aligned with ``ids``.
         source: named in messages.
         ref_fingerprint: the reference data's fingerprint (part of the set's fingerprint).
+        id_column: the column the reference data's ids come from (named in messages), or None for row numbers.
 
     Raises:
         QueryFileError: no rows, a column missing, an empty query, a row without a relevant item, an id or text that
@@ -178,8 +179,10 @@ def match_queries(rows: Sequence[Mapping[str, Any]], ids: Sequence[str], items: 
         numbers.append(n)
     if problems:
         more = f" (and {len(problems) - MAX_ROWS_IN_MESSAGE} more rows)" if len(problems) > MAX_ROWS_IN_MESSAGE else ""
-        hint = (" Ids are the reference data's 1-based data rows (or positions for a list); an id left out by "
-                "--max-items is not among the items." if any("neither an id" in p for p in problems) else "")
+        which = (f"the values of its id column {id_column!r}" if id_column else
+                 "the reference data's 1-based data rows (or positions for a list)")
+        hint = (f" Ids are {which}; an id left out by --max-items is not among the items."
+                if any("neither an id" in p for p in problems) else "")
         raise QueryFileError(f"--queries {source}: " + "; ".join(problems[:MAX_ROWS_IN_MESSAGE]) + more + "." + hint)
     h = hashlib.sha256(b"embedselect-queries-v1\0" + ref_fingerprint.encode() + b"\0")
     for q, rel in zip(queries, relevant):
@@ -217,7 +220,8 @@ def load_queries(obj: Any, ref: Any) -> QuerySet:
     else:
         raise QueryFileError(f"cannot read queries from {type(obj).__name__}: pass a file (columns query, relevant), "
                              "a list of {'query': ..., 'relevant': ...} dicts or a DataFrame")
-    return match_queries(rows, list(ref.ids), list(ref.items), source=source, ref_fingerprint=ref.fingerprint)
+    return match_queries(rows, list(ref.ids), list(ref.items), source=source, ref_fingerprint=ref.fingerprint,
+                         id_column=getattr(ref, "id_column", None))
 
 
 __all__ = ["QUERY_COLUMN", "RELEVANT_COLUMN", "QueryFileError", "QuerySet", "load_queries", "match_queries"]

@@ -30,7 +30,9 @@ class ReferenceData(ReferenceItems):
         labels: ``None``, or a read-only array of shape ``(n,)`` aligned with ``items``: ``int64`` when every
             label is an integer, else ``object`` (``str`` / ``int`` values, ``None`` for a missing label —
             items with a missing label are kept).
-        ids: stable item ids, one per item (see :mod:`embedselect.data`).
+        ids: stable item ids, one per item (see :mod:`embedselect.data`): row numbers, an image's relative path,
+            or the values of the table's ``id_column``.
+        id_column: the table column the ids come from (``id_column=`` / ``--id-column``), or None.
         fingerprint: sha256 hex over the modality and the exact items used (UTF-8 text bytes, or image file
             bytes — not paths), plus ``max_items`` and ``seed`` when sampling happened. Labels are not
             included.
@@ -47,15 +49,9 @@ class ReferenceData(ReferenceItems):
         )
 
     def source_positions(self) -> list[int] | None:
-        """Each item's 0-based row in the source, from its id (texts: a file's ids are 1-based data row numbers, an
-        in-memory list's or DataFrame's 0-based positions); None for images (their ids are paths, not rows)."""
-        if self.modality != "text":
-            return None
-        base = 0 if self.source.startswith("<") else 1  # in-memory sources are named "<list of 120 texts>"
-        try:
-            return [int(i) - base for i in self.ids]
-        except ValueError:
-            return None
+        """Each item's 0-based row in the source (texts, whatever their ids: row numbers or an id column's values);
+        None for images (their ids are paths, not rows)."""
+        return None if self._positions is None else list(self._positions)
 
     def require(self, n_min: int, *, purpose: str) -> None:
         """Raise :class:`~embedselect.errors.TooFewItemsError` when fewer than ``n_min`` items are loaded.
@@ -123,6 +119,7 @@ class ReferenceData(ReferenceItems):
             "n": len(self),
             "fingerprint": self.fingerprint,
             "has_labels": self.labels is not None,
+            **({"id_column": self.id_column} if self.id_column is not None else {}),
             "sampling": dict(self._sample_settings),
             "report": self.report.to_dict(),
         }
@@ -168,7 +165,8 @@ class ReferenceData(ReferenceItems):
 
         Dispatch: a :class:`ReferenceData` is returned as is (keyword arguments are ignored); a ``str`` /
         :class:`~pathlib.Path` naming a folder -> :meth:`from_images`, a file -> :meth:`from_file`; a
-        ``pandas.DataFrame`` -> its ``column`` (and ``label_column``, or ``labels`` aligned with the rows); a
+        ``pandas.DataFrame`` -> its ``column`` (and ``label_column``, or ``labels`` aligned with the rows; ``id_column``
+        as for :meth:`from_file`, else the 0-based positions are the ids); a
         ``pandas.Series``, numpy array or list/tuple of ``str`` -> :meth:`from_texts`; a list/tuple of
         :class:`~pathlib.Path` -> :meth:`from_images`.
 
@@ -185,6 +183,9 @@ class ReferenceData(ReferenceItems):
         if isinstance(obj, (str, os.PathLike)):
             path = Path(obj).expanduser()
             if path.is_dir():
+                if kw.get("id_column") is not None:
+                    raise ConfigError(f"{str(path)!r} is a folder of images: their ids are the files' paths relative to "
+                                      f"it, and there is no id column; drop id_column={kw['id_column']!r} / --id-column")
                 return cls.from_images(path, **only(image_load_options(kw), cls.from_images, "a folder of images"))
             return cls.from_file(path, **only(kw, cls.from_file, "a data file"))
         try:
@@ -225,6 +226,7 @@ class ReferenceData(ReferenceItems):
         on_error: OnError = "fail",
         dedupe: bool = False,
         format: str | None = None,
+        id_column: str | None = None,
     ) -> "ReferenceData":
         """Load texts from a CSV / TSV / JSONL / JSON / Parquet / plain-text file.
 
@@ -239,13 +241,18 @@ class ReferenceData(ReferenceItems):
             on_error: ``"fail"`` (raise :class:`DecodeError`) or ``"skip"`` (drop and count) undecodable rows.
             dedupe: drop exact duplicate texts (first one kept).
             format: ``"csv"``, ``"tsv"``, ``"jsonl"``, ``"json"``, ``"parquet"`` or ``"txt"`` to override the suffix.
+            id_column: a column whose values are the items' ids (tables; None: the 1-based data row numbers). The
+                values are read as text (stripped of surrounding white space; a whole number, also one pandas stores
+                as a float, without a decimal point); every used row needs one, and no id may repeat. A row skipped
+                as empty or undecodable is named in the load report by its id, or ``"row N"`` when it has none.
 
         Raises:
             DataFileNotFoundError, UnsupportedFormatError, ColumnNotFoundError, DecodeError, EmptyDataError,
-            ConfigError (bad arguments).
+            IdColumnError (a missing, repeated or non-whole-number id), ConfigError (bad arguments; ``id_column``
+            for a plain-text file or the text or label column).
         """
         return load_file(cls, path, column=column, label_column=label_column, max_items=max_items, seed=seed,
-                         on_error=on_error, dedupe=dedupe, format=format)
+                         on_error=on_error, dedupe=dedupe, format=format, id_column=id_column)
 
     @classmethod
     def from_texts(

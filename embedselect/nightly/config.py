@@ -55,6 +55,7 @@ class DataConfig(_Strict):
 
     path: str
     column: str | None = None
+    id_column: str | None = None
     labels: str | None = None
     max_items: int | None = Field(default=None, ge=2)
     on_error: OnError = "fail"
@@ -157,7 +158,7 @@ class NightlyConfig(_Strict):
         return RankConfig(metrics=self.metrics, weights=self.weights, metric_options=self.metric_options,
                           max_items=self.data.max_items, seed=self.seed, bootstrap=self.bootstrap,
                           on_error=self.data.on_error, drop_duplicates=self.data.drop_duplicates,
-                          column=self.data.column, labels=self.data.labels,
+                          column=self.data.column, labels=self.data.labels, id_column=self.data.id_column,
                           policy=self.policy.load_policy())
 
     def runtime(self, token: str | None = None) -> Runtime:

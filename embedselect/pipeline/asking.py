@@ -80,10 +80,11 @@ def ask(data: Any, candidates: Any, *, n: int = DEFAULT_QUESTIONS, out: str | Pa
         data, candidates: as for :func:`~embedselect.pipeline.run.select`.
         config, runtime: as for :func:`~embedselect.pipeline.run.select` (its column, sub-sampling, seed, error rule
             and load policy; the cache, device, batch size, token and progress), or the same settings as
-            ``keywords`` (``column=``, ``max_items=``, ``seed=``, ``cache_dir=``, ...; see
+            ``keywords`` (``column=``, ``id_column=``, ``max_items=``, ``seed=``, ``cache_dir=``, ...; see
             :func:`embedselect.config.from_keywords`).
         n: how many questions the file should hold.
-        out: the questions CSV (columns ``question_id, anchor_id, a_id, b_id, anchor, a, b, answer``). When it
+        out: the questions CSV (columns ``question_id, anchor_id, a_id, b_id, anchor, a, b, answer``; the ids are
+            the data's item ids: row numbers, or the values of ``id_column``). When it
             exists (a file ``ask`` wrote for this data) its questions and answers are kept and new questions are
             added only up to ``n``. Written atomically; a file ``ask`` did not write is never replaced.
 
@@ -136,7 +137,7 @@ def prepare_ask(data: Any, candidates: Any, *, n: int = DEFAULT_QUESTIONS, out: 
         from embedselect.pipeline.run import select
 
         log.info("no stored ranking of this data and these candidates: ranking them first")
-        ranking = select(ref, candidates, config=config.replace(column=None, max_items=None),
+        ranking = select(ref, candidates, config=config.replace(column=None, id_column=None, max_items=None),
                          runtime=runtime.replace(save=True)).to_dict()
         note = f"the ranking made now ({ranking['ranking_id'][:12]})"
     else:

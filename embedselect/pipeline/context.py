@@ -111,19 +111,23 @@ def load_reference_data(data: Any, config: RankConfig, *, labels: Any = None) ->
     if labels is not None and config.labels is not None:
         raise ConfigError("give labels either as a column name (labels='label') or as an array, not both")
     if isinstance(data, ReferenceData):
-        given = [f"{k}={v!r}" for k, v in (("column", config.column), ("labels", config.labels)) if v is not None]
+        given = [f"{k}={v!r}" for k, v in (("column", config.column), ("labels", config.labels),
+                                             ("id_column", config.id_column)) if v is not None]
         if labels is not None:
             given.append("labels=<array>")
         if config.max_items is not None and len(data) > config.max_items:
             given.append(f"max_items={config.max_items}")
         if given:
             raise ConfigError(f"{', '.join(given)} cannot apply to a ReferenceData that is loaded already: pass them to "
-                              "ReferenceData.load(...) (column=, label_column=, labels=, max_items=) instead")
+                              "ReferenceData.load(...) (column=, label_column=, labels=, id_column=, max_items=) "
+                              "instead")
         return data if config.drop_duplicates is None else data.drop_duplicates(config.drop_duplicates, seed=config.seed)
     kw: dict[str, Any] = {"max_items": config.max_items, "seed": config.seed, "on_error": config.on_error}
     is_file = isinstance(data, (str, Path)) and Path(data).is_file()
     if config.column is not None:
         kw["column"] = config.column
+    if config.id_column is not None:
+        kw["id_column"] = config.id_column
     if config.labels is not None:
         kw["label_column"] = config.labels
     elif labels is not None:

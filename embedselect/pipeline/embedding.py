@@ -30,6 +30,7 @@ def embed(
     max_items: int | None = None,
     seed: int = 0,
     on_error: OnError = "fail",
+    id_column: str | None = None,
     cache_dir: str | Path | None = None,
     device: str | None = None,
     batch_size: int | None = None,
@@ -59,8 +60,8 @@ def embed(
     from embedselect.store import Store
 
     config, runtime = _embed_configs(config, runtime, dict(
-        column=column, max_items=max_items, seed=seed, on_error=on_error, policy=policy, cache_dir=cache_dir,
-        device=device, batch_size=batch_size, token=token, progress=progress))
+        column=column, id_column=id_column, max_items=max_items, seed=seed, on_error=on_error, policy=policy,
+        cache_dir=cache_dir, device=device, batch_size=batch_size, token=token, progress=progress))
     ref = load_reference_data(data, config)
     return embed_reference(ref, candidates, store=Store.open(runtime.cache_dir), config=config, runtime=runtime,
                            keep_vectors=keep_vectors)
@@ -75,7 +76,7 @@ def _embed_configs(config: RankConfig | None, runtime: Runtime | None,
     built, built_runtime = from_keywords(**keywords)
     defaults, default_runtime = from_keywords()
     if config is not None:
-        clash = [k for k in ("column", "max_items", "seed", "on_error", "policy")
+        clash = [k for k in ("column", "id_column", "max_items", "seed", "on_error", "policy")
                  if getattr(built, k) != getattr(defaults, k)]
         if clash:
             raise ConfigError(f"{', '.join(clash)} given both as keyword(s) and by config=")

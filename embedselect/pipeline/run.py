@@ -24,6 +24,7 @@ def select(
     metrics: Sequence[str] = DEFAULT_METRICS,
     column: str | None = None,
     labels: Any = None,
+    id_column: str | None = None,
     max_items: int | None = None,
     seed: int = 0,
     on_error: OnError = "fail",
@@ -54,6 +55,8 @@ def select(
             :class:`~embedselect.models.candidates.Candidate` objects, or a comma-separated string of these.
         metrics: metric names; see :func:`embedselect.metrics.available_metrics`.
         column: the text column of a table file.
+        id_column: a table's column whose values are the items' ids (in the load report, ``answers``, ``queries``)
+            in place of row numbers; see :meth:`~embedselect.data.ReferenceData.from_file`.
         labels: optional label column name (file data) or array aligned with the items. Labels are used only to
             *validate* the label-free ranking (held-out probe accuracy and rank correlations), never by the
             label-free scores, unless a metric is explicitly asked for a label prior
@@ -110,7 +113,7 @@ def select(
 
     label_column, label_array = (labels, None) if labels is None or isinstance(labels, str) else (None, labels)
     config, runtime = _configs(config, runtime, dict(
-        metrics=metrics, column=column, labels=label_column, max_items=max_items, seed=seed, on_error=on_error,
+        metrics=metrics, column=column, labels=label_column, id_column=id_column, max_items=max_items, seed=seed, on_error=on_error,
         cache_dir=cache_dir, device=device, batch_size=batch_size, policy=policy, metric_options=metric_options,
         weights=weights, bootstrap=bootstrap, token=token, progress=progress, save=save, strict=strict,
         drop_duplicates=drop_duplicates))
@@ -146,7 +149,7 @@ def raise_if_failed(ranking: Ranking) -> None:
 
 
 _KEYWORD_DEFAULTS: dict[str, Any] = {
-    "metrics": DEFAULT_METRICS, "column": None, "labels": None, "max_items": None, "seed": 0, "on_error": "fail",
+    "metrics": DEFAULT_METRICS, "column": None, "labels": None, "id_column": None, "max_items": None, "seed": 0, "on_error": "fail",
     "policy": None, "metric_options": None, "weights": None, "bootstrap": 0, "drop_duplicates": None,
     "cache_dir": None, "device": None, "batch_size": None, "token": None, "progress": False, "save": True,
     "strict": False,

@@ -115,7 +115,7 @@ def build_index(
             of the newest ranking of the same data in the cache (its revision and seed are reused; with
             ``max_items``, a ranking of a sub-sample drawn with another seed is found too).
         out: the index folder; created; an existing index there is replaced only with ``overwrite``.
-        config: the data settings (``column``, ``max_items``, ``seed``, ``on_error``, ``drop_duplicates``) and the
+        config: the data settings (``column``, ``id_column``, ``max_items``, ``seed``, ``on_error``, ``drop_duplicates``) and the
             load ``policy`` of a :class:`~embedselect.config.RankConfig` (default ``RankConfig()``); ``seed``
             seeds the sub-sample and the baselines (for ``"best"``: the ranking's seed).
         runtime: ``cache_dir``, ``device`` (embedding, and where the FAISS index is built: ``cuda`` uses every

@@ -75,13 +75,15 @@ class SearchIndex:
         max_items: int | None = None,
         seed: int | None = None,
         verify: bool = True,
+        id_column: str | None = None,
     ) -> "SearchIndex":
         """Open the index in ``directory`` and check it.
 
         Args:
             model: if given, the spec (or candidate name / model id) the index must have been built with.
             data: if given, the reference data it must have been built from (loaded like :func:`build_index`
-                does, with ``column`` / ``max_items`` / ``seed``; default seed: the manifest's).
+                does, with ``column`` / ``id_column`` / ``max_items`` / ``seed``; default seed: the manifest's): the
+                same items, and the same item ids.
             verify: check the files' sha256 against the manifest.
 
         Raises:
@@ -120,7 +122,10 @@ class SearchIndex:
         if model is not None:
             self.check_model(model)
         if data is not None:
-            self.check_data(data, column=column, max_items=max_items, seed=seed)
+            self.check_data(data, column=column, max_items=max_items, seed=seed, id_column=id_column)
+        elif id_column is not None:
+            raise ConfigError("id_column / --id-column is the id column of the data checked against the index; give "
+                              "the data (--data) with it, or drop it (the index holds the ids it was built with)")
         return self
 
     def check_model(self, model: Any) -> None:
@@ -147,20 +152,31 @@ class SearchIndex:
         )
 
     def check_data(self, data: Any, *, column: str | None = None, max_items: int | None = None,
-                   seed: int | None = None) -> None:
-        """Raise :class:`IndexMismatchError` unless ``data`` has the fingerprint the index was built from."""
+                   seed: int | None = None, id_column: str | None = None) -> None:
+        """Raise :class:`IndexMismatchError` unless ``data`` has the fingerprint the index was built from and the
+        same item ids (the fingerprint covers the items only: the same texts loaded with another ``id_column`` have
+        other ids, which the index's hits must not name)."""
         from embedselect.pipeline.context import load_reference_data
 
         from embedselect.config import RankConfig
 
         seed = self.manifest.seed if seed is None else seed
-        ref = load_reference_data(data, RankConfig(column=column, max_items=max_items, seed=seed))
+        ref = load_reference_data(data, RankConfig(column=column, max_items=max_items, seed=seed, id_column=id_column))
         if ref.fingerprint != self.manifest.fingerprint:
             raise IndexMismatchError(
                 f"the reference data changed: {ref.source} has fingerprint {ref.fingerprint[:12]} ({len(ref)} items), "
                 f"the index in {self.directory} was built from {self.manifest.source} with fingerprint "
                 f"{self.manifest.fingerprint[:12]} ({self.manifest.n} items); rebuild it with `embedselect index "
                 "... --overwrite`"
+            )
+        if list(ref.ids) != self.ids:
+            diff = next(i for i, (a, b) in enumerate(zip(ref.ids, self.ids)) if a != b)
+            how = f"--id-column {id_column}" if id_column else "row numbers as ids (no --id-column)"
+            raise IndexMismatchError(
+                f"the index in {self.directory} holds the same items as {ref.source} but other item ids (item {diff + 1}: "
+                f"{self.ids[diff][:40]!r} in the index, {ref.ids[diff][:40]!r} in the data with {how}); give the "
+                "--id-column the index was built with, or rebuild it with `embedselect index ... --id-column NAME "
+                "--overwrite`"
             )
 
     def _load_embedder(self, *, device: str | None, policy: LoadPolicy | None, token: str | None):

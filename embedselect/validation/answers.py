@@ -95,8 +95,9 @@ def resolve(questions: Sequence[Question], ids: Sequence[str], shown: Sequence[s
         for col, item_id, text in zip(("anchor", "a", "b"), q.ids, (q.anchor, q.a, q.b)):
             if item_id not in pos:
                 raise AnswersError(f"{where}{col}_id {item_id[:60]!r} is not an item id of this data: these answers "
-                                   "belong to another data set (or the data changed since `ask` wrote them); run "
-                                   "`embedselect ask` on this data for a new file", row=q.row)
+                                   "belong to another data set (or the data changed since `ask` wrote them, or its ids "
+                                   "came from another --id-column); run `embedselect ask` on this data for a new file",
+                                   row=q.row)
             i = pos[item_id]
             if shown is not None and not same_text(text, shown[i]):
                 raise AnswersError(f"{where}the {col} text differs from item {item_id} of this data: these answers "

@@ -120,7 +120,8 @@ def precomputed_vectors(source: Any, *, name: str, ids: Sequence[str], positions
         if missing:
             raise PrecomputedVectorsError(
                 f"candidate {name!r}: {len(missing)} of {len(ids)} items have no vector (ids {_few(missing)}); "
-                "give a vector for every item of the data (ids are the data's row numbers, 1-based for a file)")
+                "give a vector for every item of the data (ids are the data's row numbers, 1-based for a file, or "
+                "the values of its --id-column / id_column=)")
         rows = [np.asarray(keyed[i], dtype=np.float64).ravel() for i in ids]
         widths: dict[int, list[str]] = {}
         for i, r in zip(ids, rows):
