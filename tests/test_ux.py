@@ -185,7 +185,9 @@ def test_json_on_stdout_is_only_json_even_with_warnings(tmp_path):
     )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["warnings"]  # stdout parses as one JSON document
-    assert "WARNING" in done.stderr  # the warnings went to stderr
+    # each warning went to stderr once, as the table's notes say it
+    assert [ln for ln in done.stderr.splitlines() if ln.startswith("note: ")] == [
+        f"note: {w['message']}" for w in json.loads(done.stdout)["warnings"]]
 
 
 # --- 4. the text output of validate -----------------------------------------------------------------------

@@ -9,6 +9,7 @@ import functools
 import json
 import os
 import re
+import sys
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -404,3 +405,8 @@ def emit(args, payload_json: str, text: str, ranking=None) -> None:
         if getattr(args, "markdown", None):
             write_atomic(args.markdown, report.to_markdown(ranking), kind="markdown", what="--markdown")
     print(payload_json if args.json else text)
+    if args.json and ranking is not None:  # stdout is one JSON document; a person reading the run still sees why
+        from embedselect.cli.format import note_lines
+
+        for line in note_lines(ranking):
+            print(line, file=sys.stderr)

@@ -60,15 +60,21 @@ def format_table(ranking) -> str:
         lines += ["", *format_validation(ranking)]
     if getattr(ranking, "retrieval", None):
         lines += ["", *format_retrieval(ranking)]
-    said = {c.failure_note for c in ranking.failed}  # already on a "!" line under the table
-    from embedselect.data import dropped_duplicates_note
-
-    dropped = dropped_duplicates_note(ranking.dataset or {})
-    lines += [f"note: {w}" for w in ([dropped] if dropped else []) + list(ranking.warnings) if w not in said]
+    lines += note_lines(ranking)
     timing = format_timings(getattr(ranking, "timings", None) or {})
     if timing:
         lines.append(timing)
     return "\n".join(lines)
+
+
+def note_lines(ranking: Any) -> list[str]:
+    """The ranking's warnings as ``note: ...`` lines (the dropped duplicates first), without a failed candidate's
+    own note, which its ``!`` line under the table already says: the end of the table, and stderr under ``--json``."""
+    from embedselect.data import dropped_duplicates_note
+
+    said = {c.failure_note for c in ranking.failed}
+    dropped = dropped_duplicates_note(ranking.dataset or {})
+    return [f"note: {w}" for w in ([dropped] if dropped else []) + list(ranking.warnings) if w not in said]
 
 
 def _agreement_cell(columns: dict[str, Any]) -> str:
