@@ -335,93 +335,24 @@ class FilePairCache:
             os.replace(tmp, self._path(k))
 
 
-UNREAD_PAIR: dict[str, Any] = {"is": math.nan, "h_z": math.nan, "h_z_given_u": math.nan, "dim": 0, "best_step": 0,
-                                "steps": 0, "unread": True}
-"""What :class:`ScoredPairsOnly` answers for a pair that no score reads (its IS is NaN in the matrix)."""
-
-
-def unread_pairs(names: Sequence[str], references: frozenset[str] | set[str],
-                 families: Mapping[str, str] | None) -> list[tuple[str, str]]:
-    """The directed pairs (source, target) of sufficiency's matrix that its scores do not read: every pair but those
-    of :func:`embedselect.metrics.sufficiency.score.scored_targets` (the rule the metric's scores and its
-    ``pairs="scored"`` use); they only fill the matrix's other cells (towards a reference point, a copy, or the
-    candidate's own family). ``names`` in the order the metric receives them."""
-    from embedselect.metrics.sufficiency.score import scored_targets
-
-    keys = list(names)
-    read = {(s, t) for s, ts in scored_targets(keys, references, families).items() for t in ts}
-    return [(s, t) for s in keys for t in keys if s != t and (s, t) not in read]
-
-
-class ScoredPairsOnly:
-    """A pair cache in front of another that answers the pairs no score reads (:func:`unread_pairs`) with
-    :data:`UNREAD_PAIR` instead of letting the KNIFE estimate train them, and never stores that answer. Each pair is
-    trained on its own (a stopped pair leaves the stacked model: ``knife.train_pairs``), so the pairs that are read
-    come out as they would with every pair trained, up to float rounding (the pairs are stacked in other groups):
-    measured on convention-2012/three-families 20 s instead of 216 s, largest score difference 1e-9, and on
-    whissell-imagery/issue8 20 s instead of 51 s, 1.5e-6, the same order on both. The matrix's unread cells are
-    NaN."""
-
-    def __init__(self, inner: Any, skip: set[str]) -> None:
-        self.inner, self.skip = inner, skip
-
-    def get_many(self, keys: list[str]) -> dict[str, Any]:
-        got = self.inner.get_many([k for k in keys if k not in self.skip])
-        got.update({k: dict(UNREAD_PAIR) for k in keys if k in self.skip})
-        return got
-
-    def put_many(self, items: Mapping[str, Any]) -> None:
-        self.inner.put_many({k: v for k, v in items.items() if k not in self.skip})
-
-
-def _unread_pair_keys(vectors: Mapping[str, np.ndarray], keys: Mapping[str, str], seed: int,
-                      options: Mapping[str, Any], references: frozenset[str],
-                      families: Mapping[str, str] | None) -> set[str] | None:
-    """The pair-cache keys of the unread pairs of a KNIFE sufficiency estimate with ``options`` (every seed of its
-    repeats), or None when the options are not the default KNIFE estimate scored against the models (``pairs="all"``
-    included)."""
-    import dataclasses
-
-    from embedselect.metrics.sufficiency.rows import repeat_count
-    from embedselect.metrics.sufficiency.score import estimator_options
-    from embedselect.metrics.sufficiency.settings import RUN_OPTIONS, SufficiencySettings, pair_key, repeat_seeds
-
-    if dict(options).get("targets", "models") != "models" or dict(options).get("pairs", "scored") != "scored":
-        return None
-    estimator, opts = estimator_options(options)
-    if estimator != "knife":
-        return None
-    st = dataclasses.replace(SufficiencySettings(), **{k: v for k, v in opts.items() if k not in RUN_OPTIONS})
-    n = len(next(iter(vectors.values())))
-    skeys = [st.key(s) for s in repeat_seeds(seed, repeat_count(n, st))]
-    return {pair_key(str(keys[s]), str(keys[t]), k)
-            for s, t in unread_pairs(list(vectors), references, families) for k in skeys}
-
-
 def _metric_one(metric: str, vectors: Mapping[str, np.ndarray], keys: Mapping[str, str], seed: int,
                 references: frozenset[str] = frozenset(), families: Mapping[str, str] | None = None,
                 pair_cache: Any = None):
-    """One signal on one view: {"scores", "seconds"} (and sufficiency's "matrix"). A KNIFE sufficiency estimate
-    trains only the pairs its scores read (:class:`ScoredPairsOnly`); if it leaves a candidate out as degenerate
-    (which changes the witnesses), it is estimated again with every pair."""
+    """One signal on one view: {"scores", "seconds"} (and sufficiency's "matrix"). Sufficiency's pairs are read from
+    and stored in ``pair_cache`` (default :class:`FilePairCache`); under the metric's ``pairs`` default the KNIFE
+    estimate trains only the pairs its scores read
+    (:func:`~embedselect.metrics.sufficiency.score.scored_targets`)."""
     from threadpoolctl import threadpool_limits
 
     from embedselect.metrics.base import MetricContext, get_metric
 
     base, options = VARIANTS.get(metric, (metric, {}))
     cache = pair_cache if pair_cache is not None else FilePairCache()
-    skip = _unread_pair_keys(vectors, keys, seed, options, references, families) if base == "sufficiency" else None
-
-    def run(pc: Any) -> Any:
-        return get_metric(base)(MetricContext(embeddings=dict(vectors), run_keys=dict(keys), seed=seed,
-                                              options=dict(options), references=references,
-                                              families=dict(families or {}), pair_cache=pc))
-
     t0 = time.perf_counter()
     with threadpool_limits(limits=1):
-        res = run(ScoredPairsOnly(cache, skip) if skip else cache)
-        if skip and res.details.get("excluded"):
-            res = run(cache)
+        res = get_metric(base)(MetricContext(embeddings=dict(vectors), run_keys=dict(keys), seed=seed,
+                                             options=dict(options), references=references,
+                                             families=dict(families or {}), pair_cache=cache))
     out = {"scores": {k: (float(v) if v is not None else None) for k, v in res.scores.items()},
            "seconds": round(time.perf_counter() - t0, 2)}
     if "matrix" in res.details:  # sufficiency's pairwise matrix (source -> target -> nats/dim), for variants of it
@@ -445,8 +376,8 @@ SAME_RESULTS: dict[str, tuple[str, ...]] = {"sufficiency": ("f688edec50", "fb52e
                                              "sufficiency-gaussian": ("f688edec50", "fb52e19e3f")}
 """Earlier code versions of a signal that compute what the current code computes, measured: their cached results are
 read where the current version's file is absent, the first version listed first. sufficiency's f688edec50 is the code
-before the metric's ``pairs`` option (it trained every pair; the benchmark already skipped the unread ones through
-:class:`ScoredPairsOnly`): recomputed with the current code on whissell-imagery/issue8, convention-2012/three-families
+before the metric's ``pairs`` option (it trained every pair; the benchmark then skipped the unread ones with a pair
+cache of its own that answered them NaN): recomputed with the current code on whissell-imagery/issue8, convention-2012/three-families
 and debates-2016/issue8 (fresh pair cache), the same order on all three and the same scores as the earlier code
 recomputed the same way (to 1e-9); against the cached files the largest differences are 3.4e-8, 3.5e-6 and 8.8e-4
 (whissell-imagery's tfidf-svd: the earlier code recomputed differs from its own cached file by the same amount).

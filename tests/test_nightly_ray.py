@@ -66,6 +66,143 @@ def test_ray_nights_match_local_nights(hub, tiny, tmp_path, local_ray):  # noqa:
     assert a2["pairs"]["computed"] == b2["pairs"]["computed"] == 2 * 14
 
 
+class _InlineRay:
+    """The Ray calls the pairs precompute makes, run in this process; ``asked`` holds the directed pairs each task
+    was given."""
+
+    def __init__(self):
+        self.asked = []
+
+    def cluster_resources(self):
+        return {"CPU": 2}
+
+    def put(self, obj):
+        return obj
+
+    def get(self, results):
+        return list(results)
+
+    def remote(self, **_resources):
+        def task(fn):
+            asked = self.asked
+
+            class Remote:
+                @staticmethod
+                def remote(pairs, *args):
+                    asked.append(list(pairs))
+                    return fn(pairs, *args)
+
+            return Remote()
+
+        return task
+
+
+@pytest.fixture
+def one_torch_thread():
+    """Small estimates run several times faster on one torch thread than on two on a shared 2-core machine."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def test_the_ray_precompute_asks_for_exactly_the_pairs_the_scores_read(one_torch_thread):
+    """A pool of two model families (one with a variant) and two reference points: the precompute asks the workers
+    for the directed pairs the sufficiency scores read (``scored_targets`` with the pool's reference points and
+    families), 7 of 20, and nothing else; the metric then only reads them and scores as it does alone; with
+    ``pairs="all"`` it asks for the rest."""
+    import numpy as np
+
+    from embedselect.metrics import MemoryPairCache, MetricContext, get_metric
+    from embedselect.metrics.sufficiency.score import scored_targets
+    from embedselect.nightly.executors.ray import RayExecutor
+
+    rng = np.random.default_rng(0)
+    base = rng.standard_normal((120, 4))
+    embs = {"m1": base @ rng.standard_normal((4, 6)) + 0.3 * rng.standard_normal((120, 6)),
+            "m1-cls": base[:, :3] + 0.2 * rng.standard_normal((120, 3)),
+            "m2": np.c_[base[:, :2], rng.standard_normal((120, 3))],
+            "tfidf-svd": rng.standard_normal((120, 5)) + 0.5 * base[:, :1], "random-projection": rng.standard_normal((120, 4))}
+    embs = {k: v.astype(np.float32) for k, v in embs.items()}
+    keys = {k: f"run-{k}" for k in embs}
+    refs = frozenset({"tfidf-svd", "random-projection"})
+    fams = {"m1": "m1", "m1-cls": "m1", "m2": "m2", "tfidf-svd": "tfidf-svd", "random-projection": "random-projection"}
+    options = {"max_steps": 40, "eval_every": 10, "min_steps": 10, "hidden": 16, "n_components": 2, "max_repeats": 1}
+    read = {(s, t) for s, ts in scored_targets(list(embs), refs, fams).items() for t in ts}
+    assert read == {("m1", "m2"), ("m1-cls", "m2"), ("m2", "m1"), ("tfidf-svd", "m1"), ("tfidf-svd", "m2"),
+                    ("random-projection", "m1"), ("random-projection", "m2")}
+    ex = RayExecutor.__new__(RayExecutor)  # no Ray: its calls run inline
+    ex.ray, ex.cpus_per_task = _InlineRay(), 1.0
+    store = MemoryPairCache()
+    n = ex.precompute_pairs(embs, keys, seed=0, options=options, store=store, device="cpu", references=refs,
+                            families=fams)
+    asked = [tuple(p) for batch in ex.ray.asked for p in batch]
+    assert sorted(asked) == sorted(read) and n == len(read) == 7
+
+    def metric(cache, **more):
+        return get_metric("sufficiency")(MetricContext(embeddings=embs, run_keys=keys, seed=0,
+                                                       options={**options, **more}, references=refs, families=fams,
+                                                       pair_cache=cache))
+
+    after = metric(store)
+    assert after.details["pairs_computed"] == 0 and after.details["pairs_cached"] == 7
+    alone = metric(MemoryPairCache())
+    assert after.scores == pytest.approx(alone.scores, abs=1e-6)
+    ex.ray.asked.clear()
+    assert ex.precompute_pairs(embs, keys, seed=0, options={**options, "pairs": "all"}, store=store, device="cpu",
+                               references=refs, families=fams) == 20 - 7
+    assert {tuple(p) for batch in ex.ray.asked for p in batch} == {
+        (s, t) for s in embs for t in embs if s != t} - read
+    assert metric(store, pairs="all").details["pairs_computed"] == 0
+
+
+@pytest.mark.slow
+def test_a_night_hands_the_precompute_the_pools_roles_and_select_only_reads_its_pairs(hub, tiny, tmp_path,  # noqa: F811
+                                                                                       one_torch_thread):
+    """Two model families (one with a variant: the same model fed 8 tokens) and two reference points (the
+    built-in baselines), sufficiency at its ``pairs`` default: the night hands the executor's pairs precompute (the
+    Ray executor's, its Ray calls run inline) the reference points and families select()'s metrics receive; the
+    workers are asked for exactly the pairs those make the scores read (``scored_targets``: none towards the variant,
+    nor between it and its model), select() trains none and reads every one of them."""
+    from embedselect.metrics.sufficiency.score import scored_targets
+    from embedselect.nightly.executors.local import LocalExecutor
+    from embedselect.nightly.executors.ray import RayExecutor
+
+    class PairsInline(LocalExecutor):
+        computes_pairs = True
+
+        def __init__(self):
+            super().__init__()
+            self.ray_side = RayExecutor.__new__(RayExecutor)
+            self.ray_side.ray, self.ray_side.cpus_per_task = _InlineRay(), 1.0
+            self.handed = []
+
+        def precompute_pairs(self, embeddings, run_keys, **kw):
+            self.handed.append((list(embeddings), kw["references"], dict(kw["families"])))
+            return self.ray_side.precompute_pairs(embeddings, run_keys, **kw)
+
+    for i, name in enumerate(["a", "b"]):
+        publish_st(hub, f"acme/{name}", tiny[i], 10 - i)
+    fast = {"max_steps": 40, "eval_every": 10, "min_steps": 10, "hidden": 16, "n_components": 2, "max_repeats": 1}
+    variant = "acme/a?max_length=8"
+    conf = load_config(write_config(tmp_path, metrics=["sufficiency"], metric_options={"sufficiency": fast},
+                                    pinned=["tfidf-svd", "random-projection", variant]))
+    ex = PairsInline()
+    night = run_night(conf, executor=ex)
+    assert night["ranked"] == 5 and len(ex.handed) == 1
+    names, references, families = ex.handed[0]
+    assert sorted(names) == sorted(["acme/a", "acme/b", variant, "random-projection", "tfidf-svd"])
+    assert references <= {"tfidf-svd", "random-projection"} and set(families) == set(names)
+    assert families[variant] == families["acme/a"] != families["acme/b"]
+    read = {(s, t) for s, ts in scored_targets(names, references, families).items() for t in ts}
+    assert sorted(tuple(p) for batch in ex.ray_side.ray.asked for p in batch) == sorted(read)
+    assert night["pairs_on_executor"] == night["pairs"]["computed"] == night["pairs"]["total"] == len(read)
+    assert not any(variant in p and families[p[0]] == families[p[1]] for p in read)
+    assert not any(t == variant for _, t in read) and len(read) < 5 * 4
+
+
 @pytest.mark.slow
 @pytest.mark.fault
 def test_a_ray_task_that_raises_fails_its_candidates_with_the_workers_own_error(tmp_path, local_ray):

@@ -100,6 +100,27 @@ def test_default_trains_only_the_scored_pairs_and_scores_as_every_pair():
     assert again.details["pairs_computed"] == 0 and again.scores == scored.scores
 
 
+def test_missing_pairs_lists_the_pairs_the_metric_would_estimate():
+    """What a precompute (the nightly job's Ray executor) asks for: with the pool's reference points and families,
+    the pairs the scores read under ``pairs="scored"`` (:func:`scored_targets`), every pair with ``pairs="all"`` or
+    ``targets="all"``; after the metric ran, none."""
+    from embedselect.metrics.sufficiency.score import missing_pairs
+
+    pool = _pool(n=120)
+    keys = {k: f"run-{k}" for k in pool}
+    cache = MemoryPairCache()
+    roles = dict(references=REFS, families=FAMS)
+    assert set(missing_pairs(keys, cache, **roles, **FAST)) == SCORED
+    assert len(missing_pairs(keys, cache, **roles, **FAST)) == len(SCORED)
+    assert len(missing_pairs(keys, cache, **roles, pairs="all", **FAST)) == EVERY
+    assert len(missing_pairs(keys, cache, **roles, targets="all", **FAST)) == EVERY
+    assert len(missing_pairs(keys, cache, **FAST)) == EVERY  # no reference points, each candidate its own family
+    _run(pool, cache)
+    assert missing_pairs(keys, cache, **roles, **FAST) == []
+    assert set(missing_pairs(keys, cache, **roles, pairs="all", **FAST)) == {
+        (s, t) for s in pool for t in pool if s != t} - SCORED
+
+
 def test_every_pair_is_trained_for_targets_all_and_bad_values_are_refused():
     pool = _pool(n=120)
     res = _run(pool, MemoryPairCache(), targets="all")

@@ -308,16 +308,21 @@ def _pairs_stored(cache):
 
 
 @pytest.mark.slow
-def test_sufficiency_trains_only_the_pairs_its_scores_read_and_scores_the_same(monkeypatch):
-    """The benchmark's KNIFE sufficiency leaves out the pairs no score reads (towards a reference point, a copy, or
-    the candidate's own family): the same scores as the estimate with every pair, from fewer trained pairs, and
-    nothing made up is stored in the pair cache."""
+def test_sufficiency_stores_exactly_the_pairs_its_scores_read_and_scores_as_with_every_pair(monkeypatch):
+    """The benchmark runs sufficiency on its plain pair cache under the metric's ``pairs`` default: the cache receives
+    the pairs ``scored_targets`` names (those of each averaged estimate) and no other (none towards a reference point,
+    a copy, or the candidate's own family), and the scores are those of ``pairs="all"``."""
     import numpy as np
 
     from benchmarks import validity_pools as vp
     from embedselect.metrics.base import MetricContext, get_metric
+    from embedselect.metrics.sufficiency.rows import repeat_count
+    from embedselect.metrics.sufficiency.score import scored_targets
+    from embedselect.metrics.sufficiency.settings import SufficiencySettings, pair_key, repeat_seeds
+
     opts = {"max_steps": 40, "eval_every": 10, "min_steps": 10, "max_repeats": 2}
     monkeypatch.setitem(vp.VARIANTS, "sufficiency-test", ("sufficiency", opts))
+    monkeypatch.setitem(vp.VARIANTS, "sufficiency-test-all", ("sufficiency", {**opts, "targets": "all"}))
     rng = np.random.default_rng(0)
     base = rng.normal(size=(120, 8))
     vecs = {"a": base + 0.3 * rng.normal(size=(120, 8)), "a-copy": base[:, :6] + 0.1 * rng.normal(size=(120, 6)),
@@ -326,25 +331,28 @@ def test_sufficiency_trains_only_the_pairs_its_scores_read_and_scores_the_same(m
     keys = {k: f"t:{k}" for k in vecs}
     refs = frozenset({"ref"})
     fams = {"a": "a", "a-copy": "a", "b": "b", "c": "c", "ref": "ref"}
-    unread = vp.unread_pairs(list(vecs), refs, fams)
+    read = {(s, t) for s, ts in scored_targets(list(vecs), refs, fams).items() for t in ts}
     # witnesses: the heads a, b, c; each candidate is compared with the other families' heads
-    assert ("a", "ref") in unread and ("b", "a-copy") in unread and ("a-copy", "a") in unread
-    assert ("a", "b") not in unread and ("ref", "c") not in unread and ("a-copy", "b") not in unread
-    assert len(unread) == 20 - 11
+    assert ("a", "b") in read and ("ref", "c") in read and ("a-copy", "b") in read
+    assert ("a", "ref") not in read and ("b", "a-copy") not in read and ("a-copy", "a") not in read
+    assert len(read) == 11
+    st = SufficiencySettings(**opts)
+    skeys = [st.key(s) for s in repeat_seeds(0, repeat_count(120, st))]
+    assert len(skeys) == 2
 
-    every, only = _MemoryPairs(), _MemoryPairs()
+    every, only, targets_all = _MemoryPairs(), _MemoryPairs(), _MemoryPairs()
     want = get_metric("sufficiency")(MetricContext(embeddings=dict(vecs), run_keys=keys, seed=0,
                                                    options={**opts, "pairs": "all"},
                                                    references=refs, families=fams, pair_cache=every)).scores
     got = vp._metric_one("sufficiency-test", vecs, keys, 0, refs, fams, pair_cache=only)
-    assert got["scores"] == {k: float(v) for k, v in want.items()}
-    assert len(_pairs_stored(every)) == 20 * 2 and len(_pairs_stored(only)) == 11 * 2
-    assert set(only.store) <= set(every.store)
-    assert all(only.store[k] == every.store[k] for k in _pairs_stored(only))
-    assert not any(v.get("unread") for v in only.store.values())
-    # a cached reading answers from the stored pairs only, the same again
+    assert _pairs_stored(only) == sorted(pair_key(keys[s], keys[t], k) for s, t in read for k in skeys)
+    assert len(_pairs_stored(every)) == 20 * 2
+    assert got["scores"] == pytest.approx({k: float(v) for k, v in want.items()}, abs=1e-6)
+    assert all(only.store[k]["is"] == pytest.approx(every.store[k]["is"], abs=1e-6) for k in _pairs_stored(only))
+    # a cached reading answers from the stored pairs only (nothing trained or stored), the same again
+    stored = dict(only.store)
     assert vp._metric_one("sufficiency-test", vecs, keys, 0, refs, fams, pair_cache=only)["scores"] == got["scores"]
-    # other estimators and targets are left alone
-    assert vp._unread_pair_keys(vecs, keys, 0, {"targets": "all"}, refs, fams) is None
-    assert vp._unread_pair_keys(vecs, keys, 0, {"pairs": "all"}, refs, fams) is None
-    assert vp._unread_pair_keys(vecs, keys, 0, {"estimator": "gaussian"}, refs, fams) is None
+    assert only.store == stored
+    # targets="all" reads every pair: every pair is trained and stored
+    vp._metric_one("sufficiency-test-all", vecs, keys, 0, refs, fams, pair_cache=targets_all)
+    assert _pairs_stored(targets_all) == _pairs_stored(every)

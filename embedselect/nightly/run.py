@@ -68,18 +68,23 @@ def night_lock(root: Path) -> Iterator[None]:
 
 
 class _Stages:
-    """Wall seconds per stage."""
+    """Wall seconds per stage; a stage run inside another counts as its own, not in the other's seconds."""
 
     def __init__(self) -> None:
         self.seconds: dict[str, float] = {}
+        self._inner = [0.0]  # per open stage (and the outermost level): seconds of the stages run inside it
 
     @contextlib.contextmanager
     def __call__(self, name: str) -> Iterator[None]:
         t0 = time.perf_counter()
+        self._inner.append(0.0)
         try:
             yield
         finally:
-            self.seconds[name] = round(self.seconds.get(name, 0.0) + time.perf_counter() - t0, 3)
+            took = time.perf_counter() - t0
+            inner = self._inner.pop()
+            self._inner[-1] += took
+            self.seconds[name] = round(self.seconds.get(name, 0.0) + took - inner, 3)
 
 
 def _crawl(cfg: NightlyConfig, store: Any, token: str | None, *, record: bool, should_stop: Any = None):
@@ -211,17 +216,22 @@ def _night(cfg: NightlyConfig, store: Any, *, dry_run: bool, executor: Any, toke
             outcomes, left = _embed(cfg, executor, store, ref, plan, job, over_budget)
         pool = [p for p in plan.candidates if p.name in outcomes]
         if pool:
-            # --- sufficiency pairs on the executor (Ray), then rank what was embedded: no candidate is resolved
-            # again (one model_info per hub candidate per night), select's stages only read the store -------------
+            # --- rank what was embedded: no candidate is resolved again (one model_info per hub candidate per
+            # night); once select() knows the pool's reference points and families, the executor (Ray) estimates
+            # the sufficiency pairs its scores will read, and select's metrics only read them --------------------
             from embedselect.pipeline import select_embedded
 
-            with stages("pairs"):
-                summary["pairs_on_executor"] = _pairs_on_executor(cfg, executor, store, [outcomes[p.name] for p in pool],
-                                                                  ref.modality)
+            summary["pairs_on_executor"] = 0
+
+            def pairs(references: frozenset[str], families: dict[str, str]) -> None:
+                with stages("pairs"):
+                    summary["pairs_on_executor"] = _pairs_on_executor(
+                        cfg, executor, store, [outcomes[p.name] for p in pool], ref.modality, references, families)
+
             with stages("rank"):
                 try:
                     ranking = select_embedded(ref, [p.candidate for p in pool], [outcomes[p.name] for p in pool],
-                                              store=store, config=config, runtime=runtime)
+                                              store=store, config=config, runtime=runtime, before_metrics=pairs)
                 except AllCandidatesFailedError as exc:  # every candidate failed tonight
                     log.warning("nightly: nothing could be ranked: %s", exc)
                     summary["rank_error"] = str(exc)
@@ -336,9 +346,13 @@ def _failure(r: Any, p: Any) -> dict[str, Any]:
             "error_type": r.error_type, "reason": r.error, "transient": is_transient(r.error_type)}
 
 
-def _pairs_on_executor(cfg: NightlyConfig, executor: Any, store: Any, outcomes: list, modality: str) -> int:
-    """Let the executor estimate missing sufficiency pairs (Ray spreads them over workers; local does nothing
-    and leaves them to the rank stage). Returns the number of pairs computed by the executor."""
+def _pairs_on_executor(cfg: NightlyConfig, executor: Any, store: Any, outcomes: list, modality: str,
+                       references: frozenset[str], families: dict[str, str]) -> int:
+    """Let the executor estimate the missing sufficiency pairs that select() will read (Ray spreads them over
+    workers; local does nothing and leaves them to the rank stage). ``references`` and ``families``: the pool's
+    reference points and families as select()'s metrics receive them
+    (:attr:`embedselect.metrics.base.MetricContext.references`, ``.families``). Returns the number of pairs computed
+    by the executor."""
     if "sufficiency" not in cfg.metrics or not executor.computes_pairs:
         return 0
     embs, keys = {}, {}
@@ -351,5 +365,5 @@ def _pairs_on_executor(cfg: NightlyConfig, executor: Any, store: Any, outcomes: 
     from embedselect.pipeline.defaults import metric_options
 
     options = metric_options(cfg.metric_options, modality).get("sufficiency", {})  # as select() will read them
-    return executor.precompute_pairs(embs, keys, seed=cfg.seed, options=options,
-                                     store=store, device=cfg.device or "cpu")
+    return executor.precompute_pairs(embs, keys, seed=cfg.seed, options=options, store=store,
+                                     device=cfg.device or "cpu", references=references, families=families)

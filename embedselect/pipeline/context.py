@@ -11,7 +11,7 @@ import platform
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
@@ -194,6 +194,9 @@ class RunContext:
             (:func:`embedselect.pipeline.answers.answers_stage`), the Ranking's ``answers``.
         item_keys: the content key of each item of ``ref`` (:func:`embedselect.store.keys.item_key`), computed by
             the first candidate that needs them (the item index of the cache), else None.
+        before_metrics: called once by the metrics stage with the reference points the metrics set aside and the
+            embedded candidates' families (what every metric's context receives), before any metric, or None
+            (:func:`~embedselect.pipeline.run.select_embedded`).
     """
 
     ref: Any
@@ -227,6 +230,7 @@ class RunContext:
     run_vectors: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
     reductions: dict[str, Any] = field(default_factory=dict, repr=False)
     item_keys: list[str] | None = field(default=None, repr=False)
+    before_metrics: Callable[[frozenset[str], dict[str, str]], Any] | None = field(default=None, repr=False)
 
     @property
     def seed(self) -> int:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from embedselect.config import DropDuplicates, OnError, RankConfig, Runtime, from_keywords
 from embedselect.errors import CandidatesFailedError, ConfigError, CacheError
@@ -188,16 +188,20 @@ def _require(ref: Any, config: RankConfig) -> None:
 
 
 def select_embedded(ref: Any, candidates: Sequence[Any], outcomes: Sequence[EmbedOutcome], *, store: Any,
-                    config: RankConfig, runtime: Runtime) -> Ranking:
+                    config: RankConfig, runtime: Runtime,
+                    before_metrics: Callable[[frozenset[str], dict[str, str]], Any] | None = None) -> Ranking:
     """:func:`select` over ``candidates`` already resolved and embedded into ``store`` (the nightly job's executor
     did it): ``outcomes`` are their :class:`EmbedOutcome` objects, in order; an ok one's vectors are read back by run
     key, a failed one stays failed. Nothing is resolved (no hub request) or embedded again. ``ref`` was loaded with
     ``config`` (its sub-sample and error rule are recorded in the ranking's settings); ``runtime.cache_dir`` is not
-    read (``store`` is the cache). The errors are :func:`select`'s."""
+    read (``store`` is the cache). ``before_metrics``: called once with the reference points the metrics set aside
+    and the embedded candidates' families (``MetricContext.references``, ``.families``), before any metric (the
+    nightly job's executor estimates the sufficiency pairs there). The errors are :func:`select`'s."""
     if [c.name for c in candidates] != [o.result.name for o in outcomes]:
         raise ConfigError("select_embedded needs one outcome per candidate, in the same order")
     _require(ref, config)
     ctx = run_context(ref, list(candidates), store=store, config=config, runtime=runtime.replace(progress=False))
+    ctx.before_metrics = before_metrics
     try:
         t_start = time.perf_counter()
         for cand, outcome in zip(ctx.candidates, outcomes):

@@ -82,6 +82,21 @@ PairSelector = Callable[[list[str]], Collection[tuple[str, str]]]
 """The usable candidates' names -> the directed pairs (source, target) among them to estimate."""
 
 
+def _selector(options: Mapping[str, Any], references: frozenset[str] | set[str],
+              families: Mapping[str, str] | None) -> PairSelector | None:
+    """The pairs the metric with ``options`` (:func:`estimator_options`) estimates, as a function of the usable
+    candidates: those its scores read (:func:`scored_targets`) for the KNIFE estimator with ``pairs="scored"`` and
+    ``targets="models"``; None (every pair) otherwise."""
+    estimator, _ = estimator_options(options)
+    if estimator != "knife" or options.get("pairs", PAIRS[0]) != "scored" or options.get("targets", "models") != "models":
+        return None
+
+    def read(usable: list[str]) -> set[tuple[str, str]]:
+        return {(s, t) for s, ts in scored_targets(usable, references, families).items() for t in ts}
+
+    return read
+
+
 def estimator_options(options: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
     """The estimator a metric's ``options`` choose and the options that are its own: the one place that splits the
     metric's options (``targets``: whose median a score is; ``pairs``: :data:`PAIRS`; ``estimator``) from the
@@ -401,7 +416,6 @@ def compute(ctx: MetricContext) -> MetricResult:
     options = ctx.options or {}
     targets = options.get("targets", "models")
     estimator, opts = estimator_options(options)
-    pairs = options.get("pairs", PAIRS[0])
     run_opts = {k: opts.pop(k) for k in RUN_OPTIONS if k in opts}
     cache = ctx.pair_cache
     run_keys = ctx.run_keys if ctx.run_keys else None
@@ -412,9 +426,6 @@ def compute(ctx: MetricContext) -> MetricResult:
         cache = None
     references = ctx.references if targets == "models" else frozenset()
 
-    def read(usable: list[str]) -> set[tuple[str, str]]:
-        return {(s, t) for s, ts in scored_targets(usable, references, ctx.families).items() for t in ts}
-
     def estimate(only: PairSelector | None) -> SufficiencyResult:
         if estimator == "gaussian":
             return information_sufficiency(ctx.embeddings, estimator=estimator, seed=ctx.seed, device=ctx.device,
@@ -422,7 +433,7 @@ def compute(ctx: MetricContext) -> MetricResult:
         return information_sufficiency(ctx.embeddings, seed=ctx.seed, run_keys=run_keys, pair_cache=cache,
                                        device=ctx.device, only=only, **run_opts, **opts)
 
-    only = read if estimator == "knife" and pairs == "scored" and targets == "models" else None
+    only = _selector(options, references, ctx.families)
     res = estimate(only)
     names = list(res.matrix.index)
     usable = [k for k in names if k not in res.excluded]
@@ -466,18 +477,24 @@ def compute(ctx: MetricContext) -> MetricResult:
 
 
 def missing_pairs(run_keys: Mapping[str, str], pair_cache: PairCache, *, seed: int = 0, n_items: int | None = None,
-                  settings: SufficiencySettings | None = None, **options: Any) -> list[tuple[str, str]]:
-    """The directed pairs (source, target) that :func:`information_sufficiency` with these arguments would have to
-    estimate: those whose pair, or whose target's marginal, ``pair_cache`` lacks. Reads only the cache's keys (no
-    vectors); a candidate that the estimate would leave out as degenerate is not known here and may be listed.
+                  settings: SufficiencySettings | None = None, references: frozenset[str] | set[str] = frozenset(),
+                  families: Mapping[str, str] | None = None, **options: Any) -> list[tuple[str, str]]:
+    """The directed pairs (source, target) that the metric (:func:`compute`) with these arguments would have to
+    estimate: of the pairs it estimates (with ``pairs="scored"``, the default, and ``targets="models"``, those its
+    scores read, :func:`scored_targets`; else every pair), those whose pair, or whose target's marginal,
+    ``pair_cache`` lacks. Reads only the cache's keys (no vectors); a candidate that the estimate would leave out as
+    degenerate is not known here and may be listed (and the pairs its absence would change are not).
 
     Args:
-        run_keys: candidate name -> content key of its embedding run (as for :func:`information_sufficiency`).
+        run_keys: candidate name -> content key of its embedding run (as for :func:`information_sufficiency`), in
+            the order the metric receives the candidates.
         pair_cache: the :class:`PairCache` to look in.
         seed, settings: as for :func:`information_sufficiency`.
         n_items: the number of items the estimate will read, which decides how many seeds' estimates are averaged
             (:meth:`SufficiencySettings.repeats`); a pair is missing when any of them lacks it. None: the root seed's
             only.
+        references, families: the pool's reference points and families, as the metric's context holds them
+            (:attr:`~embedselect.metrics.base.MetricContext.references`, ``.families``).
         options: the metric's options (:func:`estimator_options`; ``batched`` / ``max_batch_bytes`` ignored). The
             Gaussian estimator caches no pairs: nothing is missing.
     """
@@ -487,7 +504,7 @@ def missing_pairs(run_keys: Mapping[str, str], pair_cache: PairCache, *, seed: i
     st = _settings(settings, {k: v for k, v in opts.items() if k not in RUN_OPTIONS})
     repeats = 1 if n_items is None else repeat_count(n_items, st)
     ids = {k: str(v) for k, v in run_keys.items()}
-    pairs = [(s, t) for s in ids for t in ids if s != t]
+    pairs = _pairs_of(list(ids), _selector(options, references, families))
     missing: set[tuple[str, str]] = set()
     for skey in [st.key(s) for s in repeat_seeds(seed, repeats)]:
         pkeys = {p: pair_key(ids[p[0]], ids[p[1]], skey) for p in pairs}

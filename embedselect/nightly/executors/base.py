@@ -14,7 +14,7 @@ from __future__ import annotations
 import abc
 import logging
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from embedselect.config import RankConfig, Runtime
 
@@ -87,9 +87,14 @@ class Executor(abc.ABC):
         """
 
     def precompute_pairs(self, embeddings: dict, run_keys: dict, *, seed: int, options: dict, store: Any,
-                         device: str) -> int:
-        """Estimate the sufficiency pairs the store lacks and put them into its pair cache, so that
-        :func:`embedselect.select` only reads them. Returns the number of pairs computed here.
+                         device: str, references: frozenset[str] = frozenset(),
+                         families: Mapping[str, str] | None = None) -> int:
+        """Estimate the sufficiency pairs that :func:`embedselect.select` will read and the store lacks, and put them
+        into its pair cache, so that ``select()`` only reads them. Returns the number of pairs computed here.
+
+        ``options`` are the sufficiency metric's; ``references`` and ``families`` the pool's reference points and
+        families as ``select()``'s metrics receive them: with the metric's ``pairs`` default, the pairs its scores
+        read (:func:`~embedselect.metrics.sufficiency.score.missing_pairs`).
 
         The default does nothing: ``select()`` computes missing pairs itself, in one batched model, which is
         the fastest way on one machine.

@@ -8,8 +8,10 @@ What runs where:
   data from the object store, downloads the model into the worker's HF cache, embeds, and sends the (n, d)
   float32 matrix and its provenance back. It writes nothing shared (its scratch store is a temporary folder).
 - **"estimate a batch of sufficiency pairs" task**: gets the embeddings of its pairs from the object store,
-  estimates each pair (same per-pair seeds as :func:`embedselect.select`), sends the values back; the driver puts
-  them into the store's pair cache, and ``select()`` then only reads them.
+  estimates each directed pair (same per-pair seeds as :func:`embedselect.select`), sends the values back; the driver
+  puts them into the store's pair cache, and ``select()`` then only reads them. The pairs are those ``select()`` will
+  read and the store lacks (:func:`~embedselect.metrics.sufficiency.score.missing_pairs`: with the metric's ``pairs``
+  default, only those its scores read).
 
 Connect to an existing cluster with ``executor: {kind: ray, address: auto}`` (or ``ray://head:10001``); with no
 address a local Ray is started (``num_cpus`` of this machine). Workers need embedselect installed and the same
@@ -23,7 +25,7 @@ import math
 import os
 import socket
 import time
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -63,18 +65,20 @@ def _embed_unit(ref: Any, cand: Any, job: EmbedJob) -> dict[str, Any]:
 
 def _pairs_unit(pairs: list[tuple[str, str]], run_keys: dict[str, str], seed: int, options: dict, device: str,
                 *arrays: Any) -> dict[str, Any]:
-    """Worker side of "estimate a batch of sufficiency pairs": each unordered pair {a, b} gives a→b and b→a
-    (and the marginals of a and b), with the same keys and seeds as inside ``select()``."""
+    """Worker side of "estimate a batch of sufficiency pairs": the directed pairs (source, target) ``pairs`` (and
+    the marginals of both candidates of each), with the same keys and seeds as inside ``select()``; ``arrays``: the
+    embeddings of the candidates of ``pairs``, in sorted name order."""
     from embedselect.metrics.base import MemoryPairCache
     from embedselect.metrics.sufficiency.score import information_sufficiency
 
     names = sorted({x for p in pairs for x in p})
     embs = dict(zip(names, arrays))
+    wanted = {(s, t) for s, t in pairs}
     cache = MemoryPairCache()
-    for a, b in pairs:
+    for a, b in dict.fromkeys(tuple(sorted(p)) for p in pairs):  # a -> b, b -> a or both, in one estimate
         try:
             information_sufficiency({a: embs[a], b: embs[b]}, seed=seed, run_keys={a: run_keys[a], b: run_keys[b]},
-                                    pair_cache=cache, device=device, **options)
+                                    pair_cache=cache, device=device, only=lambda _usable: wanted, **options)
         except MetricError:  # a degenerate candidate: select() leaves it out and says why
             continue
     return cache.new
@@ -209,18 +213,25 @@ class RayExecutor(Executor):
         return UnitOutcome(o, where=res["where"])
 
     def precompute_pairs(self, embeddings: dict, run_keys: dict, *, seed: int, options: dict, store: Any,
-                         device: str) -> int:
-        """Find the unordered pairs the store's pair cache lacks and estimate them on the workers, in batches
-        (about two per worker slot); returns the number of directed pairs computed."""
+                         device: str, references: frozenset[str] = frozenset(),
+                         families: Mapping[str, str] | None = None) -> int:
+        """Find the directed pairs ``select()`` will read that the store's pair cache lacks
+        (:func:`~embedselect.metrics.sufficiency.score.missing_pairs` with the pool's ``references`` and
+        ``families``) and estimate them on the workers, in batches (about two per worker slot; both directions of
+        two candidates in one batch); returns the number of directed pairs computed."""
         from embedselect.metrics.sufficiency.score import estimator_options, missing_pairs
 
         ray = self.ray
         names = list(embeddings)
         order = {n: i for i, n in enumerate(names)}
-        _, estimator = estimator_options(options)  # the estimator's own options (workers estimate pairs, not scores)
+        _, own = estimator_options(options)  # the estimator's own options (workers estimate pairs, not scores)
         n_items = len(next(iter(embeddings.values()))) if names else None
-        missing = missing_pairs({n: run_keys[n] for n in names}, store, seed=seed, n_items=n_items, **options)
-        todo = sorted({tuple(sorted(p, key=order.__getitem__)) for p in missing}, key=lambda p: (order[p[0]], order[p[1]]))
+        missing = missing_pairs({n: run_keys[n] for n in names}, store, seed=seed, n_items=n_items,
+                                references=references, families=families, **options)
+        both: dict[tuple[str, str], list[tuple[str, str]]] = {}  # two candidates -> their directed pairs missing
+        for p in missing:
+            both.setdefault((min(p, key=order.__getitem__), max(p, key=order.__getitem__)), []).append(p)
+        todo = sorted(both, key=lambda p: (order[p[0]], order[p[1]]))
         if not todo:
             return 0
         refs = {n: ray.put(embeddings[n]) for n in {x for p in todo for x in p}}
@@ -231,8 +242,8 @@ class RayExecutor(Executor):
         for k in range(0, len(todo), size):
             batch = todo[k : k + size]
             used = sorted({x for p in batch for x in p})
-            tasks.append(remote.remote(batch, {n: run_keys[n] for n in used}, seed, estimator, device,
-                                       *[refs[n] for n in used]))
+            tasks.append(remote.remote([d for p in batch for d in both[p]], {n: run_keys[n] for n in used}, seed, own,
+                                       device, *[refs[n] for n in used]))
         computed = 0
         for new in ray.get(tasks):
             store.put_many(new)
