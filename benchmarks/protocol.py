@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import math
 from typing import Any, Mapping, Sequence
 
@@ -57,6 +58,21 @@ PARAMS: dict[str, float] = {
 """Parameter count of each model of the benchmark's pools (the weights a candidate runs; a variant or a derived copy
 of a model counts its model's; a built-in baseline counts 0; an untrained network counts its architecture's), for
 the data-blind order by size. Only the order matters."""
+
+
+def unread_views(names: Sequence[str], pools: Sequence[str], views: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The ``dataset/pool`` views of ``names`` × ``pools`` whose candidates are all built but that
+    :func:`~benchmarks.validity_default.load_views` did not return (a truth or signal file missing, e.g. one computed
+    by an earlier code version of the signal and not listed in ``validity_pools.SAME_RESULTS``): said, not dropped
+    in silence."""
+    from benchmarks.validity_data import bench_cache
+
+    read = {(v["dataset"], v["pool"]) for v in views}
+    out = []
+    for n in names:
+        built = {c["name"] for c in json.loads((bench_cache() / "pools" / n / "candidates.json").read_text())}
+        out += [f"{n}/{p}" for p in pools if (n, p) not in read and set(POOLS.get(p) or ("?",)) <= built]
+    return out
 
 
 def half(name: str) -> str:
@@ -190,7 +206,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     extra = {m: tuple(s for s in proposal if s not in SIGNALS) for m in MODALITIES} if proposal else default_extra()
     views = load_views(names, a.max_items, a.seed, extra=extra, pools=tuple(a.pools), metric_seed=a.metric_seed)
     seed_note = "" if a.metric_seed is None else f", metric seed {a.metric_seed}"
-    print(f"{a.half} half: {len(views)} views of {len(names)} datasets (views whose signals are cached{seed_note})\n")
+    print(f"{a.half} half: {len(views)} views of {len(names)} datasets (views whose signals are cached{seed_note})")
+    unread = unread_views(names, tuple(a.pools), views)
+    if unread:
+        print(f"not read, the pool is built but a signal is not cached for this code: {', '.join(unread)}")
+    print()
     print("| modality | view | ρ | τ | regret | decided | leaders | by params ρ / τ / regret | by width ρ / τ / regret |")
     print("|---|---|---|---|---|---|---|---|---|")
     by_mod: dict[str, list[dict[str, Any]]] = {}

@@ -4,7 +4,7 @@ import hashlib
 
 import pytest
 
-from benchmarks.protocol import PARAMS, half, halves, params_of, read_view
+from benchmarks.protocol import PARAMS, half, halves, params_of, read_view, unread_views
 from benchmarks.validity_data import DATASETS
 
 
@@ -93,3 +93,19 @@ def test_read_view_asks_the_witnesses_it_is_given():
     assert not asked["decided"] and not asked["wrong"] and asked["best_in_leaders"]
     assert asked["leaders"] == ["all-mpnet-base-v2", "all-MiniLM-L6-v2"]
     assert asked["rho"] == plain["rho"] and asked["top"] == plain["top"]  # the order does not move
+
+
+def test_a_built_view_that_was_not_read_is_named(tmp_path, monkeypatch):
+    """A view whose pool is built but whose signals are not cached for the current code is named, not dropped in
+    silence (the third round's views were, until SAME_RESULTS listed the code version that scored them)."""
+    import json
+
+    from benchmarks.validity_pools import POOLS
+
+    monkeypatch.setenv("EMBEDSELECT_BENCH_CACHE", str(tmp_path))
+    built = tmp_path / "pools" / "some-set"
+    built.mkdir(parents=True)
+    built.joinpath("candidates.json").write_text(json.dumps([{"name": n} for n in POOLS["two-models"]]))
+    read = [{"dataset": "some-set", "pool": "two-models"}]
+    assert unread_views(["some-set"], ["two-models", "issue8"], []) == ["some-set/two-models"]
+    assert unread_views(["some-set"], ["two-models", "issue8"], read) == []  # issue8 is not built here
