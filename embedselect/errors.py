@@ -339,6 +339,7 @@ __all__ = [
     "EmptyDataError",
     "EnvironmentVariableError",
     "HubError",
+    "IdColumnError",
     "IndexMismatchError",
     "MetricError",
     "MissingExtraError",
