@@ -31,6 +31,15 @@ def baselines_ranking(tmp_path_factory):
                               cache_dir=cache)
 
 
+def test_a_small_pool_is_said_once(tmp_path):
+    """Four candidates of two families: the ranking says the pool is small, and a metric's own note that the pool is
+    small is not said again (it was, whenever the pool had 4 candidates or more, counted before families were)."""
+    r = embedselect.select(SAMPLE, ["tfidf-svd", "tfidf-svd?dim=8", "random-projection", "random-projection?dim=8"],
+                           column="text", metrics=["task_prior"], cache_dir=tmp_path / "c")
+    small = r.warnings_with("small-pool")
+    assert len(small) == 1 and "only 2 model families" in small[0], [str(w) for w in small]
+
+
 def test_warnings_carry_stable_codes_and_the_candidates_they_concern(baselines_ranking):
     r = baselines_ranking
     assert all(isinstance(w, RankingWarning) and w.code in WARNING_CODES for w in r.warnings)

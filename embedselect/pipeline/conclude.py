@@ -45,7 +45,7 @@ def _rank_stage(ctx: RunContext) -> Any:
     Returns:
         the :class:`~embedselect.ranking.combine.Decision`.
     """
-    from embedselect.ranking.combine import MIN_POOL, combine_ranks, copies_below_parents, decide
+    from embedselect.ranking.combine import combine_ranks, copies_below_parents, decide
     by_name = {r.name: r for r in ctx.results}
     modality = ctx.ref.modality
     full_weights = ctx.combined_weights  # decided once, by the metrics stage (defaults.combined_weights)
@@ -86,7 +86,7 @@ def _rank_stage(ctx: RunContext) -> Any:
     ctx.warnings += [RankingWarning(code, f"no clear winner: {why}", decision.leaders)
                      for code, why in zip(decision.codes, decision.reasons)]
     ctx.warnings += _baseline_wins(ctx, decision.leaders)
-    if sum(1 for v in combined.values() if math.isfinite(v)) >= MIN_POOL:  # else decide() said it
+    if "small-pool" not in decision.codes:  # else the ranking says it already, counting families
         ctx.warnings += ctx.pool_notes
     return decision
 
