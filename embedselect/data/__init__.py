@@ -19,7 +19,7 @@ fingerprint is then recomputed over the rows that remain, so cached vectors of t
 Item ids are stable strings: for files, the 1-based data row number (header not counted; for ``.txt`` and
 ``.jsonl`` files this is the line number); for a list of texts or a DataFrame, the 0-based position; for images,
 the path relative to the folder (POSIX separators). A table's ``id_column`` (``--id-column``) gives its own ids
-instead: the column's values as text (:func:`~embedselect.data.readers.ids_from_column`), unique, one per used row.
+instead: the column's values as text (:func:`~embedselect.data.ids.ids_from_column`), unique, one per used row.
 """
 
 from embedselect.data.duplicates import duplicate_mask

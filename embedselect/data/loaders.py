@@ -14,6 +14,7 @@ from typing import Any, Iterable, Literal, Sequence, TypeVar
 import numpy as np
 
 from embedselect.data.duplicates import duplicate_mask
+from embedselect.data.ids import check_id_column, ids_from_column
 from embedselect.data.items import ReferenceItems
 from embedselect.data.load_report import LoadReport
 from embedselect.data.readers import (
@@ -21,7 +22,6 @@ from embedselect.data.readers import (
     BadItem,
     ImageInvalid,
     check_common,
-    check_id_column,
     check_text_column,
     choose_column,
     decode_image,
@@ -29,7 +29,6 @@ from embedselect.data.readers import (
     detect_format,
     fingerprint,
     frame_options,
-    ids_from_column,
     is_textlike,
     labels_array,
     missing_column_message,
@@ -379,7 +378,7 @@ def _build_text(cls: type[R], values: list[Any], rows: list[str], labels: list[A
                 id_values: tuple[str, list[Any]] | None = None) -> R:
     """Decode, validate and finish text rows. ``values``: raw cells (str, bytes, None/NaN, numbers, BadItem);
     ``rows``: each row's number (the items' ids unless ``id_values``, the id column's name and its raw cells, gives
-    them: :func:`~embedselect.data.readers.ids_from_column`). Undecodable rows are named by row number; in the load
+    them: :func:`~embedselect.data.ids.ids_from_column`). Undecodable rows are named by row number; in the load
     report a skipped row is named by its id, or ``"row N"`` when the id column gives it none."""
     keep: list[int] = []
     texts: list[str] = []
