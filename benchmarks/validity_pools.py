@@ -379,7 +379,7 @@ read where the current version's file is absent, the first version listed first.
 before the pair choice moved into one helper shared with the Ray precompute (the third round of text sets was scored
 with it): recomputed with the current code (fresh pair cache) on quote-sources/issue8, fortune-topics/three-families
 and food-kinds/two-models, the largest differences from the cached files are 0, 3.0e-6 and 4.7e-9, the same order on
-all three. f688edec50 is the code
+all three; again 0 and 3.0e-6 on the first two after the pair choice moved into ``metrics/sufficiency/pairs.py``. f688edec50 is the code
 before the metric's ``pairs`` option (it trained every pair; the benchmark then skipped the unread ones with a pair
 cache of its own that answered them NaN): recomputed with the current code on whissell-imagery/issue8, convention-2012/three-families
 and debates-2016/issue8 (fresh pair cache), the same order on all three and the same scores as the earlier code

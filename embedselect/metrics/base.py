@@ -246,7 +246,8 @@ for _spec in (
                description="median information sufficiency: how well each embedding predicts the pool's models (part of "
                            "the default combination; its communities with the option pairs=all)",
                weight=0.25,
-               code=("embedselect.metrics.sufficiency.score", "embedselect.metrics.sufficiency.settings",
+               code=("embedselect.metrics.sufficiency.score", "embedselect.metrics.sufficiency.pairs",
+                     "embedselect.metrics.sufficiency.settings",
                      "embedselect.metrics.sufficiency.result", "embedselect.metrics.sufficiency.inputs",
                      "embedselect.metrics.sufficiency.gaussian", "embedselect.metrics.sufficiency.knife", "embedselect.metrics.sufficiency.knife.prepare",
                      "embedselect.metrics.sufficiency.knife.mixture", "embedselect.metrics.sufficiency.knife.engine")),

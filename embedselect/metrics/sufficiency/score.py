@@ -24,18 +24,28 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
-from typing import Any, Callable, Collection, Mapping, Sequence
+from typing import Any, Mapping
 
 import numpy as np
 import pandas as pd
 
 from embedselect.errors import ConfigError, MetricError
-from embedselect.metrics.base import MetricContext, MetricResult, PairCache, compared_with, evidence
+from embedselect.metrics.base import MetricContext, MetricResult, PairCache, evidence
 from embedselect.metrics.content_seed import fingerprint
 from embedselect.metrics.normal_scores import normal_scores
 from embedselect.metrics.sufficiency.result import SufficiencyResult, average, caveats, median_scores
 from embedselect.metrics.sufficiency.result import communities as _communities
 from embedselect.metrics.sufficiency.result import subsampled as _subsampled
+from embedselect.metrics.sufficiency.pairs import (
+    DEFAULT_ESTIMATOR,
+    ESTIMATORS,
+    PAIRS,
+    PairSelector,
+    estimator_options,
+    pairs_of,
+    scored_targets,
+    selector,
+)
 from embedselect.metrics.sufficiency.rows import Rows, plan_rows, repeat_count
 from embedselect.metrics.sufficiency.inputs import MIN_ITEMS, SMALL_POOL, too_few_usable, torch_device, validate
 from embedselect.metrics.sufficiency.settings import (
@@ -53,70 +63,6 @@ __all__ = ["DEFAULT_ESTIMATOR", "ESTIMATORS", "MIN_ITEMS", "PAIRS", "SMALL_POOL"
            "missing_pairs", "scored_targets"]
 
 log = logging.getLogger(__name__)
-
-ESTIMATORS = ("gaussian", "knife")
-"""``gaussian``: a linear-Gaussian conditional, cross-fitted (:mod:`embedselect.metrics.sufficiency.gaussian`);
-``knife``: the KNIFE mixtures of the paper, trained per pair with held-out splits (:mod:`embedselect.metrics.sufficiency.knife`)."""
-DEFAULT_ESTIMATOR = "knife"
-
-PAIRS = ("scored", "all")
-"""The metric's ``pairs`` option (KNIFE estimator): ``scored`` (default) trains only the directed pairs some score
-reads (:func:`scored_targets`), ``all`` every pair of the pool (the whole matrix; Louvain communities need it). With
-``targets="all"`` every pair is trained either way; the Gaussian estimator always computes its whole matrix."""
-
-
-def scored_targets(keys: Sequence[str], references: frozenset[str] | set[str],
-                   families: Mapping[str, str] | None) -> dict[str, list[str]]:
-    """Which pairs the sufficiency scores read: each candidate of ``keys`` -> the candidates whose IS from it its score
-    is the median of, the witnesses it is compared with (:func:`~embedselect.metrics.pool.evidence`,
-    :func:`~embedselect.metrics.pool.compared_with`). Every other directed pair (towards a reference point that is not
-    evidence, a copy, or the candidate's own family) only fills other cells of the matrix. ``keys``: the usable
-    candidates in the order the metric receives them (after leaving degenerate ones out: that can change the
-    witnesses)."""
-    keys = list(keys)
-    heads = evidence(keys, references, families)
-    return {k: [keys[j] for j in compared_with(keys, i, heads, families)] for i, k in enumerate(keys)}
-
-
-PairSelector = Callable[[list[str]], Collection[tuple[str, str]]]
-"""The usable candidates' names -> the directed pairs (source, target) among them to estimate."""
-
-
-def _selector(options: Mapping[str, Any], references: frozenset[str] | set[str],
-              families: Mapping[str, str] | None) -> PairSelector | None:
-    """The pairs the metric with ``options`` (:func:`estimator_options`) estimates, as a function of the usable
-    candidates: those its scores read (:func:`scored_targets`) for the KNIFE estimator with ``pairs="scored"`` and
-    ``targets="models"``; None (every pair) otherwise."""
-    estimator, _ = estimator_options(options)
-    if estimator != "knife" or options.get("pairs", PAIRS[0]) != "scored" or options.get("targets", "models") != "models":
-        return None
-
-    def read(usable: list[str]) -> set[tuple[str, str]]:
-        return {(s, t) for s, ts in scored_targets(usable, references, families).items() for t in ts}
-
-    return read
-
-
-def estimator_options(options: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
-    """The estimator a metric's ``options`` choose and the options that are its own: the one place that splits the
-    metric's options (``targets``: whose median a score is; ``pairs``: :data:`PAIRS`; ``estimator``) from the
-    estimator's settings.
-
-    Raises:
-        ConfigError: an unknown estimator, ``targets`` or ``pairs`` value.
-    """
-    opts = dict(options)
-    estimator = opts.pop("estimator", DEFAULT_ESTIMATOR)
-    if estimator not in ESTIMATORS:
-        raise ConfigError(f"sufficiency option 'estimator' must be one of {', '.join(ESTIMATORS)}, got {estimator!r}")
-    targets = opts.pop("targets", "models")
-    if targets not in ("models", "all"):
-        raise ConfigError(f"sufficiency option 'targets' must be 'models' or 'all', got {targets!r}")
-    pairs = opts.pop("pairs", PAIRS[0])
-    if pairs not in PAIRS:
-        raise ConfigError(f"sufficiency option 'pairs' must be one of {', '.join(PAIRS)}, got {pairs!r}")
-    return estimator, opts
-
 
 
 def information_sufficiency(
@@ -200,7 +146,7 @@ def information_sufficiency(
     cached_m: dict[str, dict[str, Any]] = pair_cache.get_many(list(mkeys.values())) if pair_cache is not None else {}
     prep: dict[str, knife.Prepared] = {}
     while True:  # the pairs to estimate depend on who is usable: again when preparing leaves one more out
-        all_pairs = _pairs_of([k for k in names if k not in excluded], only)
+        all_pairs = pairs_of([k for k in names if k not in excluded], only)
         pkeys = {p: pair_key(ids[p[0]], ids[p[1]], skey) for p in all_pairs}
         if pair_cache is not None:
             cached.update(pair_cache.get_many([v for v in pkeys.values() if v not in cached]))
@@ -237,15 +183,6 @@ def information_sufficiency(
         pair_cache.put_many(new_cache)
     return _assemble(embeddings, names, all_pairs, results, excluded, h_z, dims, st, seed, n, rows, skey,
                      complete=len(all_pairs) == len(names) * (len(names) - 1))
-
-
-def _pairs_of(names: list[str], only: PairSelector | None) -> list[tuple[str, str]]:
-    """The directed pairs among ``names`` to estimate, in the matrix's order: every pair, or those ``only`` picks."""
-    every = [(s, t) for s in names for t in names if s != t]
-    if only is None:
-        return every
-    picked = set(only(list(names)))
-    return [p for p in every if p in picked]
 
 
 def _settings(settings: SufficiencySettings | None, options: Mapping[str, Any]) -> SufficiencySettings:
@@ -433,7 +370,7 @@ def compute(ctx: MetricContext) -> MetricResult:
         return information_sufficiency(ctx.embeddings, seed=ctx.seed, run_keys=run_keys, pair_cache=cache,
                                        device=ctx.device, only=only, **run_opts, **opts)
 
-    only = _selector(options, references, ctx.families)
+    only = selector(options, references, ctx.families)
     res = estimate(only)
     names = list(res.matrix.index)
     usable = [k for k in names if k not in res.excluded]
@@ -504,7 +441,7 @@ def missing_pairs(run_keys: Mapping[str, str], pair_cache: PairCache, *, seed: i
     st = _settings(settings, {k: v for k, v in opts.items() if k not in RUN_OPTIONS})
     repeats = 1 if n_items is None else repeat_count(n_items, st)
     ids = {k: str(v) for k, v in run_keys.items()}
-    pairs = _pairs_of(list(ids), _selector(options, references, families))
+    pairs = pairs_of(list(ids), selector(options, references, families))
     missing: set[tuple[str, str]] = set()
     for skey in [st.key(s) for s in repeat_seeds(seed, repeats)]:
         pkeys = {p: pair_key(ids[p[0]], ids[p[1]], skey) for p in pairs}
