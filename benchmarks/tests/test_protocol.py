@@ -16,13 +16,15 @@ def test_the_split_is_the_hash_rule_and_covers_every_dataset():
         even = int(hashlib.sha256(n.encode()).hexdigest()[0], 16) % 2 == 0
         assert half(n) == ("selection" if even else "confirmation")
     # the halves written in docs/validity.md ("## Protocol")
-    assert split["confirmation"]["text"] == ["aiml-topics", "amazon-reviews", "analogy", "chatterbot-languages",
-                                             "city-continents", "convention-2012", "debates-2016",
-                                             "inquirer-domains", "moral-foundations", "nrc-emotion", "polarity",
+    assert split["confirmation"]["text"] == ["aiml-topics", "amazon-reviews", "analogy", "car-origins",
+                                             "chatterbot-languages", "city-continents", "convention-2012",
+                                             "debates-2016", "hamlet-speakers", "inquirer-domains",
+                                             "moral-foundations", "nrc-emotion", "polarity", "pylint-messages",
                                              "quote-sources", "review-subjectivity", "roget-heads", "sms-spam",
                                              "whissell-imagery"]
-    assert split["selection"]["text"] == ["census-names", "chatterbot-topics", "editorial-sentiment", "emoji",
-                                          "empath", "food-kinds", "fortune-topics", "snippet-genre", "trec",
+    assert split["selection"]["text"] == ["bible-genres", "census-names", "chatterbot-topics", "editorial-sentiment",
+                                          "emoji", "empath", "entity-types", "food-kinds", "fortune-topics",
+                                          "mimesis-fields", "snippet-genre", "stdlib-domains", "trec",
                                           "tweet-sentiment", "vader", "warriner-arousal", "word-classes",
                                           "wordnet-glosses"]
     assert split["confirmation"]["image"] == ["mnist-5k", "photo-patches", "sample-photos"]

