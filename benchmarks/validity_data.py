@@ -944,26 +944,9 @@ _PYLINT_MSG = re.compile(r"^:([a-z0-9-]+) \(([A-Z])(\d{4})\):")
 """The first line of a message in ``pylint --list-msgs``: ":symbol (C0103): *template*"."""
 
 
-def _pylint_listing() -> str:
-    """The output of the installed pylint's ``pylint --list-msgs``, run in an empty folder with an empty rcfile (so
-    that no configuration adds or removes messages).
-
-    Raises:
-        DataError: pylint is not installed or fails.
-    """
-    import subprocess
-    import sys
-    import tempfile
-
-    with tempfile.TemporaryDirectory() as tmp:
-        rc = Path(tmp) / "pylintrc"
-        rc.write_text("", encoding="utf-8")
-        got = subprocess.run([sys.executable, "-I", "-m", "pylint", f"--rcfile={rc}", "--list-msgs"], cwd=tmp,
-                             capture_output=True, text=True)
-    if got.returncode:
-        last = (got.stderr.strip().splitlines() or ["(no message)"])[-1]
-        raise DataError(f"pylint --list-msgs failed: {last}: pip install pylint==4.1.4")
-    return got.stdout
+_PYLINT_SCRIPT = ("import os, sys; from pylint import run_pylint; "
+                  "sys.argv = ['pylint', '--rcfile=' + os.devnull, '--list-msgs']; run_pylint()")
+"""``pylint --list-msgs`` with an empty rcfile, so that no configuration adds or removes messages."""
 
 
 def load_pylint_messages(path: Path | None = None, min_words: int = 4) -> tuple[list[str], list[str]]:
@@ -976,7 +959,12 @@ def load_pylint_messages(path: Path | None = None, min_words: int = 4) -> tuple[
     Raises:
         DataError: pylint cannot be run, or the listing holds no message line.
     """
-    text = path.read_text("utf-8") if path is not None else _pylint_listing()
+    if path is not None:
+        text = path.read_text("utf-8")
+    else:
+        from benchmarks.validity_retrieval import _fresh_python  # imports this module: not at the top
+
+        text = _fresh_python(_PYLINT_SCRIPT, what="pylint's messages (pylint --list-msgs)")
     msgs: list[tuple[str, list[str]]] = []
     for ln in text.splitlines():
         m = _PYLINT_MSG.match(ln)
