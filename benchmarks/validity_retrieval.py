@@ -1031,9 +1031,17 @@ def propose_search_default(sel: list[dict[str, Any]]) -> tuple[SearchSetting, li
             for ws in itertools.product(*SEARCH_GRID.values()) if any(ws)]
     settings = [*SEARCH_CANDIDATES, *grid]
 
+    def one(view: dict[str, Any], setting: SearchSetting) -> dict[str, float]:
+        """``evaluate``'s ρ and regret; a setting whose weighted signals have no finite score on the view (rankme on
+        a set of under ~150 documents) orders nothing there: ρ undefined, no pick."""
+        try:
+            return evaluate(view, *setting, True)
+        except DataError:
+            return {"rho": math.nan, "regret": math.inf}
+
     def score(setting: SearchSetting) -> tuple[int, float]:
         """(views with ρ ≥ 0.8 and regret ≤ 0.02, mean ρ with an undefined ρ as -1): ``objective``'s two parts."""
-        res = [evaluate(_view_of(r), *setting, True) for r in sel]
+        res = [one(_view_of(r), setting) for r in sel]
         hits = sum(1 for x in res if x["rho"] >= TARGETS["spearman_each"] and x["regret"] <= TARGETS["regret"])
         return hits, float(np.mean([x["rho"] if math.isfinite(x["rho"]) else -1.0 for x in res]))
 

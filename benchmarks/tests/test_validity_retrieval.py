@@ -121,6 +121,20 @@ def test_the_proposal_reads_the_selection_half_only(rows):
         [r for r in flipped if r["half"] == "selection"])[0]
 
 
+def test_a_setting_whose_signals_have_no_score_orders_nothing_and_is_not_proposed(rows):
+    """rankme has no finite score on a small set: the grid's rankme-only settings order nothing there (ρ counted as
+    -1, no pick) instead of stopping the proposal (combine_ranks raises DataError for them)."""
+    nan = {k: float("nan") for k in rows[0]["truth"]}
+    r = dict(rows[0])
+    r["raw"] = {**r["raw"], "signals": {**r["raw"]["signals"], "rankme": nan}}
+    setting, lines = vr.propose_search_default([r])
+    assert setting == ({"nn_agreement": 1.0}, "mean-rank")
+    good = dict(rows[0])
+    good["raw"] = {**good["raw"], "signals": {**good["raw"]["signals"], "rankme": dict(good["truth"]),
+                                              "nn_agreement": {k: 0.0 for k in good["truth"]}}}
+    assert set(vr.propose_search_default([good, r])[0][0]) - {"rankme"}  # not rankme alone: it orders only one
+
+
 def test_a_richer_setting_is_proposed_only_when_the_few_weight_ones_fall_short(rows, monkeypatch):
     """nn_agreement alone half wrong, the truth only in task_prior + rankme together: no few-weight candidate is as
     good as the grid's best, so the grid's best is proposed."""
