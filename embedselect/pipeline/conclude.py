@@ -15,15 +15,17 @@ from embedselect.ranking.ties import rank_scores
 from embedselect.pipeline.context import RunContext, competition_rank, num, versions
 from embedselect.pipeline.scoring import metrics_stage
 from embedselect.pipeline.answers import answers_stage
+from embedselect.pipeline.queries import queries_stage, retrieval_stage
 
 
 def rank_embedded(ctx: RunContext, t_start: float, *, save: bool) -> Ranking:
-    """Stages 3 to 6 over the candidates of ``ctx`` that are embedded: metrics, combined rank, validation against
-    labels (if any), the :class:`~embedselect.ranking.result.Ranking` (stored when ``save``)."""
+    """Stages 3 to 6 over the candidates of ``ctx`` that are embedded: metrics, combined rank and decision (with the
+    answers and the search queries, if any, deciding between the contenders), validation against labels (if any), the :class:`~embedselect.ranking.result.Ranking` (stored when ``save``)."""
     metrics_stage(ctx)
     decision = answers_stage(ctx, _rank_stage(ctx))
     validation = _validate_stage(ctx)
-    retrieval = _retrieval_stage(ctx)
+    retrieval, reciprocal_ranks = retrieval_stage(ctx, _label_free_scores(ctx))
+    decision = queries_stage(ctx, decision, retrieval, reciprocal_ranks)
     if save and not ctx.store.can_record("the ranking"):
         ctx.warnings.append(RankingWarning("not-stored", f"the cache at {ctx.store.root} is read-only: this ranking is "
                                            "not stored (leaderboard and history will not show it)"))
@@ -152,52 +154,6 @@ def _label_free_scores(ctx: RunContext) -> dict[str, dict[str, float]]:
                 label_free[name] = values
     label_free["combined"] = {n: s for n in ctx.vectors if (s := by_name[n].combined_score) is not None}
     return label_free
-
-
-def _retrieval_stage(ctx: RunContext) -> dict[str, Any] | None:
-    """Stage 5b, only with queries (``select(..., queries=)``): each candidate searches the reference items with the
-    queries (exact cosine search over its item vectors, or over the items embedded with its document prompt where it
-    has one) and is scored by MRR@10, nDCG@10, recall@1 and recall@10 with bootstrap intervals over the queries
-    (:func:`embedselect.validation.retrieval.retrieval_quality`, the run's seed); then each label-free score's Spearman
-    and Kendall against MRR@10 (:func:`embedselect.validation.check.validate_scores`). Adds ``search.*`` columns to
-    the results.
-
-    Returns:
-        ``{"queries": the query set's summary, "prompts": {candidate: {"query": name|None, "document": ...}},
-        "scores": {candidate: scores with intervals}, "score_column": "mrr@10", "metrics": [...], "level", "n_boot",
-        "seed", "warnings"}``, or None without queries.
-    """
-    if ctx.queries is None:
-        return None
-    from embedselect.errors import DataError
-    from embedselect.validation.check import validate_scores
-    from embedselect.validation.retrieval import retrieval_quality
-
-    by_name = {r.name: r for r in ctx.results}
-    t0 = time.perf_counter()
-    relevant = [list(r) for r in ctx.queries.relevant]
-    scores: dict[str, dict[str, Any]] = {}
-    with ctx.bar.stage("search check against your queries", steps=0):
-        for name in ctx.vectors:
-            if name not in ctx.query_vectors:
-                continue
-            docs = ctx.search_vectors.get(name, ctx.vectors[name])
-            quality = retrieval_quality(ctx.query_vectors[name], docs, relevant, seed=ctx.seed)
-            scores[name] = quality.to_dict()
-            for key, v in quality.scores.items():
-                by_name[name].columns[f"search.{key}"] = float(v)
-        mrr = {n: s["mrr@10"] for n, s in scores.items()}
-        try:
-            report = validate_scores(_label_free_scores(ctx), mrr, seed=ctx.seed)
-            check = report.to_dict()
-        except DataError as exc:
-            why = (f"only {len(mrr)} candidate has search scores: they are reported, but a ranking needs at least "
-                   "two candidates to be checked" if len(mrr) < 2 else str(exc))
-            check = {"metrics": [], "warnings": [why], "level": 0.9, "n_boot": 1000, "seed": ctx.seed}
-    ctx.timings["retrieval"] = time.perf_counter() - t0
-    return {"queries": ctx.queries.to_dict(), "prompts": dict(ctx.query_prompts), "scores": scores,
-            "score_column": "mrr@10", "metrics": check.get("metrics", []), "level": check.get("level"),
-            "n_boot": check.get("n_boot"), "seed": ctx.seed, "warnings": check.get("warnings", [])}
 
 
 def _report(ctx: RunContext, decision: Any, validation: ValidationReport | None) -> Ranking:
