@@ -14,15 +14,17 @@ For every retrieval view (a set's documents under a named pool of ``validity_ret
    query);
 4. picks on that draw:
    - *label-free*: the first of the label-free order;
-   - *queries* (the product's rule): the winner of :func:`embedselect.validation.duels.verdict` between
-     :func:`~embedselect.validation.duels.contenders` of the leaders on the ``k`` queries' reciprocal ranks (99.9 %;
-     the label-free pick when they rule nothing out): exactly the first row of ``rank --queries``;
-   - *best on the queries*: the candidate with the highest MRR@10 on the ``k`` queries among all candidates, ties by
-     label-free order (what a user reading ``validate --queries``' table alone would take);
+   - *best on the queries* (the product's rule, :func:`embedselect.pipeline.queries.queries_stage`): the candidate
+     with the highest MRR@10 on the ``k`` queries (ties by label-free order), decided when it beats each other model
+     family's best on them (:func:`embedselect.validation.duels.verdict`, 99.9 %): exactly the first row of
+     ``rank --queries``;
+   - *leaders' verdict* (a variant, the rule of ``rank --answers``): the winner of the verdict between
+     :func:`~embedselect.validation.duels.contenders` of the label-free leaders (the label-free pick when they rule
+     nothing out).
 
 Reported per budget: the share of (view, draw) pairs whose pick is within ``--tolerance`` (0.02 MRR) of the best on the
-other queries, for each pick; the share where the product's pick is worse than label-free's by more than the tolerance;
-the share decided by the queries. ``--half`` restricts the sets to one half of the protocol (``protocol.half``).
+other queries, for each pick, the share decided and the share where the pick is worse than label-free's by more than
+the tolerance, and the mean regret. ``--half`` restricts the sets to one half of the protocol (``protocol.half``).
 
     python -m benchmarks.queries_simulated --half selection --out /tmp/queries_sim.md
 
@@ -64,9 +66,12 @@ def picks(rr: Mapping[str, np.ndarray], order: Sequence[str], leaders: Sequence[
     names = contenders(leaders, order, families)
     v = verdict({c: rr[c][chosen] for c in names}, names, z=z, unit="queries")
     mrr = {c: float(rr[c][chosen].mean()) for c in order}
-    best_q = max(order, key=lambda c: (mrr[c], -order.index(c)))
-    return {"label-free": order[0], "queries": v.winner if len(names) >= 2 else order[0], "best-on-queries": best_q,
-            "decided": bool(v.decided), "ruled_out": sorted(v.ruled_out)}
+    by_queries = sorted(order, key=lambda c: (-mrr[c], order.index(c)))
+    heads = list({families.get(c, c): c for c in reversed(by_queries)}.values())[::-1]  # each family's best
+    heads.sort(key=by_queries.index)
+    w = verdict({c: rr[c][chosen] for c in heads}, heads, z=z, unit="queries")
+    return {"label-free": order[0], "queries": v.winner if len(names) >= 2 else order[0], "best-on-queries": w.winner,
+            "decided": bool(v.decided), "decided-best": bool(w.decided), "ruled_out": sorted(v.ruled_out)}
 
 
 def simulate(view: Mapping[str, Any], rr: Mapping[str, np.ndarray], budgets: Sequence[int], draws: int,
@@ -88,17 +93,19 @@ def simulate(view: Mapping[str, Any], rr: Mapping[str, np.ndarray], budgets: Seq
             best = max(truth.values())
             p = picks(rr, order, view["leaders"], fams, chosen, z)
             reg = {who: best - truth[p[who]] for who in ("label-free", "queries", "best-on-queries")}
-            rows.append({"regret": reg, "decided": p["decided"],
-                         "worse": reg["queries"] - reg["label-free"] > tolerance})
+            rows.append({"regret": reg, "decided": p["decided"], "decided-best": p["decided-best"],
+                         "worse": reg["queries"] - reg["label-free"] > tolerance,
+                         "worse-best": reg["best-on-queries"] - reg["label-free"] > tolerance})
         out["budgets"][k] = rows
     return out
 
 
 def table(results: Sequence[Mapping[str, Any]], budgets: Sequence[int], tolerance: float) -> list[str]:
     """Markdown rows: per budget, the shares over (view, draw) pairs."""
-    lines = ["| queries | (view, draw) pairs | label-free within | queries (product) within | best on the queries "
-             "within | decided by the queries | product worse than label-free |",
-             "|---|---|---|---|---|---|---|"]
+    lines = ["| queries | (view, draw) pairs | label-free: within / mean regret | best on the queries (product): within / "
+             "decided / worse than label-free / mean regret | leaders' verdict: within / decided / worse than "
+             "label-free / mean regret |",
+             "|---|---|---|---|---|"]
     for k in budgets:
         rows = [r for res in results for r in res["budgets"].get(k, [])]
         if not rows:
@@ -107,8 +114,16 @@ def table(results: Sequence[Mapping[str, Any]], budgets: Sequence[int], toleranc
         def share(who: str) -> str:
             return f"{np.mean([r['regret'][who] <= tolerance for r in rows]):.1%}"
 
-        lines.append(f"| {k} | {len(rows)} | {share('label-free')} | {share('queries')} | {share('best-on-queries')} "
-                     f"| {np.mean([r['decided'] for r in rows]):.1%} | {np.mean([r['worse'] for r in rows]):.1%} |")
+        def mean(key: str) -> str:
+            return f"{np.mean([r[key] for r in rows]):.1%}"
+
+        def regret(who: str) -> str:
+            return f"{np.mean([r['regret'][who] for r in rows]):.3f}"
+
+        lines.append(f"| {k} | {len(rows)} | {share('label-free')} / {regret('label-free')} | "
+                     f"{share('best-on-queries')} / {mean('decided-best')} / {mean('worse-best')} / "
+                     f"{regret('best-on-queries')} | {share('queries')} / {mean('decided')} / {mean('worse')} / "
+                     f"{regret('queries')} |")
     return lines
 
 

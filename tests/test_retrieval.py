@@ -177,12 +177,12 @@ def test_validate_cli_search_check_and_its_errors(tmp_path, cache_dir, capsys):
     assert queries.read_bytes() == before
 
 
-def test_queries_that_separate_the_contenders_decide_between_them(tmp_path, cache_dir):
+def test_queries_order_the_table_and_decide_when_they_separate_the_best(tmp_path, cache_dir):
     """Two model families: label-free alone cannot decide between two (rule 4). Sixteen queries, each a document's own
     text: the model that embeds a query as it embeds the document finds it first every time; the other embeds queries
-    with a long query prompt that drowns the text, and finds the document lower on most of them, so the queries rule
-    it out (99.9 % Wilson interval) and decide. Five queries are too few to decide anything, and the ranking says
-    so."""
+    with a long query prompt that drowns the text, and finds the document lower on most of them, so the queries put
+    it second and rule it out (99.9 % Wilson interval): decided. Five queries order the table the same way but are
+    too few to decide, and the ranking says so."""
     from embedselect.pipeline import select
 
     items = texts()
@@ -190,7 +190,7 @@ def test_queries_that_separate_the_contenders_decide_between_them(tmp_path, cach
     pd.DataFrame({"text": items}).to_csv(data, index=False)
     exact = make_tiny_sentence_transformer(tmp_path / "exact", seed=0)
     drowned = make_tiny_sentence_transformer(tmp_path / "drowned", seed=1, prompts={"query": "sky " * 30})
-    models = [f"exact={exact}", f"drowned={drowned}"]
+    models = [f"drowned={drowned}", f"exact={exact}"]
 
     def run(n):
         queries = tmp_path / f"q{n}.csv"
@@ -202,14 +202,17 @@ def test_queries_that_separate_the_contenders_decide_between_them(tmp_path, cach
     assert not plain.decided and set(plain.leaders) == {"exact", "drowned"}
     ranking = run(16)
     verdict = ranking.retrieval["decision"]
-    assert verdict["contenders"] == plain.leaders and verdict["winner"] == "exact" and verdict["decided"]
+    assert verdict["order"] == ["exact", "drowned"] and verdict["winner"] == "exact" and verdict["decided"]
     assert list(verdict["ruled_out"]) == ["drowned"] and verdict["ruled_out"]["drowned"]["by"] == "exact"
-    assert ranking.decided and ranking.leaders == ["exact"] and ranking.candidates[0].name == "exact"
+    assert ranking.decided and ranking.leaders == ["exact"] and [c.name for c in ranking.candidates] == verdict["order"]
+    assert [c.rank for c in ranking.candidates] == [1, 2]
     said = [w for w in ranking.warnings if w.code == "queries"]
-    assert len(said) == 1 and said[0].startswith("decided by your 16 queries: exact; they rule out drowned")
-    assert not [w for w in ranking.warnings if w.code == "undecided"]  # the label-free "no clear winner" gave way
+    assert len(said) == 1 and said[0].startswith("decided by your 16 queries: exact finds the relevant items best")
+    assert not [w for w in ranking.warnings if w.code in ("undecided", "small-pool")]  # the label-free notes gave way
     assert json.loads(ranking.to_json())["retrieval"]["decision"]["winner"] == "exact"
 
     few = run(5)
-    assert not few.decided and few.leaders == plain.leaders and not few.retrieval["decision"]["ruled_out"]
+    assert [c.name for c in few.candidates] == ["exact", "drowned"]
+    assert not few.decided and few.leaders == ["exact", "drowned"] and not few.retrieval["decision"]["ruled_out"]
     assert any(w.code == "queries" and "(at least 10 queries needed)" in w for w in few.warnings)
+    assert "add queries" in few.next_step

@@ -1,6 +1,6 @@
 """Search queries in a run (``select(..., queries=)``, ``rank`` / ``validate --queries``): every candidate searches the
-reference items with them and is scored (:func:`retrieval_stage`), and where the queries separate the contenders they
-decide between them (:func:`queries_stage`), as a person's answers do."""
+reference items with them and is scored (:func:`retrieval_stage`), and the queries order the candidates and, where they
+separate the best from the others, decide (:func:`queries_stage`)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from embedselect.pipeline.evidence import fold_verdict
-from embedselect.validation.duels import DECIDE_LEVEL, MIN_ANSWERED, contenders, verdict
+from embedselect.pipeline.evidence import reorder
+from embedselect.validation.duels import DECIDE_LEVEL, MIN_ANSWERED, verdict
 
 
 def retrieval_stage(ctx: Any, label_free: Mapping[str, Mapping[str, float]]
@@ -65,27 +65,61 @@ def retrieval_stage(ctx: Any, label_free: Mapping[str, Mapping[str, float]]
 
 def queries_stage(ctx: Any, decision: Any, retrieval: dict[str, Any] | None,
                   reciprocal: Mapping[str, np.ndarray]) -> Any:
-    """Let the queries decide between the contenders (a no-op without queries).
+    """Let the queries order the candidates and decide between them (a no-op without queries).
 
-    The contenders are :func:`~embedselect.validation.duels.contenders` of ``decision``'s leaders (one candidate per
-    model family, in the table's order). Two contenders are compared on the queries where one ranks the first relevant
-    item higher than the other (each query's reciprocal rank at 10, ``reciprocal``: candidate -> float (m,)), by the
-    paired rule of :func:`~embedselect.validation.duels.verdict` (99.9 % Wilson interval, at least
-    :data:`~embedselect.validation.duels.MIN_ANSWERED` queries); the decision follows as
-    :func:`~embedselect.pipeline.evidence.fold_verdict` says. ``retrieval["decision"]`` records the contenders and
-    the verdict (JSON-ready).
+    The queries measure search quality directly, so with them the table follows each candidate's MRR@10 on them
+    (``reciprocal``: candidate -> float (m,) each query's reciprocal rank at 10; equal MRR keeps the label-free
+    order). The contenders are each model family's best candidate on the queries. Two contenders are compared on the
+    queries where one finds the first relevant item higher than the other, by the paired rule of
+    :func:`~embedselect.validation.duels.verdict` (99.9 % Wilson interval, at least
+    :data:`~embedselect.validation.duels.MIN_ANSWERED` queries): the queries decide when the first contender beats
+    every other; otherwise the ranking is undecided and its leaders are the contenders no other beats. The label-free
+    "no clear winner" notes give way to one saying what the queries settled. ``retrieval["decision"]`` records the
+    order, the contenders and the verdict (JSON-ready).
 
     Returns:
-        the (possibly new) :class:`~embedselect.ranking.combine.Decision`.
+        the new :class:`~embedselect.ranking.combine.Decision`, or ``decision`` without queries.
     """
+    from embedselect.ranking.combine import Decision
+    from embedselect.ranking.result import RankingWarning
+
     if retrieval is None or not reciprocal:
         return decision
-    ok = [o.result for o in ctx.outcomes if o.result.ok and o.result.name in reciprocal and o.result.rank is not None]
-    names = contenders(decision.leaders, [r.name for r in ok], ctx.families)
+    table = [o.result.name for o in ctx.outcomes
+             if o.result.ok and o.result.name in reciprocal and o.result.rank is not None]
+    if len(table) < 2:
+        return decision
+    mrr = {c: float(np.mean(reciprocal[c])) for c in table}
+    order = sorted(table, key=lambda c: (-mrr[c], table.index(c)))
+    heads: dict[str, str] = {}  # family -> its best candidate on the queries
+    for c in order:
+        heads.setdefault(ctx.families.get(c, c), c)
+    names = list(heads.values())
     v = verdict(reciprocal, names, unit="queries")
-    retrieval["decision"] = {"contenders": names, "level": DECIDE_LEVEL, "min_queries": MIN_ANSWERED, **v.to_dict()}
-    n = len(next(iter(reciprocal.values())))
-    return fold_verdict(ctx, decision, names, v, code="queries", said=f"your {n} quer{'ies' if n != 1 else 'y'}",
-                        by="your queries",
-                        on_what="the queries where one of the two finds the first relevant item higher",
-                        more="add queries to the file")
+    order = [c for c in order if c in v.remaining[:1]] + [c for c in order if c not in v.remaining[:1]]
+    reorder(ctx, table, order)
+    retrieval["decision"] = {"order": order, "contenders": names, "level": DECIDE_LEVEL,
+                             "min_queries": MIN_ANSWERED, **v.to_dict()}
+    n = len(reciprocal[table[0]])
+    said = f"your {n} quer{'ies' if n != 1 else 'y'}"
+    label_free = [f"no clear winner: {why}" for why in decision.reasons]
+    ctx.warnings = [w for w in ctx.warnings if w not in label_free]
+    if len(names) < 2:  # one model family: its members are not compared with each other
+        why = f"{said} put {order[0]} first, but every candidate is of one model family"
+        ctx.warnings.append(RankingWarning("undecided", f"no clear winner: {why}", [order[0]]))
+        return Decision(False, [order[0]], [why], ["small-pool"], settle=decision.settle)
+    if v.decided:
+        beaten = ", ".join(f"{p['other']} ({p['wins']}:{p['losses']})" for p in v.pairs)
+        ctx.warnings.append(RankingWarning("queries", f"decided by {said}: {v.winner} finds the relevant items best "
+                                           f"(MRR@10 {mrr[str(v.winner)]:.3f}); it beats {beaten} on the queries "
+                                           "where one of the two finds the first relevant item higher "
+                                           f"({DECIDE_LEVEL:.1%} Wilson interval above one half)", [str(v.winner)]))
+        return Decision(True, [str(v.winner)], [], [])
+    why = (f"{said} do not separate {', '.join(v.remaining)} yet{v.need()}; {v.winner} against the others: "
+           f"{v.pair_counts()}")
+    ctx.warnings.append(RankingWarning("queries", f"the table follows {said} (MRR@10 on them; equal scores keep the "
+                                       f"label-free order); they do not separate {', '.join(v.remaining)} yet"
+                                       f"{v.need()}: add queries to the file", v.remaining))
+    ctx.warnings.append(RankingWarning("undecided", f"no clear winner: {why}", v.remaining))
+    return Decision(False, list(v.remaining), [why], ["undecided"],
+                    settle="to settle it, add queries with their relevant items to the file")
