@@ -214,5 +214,6 @@ def test_queries_order_the_table_and_decide_when_they_separate_the_best(tmp_path
     few = run(5)
     assert [c.name for c in few.candidates] == ["exact", "drowned"]
     assert not few.decided and few.leaders == ["exact", "drowned"] and not few.retrieval["decision"]["ruled_out"]
-    assert any(w.code == "queries" and "(at least 10 queries needed)" in w for w in few.warnings)
+    assert any(w.code == "queries" and w.startswith("the table follows your 5 queries") for w in few.warnings)
+    assert any(w.code == "undecided" and "(at least 10 queries needed)" in w for w in few.warnings)
     assert "add queries" in few.next_step

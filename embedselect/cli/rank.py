@@ -270,7 +270,8 @@ def register(sub) -> None:
         "the data items the query should find, ';'-separated: a file's 1-based data rows, or --id-column's values; or "
         "an item's exact text); "
         "each candidate is scored by MRR@10, nDCG@10, recall@1/@10 and the label-free scores are checked against "
-        "MRR@10",
+        "MRR@10; the table then follows MRR@10 on the queries, and they decide when the first clearly beats every "
+        "other model family's best",
     ))
     add_model_args(p)
     metric_args(p)

@@ -118,8 +118,7 @@ def queries_stage(ctx: Any, decision: Any, retrieval: dict[str, Any] | None,
     why = (f"{said} do not separate {', '.join(v.remaining)} yet{v.need()}; {v.winner} against the others: "
            f"{v.pair_counts()}")
     ctx.warnings.append(RankingWarning("queries", f"the table follows {said} (MRR@10 on them; equal scores keep the "
-                                       f"label-free order); they do not separate {', '.join(v.remaining)} yet"
-                                       f"{v.need()}: add queries to the file", v.remaining))
+                                       "label-free order)", v.remaining))
     ctx.warnings.append(RankingWarning("undecided", f"no clear winner: {why}", v.remaining))
     return Decision(False, list(v.remaining), [why], ["undecided"],
                     settle="to settle it, add queries with their relevant items to the file")
