@@ -210,6 +210,13 @@ def test_queries_order_the_table_and_decide_when_they_separate_the_best(tmp_path
     assert len(said) == 1 and said[0].startswith("decided by your 16 queries: exact finds the relevant items best")
     assert not [w for w in ranking.warnings if w.code in ("undecided", "small-pool")]  # the label-free notes gave way
     assert json.loads(ranking.to_json())["retrieval"]["decision"]["winner"] == "exact"
+    from embedselect.cli.format import format_table
+    from embedselect.publish.report import retrieval_sentence
+
+    header, _, first, _second = format_table(ranking).splitlines()[:4]
+    assert "MRR@10" in header.split() and first.split()[:4] == ["1", "exact", first.split()[2], "1"]
+    assert retrieval_sentence(ranking.retrieval).endswith("they decide: exact beats the best of every other model "
+                                                          "family.")
 
     few = run(5)
     assert [c.name for c in few.candidates] == ["exact", "drowned"]

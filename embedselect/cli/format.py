@@ -22,6 +22,9 @@ def format_table(ranking) -> str:
     answers = bool(getattr(ranking, "answers", None))
     if answers:
         headers.append("answers")
+    search = bool(getattr(ranking, "retrieval", None))
+    if search:
+        headers.append("MRR@10")  # with queries the table follows it (pipeline.queries.queries_stage)
     shown_only = ranking.shown_only
     for m in ranking.metrics:
         headers += [m + ("*" if m in shown_only else ""), "#"]
@@ -34,6 +37,8 @@ def format_table(ranking) -> str:
         row = [fmt(c.rank), c.name, fmt(c.combined_score)]
         if answers:
             row.append(_agreement_cell(c.columns))
+        if search:
+            row.append(fmt(c.columns.get("search.mrr@10")))
         for m in ranking.metrics:
             row += [fmt(c.scores.get(m)), fmt(c.ranks.get(m))]
         row += [fmt(c.dim), fmt(c.bytes_per_vector), rate(c.items_per_second)]

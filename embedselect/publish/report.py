@@ -207,7 +207,8 @@ def retrieval_rows(r: Mapping[str, Any]) -> list[tuple[str, list[tuple[float | N
 
 
 def retrieval_sentence(r: Mapping[str, Any]) -> str:
-    """One line about the queries: how many, from where, relevant items per query, the intervals, the prompts used."""
+    """One line about the queries: how many, from where, relevant items per query, the intervals, the prompts used,
+    and what they decided (``r["decision"]``, :func:`embedselect.pipeline.queries.queries_stage`)."""
     q = r.get("queries") or {}
     level = r.get("level")
     prompted = {n: p for n, p in (r.get("prompts") or {}).items() if p and (p.get("query") or p.get("document"))}
@@ -219,6 +220,11 @@ def retrieval_sentence(r: Mapping[str, Any]) -> str:
         text += " Prompts used: " + "; ".join(
             f"{n}: query {p.get('query') or 'none'}, documents {p.get('document') or 'none'}"
             for n, p in sorted(prompted.items())) + "."
+    d = r.get("decision")
+    if d and d.get("winner"):
+        text += " The ranking above follows MRR@10 on these queries" + (
+            f"; they decide: {d['winner']} beats the best of every other model family." if d.get("decided") else
+            f"; they do not separate {', '.join(d.get('remaining') or [])} yet (add queries to settle it).")
     return text
 
 
