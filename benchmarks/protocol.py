@@ -63,7 +63,7 @@ the data-blind order by size. Only the order matters."""
 def unread_views(names: Sequence[str], pools: Sequence[str], views: Sequence[Mapping[str, Any]]) -> list[str]:
     """The ``dataset/pool`` views of ``names`` × ``pools`` whose candidates are all built but that
     :func:`~benchmarks.validity_default.load_views` did not return (a truth or signal file missing, e.g. one computed
-    by an earlier code version of the signal and not listed in ``validity_pools.SAME_RESULTS``): said, not dropped
+    by an earlier code version of the signal and not listed in ``validity_pools.SAME_CODE`` or ``SAME_RESULTS``): said, not dropped
     in silence."""
     from benchmarks.validity_data import bench_cache
 

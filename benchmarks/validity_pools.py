@@ -395,13 +395,23 @@ on the 8 views that also hold fb52e19e3f files
 the two files agree exactly."""
 
 
+SAME_CODE: dict[str, tuple[str, ...]] = {"task_prior": ("ad4fe381eb",), "sufficiency": ("45a1eaeef2",)}
+"""Earlier code versions of a metric (every signal of it, its variants too) that *are* the current code: only the
+version's key changed, because a module that was always part of the computation was added to the metric's code list
+(``MetricSpec.code``: ``metrics/content_seed.py`` for both, ``metrics/sufficiency/rows.py`` and
+``metrics/normal_scores.py`` for sufficiency; ``tests/test_layers.py::
+test_a_metrics_code_version_covers_every_module_of_its_package``). Read like :data:`SAME_RESULTS`, before it."""
+
+
 def cached_signal(folder: Path, metric: str, central: frozenset[str] | set[str] = frozenset()) -> Path:
     """The file of ``metric``'s cached result in a view's cache folder: the current code version's, else that of an
-    earlier version in :data:`SAME_RESULTS` when one is there, else the current version's path (absent)."""
+    earlier version in :data:`SAME_CODE` (by the signal's metric) or :data:`SAME_RESULTS` (by the signal) when one is
+    there, else the current version's path (absent)."""
     current = folder / metric_cache_name(metric, central)
     if current.is_file():
         return current
-    for version in SAME_RESULTS.get(metric, ()):
+    base = VARIANTS.get(metric, (metric, {}))[0]
+    for version in (*SAME_CODE.get(base, ()), *SAME_RESULTS.get(metric, ())):
         earlier = folder / metric_cache_name(metric, central, version)
         if earlier.is_file():
             return earlier

@@ -301,3 +301,26 @@ def test_a_metrics_code_version_hashes_what_computes_it_not_the_registrys_weight
     spec = get_spec("nn_agreement")
     assert dataclasses.replace(spec, weight=spec.weight + 1.0).code_version() == spec.code_version()
     assert "embedselect.metrics.pool" in _SHARED_CODE and "embedselect.metrics.base" not in _SHARED_CODE
+
+
+@pytest.mark.parametrize("metric", ["task_prior", "sufficiency"])
+def test_a_metrics_code_version_covers_every_module_of_its_package(metric):
+    """Every module of the metric's own package is in its code list (so editing any of them recomputes its cached
+    results), and so is every embedselect.metrics module its package imports, except the registry (base)."""
+    import ast
+    import importlib
+    import pkgutil
+
+    from embedselect.metrics.base import _SHARED_CODE, get_spec
+
+    spec = get_spec(metric)
+    package = importlib.import_module(f"embedselect.metrics.{metric}")
+    own = {m.name for m in pkgutil.walk_packages(package.__path__, prefix=package.__name__ + ".")}
+    assert own and own <= set(spec.code), sorted(own - set(spec.code))
+    imported = set()
+    for name in own:
+        tree = ast.parse(Path(importlib.import_module(name).__file__).read_text())
+        imported |= {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module
+                     and n.module.startswith("embedselect.metrics.") and not n.module.startswith(package.__name__)}
+    missing = imported - set(spec.code) - set(_SHARED_CODE) - {"embedselect.metrics.base"}
+    assert not missing, sorted(missing)

@@ -241,16 +241,18 @@ for _spec in (
                            "its clusters)",
                code=("embedselect.metrics.task_prior.score", "embedselect.metrics.task_prior.moments",
                      "embedselect.metrics.task_prior.priors", "embedselect.metrics.task_prior.sampling",
-                     "embedselect.metrics.probes")),
+                     "embedselect.metrics.probes", "embedselect.metrics.content_seed")),
     MetricSpec("sufficiency", "embedselect.metrics.sufficiency.score:compute", min_items=50, resample="half",
                description="median information sufficiency: how well each embedding predicts the pool's models (part of "
                            "the default combination; its communities with the option pairs=all)",
                weight=0.25,
                code=("embedselect.metrics.sufficiency.score", "embedselect.metrics.sufficiency.pairs",
-                     "embedselect.metrics.sufficiency.settings",
+                     "embedselect.metrics.sufficiency.rows", "embedselect.metrics.sufficiency.settings",
                      "embedselect.metrics.sufficiency.result", "embedselect.metrics.sufficiency.inputs",
-                     "embedselect.metrics.sufficiency.gaussian", "embedselect.metrics.sufficiency.knife", "embedselect.metrics.sufficiency.knife.prepare",
-                     "embedselect.metrics.sufficiency.knife.mixture", "embedselect.metrics.sufficiency.knife.engine")),
+                     "embedselect.metrics.sufficiency.gaussian", "embedselect.metrics.sufficiency.knife",
+                     "embedselect.metrics.sufficiency.knife.prepare", "embedselect.metrics.sufficiency.knife.mixture",
+                     "embedselect.metrics.sufficiency.knife.engine", "embedselect.metrics.normal_scores",
+                     "embedselect.metrics.content_seed")),
     # label-free comparators from the literature, shown for texts (weight 0: the text default is task_prior 1 and
     # sufficiency 0.25, mean ranks, chosen on the selection half of docs/validity.md's protocol and confirmed on the
     # other half, "Protocol"); images weigh them in: pipeline/defaults.py
