@@ -48,10 +48,12 @@ def main() -> int:
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--default", action="store_true", help="also the package default's ρ against each truth")
     ap.add_argument("--json", type=Path, help="write the per-view results here")
+    ap.add_argument("--pools", nargs="+", default=list(POOL_ORDER),
+                    help="the named pools of validity_pools.POOLS read as views (default: %(default)s)")
     a = ap.parse_args()
     if 0 in a.splits:
         ap.error("split 0 is the truth every table uses: measure other splits")
-    views = load_views(a.datasets, a.max_items, 0, default_extra(), POOL_ORDER)
+    views = load_views(a.datasets, a.max_items, 0, default_extra(), tuple(a.pools))
     again = {d: {s: remeasure(d, s, max_items=a.max_items, jobs=a.jobs) for s in a.splits}
              for d in sorted({v["dataset"] for v in views})}
     rows, out = [], {}

@@ -592,6 +592,19 @@ def _as_words(name: str) -> str:
     return " ".join(re.sub(r"[._\-]+", " ", name).split())
 
 
+def _string_pairs(rows: Sequence[Any], what: str, names: str) -> list[tuple[str, str]]:
+    """``rows`` checked to be pairs of strings (a tool's (name, description) rows); ``what`` / ``names`` word the
+    error ("mypy's error code", "(code, description)").
+
+    Raises:
+        DataError: a row that is not a pair of strings, named by its position.
+    """
+    for i, r in enumerate(rows):
+        if isinstance(r, str) or len(r) != 2 or not all(isinstance(x, str) for x in r):
+            raise DataError(f"{what} {i}: expected a {names} pair of strings, got {r!r}")
+    return [(str(r[0]), str(r[1])) for r in rows]
+
+
 def _fresh_python(script: str, *args: str, env: dict[str, str | None] | None = None, what: str) -> str:
     """What ``script`` prints, run in a fresh isolated interpreter (``python -I``, the installed packages; an empty
     temporary working folder), so that nothing this process imported, patched or configured changes it. ``env``
@@ -673,11 +686,9 @@ def load_mypy_error_codes(codes: Sequence[Sequence[str]] | None = None) -> tuple
     if codes is None:
         codes = json.loads(_fresh_python(_MYPY_SCRIPT, what="mypy's error codes"))
     pairs = []
-    for i, c in enumerate(codes):
-        if isinstance(c, str) or len(c) != 2 or not all(isinstance(x, str) for x in c):
-            raise DataError(f"mypy's error code {i}: expected a (code, description) pair of strings, got {c!r}")
-        if len(c[1].split()) >= 3:
-            pairs.append((_as_words(c[0]), " ".join(c[1].split())))
+    for code, desc in _string_pairs(codes, "mypy's error code", "(code, description)"):
+        if len(desc.split()) >= 3:
+            pairs.append((_as_words(code), " ".join(desc.split())))
     return from_pairs(pairs, max_docs=NEW_MAX, max_queries=NEW_MAX)
 
 
@@ -747,10 +758,8 @@ def load_duckdb_functions(rows: Sequence[Sequence[str]] | None = None) -> tuple[
     if rows is None:
         rows = json.loads(_fresh_python(_DUCKDB_SCRIPT, what="duckdb's functions"))
     pairs = []
-    for i, r in enumerate(rows):
-        if isinstance(r, str) or len(r) != 2 or not all(isinstance(x, str) for x in r):
-            raise DataError(f"duckdb's function {i}: expected a (name, description) pair of strings, got {r!r}")
-        name, desc = r[0], " ".join(r[1].replace("`", "").split())
+    for name, text in _string_pairs(rows, "duckdb's function", "(name, description)"):
+        desc = " ".join(text.replace("`", "").split())
         if re.fullmatch(r"[a-z][a-z0-9_]*", name) and len(desc.split()) >= 3:
             pairs.append((_as_words(name), " ".join(desc.split()[:150])))
     return from_pairs(pairs, max_docs=NEW_MAX, max_queries=NEW_MAX)
