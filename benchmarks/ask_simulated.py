@@ -12,13 +12,13 @@ stratified items:
    the reference points (as ``benchmarks.protocol`` reads them; no bootstrap), with the witnesses the product computes
    with weight 0 (``validity_default.default_witnesses``: nn_agreement for texts) asked about first place as
    ``select()`` asks them, and the contenders are
-   :func:`embedselect.validation.answers.contenders` of the leaders, the order and the families (one per family);
+   :func:`embedselect.validation.duels.contenders` of the leaders, the order and the families (one per family);
 3. the simulated person answers from the labels: the option that shares the anchor's label; ``skip`` when both or
    neither do;
 4. targeted: the questions of :func:`embedselect.pipeline.questions.choose_triplets` over the contenders' vectors
    (``--pool-questions`` of them, seeded), answered in file order; random: uniformly drawn triplets of distinct
    items, answered the same way. For each budget (answers, skips not counted) the pick is the winner of
-   :func:`~embedselect.validation.answers.verdict` between the contenders: the first contender in label-free order
+   :func:`~embedselect.validation.duels.verdict` between the contenders: the first contender in label-free order
    that no other one beats on the answers (the label-free pick when they rule nothing out), exactly the first row of
    ``rank --answers``. ``--z`` reads the same rule at other interval levels (the product's is
    :data:`~embedselect.validation.answers.Z_DECIDE`, 99.9 %); ``--half`` restricts the datasets to one half of the protocol
@@ -164,7 +164,7 @@ def simulate(view: Mapping[str, Any], *, budgets: Sequence[int], repeats: int, n
     """Per budget: the targeted and random picks' hit rates (within ``tolerance`` of the best) over ``repeats``
     seeds, the label-free pick, and the worst loss against label-free; ``out["budgets"]`` under the first of
     ``levels`` (the verdict's interval z), ``out["levels"][z]`` the same under each level. ``rule``: ``product``
-    (:func:`~embedselect.validation.answers.contenders`), ``wide`` (:func:`wide_contenders`) or ``reference``
+    (:func:`~embedselect.validation.duels.contenders`), ``wide`` (:func:`wide_contenders`) or ``reference``
     (:func:`reference_contenders`)."""
     truth, comb, y, vec = view["truth"], view["combined"], view["labels"], view["vectors"]
     best = max(truth.values())

@@ -124,7 +124,7 @@ def interactive(session: Any, stdin: TextIO, out: TextIO, *, viewer: bool = Fals
     """Ask the unanswered questions of ``session`` one at a time; each answer (a, b, s = skip; u undoes the last
     one) is written to the questions file at once (atomically), so that q, Ctrl-C or a closed terminal lose nothing
     and the next run resumes. Stops by itself once the answers separate the contenders
-    (:func:`embedselect.validation.answers.verdict`). Returns the exit status."""
+    (:func:`embedselect.validation.duels.verdict`). Returns the exit status."""
     from embedselect.validation.questions import with_answer
 
     width = shutil.get_terminal_size((80, 24)).columns

@@ -57,7 +57,7 @@ def answers_stage(ctx: Any, decision: Any) -> Any:
 
     Every scored candidate gets the columns ``answers.agreement`` (the share of answered questions it orders the
     person's way), ``answers.agreement_low`` / ``_high`` (95 % Wilson interval) and ``answers.n``. Between the
-    contenders (:func:`~embedselect.validation.answers.contenders` of ``decision``'s leaders, the order and the
+    contenders (:func:`~embedselect.validation.duels.contenders` of ``decision``'s leaders, the order and the
     pool's model families: one candidate per family) the answers rule out contenders that another contender beats
     (:func:`~embedselect.validation.duels.verdict`), and the decision follows as
     :func:`~embedselect.pipeline.evidence.fold_verdict` says (one contender left: decided). ``ctx.answers_summary``

@@ -37,7 +37,7 @@ class AskSession:
 
     Attributes:
         ref: the :class:`~embedselect.data.ReferenceData`.
-        contenders: candidate names, label-free order (:func:`~embedselect.validation.answers.contenders`).
+        contenders: candidate names, label-free order (:func:`~embedselect.validation.duels.contenders`).
         vectors: contender name -> float32 (n, d) embeddings of ``ref`` (read-only memory maps of the cache).
         questions: every question, in file order.
         n_new: how many of them this call added.
@@ -72,7 +72,7 @@ def ask(data: Any, candidates: Any, *, n: int = DEFAULT_QUESTIONS, out: str | Pa
     chosen where the contenders' embeddings disagree most (:mod:`embedselect.pipeline.questions`): one candidate per
     model family, the best of each family among the leaders of the newest stored ranking of this data and this pool
     of candidates, or of its first families when the leaders are of one family
-    (:func:`~embedselect.validation.answers.contenders`); without such a ranking, one is made first
+    (:func:`~embedselect.validation.duels.contenders`); without such a ranking, one is made first
     (:func:`~embedselect.pipeline.run.select`, stored). Embeddings come from the cache; what is missing is embedded.
     Seeded: the same data, pool, ``n`` and ``seed`` give the same questions.
 

@@ -19,8 +19,9 @@ from embedselect.pipeline.queries import queries_stage, retrieval_stage
 
 
 def rank_embedded(ctx: RunContext, t_start: float, *, save: bool) -> Ranking:
-    """Stages 3 to 6 over the candidates of ``ctx`` that are embedded: metrics, combined rank and decision (with the
-    answers and the search queries, if any, deciding between the contenders), validation against labels (if any), the :class:`~embedselect.ranking.result.Ranking` (stored when ``save``)."""
+    """Stages 3 to 6 over the candidates of ``ctx`` that are embedded: metrics, combined rank and decision (the answers
+    and the search queries, if any, decide between the contenders), validation against labels (if any), the
+    :class:`~embedselect.ranking.result.Ranking` (stored when ``save``)."""
     metrics_stage(ctx)
     decision = answers_stage(ctx, _rank_stage(ctx))
     validation = _validate_stage(ctx)

@@ -277,7 +277,7 @@ class Ranking:
         validation: accuracy of probes trained on user labels, and rank correlations, when labels were given.
         retrieval: the search check, when queries were given: each candidate's MRR@10, nDCG@10, recall@1 and
             recall@10 on the user's queries, with bootstrap intervals over the queries, and each label-free score's
-            rank correlations with MRR@10 (see :func:`embedselect.pipeline.conclude._retrieval_stage`).
+            rank correlations with MRR@10 (see :func:`embedselect.pipeline.queries.retrieval_stage`).
         uncertainty: bootstrap results, when requested.
         warnings: things the user should know (small pool, failed candidates, ...), each a :class:`RankingWarning`
             with a stable ``code`` (:data:`WARNING_CODES`).
