@@ -44,6 +44,7 @@ import numpy as np
 from benchmarks import validity_retrieval as vr
 from benchmarks.protocol import half
 from benchmarks.validity_pools import pool_roles
+from embedselect.pipeline.queries import queries_verdict
 from embedselect.validation.duels import Z_DECIDE, contenders, verdict
 from embedselect.validation.retrieval import query_scores, search_ranks
 
@@ -62,16 +63,15 @@ def reciprocal_ranks(name: str) -> dict[str, np.ndarray]:
 
 def picks(rr: Mapping[str, np.ndarray], order: Sequence[str], leaders: Sequence[str], families: Mapping[str, str],
           chosen: np.ndarray, z: float = Z_DECIDE) -> dict[str, Any]:
-    """The three picks of one draw (module docstring, step 4): ``chosen`` int (k,) the user's query rows."""
+    """The three picks of one draw (module docstring, step 4): ``chosen`` int (k,) the user's query rows. The best on
+    the queries is the product's own rule (:func:`embedselect.pipeline.queries.queries_verdict`, at its 99.9 %);
+    ``z`` is the leaders' verdict's level."""
     names = contenders(leaders, order, families)
     v = verdict({c: rr[c][chosen] for c in names}, names, z=z, unit="queries")
-    mrr = {c: float(rr[c][chosen].mean()) for c in order}
-    by_queries = sorted(order, key=lambda c: (-mrr[c], order.index(c)))
-    heads = list({families.get(c, c): c for c in reversed(by_queries)}.values())[::-1]  # each family's best
-    heads.sort(key=by_queries.index)
-    w = verdict({c: rr[c][chosen] for c in heads}, heads, z=z, unit="queries")
-    return {"label-free": order[0], "queries": v.winner if len(names) >= 2 else order[0], "best-on-queries": w.winner,
-            "decided": bool(v.decided), "decided-best": bool(w.decided), "ruled_out": sorted(v.ruled_out)}
+    by_queries, _heads, w = queries_verdict({c: rr[c][chosen] for c in order}, list(order), families)
+    return {"label-free": order[0], "queries": v.winner if len(names) >= 2 else order[0],
+            "best-on-queries": by_queries[0], "decided": bool(v.decided), "decided-best": bool(w.decided),
+            "ruled_out": sorted(v.ruled_out)}
 
 
 def simulate(view: Mapping[str, Any], rr: Mapping[str, np.ndarray], budgets: Sequence[int], draws: int,

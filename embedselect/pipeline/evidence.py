@@ -36,8 +36,7 @@ def fold_verdict(ctx: Any, decision: Any, names: list[str], v: Any, *, code: str
     reorder(ctx, names, v.remaining + [c for c in names if c in v.ruled_out])
     out = "; ".join(f"{c} by {r['by']} ({r['wins']}:{r['losses']} on {on_what})" for c, r in v.ruled_out.items())
     if v.decided or v.winner != names[0]:  # the evidence changes what the label-free ranking said
-        label_free = [f"no clear winner: {why}" for why in decision.reasons]
-        ctx.warnings = [w for w in ctx.warnings if w not in label_free]
+        drop_label_free_notes(ctx, decision)
     if v.decided:
         ctx.warnings.append(RankingWarning(code, f"decided by {said}: {v.winner}; they rule out {out} "
                                            f"({DECIDE_LEVEL:.1%} Wilson interval above one half)", [str(v.winner)]))
@@ -50,6 +49,13 @@ def fold_verdict(ctx: Any, decision: Any, names: list[str], v: Any, *, code: str
     why = f"{by} rule out {', '.join(v.ruled_out)} but do not separate {', '.join(v.remaining)}"
     ctx.warnings.append(RankingWarning("undecided", f"no clear winner: {why}", v.remaining))
     return Decision(False, list(v.remaining), [why], ["undecided"])
+
+
+def drop_label_free_notes(ctx: Any, decision: Any) -> None:
+    """Remove from ``ctx.warnings`` the label-free "no clear winner" notes of ``decision`` (its reasons), which the
+    evidence's own note replaces."""
+    label_free = [f"no clear winner: {why}" for why in decision.reasons]
+    ctx.warnings = [w for w in ctx.warnings if w not in label_free]
 
 
 def reorder(ctx: Any, names: list[str], order: list[str]) -> None:

@@ -9,8 +9,8 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from embedselect.pipeline.evidence import reorder
-from embedselect.validation.duels import DECIDE_LEVEL, MIN_ANSWERED, verdict
+from embedselect.pipeline.evidence import drop_label_free_notes, reorder
+from embedselect.validation.duels import DECIDE_LEVEL, MIN_ANSWERED, Verdict, verdict
 
 
 def retrieval_stage(ctx: Any, label_free: Mapping[str, Mapping[str, float]]
@@ -63,6 +63,28 @@ def retrieval_stage(ctx: Any, label_free: Mapping[str, Mapping[str, float]]
              "n_boot": check.get("n_boot"), "seed": ctx.seed, "warnings": check.get("warnings", [])}, reciprocal)
 
 
+def queries_verdict(reciprocal: Mapping[str, np.ndarray], table: list[str], families: Mapping[str, str]
+                    ) -> tuple[list[str], list[str], Verdict]:
+    """The queries' rule, on the candidates ``table`` (in label-free order) with each query's reciprocal rank at 10
+    (``reciprocal``: candidate -> float (m,)): the candidates ordered by MRR@10 on the queries (equal MRR keeps
+    ``table``'s order), the contenders (each family's best on the queries; ``families``: candidate -> family, a
+    candidate not in it is its own), and :func:`~embedselect.validation.duels.verdict` between them. The verdict's
+    winner is first in the order.
+
+    Returns:
+        (order, contenders, verdict).
+    """
+    mrr = {c: float(np.mean(reciprocal[c])) for c in table}
+    order = sorted(table, key=lambda c: (-mrr[c], table.index(c)))
+    heads: dict[str, str] = {}  # family -> its best candidate on the queries
+    for c in order:
+        heads.setdefault(families.get(c, c), c)
+    names = list(heads.values())
+    v = verdict(reciprocal, names, unit="queries")
+    order = [c for c in order if c in v.remaining[:1]] + [c for c in order if c not in v.remaining[:1]]
+    return order, names, v
+
+
 def queries_stage(ctx: Any, decision: Any, retrieval: dict[str, Any] | None,
                   reciprocal: Mapping[str, np.ndarray]) -> Any:
     """Let the queries order the candidates and decide between them (a no-op without queries).
@@ -90,20 +112,13 @@ def queries_stage(ctx: Any, decision: Any, retrieval: dict[str, Any] | None,
     if len(table) < 2:
         return decision
     mrr = {c: float(np.mean(reciprocal[c])) for c in table}
-    order = sorted(table, key=lambda c: (-mrr[c], table.index(c)))
-    heads: dict[str, str] = {}  # family -> its best candidate on the queries
-    for c in order:
-        heads.setdefault(ctx.families.get(c, c), c)
-    names = list(heads.values())
-    v = verdict(reciprocal, names, unit="queries")
-    order = [c for c in order if c in v.remaining[:1]] + [c for c in order if c not in v.remaining[:1]]
+    order, names, v = queries_verdict(reciprocal, table, ctx.families)
     reorder(ctx, table, order)
     retrieval["decision"] = {"order": order, "contenders": names, "level": DECIDE_LEVEL,
                              "min_queries": MIN_ANSWERED, **v.to_dict()}
     n = len(reciprocal[table[0]])
     said = f"your {n} quer{'ies' if n != 1 else 'y'}"
-    label_free = [f"no clear winner: {why}" for why in decision.reasons]
-    ctx.warnings = [w for w in ctx.warnings if w not in label_free]
+    drop_label_free_notes(ctx, decision)
     if len(names) < 2:  # one model family: its members are not compared with each other
         why = f"{said} put {order[0]} first, but every candidate is of one model family"
         ctx.warnings.append(RankingWarning("undecided", f"no clear winner: {why}", [order[0]]))
