@@ -224,3 +224,23 @@ def test_queries_order_the_table_and_decide_when_they_separate_the_best(tmp_path
     assert any(w.code == "queries" and w.startswith("the table follows your 5 queries") for w in few.warnings)
     assert any(w.code == "undecided" and "(at least 10 queries needed)" in w for w in few.warnings)
     assert "add queries" in few.next_step
+
+
+def test_with_one_model_family_the_queries_order_its_members_and_decide_nothing(tmp_path, cache_dir):
+    """A model and its own variant (a prompt of its own) are one family: the queries put the member that finds the
+    documents first at the top, and the ranking stays undecided with a small-pool note, its code matching the
+    decision's reason."""
+    from embedselect.pipeline import select
+
+    items = texts()
+    data = tmp_path / "docs.csv"
+    pd.DataFrame({"text": items}).to_csv(data, index=False)
+    queries = tmp_path / "q.csv"
+    pd.DataFrame([{"query": items[r], "relevant": str(r + 1)} for r in range(0, 32, 2)]).to_csv(queries, index=False)
+    model = make_tiny_sentence_transformer(tmp_path / "m", seed=0)
+    ranking = select(data, [f"drowned={model}?prompt={'sky ' * 30}", f"plain={model}"], column="text",
+                     queries=queries, metrics=["rankme"], cache_dir=cache_dir)
+    assert ranking.retrieval["decision"]["contenders"] == ["plain"]
+    assert [c.name for c in ranking.candidates][0] == "plain" and not ranking.decided and ranking.leaders == ["plain"]
+    (note,) = [w for w in ranking.warnings if "every candidate is of one model family" in w]
+    assert note.code == "small-pool"

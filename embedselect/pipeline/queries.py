@@ -121,7 +121,7 @@ def queries_stage(ctx: Any, decision: Any, retrieval: dict[str, Any] | None,
     drop_label_free_notes(ctx, decision)
     if len(names) < 2:  # one model family: its members are not compared with each other
         why = f"{said} put {order[0]} first, but every candidate is of one model family"
-        ctx.warnings.append(RankingWarning("undecided", f"no clear winner: {why}", [order[0]]))
+        ctx.warnings.append(RankingWarning("small-pool", f"no clear winner: {why}", [order[0]]))
         return Decision(False, [order[0]], [why], ["small-pool"], settle=decision.settle)
     if v.decided:
         beaten = ", ".join(f"{p['other']} ({p['wins']}:{p['losses']})" for p in v.pairs)
