@@ -1,4 +1,4 @@
-"""Search queries in a run (``select(..., queries=)``, ``rank`` / ``validate --queries``): every candidate searches the
+"""Search queries in a run (``select(..., queries=)``, ``validate --queries``): every candidate searches the
 reference items with them and is scored (:func:`retrieval_stage`), and the queries order the candidates and, where they
 separate the best from the others, decide (:func:`queries_stage`)."""
 

@@ -1,7 +1,7 @@
 """What a person's evidence decides between the contenders of a ranking: one candidate per model family
-(:func:`contenders`), compared two by two on the questions the person settled (:func:`verdict`). The one rule behind
-``rank --answers`` (triplet answers, :mod:`embedselect.validation.answers`) and ``rank --queries`` (search queries,
-:mod:`embedselect.pipeline.queries`).
+(:func:`contenders`), compared two by two on the questions the person settled (:func:`verdict`). The verdict is the
+one rule behind ``rank --answers`` (triplet answers, :mod:`embedselect.validation.answers`, between these contenders)
+and ``validate --queries`` (search queries, :mod:`embedselect.pipeline.queries`, between each family's best on them).
 
 Per question each contender has a score, higher meaning closer to the person: 1 or 0 for a triplet answer it orders
 the person's way or not, the reciprocal rank of the first relevant item for a search query. Two contenders are
