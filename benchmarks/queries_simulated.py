@@ -1,6 +1,7 @@
-"""Do a few search queries settle the pick for search? ``rank --queries`` lets the queries decide between the
-contenders (:func:`embedselect.pipeline.queries.queries_stage`); this reads that rule on the retrieval views of
-``validity_retrieval.py`` with a simulated user who brings ``k`` of the set's real queries.
+"""Do a few search queries settle the pick for search? ``validate --queries`` (and ``select(..., queries=)``) lets
+the queries order the candidates and decide between them (:func:`embedselect.pipeline.queries.queries_stage`); this
+reads that rule on the retrieval views of ``validity_retrieval.py`` with a simulated user who brings ``k`` of the
+set's real queries.
 
 For every retrieval view (a set's documents under a named pool of ``validity_retrieval.VIEWS``):
 
@@ -17,7 +18,7 @@ For every retrieval view (a set's documents under a named pool of ``validity_ret
    - *best on the queries* (the product's rule, :func:`embedselect.pipeline.queries.queries_stage`): the candidate
      with the highest MRR@10 on the ``k`` queries (ties by label-free order), decided when it beats each other model
      family's best on them (:func:`embedselect.validation.duels.verdict`, 99.9 %): exactly the first row of
-     ``rank --queries``;
+     ``validate --queries``;
    - *leaders' verdict* (a variant, the rule of ``rank --answers``): the winner of the verdict between
      :func:`~embedselect.validation.duels.contenders` of the label-free leaders (the label-free pick when they rule
      nothing out).
