@@ -7,7 +7,9 @@
   derivations in ``vectors.py``), ``bench_io.py`` (the cache and atomic writes),
   ``validity.py`` (model preparation and the first three-dataset check), ``validity_pools.py`` (signals and the
   ground truth per view), ``validity_default.py`` (leave-one-dataset-out choice of the defaults),
-  ``seed_stability.py``, ``per_view.py`` and ``truth_noise.py``; method and current numbers in docs/validity.md.
+  ``seed_stability.py``, ``per_view.py``, ``truth_noise.py``, ``validity_retrieval.py`` (the retrieval views; their
+  folders in ``retrieval_pools.py``, the search default's choice in ``retrieval_default.py``); method and current
+  numbers in docs/validity.md.
 
 Run each from the checkout's root as ``python -m benchmarks.NAME``. Tests: ``benchmarks/tests/`` (``make test``
 runs them). Imports: embedselect and testkit, never tests/ or lab/ (``tests/test_layers.py``).

