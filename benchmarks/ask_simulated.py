@@ -2,15 +2,15 @@
 within 0.02 of the best, and do targeted questions need fewer answers than random ones?
 
 For every view of the validity benchmark (a dataset's pool folder of ``validity_data.py`` under a named pool of
-``validity_pools.POOLS``: ``all``, and ``issue`` / ``width`` for texts, ``photo8`` for images), at ``--max-items``
+``named_pools.POOLS``: ``all``, and ``issue`` / ``width`` for texts, ``photo8`` for images), at ``--max-items``
 stratified items:
 
-1. truth: the tuned logistic probe's held-out accuracy per candidate (``validity_pools.ground_truth``, cached);
-2. label-free: the package's default combination for the view's modality (``validity_default.default_setting``,
-   signals cached by ``validity_pools.signals``), derived copies below their parents; its first candidate is the
+1. truth: the tuned logistic probe's held-out accuracy per candidate (``signal_cache.ground_truth``, cached);
+2. label-free: the package's default combination for the view's modality (``default_grid.default_setting``,
+   signals cached by ``signal_cache.signals``), derived copies below their parents; its first candidate is the
    label-free pick, its leaders those of :func:`embedselect.ranking.combine.decide` on the signals, the families and
    the reference points (as ``benchmarks.protocol`` reads them; no bootstrap), with the witnesses the product computes
-   with weight 0 (``validity_default.default_witnesses``: nn_agreement for texts) asked about first place as
+   with weight 0 (``default_grid.default_witnesses``: nn_agreement for texts) asked about first place as
    ``select()`` asks them, and the contenders are
    :func:`embedselect.validation.duels.contenders` of the leaders, the order and the families (one per family);
 3. the simulated person answers from the labels: the option that shares the anchor's label; ``skip`` when both or
@@ -50,12 +50,13 @@ import numpy as np
 
 from benchmarks.bench_io import bench_cache
 from benchmarks.candidates import copy_pairs
+from benchmarks.default_grid import default_setting, default_witnesses
+from benchmarks.named_pools import POOL_MODALITY, POOLS, pool_roles
+from benchmarks.protocol import HALVES, half, label_free
 from benchmarks.sets.registry import DATASETS as ALL_DATASETS
 from benchmarks.sets.registry import stratified_indices
+from benchmarks.signal_cache import ground_truth, signals
 from benchmarks.validity_data import load_pool
-from benchmarks.protocol import HALVES, half, label_free
-from benchmarks.validity_default import default_setting, default_witnesses
-from benchmarks.validity_pools import POOL_MODALITY, POOLS, ground_truth, pool_roles, signals
 from embedselect.pipeline.questions import choose_triplets
 from embedselect.ranking.ties import order_by_score
 from embedselect.validation.answers import TOP_CONTENDERS, Z_DECIDE, Answered, agrees, contenders, verdict
@@ -277,7 +278,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, help="also write the Markdown here")
     p.add_argument("--json", type=Path, help="per-view results as JSON")
     p.add_argument("--pools", nargs="+", default=None,
-                   help="the named pools of validity_pools.POOLS to read as views (each on the datasets of its "
+                   help="the named pools of named_pools.POOLS to read as views (each on the datasets of its "
                    "modality; default: " + "; ".join(f"{m}: {', '.join(ps)}" for m, ps in VIEW_POOLS.items()) + ")")
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")

@@ -23,8 +23,9 @@ from pathlib import Path
 import numpy as np
 
 
+from benchmarks.cached_views import evaluate, load_views
+from benchmarks.default_grid import default_extra, default_setting
 from benchmarks.sets.registry import DATASETS
-from benchmarks.validity_default import default_extra, default_setting, evaluate, load_views
 
 POOL_ORDER = ("issue", "width", "all", "photo8")
 

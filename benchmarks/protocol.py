@@ -5,7 +5,7 @@ The split is fixed in advance by the dataset's name: the first hex digit of sha2
 confirmation (:func:`half`). Signals, priors, options and weights are chosen on the selection half only; the
 confirmation half is read once per proposed change.
 
-For every cached view (dataset x pool, :func:`benchmarks.validity_default.load_views`) the default of the view's
+For every cached view (dataset x pool, :func:`benchmarks.cached_views.load_views`) the default of the view's
 modality (weights, method and options of :mod:`embedselect.pipeline.defaults`) is combined as ``select()`` combines it:
 each family counted once (:func:`embedselect.ranking.combine.combine_ranks` with the pool's families), copies below
 their parents, and :func:`embedselect.ranking.combine.decide` on the signals, the families and the reference points.
@@ -33,8 +33,9 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from benchmarks.named_pools import POOLS, pool_roles
+from benchmarks.scoring import correlations, regret, top_pick
 from benchmarks.sets.registry import DATASETS
-from benchmarks.validity_pools import POOLS, correlations, pool_roles, regret, top_pick
 from embedselect.ranking.combine import WITNESSES, combine_ranks, copies_below_parents, decide
 
 HALVES = ("selection", "confirmation")
@@ -62,8 +63,8 @@ the data-blind order by size. Only the order matters."""
 
 def unread_views(names: Sequence[str], pools: Sequence[str], views: Sequence[Mapping[str, Any]]) -> list[str]:
     """The ``dataset/pool`` views of ``names`` × ``pools`` whose candidates are all built but that
-    :func:`~benchmarks.validity_default.load_views` did not return (a truth or signal file missing, e.g. one computed
-    by an earlier code version of the signal and not listed in ``validity_pools.SAME_CODE`` or ``SAME_RESULTS``): said, not dropped
+    :func:`~benchmarks.cached_views.load_views` did not return (a truth or signal file missing, e.g. one computed
+    by an earlier code version of the signal and not listed in ``signal_cache.SAME_CODE`` or ``SAME_RESULTS``): said, not dropped
     in silence."""
     from benchmarks.bench_io import bench_cache
 
@@ -172,10 +173,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--max-items", type=int, default=300)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--pools", nargs="+", default=[p for p in POOLS if p != "all"],
-                    help="the named pools of validity_pools.POOLS read as views (default: every pool but 'all')")
+                    help="the named pools of named_pools.POOLS read as views (default: every pool but 'all')")
     ap.add_argument("--weights", nargs="+", metavar="METRIC=W",
                     help="a proposed setting instead of the package's default (same weights for every modality; "
-                    "a METRIC may be a validity_pools.VARIANTS name); read on the selection half first")
+                    "a METRIC may be a signal_cache.VARIANTS name); read on the selection half first")
     ap.add_argument("--method", choices=("mean-rank", "mean-z"), default=None, help="with --weights: how to combine")
     ap.add_argument("--witnesses", nargs="*", default=None, metavar="METRIC",
                     help="the signals shown with weight 0 that decide() asks about first place (default: the "
@@ -192,7 +193,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             for modality, names in sorted(split[h].items()):
                 print(f"{h} {modality} ({len(names)}): {', '.join(names)}")
         return 0
-    from benchmarks.validity_default import SIGNALS, default_extra, default_setting, load_views
+    from benchmarks.cached_views import load_views
+    from benchmarks.default_grid import SIGNALS, default_extra, default_setting
     from embedselect._util.kinds import MODALITIES
 
     from benchmarks.bench_io import bench_cache

@@ -43,10 +43,10 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from benchmarks import validity_retrieval as vr
+from benchmarks.named_pools import pool_roles
 from benchmarks.protocol import half
 from benchmarks.retrieval_pools import load_set, root
 from benchmarks.sets.retrieval_registry import SETS
-from benchmarks.validity_pools import pool_roles
 from embedselect.pipeline.queries import queries_verdict
 from embedselect.validation.duels import Z_DECIDE, contenders, verdict
 from embedselect.validation.retrieval import query_scores, search_ranks

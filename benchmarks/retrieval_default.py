@@ -54,13 +54,15 @@ def _view_of(r: dict[str, Any]) -> dict[str, Any]:
 def propose_search_default(sel: list[dict[str, Any]]) -> tuple[SearchSetting, list[str]]:
     """The search default proposed on the selection half's views alone: the first setting of
     :data:`SEARCH_CANDIDATES` (fewest weights first) that is as good as the best of :data:`SEARCH_GRID` ∪ the candidates
-    by ``validity_default.objective``'s parts (as many views with ρ ≥ 0.8 and regret ≤ 0.02, mean ρ within
+    by ``lodo.objective``'s parts (as many views with ρ ≥ 0.8 and regret ≤ 0.02, mean ρ within
     :data:`CHOICE_MARGIN`); the best itself when none
     is. Returns the setting and the lines that report the choice (each candidate's selection numbers)."""
     import itertools
 
     from benchmarks.protocol import read_view
-    from benchmarks.validity_default import TARGETS, evaluate, label
+    from benchmarks.cached_views import evaluate
+    from benchmarks.default_grid import label
+    from benchmarks.scoring import TARGETS
 
     grid = [({m: w for m, w in zip(SEARCH_GRID, ws) if w}, meth) for meth in ("mean-rank", "mean-z")
             for ws in itertools.product(*SEARCH_GRID.values()) if any(ws)]
@@ -146,8 +148,8 @@ def choose_witnesses(sel: list[dict[str, Any]], setting: SearchSetting) -> tuple
 
 
 def _label(setting: SearchSetting | WitnessedSetting) -> str:
-    """A setting's weights and method (``validity_default.label``), and its witnesses when it carries them."""
-    from benchmarks.validity_default import label
+    """A setting's weights and method (``default_grid.label``), and its witnesses when it carries them."""
+    from benchmarks.default_grid import label
 
     text = label((setting[0], setting[1]))
     if len(setting) == 3:
@@ -156,7 +158,7 @@ def _label(setting: SearchSetting | WitnessedSetting) -> str:
 
 
 def _default() -> SearchSetting:
-    from benchmarks.validity_default import default_setting
+    from benchmarks.default_grid import default_setting
 
     return default_setting("text")
 

@@ -1,8 +1,8 @@
 """Top-pick agreement over seeds (issue 23 item 6): does the default ranking pick the same candidate whatever the seed?
 
-For every view (dataset x named pool of ``validity_pools.POOLS``) the package's default metrics are computed with
+For every view (dataset x named pool of ``named_pools.POOLS``) the package's default metrics are computed with
 seeds 0..S-1 on the same items (the pools hold 300 items; every seed keeps all of them), each cached by
-``validity_pools.signals``. Per view it reports, for task_prior alone and for the default combination (the package's
+``signal_cache.signals``. Per view it reports, for task_prior alone and for the default combination (the package's
 weights and method for the view's modality, copies below their parents), the share of seeds whose top pick is the most
 frequent one, and the mean regret against the seed-0 ground truth.
 
@@ -22,11 +22,13 @@ import numpy as np
 from scipy.stats import kendalltau, spearmanr
 
 from benchmarks.candidates import copy_pairs
+from benchmarks.default_grid import SIGNALS, default_setting
+from benchmarks.named_pools import POOL_MODALITY, POOLS, pool_roles
+from benchmarks.scoring import regret, top_pick
 from benchmarks.sets.registry import DATASETS
+from benchmarks.signal_cache import VARIANTS, signals, view_cache_dir
 from benchmarks.validity_data import load_pool
-from benchmarks.validity_pools import POOL_MODALITY, POOLS, VARIANTS, _cache_dir, pool_roles, regret, signals, top_pick
 from embedselect.ranking.combine import combine_ranks, copies_below_parents
-from benchmarks.validity_default import SIGNALS, default_setting
 
 
 def view_picks(name: str, pool: str, seeds: int, jobs: int, method: str | None = None,
@@ -40,7 +42,7 @@ def view_picks(name: str, pool: str, seeds: int, jobs: int, method: str | None =
             return None
         vectors = {c: vectors[c] for c in POOLS[pool]}
     n = len(next(iter(vectors.values())))
-    truth_path = _cache_dir(name, n, 0) / "truth_logistic_f5.json"
+    truth_path = view_cache_dir(name, n, 0) / "truth_logistic_f5.json"
     if not truth_path.is_file():
         return None
     truth = {k: v["acc"] for k, v in json.loads(truth_path.read_text()).items() if k in vectors}

@@ -24,11 +24,12 @@ import numpy as np
 from scipy.stats import spearmanr
 
 
-from benchmarks.per_view import POOL_ORDER, default_setting
+from benchmarks.cached_views import evaluate, load_views
+from benchmarks.default_grid import default_extra, default_setting
+from benchmarks.per_view import POOL_ORDER
 from benchmarks.sets.registry import DATASETS, stratified_indices
+from benchmarks.signal_cache import ground_truth
 from benchmarks.validity_data import load_pool
-from benchmarks.validity_default import default_extra, evaluate, load_views
-from benchmarks.validity_pools import ground_truth
 
 
 def remeasure(dataset: str, split: int, *, max_items: int, jobs: int) -> dict[str, float]:
@@ -50,7 +51,7 @@ def main() -> int:
     ap.add_argument("--default", action="store_true", help="also the package default's ρ against each truth")
     ap.add_argument("--json", type=Path, help="write the per-view results here")
     ap.add_argument("--pools", nargs="+", default=list(POOL_ORDER),
-                    help="the named pools of validity_pools.POOLS read as views (default: %(default)s)")
+                    help="the named pools of named_pools.POOLS read as views (default: %(default)s)")
     a = ap.parse_args()
     if 0 in a.splits:
         ap.error("split 0 is the truth every table uses: measure other splits")

@@ -9,6 +9,11 @@ Objective (fixed before looking at results): the number of views meeting both ta
 and top-pick regret ≤ 0.02), ties by mean Spearman (an undefined Spearman counts as -1). For each held-out dataset,
 both its views are left out together and the setting with the best objective on the other datasets is chosen.
 
+The grid, its option families and the package's default as a setting are in ``default_grid.py``, the views read from
+the caches and one setting scored on one in ``cached_views.py``, the LODO and the reading of its held-out results in
+``lodo.py``; this module holds the reports (``--variants``, ``--second-truth``, ``--placements``, ``--metric-seeds``)
+and the command line.
+
     python -m benchmarks.validity_default            # prints the LODO choices and the old-vs-new default table
 
 Every number is a benchmark result, never a test threshold.
@@ -18,42 +23,33 @@ from __future__ import annotations
 
 import argparse
 import collections
-import itertools
 import json
-import math
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from benchmarks.candidates import copy_pairs
+from benchmarks.cached_views import evaluate, evaluate_grid, load_views, view_families
+from benchmarks.default_grid import (
+    FAMILIES,
+    GRID,
+    METHODS,
+    WITHIN_MODALITY_FAMILIES,
+    default_extra,
+    default_setting,
+    default_weights,
+    family_signals,
+    label,
+    settings,
+)
+from benchmarks.lodo import done_when, lodo, lodo_within_modality, objective, per_view_table, results_summary
+from benchmarks.named_pools import DATASETS
+from benchmarks.scoring import TARGETS
 from benchmarks.sets.registry import DATASETS as ALL_DATASETS
 from benchmarks.sets.registry import stratified_indices
+from benchmarks.signal_cache import view_cache_dir
 from benchmarks.validity_data import load_pool
-from benchmarks.validity_pools import (
-    DATASETS,
-    POOLS,
-    TARGETS,
-    _cache_dir,
-    central_of_view,
-    correlations,
-    cached_signal,
-    family_violations,
-    pool_roles,
-    regret,
-    top_pick,
-)
 from embedselect.ranking.combine import DEFAULT_METHOD, combine_ranks, copies_below_parents
-from embedselect.metrics.base import DEFAULT_METRICS, get_spec
 
-SIGNALS = ("task_prior", "sufficiency", "nn_agreement", "rankme", "modularity")
-GRID = {"task_prior": (1.0,), "sufficiency": (0.0, 0.25, 0.5, 1.0), "nn_agreement": (0.0, 0.5, 1.0, 2.0),
-        "rankme": (0.0, 0.5, 1.0, 2.0), "modularity": (0.0, 0.25, 0.5, 1.0)}
-METHODS = ("mean-rank", "mean-z")
-DONE_WHEN = {"rho_each": 0.6, "rho_mean": 0.85, "regret": 0.02, "regret_share": 0.8}
-"""Issue 23's targets, read held out: every view's ρ (its mean over metric seeds) at least ``rho_each``, the mean over
-views at least ``rho_mean``, regret at most ``regret`` on at least ``regret_share`` of the (view, seed) pairs. The
-selection objective (:func:`objective`) keeps the stricter per-view ρ of :data:`TARGETS`: counting hits at 0.6 instead
-raised the text share to 0.83 but lowered the held-out mean ρ to 0.845 and images to 0.751 (docs/archive/benchmarks-diary.md §4n)."""
 OLD_DEFAULT = ({"task_prior": 1.0, "sufficiency": 1.0}, "mean-rank", False)
 """The default before 2026-11-23: task_prior + sufficiency, equal weights, mean rank, no copy rule."""
 PREVIOUS_DEFAULT = ({"task_prior": 1.0, "sufficiency": 0.25, "nn_agreement": 0.5, "rankme": 0.5}, "mean-z")
@@ -62,271 +58,9 @@ mpnet's layer 1 joined the benchmark."""
 
 
 VARIANT_SIGNALS = ("task_prior-all", "nn_agreement-all", "sufficiency-all", "sufficiency-normal_scores")
-"""Signals with non-default options (``validity_pools.VARIANTS``), loaded with ``--variants`` (issue 23)."""
-FAMILIES = {
-    "every candidate as evidence (before)": ("task_prior-all", "sufficiency-all", "nn_agreement-all"),
-    "models as evidence": ("task_prior", "sufficiency", "nn_agreement"),
-    "models as evidence + normal scores": ("task_prior", "sufficiency-normal_scores", "nn_agreement"),
-    "models as evidence, KNIFE sufficiency": ("task_prior", "sufficiency-knife", "nn_agreement"),
-    "models as evidence, Gaussian sufficiency": ("task_prior", "sufficiency-gaussian", "nn_agreement"),
-    "4-class tasks, KNIFE sufficiency": ("task_prior-q4", "sufficiency-knife", "nn_agreement"),
-    "4-class tasks, Gaussian sufficiency": ("task_prior-q4", "sufficiency-gaussian", "nn_agreement"),
-    "8-class tasks, KNIFE sufficiency": ("task_prior-q8", "sufficiency-knife", "nn_agreement"),
-    "8-class tasks, Gaussian sufficiency": ("task_prior-q8", "sufficiency-gaussian", "nn_agreement"),
-    "1024 tasks, KNIFE sufficiency": ("task_prior-t1024", "sufficiency-knife", "nn_agreement"),
-    "1024 tasks, Gaussian sufficiency": ("task_prior-t1024", "sufficiency-gaussian", "nn_agreement"),
-    "balanced prior, KNIFE sufficiency": ("task_prior-balanced", "sufficiency-knife", "nn_agreement"),
-    "balanced prior, Gaussian sufficiency": ("task_prior-balanced", "sufficiency-gaussian", "nn_agreement"),
-    "central prior, KNIFE sufficiency": ("task_prior-central", "sufficiency-knife", "nn_agreement"),
-    "central prior, Gaussian sufficiency": ("task_prior-central", "sufficiency-gaussian", "nn_agreement"),
-    "cluster tasks, KNIFE sufficiency": ("task_prior-clusters", "sufficiency-knife", "nn_agreement"),
-    "cluster tasks, Gaussian sufficiency": ("task_prior-clusters", "sufficiency-gaussian", "nn_agreement"),
-    "32 cluster restarts, KNIFE sufficiency": ("task_prior-clusters32", "sufficiency-knife", "nn_agreement"),
-    "32 cluster restarts, Gaussian sufficiency": ("task_prior-clusters32", "sufficiency-gaussian", "nn_agreement"),
-}
-"""--variants: the option families compared; each is the (task_prior, sufficiency, nn_agreement) signal that stands
-in the grid. "before": the pool's built-in baselines count in task_prior's prior and nn_agreement's comparison as
-they did until 2026-11-25 (``prior_from='all'``, ``compare_with='all'``, ``targets='all'``); "models": they are reference points
-(:attr:`embedselect.metrics.base.MetricContext.references`); "KNIFE" / "Gaussian": sufficiency's estimator named
-explicitly (issue 23: the default's estimator chosen by LODO); "4-class" / "8-class": task_prior's probes on tasks of
-4 or 8 classes sampled from the prior (``n_classes``; 2 by default); "1024 tasks": task_prior's mean over 1024 sampled
-tasks instead of 256 (``n_tasks``); "balanced prior" / "central prior": task_prior's pool prior named explicitly, its
-members weighted by redundancy or by centrality (``prior``); "cluster tasks": task_prior's probes on the central prior's
-k-means partitions into 4, 8 and 16 classes, each candidate's own kernel left out of its prior (``tasks='clusters'``,
-``leave_self_out``); "32 cluster restarts": the same with 32 k-means partitions per class count instead of 8
-(``cluster_restarts``). ``--families`` picks some of them."""
-WITHIN_MODALITY_FAMILIES = {
-    "text": ("balanced prior, KNIFE sufficiency", "balanced prior, Gaussian sufficiency",
-             "central prior, KNIFE sufficiency", "central prior, Gaussian sufficiency"),
-    "image": ("cluster tasks, KNIFE sufficiency", "cluster tasks, Gaussian sufficiency",
-              "32 cluster restarts, KNIFE sufficiency", "32 cluster restarts, Gaussian sufficiency"),
-}
-"""Per modality, the families whose grids ``--within-modality`` searches unless ``--families`` names one list for
-both: those each modality's default was chosen from (texts docs/archive/benchmarks-diary.md §4o-p, images §4r-s), so that one run
-reads both defaults' leave-one-dataset-out over every view."""
+"""Signals with non-default options (``signal_cache.VARIANTS``), loaded with ``--variants`` (issue 23)."""
 VIEW_POOLS = ("all", "issue", "width", "photo8")
-"""The named pools of ``validity_pools.POOLS`` read as views, where their signals are cached."""
-
-
-def settings(family: tuple[str, ...] = ("task_prior", "sufficiency")) -> list[tuple[dict[str, float], str]]:
-    """Every weight combination of :data:`GRID`, with ``family``'s signals standing for task_prior, sufficiency and
-    (when given) nn_agreement."""
-    names = (family[0], family[1], family[2] if len(family) > 2 else "nn_agreement", "rankme", "modularity")
-    return [({m: w for m, w in zip(names, ws) if w}, meth)
-            for meth in METHODS for ws in itertools.product(*GRID.values())]
-
-
-def default_weights() -> dict[str, float]:
-    """The package's default weights of the metrics in its score (weight > 0)."""
-    return {m: get_spec(m).weight for m in DEFAULT_METRICS if get_spec(m).weight > 0}
-
-
-def default_setting(modality: str) -> tuple[dict[str, float], str]:
-    """The package's default weights (by signal name: a metric with default options for ``modality`` under the name of
-    the :data:`~benchmarks.validity_pools.VARIANTS` signal cached with exactly those options) and method for data of
-    ``modality``."""
-    from benchmarks.validity_pools import VARIANTS
-    from embedselect.pipeline.defaults import default_method, default_weight, metric_options
-
-    w = {m: default_weight(m, modality) for m in DEFAULT_METRICS if default_weight(m, modality) > 0}
-    for metric, opts in metric_options(None, modality).items():
-        if metric in w and opts:  # the signal cached under those options' name
-            names = [v for v, (m, o) in VARIANTS.items() if m == metric and o == opts]
-            if not names:
-                raise SystemExit(f"no signal in validity_pools.VARIANTS computes {metric} with {opts}: add one")
-            w[names[0]] = w.pop(metric)
-    return w, default_method(modality)
-
-
-def default_witnesses(modality: str) -> tuple[str, ...]:
-    """The signals that ``select()`` computes for data of ``modality`` with weight 0 (shown, not combined) and that
-    :func:`embedselect.ranking.combine.decide` asks about first place (:data:`~embedselect.ranking.combine.WITNESSES`):
-    nn_agreement for texts, none for images (their default combines it). A view read as the product reads it computes
-    these beside :func:`default_setting`'s weights and gives them to ``decide`` with weight 0."""
-    from embedselect.pipeline.defaults import default_weight
-    from embedselect.ranking.combine import WITNESSES
-
-    return tuple(m for m in WITNESSES if m in DEFAULT_METRICS and default_weight(m, modality) == 0)
-
-
-def default_extra() -> dict[str, tuple[str, ...]]:
-    """Per modality, the signals beyond :data:`SIGNALS` that its default reads (:func:`default_setting`: the image
-    default's Gaussian sufficiency and cluster-task task_prior today; none for texts): what a view scored under its
-    modality's default needs cached. Given to :func:`load_views` as ``extra``, each view requires its own modality's
-    signals only."""
-    from embedselect._util.kinds import MODALITIES
-
-    return {m: tuple(s for s in default_setting(m)[0] if s not in SIGNALS) for m in MODALITIES}
-
-
-def label(setting: tuple[dict[str, float], str]) -> str:
-    w, meth = setting
-    return " + ".join(f"{m} {v:g}" for m, v in w.items()) + ("" if meth == "mean-rank" else ", mean z")
-
-
-def needed_signals(extra: Sequence[str] | Mapping[str, Sequence[str]], modality: str) -> tuple[str, ...]:
-    """The signals a view of ``modality`` must have cached: :data:`SIGNALS`, then ``extra`` (one list for every view,
-    or per modality; a modality not named adds none)."""
-    more = extra.get(modality, ()) if isinstance(extra, Mapping) else extra
-    return tuple(dict.fromkeys((*SIGNALS, *more)))
-
-
-def load_views(datasets, max_items: int, seed: int, extra: Sequence[str] | Mapping[str, Sequence[str]] = (),
-               pools: tuple[str, ...] = ("all", "issue"), metric_seed: int | None = None) -> list[dict[str, Any]]:
-    """One entry per (dataset, pool) whose signals (and ``extra`` ones) are cached: truth, signals, copy pairs, pool
-    entries. ``extra``: signals every view needs, or per modality the signals its views need (a dataset of a modality
-    not named needs none). ``metric_seed``: the signals computed with this metric seed on the same items
-    (``seed_stability.py``'s caches) instead of ``seed``'s."""
-    views = []
-    for d in datasets:
-        meta, labels, _items, entries, vectors = load_pool(d)
-        needs = needed_signals(extra, meta["modality"])
-        n_cls = len(np.unique(labels))
-        keep_all = len(labels) - max_items < n_cls  # the rule of validity_pools.run_dataset
-        idx = np.arange(len(labels)) if keep_all else stratified_indices([str(v) for v in labels], max_items, seed)
-        n = len(idx)
-        truth_path = _cache_dir(d, n, seed) / "truth_logistic_f5.json"
-        if not truth_path.is_file():
-            continue
-        truth = {k: v["acc"] for k, v in json.loads(truth_path.read_text()).items()}
-        for pool in pools:
-            keys = sorted(set(POOLS[pool] if POOLS.get(pool) is not None else vectors))  # sorted: ties break by name
-            if not set(keys) <= set(vectors):
-                continue
-            ms = seed if metric_seed is None else metric_seed
-            cd = _cache_dir(d, n, ms, pool)
-            sub = {k: np.ascontiguousarray(vectors[k][idx], dtype=np.float32) for k in keys}
-            refs, fams = pool_roles([e for e in entries if e["name"] in keys], sorted(keys))
-            central = central_of_view(d, sub, refs, fams, n=n, seed=ms, pool=pool)
-            files = {m: cached_signal(cd, m, central) for m in needs}
-            if not all(f.is_file() for f in files.values()):
-                continue
-            sig = {m: json.loads(f.read_text())["scores"] for m, f in files.items()}
-            if set(sig["task_prior"]) != set(keys):
-                continue
-            pairs = copy_pairs(entries, {k: vectors[k][idx] for k in keys}, seed)
-            views.append({"dataset": d, "pool": pool, "modality": meta["modality"], "truth": {k: truth[k] for k in keys}, "signals": sig,
-                          "pairs": pairs, "entries": [e for e in entries if e["name"] in keys]})
-    return views
-
-
-def view_families(view: Mapping[str, Any]) -> dict[str, str]:
-    """The view's families as ``select()`` finds them (:func:`~benchmarks.validity_pools.pool_roles`): each candidate's
-    model, which the package's combination counts once."""
-    return pool_roles(view["entries"], sorted(view["truth"]))[1]
-
-
-def evaluate(view: dict[str, Any], weights: dict[str, float], method: str, copies: bool) -> dict[str, Any]:
-    """One setting on one view, combined as ``select()`` combines it (each family once, copies below parents when
-    ``copies``): Spearman ρ, Kendall τ, regret, top pick, copy violations."""
-    comb = combine_ranks({m: view["signals"][m] for m in weights}, weights=weights, method=method,
-                         families=view_families(view))
-    if copies:
-        comb, _ = copies_below_parents(comb, view["pairs"])
-    rho, tau = correlations(comb, view["truth"])
-    pick, _ = top_pick(comb)
-    return {"rho": rho, "tau": tau, "regret": regret(comb, view["truth"]), "top": pick,
-            "violations": len(family_violations(comb, view["truth"], view["entries"]))}
-
-
-def evaluate_grid(views: list[dict[str, Any]], grid: list[tuple[dict[str, float], str]]) -> list[list[dict[str, Any]]]:
-    """``table[i][j]``: setting ``grid[i]`` on ``views[j]`` (:func:`evaluate`, copies below parents)."""
-    return [[evaluate(v, w, meth, True) for v in views] for w, meth in grid]
-
-
-def _rho(result: dict[str, Any]) -> float:
-    """A result's Spearman ρ, an undefined one (NaN: the ranking was constant) counting as -1."""
-    return result["rho"] if math.isfinite(result["rho"]) else -1.0
-
-
-def objective(results: list[dict[str, Any]]) -> float:
-    rhos = [_rho(r) for r in results]
-    hits = sum(1 for r in results if r["rho"] >= TARGETS["spearman_each"] and r["regret"] <= TARGETS["regret"])
-    return hits + float(np.mean(rhos)) / 10 if results else -math.inf
-
-
-def lodo(views: list[dict[str, Any]], grid: list[tuple[dict[str, float], str]],
-         table: list[list[dict[str, Any]]] | None = None) -> list[tuple[dict, str]]:
-    """Held-out result per view (in ``views``' order) and the label of the setting chosen without its dataset.
-    ``table[i][j]``: setting ``grid[i]`` on ``views[j]`` (:func:`evaluate`, copies below parents), computed when not
-    given."""
-    if table is None:
-        table = evaluate_grid(views, grid)
-    out: list[Any] = [None] * len(views)
-    for d in sorted({v["dataset"] for v in views}):
-        others = [j for j, v in enumerate(views) if v["dataset"] != d]
-        best = max(range(len(grid)), key=lambda i: (objective([table[i][j] for j in others]), -i))
-        for j, v in enumerate(views):
-            if v["dataset"] == d:
-                out[j] = (table[best][j], label(grid[best]))
-    return out
-
-
-def _summary(rows: list[dict[str, Any]]) -> str:
-    rhos = [_rho(r) for r in rows]
-    hits = sum(1 for r in rows if r["rho"] >= TARGETS["spearman_each"] and r["regret"] <= TARGETS["regret"])
-    taus = [r["tau"] for r in rows if math.isfinite(r.get("tau", math.nan))]
-    return (f"mean ρ {np.mean(rhos):.3f}, mean τ {np.mean(taus) if taus else math.nan:.3f}, min ρ {min(rhos):.2f}, mean regret "
-            f"{np.mean([r['regret'] for r in rows]):.3f}, both targets {hits}/{len(rows)}")
-
-
-def done_when(rows: list[dict[str, Any]], views: list[str]) -> str:
-    """Issue 23's targets (:data:`DONE_WHEN`) read on held-out results: ``rows[i]`` is the result for view ``views[i]``
-    under one metric seed; a view's ρ is its mean over its seeds."""
-    per_view: dict[str, list[float]] = collections.defaultdict(list)
-    for r, v in zip(rows, views):
-        per_view[v].append(_rho(r))
-    view_rho = sorted((float(np.mean(x)), v) for v, x in per_view.items())
-    mean, share = float(np.mean([r for r, _ in view_rho])), float(np.mean([r["regret"] <= DONE_WHEN["regret"] for r in rows]))
-    each = sum(r >= DONE_WHEN["rho_each"] for r, _ in view_rho)
-
-    def met(ok: bool) -> str:
-        return "met" if ok else "NOT met"
-
-    return (f"ρ ≥ {DONE_WHEN['rho_each']} on {each}/{len(view_rho)} views ({met(each == len(view_rho))}; lowest "
-            + ", ".join(f"{v} {r:.2f}" for r, v in view_rho[:2]) + f"), mean over views {mean:.3f} "
-            f"({met(mean >= DONE_WHEN['rho_mean'])}), regret ≤ {DONE_WHEN['regret']} on {share:.0%} of (view, seed) "
-            f"pairs ({met(share >= DONE_WHEN['regret_share'])})")
-
-
-def lodo_within_modality(views: list[dict[str, Any]], grids: Mapping[str, list[tuple[dict[str, float], str]]],
-                         best: dict[str, tuple[float, float, str]] | None = None) -> list[tuple[dict, str]]:
-    """As :func:`lodo`, but each held-out dataset's setting is chosen on the other datasets *of its modality* only (a
-    default per modality: the tool knows whether it ranks texts or images), from that modality's grid
-    (``grids[modality]``). ``best``, when given, receives per modality :func:`best_in_sample` of the same table."""
-    out: list[Any] = [None] * len(views)
-    for m in sorted({v["modality"] for v in views}):
-        idx = [j for j, v in enumerate(views) if v["modality"] == m]
-        if len({views[j]["dataset"] for j in idx}) < 2:
-            continue
-        grid = grids[m]
-        table = evaluate_grid([views[j] for j in idx], grid)
-        for j, r in zip(idx, lodo([views[j] for j in idx], grid, table)):
-            out[j] = r
-        if best is not None:
-            best[m] = best_in_sample(table, [f"{views[j]['dataset']}/{views[j]['pool']}" for j in idx],
-                                     [label(x) for x in grid])
-    return out
-
-
-def best_in_sample(table: list[list[dict[str, Any]]], views: list[str], labels: list[str]) -> tuple[float, float, str]:
-    """The ceiling of a grid fitted on the very views it is read on: for the setting whose mean over views of the
-    view's mean ρ (over its seeds; NaN counts as -1) is highest, that mean, its lowest view and the setting's label.
-    ``table[i][j]``: setting ``labels[i]`` on the (view, seed) pair whose view is ``views[j]``. No held-out default
-    can be expected above it, since it is the best any single setting of the grid does when it may fit every view."""
-    best = (-math.inf, -math.inf, "")
-    for row, lab in zip(table, labels):
-        per_view: dict[str, list[float]] = collections.defaultdict(list)
-        for r, v in zip(row, views):
-            per_view[v].append(_rho(r))
-        means = [float(np.mean(x)) for x in per_view.values()]
-        best = max(best, (float(np.mean(means)), min(means), lab), key=lambda b: b[0])
-    return best
-
-
-def family_signals(families: Mapping[str, tuple[str, ...]]) -> tuple[str, ...]:
-    """The signals beyond :data:`SIGNALS` that ``families`` read (what a view must have cached)."""
-    return tuple(dict.fromkeys(m for sigs in families.values() for m in sigs if m not in SIGNALS))
+"""The named pools of ``named_pools.POOLS`` read as views, where their signals are cached."""
 
 
 def compare_variants(views: list[dict[str, Any]], families: Mapping[str, tuple[str, ...]] = FAMILIES) -> int:
@@ -368,7 +102,7 @@ def compare_variants(views: list[dict[str, Any]], families: Mapping[str, tuple[s
                 print(f"\n{kind}, {m} views:")
                 for n in names:
                     if rows[n]:
-                        print(f"- {n.split(', ', 1)[1]}: {_summary([r for r, _ in rows[n]])}")
+                        print(f"- {n.split(', ', 1)[1]}: {results_summary([r for r, _ in rows[n]])}")
     print("\nSettings chosen without each dataset:")
     for name, rows in results.items():
         if name.startswith("LODO"):
@@ -392,7 +126,7 @@ def knn_truth(view: dict[str, Any], max_items: int, seed: int) -> dict[str, floa
     n_cls = len(np.unique(labels))
     keep_all = len(labels) - max_items < n_cls
     idx = np.arange(len(labels)) if keep_all else stratified_indices([str(v) for v in labels], max_items, seed)
-    path = _cache_dir(view["dataset"], len(idx), seed) / "truth_knn_f5.json"
+    path = view_cache_dir(view["dataset"], len(idx), seed) / "truth_knn_f5.json"
     cache = json.loads(path.read_text()) if path.is_file() else {}
     todo = [c for c in view["truth"] if c not in cache]
     if todo:
@@ -416,7 +150,7 @@ def second_truth(views: list[dict[str, Any]], max_items: int, seed: int) -> int:
               f"{max(kv['truth'], key=kv['truth'].get)} |")
     for m, r in rows.items():
         if r:
-            print(f"\n{m}: before {_summary([b for b, _ in r])}; now {_summary([c for _, c in r])}")
+            print(f"\n{m}: before {results_summary([b for b, _ in r])}; now {results_summary([c for _, c in r])}")
     return 0
 
 
@@ -460,22 +194,6 @@ def placements(views: list[dict[str, Any]], weights: dict[str, float] | None = N
     return 0
 
 
-def per_view_table(rows: list[tuple[tuple[dict[str, Any], str], dict[str, Any]]]) -> str:
-    """Markdown: per view, the held-out ρ and regret (means over its metric seeds), the share of seeds with regret ≤
-    0.02, and the settings the folds that held it out chose. ``rows``: ((result, setting label), view) per (view,
-    seed)."""
-    per: dict[str, list[tuple[dict[str, Any], str]]] = collections.defaultdict(list)
-    for h, v in rows:
-        per[f"{v['dataset']}/{v['pool']}"].append(h)
-    lines = ["| view | held-out ρ | regret | regret ≤ 0.02 | setting chosen without its dataset |", "|---|---|---|---|---|"]
-    for name in sorted(per):
-        rs = per[name]
-        chosen = "; ".join(f"{lab} ×{k}" for lab, k in collections.Counter(lab for _, lab in rs).most_common())
-        lines.append(f"| {name} | {np.mean([_rho(r) for r, _ in rs]):.2f} | {np.mean([r['regret'] for r, _ in rs]):.3f} | "
-                     f"{np.mean([r['regret'] <= 0.02 for r, _ in rs]):.1f} | {chosen} |")
-    return "\n".join(lines)
-
-
 def within_modality_over_seeds(datasets, max_items: int, seeds: int, pools: tuple[str, ...],
                                families: Mapping[str, Sequence[str]] = WITHIN_MODALITY_FAMILIES) -> int:
     """The LODO within each modality (:func:`lodo_within_modality`), each modality over the union of the grids of its
@@ -496,7 +214,7 @@ def within_modality_over_seeds(datasets, max_items: int, seeds: int, pools: tupl
         if m:
             print(f"LODO within {m}: " + "; ".join(f"{lab} ×{k}" for lab, k in collections.Counter(
                 h[1] for h, _ in rows).most_common()))
-        print(f"  held out, {m or 'all views'}: {_summary([h[0] for h, _ in rows])}")
+        print(f"  held out, {m or 'all views'}: {results_summary([h[0] for h, _ in rows])}")
         print("    issue 23: " + done_when([h[0] for h, _ in rows], [f"{v['dataset']}/{v['pool']}" for _, v in rows]))
         if m:
             print(per_view_table(rows))
@@ -523,12 +241,12 @@ def over_metric_seeds(datasets, max_items: int, seeds: int, pools: tuple[str, ..
         for m in ("text", "image"):
             rows = [r for r, v in zip(fixed, views) if v["modality"] == m]
             if rows:
-                print(f"fixed {label((w, meth))}, {m}: {_summary(rows)}, regret ≤ 0.02 on "
+                print(f"fixed {label((w, meth))}, {m}: {results_summary(rows)}, regret ≤ 0.02 on "
                       f"{np.mean([r['regret'] <= 0.02 for r in rows]):.2f}")
     for m in ("text", "image"):
         rows = [h[0] for h, v in zip(held, views) if v["modality"] == m]
         if rows:
-            print(f"LODO held out, {m}: {_summary(rows)}, regret ≤ 0.02 on {np.mean([r['regret'] <= 0.02 for r in rows]):.2f}")
+            print(f"LODO held out, {m}: {results_summary(rows)}, regret ≤ 0.02 on {np.mean([r['regret'] <= 0.02 for r in rows]):.2f}")
     return 0
 
 

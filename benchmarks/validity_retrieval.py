@@ -39,7 +39,7 @@ copies (first-k dimensions, sign bits) are row-wise.
 ``python -m benchmarks.validity_retrieval report`` computes, per set and pool view (``all``: the whole pool; ``issue``:
 issue 41's pool of 8 as a user builds it), the truth (MRR@10 of exact cosine search,
 :func:`embedselect.validation.retrieval.retrieval_quality`), the label-free signals on the documents' rows only
-(``validity_pools.signals``), the package's text default combination (held out: it was never chosen on these sets), each
+(``signal_cache.signals``), the package's text default combination (held out: it was never chosen on these sets), each
 signal alone, and the data-blind ranking by parameter count, and prints a Markdown table.
 
 Every number is a benchmark result, never a test threshold.
@@ -62,11 +62,11 @@ import numpy as np
 
 from benchmarks.bench_io import save_json
 from benchmarks.candidates import MPNET, TEXT_POOL, copy_pairs
+from benchmarks.named_pools import POOLS
 from benchmarks.retrieval_default import choose_search_default, finite_mean, fmt_value
 from benchmarks.retrieval_pools import build, load_set, truth_of
 from benchmarks.sets.retrieval_pairs import SEED
 from benchmarks.sets.retrieval_registry import SETS
-from benchmarks.validity_pools import POOLS
 
 
 SIGNALS = ("task_prior", "sufficiency", "nn_agreement", "rankme", "modularity")
@@ -80,8 +80,8 @@ VIEWS: dict[str, tuple[str, ...]] = {
 }
 """``all``: the text pool of the classification views (``candidates.TEXT_POOL``) less mpnet cut to 8 tokens (its
 second mpnet pass was left out to save CPU time: 16 candidates); ``issue``: issue 41's pool of 8 (the two models, MiniLM
-with CLS pooling and cut to 8 tokens, a model2vec distillation of each, the two baselines; ``validity_pools.POOLS``'s
-``issue8``); the others: the user pools of ``validity_pools.POOLS`` of two text model families that the protocol's
+with CLS pooling and cut to 8 tokens, a model2vec distillation of each, the two baselines; ``named_pools.POOLS``'s
+``issue8``); the others: the user pools of ``named_pools.POOLS`` of two text model families that the protocol's
 confirmation reading uses, and its pools of three to five families (they need this script's ``build`` of
 multilingual-e5-small, use-multilingual-3 and glove-6B-50d)."""
 
@@ -96,8 +96,10 @@ def view_result(name: str, view: str, jobs: int) -> dict[str, Any]:
     parents, ``decide``; the data-blind orders by parameter count and by width), with MRR@10 as the truth, plus
     each signal alone (ρ, τ, regret, pick)."""
     from benchmarks.protocol import read_view
-    from benchmarks.validity_default import default_setting
-    from benchmarks.validity_pools import correlations, pool_roles, regret, signals, top_pick
+    from benchmarks.default_grid import default_setting
+    from benchmarks.named_pools import pool_roles
+    from benchmarks.scoring import correlations, regret, top_pick
+    from benchmarks.signal_cache import signals
 
     meta, relevant, entries, vectors = load_set(name)
     n_docs = meta["n_docs"]

@@ -18,8 +18,12 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from benchmarks.validity_data import bench_cache, load_pool, save_json, stratified_indices
-from benchmarks.validity_pools import POOLS, correlations, ground_truth, regret
+from benchmarks.bench_io import bench_cache, save_json
+from benchmarks.named_pools import POOLS
+from benchmarks.scoring import correlations, regret
+from benchmarks.sets.registry import stratified_indices
+from benchmarks.signal_cache import ground_truth
+from benchmarks.validity_data import load_pool
 
 BASELINE_KINDS = {"baseline"}
 

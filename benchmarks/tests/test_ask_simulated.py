@@ -74,7 +74,7 @@ def test_a_view_asks_the_witness_as_the_product_does(monkeypatch):
     """view_data computes the signals the product shows with weight 0 and decide() asks about first place
     (combine.WITNESSES: nn_agreement for texts), so its leaders are the ones `rank` gives `ask`."""
     import benchmarks.ask_simulated as sim
-    from benchmarks.validity_default import default_witnesses
+    from benchmarks.default_grid import default_witnesses
 
     rng = np.random.default_rng(0)
     names = ["a", "b", "c", "d"]  # four model families, no reference point

@@ -102,7 +102,7 @@ def test_a_built_view_that_was_not_read_is_named(tmp_path, monkeypatch):
     silence (the third round's views were, until SAME_RESULTS listed the code version that scored them)."""
     import json
 
-    from benchmarks.validity_pools import POOLS
+    from benchmarks.named_pools import POOLS
 
     monkeypatch.setenv("EMBEDSELECT_BENCH_CACHE", str(tmp_path))
     built = tmp_path / "pools" / "some-set"

@@ -1,24 +1,15 @@
-"""Pure functions of the wider validity benchmark's harness (benchmarks/validity_pools.py), on synthetic inputs."""
+"""Pure functions of the wider validity benchmark's harness (benchmarks/validity_pools.py and the modules it reads:
+named_pools, scoring, signal_cache; validity_default's default_grid, lodo), on synthetic inputs."""
 
 import collections
 import math
 
 import pytest
 
+from benchmarks.named_pools import POOL_MODALITY, POOLS, datasets_for_pool, pool_roles
+from benchmarks.scoring import correlations, family_violations, regret, top_pick
 from benchmarks.sets.registry import DATASETS as ALL_DATASETS
-from benchmarks.validity_pools import (
-    DEFAULT_SETTING,
-    POOL_MODALITY,
-    POOLS,
-    datasets_for_pool,
-    correlations,
-    family_violations,
-    lodo_select,
-    pool_roles,
-    regret,
-    settings_grid,
-    top_pick,
-)
+from benchmarks.validity_pools import DEFAULT_SETTING, lodo_select, settings_grid
 
 ENTRIES = [
     {"name": "teacher", "parent": None, "relation": None},
@@ -82,39 +73,40 @@ def test_validity_default_grid_and_objective():
     targets first, mean Spearman (undefined = -1) second."""
     import math
 
-    from benchmarks import validity_default as vd
+    from benchmarks.default_grid import settings
+    from benchmarks.lodo import objective
 
-    grid = vd.settings()
+    grid = settings()
     assert len(grid) == 512 and {m for _, m in grid} == {"mean-rank", "mean-z"}
     assert ({"task_prior": 1.0, "sufficiency": 0.25, "nn_agreement": 0.5, "rankme": 0.5}, "mean-z") in grid
     assert ({"task_prior": 1.0, "sufficiency": 0.25, "nn_agreement": 1.0, "rankme": 0.5, "modularity": 0.5},
             "mean-rank") in grid  # the text default (docs/archive/benchmarks-diary.md §4k)
     good, bad = {"rho": 0.9, "regret": 0.0}, {"rho": 0.95, "regret": 0.05}
-    assert vd.objective([good, bad]) > vd.objective([bad, bad])  # a met target beats a higher correlation
-    assert vd.objective([{"rho": math.nan, "regret": 0.0}]) == pytest.approx(-0.1)
+    assert objective([good, bad]) > objective([bad, bad])  # a met target beats a higher correlation
+    assert objective([{"rho": math.nan, "regret": 0.0}]) == pytest.approx(-0.1)
 
 
 def test_issue_targets_are_read_per_view_over_seeds():
     """done_when averages a view's ρ over its seeds before the per-view bar, counts regret per (view, seed) pair,
     and says which of issue 23's three targets are met."""
-    from benchmarks import validity_default as vd
+    from benchmarks.lodo import done_when
 
     rows = [{"rho": 0.9, "regret": 0.0}, {"rho": 0.5, "regret": 0.0},  # view a: mean 0.7 passes the 0.6 bar
             {"rho": 0.55, "regret": 0.05}, {"rho": math.nan, "regret": 0.1}]  # view b: NaN counts as -1
-    out = vd.done_when(rows, ["a", "a", "b", "b"])
+    out = done_when(rows, ["a", "a", "b", "b"])
     assert out.startswith("ρ ≥ 0.6 on 1/2 views (NOT met; lowest b -0.22, a 0.70)")
     assert "mean over views 0.237 (NOT met)" in out and "regret ≤ 0.02 on 50% of (view, seed) pairs (NOT met)" in out
-    ok = vd.done_when([{"rho": 0.9, "regret": 0.0}] * 5, ["a"] * 4 + ["b"])
+    ok = done_when([{"rho": 0.9, "regret": 0.0}] * 5, ["a"] * 4 + ["b"])
     assert ok.count("(met") == 3 and "NOT" not in ok
 
 
 def test_per_view_table_averages_each_view_over_its_seeds_and_counts_the_settings_chosen():
-    from benchmarks import validity_default as vd
+    from benchmarks.lodo import per_view_table
 
     a, b = {"dataset": "d1", "pool": "all"}, {"dataset": "d0", "pool": "photo8"}
     rows = [(({"rho": 0.9, "regret": 0.0}, "s1"), a), (({"rho": math.nan, "regret": 0.05}, "s2"), a),
             (({"rho": 0.7, "regret": 0.01}, "s1"), b), (({"rho": 0.5, "regret": 0.03}, "s1"), a)]
-    lines = vd.per_view_table(rows).splitlines()
+    lines = per_view_table(rows).splitlines()
     assert lines[2] == "| d0/photo8 | 0.70 | 0.010 | 1.0 | s1 ×1 |"  # views sorted by name
     assert lines[3] == "| d1/all | 0.13 | 0.027 | 0.3 | s1 ×2; s2 ×1 |"  # (0.9 - 1 + 0.5) / 3: NaN counts as -1
 
@@ -122,13 +114,13 @@ def test_per_view_table_averages_each_view_over_its_seeds_and_counts_the_setting
 def test_best_in_sample_averages_seeds_per_view_then_views():
     """The grid's in-sample ceiling (printed after the LODO): a view's ρ is its mean over seeds, the setting with the
     highest mean over views wins even where another has the higher single (view, seed) ρ; NaN counts as -1."""
-    from benchmarks import validity_default as vd
+    from benchmarks.lodo import best_in_sample
 
     views = ["a", "a", "b"]
     table = [[{"rho": 1.0}, {"rho": 1.0}, {"rho": 0.1}],      # view means a 1.0, b 0.1: 0.55
              [{"rho": 0.8}, {"rho": 0.6}, {"rho": 0.6}],      # a 0.7, b 0.6: 0.65
              [{"rho": 1.0}, {"rho": math.nan}, {"rho": 1.0}]]  # a 0.0, b 1.0: 0.5
-    mean, low, lab = vd.best_in_sample(table, views, ["x", "y", "z"])
+    mean, low, lab = best_in_sample(table, views, ["x", "y", "z"])
     assert lab == "y" and mean == pytest.approx(0.65) and low == pytest.approx(0.6)
 
 
@@ -150,8 +142,8 @@ def test_variant_signals_run_their_metric_with_the_options():
     of the prior), not the default prior; `validity_default.py --variants` puts those signals in its grid."""
     import numpy as np
 
-    from benchmarks import validity_default as vd
-    from benchmarks import validity_pools as vp
+    from benchmarks.default_grid import FAMILIES, settings
+    from benchmarks.signal_cache import _metric_one
     from embedselect.metrics.base import MetricContext, get_metric
 
     rng = np.random.default_rng(0)
@@ -159,13 +151,13 @@ def test_variant_signals_run_their_metric_with_the_options():
     vecs = {"a": base, "b": base + 0.05 * rng.normal(size=(40, 6)), "c": rng.normal(size=(40, 6)),
             "d": np.c_[base[:, :3], rng.normal(size=(40, 3))]}
     keys = {k: f"t:{k}" for k in vecs}
-    got = vp._metric_one("task_prior-consensus", vecs, keys, 0)["scores"]
+    got = _metric_one("task_prior-consensus", vecs, keys, 0)["scores"]
     want = get_metric("task_prior")(MetricContext(embeddings=vecs, run_keys=keys, seed=0,
                                                   options={"prior": "consensus"})).scores
-    balanced = vp._metric_one("task_prior", vecs, keys, 0)["scores"]
+    balanced = _metric_one("task_prior", vecs, keys, 0)["scores"]
     assert got == pytest.approx({k: float(v) for k, v in want.items()})
     assert got != pytest.approx(balanced)
-    grid = vd.settings(vd.FAMILIES["models as evidence + normal scores"])
+    grid = settings(FAMILIES["models as evidence + normal scores"])
     assert len(grid) == 512 and all("task_prior" in w and "nn_agreement-all" not in w for w, _ in grid)
     assert any("sufficiency-normal_scores" in w for w, _ in grid)
 
@@ -187,7 +179,7 @@ def test_ground_truth_measured_again_on_other_splits_is_cached_beside_the_first(
 
     import numpy as np
 
-    from benchmarks.validity_pools import ground_truth
+    from benchmarks.signal_cache import ground_truth
 
     monkeypatch.setenv("EMBEDSELECT_BENCH_CACHE", str(tmp_path))
     rng = np.random.default_rng(0)
@@ -207,8 +199,8 @@ def test_ground_truth_measured_again_on_other_splits_is_cached_beside_the_first(
 def test_the_benchmark_reads_each_modality_default_under_the_signal_cached_with_its_options():
     """A metric the package runs with default options for a modality (images: Gaussian sufficiency, task_prior on
     cluster tasks) is read from the benchmark signal computed with exactly those options; texts read the plain ones."""
-    from benchmarks.validity_default import default_extra, default_setting
-    from benchmarks.validity_pools import VARIANTS
+    from benchmarks.default_grid import default_extra, default_setting
+    from benchmarks.signal_cache import VARIANTS
     from embedselect.pipeline.defaults import default_weight, metric_options
 
     image, method = default_setting("image")
@@ -224,7 +216,7 @@ def test_the_benchmark_reads_each_modality_default_under_the_signal_cached_with_
 def test_a_view_needs_the_extra_signals_of_its_own_modality_only():
     """The default's extra signals are per modality: a text view is not dropped for lacking the image default's
     cluster-task signal (``--placements``, ``per_view.py`` and ``truth_noise.py`` read texts and images together)."""
-    from benchmarks.validity_default import SIGNALS, default_extra, needed_signals
+    from benchmarks.default_grid import SIGNALS, default_extra, needed_signals
 
     assert needed_signals(default_extra(), "text") == SIGNALS
     assert set(needed_signals(default_extra(), "image")) == {*SIGNALS, "sufficiency-gaussian", "task_prior-clusters32"}
@@ -235,7 +227,7 @@ def test_a_view_needs_the_extra_signals_of_its_own_modality_only():
 def test_lodo_within_modality_chooses_each_modality_from_its_own_grid():
     """``--within-modality``: a held-out dataset's setting is chosen on the other datasets of its modality, from that
     modality's grid only (texts and images each from the families their default was chosen from)."""
-    from benchmarks import validity_default as vd
+    from benchmarks.lodo import lodo_within_modality
 
     def view(name: str, modality: str, follows: str) -> dict:
         truth = {f"c{i}": i / 10 for i in range(6)}
@@ -246,10 +238,10 @@ def test_lodo_within_modality_chooses_each_modality_from_its_own_grid():
 
     views = [view(f"t{i}", "text", "a") for i in range(3)] + [view(f"i{i}", "image", "b") for i in range(3)]
     a, b = ({"a": 1.0}, "mean-rank"), ({"b": 1.0}, "mean-rank")
-    held = vd.lodo_within_modality(views, {"text": [b, a], "image": [a, b]})
+    held = lodo_within_modality(views, {"text": [b, a], "image": [a, b]})
     assert [lab for _, lab in held] == ["a 1"] * 3 + ["b 1"] * 3
     assert all(r["rho"] == pytest.approx(1.0) for r, _ in held)
-    held = vd.lodo_within_modality(views, {"text": [b], "image": [a, b]})  # the text grid lacks the right setting
+    held = lodo_within_modality(views, {"text": [b], "image": [a, b]})  # the text grid lacks the right setting
     assert [lab for _, lab in held] == ["b 1"] * 6 and all(r["rho"] == pytest.approx(-1.0) for r, _ in held[:3])
 
 
@@ -268,7 +260,7 @@ def test_the_family_pools_hold_three_to_five_model_families():
 
 
 def test_cached_signal_reads_an_earlier_version_known_to_give_the_same_results(tmp_path):
-    from benchmarks.validity_pools import SAME_RESULTS, cached_signal, metric_cache_name
+    from benchmarks.signal_cache import SAME_RESULTS, cached_signal, metric_cache_name
 
     current = tmp_path / metric_cache_name("sufficiency")
     earlier = tmp_path / metric_cache_name("sufficiency", version=SAME_RESULTS["sufficiency"][0])
@@ -314,15 +306,15 @@ def test_sufficiency_stores_exactly_the_pairs_its_scores_read_and_scores_as_with
     a copy, or the candidate's own family), and the scores are those of ``pairs="all"``."""
     import numpy as np
 
-    from benchmarks import validity_pools as vp
+    from benchmarks import signal_cache as sc
     from embedselect.metrics.base import MetricContext, get_metric
     from embedselect.metrics.sufficiency.rows import repeat_count
     from embedselect.metrics.sufficiency.score import scored_targets
     from embedselect.metrics.sufficiency.settings import SufficiencySettings, pair_key, repeat_seeds
 
     opts = {"max_steps": 40, "eval_every": 10, "min_steps": 10, "max_repeats": 2}
-    monkeypatch.setitem(vp.VARIANTS, "sufficiency-test", ("sufficiency", opts))
-    monkeypatch.setitem(vp.VARIANTS, "sufficiency-test-all", ("sufficiency", {**opts, "targets": "all"}))
+    monkeypatch.setitem(sc.VARIANTS, "sufficiency-test", ("sufficiency", opts))
+    monkeypatch.setitem(sc.VARIANTS, "sufficiency-test-all", ("sufficiency", {**opts, "targets": "all"}))
     rng = np.random.default_rng(0)
     base = rng.normal(size=(120, 8))
     vecs = {"a": base + 0.3 * rng.normal(size=(120, 8)), "a-copy": base[:, :6] + 0.1 * rng.normal(size=(120, 6)),
@@ -344,15 +336,15 @@ def test_sufficiency_stores_exactly_the_pairs_its_scores_read_and_scores_as_with
     want = get_metric("sufficiency")(MetricContext(embeddings=dict(vecs), run_keys=keys, seed=0,
                                                    options={**opts, "pairs": "all"},
                                                    references=refs, families=fams, pair_cache=every)).scores
-    got = vp._metric_one("sufficiency-test", vecs, keys, 0, refs, fams, pair_cache=only)
+    got = sc._metric_one("sufficiency-test", vecs, keys, 0, refs, fams, pair_cache=only)
     assert _pairs_stored(only) == sorted(pair_key(keys[s], keys[t], k) for s, t in read for k in skeys)
     assert len(_pairs_stored(every)) == 20 * 2
     assert got["scores"] == pytest.approx({k: float(v) for k, v in want.items()}, abs=1e-6)
     assert all(only.store[k]["is"] == pytest.approx(every.store[k]["is"], abs=1e-6) for k in _pairs_stored(only))
     # a cached reading answers from the stored pairs only (nothing trained or stored), the same again
     stored = dict(only.store)
-    assert vp._metric_one("sufficiency-test", vecs, keys, 0, refs, fams, pair_cache=only)["scores"] == got["scores"]
+    assert sc._metric_one("sufficiency-test", vecs, keys, 0, refs, fams, pair_cache=only)["scores"] == got["scores"]
     assert only.store == stored
     # targets="all" reads every pair: every pair is trained and stored
-    vp._metric_one("sufficiency-test-all", vecs, keys, 0, refs, fams, pair_cache=targets_all)
+    sc._metric_one("sufficiency-test-all", vecs, keys, 0, refs, fams, pair_cache=targets_all)
     assert _pairs_stored(targets_all) == _pairs_stored(every)

@@ -82,9 +82,9 @@ def rows(monkeypatch):
     monkeypatch.setitem(protocol.PARAMS, "a", 1.0)
     monkeypatch.setitem(protocol.PARAMS, "b", 3.0)
     monkeypatch.setitem(protocol.PARAMS, "c", 2.0)
-    import benchmarks.validity_default as vdef
+    import benchmarks.default_grid as dg
 
-    monkeypatch.setattr(vdef, "default_setting", lambda modality: ({"task_prior": 1.0}, "mean-rank"))
+    monkeypatch.setattr(dg, "default_setting", lambda modality: ({"task_prior": 1.0}, "mean-rank"))
     truth = {"a": 0.5, "a-copy": 0.45, "b": 0.7, "c": 0.6, "tfidf-svd": 0.1}
     good = dict(truth)
     bad = {k: -v for k, v in truth.items()}
@@ -599,9 +599,9 @@ def test_a_signal_the_order_weights_is_no_witness(witness_row):
 
 
 def test_the_confirmation_reads_the_order_with_the_witnesses_it_carries(witness_row, monkeypatch):
-    import benchmarks.validity_default as vdef
+    import benchmarks.default_grid as dg
 
-    monkeypatch.setattr(vdef, "default_setting", lambda modality: ({"task_prior": 1.0}, "mean-rank"))
+    monkeypatch.setattr(dg, "default_setting", lambda modality: ({"task_prior": 1.0}, "mean-rank"))
     conf = [{**witness_row, "set": "word-norm", "half": "confirmation"}]
     _, without = confirm_search_default(conf, (*ORDER, ()))
     _, carried = confirm_search_default(conf, (*ORDER, ("task_prior",)))
