@@ -246,3 +246,22 @@ def test_leaderboards_and_cards_are_safe_with_hostile_names_and_card_text():
     text = ModelCard(card).text
     assert "Some words the authors wrote." in text and "Details that must stay." in text
     assert "<script>" not in text.split("Details that must stay.")[1]
+
+
+def test_the_cost_plots_log_axes_show_plain_numbers():
+    """With costs spanning more than 20x the score-vs-cost panels use a log axis; its tick labels were drawn as
+    the raw mathtext ``$\\mathdefault{10^{2}}$`` (figure text is never parsed as math, so a ``$`` in a name stays
+    a dollar sign) and the minor labels overlapped them: they are plain numbers now, on the major ticks only."""
+    import re
+
+    from embedselect.publish import plots
+
+    ranking = _fake([("a", 0.9), ("b", 0.6), ("c", 0.3)])
+    for c, (mb, rate) in zip(ranking.candidates, [(0.1, 40.0), (25.0, 900.0), (400.0, 20000.0)]):
+        c.model_bytes, c.items_per_second = int(mb * 1e6), rate
+    svg = plots.score_vs_cost(ranking)
+    assert svg is not None
+    drawn = re.findall(r"<!-- (.*?) -->", svg)  # matplotlib names each text it draws as paths in a comment
+    assert not [t for t in drawn if "$" in t or "mathdefault" in t], drawn
+    for label in ("0.1", "1", "10", "100", "1,000", "10,000"):
+        assert label in drawn, (label, drawn)

@@ -41,6 +41,17 @@ def _svg(plt, fig) -> str:
     return text[text.index("<svg"):]  # drop the XML prolog and DOCTYPE: inline SVG in HTML
 
 
+def _log_x(ax: Any) -> None:
+    """A log scale on ``ax``'s x axis labelled with plain numbers (0.1, 10, 1,000) on its major ticks: the default labels are
+    mathtext (``$\\mathdefault{10^{2}}$``), which is drawn as written with ``text.parse_math`` off, and its minor
+    labels overlap them."""
+    from matplotlib.ticker import FuncFormatter, NullFormatter
+
+    ax.set_xscale("log")
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:,.0f}" if v >= 1 else f"{v:g}"))
+    ax.xaxis.set_minor_formatter(NullFormatter())
+
+
 def _finite(v: Any) -> bool:
     return v is not None and isinstance(v, (int, float)) and math.isfinite(v)
 
@@ -209,7 +220,7 @@ def score_vs_cost(ranking: Ranking) -> str | None:
         ax.plot([p[0] for p in fpts], [p[1] for p in fpts], color=_BLUE, lw=1, alpha=0.6)
         costs = [p[1] for p in pts]
         if max(costs) > 20 * min(costs):
-            ax.set_xscale("log")
+            _log_x(ax)
         ax.set_xlabel(label)
         ax.set_ylabel("combined score")
     fig.suptitle("Score vs cost (blue: Pareto front)")
