@@ -350,6 +350,38 @@ def test_answers_decide_between_the_leaders(ranked, tmp_path):
                               save=False).leaders == ["tfidf-svd"]
 
 
+def test_answers_that_do_not_decide_say_to_answer_more_not_to_start_asking(ranked, tmp_path):
+    """``rank --answers`` whose answers separate nothing yet: ``next_step`` (the table's "no clear winner" line, the
+    JSON, the report) said to start asking ("answer a few questions ... embedselect ask, then embedselect rank
+    --answers"), what the person had just done; it says to answer more questions in that file now. An answer that
+    rules out the label-free first but leaves several contenders had an empty ``next_step``."""
+    from types import SimpleNamespace
+
+    from embedselect.pipeline.evidence import fold_verdict
+    from embedselect.ranking.combine import SETTLE, Decision
+
+    ref = ReferenceData.load(SAMPLE, column="text", label_column="label")
+    df = embedselect.ask(SAMPLE, POOL, column="text", n=40, cache_dir=ranked)
+    df["answer"] = label_answers(df, ref)
+    answered = df.index[df["answer"].isin(["a", "b"])]
+    df.loc[answered[5:], "answer"] = ""
+    path = tmp_path / "q.csv"
+    path.write_text(df.to_csv(index=False), encoding="utf-8")
+    r = embedselect.select(SAMPLE, POOL, column="text", metrics=["alpha_req"], cache_dir=ranked, answers=path,
+                           save=False)
+    assert not r.decided and r.next_step != SETTLE
+    assert r.next_step.startswith("to settle it, answer more questions"), r.next_step
+    assert f"--answers {path}" in r.next_step and f"--out {path}" in r.next_step, r.next_step
+    # three contenders, the label-free first ruled out, two left: undecided, and it says how to go on
+    ctx = SimpleNamespace(warnings=[], outcomes=[SimpleNamespace(result=SimpleNamespace(name=n, rank=i + 1))
+                                                 for i, n in enumerate("abc")])
+    scores = {"a": np.zeros(30, bool), "b": np.ones(30, bool), "c": np.ones(30, bool)}
+    d = fold_verdict(ctx, Decision(False, ["a", "b", "c"], ["tie"], ["undecided"], settle=SETTLE), ["a", "b", "c"],
+                     verdict(scores, ["a", "b", "c"]), code="answers", said="your 30 answers", by="your answers",
+                     on_what="the questions", more="answer more questions (here)")
+    assert not d.decided and d.leaders == ["b", "c"] and d.settle == "to settle it, answer more questions (here)"
+
+
 def test_images_ids_are_relative_paths(tmp_path):
     from PIL import Image
 

@@ -79,6 +79,8 @@ def answers_stage(ctx: Any, decision: Any) -> Any:
                            "n_skipped": ans.n_skipped, "contenders": names, "level": DECIDE_LEVEL,
                            "min_answered": MIN_ANSWERED, **v.to_dict()}
     said = f"{ans.n_answered} answer{'s' if ans.n_answered != 1 else ''} ({ans.n_skipped} skipped)"
+    file = ans.source if ans.source != "<DataFrame>" else "FILE"
     return fold_verdict(ctx, decision, names, v, code="answers", said=f"your {said}", by="your answers",
                         on_what="the questions where only one of the two orders them your way",
-                        more="answer more questions (embedselect ask ... -n MORE --interactive)")
+                        more=f"answer more questions (embedselect ask ... -n MORE --out {file}, with --interactive to answer "
+                             f"them there; then embedselect rank ... --answers {file} again)")

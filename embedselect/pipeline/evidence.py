@@ -19,20 +19,26 @@ def fold_verdict(ctx: Any, decision: Any, names: list[str], v: Any, *, code: str
     those ruled out; when one remains, ``decided`` is True and ``leaders`` is it, and the label-free "no clear winner"
     notes give way to one saying so; when several remain and the label-free first was ruled out, ``leaders`` are those
     remaining (undecided). ``said`` names the evidence ("your 12 answers (3 skipped)"), ``by`` its owner in the
-    undecided reason ("your answers"), ``on_what`` the questions the counts are taken on, ``more`` how to get more.
+    undecided reason ("your answers"), ``on_what`` the questions the counts are taken on, ``more`` how to get more:
+    an undecided result's ``settle`` ("to settle it, " + ``more``), since the evidence is already what the label-free
+    ``settle`` asks for.
 
     Returns:
         the (possibly new) :class:`~embedselect.ranking.combine.Decision`.
     """
+    from dataclasses import replace
+
     from embedselect.ranking.combine import Decision
     from embedselect.ranking.result import RankingWarning
 
     if len(names) < 2:
         return decision
+    settle = f"to settle it, {more}"
+    go_on = decision if decision.decided else replace(decision, settle=settle)
     if not v.ruled_out:
         ctx.warnings.append(RankingWarning(code, f"{said} do not separate {', '.join(names)} yet{v.need()}; "
                                            f"{v.winner} against the others: {v.pair_counts()}; {more}", names))
-        return decision
+        return go_on
     reorder(ctx, names, v.remaining + [c for c in names if c in v.ruled_out])
     out = "; ".join(f"{c} by {r['by']} ({r['wins']}:{r['losses']} on {on_what})" for c, r in v.ruled_out.items())
     if v.decided or v.winner != names[0]:  # the evidence changes what the label-free ranking said
@@ -45,10 +51,10 @@ def fold_verdict(ctx: Any, decision: Any, names: list[str], v: Any, *, code: str
                                        f"{', '.join(v.remaining)} yet (listed in the label-free order): {more}",
                                        v.remaining))
     if v.winner == names[0]:
-        return decision
+        return go_on
     why = f"{by} rule out {', '.join(v.ruled_out)} but do not separate {', '.join(v.remaining)}"
     ctx.warnings.append(RankingWarning("undecided", f"no clear winner: {why}", v.remaining))
-    return Decision(False, list(v.remaining), [why], ["undecided"])
+    return Decision(False, list(v.remaining), [why], ["undecided"], settle=settle)
 
 
 def drop_label_free_notes(ctx: Any, decision: Any) -> None:
