@@ -90,6 +90,21 @@ def test_sentence_transformers_options(models):
         _load(models["st"], "text", options={"no_such_option": 1})
 
 
+def test_a_pooling_for_a_sentence_transformers_model_names_the_backend_that_takes_it(models):
+    """``rank --help`` showed ``minilm-cls=./model?pooling=cls``, which a sentence-transformers folder refused with
+    only the list of its options; the error now says how to get that pooling (the transformers backend), the example
+    says it too, and the spec it names loads."""
+    from embedselect.cli.examples import EXAMPLES
+
+    with pytest.raises(ConfigError, match=r"\?backend=transformers&pooling=cls") as err:
+        _load(models["st"], "text", options={"pooling": "cls"})
+    assert "'pooling'" in str(err.value)
+    shown = [line for _, line in EXAMPLES["rank"] if "pooling=" in line]
+    assert shown and all("backend=transformers&pooling=cls" in line for line in shown), shown
+    rc, emb = _load(f"{models['st']}?backend=transformers&pooling=cls", "text")
+    assert rc.backend == "transformers" and emb.embed(TEXTS[:2]).shape == (2, 32)
+
+
 def test_normalize_false_switches_off_the_models_normalize_module(models):
     _, plain = _load(models["st"], "text")
     _, raw = _load(models["st"], "text", options={"normalize": False})

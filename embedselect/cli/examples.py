@@ -11,8 +11,8 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
         ("rank three models on a CSV's text column",
          "embedselect rank tickets.csv --column text --models BAAI/bge-small-en-v1.5,tfidf-svd,random-projection"),
         ("name candidates, JSON for a pipeline, an HTML report",
-         "embedselect rank tickets.csv -c text --models minilm=./model,minilm-cls=./model?pooling=cls "
-         "--json --html report.html"),
+         "embedselect rank tickets.csv -c text --models 'minilm=./model,minilm-cls=./model?backend=transformers&"
+         "pooling=cls' --json --html report.html"),
         ("the curated text catalog's models, two metrics, 200 bootstrap resamples",
          "embedselect rank docs.parquet -c body --models catalog:text --metrics task_prior,sufficiency "
          "--bootstrap 200"),

@@ -44,7 +44,11 @@ class SentenceTransformerEmbedder:
         opts = dict(options or {})
         unknown = sorted(set(opts) - set(OPTIONS))
         if unknown:
-            raise ConfigError(f"sentence-transformers does not take option(s) {unknown}: allowed are {list(OPTIONS)}")
+            # the model's own pooling is a module of it; another one is the transformers backend's option
+            hint = ("; for another pooling, read the model with the transformers backend: "
+                    "?backend=transformers&pooling=cls (or mean)") if "pooling" in unknown else ""
+            raise ConfigError(f"sentence-transformers does not take option(s) {unknown}: allowed are {list(OPTIONS)}"
+                              + hint)
         max_length = check_max_length_value(opts.get("max_length"), modality=modality, backend=self.backend)
         ensure_torchvision_importable()
         from sentence_transformers import SentenceTransformer

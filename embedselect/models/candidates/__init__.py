@@ -14,7 +14,7 @@ From Python a candidate may also be an embedder object (``encode(items, batch_si
 a callable ``items -> array``; see :meth:`Candidate.from_embedder`) or a :class:`Candidate` built with ``embedder=``
 or :meth:`Candidate.from_vectors`.
 
-Any spec may carry backend options as a query string: ``BAAI/bge-small-en-v1.5?pooling=cls&max_length=256``,
+Any spec may carry backend options as a query string: ``BAAI/bge-small-en-v1.5?backend=transformers&pooling=cls&max_length=256``,
 ``tfidf-svd?dim=128``, and a backend with ``backend=``: ``org/name?backend=transformers``.
 
 This module imports no torch; hashing a local directory and reading YAML are the heaviest things it does.
