@@ -195,3 +195,23 @@ def test_a_secondary_score_is_named_in_the_label_check_beside_the_pools_central_
     assert r.metric_details("task_prior").get("secondary") == ["alignment"]
     assert r.metric_details("central_references") == {} and r.metric_details("nope") == {}
 
+
+
+def test_a_rankings_repr_is_a_short_summary_of_what_it_says(baselines_ranking):
+    """``print(ranking)`` / the repr in a notebook dumped every field (36 587 characters on the sample, the metrics'
+    per-task arrays included); it is one short line now: the data, what was decided, the rows with their combined
+    score, the failed candidates and the warnings' codes."""
+    r = _ranking_with_nan()
+    text = repr(r)
+    assert text == str(r) and len(text) < 400, text
+    assert text.startswith("<Ranking of 3 candidates") and "decided: a" in text, text
+    assert "1. a 1.000" in text and "NaN nan" in text and "failed: c (HubError)" in text, text
+    assert "warnings: candidate-failed" in text, text
+    from dataclasses import replace
+
+    undecided = repr(replace(r, decided=False, leaders=["a", "NaN"]))
+    assert "undecided, leaders a, NaN" in undecided, undecided
+    real = repr(baselines_ranking)
+    assert len(real) < 600 and baselines_ranking.best.name in real, real
+    many = replace(r, candidates=[replace(r["a"], name=f"m{i}", rank=i + 1) for i in range(12)])
+    assert "… 4 more" in repr(many) and len(repr(many)) < 600, repr(many)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import asdict, dataclass, field, fields
+from pathlib import PurePath
 from typing import TYPE_CHECKING, Any, Iterable, Iterator, Literal, Mapping, TypedDict, cast
 
 if TYPE_CHECKING:
@@ -364,6 +365,23 @@ class Ranking:
         """
         ok = self.ok
         return ok[0] if ok else None
+
+    def __repr__(self) -> str:
+        """One line: the data, what was decided, the first rows with their combined score, the failed candidates and
+        the warnings' codes (the fields themselves are :meth:`to_dict`)."""
+        src = PurePath(str((self.dataset or {}).get("source") or "")).name or "the data"
+        said = (f"decided: {self.best.name}" if self.decided and self.best else
+                f"undecided, leaders {', '.join(self.leaders)}")
+        rows = [f"{c.rank if c.rank is not None else '-'}. {c.name} "
+                f"{c.combined_score if c.combined_score is None else format(c.combined_score, '.3f')}"
+                for c in self.ok[:8]]
+        rows += [f"… {len(self.ok) - 8} more"] if len(self.ok) > 8 else []
+        failed = f"; failed: {', '.join(f'{c.name} ({c.error_type})' for c in self.failed)}" if self.failed else ""
+        codes = list(dict.fromkeys(RankingWarning.from_value(w).code for w in self.warnings))
+        return (f"<Ranking of {len(self.candidates)} candidates on {src} ({said}): {', '.join(rows)}{failed}"
+                f"{'; warnings: ' + ', '.join(codes) if codes else ''}>")
+
+    __str__ = __repr__
 
     def __getitem__(self, name: str) -> CandidateResult:
         for c in self.candidates:
