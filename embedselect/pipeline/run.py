@@ -92,8 +92,8 @@ def select(
             :mod:`embedselect.data.queries`), a list of such dicts, a DataFrame or a
             :class:`~embedselect.data.queries.QuerySet`. Every candidate embeds the queries as it embeds queries and
             searches the items; ``ranking.retrieval`` holds its MRR@10, nDCG@10, recall@1/@10 with bootstrap
-            intervals over the queries, and each label-free score's rank correlation with MRR@10. The queries are
-            read and matched before any model is loaded.
+            intervals over the queries, each label-free score's rank correlation with MRR@10; the table then follows
+            MRR@10 and the queries decide (``pipeline.queries.queries_stage``); read before any model is loaded.
         answers: a person's answers to :func:`~embedselect.pipeline.asking.ask`'s questions (the CSV's path or the
             DataFrame, checked before the cache is opened); see :func:`embedselect.pipeline.answers.answers_stage`.
 
