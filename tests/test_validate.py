@@ -258,3 +258,26 @@ def test_each_accuracy_has_a_seeded_bootstrap_interval():
     assert wide.loc["random", "knn_acc_hi"] - wide.loc["random", "knn_acc_lo"] > hi - lo
     with pytest.raises(ConfigError):
         probe_accuracies(emb, y, level=1.0)
+
+
+def test_an_undecided_ranking_checked_against_labels_says_what_the_labels_show_not_to_label():
+    """With labels, an undecided ranking's ``next_step`` names the probe's best on them (and who is within its
+    interval), instead of the label-free advice to go and label items (:data:`~embedselect.ranking.combine.SETTLE`);
+    ``decided`` and ``leaders`` are not changed by it, and a decided ranking keeps an empty ``next_step``."""
+    from embedselect.pipeline.conclude import _labels_settle
+    from embedselect.ranking.combine import SETTLE, Decision
+
+    emb, y = _separable()
+    emb["good-too"] = (emb["good"] + np.random.default_rng(3).normal(size=emb["good"].shape) * 0.1).astype(np.float32)
+    rep = validate(emb, y, {"toy": {"random": 2.0, "good": 1.0, "good-too": 0.0}}, n_boot=100, seed=0).to_dict()
+    undecided = Decision(False, ["random", "good"], ["two model families"], ["small-pool"], SETTLE)
+    out = _labels_settle(undecided, rep)
+    acc = rep["table"]
+    best = max(acc, key=lambda c: acc[c]["logistic_acc"])
+    assert best in ("good", "good-too") and out.settle.startswith(f"your labels' held-out probes put {best} first")
+    other = "good-too" if best == "good" else "good"
+    assert f"{other} is within its interval" in out.settle  # the two good embedders cannot be told apart
+    assert "random" not in out.settle.split("first")[1]  # chance level, far below
+    assert (out.decided, out.leaders, out.reasons) == (False, ["random", "good"], ["two model families"])
+    decided = Decision(True, ["good"])
+    assert _labels_settle(decided, rep) is decided and _labels_settle(undecided, None) is undecided

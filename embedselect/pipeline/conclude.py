@@ -25,6 +25,7 @@ def rank_embedded(ctx: RunContext, t_start: float, *, save: bool) -> Ranking:
     metrics_stage(ctx)
     decision = answers_stage(ctx, _rank_stage(ctx))
     validation = _validate_stage(ctx)
+    decision = _labels_settle(decision, validation)
     retrieval, reciprocal_ranks = retrieval_stage(ctx, _label_free_scores(ctx))
     decision = queries_stage(ctx, decision, retrieval, reciprocal_ranks)
     if save and not ctx.store.can_record("the ranking"):
@@ -140,6 +141,33 @@ def _validate_stage(ctx: RunContext) -> ValidationReport | None:
         validation = cast(ValidationReport, report.to_dict())
     ctx.timings["validation"] = time.perf_counter() - t_validation
     return validation
+
+
+def _labels_settle(decision: Any, validation: ValidationReport | None) -> Any:
+    """An undecided ranking checked against labels: ``settle`` (``Ranking.next_step``) says what the labels' held-out
+    probes show, instead of asking for the labels the user has just given: the candidate with the highest probe
+    accuracy and those whose interval reaches its accuracy (labelling more items separates those). The label-free
+    order and ``decided`` / ``leaders`` stay as they are: the labels check the ranking, they do not make it."""
+    if validation is None or decision.decided:
+        return decision
+    from dataclasses import replace
+
+    col = validation.get("accuracy_column", "accuracy")
+    rows = {c: r for c, r in (validation.get("table") or {}).items()
+            if isinstance(r.get(col), (int, float)) and math.isfinite(float(r[col]))}
+    if not rows:
+        return decision
+    best = max(sorted(rows), key=lambda c: float(rows[c][col]))
+    top = float(rows[best][col])
+    lo, hi = rows[best].get(f"{col}_lo"), rows[best].get(f"{col}_hi")
+    interval = f" [{float(lo):.3f}, {float(hi):.3f}]" if lo is not None and hi is not None else ""
+    close = [c for c in sorted(rows, key=lambda c: -float(rows[c][col]))
+             if c != best and rows[c].get(f"{col}_hi") is not None and float(rows[c][f"{col}_hi"]) >= top]
+    text = f"your labels' held-out probes put {best} first (accuracy {top:.3f}{interval}; the check against your labels)"
+    if close:
+        text += f"; {', '.join(close)} {'is' if len(close) == 1 else 'are'} within its interval: more labelled items " \
+                "separate them"
+    return replace(decision, settle=text)
 
 
 def _label_free_scores(ctx: RunContext) -> dict[str, dict[str, float]]:

@@ -292,7 +292,8 @@ class Ranking:
         undecided_reasons: why ``decided`` is False, in words (empty when decided).
         next_step: when ``decided`` is False, how to settle it (:data:`embedselect.ranking.combine.SETTLE`: answer a
             few questions, or check the leaders against a few labels; with answers or queries that do not decide yet,
-            answer more questions or add queries); empty when decided.
+            answer more questions or add queries; checked against labels, the candidate their held-out probes put
+            first and those within its interval); empty when decided.
         timings: wall time of this call's stages, in seconds: ``{"candidates": {name: s}, "metrics": {metric: s},
             "validation": s | None, "total": s}``. A candidate's time covers resolving, loading and embedding it (or
             reading its cached vectors); a metric's covers its bootstrap; a result served from the store is
