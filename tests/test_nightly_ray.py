@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -12,13 +13,26 @@ from tests.test_nightly import publish_st, tiny, write_config  # noqa: F401 - fi
 from tests.test_nightly_failures import model_info_calls
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def local_ray():
+    """One local Ray for the module's Ray tests: its start and its workers' start-up (each imports torch and
+    embedselect) are paid once, not once per test. Started without the session's ``OMP_NUM_THREADS`` (2), so that
+    Ray gives each 1-CPU task one thread, as it does where that is not set: two workers on two threads each would
+    share the two cores four ways."""
     import ray  # the `ray` extra, part of `dev`
 
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    threads = os.environ.pop("OMP_NUM_THREADS", None)
+    try:
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    finally:
+        if threads is not None:
+            os.environ["OMP_NUM_THREADS"] = threads
     yield
     ray.shutdown()
+
+
+FAST_SUFFICIENCY = {"max_steps": 40, "eval_every": 10, "min_steps": 10, "hidden": 16, "n_components": 2}
+"""Estimator options for small sufficiency estimates (its defaults train up to 1 500 steps per pair and repeat)."""
 
 
 def board(path):
@@ -36,8 +50,9 @@ def test_ray_nights_match_local_nights(hub, tiny, tmp_path, local_ray):  # noqa:
     (tmp_path / "ray").mkdir()
     metrics = ["task_prior", "sufficiency"]
     # a metric option the estimator on the workers does not take; two averaged estimates per pair (the workers must
-    # estimate both seeds' pairs, so that select() only reads them)
-    options = {"sufficiency": {"targets": "all", "max_repeats": 2}}
+    # estimate both seeds' pairs, so that select() only reads them); small estimates: what is checked is which pairs
+    # run where and that both executors rank alike, not the estimates
+    options = {"sufficiency": {"targets": "all", "max_repeats": 2, **FAST_SUFFICIENCY}}
     local = load_config(write_config(tmp_path / "local", metrics=metrics, metric_options=options))
     on_ray = load_config(write_config(tmp_path / "ray", metrics=metrics, executor={"kind": "ray"}, metric_options=options))
     ex = RayExecutor()  # joins the running local Ray
@@ -129,7 +144,7 @@ def test_the_ray_precompute_asks_for_exactly_the_pairs_the_scores_read(one_torch
     keys = {k: f"run-{k}" for k in embs}
     refs = frozenset({"tfidf-svd", "random-projection"})
     fams = {"m1": "m1", "m1-cls": "m1", "m2": "m2", "tfidf-svd": "tfidf-svd", "random-projection": "random-projection"}
-    options = {"max_steps": 40, "eval_every": 10, "min_steps": 10, "hidden": 16, "n_components": 2, "max_repeats": 1}
+    options = {**FAST_SUFFICIENCY, "max_repeats": 1}
     read = {(s, t) for s, ts in scored_targets(list(embs), refs, fams).items() for t in ts}
     assert read == {("m1", "m2"), ("m1-cls", "m2"), ("m2", "m1"), ("tfidf-svd", "m1"), ("tfidf-svd", "m2"),
                     ("random-projection", "m1"), ("random-projection", "m2")}
@@ -185,7 +200,7 @@ def test_a_night_hands_the_precompute_the_pools_roles_and_select_only_reads_its_
 
     for i, name in enumerate(["a", "b"]):
         publish_st(hub, f"acme/{name}", tiny[i], 10 - i)
-    fast = {"max_steps": 40, "eval_every": 10, "min_steps": 10, "hidden": 16, "n_components": 2, "max_repeats": 1}
+    fast = {**FAST_SUFFICIENCY, "max_repeats": 1}
     variant = "acme/a?max_length=8"
     conf = load_config(write_config(tmp_path, metrics=["sufficiency"], metric_options={"sufficiency": fast},
                                     pinned=["tfidf-svd", "random-projection", variant]))

@@ -66,21 +66,20 @@ def _embed_unit(ref: Any, cand: Any, job: EmbedJob) -> dict[str, Any]:
 def _pairs_unit(pairs: list[tuple[str, str]], run_keys: dict[str, str], seed: int, options: dict, device: str,
                 *arrays: Any) -> dict[str, Any]:
     """Worker side of "estimate a batch of sufficiency pairs": the directed pairs (source, target) ``pairs`` (and
-    the marginals of both candidates of each), with the same keys and seeds as inside ``select()``; ``arrays``: the
-    embeddings of the candidates of ``pairs``, in sorted name order."""
+    the marginals of both candidates of each), with the same keys and seeds as inside ``select()``, in one estimate
+    (the batch's pairs trained together, as ``select()`` trains its own); ``arrays``: the embeddings of the
+    candidates of ``pairs``, in sorted name order. A degenerate candidate is left out (its pairs are not returned)."""
     from embedselect.metrics.base import MemoryPairCache
     from embedselect.metrics.sufficiency.score import information_sufficiency
 
     names = sorted({x for p in pairs for x in p})
-    embs = dict(zip(names, arrays))
     wanted = {(s, t) for s, t in pairs}
     cache = MemoryPairCache()
-    for a, b in dict.fromkeys(tuple(sorted(p)) for p in pairs):  # a -> b, b -> a or both, in one estimate
-        try:
-            information_sufficiency({a: embs[a], b: embs[b]}, seed=seed, run_keys={a: run_keys[a], b: run_keys[b]},
-                                    pair_cache=cache, device=device, only=lambda _usable: wanted, **options)
-        except MetricError:  # a degenerate candidate: select() leaves it out and says why
-            continue
+    try:  # one estimate for the batch: its pairs are trained together (a pair's value does not depend on its batch)
+        information_sufficiency(dict(zip(names, arrays)), seed=seed, run_keys={n: run_keys[n] for n in names},
+                                pair_cache=cache, device=device, only=lambda _usable: wanted, **options)
+    except MetricError:  # fewer than two usable candidates (degenerate ones): select() leaves them out, says why
+        pass
     return cache.new
 
 
