@@ -17,6 +17,10 @@ from embedselect.errors import CandidateSpecError, EmbedselectError
 
 SAMPLE = str(sample_path("texts"))
 PAIR = ["tfidf-svd", "random-projection"]
+FAST_SUFFICIENCY = {"max_steps": 120, "eval_every": 20, "patience": 2, "batch_size": 128, "hidden": 32,
+                    "n_components": 4}
+"""Small sufficiency estimates, for tests that check what surrounds the metric, not its values (its default
+averages up to five estimates of up to 1 500 steps each)."""
 
 
 # --- 2. select() never prints ------------------------------------------------------------------------
@@ -26,6 +30,7 @@ def test_select_prints_nothing_even_when_it_warns(tmp_path):
     code = (
         "import embedselect\n"
         f"r = embedselect.select({SAMPLE!r}, {PAIR!r}, column='text', metrics=['task_prior', 'sufficiency'],\n"
+        f"                       metric_options={{'sufficiency': {{**{FAST_SUFFICIENCY!r}, 'max_repeats': 1}}}},\n"
         f"                       cache_dir={str(tmp_path / 'c')!r})\n"
         "assert r.warnings\n"
     )
@@ -180,7 +185,8 @@ def test_typed_errors_are_one_line_with_their_exit_code(tmp_path, capsys, monkey
 def test_json_on_stdout_is_only_json_even_with_warnings(tmp_path):
     done = subprocess.run(
         [sys.executable, "-m", "embedselect.cli", "rank", SAMPLE, "-c", "text", "-m", ",".join(PAIR),
-         "--metrics", "sufficiency", "--json", "--cache-dir", str(tmp_path / "c")],
+         "--metrics", "sufficiency", "--json", "--cache-dir", str(tmp_path / "c"),
+         *[a for k, v in {**FAST_SUFFICIENCY, "max_repeats": 1}.items() for a in ("--option", f"sufficiency.{k}={v}")]],
         capture_output=True, text=True, timeout=600,
     )
     assert done.returncode == 0, done.stderr
@@ -283,10 +289,6 @@ def test_a_reference_set_of_identical_items_is_refused_up_front(tmp_path):
 
 
 # --- hostile inputs -------------------------------------------------------------------------------------------
-FAST_SUFFICIENCY = {"max_steps": 120, "eval_every": 20, "patience": 2, "batch_size": 128, "hidden": 32,
-                    "n_components": 4}
-
-
 @pytest.mark.fault
 def test_one_degenerate_candidate_fails_only_that_candidate(tmp_path):
     """A model that gives (up to float noise) the same vector for every input used to abort the whole ranking:
