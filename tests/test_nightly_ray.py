@@ -51,8 +51,9 @@ def test_ray_nights_match_local_nights(hub, tiny, tmp_path, local_ray):  # noqa:
     metrics = ["task_prior", "sufficiency"]
     # a metric option the estimator on the workers does not take; two averaged estimates per pair (the workers must
     # estimate both seeds' pairs, so that select() only reads them); small estimates: what is checked is which pairs
-    # run where and that both executors rank alike, not the estimates
-    options = {"sufficiency": {"targets": "all", "max_repeats": 2, **FAST_SUFFICIENCY}}
+    # run where and that both executors rank alike, not the estimates (nor task_prior's: 64 tasks on one split)
+    options = {"sufficiency": {"targets": "all", "max_repeats": 2, **FAST_SUFFICIENCY},
+               "task_prior": {"n_tasks": 64, "splits": 1}}
     local = load_config(write_config(tmp_path / "local", metrics=metrics, metric_options=options))
     on_ray = load_config(write_config(tmp_path / "ray", metrics=metrics, executor={"kind": "ray"}, metric_options=options))
     ex = RayExecutor()  # joins the running local Ray
