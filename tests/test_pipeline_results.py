@@ -213,5 +213,7 @@ def test_a_rankings_repr_is_a_short_summary_of_what_it_says(baselines_ranking):
     assert "undecided, leaders a, NaN" in undecided, undecided
     real = repr(baselines_ranking)
     assert len(real) < 600 and baselines_ranking.best.name in real, real
+    one = repr(replace(r, candidates=r.candidates[:1]))
+    assert one.startswith("<Ranking of 1 candidate on "), one
     many = replace(r, candidates=[replace(r["a"], name=f"m{i}", rank=i + 1) for i in range(12)])
     assert "… 4 more" in repr(many) and len(repr(many)) < 600, repr(many)

@@ -379,7 +379,8 @@ class Ranking:
         rows += [f"… {len(self.ok) - 8} more"] if len(self.ok) > 8 else []
         failed = f"; failed: {', '.join(f'{c.name} ({c.error_type})' for c in self.failed)}" if self.failed else ""
         codes = list(dict.fromkeys(RankingWarning.from_value(w).code for w in self.warnings))
-        return (f"<Ranking of {len(self.candidates)} candidates on {src} ({said}): {', '.join(rows)}{failed}"
+        n = len(self.candidates)
+        return (f"<Ranking of {n} candidate{'s' if n != 1 else ''} on {src} ({said}): {', '.join(rows)}{failed}"
                 f"{'; warnings: ' + ', '.join(codes) if codes else ''}>")
 
     __str__ = __repr__
