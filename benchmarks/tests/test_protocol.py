@@ -18,15 +18,15 @@ def test_the_split_is_the_hash_rule_and_covers_every_dataset():
     # the halves written in docs/validity.md ("## Protocol")
     assert split["confirmation"]["text"] == ["aiml-topics", "amazon-reviews", "analogy", "car-origins",
                                              "chatterbot-languages", "city-continents", "convention-2012",
-                                             "debates-2016", "hamlet-speakers", "inquirer-domains",
-                                             "moral-foundations", "nrc-emotion", "polarity", "pylint-messages",
-                                             "quote-sources", "review-subjectivity", "roget-heads", "sms-spam",
-                                             "whissell-imagery"]
+                                             "debates-2016", "django-messages", "hamlet-speakers", "icd10-chapters",
+                                             "inquirer-domains", "moral-foundations", "nrc-emotion", "polarity",
+                                             "pylint-messages", "quote-sources", "review-subjectivity", "roget-heads",
+                                             "sms-spam", "whissell-imagery"]
     assert split["selection"]["text"] == ["bible-genres", "census-names", "chatterbot-topics", "editorial-sentiment",
                                           "emoji", "empath", "entity-types", "food-kinds", "fortune-topics",
-                                          "mimesis-fields", "snippet-genre", "stdlib-domains", "trec",
+                                          "mimesis-fields", "movie-genres", "snippet-genre", "stdlib-domains", "trec",
                                           "tweet-sentiment", "vader", "warriner-arousal", "word-classes",
-                                          "wordnet-glosses"]
+                                          "wordnet-domains", "wordnet-glosses"]
     assert split["confirmation"]["image"] == ["mnist-5k", "photo-patches", "sample-photos"]
 
 
