@@ -46,8 +46,10 @@ def test_load_icd10_chapters_keeps_category_titles_of_the_largest_chapters(tmp_p
 
 
 @pytest.mark.fault
-@pytest.mark.parametrize("content", [b"not gzip at all", gzip.compress(b"{not json"),
-                                     gzip.compress(b'{"A00": "Cholera"}'), gzip.compress(b'{"A000": [true, "x"]}')])
+@pytest.mark.parametrize("content", [b"not gzip at all", gzip.compress(b"{not json", mtime=0),
+                                     gzip.compress(b'{"A00": "Cholera"}', mtime=0),
+                                     gzip.compress(b'{"A000": [true, "x"]}', mtime=0)],
+                         ids=["not gzip", "not json", "not [billable, title]", "no category"])
 def test_load_icd10_chapters_refuses_a_file_that_is_not_the_code_list(tmp_path, content):
     f = tmp_path / "icd10.json.gz"
     f.write_bytes(content)
