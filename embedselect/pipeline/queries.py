@@ -111,7 +111,6 @@ def queries_stage(ctx: Any, decision: Any, retrieval: dict[str, Any] | None,
              if o.result.ok and o.result.name in reciprocal and o.result.rank is not None]
     if len(table) < 2:
         return decision
-    mrr = {c: float(np.mean(reciprocal[c])) for c in table}
     order, names, v = queries_verdict(reciprocal, table, ctx.families)
     reorder(ctx, table, order)
     retrieval["decision"] = {"order": order, "contenders": names, "level": DECIDE_LEVEL,
@@ -126,7 +125,7 @@ def queries_stage(ctx: Any, decision: Any, retrieval: dict[str, Any] | None,
     if v.decided:
         beaten = ", ".join(f"{p['other']} ({p['wins']}:{p['losses']})" for p in v.pairs)
         ctx.warnings.append(RankingWarning("queries", f"decided by {said}: {v.winner} finds the relevant items best "
-                                           f"(MRR@10 {mrr[str(v.winner)]:.3f}); it beats {beaten} on the queries "
+                                           f"(MRR@10 {float(np.mean(reciprocal[str(v.winner)])):.3f}); it beats {beaten} on the queries "
                                            "where one of the two finds the first relevant item higher "
                                            f"({DECIDE_LEVEL:.1%} Wilson interval above one half)", [str(v.winner)]))
         return Decision(True, [str(v.winner)], [], [])
