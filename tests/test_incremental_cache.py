@@ -188,3 +188,21 @@ def test_a_run_stored_before_the_index_joins_it_when_read(cache_dir, texts):
     assert _counts(embedselect.embed(texts[:90], cand())) == {"enc": (0, 90)}  # read by its run key, indexed
     assert store.query_df("SELECT count(*) AS n FROM item_vectors WHERE run_key = ?", [key]).n[0] == 90
     assert _counts(embedselect.embed(texts[:100], cand())) == {"enc": (10, 90)} and enc.items == 100
+
+
+def test_the_rank_table_says_how_many_items_came_from_the_cache(cache_dir, texts):
+    """A run over a superset of earlier data embeds only the new items; the table's ``cached`` column said ``no`` for
+    it (as for a candidate embedded whole), so the rank table never showed the reuse: it says ``200/240``."""
+    from embedselect.cli.format import format_table
+
+    enc = Counting()
+    cands = lambda: [Candidate(name="enc", embedder=enc, revision="v1"), "random-projection"]  # noqa: E731
+    embedselect.embed(texts[:200], cands())
+    r = embedselect.select(texts, cands(), metrics=["task_prior"], save=False)
+    assert (r["enc"].embedded_items, r["enc"].stored_items, r["enc"].cached) == (40, 200, False)
+    rows = {line.split()[1]: line.split() for line in format_table(r).splitlines()[2:4]}
+    header = format_table(r).splitlines()[0].split()
+    assert rows["enc"][header.index("cached")] == "200/240"
+    again = embedselect.select(texts, cands(), metrics=["task_prior"], save=False)
+    assert {line.split()[1]: line.split()[header.index("cached")] for line in format_table(again).splitlines()[2:4]} \
+        == {"enc": "yes", "random-projection": "yes"}

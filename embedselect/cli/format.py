@@ -43,7 +43,7 @@ def format_table(ranking) -> str:
             row += [fmt(c.scores.get(m)), fmt(c.ranks.get(m))]
         row += [fmt(c.dim), fmt(c.bytes_per_vector), rate(c.items_per_second)]
         row += ([count(c.parameters)] if params else []) + ([fmt(c.api_tokens)] if tokens else [])
-        row += ["yes" if c.cached else "no", c.status if c.ok else f"FAILED: {c.error_type}"]
+        row += [_cached_cell(c), c.status if c.ok else f"FAILED: {c.error_type}"]
         rows.append(row)
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
     lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths))]
@@ -70,6 +70,16 @@ def format_table(ranking) -> str:
     if timing:
         lines.append(timing)
     return "\n".join(lines)
+
+
+def _cached_cell(c: Any) -> str:
+    """The ``cached`` column: ``yes`` (no item embedded in this run), ``no``, or ``240/260`` when this run embedded
+    only the items no earlier run of the same model had embedded and read the others from the cache."""
+    if c.cached:
+        return "yes"
+    if c.stored_items and c.n:
+        return f"{c.stored_items}/{c.n}"
+    return "no"
 
 
 def note_lines(ranking: Any) -> list[str]:
