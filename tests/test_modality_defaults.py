@@ -75,12 +75,15 @@ def test_every_default_metric_has_a_weight_for_each_modality(modality):
 
 def test_no_left_out_of_the_score_note_for_a_metric_the_score_never_had(tmp_path):
     """RankMe cannot compare candidates that all have at least n - 1 dimensions and says it is "left out of the
-    score"; with a weight of 0 (the user's here; the text default's too) that note would only confuse. Given a weight
-    (the image default's 0.5), it is said."""
+    score"; with a weight of 0 (the user's here; the text default's too) that note would only confuse, but its column
+    shows "-" for every candidate, which is said with the reason (it was said nowhere). Given a weight (the image
+    default's 0.5), it is "left out of the score"."""
     photos = make_photos(tmp_path / "photos", n_per_class=30)  # 60 items; pixel-pca has 59 dimensions
     pool = ["pixel-pca", "random-projection", "random-projection?dim=128", "random-projection?dim=96"]
     r = select(photos, pool, cache_dir=tmp_path / "c", weights={"rankme": 0.0})
     assert "not_comparable" in r.details["rankme"]
     assert not any("left out of the score" in w for w in r.warnings)
+    assert [w for w in r.warnings if w.startswith("rankme not scored (its column shows -): every candidate has at "
+                                                  "least n - 1 = 59 dimensions")], r.warnings
     weighted = select(photos, pool, cache_dir=tmp_path / "c")
     assert any(w.startswith("rankme") and "left out of the score" in w for w in weighted.warnings)

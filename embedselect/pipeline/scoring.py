@@ -126,10 +126,12 @@ def metrics_stage(ctx: RunContext) -> None:
     if not ctx.per_metric:
         raise MetricError("no metric could be computed: " + "; ".join(warnings))
     ctx.combined_weights = combined_weights(list(ctx.per_metric), ctx.ref.modality, ctx.weights)
-    # a metric's warning that it is "left out of the score" says nothing when it has weight 0 in the combined score
-    # anyway; the weights are those of the metrics computed, so a weight-0 metric that became the score (every
-    # weighted metric failed) keeps its warning
-    warnings += [RankingWarning("metric-note", note) for m, note in left_out.items() if ctx.combined_weights.get(m)]
+    # a metric's warning that it is "left out of the score" would be untrue when it has weight 0 in the combined
+    # score anyway: then it says why its column shows "-" instead. The weights are those of the metrics computed, so
+    # a weight-0 metric that became the score (every weighted metric failed) keeps its warning
+    warnings += [RankingWarning("metric-note", note if ctx.combined_weights.get(m) else
+                                note.replace("left out of the score", "not scored (its column shows -)", 1))
+                 for m, note in left_out.items()]
 
 
 def _run_metric(m: str, mctx: MetricContext, ctx: RunContext, *, run_keys: Mapping[str, str],
