@@ -73,8 +73,26 @@ def test_badges_are_svg_with_the_rank_and_valid_endpoint_json_under_safe_names(t
 def test_an_undecided_lead_shows_as_a_tie_on_the_badge(tmp_path):
     ranking = _fake([("a", 0.9), ("b", 0.9), ("c", 0.1)])
     ranking.decided, ranking.leaders = False, ["a", "b"]
+    ranking.candidates[2].combined_score, ranking.leaders = 0.85, ["a", "b", "c"]  # c (rank 3) is a leader too
     written = write_badges(ranking, tmp_path)
-    assert json.loads(open(written["a"]["json"]).read())["message"].startswith("tied #1 of 3")
+    for name in ("a", "b", "c"):  # every leader is tied for first: "c" read "tied #3 of 3", in orange
+        endpoint = json.loads(open(written[name]["json"]).read())
+        assert endpoint["message"] == "tied #1 of 3 · tickets.csv" and endpoint["color"] == "brightgreen", endpoint
+    ranking.leaders = ["a", "b"]
+    written = write_badges(ranking, tmp_path)
+    assert json.loads(open(written["c"]["json"]).read())["message"] == "#3 of 3 · tickets.csv"
+
+
+def test_an_undecided_ranking_says_so_on_the_html_leaderboard_as_on_the_markdown():
+    """The HTML leaderboard showed the first row and no caveat where the Markdown one says "no clear winner"."""
+    ranking = _fake([("a", 0.9), ("b", 0.9), ("c", 0.1)])
+    ranking.decided, ranking.leaders = False, ["a", "b"]
+    ranking.undecided_reasons, ranking.next_step = ["a, b <tie>"], "label a few items"
+    page = lb.to_html(ranking)
+    assert "no clear winner: a, b &lt;tie&gt;" in page and "label a few items" in page
+    assert "- no clear winner: a, b" in lb.to_markdown(ranking)
+    ranking.decided, ranking.leaders = True, ["a"]
+    assert "no clear winner" not in lb.to_html(ranking)
 
 
 CARD = """---

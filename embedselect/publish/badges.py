@@ -70,18 +70,20 @@ def _colour(rank: int | None, total: int) -> str:
 
 
 def badge_for(ranking: Ranking, candidate: CandidateResult | str, *, dataset: str | None = None) -> Badge:
-    """The badge of one ranked candidate: ``#rank of N`` (``tied #1`` when the lead is undecided) and the
-    data set's name (default: the reference data's file name)."""
+    """The badge of one ranked candidate: ``#rank of N`` (``tied #1`` for every leader when the lead is undecided:
+    the leaders cannot be told apart, so none is second or third) and the data set's name (default: the reference
+    data's file name)."""
     c = ranking[candidate] if isinstance(candidate, str) else candidate
     total = len(ranking.ok)
     label = clean(dataset or Path(str(ranking.dataset.get("source", "data"))).name or "data")
+    tied = c.ok and c.rank is not None and not ranking.decided and c.name in ranking.leaders
     if not c.ok or c.rank is None:
         message = f"failed · {label}"
-    elif not ranking.decided and c.name in ranking.leaders:
-        message = f"tied #{c.rank} of {total} · {label}"
+    elif tied:
+        message = f"tied #1 of {total} · {label}"
     else:
         message = f"#{c.rank} of {total} · {label}"
-    return Badge(candidate=c.name, message=clean(message), color=_colour(c.rank if c.ok else None, total),
+    return Badge(candidate=c.name, message=clean(message), color=_colour(1 if tied else c.rank if c.ok else None, total),
                  stem=safe_filename(c.name))
 
 

@@ -125,6 +125,15 @@ def _provenance(ranking: Ranking, previous: Ranking | None) -> str:
     return text
 
 
+def _undecided_lines(ranking: Ranking) -> list[str]:
+    """What an undecided ranking's leaderboard says under its table (plain text): no clear winner and why, and the
+    next step; nothing for a decided one."""
+    if ranking.decided:
+        return []
+    lines = [f"no clear winner: {'; '.join(ranking.undecided_reasons)}"]
+    return lines + ([ranking.next_step] if ranking.next_step else [])
+
+
 def to_markdown(ranking: Ranking, previous: Ranking | None = None) -> str:
     """A Markdown leaderboard: rank, change, candidate, combined score and its change, each metric's score."""
     rows = leaderboard_rows(ranking, previous)
@@ -136,10 +145,7 @@ def to_markdown(ranking: Ranking, previous: Ranking | None = None) -> str:
                  *(num(r.scores.get(m)) for m in ranking.metrics), md((r.revision or "")[:12])]
         lines.append("| " + " | ".join(cells) + " |")
     lines += ["", md(_provenance(ranking, previous))]
-    if not ranking.decided:
-        lines.append(f"- no clear winner: {md('; '.join(ranking.undecided_reasons))}")
-        if ranking.next_step:
-            lines.append(f"- {md(ranking.next_step)}")
+    lines += [f"- {md(line)}" for line in _undecided_lines(ranking)]
     return "\n".join(lines) + "\n"
 
 
@@ -175,7 +181,8 @@ def to_html_table(ranking: Ranking, previous: Ranking | None = None) -> str:
 
 
 def to_html(ranking: Ranking, previous: Ranking | None = None, *, title: str = "embedselect leaderboard") -> str:
-    """A self-contained HTML page with the leaderboard (no scripts, no external resources)."""
+    """A self-contained HTML page with the leaderboard (no scripts, no external resources); an undecided ranking's
+    page says so under the table, as the Markdown does (it showed a first row and no caveat)."""
     css = ("body{font:15px/1.45 system-ui,sans-serif;margin:1.5em;color:#222;max-width:60em}"
            "table{border-collapse:collapse;width:100%}th,td{border-bottom:1px solid #ddd;padding:6px 8px;text-align:left}"
            "tr.up td:nth-child(2){color:#16803c}tr.down td:nth-child(2){color:#b42318}tr.new td:nth-child(2){color:#1d4ed8}"
@@ -184,6 +191,7 @@ def to_html(ranking: Ranking, previous: Ranking | None = None, *, title: str = "
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width,initial-scale=1">'
         f"<title>{esc(title)}</title><style>{css}</style></head><body><h1>{esc(title)}</h1>"
-        f'<div class="wrap">{to_html_table(ranking, previous)}</div><p><small>{esc(_provenance(ranking, previous))}'
-        "</small></p></body></html>"
+        f'<div class="wrap">{to_html_table(ranking, previous)}</div>'
+        + "".join(f'<p class="undecided">{esc(line)}</p>' for line in _undecided_lines(ranking))
+        + f"<p><small>{esc(_provenance(ranking, previous))}</small></p></body></html>"
     )
