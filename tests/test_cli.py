@@ -44,6 +44,15 @@ def test_table_output_and_cache_commands(tmp_path, capsys):
     assert main(["cache", "ls", "--cache-dir", cache, "--json"]) == 0
     assert [r["model_id"] for r in json.loads(capsys.readouterr().out)] == ["baseline:tfidf-svd"]
     assert main(["cache", "rm", "--cache-dir", cache]) == 2  # says what to remove
+    # a run key after an option (was "unrecognized arguments", exit 2: one parser held the command and the keys)
+    key = runs[0]["run_key"] if runs[0]["model_id"] == "baseline:tfidf-svd" else runs[1]["run_key"]
+    assert main(["cache", "rm", "--cache-dir", cache, key[:12]]) == 0
+    assert "removed 1" in capsys.readouterr().out
+    assert main(["cache", "ls", "--cache-dir", cache]) == 0 and "empty" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        main(["cache", "rm", "--help"])
+    rm_help = capsys.readouterr().out
+    assert "--model" in rm_help and "--json" not in rm_help  # each command's own options
 
 
 def test_models_given_several_times_are_all_ranked(tmp_path, capsys):

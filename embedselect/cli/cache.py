@@ -43,13 +43,22 @@ def cmd_cache(args) -> int:
 
 
 def register(sub) -> None:
-    """Add ``cache`` to the main parser's subparsers."""
+    """Add ``cache`` and its commands (``ls``, ``rm``, ``gc``, ``path``) to the main parser's subparsers. Each command
+    is a parser of its own, so ``cache rm --cache-dir DIR KEY`` reads KEY (with one parser for all four, a run key
+    after an option was "unrecognized arguments") and ``cache rm --help`` shows rm's options only."""
+    import argparse
+
     p = sub.add_parser("cache", help="inspect or clean the embedding cache")
-    p.add_argument("cache_cmd", choices=["ls", "rm", "gc", "path"])
-    p.add_argument("run_key", nargs="*", help="run keys (or prefixes) to remove")
-    p.add_argument("--cache-dir")
-    p.add_argument("--model", help="rm: runs whose model id contains this")
-    p.add_argument("--fingerprint", help="rm: runs of this data fingerprint (prefix)")
-    p.add_argument("--all", action="store_true", help="rm: everything")
-    p.add_argument("--json", action="store_true")
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--cache-dir", help="the cache (default: $EMBEDSELECT_CACHE_DIR, else the user cache folder)")
+    commands = p.add_subparsers(dest="cache_cmd", required=True, metavar="{ls,rm,gc,path}")
+    ls = commands.add_parser("ls", parents=[common], help="list the cached embedding runs and their size")
+    ls.add_argument("--json", action="store_true", help="one JSON record per run")
+    rm = commands.add_parser("rm", parents=[common], help="remove embedding runs (and then orphan vector files)")
+    rm.add_argument("run_key", nargs="*", help="run keys (or prefixes) to remove")
+    rm.add_argument("--model", help="runs whose model id contains this")
+    rm.add_argument("--fingerprint", help="runs of this data fingerprint (prefix)")
+    rm.add_argument("--all", action="store_true", help="everything")
+    commands.add_parser("gc", parents=[common], help="remove vector files no run points at")
+    commands.add_parser("path", parents=[common], help="print where the cache is")
     p.set_defaults(func=cmd_cache)

@@ -49,6 +49,7 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
     "cache": [
         ("what is cached, and how big", "embedselect cache ls"),
         ("remove one model's runs, then orphan files", "embedselect cache rm --model bge-small"),
+        ("remove one run by its run key (a prefix, as cache ls shows it)", "embedselect cache rm 8464b7d4e253"),
         ("remove vector files no run points at", "embedselect cache gc"),
         ("where the cache lives", "embedselect cache path"),
     ],
