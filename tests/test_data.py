@@ -344,6 +344,23 @@ def test_image_fingerprint_follows_bytes_not_location(tmp_path):
     assert d1.modality == "image"
 
 
+@pytest.mark.fault
+def test_links_that_lead_out_of_an_image_folder_are_not_followed(tmp_path, caplog):
+    """A link in the folder to an image elsewhere (another user's file, a secret) was read as one of the folder's
+    images; a link to a folder elsewhere was not walked already. A link to an image inside the folder is kept (it is
+    one of the folder's images); paths with spaces are read as they are."""
+    make_images(tmp_path / "my photos", n=4)
+    outside = tmp_path / "elsewhere"
+    make_images(outside, n=2)
+    (tmp_path / "my photos" / "cats" / "link to secret.png").symlink_to(outside / "dogs" / "img0.png")
+    (tmp_path / "my photos" / "dir link").symlink_to(outside)
+    (tmp_path / "my photos" / "dogs" / "same.png").symlink_to(tmp_path / "my photos" / "dogs" / "img0.png")
+    with caplog.at_level("WARNING", logger="embedselect.data"):
+        d = ReferenceData.load(tmp_path / "my photos")
+    assert list(d.ids) == ["cats/img1.jpg", "cats/img3.png", "dogs/img0.png", "dogs/img2.webp", "dogs/same.png"]
+    assert "1 link(s) in" in caplog.text and "cats/link to secret.png" in caplog.text
+
+
 # ------------------------------------------------------------------ sampling, labels, dedupe
 def test_seeded_sampling_is_reproducible_and_order_preserving():
     texts = [f"t{i}" for i in range(100)]

@@ -7,6 +7,7 @@ import difflib
 import hashlib
 import io
 import json
+import logging
 import os
 from pathlib import Path
 from typing import Any, Iterable, Literal, Sequence, TypeVar
@@ -56,6 +57,8 @@ R = TypeVar("R", bound=ReferenceItems)
 _MAX_EXAMPLES = 10  # skipped items listed in the report
 
 OnError = Literal["fail", "skip"]
+
+log = logging.getLogger("embedselect.data")
 
 
 def load_frame(cls: type[R], obj: Any, kw: dict[str, Any]) -> R:
@@ -247,10 +250,12 @@ def load_image_files(
             )
         root = root.resolve()
         walker = root.rglob("*") if recursive else root.glob("*")
-        paths = sorted(
-            (p for p in walker if p.is_file() and p.suffix.lower() in IMAGE_SUFFIXES),
-            key=lambda p: p.relative_to(root).as_posix(),
-        )
+        found = [p for p in walker if p.is_file() and p.suffix.lower() in IMAGE_SUFFIXES]
+        paths = sorted((p for p in found if _inside(p, root)), key=lambda p: p.relative_to(root).as_posix())
+        outside = sorted(p.relative_to(root).as_posix() for p in found if not _inside(p, root))
+        if outside:  # a link in the folder is not an image of the folder: its target is never read
+            log.warning("%d link(s) in %s lead out of the folder and were not followed (e.g. %s)", len(outside),
+                        root, ", ".join(outside[:3]))
         if not paths:
             raise EmptyDataError(
                 f"no image files ({', '.join(IMAGE_SUFFIXES)}) in {str(root)!r}"
@@ -294,6 +299,12 @@ def load_image_files(
         n_total=len(paths), n_empty=0, skipped=[(i, "image", r) for i, r in bad], source=source,
         max_items=max_items, seed=seed, dedupe=dedupe,
     )
+
+
+def _inside(path: Path, root: Path) -> bool:
+    """Whether ``path`` (under ``root``, which is resolved) is a file of the folder: not a link whose target lies
+    outside it (the rule for local model folders too: links are never followed out of the folder)."""
+    return not path.is_symlink() or path.resolve().is_relative_to(root)
 
 
 def _from_frame(cls: type[R], frame: Any, *, column: str | None, label_column: str | None, id_column: str | None,
