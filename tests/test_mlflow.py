@@ -85,6 +85,14 @@ def test_rank_mlflow_without_a_uri_or_without_mlflow_stops_before_any_work(tmp_p
     argv = ["rank", SAMPLE, "-c", "text", "-m", "tfidf-svd", "--cache-dir", str(tmp_path / "c"), "--mlflow"]
     assert main(argv) == 2
     assert "MLFLOW_TRACKING_URI" in capsys.readouterr().err
+    # a store MLflow refuses (MLflow 3's file store without its opt-in): exit 2 before any work, not exit 1
+    # ("unexpected MlflowException") after the whole ranking; the URI itself is not printed
+    monkeypatch.delenv("MLFLOW_ALLOW_FILE_STORE", raising=False)
+    store = (tmp_path / "secret-mlruns").as_uri()
+    assert main([*argv, "--mlflow-uri", store]) == 2
+    err = capsys.readouterr().err
+    assert "MLflow cannot log to this tracking URI (file)" in err and "MLFLOW_ALLOW_FILE_STORE" in err, err
+    assert "secret-mlruns" not in err and not (tmp_path / "c").exists()
     monkeypatch.setitem(sys.modules, "mlflow", None)
     assert main([*argv, "--mlflow-uri", "http://127.0.0.1:9"]) == 2
     assert "pip install 'embedselect[mlflow]'" in capsys.readouterr().err

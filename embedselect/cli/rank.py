@@ -72,8 +72,15 @@ def mlflow_uri(args) -> str | None:
     uri = args.mlflow_uri or os.environ.get("MLFLOW_TRACKING_URI", "").strip()
     if not uri:
         raise ConfigError("--mlflow needs a tracking URI: pass --mlflow-uri URI or set MLFLOW_TRACKING_URI "
-                          "(e.g. http://mlflow.example:5000 or sqlite:///mlflow.db)")
-    require("mlflow", extra="mlflow", purpose="--mlflow")
+                          "(e.g. http://mlflow.example:5000)")
+    mlflow = require("mlflow", extra="mlflow", purpose="--mlflow")
+    try:  # builds the store the URI names (no request is sent): MLflow 3 refuses a file store unless opted in, and
+        mlflow.MlflowClient(tracking_uri=uri)  # mlflow-skinny a database URI; found after the ranking, exit 1
+    except Exception as exc:  # noqa: BLE001 - any refusal of the URI by MLflow, said before any work
+        scheme = uri.split(":", 1)[0] if ":" in uri else "a path"
+        reason = " ".join(str(exc).replace(uri, f"<{scheme} URI>").split())  # the URI may hold a password
+        raise ConfigError(f"--mlflow: MLflow cannot log to this tracking URI ({scheme}): {type(exc).__name__}: "
+                          f"{reason}") from None
     return uri
 
 
