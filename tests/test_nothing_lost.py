@@ -379,3 +379,25 @@ def test_index_overwrite_killed_at_random_instants_always_leaves_an_index(tmp_pa
     build_index(TEXTS, "tfidf-svd?dim=4", out=out, overwrite=True)
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".idx")) == []
     assert builds == 6
+
+
+def test_real_inside_follows_links_only_within_the_folder(tmp_path):
+    """One rule for every reader of a given folder: an entry counts by its real path, and a link that leads out (to a
+    file, a folder or the folder's parent) gives None; a link to a file inside gives that file."""
+    from embedselect._fs.inside import real_inside
+
+    root, out = tmp_path / "given", tmp_path / "elsewhere"
+    (root / "sub").mkdir(parents=True)
+    out.mkdir()
+    (root / "sub" / "a.txt").write_text("a")
+    (out / "secret.txt").write_text("s")
+    (root / "in").symlink_to(root / "sub" / "a.txt")
+    (root / "out").symlink_to(out / "secret.txt")
+    (root / "up").symlink_to("..")
+    (root / "dir-out").symlink_to(out, target_is_directory=True)
+    assert real_inside(root / "in", root) == (root / "sub" / "a.txt").resolve()
+    assert real_inside(root / "sub" / "a.txt", root) == (root / "sub" / "a.txt").resolve()
+    assert real_inside(root, root) == root.resolve()
+    for name in ("out", "up", "dir-out"):
+        assert real_inside(root / name, root) is None, name
+    assert real_inside(root / "dir-out" / "secret.txt", root) is None

@@ -50,6 +50,7 @@ from embedselect.errors import (
     UnsupportedFormatError,
 )
 from embedselect.data.image_labels import image_labels
+from embedselect._fs.inside import real_inside
 
 R = TypeVar("R", bound=ReferenceItems)
 """The reference data class being built (:class:`~embedselect.data.ReferenceData`)."""
@@ -251,8 +252,8 @@ def load_image_files(
         root = root.resolve()
         walker = root.rglob("*") if recursive else root.glob("*")
         found = [p for p in walker if p.is_file() and p.suffix.lower() in IMAGE_SUFFIXES]
-        paths = sorted((p for p in found if _inside(p, root)), key=lambda p: p.relative_to(root).as_posix())
-        outside = sorted(p.relative_to(root).as_posix() for p in found if not _inside(p, root))
+        paths = sorted((p for p in found if real_inside(p, root)), key=lambda p: p.relative_to(root).as_posix())
+        outside = sorted(p.relative_to(root).as_posix() for p in found if not real_inside(p, root))
         if outside:  # a link in the folder is not an image of the folder: its target is never read
             log.warning("%d link(s) in %s lead out of the folder and were not followed (e.g. %s)", len(outside),
                         root, ", ".join(outside[:3]))
@@ -299,12 +300,6 @@ def load_image_files(
         n_total=len(paths), n_empty=0, skipped=[(i, "image", r) for i, r in bad], source=source,
         max_items=max_items, seed=seed, dedupe=dedupe,
     )
-
-
-def _inside(path: Path, root: Path) -> bool:
-    """Whether ``path`` (under ``root``, which is resolved) is a file of the folder: not a link whose target lies
-    outside it (the rule for local model folders too: links are never followed out of the folder)."""
-    return not path.is_symlink() or path.resolve().is_relative_to(root)
 
 
 def _from_frame(cls: type[R], frame: Any, *, column: str | None, label_column: str | None, id_column: str | None,

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from embedselect.errors import ModelFileError
+from embedselect._fs.inside import real_inside
 
 TOKENIZER_FILES = frozenset(
     {
@@ -86,8 +87,8 @@ def model_folder_files(root: str | Path) -> list[tuple[str, str, Path | str]]:
                 if p.is_file():
                     out.append((rel, "file", p))
                 continue
-            target = Path(os.path.realpath(p))
-            if target == real_top or real_top in target.parents:
+            target = real_inside(p, real_top)
+            if target is not None:
                 if target.is_file():
                     out.append((rel, "file", target))
                 continue  # a folder inside root is walked where it is; a dangling link is nothing

@@ -13,10 +13,11 @@ when it is a regular file inside the folder (a link out of the folder is never f
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from embedselect._fs.inside import real_inside
 
 MAX_CARD_BYTES = 64 * 1024
 """Bytes of ``README.md`` read: the YAML front matter comes first, and a card is untrusted input."""
@@ -99,9 +100,8 @@ def card_origin(folder: Path | None, *, within: Path | None = None) -> CardOrigi
         return None
     path = Path(folder) / "README.md"
     try:
-        real = Path(os.path.realpath(path))
-        root = Path(os.path.realpath(within if within is not None else folder))
-        if not real.is_relative_to(root) or not real.is_file():
+        real = real_inside(path, within if within is not None else folder)
+        if real is None or not real.is_file():
             return None
         with open(real, "rb") as fh:
             head = fh.read(MAX_CARD_BYTES)
