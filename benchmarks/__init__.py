@@ -9,7 +9,8 @@
   ground truth per view; the named pools in ``named_pools.py``, the cached truth and signals in ``signal_cache.py``,
   the measures in ``scoring.py``), ``validity_default.py`` (leave-one-dataset-out choice of the defaults; the grid
   and the package's default as a setting in ``default_grid.py``, the views read from the caches in
-  ``cached_views.py``, the choice and its held-out reading in ``lodo.py``),
+  ``cached_views.py``, the choice (also the one of ``validity_pools.py``'s report) and its held-out
+  reading in ``lodo.py``),
   ``seed_stability.py``, ``per_view.py``, ``truth_noise.py``, ``validity_retrieval.py`` (the retrieval views; their
   folders in ``retrieval_pools.py``, the search default's choice in ``retrieval_default.py``); method and current
   numbers in docs/validity.md.

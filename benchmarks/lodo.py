@@ -1,12 +1,13 @@
-"""The leave-one-dataset-out choice of a setting (:func:`lodo`; within each modality: :func:`lodo_within_modality`)
-by its objective (:func:`objective`), and the reading of held-out results: one-line summaries, issue 23's targets
+"""The leave-one-dataset-out choice of a setting (:func:`lodo_choices`, also the one of ``validity_pools.py``'s
+report; on cached views by its objective (:func:`objective`): :func:`lodo`, within each modality:
+:func:`lodo_within_modality`), and the reading of held-out results: one-line summaries, issue 23's targets
 (:data:`DONE_WHEN`), the per-view table and the grid's in-sample ceiling."""
 
 from __future__ import annotations
 
 import collections
 import math
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping, Sequence, TypeVar
 
 import numpy as np
 
@@ -20,6 +21,8 @@ views at least ``rho_mean``, regret at most ``regret`` on at least ``regret_shar
 selection objective (:func:`objective`) keeps the stricter per-view ρ of :data:`benchmarks.scoring.TARGETS`: counting hits at 0.6 instead
 raised the text share to 0.83 but lowered the held-out mean ρ to 0.845 and images to 0.751 (docs/archive/benchmarks-diary.md §4n)."""
 
+R = TypeVar("R")
+
 
 def _rho(result: dict[str, Any]) -> float:
     """A result's Spearman ρ, an undefined one (NaN: the ranking was constant) counting as -1."""
@@ -32,21 +35,28 @@ def objective(results: list[dict[str, Any]]) -> float:
     return hits + float(np.mean(rhos)) / 10 if results else -math.inf
 
 
+def lodo_choices(table: Sequence[Sequence[R]], datasets: Sequence[str],
+                 score: Callable[[list[R]], float]) -> dict[str, int]:
+    """The leave-one-dataset-out choice, for each dataset of ``datasets`` (sorted): the index of the setting (row of
+    ``table``) whose ``score`` over the columns of the *other* datasets is highest, ties to the earlier setting.
+    ``table[i][j]``: setting ``i`` on column ``j``, a column of dataset ``datasets[j]`` (a dataset may have several:
+    its views, its (view, seed) pairs), so a held-out dataset's columns are left out together."""
+    out = {}
+    for d in sorted(set(datasets)):
+        others = [j for j, x in enumerate(datasets) if x != d]
+        out[d] = max(range(len(table)), key=lambda i: (score([table[i][j] for j in others]), -i))
+    return out
+
+
 def lodo(views: list[dict[str, Any]], grid: list[tuple[dict[str, float], str]],
          table: list[list[dict[str, Any]]] | None = None) -> list[tuple[dict, str]]:
-    """Held-out result per view (in ``views``' order) and the label of the setting chosen without its dataset.
-    ``table[i][j]``: setting ``grid[i]`` on ``views[j]`` (:func:`evaluate`, copies below parents), computed when not
-    given."""
+    """Held-out result per view (in ``views``' order) and the label of the setting chosen without its dataset
+    (:func:`lodo_choices` by :func:`objective`). ``table[i][j]``: setting ``grid[i]`` on ``views[j]`` (:func:`evaluate`,
+    copies below parents), computed when not given."""
     if table is None:
         table = evaluate_grid(views, grid)
-    out: list[Any] = [None] * len(views)
-    for d in sorted({v["dataset"] for v in views}):
-        others = [j for j, v in enumerate(views) if v["dataset"] != d]
-        best = max(range(len(grid)), key=lambda i: (objective([table[i][j] for j in others]), -i))
-        for j, v in enumerate(views):
-            if v["dataset"] == d:
-                out[j] = (table[best][j], label(grid[best]))
-    return out
+    chosen = lodo_choices(table, [v["dataset"] for v in views], objective)
+    return [(table[chosen[v["dataset"]]][j], label(grid[chosen[v["dataset"]]])) for j, v in enumerate(views)]
 
 
 def results_summary(rows: list[dict[str, Any]]) -> str:

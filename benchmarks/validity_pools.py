@@ -17,8 +17,9 @@ For each dataset (a pool folder written by ``benchmarks/validity_data.py``):
    task_prior and sufficiency).
 
 The steps' parts live by concern: the named pools in ``named_pools.py``, the cached truth and signals (steps 1-2) in
-``signal_cache.py``, the measures of step 3 in ``scoring.py``; this module holds the settings grid and their LODO
-choice, one dataset's run, the report and the command line.
+``signal_cache.py``, the measures of step 3 in ``scoring.py``, the leave-one-dataset-out choice of step 4 in ``lodo.py``
+(:func:`benchmarks.lodo.lodo_choices`, the one ``validity_default.py`` reads too); this module holds the settings grid,
+one dataset's run, the report and the command line.
 
 Run (the pools must exist; see ``validity_data.py``)::
 
@@ -40,6 +41,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from benchmarks.lodo import lodo_choices
 from benchmarks.named_pools import DATASETS, POOL_MODALITY, POOLS, datasets_for_pool, pool_roles
 from benchmarks.scoring import TARGETS, correlations, family_violations, regret, top_pick
 from benchmarks.signal_cache import VARIANTS, ground_truth, signals
@@ -60,7 +62,7 @@ the reference of this harness's tables; the current default is chosen by ``valid
 # ------------------------------------------------------------------------------------------------
 def settings_grid(comparators: Sequence[str] = COMPARATORS) -> list[tuple[float, str | None]]:
     """Every (sufficiency weight vs task_prior weight 1, comparator added with weight 1 or None); today's
-    default first so it wins ties in :func:`lodo_select`."""
+    default first so it wins ties in :func:`lodo_settings`."""
     grid = [DEFAULT_SETTING]
     for comp in (None, *comparators):
         for w in SUFF_WEIGHTS:
@@ -90,27 +92,17 @@ def combined_scores(signals: Mapping[str, Mapping[str, float]], setting: tuple[f
     return combine_ranks({m: signals[m] for m in w if m in signals}, weights={m: v for m, v in w.items() if m in signals})
 
 
-def lodo_select(table: Mapping[str, Mapping[Any, float]], settings: Sequence[Any]) -> dict[str, Any]:
-    """Leave-one-dataset-out choice: ``table[dataset][setting]`` = that setting's Spearman on that dataset.
+def mean_rho(rhos: Sequence[float]) -> float:
+    """The mean Spearman ρ, an undefined one (NaN) counting as -1: an undefined ranking is a failed one."""
+    return float(np.mean([x if math.isfinite(x) else -1.0 for x in rhos]))
 
-    For each held-out dataset, the setting with the highest mean Spearman over the other datasets (NaN counts
-    as -1: an undefined ranking is a failed one); ties go to the earlier setting in ``settings``.
-    Returns held-out dataset -> chosen setting. Needs at least 2 datasets.
-    """
-    names = list(table)
-    if len(names) < 2:
-        raise ValueError("leave-one-dataset-out needs at least 2 datasets")
-    out = {}
-    for held in names:
-        others = [d for d in names if d != held]
-        best, best_v = None, -math.inf
-        for s in settings:
-            vals = [table[d].get(s, math.nan) for d in others]
-            v = float(np.mean([x if math.isfinite(x) else -1.0 for x in vals]))
-            if v > best_v + 1e-12:
-                best, best_v = s, v
-        out[held] = best
-    return out
+
+def lodo_settings(results: list[dict[str, Any]], settings: Sequence[Any]) -> dict[str, Any]:
+    """Leave-one-dataset-out choice (:func:`benchmarks.lodo.lodo_choices`) among ``settings`` (each scored on every
+    result of :func:`run_dataset`): for each held-out dataset, the setting with the highest :func:`mean_rho` over the
+    other datasets, ties to the earlier setting in ``settings``. Returns held-out dataset -> chosen setting."""
+    table = [[r["settings"][s]["spearman"] for r in results] for s in settings]
+    return {d: settings[i] for d, i in lodo_choices(table, [r["name"] for r in results], mean_rho).items()}
 
 
 # ------------------------------------------------------------------------------------------------
@@ -222,10 +214,9 @@ def to_markdown(results: list[dict[str, Any]], *, command: str, folds: int, max_
         L += ["", f"Mean Spearman of the default: {_f(m, 3)} (target ≥ 0.9: {_miss(m, TARGETS['spearman_mean'])})."]
     L.append("")
     # LODO
-    table = {r["name"]: {s: v["spearman"] for s, v in r["settings"].items()} for r in results}
-    common = [s for s in settings_grid() if all(s in table[d] for d in table)]
+    common = [s for s in settings_grid() if all(s in r["settings"] for r in results)]
     if len(results) >= 2 and common:  # no setting is common when the signals a setting needs were not computed
-        chosen = lodo_select(table, common)
+        chosen = lodo_settings(results, common)
         L += [f"**Leave-one-dataset-out choice of the combination** ({len(common)} settings: sufficiency weight ∈ "
               f"{{{', '.join(f'{w:g}' for w in SUFF_WEIGHTS)}}} against task_prior weight 1, × comparator ∈ {{none, "
               f"{', '.join(COMPARATORS)}}} at weight 1; for each held-out dataset the setting is chosen by the best mean "
@@ -246,7 +237,7 @@ def to_markdown(results: list[dict[str, Any]], *, command: str, folds: int, max_
                  f"{_f(float(np.nanmean(rd)), 3)} | {_f(float(np.nanmean(gd)))} | |")
         L.append("")
         # in-sample view of the best few settings (for information; NOT a held-out number)
-        mean_all = {s: float(np.mean([table[d][s] if math.isfinite(table[d][s]) else -1.0 for d in table])) for s in common}
+        mean_all = {s: mean_rho([r["settings"][s]["spearman"] for r in results]) for s in common}
         top = sorted(common, key=lambda s: -mean_all[s])[:5]
         L += ["In-sample (all datasets, for information only, not a held-out result): best settings by mean ρ: "
               + "; ".join(f"{setting_label(s)} {mean_all[s]:.3f}" for s in top)

@@ -9,7 +9,7 @@ import pytest
 from benchmarks.named_pools import POOL_MODALITY, POOLS, datasets_for_pool, pool_roles
 from benchmarks.scoring import correlations, family_violations, regret, top_pick
 from benchmarks.sets.registry import DATASETS as ALL_DATASETS
-from benchmarks.validity_pools import DEFAULT_SETTING, lodo_select, settings_grid
+from benchmarks.validity_pools import DEFAULT_SETTING, lodo_settings, mean_rho, settings_grid
 
 ENTRIES = [
     {"name": "teacher", "parent": None, "relation": None},
@@ -49,18 +49,30 @@ def test_correlations_perfect_and_reversed():
 
 def test_lodo_chooses_on_the_other_datasets_only():
     a, b = (1.0, None), (2.0, None)
+
+    def results(table: dict) -> list[dict]:  # run_dataset's results, as far as the choice reads them
+        return [{"name": d, "settings": {s: {"spearman": v} for s, v in row.items()}} for d, row in table.items()]
+
     # b is better on d1 alone; a is better on d2 and d3
     table = {"d1": {a: 0.5, b: 0.6}, "d2": {a: 0.9, b: 0.5}, "d3": {a: 0.8, b: 0.6}}
-    chosen = lodo_select(table, [a, b])
+    chosen = lodo_settings(results(table), [a, b])
     assert chosen == {"d1": a, "d2": a, "d3": a}  # d1's own numbers never choose for d1
     table["d2"][b] = 1.0
     table["d3"][b] = 1.0
-    chosen = lodo_select(table, [a, b])
+    chosen = lodo_settings(results(table), [a, b])
     assert chosen["d1"] == b and chosen["d2"] == b
     # a NaN (undefined ranking) counts as a failure, and exact ties go to the earlier setting
-    assert lodo_select({"x": {a: math.nan, b: 0.1}, "y": {a: 0.5, b: 0.5}}, [a, b]) == {"x": a, "y": b}
-    with pytest.raises(ValueError):
-        lodo_select({"x": {a: 1.0}}, [a])
+    assert lodo_settings(results({"x": {a: math.nan, b: 0.1}, "y": {a: 0.5, b: 0.5}}), [a, b]) == {"x": a, "y": b}
+
+
+def test_lodo_leaves_every_column_of_the_held_out_dataset_out_together():
+    """A dataset's views (or (view, seed) pairs) are columns of one dataset: none of them chooses for it."""
+    from benchmarks.lodo import lodo_choices
+
+    # setting 1 wins d1's two columns by far, setting 0 the columns of d2 and d3: without d1, setting 0 (with one of
+    # d1's columns left in, setting 1 would win: mean 0.67 against 0.4)
+    table = [[0.0, 0.0, 0.6, 0.6], [1.0, 1.0, 0.5, 0.5]]
+    assert lodo_choices(table, ["d1", "d1", "d2", "d3"], mean_rho) == {"d1": 0, "d2": 1, "d3": 1}
 
 
 def test_grid_starts_with_the_default():
