@@ -10,6 +10,7 @@ import pytest
 from embedselect.nightly import load_config, run_night
 from embedselect.config import Runtime
 from tests.test_nightly import publish_st, tiny, write_config  # noqa: F401 - fixture reused
+from testkit.options import FAST_SUFFICIENCY
 from tests.test_nightly_failures import model_info_calls
 
 
@@ -31,8 +32,10 @@ def local_ray():
     ray.shutdown()
 
 
-FAST_SUFFICIENCY = {"max_steps": 40, "eval_every": 10, "min_steps": 10, "hidden": 16, "n_components": 2}
-"""Estimator options for small sufficiency estimates (its defaults train up to 1 500 steps per pair and repeat)."""
+SMALL_SUFFICIENCY = {**FAST_SUFFICIENCY, "max_steps": 40, "eval_every": 10, "min_steps": 10, "hidden": 16,
+                     "n_components": 2}
+"""Smaller estimates still than :data:`testkit.options.FAST_SUFFICIENCY` (a third of its steps, half its width): what
+these tests check is which pairs run where and that both executors rank alike, not the estimates."""
 
 
 def board(path):
@@ -52,7 +55,7 @@ def test_ray_nights_match_local_nights(hub, tiny, tmp_path, local_ray):  # noqa:
     # a metric option the estimator on the workers does not take; two averaged estimates per pair (the workers must
     # estimate both seeds' pairs, so that select() only reads them); small estimates: what is checked is which pairs
     # run where and that both executors rank alike, not the estimates (nor task_prior's: 64 tasks on one split)
-    options = {"sufficiency": {"targets": "all", "max_repeats": 2, **FAST_SUFFICIENCY},
+    options = {"sufficiency": {"targets": "all", "max_repeats": 2, **SMALL_SUFFICIENCY},
                "task_prior": {"n_tasks": 64, "splits": 1}}
     local = load_config(write_config(tmp_path / "local", metrics=metrics, metric_options=options))
     on_ray = load_config(write_config(tmp_path / "ray", metrics=metrics, executor={"kind": "ray"}, metric_options=options))
@@ -145,7 +148,7 @@ def test_the_ray_precompute_asks_for_exactly_the_pairs_the_scores_read(one_torch
     keys = {k: f"run-{k}" for k in embs}
     refs = frozenset({"tfidf-svd", "random-projection"})
     fams = {"m1": "m1", "m1-cls": "m1", "m2": "m2", "tfidf-svd": "tfidf-svd", "random-projection": "random-projection"}
-    options = {**FAST_SUFFICIENCY, "max_repeats": 1}
+    options = {**SMALL_SUFFICIENCY, "max_repeats": 1}
     read = {(s, t) for s, ts in scored_targets(list(embs), refs, fams).items() for t in ts}
     assert read == {("m1", "m2"), ("m1-cls", "m2"), ("m2", "m1"), ("tfidf-svd", "m1"), ("tfidf-svd", "m2"),
                     ("random-projection", "m1"), ("random-projection", "m2")}
@@ -201,7 +204,7 @@ def test_a_night_hands_the_precompute_the_pools_roles_and_select_only_reads_its_
 
     for i, name in enumerate(["a", "b"]):
         publish_st(hub, f"acme/{name}", tiny[i], 10 - i)
-    fast = {**FAST_SUFFICIENCY, "max_repeats": 1}
+    fast = {**SMALL_SUFFICIENCY, "max_repeats": 1}
     variant = "acme/a?max_length=8"
     conf = load_config(write_config(tmp_path, metrics=["sufficiency"], metric_options={"sufficiency": fast},
                                     pinned=["tfidf-svd", "random-projection", variant]))

@@ -11,11 +11,12 @@ import torch
 from embedselect.errors import ConfigError, MetricError, TooFewItemsError
 from embedselect.metrics import MemoryPairCache, MetricContext, get_metric, information_sufficiency
 from embedselect.metrics.sufficiency.score import SufficiencySettings
+from testkit.options import FAST_SUFFICIENCY
 
 torch.set_num_threads(1)
 
 # Small, fast settings for tests that do not check accuracy; one estimate (the repeats have their own tests).
-FAST = dict(max_steps=120, eval_every=20, patience=2, batch_size=128, hidden=32, n_components=4, max_repeats=1)
+FAST = {**FAST_SUFFICIENCY, "max_repeats": 1}
 
 
 def _gaussian_pair(n, a, noise_sd, seed):

@@ -14,13 +14,10 @@ import embedselect
 from embedselect.cli import main
 from embedselect.data import sample_path
 from embedselect.errors import CandidateSpecError, EmbedselectError
+from testkit.options import FAST_SUFFICIENCY
 
 SAMPLE = str(sample_path("texts"))
 PAIR = ["tfidf-svd", "random-projection"]
-FAST_SUFFICIENCY = {"max_steps": 120, "eval_every": 20, "patience": 2, "batch_size": 128, "hidden": 32,
-                    "n_components": 4}
-"""Small sufficiency estimates, for tests that check what surrounds the metric, not its values (its default
-averages up to five estimates of up to 1 500 steps each)."""
 
 
 # --- 2. select() never prints ------------------------------------------------------------------------
