@@ -23,13 +23,28 @@ PAIR = ["tfidf-svd", "random-projection"]
 # --- 2. select() never prints ------------------------------------------------------------------------
 @pytest.mark.fault
 def test_select_prints_nothing_even_when_it_warns(tmp_path):
-    """Run in a fresh interpreter with no logging set up: logging's last-resort handler must not reach stderr."""
+    """Run in a fresh interpreter whose program set up no logging: select() logs a warning (an embedder object without
+    a revision: its vectors are kept for this run only), and logging's last-resort handler, which writes such records
+    to stderr when no handler is found, must not reach it (embedselect's NullHandler is that handler). The run counts
+    the records made through a record factory, which is no handler and so cannot hide the last resort."""
     code = (
+        "import logging\n"
+        "import numpy as np\n"
+        "made = []\n"
+        "factory = logging.getLogRecordFactory()\n"
+        "def record(*args, **kwargs):\n"
+        "    made.append(factory(*args, **kwargs))\n"
+        "    return made[-1]\n"
+        "logging.setLogRecordFactory(record)\n"
+        "def letters(items):\n"
+        "    return np.array([[t.count(c) for c in 'aeinost '] for t in items], dtype=np.float32)\n"
         "import embedselect\n"
-        f"r = embedselect.select({SAMPLE!r}, {PAIR!r}, column='text', metrics=['task_prior', 'sufficiency'],\n"
+        f"r = embedselect.select({SAMPLE!r}, [*{PAIR!r}, letters], column='text', metrics=['task_prior', 'sufficiency'],\n"
         f"                       metric_options={{'sufficiency': {{**{FAST_SUFFICIENCY!r}, 'max_repeats': 1}}}},\n"
         f"                       cache_dir={str(tmp_path / 'c')!r})\n"
-        "assert r.warnings\n"
+        "assert r.warnings and r['letters'].ok\n"
+        "said = [x.getMessage() for x in made if x.name.startswith('embedselect') and x.levelno >= logging.WARNING]\n"
+        "assert any('letters: an embedder object without a revision' in m for m in said), said\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
