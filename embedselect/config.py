@@ -139,7 +139,13 @@ def _options(options: Mapping[str, Mapping[str, Any]] | None) -> Mapping[str, Ma
     return MappingProxyType({str(m): MappingProxyType(dict(o)) for m, o in options.items()})
 
 
-def _metrics(metrics: Sequence[str] | None) -> tuple[str, ...]:
+def metric_names(metrics: Sequence[str] | None) -> tuple[str, ...]:
+    """The metrics asked for, each once in the order given (a string: comma-separated names; None: the defaults).
+
+    Raises:
+        UnknownMetricError: a name that is not a registered metric.
+        ConfigError: no metric at all.
+    """
     from embedselect.metrics.base import DEFAULT_METRICS, available_metrics
 
     if metrics is None:
@@ -197,7 +203,7 @@ class RankConfig:
     id_column: str | None = None
 
     def __post_init__(self) -> None:
-        metrics = _metrics(self.metrics)
+        metrics = metric_names(self.metrics)
         set_ = object.__setattr__
         set_(self, "metrics", metrics)
         set_(self, "weights", _weights(self.weights, metrics))

@@ -229,7 +229,8 @@ def test_dry_run_plans_without_writing(hub, tiny, tmp_path, capsys):
     ({"budget_minutes": -1}, "budget_minutes"),
     ({"keep_top": "many"}, "keep_top"),
     ({"colour": "red"}, "colour: unknown key"),
-    ({"metrics": ["nope"]}, "unknown metric"),
+    ({"metrics": ["nope"]}, "metrics: unknown metric"),
+    ({"metrics": []}, "metrics: choose at least one metric"),
     ({"executor": {"kind": "slurm"}}, "executor.kind"),
 ])
 @pytest.mark.fault

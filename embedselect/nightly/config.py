@@ -25,7 +25,15 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from embedselect.config import DEFAULT_MAX_MODEL_BYTES, DropDuplicates, LoadPolicy, OnError, RankConfig, Runtime
+from embedselect.config import (
+    DEFAULT_MAX_MODEL_BYTES,
+    DropDuplicates,
+    LoadPolicy,
+    OnError,
+    RankConfig,
+    Runtime,
+    metric_names,
+)
 from embedselect.errors import ConfigError
 from embedselect.metrics.base import DEFAULT_METRICS
 
@@ -143,14 +151,8 @@ class NightlyConfig(_Strict):
     @field_validator("metrics")
     @classmethod
     def _metrics(cls, v: tuple[str, ...]) -> tuple[str, ...]:
-        from embedselect.metrics.base import available_metrics
-
-        unknown = [m for m in v if m not in available_metrics()]
-        if unknown:
-            raise ValueError(f"unknown metric(s) {unknown}; available: {available_metrics()}")
-        if not v:
-            raise ValueError("choose at least one metric")
-        return v
+        metric_names(v)  # select()'s rule; its ConfigError is a ValueError, so reported under the key metrics
+        return v  # as written, not deduplicated: ranking_key, the history's, reads it
 
     def rank_config(self) -> RankConfig:
         """The night's :class:`~embedselect.config.RankConfig`: what ``select()`` and ``embedselect rank`` build
