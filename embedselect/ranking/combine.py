@@ -37,7 +37,7 @@ import pandas as pd
 
 from embedselect.errors import ConfigError, DataError
 from embedselect.metrics.pool import relative_positions, relative_z
-from embedselect.ranking.ties import just_below, order_by_score, rank_scores, tie_groups
+from embedselect.ranking.ties import finite_scores, just_below, order_by_score, rank_scores, tie_groups
 
 __all__ = ["METHODS", "DEFAULT_METHOD", "MIN_POOL", "MIN_MODEL_FAMILIES", "SETTLE", "WITNESSES", "Decision", "metric_ranks", "combine_ranks",
            "rank_table", "decide",
@@ -55,17 +55,6 @@ compare candidates with one another (consensus priors, pairwise sufficiency), so
 too little to compare against."""
 
 
-def _finite(scores: Mapping[str, float]) -> dict[str, float]:
-    out = {}
-    for k, v in scores.items():
-        if v is None:
-            continue
-        v = float(v)
-        if math.isfinite(v):
-            out[str(k)] = v
-    return out
-
-
 def metric_ranks(per_metric_scores: Mapping[str, Mapping[str, float]]) -> pd.DataFrame:
     """Rank of every candidate under each metric.
 
@@ -78,7 +67,7 @@ def metric_ranks(per_metric_scores: Mapping[str, Mapping[str, float]]) -> pd.Dat
     """
     cols: dict[str, pd.Series] = {}
     for metric, scores in per_metric_scores.items():
-        ranks = rank_scores(_finite(scores), ties="average")
+        ranks = rank_scores(finite_scores(scores), ties="average")
         cols[metric] = pd.Series({k: float(r) for k, r in ranks.items() if r is not None}, dtype=np.float64)
     df = pd.DataFrame(cols)
     df.index.name = "candidate"
@@ -135,7 +124,7 @@ def combine_ranks(
     for metric, scores in per_metric_scores.items():
         if w[metric] == 0:
             continue
-        sc = _finite(scores)
+        sc = finite_scores(scores)
         if not sc:
             continue
         part = relative_positions(sc, families) if method == "mean-rank" else relative_z(sc, families)
@@ -235,7 +224,7 @@ def _signals_against(first: str, per_metric: Mapping[str, Mapping[str, float]], 
                      copies: Sequence[tuple[str, str]]) -> list[tuple[list[str], str]]:
     """:func:`decide`'s rule 5: when leaving out one of at least two signals with a positive weight (and finite
     scores) puts another candidate first, those candidates and the reason (one entry, or none)."""
-    live = [m for m, v in weights.items() if v > 0 and _finite(per_metric[m])]
+    live = [m for m, v in weights.items() if v > 0 and finite_scores(per_metric[m])]
     flips: dict[str, list[str]] = {}
     if len(live) >= 2:
         for m in live:
@@ -257,7 +246,7 @@ def _witnesses_against(first: str, per_metric: Mapping[str, Mapping[str, float]]
     own ranking does not put ``first`` alone first, the candidates it puts first instead and the reason."""
     out = []
     for m in witnesses:
-        if m not in per_metric or weights.get(m, 0.0) > 0 or not _finite(per_metric[m]):
+        if m not in per_metric or weights.get(m, 0.0) > 0 or not finite_scores(per_metric[m]):
             continue
         top = _first_group({m: per_metric[m]}, {m: 1.0}, method, families, copies)
         if first not in top or len(top) > 1:

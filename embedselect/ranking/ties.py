@@ -18,14 +18,15 @@ def just_below(score: float) -> float:
     return score - 4 * max(TIE_RTOL * abs(score), TIE_ATOL)
 
 
-def _finite_items(scores: Mapping[str, float | None]) -> list[tuple[str, float]]:
-    out = []
+def finite_scores(scores: Mapping[str, float | None]) -> dict[str, float]:
+    """The scores that are ranked, as floats by name (a string): ``None``, NaN and infinities left out."""
+    out = {}
     for k, v in scores.items():
         if v is None:
             continue
         v = float(v)
         if math.isfinite(v):
-            out.append((str(k), v))
+            out[str(k)] = v
     return out
 
 
@@ -38,7 +39,7 @@ def tie_groups(scores: Mapping[str, float | None]) -> list[list[str]]:
     validation's top pick), tied candidates are listed by name: a neutral, reproducible order that favours no
     metric and no kind of model; the ranking then says the tie exists (``Ranking.decided`` / ``leaders``).
     """
-    items = sorted(_finite_items(scores), key=lambda kv: (-kv[1], kv[0]))
+    items = sorted(finite_scores(scores).items(), key=lambda kv: (-kv[1], kv[0]))
     groups: list[list[str]] = []
     head = None
     for k, v in items:
