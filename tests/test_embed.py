@@ -12,7 +12,8 @@ import pytest
 from embedselect.models.candidates import parse_candidates, resolve_candidate
 from embedselect.models.backends import load_embedder
 from embedselect.models.backends.base import Embedder
-from embedselect.models.backends.device import progress_enabled, resolve_device, resolve_dtype
+from embedselect._util.progress import progress_enabled
+from embedselect.models.backends.device import resolve_device, resolve_dtype
 from embedselect.errors import (
     ConfigError,
     DataError,

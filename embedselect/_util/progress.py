@@ -12,10 +12,16 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from typing import Any, Iterator
+from typing import Any, Iterator, TextIO
 
 
-def _is_tty(stream) -> bool:
+def progress_enabled(progress: bool, stream: TextIO | None = None) -> bool:
+    """True when a progress bar should be drawn: ``progress`` was asked for *and* ``stream`` (default
+    stderr) is an interactive terminal. Pipelines, CI logs and ``--quiet`` get no bar. The run's bar
+    (:class:`RunProgress`) and the backends' per-batch bars follow it."""
+    if not progress:
+        return False
+    stream = sys.stderr if stream is None else stream
     try:
         return bool(stream.isatty())
     except (AttributeError, ValueError):
@@ -44,7 +50,7 @@ class RunProgress:
     """
 
     def __init__(self, total: int, *, enabled: bool, desc: str = "embedselect") -> None:
-        self.enabled = bool(enabled) and _is_tty(sys.stderr)
+        self.enabled = progress_enabled(enabled)
         self._bar = None
         self._redirect = contextlib.ExitStack()
         if self.enabled:

@@ -191,7 +191,8 @@ def _resolve(ctx: RunContext, cand: Any, res: CandidateResult, step: dict[str, A
     result's ``run_key`` names the vectors for the metrics only (the vectors' content hash; a key unique to this run
     for an unpinned embedder) and ``cache_scope`` says so (``"input"`` / ``"run"``)."""
     from embedselect.models.backends.base import vector_options
-    from embedselect.models.backends.device import key_precision, library_progress, progress_enabled
+    from embedselect._util.progress import progress_enabled
+    from embedselect.models.backends.device import key_precision, library_progress
     from embedselect.models.backends.loader import object_parameter_count, parameter_count, weight_bytes
     from embedselect.models.candidates import resolve_candidate
     from embedselect.store import run_key, space_key
@@ -280,7 +281,8 @@ def _vectors(ctx: RunContext, cand: Any, pinned: _Pinned, res: CandidateResult, 
     model is loaded only if there are any), and the assembled matrix is stored as this run's file with its item
     index rows. A fitted baseline (its vectors depend on the whole data) has no vector space: all its items are
     embedded. A model it loads is left in ``loaded["embedder"]``."""
-    from embedselect.models.backends.device import library_progress, progress_enabled
+    from embedselect._util.progress import progress_enabled
+    from embedselect.models.backends.device import library_progress
 
     rc, key, ref = pinned.rc, pinned.key, ctx.ref
     if cand.kind == "vectors":
@@ -428,7 +430,8 @@ def _embed_queries(ctx: RunContext, cand: Any, pinned: _Pinned, vectors: np.ndar
     from, and transforms the queries with it (never refitted on the queries). ``embedder``: the model
     :func:`_vectors` loaded, or None (it is loaded here when some text must be embedded)."""
     from embedselect.models.backends.loader import load_embedder
-    from embedselect.models.backends.device import library_progress, progress_enabled
+    from embedselect._util.progress import progress_enabled
+    from embedselect.models.backends.device import library_progress
     from embedselect.pipeline.query_vectors import RoleTexts, role_vectors, texts_fingerprint
 
     rc, ref, queries = pinned.rc, ctx.ref, list(ctx.queries.queries)

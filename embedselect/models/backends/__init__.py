@@ -18,7 +18,7 @@ _LAZY = {
     "load_embedder": "embedselect.models.backends.loader",
     "check_local_files": "embedselect.models.backends.loader",
     "resolve_device": "embedselect.models.backends.device",
-    "progress_enabled": "embedselect.models.backends.device",
+    "progress_enabled": "embedselect._util.progress",
     "SentenceTransformerEmbedder": "embedselect.models.backends.sentence_transformers",
     "TimmEmbedder": "embedselect.models.backends.timm",
     "TransformersEmbedder": "embedselect.models.backends.transformers",

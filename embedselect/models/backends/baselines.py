@@ -21,7 +21,8 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from embedselect.models.backends.base import IMAGE, TEXT, as_embedding_matrix, check_items, load_image
-from embedselect.models.backends.device import progress_bar, progress_enabled
+from embedselect._util.progress import progress_enabled
+from embedselect.models.backends.device import progress_bar
 from embedselect.errors import ConfigError, EmptyDataError, TooFewItemsError
 from embedselect._util.kinds import BASELINE_VERSION, FITTED_BASELINES
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import contextlib
 import re
 import sys
-from typing import Any, Iterator, TextIO
+from typing import Any, Iterator
 
 from embedselect.errors import ConfigError
 
@@ -117,18 +117,6 @@ def torch_dtype(name: str):
     import torch
 
     return {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}[name]
-
-
-def progress_enabled(progress: bool, stream: TextIO | None = None) -> bool:
-    """True when a progress bar should be drawn: ``progress`` was asked for *and* ``stream`` (default
-    stderr) is an interactive terminal. Pipelines, CI logs and ``--quiet`` get no bar."""
-    if not progress:
-        return False
-    stream = sys.stderr if stream is None else stream
-    try:
-        return bool(stream.isatty())
-    except (AttributeError, ValueError):
-        return False
 
 
 @contextlib.contextmanager

@@ -17,7 +17,8 @@ from embedselect.models.backends.base import (
     check_max_length_value,
     load_image,
 )
-from embedselect.models.backends.device import progress_enabled, resolve_dtype, torch_dtype
+from embedselect._util.progress import progress_enabled
+from embedselect.models.backends.device import resolve_dtype, torch_dtype
 from embedselect.errors import ConfigError
 
 OPTIONS = ("max_length", "normalize", "prompt", "prompt_name", "batch_size", "dtype", "modality")

@@ -19,7 +19,8 @@ import numpy as np
 from embedselect._util.compat import ensure_torchvision_importable
 from embedselect._util.extras import require
 from embedselect.models.backends.base import IMAGE, as_embedding_matrix, check_items, load_image
-from embedselect.models.backends.device import progress_bar, progress_enabled, resolve_dtype, torch_dtype
+from embedselect._util.progress import progress_enabled
+from embedselect.models.backends.device import progress_bar, resolve_dtype, torch_dtype
 from embedselect.errors import ConfigError
 
 log = logging.getLogger(__name__)

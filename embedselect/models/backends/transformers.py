@@ -31,7 +31,8 @@ from embedselect.models.backends.base import (
     check_max_length_value,
     load_image,
 )
-from embedselect.models.backends.device import progress_bar, progress_enabled, resolve_dtype, torch_dtype
+from embedselect._util.progress import progress_enabled
+from embedselect.models.backends.device import progress_bar, resolve_dtype, torch_dtype
 from embedselect.errors import ConfigError
 
 TEXT_POOLINGS = ("mean", "cls", "pooler", "projection")
