@@ -132,10 +132,17 @@ def _weights(weights: Mapping[str, float] | None, metrics: Sequence[str]) -> Map
 
 
 def _options(options: Mapping[str, Mapping[str, Any]] | None) -> Mapping[str, Mapping[str, Any]]:
+    """``options`` read-only, after checking that each names a registered metric and only options that metric takes
+    (:meth:`~embedselect.metrics.base.MetricSpec.check_options`): a typo is refused before any data is read or any
+    candidate embedded, with the close name."""
+    from embedselect.metrics.base import get_spec
+
     if options is None:
         return MappingProxyType({})
     if not isinstance(options, Mapping) or not all(isinstance(v, Mapping) for v in options.values()):
         raise ConfigError("metric_options must map a metric name to its options, e.g. {'task_prior': {'tau': 0.1}}")
+    for m, o in options.items():
+        get_spec(str(m)).check_options(o)
     return MappingProxyType({str(m): MappingProxyType(dict(o)) for m, o in options.items()})
 
 

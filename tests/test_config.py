@@ -327,3 +327,36 @@ def test_the_nightly_job_settings_pickle_for_the_ray_workers():
     job = EmbedJob(config=RankConfig(**SETTINGS), runtime=Runtime(device="cpu", token="hf_secret"), timeout_s=60.0)
     back = pickle.loads(pickle.dumps(job))
     assert back == job and back.token == "hf_secret" and "hf_secret" not in repr(job)
+
+
+def test_misspelt_metric_options_are_refused_by_the_config_with_the_close_name():
+    """RankConfig checks every metric option against the metric's spec (the CLI case, before any embedding:
+    tests/test_pipeline_results.py)."""
+    with pytest.raises(ConfigError, match=r"'tua' \(did you mean 'tau'\?\), 'n_task' \(did you mean 'n_tasks'\?\)"):
+        RankConfig(metric_options={"task_prior": {"tua": 0.1, "n_task": 8}})
+    with pytest.raises(ConfigError, match=r"unknown metric 'sufficency' \(did you mean 'sufficiency'\?\)"):
+        RankConfig(metric_options={"sufficency": {"max_repeats": 1}})
+    with pytest.raises(ConfigError, match="unknown modularity option 'kk' .*known: k, max_items, restarts"):
+        RankConfig(metric_options={"modularity": {"kk": 3}})
+    # an estimator's settings are known with that estimator, or with none named (the data's kind chooses it)
+    RankConfig(metric_options={"sufficiency": {"folds": 3, "max_steps": 10}})
+    with pytest.raises(ConfigError, match="unknown sufficiency option 'max_steps'"):
+        RankConfig(metric_options={"sufficiency": {"estimator": "gaussian", "max_steps": 10}})
+
+
+def test_every_builtin_metric_names_its_options_and_its_defaults_pass_the_check():
+    """Each built-in spec names its options (one place per metric: its option defaults), and the options the
+    pipeline itself gives (each kind of data's defaults, the bootstrap's overrides) pass the check."""
+    from embedselect.metrics.base import available_metrics, get_spec
+    from embedselect.pipeline.defaults import BY_MODALITY
+
+    for m in available_metrics():
+        spec = get_spec(m)
+        assert spec.option_names({}), m
+        spec.check_options(spec.bootstrap_options)
+    for defaults in BY_MODALITY.values():
+        for m, options in defaults.options.items():
+            get_spec(m).check_options(options)
+    RankConfig(metric_options={"task_prior": {"prior": "labels", "n_tasks": 8}, "nn_agreement": {"k": 5},
+                               "rankme": {"max_items": 100}, "sufficiency": {"estimator": "knife", "batched": False}})
+

@@ -92,6 +92,19 @@ def test_fail_on_an_unknown_condition_is_a_usage_error_before_any_work(tmp_path,
     assert not (tmp_path / "c").exists()
 
 
+@pytest.mark.fault
+def test_a_misspelt_metric_option_is_refused_before_any_embedding_with_the_close_name(tmp_path, capsys):
+    """New-user audit: ``--option sufficiency.repeats=1`` stored both candidates' embeddings, then said 'unknown
+    sufficiency option(s)'. Now RankConfig checks every option against the metric's spec before any work."""
+    cache = tmp_path / "c"
+    code = main(["rank", str(SAMPLE), "-c", "text", "-m", "tfidf-svd,random-projection", "--cache-dir", str(cache),
+                 "-q", "--option", "sufficiency.repeats=1"])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "unknown sufficiency option 'repeats' (did you mean 'max_repeats'?)" in err, err
+    assert not cache.exists()  # nothing read, nothing embedded
+
+
 def test_the_warning_codes_are_documented():
     text = DOCS.read_text(encoding="utf-8")
     section = text[text.index("## Warning codes"):]

@@ -3,7 +3,6 @@ and fingerprint them into a :class:`~embedselect.data.ReferenceData`."""
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import io
 import json
@@ -14,6 +13,7 @@ from typing import Any, Iterable, Literal, Sequence, TypeVar
 
 import numpy as np
 
+from embedselect._util.suggest import close_match
 from embedselect.data.duplicates import duplicate_mask
 from embedselect.data.ids import check_id_column, ids_from_column
 from embedselect.data.items import ReferenceItems
@@ -105,9 +105,9 @@ def load_file(
     if not path.exists():
         hint = ""
         if path.parent.is_dir():
-            near = difflib.get_close_matches(path.name, [p.name for p in path.parent.iterdir()], n=1)
+            near = close_match(path.name, [p.name for p in path.parent.iterdir()])
             if near:
-                hint = f" Did you mean {str(path.parent / near[0])!r}?"
+                hint = f" Did you mean {str(path.parent / near)!r}?"
         raise DataFileNotFoundError(f"reference data file {str(path)!r} does not exist.{hint}")
     if path.is_dir():
         raise UnsupportedFormatError(

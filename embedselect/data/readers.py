@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import codecs
-import difflib
 import gzip
 import hashlib
 import io
@@ -18,6 +17,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from embedselect._util.arrays import is_missing
+from embedselect._util.suggest import close_match
 from embedselect.errors import (
     ColumnNotFoundError,
     ConfigError,
@@ -216,9 +216,9 @@ def choose_column(columns: list[str], textlike: list[str], source: str, frame: A
 
 def missing_column_message(what: str, name: str, columns: list[str], source: str, textlike: list[str]) -> str:
     msg = f"{what} {name!r} is not in {source}; available columns: {', '.join(map(repr, columns)) or 'none'}."
-    near = difflib.get_close_matches(name, columns, n=1)
+    near = close_match(name, columns)
     if near:
-        msg += f" Did you mean {near[0]!r}?"
+        msg += f" Did you mean {near!r}?"
     elif len(textlike) == 1 and what == "column":
         msg += f" The only text column is {textlike[0]!r}: pass column={textlike[0]!r} / --column {textlike[0]}."
     return msg

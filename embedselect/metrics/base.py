@@ -10,7 +10,7 @@ from __future__ import annotations
 import weakref
 from collections import abc
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Protocol
+from typing import Any, Callable, Collection, Mapping, Protocol, Sequence
 
 import numpy as np
 
@@ -165,6 +165,12 @@ class MetricSpec:
         code: modules whose source makes up the metric's code version (default: the compute function's module,
             plus this package's shared modules). A cached result of the metric is reused only while that
             source is unchanged.
+        options: the names of the options the metric takes, as ``"module:attribute"`` (imported lazily, like
+            :attr:`compute`) or the object itself: a collection of names (e.g. the metric's option defaults, a dict),
+            or a function of the options given that returns them (when one option decides which others exist, as
+            sufficiency's ``estimator``). :class:`~embedselect.config.RankConfig` checks the options given against
+            them before any embedding (:meth:`check_options`); None: not checked before the run (the metric checks
+            its own when it runs).
     """
 
     name: str
@@ -175,6 +181,7 @@ class MetricSpec:
     description: str = ""
     weight: float = 1.0
     code: tuple[str, ...] = ()
+    options: str | Collection[str] | Callable[[Mapping[str, Any]], Collection[str]] | None = None
 
     def load(self) -> MetricFn:
         """The compute function."""
@@ -184,6 +191,38 @@ class MetricSpec:
 
         module, func = self.compute.split(":")
         return getattr(importlib.import_module(module), func)
+
+    def option_names(self, given: Mapping[str, Any]) -> frozenset[str] | None:
+        """The names of the options the metric takes alongside ``given`` (:attr:`options`), or None when the spec
+        names none."""
+        names: Any = self.options
+        if names is None:
+            return None
+        if isinstance(names, str):
+            import importlib
+
+            module, attr = names.split(":")
+            names = getattr(importlib.import_module(module), attr)
+        if callable(names):
+            names = names(given)
+        return frozenset(str(n) for n in names)
+
+    def check_options(self, given: Mapping[str, Any]) -> None:
+        """Refuse option names the metric does not take, with the close known name for each.
+
+        Raises:
+            ConfigError: an option the metric does not take ("unknown sufficiency option 'repeats' (did you mean
+                'max_repeats'?); known: ...").
+        """
+        from embedselect._util.suggest import did_you_mean
+        from embedselect.errors import ConfigError
+
+        known = self.option_names(given)
+        unknown = [k for k in given if known is not None and k not in known]
+        if known is not None and unknown:
+            which = ", ".join(f"{k!r}{did_you_mean(k, known)}" for k in unknown)
+            raise ConfigError(f"unknown {self.name} option{'s' if len(unknown) > 1 else ''} {which}; known: "
+                              f"{', '.join(sorted(known))}")
 
     def code_version(self) -> str:
         """sha256 over the source of the metric's modules (:attr:`code`, or the compute function's module, and
@@ -233,6 +272,7 @@ def register_metric(spec: MetricSpec, *, replace: bool = False) -> MetricSpec:
 
 RESAMPLE_RULES = ("bootstrap", "half")
 _SPECTRAL = ("embedselect.metrics.comparators.spectral", "embedselect.metrics.sampling")
+_SPECTRAL_OPTIONS = "embedselect.metrics.comparators.spectral:_OPTION_DEFAULTS"
 
 for _spec in (
     MetricSpec("task_prior", "embedselect.metrics.task_prior.score:compute", min_items=20,
@@ -241,7 +281,8 @@ for _spec in (
                            "its clusters)",
                code=("embedselect.metrics.task_prior.score", "embedselect.metrics.task_prior.moments",
                      "embedselect.metrics.task_prior.priors", "embedselect.metrics.task_prior.sampling",
-                     "embedselect.metrics.probes", "embedselect.metrics.content_seed")),
+                     "embedselect.metrics.probes", "embedselect.metrics.content_seed"),
+               options="embedselect.metrics.task_prior.score:_OPTION_DEFAULTS"),
     MetricSpec("sufficiency", "embedselect.metrics.sufficiency.score:compute", min_items=50, resample="half",
                description="median information sufficiency: how well each embedding predicts the pool's models (part of "
                            "the default combination; its communities with the option pairs=all)",
@@ -252,24 +293,28 @@ for _spec in (
                      "embedselect.metrics.sufficiency.gaussian", "embedselect.metrics.sufficiency.knife",
                      "embedselect.metrics.sufficiency.knife.prepare", "embedselect.metrics.sufficiency.knife.mixture",
                      "embedselect.metrics.sufficiency.knife.engine", "embedselect.metrics.normal_scores",
-                     "embedselect.metrics.content_seed")),
+                     "embedselect.metrics.content_seed"),
+               options="embedselect.metrics.sufficiency.pairs:option_names"),
     # label-free comparators from the literature, shown for texts (weight 0: the text default is task_prior 1 and
     # sufficiency 0.25, mean ranks, chosen on the selection half of docs/validity.md's protocol and confirmed on the
     # other half, "Protocol"); images weigh them in: pipeline/defaults.py
     MetricSpec("rankme", "embedselect.metrics.comparators.spectral:compute_rankme", weight=0.0,
-               description="RankMe effective rank (comparator; in the image default, shown for texts)", code=_SPECTRAL),
+               description="RankMe effective rank (comparator; in the image default, shown for texts)", code=_SPECTRAL,
+               options=_SPECTRAL_OPTIONS),
     MetricSpec("alpha_req", "embedselect.metrics.comparators.spectral:compute_alpha_req",
-               description="alpha-ReQ eigenspectrum decay (comparator)", code=_SPECTRAL),
+               description="alpha-ReQ eigenspectrum decay (comparator)", code=_SPECTRAL, options=_SPECTRAL_OPTIONS),
     MetricSpec("uniformity", "embedselect.metrics.comparators.spectral:compute_uniformity",
-               description="uniformity on the sphere (comparator)", code=_SPECTRAL),
+               description="uniformity on the sphere (comparator)", code=_SPECTRAL, options=_SPECTRAL_OPTIONS),
     MetricSpec("nn_agreement", "embedselect.metrics.comparators.agreement:compute", min_items=3, weight=0.0,
                description="nearest-neighbour agreement with the other candidates (comparator; in the image default, "
                            "shown for texts)",
-               code=("embedselect.metrics.comparators.agreement", "embedselect.metrics.sampling")),
+               code=("embedselect.metrics.comparators.agreement", "embedselect.metrics.sampling"),
+               options="embedselect.metrics.comparators.agreement:_OPTION_DEFAULTS"),
     MetricSpec("modularity", "embedselect.metrics.comparators.modularity:compute", min_items=20, resample="half", weight=0.0,
                description="community structure of each candidate's own k-NN graph (Louvain modularity; in the image "
                            "default, shown for texts)",
-               code=("embedselect.metrics.comparators.modularity", "embedselect.metrics.comparators.agreement", "embedselect.metrics.sampling")),
+               code=("embedselect.metrics.comparators.modularity", "embedselect.metrics.comparators.agreement", "embedselect.metrics.sampling"),
+               options="embedselect.metrics.comparators.modularity:_OPTION_DEFAULTS"),
 ):
     register_metric(_spec)
 
@@ -315,7 +360,19 @@ def get_spec(name: str) -> MetricSpec:
     try:
         return _SPECS[name]
     except KeyError:
-        raise UnknownMetricError(f"unknown metric {name!r}; available: {', '.join(sorted(_SPECS))}") from None
+        raise UnknownMetricError(unknown_metrics([name]) or name) from None
+
+
+def unknown_metrics(names: Sequence[str]) -> str | None:
+    """The message for the names among ``names`` that are no registered metric, each with its close name
+    ("unknown metric 'sufficency' (did you mean 'sufficiency'?); available: ..."); None when all are metrics."""
+    from embedselect._util.suggest import did_you_mean
+
+    unknown = [m for m in names if m not in _SPECS]
+    if not unknown:
+        return None
+    which = ", ".join(f"{m!r}{did_you_mean(m, _SPECS)}" for m in unknown)
+    return f"unknown metric{'s' if len(unknown) > 1 else ''} {which}; available: {', '.join(_SPECS)}"
 
 
 def get_metric(name: str) -> MetricFn:
