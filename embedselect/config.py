@@ -150,21 +150,21 @@ def metric_names(metrics: Sequence[str] | None) -> tuple[str, ...]:
     """The metrics asked for, each once in the order given (a string: comma-separated names; None: the defaults).
 
     Raises:
-        UnknownMetricError: a name that is not a registered metric.
+        UnknownMetricError: a name that is not a registered metric (the message names the close one).
         ConfigError: no metric at all.
     """
-    from embedselect.metrics.base import DEFAULT_METRICS, available_metrics
+    from embedselect.metrics.base import DEFAULT_METRICS, unknown_metrics
 
     if metrics is None:
         return tuple(DEFAULT_METRICS)
     if isinstance(metrics, str):
         metrics = [m.strip() for m in metrics.split(",") if m.strip()]
     names = tuple(dict.fromkeys(str(m) for m in metrics))
-    unknown = [m for m in names if m not in available_metrics()]
+    unknown = unknown_metrics(names)
     if unknown:
         from embedselect.errors import UnknownMetricError
 
-        raise UnknownMetricError(f"unknown metric(s) {unknown}; available: {available_metrics()}")
+        raise UnknownMetricError(unknown)
     if not names:
         raise ConfigError("choose at least one metric")
     return names

@@ -73,6 +73,7 @@ AREAS: dict[str, str] = {
     "test_data_hostile": "data loading",
     "test_options_hostile": "models and backends",
     "test_pipeline_results": "ranking and CLI (issue 14's own pass)",
+    "test_config": "ranking and CLI (issue 14's own pass)",
     "test_install": "installation and extras",
     "test_mlflow": "installation and extras",
     "test_retrieval": "data loading",

@@ -360,3 +360,26 @@ def test_every_builtin_metric_names_its_options_and_its_defaults_pass_the_check(
     RankConfig(metric_options={"task_prior": {"prior": "labels", "n_tasks": 8}, "nn_agreement": {"k": 5},
                                "rankme": {"max_items": 100}, "sufficiency": {"estimator": "knife", "batched": False}})
 
+
+@pytest.mark.fault
+def test_misspelt_metric_and_baseline_names_get_the_close_name():
+    """New-user audit: ``--metrics sufficency``, ``-m tfidf-svg`` and ``-m random-projections`` listed what exists
+    without the close name."""
+    from embedselect.errors import CandidateSpecError, UnknownMetricError
+    from embedselect.metrics.base import get_spec
+    from embedselect.models.backends.baselines import make_baseline
+    from embedselect.models.candidates import parse_candidates
+
+    with pytest.raises(UnknownMetricError, match=r"'sufficency' \(did you mean 'sufficiency'\?\); available: "):
+        RankConfig(metrics="task_prior,sufficency")
+    with pytest.raises(UnknownMetricError, match=r"'rankmee' \(did you mean 'rankme'\?\)"):
+        get_spec("rankmee")
+    with pytest.raises(UnknownMetricError, match=r"unknown metric 'zzz'; available"):  # nothing close: no guess
+        RankConfig(metrics=["zzz"])
+    for typo, meant in [("tfidf-svg", "tfidf-svd"), ("random-projections", "random-projection")]:
+        with pytest.raises(CandidateSpecError, match=rf"'{typo}' \(did you mean the baseline '{meant}'\?\)"):
+            parse_candidates(typo)
+    with pytest.raises(CandidateSpecError, match=r"unknown baseline 'tfidf' \(did you mean 'tfidf-svd'\?\)"):
+        parse_candidates("baseline:tfidf")
+    with pytest.raises(ConfigError, match=r"unknown baseline 'pixel-pcb' \(did you mean 'pixel-pca'\?\)"):
+        make_baseline("pixel-pcb", modality="image", options={})

@@ -25,6 +25,7 @@ from embedselect._util.progress import progress_enabled
 from embedselect.models.backends.device import progress_bar
 from embedselect.errors import ConfigError, EmptyDataError, TooFewItemsError
 from embedselect._util.kinds import BASELINE_VERSION, FITTED_BASELINES
+from embedselect._util.suggest import did_you_mean
 
 
 _U64 = np.uint64
@@ -397,7 +398,8 @@ def make_baseline(name: str, *, modality: str, options: dict[str, Any], seed: in
         ConfigError: unknown baseline, unknown option, or a modality the baseline cannot embed.
     """
     if name not in BASELINE_CLASSES:
-        raise ConfigError(f"unknown baseline {name!r}: use one of {', '.join(BASELINE_CLASSES)}")
+        raise ConfigError(f"unknown baseline {name!r}{did_you_mean(name, BASELINE_CLASSES)}: use one of "
+                          f"{', '.join(BASELINE_CLASSES)}")
     if fit_state is not None and name not in FITTED_BASELINES:
         raise ConfigError(f"baseline {name!r} learns nothing: it takes no fit_state")
     opts = dict(options)

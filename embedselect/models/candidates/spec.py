@@ -13,6 +13,7 @@ from typing import Any
 from embedselect.models.candidates.model import Candidate
 from embedselect.errors import CandidateError, CandidateSpecError
 from embedselect._util.kinds import BACKENDS, BASELINES, MODALITIES
+from embedselect._util.suggest import close_match, did_you_mean
 
 ACCEPTED_FORMS = (
     "accepted forms: a hub id 'org/name' or 'org/name@revision'; an existing model directory "
@@ -109,7 +110,8 @@ def parse_spec(spec: str) -> Candidate:
     name_or_base = head.removeprefix("baseline:")
     if head.startswith("baseline:") or name_or_base in BASELINES:
         if name_or_base not in BASELINES:
-            raise CandidateSpecError(f"unknown baseline {name_or_base!r}: use one of {', '.join(BASELINES)}")
+            raise CandidateSpecError(f"unknown baseline {name_or_base!r}{did_you_mean(name_or_base, BASELINES)}: use "
+                                     f"one of {', '.join(BASELINES)}")
         if backend is not None:
             raise CandidateSpecError(f"a baseline has no backend option ({spec!r})")
         return Candidate(spec=spec, kind="baseline", ref=name_or_base, backend=name_or_base, options=opts,
@@ -138,7 +140,9 @@ def parse_spec(spec: str) -> Candidate:
                 raise CandidateSpecError(f"{exc} (in candidate {spec!r})") from None
         return Candidate(spec=spec, kind="hub", ref=repo, backend=backend, revision=rev or None, options=opts,
                          modality=cand_modality)
-    raise CandidateSpecError(f"cannot understand candidate {spec!r}; " + ACCEPTED_FORMS)
+    near = close_match(head, BASELINES)
+    hint = f" (did you mean the baseline {near!r}?)" if near is not None else ""
+    raise CandidateSpecError(f"cannot understand candidate {spec!r}{hint}; " + ACCEPTED_FORMS)
 
 
 def _api_spec(spec: str, model: str, opts: dict[str, Any], *, backend: str | None, modality: str | None) -> Candidate:
