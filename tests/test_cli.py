@@ -258,3 +258,35 @@ def test_every_command_has_help_examples_that_parse(capsys):
                 parser.parse_args(argv)
             except SystemExit as exc:
                 raise AssertionError(f"example does not parse: {line}\n{capsys.readouterr().err}") from exc
+
+
+def test_an_interrupt_says_the_embeddings_are_cached_only_when_the_command_stored_some(tmp_path, capsys, monkeypatch):
+    """New-user audit: every command said 'embeddings finished so far are cached' on Ctrl-C, whatever it had stored
+    (`cache ls`, a rank stopped before its first candidate was stored)."""
+    from embedselect.store.vectors import VectorStore
+
+    cache = str(tmp_path / "c")
+    save_run = VectorStore.save_run
+    calls = []
+
+    def stop_at_the_second(self, **kw):
+        calls.append(kw["model_id"])
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return save_run(self, **kw)
+
+    monkeypatch.setattr(VectorStore, "save_run", stop_at_the_second)
+    argv = ["rank", SAMPLE, "-c", "text", "-m", "tfidf-svd,random-projection", "--cache-dir", cache, "-q"]
+    assert main(argv) == 130
+    assert capsys.readouterr().err.strip() == ("interrupted; the embedding run this command finished is cached and "
+                                               "will be reused by the next run")
+    calls[:] = ["x"]  # the next run stores nothing before the interrupt: it embeds random-projection only
+    assert main(argv) == 130
+    assert capsys.readouterr().err.strip() == "interrupted"
+
+    def interrupt(args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("embedselect.cli.cache.cmd_cache", interrupt)
+    assert main(["cache", "ls", "--cache-dir", cache]) == 130
+    assert capsys.readouterr().err.strip() == "interrupted"

@@ -100,6 +100,7 @@ def _main(argv: Sequence[str] | None) -> int:
     logging.basicConfig(level=level, handlers=[handler])
     if getattr(args, "quiet", False) or not sys.stderr.isatty():
         os.environ.setdefault("TQDM_DISABLE", "1")
+    saved_before = _runs_saved()
     try:
         check_run_paths(args)  # every output option of every command, before any work
         code = int(args.func(args) or 0)
@@ -108,7 +109,7 @@ def _main(argv: Sequence[str] | None) -> int:
     except BrokenPipeError:
         return closed_stdout()
     except KeyboardInterrupt:
-        print("interrupted; embeddings finished so far are cached and will be reused", file=sys.stderr)
+        print(interrupted_message(_runs_saved() - saved_before), file=sys.stderr)
         return EXIT_CODES["interrupted"]
     except EmbedselectError as exc:
         if getattr(args, "verbose", False):
@@ -123,6 +124,24 @@ def _main(argv: Sequence[str] | None) -> int:
             hint = " (run with -v for the traceback)"
         print(f"embedselect: error: unexpected {type(exc).__name__}: {one_line(exc)}{hint}", file=sys.stderr)
         return EXIT_CODES["error"]
+
+
+def _runs_saved() -> int:
+    """:func:`embedselect.store.vectors.runs_saved`, 0 while the store is not imported (nothing stored, and a
+    command that never opens a cache does not pay for the import)."""
+    vectors = sys.modules.get("embedselect.store.vectors")
+    return vectors.runs_saved() if vectors is not None else 0
+
+
+def interrupted_message(saved: int) -> str:
+    """What a command interrupted by Ctrl-C says: that the ``saved`` embedding runs it stored are cached and will be
+    reused, only when it stored some (a command that embeds nothing, or was stopped before its first run was stored,
+    says only that it was interrupted)."""
+    if saved <= 0:
+        return "interrupted"
+    runs = "the embedding run this command finished is" if saved == 1 else \
+        f"the {saved} embedding runs this command finished are"
+    return f"interrupted; {runs} cached and will be reused by the next run"
 
 
 def closed_stdout() -> int:

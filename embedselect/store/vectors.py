@@ -26,6 +26,14 @@ from embedselect.store.keys import RUN_KEY_RE, RunRecord, utc_now
 log = logging.getLogger("embedselect.store")  # the store's logger, as before the split
 
 _SHARD_RE = re.compile(r"^[0-9a-f]{2}$")
+_saved = [0]
+_saved_lock = threading.Lock()
+
+
+def runs_saved() -> int:
+    """How many embedding runs this process has stored (:meth:`VectorStore.save_run` committed them), in any store:
+    the CLI compares it before and after a command to say, when interrupted, whether the command stored any."""
+    return _saved[0]
 _VECTOR_RE = re.compile(r"^(?:(?P<key>[0-9a-f]{64})\.npy|\.(?P<tkey>[0-9a-f]{64})\.npy(?:\.[A-Za-z0-9-]+)?\.\d+\.\d+\.tmp)$")
 
 
@@ -182,6 +190,8 @@ class VectorStore(Database):
                 fsync_dir(path.parent)  # tests hook this name: the instant between rename and commit
         finally:
             tmp.unlink(missing_ok=True)  # only still there when the row or the rename failed
+        with _saved_lock:
+            _saved[0] += 1
         return rec
 
     @contextlib.contextmanager
