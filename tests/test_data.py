@@ -574,3 +574,26 @@ def test_the_data_package_keeps_its_public_names_and_small_modules():
         assert len(text.splitlines()) <= 500, mod.__name__
         assert (ast.get_docstring(ast.parse(text)) or "").strip(), mod.__name__
     assert sample_path("texts").parent.name == "samples" and sample_path("texts").is_file()
+
+
+@pytest.mark.fault
+def test_too_few_items_for_a_metric_says_how_to_leave_it_out(cache_dir):
+    """New-user audit: 'sufficiency needs at least 50 items ... or choose settings of the metric that need fewer items'
+    named no setting that would do (a metric's minimum is its spec's) and not how to rank without it."""
+    import embedselect
+
+    texts = [f"text number {i} about item {i % 7}" for i in range(30)]
+    with pytest.raises(TooFewItemsError) as e:
+        embedselect.select(texts, "tfidf-svd", save=False)
+    msg = str(e.value)
+    assert "the sufficiency metric needs at least 50 items" in msg and "add at least 20 more items" in msg
+    assert "or leave sufficiency out: --metrics task_prior,nn_agreement,rankme,modularity" in msg, msg
+    assert "settings of the metric" not in msg
+    with pytest.raises(TooFewItemsError) as e:  # 15 items: task_prior (20) and modularity (20) do not fit either
+        embedselect.select(texts[:15], "tfidf-svd", save=False)
+    assert "or leave sufficiency, task_prior and modularity out: --metrics nn_agreement,rankme" in str(e.value)
+    with pytest.raises(TooFewItemsError) as e:  # none asked for fits: the metrics that do
+        embedselect.select(texts[:15], "tfidf-svd", metrics=["task_prior"], save=False)
+    assert "or rank with metrics that need at most 15 items: --metrics rankme,alpha_req,uniformity,nn_agreement" \
+        in str(e.value)
+    embedselect.select(texts, "tfidf-svd,random-projection", metrics=["task_prior", "nn_agreement"], save=False)

@@ -53,12 +53,14 @@ class ReferenceData(ReferenceItems):
         None for images (their ids are paths, not rows)."""
         return None if self._positions is None else list(self._positions)
 
-    def require(self, n_min: int, *, purpose: str) -> None:
+    def require(self, n_min: int, *, purpose: str, alternative: str | None = None) -> None:
         """Raise :class:`~embedselect.errors.TooFewItemsError` when fewer than ``n_min`` items are loaded.
 
         Args:
             n_min: the number of items ``purpose`` needs.
             purpose: what needs them, e.g. ``"the task_prior metric (64 probe tasks, 5-fold)"``.
+            alternative: the last of the fixes the message lists, a way to do without ``purpose`` (e.g. "leave
+                sufficiency out: ..."); None: only the fixes to the data.
         """
         n = len(self)
         if n >= n_min:
@@ -79,7 +81,8 @@ class ReferenceData(ReferenceItems):
                 + ")"
             )
         hints.append(f"add at least {n_min - n} more items to the reference data")
-        hints.append("or choose settings of the metric that need fewer items")
+        if alternative:
+            hints.append(f"or {alternative}")
         raise TooFewItemsError(
             f"{purpose} needs at least {n_min} items, but the reference data ({self.source}) has {n}. "
             + "To fix: " + "; ".join(hints) + ".",

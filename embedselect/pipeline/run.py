@@ -181,9 +181,24 @@ def _same(a: Any, b: Any) -> bool:
 
 
 def _require(ref: Any, config: RankConfig) -> None:
-    """Enough items for every metric of ``config``, and at least two distinct ones."""
-    for m in config.metrics:
-        ref.require(get_spec(m).min_items, purpose=f"the {m} metric")
+    """Enough items for every metric of ``config``, and at least two distinct ones. Too few for some metrics: the
+    error names the one that needs the most and, among its fixes, the metrics to rank with instead (those asked for
+    that fit the data, else any that do)."""
+    from embedselect.metrics.base import available_metrics
+
+    n = len(ref)
+    short = sorted((m for m in config.metrics if get_spec(m).min_items > n), key=lambda m: -get_spec(m).min_items)
+    if short:
+        alternative: str | None
+        fit = [m for m in config.metrics if m not in short]
+        if fit:
+            them = short[0] if len(short) == 1 else f"{', '.join(short[:-1])} and {short[-1]}"
+            alternative = f"leave {them} out: --metrics {','.join(fit)} / metrics={fit!r}"
+        else:
+            fit = [m for m in available_metrics() if get_spec(m).min_items <= n]
+            alternative = (f"rank with metrics that need at most {n} items: --metrics {','.join(fit)} / "
+                           f"metrics={fit!r}") if fit else None
+        ref.require(get_spec(short[0]).min_items, purpose=f"the {short[0]} metric", alternative=alternative)
     ref.require_distinct()
 
 
