@@ -186,7 +186,15 @@ class UnsafeModelError(CandidateError):
 
 
 class AllCandidatesFailedError(CandidateError):
-    """No candidate could be embedded; nothing to rank."""
+    """No candidate could be embedded; nothing to rank (nothing stored). :attr:`failed` the names of the candidates,
+    as :class:`CandidatesFailedError`'s, :attr:`reasons` candidate name -> why it failed (``"ModelLoadError: ..."``).
+    Exit code 4 (``candidate``)."""
+
+    def __init__(self, message: str, *, failed: list[str] | None = None,
+                 reasons: dict[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.failed = list(failed or [])
+        self.reasons = dict(reasons or {})
 
 
 class CandidatesFailedError(CandidateError):

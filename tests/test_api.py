@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import pickle
 
 import numpy as np
 import pandas as pd
@@ -91,9 +92,16 @@ def test_a_failing_model_is_reported_and_the_run_goes_on(tmp_path, cache_dir):
 
 
 def test_all_candidates_failing_is_a_typed_error(tmp_path, cache_dir):
+    """It carries the failed candidates and their reasons, as CandidatesFailedError carries ``failed`` (the new-user
+    audit: it had neither, only the message)."""
     bad = make_pickle_only_model(tmp_path / "pickle-only")
-    with pytest.raises(AllCandidatesFailedError, match="no candidate could be embedded"):
-        embedselect.select(SAMPLE, [str(bad)], column="text", metrics=["task_prior"])
+    with pytest.raises(AllCandidatesFailedError, match="no candidate could be embedded") as e:
+        embedselect.select(SAMPLE, [str(bad), f"again={bad}"], column="text", metrics=["task_prior"])
+    assert e.value.failed == ["pickle-only", "again"], e.value.failed
+    assert set(e.value.reasons) == {"pickle-only", "again"}
+    assert all(why.startswith("UnsafeModelError: ") and "pickle" in why for why in e.value.reasons.values())
+    again = pickle.loads(pickle.dumps(e.value))  # the Ray executor sends errors back pickled
+    assert again.failed == e.value.failed and again.reasons == e.value.reasons
 
 
 def test_bad_inputs_are_typed_errors(tmp_path, cache_dir):

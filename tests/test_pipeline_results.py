@@ -116,7 +116,7 @@ def test_readme_pipeline_section_names_strict_fail_on_and_their_exit_codes():
     text = README.read_text(encoding="utf-8")
     section = text[text.index("### In a pipeline"):]
     section = section[: section.index("\n## ")]
-    for needle in ("strict=True", "--fail-on", "CandidatesFailedError", "11", "8"):
+    for needle in ("strict=True", "--fail-on", "CandidatesFailedError", "AllCandidatesFailedError", ".reasons", "11", "8"):
         assert needle in section, needle
 
 

@@ -56,8 +56,9 @@ def metrics_stage(ctx: RunContext) -> None:
     if not ok:
         if ctx.store.read_only and all(r.error_type == "CacheReadOnlyError" for r in results):
             ctx.store.require_writable("store the embeddings of any of the candidates (none is cached)")  # exit 6
-        reasons = "; ".join(f"{r.name}: {r.error_type}: {r.error}" for r in results)
-        raise AllCandidatesFailedError(f"no candidate could be embedded ({reasons})")
+        why = {r.name: f"{r.error_type}: {r.error}" for r in results}
+        raise AllCandidatesFailedError(f"no candidate could be embedded ({'; '.join(f'{k}: {v}' for k, v in why.items())})",
+                                       failed=list(why), reasons=why)
     warnings += [RankingWarning("candidate-failed", note, [r.name])
                  for r in results if (note := r.failure_note) is not None]  # None exactly when ok
     if ctx.ref.duplicates_note():
