@@ -283,3 +283,24 @@ def test_the_cost_plots_log_axes_show_plain_numbers():
     assert not [t for t in drawn if "$" in t or "mathdefault" in t], drawn
     for label in ("0.1", "1", "10", "100", "1,000", "10,000"):
         assert label in drawn, (label, drawn)
+
+
+def test_a_card_without_front_matter_is_updated_without_huggingface_hubs_warning(tmp_path, cache_dir, capfd, caplog):
+    """New-user audit: ``card --card README.md`` of a README without front matter printed huggingface_hub's "Repo
+    card metadata block was not found" twice (its own handler and the CLI's); the card gets front matter anyway."""
+    import logging
+
+    embedselect.select(SAMPLE, "tfidf-svd,random-projection", column="text", metrics=["task_prior"], seed=0)
+    readme, out = tmp_path / "README.md", tmp_path / "out.md"
+    readme.write_text("# My model\n\nSome text the authors wrote.\n", encoding="utf-8")
+    capfd.readouterr()
+    with caplog.at_level(logging.INFO):
+        assert main(["card", "--candidate", "tfidf-svd", "--card", str(readme), "--out", str(out)]) == 0
+    err = capfd.readouterr().err
+    assert "metadata block" not in err and not any("metadata block" in r.getMessage() for r in caplog.records), err
+    assert f"wrote {out}" in err  # the tool's own messages still show
+    written = out.read_text(encoding="utf-8")
+    assert written.startswith("---\nmodel-index:") and "Some text the authors wrote." in written
+    # the library's other warnings of that logger are not hidden
+    logging.getLogger("huggingface_hub.repocard").warning("another warning")
+    assert any(r.getMessage() == "another warning" for r in caplog.records)

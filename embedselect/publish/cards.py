@@ -12,9 +12,11 @@ reference data has none, so it is written only when ``hub_dataset`` names one (:
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from embedselect.errors import ConfigError
 from embedselect.publish.badges import badge_for
@@ -54,10 +56,35 @@ def _parse_card(card_text: str | None):
         raise ConfigError(f"the model card's YAML front matter is a {type(meta).__name__}, not a mapping of keys; "
                           "fix it first (the card was not changed)")
     try:
+        if block is None:  # no front matter: expected, and the card gets one; huggingface_hub would warn twice
+            with _no_metadata_warning():
+                return ModelCard(text)
         return ModelCard(text)
     except (ValueError, yaml.YAMLError) as exc:
         raise ConfigError(f"the model card's metadata cannot be read ({' '.join(str(exc).split())}); fix it first "
                           "(the card was not changed)") from None
+
+
+_NO_METADATA = "Repo card metadata block was not found"
+
+
+class _DropNoMetadata(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith(_NO_METADATA)
+
+
+@contextlib.contextmanager
+def _no_metadata_warning() -> Iterator[None]:
+    """huggingface_hub's "Repo card metadata block was not found. Setting CardData to empty." left out while a card
+    known to have no front matter is parsed (the card this module writes gets one); every other record of that logger,
+    and every record of embedselect's own, still shows."""
+    logger = logging.getLogger("huggingface_hub.repocard")
+    drop = _DropNoMetadata()
+    logger.addFilter(drop)
+    try:
+        yield
+    finally:
+        logger.removeFilter(drop)
 
 
 def _candidate(ranking: Ranking, candidate: str):
