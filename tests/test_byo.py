@@ -260,3 +260,15 @@ def test_cli_refuses_an_output_that_is_a_vectors_file(tmp_path, capsys):
     code = main(["rank", str(SAMPLE), "-c", "text", "-m", f"v=vectors:{tmp_path / 'missing.npy'},tfidf-svd", "-q",
                  "--cache-dir", str(tmp_path / "c")])
     assert code == 4 and "does not exist" in capsys.readouterr().err
+
+
+@pytest.mark.fault
+def test_a_nan_output_says_which_items_it_counted():
+    """New-user audit: a NaN embedder on 240 items said '32 of 32 rows' (its first batch) as if that were all."""
+    nan = ObjectEmbedder(lambda items: np.full((len(items), 4), np.nan), name="nan", modality="text", revision=None)
+    with pytest.raises(EmbedderOutputError, match=r"32 of the 32 rows for items 1-32 of 240 hold non-finite values "
+                                                  r"\(NaN or inf\) \(the embedding stopped at that batch\)"):
+        nan.embed([f"t{i}" for i in range(240)], batch_size=32)
+    with pytest.raises(EmbedderOutputError, match=r"'nan''s embedder: 3 of the 3 rows hold non-finite values \(NaN "
+                                                  r"or inf\); its embedder"):
+        nan.embed(["a", "b", "c"], batch_size=32)

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from embedselect._util.arrays import check_embeddings
+from embedselect._util.arrays import check_embeddings, nonfinite_rows
 from embedselect.errors import EmbedderOutputError, PrecomputedVectorsError
 
 DEFAULT_BATCH_SIZE = 32
@@ -53,7 +53,8 @@ class ObjectEmbedder:
         """
         items = list(items)
         size = int(batch_size or DEFAULT_BATCH_SIZE)
-        parts = [self._encode_batch(items[i:i + size], size, progress) for i in range(0, len(items), size)]
+        parts = [self._encode_batch(items[i:i + size], size, progress, start=i, total=len(items))
+                 for i in range(0, len(items), size)]
         if not parts:
             return np.zeros((0, 0), dtype=np.float32)
         widths = sorted({p.shape[1] for p in parts})
@@ -63,7 +64,10 @@ class ObjectEmbedder:
                                       "width for every item")
         return np.ascontiguousarray(np.concatenate(parts, axis=0))
 
-    def _encode_batch(self, batch: list[Any], size: int, progress: bool) -> np.ndarray:
+    def _encode_batch(self, batch: list[Any], size: int, progress: bool, *, start: int, total: int) -> np.ndarray:
+        """The object's output for ``batch``, items ``start`` .. ``start + len(batch) - 1`` of the ``total`` embedded,
+        checked: one row of finite real numbers per item (a NaN row stops the embedding at this batch, and the
+        message says which items it counted)."""
         encode = getattr(self.obj, "encode", None)
         try:
             if callable(encode):
@@ -80,9 +84,16 @@ class ObjectEmbedder:
                 from exc
         if hasattr(out, "detach"):  # a torch tensor
             out = out.detach().float().cpu().numpy()
-        return check_embeddings(out, what=f"the output of candidate {self.name!r}'s embedder", n=len(batch),
-                                error=EmbedderOutputError,
-                                hint="; its embedder must return finite numbers for every item")
+        arr = check_embeddings(out, what=f"the output of candidate {self.name!r}'s embedder", n=len(batch),
+                               finite=False, error=EmbedderOutputError)
+        bad = nonfinite_rows(arr)
+        if bad:
+            rows, stop = (f"{bad} of the {total} rows", "") if len(batch) == total else (
+                f"{bad} of the {len(batch)} rows for items {start + 1}-{start + len(batch)} of {total}",
+                " (the embedding stopped at that batch)")
+            raise EmbedderOutputError(f"the output of candidate {self.name!r}'s embedder: {rows} hold non-finite values "
+                                      f"(NaN or inf){stop}; its embedder must return finite numbers for every item")
+        return arr
 
 
 def _is_sentence_transformer(obj: Any) -> bool:
