@@ -290,3 +290,15 @@ def test_an_interrupt_says_the_embeddings_are_cached_only_when_the_command_store
     monkeypatch.setattr("embedselect.cli.cache.cmd_cache", interrupt)
     assert main(["cache", "ls", "--cache-dir", cache]) == 130
     assert capsys.readouterr().err.strip() == "interrupted"
+
+
+def test_cache_ls_shows_a_baselines_revision_whole_and_cuts_hashes(tmp_path, capsys):
+    """New-user audit: `cache ls` cut every revision to 12 characters: 'builtin-0.1.' for a baseline."""
+    from embedselect.models.candidates.resolve import _builtin_revision
+
+    cache = str(tmp_path / "c")
+    assert main(["embed", SAMPLE, "-c", "text", "-m", "tfidf-svd", "--cache-dir", cache, "-q"]) == 0
+    capsys.readouterr()
+    assert main(["cache", "ls", "--cache-dir", cache]) == 0
+    out = capsys.readouterr().out
+    assert len(_builtin_revision()) > 12 and f" {_builtin_revision()} " in out, out

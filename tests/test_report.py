@@ -216,3 +216,29 @@ def test_the_sufficiency_heatmap_shows_cells_not_estimated_in_a_named_grey():
     assert grey in _heatmap_pixels(svg)
     page = to_html(_heatmap_ranking(scored, None))
     assert "not estimated" in page and "sufficiency.pairs=all" in page
+
+
+def test_tables_keep_named_revisions_whole_and_use_one_placeholder():
+    """New-user audit: revisions were cut to 12 characters, so ``builtin-0.1.0-v2`` read 'builtin-0.1.' in the
+    tables; the Markdown table showed a missing items/s as '-' and missing tokens as '–'."""
+    from embedselect.publish import leaderboard as lb
+    from embedselect.publish.text import MISSING, short_revision
+
+    assert short_revision("builtin-0.1.0-v2") == "builtin-0.1.0-v2" and short_revision("v3") == "v3"
+    assert short_revision("0123456789abcdef" * 4) == "0123456789ab" and short_revision(None) == ""
+    assert short_revision("a" * 40, 10) == "a" * 10
+    base = dict(scores={"task_prior": 0.5}, ranks={"task_prior": 1}, combined_score=1.0, dim=8)
+    api = CandidateResult(name="api", spec="openai:m", model_id="openai:m", revision="", rank=1, api_tokens=1200,
+                          items_per_second=50.0, **base)
+    tfidf = CandidateResult(name="tfidf-svd", spec="tfidf-svd", model_id="baseline:tfidf-svd",
+                            revision="builtin-0.1.0-v2", rank=2, **{**base, "scores": {"task_prior": float("nan")}})
+    r = Ranking(candidates=[api, tfidf], metrics=["task_prior"], combine="mean-rank",
+                dataset={"source": "d.csv", "n": 240, "modality": "text", "fingerprint": "f" * 64},
+                settings={"seed": 0}, versions={"embedselect": "0.1.0"}, created_at="2026-01-01")
+    md = to_markdown(r)
+    row = next(line for line in md.splitlines() if line.startswith("| 2 |"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[-1] == "builtin-0.1.0-v2", cells
+    assert cells[3] == f"{MISSING} (1)" and cells[-3] == MISSING and cells[-2] == MISSING, cells  # score, items/s, tokens
+    assert "–" not in md and "builtin-0.1.0-v2" in to_html(r)
+    assert "| builtin-0.1.0-v2 |" in lb.to_markdown(r) and ">builtin-0.1.0-v2<" in lb.to_html_table(r)

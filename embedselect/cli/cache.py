@@ -16,7 +16,10 @@ def cmd_cache(args) -> int:
         elif df.empty:
             print(f"cache {store.root}: empty")
         else:
-            df = df.assign(run_key=df.run_key.str[:12], fingerprint=df.fingerprint.str[:12], revision=df.revision.str[:12])
+            from embedselect.publish.text import short_revision
+
+            df = df.assign(run_key=df.run_key.str[:12], fingerprint=df.fingerprint.str[:12],
+                           revision=df.revision.map(short_revision))
             print(f"cache {store.root}: {len(df)} embedding run(s), {df.bytes.sum() / 1e6:.1f} MB")
             print(df.drop(columns=["created_at"]).to_string(index=False))
         return 0

@@ -24,6 +24,7 @@ from embedselect.cli.common import (
     write_atomic,
 )
 from embedselect.errors import ConfigError
+from embedselect.publish.text import short_revision
 
 
 def register(subparsers) -> None:
@@ -118,7 +119,7 @@ def cmd_index(args) -> int:
         print(json.dumps(m.to_dict(), indent=2, default=str))
     else:
         kind = "exact" if m.exact else "approximate"
-        print(f"index {idx.directory}: {m.n} items x {m.dim} dims, {m.name} ({m.model_id}@{m.revision[:12]}), "
+        print(f"index {idx.directory}: {m.n} items x {m.dim} dims, {m.name} ({m.model_id}@{short_revision(m.revision)}), "
               f"{m.metric}, {kind} ({m.index_type}, built on {m.index_device}); data {m.fingerprint[:12]}")
     return 0
 

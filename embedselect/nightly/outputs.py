@@ -39,9 +39,11 @@ def _write(path: Path, text: str) -> None:
 
 
 def _short(rev: str | None) -> str:
-    """A 40-hex commit sha shortened to 10 characters; other revisions (builtin versions) as they are."""
-    rev = rev or ""
-    return rev[:10] if len(rev) == 40 and all(c in "0123456789abcdef" for c in rev) else rev
+    """A hex revision (a hub commit) shortened to 10 characters; other revisions (builtin versions) as they are
+    (:func:`~embedselect.publish.text.short_revision`)."""
+    from embedselect.publish.text import short_revision
+
+    return short_revision(rev, 10)
 
 
 def _leaderboard_md(rows: list[dict[str, Any]], summary: dict[str, Any]) -> str:

@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from embedselect.errors import ConfigError
-from embedselect.publish.text import esc, md, num
+from embedselect.publish.text import esc, md, num, short_revision
 from embedselect.ranking.result import Ranking
 
 
@@ -142,7 +142,7 @@ def to_markdown(ranking: Ranking, previous: Ranking | None = None) -> str:
     for r in rows:
         cells = [num(r.rank), _change(r), md(r.name), num(r.score),
                  "" if r.score_change is None else f"{r.score_change:+.3f}",
-                 *(num(r.scores.get(m)) for m in ranking.metrics), md((r.revision or "")[:12])]
+                 *(num(r.scores.get(m)) for m in ranking.metrics), md(short_revision(r.revision))]
         lines.append("| " + " | ".join(cells) + " |")
     lines += ["", md(_provenance(ranking, previous))]
     lines += [f"- {md(line)}" for line in _undecided_lines(ranking)]
@@ -174,7 +174,7 @@ def to_html_table(ranking: Ranking, previous: Ranking | None = None) -> str:
         cls = "new" if r.new else ("up" if (r.rank_change or 0) > 0 else ("down" if (r.rank_change or 0) < 0 else ""))
         cells = [num(r.rank), change, r.name, num(r.score),
                  "" if r.score_change is None else f"{r.score_change:+.3f}",
-                 *(num(r.scores.get(m)) for m in ranking.metrics), (r.revision or "")[:12]]
+                 *(num(r.scores.get(m)) for m in ranking.metrics), short_revision(r.revision)]
         out.append(f'<tr class="{cls}">' + "".join(f"<td>{esc(v)}</td>" for v in cells) + "</tr>")
     out.append("</tbody></table>")
     return "".join(out)

@@ -16,6 +16,7 @@ from embedselect.publish.text import md as _md
 from embedselect.publish.text import count as _count
 from embedselect.publish.text import num as _num
 from embedselect.publish.text import rate as _rate
+from embedselect.publish.text import MISSING, short_revision
 from embedselect.ranking.result import Ranking
 from embedselect.ranking.combine import no_clear_winner
 
@@ -35,7 +36,7 @@ def to_markdown(ranking: Ranking) -> str:
         cells += [f"{_num(c.scores.get(m))} ({_num(c.ranks.get(m))})" for m in ranking.metrics]
         cells += [_num(c.dim), _num(c.bytes_per_vector), _rate(c.items_per_second)]
         cells += ([_count(c.parameters)] if params else []) + ([_num(c.api_tokens)] if tokens else [])
-        cells += [_md((c.revision or "")[:12])]
+        cells += [_md(short_revision(c.revision))]
         lines.append("| " + " | ".join(cells) + " |")
     ds = ranking.dataset
     lines.append("")
@@ -150,7 +151,7 @@ def _validation_html(v: Mapping[str, Any]) -> list[str]:
                    "</thead><tbody>")
         for name, r in rows:
             lo, hi = r.get(f"{col}_lo"), r.get(f"{col}_hi")
-            iv = f"[{_num(lo)}, {_num(hi)}]" if lo is not None and hi is not None else "–"
+            iv = f"[{_num(lo)}, {_num(hi)}]" if lo is not None and hi is not None else MISSING
             out.append(f"<tr><td>{_e(name)}</td><td class=\"num\">{_e(_num(r.get(col)))}</td>"
                        f"<td class=\"num\">{_e(iv)}</td></tr>")
         out.append("</tbody></table></div>")
@@ -193,8 +194,8 @@ CHECK_LINE = ("How well each label-free score predicts MRR@10: rank correlations
 
 
 def _score(v: Any) -> str:
-    """A search score (in [0, 1]) to 3 decimals, as the CLI prints it; ``–`` when missing."""
-    return f"{float(v):.3f}" if isinstance(v, (int, float)) and math.isfinite(v) else "–"
+    """A search score (in [0, 1]) to 3 decimals, as the CLI prints it; :data:`MISSING` when missing."""
+    return f"{float(v):.3f}" if isinstance(v, (int, float)) and math.isfinite(v) else MISSING
 
 
 def retrieval_rows(r: Mapping[str, Any]) -> list[tuple[str, list[tuple[float | None, float | None, float | None]]]]:
@@ -352,7 +353,7 @@ def to_html(ranking: Ranking, *, title: str = "embedselect ranking", plots: bool
             *([f'<td class="num wide">{_e(_count(c.parameters))}</td>'] if params else []),
             *([f'<td class="num wide">{_e(_num(c.api_tokens))}</td>'] if tokens else []),
             f'<td class="wide src"><code>{_e(_tail(c.model_id or ""))}</code></td>',
-            f'<td class="wide src"><code>{_e((c.revision or "")[:12])}</code></td>',
+            f'<td class="wide src"><code>{_e(short_revision(c.revision))}</code></td>',
             f"<td>{_e(status)}</td></tr>",
         ]
         out.append("".join(row))

@@ -46,27 +46,41 @@ def terminal(text: str) -> str:
     return "".join(ch for ch in text if ch in "\n\t" or (unicodedata.category(ch) != "Cc" and ch not in _BIDI_CONTROLS))
 
 
+MISSING = "-"
+"""The one placeholder of a missing value in a published table (Markdown, HTML), as in the CLI's tables."""
+
+_HEX = re.compile(r"[0-9a-f]+")
+
+
+def short_revision(rev: str | None, width: int = 12) -> str:
+    """A revision for a table: a hex hash (a hub commit, the sha256 of a model folder or a vectors file) cut to its
+    first ``width`` characters; any other revision (``builtin-0.1.0-v2``, a user's ``v3``) whole, so that a name is
+    never cut to a misleading ``builtin-0.1.``. ``""`` for None."""
+    rev = rev or ""
+    return rev[:width] if len(rev) > width and _HEX.fullmatch(rev) else rev
+
+
 def num(v: Any, digits: int = 4) -> str:
-    """A number for display: ``digits`` significant digits; ``–`` for None, NaN or infinity."""
+    """A number for display: ``digits`` significant digits; :data:`MISSING` for None, NaN or infinity."""
     if v is None or (isinstance(v, float) and not math.isfinite(v)):
-        return "–"
+        return MISSING
     if isinstance(v, float):
         return f"{v:.{digits}g}"
     return str(v)
 
 
 def rate(v: Any) -> str:
-    """A rate (items per second) to 3 significant digits without an exponent (``1234.5`` -> ``1230``); ``-`` when
-    missing or not finite."""
+    """A rate (items per second) to 3 significant digits without an exponent (``1234.5`` -> ``1230``);
+    :data:`MISSING` when missing or not finite."""
     if v is None or not isinstance(v, (int, float)) or not math.isfinite(v):
-        return "-"
+        return MISSING
     return f"{float(f'{v:.3g}'):g}"
 
 
 def count(v: Any) -> str:
-    """A parameter count as ``22.7M`` / ``1.1B`` / ``830k``; ``-`` when missing or 0."""
+    """A parameter count as ``22.7M`` / ``1.1B`` / ``830k``; :data:`MISSING` when missing or 0."""
     if not v:
-        return "-"
+        return MISSING
     for size, unit in ((1e9, "B"), (1e6, "M"), (1e3, "k")):
         if v >= size:
             return f"{v / size:.3g}{unit}"
