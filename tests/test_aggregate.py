@@ -136,6 +136,28 @@ def test_decide_when_the_signals_disagree_about_first_place():
     assert d.decided and d.leaders == ["a"]
 
 
+def test_two_candidates_with_the_same_vectors_tie_without_a_disagreement_of_the_signals():
+    """New-user audit: two candidates with identical vectors tie on every signal; rule 5 then added "the signals
+    disagree about first place: without task_prior, sufficiency, b would be first", which was the tie again."""
+    from embedselect.ranking.combine import combine_ranks, decide
+
+    same = {"task_prior": {"a": 0.9, "b": 0.9, "c": 0.5, "d": 0.3, "e": 0.1},
+            "sufficiency": {"a": 0.8, "b": 0.8, "c": 0.6, "d": 0.2, "e": 0.1}}
+    w = {"task_prior": 1.0, "sufficiency": 0.25}
+    d = decide(combine_ranks(same, weights=w), per_metric=same, weights=w)
+    assert not d.decided and d.leaders == ["a", "b"]
+    assert d.reasons == ["tie: a, b have the same combined score; listed by name, not by merit"], d.reasons
+    # a third candidate a signal would put first is still named, the tied one is not
+    third = {"task_prior": {**same["task_prior"], "c": 0.95}, "sufficiency": same["sufficiency"],
+             "s3": {"a": 0.9, "b": 0.9, "c": 0.1, "d": 0.3, "e": 0.2}}
+    w3 = {**w, "s3": 1.0}
+    combined = combine_ranks(third, weights=w3)
+    d = decide(combined, per_metric=third, weights=w3)
+    assert d.leaders[:2] == ["a", "b"] and "c" in d.leaders
+    (disagree,) = [r for r in d.reasons if r.startswith("the signals disagree")]
+    assert "c would be first" in disagree and "b would be first" not in disagree, disagree
+
+
 def test_decide_asks_a_witness_shown_beside_the_combination():
     from embedselect.ranking.combine import WITNESSES, combine_ranks, copies_below_parents, decide
 

@@ -221,9 +221,11 @@ def _first_group(per_metric: Mapping[str, Mapping[str, float]], weights: Mapping
 
 def _signals_against(first: str, per_metric: Mapping[str, Mapping[str, float]], weights: Mapping[str, float],
                      method: str, families: Mapping[str, str] | None,
-                     copies: Sequence[tuple[str, str]]) -> list[tuple[list[str], str]]:
+                     copies: Sequence[tuple[str, str]], tied: Sequence[str] = ()) -> list[tuple[list[str], str]]:
     """:func:`decide`'s rule 5: when leaving out one of at least two signals with a positive weight (and finite
-    scores) puts another candidate first, those candidates and the reason (one entry, or none)."""
+    scores) puts another candidate first, those candidates and the reason (one entry, or none). A candidate of
+    ``tied`` (the combined score's first tie group, leaders by rule 1) is not named: two candidates with the same
+    vectors tie without any signal, so the signals left out would name the other only because of the tie."""
     live = [m for m, v in weights.items() if v > 0 and finite_scores(per_metric[m])]
     flips: dict[str, list[str]] = {}
     if len(live) >= 2:
@@ -231,7 +233,7 @@ def _signals_against(first: str, per_metric: Mapping[str, Mapping[str, float]], 
             top = _first_group({k: per_metric[k] for k in live if k != m}, weights, method, families, copies)
             if first not in top or len(top) > 1:
                 for c in top:
-                    if c != first:
+                    if c != first and c not in tied:
                         flips.setdefault(c, []).append(m)
     if not flips:
         return []
@@ -351,7 +353,8 @@ def decide(
     4. **Two model families**: fewer than :data:`MIN_MODEL_FAMILIES` model families (reference points aside) give
        the pool-relative signals one comparison; the other family's best member is a plausible best.
     5. **The signals disagree**: leaving out any one signal with a positive weight (of at least two) and combining
-       the others the same way puts another candidate first; each such candidate is a plausible best.
+       the others the same way puts another candidate first; each such candidate is a plausible best (one tied
+       with the first by rule 1 is a leader already and not named again: the tie, not the signals, puts it there).
     6. **A witness disagrees**: a weight-0 signal of ``witnesses``, ranked alone the same way (each family once,
        copies below their parents), puts another candidate first; that candidate is a plausible best.
     7. **A reference point is first**: a built-in baseline in first place is a yardstick, not a pick; when a model
@@ -414,7 +417,7 @@ def decide(
     against: list[tuple[list[str], str]] = []
     if per_metric is not None:
         w = {m: float((weights or {}).get(m, 1.0 if weights is None else 0.0)) for m in per_metric}
-        against += _signals_against(first, per_metric, w, method, families, copies)
+        against += _signals_against(first, per_metric, w, method, families, copies, groups[0])
         against += _witnesses_against(first, per_metric, w, method, families, copies,
                                       WITNESSES if witnesses is None else witnesses)
     against += _reference_first(first, [c for c in order if fam[c] in models], references)
