@@ -165,12 +165,15 @@ on the 8 views that also hold fb52e19e3f files
 the two files agree exactly."""
 
 
-SAME_CODE: dict[str, tuple[str, ...]] = {"task_prior": ("ad4fe381eb",), "sufficiency": ("45a1eaeef2",)}
+SAME_CODE: dict[str, tuple[str, ...]] = {"task_prior": ("ad4fe381eb",), "sufficiency": ("45a1eaeef2", "9e42c4db49")}
 """Earlier code versions of a metric (every signal of it, its variants too) that *are* the current code: only the
 version's key changed, because a module that was always part of the computation was added to the metric's code list
 (``MetricSpec.code``: ``metrics/content_seed.py`` for both, ``metrics/sufficiency/rows.py`` and
 ``metrics/normal_scores.py`` for sufficiency; ``tests/test_layers.py::
-test_a_metrics_code_version_covers_every_module_of_its_package``). Read like :data:`SAME_RESULTS`, before it."""
+test_a_metrics_code_version_covers_every_module_of_its_package``). sufficiency's 9e42c4db49 is the code while the
+names of its options (for the registry's check before a run) lived in ``metrics/sufficiency/pairs.py``, a module of its
+code version, before they moved to ``metrics/option_names.py``, which is in none: the same computation. Read like
+:data:`SAME_RESULTS`, before it."""
 
 
 def cached_signal(folder: Path, metric: str, central: frozenset[str] | set[str] = frozenset()) -> Path:

@@ -324,3 +324,15 @@ def test_a_metrics_code_version_covers_every_module_of_its_package(metric):
                      and n.module.startswith("embedselect.metrics.") and not n.module.startswith(package.__name__)}
     missing = imported - set(spec.code) - set(_SHARED_CODE) - {"embedselect.metrics.base"}
     assert not missing, sorted(missing)
+
+
+def test_the_option_names_module_is_in_no_metrics_code_version():
+    """Naming a metric's options (for the check before a run) changes nothing it computes: the module that names
+    them is in no metric's code version, so editing it keeps every cached metric result (it was once in
+    sufficiency's, and every cached sufficiency result read as stale)."""
+    from embedselect.metrics.base import _SHARED_CODE, available_metrics, get_spec
+
+    assert "embedselect.metrics.option_names" not in _SHARED_CODE
+    for m in available_metrics():
+        assert "embedselect.metrics.option_names" not in get_spec(m).code, m
+    assert str(get_spec("sufficiency").options).startswith("embedselect.metrics.option_names:")

@@ -294,7 +294,7 @@ for _spec in (
                      "embedselect.metrics.sufficiency.knife.prepare", "embedselect.metrics.sufficiency.knife.mixture",
                      "embedselect.metrics.sufficiency.knife.engine", "embedselect.metrics.normal_scores",
                      "embedselect.metrics.content_seed"),
-               options="embedselect.metrics.sufficiency.pairs:option_names"),
+               options="embedselect.metrics.option_names:sufficiency"),
     # label-free comparators from the literature, shown for texts (weight 0: the text default is task_prior 1 and
     # sufficiency 0.25, mean ranks, chosen on the selection half of docs/validity.md's protocol and confirmed on the
     # other half, "Protocol"); images weigh them in: pipeline/defaults.py

@@ -53,28 +53,6 @@ def selector(options: Mapping[str, Any], references: frozenset[str] | set[str],
     return read
 
 
-METRIC_OPTIONS = ("estimator", "targets", "pairs")
-"""The metric's options that are not an estimator's settings (:func:`estimator_options`)."""
-
-
-def option_names(options: Mapping[str, Any]) -> frozenset[str]:
-    """The options the metric takes alongside ``options``: :data:`METRIC_OPTIONS`, the run options of
-    :func:`~embedselect.metrics.sufficiency.score.compute` (``batched``, ``max_batch_bytes``) and the settings of the
-    estimator ``options`` name (:class:`~embedselect.metrics.sufficiency.settings.SufficiencySettings` for KNIFE,
-    :class:`~embedselect.metrics.sufficiency.gaussian.GaussianSettings` for the Gaussian one), or of either when they
-    name none (the data's kind chooses the default estimator, :mod:`embedselect.pipeline.defaults`). The names
-    :meth:`~embedselect.metrics.base.MetricSpec.check_options` holds a run's options to before any embedding."""
-    import dataclasses
-
-    from embedselect.metrics.sufficiency.gaussian import GaussianSettings
-    from embedselect.metrics.sufficiency.settings import RUN_OPTIONS, SufficiencySettings
-
-    settings = {"knife": SufficiencySettings, "gaussian": GaussianSettings}
-    chosen = options.get("estimator")
-    classes = [settings[chosen]] if chosen in settings else list(settings.values())
-    return frozenset([*METRIC_OPTIONS, *RUN_OPTIONS, *(f.name for c in classes for f in dataclasses.fields(c))])
-
-
 def estimator_options(options: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
     """The estimator a metric's ``options`` choose and the options that are its own: the one place that splits the
     metric's options (``targets``: whose median a score is; ``pairs``: :data:`PAIRS`; ``estimator``) from the
