@@ -182,7 +182,7 @@ def to_html_table(ranking: Ranking, previous: Ranking | None = None) -> str:
 
 def to_html(ranking: Ranking, previous: Ranking | None = None, *, title: str = "embedselect leaderboard") -> str:
     """A self-contained HTML page with the leaderboard (no scripts, no external resources); an undecided ranking's
-    page says so under the table, as the Markdown does (it showed a first row and no caveat)."""
+    page says so under the table, as the Markdown does."""
     css = ("body{font:15px/1.45 system-ui,sans-serif;margin:1.5em;color:#222;max-width:60em}"
            "table{border-collapse:collapse;width:100%}th,td{border-bottom:1px solid #ddd;padding:6px 8px;text-align:left}"
            "tr.up td:nth-child(2){color:#16803c}tr.down td:nth-child(2){color:#b42318}tr.new td:nth-child(2){color:#1d4ed8}"
