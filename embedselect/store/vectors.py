@@ -26,6 +26,7 @@ from embedselect.store.keys import RUN_KEY_RE, RunRecord, utc_now
 log = logging.getLogger("embedselect.store")  # the store's logger, as before the split
 
 _SHARD_RE = re.compile(r"^[0-9a-f]{2}$")
+_VECTOR_RE = re.compile(r"^(?:(?P<key>[0-9a-f]{64})\.npy|\.(?P<tkey>[0-9a-f]{64})\.npy(?:\.[A-Za-z0-9-]+)?\.\d+\.\d+\.tmp)$")
 _saved = [0]
 _saved_lock = threading.Lock()
 
@@ -34,7 +35,6 @@ def runs_saved() -> int:
     """How many embedding runs this process has stored (:meth:`VectorStore.save_run` committed them), in any store:
     the CLI compares it before and after a command to say, when interrupted, whether the command stored any."""
     return _saved[0]
-_VECTOR_RE = re.compile(r"^(?:(?P<key>[0-9a-f]{64})\.npy|\.(?P<tkey>[0-9a-f]{64})\.npy(?:\.[A-Za-z0-9-]+)?\.\d+\.\d+\.tmp)$")
 
 
 def _sha256_file(path: Path) -> str:
