@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import subprocess
 import sys
@@ -53,6 +54,66 @@ def test_table_output_and_cache_commands(tmp_path, capsys):
         main(["cache", "rm", "--help"])
     rm_help = capsys.readouterr().out
     assert "--model" in rm_help and "--json" not in rm_help  # each command's own options
+
+
+class _Terminal(io.StringIO):
+    """Standard input that is a terminal, holding the user's answer."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.mark.fault
+def test_cache_rm_of_a_model_removes_that_model_only_and_asks_before_a_pattern_takes_several(tmp_path, capsys,
+                                                                                             monkeypatch):
+    """`cache rm --model e` removed every run whose model id contains an 'e' (all three models here), listing
+    nothing. --model names one model exactly (as -m does: 'random-projection' or 'baseline:random-projection'); a
+    value that names none removes nothing and names the ids that contain it; a glob pattern removes what it matches,
+    listed, and when that is more than one model only after a yes on a terminal, or with --yes (no terminal: exit 2,
+    nothing removed)."""
+    cache = str(tmp_path / "c")
+    assert main(["embed", SAMPLE, "-c", "text", "-m", "tfidf-svd,tfidf-svd?dim=8,random-projection",
+                 "--cache-dir", cache, "-q"]) == 0
+    capsys.readouterr()
+
+    def models() -> list[str]:
+        assert main(["cache", "ls", "--cache-dir", cache, "--json"]) == 0
+        return sorted(r["model_id"] for r in json.loads(capsys.readouterr().out))
+
+    everything = ["baseline:random-projection", "baseline:tfidf-svd", "baseline:tfidf-svd"]
+    assert models() == everything
+    assert main(["cache", "rm", "--cache-dir", cache, "--model", "e"]) == 0
+    out = capsys.readouterr().out
+    assert "removed 0 embedding run(s)" in out and "no cached model has the id 'e'" in out
+    assert "baseline:tfidf-svd, baseline:random-projection" in out or \
+        "baseline:random-projection, baseline:tfidf-svd" in out
+    assert models() == everything
+    monkeypatch.setattr(sys, "stdin", io.StringIO("y\n"))  # not a terminal: a pattern naming 2 models needs --yes
+    assert main(["cache", "rm", "--cache-dir", cache, "--model", "*-*"]) == 2
+    captured = capsys.readouterr()
+    assert "3 embedding run(s) of 2 model(s) to remove" in captured.out
+    assert "  baseline:tfidf-svd: 2 run(s)" in captured.out and "  baseline:random-projection: 1 run(s)" in captured.out
+    assert "give --yes" in captured.err and "nothing was removed" in captured.err
+    assert models() == everything
+    monkeypatch.setattr(sys, "stdin", _Terminal("n\n"))  # a terminal: asked, and a no keeps everything
+    assert main(["cache", "rm", "--cache-dir", cache, "--model", "*-*"]) == 0
+    captured = capsys.readouterr()
+    assert "remove the runs of these 2 models? [y/N]" in captured.err and "nothing was removed" in captured.out
+    assert models() == everything
+    assert main(["cache", "rm", "--cache-dir", cache, "--model", "*projection"]) == 0  # one model: not asked
+    captured = capsys.readouterr()
+    assert "1 embedding run(s) of 1 model(s)" in captured.out and "removed 1 embedding run(s)" in captured.out
+    assert "[y/N]" not in captured.err and models() == everything[1:]
+    assert main(["cache", "rm", "--cache-dir", cache, "--model", "baseline:TFIDF-SVD"]) == 0
+    assert "removed 2 embedding run(s)" in capsys.readouterr().out and models() == []
+    assert main(["embed", SAMPLE, "-c", "text", "-m", "tfidf-svd,random-projection", "--cache-dir", cache, "-q"]) == 0
+    monkeypatch.setattr(sys, "stdin", _Terminal("y\n"))
+    assert main(["cache", "rm", "--cache-dir", cache, "--model", "*-*"]) == 0
+    assert "removed 2 embedding run(s)" in capsys.readouterr().out and models() == []
+    assert main(["embed", SAMPLE, "-c", "text", "-m", "tfidf-svd,random-projection", "--cache-dir", cache, "-q"]) == 0
+    monkeypatch.setattr(sys, "stdin", io.StringIO(""))
+    assert main(["cache", "rm", "--cache-dir", cache, "--model", "*-*", "--yes"]) == 0
+    assert "removed 2 embedding run(s)" in capsys.readouterr().out and models() == []
 
 
 def test_models_given_several_times_are_all_ranked(tmp_path, capsys):

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import sys
+
 from embedselect.errors import ConfigError
+from embedselect.store.model_ids import containing, is_pattern
 
 
 def cmd_cache(args) -> int:
@@ -24,18 +27,7 @@ def cmd_cache(args) -> int:
             print(df.drop(columns=["created_at"]).to_string(index=False))
         return 0
     if args.cache_cmd == "rm":
-        if not (args.all or args.model or args.fingerprint or args.run_key):
-            raise ConfigError("cache rm: say what to remove: --model ID, --fingerprint FP, RUN_KEY..., or --all")
-        keys = list(args.run_key)
-        if args.all:
-            keys = store.find_runs()
-        elif args.model or args.fingerprint:
-            keys += store.find_runs(model=args.model, fingerprint=args.fingerprint)
-        full = [k for k in store.find_runs() if any(k.startswith(p) for p in keys)] if keys else []
-        n = store.delete_runs(full)
-        removed = store.gc()
-        print(f"removed {n} embedding run(s)" + (f" and {removed} orphan file(s)" if removed else ""))
-        return 0
+        return _rm(store, args)
     if args.cache_cmd == "path":
         print(store.root)
         return 0
@@ -43,6 +35,67 @@ def cmd_cache(args) -> int:
         print(f"removed {store.gc()} orphan file(s)")
         return 0
     raise ConfigError("cache: choose ls, rm, gc or path")
+
+
+def _rm(store, args) -> int:
+    """``cache rm``: list the runs it removes (by model), then remove them and the orphan files. ``--model`` names one
+    model by its id (:mod:`embedselect.store.model_ids`); a pattern that names several models removes them only
+    after a yes on a terminal, or with ``--yes``. Only the cache's own rows and vector files are removed."""
+    if not (args.all or args.model or args.fingerprint or args.run_key):
+        raise ConfigError("cache rm: say what to remove: --model ID, --fingerprint FP, RUN_KEY..., or --all")
+    store.require_writable("remove embedding runs")
+    runs = store.list_runs()
+    if args.all:
+        chosen = runs
+    else:
+        found = set(store.find_runs(model=args.model, fingerprint=args.fingerprint)) \
+            if args.model or args.fingerprint else set()
+        chosen = runs[runs.run_key.map(lambda k: k in found or any(k.startswith(p) for p in args.run_key))]
+    if chosen.empty:
+        print("removed 0 embedding run(s)" + _no_match(args.model, runs.model_id))
+        return 0
+    models = chosen.groupby("model_id", sort=False).agg(runs=("run_key", "size"), bytes=("bytes", "sum"))
+    print(f"cache {store.root}: {len(chosen)} embedding run(s) of {len(models)} model(s) to remove:")
+    for model_id, row in models.iterrows():
+        print(f"  {model_id}: {row.runs} run(s), {row.bytes / 1e6:.1f} MB")
+    if args.model and len(models) > 1 and is_pattern(args.model, runs.model_id) and not args.yes:
+        if not _terminal():
+            raise ConfigError(f"cache rm: --model {args.model!r} matches {len(models)} models (listed above); "
+                              "nothing was removed: give --yes to remove them all, or one model's exact id "
+                              "(as cache ls shows it)")
+        if not _confirm(f"remove the runs of these {len(models)} models? [y/N] "):
+            print("nothing was removed")
+            return 0
+    n = store.delete_runs(list(chosen.run_key))
+    removed = store.gc()
+    print(f"removed {n} embedding run(s)" + (f" and {removed} orphan file(s)" if removed else ""))
+    return 0
+
+
+def _no_match(model: str | None, model_ids) -> str:
+    """Why ``--model`` removed nothing, when cached ids contain it (it names a model only by its exact id)."""
+    close = containing(model, model_ids) if model else []
+    if not close:
+        return ""
+    shown = ", ".join(close[:5]) + (f" and {len(close) - 5} more" if len(close) > 5 else "")
+    return (f": no cached model has the id {model!r} (--model names one model exactly); ids containing it: {shown}; "
+            f"give one of them, or a pattern: --model '*{model}*'")
+
+
+def _terminal() -> bool:
+    """Whether standard input is a terminal (someone can answer a question)."""
+    try:
+        return sys.stdin is not None and sys.stdin.isatty()
+    except (AttributeError, ValueError, OSError):
+        return False
+
+
+def _confirm(question: str) -> bool:
+    """A yes (``y`` or ``yes``) to ``question``, asked on standard error and read from standard input (a terminal:
+    :func:`_terminal`); False at the end of input or for any other answer."""
+    print(question, end="", file=sys.stderr, flush=True)
+    answer = sys.stdin.readline()
+    return answer.strip().lower() in ("y", "yes")
 
 
 def register(sub) -> None:
@@ -59,9 +112,13 @@ def register(sub) -> None:
     ls.add_argument("--json", action="store_true", help="one JSON record per run")
     rm = commands.add_parser("rm", parents=[common], help="remove embedding runs (and then orphan vector files)")
     rm.add_argument("run_key", nargs="*", help="run keys (or prefixes) to remove")
-    rm.add_argument("--model", help="runs whose model id contains this")
+    rm.add_argument("--model", help="the runs of the model with this id, as cache ls shows it ('baseline:' and "
+                    "'local:' may be left out); a glob pattern ('*MiniLM*') may name several models, which are "
+                    "listed and removed after a yes, or with --yes")
     rm.add_argument("--fingerprint", help="runs of this data fingerprint (prefix)")
     rm.add_argument("--all", action="store_true", help="everything")
+    rm.add_argument("--yes", "-y", action="store_true",
+                    help="remove what a --model pattern matches without asking, even when it names several models")
     commands.add_parser("gc", parents=[common], help="remove vector files no run points at")
     commands.add_parser("path", parents=[common], help="print where the cache is")
     p.set_defaults(func=cmd_cache)

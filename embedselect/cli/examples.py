@@ -48,7 +48,10 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
     ],
     "cache": [
         ("what is cached, and how big", "embedselect cache ls"),
-        ("remove one model's runs, then orphan files", "embedselect cache rm --model bge-small"),
+        ("remove one model's runs (its id, as cache ls shows it), then orphan files",
+         "embedselect cache rm --model BAAI/bge-small-en-v1.5"),
+        ("remove the runs of every model a pattern matches, listed, without asking", "embedselect cache rm --model "
+         "'*MiniLM*' --yes"),
         ("remove one run by its run key (a prefix, as cache ls shows it)", "embedselect cache rm 8464b7d4e253"),
         ("remove vector files no run points at", "embedselect cache gc"),
         ("where the cache lives", "embedselect cache path"),

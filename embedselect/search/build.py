@@ -235,6 +235,6 @@ def _baseline_fit(cand, res, ref, vectors: np.ndarray, *, seed: int) -> dict[str
         raise SearchIndexError(
             f"{cand.name}: fitting it on the reference data again does not reproduce its cached vectors (were they "
             f"made by another embedselect or scikit-learn version?); remove them with `embedselect cache rm --model "
-            f"{cand.name}` and build the index again"
+            f"{rc.model_id}` and build the index again"
         )
     return getattr(embedder, "fit_state")()  # the fitted baselines have it (the Embedder protocol does not)

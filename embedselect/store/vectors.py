@@ -22,6 +22,7 @@ from embedselect._fs.guard import fsync_dir, own_file
 from embedselect.errors import CacheError
 from embedselect.store.db import Database
 from embedselect.store.keys import RUN_KEY_RE, RunRecord, utc_now
+from embedselect.store.model_ids import matching_models
 
 log = logging.getLogger("embedselect.store")  # the store's logger, as before the split
 
@@ -274,17 +275,19 @@ class VectorStore(Database):
         return not path.is_symlink() and path.is_file()
 
     def find_runs(self, *, model: str | None = None, fingerprint: str | None = None) -> list[str]:
-        """Run keys matching a model id (substring, case-insensitive) and/or a data fingerprint prefix."""
-        sql = "SELECT run_key FROM embedding_runs WHERE 1=1"
+        """Run keys of the model ``model`` names (:func:`~embedselect.store.model_ids.matching_models`: its id
+        exactly, or a glob pattern) and/or of a data fingerprint prefix."""
+        sql = "SELECT run_key, model_id FROM embedding_runs WHERE 1=1"
         params: list[Any] = []
-        if model:
-            sql += " AND strpos(lower(model_id), lower(?)) > 0"
-            params.append(model)
         if fingerprint:
             sql += " AND starts_with(fingerprint, ?)"
             params.append(fingerprint)
         with self._read() as con:
-            return [r[0] for r in con.execute(sql, params).fetchall()]
+            rows = con.execute(sql, params).fetchall()
+        if model:
+            named = set(matching_models(model, (r[1] for r in rows)))
+            rows = [r for r in rows if r[1] in named]
+        return [r[0] for r in rows]
 
     # --- the item index -----------------------------------------------------------------------------
     def stored_items(self, space: str, items: Sequence[str]) -> StoredItems:
