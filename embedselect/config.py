@@ -124,6 +124,11 @@ def _weights(weights: Mapping[str, float] | None, metrics: Sequence[str]) -> Map
         out[str(m)] = value
     extra = sorted(set(out) - set(metrics))
     if extra:
+        from embedselect.metrics.base import unknown_metrics
+
+        unknown = unknown_metrics(extra)  # a misspelt name: its close name
+        if unknown:
+            raise ConfigError(f"weights: {unknown}")
         raise ConfigError(f"weights for metric(s) not requested: {extra}; metrics: {list(metrics)}")
     if set(metrics) <= set(out) and not any(out.values()):
         raise ConfigError(f"weights must be finite, >= 0 and not all 0; got {out}: give at least one metric a "

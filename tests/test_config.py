@@ -376,6 +376,13 @@ def test_misspelt_metric_and_baseline_names_get_the_close_name():
         get_spec("rankmee")
     with pytest.raises(UnknownMetricError, match=r"unknown metric 'zzz'; available"):  # nothing close: no guess
         RankConfig(metrics=["zzz"])
+    # a weight's misspelt metric (``--weight sufficency=1``) said only "not requested: ['sufficency']"
+    with pytest.raises(ConfigError, match=r"weights: unknown metric 'sufficency' \(did you mean 'sufficiency'\?\)"):
+        RankConfig(weights={"sufficency": 1})
+    with pytest.raises(ConfigError, match=r"weights: unknown metric 'zzz'; available"):
+        RankConfig(metrics=["task_prior"], weights={"zzz": 1})
+    with pytest.raises(ConfigError, match=r"not requested: \['sufficiency'\]"):  # a metric, not ranked: as before
+        RankConfig(metrics=["task_prior"], weights={"sufficiency": 1})
     for typo, meant in [("tfidf-svg", "tfidf-svd"), ("random-projections", "random-projection")]:
         with pytest.raises(CandidateSpecError, match=rf"'{typo}' \(did you mean the baseline '{meant}'\?\)"):
             parse_candidates(typo)
