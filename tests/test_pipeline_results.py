@@ -14,7 +14,8 @@ import pytest
 import embedselect
 from embedselect.cli import main
 from embedselect.data import sample_path
-from embedselect.errors import EXIT_CODES, CandidatesFailedError, RankingFormatError
+from embedselect.config import RankConfig
+from embedselect.errors import EXIT_CODES, CandidatesFailedError, ConfigError, RankingFormatError
 from embedselect.ranking.result import FORMAT_VERSION, WARNING_CODES, CandidateResult, Ranking, RankingWarning
 from testkit.tinymodels import make_pickle_only_model
 
@@ -102,6 +103,27 @@ def test_a_misspelt_metric_option_is_refused_before_any_embedding_with_the_close
     assert code == 2
     err = capsys.readouterr().err
     assert "unknown sufficiency option 'repeats' (did you mean 'max_repeats'?)" in err, err
+    assert not cache.exists()  # nothing read, nothing embedded
+
+
+@pytest.mark.fault
+def test_an_option_of_sufficiencys_other_estimator_is_named_as_such_not_as_a_typo(tmp_path, capsys):
+    """With the Gaussian estimator, ``--option sufficiency.max_steps=10`` (a KNIFE setting) was answered "unknown
+    sufficiency option 'max_steps' (did you mean 'max_items'?)": it says which estimator the option belongs to and that
+    it has no effect with this one; a typo beside it still gets its close name, and KNIFE's side is the same."""
+    cache = tmp_path / "c"
+    code = main(["rank", str(SAMPLE), "-c", "text", "-m", "tfidf-svd,random-projection", "--cache-dir", str(cache),
+                 "-q", "--metrics", "sufficiency", "--option", "sufficiency.estimator=gaussian",
+                 "--option", "sufficiency.max_steps=10", "--option", "sufficiency.fold=3"])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "sufficiency option 'max_steps' belongs to the KNIFE estimator (estimator='knife') and has no effect with " \
+           "the Gaussian one (estimator='gaussian'): leave it out, or choose estimator='knife'" in err, err
+    assert "did you mean 'max_items'" not in err and "unknown sufficiency option 'fold' (did you mean 'folds'?)" in err
+    with pytest.raises(ConfigError, match=r"'folds' belongs to the Gaussian estimator \(estimator='gaussian'\) and "
+                                          r"has no effect with the KNIFE one"):
+        RankConfig(metric_options={"sufficiency": {"estimator": "knife", "folds": 3}})
+    RankConfig(metric_options={"sufficiency": {"folds": 3}})  # no estimator named: the data's kind chooses it
     assert not cache.exists()  # nothing read, nothing embedded
 
 

@@ -212,17 +212,25 @@ class MetricSpec:
 
         Raises:
             ConfigError: an option the metric does not take ("unknown sufficiency option 'repeats' (did you mean
-                'max_repeats'?); known: ...").
+                'max_repeats'?); known: ..."); one of another of its settings, said so instead of a close name
+                (:func:`~embedselect.metrics.option_names.misplaced`: "sufficiency option 'max_steps' belongs to the
+                KNIFE estimator ...").
         """
         from embedselect._util.suggest import did_you_mean
         from embedselect.errors import ConfigError
+        from embedselect.metrics.option_names import misplaced
 
         known = self.option_names(given)
         unknown = [k for k in given if known is not None and k not in known]
-        if known is not None and unknown:
-            which = ", ".join(f"{k!r}{did_you_mean(k, known)}" for k in unknown)
-            raise ConfigError(f"unknown {self.name} option{'s' if len(unknown) > 1 else ''} {which}; known: "
-                              f"{', '.join(sorted(known))}")
+        if known is None or not unknown:
+            return
+        notes = {k: misplaced(self.name, k, given) for k in unknown}
+        parts = [f"{self.name} option {k!r} {note}" for k, note in notes.items() if note]
+        typos = [k for k in unknown if not notes[k]]
+        if typos:
+            which = ", ".join(f"{k!r}{did_you_mean(k, known)}" for k in typos)
+            parts.append(f"unknown {self.name} option{'s' if len(typos) > 1 else ''} {which}")
+        raise ConfigError(f"{'; '.join(parts)}; known: {', '.join(sorted(known))}")
 
     def code_version(self) -> str:
         """sha256 over the source of the metric's modules (:attr:`code`, or the compute function's module, and
