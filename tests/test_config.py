@@ -362,6 +362,39 @@ def test_every_builtin_metric_names_its_options_and_its_defaults_pass_the_check(
 
 
 @pytest.mark.fault
+def test_a_direct_call_of_a_metric_with_a_misspelt_option_gets_the_close_name():
+    """A call into a metric that bypasses RankConfig (``get_metric("task_prior")(ctx)`` with ``tua``) met only the
+    metric's own check: "unknown task_prior option(s) ['tua']; known: ...", no close name. The registry's function
+    checks first, with the metric's defaults where the call names none (sufficiency's KNIFE estimator), and is
+    still the metric's (spec_of), pickled too."""
+    import numpy as np
+
+    from embedselect.metrics import MetricContext, get_metric
+    from embedselect.metrics.base import spec_of
+
+    rng = np.random.default_rng(0)
+    emb = {n: rng.normal(size=(60, 8)).astype(np.float32) for n in "abcd"}
+
+    def call(metric: str, **options):
+        return get_metric(metric)(MetricContext(embeddings=emb, run_keys={n: n for n in emb}, seed=0,
+                                                options=options))
+
+    for metric, options, said in [
+            ("task_prior", {"tua": 1}, "unknown task_prior option 'tua' (did you mean 'tau'?)"),
+            ("nn_agreement", {"kk": 3}, "unknown nn_agreement option 'kk' (did you mean 'k'?)"),
+            ("modularity", {"kk": 3}, "unknown modularity option 'kk' (did you mean 'k'?)"),
+            ("sufficiency", {"max_stepz": 1}, "unknown sufficiency option 'max_stepz' (did you mean 'max_steps'?)"),
+            ("sufficiency", {"estimator": "gaussian", "max_steps": 1}, "'max_steps' belongs to the KNIFE estimator"),
+            ("sufficiency", {"folds": 3}, "'folds' belongs to the Gaussian estimator (estimator='gaussian') and has "
+                                          "no effect with the KNIFE one (estimator='knife')")]:
+        with pytest.raises(ConfigError, match=re.escape(said)):
+            call(metric, **options)
+    fn = get_metric("modularity")
+    assert spec_of(fn).name == "modularity" and spec_of(pickle.loads(pickle.dumps(fn))).name == "modularity"
+    assert set(call("modularity", k=5).scores) == set(emb)  # a right option: the metric's result
+
+
+@pytest.mark.fault
 def test_misspelt_metric_and_baseline_names_get_the_close_name():
     """New-user audit: ``--metrics sufficency``, ``-m tfidf-svg`` and ``-m random-projections`` listed what exists
     without the close name."""

@@ -184,13 +184,18 @@ class MetricSpec:
     options: str | Collection[str] | Callable[[Mapping[str, Any]], Collection[str]] | None = None
 
     def load(self) -> MetricFn:
-        """The compute function."""
+        """The compute function; for a metric whose spec names its options (:attr:`options`), behind
+        :class:`CheckedMetric`, so that a call with a misspelt option gets the close name (:meth:`check_options`)
+        before the metric's own check (which names none)."""
+        fn: MetricFn
         if callable(self.compute):
-            return self.compute
-        import importlib
+            fn = self.compute
+        else:
+            import importlib
 
-        module, func = self.compute.split(":")
-        return getattr(importlib.import_module(module), func)
+            module, func = self.compute.split(":")
+            fn = getattr(importlib.import_module(module), func)
+        return fn if self.options is None else CheckedMetric(self.name, fn)
 
     def option_names(self, given: Mapping[str, Any]) -> frozenset[str] | None:
         """The names of the options the metric takes alongside ``given`` (:attr:`options`), or None when the spec
@@ -383,8 +388,29 @@ def unknown_metrics(names: Sequence[str]) -> str | None:
     return f"unknown metric{'s' if len(unknown) > 1 else ''} {which}; available: {', '.join(_SPECS)}"
 
 
+class CheckedMetric:
+    """A metric's compute function, called after its spec's option check (:meth:`MetricSpec.check_options`) of the
+    options the call gives, with the defaults the metric assumes where they name none
+    (:func:`~embedselect.metrics.option_names.call_defaults`): the check before a run's embedding, repeated for a
+    direct call (``get_metric("sufficiency")(MetricContext(..., options={"max_stepz": 1})``). The metric's own
+    check stays behind it (its module is in the metric's code version). Pickles (the Ray executor) as the metric's
+    name and function; ``__wrapped__``, ``__module__`` and ``__name__`` are the function's (:func:`spec_of`)."""
+
+    def __init__(self, metric: str, fn: MetricFn) -> None:
+        import functools
+
+        self.metric = metric
+        functools.update_wrapper(self, fn)
+
+    def __call__(self, ctx: MetricContext) -> MetricResult:
+        from embedselect.metrics.option_names import call_defaults
+
+        get_spec(self.metric).check_options({**call_defaults(self.metric), **dict(ctx.options or {})})
+        return self.__wrapped__(ctx)  # type: ignore[attr-defined]
+
+
 def get_metric(name: str) -> MetricFn:
-    """Return the ``compute`` function of metric ``name``.
+    """Return the ``compute`` function of metric ``name`` (:meth:`MetricSpec.load`).
 
     Raises:
         UnknownMetricError: ``name`` is not registered.
@@ -394,5 +420,6 @@ def get_metric(name: str) -> MetricFn:
 
 def spec_of(fn: Any) -> MetricSpec | None:
     """The spec whose compute function is ``fn`` (None for an unregistered function)."""
+    fn = getattr(fn, "__wrapped__", fn)  # a CheckedMetric: its function
     target = f"{getattr(fn, '__module__', None)}:{getattr(fn, '__name__', None)}"
     return next((s for s in _SPECS.values() if s.compute == target or s.compute is fn), None)

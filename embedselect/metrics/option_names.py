@@ -58,3 +58,14 @@ def misplaced(metric: str, option: str, options: Mapping[str, Any]) -> str | Non
         return None
     return (f"belongs to the {ESTIMATOR_NAMES[owner]} estimator (estimator={owner!r}) and has no effect with the "
             f"{ESTIMATOR_NAMES[chosen]} one (estimator={chosen!r}): leave it out, or choose estimator={owner!r}")
+
+
+def call_defaults(metric: str) -> Mapping[str, Any]:
+    """The options ``metric`` assumes when a call names none, for checking a call's options
+    (:class:`~embedselect.metrics.base.CheckedMetric`): sufficiency's estimator
+    (:data:`~embedselect.metrics.sufficiency.pairs.DEFAULT_ESTIMATOR`); none for the other metrics."""
+    if metric != "sufficiency":
+        return {}
+    from embedselect.metrics.sufficiency.pairs import DEFAULT_ESTIMATOR
+
+    return {"estimator": DEFAULT_ESTIMATOR}
