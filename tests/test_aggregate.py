@@ -158,6 +158,26 @@ def test_two_candidates_with_the_same_vectors_tie_without_a_disagreement_of_the_
     assert "c would be first" in disagree and "b would be first" not in disagree, disagree
 
 
+def test_a_witness_that_puts_a_candidate_tied_with_the_first_first_does_not_disagree():
+    """Two candidates with identical vectors tie on every signal, the witness (nn_agreement, weight 0) too; rule 6
+    then added "nn_agreement, shown beside the combination, puts b first (a tie)", the tie said again (as rule 5 did
+    before it left the tied out). A witness that puts another candidate first is still named, the tied one not."""
+    from embedselect.ranking.combine import combine_ranks, decide
+
+    same = {"task_prior": {"a": 0.9, "b": 0.9, "c": 0.5, "d": 0.3, "e": 0.1},
+            "sufficiency": {"a": 0.8, "b": 0.8, "c": 0.6, "d": 0.2, "e": 0.1},
+            "nn_agreement": {"a": 0.7, "b": 0.7, "c": 0.5, "d": 0.2, "e": 0.1}}
+    w = {"task_prior": 1.0, "sufficiency": 0.25, "nn_agreement": 0.0}
+    d = decide(combine_ranks(same, weights=w), per_metric=same, weights=w)
+    assert not d.decided and d.leaders == ["a", "b"]
+    assert d.reasons == ["tie: a, b have the same combined score; listed by name, not by merit"], d.reasons
+    witness = {**same, "nn_agreement": {**same["nn_agreement"], "c": 0.9}}  # the witness puts c first
+    d = decide(combine_ranks(witness, weights=w), per_metric=witness, weights=w)
+    assert d.leaders == ["a", "b", "c"]
+    (said,) = [r for r in d.reasons if r.startswith("nn_agreement")]
+    assert said == "nn_agreement, shown beside the combination, puts c first", d.reasons
+
+
 def test_decide_asks_a_witness_shown_beside_the_combination():
     from embedselect.ranking.combine import WITNESSES, combine_ranks, copies_below_parents, decide
 

@@ -243,16 +243,18 @@ def _signals_against(first: str, per_metric: Mapping[str, Mapping[str, float]], 
 
 def _witnesses_against(first: str, per_metric: Mapping[str, Mapping[str, float]], weights: Mapping[str, float],
                        method: str, families: Mapping[str, str] | None, copies: Sequence[tuple[str, str]],
-                       witnesses: Sequence[str]) -> list[tuple[list[str], str]]:
+                       witnesses: Sequence[str], tied: Sequence[str] = ()) -> list[tuple[list[str], str]]:
     """:func:`decide`'s rule 6: per witness (a signal of ``witnesses`` computed with finite scores and weight 0) whose
-    own ranking does not put ``first`` alone first, the candidates it puts first instead and the reason."""
+    own ranking does not put ``first`` alone first, the candidates it puts first instead and the reason. As in rule 5
+    (:func:`_signals_against`), a candidate of ``tied`` (the combined score's first tie group, leaders by rule 1) is
+    not named: a witness that puts only such candidates first (two with the same vectors) does not disagree."""
     out = []
     for m in witnesses:
         if m not in per_metric or weights.get(m, 0.0) > 0 or not finite_scores(per_metric[m]):
             continue
         top = _first_group({m: per_metric[m]}, {m: 1.0}, method, families, copies)
-        if first not in top or len(top) > 1:
-            others = [c for c in top if c != first]
+        others = [c for c in top if c != first and c not in tied]
+        if others:
             out.append((others, f"{m}, shown beside the combination, puts {', '.join(others)} first"
                                 + (" (a tie)" if first in top else "")))
     return out
@@ -356,7 +358,8 @@ def decide(
        the others the same way puts another candidate first; each such candidate is a plausible best (one tied
        with the first by rule 1 is a leader already and not named again: the tie, not the signals, puts it there).
     6. **A witness disagrees**: a weight-0 signal of ``witnesses``, ranked alone the same way (each family once,
-       copies below their parents), puts another candidate first; that candidate is a plausible best.
+       copies below their parents), puts another candidate first; that candidate is a plausible best (one tied with
+       the first by rule 1 is not named, as in rule 5).
     7. **A reference point is first**: a built-in baseline in first place is a yardstick, not a pick; when a model
        family scored, its best member (the first model in the order) is a plausible best.
 
@@ -419,7 +422,7 @@ def decide(
         w = {m: float((weights or {}).get(m, 1.0 if weights is None else 0.0)) for m in per_metric}
         against += _signals_against(first, per_metric, w, method, families, copies, groups[0])
         against += _witnesses_against(first, per_metric, w, method, families, copies,
-                                      WITNESSES if witnesses is None else witnesses)
+                                      WITNESSES if witnesses is None else witnesses, groups[0])
     against += _reference_first(first, [c for c in order if fam[c] in models], references)
     for others, why in against:
         add(others)
