@@ -244,6 +244,27 @@ def test_cli_ranks_npy_and_parquet_vectors_with_a_baseline(tmp_path, capsys, ref
     r = Ranking.from_json(capsys.readouterr().out)
     assert {c.name for c in r} == {"np", "pq", "tfidf-svd"} and all(c.ok for c in r)
     assert r["np"].scores == r["pq"].scores and r["np"].cache_scope == "input"
+    assert [(c.name, c.model_id) for c in r if c.name == "np"] == [("np", "vectors:np")]  # the JSON's kind
+
+
+def test_the_table_says_which_rows_are_precomputed_vectors(tmp_path, capsys, ref):
+    """New-user audit: rank's table had no column telling a user's precomputed vectors (or a hosted API) from the
+    models; a kind column follows the name when a row is one the user brought, and a pool of models and baselines
+    keeps its table as it was."""
+    np.save(tmp_path / "v.npy", _vectors_for(ref))
+    assert main(["rank", str(SAMPLE), "-c", "text", "-m", f"mine=vectors:{tmp_path / 'v.npy'},tfidf-svd",
+                 "--metrics", "task_prior", "-q", "--cache-dir", str(tmp_path / "c")]) == 0
+    header, _, *rows = capsys.readouterr().out.splitlines()
+    assert header.split()[:4] == ["rank", "candidate", "kind", "score"], header
+    kinds = {line.split()[1]: line.split()[2] for line in rows[:2]}
+    assert kinds == {"mine": "vectors", "tfidf-svd": "baseline"}, rows
+    assert main(["rank", str(SAMPLE), "-c", "text", "-m", "tfidf-svd,random-projection", "--metrics", "task_prior",
+                 "-q", "--cache-dir", str(tmp_path / "c")]) == 0
+    assert "kind" not in capsys.readouterr().out.splitlines()[0]
+    from embedselect._util.kinds import kind_of_model_id
+
+    assert [kind_of_model_id(m) for m in ("openai:api.example.com/small", "embedder:ours", "local:/m",
+                                          "BAAI/bge-small-en-v1.5", None)] == ["api", "embedder", "local", "hub", None]
 
 
 @pytest.mark.fault

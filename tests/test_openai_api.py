@@ -214,6 +214,12 @@ def test_cli_ranks_an_api_candidate_with_a_baseline(server, key, tmp_path, capsy
     r = Ranking.from_json(capsys.readouterr().out)
     assert {c.name for c in r} == {"api", "tfidf-svd"} and all(c.ok for c in r)
     assert r["api"].api_tokens and r["api"].dim == WIDTH
+    # the table: a kind column says which row is the hosted API
+    assert main(["rank", str(SAMPLE), "-c", "text", "-m", f"api=openai:fake-embed?base_url={server.url},tfidf-svd",
+                 "--metrics", "task_prior", "-q", "--cache-dir", str(tmp_path / "c")]) == 0
+    header, _, *rows = capsys.readouterr().out.splitlines()
+    assert header.split()[2] == "kind" and {ln.split()[1]: ln.split()[2] for ln in rows[:2]} == \
+        {"api": "api", "tfidf-svd": "baseline"}, rows
 
 
 def test_rows_come_back_in_index_order_whatever_order_the_server_sends(server, key):

@@ -30,6 +30,22 @@ def is_baseline_id(model_id: str | None) -> bool:
     return str(model_id or "").startswith(BASELINE_PREFIX)
 
 
+BROUGHT_KINDS: tuple[str, ...] = ("vectors", "api", "embedder")
+"""Candidate kinds whose vectors the user brings rather than a model embedselect loads: precomputed vectors, a hosted
+embedding API, an embedder object."""
+
+
+def kind_of_model_id(model_id: str | None) -> str | None:
+    """The candidate kind (``Candidate.kind``) of a resolved candidate's model id, as ``resolve_candidate`` forms it:
+    ``baseline:NAME`` baseline, ``local:DIR`` local, ``openai:HOST/MODEL`` api, ``vectors:NAME`` / ``embedder:NAME``
+    vectors / embedder, any other hub; None without a model id (a candidate that failed before it was resolved)."""
+    if not model_id:
+        return None
+    head = str(model_id).split(":", 1)[0] if ":" in str(model_id) else ""
+    return {"baseline": "baseline", "local": "local", "openai": "api", "vectors": "vectors",
+            "embedder": "embedder"}.get(head, "hub")
+
+
 FITTED_BASELINES: tuple[str, ...] = ("tfidf-svd", "pixel-pca")
 """Baselines that learn from the data they embed (their fit can be saved and restored)."""
 

@@ -15,10 +15,17 @@ def fmt(v: Any) -> str:
 
 
 def format_table(ranking) -> str:
-    """A plain-text table of a Ranking, best first."""
+    """A plain-text table of a Ranking, best first. A ``kind`` column (hub, local, baseline, vectors, api, embedder:
+    :func:`~embedselect._util.kinds.kind_of_model_id`) follows the candidate's name when a row is one the user
+    brought (precomputed vectors, a hosted API, an embedder object), as ``params`` and ``tokens`` appear only when a
+    row has them."""
     from embedselect.publish.text import count, rate
 
-    headers = ["rank", "candidate", "score"]
+    from embedselect._util.kinds import BROUGHT_KINDS, kind_of_model_id
+
+    kinds = [kind_of_model_id(c.model_id) for c in ranking.candidates]
+    brought = any(k in BROUGHT_KINDS for k in kinds)  # the kind column, when a row is vectors, an API or an object
+    headers = ["rank", "candidate"] + (["kind"] if brought else []) + ["score"]
     answers = bool(getattr(ranking, "answers", None))
     if answers:
         headers.append("answers")
@@ -33,8 +40,8 @@ def format_table(ranking) -> str:
     headers += ["dim", "bytes/vec", "items/s"] + (["params"] if params else []) + (["tokens"] if tokens else [])
     headers += ["cached", "status"]
     rows = []
-    for c in ranking.candidates:
-        row = [fmt(c.rank), c.name, fmt(c.combined_score)]
+    for c, kind in zip(ranking.candidates, kinds):
+        row = [fmt(c.rank), c.name] + ([fmt(kind)] if brought else []) + [fmt(c.combined_score)]
         if answers:
             row.append(_agreement_cell(c.columns))
         if search:
