@@ -31,6 +31,15 @@ def register(subparsers) -> None:
     p.set_defaults(func=cmd_nightly)
 
 
+def _lead(s: dict) -> str:
+    """``leader NAME``, or, for a night whose ranking named no clear winner, its leaders as such."""
+    if s.get("decided") is False:
+        from embedselect.ranking.combine import no_clear_winner
+
+        return no_clear_winner(s.get("leaders") or [s["leader"]])
+    return f"leader {s['leader']}"
+
+
 def _human(s: dict) -> str:
     if s["status"] == "dry-run":
         plan = s["plan"]
@@ -44,7 +53,7 @@ def _human(s: dict) -> str:
                      "sufficiency pair(s), cached ones reused")
         return "\n".join(lines)
     lines = [
-        f"night {s['run_id']}: {s['status']}; leader {s['leader']}; ranked {s['ranked']}",
+        f"night {s['run_id']}: {s['status']}; {_lead(s)}; ranked {s['ranked']}",
         f"  embedded {s['embedded']['count']}, reused {s['reused']['count']}, "
         f"failed {len(s['failed'])}, left {len(s['left'])}",
         f"  sufficiency pairs computed {s['pairs']['computed']}, reused {s['pairs']['reused']}",

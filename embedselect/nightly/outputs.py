@@ -55,9 +55,13 @@ def _leaderboard_md(rows: list[dict[str, Any]], summary: dict[str, Any]) -> str:
         d = r["delta"]
         return "=" if d == 0 else (f"▲{d}" if d > 0 else f"▼{-d}")
 
-    lines = [
-        f"# embedselect nightly leaderboard ({md(summary['started_at'][:10])})",
-        "",
+    lines = [f"# embedselect nightly leaderboard ({md(summary['started_at'][:10])})", ""]
+    if summary.get("decided") is False:
+        from embedselect.ranking.combine import no_clear_winner
+
+        said = md(no_clear_winner(summary.get("leaders") or []))
+        lines += [said[:1].upper() + said[1:] + " (report.md says why).", ""]
+    lines += [
         "| rank | change | model | revision | score |",
         "|---:|:---:|---|---|---:|",
     ]
@@ -67,16 +71,30 @@ def _leaderboard_md(rows: list[dict[str, Any]], summary: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def leader_badge(leaderboard: list[dict[str, Any]], summary: dict[str, Any]) -> dict[str, Any]:
+    """The shields.io endpoint document of ``badges/leader.json``: the night's first model, or, when the ranking
+    named no clear winner (``summary["decided"]`` False), every leader as tied (as the per-candidate badges say
+    ``tied #1``), in grey."""
+    from embedselect.publish.text import clean
+
+    if not leaderboard:
+        return {"schemaVersion": 1, "label": "best embedder", "message": "none", "color": "lightgrey"}
+    if summary.get("decided") is False:
+        leaders = [clean(n) for n in summary.get("leaders") or [leaderboard[0]["name"]]]
+        message = ("no clear winner: " if len(leaders) > 1 else "unconfirmed: ") + ", ".join(leaders)
+        return {"schemaVersion": 1, "label": "best embedder", "message": message, "color": "lightgrey"}
+    return {"schemaVersion": 1, "label": "best embedder", "message": clean(leaderboard[0]["name"]), "color": "blue"}
+
+
 def write_site(folder: Path, ranking: Any, leaderboard: list[dict[str, Any]], summary: dict[str, Any]) -> None:
     """Write every output file of a night into ``folder`` (a fresh version folder).
 
     Files: ``leaderboard.json`` / ``leaderboard.md`` (rank, change vs the previous night), ``ranking.json`` (the
     full :class:`~embedselect.ranking.result.Ranking`), ``report.html`` / ``report.md``, ``badges/leader.json`` (a
-    shields.io endpoint badge naming the leader), ``badges/<candidate>.svg|.json`` + ``badges/badges.md`` (one
+    shields.io endpoint badge naming the leader, or the leaders when no winner is clear: :func:`leader_badge`), ``badges/<candidate>.svg|.json`` + ``badges/badges.md`` (one
     badge per ranked candidate, :func:`embedselect.publish.write_badges`) and ``run.json`` (the run summary).
     """
     from embedselect.publish import report, write_badges
-    from embedselect.publish.text import clean
 
     _write(folder / "leaderboard.json", json.dumps({"night": summary["started_at"], "run_id": summary["run_id"],
                                                    "rows": leaderboard}, indent=2, default=str))
@@ -84,9 +102,7 @@ def write_site(folder: Path, ranking: Any, leaderboard: list[dict[str, Any]], su
     _write(folder / "ranking.json", ranking.to_json())
     _write(folder / "report.html", report.to_html(ranking, title="embedselect nightly ranking"))
     _write(folder / "report.md", report.to_markdown(ranking))
-    leader = clean(leaderboard[0]["name"]) if leaderboard else "none"
-    _write(folder / "badges" / "leader.json", json.dumps(
-        {"schemaVersion": 1, "label": "best embedder", "message": leader, "color": "blue"}))
+    _write(folder / "badges" / "leader.json", json.dumps(leader_badge(leaderboard, summary)))
     write_badges(ranking, folder / "badges", dataset=Path(str(ranking.dataset.get("source", "data"))).name)
     _write(folder / "run.json", json.dumps(summary, indent=2, default=str))
 

@@ -267,6 +267,9 @@ def _close_night(cfg: NightlyConfig, store: Any, summary: dict[str, Any], stages
     commit point); a night that ranked nothing keeps the published outputs and raises :class:`NightlyEmptyError`."""
     leaderboard = _leaderboard(ranking, planned) if ranking is not None else []
     summary["leader"] = leaderboard[0]["name"] if leaderboard else None
+    if ranking is not None and leaderboard:  # an undecided night has leaders, not a winner (Ranking.decided)
+        summary["decided"] = bool(ranking.decided)
+        summary["leaders"] = list(ranking.leaders) if not ranking.decided else [summary["leader"]]
     if not leaderboard:
         summary["status"] = "empty"
         _finish(summary, stages, t_start)
