@@ -186,3 +186,17 @@ def test_an_agent_registry_that_is_a_list_is_a_hub_error(hub, retry, monkeypatch
     finally:
         if os.path.exists(constants.AGENT_HARNESSES_PATH):
             os.remove(constants.AGENT_HARNESSES_PATH)
+
+
+@pytest.mark.parametrize("repo_id", ["evil/\x1b[31mred\x1b[0m", "evil/x|y<b>", "evil/" + "n" * 100, "evil/-dash"])
+def test_a_listed_id_the_hub_would_not_accept_is_a_permanent_candidate_error(hub, retry, tmp_path, repo_id):
+    """A crawled id with an escape sequence or markup was fetched and failed as a HubError (``transient``), so each
+    night planned it again; it is a CandidateError before any request, with its escapes shown as ``\\x1b``."""
+    from embedselect.errors import CandidateError
+    from testkit import tinymodels as tm
+
+    hub.publish(repo_id, tm.make_tiny_sentence_transformer(tmp_path / "st"), library_name="sentence-transformers")
+    with pytest.raises(CandidateError, match="is not a hub model id") as ei:
+        H.fetch_model(repo_id, retry=retry)
+    assert not isinstance(ei.value, HubError) and "\x1b" not in str(ei.value)
+    assert hub.requests_to("/api/models/evil") == []

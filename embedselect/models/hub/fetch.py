@@ -37,6 +37,22 @@ log = logging.getLogger("embedselect.models.hub")
 _REV_CHARS_RE = re.compile(r"^[A-Za-z0-9_.\-/]{1,200}$")
 
 
+def check_repo_id(repo_id: str) -> str:
+    """Return ``repo_id`` if it is a hub model id ``owner/name`` the hub accepts (huggingface_hub's own rule:
+    letters, digits, ``-``, ``_``, ``.``, at most 96 characters), else raise :class:`CandidateError`: a permanent
+    failure, never a hub fault retried night after night (a crawled id with markup or escape sequences was one)."""
+    from huggingface_hub.utils import HFValidationError, validate_repo_id
+
+    if not isinstance(repo_id, str) or repo_id.count("/") != 1 or not all(repo_id.split("/")):
+        raise CandidateError(f"{repo_id!r} is not a hub model id; expected 'owner/name'.")
+    try:
+        validate_repo_id(repo_id)
+    except HFValidationError:  # its message repeats the id unescaped
+        raise CandidateError(f"{repo_id!r} is not a hub model id; expected 'owner/name' of letters, digits, '-', "
+                             "'_' and '.', neither starting nor ending with '-' or '.', at most 96 characters") from None
+    return repo_id
+
+
 def check_revision(revision: str) -> str:
     """Return ``revision`` if it is a safe branch, tag or commit name, else raise :class:`CandidateError`.
 
@@ -155,8 +171,7 @@ def fetch_model(
         HubError: network failures, 429/5xx after retries, malformed answers, truncated downloads.
         ConfigError: an unknown ``backend``.
     """
-    if not isinstance(repo_id, str) or repo_id.count("/") != 1 or not all(repo_id.split("/")):
-        raise CandidateError(f"{repo_id!r} is not a hub model id; expected 'owner/name'.")
+    check_repo_id(repo_id)
     if backend is not None and backend not in BACKENDS:
         raise ConfigError(f"unknown backend {backend!r}; use one of: {', '.join(BACKENDS)}")
     if revision is not None:
