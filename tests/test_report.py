@@ -242,3 +242,11 @@ def test_tables_keep_named_revisions_whole_and_use_one_placeholder():
     assert cells[3] == f"{MISSING} (1)" and cells[-3] == MISSING and cells[-2] == MISSING, cells  # score, items/s, tokens
     assert "–" not in md and "builtin-0.1.0-v2" in to_html(r)
     assert "| builtin-0.1.0-v2 |" in lb.to_markdown(r) and ">builtin-0.1.0-v2<" in lb.to_html_table(r)
+
+
+def test_the_score_vs_cost_figure_takes_a_whole_row_of_the_grid():
+    """Its three panels were drawn in one 320 px cell of the figure grid, their text too small to read."""
+    pytest.importorskip("matplotlib")
+    html = to_html(_ranking())
+    assert '<figure id="fig-score_vs_cost" class="span">' in html
+    assert "figure.span{grid-column:1/-1}" in html

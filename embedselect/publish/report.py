@@ -73,6 +73,7 @@ tr.failed td{color:#9ca3af}tr.lead td:first-child{font-weight:600}.tie{color:var
 .ci{color:var(--muted);font-size:12px;white-space:nowrap}.bar{background:var(--accent);height:6px;display:inline-block;border-radius:3px}
 .figs{display:grid;grid-template-columns:repeat(auto-fit,minmax(320px,1fr));gap:16px}
 figure{margin:0;border:1px solid var(--line);border-radius:8px;padding:8px}figure svg{width:100%;height:auto}
+figure.span{grid-column:1/-1}
 figcaption{font-size:13px;color:var(--muted)}.note{color:var(--warn)}code{font-size:12px}td.src{white-space:nowrap}
 @media (max-width:700px){main{padding:10px}.wide{display:none}th,td{padding:5px 4px}}
 """
@@ -90,6 +91,11 @@ _CAPTIONS = {
 }
 
 
+_SPAN = frozenset({"score_vs_cost"})
+"""Figures of several panels side by side (11 inches wide): they take a whole row of the grid; in one cell of it
+their text was too small to read."""
+
+
 def _figures(ranking: Ranking) -> list[str]:
     try:
         from embedselect.publish.plots import FIGURES
@@ -100,7 +106,8 @@ def _figures(ranking: Ranking) -> list[str]:
     for key, fn in FIGURES.items():
         svg = fn(ranking)
         if svg:
-            out.append(f'<figure id="fig-{key}">{svg}<figcaption>{_e(_CAPTIONS[key])}</figcaption></figure>')
+            span = ' class="span"' if key in _SPAN else ""
+            out.append(f'<figure id="fig-{key}"{span}>{svg}<figcaption>{_e(_CAPTIONS[key])}</figcaption></figure>')
     return out
 
 
