@@ -250,3 +250,14 @@ def test_the_score_vs_cost_figure_takes_a_whole_row_of_the_grid():
     html = to_html(_ranking())
     assert '<figure id="fig-score_vs_cost" class="span">' in html
     assert "figure.span{grid-column:1/-1}" in html
+
+
+def test_a_failed_candidate_is_said_once_in_markdown_and_html():
+    """Its ``failed`` line (Markdown) or row (HTML) and then its warning ("NAME failed (TYPE): why") said it twice."""
+    r = _ranking()
+    broken = r.candidates[2]
+    r.warnings = [broken.failure_note]
+    md = to_markdown(r)
+    assert md.count("ModelLoadError") == 1
+    html = to_html(r, plots=False)
+    assert html.count("ModelLoadError") == 1

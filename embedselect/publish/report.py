@@ -300,11 +300,13 @@ def answers_sentence(ranking: Ranking) -> str:
 
 def _notes(ranking: Ranking) -> list[str]:
     """The notes under a ranking: the duplicates dropped from its data (when a rule was applied), then its warnings,
-    less those the search check's section already shows (a note is said once)."""
+    less those the search check's section already shows and a failed candidate's own note, which its ``failed``
+    line (Markdown) or its row (HTML) already says (a note is said once, as under the terminal's table)."""
     from embedselect.data import dropped_duplicates_note
 
     dropped = dropped_duplicates_note(ranking.dataset or {})
     shown = {str(w) for w in (ranking.retrieval or {}).get("warnings") or []}
+    shown |= {c.failure_note for c in ranking.failed if c.failure_note}
     return ([dropped] if dropped else []) + [w for w in ranking.warnings if str(w) not in shown]
 
 
