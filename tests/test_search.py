@@ -205,7 +205,7 @@ def test_neighbours_view_and_cli_with_duplicates(tmp_path, cache_dir, tiny_st, c
     assert "<script>" not in html and "&lt;script&gt;" in html
     # the CLI: JSON, and a deduplicated copy of the data to rank again
     out = tmp_path / "dedup.csv"
-    assert main(["neighbours", str(data), "-m", f"{tiny_st},random-projection", "--rows", "0", "-k", "2",
+    assert main(["neighbours", str(data), "-m", f"{tiny_st},random-projection", "--rows", "1", "-k", "2",
                  "--near-duplicates", "0.999", "--write-deduped", str(out), "--json", "-q"]) == 0
     payload = json.loads(capsys.readouterr().out)
     assert payload["candidates"] == view.names
@@ -222,3 +222,19 @@ def test_printed_items_carry_no_terminal_escapes():
 
     assert _short("evil\x1b[2Jtext\x07 and\nmore") == "evil[2Jtext and more"
     assert len(_short("x" * 500)) == 100
+
+
+def test_neighbours_rows_are_the_ids_the_outputs_show(tmp_path, cache_dir, capsys):
+    """``--rows`` took 0-based positions while every output names items by their 1-based ids (``item 153 (row
+    152)``; ``--rows 240`` of 240 items was "outside the data"): it takes the ids, and names the bad ones."""
+    from embedselect.cli import main
+
+    data = tmp_path / "d.txt"
+    data.write_text("\n".join(TEXTS) + "\n")
+    n = len(TEXTS)
+    assert main(["neighbours", str(data), "-m", "random-projection", "--rows", f"1,{n}", "-k", "1", "-q"]) == 0
+    out = capsys.readouterr().out
+    assert f"item 1: {TEXTS[0][:20]}" in out and f"item {n}: {TEXTS[-1][:20]}" in out and "(row" not in out
+    assert main(["neighbours", str(data), "-m", "random-projection", "--rows", f"0,{n + 1}", "-q"]) == 2
+    err = capsys.readouterr().err
+    assert f"--rows: 0, {n + 1} are not the id of an item" in err and "1-based row numbers" in err

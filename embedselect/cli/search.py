@@ -86,7 +86,9 @@ def register(subparsers) -> None:
                                 help="comma-separated candidates, as for `rank` (the option may be repeated)"),
                  name="a candidate's input (a model folder or vectors file)", models=True)
     p.add_argument("--sample", type=int, default=5, help="number of seeded sample items (default 5)")
-    p.add_argument("--rows", help="comma-separated row numbers to show instead of a sample")
+    p.add_argument("--rows", metavar="IDS",
+                   help="comma-separated items to show instead of a sample, by id: the 1-based row number in the "
+                        "data file (as 'item N' shows it), or the --id-column value")
     p.add_argument("-k", type=int, default=5, help="neighbours shown per item (default 5)")
     p.add_argument("--agreement-k", type=int, default=10, help="k of the mutual k-NN agreement (default 10)")
     p.add_argument("--near-duplicates", type=float, metavar="COSINE",
@@ -156,14 +158,9 @@ def cmd_neighbours(args) -> int:
     if args.write_deduped is not None and args.near_duplicates is None:
         raise ConfigError("--write-deduped needs --near-duplicates COSINE (the similarity above which items are "
                           "near-duplicates)")
-    rows = None
-    if args.rows:
-        try:
-            rows = [int(r) for r in args.rows.split(",") if r.strip()]
-        except ValueError as exc:
-            raise ConfigError(f"--rows takes comma-separated row numbers, got {args.rows!r}") from exc
+    ids = [r.strip() for r in args.rows.split(",") if r.strip()] if args.rows else None
     view = neighbours_view(
-        args.data, args.models, sample=args.sample, rows=rows, k=args.k, agreement_k=args.agreement_k,
+        args.data, args.models, sample=args.sample, ids=ids, k=args.k, agreement_k=args.agreement_k,
         near_duplicate_threshold=args.near_duplicates, config=rank_config(args), runtime=runtime(args),
     )
     if args.write_deduped is not None:

@@ -66,8 +66,8 @@ class NeighbourView:
             return t if len(t) <= width else t[: width - 1] + "…"
 
         lines = []
-        for s, (r, i, it) in enumerate(zip(self.rows, self.ids, self.items)):
-            lines.append(f"item {i} (row {r}): {short(it)}")
+        for s, (i, it) in enumerate(zip(self.ids, self.items)):
+            lines.append(f"item {i}: {short(it)}")
             for nm in self.names:
                 lines.append(f"  {nm}:")
                 for j, sc in self.neighbours[nm][s]:
@@ -124,19 +124,38 @@ def _stored_communities(store, fingerprint: str) -> list[list[str]] | None:
     return [list(map(str, c)) for c in comms] if comms else None
 
 
+def _rows_of_ids(ref: Any, ids: Sequence[Any]) -> list[int]:
+    """The positions of the items ``ids`` (their 1-based row numbers in the data file, or ``--id-column``'s values:
+    the ids every output shows) in ``ref``.
+
+    Raises:
+        ConfigError: naming the ids that are no item of the data, and what ids are.
+    """
+    where = {str(i): r for r, i in enumerate(ref.ids)}
+    missing = [str(i) for i in ids if str(i) not in where]
+    if missing:
+        first, last = str(ref.ids[0]), str(ref.ids[-1])
+        raise ConfigError(f"--rows: {', '.join(missing[:5])} {'is' if len(missing) == 1 else 'are'} not the id of "
+                          f"an item of the data ({len(ref)} items, ids {first} … {last}): ids are the 1-based row "
+                          "numbers of the data file, or the --id-column values")
+    return [where[str(i)] for i in ids]
+
+
 def neighbours_view(
     data: Any,
     candidates: Any,
     *,
     sample: int = 5,
     rows: Sequence[int] | None = None,
+    ids: Sequence[Any] | None = None,
     k: int = 5,
     agreement_k: int = 10,
     near_duplicate_threshold: float | None = None,
     config: RankConfig | None = None,
     runtime: Runtime | None = None,
 ) -> NeighbourView:
-    """For ``sample`` seeded items of ``data`` (or the given ``rows``), their ``k`` nearest other items under
+    """For ``sample`` seeded items of ``data`` (or the given ``rows``: 0-based positions in the loaded data; or the
+    given ``ids``: the items' ids, as the CLI's ``--rows`` takes them), their ``k`` nearest other items under
     each candidate (cosine, exact FAISS search; vectors from the cache), the mutual k-NN agreement of the
     candidates over all items, and, with ``near_duplicate_threshold``, near-duplicate counts per candidate
     (``near_duplicate_keep``: the keep-mask under the *first* candidate, for dropping them).
@@ -164,6 +183,8 @@ def neighbours_view(
     n = len(ref)
     if n < 2:
         raise ConfigError("looking at neighbours needs at least 2 items")
+    if ids is not None:
+        rows = _rows_of_ids(ref, ids)
     if rows is None:
         rng = np.random.default_rng(seed)
         rows = sorted(rng.choice(n, size=min(int(sample), n), replace=False).tolist())
@@ -184,10 +205,11 @@ def neighbours_view(
     )
     for nm, vecs in ok.items():
         x = prepare(vecs, "cosine")
-        sc, ids = search_index(faiss_index(x, metric="cosine", prepared=True, device=auto_device(device)), x[rows],
-                               k, prepared=True,
-                               self_ids=np.asarray(rows, dtype=np.int64))
-        view.neighbours[nm] = [[(int(j), float(v)) for j, v in zip(irow, srow) if j >= 0] for irow, srow in zip(ids, sc)]
+        sc, found = search_index(faiss_index(x, metric="cosine", prepared=True, device=auto_device(device)), x[rows],
+                                 k, prepared=True,
+                                 self_ids=np.asarray(rows, dtype=np.int64))
+        view.neighbours[nm] = [[(int(j), float(v)) for j, v in zip(irow, srow) if j >= 0]
+                               for irow, srow in zip(found, sc)]
     # one cosine k-NN graph per candidate, shared by the agreement and the near-duplicates
     ka = min(int(agreement_k), n - 1)
     need = max(ka if len(ok) > 1 else 0, min(10, n - 1) if near_duplicate_threshold is not None else 0)
