@@ -44,7 +44,21 @@ def build_parser() -> argparse.ArgumentParser:
         importlib.import_module(f"embedselect.cli.{group}").register(sub)
     add_examples(sub)
     annotate(parser)
+    _describe(parser)
     return parser
+
+
+def _describe(parser: argparse.ArgumentParser) -> None:
+    """Give every command's own ``--help`` its one-line help as description where it has none (``hub``, ``report``,
+    ``cache ls``... said nothing about what they do), down the nested commands."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            helps = {a.dest: a.help for a in action._choices_actions}
+            for name, p in action.choices.items():
+                if not p.description and helps.get(name):
+                    h = str(helps[name])
+                    p.description = h[:1].upper() + h[1:] + ("" if h.endswith(".") else ".")
+                _describe(p)
 
 
 class TerminalText:

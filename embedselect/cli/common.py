@@ -35,10 +35,10 @@ def add_data_args(p: argparse.ArgumentParser, *, labels: bool = True, labels_req
             help="label column; for an image folder 'folder' (PHOTOS/cat/1.jpg is a 'cat') or a CSV file of path,label "
             "rows: used only to validate the label-free ranking (held-out probe accuracy)",
         ), name="the labels file")
-    p.add_argument("--max-items", type=int, help="seeded sub-sample of at most this many items")
-    p.add_argument("--on-error", choices=["fail", "skip"], default="fail", help="undecodable items: fail or skip")
+    p.add_argument("--max-items", type=int, help="seeded sub-sample of at most this many items (default: all)")
+    p.add_argument("--on-error", choices=["fail", "skip"], default="fail", help="undecodable items: fail (default) or skip")
     if seed:
-        p.add_argument("--seed", type=int, default=0, help="root seed (sampling, baselines, metrics)")
+        p.add_argument("--seed", type=int, default=0, help="root seed (sampling, baselines, metrics; default 0)")
 
 
 def add_cache_dir_arg(p: argparse.ArgumentParser) -> None:
@@ -50,7 +50,7 @@ def add_load_args(p: argparse.ArgumentParser) -> None:
     """Where and how models load: cache, device, batch size, the safety options, progress and logging."""
     add_cache_dir_arg(p)
     p.add_argument("--device", default=None, help="cpu, cuda, cuda:1 (default: auto)")
-    p.add_argument("--batch-size", type=int)
+    p.add_argument("--batch-size", type=int, help="items per forward pass or API request (default: each backend's own)")
     p.add_argument("--allow-pickle", action="store_true", help="allow non-safetensors (pickle) weights")
     p.add_argument("--trust-remote-code", action="store_true", help="allow model repos that ship Python code")
     p.add_argument("--allow-gated", action="store_true", help="try gated hub repos (needs HF_TOKEN with access)")
@@ -64,8 +64,14 @@ def add_load_args(p: argparse.ArgumentParser) -> None:
         metavar="SIZE",
         help="refuse hub models whose weight files are larger (e.g. 500MB, 8GB, 'none'; default 5GiB)",
     )
-    p.add_argument("--quiet", "-q", action="store_true", help="no progress bars, warnings only")
-    p.add_argument("--verbose", "-v", action="store_true", help="log progress")
+    add_log_args(p)
+
+
+def add_log_args(p: argparse.ArgumentParser, *, quiet: str = "no progress bars; on stderr warnings only") -> None:
+    """``--quiet`` (what it leaves out, ``quiet``) and ``--verbose`` of a command."""
+    p.add_argument("--quiet", "-q", action="store_true", help=quiet)
+    p.add_argument("--verbose", "-v", action="store_true",
+                   help="log what is done (INFO lines on stderr), and print the traceback of an error")
 
 
 class JoinModels(argparse.Action):

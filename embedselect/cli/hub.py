@@ -12,7 +12,7 @@ import json
 import re
 import sys
 
-from embedselect.cli.common import add_cache_dir_arg
+from embedselect.cli.common import add_cache_dir_arg, add_log_args
 from embedselect.errors import EXIT_CODES, ConfigError
 
 _SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kKmMbBtT]?)\s*$")
@@ -40,7 +40,8 @@ def register(subparsers) -> None:
     p.add_argument("--tag", action="append", default=[], help="required tag (repeatable)")
     p.add_argument("--author", help="user or organisation")
     p.add_argument("--search", help="substring of the model id")
-    p.add_argument("--sort", default="trending", choices=["trending", "downloads", "likes", "recency", "created"])
+    p.add_argument("--sort", default="trending", choices=["trending", "downloads", "likes", "recency", "created"],
+                   help="order of the listing, descending (default trending)")
     p.add_argument("--limit", type=int, default=100, help="maximum number of models (default 100)")
     p.add_argument("--max-pages", type=int, default=50,
                    help="listing pages read at most (default 50); a listing whose next link never ends stops here")
@@ -52,23 +53,21 @@ def register(subparsers) -> None:
     add_cache_dir_arg(p)
     p.add_argument("--json", action="store_true", help="print the crawl as JSON on stdout")
     p.add_argument("--strict", action="store_true", help="exit 8 if any listing page failed")
-    p.add_argument("--quiet", "-q", action="store_true")
-    p.add_argument("--verbose", "-v", action="store_true")
+    add_log_args(p, quiet="print no table (warnings and --json still)")
     p.set_defaults(func=cmd_crawl)
 
     p = subparsers.add_parser("hub", help="list the hub models recorded by `crawl`")
-    p.add_argument("hub_cmd", choices=["ls"])
-    p.add_argument("--modality", choices=["text", "image"])
-    p.add_argument("--max-params", type=parse_count)
-    p.add_argument("--license", action="append", dest="licenses")
-    p.add_argument("--exclude-gated", action="store_true")
+    p.add_argument("hub_cmd", choices=["ls"], help="ls: list them, most trending first")
+    p.add_argument("--modality", choices=["text", "image"], help="only text or only image models")
+    p.add_argument("--max-params", type=parse_count, help="maximum parameter count, e.g. 150M")
+    p.add_argument("--license", action="append", dest="licenses", help="allowed licence id (repeatable)")
+    p.add_argument("--exclude-gated", action="store_true", help="skip gated repos")
     p.add_argument("--new", action="store_true", help="only models first seen in the latest crawl")
     p.add_argument("--include-refused", action="store_true", help="also list models the safety policy refused")
-    p.add_argument("--limit", type=int)
-    p.add_argument("--cache-dir")
-    p.add_argument("--json", action="store_true")
-    p.add_argument("--quiet", "-q", action="store_true")
-    p.add_argument("--verbose", "-v", action="store_true")
+    p.add_argument("--limit", type=int, help="at most this many models (default: all)")
+    add_cache_dir_arg(p)
+    p.add_argument("--json", action="store_true", help="print the models as JSON on stdout")
+    add_log_args(p)
     p.set_defaults(func=cmd_hub)
 
 

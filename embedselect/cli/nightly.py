@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import sys
 
-from embedselect.cli.common import input_option
+from embedselect.cli.common import add_log_args, input_option
 from embedselect.errors import EXIT_CODES
 
 
@@ -26,8 +26,7 @@ def register(subparsers) -> None:
                  name="the configuration")
     p.add_argument("--dry-run", action="store_true", help="crawl and print the plan; embed, rank and write nothing")
     p.add_argument("--json", action="store_true", help="print the run summary (run.json) on stdout")
-    p.add_argument("--quiet", "-q", action="store_true")
-    p.add_argument("--verbose", "-v", action="store_true")
+    add_log_args(p, quiet="print no summary (run.json is written all the same)")
     p.set_defaults(func=cmd_nightly)
 
 

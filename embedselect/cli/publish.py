@@ -140,7 +140,8 @@ def register(sub) -> None:
 
     p = sub.add_parser("leaderboard", help="a ranking as a leaderboard with rank/score changes against the previous one")
     source(p)
-    p.add_argument("--format", choices=["md", "json", "html"], default="md")
+    p.add_argument("--format", choices=["md", "json", "html"], default="md",
+                   help="Markdown (default), JSON or a self-contained HTML page")
     p.add_argument("--json", action="store_true", help="same as --format json")
     output_option(p.add_argument("--out", help="write to this file (default: print)"))
     add_overwrite_arg(p)

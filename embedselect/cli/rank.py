@@ -11,6 +11,8 @@ from typing import Any
 
 from embedselect.cli.format import format_table
 from embedselect.cli.common import (
+    add_cache_dir_arg,
+    add_log_args,
     input_option,
     add_data_args,
     add_model_args,
@@ -229,8 +231,9 @@ def register(sub) -> None:
     def metric_args(p):
         p.add_argument("--metrics", default=",".join(DEFAULT_METRICS),
                        help=f"comma-separated metric names (default: {','.join(DEFAULT_METRICS)})")
-        p.add_argument("--option", action="append", default=[], metavar="METRIC.KEY=VALUE", help="metric option")
-        p.add_argument("--bootstrap", type=int, default=0, help="bootstrap resamples for score intervals")
+        p.add_argument("--option", action="append", default=[], metavar="METRIC.KEY=VALUE", help="a metric's option, e.g. sufficiency.pairs=all (repeatable; "
+                       "`embedselect metrics` lists the metrics, docs/task_prior.md and docs/sufficiency.md their options)")
+        p.add_argument("--bootstrap", type=int, default=0, help="bootstrap resamples for score intervals (default 0: none)")
         p.add_argument(
             "--weight", action="append", default=[], metavar="METRIC=W",
             help="weight of a metric in the combined score (default: each metric's own, see `embedselect metrics`; "
@@ -289,10 +292,9 @@ def register(sub) -> None:
     p.set_defaults(func=cmd_metrics)
 
     p = sub.add_parser("demo", help="offline quickstart: rank five embedders on a bundled sample")
-    p.add_argument("--cache-dir")
-    p.add_argument("--device", default=None)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--quiet", "-q", action="store_true")
-    p.add_argument("--verbose", "-v", action="store_true")
+    add_cache_dir_arg(p)
+    p.add_argument("--device", default=None, help="cpu, cuda, cuda:1 (default: auto)")
+    p.add_argument("--seed", type=int, default=0, help="root seed (sampling, baselines, metrics; default 0)")
+    add_log_args(p)
     add_output_args(p)
     p.set_defaults(func=cmd_demo)

@@ -45,7 +45,8 @@ def register(subparsers) -> None:
     p.add_argument("--seed", type=int, default=0,
                    help="root seed (default 0; for 'best' the ranking's, found also when it sampled --max-items "
                         "items with another seed)")
-    p.add_argument("--metric", choices=["cosine", "ip", "l2"], default="cosine")
+    p.add_argument("--metric", choices=["cosine", "ip", "l2"], default="cosine",
+                   help="similarity of the index: cosine (default), inner product or L2 distance")
     p.add_argument("--approximate", action="store_true", help="HNSW index instead of exact (for very large data)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing index in --out")
     p.add_argument("--json", action="store_true", help="print the manifest as JSON")
@@ -69,7 +70,7 @@ def register(subparsers) -> None:
                                                       "carry the ids it was built with)")
     p.add_argument("--max-items", type=int, help="as given to `index` for --data")
     p.add_argument("--seed", type=int, default=None, help="as given to `index` for --data")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print the hits as JSON on stdout")
     add_load_args(p)
     p.set_defaults(func=cmd_search)
 
@@ -96,8 +97,8 @@ def register(subparsers) -> None:
     output_option(p.add_argument("--write-deduped", type=Path, metavar="FILE.csv",
                                  help="with --near-duplicates, text data: write the items minus near-duplicates under "
                                       "the first candidate (columns id, text) to rank them again"))
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--seed", type=int, default=0, help="seed of the sample and the sub-sample (default 0)")
+    p.add_argument("--json", action="store_true", help="print the view as JSON on stdout")
     output_option(p.add_argument("--html", type=Path, help="also write the view as an HTML section to this file"))
     add_overwrite_arg(p)
     add_load_args(p)
