@@ -124,3 +124,27 @@ def test_no_library_bar_leaks_when_progress_is_off(tmp_path):
     code, drawn = _run_in_pty([*argv, "--cache-dir", str(tmp_path / "c2")], _env(tmp_path))
     assert code == 0, drawn
     assert "Batches" in drawn and "tiny: embed" in drawn
+
+
+def test_an_interrupted_stage_is_not_counted_as_done(monkeypatch):
+    """Ctrl-C in a candidate's embed stage drew the bar at ``9/9 100%`` above the "interrupted" line: an interrupted
+    stage is not counted; a failed one is (its candidate's stage is over)."""
+    import io
+
+    from embedselect._util.progress import RunProgress
+
+    class Tty(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    monkeypatch.setattr(sys, "stderr", Tty())
+    bar = RunProgress(3, enabled=True)
+    with bar.stage("a: embed"):
+        pass
+    with pytest.raises(ValueError), bar.stage("b: embed"):
+        raise ValueError("b failed")
+    with pytest.raises(KeyboardInterrupt), bar.stage("c: embed"):
+        raise KeyboardInterrupt
+    assert bar._bar.n == 2
+    bar.close()
+    assert "3/3" not in sys.stderr.getvalue() and "2/3" in sys.stderr.getvalue()

@@ -72,13 +72,16 @@ class RunProgress:
     @contextlib.contextmanager
     def stage(self, label: str, *, steps: int = 1) -> Iterator[None]:
         """Show ``label`` (e.g. ``"minilm: embed"``) while the block runs; count ``steps`` when it ends, also when
-        it fails (a failed candidate's stage is over)."""
+        it fails (a failed candidate's stage is over), but not when it is interrupted (Ctrl-C): the bar then stays
+        where the run stopped (it drew the stage as done, ``9/9 100%``, above the "interrupted" line)."""
         if self._bar is not None:
             self._bar.set_description_str(label, refresh=True)
         try:
             yield
-        finally:
+        except Exception:
             self.advance(steps)
+            raise
+        self.advance(steps)
 
     def advance(self, steps: int = 1) -> None:
         if self._bar is not None and steps:
