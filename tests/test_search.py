@@ -238,3 +238,29 @@ def test_neighbours_rows_are_the_ids_the_outputs_show(tmp_path, cache_dir, capsy
     assert main(["neighbours", str(data), "-m", "random-projection", "--rows", f"0,{n + 1}", "-q"]) == 2
     err = capsys.readouterr().err
     assert f"--rows: 0, {n + 1} are not the id of an item" in err and "1-based row numbers" in err
+
+
+def test_model_best_never_indexes_a_baseline_the_ranking_calls_no_pick_and_says_when_it_did_not_decide(caplog):
+    """`index --model best` indexed tfidf-svd, first in an undecided ranking whose notes said "tfidf-svd, a reference
+    point (a built-in baseline), is first: ... it is not a pick; st0 is the first model", and said nothing."""
+    from embedselect.search.build import _top_of
+
+    ranking = {
+        "dataset": {"modality": "text"}, "settings": {"seed": 2}, "decided": False, "leaders": ["tfidf-svd", "acme/m"],
+        "candidates": [
+            {"name": "tfidf-svd", "spec": "tfidf-svd", "model_id": "baseline:tfidf-svd", "rank": 1, "status": "ok"},
+            {"name": "acme/m", "spec": "acme/m", "model_id": "acme/m", "revision": "a" * 40, "rank": 2, "status": "ok"},
+        ],
+    }
+    with caplog.at_level("WARNING", logger="embedselect.search"):
+        cand, seed = _top_of(ranking)
+    assert cand.name == "acme/m" and cand.revision == "a" * 40 and seed == 2
+    said = caplog.text
+    assert "tfidf-svd, a built-in baseline, is first" in said and "indexing the first model, acme/m" in said
+    assert "named no clear winner (leaders: tfidf-svd, acme/m)" in said
+    # a ranking of baselines only still gives its first row, and a decided ranking no warning
+    caplog.clear()
+    only = dict(ranking, decided=True, candidates=ranking["candidates"][:1])
+    with caplog.at_level("WARNING", logger="embedselect.search"):
+        assert _top_of(only)[0].name == "tfidf-svd"
+    assert caplog.text == ""

@@ -49,12 +49,26 @@ def best_candidate(store, fingerprint: str) -> tuple[Any, int]:
 
 
 def _top_of(ranking: dict[str, Any]) -> tuple[Any, int]:
+    """The candidate ``--model best`` indexes: the stored ranking's first row, or its first model when a built-in
+    baseline is first; a warning says so, and names the leaders when the ranking did not decide."""
     from embedselect.models.candidates import parse_candidates
 
     ok = [c for c in ranking["candidates"] if c.get("status", "ok") == "ok" and c.get("rank") is not None]
     if not ok:
         raise ConfigError("--model best: the stored ranking of these data has no ranked candidate; name the model")
-    top = min(ok, key=lambda c: c["rank"])
+    from embedselect._util.kinds import kind_of_model_id
+
+    ok.sort(key=lambda c: c["rank"])
+    top = ok[0]
+    models = [c for c in ok if kind_of_model_id(c.get("model_id")) != "baseline"]
+    if models and models[0] is not top:  # the ranking itself says a first baseline "is not a pick"
+        log.warning("--model best: %s, a built-in baseline, is first in the ranking of these data; a baseline "
+                    "measures what the models add and is not a pick: indexing the first model, %s", top["name"],
+                    models[0]["name"])
+        top = models[0]
+    if ranking.get("decided") is False:
+        log.warning("--model best: the ranking of these data named no clear winner (leaders: %s); indexing %s; "
+                    "name another with --model NAME", ", ".join(ranking.get("leaders") or []), top["name"])
     cand = parse_candidates(top["spec"], modality=ranking["dataset"].get("modality"))[0]
     cand = dataclasses.replace(cand, name=top["name"])
     if cand.kind == "hub" and top.get("revision"):
