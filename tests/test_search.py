@@ -264,3 +264,15 @@ def test_model_best_never_indexes_a_baseline_the_ranking_calls_no_pick_and_says_
     with caplog.at_level("WARNING", logger="embedselect.search"):
         assert _top_of(only)[0].name == "tfidf-svd"
     assert caplog.text == ""
+
+
+def test_a_query_that_embeds_to_zeros_is_said_to_have_arbitrary_hits(tmp_path, cache_dir, caplog):
+    """`search` under tfidf-svd with words the items never use printed the first rows with score 0.0000 as if
+    they were the nearest."""
+    from embedselect.search import build_index
+
+    idx = build_index(TEXTS, "tfidf-svd?dim=6", out=tmp_path / "idx")
+    with caplog.at_level("WARNING", logger="embedselect.search"):
+        idx.search(["zzyzx quux", "the cat on the mat"], k=2)
+    said = [r.getMessage() for r in caplog.records]
+    assert len(said) == 1 and "'zzyzx quux' embeds to a zero vector" in said[0] and "arbitrary" in said[0]

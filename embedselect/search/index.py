@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
@@ -27,6 +28,8 @@ from embedselect.search.manifest import (
     one_candidate,
     sha256_file,
 )
+
+log = logging.getLogger("embedselect.search")
 
 
 @dataclass
@@ -261,8 +264,16 @@ class SearchIndex:
     def search(self, queries: Any, k: int = 10, *, device: str | None = None, policy: LoadPolicy | None = None,
                token: str | None = None) -> list[list[Hit]]:
         """Embed ``queries`` (a text, an image path, or a list of them) with the index's model and return the
-        ``k`` nearest items of each, nearest first."""
-        return self.search_vectors(self.embed_queries(queries, device=device, policy=policy, token=token), k)
+        ``k`` nearest items of each, nearest first. A query whose embedding is all zeros (no word of it in a
+        TF-IDF model's vocabulary) is equally far from every item: a warning says its hits are arbitrary."""
+        vectors = np.asarray(self.embed_queries(queries, device=device, policy=policy, token=token), dtype=np.float32)
+        texts = [queries] if isinstance(queries, (str, Path)) else list(queries)
+        for q, v in zip(texts, vectors):
+            if not np.any(v):
+                log.warning("the query %r embeds to a zero vector under %s (for a TF-IDF model: none of its words "
+                            "occur in the indexed items): it is as near to every item, and its hits are arbitrary",
+                            str(q)[:80], self.manifest.name)
+        return self.search_vectors(vectors, k)
 
 
 def search(directory: str | Path, queries: Any, k: int = 10, *, model: Any = None, **kw: Any) -> list[list[Hit]]:
