@@ -14,11 +14,53 @@ def fmt(v: Any) -> str:
     return str(v)
 
 
-def format_table(ranking) -> str:
+def table_width(stream: Any = None) -> int | None:
+    """The width a table printed on ``stream`` (default stdout) must fit: the terminal's columns when it is a
+    terminal, else None (a pipe or a file gets every column, as written)."""
+    import shutil
+    import sys
+
+    stream = sys.stdout if stream is None else stream
+    try:
+        if not stream.isatty():
+            return None
+    except (AttributeError, ValueError):
+        return None
+    return shutil.get_terminal_size((100, 24)).columns or None
+
+
+# Which columns a narrow terminal loses first (higher first; 0: never): the comparators' ranks and scores, the
+# costs, the cached column, the combined metrics' ranks, the kind. Rank, name, score, the combined metrics and the
+# status stay.
+_DROP_SHOWN_RANK, _DROP_SHOWN, _DROP_COST, _DROP_CACHED, _DROP_RANK, _DROP_KIND = 7, 6, 5, 4, 3, 2
+
+
+def _fit(headers: list[str], rows: list[list[str]], prio: list[int], width: int) -> tuple[list[str], list[list[str]], list[str]]:
+    """Leave out columns, highest ``prio`` first and right to left, until a line fits ``width`` (or only the
+    columns of priority 0 are left). Returns the headers and rows kept and the names left out."""
+    keep = list(range(len(headers)))
+
+    def line_width(cols: list[int]) -> int:
+        return sum(max(len(headers[i]), *(len(r[i]) for r in rows)) for i in cols) + 2 * (len(cols) - 1)
+
+    order = sorted((i for i in keep if prio[i]), key=lambda i: (-prio[i], -i))
+    dropped: list[int] = []
+    for i in order:
+        if line_width(keep) <= width:
+            break
+        keep.remove(i)
+        dropped.append(i)
+    names = list(dict.fromkeys(headers[i].rstrip("*") for i in sorted(dropped)))
+    return [headers[i] for i in keep], [[r[i] for i in keep] for r in rows], names
+
+
+def format_table(ranking, width: int | None = None) -> str:
     """A plain-text table of a Ranking, best first. A ``kind`` column (hub, local, baseline, vectors, api, embedder:
     :func:`~embedselect._util.kinds.kind_of_model_id`) follows the candidate's name when a row is one the user
     brought (precomputed vectors, a hosted API, an embedder object), as ``params`` and ``tokens`` appear only when a
-    row has them."""
+    row has them. With ``width`` (a terminal's, :func:`table_width`), names lose their terminal control characters
+    before the columns are measured, and columns are left out (comparators, costs, ranks: :func:`_fit`) until the
+    table fits, with a line naming them; without it (a pipe) every column is printed."""
     from embedselect.publish.text import count, rate
 
     from embedselect._util.kinds import BROUGHT_KINDS, kind_of_model_id
@@ -26,22 +68,30 @@ def format_table(ranking) -> str:
     kinds = [kind_of_model_id(c.model_id) for c in ranking.candidates]
     brought = any(k in BROUGHT_KINDS for k in kinds)  # the kind column, when a row is vectors, an API or an object
     headers = ["rank", "candidate"] + (["kind"] if brought else []) + ["score"]
+    prio = [0, 0] + ([_DROP_KIND] if brought else []) + [0]
     answers = bool(getattr(ranking, "answers", None))
     if answers:
         headers.append("answers")
+        prio.append(0)
     search = bool(getattr(ranking, "retrieval", None))
     if search:
         headers.append("MRR@10")  # with queries the table follows it (pipeline.queries.queries_stage)
+        prio.append(0)
     shown_only = ranking.shown_only
     for m in ranking.metrics:
         headers += [m + ("*" if m in shown_only else ""), "#"]
+        prio += [_DROP_SHOWN, _DROP_SHOWN_RANK] if m in shown_only else [0, _DROP_RANK]
     params = any(c.parameters for c in ranking.candidates)
     tokens = any(c.api_tokens is not None for c in ranking.candidates)
-    headers += ["dim", "bytes/vec", "items/s"] + (["params"] if params else []) + (["tokens"] if tokens else [])
-    headers += ["cached", "status"]
+    costs = ["dim", "bytes/vec", "items/s"] + (["params"] if params else []) + (["tokens"] if tokens else [])
+    headers += costs + ["cached", "status"]
+    prio += [_DROP_COST] * len(costs) + [_DROP_CACHED, 0]
+    if width is not None:
+        from embedselect.publish.text import terminal
     rows = []
     for c, kind in zip(ranking.candidates, kinds):
-        row = [fmt(c.rank), c.name] + ([fmt(kind)] if brought else []) + [fmt(c.combined_score)]
+        name = c.name if width is None else terminal(c.name)
+        row = [fmt(c.rank), name] + ([fmt(kind)] if brought else []) + [fmt(c.combined_score)]
         if answers:
             row.append(_agreement_cell(c.columns))
         if search:
@@ -52,11 +102,17 @@ def format_table(ranking) -> str:
         row += ([count(c.parameters)] if params else []) + ([fmt(c.api_tokens)] if tokens else [])
         row += [_cached_cell(c), c.status if c.ok else f"FAILED: {c.error_type}"]
         rows.append(row)
+    left_out: list[str] = []
+    if width is not None and rows:
+        headers, rows, left_out = _fit(headers, rows, prio, width)
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
     lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths))]
     lines.append("  ".join("-" * w for w in widths))
     lines += ["  ".join(v.ljust(w) for v, w in zip(r, widths)) for r in rows]
-    if shown_only:
+    if left_out:
+        lines.append(f"(left out to fit {width} columns: {', '.join(left_out)}; a wider terminal, --markdown or "
+                     "--json shows every column)")
+    if shown_only and any(h.endswith("*") for h in headers):
         lines.append(f"* shown, not in the score (weight 0): {', '.join(shown_only)}")
     if ranking.ok and not ranking.decided:
         from embedselect.ranking.combine import no_clear_winner
