@@ -304,3 +304,19 @@ def test_a_card_without_front_matter_is_updated_without_huggingface_hubs_warning
     # the library's other warnings of that logger are not hidden
     logging.getLogger("huggingface_hub.repocard").warning("another warning")
     assert any(r.getMessage() == "another warning" for r in caplog.records)
+
+
+def test_the_list_of_stored_rankings_is_readable_and_its_json_complete(cache_dir, capsys):
+    """`leaderboard --list` printed 32-hex ids and 64-hex fingerprints (over 200 characters a line) and nothing
+    about which data each ranking was of or what came first."""
+    r = embedselect.select(SAMPLE, "tfidf-svd,random-projection", column="text", metrics=["task_prior"], seed=0)
+    assert main(["leaderboard", "--list"]) == 0
+    head, row = capsys.readouterr().out.splitlines()[:2]
+    assert head.split()[:6] == ["ranking", "created", "data", "fingerprint", "candidates", "first"]
+    first = f"{r.best.name} (undecided)" if not r.decided else r.best.name
+    assert row.split()[0] == r.ranking_id[:12] and "texts.csv" in row and first in row
+    assert r.ranking_id not in row and r.dataset["fingerprint"] not in row and len(row) < 140
+    assert main(["leaderboard", "--list", "--json"]) == 0
+    (entry,) = json.loads(capsys.readouterr().out)
+    assert entry["ranking_id"] == r.ranking_id and entry["fingerprint"] == r.dataset["fingerprint"]
+    assert entry["first"] == r.best.name and entry["decided"] is r.decided and entry["source"].endswith("texts.csv")

@@ -7,6 +7,7 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 from embedselect.cli.common import add_cache_dir_arg, add_overwrite_arg, input_option, output_option, read_text_input, write_atomic
 
@@ -81,13 +82,35 @@ def cmd_card(args) -> int:
     return 0
 
 
+def _ranking_list(df: Any) -> str:
+    """``leaderboard --list`` for a person: each stored ranking by the 12-character prefix ``--ranking`` takes, its
+    time, data file, size and first row (marked when the ranking did not decide), then its metrics (the JSON has
+    the full ids and fingerprints; the table was 64-hex fingerprints and 32-hex ids, over 200 characters wide)."""
+    import numpy as np
+    import pandas as pd
+
+    if df.empty:
+        return "no stored rankings: run embedselect rank first"
+    first = [f"{f} (undecided)" if d is False or d is np.False_ else str(f) for f, d in zip(df["first"], df["decided"])]
+    view = pd.DataFrame({
+        "ranking": df["ranking_id"].str[:12],
+        "created": pd.to_datetime(df["created_at"], utc=True).dt.strftime("%Y-%m-%d %H:%M:%S"),
+        "data": [Path(str(s)).name if s else "-" for s in df["source"]],
+        "fingerprint": df["fingerprint"].str[:12],
+        "candidates": df["n_candidates"],
+        "first": first,
+        "metrics": df["metrics"],
+    })
+    return view.to_string(index=False)
+
+
 def cmd_leaderboard(args) -> int:
     from embedselect.publish import leaderboard as lb
 
     store, ranking = _ranking(args)
     if args.list:
         df = store.list_rankings(fingerprint=args.fingerprint)
-        print(df.to_json(orient="records", date_format="iso", indent=2) if args.json else df.to_string(index=False))
+        print(df.to_json(orient="records", date_format="iso", indent=2) if args.json else _ranking_list(df))
         return 0
     previous = lb.previous_ranking(store, ranking)
     fmt = "json" if args.json else args.format

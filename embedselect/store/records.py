@@ -104,8 +104,12 @@ class RecordStore(Database):
 
     def list_rankings(self, *, fingerprint: str | None = None, limit: int | None = None):
         """Stored rankings, newest first: DataFrame with ranking_id, created_at, fingerprint, metrics,
-        n_candidates. ``fingerprint`` may be a prefix of the data fingerprint."""
-        sql = "SELECT ranking_id, created_at, fingerprint, metrics, n_candidates FROM rankings"
+        n_candidates, source (the data's path), first (the first row's name) and decided. ``fingerprint`` may be a
+        prefix of the data fingerprint."""
+        sql = ("SELECT ranking_id, created_at, fingerprint, metrics, n_candidates, "
+               "json_extract_string(result, '$.dataset.source') AS source, "
+               "json_extract_string(result, '$.candidates[0].name') AS first, "
+               "json_extract_string(result, '$.decided') = 'true' AS decided FROM rankings")
         params: list[Any] = []
         if fingerprint:
             sql += " WHERE starts_with(fingerprint, ?)"
