@@ -200,3 +200,14 @@ def test_a_listed_id_the_hub_would_not_accept_is_a_permanent_candidate_error(hub
         H.fetch_model(repo_id, retry=retry)
     assert not isinstance(ei.value, HubError) and "\x1b" not in str(ei.value)
     assert hub.requests_to("/api/models/evil") == []
+
+
+def test_the_hub_table_on_a_terminal_is_aligned_without_escapes_and_says_which_repos_are_gated():
+    from embedselect.cli.hub import _table
+
+    rows = [{"repo_id": "evil/\x1b[31mred\x1b[0m", "gated": False}, {"repo_id": "acme/a-longer-name", "gated": "manual"},
+            {"repo_id": "acme/b", "gated": True}]
+    shown = _table(rows, ["repo_id", "gated"], terminal=True).splitlines()
+    assert "\x1b" not in "".join(shown)
+    assert len({ln.index(v) for ln, v in zip(shown[1:], ["no", "manual", "yes"])}) == 1  # one column
+    assert "\x1b[31m" in _table(rows, ["repo_id", "gated"], terminal=False)  # a pipe gets the bytes as they are

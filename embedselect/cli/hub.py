@@ -74,15 +74,24 @@ def register(subparsers) -> None:
 def _fmt(v) -> str:
     if v is None or v != v:  # None or NaN
         return "-"
+    if isinstance(v, bool):
+        return "yes" if v else "no"
     if isinstance(v, float):
         return f"{v:.1f}"
     return str(v)
 
 
-def _table(rows: list[dict], cols: list[str]) -> str:
-    widths = [max(len(c), *(len(_fmt(r.get(c))) for r in rows)) if rows else len(c) for c in cols]
+def _table(rows: list[dict], cols: list[str], *, terminal: bool | None = None) -> str:
+    """The hub models as a plain table. On a terminal (``terminal``, default: stdout is one) the cells lose their
+    terminal control characters before they are measured: a crawled id with an escape sequence shifted its row
+    (the characters were dropped only when written)."""
+    from embedselect.publish.text import terminal as clean
+
+    on_tty = sys.stdout.isatty() if terminal is None else terminal
+    cells = [[clean(_fmt(r.get(c))) if on_tty else _fmt(r.get(c)) for c in cols] for r in rows]
+    widths = [max(len(c), *(len(row[i]) for row in cells)) if cells else len(c) for i, c in enumerate(cols)]
     lines = ["  ".join(c.ljust(w) for c, w in zip(cols, widths))]
-    lines += ["  ".join(_fmt(r.get(c)).ljust(w) for c, w in zip(cols, widths)) for r in rows]
+    lines += ["  ".join(v.ljust(w) for v, w in zip(row, widths)) for row in cells]
     return "\n".join(lines)
 
 
@@ -112,7 +121,8 @@ def cmd_crawl(args) -> int:
         print(json.dumps(out, indent=2, default=str))
     elif not args.quiet:
         rows = [m.to_dict() for m in result.models]
-        print(_table(rows, ["repo_id", "library", "modality", "num_params", "downloads", "trending_score", "license"]))
+        print(_table(rows, ["repo_id", "library", "modality", "num_params", "downloads", "trending_score", "license",
+                            "gated"]))
         print(
             f"{len(result.models)} models from {result.pages} page(s)"
             + (f", recorded as crawl {crawl_id}" if crawl_id else ""),
@@ -148,5 +158,6 @@ def cmd_hub(args) -> int:
         print(df.to_json(orient="records", date_format="iso"))
     else:
         rows = df.to_dict(orient="records")
-        print(_table(rows, ["repo_id", "library", "modality", "num_params", "downloads", "trending_score", "is_new"]))
+        print(_table(rows, ["repo_id", "library", "modality", "num_params", "downloads", "trending_score", "gated",
+                            "is_new"]))
     return 0
