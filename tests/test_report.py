@@ -261,3 +261,10 @@ def test_a_failed_candidate_is_said_once_in_markdown_and_html():
     assert md.count("ModelLoadError") == 1
     html = to_html(r, plots=False)
     assert html.count("ModelLoadError") == 1
+
+
+def test_a_failed_candidates_reason_keeps_a_readable_width():
+    """At 400 px its reason, in the last column, wrapped a word a line (rows hundreds of pixels tall): the cell
+    keeps a width of its own and the table scrolls."""
+    html = to_html(_ranking(), plots=False)
+    assert 'td.why{min-width:18em}' in html and '<td class="why">failed: ModelLoadError: ' in html

@@ -73,7 +73,7 @@ tr.failed td{color:#9ca3af}tr.lead td:first-child{font-weight:600}.tie{color:var
 .ci{color:var(--muted);font-size:12px;white-space:nowrap}.bar{background:var(--accent);height:6px;display:inline-block;border-radius:3px}
 .figs{display:grid;grid-template-columns:repeat(auto-fit,minmax(320px,1fr));gap:16px}
 figure{margin:0;border:1px solid var(--line);border-radius:8px;padding:8px}figure svg{width:100%;height:auto}
-figure.span{grid-column:1/-1}
+figure.span{grid-column:1/-1}td.why{min-width:18em}
 figcaption{font-size:13px;color:var(--muted)}.note{color:var(--warn)}code{font-size:12px}td.src{white-space:nowrap}
 @media (max-width:700px){main{padding:10px}.wide{display:none}th,td{padding:5px 4px}}
 """
@@ -363,7 +363,7 @@ def to_html(ranking: Ranking, *, title: str = "embedselect ranking", plots: bool
             *([f'<td class="num wide">{_e(_num(c.api_tokens))}</td>'] if tokens else []),
             f'<td class="wide src"><code>{_e(_tail(c.model_id or ""))}</code></td>',
             f'<td class="wide src"><code>{_e(short_revision(c.revision))}</code></td>',
-            f"<td>{_e(status)}</td></tr>",
+            (f"<td>{_e(status)}</td></tr>" if c.ok else f'<td class="why">{_e(status)}</td></tr>'),
         ]
         out.append("".join(row))
     out.append("</tbody></table></div>")
