@@ -11,8 +11,11 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import sys
 from typing import Any, Iterator, TextIO
+
+from embedselect._util.names import cut_middle
 
 
 def progress_enabled(progress: bool, stream: TextIO | None = None) -> bool:
@@ -29,15 +32,30 @@ def progress_enabled(progress: bool, stream: TextIO | None = None) -> bool:
 
 
 def bar_size(stream) -> dict[str, Any]:
-    """tqdm's size arguments for a bar on ``stream``: follow the terminal's width when it reports a size; a terminal
-    that reports 0×0 (some CI runners, ``script``, an unsized pty) gets a fixed 100 columns and 20 rows, since tqdm
-    draws nothing at all there (it takes 0 rows as "no room for any bar")."""
+    """tqdm's size arguments for a bar on ``stream``, so that a redraw never runs past the terminal's edge (a line
+    longer than the terminal wraps, and each redraw leaves a trail of lines): follow the terminal's width when it
+    reports a size; a terminal that reports 0×0 (some CI runners, ``script``, an unsized pty) gets
+    :func:`bar_columns`, fixed, and 20 rows, since tqdm draws nothing at all there (it takes 0 rows as "no room for
+    any bar")."""
+    if _reported_size(stream) is not None:
+        return {"dynamic_ncols": True}
+    return {"dynamic_ncols": False, "ncols": bar_columns(stream), "nrows": 20}
+
+
+def bar_columns(stream) -> int:
+    """The columns a bar on ``stream`` may take now: the terminal's width less one (tqdm keeps the last column free,
+    so that a full line does not wrap); on a terminal that reports no size, ``$COLUMNS`` (80 when unset) less one."""
+    size = _reported_size(stream)
+    columns = size.columns if size is not None else shutil.get_terminal_size((80, 20)).columns
+    return max(columns - 1, 20)
+
+
+def _reported_size(stream) -> os.terminal_size | None:
     try:
         size = os.get_terminal_size(stream.fileno())
-        sized = size.columns > 0 and size.lines > 0
     except (OSError, ValueError, AttributeError):
-        sized = False
-    return {"dynamic_ncols": True} if sized else {"dynamic_ncols": False, "ncols": 100, "nrows": 20}
+        return None
+    return size if size.columns > 0 and size.lines > 0 else None
 
 
 class RunProgress:
@@ -52,6 +70,7 @@ class RunProgress:
     def __init__(self, total: int, *, enabled: bool, desc: str = "embedselect") -> None:
         self.enabled = progress_enabled(enabled)
         self._bar = None
+        self._label, self._note = desc, ""
         self._redirect = contextlib.ExitStack()
         if self.enabled:
             from tqdm import tqdm
@@ -74,8 +93,8 @@ class RunProgress:
         """Show ``label`` (e.g. ``"minilm: embed"``) while the block runs; count ``steps`` when it ends, also when
         it fails (a failed candidate's stage is over), but not when it is interrupted (Ctrl-C): the bar then stays
         where the run stopped (it drew the stage as done, ``9/9 100%``, above the "interrupted" line)."""
-        if self._bar is not None:
-            self._bar.set_description_str(label, refresh=True)
+        self._label = label
+        self._show()
         try:
             yield
         except Exception:
@@ -89,9 +108,22 @@ class RunProgress:
 
     def rate(self, name: str, n_items: int, seconds: float) -> None:
         """Show the embedding speed of the last candidate (items/s) after the bar."""
-        if self._bar is not None:
-            per_s = n_items / seconds if seconds > 0 else float("inf")
-            self._bar.set_postfix_str(f"{name}: {n_items} items, {per_s:,.0f} items/s", refresh=True)
+        per_s = n_items / seconds if seconds > 0 else float("inf")
+        self._note = f"{name}: {n_items} items, {per_s:,.0f} items/s"
+        self._show()
+
+    def _show(self) -> None:
+        """Draw the stage's label and the speed note within the terminal's width (:func:`bar_columns`), read at
+        each draw: the percentage, a bar of at least 10 cells and the counts keep their room; the note is left out
+        when the two do not fit, then the label is cut in the middle. (tqdm itself would cut the line's end: the
+        bar shrank to one cell and the counts were lost.)"""
+        if self._bar is None:
+            return
+        total = self._bar.total or 0
+        room = bar_columns(sys.stderr) - len(f" 100%|{'#' * 10}| {total}/{total} [00:00<00:00]")
+        note = self._note if len(self._label) + 2 + len(self._note) <= room else ""
+        self._bar.set_description_str(cut_middle(self._label, max(room, 8)), refresh=False)
+        self._bar.set_postfix_str(note, refresh=True)
 
     def close(self) -> None:
         if self._bar is not None:
