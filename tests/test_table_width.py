@@ -1,12 +1,20 @@
 """rank's table on a narrow terminal: it was always every column (about 150 characters for five metrics), so at 60
-or 100 columns each row wrapped over two or three lines. On a terminal it leaves columns out, least needed first,
-and says which; a pipe still gets every column."""
+or 100 columns each row wrapped over two or three lines. On a terminal it leaves columns out in a fixed order
+(:data:`~embedselect.cli.format.DROP_ORDER`) and says which, cuts long names last, and wraps the lines under it at
+words; a pipe, a file and ``--wide`` get every column."""
 
 from __future__ import annotations
 
 import io
+import re
+import sys
 
-from embedselect.cli.format import format_table, table_width
+import pytest
+
+import embedselect
+from embedselect.cli import main
+from embedselect.cli.format import DROP_ORDER, format_table, table_width
+from embedselect.data import sample_path
 from embedselect.ranking.result import CandidateResult, Ranking
 
 METRICS = ["task_prior", "sufficiency", "nn_agreement", "rankme", "modularity"]
@@ -41,7 +49,8 @@ def test_a_narrow_terminal_gets_the_columns_that_fit_and_is_told_which_were_left
         assert lines and max(len(ln) for ln in lines) <= width, (width, text)
         head = lines[0].split()
         assert head[:3] == ["rank", "candidate", "score"] and "task_prior" in head and head[-1] == "status"
-        assert f"(left out to fit {width} columns: " in text and "nn_agreement" in text.split("left out")[1]
+        said = " ".join(text.split()).split("left out")[1]  # the line, wrapped at words: DROP_ORDER, # first
+        assert said.startswith(f" to fit {width} columns: #, bytes/vec, items/s, params, cached, modularity"), said
     assert format_table(_ranking(), width=300) == full  # room for every column: nothing left out
 
 
@@ -57,3 +66,87 @@ def test_only_a_terminal_has_a_width():
             return True
 
     assert table_width(io.StringIO()) is None and isinstance(table_width(Tty()), int)
+
+
+SAMPLE = str(sample_path("texts"))
+LONG = "a-rather-long-name-for-a-copy-of-tfidf"
+FULL = ["rank", "candidate", "score", "task_prior", "#", "nn_agreement*", "#", "rankme*", "#", "modularity*", "#",
+        "dim", "bytes/vec", "items/s", "cached", "status"]
+"""Every column of the pool below (baselines have no parameter count), in order."""
+POOL_METRICS = "task_prior,nn_agreement,rankme,modularity"
+"""task_prior weighted, the three comparators shown with weight 0 (the text default), no slow sufficiency."""
+WEIGHT_0 = ("nn_agreement", "rankme", "modularity")
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory):
+    return tmp_path_factory.mktemp("fit") / "cache"
+
+
+@pytest.fixture(scope="module")
+def ranking(cache):
+    return embedselect.select(SAMPLE, ["tfidf-svd", "random-projection", f"{LONG}=tfidf-svd?dim=64"], column="text",
+                              metrics=POOL_METRICS.split(","), cache_dir=cache)
+
+
+def _left_out(text: str, width: int) -> list[str]:
+    """The names in the "to fit N columns, left out: ..." line (wrapped lines joined)."""
+    joined = " ".join(line.strip() for line in text.splitlines())
+    m = re.search(rf"\(left out to fit {width} columns: (.*?); --wide, --json or --markdown FILE shows every column\)",
+                  joined)
+    assert m, text
+    return m.group(1).split(", ")
+
+
+@pytest.mark.parametrize("width", [80, 100])
+def test_the_table_fits_the_terminal_and_names_what_it_left_out_in_the_documented_order(ranking, width):
+    text = format_table(ranking, width)
+    assert max(len(line) for line in text.splitlines()) <= width, text
+    header = text.splitlines()[0].split()
+    assert header[:4] == ["rank", "candidate", "score", "task_prior"], header  # the weighted signal stays
+    assert LONG in text.splitlines()[2 + [c.name for c in ranking.candidates].index(LONG)]  # names cut only last
+    left = _left_out(text, width)
+    assert set(left) == {h.rstrip("*") for h in FULL} - {h.rstrip("*") for h in header} and len(set(left)) == len(left)
+    keys = ["weight-0" if name in WEIGHT_0 else name for name in left]
+    assert keys == sorted(keys, key=DROP_ORDER.index), left  # dropped in DROP_ORDER, the weight-0 ones from the last
+    shown = [m for m in WEIGHT_0 if m + "*" in header]
+    assert [m for m in WEIGHT_0 if m in left] == list(WEIGHT_0[len(shown):])
+    footnote = [line for line in text.splitlines() if line.startswith("* shown")]
+    assert footnote == ([f"* shown, not in the score (weight 0): {', '.join(shown)}"] if shown else [])
+
+
+def test_a_narrow_terminal_cuts_long_names_in_the_middle_only_when_no_other_column_is_left_to_drop(ranking):
+    text = format_table(ranking, 50)
+    lines = text.splitlines()
+    assert max(len(line) for line in lines) <= 50, text
+    assert lines[0].split() == ["rank", "candidate", "score", "task_prior"]
+    (cut,) = [line.split()[1] for line in lines[2:5] if "…" in line]
+    assert cut.startswith(LONG[:8]) and cut.endswith(LONG[-8:]) and len(cut) < len(LONG)
+    assert _left_out(text, 50)[-1] == "the candidates' full names"
+    # narrower still: the weighted signal goes too, rather than a name shorter than 16 characters
+    narrow = format_table(ranking, 40)
+    assert narrow.splitlines()[0].split() == ["rank", "candidate", "score"]
+    assert "task_prior" in _left_out(narrow, 40)
+
+
+@pytest.mark.parametrize("width", [200, None], ids=["200", "not-a-terminal"])
+def test_a_wide_terminal_and_a_pipe_get_every_column(ranking, width):
+    text = format_table(ranking, width)
+    assert text.splitlines()[0].split() == FULL
+    assert "left out" not in text and "…" not in text
+
+
+def test_the_cli_fits_a_terminal_and_prints_everything_to_a_pipe_or_with_wide(ranking, cache, capsys, monkeypatch):
+    argv = ["rank", SAMPLE, "-c", "text", "-m", f"tfidf-svd,random-projection,{LONG}=tfidf-svd?dim=64",
+            "--metrics", POOL_METRICS, "--cache-dir", str(cache), "-q"]
+    assert main(argv) == 0
+    assert capsys.readouterr().out.splitlines()[0].split() == FULL  # captured: not a terminal
+    monkeypatch.setenv("COLUMNS", "80")
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True, raising=False)
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert max(len(line) for line in out.splitlines()) <= 80, out
+    assert "(left out to fit 80 columns: #, bytes/vec, items/s" in out
+    assert main([*argv, "--wide"]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0].split() == FULL and "left out" not in out

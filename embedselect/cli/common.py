@@ -100,11 +100,16 @@ def add_model_args(p: argparse.ArgumentParser) -> None:
 
 
 def add_output_args(p: argparse.ArgumentParser, *, reports: bool = True) -> None:
+    """--json, --out, --overwrite, --strict; with ``reports`` (the commands that print a ranking table: rank,
+    validate, demo) also --html, --markdown and --wide."""
     p.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
     output_option(p.add_argument("--out", "-o", type=Path, help="also write the JSON result to this file"))
     if reports:
         output_option(p.add_argument("--html", type=Path, help="also write a self-contained HTML report to this file"))
         output_option(p.add_argument("--markdown", type=Path, help="also write a Markdown leaderboard to this file"))
+        p.add_argument("--wide", action="store_true",
+                       help="print every column of the table on a terminal too (a narrow terminal otherwise gets the "
+                            "columns that fit, and a line naming the others); pipes and files always get them all")
     add_overwrite_arg(p)
     p.add_argument("--strict", action="store_true", help="exit 8 if any candidate failed")
 

@@ -4,7 +4,13 @@ timings footer, and the number formats they share."""
 from __future__ import annotations
 
 import math
+import shutil
+import sys
+import textwrap
+from dataclasses import dataclass, replace
 from typing import Any, Mapping
+
+from embedselect._util.names import cut_middle
 
 def fmt(v: Any) -> str:
     if v is None or (isinstance(v, float) and math.isnan(v)):
@@ -14,106 +20,59 @@ def fmt(v: Any) -> str:
     return str(v)
 
 
-def table_width(stream: Any = None) -> int | None:
-    """The width a table printed on ``stream`` (default stdout) must fit: the terminal's columns when it is a
-    terminal, else None (a pipe or a file gets every column, as written)."""
-    import shutil
-    import sys
-
-    stream = sys.stdout if stream is None else stream
-    try:
-        if not stream.isatty():
-            return None
-    except (AttributeError, ValueError):
-        return None
-    return shutil.get_terminal_size((100, 24)).columns or None
-
-
-# Which columns a narrow terminal loses first (higher first; 0: never): the comparators' ranks and scores, the
-# costs, the cached column, the combined metrics' ranks, the kind. Rank, name, score, the combined metrics and the
-# status stay.
-_DROP_SHOWN_RANK, _DROP_SHOWN, _DROP_COST, _DROP_CACHED, _DROP_RANK, _DROP_KIND = 7, 6, 5, 4, 3, 2
-
-
-def _fit(headers: list[str], rows: list[list[str]], prio: list[int], width: int) -> tuple[list[str], list[list[str]], list[str]]:
-    """Leave out columns, highest ``prio`` first and right to left, until a line fits ``width`` (or only the
-    columns of priority 0 are left). Returns the headers and rows kept and the names left out."""
-    keep = list(range(len(headers)))
-
-    def line_width(cols: list[int]) -> int:
-        return sum(max(len(headers[i]), *(len(r[i]) for r in rows)) for i in cols) + 2 * (len(cols) - 1)
-
-    order = sorted((i for i in keep if prio[i]), key=lambda i: (-prio[i], -i))
-    dropped: list[int] = []
-    for i in order:
-        if line_width(keep) <= width:
-            break
-        keep.remove(i)
-        dropped.append(i)
-    names = list(dict.fromkeys(headers[i].rstrip("*") for i in sorted(dropped)))
-    return [headers[i] for i in keep], [[r[i] for i in keep] for r in rows], names
-
-
 def format_table(ranking, width: int | None = None) -> str:
-    """A plain-text table of a Ranking, best first. A ``kind`` column (hub, local, baseline, vectors, api, embedder:
-    :func:`~embedselect._util.kinds.kind_of_model_id`) follows the candidate's name when a row is one the user
-    brought (precomputed vectors, a hosted API, an embedder object), as ``params`` and ``tokens`` appear only when a
-    row has them. With ``width`` (a terminal's, :func:`table_width`), names lose their terminal control characters
-    before the columns are measured, and columns are left out (comparators, costs, ranks: :func:`_fit`) until the
-    table fits, with a line naming them; without it (a pipe) every column is printed."""
-    from embedselect.publish.text import count, rate
+    """A plain-text table of a Ranking, best first, with the lines that belong under it. A ``kind`` column (hub,
+    local, baseline, vectors, api, embedder: :func:`~embedselect._util.kinds.kind_of_model_id`) follows the
+    candidate's name when a row is one the user brought (precomputed vectors, a hosted API, an embedder object), as
+    ``params`` and ``tokens`` appear only when a row has them.
+
+    ``width`` (a terminal's columns; :func:`table_width`) fits the table to it by :func:`fit_columns`' order, with
+    a line naming what was left out, and wraps the lines under it at words; names are measured there as the
+    terminal shows them, without control characters. None (a pipe, a file, ``--wide``) prints every column."""
+    from embedselect.publish.text import count, rate, terminal
 
     from embedselect._util.kinds import BROUGHT_KINDS, kind_of_model_id
 
-    kinds = [kind_of_model_id(c.model_id) for c in ranking.candidates]
-    brought = any(k in BROUGHT_KINDS for k in kinds)  # the kind column, when a row is vectors, an API or an object
-    headers = ["rank", "candidate"] + (["kind"] if brought else []) + ["score"]
-    prio = [0, 0] + ([_DROP_KIND] if brought else []) + [0]
+    cands = ranking.candidates
+    kinds = [kind_of_model_id(c.model_id) for c in cands]
+    names = [c.name if width is None else terminal(c.name) for c in cands]  # measured as the terminal shows them
+    cols = [Column("rank", "rank", [fmt(c.rank) for c in cands]), Column("candidate", "candidate", names)]
+    if any(k in BROUGHT_KINDS for k in kinds):  # the kind column, when a row is vectors, an API or an object
+        cols.append(Column("kind", "kind", [fmt(k) for k in kinds]))
+    cols.append(Column("score", "score", [fmt(c.combined_score) for c in cands]))
     answers = bool(getattr(ranking, "answers", None))
     if answers:
-        headers.append("answers")
-        prio.append(0)
-    search = bool(getattr(ranking, "retrieval", None))
-    if search:
-        headers.append("MRR@10")  # with queries the table follows it (pipeline.queries.queries_stage)
-        prio.append(0)
+        cols.append(Column("answers", "answers", [_agreement_cell(c.columns) for c in cands]))
+    if getattr(ranking, "retrieval", None):  # with queries the table follows MRR@10 (pipeline.queries.queries_stage)
+        cols.append(Column("MRR@10", "MRR@10", [fmt(c.columns.get("search.mrr@10")) for c in cands]))
     shown_only = ranking.shown_only
     for m in ranking.metrics:
-        headers += [m + ("*" if m in shown_only else ""), "#"]
-        prio += [_DROP_SHOWN, _DROP_SHOWN_RANK] if m in shown_only else [0, _DROP_RANK]
-    params = any(c.parameters for c in ranking.candidates)
-    tokens = any(c.api_tokens is not None for c in ranking.candidates)
-    costs = ["dim", "bytes/vec", "items/s"] + (["params"] if params else []) + (["tokens"] if tokens else [])
-    headers += costs + ["cached", "status"]
-    prio += [_DROP_COST] * len(costs) + [_DROP_CACHED, 0]
-    if width is not None:
-        from embedselect.publish.text import terminal
-    rows = []
-    for c, kind in zip(ranking.candidates, kinds):
-        name = c.name if width is None else terminal(c.name)
-        row = [fmt(c.rank), name] + ([fmt(kind)] if brought else []) + [fmt(c.combined_score)]
-        if answers:
-            row.append(_agreement_cell(c.columns))
-        if search:
-            row.append(fmt(c.columns.get("search.mrr@10")))
-        for m in ranking.metrics:
-            row += [fmt(c.scores.get(m)), fmt(c.ranks.get(m))]
-        row += [fmt(c.dim), fmt(c.bytes_per_vector), rate(c.items_per_second)]
-        row += ([count(c.parameters)] if params else []) + ([fmt(c.api_tokens)] if tokens else [])
-        row += [_cached_cell(c), c.status if c.ok else f"FAILED: {c.error_type}"]
-        rows.append(row)
+        key = "weight-0" if m in shown_only else "signal"
+        cols.append(Column(key, m + ("*" if m in shown_only else ""), [fmt(c.scores.get(m)) for c in cands], m))
+        cols.append(Column("#", "#", [fmt(c.ranks.get(m)) for c in cands], m))
+    cols += [Column("dim", "dim", [fmt(c.dim) for c in cands]),
+             Column("bytes/vec", "bytes/vec", [fmt(c.bytes_per_vector) for c in cands]),
+             Column("items/s", "items/s", [rate(c.items_per_second) for c in cands])]
+    if any(c.parameters for c in cands):
+        cols.append(Column("params", "params", [count(c.parameters) for c in cands]))
+    if any(c.api_tokens is not None for c in cands):
+        cols.append(Column("tokens", "tokens", [fmt(c.api_tokens) for c in cands]))
+    cols += [Column("cached", "cached", [_cached_cell(c) for c in cands]),
+             Column("status", "status", [c.status if c.ok else f"FAILED: {c.error_type}" for c in cands])]
     left_out: list[str] = []
-    if width is not None and rows:
-        headers, rows, left_out = _fit(headers, rows, prio, width)
-    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
-    lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths))]
+    if width is not None:
+        weights = (ranking.settings or {}).get("combined_weights") or {}
+        cols, left_out = fit_columns(cols, width, {m: float(w or 0) for m, w in weights.items()})
+    widths = [max(len(c.header), *(len(v) for v in c.cells)) for c in cols]
+    lines = ["  ".join(c.header.ljust(w) for c, w in zip(cols, widths))]
     lines.append("  ".join("-" * w for w in widths))
-    lines += ["  ".join(v.ljust(w) for v, w in zip(r, widths)) for r in rows]
-    if left_out:
-        lines.append(f"(left out to fit {width} columns: {', '.join(left_out)}; a wider terminal, --markdown or "
-                     "--json shows every column)")
-    if shown_only and any(h.endswith("*") for h in headers):
+    lines += ["  ".join(c.cells[i].ljust(w) for c, w in zip(cols, widths)) for i in range(len(cands))]
+    shown_only = [m for m in shown_only if any(c.key == "weight-0" and c.metric == m for c in cols)]
+    if shown_only:
         lines.append(f"* shown, not in the score (weight 0): {', '.join(shown_only)}")
+    if left_out:
+        lines.append(f"(left out to fit {width} columns: {', '.join(left_out)}; --wide, --json or --markdown FILE "
+                     "shows every column)")
     if ranking.ok and not ranking.decided:
         from embedselect.ranking.combine import no_clear_winner
 
@@ -132,7 +91,90 @@ def format_table(ranking, width: int | None = None) -> str:
     timing = format_timings(getattr(ranking, "timings", None) or {})
     if timing:
         lines.append(timing)
+    if width is not None:  # the lines under the table wrap at words, indented under their first word
+        lines[len(cands) + 2:] = [part for line in lines[len(cands) + 2:] for part in _wrap(line, width)]
     return "\n".join(lines)
+
+
+def _wrap(line: str, width: int) -> list[str]:
+    """``line`` in lines of at most ``width`` characters (at least 40), broken between words (a word longer than
+    that is cut), the continuations indented two more than the first."""
+    indent = " " * (len(line) - len(line.lstrip(" ")))
+    return textwrap.wrap(line, width=max(width, 40), subsequent_indent=indent + "  ", break_on_hyphens=False) or [line]
+
+
+@dataclass
+class Column:
+    """One column of the ranking table: ``key`` is what :data:`DROP_ORDER` names (a weighted signal's value is
+    ``"signal"``, a weight-0 one's ``"weight-0"``, each signal's rank ``"#"``), ``metric`` the signal it shows."""
+
+    key: str
+    header: str
+    cells: list[str]
+    metric: str = ""
+
+    @property
+    def width(self) -> int:
+        return max(len(self.header), *(len(v) for v in self.cells)) if self.cells else len(self.header)
+
+
+DROP_ORDER = ("#", "bytes/vec", "items/s", "params", "tokens", "cached", "weight-0", "dim", "status", "kind")
+"""The columns a narrow terminal loses, first to last: every signal's rank column (``#``) at once, then one column
+at a time, the weight-0 signals from the last. Rank, candidate, score, answers, MRR@10 and the weighted signals stay;
+then the candidates' names are cut (to :data:`NAME_FLOOR`, with an ellipsis in the middle), then the weighted signals
+go too, the lowest weight first."""
+
+NAME_FLOOR = 16
+"""The fewest characters a cut candidate name keeps (its ellipsis included)."""
+
+
+def fit_columns(cols: list[Column], width: int, weights: Mapping[str, float]) -> tuple[list[Column], list[str]]:
+    """``cols`` within ``width`` characters (two between columns) by :data:`DROP_ORDER`, and what was left out, in
+    words, in the order it went. ``weights`` (the combined score's) order the weighted signals' columns when even
+    those must go. A table that still does not fit (a terminal narrower than about 40 columns) is returned as
+    narrow as it gets."""
+    def total(cs: list[Column]) -> int:
+        return sum(c.width for c in cs) + 2 * (len(cs) - 1)
+
+    left_out: list[str] = []
+    for key in DROP_ORDER:
+        while total(cols) > width and any(c.key == key for c in cols):
+            if key == "#":
+                cols = [c for c in cols if c.key != "#"]
+                left_out.append("#")
+                continue
+            gone = [c for c in cols if c.key == key][-1]
+            cols = [c for c in cols if c is not gone]
+            left_out.append(gone.metric or gone.header)
+    signals = sorted((c for c in cols if c.key == "signal"), key=lambda c: (weights.get(c.metric, 0.0), -cols.index(c)))
+    at = next(i for i, c in enumerate(cols) if c.key == "candidate")
+    full = cols[at]
+    while total(cols) > width:
+        room = width - total(cols) + full.width
+        cols[at] = replace(full, cells=[cut_middle(v, max(NAME_FLOOR, room)) for v in full.cells])
+        if total(cols) <= width or not signals:
+            break
+        gone = signals.pop(0)
+        cols = [c for c in cols if c is not gone]
+        left_out.append(gone.metric)
+        at = next(i for i, c in enumerate(cols) if c.key == "candidate")
+        cols[at] = full
+    if cols[at].cells != full.cells:
+        left_out.append("the candidates' full names")
+    return cols, left_out
+
+
+def table_width(stream: Any = None, *, wide: bool = False) -> int | None:
+    """The width a ranking table printed on ``stream`` (default stdout) is fitted to (:func:`format_table`): the
+    terminal's columns when it is a terminal (``$COLUMNS`` first, as :func:`shutil.get_terminal_size` reads it; 80
+    when the terminal reports no size, as the progress line's :func:`~embedselect._util.progress.bar_columns`);
+    None (every column) with ``wide`` (``--wide``) or when it is a pipe or a file."""
+    stream = sys.stdout if stream is None else stream
+    try:
+        terminal = stream.isatty()
+    except (AttributeError, ValueError):
+        terminal = False
+    return shutil.get_terminal_size((80, 24)).columns if terminal and not wide else None
 
 
 def _cached_cell(c: Any) -> str:

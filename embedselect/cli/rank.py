@@ -95,7 +95,7 @@ def cmd_rank(args) -> int:
     ranking = select(args.data, args.models, config=rank_config(args), runtime=runtime(args),
                      queries=getattr(args, "queries", None),
                      answers=getattr(args, "answers", None))
-    emit(args, ranking.to_json(), format_table(ranking, width=table_width()), ranking)
+    emit(args, ranking.to_json(), format_table(ranking, width=table_width(wide=args.wide)), ranking)
     if tracking is not None:
         from embedselect.integrations.mlflow import log_ranking
 
@@ -222,7 +222,7 @@ def cmd_demo(args) -> int:
         print(f"embedselect demo: ranking {len(models)} candidates on {data.name} (bundled, offline)", file=sys.stderr)
     ranking = select(data, models, config=RankConfig(column="text", labels="label", seed=args.seed),
                      runtime=runtime(args))
-    emit(args, ranking.to_json(), format_table(ranking, width=table_width()), ranking)
+    emit(args, ranking.to_json(), format_table(ranking, width=table_width(wide=args.wide)), ranking)
     return 0
 
 
