@@ -158,7 +158,9 @@ def test_strict_exit_code_when_a_candidate_fails(tmp_path, capsys):
     argv = ["rank", SAMPLE, "-c", "text", "-m", f"{bad},tfidf-svd,random-projection", "--metrics", "task_prior",
             "--cache-dir", str(tmp_path / "c"), "-q"]
     assert main(argv) == 0
-    assert "FAILED" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "FAILED" in out
+    assert "--allow-pickle" in out and "allow_pickle=True" not in out  # the remedy names the CLI's own flag
     assert main([*argv, "--strict"]) == 8
 
 

@@ -214,6 +214,45 @@ def test_refuses_remote_code_pickle_size_and_gated_unless_opted_in(hub, models, 
     assert reasons == {"remote_code"}
 
 
+
+@pytest.mark.fault
+@pytest.mark.parametrize("how, lift, opt_in, never", [
+    ("python", {"allow_pickle": "Pass allow_pickle=True", "allow_gated": "Pass allow_gated=True",
+                "trust_remote_code": "Pass trust_remote_code=True", "max_bytes": "Raise max_bytes or"},
+     "allow_models={'org/m'}", ["--", "policy:"]),
+    ("cli", {"allow_pickle": "Pass --allow-pickle", "allow_gated": "Pass --allow-gated",
+             "trust_remote_code": "Pass --trust-remote-code", "max_bytes": "Raise --max-model-bytes"},
+     "--allow-model org/m", ["=True", "policy:", "allow_models"]),
+    ("nightly", {"allow_pickle": "Set allow_pickle: true under policy:", "allow_gated": "Set allow_gated: true under "
+                 "policy:", "trust_remote_code": "Set trust_remote_code: true under policy:",
+                 "max_bytes": "Raise max_bytes under policy:"},
+     "allow_models: [org/m] under policy:", ["--", "=True"]),
+])
+def test_a_refusal_names_the_setting_the_way_the_run_is_configured(tmp_path, how, lift, opt_in, never):
+    """A night's refusal named the CLI's flags, though a night is configured by the policy: keys of its YAML: each
+    refusal (a hub repo's files, the hub policy checks, a local folder) names the setting as the run it is in sets it
+    (embedselect.models.policy.remedy, the one place)."""
+    from embedselect.models.backends.loader import check_local_files
+    from embedselect.models.hub.files import check_policy, select_files
+    from embedselect.models.policy import configured_by
+
+    folder = tm.make_pickle_only_model(tmp_path / "pick")
+    kw = dict(gated=None, remote_reason=None, weights=["model.safetensors"], sizes={"model.safetensors": 10**9})
+    refusals = [
+        ("allow_pickle", lambda: select_files("org/m", "transformers", ["config.json", "pytorch_model.bin"])),
+        ("allow_pickle", lambda: check_local_files(folder, "transformers", LoadPolicy(), "org/m")),
+        ("allow_gated", lambda: check_policy("org/m", LoadPolicy(), **{**kw, "gated": "manual"})),
+        ("trust_remote_code", lambda: check_policy("org/m", LoadPolicy(), **{**kw, "remote_reason": "auto_map"})),
+        ("max_bytes", lambda: check_policy("org/m", LoadPolicy(max_bytes=1000), **kw)),
+    ]
+    for setting, refuse in refusals:
+        with configured_by(how), pytest.raises(UnsafeModelError) as ei:
+            refuse()
+        m = str(ei.value)
+        assert lift[setting] in m and opt_in in m and not any(n in m for n in never), m
+    with pytest.raises(UnsafeModelError, match="allow_pickle=True"):  # outside the block: the Python wording
+        refusals[0][1]()
+
 # --- faults -------------------------------------------------------------------------------------------------
 def test_fetch_retries_429_and_5xx(hub, models, retry, sleeps):
     rid = _rid("st")

@@ -120,6 +120,8 @@ def test_a_policy_refusal_stays_at_its_revision_and_a_new_revision_is_planned(hu
     s1 = run_night(conf)
     (fail,) = s1["failed"]
     assert fail["name"] == "acme/pickled" and fail["error_type"] == "UnsafeModelError"
+    # the remedy is in the night's own terms, its YAML's policy: keys (it named the CLI's --allow-pickle)
+    assert "allow_pickle: true under policy:" in fail["reason"] and "--allow" not in fail["reason"]
     from embedselect.store import hub_models
 
     refusals = hub_models.refusals(Store.open(tmp_path / "cache"))

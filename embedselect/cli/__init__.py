@@ -22,6 +22,7 @@ from embedselect.cli.format import format_table
 from embedselect.cli.examples import add_examples
 from embedselect.cli.rank import demo_candidates
 from embedselect.errors import EXIT_CODES, EmbedselectError
+from embedselect.models.policy import configured_by
 from embedselect.publish.text import terminal
 
 GROUPS = ("rank", "ask", "cache", "hub", "search", "nightly", "publish")
@@ -117,7 +118,8 @@ def _main(argv: Sequence[str] | None) -> int:
     saved_before = _runs_saved()
     try:
         check_run_paths(args)  # every output option of every command, before any work
-        code = int(args.func(args) or 0)
+        with configured_by("cli"):  # a refusal names the flags (a night sets its YAML's policy: keys inside)
+            code = int(args.func(args) or 0)
         sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's last flush
         return code
     except BrokenPipeError:

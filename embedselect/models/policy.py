@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+import contextlib
+from contextvars import ContextVar
+from typing import Any, Iterator, Literal, Sequence
 
 from embedselect.config import DEFAULT_MAX_MODEL_BYTES, LoadPolicy  # the policy is part of the run configuration
 
@@ -29,4 +31,47 @@ def remote_code_reason(tags: Sequence[str] = (), config: Any = None, modules: An
     return None
 
 
-__all__ = ["DEFAULT_MAX_MODEL_BYTES", "NOT_WEIGHTS", "PICKLE_SUFFIXES", "LoadPolicy", "remote_code_reason"]
+ConfiguredBy = Literal["python", "cli", "nightly"]
+"""How the user sets the load policy of the run they are in: :class:`LoadPolicy`'s keywords (``select()``, the
+default), the CLI's flags (``rank``, ``embed``, ``index``, ...), or the ``policy:`` keys of a nightly configuration."""
+
+_CONFIGURED_BY: ContextVar[ConfiguredBy] = ContextVar("embedselect_policy_configured_by", default="python")
+
+_FLAGS = {"allow_pickle": "--allow-pickle", "trust_remote_code": "--trust-remote-code", "allow_gated": "--allow-gated",
+          "max_bytes": "--max-model-bytes"}
+
+
+@contextlib.contextmanager
+def configured_by(how: ConfiguredBy) -> Iterator[None]:
+    """Within the block, a refusal's remedy (:func:`remedy`) names the settings as ``how`` configures them (set by the
+    CLI's entry point for every command, and by a night, which its YAML configures, also on its Ray workers)."""
+    token = _CONFIGURED_BY.set(how)
+    try:
+        yield
+    finally:
+        _CONFIGURED_BY.reset(token)
+
+
+def remedy(setting: str, model_id: str) -> str:
+    """How to lift a refusal of ``model_id`` by the policy's ``setting`` (``allow_pickle``, ``trust_remote_code``,
+    ``allow_gated`` or ``max_bytes``), in the words of the way the user configures the run they are in
+    (:func:`configured_by`): ``"Pass --allow-pickle or opt in for this model (--allow-model org/m)"`` for the CLI,
+    ``"Set allow_pickle: true under policy: in the nightly configuration, or opt in for this model (allow_models:
+    [org/m] under policy:)"`` for a night, ``"Pass allow_pickle=True or opt in for this model
+    (allow_models={'org/m'})"`` for :class:`LoadPolicy`. The one place every refusal's message takes it from."""
+    if setting not in _FLAGS:
+        raise ValueError(f"no load-policy setting {setting!r}")
+    how = _CONFIGURED_BY.get()
+    if how == "cli":
+        lift = f"Raise {_FLAGS[setting]}" if setting == "max_bytes" else f"Pass {_FLAGS[setting]}"
+        return f"{lift} or opt in for this model (--allow-model {model_id})"
+    if how == "nightly":
+        lift = "Raise max_bytes" if setting == "max_bytes" else f"Set {setting}: true"
+        return (f"{lift} under policy: in the nightly configuration, or opt in for this model (allow_models: "
+                f"[{model_id}] under policy:)")
+    lift = "Raise max_bytes" if setting == "max_bytes" else f"Pass {setting}=True"
+    return f"{lift} or opt in for this model (allow_models={{{model_id!r}}})"
+
+
+__all__ = ["DEFAULT_MAX_MODEL_BYTES", "NOT_WEIGHTS", "PICKLE_SUFFIXES", "ConfiguredBy", "LoadPolicy", "configured_by",
+           "remedy", "remote_code_reason"]

@@ -30,6 +30,7 @@ from typing import Any, Iterator
 
 import embedselect.store.nightly as history
 from embedselect.errors import AllCandidatesFailedError, NightlyEmptyError, NightlyLockedError
+from embedselect.models.policy import configured_by
 from embedselect.nightly.config import NightlyConfig
 
 log = logging.getLogger(__name__)
@@ -143,10 +144,11 @@ def run_night(cfg: NightlyConfig, *, dry_run: bool = False, executor: Any = None
         check_outputs(cfg.output_path, cache=cfg.cache_path or default_cache_dir(), data=cfg.data_path,
                       config_dir=Path(cfg.base_dir))
     store = Store.open(cfg.cache_path)
-    if dry_run:
-        return _night(cfg, store, dry_run=True, executor=None, token=token)
-    with night_lock(store.root):
-        return _night(cfg, store, dry_run=False, executor=executor, token=token)
+    with configured_by("nightly"):  # a refusal names the YAML's policy: keys, not the CLI's flags
+        if dry_run:
+            return _night(cfg, store, dry_run=True, executor=None, token=token)
+        with night_lock(store.root):
+            return _night(cfg, store, dry_run=False, executor=executor, token=token)
 
 
 def _night(cfg: NightlyConfig, store: Any, *, dry_run: bool, executor: Any, token: str | None) -> dict[str, Any]:

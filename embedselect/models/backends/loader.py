@@ -13,7 +13,7 @@ from embedselect.models.backends.reduce import REDUCTION_OPTIONS
 from embedselect.errors import ConfigError, EmbedselectError, ModelLoadError, UnsafeModelError
 from embedselect._util.kinds import BACKENDS, BASELINES, is_baseline_id
 from embedselect.models.layout import read_json
-from embedselect.models.policy import NOT_WEIGHTS, PICKLE_SUFFIXES, LoadPolicy, remote_code_reason
+from embedselect.models.policy import NOT_WEIGHTS, PICKLE_SUFFIXES, LoadPolicy, remedy, remote_code_reason
 
 log = logging.getLogger(__name__)
 
@@ -87,8 +87,7 @@ def check_local_files(local_dir: Path, backend: str, policy: LoadPolicy, model_i
         if why:
             raise UnsafeModelError(
                 f"{model_id} needs custom code from the model folder ({why}); running it executes arbitrary "
-                f"Python. Pass trust_remote_code=True (--trust-remote-code) or opt in for this model "
-                f"(allow_models / --allow-model {model_id}) if you trust it.",
+                f"Python. {remedy('trust_remote_code', model_id)} if you trust it.",
                 reason="remote_code",
             )
     folders = [d] + sorted(p for p in d.iterdir() if p.is_dir() and not p.is_symlink() and not p.name.startswith("."))
@@ -102,8 +101,8 @@ def check_local_files(local_dir: Path, backend: str, policy: LoadPolicy, model_i
             where = "the model folder" if folder == d else f"{folder.name}/"
             raise UnsafeModelError(
                 f"{model_id} has only pickle weights in {where} ({', '.join(sorted(p.name for p in pickles))}); "
-                f"unpickling can run arbitrary code. Pass allow_pickle=True (--allow-pickle) or opt in for this "
-                f"model (allow_models / --allow-model {model_id}) if you trust it, or convert it to safetensors.",
+                f"unpickling can run arbitrary code. {remedy('allow_pickle', model_id)} if you trust it, or "
+                f"convert it to safetensors.",
                 reason="pickle_only",
             )
     if not any_weights:

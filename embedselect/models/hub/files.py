@@ -9,7 +9,7 @@ from typing import Any, Iterable, Mapping, Sequence
 from embedselect.errors import CandidateError, ConfigError, UnsafeModelError
 from embedselect._util.kinds import BACKENDS
 from embedselect.models.layout import TOKENIZER_FILES
-from embedselect.models.policy import PICKLE_SUFFIXES, LoadPolicy
+from embedselect.models.policy import PICKLE_SUFFIXES, LoadPolicy, remedy
 
 
 
@@ -101,8 +101,7 @@ def select_files(
         elif pickle:
             raise UnsafeModelError(
                 f"{repo_id} ships only pickle weights ({', '.join(pickle)}) in {where}; loading them can run "
-                f"arbitrary code. Pass allow_pickle=True (--allow-pickle) or opt in for this model "
-                f"(allow_models / --allow-model {repo_id}) if you trust it.",
+                f"arbitrary code. {remedy('allow_pickle', repo_id)} if you trust it.",
                 reason="pickle_only",
             )
         elif required:
@@ -152,14 +151,14 @@ def check_policy(
 ) -> None:
     if gated and not policy.allow_gated:
         raise UnsafeModelError(
-            f"{repo_id} is gated ({gated}); embedselect skips gated repos by default. Pass allow_gated=True "
-            f"(--allow-gated) with a token that has access, or opt in for this model (--allow-model {repo_id}).",
+            f"{repo_id} is gated ({gated}); embedselect skips gated repos by default. "
+            f"{remedy('allow_gated', repo_id)}, with a token that has access.",
             reason="gated",
         )
     if remote_reason and not policy.trust_remote_code:
         raise UnsafeModelError(
-            f"{repo_id} needs remote code: {remote_reason}. Running it executes code from the repo. Pass "
-            f"trust_remote_code=True (--trust-remote-code) or opt in for this model (--allow-model {repo_id}).",
+            f"{repo_id} needs remote code: {remote_reason}. Running it executes code from the repo. "
+            f"{remedy('trust_remote_code', repo_id)}.",
             reason="remote_code",
         )
     if policy.max_bytes is not None:
@@ -167,7 +166,6 @@ def check_policy(
         if total > policy.max_bytes:
             raise UnsafeModelError(
                 f"{repo_id}: its weight files are {total / 1e6:.1f} MB, over the cap of "
-                f"{policy.max_bytes / 1e6:.1f} MB. Raise max_bytes (--max-model-bytes) or opt in for this "
-                f"model (--allow-model {repo_id}).",
+                f"{policy.max_bytes / 1e6:.1f} MB. {remedy('max_bytes', repo_id)}.",
                 reason="too_large",
             )

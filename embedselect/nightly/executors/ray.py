@@ -44,10 +44,11 @@ def _embed_unit(ref: Any, cand: Any, job: EmbedJob) -> dict[str, Any]:
     / refusal rows of its scratch store."""
     import tempfile
 
+    from embedselect.models.policy import configured_by
     from embedselect.pipeline.embedding import embed_reference
     from embedselect.store import Store
 
-    with tempfile.TemporaryDirectory(prefix="embedselect-worker-") as d:
+    with tempfile.TemporaryDirectory(prefix="embedselect-worker-") as d, configured_by("nightly"):
         store = Store.open(d)
         (o,) = embed_reference(ref, [cand], store=store, config=job.config, runtime=job.runtime, keep_vectors=True)
         rec = store.get_run(o.result.run_key) if o.result.ok and o.result.run_key else None
