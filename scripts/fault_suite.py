@@ -65,6 +65,7 @@ AREAS: dict[str, str] = {
     "test_terminal_text": "ranking and CLI (issue 14's own pass)",
     "test_search_query": "ranking and CLI (issue 14's own pass)",
     "test_progress_pty": "ranking and CLI (issue 14's own pass)",
+    "test_table_width": "ranking and CLI (issue 14's own pass)",
     "test_data_encodings": "data loading",
     "test_hub_hostile": "hub fetching",
     "test_cache_hostile": "cache",

@@ -188,6 +188,7 @@ def test_an_agent_registry_that_is_a_list_is_a_hub_error(hub, retry, monkeypatch
             os.remove(constants.AGENT_HARNESSES_PATH)
 
 
+@pytest.mark.fault
 @pytest.mark.parametrize("repo_id", ["evil/\x1b[31mred\x1b[0m", "evil/x|y<b>", "evil/" + "n" * 100, "evil/-dash"])
 def test_a_listed_id_the_hub_would_not_accept_is_a_permanent_candidate_error(hub, retry, tmp_path, repo_id):
     """A crawled id with an escape sequence or markup was fetched and failed as a HubError (``transient``), so each
@@ -202,6 +203,7 @@ def test_a_listed_id_the_hub_would_not_accept_is_a_permanent_candidate_error(hub
     assert hub.requests_to("/api/models/evil") == []
 
 
+@pytest.mark.fault
 def test_the_hub_table_on_a_terminal_is_aligned_without_escapes_and_says_which_repos_are_gated():
     from embedselect.cli.hub import _table
 

@@ -54,6 +54,7 @@ def test_a_narrow_terminal_gets_the_columns_that_fit_and_is_told_which_were_left
     assert format_table(_ranking(), width=300) == full  # room for every column: nothing left out
 
 
+@pytest.mark.fault
 def test_a_terminal_name_is_measured_without_its_escape_sequence():
     text = format_table(_ranking("ev\x1b[31mil"), width=300)
     rows = _table_lines(text)
