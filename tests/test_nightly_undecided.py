@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from embedselect.cli.nightly import _human
 from embedselect.nightly import load_config, run_night
 from tests.test_nightly import publish_st, write_config
 from testkit import tinymodels as tm
 
 
+@pytest.mark.fault
 def test_an_undecided_night_names_its_leaders_not_a_winner(hub, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     for i, name in enumerate(["a", "b"]):  # two model families: too few for the ranking to decide

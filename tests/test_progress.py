@@ -126,6 +126,7 @@ def test_no_library_bar_leaks_when_progress_is_off(tmp_path):
     assert "Batches" in drawn and "tiny: embed" in drawn
 
 
+@pytest.mark.fault
 def test_an_interrupted_stage_is_not_counted_as_done(monkeypatch):
     """Ctrl-C in a candidate's embed stage drew the bar at ``9/9 100%`` above the "interrupted" line: an interrupted
     stage is not counted; a failed one is (its candidate's stage is over)."""

@@ -78,6 +78,7 @@ def _drawn(master: int) -> str:
 
 
 @pytest.mark.parametrize("cols", [0, 60, 120], ids=["unsized-pty-COLUMNS-80", "60-columns", "120-columns"])
+@pytest.mark.fault
 def test_the_progress_line_never_runs_past_the_terminal(monkeypatch, cols):
     """A 0×0 pty (``script``) with COLUMNS=80 drew 100 columns; a sized one cut a long stage's line at its end, the
     bar one cell wide and its counts gone. Now the speed note goes first, then the label is cut in the middle."""

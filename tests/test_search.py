@@ -224,6 +224,7 @@ def test_printed_items_carry_no_terminal_escapes():
     assert len(_short("x" * 500)) == 100
 
 
+@pytest.mark.fault
 def test_neighbours_rows_are_the_ids_the_outputs_show(tmp_path, cache_dir, capsys):
     """``--rows`` took 0-based positions while every output names items by their 1-based ids (``item 153 (row
     152)``; ``--rows 240`` of 240 items was "outside the data"): it takes the ids, and names the bad ones."""
@@ -240,6 +241,7 @@ def test_neighbours_rows_are_the_ids_the_outputs_show(tmp_path, cache_dir, capsy
     assert f"--rows: 0, {n + 1} are not the id of an item" in err and "1-based row numbers" in err
 
 
+@pytest.mark.fault
 def test_model_best_never_indexes_a_baseline_the_ranking_calls_no_pick_and_says_when_it_did_not_decide(caplog):
     """`index --model best` indexed tfidf-svd, first in an undecided ranking whose notes said "tfidf-svd, a reference
     point (a built-in baseline), is first: ... it is not a pick; st0 is the first model", and said nothing."""
@@ -266,6 +268,7 @@ def test_model_best_never_indexes_a_baseline_the_ranking_calls_no_pick_and_says_
     assert caplog.text == ""
 
 
+@pytest.mark.fault
 def test_a_query_that_embeds_to_zeros_is_said_to_have_arbitrary_hits(tmp_path, cache_dir, caplog):
     """`search` under tfidf-svd with words the items never use printed the first rows with score 0.0000 as if
     they were the nearest."""

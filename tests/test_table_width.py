@@ -40,6 +40,7 @@ def _table_lines(text: str) -> list[str]:
     return [ln for ln in text.splitlines() if ln.startswith(("rank ", "----", "1 ", "2 "))]
 
 
+@pytest.mark.fault
 def test_a_narrow_terminal_gets_the_columns_that_fit_and_is_told_which_were_left_out():
     full = format_table(_ranking())
     assert max(len(ln) for ln in _table_lines(full)) > 120 and "left out" not in full
@@ -100,6 +101,7 @@ def _left_out(text: str, width: int) -> list[str]:
 
 
 @pytest.mark.parametrize("width", [80, 100])
+@pytest.mark.fault
 def test_the_table_fits_the_terminal_and_names_what_it_left_out_in_the_documented_order(ranking, width):
     text = format_table(ranking, width)
     assert max(len(line) for line in text.splitlines()) <= width, text
@@ -131,12 +133,14 @@ def test_a_narrow_terminal_cuts_long_names_in_the_middle_only_when_no_other_colu
 
 
 @pytest.mark.parametrize("width", [200, None], ids=["200", "not-a-terminal"])
+@pytest.mark.fault
 def test_a_wide_terminal_and_a_pipe_get_every_column(ranking, width):
     text = format_table(ranking, width)
     assert text.splitlines()[0].split() == FULL
     assert "left out" not in text and "…" not in text
 
 
+@pytest.mark.fault
 def test_the_cli_fits_a_terminal_and_prints_everything_to_a_pipe_or_with_wide(ranking, cache, capsys, monkeypatch):
     argv = ["rank", SAMPLE, "-c", "text", "-m", f"tfidf-svd,random-projection,{LONG}=tfidf-svd?dim=64",
             "--metrics", POOL_METRICS, "--cache-dir", str(cache), "-q"]
