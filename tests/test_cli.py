@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import logging
 import subprocess
 import sys
 
@@ -151,15 +152,21 @@ def test_exit_codes_for_bad_input(tmp_path, capsys, argv, code, message):
 
 
 @pytest.mark.fault
-def test_strict_exit_code_when_a_candidate_fails(tmp_path, capsys):
+def test_strict_exit_code_when_a_candidate_fails(tmp_path, capsys, caplog):
+    """A failed candidate is said once, by the '!' line under the table (it was also a WARNING log line during the
+    run, the same message twice on the terminal); the log line is INFO, for --verbose."""
     from testkit.tinymodels import make_pickle_only_model
 
     bad = make_pickle_only_model(tmp_path / "bad")
     argv = ["rank", SAMPLE, "-c", "text", "-m", f"{bad},tfidf-svd,random-projection", "--metrics", "task_prior",
             "--cache-dir", str(tmp_path / "c"), "-q"]
-    assert main(argv) == 0
+    with caplog.at_level(logging.INFO, logger="embedselect"):
+        assert main(argv) == 0
     out = capsys.readouterr().out
-    assert "FAILED" in out
+    assert "FAILED" in out and out.count("only pickle weights") == 1
+    assert [ln for ln in out.splitlines() if "only pickle weights" in ln][0].startswith("! bad: ")
+    said = [r for r in caplog.records if "only pickle weights" in r.getMessage()]
+    assert [r.levelno for r in said] == [logging.INFO]
     assert "--allow-pickle" in out and "allow_pickle=True" not in out  # the remedy names the CLI's own flag
     assert main([*argv, "--strict"]) == 8
 
@@ -252,21 +259,27 @@ def test_demo_help_counts_the_candidates_it_ranks():
 @pytest.mark.slow
 @pytest.mark.fault
 def test_quiet_still_shows_warnings(tmp_path):
-    """--quiet: no progress bars, warnings only (it used to raise the log level to ERROR and hide them)."""
+    """--quiet: no progress bars, warnings only (it used to raise the log level to ERROR and hide them). A failed
+    candidate is said once, under the table (it was a WARNING line on stderr too); a warning said nowhere else (a
+    query that embeds to zeros) is still on stderr."""
     import os
 
     data = tmp_path / "few.csv"
     data.write_text("text\n" + "\n".join(f"item number {i} about topic {i % 3}" for i in range(30)) + "\n")
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf")}
-    proc = subprocess.run(
-        [sys.executable, "-m", "embedselect.cli", "rank", str(data), "-c", "text", "-m",
-         "tfidf-svd,random-projection,some-org/not-in-any-cache", "--metrics", "task_prior",
-         "--cache-dir", str(tmp_path / "c"), "--quiet"],
-        capture_output=True, text=True, timeout=300, env=env,
-    )
+
+    def cli(*argv: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "embedselect.cli", *argv, "--cache-dir", str(tmp_path / "c"),
+                               "--quiet"], capture_output=True, text=True, timeout=300, env=env)
+
+    proc = cli("rank", str(data), "-c", "text", "-m", "tfidf-svd,random-projection,some-org/not-in-any-cache",
+               "--metrics", "task_prior")
     assert proc.returncode == 0, proc.stderr
-    assert "WARNING" in proc.stderr and "some-org/not-in-any-cache failed" in proc.stderr
+    assert proc.stdout.count("! some-org/not-in-any-cache: ") == 1 and "not-in-any-cache" not in proc.stderr
     assert "it/s" not in proc.stderr  # no progress bars
+    assert cli("index", str(data), "-c", "text", "-m", "tfidf-svd", "--out", str(tmp_path / "idx")).returncode == 0
+    proc = cli("search", str(tmp_path / "idx"), "zzzz qqqq")
+    assert proc.returncode == 0 and "WARNING" in proc.stderr and "zero vector" in proc.stderr, proc.stderr
 
 
 def test_rank_and_validate_drop_duplicates(tmp_path, capsys, monkeypatch):

@@ -208,6 +208,31 @@ def test_empty_night_exits_nonzero_and_keeps_outputs(hub, tmp_path, capsys):
     assert (tmp_path / "cache" / "nightly" / "runs" / f"{s['run_id']}.json").is_file()
 
 
+
+@pytest.mark.fault
+def test_a_failed_model_is_said_once_by_the_summary_and_with_quiet_on_stderr(tmp_path, capsys, monkeypatch):
+    """The night's summary names a failed model once (the run's WARNING log line said it a second time); with
+    --quiet, which prints no summary, it is one warning line on stderr, so that a cron log still has it."""
+    import embedselect.nightly as nightly
+    from embedselect.cli import main
+
+    failed = {"name": "acme/pickled", "model_id": "acme/pickled", "revision": "a" * 40, "why": "new",
+              "error_type": "UnsafeModelError", "reason": "acme/pickled ships only pickle weights", "transient": False}
+    summary = {"run_id": "20260101T000000Z-abcdef", "status": "partial", "decided": True, "leader": "tfidf-svd",
+               "leaders": ["tfidf-svd"], "ranked": 1, "embedded": {"count": 1, "names": ["tfidf-svd"]},
+               "reused": {"count": 0, "names": []}, "failed": [failed], "left": [],
+               "pairs": {"computed": 0, "reused": 0, "total": 0}, "wall_seconds": 1.0, "stages": {"rank": 1.0},
+               "output": str(tmp_path / "site")}
+    monkeypatch.setattr(nightly, "load_config", lambda path: None)
+    monkeypatch.setattr(nightly, "run_night", lambda cfg, dry_run=False: summary)
+    assert main(["nightly", "--config", str(write_config(tmp_path))]) == 0
+    out = capsys.readouterr()
+    assert (out.out + out.err).count("only pickle weights") == 1 and "failed acme/pickled: " in out.out
+    assert main(["nightly", "--config", str(write_config(tmp_path)), "--quiet"]) == 0
+    out = capsys.readouterr()
+    assert out.out == "" and out.err == ("embedselect: warning: failed acme/pickled: UnsafeModelError: acme/pickled "
+                                         "ships only pickle weights\n")
+
 def test_dry_run_plans_without_writing(hub, tiny, tmp_path, capsys):
     from embedselect.cli import main
 

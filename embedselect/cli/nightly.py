@@ -26,7 +26,7 @@ def register(subparsers) -> None:
                  name="the configuration")
     p.add_argument("--dry-run", action="store_true", help="crawl and print the plan; embed, rank and write nothing")
     p.add_argument("--json", action="store_true", help="print the run summary (run.json) on stdout")
-    add_log_args(p, quiet="print no summary (run.json is written all the same)")
+    add_log_args(p, quiet="print no summary (run.json is written all the same); a failed model is still one line on stderr")
     p.set_defaults(func=cmd_nightly)
 
 
@@ -82,6 +82,9 @@ def cmd_nightly(args) -> int:
         print(json.dumps(summary, indent=2, default=str))
     elif not args.quiet:
         print(_human(summary))
+    else:  # no summary: a failed model is still said once, on stderr (a cron log keeps it)
+        for f in summary.get("failed") or []:
+            print(f"embedselect: warning: failed {f['name']}: {f['error_type']}: {f['reason']}", file=sys.stderr)
     if summary.get("status") == "degraded":
         for why in summary.get("degraded") or []:
             print(f"embedselect: nightly degraded: {why}", file=sys.stderr)

@@ -477,7 +477,8 @@ def _embed_queries(ctx: RunContext, cand: Any, pinned: _Pinned, vectors: np.ndar
 
 
 def record_candidate_failure(ctx: RunContext, cand: Any, res: CandidateResult, exc: Exception, step: dict[str, Any]) -> None:
-    """A candidate failed at ``step["stage"]``: mark its result failed, log it, record it through the one place
+    """A candidate failed at ``step["stage"]``: mark its result failed, log it (INFO: the caller says it to the user),
+    record it through the one place
     (:func:`embedselect.store.failures.record_failure`: token-free message, a policy refusal of a hub revision
     also in ``hub_refusals``) and count its remaining steps."""
     from embedselect.store.failures import record_failure
@@ -491,4 +492,6 @@ def record_candidate_failure(ctx: RunContext, cand: Any, res: CandidateResult, e
     res.status, res.error_type, res.error = "failed", type(exc).__name__, message
     if not isinstance(exc, EmbedselectError):
         log.debug("unexpected error for %s", cand.name, exc_info=exc)
-    log.warning("%s failed at %s: %s: %s", cand.name, stage, type(exc).__name__, message)
+    # said once, by the caller's output (the '!' line under rank's table, embed's and neighbours' 'failed' line, a
+    # night's summary, select()'s candidate-failed warning): the log line is for --verbose
+    log.info("%s failed at %s: %s: %s", cand.name, stage, type(exc).__name__, message)
