@@ -10,12 +10,11 @@ drawn beside it (transformers' "Loading weights" stayed on the terminal after ev
 from __future__ import annotations
 
 import contextlib
-import os
-import shutil
 import sys
 from typing import Any, Iterator, TextIO
 
 from embedselect._util.names import cut_middle
+from embedselect._util.terminal import columns, reported_size
 
 
 def progress_enabled(progress: bool, stream: TextIO | None = None) -> bool:
@@ -37,7 +36,7 @@ def bar_size(stream) -> dict[str, Any]:
     reports a size; a terminal that reports 0×0 (some CI runners, ``script``, an unsized pty) gets
     :func:`bar_columns`, fixed, and 20 rows, since tqdm draws nothing at all there (it takes 0 rows as "no room for
     any bar")."""
-    if _reported_size(stream) is not None:
+    if reported_size(stream) is not None:
         return {"dynamic_ncols": True}
     return {"dynamic_ncols": False, "ncols": bar_columns(stream), "nrows": 20}
 
@@ -45,17 +44,7 @@ def bar_size(stream) -> dict[str, Any]:
 def bar_columns(stream) -> int:
     """The columns a bar on ``stream`` may take now: the terminal's width less one (tqdm keeps the last column free,
     so that a full line does not wrap); on a terminal that reports no size, ``$COLUMNS`` (80 when unset) less one."""
-    size = _reported_size(stream)
-    columns = size.columns if size is not None else shutil.get_terminal_size((80, 20)).columns
-    return max(columns - 1, 20)
-
-
-def _reported_size(stream) -> os.terminal_size | None:
-    try:
-        size = os.get_terminal_size(stream.fileno())
-    except (OSError, ValueError, AttributeError):
-        return None
-    return size if size.columns > 0 and size.lines > 0 else None
+    return max(columns(stream) - 1, 20)
 
 
 class RunProgress:

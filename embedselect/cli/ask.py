@@ -12,6 +12,7 @@ import sys
 import textwrap
 from typing import Any, Iterator, TextIO
 
+from embedselect._util.terminal import columns
 from embedselect.cli.common import add_data_args, add_model_args, check_output_path, output_option, rank_config, runtime
 from embedselect.errors import EXIT_CODES
 
@@ -127,7 +128,7 @@ def interactive(session: Any, stdin: TextIO, out: TextIO, *, viewer: bool = Fals
     (:func:`embedselect.validation.duels.verdict`). Returns the exit status."""
     from embedselect.validation.questions import with_answer
 
-    width = shutil.get_terminal_size((80, 24)).columns
+    width = columns(out)
     image = session.ref.modality == "image"
     opener = _viewer() if (viewer and image) else None
     if viewer and image and opener is None:

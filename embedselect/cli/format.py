@@ -4,13 +4,13 @@ timings footer, and the number formats they share."""
 from __future__ import annotations
 
 import math
-import shutil
 import sys
 import textwrap
 from dataclasses import dataclass, replace
 from typing import Any, Mapping
 
 from embedselect._util.names import cut_middle
+from embedselect._util.terminal import columns
 
 def fmt(v: Any) -> str:
     if v is None or (isinstance(v, float) and math.isnan(v)):
@@ -166,15 +166,14 @@ def fit_columns(cols: list[Column], width: int, weights: Mapping[str, float]) ->
 
 def table_width(stream: Any = None, *, wide: bool = False) -> int | None:
     """The width a ranking table printed on ``stream`` (default stdout) is fitted to (:func:`format_table`): the
-    terminal's columns when it is a terminal (``$COLUMNS`` first, as :func:`shutil.get_terminal_size` reads it; 80
-    when the terminal reports no size, as the progress line's :func:`~embedselect._util.progress.bar_columns`);
-    None (every column) with ``wide`` (``--wide``) or when it is a pipe or a file."""
+    terminal's columns when it is a terminal (:func:`embedselect._util.terminal.columns`, the progress line's rule
+    too); None (every column) with ``wide`` (``--wide``) or when it is a pipe or a file."""
     stream = sys.stdout if stream is None else stream
     try:
         terminal = stream.isatty()
     except (AttributeError, ValueError):
         terminal = False
-    return shutil.get_terminal_size((80, 24)).columns if terminal and not wide else None
+    return columns(stream) if terminal and not wide else None
 
 
 def _cached_cell(c: Any) -> str:
