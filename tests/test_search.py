@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -176,8 +177,11 @@ def test_cli_index_and_search(tmp_path, cache_dir, tiny_st, capsys, one_thread):
     res = json.loads(capsys.readouterr().out)
     assert res["results"][0]["hits"][0]["item"] == TEXTS[3] and len(res["results"][0]["hits"]) == 2
     assert main(["search", str(out), TEXTS[3], "-k", "2"]) == 0
-    text = capsys.readouterr().out
-    assert TEXTS[3] in text.splitlines()[1]
+    lines = capsys.readouterr().out.splitlines()  # per query: its line, a header row (it had none), a row a hit
+    assert lines[0] == f"query: {TEXTS[3]}" and lines[1].split() == ["rank", "score", "id", "text"] and len(lines) == 4
+    rows = [re.split(r" {2,}", ln.strip(), maxsplit=3) for ln in lines[2:]]  # a pipe splits at two spaces or more
+    assert [r[0] for r in rows] == ["1", "2"] and rows[0][2:] == ["4", TEXTS[3]], rows
+    assert lines[1].index("score") == lines[2].index(rows[0][1]) and lines[1].index("text") == lines[2].index(TEXTS[3])
     assert main(["search", str(out), "x", "--model", "tfidf-svd"]) == 6  # store-class exit code
     assert "was built with" in capsys.readouterr().err
     assert main(["search", str(tmp_path / "missing"), "x"]) == 6

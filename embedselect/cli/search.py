@@ -144,10 +144,11 @@ def cmd_search(args) -> int:
         }
         print(json.dumps(payload, indent=2, ensure_ascii=False))
         return 0
-    for q, hits in zip(args.query, results):
+    for q, hits in zip(args.query, results):  # per query a header row, then one row a hit, columns apart by 2 spaces
         print(f"query: {_short(q)}")
+        print(f"  {'rank':<4}  {'score':<7}  {'id':<16}  text")
         for h in hits:
-            print(f"  {h.rank:>3}  {h.score:7.4f}  {_short(h.id, 16):<16}  {_short(h.item)}")
+            print(f"  {h.rank:<4}  {h.score:<7.4f}  {_short(h.id, 16):<16}  {_short(h.item)}")
     if not sys.stdout.isatty():
         sys.stdout.flush()
     return 0
