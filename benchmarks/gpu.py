@@ -142,7 +142,7 @@ def section_embed(dev: str, ci: bool, work: Path) -> list[dict[str, Any]]:
     for backend, spec, items in cases:
         cand = parse_candidates(spec, modality="image" if backend == "timm" else "text")[0]
         rc = resolve_candidate(cand)
-        with library_progress(False):
+        with library_progress():
             cpu = load_embedder(rc, device="cpu")
             gpu = load_embedder(rc, device=dev)
         # warm-up: one full pass each, so that the timed pass is the steady state (the first pass on CUDA also

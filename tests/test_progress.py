@@ -110,8 +110,8 @@ def test_the_python_api_draws_nothing_unless_asked(tmp_path, capsys, monkeypatch
 @pytest.mark.fault
 def test_no_library_bar_leaks_when_progress_is_off(tmp_path):
     """sentence-transformers draws its "Batches" bar whenever its logger is at INFO (``-v``) unless told not to,
-    and transformers its "Loading weights" bar: with --quiet neither may reach the terminal; without it, they nest
-    under the run's display."""
+    and transformers its "Loading weights" bar: with --quiet neither may reach the terminal; without it, the run's own
+    line is the only bar (the "Batches" bar was drawn under it)."""
     from testkit.tinymodels import make_tiny_sentence_transformer
 
     model = make_tiny_sentence_transformer(tmp_path / "tiny")
@@ -123,7 +123,33 @@ def test_no_library_bar_leaks_when_progress_is_off(tmp_path):
     assert "rank  candidate" in drawn
     code, drawn = _run_in_pty([*argv, "--cache-dir", str(tmp_path / "c2")], _env(tmp_path))
     assert code == 0, drawn
-    assert "Batches" in drawn and "tiny: embed" in drawn
+    assert "tiny: embed" in drawn and RATE.search(drawn), drawn
+    assert "Batches" not in drawn and "Loading weights" not in drawn and "it/s]" not in drawn, drawn
+
+
+@pytest.mark.fault
+@pytest.mark.parametrize("tf_on,hub_on", [(True, True), (True, False), (False, True), (False, False)])
+def test_library_bars_are_off_inside_and_the_callers_settings_come_back(tf_on, hub_on):
+    """transformers' switch sets the hub's too: a caller with transformers' bars on and the hub's off got the hub's
+    back on after a run."""
+    import huggingface_hub.utils as hub
+    from huggingface_hub import constants
+    from transformers.utils import logging as tf
+
+    from embedselect.models.backends.device import library_progress
+
+    if constants.HF_HUB_DISABLE_PROGRESS_BARS is not None:
+        pytest.skip("HF_HUB_DISABLE_PROGRESS_BARS is set: the hub's switch is the environment's")
+    before = tf.is_progress_bar_enabled(), hub.are_progress_bars_disabled()
+    try:
+        tf.enable_progress_bar() if tf_on else tf.disable_progress_bar()
+        hub.enable_progress_bars() if hub_on else hub.disable_progress_bars()
+        with library_progress():
+            assert not tf.is_progress_bar_enabled() and hub.are_progress_bars_disabled()
+        assert (tf.is_progress_bar_enabled(), hub.are_progress_bars_disabled()) == (tf_on, not hub_on)
+    finally:
+        tf.enable_progress_bar() if before[0] else tf.disable_progress_bar()
+        hub.disable_progress_bars() if before[1] else hub.enable_progress_bars()
 
 
 @pytest.mark.fault

@@ -1,5 +1,6 @@
-"""The progress display on a real terminal (a pty): transformers' own "Loading weights" bar no longer leaks beside the
-run's bar (it stayed on the screen after every model), a terminal that reports 0×0 still gets the run's bar (tqdm
+"""The progress display on a real terminal (a pty): the run's line is the only bar (transformers' own "Loading weights"
+bar stayed on the screen after every model; sentence-transformers' "Batches" bar and the transformers backend's
+per-item bar were drawn under it, two or three bars fighting for the screen), a terminal that reports 0×0 still gets the run's bar (tqdm
 drew nothing there) (issue 20), and the bar's line never runs past the terminal's edge."""
 
 from __future__ import annotations
@@ -16,7 +17,11 @@ import termios
 import pytest
 
 from embedselect.data import sample_path
-from testkit.tinymodels import make_tiny_transformers_text
+from testkit.tinymodels import make_tiny_sentence_transformer, make_tiny_transformers_text
+
+LIBRARY_BAR = re.compile(r"Batches|Loading weights|Loading checkpoint|transformers: +\d|\d+(it|item|img)/s\]")
+"""What another bar than the run's own draws: sentence-transformers' "Batches", transformers' loading bars, a
+backend's per-item bar ("transformers:  13%|... 32/240 [00:01<00:11, 18.65item/s]"): tqdm's rate in brackets."""
 
 
 def _run_in_pty(argv: list[str], rows: int, cols: int, timeout: float = 300) -> tuple[str, int]:
@@ -53,12 +58,15 @@ def _run_in_pty(argv: list[str], rows: int, cols: int, timeout: float = 300) -> 
 @pytest.mark.parametrize("rows,cols", [(40, 120), (0, 0)], ids=["40x120", "0x0"])
 def test_on_a_terminal_only_the_runs_own_bar_is_drawn(tmp_path, rows, cols):
     model = make_tiny_transformers_text(tmp_path / "tiny-tf")
+    st = make_tiny_sentence_transformer(tmp_path / "tiny-st")
     argv = [sys.executable, "-m", "embedselect.cli", "rank", str(sample_path("texts")), "-m",
-            f"{model},random-projection,tfidf-svd", "--column", "text", "--max-items", "30", "--metrics", "task_prior",
-            "--cache-dir", str(tmp_path / "cache")]
+            f"{model},st={st},random-projection,tfidf-svd", "--column", "text", "--max-items", "30", "--metrics",
+            "task_prior", "--batch-size", "8", "--cache-dir", str(tmp_path / "cache")]
     screen, code = _run_in_pty(argv, rows, cols)
     assert code == 0, screen[-2000:]
-    assert "Loading weights" not in screen and "it/s]" not in screen, screen[:3000]  # no library bar
+    bar = LIBRARY_BAR.search(screen)
+    assert bar is None, screen[max(bar.start() - 300, 0):bar.end() + 300]  # no bar of a library or a backend
+    assert "st: embed 30 text items" in screen and "tiny-tf: embed" in screen, screen[:3000]  # their stages, shown
     assert "embedselect " in screen and "%|" in screen, screen[:3000]  # the run's own bar, also on a 0×0 terminal
     assert "random-projection" in screen.split("%|")[-1]  # the table follows
 

@@ -2,8 +2,10 @@
 
 Drawn with tqdm (the style sentence-transformers and huggingface_hub already use) on stderr, and only when asked
 for *and* stderr is a terminal: pipelines, CI logs, ``--quiet`` and the Python API (unless ``progress=True``) get
-nothing. The backends' own per-batch bars (items/s) nest under it as a second line. The libraries' own bars are not
-drawn beside it (transformers' "Loading weights" stayed on the terminal after every model; see
+nothing. While it is shown it is the only bar: the pipeline asks no backend for its own per-batch bar
+(sentence-transformers' "Batches", the transformers backend's per-item bar were drawn under it, fighting for the
+screen; the run's line shows the embed stage and its items/s), and the libraries draw none of theirs
+(transformers' "Loading weights" stayed on the terminal after every model; see
 :func:`embedselect.models.backends.device.library_progress`).
 """
 
@@ -20,7 +22,8 @@ from embedselect._util.terminal import columns, reported_size
 def progress_enabled(progress: bool, stream: TextIO | None = None) -> bool:
     """True when a progress bar should be drawn: ``progress`` was asked for *and* ``stream`` (default
     stderr) is an interactive terminal. Pipelines, CI logs and ``--quiet`` get no bar. The run's bar
-    (:class:`RunProgress`) and the backends' per-batch bars follow it."""
+    (:class:`RunProgress`) follows it, and so do the backends' per-batch bars of an ``embed(progress=True)`` called
+    outside a run."""
     if not progress:
         return False
     stream = sys.stderr if stream is None else stream

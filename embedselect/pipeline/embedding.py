@@ -191,7 +191,6 @@ def _resolve(ctx: RunContext, cand: Any, res: CandidateResult, step: dict[str, A
     result's ``run_key`` names the vectors for the metrics only (the vectors' content hash; a key unique to this run
     for an unpinned embedder) and ``cache_scope`` says so (``"input"`` / ``"run"``)."""
     from embedselect.models.backends.base import vector_options
-    from embedselect._util.progress import progress_enabled
     from embedselect.models.backends.device import key_precision, library_progress
     from embedselect.models.backends.loader import object_parameter_count, parameter_count, weight_bytes
     from embedselect.models.candidates import resolve_candidate
@@ -199,7 +198,7 @@ def _resolve(ctx: RunContext, cand: Any, res: CandidateResult, step: dict[str, A
 
     with ctx.bar.stage(f"{cand.name}: resolve"):
         step["done"] += 1
-        with library_progress(progress_enabled(ctx.progress)):
+        with library_progress():
             rc = resolve_candidate(cand, policy=ctx.policy.for_model(cand.ref), token=ctx.token,
                                    digest_dir=None if ctx.store.read_only else ctx.store.root / "digests")
         res.model_id, res.revision, res.backend, res.modality = rc.model_id, rc.revision, rc.backend, rc.modality
@@ -281,7 +280,6 @@ def _vectors(ctx: RunContext, cand: Any, pinned: _Pinned, res: CandidateResult, 
     model is loaded only if there are any), and the assembled matrix is stored as this run's file with its item
     index rows. A fitted baseline (its vectors depend on the whole data) has no vector space: all its items are
     embedded. A model it loads is left in ``loaded["embedder"]``."""
-    from embedselect._util.progress import progress_enabled
     from embedselect.models.backends.device import library_progress
 
     rc, key, ref = pinned.rc, pinned.key, ctx.ref
@@ -324,7 +322,7 @@ def _vectors(ctx: RunContext, cand: Any, pinned: _Pinned, res: CandidateResult, 
         step["stage"] = "load"
         from embedselect.models.backends.loader import load_embedder
 
-        with ctx.bar.stage(f"{cand.name}: load"), library_progress(progress_enabled(ctx.progress)):
+        with ctx.bar.stage(f"{cand.name}: load"), library_progress():
             step["done"] += 1
             embedder = load_embedder(rc, device=ctx.device, policy=ctx.policy.for_model(cand.ref),
                                      options=cand.options, seed=ctx.seed)
@@ -335,7 +333,9 @@ def _vectors(ctx: RunContext, cand: Any, pinned: _Pinned, res: CandidateResult, 
         with ctx.bar.stage(f"{cand.name}: embed {len(todo)} {ref.modality} items"):
             step["done"] += 1
             t0 = time.perf_counter()
-            new = embedder.embed(todo_items, batch_size=ctx.batch_size, progress=ctx.progress)
+            # progress=False: the run's line shows this stage and its items/s; the backend's own bar (sentence-
+            # transformers' "Batches", a per-item bar) was drawn under it, two bars fighting for the terminal
+            new = embedder.embed(todo_items, batch_size=ctx.batch_size, progress=False)
             seconds = time.perf_counter() - t0
         ctx.bar.rate(cand.name, len(todo), seconds)
         new = check_embeddings(new, what=f"the embeddings {cand.name} returned", n=len(todo), dtype=None,
@@ -430,7 +430,6 @@ def _embed_queries(ctx: RunContext, cand: Any, pinned: _Pinned, vectors: np.ndar
     from, and transforms the queries with it (never refitted on the queries). ``embedder``: the model
     :func:`_vectors` loaded, or None (it is loaded here when some text must be embedded)."""
     from embedselect.models.backends.loader import load_embedder
-    from embedselect._util.progress import progress_enabled
     from embedselect.models.backends.device import library_progress
     from embedselect.pipeline.query_vectors import RoleTexts, role_vectors, texts_fingerprint
 
@@ -445,7 +444,7 @@ def _embed_queries(ctx: RunContext, cand: Any, pinned: _Pinned, vectors: np.ndar
     def model() -> Any:
         if held["embedder"] is None:
             with ctx.bar.stage(f"{cand.name}: load for the queries", steps=0), \
-                    library_progress(progress_enabled(ctx.progress)):
+                    library_progress():
                 held["embedder"] = load_embedder(rc, device=ctx.device, policy=ctx.policy.for_model(cand.ref),
                                                  options=cand.options, seed=ctx.seed,
                                                  fit_items=list(ref.items) if fitted else None)

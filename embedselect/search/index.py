@@ -192,7 +192,7 @@ class SearchIndex:
         cand = parse_candidates(m.spec, modality=m.modality)[0]
         if cand.kind == "hub":
             cand = dataclasses.replace(cand, revision=m.revision)
-        with library_progress(False):
+        with library_progress():
             rc = resolve_candidate(cand, policy=policy.for_model(cand.ref), token=token)
         if rc.model_id != m.model_id or rc.revision != m.revision:
             raise IndexMismatchError(
@@ -209,7 +209,7 @@ class SearchIndex:
                 )
             with np.load(self.directory / FIT_FILE, allow_pickle=False) as npz:
                 state = {k: npz[k] for k in npz.files}
-        with library_progress(False):
+        with library_progress():
             try:
                 return load_embedder(rc, device=device, policy=policy.for_model(cand.ref), seed=m.seed,
                                      fit_state=state)

@@ -120,12 +120,17 @@ def torch_dtype(name: str):
 
 
 @contextlib.contextmanager
-def library_progress(enabled: bool) -> Iterator[None]:
-    """While the block runs, the libraries draw no progress bars of their own, except huggingface_hub's download bars
-    when ``enabled`` (a download's bytes are worth seeing). transformers' bars ("Loading weights", "Loading checkpoint
-    shards") are never drawn: each stayed on the terminal after its model was loaded, and the run's own display
-    (:mod:`embedselect._util.progress`) already shows the load stage. Both libraries' previous global settings are restored
-    afterwards, so a program that imports embedselect keeps its own choice."""
+def library_progress() -> Iterator[None]:
+    """While the block runs, transformers and huggingface_hub draw no progress bars of their own: transformers'
+    "Loading weights" / "Loading checkpoint shards" (its ``utils.logging.tqdm``, which reads the switch of
+    ``disable_progress_bar`` at each bar) and the hub's bars. On a terminal the run's own line
+    (:mod:`embedselect._util.progress`) is the only bar and already shows the stage; the libraries' bars were drawn
+    beside it, and each "Loading weights" stayed on the screen after its model. With ``--quiet`` or no terminal there
+    is no bar at all.
+
+    The caller's settings are put back afterwards (a program that imports embedselect keeps its own choice):
+    transformers' switch first, since it sets the hub's too, then the hub's global switch. (A hub group's own setting,
+    ``disable_progress_bars("name")``, is not kept: the hub's global switch clears them.)"""
     from embedselect._util.compat import ensure_torchvision_importable
 
     ensure_torchvision_importable()
@@ -134,16 +139,17 @@ def library_progress(enabled: bool) -> Iterator[None]:
 
     tf_was_on = tf_logging.is_progress_bar_enabled()
     hub_was_off = hub_utils.are_progress_bars_disabled()
-    tf_logging.disable_progress_bar()
-    if not enabled:
-        hub_utils.disable_progress_bars()
+    tf_logging.disable_progress_bar()  # the hub's bars too
     try:
         yield
     finally:
         if tf_was_on:
-            tf_logging.enable_progress_bar()
-        if not hub_was_off:
-            hub_utils.enable_progress_bars()
+            tf_logging.enable_progress_bar()  # turns the hub's on as well
+        if hub_utils.are_progress_bars_disabled() != hub_was_off:
+            if hub_was_off:
+                hub_utils.disable_progress_bars()
+            else:
+                hub_utils.enable_progress_bars()
 
 
 class _NullBar:
