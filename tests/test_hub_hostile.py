@@ -203,6 +203,38 @@ def test_a_listed_id_the_hub_would_not_accept_is_a_permanent_candidate_error(hub
     assert hub.requests_to("/api/models/evil") == []
 
 
+
+@pytest.mark.fault
+def test_hub_ls_leaves_out_crawled_ids_the_hub_would_not_accept_and_counts_them(hub, tmp_path, capsys):
+    """`hub ls` listed a crawled id that is no hub model id (markup, an escape sequence) like any candidate; it is
+    left out by default with a count on stderr (also with --json, whose stdout stays JSON); --all lists it; --limit
+    counts the ids listed."""
+    _publish(hub, 3)
+    for i, bad in enumerate(["evil/x|y<b>", "evil/\x1b[31mred\x1b[0m"]):
+        hub.publish(bad, files={"config.json": b"{}"}, library_name="sentence-transformers",
+                    pipeline_tag="sentence-similarity", trending_score=20.0 - i)
+    p, cache = _crawl_parser(), ["--cache-dir", str(tmp_path / "c")]
+    args = p.parse_args(["crawl", "--limit", "10", *cache, "-q"])
+    assert args.func(args) == 0
+    capsys.readouterr()
+
+    def ls(*extra: str) -> tuple[list[str], str]:
+        args = p.parse_args(["hub", "ls", *cache, "--json", *extra])
+        assert args.func(args) == 0
+        out = capsys.readouterr()
+        return [r["repo_id"] for r in json.loads(out.out)], out.err
+
+    ids, err = ls()
+    assert ids == ["acme/m0", "acme/m1", "acme/m2"]
+    assert err == ("embedselect: 2 crawled id(s) left out: failed validation, not a hub model id (e.g. "
+                   "'evil/x|y<b>'); --all shows them\n")
+    assert ls("--limit", "2")[0] == ["acme/m0", "acme/m1"]
+    ids, err = ls("--all")
+    assert ids == ["evil/x|y<b>", "evil/\x1b[31mred\x1b[0m", "acme/m0", "acme/m1", "acme/m2"] and err == ""
+    args = p.parse_args(["hub", "ls", *cache])  # the table: the valid ids only
+    assert args.func(args) == 0
+    assert [ln.split()[0] for ln in capsys.readouterr().out.splitlines()[1:]] == ["acme/m0", "acme/m1", "acme/m2"]
+
 @pytest.mark.fault
 def test_the_hub_table_on_a_terminal_is_aligned_without_escapes_and_says_which_repos_are_gated():
     from embedselect.cli.hub import _table

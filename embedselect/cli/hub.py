@@ -65,6 +65,9 @@ def register(subparsers) -> None:
     p.add_argument("--new", action="store_true", help="only models first seen in the latest crawl")
     p.add_argument("--include-refused", action="store_true", help="also list models the safety policy refused")
     p.add_argument("--limit", type=int, help="at most this many models (default: all)")
+    p.add_argument("--all", action="store_true",
+                   help="also list crawled ids that are no hub model id (e.g. with markup or escape sequences); "
+                        "by default they are left out and counted on stderr")
     add_cache_dir_arg(p)
     p.add_argument("--json", action="store_true", help="print the models as JSON on stdout")
     add_log_args(p)
@@ -137,6 +140,19 @@ def cmd_crawl(args) -> int:
     return 0
 
 
+def _is_model_id(repo_id: object) -> bool:
+    """Whether a crawled ``repo_id`` is a hub model id the hub would accept (:func:`~embedselect.models.hub.fetch.
+    check_repo_id`)."""
+    from embedselect.errors import CandidateError
+    from embedselect.models.hub.fetch import check_repo_id
+
+    try:
+        check_repo_id(repo_id)  # type: ignore[arg-type]
+    except CandidateError:
+        return False
+    return True
+
+
 def cmd_hub(args) -> int:
     """Handler of ``embedselect hub ls``."""
     from embedselect.store import Store
@@ -152,8 +168,16 @@ def cmd_hub(args) -> int:
         exclude_gated=args.exclude_gated,
         new_since_last_crawl=args.new,
         include_refused=args.include_refused,
-        limit=args.limit,
+        limit=args.limit if args.all else None,  # the limit counts the ids listed
     )
+    if not args.all:  # ids the hub would not accept (check_repo_id, the one rule): no candidate, left out and counted
+        bad = [not _is_model_id(r) for r in df["repo_id"]]
+        if any(bad):
+            first = df["repo_id"][bad].iloc[0]
+            print(f"embedselect: {sum(bad)} crawled id(s) left out: failed validation, not a hub model id (e.g. "
+                  f"{first!r}); --all shows them", file=sys.stderr)
+            df = df[[not b for b in bad]]
+        df = df.head(args.limit) if args.limit is not None else df
     if args.json:
         print(df.to_json(orient="records", date_format="iso"))
     else:
