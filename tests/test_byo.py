@@ -293,3 +293,28 @@ def test_a_nan_output_says_which_items_it_counted():
     with pytest.raises(EmbedderOutputError, match=r"'nan''s embedder: 3 of the 3 rows hold non-finite values \(NaN "
                                                   r"or inf\); its embedder"):
         nan.embed(["a", "b", "c"], batch_size=32)
+
+
+def test_precomputed_vectors_are_not_called_uncached(tmp_path, capsys, ref):
+    """Nothing is embedded or cached for precomputed vectors (read from the input every run): the table's ``cached``
+    column said "no" for them, and the JSON ``false``, beside "yes" / ``true`` for the cached baseline. They now say
+    "-" and null, in rank's table, its JSON (and the Ranking read back), and embed's."""
+    np.save(tmp_path / "v.npy", _vectors_for(ref))
+    argv = ["rank", str(SAMPLE), "-c", "text", "-m", f"mine=vectors:{tmp_path / 'v.npy'},tfidf-svd", "--metrics",
+            "task_prior", "-q", "--cache-dir", str(tmp_path / "c")]
+    for run in ("first", "again"):  # the baseline embedded, then read from the cache
+        assert main(argv) == 0
+        header, _, *rows = capsys.readouterr().out.splitlines()
+        cells = {row.split()[1]: row.split()[header.split().index("cached")] for row in rows[:2]}
+        assert cells == {"mine": "-", "tfidf-svd": "no" if run == "first" else "yes"}, (header, rows)
+    assert main([*argv, "--json", "--out", str(tmp_path / "r.json")]) == 0
+    capsys.readouterr()
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert {c["name"]: c["cached"] for c in doc["candidates"]} == {"mine": None, "tfidf-svd": True}
+    r = Ranking.from_json((tmp_path / "r.json").read_text())
+    assert r["mine"].cached is None and r["tfidf-svd"].cached is True
+    assert r.to_pandas().loc["mine", "cached"] is None
+    assert main(["embed", str(SAMPLE), "-c", "text", "-m", f"mine=vectors:{tmp_path / 'v.npy'},tfidf-svd", "--json",
+                 "-q", "--cache-dir", str(tmp_path / "c")]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert {row["name"]: row["cached"] for row in rows} == {"mine": None, "tfidf-svd": True}

@@ -178,7 +178,10 @@ def table_width(stream: Any = None, *, wide: bool = False) -> int | None:
 
 def _cached_cell(c: Any) -> str:
     """The ``cached`` column: ``yes`` (no item embedded in this run), ``no``, or ``240/260`` when this run embedded
-    only the items no earlier run of the same model had embedded and read the others from the cache."""
+    only the items no earlier run of the same model had embedded and read the others from the cache; ``-`` for
+    precomputed vectors (``cached`` None: given, neither embedded nor cached)."""
+    if c.cached is None:
+        return "-"
     if c.cached:
         return "yes"
     if c.stored_items and c.n:

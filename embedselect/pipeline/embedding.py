@@ -410,6 +410,7 @@ def _precomputed(ctx: RunContext, cand: Any, res: CandidateResult, step: dict[st
         vectors = precomputed_vectors(cand.vectors, name=cand.name, ids=ctx.ref.ids,
                                       positions=ctx.ref.source_positions(), n_source=ctx.ref.report.n_total)
     res.embedded_items, res.stored_items = 0, 0
+    res.cached = None  # neither embedded nor read from the cache: given
     ctx.bar.advance(STAGES_PER_CANDIDATE - step["done"])
     step["done"] = STAGES_PER_CANDIDATE
     return vectors

@@ -188,7 +188,8 @@ class CandidateResult:
         n / dim: rows and dimension of the embedding matrix.
         seconds: wall time of embedding the ``embedded_items`` this call embedded (when ``cached``: of the stored
             run it read, None when that run was itself assembled from the cache).
-        cached: True if the embeddings came from the cache (no forward pass in this call).
+        cached: True if the embeddings came from the cache (no forward pass in this call); None for precomputed
+            vectors, which are read from the user's input every run: nothing is embedded or cached for them.
         embedded_items / stored_items: how many of the ``n`` items this call embedded, and how many it read from
             the cache (vectors stored per item content by earlier runs of the same model, revision and options,
             on this data or any other; a fitted baseline such as tfidf-svd is stored whole, per data). Both 0 for
@@ -229,7 +230,7 @@ class CandidateResult:
     n: int | None = None
     dim: int | None = None
     seconds: float | None = None
-    cached: bool = False
+    cached: bool | None = False
     embedded_items: int | None = None
     stored_items: int | None = None
     scores: dict[str, float] = field(default_factory=dict)
