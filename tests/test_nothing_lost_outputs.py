@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import ast
 import errno
+import json
 import os
 import stat
 import subprocess
@@ -508,3 +509,22 @@ def test_closed_loop_the_cli_writes_files_only_through_the_output_writer():
             if name == "open" and len(node.args) > 1 and not to_null:
                 bad.append(f"{f.name}:{node.lineno} open")
     assert not bad
+
+
+def test_embed_out_replaces_its_own_file_run_after_run(tmp_path, monkeypatch, capsys):
+    """``embed --out`` writes rows with the incremental cache's two counts (``embedded_items``, ``stored_items``); the
+    check for the tool's own file knew only the first rows' keys, so the second run refused the file the first had
+    written ("already exists and was not written by embedselect")."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("EMBEDSELECT_CACHE_DIR", str(tmp_path / "cache"))
+    _texts(tmp_path)
+    argv = ["embed", "small.csv", "-c", "text", "-m", "tfidf-svd?dim=4", "-q", "--out", "rows.json"]
+    assert _cli(monkeypatch, argv) == 0, capsys.readouterr().err
+    first = json.loads((tmp_path / "rows.json").read_text())
+    assert _cli(monkeypatch, argv) == 0, capsys.readouterr().err
+    second = json.loads((tmp_path / "rows.json").read_text())
+    assert [r["cached"] for r in first] == [False] and [r["cached"] for r in second] == [True]
+    (tmp_path / "mine.json").write_text(json.dumps([{**second[0], "my_note": "mine"}]))  # a user's file of that shape
+    from embedselect._fs.outfile import is_tool_output
+
+    assert is_tool_output(tmp_path / "rows.json") and not is_tool_output(tmp_path / "mine.json")

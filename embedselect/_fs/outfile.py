@@ -54,6 +54,15 @@ def mark(text: str, kind: str) -> str:
     return text
 
 
+EMBED_ROW_KEYS = ("name", "status", "cached", "embedded_items", "stored_items", "n", "dim", "seconds", "run_key",
+                  "error_type", "error")
+"""The keys of a row of ``embed --out``'s JSON, in their order: each the candidate result's attribute of that name
+(``embed`` writes the rows from them, and :func:`is_tool_output` knows its own file by them)."""
+
+_EMBED_ROW_FIRST = frozenset(EMBED_ROW_KEYS) - {"embedded_items", "stored_items"}
+"""The keys of the rows the first versions of ``embed --out`` wrote (before the incremental cache's two counts)."""
+
+
 def _tool_json(doc: Any) -> bool:
     """Whether ``doc`` has the shape of a JSON output of the tool: a ranking (``rank --out``), a leaderboard
     (``leaderboard --format json``) or ``embed --out``'s rows."""
@@ -63,8 +72,7 @@ def _tool_json(doc: Any) -> bool:
             return "embedselect" in versions
         return {"ranking_id", "previous_ranking_id", "leaders", "rows"} <= doc.keys()
     if isinstance(doc, list) and doc:
-        keys = {"name", "status", "cached", "n", "dim", "seconds", "run_key", "error_type", "error"}
-        return all(isinstance(r, dict) and set(r) == keys for r in doc)
+        return all(isinstance(r, dict) and _EMBED_ROW_FIRST <= set(r) <= set(EMBED_ROW_KEYS) for r in doc)
     return False
 
 

@@ -22,6 +22,7 @@ from embedselect.cli.common import (
     rank_config,
     runtime,
 )
+from embedselect._fs.outfile import EMBED_ROW_KEYS
 from embedselect._util.extras import require
 from embedselect.config import RankConfig
 from embedselect.errors import EXIT_CODES, ConfigError
@@ -123,22 +124,7 @@ def cmd_embed(args) -> int:
     from embedselect.pipeline import embed
 
     outcomes = embed(args.data, args.models, config=rank_config(args), runtime=runtime(args))
-    rows = [
-        {
-            "name": o.result.name,
-            "status": o.result.status,
-            "cached": o.result.cached,
-            "embedded_items": o.result.embedded_items,
-            "stored_items": o.result.stored_items,
-            "n": o.result.n,
-            "dim": o.result.dim,
-            "seconds": o.result.seconds,
-            "run_key": o.result.run_key,
-            "error_type": o.result.error_type,
-            "error": o.result.error,
-        }
-        for o in outcomes
-    ]
+    rows = [{k: getattr(o.result, k) for k in EMBED_ROW_KEYS} for o in outcomes]  # the tool's own JSON: its keys
     def line(r: dict[str, Any]) -> str:
         if r["status"] != "ok":
             return f"{r['name']}: failed - {r['error']}"
