@@ -171,6 +171,35 @@ def test_strict_exit_code_when_a_candidate_fails(tmp_path, capsys, caplog):
     assert main([*argv, "--strict"]) == 8
 
 
+@pytest.mark.fault
+def test_a_metric_that_does_not_score_a_candidate_says_so_once(tmp_path, capsys, caplog):
+    """A candidate a metric leaves out (degenerate for it: every row points one way) is said once, by the note under
+    the table (it was also a WARNING log line on stderr during the run); the log line is INFO, for --verbose. The
+    JSON and select()'s warnings carry it as a metric-excluded warning."""
+    import numpy as np
+
+    import embedselect
+
+    n = 240  # the sample's items
+    rng = np.random.default_rng(0)
+    np.save(tmp_path / "bad.npy", np.outer(rng.uniform(1, 2, n), rng.normal(size=8)).astype(np.float32))
+    models = ["tfidf-svd", "random-projection", f"bad=vectors:{tmp_path / 'bad.npy'}"]
+    argv = ["rank", SAMPLE, "-c", "text", "-m", ",".join(models), "--metrics", "task_prior",
+            "--cache-dir", str(tmp_path / "c")]
+    with caplog.at_level(logging.INFO, logger="embedselect"):
+        assert main(argv) == 0
+    out = capsys.readouterr().out
+    said = [ln for ln in out.splitlines() if "did not score bad" in ln]
+    assert len(said) == 1 and said[0].startswith("note: task_prior did not score bad: ")
+    logged = [r for r in caplog.records if "did not score bad" in r.getMessage()]
+    assert [r.levelno for r in logged] == [logging.INFO]
+    assert main([*argv, "--json", "-q"]) == 0
+    r = Ranking.from_json(capsys.readouterr().out)
+    assert [w.candidates for w in r.warnings if w.code == "metric-excluded"] == [("bad",)]
+    r = embedselect.select(SAMPLE, models, column="text", metrics=["task_prior"], cache_dir=tmp_path / "c")
+    assert [str(w) for w in r.warnings if "did not score bad" in str(w)] == [said[0].removeprefix("note: ")]
+
+
 def test_validate_with_the_documented_spelling(tmp_path, capsys):
     code = main(["validate", SAMPLE, "--column", "text", "--labels", "label", "--models", "tfidf-svd,random-projection",
                  "--json", "--metrics", "task_prior", "--cache-dir", str(tmp_path / "c"), "-q"])

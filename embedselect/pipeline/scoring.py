@@ -109,7 +109,9 @@ def metrics_stage(ctx: RunContext) -> None:
         for name, why in (mr.details.get("excluded") or {}).items():  # degenerate for this metric only
             if not any(w.startswith(m) and name in w and why in w for w in warnings):  # unless this metric said so
                 warnings.append(RankingWarning("metric-excluded", f"{m} did not score {name}: {why}", [name]))
-                log.warning("%s did not score %s: %s", m, name, why)
+                # said once, by the ranking's warning (the note under rank's table, the JSON, select()'s warnings):
+                # the log line is for --verbose
+                log.info("%s did not score %s: %s", m, name, why)
         ranks = rank_scores(mr.scores)
         for name, score in mr.scores.items():
             by_name[name].scores[m] = num(score)
