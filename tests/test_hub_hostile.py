@@ -236,6 +236,34 @@ def test_hub_ls_leaves_out_crawled_ids_the_hub_would_not_accept_and_counts_them(
     assert [ln.split()[0] for ln in capsys.readouterr().out.splitlines()[1:]] == ["acme/m0", "acme/m1", "acme/m2"]
 
 @pytest.mark.fault
+def test_crawls_table_leaves_out_crawled_ids_the_hub_would_not_accept_and_counts_them(hub, tmp_path, capsys):
+    """`crawl`'s own table listed a crawled id that is no hub model id like any candidate (`hub ls` left it out); it
+    follows hub ls's rule: left out with a count on stderr, --all lists it; --json, the crawl's record, keeps it."""
+    _publish(hub, 3)
+    for i, bad in enumerate(["evil/x|y<b>", "evil/\x1b[31mred\x1b[0m"]):
+        hub.publish(bad, files={"config.json": b"{}"}, library_name="sentence-transformers",
+                    pipeline_tag="sentence-similarity", trending_score=20.0 - i)
+    p = _crawl_parser()
+
+    def crawl(*extra: str) -> tuple[str, str]:
+        args = p.parse_args(["crawl", "--limit", "10", "--cache-dir", str(tmp_path / "c"), *extra])
+        assert args.func(args) == 0
+        out = capsys.readouterr()
+        return out.out, out.err
+
+    out, err = crawl()
+    assert [ln.split()[0] for ln in out.splitlines()[1:]] == ["acme/m0", "acme/m1", "acme/m2"]
+    assert err.splitlines() == ["embedselect: 2 crawled id(s) left out: failed validation, not a hub model id (e.g. "
+                                "'evil/x|y<b>'); --all shows them", "5 models from 1 page(s), recorded as crawl 1"]
+    out, err = crawl("--all")
+    assert [ln.split()[0] for ln in out.splitlines()[1:]] == ["evil/x|y<b>", "evil/\x1b[31mred\x1b[0m", "acme/m0",
+                                                              "acme/m1", "acme/m2"]
+    assert "left out" not in err
+    out, err = crawl("--json")
+    assert len(json.loads(out)["models"]) == 5 and "left out" not in err
+
+
+@pytest.mark.fault
 def test_the_hub_table_on_a_terminal_is_aligned_without_escapes_and_says_which_repos_are_gated():
     from embedselect.cli.hub import _table
 

@@ -17,6 +17,8 @@ from embedselect.errors import EXIT_CODES, ConfigError
 
 _SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kKmMbBtT]?)\s*$")
 _SUFFIX = {"": 1, "k": 10**3, "m": 10**6, "b": 10**9, "t": 10**12}
+_ALL_HELP = ("also list crawled ids that are no hub model id (e.g. with markup or escape sequences); by default they "
+             "are left out and counted on stderr")
 
 
 def parse_count(text: str) -> int:
@@ -50,6 +52,8 @@ def register(subparsers) -> None:
     p.add_argument("--license", action="append", dest="licenses", help="allowed licence id (repeatable)")
     p.add_argument("--exclude-gated", action="store_true", help="skip gated repos")
     p.add_argument("--no-record", action="store_true", help="only print; do not record in the hub models table")
+    p.add_argument("--all", action="store_true", help=_ALL_HELP.replace("list", "list in the table", 1)
+                   + " (--json keeps every crawled model)")
     add_cache_dir_arg(p)
     p.add_argument("--json", action="store_true", help="print the crawl as JSON on stdout")
     p.add_argument("--strict", action="store_true", help="exit 8 if any listing page failed")
@@ -65,9 +69,7 @@ def register(subparsers) -> None:
     p.add_argument("--new", action="store_true", help="only models first seen in the latest crawl")
     p.add_argument("--include-refused", action="store_true", help="also list models the safety policy refused")
     p.add_argument("--limit", type=int, help="at most this many models (default: all)")
-    p.add_argument("--all", action="store_true",
-                   help="also list crawled ids that are no hub model id (e.g. with markup or escape sequences); "
-                        "by default they are left out and counted on stderr")
+    p.add_argument("--all", action="store_true", help=_ALL_HELP)
     add_cache_dir_arg(p)
     p.add_argument("--json", action="store_true", help="print the models as JSON on stdout")
     add_log_args(p)
@@ -123,7 +125,8 @@ def cmd_crawl(args) -> int:
         out["crawl_id"] = crawl_id
         print(json.dumps(out, indent=2, default=str))
     elif not args.quiet:
-        rows = [m.to_dict() for m in result.models]
+        rows = [m.to_dict() for m, shown in zip(result.models, _listed([m.repo_id for m in result.models],
+                                                                          show_all=args.all)) if shown]
         print(_table(rows, ["repo_id", "library", "modality", "num_params", "downloads", "trending_score", "license",
                             "gated"]))
         print(
@@ -153,6 +156,18 @@ def _is_model_id(repo_id: object) -> bool:
     return True
 
 
+def _listed(repo_ids: list[object], *, show_all: bool) -> list[bool]:
+    """Which crawled ``repo_ids`` a listing (``crawl``'s table, ``hub ls``) shows: every one with ``show_all``
+    (``--all``), else those that are a hub model id (:func:`_is_model_id`); the ids left out are counted in one line
+    on stderr."""
+    shown = [show_all or _is_model_id(r) for r in repo_ids]
+    if not all(shown):
+        first = next(r for r, ok in zip(repo_ids, shown) if not ok)
+        print(f"embedselect: {shown.count(False)} crawled id(s) left out: failed validation, not a hub model id (e.g. "
+              f"{first!r}); --all shows them", file=sys.stderr)
+    return shown
+
+
 def cmd_hub(args) -> int:
     """Handler of ``embedselect hub ls``."""
     from embedselect.store import Store
@@ -171,12 +186,7 @@ def cmd_hub(args) -> int:
         limit=args.limit if args.all else None,  # the limit counts the ids listed
     )
     if not args.all:  # ids the hub would not accept (check_repo_id, the one rule): no candidate, left out and counted
-        bad = [not _is_model_id(r) for r in df["repo_id"]]
-        if any(bad):
-            first = df["repo_id"][bad].iloc[0]
-            print(f"embedselect: {sum(bad)} crawled id(s) left out: failed validation, not a hub model id (e.g. "
-                  f"{first!r}); --all shows them", file=sys.stderr)
-            df = df[[not b for b in bad]]
+        df = df[_listed(list(df["repo_id"]), show_all=False)]
         df = df.head(args.limit) if args.limit is not None else df
     if args.json:
         print(df.to_json(orient="records", date_format="iso"))
