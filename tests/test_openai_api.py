@@ -402,3 +402,27 @@ def test_a_variant_of_an_api_model_is_computed_from_its_vectors_not_paid_for_aga
     assert len(server.requests) == 2 and r["api8"].dim == 8 and r["api8"].api_tokens == 0 and r["api"].api_tokens
     assert ("api8", "api") in {(p["copy"], p["parent"]) for p in r.details["copies"]["pairs"]}
     assert r["api8"].rank > r["api"].rank
+
+
+def test_a_run_only_variant_that_embedded_nothing_is_not_called_uncached(server, key, tmp_path, capsys):
+    """A ?truncate_dim= variant of an API model without a revision takes the vectors the other variant embedded in
+    this run: nothing embedded, nothing read from the cache. rank's table said "no" and its JSON false for it, embed
+    "240 embedded in 0.0s"; they now say "-", null and where the vectors came from, as for precomputed vectors."""
+    url = f"base_url={server.url}&batch_size=120"
+    argv = [str(SAMPLE), "-c", "text", "-m", f"api=openai:fake-embed?{url},api8=openai:fake-embed?{url}&truncate_dim=8",
+            "--cache-dir", str(tmp_path / "c"), "-q"]
+    assert main(["rank", *argv, "--metrics", "task_prior"]) == 0
+    header, _, *rows = capsys.readouterr().out.splitlines()
+    cells = {row.split()[1]: row.split()[header.split().index("cached")] for row in rows[:2]}
+    assert cells == {"api": "no", "api8": "-"}, (header, rows)
+    assert main(["rank", *argv, "--metrics", "task_prior", "--json"]) == 0
+    r = Ranking.from_json(capsys.readouterr().out)
+    assert (r["api"].cached, r["api8"].cached) == (False, None)
+    assert (r["api8"].embedded_items, r["api8"].stored_items) == (0, 0)
+    assert main(["embed", *argv]) == 0
+    first, variant = capsys.readouterr().out.splitlines()
+    assert first.startswith("api: ok (240x16, 240 embedded in ")
+    assert variant == "api8: ok (240x8, computed from the vectors another variant embedded in this run)"
+    assert main(["embed", *argv, "--json"]) == 0
+    assert {row["name"]: row["cached"] for row in json.loads(capsys.readouterr().out)} == {"api": False, "api8": None}
+

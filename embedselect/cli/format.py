@@ -178,8 +178,9 @@ def table_width(stream: Any = None, *, wide: bool = False) -> int | None:
 
 def _cached_cell(c: Any) -> str:
     """The ``cached`` column: ``yes`` (no item embedded in this run), ``no``, or ``240/260`` when this run embedded
-    only the items no earlier run of the same model had embedded and read the others from the cache; ``-`` for
-    precomputed vectors (``cached`` None: given, neither embedded nor cached)."""
+    only the items no earlier run of the same model had embedded and read the others from the cache; ``-`` when
+    ``cached`` is None (neither embedded nor cached: precomputed vectors, a run-only variant of a model another
+    variant embedded in this run)."""
     if c.cached is None:
         return "-"
     if c.cached:

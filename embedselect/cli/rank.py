@@ -125,20 +125,21 @@ def cmd_embed(args) -> int:
 
     outcomes = embed(args.data, args.models, config=rank_config(args), runtime=runtime(args))
     rows = [{k: getattr(o.result, k) for k in EMBED_ROW_KEYS} for o in outcomes]  # the tool's own JSON: its keys
-    def line(r: dict[str, Any]) -> str:
+    def line(r: dict[str, Any], scope: str) -> str:
         if r["status"] != "ok":
             return f"{r['name']}: failed - {r['error']}"
         if r["cached"]:
             how = "cached"
-        elif r["seconds"] is None:  # precomputed vectors: nothing embedded
-            how = "read from the input"
+        elif r["cached"] is None:  # nothing embedded or cached for it (CandidateResult.cached)
+            how = ("read from the input" if scope == "input"
+                   else "computed from the vectors another variant embedded in this run")
         else:
             how = f"{r['embedded_items'] or r['n']} embedded in {r['seconds']:.1f}s"
         if not r["cached"] and r["stored_items"]:
             how += f", {r['stored_items']} from the cache"
         return f"{r['name']}: ok ({r['n']}x{r['dim']}, {how})"
 
-    text = "\n".join(line(r) for r in rows)
+    text = "\n".join(line(r, o.result.cache_scope) for r, o in zip(rows, outcomes))
     emit(args, json.dumps(rows, indent=2), text)
     failed = [r for r in rows if r["status"] != "ok"]
     if len(failed) == len(rows):

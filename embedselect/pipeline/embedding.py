@@ -289,6 +289,7 @@ def _vectors(ctx: RunContext, cand: Any, pinned: _Pinned, res: CandidateResult, 
     if key is None and pinned.memo in ctx.run_vectors:  # another variant of this model computed them in this run
         res.seconds = 0.0
         res.embedded_items, res.stored_items = 0, 0
+        res.cached = None  # neither embedded nor read from the cache: taken from the other variant's
         if cand.kind == "api":
             res.api_tokens = 0
         ctx.bar.advance(STAGES_PER_CANDIDATE - step["done"])
