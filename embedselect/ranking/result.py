@@ -43,8 +43,7 @@ WARNING_CODES: dict[str, str] = {
     "not-stored": "the cache is read-only: the ranking was not stored",
     "answers": "what a person's answers to `ask`'s questions ruled out or decided between the contenders "
                "(candidates: the contenders left, the winner first)",
-    "queries": "what your search queries (`--queries`) ruled out or decided between the contenders (candidates: the "
-               "contenders left, the winner first)",
+    "queries": "what your search queries (`--queries`) ruled out or decided between the contenders (candidates: as for answers)",
     "note": "a warning without a more specific code (also every warning of a format-1 ranking file)",
 }
 """The stable codes of :class:`RankingWarning` (docs/validation.md lists them; ``rank --fail-on`` takes them).
