@@ -44,6 +44,7 @@ AREAS: dict[str, str] = {
     "test_sufficiency": "metrics",
     "test_sufficiency_pairs": "metrics",
     "test_store": "cache",
+    "test_cache_rm": "cache",
     "test_store_schema": "cache",
     "test_arrays": "metrics",
     "test_resume": "cache",

@@ -39,8 +39,9 @@ def cmd_cache(args) -> int:
 
 def _rm(store, args) -> int:
     """``cache rm``: list the runs it removes (by model), then remove them and the orphan files. ``--model`` names one
-    model by its id (:mod:`embedselect.store.model_ids`); a pattern that names several models removes them only
-    after a yes on a terminal, or with ``--yes``. Only the cache's own rows and vector files are removed."""
+    model by its id (:mod:`embedselect.store.model_ids`); a removal that takes several things by one wide selector
+    (:func:`_wide`: ``--all``, a pattern naming several models, a run-key prefix naming several runs) removes them
+    only after a yes on a terminal, or with ``--yes``. Only the cache's own rows and vector files are removed."""
     if not (args.all or args.model or args.fingerprint or args.run_key):
         raise ConfigError("cache rm: say what to remove: --model ID, --fingerprint FP, RUN_KEY..., or --all")
     store.require_writable("remove embedding runs")
@@ -58,18 +59,39 @@ def _rm(store, args) -> int:
     print(f"cache {store.root}: {len(chosen)} embedding run(s) of {len(models)} model(s) to remove:")
     for model_id, row in models.iterrows():
         print(f"  {model_id}: {row.runs} run(s), {row.bytes / 1e6:.1f} MB")
-    if args.model and len(models) > 1 and is_pattern(args.model, runs.model_id) and not args.yes:
+    wide = None if args.yes else _wide(args, runs, chosen, len(models))
+    if wide is not None:
+        what, question, narrower = wide
         if not _terminal():
-            raise ConfigError(f"cache rm: --model {args.model!r} matches {len(models)} models (listed above); "
-                              "nothing was removed: give --yes to remove them all, or one model's exact id "
-                              "(as cache ls shows it)")
-        if not _confirm(f"remove the runs of these {len(models)} models? [y/N] "):
+            raise ConfigError(f"cache rm: {what} (listed above); nothing was removed: give --yes to remove them all"
+                              + (f", or {narrower}" if narrower else ""))
+        if not _confirm(f"{question} [y/N] "):
             print("nothing was removed")
             return 0
     n = store.delete_runs(list(chosen.run_key))
     removed = store.gc()
     print(f"removed {n} embedding run(s)" + (f" and {removed} orphan file(s)" if removed else ""))
     return 0
+
+
+def _wide(args, runs, chosen, n_models: int) -> tuple[str, str, str] | None:
+    """The one rule for when ``cache rm`` asks first: when one selector takes several things at once: ``--all``, a
+    ``--model`` pattern naming several models, or a run-key prefix naming several runs. A run key (or a prefix) that
+    names one run, an exact model id and ``--fingerprint`` do not ask. Returns (what was matched, the question, a
+    narrower way to say it, or ""), or None when it need not ask."""
+    if args.all:
+        return (f"--all takes every embedding run of the cache ({len(chosen)})",
+                f"remove all {len(chosen)} embedding run(s) of the cache?", "")
+    if args.model and n_models > 1 and is_pattern(args.model, runs.model_id):
+        return (f"--model {args.model!r} matches {n_models} models", f"remove the runs of these {n_models} models?",
+                "one model's exact id (as cache ls shows it)")
+    several = {p: int(runs.run_key.str.startswith(p).sum()) for p in args.run_key}
+    several = {p: n for p, n in several.items() if n > 1}
+    if several:
+        said = ", ".join(f"{p!r} matches {n} runs" for p, n in several.items())
+        return (f"the run key prefix {said}", f"remove these {len(chosen)} embedding run(s)?",
+                "a longer prefix that names one run (cache ls --json shows the whole keys)")
+    return None
 
 
 def _no_match(model: str | None, model_ids) -> str:
@@ -111,14 +133,16 @@ def register(sub) -> None:
     ls = commands.add_parser("ls", parents=[common], help="list the cached embedding runs and their size")
     ls.add_argument("--json", action="store_true", help="one JSON record per run")
     rm = commands.add_parser("rm", parents=[common], help="remove embedding runs (and then orphan vector files)")
-    rm.add_argument("run_key", nargs="*", help="run keys (or prefixes) to remove")
+    rm.add_argument("run_key", nargs="*", help="run keys (or prefixes) to remove; a prefix naming several runs "
+                    "lists them and removes them after a yes, or with --yes")
     rm.add_argument("--model", help="the runs of the model with this id, as cache ls shows it ('baseline:' and "
                     "'local:' may be left out); a glob pattern ('*MiniLM*') may name several models, which are "
                     "listed and removed after a yes, or with --yes")
     rm.add_argument("--fingerprint", help="runs of this data fingerprint (prefix)")
-    rm.add_argument("--all", action="store_true", help="everything")
+    rm.add_argument("--all", action="store_true", help="everything (listed, then removed after a yes, or with --yes)")
     rm.add_argument("--yes", "-y", action="store_true",
-                    help="remove what a --model pattern matches without asking, even when it names several models")
+                    help="remove without asking what --all, a --model pattern naming several models or a run key "
+                    "prefix naming several runs takes (asked on a terminal; without one, these need --yes)")
     commands.add_parser("gc", parents=[common], help="remove vector files no run points at")
     commands.add_parser("path", parents=[common], help="print where the cache is")
     p.set_defaults(func=cmd_cache)

@@ -53,6 +53,8 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
         ("remove the runs of every model a pattern matches, listed, without asking", "embedselect cache rm --model "
          "'*MiniLM*' --yes"),
         ("remove one run by its run key (a prefix, as cache ls shows it)", "embedselect cache rm 8464b7d4e253"),
+        ("empty the cache, without asking (without --yes: asked on a terminal, else refused)",
+         "embedselect cache rm --all --yes"),
         ("remove vector files no run points at", "embedselect cache gc"),
         ("where the cache lives", "embedselect cache path"),
     ],
