@@ -237,8 +237,9 @@ def test_hub_ls_leaves_out_crawled_ids_the_hub_would_not_accept_and_counts_them(
 
 @pytest.mark.fault
 def test_crawls_table_leaves_out_crawled_ids_the_hub_would_not_accept_and_counts_them(hub, tmp_path, capsys):
-    """`crawl`'s own table listed a crawled id that is no hub model id like any candidate (`hub ls` left it out); it
-    follows hub ls's rule: left out with a count on stderr, --all lists it; --json, the crawl's record, keeps it."""
+    """`crawl`'s own table, and its --json, listed a crawled id that is no hub model id like any candidate (`hub ls`
+    left it out); both follow hub ls's rule: left out with a count on stderr, --all lists it. The crawl records
+    every model (hub ls --all shows them)."""
     _publish(hub, 3)
     for i, bad in enumerate(["evil/x|y<b>", "evil/\x1b[31mred\x1b[0m"]):
         hub.publish(bad, files={"config.json": b"{}"}, library_name="sentence-transformers",
@@ -260,6 +261,9 @@ def test_crawls_table_leaves_out_crawled_ids_the_hub_would_not_accept_and_counts
                                                               "acme/m1", "acme/m2"]
     assert "left out" not in err
     out, err = crawl("--json")
+    assert [m["repo_id"] for m in json.loads(out)["models"]] == ["acme/m0", "acme/m1", "acme/m2"]
+    assert "embedselect: 2 crawled id(s) left out" in err
+    out, err = crawl("--json", "--all")
     assert len(json.loads(out)["models"]) == 5 and "left out" not in err
 
 

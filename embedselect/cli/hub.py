@@ -52,8 +52,7 @@ def register(subparsers) -> None:
     p.add_argument("--license", action="append", dest="licenses", help="allowed licence id (repeatable)")
     p.add_argument("--exclude-gated", action="store_true", help="skip gated repos")
     p.add_argument("--no-record", action="store_true", help="only print; do not record in the hub models table")
-    p.add_argument("--all", action="store_true", help=_ALL_HELP.replace("list", "list in the table", 1)
-                   + " (--json keeps every crawled model)")
+    p.add_argument("--all", action="store_true", help=_ALL_HELP + " (in the table and in --json, as hub ls)")
     add_cache_dir_arg(p)
     p.add_argument("--json", action="store_true", help="print the crawl as JSON on stdout")
     p.add_argument("--strict", action="store_true", help="exit 8 if any listing page failed")
@@ -120,13 +119,15 @@ def cmd_crawl(args) -> int:
         include_gated=not args.exclude_gated,
         max_pages=args.max_pages,
     )
+    if args.json or not args.quiet:  # hub ls's rule (_listed): ids that are no hub model id left out and counted
+        shown = _listed([m.repo_id for m in result.models], show_all=args.all)
     if args.json:
         out = result.to_dict()
+        out["models"] = [m for m, ok in zip(out["models"], shown) if ok]
         out["crawl_id"] = crawl_id
         print(json.dumps(out, indent=2, default=str))
     elif not args.quiet:
-        rows = [m.to_dict() for m, shown in zip(result.models, _listed([m.repo_id for m in result.models],
-                                                                          show_all=args.all)) if shown]
+        rows = [m.to_dict() for m, ok in zip(result.models, shown) if ok]
         print(_table(rows, ["repo_id", "library", "modality", "num_params", "downloads", "trending_score", "license",
                             "gated"]))
         print(
