@@ -200,6 +200,38 @@ def test_a_metric_that_does_not_score_a_candidate_says_so_once(tmp_path, capsys,
     assert [str(w) for w in r.warnings if "did not score bad" in str(w)] == [said[0].removeprefix("note: ")]
 
 
+@pytest.mark.fault
+def test_a_metric_that_fails_is_said_once(tmp_path, capsys, caplog, monkeypatch):
+    """A metric that raises (a test double) was said twice: a WARNING log line on stderr during the run and the
+    'note: metric rankme was not computed: ...' line under the table. The note says it; the log line is INFO, for
+    --verbose; the JSON and select()'s warnings carry it as a metric-failed warning."""
+    import embedselect
+    from embedselect.errors import MetricError
+    from embedselect.pipeline import scoring
+
+    real = scoring.get_metric
+
+    def broken(*a, **k):
+        raise MetricError("rankme broke on purpose")
+
+    monkeypatch.setattr(scoring, "get_metric", lambda m: broken if m == "rankme" else real(m))
+    argv = ["rank", SAMPLE, "-c", "text", "-m", "tfidf-svd,random-projection", "--metrics", "task_prior,rankme",
+            "--cache-dir", str(tmp_path / "c")]
+    with caplog.at_level(logging.INFO, logger="embedselect"):
+        assert main(argv) == 0
+    out = capsys.readouterr()
+    assert (out.out + out.err).count("broke on purpose") == 1
+    assert "note: metric rankme was not computed: rankme broke on purpose" in out.out.splitlines()
+    assert [r.levelno for r in caplog.records if "broke on purpose" in r.getMessage()] == [logging.INFO]
+    assert main([*argv, "--json", "-q"]) == 0
+    r = Ranking.from_json(capsys.readouterr().out)
+    assert [str(w) for w in r.warnings if w.code == "metric-failed"] == ["metric rankme was not computed: rankme "
+                                                                        "broke on purpose"]
+    r = embedselect.select(SAMPLE, ["tfidf-svd", "random-projection"], column="text", metrics=["task_prior", "rankme"],
+                           cache_dir=tmp_path / "c")
+    assert any(str(w) == "metric rankme was not computed: rankme broke on purpose" for w in r.warnings)
+
+
 def test_validate_with_the_documented_spelling(tmp_path, capsys):
     code = main(["validate", SAMPLE, "--column", "text", "--labels", "label", "--models", "tfidf-svd,random-projection",
                  "--json", "--metrics", "task_prior", "--cache-dir", str(tmp_path / "c"), "-q"])

@@ -156,7 +156,9 @@ def _run_metric(m: str, mctx: MetricContext, ctx: RunContext, *, run_keys: Mappi
             mr = fn(mctx)
         except MetricError as exc:
             ctx.warnings.append(RankingWarning("metric-failed", f"metric {m} was not computed: {exc}"))
-            log.warning("metric %s failed: %s", m, exc)
+            # said once, by the ranking's warning (the note under rank's table, the JSON, select()'s warnings): the
+            # log line is for --verbose
+            log.info("metric %s failed: %s", m, exc)
             return None
         ctx.store.put_metric_result(mkey, m, to_jsonable(asdict(mr)))
     if ctx.bootstrap and ctx.bootstrap > 0:
