@@ -194,7 +194,9 @@ def test_neighbours_view_and_cli_with_duplicates(tmp_path, cache_dir, tiny_st, c
     texts = TEXTS + [TEXTS[0], TEXTS[5], "<script>alert(1)</script> the cat"]
     data = tmp_path / "d.txt"
     data.write_text("\n".join(texts) + "\n")
-    view = neighbours_view(str(data), [str(tiny_st), "random-projection"], rows=[0, 14], k=3,
+    with pytest.raises(TypeError):  # one way to name the items: their ids (it also took 0-based rows, ids winning)
+        neighbours_view(str(data), ["random-projection"], rows=[0, 14])
+    view = neighbours_view(str(data), [str(tiny_st), "random-projection"], ids=[1, 15], k=3,
                            near_duplicate_threshold=0.999)
     assert len(view.names) == 2 and view.rows == [0, 14]
     for nm in view.names:

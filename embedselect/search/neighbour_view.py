@@ -146,7 +146,6 @@ def neighbours_view(
     candidates: Any,
     *,
     sample: int = 5,
-    rows: Sequence[int] | None = None,
     ids: Sequence[Any] | None = None,
     k: int = 5,
     agreement_k: int = 10,
@@ -154,10 +153,11 @@ def neighbours_view(
     config: RankConfig | None = None,
     runtime: Runtime | None = None,
 ) -> NeighbourView:
-    """For ``sample`` seeded items of ``data`` (or the given ``rows``: 0-based positions in the loaded data; or the
-    given ``ids``: the items' ids, as the CLI's ``--rows`` takes them), their ``k`` nearest other items under
-    each candidate (cosine, exact FAISS search; vectors from the cache), the mutual k-NN agreement of the
-    candidates over all items, and, with ``near_duplicate_threshold``, near-duplicate counts per candidate
+    """For ``sample`` seeded items of ``data`` (or the given ``ids``: the items' ids, their 1-based row numbers in the
+    data file or the ``config.id_column`` values, as every output shows them and the CLI's ``--rows`` takes them;
+    one way to name items, since positions in the loaded data move with a sub-sample or dropped duplicates), their
+    ``k`` nearest other items under each candidate (cosine, exact FAISS search; vectors from the cache), the
+    mutual k-NN agreement of the candidates over all items, and, with ``near_duplicate_threshold``, near-duplicate counts per candidate
     (``near_duplicate_keep``: the keep-mask under the *first* candidate, for dropping them).
 
     ``config``: the data settings (``column``, ``max_items``, ``seed``, ``on_error``, ``drop_duplicates``), the
@@ -185,13 +185,9 @@ def neighbours_view(
         raise ConfigError("looking at neighbours needs at least 2 items")
     if ids is not None:
         rows = _rows_of_ids(ref, ids)
-    if rows is None:
+    else:
         rng = np.random.default_rng(seed)
-        rows = sorted(rng.choice(n, size=min(int(sample), n), replace=False).tolist())
-    rows = [int(r) for r in rows]
-    bad = [r for r in rows if not 0 <= r < n]
-    if bad:
-        raise ConfigError(f"rows {bad} are outside the data's {n} items")
+        rows = sorted(int(r) for r in rng.choice(n, size=min(int(sample), n), replace=False))
     k = max(1, min(int(k), n - 1))
     outcomes = embed_reference(ref, candidates, store=store, config=config, runtime=runtime, keep_vectors=True)
     ok = {o.result.name: o.vectors for o in outcomes if o.result.ok}
