@@ -36,6 +36,7 @@ AREAS: dict[str, str] = {
     "test_data": "data loading",
     "test_image_labels": "data loading",
     "test_embed": "models and backends",
+    "test_checkpoint_weights": "models and backends",
     "test_byo": "models and backends",
     "test_openai_api": "models and backends",
     "test_reduce": "models and backends",

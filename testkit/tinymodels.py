@@ -177,6 +177,20 @@ def make_tiny_timm(directory, seed: int = 0) -> Path:
     return d
 
 
+def drop_checkpoint_weights(directory, contains: str) -> list[str]:
+    """Remove from ``directory``'s ``model.safetensors`` every tensor whose name contains ``contains`` (a checkpoint
+    that does not hold all of its config's weights, as one saved for another architecture); returns the names
+    removed, sorted."""
+    ensure_torchvision_importable()
+    from safetensors.torch import load_file, save_file
+
+    path = Path(directory) / "model.safetensors"
+    tensors = load_file(str(path))
+    gone = sorted(k for k in tensors if contains in k)
+    save_file({k: v for k, v in tensors.items() if k not in gone}, str(path), metadata={"format": "pt"})
+    return gone
+
+
 def make_tiny_transformers_text(directory, seed: int = 0) -> Path:
     """A plain transformers ``AutoModel`` text model (tiny BERT, hidden 32) with its tokenizer; no
     sentence-transformers files, so pooling is the embedder's choice. Hidden size 32."""

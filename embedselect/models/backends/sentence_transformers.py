@@ -19,6 +19,7 @@ from embedselect.models.backends.base import (
 )
 from embedselect._util.progress import progress_enabled
 from embedselect.models.backends.device import resolve_dtype, torch_dtype
+from embedselect.models.backends.weights import check_checkpoint_weights
 from embedselect.errors import ConfigError
 
 OPTIONS = ("max_length", "normalize", "prompt", "prompt_name", "batch_size", "dtype", "modality")
@@ -60,13 +61,17 @@ class SentenceTransformerEmbedder:
         model_kwargs: dict[str, Any] = {}
         if not allow_pickle:
             model_kwargs["use_safetensors"] = True
+        # loaded on the CPU first: a move to another device drops the flags check_checkpoint_weights reads
         self.model = SentenceTransformer(
             str(local_dir),
-            device=device,
+            device="cpu",
             trust_remote_code=trust_remote_code,
             local_files_only=True,
             model_kwargs=model_kwargs,
         )
+        check_checkpoint_weights(self.model, str(local_dir))
+        if device != "cpu":
+            self.model.to(device)
         self.model.eval()
         if self.dtype != "float32":
             self.model.to(torch_dtype(self.dtype))

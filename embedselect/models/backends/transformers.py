@@ -33,6 +33,7 @@ from embedselect.models.backends.base import (
 )
 from embedselect._util.progress import progress_enabled
 from embedselect.models.backends.device import progress_bar, resolve_dtype, torch_dtype
+from embedselect.models.backends.weights import check_checkpoint_weights
 from embedselect.errors import ConfigError
 
 TEXT_POOLINGS = ("mean", "cls", "pooler", "projection")
@@ -77,14 +78,16 @@ class TransformersEmbedder:
         if not allow_pickle:
             kwargs["use_safetensors"] = True
         model = transformers.AutoModel.from_pretrained(str(local_dir), **kwargs)
-        model.eval()
-        self.model = model.to(device=device, dtype=torch_dtype(self.dtype))
         has_proj = hasattr(model, "get_text_features" if modality == TEXT else "get_image_features")
         allowed = TEXT_POOLINGS if modality == TEXT else IMAGE_POOLINGS
         default = "projection" if has_proj else allowed[0]
         self.pooling = str(opts.get("pooling") or default)
         if self.pooling not in allowed:
             raise ConfigError(f"pooling {self.pooling!r} is not one of {list(allowed)} for {modality}")
+        # before the move to the device, which may drop the flags it reads
+        check_checkpoint_weights(model, str(local_dir), used_heads=("pooler.",) if self.pooling == "pooler" else ())
+        model.eval()
+        self.model = model.to(device=device, dtype=torch_dtype(self.dtype))
         if self.pooling == "projection" and not has_proj:
             raise ConfigError(f"pooling 'projection' needs a dual encoder (CLIP-style); use one of "
                               f"{[p for p in allowed if p != 'projection']}")

@@ -1,0 +1,61 @@
+"""A checkpoint that does not hold all of its model's weights fails to load (models/backends/weights.py): transformers
+would fill the missing ones at random, and random models can be ranked first."""
+
+from __future__ import annotations
+
+import pytest
+
+from embedselect.errors import ModelLoadError
+from embedselect.models.backends import load_embedder
+from embedselect.models.backends.weights import LOADED_FLAG, missing_weights
+from embedselect.models.candidates import parse_candidates, resolve_candidate
+from embedselect.models.policy import LoadPolicy
+from testkit import tinymodels as tm
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+
+def _load(spec: str):
+    (c,) = parse_candidates(spec, modality="text")
+    return load_embedder(resolve_candidate(c, policy=LoadPolicy()), device="cpu", policy=LoadPolicy())
+
+
+@pytest.mark.fault
+@pytest.mark.parametrize("backend", ["", "?backend=transformers"])
+def test_a_checkpoint_without_some_weights_is_a_model_load_error(tmp_path, backend):
+    d = tm.make_tiny_sentence_transformer(tmp_path / "st")
+    gone = tm.drop_checkpoint_weights(d, "encoder.layer.1.")
+    assert len(gone) == 16
+    with pytest.raises(ModelLoadError) as err:
+        _load(f"{d}{backend}")
+    msg = str(err.value)
+    assert "16 weight tensor(s)" in msg and "encoder.layer.1." in msg and "and 13 more" in msg
+    assert "random" in msg and "config.json" in msg
+
+
+def test_a_complete_checkpoint_and_one_without_its_pooler_load(tmp_path):
+    d = tm.make_tiny_sentence_transformer(tmp_path / "st")
+    st = _load(str(d))
+    # the flag the check reads is set by this transformers: without it the check would find nothing, silently
+    params = list(st.model[0].auto_model.parameters())
+    assert params and all(getattr(p, LOADED_FLAG, False) for p in params)
+    assert missing_weights(st.model) == []
+    tm.drop_checkpoint_weights(d, "pooler.")
+    assert _load(str(d)).embed(["a cat", "a dog"]).shape == (2, 32)
+    assert _load(f"{d}?backend=transformers&pooling=mean").embed(["a cat"]).shape == (1, 32)
+
+
+@pytest.mark.fault
+def test_a_missing_pooler_is_an_error_when_the_pooler_is_read(tmp_path):
+    d = tm.make_tiny_transformers_text(tmp_path / "hf")
+    tm.drop_checkpoint_weights(d, "pooler.")
+    with pytest.raises(ModelLoadError, match=r"2 weight tensor\(s\).*pooler\.dense"):
+        _load(f"{d}?backend=transformers&pooling=pooler")
+
+
+def test_a_model_not_loaded_by_from_pretrained_is_not_flagged():
+    from transformers import BertConfig, BertModel
+
+    model = BertModel(BertConfig(vocab_size=20, hidden_size=8, num_hidden_layers=1, num_attention_heads=2,
+                                 intermediate_size=16))
+    assert missing_weights(model) == []
