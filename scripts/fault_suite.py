@@ -55,6 +55,7 @@ AREAS: dict[str, str] = {
     "test_nightly": "nightly",
     "test_nightly_resume": "nightly",
     "test_nightly_failures": "nightly",
+    "test_nightly_brought": "nightly",
     "test_failures_and_queries": "nightly",
     "test_hub_fetch": "hub fetching",
     "test_nightly_ray": "Ray executor",

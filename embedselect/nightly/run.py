@@ -242,7 +242,7 @@ def _night(cfg: NightlyConfig, store: Any, *, dry_run: bool, executor: Any, toke
             executor.close()
     results = [outcomes[p.name].result for p in pool]
     failed = [_failure(r, planned[r.name]) for r in results if not r.ok]
-    embedded = [r.name for r in results if r.ok and not r.cached]
+    embedded = [r.name for r in results if r.ok and r.cached is False]  # precomputed vectors (None): neither list
     reused = [r.name for r in results if r.ok and r.cached]
     pairs_computed = store.count_pairs() - pairs_before
     n_ok = len(ranking.ok) if ranking is not None else 0
@@ -329,6 +329,7 @@ def _embed(cfg: NightlyConfig, executor: Any, store: Any, ref: Any, plan: Any, j
     Returns:
         (candidate name -> :class:`~embedselect.pipeline.EmbedOutcome`, the candidates left for the next night).
     """
+    from embedselect.nightly.executors.base import hand_on
     from embedselect.pipeline.embedding import embed_reference
 
     todo = [p.candidate for p in plan.candidates if not p.cached]
@@ -337,8 +338,8 @@ def _embed(cfg: NightlyConfig, executor: Any, store: Any, ref: Any, plan: Any, j
     skip = {c.name for c in left} | set(outcomes)
     cached = [p.candidate for p in plan.candidates if p.name not in skip]
     if cached:
-        for o in embed_reference(ref, cached, store=store, config=job.config, runtime=job.runtime, keep_vectors=False):
-            outcomes[o.result.name] = o
+        for o in embed_reference(ref, cached, store=store, config=job.config, runtime=job.runtime, keep_vectors=True):
+            outcomes[o.result.name] = hand_on(o)
     return outcomes, left
 
 
@@ -362,8 +363,8 @@ def _pairs_on_executor(cfg: NightlyConfig, executor: Any, store: Any, outcomes: 
         return 0
     embs, keys = {}, {}
     for o in outcomes:
-        v = store.load_vectors(o.result.run_key, mmap=True) if o.result.ok and o.result.run_key else None
-        if v is not None:
+        v = o.stored_or_carried(store)
+        if v is not None and o.result.run_key:
             embs[o.result.name], keys[o.result.name] = v, o.result.run_key
     if len(embs) < 2:
         return 0

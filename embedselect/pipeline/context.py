@@ -38,6 +38,17 @@ class EmbedOutcome:
     """What the rank stage's copy rule needs from the resolved model (:attr:`RunContext.cards`); it travels with the
     outcome from wherever the candidate was resolved (a Ray worker) to the night's rank stage."""
 
+    def stored_or_carried(self, store: Any) -> np.ndarray | None:
+        """Its vectors for a caller that did not embed it in its own run (the nightly job's rank stage): those it
+        carries when no cache holds them (``result.cache_scope`` ``"input"``: precomputed vectors; ``"run"``: an API
+        without a revision), else its run's file read back from ``store`` by run key (a memory map); None when it
+        failed, or when its run is no longer in the cache (``cache rm`` since it was embedded)."""
+        if not self.result.ok:
+            return None
+        if self.result.cache_scope != "cache":
+            return self.vectors
+        return store.load_vectors(self.result.run_key, mmap=True) if self.result.run_key else None
+
 
 def versions() -> dict[str, str]:
     from importlib import metadata

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from embedselect.config import DropDuplicates, OnError, RankConfig, Runtime, from_keywords
-from embedselect.errors import CandidatesFailedError, ConfigError, CacheError
+from embedselect.errors import CandidatesFailedError, ConfigError, CacheError, EmbedselectError
 from embedselect.metrics.base import DEFAULT_METRICS, get_spec
 from embedselect.models.policy import LoadPolicy
 from embedselect.ranking.result import Ranking
@@ -207,7 +207,8 @@ def select_embedded(ref: Any, candidates: Sequence[Any], outcomes: Sequence[Embe
                     before_metrics: Callable[[frozenset[str], dict[str, str]], Any] | None = None) -> Ranking:
     """:func:`select` over ``candidates`` already resolved and embedded into ``store`` (the nightly job's executor
     did it): ``outcomes`` are their :class:`EmbedOutcome` objects, in order; an ok one's vectors are read back by run
-    key, a failed one stays failed. Nothing is resolved (no hub request) or embedded again. ``ref`` was loaded with
+    key, or are those it carries when no cache holds them (precomputed vectors, an API without a revision:
+    :meth:`EmbedOutcome.stored_or_carried`); a failed one stays failed. Nothing is resolved (no hub request) or embedded again. ``ref`` was loaded with
     ``config`` (its sub-sample and error rule are recorded in the ranking's settings); ``runtime.cache_dir`` is not
     read (``store`` is the cache). ``before_metrics``: called once with the reference points the metrics set aside
     and the embedded candidates' families (``MetricContext.references``, ``.families``), before any metric (the
@@ -227,10 +228,13 @@ def select_embedded(ref: Any, candidates: Sequence[Any], outcomes: Sequence[Embe
                 ctx.cards[r.name] = outcome.card
             if not r.ok:
                 continue
-            vectors = store.load_vectors(r.run_key, mmap=True) if r.run_key else None
-            if vectors is None:  # e.g. removed by `cache rm` since it was embedded
-                record_candidate_failure(ctx, cand, r, CacheError(f"the embeddings of {r.name} are no longer in {store.root}"),
-                                {"stage": "cache", "done": 0})
+            vectors = outcome.stored_or_carried(store)
+            if vectors is None:
+                lost = (CacheError(f"the embeddings of {r.name} are no longer in {store.root}")  # e.g. `cache rm`
+                        if r.cache_scope == "cache" else EmbedselectError(
+                            f"the vectors of {r.name} are not stored in any cache ({r.cache_scope} only) and its "
+                            "outcome does not carry them: the executor must hand them on"))
+                record_candidate_failure(ctx, cand, r, lost, {"stage": "cache", "done": 0})
             else:
                 ctx.vectors[r.name] = vectors
         return rank_embedded(ctx, t_start, save=runtime.save)

@@ -48,11 +48,21 @@ class UnitOutcome:
     """What one "embed one candidate" unit produced, as the driver sees it.
 
     ``outcome`` is the :class:`embedselect.pipeline.EmbedOutcome` (``result.cached`` False = a forward pass was
-    done); ``where`` names the process or Ray node that ran it.
+    done), with its vectors only when no cache holds them (:func:`hand_on`); ``where`` names the process or Ray node
+    that ran it.
     """
 
     outcome: Any
     where: str = "driver"
+
+
+def hand_on(outcome: Any) -> Any:
+    """``outcome`` as an executor hands it to the driver: without its vectors when the cache holds them (the driver
+    reads them back by run key), with them when no cache does (``result.cache_scope`` ``"input"``: precomputed
+    vectors; ``"run"``: an API without a revision), the only way they reach the night's rank stage."""
+    if outcome.result.cache_scope == "cache":
+        outcome.vectors = None
+    return outcome
 
 
 class Executor(abc.ABC):

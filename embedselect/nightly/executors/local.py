@@ -9,7 +9,7 @@ import signal
 import threading
 from typing import Any, Callable, Iterator, Sequence
 
-from embedselect.nightly.executors.base import EmbedJob, Executor, UnitOutcome
+from embedselect.nightly.executors.base import EmbedJob, Executor, UnitOutcome, hand_on
 
 log = logging.getLogger(__name__)
 
@@ -68,7 +68,8 @@ class LocalExecutor(Executor):
             try:
                 with time_limit(job.timeout_s, cand.name):
                     (outcome,) = embed_reference(ref, [cand], store=store, config=job.config, runtime=job.runtime,
-                                                 keep_vectors=False)
+                                                 keep_vectors=True)
+                hand_on(outcome)
             except ModelTimeoutError as exc:  # fired outside embed()'s own error handling
                 outcome = timed_out(cand, exc, store=store, fingerprint=ref.fingerprint, token=job.token)
             unit = UnitOutcome(outcome, where="driver")

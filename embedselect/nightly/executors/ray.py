@@ -30,7 +30,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from embedselect.errors import MetricError
-from embedselect.nightly.executors.base import EmbedJob, Executor, UnitOutcome
+from embedselect.nightly.executors.base import EmbedJob, Executor, UnitOutcome, hand_on
 from embedselect._util.extras import require
 from embedselect._util.kinds import PAIR_KEY_PREFIX
 
@@ -209,8 +209,7 @@ class RayExecutor(Executor):
                            model_id=r.model_id, revision=r.revision, fingerprint=fingerprint)
         for repo_id, revision, reason, message in res["refusals"]:
             hub_models.record_refusal(store, repo_id, revision, reason, message)
-        o.vectors = None
-        return UnitOutcome(o, where=res["where"])
+        return UnitOutcome(hand_on(o), where=res["where"])
 
     def precompute_pairs(self, embeddings: dict, run_keys: dict, *, seed: int, options: dict, store: Any,
                          device: str, references: frozenset[str] = frozenset(),

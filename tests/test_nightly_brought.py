@@ -1,0 +1,47 @@
+"""A night with pinned candidates the user brings, whose vectors no cache holds across runs: precomputed vectors
+(``NAME=vectors:PATH``) and a hosted API without ``?revision=`` (against the fake OpenAI server on 127.0.0.1). The
+executor hands their vectors on in memory (:func:`embedselect.nightly.executors.base.hand_on`); the rank stage read
+every candidate back from the cache by run key, so each night failed them with "no longer in the cache"."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from embedselect.nightly import load_config, run_night
+from tests.test_nightly import TEXTS, write_config
+from tests.test_openai_api import KEY, FakeEmbeddings
+
+
+@pytest.fixture
+def server(monkeypatch):
+    import threading
+
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    srv = FakeEmbeddings()
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    yield srv
+    srv.shutdown()
+    srv.server_close()
+
+
+@pytest.mark.fault
+def test_pinned_precomputed_vectors_and_an_unpinned_api_are_ranked_every_night(hub, server, tmp_path):
+    vectors = np.random.default_rng(0).normal(size=(len(TEXTS), 8)).astype("float32")
+    np.save(tmp_path / "v.npy", vectors)
+    api = f"api=openai:fake-embed?base_url={server.url}"
+    conf = load_config(write_config(tmp_path, pinned=["tfidf-svd", "random-projection",
+                                                      f"mine=vectors:{tmp_path / 'v.npy'}", api]))
+    for night in (1, 2):
+        summary = run_night(conf)
+        assert summary["failed"] == [] and summary["status"] == "ok", summary["failed"]
+        assert summary["ranked"] == 4
+        # the API's vectors are kept for one run only: embedded (paid for) every night; the given vectors neither
+        assert summary["embedded"]["names"] == (["tfidf-svd", "random-projection", "api"] if night == 1 else ["api"])
+        assert summary["reused"]["names"] == ([] if night == 1 else ["tfidf-svd", "random-projection"])
+        assert len(server.requests) > 0 and sum(len(q["body"]["input"]) for q in server.requests) == len(TEXTS) * night
+    from embedselect.ranking.result import Ranking
+
+    ranking = Ranking.from_json((tmp_path / "site" / "ranking.json").read_text())
+    assert ranking["mine"].ok and (ranking["mine"].n, ranking["mine"].dim) == (len(TEXTS), 8)
+    assert ranking["mine"].cache_scope == "input" and ranking["api"].cache_scope == "run"
