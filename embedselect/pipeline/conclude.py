@@ -9,6 +9,7 @@ from datetime import datetime, timezone
 from typing import Any, Mapping, cast
 
 from embedselect._util.kinds import is_baseline_id
+from embedselect.errors import CacheError
 from embedselect.pipeline.defaults import default_method
 from embedselect.ranking.result import Ranking, RankingWarning, ValidationReport
 from embedselect.ranking.ties import rank_scores
@@ -223,7 +224,9 @@ def _report(ctx: RunContext, decision: Any, validation: ValidationReport | None)
 
 
 def _save(ctx: RunContext, ranking: Ranking) -> None:
-    """Store the ranking and one row per (metric, embedded candidate) in the cache database."""
+    """Store the ranking and one row per (metric, embedded candidate) in the cache database. A cache that cannot
+    store it (a full disk, a file-size limit: :class:`~embedselect.errors.CacheError`) does not lose the ranking
+    computed: it gets the warning ``not-stored`` with the reason, as a read-only cache's does."""
     rows = [
         {
             "metric": m,
@@ -239,4 +242,8 @@ def _save(ctx: RunContext, ranking: Ranking) -> None:
         if r.ok
         for m in ranking.metrics
     ]
-    ctx.store.save_ranking(ranking.ranking_id, ranking.to_dict(), rows)
+    try:
+        ctx.store.save_ranking(ranking.ranking_id, ranking.to_dict(), rows)
+    except CacheError as exc:  # said once, by the ranking's notes
+        ranking.warnings.append(RankingWarning("not-stored", f"this ranking is not stored (leaderboard and history "
+                                               f"will not show it): {exc}"))

@@ -7,7 +7,7 @@ import time
 from dataclasses import asdict
 from typing import Any, Mapping
 
-from embedselect.errors import AllCandidatesFailedError, MetricError
+from embedselect.errors import AllCandidatesFailedError, CacheError, MetricError
 from embedselect._util.kinds import is_baseline_id
 from embedselect.metrics.base import MetricContext, MetricResult, get_metric
 from embedselect.ranking.io import to_jsonable
@@ -50,12 +50,18 @@ def metrics_stage(ctx: RunContext) -> None:
 
     Raises:
         AllCandidatesFailedError: no candidate could be embedded.
+        CacheError: no candidate could be embedded because the cache could not store any (read-only, a full disk):
+            the cache's error, said once (exit 6).
         MetricError: no metric could be computed.
     """
     results, ok, warnings = ctx.results, ctx.vectors, ctx.warnings
     if not ok:
         if ctx.store.read_only and all(r.error_type == "CacheReadOnlyError" for r in results):
             ctx.store.require_writable("store the embeddings of any of the candidates (none is cached)")  # exit 6
+        if results and all(r.error_type in _cache_error_names() for r in results):
+            first, others = results[0], [r.name for r in results[1:]]
+            more = f"; {', '.join(others)} failed the same way" if others else ""
+            raise CacheError(f"no candidate could be embedded: {first.name}: {first.error}{more}")
         why = {r.name: f"{r.error_type}: {r.error}" for r in results}
         raise AllCandidatesFailedError(f"no candidate could be embedded ({'; '.join(f'{k}: {v}' for k, v in why.items())})",
                                        failed=list(why), reasons=why)
@@ -171,3 +177,13 @@ def _run_metric(m: str, mctx: MetricContext, ctx: RunContext, *, run_keys: Mappi
             ctx.store.put_metric_result(bkey, f"{m}:bootstrap", boot)
         ctx.uncertainty[m] = boot
     return mr
+
+
+def _cache_error_names() -> frozenset[str]:
+    """The names of :class:`CacheError` and its subclasses (a failed candidate's ``error_type``)."""
+    names, todo = set(), [CacheError]
+    while todo:
+        cls = todo.pop()
+        names.add(cls.__name__)
+        todo += cls.__subclasses__()
+    return frozenset(names)

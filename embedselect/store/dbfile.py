@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from embedselect.errors import CacheDatabaseCorruptError, CacheError, CacheLockedError
+from embedselect.store.write_failure import cache_write_error, refused_errno
 
 CORRUPTION_SIGNS = (
     "not a valid duckdb database",
@@ -109,16 +110,24 @@ def connect(db_path: Path, *, read_only: bool, lock_timeout: float) -> Any:
     Raises:
         CacheDatabaseCorruptError: the file is damaged (see :data:`CORRUPTION_SIGNS`).
         CacheLockedError: still held by another program after ``lock_timeout`` seconds.
-        CacheError: not a DuckDB database (:func:`open_duckdb`), or any other reason DuckDB cannot open it.
+        CacheError: not a DuckDB database (:func:`open_duckdb`), a write the file system refused (a full disk: the
+            partial file of a database this open was creating is removed, so the next run starts it afresh), or any
+            other reason DuckDB cannot open it.
     """
     import duckdb
 
     mode = " read-only" if read_only else ""
     deadline = time.monotonic() + lock_timeout
+    new = not read_only and not db_path.exists()
     while True:
         try:
             return open_duckdb(db_path, read_only=read_only)
         except duckdb.Error as exc:
+            if refused_errno(exc) is not None:  # a full disk or a read-only folder, not a damaged file
+                if new:  # the partial file of the database this open began would read as damaged: not kept
+                    for part in (db_path, db_path.with_name(db_path.name + ".wal")):
+                        part.unlink(missing_ok=True)
+                raise cache_write_error(exc, what="open its database", path=db_path, root=db_path.parent) from exc
             corrupt = corrupt_error(db_path, exc)
             if corrupt is not None:
                 raise corrupt from exc
@@ -133,10 +142,14 @@ def connect(db_path: Path, *, read_only: bool, lock_timeout: float) -> Any:
 @contextlib.contextmanager
 def corruption_guard(db_path: Path) -> Iterator[None]:
     """Turn DuckDB's errors for a damaged ``db_path`` raised inside the block (a query reaching a truncated part of
-    the file) into :class:`CacheDatabaseCorruptError`; other errors pass unchanged."""
+    the file) into :class:`CacheDatabaseCorruptError`, and a write of the database or its write-ahead log that the
+    file system refused (a full disk, a file-size limit: the transaction is rolled back) into the
+    :class:`CacheError` of :func:`~embedselect.store.write_failure.cache_write_error`; other errors pass unchanged."""
     try:
         yield
     except Exception as exc:
+        if refused_errno(exc) is not None and not isinstance(exc, OSError):
+            raise cache_write_error(exc, what="write its database", path=db_path, root=db_path.parent) from exc
         corrupt = corrupt_error(db_path, exc)
         if corrupt is None:
             raise

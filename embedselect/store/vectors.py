@@ -23,6 +23,7 @@ from embedselect.errors import CacheError
 from embedselect.store.db import Database
 from embedselect.store.keys import RUN_KEY_RE, RunRecord, utc_now
 from embedselect.store.model_ids import matching_models
+from embedselect.store.write_failure import cache_write_error, refused_errno
 
 log = logging.getLogger("embedselect.store")  # the store's logger, as before the split
 
@@ -138,19 +139,19 @@ class VectorStore(Database):
         vectors = np.ascontiguousarray(check_embeddings(
             vectors, what=f"the embeddings of {model_id} (not cached)", min_rows=1, error=CacheError, hint=""))
         path = self._vector_path(key)
-        path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self._tmp_name(path)
         try:
+            path.parent.mkdir(parents=True, exist_ok=True)
             with open(tmp, "wb") as f:
                 np.save(f, vectors, allow_pickle=False)
                 f.flush()
                 os.fsync(f.fileno())
-        except OSError as exc:  # a full disk, a quota: no partial file is left behind, nothing stored is touched
-            tmp.unlink(missing_ok=True)
-            raise CacheError(
-                f"could not write the embeddings of {model_id} to the cache at {self.root}: {exc.strerror or exc}; "
-                "free disk space or choose another cache (--cache-dir / EMBEDSELECT_CACHE_DIR)"
-            ) from exc
+        except OSError as exc:  # a full disk, a quota, a read-only folder: no partial file is left, nothing stored
+            tmp.unlink(missing_ok=True)  # is touched
+            if refused_errno(exc) is None:
+                raise
+            raise cache_write_error(exc, what=f"store the embeddings of {model_id}", path=path.parent,
+                                    root=self.root) from exc
         try:
             digest = _sha256_file(tmp)
             size = tmp.stat().st_size
@@ -211,14 +212,21 @@ class VectorStore(Database):
 
         self._vector_path(key)  # validates the key
         locks = self.root / "locks"
-        locks.mkdir(exist_ok=True)
-        lock = filelock.FileLock(str(own_file(locks / f"{key}.lock", what="the run's lock file", error=CacheError)))
+        path = own_file(locks / f"{key}.lock", what="the run's lock file", error=CacheError)
+        lock = filelock.FileLock(str(path))
         try:
-            lock.acquire(timeout=0)
-        except filelock.Timeout:
-            log.warning("%s: another embedselect process is computing these embeddings in the cache at %s; waiting "
-                        "for it, then reading its result", what or key[:12], self.root)
-            lock.acquire()
+            locks.mkdir(exist_ok=True)
+            try:
+                lock.acquire(timeout=0)
+            except filelock.Timeout:
+                log.warning("%s: another embedselect process is computing these embeddings in the cache at %s; "
+                            "waiting for it, then reading its result", what or key[:12], self.root)
+                lock.acquire()
+        except OSError as exc:  # the lock file cannot be created: a read-only folder, a full disk
+            if refused_errno(exc) is None:
+                raise
+            raise cache_write_error(exc, what=f"create the lock file of the embeddings of {what or key[:12]}",
+                                    path=path, root=self.root) from exc
         try:
             yield
         finally:

@@ -1,0 +1,156 @@
+"""The file system refuses a cache write: a file-size limit (``ulimit -f``, EFBIG, as a nearly full disk does with
+ENOSPC) while the database is created or its write-ahead log grows, a read-only ``vectors/`` or ``locks/`` folder.
+Each is a :class:`CacheError` (exit 6) that names the path and says what to do, and the cache stays readable: the
+next normal run succeeds and reuses what was stored."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import resource
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from embedselect.data import sample_path
+from embedselect.errors import CacheError
+from embedselect.store import DB_NAME, Store
+
+SAMPLE = str(sample_path("texts"))
+
+
+def _cli(args: list[str], *, max_file_bytes: int | None = None) -> subprocess.CompletedProcess:
+    """``embedselect ARGS`` in a child process, with files it writes limited to ``max_file_bytes`` (RLIMIT_FSIZE:
+    a write past it fails with EFBIG, Python ignores SIGXFSZ)."""
+    def limit() -> None:
+        if max_file_bytes is not None:
+            resource.setrlimit(resource.RLIMIT_FSIZE, (max_file_bytes, max_file_bytes))
+
+    return subprocess.run([sys.executable, "-m", "embedselect.cli", *args], capture_output=True, text=True,
+                          timeout=300, preexec_fn=limit, env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
+
+
+def _rank(cache: Path, models: str) -> list[str]:
+    return ["rank", SAMPLE, "-c", "text", "-m", models, "--metrics", "nn_agreement", "--cache-dir", str(cache), "-q",
+            "--json"]
+
+
+@pytest.mark.fault
+def test_a_file_size_limit_while_the_database_is_created_leaves_no_file_that_reads_as_damaged(tmp_path):
+    """The database could not be written whole (5 KB allowed): exit 6 naming the file and the limit, not "move it
+    aside"; no partial database is left, so the next run (no limit) creates it and succeeds. The partial file was
+    left, and every later run said the database was damaged."""
+    cache = tmp_path / "cache"
+    pair = "tfidf-svd,random-projection"
+    first = _cli(_rank(cache, pair), max_file_bytes=5 * 1024)
+    assert first.returncode == 6, first.stderr
+    err = first.stderr.strip()
+    assert len(err.splitlines()) == 1 and str(cache / DB_NAME) in err and "File too large" in err, err
+    assert "ulimit -f" in err and "Move it aside" not in err, err
+    assert not (cache / DB_NAME).exists()
+    again = _cli(_rank(cache, pair))
+    assert again.returncode == 0, again.stderr
+
+
+@pytest.mark.fault
+def test_a_file_size_limit_on_vectors_and_the_write_ahead_log_keeps_the_ranking_and_what_was_stored(tmp_path):
+    """A cache that holds tfidf-svd and random-projection; a run that must also store rp8 with files limited to
+    4 KB: rp8 fails with a CacheError naming its folder and the limit (it said only "7808 requested and 4096 written;
+    free disk space"),
+    the two cached ones are ranked and printed, exit 0, with the note that the ranking could not be stored and why
+    (the run ended with "unexpected TransactionException", exit 1, the ranking lost); the next run reads the two
+    from the cache and stores rp8."""
+    cache = tmp_path / "cache"
+    assert _cli(_rank(cache, "tfidf-svd,random-projection")).returncode == 0
+    three = "tfidf-svd,random-projection,rp8=random-projection?dim=8"
+    limited = _cli(_rank(cache, three), max_file_bytes=4 * 1024)
+    assert limited.returncode == 0, limited.stderr
+    r = json.loads(limited.stdout)
+    status = {c["name"]: (c["status"], c["error_type"]) for c in r["candidates"]}
+    assert status == {"tfidf-svd": ("ok", None), "random-projection": ("ok", None), "rp8": ("failed", "CacheError")}
+    error = next(c["error"] for c in r["candidates"] if c["name"] == "rp8")
+    assert "took only part of it" in error and str(cache / "vectors") in error and "ulimit -f" in error, error
+    [note] = [w["message"] for w in r["warnings"] if w["code"] == "not-stored"]
+    assert "File too large" in note and "unexpected" not in limited.stderr, note
+    after = _cli(_rank(cache, three))
+    assert after.returncode == 0, after.stderr
+    cached = {c["name"]: c["cached"] for c in json.loads(after.stdout)["candidates"]}
+    assert cached == {"tfidf-svd": True, "random-projection": True, "rp8": False}
+
+
+def _refuse_under(monkeypatch, folder: Path) -> None:
+    """Make creating folders and files under ``folder`` fail as on a read-only mount (EROFS), as root sees it too."""
+    real_mkdir, real_open = Path.mkdir, os.open
+
+    def mkdir(self, *a, **k):
+        if str(self).startswith(str(folder) + os.sep):
+            raise OSError(errno.EROFS, "Read-only file system", str(self))
+        return real_mkdir(self, *a, **k)
+
+    def open_(path, flags, *a, **k):
+        if str(path).startswith(str(folder) + os.sep) and flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT):
+            raise OSError(errno.EROFS, "Read-only file system", str(path))
+        return real_open(path, flags, *a, **k)
+
+    monkeypatch.setattr(Path, "mkdir", mkdir)
+    monkeypatch.setattr(os, "open", open_)
+
+
+@pytest.mark.fault
+def test_a_read_only_vectors_folder_fails_the_new_candidate_with_a_cache_error_naming_it(tmp_path, monkeypatch):
+    """``vectors/`` on a read-only mount: the candidate that must be stored fails with a CacheError naming the
+    folder and the read-only setting (it was a bare OSError "[Errno 30] Read-only file system"); the cached one is
+    ranked."""
+    import embedselect
+
+    cache = tmp_path / "cache"
+    embedselect.select(SAMPLE, ["tfidf-svd", "random-projection"], column="text", metrics=["nn_agreement"],
+                       cache_dir=cache)
+    _refuse_under(monkeypatch, cache / "vectors")
+    r = embedselect.select(SAMPLE, ["tfidf-svd", "random-projection", "rp8=random-projection?dim=8"], column="text",
+                           metrics=["nn_agreement"], cache_dir=cache)
+    failed = {c.name: c for c in r.candidates if not c.ok}
+    assert list(failed) == ["rp8"] and failed["rp8"].error_type == "CacheError"
+    message = failed["rp8"].error
+    assert str(cache / "vectors") in message and "Read-only file system" in message, message
+    assert "EMBEDSELECT_CACHE_READONLY=1" in message and "--cache-dir" in message, message
+    assert sorted(c.name for c in r.ok) == ["random-projection", "tfidf-svd"] and all(c.cached for c in r.ok)
+
+
+@pytest.mark.fault
+def test_lock_files_that_cannot_be_created_are_one_cache_error_naming_the_folder(tmp_path, monkeypatch):
+    """``locks/`` on a read-only mount: every candidate fails the same way, so the run raises that CacheError once
+    (exit 6), naming the folder (it was AllCandidatesFailedError, exit 4, with a bare OSError per candidate)."""
+    import embedselect
+
+    cache = tmp_path / "cache"
+    Store.open(cache).list_runs()
+    _refuse_under(monkeypatch, cache / "locks")
+    with pytest.raises(CacheError) as info:
+        embedselect.select(SAMPLE, ["tfidf-svd", "random-projection"], column="text", metrics=["nn_agreement"],
+                           cache_dir=cache)
+    message = str(info.value)
+    assert type(info.value) is CacheError and info.value.exit_code == 6
+    assert "no candidate could be embedded" in message and "random-projection failed the same way" in message
+    assert f"make {cache / 'locks'} writable" in message, message
+
+
+@pytest.mark.fault
+def test_a_ranking_the_cache_cannot_store_is_returned_with_the_reason(tmp_path, monkeypatch):
+    """The disk fills up just before the ranking is stored: the ranking computed is returned (the CLI prints it),
+    with a ``not-stored`` warning giving the reason; it was lost, the run ending with the cache's error."""
+    import embedselect
+
+    def full(*a, **k):
+        raise CacheError("could not write its database in the cache at X: writing X/embedselect.duckdb.wal failed "
+                         "(No space left on device)")
+
+    monkeypatch.setattr(Store, "save_ranking", full)
+    r = embedselect.select(SAMPLE, ["tfidf-svd", "random-projection"], column="text", metrics=["nn_agreement"],
+                           cache_dir=tmp_path / "cache")
+    assert len(r.ok) == 2
+    [w] = r.warnings_with("not-stored")
+    assert "No space left on device" in w.message and "not stored" in w.message
