@@ -45,3 +45,14 @@ def test_pinned_precomputed_vectors_and_an_unpinned_api_are_ranked_every_night(h
     ranking = Ranking.from_json((tmp_path / "site" / "ranking.json").read_text())
     assert ranking["mine"].ok and (ranking["mine"].n, ranking["mine"].dim) == (len(TEXTS), 8)
     assert ranking["mine"].cache_scope == "input" and ranking["api"].cache_scope == "run"
+
+
+@pytest.mark.fault
+def test_brought_vectors_among_the_leaders_are_not_planned_as_a_hub_model_once_unpinned(hub, tmp_path):
+    np.save(tmp_path / "v.npy", np.random.default_rng(0).normal(size=(len(TEXTS), 8)).astype("float32"))
+    first = run_night(load_config(write_config(tmp_path, pinned=["tfidf-svd", "random-projection",
+                                                                 f"mine=vectors:{tmp_path / 'v.npy'}"])))
+    assert first["status"] == "ok" and first["ranked"] == 3  # mine is within keep_top (5)
+    second = run_night(load_config(write_config(tmp_path, pinned=["tfidf-svd", "random-projection"])))
+    assert second["status"] == "ok" and second["failed"] == [], second["failed"]
+    assert second["candidates"]["top"] == [] and second["ranked"] == 2

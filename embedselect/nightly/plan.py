@@ -1,8 +1,9 @@
 """Which candidates a night ranks, and which of them need a forward pass.
 
 The pool of a night is: crawled models at a revision no earlier night (of the same ranking key) has seen ("new"
-or "updated"), plus the previous night's top ``keep_top`` (so that newcomers are compared with the leaders),
-plus the ``pinned`` reference candidates. A candidate needs embedding when the store has no embedding run of its
+or "updated"), plus the previous night's top ``keep_top`` hub models (so that newcomers are compared with the
+leaders; a baseline, local folder, API or set of vectors among them comes back only while it is pinned), plus the
+``pinned`` reference candidates. A candidate needs embedding when the store has no embedding run of its
 model, revision and reference data.
 """
 
@@ -86,6 +87,7 @@ def build_plan(cfg: Any, store: Any, crawl: Any, ref: Any, *, token: str | None 
         crawl: the :class:`~embedselect.models.hub.CrawlResult` of tonight (None = no crawl).
         ref: the :class:`~embedselect.data.ReferenceData`.
     """
+    from embedselect._util.kinds import kind_of_model_id
     from embedselect.models.candidates import Candidate, parse_candidates, resolve_candidate
 
     key = cfg.ranking_key()
@@ -152,7 +154,7 @@ def build_plan(cfg: Any, store: Any, crawl: Any, ref: Any, *, token: str | None 
     for r in sorted(top, key=lambda r: r["rank"]):
         if r["name"] in pool or r["name"] in fresh_names:
             continue
-        if r["model_id"] and not str(r["model_id"]).startswith(("baseline:", "local:")):
+        if kind_of_model_id(r["model_id"]) == "hub":  # the others come back only while pinned
             pool[r["name"]] = hub_planned(r["model_id"], r["revision"], "top")
             skipped = [s for s in skipped if s["name"] != r["name"]]
     for p in fresh:
