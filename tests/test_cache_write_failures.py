@@ -83,37 +83,61 @@ def test_a_file_size_limit_on_vectors_and_the_write_ahead_log_keeps_the_ranking_
 
 def _refuse_under(monkeypatch, folder: Path) -> None:
     """Make creating folders and files under ``folder`` fail as on a read-only mount (EROFS), as root sees it too."""
-    real_mkdir, real_open = Path.mkdir, os.open
+    import builtins
 
-    def mkdir(self, *a, **k):
-        if str(self).startswith(str(folder) + os.sep):
-            raise OSError(errno.EROFS, "Read-only file system", str(self))
-        return real_mkdir(self, *a, **k)
+    real_mkdir, real_unlink, real_os_open, real_open = Path.mkdir, Path.unlink, os.open, builtins.open
 
-    def open_(path, flags, *a, **k):
-        if str(path).startswith(str(folder) + os.sep) and flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT):
-            raise OSError(errno.EROFS, "Read-only file system", str(path))
-        return real_open(path, flags, *a, **k)
+    def under(path) -> bool:
+        return str(path).startswith(str(folder) + os.sep)
+
+    def refuse(path):
+        raise OSError(errno.EROFS, "Read-only file system", str(path))
+
+    def mkdir(self, *a, exist_ok=False, **k):
+        if under(self) and not (exist_ok and self.is_dir()):
+            refuse(self)
+        return real_mkdir(self, *a, exist_ok=exist_ok, **k)
+
+    def unlink(self, *a, **k):  # even of a file that is not there, as on a read-only mount
+        return refuse(self) if under(self) else real_unlink(self, *a, **k)
+
+    def os_open(path, flags, *a, **k):
+        if under(path) and flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT):
+            refuse(path)
+        return real_os_open(path, flags, *a, **k)
+
+    def open_(path, mode="r", *a, **k):
+        if under(path) and any(c in mode for c in "wax+"):
+            refuse(path)
+        return real_open(path, mode, *a, **k)
 
     monkeypatch.setattr(Path, "mkdir", mkdir)
-    monkeypatch.setattr(os, "open", open_)
+    monkeypatch.setattr(Path, "unlink", unlink)
+    monkeypatch.setattr(os, "open", os_open)
+    monkeypatch.setattr(builtins, "open", open_)
 
 
 @pytest.mark.fault
-def test_a_read_only_vectors_folder_fails_the_new_candidate_with_a_cache_error_naming_it(tmp_path, monkeypatch):
+@pytest.mark.parametrize("shard_folder", ["absent", "present"])
+def test_a_read_only_vectors_folder_fails_the_new_candidate_with_a_cache_error_naming_it(tmp_path, monkeypatch,
+                                                                                         shard_folder):
     """``vectors/`` on a read-only mount: the candidate that must be stored fails with a CacheError naming the
-    folder and the read-only setting (it was a bare OSError "[Errno 30] Read-only file system"); the cached one is
-    ranked."""
+    folder and the read-only setting, whether its shard folder (``vectors/ab/``) must be made or is there already
+    (both were a bare OSError "[Errno 30] Read-only file system", the second from removing a temporary file that was
+    never made); the cached ones are ranked."""
     import embedselect
 
     cache = tmp_path / "cache"
     embedselect.select(SAMPLE, ["tfidf-svd", "random-projection"], column="text", metrics=["nn_agreement"],
                        cache_dir=cache)
+    if shard_folder == "present":
+        for shard in range(256):
+            (cache / "vectors" / f"{shard:02x}").mkdir(exist_ok=True)
     _refuse_under(monkeypatch, cache / "vectors")
     r = embedselect.select(SAMPLE, ["tfidf-svd", "random-projection", "rp8=random-projection?dim=8"], column="text",
                            metrics=["nn_agreement"], cache_dir=cache)
     failed = {c.name: c for c in r.candidates if not c.ok}
-    assert list(failed) == ["rp8"] and failed["rp8"].error_type == "CacheError"
+    assert list(failed) == ["rp8"] and failed["rp8"].error_type == "CacheError", failed
     message = failed["rp8"].error
     assert str(cache / "vectors") in message and "Read-only file system" in message, message
     assert "EMBEDSELECT_CACHE_READONLY=1" in message and "--cache-dir" in message, message

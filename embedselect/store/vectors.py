@@ -147,7 +147,8 @@ class VectorStore(Database):
                 f.flush()
                 os.fsync(f.fileno())
         except OSError as exc:  # a full disk, a quota, a read-only folder: no partial file is left, nothing stored
-            tmp.unlink(missing_ok=True)  # is touched
+            with contextlib.suppress(OSError):  # is touched (a read-only mount refuses even to unlink a missing file)
+                tmp.unlink(missing_ok=True)
             if refused_errno(exc) is None:
                 raise
             raise cache_write_error(exc, what=f"store the embeddings of {model_id}", path=path.parent,
