@@ -153,6 +153,20 @@ def test_two_different_objects_of_one_name_are_both_kept():
     assert names[0] == "Encoder" and len(names) == 2 and names[1] != "Encoder"
 
 
+def test_one_embedder_object_under_two_names_is_called_once_in_a_run(cache_dir):
+    enc, twin = Encoder(), Encoder()  # twin: another object giving the same vectors, still an embedder of its own
+    cands = [Candidate(name="a", embedder=enc), Candidate(name="b", embedder=enc), Candidate(name="c", embedder=twin),
+             "tfidf-svd"]
+    r = embedselect.select(SAMPLE, cands, column="text", metrics=["task_prior"])
+    assert all(c.ok for c in r), [c.failure_note for c in r]
+    assert enc.items == 240 and twin.items == 240  # enc saw 480 items: once per name
+    assert (r["a"].embedded_items, r["b"].embedded_items, r["b"].cached, r["c"].embedded_items) == (240, 0, None, 240)
+    assert r["a"].scores == r["b"].scores and r["b"].dim == WIDTH
+    # across runs an object has no identity: the next run calls it again (once)
+    embedselect.select(SAMPLE, cands[:2] + ["tfidf-svd"], column="text", metrics=["task_prior"])
+    assert enc.items == 480
+
+
 # --- precomputed vectors ------------------------------------------------------------------------------------------
 def test_vectors_in_every_form_rank_in_one_pool_with_a_baseline(tmp_path, cache_dir, ref):
     import pyarrow as pa

@@ -230,7 +230,10 @@ def _resolve(ctx: RunContext, cand: Any, res: CandidateResult, step: dict[str, A
         reduced = {k: v for k, v in vector_options(cand.options).items() if k in REDUCTION_OPTIONS}
         if res.cache_scope != "cache":
             base = {k: v for k, v in vector_options(cand.options).items() if k not in REDUCTION_OPTIONS}
-            memo = run_key(model_id=rc.model_id, revision=revision, backend=rc.backend, options=base,
+            # an embedder object is known by its identity within the run, not by its name: one object under two
+            # names is called once (as two names of one hub model share one run key)
+            held = f"embedder:object-{id(cand.embedder)}" if cand.kind == "embedder" else rc.model_id
+            memo = run_key(model_id=held, revision=revision, backend=rc.backend, options=base,
                            fingerprint=ctx.ref.fingerprint, precision="as-given")
             # what the metrics and their caches know the vectors by
             res.run_key = memo if not reduced else run_key(
