@@ -84,6 +84,28 @@ def test_fail_on_exits_11_after_writing_the_ranking(tmp_path, capsys):
 
 
 @pytest.mark.fault
+def test_strict_says_on_stderr_which_candidates_failed_and_why(tmp_path, capsys):
+    """``rank --json --strict`` exited 8 with nothing on stderr about the failed candidate (the JSON held it, the
+    notes there leave it out for the table's '!' line); it now says one ``--strict:`` line naming each failed
+    candidate with its reason, through the line --fail-on's conditions take (cli.rank.exit_status). ``embed`` alike."""
+    bad = make_pickle_only_model(tmp_path / "bad")
+    models = f"{bad},tfidf-svd,random-projection"
+    base = [str(SAMPLE), "-c", "text", "-m", models, "--cache-dir", str(tmp_path / "c"), "-q", "--json", "--strict"]
+    assert main(["rank", *base, "--metrics", "task_prior", "--fail-on", "baseline-wins"]) == EXIT_CODES["partial"] == 8
+    out, err = capsys.readouterr()
+    assert [c.name for c in Ranking.from_json(out).failed] == ["bad"]  # stdout: the JSON only
+    said = [ln for ln in err.splitlines() if "--strict" in ln]
+    assert len(said) == 1 and said[0].startswith("embedselect: --strict: 1 candidate(s) failed: bad (UnsafeModelError: "), err
+    assert "only pickle weights" in said[0] and "--fail-on" not in err  # the strict exit is the one said
+    assert main(["embed", *base]) == 8
+    out, err = capsys.readouterr()
+    assert [r["name"] for r in json.loads(out) if r["status"] != "ok"] == ["bad"]
+    assert [ln for ln in err.splitlines() if ln.startswith("embedselect: --strict: 1 candidate(s) failed: bad (")]
+    assert main(["rank", *base[:-1], "--metrics", "task_prior"]) == 0  # without --strict: no line, exit 0
+    assert "--strict" not in capsys.readouterr().err
+
+
+@pytest.mark.fault
 def test_fail_on_an_unknown_condition_is_a_usage_error_before_any_work(tmp_path, capsys):
     code = main(["rank", str(SAMPLE), "-c", "text", "-m", "tfidf-svd", "--cache-dir", str(tmp_path / "c"),
                  "--fail-on", "undecided,baseline-wns"])

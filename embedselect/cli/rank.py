@@ -61,6 +61,22 @@ def fail_on_hits(ranking: Any, codes: list[str]) -> list[str]:
     return hits
 
 
+def exit_status(failed: dict[str, str], *, strict: bool, hits: list[str]) -> int:
+    """A finished command's exit status under ``--strict`` and ``--fail-on``, said on stderr, one line per reason:
+    8 (partial) with ``strict`` when some candidate failed (``failed``: name -> why), one line naming each with its
+    reason (the JSON, or the lines under the table, hold them too: a pipeline reading only stderr and the status
+    learns why); else 11 when a ``--fail-on`` condition holds (``hits``, from :func:`fail_on_hits`), a line each;
+    else 0."""
+    if strict and failed:
+        why = "; ".join(f"{name} ({reason})" for name, reason in failed.items())
+        lines, status = [f"--strict: {len(failed)} candidate(s) failed: {why}"], EXIT_CODES["partial"]
+    else:
+        lines, status = [f"--fail-on: {hit}" for hit in hits], EXIT_CODES["fail_on"] if hits else 0
+    for line in lines:
+        print(f"embedselect: {terminal(' '.join(line.split()))}", file=sys.stderr)
+    return status
+
+
 def mlflow_uri(args) -> str | None:
     """``--mlflow``'s tracking URI (``--mlflow-uri``, else ``MLFLOW_TRACKING_URI``), checked before any work; None
     without ``--mlflow``.
@@ -102,12 +118,8 @@ def cmd_rank(args) -> int:
 
         run_id = log_ranking(ranking, tracking_uri=tracking, experiment=args.mlflow_experiment)
         print(f"embedselect: logged to MLflow: run {run_id}", file=sys.stderr)  # not the URI: it may hold a password
-    if args.strict and ranking.failed:
-        return EXIT_CODES["partial"]
-    hits = fail_on_hits(ranking, fail_on)
-    for hit in hits:
-        print(f"embedselect: --fail-on: {terminal(' '.join(hit.split()))}", file=sys.stderr)
-    return EXIT_CODES["fail_on"] if hits else 0
+    failed = {c.name: f"{c.error_type}: {c.error}" for c in ranking.failed}
+    return exit_status(failed, strict=args.strict, hits=fail_on_hits(ranking, fail_on))
 
 
 def cmd_validate(args) -> int:
@@ -141,11 +153,11 @@ def cmd_embed(args) -> int:
 
     text = "\n".join(line(r, o.result.cache_scope) for r, o in zip(rows, outcomes))
     emit(args, json.dumps(rows, indent=2), text)
-    failed = [r for r in rows if r["status"] != "ok"]
+    failed = {r["name"]: f"{r['error_type']}: {r['error']}" for r in rows if r["status"] != "ok"}
     if len(failed) == len(rows):
         read_only = all(r["error_type"] == "CacheReadOnlyError" for r in rows)  # nothing cached, nothing storable
         return EXIT_CODES["cache" if read_only else "candidate"]
-    return EXIT_CODES["partial"] if (args.strict and failed) else 0
+    return exit_status(failed, strict=args.strict, hits=[])
 
 
 def cmd_metrics(args) -> int:
