@@ -113,7 +113,7 @@ TIMM_MODEL: Path | None = None  # --timm-model: a timm folder (config.json + mod
 def section_embed(dev: str, ci: bool, work: Path) -> list[dict[str, Any]]:
     from embedselect.models.candidates import parse_candidates, resolve_candidate
     from embedselect.data import ReferenceData, sample_path
-    from embedselect.models.backends.device import library_progress
+    from embedselect.models.backends.device import library_output
     from embedselect.models.backends.loader import load_embedder
     from testkit.tinymodels import make_tiny_images, make_tiny_sentence_transformer, make_tiny_timm
 
@@ -142,7 +142,7 @@ def section_embed(dev: str, ci: bool, work: Path) -> list[dict[str, Any]]:
     for backend, spec, items in cases:
         cand = parse_candidates(spec, modality="image" if backend == "timm" else "text")[0]
         rc = resolve_candidate(cand)
-        with library_progress():
+        with library_output():
             cpu = load_embedder(rc, device="cpu")
             gpu = load_embedder(rc, device=dev)
         # warm-up: one full pass each, so that the timed pass is the steady state (the first pass on CUDA also

@@ -59,3 +59,25 @@ def test_a_model_not_loaded_by_from_pretrained_is_not_flagged():
     model = BertModel(BertConfig(vocab_size=20, hidden_size=8, num_hidden_layers=1, num_attention_heads=2,
                                  intermediate_size=16))
     assert missing_weights(model) == []
+
+
+def test_a_checkpoint_saved_with_a_task_head_loads_without_transformers_report(tmp_path):
+    """Loading a model saved with a task head (``BertForMaskedLM``) into ``AutoModel`` made transformers print its
+    loading report, a table of the head's unexpected tensors and the missing pooler, on every run; it is printed
+    only with ``-v`` now. (A fresh process each: the CLI's logging is set up once per process.)"""
+    import os
+    import subprocess
+    import sys
+
+    from transformers import AutoConfig, BertForMaskedLM
+
+    d = tm.make_tiny_transformers_text(tmp_path / "mlm")
+    BertForMaskedLM(AutoConfig.from_pretrained(d)).save_pretrained(d, safe_serialization=True)
+    data = tmp_path / "t.csv"
+    data.write_text("text\nthe cat sat\na dog runs\nmoney in the bank\n", encoding="utf-8")
+    for verbose, cache in (([], "c1"), (["-v"], "c2")):
+        out = subprocess.run([sys.executable, "-m", "embedselect", "embed", str(data), "--models",
+                              f"{d}?backend=transformers", "--cache-dir", str(tmp_path / cache), *verbose],
+                             capture_output=True, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"}, timeout=300)
+        assert out.returncode == 0, out.stderr[-2000:]
+        assert ("LOAD REPORT" in out.stderr) == bool(verbose), out.stderr[-2000:]

@@ -136,7 +136,7 @@ def test_library_bars_are_off_inside_and_the_callers_settings_come_back(tf_on, h
     from huggingface_hub import constants
     from transformers.utils import logging as tf
 
-    from embedselect.models.backends.device import library_progress
+    from embedselect.models.backends.device import library_output
 
     if constants.HF_HUB_DISABLE_PROGRESS_BARS is not None:
         pytest.skip("HF_HUB_DISABLE_PROGRESS_BARS is set: the hub's switch is the environment's")
@@ -144,7 +144,7 @@ def test_library_bars_are_off_inside_and_the_callers_settings_come_back(tf_on, h
     try:
         tf.enable_progress_bar() if tf_on else tf.disable_progress_bar()
         hub.enable_progress_bars() if hub_on else hub.disable_progress_bars()
-        with library_progress():
+        with library_output():
             assert not tf.is_progress_bar_enabled() and hub.are_progress_bars_disabled()
         assert (tf.is_progress_bar_enabled(), hub.are_progress_bars_disabled()) == (tf_on, not hub_on)
     finally:

@@ -6,7 +6,7 @@ nothing. While it is shown it is the only bar: the pipeline asks no backend for 
 (sentence-transformers' "Batches", the transformers backend's per-item bar were drawn under it, fighting for the
 screen; the run's line shows the embed stage and its items/s), and the libraries draw none of theirs
 (transformers' "Loading weights" stayed on the terminal after every model; see
-:func:`embedselect.models.backends.device.library_progress`).
+:func:`embedselect.models.backends.device.library_output`).
 """
 
 from __future__ import annotations

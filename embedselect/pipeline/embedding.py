@@ -191,14 +191,14 @@ def _resolve(ctx: RunContext, cand: Any, res: CandidateResult, step: dict[str, A
     result's ``run_key`` names the vectors for the metrics only (the vectors' content hash; a key unique to this run
     for an unpinned embedder) and ``cache_scope`` says so (``"input"`` / ``"run"``)."""
     from embedselect.models.backends.base import vector_options
-    from embedselect.models.backends.device import key_precision, library_progress
+    from embedselect.models.backends.device import key_precision, library_output
     from embedselect.models.backends.loader import object_parameter_count, parameter_count, weight_bytes
     from embedselect.models.candidates import resolve_candidate
     from embedselect.store import run_key, space_key
 
     with ctx.bar.stage(f"{cand.name}: resolve"):
         step["done"] += 1
-        with library_progress():
+        with library_output():
             rc = resolve_candidate(cand, policy=ctx.policy.for_model(cand.ref), token=ctx.token,
                                    digest_dir=None if ctx.store.read_only else ctx.store.root / "digests")
         res.model_id, res.revision, res.backend, res.modality = rc.model_id, rc.revision, rc.backend, rc.modality
@@ -283,7 +283,7 @@ def _vectors(ctx: RunContext, cand: Any, pinned: _Pinned, res: CandidateResult, 
     model is loaded only if there are any), and the assembled matrix is stored as this run's file with its item
     index rows. A fitted baseline (its vectors depend on the whole data) has no vector space: all its items are
     embedded. A model it loads is left in ``loaded["embedder"]``."""
-    from embedselect.models.backends.device import library_progress
+    from embedselect.models.backends.device import library_output
 
     rc, key, ref = pinned.rc, pinned.key, ctx.ref
     if cand.kind == "vectors":
@@ -326,7 +326,7 @@ def _vectors(ctx: RunContext, cand: Any, pinned: _Pinned, res: CandidateResult, 
         step["stage"] = "load"
         from embedselect.models.backends.loader import load_embedder
 
-        with ctx.bar.stage(f"{cand.name}: load"), library_progress():
+        with ctx.bar.stage(f"{cand.name}: load"), library_output():
             step["done"] += 1
             embedder = load_embedder(rc, device=ctx.device, policy=ctx.policy.for_model(cand.ref),
                                      options=cand.options, seed=ctx.seed)
@@ -435,7 +435,7 @@ def _embed_queries(ctx: RunContext, cand: Any, pinned: _Pinned, vectors: np.ndar
     from, and transforms the queries with it (never refitted on the queries). ``embedder``: the model
     :func:`_vectors` loaded, or None (it is loaded here when some text must be embedded)."""
     from embedselect.models.backends.loader import load_embedder
-    from embedselect.models.backends.device import library_progress
+    from embedselect.models.backends.device import library_output
     from embedselect.pipeline.query_vectors import RoleTexts, role_vectors, texts_fingerprint
 
     rc, ref, queries = pinned.rc, ctx.ref, list(ctx.queries.queries)
@@ -449,7 +449,7 @@ def _embed_queries(ctx: RunContext, cand: Any, pinned: _Pinned, vectors: np.ndar
     def model() -> Any:
         if held["embedder"] is None:
             with ctx.bar.stage(f"{cand.name}: load for the queries", steps=0), \
-                    library_progress():
+                    library_output():
                 held["embedder"] = load_embedder(rc, device=ctx.device, policy=ctx.policy.for_model(cand.ref),
                                                  options=cand.options, seed=ctx.seed,
                                                  fit_items=list(ref.items) if fitted else None)

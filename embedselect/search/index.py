@@ -183,7 +183,7 @@ class SearchIndex:
             )
 
     def _load_embedder(self, *, device: str | None, policy: LoadPolicy | None, token: str | None):
-        from embedselect.models.backends.device import library_progress
+        from embedselect.models.backends.device import library_output
         from embedselect.models.backends.loader import load_embedder
         from embedselect.models.candidates import parse_candidates, resolve_candidate
 
@@ -192,7 +192,7 @@ class SearchIndex:
         cand = parse_candidates(m.spec, modality=m.modality)[0]
         if cand.kind == "hub":
             cand = dataclasses.replace(cand, revision=m.revision)
-        with library_progress():
+        with library_output():
             rc = resolve_candidate(cand, policy=policy.for_model(cand.ref), token=token)
         if rc.model_id != m.model_id or rc.revision != m.revision:
             raise IndexMismatchError(
@@ -209,7 +209,7 @@ class SearchIndex:
                 )
             with np.load(self.directory / FIT_FILE, allow_pickle=False) as npz:
                 state = {k: npz[k] for k in npz.files}
-        with library_progress():
+        with library_output():
             try:
                 return load_embedder(rc, device=device, policy=policy.for_model(cand.ref), seed=m.seed,
                                      fit_state=state)

@@ -6,6 +6,7 @@ Nothing here imports torch at module import time; :func:`resolve_device` imports
 from __future__ import annotations
 
 import contextlib
+import logging
 import re
 import sys
 from typing import Any, Iterator
@@ -120,17 +121,23 @@ def torch_dtype(name: str):
 
 
 @contextlib.contextmanager
-def library_progress() -> Iterator[None]:
-    """While the block runs, transformers and huggingface_hub draw no progress bars of their own: transformers'
-    "Loading weights" / "Loading checkpoint shards" (its ``utils.logging.tqdm``, which reads the switch of
-    ``disable_progress_bar`` at each bar) and the hub's bars. On a terminal the run's own line
-    (:mod:`embedselect._util.progress`) is the only bar and already shows the stage; the libraries' bars were drawn
-    beside it, and each "Loading weights" stayed on the screen after its model. With ``--quiet`` or no terminal there
-    is no bar at all.
+def library_output() -> Iterator[None]:
+    """While the block runs (a model resolved, loaded or run), transformers and huggingface_hub draw no progress bars
+    of their own, and transformers' own warnings are not printed unless embedselect's log shows INFO (``-v``).
+
+    - The bars: transformers' "Loading weights" / "Loading checkpoint shards" (its ``utils.logging.tqdm``, which reads
+      the switch of ``disable_progress_bar`` at each bar) and the hub's bars. On a terminal the run's own line
+      (:mod:`embedselect._util.progress`) is the only bar and already shows the stage; the libraries' bars were drawn
+      beside it, and each "Loading weights" stayed on the screen after its model. With ``--quiet`` or no terminal
+      there is no bar at all.
+    - The warnings: above all the loading report, a table of the checkpoint's unexpected and missing tensors that
+      loading a model saved with a task head (``BertForMaskedLM``) prints for every load. What matters in it, a
+      weight the model reads that the checkpoint lacks, is a ``ModelLoadError`` of its own
+      (:mod:`embedselect.models.backends.weights`).
 
     The caller's settings are put back afterwards (a program that imports embedselect keeps its own choice):
-    transformers' switch first, since it sets the hub's too, then the hub's global switch. (A hub group's own setting,
-    ``disable_progress_bars("name")``, is not kept: the hub's global switch clears them.)"""
+    transformers' verbosity, then its bar switch, since it sets the hub's too, then the hub's global switch. (A hub
+    group's own setting, ``disable_progress_bars("name")``, is not kept: the hub's global switch clears them.)"""
     from embedselect._util.compat import ensure_torchvision_importable
 
     ensure_torchvision_importable()
@@ -139,10 +146,14 @@ def library_progress() -> Iterator[None]:
 
     tf_was_on = tf_logging.is_progress_bar_enabled()
     hub_was_off = hub_utils.are_progress_bars_disabled()
+    verbosity = tf_logging.get_verbosity()
     tf_logging.disable_progress_bar()  # the hub's bars too
+    if not logging.getLogger("embedselect").isEnabledFor(logging.INFO):
+        tf_logging.set_verbosity(max(verbosity, logging.ERROR))
     try:
         yield
     finally:
+        tf_logging.set_verbosity(verbosity)
         if tf_was_on:
             tf_logging.enable_progress_bar()  # turns the hub's on as well
         if hub_utils.are_progress_bars_disabled() != hub_was_off:
