@@ -163,6 +163,27 @@ def test_lock_files_that_cannot_be_created_are_one_cache_error_naming_the_folder
 
 
 @pytest.mark.fault
+def test_embed_exits_6_as_rank_does_when_the_cache_failed_every_candidate(tmp_path, monkeypatch, capsys):
+    """``locks/`` on a read-only mount: ``embed`` exited 4 (candidates) where ``rank`` exits 6 (cache); now both
+    follow one rule (pipeline.scoring.no_candidate_embedded). The rows still say each candidate's reason; a failure
+    that is not the cache's keeps exit 4."""
+    from embedselect.cli import main
+
+    cache = tmp_path / "cache"
+    Store.open(cache).list_runs()
+    argv = ["embed", SAMPLE, "-c", "text", "--cache-dir", str(cache), "-q"]
+    with monkeypatch.context() as m:
+        _refuse_under(m, cache / "locks")
+        assert main([*argv, "-m", "tfidf-svd,random-projection"]) == 6
+    out = capsys.readouterr().out
+    failed = [ln for ln in out.splitlines() if ": failed - " in ln and str(cache / "locks") in ln]
+    assert [ln.split(":")[0] for ln in failed] == ["tfidf-svd", "random-projection"], out
+    missing = tmp_path / "missing"
+    missing.mkdir()  # a model folder without weights: a candidate's own failure
+    assert main([*argv, "-m", f"{missing}"]) == 4
+
+
+@pytest.mark.fault
 def test_a_ranking_the_cache_cannot_store_is_returned_with_the_reason(tmp_path, monkeypatch):
     """The disk fills up just before the ranking is stored: the ranking computed is returned (the CLI prints it),
     with a ``not-stored`` warning giving the reason; it was lost, the run ending with the cache's error."""

@@ -154,9 +154,10 @@ def cmd_embed(args) -> int:
     text = "\n".join(line(r, o.result.cache_scope) for r, o in zip(rows, outcomes))
     emit(args, json.dumps(rows, indent=2), text)
     failed = {r["name"]: f"{r['error_type']}: {r['error']}" for r in rows if r["status"] != "ok"}
-    if len(failed) == len(rows):
-        read_only = all(r["error_type"] == "CacheReadOnlyError" for r in rows)  # nothing cached, nothing storable
-        return EXIT_CODES["cache" if read_only else "candidate"]
+    if len(failed) == len(rows):  # the rows say each reason; the status is rank's (6 when the cache failed them all)
+        from embedselect.pipeline.scoring import no_candidate_embedded
+
+        return no_candidate_embedded([o.result for o in outcomes]).exit_code
     return exit_status(failed, strict=args.strict, hits=[])
 
 

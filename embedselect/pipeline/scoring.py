@@ -56,15 +56,7 @@ def metrics_stage(ctx: RunContext) -> None:
     """
     results, ok, warnings = ctx.results, ctx.vectors, ctx.warnings
     if not ok:
-        if ctx.store.read_only and all(r.error_type == "CacheReadOnlyError" for r in results):
-            ctx.store.require_writable("store the embeddings of any of the candidates (none is cached)")  # exit 6
-        if results and all(r.error_type in _cache_error_names() for r in results):
-            first, others = results[0], [r.name for r in results[1:]]
-            more = f"; {', '.join(others)} failed the same way" if others else ""
-            raise CacheError(f"no candidate could be embedded: {first.name}: {first.error}{more}")
-        why = {r.name: f"{r.error_type}: {r.error}" for r in results}
-        raise AllCandidatesFailedError(f"no candidate could be embedded ({'; '.join(f'{k}: {v}' for k, v in why.items())})",
-                                       failed=list(why), reasons=why)
+        raise no_candidate_embedded(results, ctx.store)
     warnings += [RankingWarning("candidate-failed", note, [r.name])
                  for r in results if (note := r.failure_note) is not None]  # None exactly when ok
     if ctx.ref.duplicates_note():
@@ -177,6 +169,25 @@ def _run_metric(m: str, mctx: MetricContext, ctx: RunContext, *, run_keys: Mappi
             ctx.store.put_metric_result(bkey, f"{m}:bootstrap", boot)
         ctx.uncertainty[m] = boot
     return mr
+
+
+def no_candidate_embedded(results: list[Any], store: Any = None) -> CacheError | AllCandidatesFailedError:
+    """Why a run in which no candidate could be embedded stops (``results``: each candidate's failed
+    :class:`~embedselect.ranking.result.CandidateResult`), the one rule for ``rank`` and ``embed``: when each failed
+    because of the cache (read-only, a full disk, a file-size limit), the cache's error, said once (exit 6): a
+    read-only ``store``'s own message, else the first candidate's CacheError naming the others; otherwise
+    :class:`AllCandidatesFailedError` naming each with its reason (exit 4)."""
+    if results and all(r.error_type in _cache_error_names() for r in results):
+        if store is not None and all(r.error_type == "CacheReadOnlyError" for r in results):
+            error = store.read_only_error("store the embeddings of any of the candidates (none is cached)")
+            if error is not None:
+                return error
+        first, others = results[0], [r.name for r in results[1:]]
+        more = f"; {', '.join(others)} failed the same way" if others else ""
+        return CacheError(f"no candidate could be embedded: {first.name}: {first.error}{more}")
+    why = {r.name: f"{r.error_type}: {r.error}" for r in results}
+    return AllCandidatesFailedError(f"no candidate could be embedded ({'; '.join(f'{k}: {v}' for k, v in why.items())})",
+                                    failed=list(why), reasons=why)
 
 
 def _cache_error_names() -> frozenset[str]:

@@ -54,13 +54,18 @@ class Database:
         self._file_lock: Any = None
 
     def require_writable(self, what: str) -> None:
-        """Raise :class:`~embedselect.errors.CacheReadOnlyError` saying that the cache cannot ``what`` (e.g.
-        "store the embeddings of X") when it is read-only; the one message for every impossible write."""
-        if self.read_only:
-            raise CacheReadOnlyError(
-                f"the cache at {self.root} is read-only, so it cannot {what}; use only what it holds, or give a "
-                "writable --cache-dir (or EMBEDSELECT_CACHE_DIR)"
-            )
+        """Raise :meth:`read_only_error` when the cache is read-only."""
+        error = self.read_only_error(what)
+        if error is not None:
+            raise error
+
+    def read_only_error(self, what: str) -> CacheReadOnlyError | None:
+        """The :class:`~embedselect.errors.CacheReadOnlyError` saying that the cache cannot ``what`` (e.g. "store
+        the embeddings of X"), None when it is writable; the one message for every impossible write."""
+        if not self.read_only:
+            return None
+        return CacheReadOnlyError(f"the cache at {self.root} is read-only, so it cannot {what}; use only what it "
+                                  "holds, or give a writable --cache-dir (or EMBEDSELECT_CACHE_DIR)")
 
     def can_record(self, what: str) -> bool:
         """False (and a debug log line) when the cache is read-only: bookkeeping (``what``, e.g. "the ranking")
