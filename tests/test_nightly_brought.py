@@ -56,3 +56,35 @@ def test_brought_vectors_among_the_leaders_are_not_planned_as_a_hub_model_once_u
     second = run_night(load_config(write_config(tmp_path, pinned=["tfidf-svd", "random-projection"])))
     assert second["status"] == "ok" and second["failed"] == [], second["failed"]
     assert second["candidates"]["top"] == [] and second["ranked"] == 2
+
+
+@pytest.mark.fault
+def test_pinned_relative_paths_are_read_from_the_configurations_folder(hub, tmp_path, monkeypatch):
+    """docs/nightly.md: relative paths are relative to the configuration file's folder. A pinned vectors file or
+    local folder was read from the working folder: run from elsewhere, the night failed them."""
+    from testkit import tinymodels as tm
+
+    np.save(tmp_path / "v.npy", np.random.default_rng(0).normal(size=(len(TEXTS), 8)).astype("float32"))
+    tm.make_tiny_sentence_transformer(tmp_path / "models" / "tiny")
+    conf = load_config(write_config(tmp_path, pinned=["tfidf-svd", "mine=vectors:v.npy", "models/tiny",
+                                                      "other=./models/tiny?normalize=false"]))
+    monkeypatch.chdir(tmp_path.parent)
+    summary = run_night(conf)
+    assert summary["failed"] == [] and summary["status"] == "ok", summary["failed"]
+    assert sorted(summary["candidates"]["pinned"]) == ["mine", "other", "tfidf-svd", "tiny"]
+
+
+def test_spec_against_makes_only_relative_paths_absolute(tmp_path):
+    from embedselect.models.candidates.spec import spec_against
+
+    (tmp_path / "models" / "m").mkdir(parents=True)
+    b = str(tmp_path)
+    assert spec_against("mine=vectors:v.npy", b) == f"mine=vectors:{tmp_path / 'v.npy'}"
+    assert spec_against("local:models/m?pooling=cls", b) == f"local:{tmp_path / 'models' / 'm'}?pooling=cls"
+    assert spec_against("x=./models/m?normalize=false", b) == f"x={tmp_path / 'models' / 'm'}?normalize=false"
+    assert spec_against("models/m", b) == str(tmp_path / "models" / "m")
+    assert spec_against("../elsewhere", b) == str(tmp_path.parent / "elsewhere")
+    for kept in ("tfidf-svd", "org/name@abc123", "sentence-transformers/all-MiniLM-L6-v2", "/abs/m",
+                 "mine=vectors:/abs/v.npy", "api=openai:text-embedding-3-small?dimensions=8", "catalog:text",
+                 "~/m"):
+        assert spec_against(kept, b) == kept

@@ -169,6 +169,15 @@ class NightlyConfig(_Strict):
         return Runtime(cache_dir=self.cache_path, device=self.device, batch_size=self.batch_size, token=token,
                        progress=False, save=True)
 
+    @property
+    def pinned_specs(self) -> tuple[str, ...]:
+        """``pinned`` with each relative path (a folder, ``vectors:PATH``) made absolute against the configuration
+        file's folder (:func:`~embedselect.models.candidates.spec.spec_against`), comma-separated entries split."""
+        from embedselect.models.candidates.spec import spec_against
+
+        return tuple(spec_against(part.strip(), self.base_dir)
+                     for entry in self.pinned for part in entry.split(",") if part.strip())
+
     def path(self, p: str) -> Path:
         """``p`` resolved against the configuration file's folder."""
         q = Path(p).expanduser()

@@ -105,7 +105,7 @@ def build_plan(cfg: Any, store: Any, crawl: Any, ref: Any, *, token: str | None 
         return Planned(repo, why, repo, sha, store.has_run(repo, sha, fp), prev_rank.get(repo), cand)
 
     pool: dict[str, Planned] = {}
-    for spec_cand in parse_candidates(list(cfg.pinned), modality=ref.modality) if cfg.pinned else []:
+    for spec_cand in parse_candidates(list(cfg.pinned_specs), modality=ref.modality) if cfg.pinned else []:
         model_id = revision = None
         cached: bool | None = None
         if spec_cand.kind != "hub" or spec_cand.revision:

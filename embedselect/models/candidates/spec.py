@@ -82,6 +82,26 @@ def _looks_like_path(s: str) -> bool:
 
 
 
+def spec_against(text: str, base_dir: str | Path) -> str:
+    """One candidate string (``NAME=SPEC`` or ``SPEC``) with its relative path made absolute against ``base_dir`` (a
+    configuration file's folder): the path of ``vectors:PATH`` and ``local:PATH``, a bare spec that reads as a path
+    (``./m``, ``../m``) and one naming a folder that exists under ``base_dir`` (``models/mine``, otherwise read as a
+    hub id). Anything else (a baseline, a hub id, an API, a catalog, an absolute or ``~`` path) is returned as
+    written."""
+    name, spec = split_name(text)
+    prefix = next((p for p in ("vectors:", "local:") if spec.startswith(p)), "")
+    body = spec[len(prefix):].strip()
+    path, q, opts = (body, "", "") if prefix == "vectors:" else body.partition("?")
+    relative = bool(path) and not Path(path).is_absolute() and not path.startswith("~")
+    if not prefix:
+        relative = relative and (path.startswith(("./", "../")) or path in (".", "..")
+                                 or (":" not in path and (Path(base_dir) / path).is_dir()))
+    if not relative:
+        return text
+    rebased = f"{prefix}{os.path.abspath(Path(base_dir) / path)}{q}{opts}"
+    return f"{name}={rebased}" if name is not None else rebased
+
+
 def parse_spec(spec: str) -> Candidate:
     """One spec (without a ``NAME=`` prefix, not a catalog) as a :class:`Candidate`.
 
