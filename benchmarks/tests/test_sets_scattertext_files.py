@@ -90,6 +90,11 @@ def test_load_roget_heads_keeps_the_largest_heads_and_single_head_terms(tmp_path
     texts, labels = load_roget_heads(f, n_classes=2)
     assert labels.count("BADNESS") == 11 and labels.count("ANIMALS") == 11 and "bad1" not in texts
     assert "tune" not in texts
+    # a quote in a term is a character, not a quoted field that runs on over the next lines
+    quoted = [f"bad{i},BADNESS" for i in range(3)] + ['"appetite,ANIMALS', "cat1,ANIMALS", 'a but",ANIMALS']
+    f.write_bytes(bz2.compress("\n".join(quoted).encode()))
+    texts, labels = load_roget_heads(f, n_classes=2)
+    assert sorted(texts) == ["a but", "appetite", "bad0", "bad1", "bad2", "cat1"]
     f.write_bytes(bz2.compress(b"one,two,three\n"))
     with pytest.raises(EmbedselectError, match="term,HEAD"):
         load_roget_heads(f)
