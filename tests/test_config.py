@@ -246,6 +246,40 @@ def test_only_one_module_reads_embedselect_environment_variables():
     documented = set(re.findall(r"EMBEDSELECT_[A-Z_]+", (PKG / "_util" / "env.py").read_text(encoding="utf-8")))
     used = {v for p in PKG.rglob("*.py") for v in re.findall(r"EMBEDSELECT_[A-Z_]+", p.read_text(encoding="utf-8"))}
     assert used <= documented and set(env.VARIABLES) == documented
+    install = (PKG.parent / "docs" / "install.md").read_text(encoding="utf-8")
+    table = install[install.index("## Environment variables"):]
+    assert set(re.findall(r"^\| `(EMBEDSELECT_[A-Z_]+)` \|", table, flags=re.M)) == documented  # each with what it does
+
+
+def test_embedselect_catalog_dir_is_searched_first_for_a_catalog_name(tmp_path, monkeypatch):
+    from embedselect.models.candidates import parse_candidates
+
+    (tmp_path / "cat").mkdir()
+    (tmp_path / "cat" / "text.yaml").write_text("schema: 1\nmodality: text\nmodels:\n  - baseline: tfidf-svd\n")
+    shipped = parse_candidates("catalog:text")
+    monkeypatch.setenv("EMBEDSELECT_CATALOG_DIR", str(tmp_path / "cat"))
+    assert [c.ref for c in parse_candidates("catalog:text")] == ["tfidf-svd"] != [c.ref for c in shipped]
+
+
+def test_embedselect_torchvision_shim_0_switches_the_fix_off(monkeypatch):
+    """With the variable 0 the fix looks at nothing and applies nothing; unset it goes on to look for torchvision
+    (here: not installed, so nothing to fix); a value that is no flag is refused."""
+    import sys
+
+    from embedselect._util import compat
+
+    looked: list[str] = []
+    monkeypatch.setattr(compat.importlib.util, "find_spec", lambda name: looked.append(name))
+    monkeypatch.delitem(sys.modules, "torchvision", raising=False)
+    for value, expected in (("0", []), ("off", []), ("", ["torchvision"])):
+        monkeypatch.setattr(compat, "_state", {})
+        monkeypatch.setenv("EMBEDSELECT_TORCHVISION_SHIM", value)
+        looked.clear()
+        assert compat.ensure_torchvision_importable() is False and looked == expected, value
+    monkeypatch.setattr(compat, "_state", {})
+    monkeypatch.setenv("EMBEDSELECT_TORCHVISION_SHIM", "maybe")
+    with pytest.raises(EnvironmentVariableError, match="EMBEDSELECT_TORCHVISION_SHIM"):
+        compat.ensure_torchvision_importable()
 
 
 def test_every_error_pickles_round_trip_with_its_attributes():
