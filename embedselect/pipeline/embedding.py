@@ -191,6 +191,7 @@ def _resolve(ctx: RunContext, cand: Any, res: CandidateResult, step: dict[str, A
     result's ``run_key`` names the vectors for the metrics only (the vectors' content hash; a key unique to this run
     for an unpinned embedder) and ``cache_scope`` says so (``"input"`` / ``"run"``)."""
     from embedselect.models.backends.base import vector_options
+    from embedselect.models.backends.baselines import baseline_key_options
     from embedselect.models.backends.device import key_precision, library_output
     from embedselect.models.backends.loader import object_parameter_count, parameter_count, weight_bytes
     from embedselect.models.candidates import resolve_candidate
@@ -228,8 +229,8 @@ def _resolve(ctx: RunContext, cand: Any, res: CandidateResult, step: dict[str, A
         # ?truncate_dim= / ?precision= are computed from the model's own vectors: those are stored (or kept) under
         # the key without them, shared with the model's other variants; the candidate's run_key has them
         reduced = {k: v for k, v in vector_options(cand.options).items() if k in REDUCTION_OPTIONS}
+        base = {k: v for k, v in vector_options(cand.options).items() if k not in REDUCTION_OPTIONS}
         if res.cache_scope != "cache":
-            base = {k: v for k, v in vector_options(cand.options).items() if k not in REDUCTION_OPTIONS}
             # an embedder object is known by its identity within the run, not by its name: one object under two
             # names is called once (as two names of one hub model share one run key)
             held = f"embedder:object-{id(cand.embedder)}" if cand.kind == "embedder" else rc.model_id
@@ -245,11 +246,8 @@ def _resolve(ctx: RunContext, cand: Any, res: CandidateResult, step: dict[str, A
         is_baseline = is_baseline_id(rc.model_id)
         precision = ("as-returned" if cand.kind in ("embedder", "api")  # the object or server decides
                      else key_precision(cand.options.get("dtype"), ctx.device, baseline=is_baseline))
-        key_options = {k: v for k, v in vector_options(cand.options).items() if k not in REDUCTION_OPTIONS}
-        if is_baseline:  # every setting of the baseline's own (?seed= over the run's seed, ?dim=, ...)
-            from embedselect.models.backends.baselines import baseline_key_options
-
-            key_options = baseline_key_options(rc.backend, modality=rc.modality, options=key_options, seed=ctx.seed)
+        key_options = (baseline_key_options(rc.backend, modality=rc.modality, options=base, seed=ctx.seed)
+                       if is_baseline else base)  # a baseline's every own setting (?seed= over the run's, ?dim=, ...)
         key = run_key(model_id=rc.model_id, revision=rc.revision, backend=rc.backend, options=key_options,
                       fingerprint=ctx.ref.fingerprint, precision=precision)
         res.run_key = key if not reduced else run_key(
