@@ -7,12 +7,7 @@ import csv
 import io
 import json
 import math
-import os
-import pty
-import select as _select
-import signal
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -24,6 +19,7 @@ from embedselect.data import ReferenceData, sample_path
 from embedselect.errors import AnswersError, ConfigError
 from embedselect.pipeline.questions import MAX_USES, choose_triplets
 from embedselect.validation.answers import agrees, contenders, verdict, wilson
+from testkit.terminal import run_on_pty
 from embedselect.validation.questions import COLUMNS, Question, parse_questions, questions_csv, read_questions
 
 SAMPLE = sample_path("texts")
@@ -451,53 +447,17 @@ def test_interactive_stops_once_the_answers_separate_the_leaders(ranked, tmp_pat
     assert v.decided and v.winner == "tfidf-svd"
 
 
-def _pty_run(argv, keys_at, timeout=120, kill_after=None):
-    """Run ``argv`` on a pty; ``keys_at``: list of (text to wait for, keys to send); SIGKILL after the key number
-    ``kill_after`` was sent and its answer saved (when given). Returns (screen, exit status or None if killed)."""
-    pid, fd = pty.fork()
-    if pid == 0:  # pragma: no cover - the child
-        try:
-            os.execve(argv[0], argv, dict(os.environ))
-        finally:
-            os._exit(127)
-    screen, sent, mark, deadline = "", 0, 0, time.monotonic() + timeout
-    killed = False
-    try:
-        while time.monotonic() < deadline:
-            if sent < len(keys_at) and keys_at[sent][0] in screen[mark:]:
-                os.write(fd, keys_at[sent][1].encode())
-                sent, mark = sent + 1, len(screen)
-                if kill_after is not None and sent == kill_after:
-                    while f"tally: {kill_after} answered" not in screen[mark:] and time.monotonic() < deadline:
-                        if _select.select([fd], [], [], 1)[0]:
-                            screen += os.read(fd, 65536).decode("utf-8", "replace")
-                    os.kill(pid, signal.SIGKILL)  # the tally is printed after the answer was saved
-                    killed = True
-                    break
-            if _select.select([fd], [], [], 0.5)[0]:
-                try:
-                    data = os.read(fd, 65536)
-                except OSError:
-                    break
-                if not data:
-                    break
-                screen += data.decode("utf-8", "replace")
-    finally:
-        _, status = os.waitpid(pid, 0)
-        os.close(fd)
-    return screen, None if killed else os.waitstatus_to_exitcode(status)
-
-
 @pytest.mark.slow
 @pytest.mark.fault
 def test_a_kill_in_the_middle_of_an_interactive_session_loses_no_answer(ranked, tmp_path):
     out = tmp_path / "q.csv"
     argv = [sys.executable, "-m", "embedselect", "ask", str(SAMPLE), "-c", "text", "-m", ",".join(POOL), "-n", "8",
             "--out", str(out), "--interactive", "--cache-dir", str(ranked)]
-    screen, code = _pty_run(argv, [("question 1 of 8", "a"), ("question 2 of 8", "b")], kill_after=2)
+    screen, code = run_on_pty(argv, [("question 1 of 8", "a"), ("question 2 of 8", "b")], kill_after=2,
+                              kill_once="tally: 2 answered")  # the tally is printed after the answer was saved
     assert code is None, screen
     assert [q.answer for q in read_questions(out)] == ["a", "b"] + [""] * 6
-    screen, code = _pty_run(argv, [("question 3 of 8", "s"), ("question 4 of 8", "u"), ("undone", "q")])
+    screen, code = run_on_pty(argv, [("question 3 of 8", "s"), ("question 4 of 8", "u"), ("undone", "q")])
     assert code == 0, screen
     assert "question 3 of 8" in screen and "question 1 of 8" not in screen  # resumed where it stopped
     assert [q.answer for q in read_questions(out)] == ["a", "b"] + [""] * 6  # the skip undone

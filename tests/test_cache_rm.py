@@ -5,16 +5,14 @@
 from __future__ import annotations
 
 import os
-import pty
-import select as _select
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from embedselect.cli import main
 from embedselect.data import sample_path
+from testkit.terminal import run_on_pty
 
 SAMPLE = str(sample_path("texts"))
 ROOT = Path(__file__).resolve().parents[1]
@@ -62,35 +60,10 @@ def test_all_and_a_prefix_naming_several_runs_need_a_yes_without_a_terminal(tmp_
     assert "removed 2 embedding run(s)" in capsys.readouterr().out and _keys(cache) == []
 
 
-def _on_a_pty(argv: list[str], answer: str, timeout: float = 120) -> tuple[str, int]:
+def _on_a_pty(argv: list[str], answer: str, timeout: float = 120) -> tuple[str, int | None]:
     """Run ``argv`` on a pty, type ``answer`` once it asks ``[y/N]``; (what the terminal showed, exit status)."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
-    pid, fd = pty.fork()
-    if pid == 0:  # pragma: no cover - the child
-        try:
-            os.execve(sys.executable, [sys.executable, "-m", "embedselect", *argv], env)
-        finally:
-            os._exit(127)
-    screen, sent, deadline = "", False, time.monotonic() + timeout
-    try:
-        while time.monotonic() < deadline:
-            if not sent and "[y/N]" in screen:
-                os.write(fd, answer.encode())
-                sent = True
-            if _select.select([fd], [], [], 0.5)[0]:
-                try:
-                    data = os.read(fd, 65536)
-                except OSError:
-                    break
-                if not data:
-                    break
-                screen += data.decode("utf-8", "replace")
-        else:
-            os.kill(pid, 9)
-    finally:
-        _, status = os.waitpid(pid, 0)
-        os.close(fd)
-    return screen, os.waitstatus_to_exitcode(status)
+    return run_on_pty([sys.executable, "-m", "embedselect", *argv], [("[y/N]", answer)], timeout=timeout, env=env)
 
 
 @pytest.mark.fault

@@ -1,0 +1,54 @@
+"""Run a command on a pseudo-terminal as a person would: wait for a text on the screen, type keys, and read what
+the terminal showed (for the tests of prompts, interactive questions and interrupts)."""
+
+from __future__ import annotations
+
+import os
+import pty
+import select
+import signal
+import time
+from typing import Mapping, Sequence
+
+
+def run_on_pty(argv: Sequence[str], keys_at: Sequence[tuple[str, str]], *, timeout: float = 120.0,
+               env: Mapping[str, str] | None = None, kill_after: int | None = None,
+               kill_once: str = "") -> tuple[str, int | None]:
+    """Run ``argv`` (an executable's path first) on a pty with ``env`` (default: this process's). ``keys_at``: (text
+    to wait for, keys to type) pairs, in order; each text is looked for in what was shown since the keys before it.
+    With ``kill_after``: SIGKILL once that many keys were typed and ``kill_once`` was shown after the last of them.
+    Returns (what the terminal showed, the exit status, or None when killed); a run past ``timeout`` seconds is
+    killed and its status returned as the signal's."""
+    pid, fd = pty.fork()
+    if pid == 0:  # pragma: no cover - the child
+        try:
+            os.execve(argv[0], list(argv), dict(os.environ if env is None else env))
+        finally:
+            os._exit(127)
+    screen, sent, mark, deadline, killed = "", 0, 0, time.monotonic() + timeout, False
+    try:
+        while time.monotonic() < deadline:
+            if sent < len(keys_at) and keys_at[sent][0] in screen[mark:]:
+                os.write(fd, keys_at[sent][1].encode())
+                sent, mark = sent + 1, len(screen)
+                if kill_after is not None and sent == kill_after:
+                    while kill_once not in screen[mark:] and time.monotonic() < deadline:
+                        if select.select([fd], [], [], 1)[0]:
+                            screen += os.read(fd, 65536).decode("utf-8", "replace")
+                    os.kill(pid, signal.SIGKILL)
+                    killed = True
+                    break
+            if select.select([fd], [], [], 0.5)[0]:
+                try:
+                    data = os.read(fd, 65536)
+                except OSError:
+                    break
+                if not data:
+                    break
+                screen += data.decode("utf-8", "replace")
+        else:
+            os.kill(pid, signal.SIGKILL)
+    finally:
+        _, status = os.waitpid(pid, 0)
+        os.close(fd)
+    return screen, None if killed else os.waitstatus_to_exitcode(status)
