@@ -199,3 +199,35 @@ def test_a_ranking_the_cache_cannot_store_is_returned_with_the_reason(tmp_path, 
     assert len(r.ok) == 2
     [w] = r.warnings_with("not-stored")
     assert "No space left on device" in w.message and "not stored" in w.message
+
+
+@pytest.mark.fault
+def test_a_full_disk_while_scoring_keeps_the_ranking_and_says_what_was_not_stored(tmp_path, monkeypatch, capsys):
+    """Every vector is embedded and stored, then the disk fills up while the metrics' pairs and results are written
+    (as `ulimit -f` showed with sufficiency's pairs): the ranking is printed, exit 0, with one ``not-stored`` note
+    naming what was not kept and why. The run ended with the cache's error, exit 6, and printed no ranking."""
+    from embedselect.cli import main
+    from embedselect.store.write_failure import cache_write_error
+
+    cache = tmp_path / "cache"
+    argv = ["rank", SAMPLE, "-c", "text", "-m", "tfidf-svd,random-projection", "--metrics", "nn_agreement",
+            "--cache-dir", str(cache), "-q"]
+    assert main(["embed", *argv[1:6], "--cache-dir", str(cache), "-q"]) == 0
+    capsys.readouterr()
+
+    def full(self, *a, **k):
+        raise cache_write_error(OSError(errno.ENOSPC, "No space left on device"), what="write its database",
+                                path=cache / DB_NAME, root=cache)
+
+    for write in ("put_many", "put_metric_result", "save_ranking"):
+        monkeypatch.setattr(Store, write, full)
+    assert main([*argv, "--json"]) == 0
+    r = json.loads(capsys.readouterr().out)
+    assert [c["status"] for c in r["candidates"]] == ["ok", "ok"] and all(c["cached"] for c in r["candidates"])
+    [note] = [w["message"] for w in r["warnings"] if w["code"] == "not-stored"]
+    assert note.startswith("not stored in the cache: the pair results of metric nn_agreement, the result of metric "
+                           "nn_agreement (a later run computes them again), and this ranking"), note
+    assert "No space left on device" in note, note
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "tfidf-svd" in out and "note: not stored in the cache: " in out, out

@@ -9,11 +9,11 @@ from datetime import datetime, timezone
 from typing import Any, Mapping, cast
 
 from embedselect._util.kinds import is_baseline_id
-from embedselect.errors import CacheError
 from embedselect.pipeline.defaults import default_method
 from embedselect.ranking.result import Ranking, RankingWarning, ValidationReport
 from embedselect.ranking.ties import rank_scores
 from embedselect.pipeline.context import RunContext, competition_rank, num, versions
+from embedselect.pipeline.savings import RANKING
 from embedselect.pipeline.scoring import metrics_stage
 from embedselect.pipeline.answers import answers_stage
 from embedselect.pipeline.queries import queries_stage, retrieval_stage
@@ -37,6 +37,8 @@ def rank_embedded(ctx: RunContext, t_start: float, *, save: bool) -> Ranking:
     ctx.timings["total"] = time.perf_counter() - t_start
     if save:
         _save(ctx, ranking)
+    if (not_stored := ctx.savings.warning()) is not None:  # said once, by the ranking's notes
+        ranking.warnings.append(not_stored)
     return ranking
 
 
@@ -226,7 +228,7 @@ def _report(ctx: RunContext, decision: Any, validation: ValidationReport | None)
 def _save(ctx: RunContext, ranking: Ranking) -> None:
     """Store the ranking and one row per (metric, embedded candidate) in the cache database. A cache that cannot
     store it (a full disk, a file-size limit: :class:`~embedselect.errors.CacheError`) does not lose the ranking
-    computed: it gets the warning ``not-stored`` with the reason, as a read-only cache's does."""
+    computed: it is a saving (:attr:`RunContext.savings`), said in the warning ``not-stored`` with the reason."""
     rows = [
         {
             "metric": m,
@@ -242,8 +244,4 @@ def _save(ctx: RunContext, ranking: Ranking) -> None:
         if r.ok
         for m in ranking.metrics
     ]
-    try:
-        ctx.store.save_ranking(ranking.ranking_id, ranking.to_dict(), rows)
-    except CacheError as exc:  # said once, by the ranking's notes
-        ranking.warnings.append(RankingWarning("not-stored", f"this ranking is not stored (leaderboard and history "
-                                               f"will not show it): {exc}"))
+    ctx.savings.keep(RANKING, lambda: ctx.store.save_ranking(ranking.ranking_id, ranking.to_dict(), rows))

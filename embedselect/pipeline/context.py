@@ -18,6 +18,7 @@ import numpy as np
 from embedselect.config import LoadPolicy, RankConfig, Runtime
 from embedselect.errors import ConfigError
 from embedselect.metrics.base import get_spec
+from embedselect.pipeline.savings import Savings
 from embedselect.ranking.result import CandidateResult, RankingTimings, RankingWarning
 
 
@@ -209,6 +210,8 @@ class RunContext:
         before_metrics: called once by the metrics stage with the reference points the metrics set aside and the
             embedded candidates' families (what every metric's context receives), before any metric, or None
             (:func:`~embedselect.pipeline.run.select_embedded`).
+        savings: the writes that only save work later (metric results and pairs, the ranking) and what the cache
+            could not keep of them (:class:`~embedselect.pipeline.savings.Savings`).
     """
 
     ref: Any
@@ -243,6 +246,7 @@ class RunContext:
     reductions: dict[str, Any] = field(default_factory=dict, repr=False)
     item_keys: list[str] | None = field(default=None, repr=False)
     before_metrics: Callable[[frozenset[str], dict[str, str]], Any] | None = field(default=None, repr=False)
+    savings: Savings = field(default_factory=Savings, repr=False)
 
     @property
     def seed(self) -> int:

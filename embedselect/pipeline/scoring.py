@@ -35,7 +35,7 @@ def _evidence_references(ctx: RunContext, references: frozenset[str], run_keys: 
         return references
     nn = {k: v for k, v in ctx.metric_options.get("nn_agreement", {}).items() if k in ("k", "max_items")}
     central = central_in_pool(MetricContext(embeddings=ctx.vectors, run_keys=run_keys, seed=ctx.seed, options=nn,
-                                            pair_cache=ctx.store, device=ctx.device, references=references,
+                                            pair_cache=ctx.savings.pairs(ctx.store, "nn_agreement"), device=ctx.device, references=references,
                                             families=families))  # its pairs serve nn_agreement after it
     if central:
         ctx.details["central_references"] = central
@@ -82,7 +82,7 @@ def metrics_stage(ctx: RunContext) -> None:
             seed=ctx.seed,
             options=opts,
             labels=ctx.ref.labels if opts.get("prior") == "labels" else None,
-            pair_cache=ctx.store,
+            pair_cache=ctx.savings.pairs(ctx.store, m),  # a write the cache refuses does not end the run
             device=ctx.device,
             references=references,
             families=families,
@@ -137,8 +137,8 @@ def metrics_stage(ctx: RunContext) -> None:
 
 def _run_metric(m: str, mctx: MetricContext, ctx: RunContext, *, run_keys: Mapping[str, str],
                 opts: Mapping[str, Any]) -> MetricResult | None:
-    """One metric's result (from the store, or computed and stored), and its bootstrap into ``ctx.uncertainty[m]``
-    when asked; None (with a warning) when the metric cannot be computed."""
+    """One metric's result (from the store, or computed and stored, :attr:`RunContext.savings`), and its bootstrap
+    into ``ctx.uncertainty[m]`` when asked; None (with a warning) when the metric cannot be computed."""
     fn = get_metric(m)
     mkey = metric_key(m, run_keys, opts, ctx.seed, ctx.ref.labels if mctx.labels is not None else None,
                       references=mctx.references, families=mctx.families)
@@ -158,7 +158,8 @@ def _run_metric(m: str, mctx: MetricContext, ctx: RunContext, *, run_keys: Mappi
             # log line is for --verbose
             log.info("metric %s failed: %s", m, exc)
             return None
-        ctx.store.put_metric_result(mkey, m, to_jsonable(asdict(mr)))
+        value = to_jsonable(asdict(mr))
+        ctx.savings.keep(f"the result of metric {m}", lambda: ctx.store.put_metric_result(mkey, m, value))
     if ctx.bootstrap and ctx.bootstrap > 0:
         bkey = f"{mkey}:bootstrap:{ctx.bootstrap}"
         boot = ctx.store.get_metric_result(bkey)
@@ -166,7 +167,8 @@ def _run_metric(m: str, mctx: MetricContext, ctx: RunContext, *, run_keys: Mappi
             from embedselect.ranking.bootstrap import bootstrap_metric
 
             boot = to_jsonable(bootstrap_metric(fn, mctx, n_boot=ctx.bootstrap, seed=ctx.seed).to_dict())
-            ctx.store.put_metric_result(bkey, f"{m}:bootstrap", boot)
+            ctx.savings.keep(f"the bootstrap of metric {m}",
+                             lambda: ctx.store.put_metric_result(bkey, f"{m}:bootstrap", boot))
         ctx.uncertainty[m] = boot
     return mr
 
