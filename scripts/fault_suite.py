@@ -51,6 +51,7 @@ AREAS: dict[str, str] = {
     "test_resume": "cache",
     "test_report": "reports and publishing",
     "test_publish": "reports and publishing",
+    "test_failed_candidate_outputs": "reports and publishing",
     "test_publish_push": "reports and publishing",
     "test_nightly": "nightly",
     "test_nightly_resume": "nightly",

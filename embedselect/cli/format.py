@@ -180,7 +180,7 @@ def _cached_cell(c: Any) -> str:
     """The ``cached`` column: ``yes`` (no item embedded in this run), ``no``, or ``240/260`` when this run embedded
     only the items no earlier run of the same model had embedded and read the others from the cache; ``-`` when
     ``cached`` is None (neither embedded nor cached: precomputed vectors, a run-only variant of a model another
-    variant embedded in this run)."""
+    variant embedded in this run, a failed candidate that got no vectors)."""
     if c.cached is None:
         return "-"
     if c.cached:

@@ -479,10 +479,9 @@ def _embed_queries(ctx: RunContext, cand: Any, pinned: _Pinned, vectors: np.ndar
 
 
 def record_candidate_failure(ctx: RunContext, cand: Any, res: CandidateResult, exc: Exception, step: dict[str, Any]) -> None:
-    """A candidate failed at ``step["stage"]``: mark its result failed, log it (INFO: the caller says it to the user),
-    record it through the one place
-    (:func:`embedselect.store.failures.record_failure`: token-free message, a policy refusal of a hub revision
-    also in ``hub_refusals``) and count its remaining steps."""
+    """A candidate failed at ``step["stage"]``: mark its result failed (with no vectors: ``cached``, ``embedded_items``,
+    ``stored_items`` None), log it (INFO: the caller says it), record it (token-free; a hub revision's policy refusal in
+    ``hub_refusals`` too) through :func:`embedselect.store.failures.record_failure` and count its remaining steps."""
     from embedselect.store.failures import record_failure
 
     ctx.bar.advance(STAGES_PER_CANDIDATE - step["done"])  # the candidate's remaining stages will not run
@@ -492,8 +491,9 @@ def record_candidate_failure(ctx: RunContext, cand: Any, res: CandidateResult, e
                              revision=res.revision or cand.revision, fingerprint=ctx.ref.fingerprint,
                              token=ctx.token, repo_id=hub_repo)
     res.status, res.error_type, res.error = "failed", type(exc).__name__, message
+    if res.n is None:  # no vectors: the counts set before its load or embedding said what never happened
+        res.cached = res.embedded_items = res.stored_items = None
     if not isinstance(exc, EmbedselectError):
         log.debug("unexpected error for %s", cand.name, exc_info=exc)
-    # said once, by the caller's output (the '!' line under rank's table, embed's and neighbours' 'failed' line, a
-    # night's summary, select()'s candidate-failed warning): the log line is for --verbose
+    # said once by the caller (rank's '!' line, embed's and neighbours' 'failed', a night's summary, select()'s warning)
     log.info("%s failed at %s: %s: %s", cand.name, stage, type(exc).__name__, message)

@@ -76,15 +76,22 @@ def badge_for(ranking: Ranking, candidate: CandidateResult | str, *, dataset: st
     c = ranking[candidate] if isinstance(candidate, str) else candidate
     total = len(ranking.ok)
     label = clean(dataset or Path(str(ranking.dataset.get("source", "data"))).name or "data")
-    tied = c.ok and c.rank is not None and not ranking.decided and c.name in ranking.leaders
+    tied = tied_leader(ranking, c)
+    return Badge(candidate=c.name, message=clean(f"{place(ranking, c)} · {label}"),
+                 color=_colour(1 if tied else c.rank if c.ok else None, total), stem=safe_filename(c.name))
+
+
+def tied_leader(ranking: Ranking, c: CandidateResult) -> bool:
+    """``c`` is one of the leaders of an undecided ranking: published as ``tied #1``, whatever its row."""
+    return c.ok and c.rank is not None and not ranking.decided and c.name in ranking.leaders
+
+
+def place(ranking: Ranking, c: CandidateResult) -> str:
+    """Where ``c`` stands, as its badge and its model card say it: ``#2 of 5``, ``tied #1 of 5`` for a leader of an
+    undecided ranking, ``failed``."""
     if not c.ok or c.rank is None:
-        message = f"failed · {label}"
-    elif tied:
-        message = f"tied #1 of {total} · {label}"
-    else:
-        message = f"#{c.rank} of {total} · {label}"
-    return Badge(candidate=c.name, message=clean(message), color=_colour(1 if tied else c.rank if c.ok else None, total),
-                 stem=safe_filename(c.name))
+        return "failed"
+    return f"tied #1 of {len(ranking.ok)}" if tied_leader(ranking, c) else f"#{c.rank} of {len(ranking.ok)}"
 
 
 def _write(path: Path, text: str) -> None:

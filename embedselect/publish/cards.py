@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from embedselect.errors import ConfigError
-from embedselect.publish.badges import badge_for
+from embedselect.publish.badges import badge_for, place, tied_leader
 from embedselect.publish.text import clean, md, num
 from embedselect.ranking.result import Ranking
 
@@ -132,13 +132,15 @@ def _section(ranking: Ranking, candidate: str, *, dataset: str | None, base_url:
         START,
         badge.markdown(base_url),
         "",
-        f"Ranked **#{c.rank} of {len(ranking.ok)}** by [embedselect](https://pypi.org/project/embedselect/) on "
+        f"Ranked **{place(ranking, c)}**{f' (#{c.rank} by combined score)' if tied_leader(ranking, c) and c.rank != 1 else ''}"
+        " by [embedselect](https://pypi.org/project/embedselect/) on "
         f"{md(_dataset_name(ranking, dataset))} ({ranking.dataset.get('n', '?')} items, fingerprint "
         f"`{str(ranking.dataset.get('fingerprint', ''))[:12]}`), label-free: {scores}. "
         f"Ranking `{ranking.ranking_id[:12]}` of {md(ranking.created_at)}.",
     ]
     if not ranking.decided:
-        lines.append(f"The leading candidates could not be told apart: {md('; '.join(ranking.undecided_reasons))}.")
+        lines.append(f"The leading candidates ({md(', '.join(ranking.leaders))}) could not be told apart: "
+                     f"{md('; '.join(ranking.undecided_reasons))}.")
     lines.append(END)
     return "\n".join(lines)
 

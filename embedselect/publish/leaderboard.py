@@ -125,12 +125,13 @@ def _provenance(ranking: Ranking, previous: Ranking | None) -> str:
     return text
 
 
-def _undecided_lines(ranking: Ranking) -> list[str]:
-    """What an undecided ranking's leaderboard says under its table (plain text): no clear winner and why, and the
-    next step; nothing for a decided one."""
+def _lines_under(ranking: Ranking) -> list[str]:
+    """What a leaderboard says under its table (plain text): each failed candidate with its reason (the table has
+    only the ranked ones), then, for an undecided ranking, no clear winner and why, and the next step."""
+    lines = [f"failed: {c.name} — {c.error_type}: {c.error}" for c in ranking.failed]
     if ranking.decided:
-        return []
-    lines = [f"no clear winner: {'; '.join(ranking.undecided_reasons)}"]
+        return lines
+    lines.append(f"no clear winner: {'; '.join(ranking.undecided_reasons)}")
     return lines + ([ranking.next_step] if ranking.next_step else [])
 
 
@@ -145,7 +146,7 @@ def to_markdown(ranking: Ranking, previous: Ranking | None = None) -> str:
                  *(num(r.scores.get(m)) for m in ranking.metrics), md(short_revision(r.revision))]
         lines.append("| " + " | ".join(cells) + " |")
     lines += ["", md(_provenance(ranking, previous))]
-    lines += [f"- {md(line)}" for line in _undecided_lines(ranking)]
+    lines += [f"- {md(line)}" for line in _lines_under(ranking)]
     return "\n".join(lines) + "\n"
 
 
@@ -181,8 +182,8 @@ def to_html_table(ranking: Ranking, previous: Ranking | None = None) -> str:
 
 
 def to_html(ranking: Ranking, previous: Ranking | None = None, *, title: str = "embedselect leaderboard") -> str:
-    """A self-contained HTML page with the leaderboard (no scripts, no external resources); an undecided ranking's
-    page says so under the table, as the Markdown does."""
+    """A self-contained HTML page with the leaderboard (no scripts, no external resources); its failed candidates and,
+    for an undecided ranking, no clear winner are said under the table, as the Markdown does."""
     css = ("body{font:15px/1.45 system-ui,sans-serif;margin:1.5em;color:#222;max-width:60em}"
            "table{border-collapse:collapse;width:100%}th,td{border-bottom:1px solid #ddd;padding:6px 8px;text-align:left}"
            "tr.up td:nth-child(2){color:#16803c}tr.down td:nth-child(2){color:#b42318}tr.new td:nth-child(2){color:#1d4ed8}"
@@ -192,6 +193,6 @@ def to_html(ranking: Ranking, previous: Ranking | None = None, *, title: str = "
         '<meta name="viewport" content="width=device-width,initial-scale=1">'
         f"<title>{esc(title)}</title><style>{css}</style></head><body><h1>{esc(title)}</h1>"
         f'<div class="wrap">{to_html_table(ranking, previous)}</div>'
-        + "".join(f'<p class="undecided">{esc(line)}</p>' for line in _undecided_lines(ranking))
+        + "".join(f'<p class="note">{esc(line)}</p>' for line in _lines_under(ranking))
         + f"<p><small>{esc(_provenance(ranking, previous))}</small></p></body></html>"
     )

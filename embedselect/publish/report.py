@@ -69,11 +69,11 @@ main{max-width:1100px;margin:0 auto;padding:16px}h1{font-size:1.4em;margin:.2em 
 .muted{color:var(--muted)}.wrap{overflow-x:auto;-webkit-overflow-scrolling:touch}
 table{border-collapse:collapse;width:100%;font-size:14px}th,td{border-bottom:1px solid var(--line);padding:6px 8px;
 text-align:left;vertical-align:top}th{background:#f9fafb;white-space:nowrap}td.num{text-align:right;font-variant-numeric:tabular-nums}
-tr.failed td{color:#9ca3af}tr.lead td:first-child{font-weight:600}.tie{color:var(--warn);font-weight:600}
+tr.failed td{color:#9ca3af}tr.failed td.why{color:var(--warn)}tr.lead td:first-child{font-weight:600}.tie{color:var(--warn);font-weight:600}
 .ci{color:var(--muted);font-size:12px;white-space:nowrap}.bar{background:var(--accent);height:6px;display:inline-block;border-radius:3px}
 .figs{display:grid;grid-template-columns:repeat(auto-fit,minmax(320px,1fr));gap:16px}
 figure{margin:0;border:1px solid var(--line);border-radius:8px;padding:8px}figure svg{width:100%;height:auto}
-figure.span{grid-column:1/-1}td.why{min-width:18em}
+figure.span{grid-column:1/-1}
 figcaption{font-size:13px;color:var(--muted)}.note{color:var(--warn)}code{font-size:12px}td.src{white-space:nowrap}
 @media (max-width:700px){main{padding:10px}.wide{display:none}th,td{padding:5px 4px}}
 """
@@ -350,20 +350,24 @@ def to_html(ranking: Ranking, *, title: str = "embedselect ranking", plots: bool
             f'<tr class="{cls}">',
             f'<td class="num">{_e(_num(c.rank))}</td>',
             f"<td>{_e(c.name)}{tie}</td>",
-            f'<td class="num">{_e(_num(c.combined_score))}<br><span class="bar" style="width:{width:.0f}px"></span></td>',
         ]
-        for m in ranking.metrics:
-            row.append(_score_cell(c, m) + f'<td class="num">{_e(_num(c.ranks.get(m)))}</td>')
-        status = "ok" if c.ok else f"failed: {c.error_type}: {c.error}"
+        if c.ok:
+            row.append(f'<td class="num">{_e(_num(c.combined_score))}<br>'
+                       f'<span class="bar" style="width:{width:.0f}px"></span></td>')
+            for m in ranking.metrics:
+                row.append(_score_cell(c, m) + f'<td class="num">{_e(_num(c.ranks.get(m)))}</td>')
+            row.append(f'<td class="num">{_e(_num(c.dim))}</td>')
+        else:  # its reason where its scores would be, beside its name: in the last column it was out of sight
+            span = 2 + 2 * len(ranking.metrics)  # score, each metric and its rank, dim: the columns a phone keeps
+            row.append(f'<td class="why" colspan="{span}">failed: {_e(c.error_type)}: {_e(c.error)}</td>')
         row += [
-            f'<td class="num">{_e(_num(c.dim))}</td>',
             f'<td class="num wide">{_e(_num(c.bytes_per_vector))}</td>',
             f'<td class="num wide">{_e(_rate(c.items_per_second))}</td>',
             *([f'<td class="num wide">{_e(_count(c.parameters))}</td>'] if params else []),
             *([f'<td class="num wide">{_e(_num(c.api_tokens))}</td>'] if tokens else []),
             f'<td class="wide src"><code>{_e(_tail(c.model_id or ""))}</code></td>',
             f'<td class="wide src"><code>{_e(short_revision(c.revision))}</code></td>',
-            (f"<td>{_e(status)}</td></tr>" if c.ok else f'<td class="why">{_e(status)}</td></tr>'),
+            f"<td>{'ok' if c.ok else 'failed'}</td></tr>",
         ]
         out.append("".join(row))
     out.append("</tbody></table></div>")

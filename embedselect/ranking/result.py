@@ -189,7 +189,7 @@ class CandidateResult:
         seconds: wall time of embedding the ``embedded_items`` this call embedded (when ``cached``: of the stored
             run it read, None when that run was itself assembled from the cache).
         cached: True if the embeddings came from the cache (no forward pass in this call); None when none were embedded
-            or cached for it: precomputed vectors, or a run-only variant whose vectors another variant embedded.
+            or cached for it (precomputed vectors, a run-only variant whose vectors another one embedded, a failure).
         embedded_items / stored_items: how many of the ``n`` items this call embedded, and how many it read from
             the cache (vectors stored per item content by earlier runs of the same model, revision and options,
             on this data or any other; a fitted baseline such as tfidf-svd is stored whole, per data). Both 0 for
