@@ -51,7 +51,7 @@ def test_rank_mlflow_logs_params_metrics_artifacts_and_the_pick(store, tmp_path,
         assert run[f"metrics.{key}.task_prior"] == pytest.approx(c.scores["task_prior"])
         assert run[f"metrics.{key}.task_prior.rank"] == c.ranks["task_prior"]
         assert run[f"metrics.{key}.rank"] == c.rank
-    assert run["tags.embedselect.pick"] == r.best.name
+    assert run["tags.embedselect.pick"] == (r.best.name if r.decided else "")
     assert run["tags.embedselect.decided"] == str(r.decided).lower()
     assert set(run["tags.embedselect.warnings"].split(",")) == {w.code for w in r.warnings}
     client = mlflow.MlflowClient(store)
@@ -101,3 +101,29 @@ def test_rank_mlflow_without_a_uri_or_without_mlflow_stops_before_any_work(tmp_p
 
     with pytest.raises(MissingExtraError):
         log_ranking(None)  # type: ignore[arg-type]  # mlflow is checked first
+
+
+def test_an_undecided_ranking_tags_no_pick_and_a_failed_candidate_is_tagged(store):
+    """``embedselect.pick`` named the first row of an undecided ranking, a built-in baseline the ranking itself calls
+    "not a pick"; a failed candidate was named by no tag (only the warning code candidate-failed)."""
+    from embedselect.integrations.mlflow import log_ranking
+    from embedselect.ranking.result import CandidateResult
+
+    cands = [CandidateResult(name=n, spec=n, scores={"task_prior": s}, ranks={"task_prior": k}, combined_score=s,
+                             rank=k) for n, s, k in (("tfidf-svd", 0.9, 1), ("m", 0.2, 2))]
+    cands.append(CandidateResult(name="broken", spec="broken", status="failed", error_type="ModelLoadError",
+                                 error="16 weight tensor(s) missing"))
+    r = Ranking(candidates=cands, metrics=["task_prior"], combine="mean-rank", dataset={"n": 240},
+                settings={"seed": 0}, versions={}, ranking_id="f" * 32, decided=False, leaders=["tfidf-svd", "m"])
+    mlflow.set_tracking_uri(store)
+    mlflow.set_experiment("es-undecided")
+    log_ranking(r, html=False)
+    run = _run_of(store, "es-undecided")
+    assert run["tags.embedselect.decided"] == "false" and run["tags.embedselect.leaders"] == "tfidf-svd,m"
+    assert run["tags.embedselect.pick"] in ("", None)  # MLflow may read an empty tag back as missing
+    assert run["tags.embedselect.failed"] == "broken"
+    assert not any(k.startswith("metrics.broken") for k in run.index)
+    decided = Ranking.from_dict({**r.to_dict(), "decided": True, "leaders": ["tfidf-svd"], "ranking_id": "e" * 32})
+    mlflow.set_experiment("es-decided")
+    log_ranking(decided, html=False)
+    assert _run_of(store, "es-decided")["tags.embedselect.pick"] == "tfidf-svd"

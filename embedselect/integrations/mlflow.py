@@ -9,8 +9,10 @@ One MLflow run per ranking:
   other than letters, digits, ``_ - . / space`` become ``_``); non-finite scores are left out;
 - **artifacts** under ``embedselect/``: ``ranking.json`` (``Ranking.to_json``, read back with
   ``Ranking.from_json``) and ``report.html`` (the self-contained HTML report);
-- **tags**: ``embedselect.pick`` (the first candidate), ``embedselect.decided``, ``embedselect.leaders``,
-  ``embedselect.warnings`` (the warning codes), ``embedselect.ranking_id``.
+- **tags**: ``embedselect.pick`` (the first candidate when the ranking decided; empty when it did not, as no
+  candidate is picked then: ``embedselect.leaders`` names the candidates it could not tell apart),
+  ``embedselect.decided``, ``embedselect.leaders``, ``embedselect.failed`` (the candidates that failed, by name; their
+  reasons are in ``ranking.json``), ``embedselect.warnings`` (the warning codes), ``embedselect.ranking_id``.
 
 mlflow is imported only when :func:`log_ranking` runs.
 """
@@ -64,7 +66,7 @@ def ranking_params(ranking: Ranking) -> dict[str, str]:
 def ranking_metrics(ranking: Ranking) -> dict[str, float]:
     """Every scored candidate's scores and ranks, keyed ``<candidate>.<metric>[.rank]``, ``<candidate>.rank`` and
     ``<candidate>.combined_score`` (finite values only). Two names that become the same key are told apart by
-    ``#2``, ``#3``... in the order of the ranking.
+    ``_2``, ``_3``... in the order of the ranking.
 
     Raises:
         ValueError: never for a ranking made by embedselect; a key MLflow would refuse cannot be built.
@@ -86,12 +88,14 @@ def ranking_metrics(ranking: Ranking) -> dict[str, float]:
 
 
 def ranking_tags(ranking: Ranking) -> dict[str, str]:
-    """The pick and the decision as tags."""
+    """The pick (empty when the ranking did not decide), the decision, the leaders and the failed candidates as
+    tags."""
     best = ranking.best
     return {
-        "embedselect.pick": best.name if best is not None else "",
+        "embedselect.pick": best.name if best is not None and ranking.decided else "",
         "embedselect.decided": str(bool(ranking.decided)).lower(),
         "embedselect.leaders": ",".join(ranking.leaders),
+        "embedselect.failed": ",".join(c.name for c in ranking.failed),
         "embedselect.warnings": ",".join(sorted({w.code for w in ranking.warnings})),
         "embedselect.ranking_id": ranking.ranking_id,
     }
