@@ -74,6 +74,27 @@ def test_pinned_relative_paths_are_read_from_the_configurations_folder(hub, tmp_
     assert sorted(summary["candidates"]["pinned"]) == ["mine", "other", "tfidf-svd", "tiny"]
 
 
+@pytest.mark.fault
+@pytest.mark.parametrize("bad, says", [
+    ("mine=vectors:missing.npy", "vectors file '{dir}/missing.npy' of candidate 'mine' does not exist"),
+    ("local:./nowhere", "local model directory '{dir}/nowhere' does not exist"),
+    ("tfidf-svg", "cannot understand candidate 'tfidf-svg' (did you mean the baseline 'tfidf-svd'?)"),
+    ("=x", "bad candidate '=x': write NAME=SPEC"),
+])
+def test_a_pinned_candidate_that_cannot_be_parsed_or_found_is_a_config_error_before_any_crawl(hub, tmp_path,
+                                                                                             capsys, bad, says):
+    """A missing vectors file or local folder (read from the configuration's folder), a malformed spec: exit 2 when
+    the configuration is read, naming the entry, and the hub is not asked anything. The night crawled the hub first
+    and failed it when it planned (CandidateSpecError, exit 4). A hub id is not looked up then (no network)."""
+    from embedselect.cli import main
+
+    path = write_config(tmp_path, pinned=["tfidf-svd", "org/not-looked-up@abc123", bad])
+    assert main(["nightly", "--config", str(path), "-q"]) == 2
+    err = capsys.readouterr().err
+    assert f"pinned[2]: {says.format(dir=tmp_path)}" in err, err
+    assert hub.requests == []
+
+
 def test_spec_against_makes_only_relative_paths_absolute(tmp_path):
     from embedselect.models.candidates.spec import spec_against
 

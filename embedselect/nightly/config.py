@@ -34,7 +34,7 @@ from embedselect.config import (
     Runtime,
     metric_names,
 )
-from embedselect.errors import ConfigError
+from embedselect.errors import CandidateSpecError, ConfigError
 from embedselect.metrics.base import DEFAULT_METRICS
 
 _SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kKmMbBtT]?)\s*$")
@@ -173,10 +173,7 @@ class NightlyConfig(_Strict):
     def pinned_specs(self) -> tuple[str, ...]:
         """``pinned`` with each relative path (a folder, ``vectors:PATH``) made absolute against the configuration
         file's folder (:func:`~embedselect.models.candidates.spec.spec_against`), comma-separated entries split."""
-        from embedselect.models.candidates.spec import spec_against
-
-        return tuple(spec_against(part.strip(), self.base_dir)
-                     for entry in self.pinned for part in entry.split(",") if part.strip())
+        return tuple(spec for entry in self.pinned for spec in _entry_specs(entry, self.base_dir))
 
     def path(self, p: str) -> Path:
         """``p`` resolved against the configuration file's folder."""
@@ -253,8 +250,31 @@ def parse_config(obj: Any, *, base_dir: str | Path = ".", source: str = "") -> N
         cfg.rank_config()  # what the night ranks with, validated as select() validates it
     except ConfigError as exc:
         raise ConfigError(f"invalid nightly configuration {source}:\n  {exc}") from None
+    _check_pinned(cfg, source)
     _check_output(cfg, source)
     return cfg
+
+
+def _check_pinned(cfg: NightlyConfig, source: str) -> None:
+    """Each ``pinned`` entry parses as the night will parse it (relative paths from the configuration's folder,
+    :attr:`NightlyConfig.pinned_specs`): a malformed spec, a missing vectors file or local folder is a
+    :class:`ConfigError` naming the entry (``pinned[1]: ...``), before the night crawls anything. Offline: a hub id
+    is not looked up, a baseline's modality is checked against the data when the night plans."""
+    from embedselect.models.candidates import parse_candidates
+
+    for i, entry in enumerate(cfg.pinned):
+        try:
+            parse_candidates(_entry_specs(entry, cfg.base_dir))
+        except (CandidateSpecError, ConfigError) as exc:
+            raise ConfigError(f"invalid nightly configuration {source}:\n  pinned[{i}]: {exc}") from None
+
+
+def _entry_specs(entry: str, base_dir: str) -> list[str]:
+    """One ``pinned`` entry's specs: split at commas, each relative path made absolute against ``base_dir`` (the
+    configuration file's folder, :func:`~embedselect.models.candidates.spec.spec_against`)."""
+    from embedselect.models.candidates.spec import spec_against
+
+    return [spec_against(part.strip(), base_dir) for part in entry.split(",") if part.strip()]
 
 
 def _check_output(cfg: NightlyConfig, source: str) -> None:
