@@ -439,3 +439,20 @@ def test_cache_ls_shows_a_baselines_revision_whole_and_cuts_hashes(tmp_path, cap
     assert main(["cache", "ls", "--cache-dir", cache]) == 0
     out = capsys.readouterr().out
     assert len(_builtin_revision()) > 12 and f" {_builtin_revision()} " in out, out
+
+
+def test_cache_ls_shows_the_unknown_seconds_of_a_run_put_together_from_earlier_runs_as_a_dash(tmp_path, capsys):
+    """A run of items all embedded before (here a sub-sample) is put together from earlier runs, its ``seconds``
+    unknown (null in the JSON): the table printed ``NaN`` there; now ``-``, as every table shows an unknown value."""
+    cache = str(tmp_path / "c")
+    embed = ["embed", SAMPLE, "-c", "text", "-m", "random-projection", "--cache-dir", cache, "-q"]
+    assert main(embed) == 0 and main([*embed, "--max-items", "100"]) == 0
+    capsys.readouterr()
+    assert main(["cache", "ls", "--cache-dir", cache, "--json"]) == 0
+    assert sorted((r["n"], r["seconds"] is None) for r in json.loads(capsys.readouterr().out)) == [(100, True),
+                                                                                                    (240, False)]
+    assert main(["cache", "ls", "--cache-dir", cache]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    header, rows = lines[1].split(), {ln.split()[5]: ln.split() for ln in lines[2:]}
+    assert "NaN" not in "\n".join(lines) and rows["100"][header.index("seconds")] == "-", lines
+    assert float(rows["240"][header.index("seconds")]) > 0
