@@ -4,6 +4,7 @@ and HTML report, the pick as a tag."""
 
 from __future__ import annotations
 
+import os
 import sys
 
 import mlflow  # the dev extra installs it (mlflow-skinny): these tests run wherever the suite runs
@@ -127,3 +128,89 @@ def test_an_undecided_ranking_tags_no_pick_and_a_failed_candidate_is_tagged(stor
     mlflow.set_experiment("es-decided")
     log_ranking(decided, html=False)
     assert _run_of(store, "es-decided")["tags.embedselect.pick"] == "tfidf-svd"
+
+
+class _Tracking:
+    """The REST endpoints of an MLflow tracking server that `rank --mlflow` calls, on loopback; a run's artifacts go
+    to a local folder (its artifact URI)."""
+
+    def __init__(self, artifacts: str):
+        self.artifacts, self.runs, self.calls = artifacts, {}, []
+
+    def answer(self, path: str, query: dict, body: dict) -> tuple[int, dict]:
+        import time
+        import uuid
+
+        self.calls.append(path)
+        p = path.split("/api/2.0/mlflow/")[-1]
+        if p == "runs/create":
+            rid = uuid.uuid4().hex
+            info = {"run_id": rid, "run_uuid": rid, "experiment_id": body.get("experiment_id", "0"),
+                    "run_name": body.get("run_name", ""), "status": "RUNNING", "lifecycle_stage": "active",
+                    "start_time": int(time.time() * 1000), "artifact_uri": f"{self.artifacts}/{rid}"}
+            self.runs[rid] = {"info": info, "data": {"tags": body.get("tags", []), "params": [], "metrics": []}}
+            return 200, {"run": self.runs[rid]}
+        if p == "runs/get":
+            return 200, {"run": self.runs[query["run_id"][0]]}
+        if p == "runs/log-batch":
+            for k in ("params", "metrics", "tags"):
+                self.runs[body["run_id"]]["data"][k] += body.get(k, [])
+            return 200, {}
+        if p == "runs/update":
+            info = self.runs[body["run_id"]]["info"]
+            info["status"] = body.get("status", "FINISHED")
+            return 200, {"run_info": info}
+        return 404, {"error_code": "ENDPOINT_NOT_FOUND", "message": p}
+
+
+@pytest.fixture
+def tracking_server(tmp_path):
+    import json
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+    from urllib.parse import parse_qs, urlparse
+
+    fake = _Tracking((tmp_path / "artifacts").as_uri())
+
+    class Handler(BaseHTTPRequestHandler):
+        def _reply(self):
+            url = urlparse(self.path)
+            n = int(self.headers.get("Content-Length") or 0)
+            code, payload = fake.answer(url.path, parse_qs(url.query), json.loads(self.rfile.read(n)) if n else {})
+            data = json.dumps(payload).encode()
+            self.send_response(code)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        do_GET = do_POST = do_PATCH = _reply
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield fake, server.server_address[1]
+    server.shutdown()
+    server.server_close()
+    mlflow.set_tracking_uri(None)
+
+
+@pytest.mark.fault
+def test_rank_json_mlflow_to_a_tracking_server_keeps_stdout_json_and_prints_no_uri(tracking_server, tmp_path, capsys,
+                                                                                  monkeypatch):
+    """MLflow printed "🏃 View run … at: http://alice:s3cret@…" and "🧪 View experiment at: …" on stdout when the run
+    ended: after --json's JSON, and with the password of the tracking URI that embedselect itself never prints."""
+    fake, port = tracking_server
+    monkeypatch.delenv("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT", raising=False)
+    code = main(["rank", SAMPLE, "-c", "text", "-m", "tfidf-svd,random-projection", "--metrics", "task_prior",
+                 "--json", "-q", "--cache-dir", str(tmp_path / "c"), "--mlflow",
+                 "--mlflow-uri", f"http://alice:s3cret@127.0.0.1:{port}"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert Ranking.from_json(out).ok  # stdout is the JSON and nothing else
+    assert "s3cret" not in out + err and "View run" not in out + err
+    (run,) = fake.runs.values()
+    assert run["info"]["status"] == "FINISHED" and f"run {run['info']['run_id']}" in err
+    assert "MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT" not in os.environ  # the caller's setting is back

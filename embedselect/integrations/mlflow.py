@@ -14,17 +14,23 @@ One MLflow run per ranking:
   ``embedselect.decided``, ``embedselect.leaders``, ``embedselect.failed`` (the candidates that failed, by name; their
   reasons are in ``ranking.json``), ``embedselect.warnings`` (the warning codes), ``embedselect.ranking_id``.
 
+Nothing is printed: MLflow's "View run ... at: URL" lines, which a run it ends writes to standard output for a
+tracking server, are turned off while :func:`log_ranking` runs (they followed ``rank --json``'s JSON on stdout, and the
+URL is the tracking URI, password included).
+
 mlflow is imported only when :func:`log_ranking` runs.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
+import os
 import re
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from embedselect._util.extras import require
 from embedselect.ranking.result import Ranking
@@ -123,6 +129,30 @@ def log_ranking(ranking: Ranking, *, tracking_uri: str | None = None, experiment
         mlflow.set_tracking_uri(tracking_uri)
     if experiment:
         mlflow.set_experiment(experiment)
+    with _no_links_printed():
+        return _log(mlflow, ranking, run_name=run_name, html=html)
+
+
+_NO_LINKS = "MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT"
+"""MLflow's switch for the run and experiment links it prints on standard output when it ends a run."""
+
+
+@contextlib.contextmanager
+def _no_links_printed() -> Iterator[None]:
+    """MLflow's links off while the block runs; the caller's setting of the switch is put back."""
+    before = os.environ.get(_NO_LINKS)
+    os.environ[_NO_LINKS] = "true"
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(_NO_LINKS, None)
+        else:
+            os.environ[_NO_LINKS] = before
+
+
+def _log(mlflow: Any, ranking: Ranking, *, run_name: str | None, html: bool) -> str:
+    """Log ``ranking`` into the active run, or into a run of its own that it ends; the run id."""
     active = mlflow.active_run()
     run = active or mlflow.start_run(run_name=run_name or f"embedselect {ranking.ranking_id[:8]}".strip())
     try:
