@@ -153,6 +153,18 @@ def test_a_new_card_gets_front_matter_and_the_section():
     assert card.data.eval_results and "<script>" not in card.text.split("<!-- embedselect:start -->")[1]
 
 
+def test_a_metric_that_did_not_score_the_candidate_has_no_model_index_result():
+    """RankMe left out of the score (NaN for every candidate) was published as ``value: .nan`` in the card's
+    model-index, where the card's own sentence says ``rankme -``."""
+    r = _fake([("a", 0.9), ("b", 0.1)])
+    r.metrics = ["task_prior", "rankme"]
+    for c in r.candidates:
+        c.scores["rankme"] = float("nan")
+    card = update_card(None, r, "a")
+    assert ".nan" not in card and "embedselect/rankme" not in card and "rankme -" in card
+    assert "type: embedselect/task_prior" in card and "type: embedselect/rank" in card
+
+
 def test_leaderboard_history_from_the_store(tmp_path, cache_dir, capsys):
     st = make_tiny_sentence_transformer(tmp_path / "tiny-st")
     first = embedselect.select(SAMPLE, "tfidf-svd,random-projection", column="text", metrics=["task_prior"], seed=0)

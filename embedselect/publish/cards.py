@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import re
 from pathlib import Path
 from typing import Any, Iterator
@@ -106,7 +107,8 @@ def _dataset_name(ranking: Ranking, dataset: str | None) -> str:
 
 def eval_results(ranking: Ranking, candidate: str, *, dataset: str | None = None) -> list[Any]:
     """``huggingface_hub.EvalResult`` entries (legacy ``model-index``) for one candidate: its combined rank and
-    each metric's headline score, on the reference data identified by its fingerprint."""
+    each metric's headline score, on the reference data identified by its fingerprint; a metric that did not score it
+    (NaN: RankMe left out, a degenerate candidate) has no entry, as the card's sentence shows it ``-``."""
     from huggingface_hub import EvalResult
 
     c = _candidate(ranking, candidate)
@@ -119,7 +121,7 @@ def eval_results(ranking: Ranking, candidate: str, *, dataset: str | None = None
     out = [EvalResult(metric_type="embedselect/rank", metric_name=f"rank of {len(ranking.ok)}",
                       metric_value=c.rank, **common)]
     for m in ranking.metrics:
-        if c.scores.get(m) is not None:
+        if c.scores.get(m) is not None and math.isfinite(float(c.scores[m])):  # a metric that did not score it: none
             out.append(EvalResult(metric_type=f"embedselect/{m}", metric_name=m, metric_value=float(c.scores[m]), **common))
     return out
 
