@@ -45,6 +45,7 @@ def test_rank_mlflow_logs_params_metrics_artifacts_and_the_pick(store, tmp_path,
     r = Ranking.from_json(out)
     run = _run_of(store, "es-test")
     assert "logged to MLflow: run " + run["run_id"] in err
+    assert "Creating a new experiment" not in err  # MLflow's INFO lines only with -v (the experiment was new)
     assert run["params.seed"] == "0" and run["params.metrics"] == "task_prior"
     assert run["params.data.fingerprint"] == r.dataset["fingerprint"]
     for c in r.ok:  # every candidate's scores and ranks as metrics

@@ -16,7 +16,8 @@ One MLflow run per ranking:
 
 Nothing is printed: MLflow's "View run ... at: URL" lines, which a run it ends writes to standard output for a
 tracking server, are turned off while :func:`log_ranking` runs (they followed ``rank --json``'s JSON on stdout, and the
-URL is the tracking URI, password included).
+URL is the tracking URI, password included); so are MLflow's INFO log lines ("Experiment with name ... does not exist.
+Creating a new experiment.") unless embedselect's log shows INFO (``-v``), as for transformers' own output.
 
 mlflow is imported only when :func:`log_ranking` runs.
 """
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import math
 import os
 import re
@@ -125,11 +127,11 @@ def log_ranking(ranking: Ranking, *, tracking_uri: str | None = None, experiment
         MissingExtraError: mlflow is not installed (the message names ``pip install 'embedselect[mlflow]'``).
     """
     mlflow: Any = require("mlflow", extra="mlflow", purpose="logging a ranking to MLflow")
-    if tracking_uri:
-        mlflow.set_tracking_uri(tracking_uri)
-    if experiment:
-        mlflow.set_experiment(experiment)
-    with _no_links_printed():
+    with _quiet():
+        if tracking_uri:
+            mlflow.set_tracking_uri(tracking_uri)
+        if experiment:
+            mlflow.set_experiment(experiment)
         return _log(mlflow, ranking, run_name=run_name, html=html)
 
 
@@ -138,13 +140,19 @@ _NO_LINKS = "MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT"
 
 
 @contextlib.contextmanager
-def _no_links_printed() -> Iterator[None]:
-    """MLflow's links off while the block runs; the caller's setting of the switch is put back."""
+def _quiet() -> Iterator[None]:
+    """While the block runs, MLflow prints no links, and logs below WARNING only when embedselect's log shows INFO;
+    the caller's switch and MLflow logger level are put back."""
     before = os.environ.get(_NO_LINKS)
     os.environ[_NO_LINKS] = "true"
+    mlflow_log = logging.getLogger("mlflow")
+    level = mlflow_log.level
+    if not logging.getLogger("embedselect").isEnabledFor(logging.INFO):
+        mlflow_log.setLevel(max(mlflow_log.getEffectiveLevel(), logging.WARNING))
     try:
         yield
     finally:
+        mlflow_log.setLevel(level)
         if before is None:
             os.environ.pop(_NO_LINKS, None)
         else:
