@@ -253,6 +253,17 @@ class CacheDatabaseCorruptError(CacheError):
     and the recovery (move it aside; the next run starts a new database and recomputes the embeddings)."""
 
 
+def cache_error_names() -> frozenset[str]:
+    """The names of :class:`CacheError` and its subclasses: a failed candidate's ``error_type`` that says the cache
+    could not be used (read-only, a full disk, a file-size limit, damaged, locked)."""
+    names, todo = set(), [CacheError]
+    while todo:
+        cls = todo.pop()
+        names.add(cls.__name__)
+        todo += cls.__subclasses__()
+    return frozenset(names)
+
+
 # --- search index (embedselect index / search) -------------------------------------------------
 class SearchIndexError(CacheError):
     """A search index directory cannot be used (missing, unreadable, or written by a newer embedselect)."""
@@ -364,4 +375,5 @@ __all__ = [
     "UnknownMetricError",
     "UnsafeModelError",
     "UnsupportedFormatError",
+    "cache_error_names",
 ]

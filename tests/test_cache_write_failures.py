@@ -231,3 +231,21 @@ def test_a_full_disk_while_scoring_keeps_the_ranking_and_says_what_was_not_store
     assert main(argv) == 0
     out = capsys.readouterr().out
     assert "tfidf-svd" in out and "note: not stored in the cache: " in out, out
+
+
+@pytest.mark.fault
+def test_a_failure_the_full_cache_cannot_record_is_not_said_again_beside_the_cache_error(tmp_path):
+    """Files limited to 1 KB: neither rp8's vectors nor the record of its failure can be written. stderr is the one
+    CacheError line (it had a 'WARNING ... could not record the failure of ...' line per candidate beside it, the
+    same refusal again); -v still shows that line. A failure of the candidate's own whose record the cache refuses
+    is news, and stays a warning (test_store.py::test_a_full_disk_while_writing_vectors_or_recording_a_failure)."""
+    cache = tmp_path / "cache"
+    embed = _cli(["embed", SAMPLE, "-c", "text", "-m", "tfidf-svd", "--cache-dir", str(cache), "-q"])
+    assert embed.returncode == 0, embed.stderr  # the database and the data set's row, written without a limit
+    two = _rank(cache, "rp8=random-projection?dim=8,rp16=random-projection?dim=16")
+    limited = _cli(two, max_file_bytes=1024)
+    assert limited.returncode == 6, limited.stderr
+    [line] = limited.stderr.strip().splitlines()
+    assert line.startswith("embedselect: error: no candidate could be embedded: rp8: ") and "ulimit -f" in line, line
+    verbose = _cli([a if a != "-q" else "-v" for a in two], max_file_bytes=1024)
+    assert verbose.returncode == 6 and "could not record the failure of random-projection?dim=8" in verbose.stderr

@@ -7,7 +7,7 @@ import time
 from dataclasses import asdict
 from typing import Any, Mapping
 
-from embedselect.errors import AllCandidatesFailedError, CacheError, MetricError
+from embedselect.errors import AllCandidatesFailedError, CacheError, MetricError, cache_error_names
 from embedselect._util.kinds import is_baseline_id
 from embedselect.metrics.base import MetricContext, MetricResult, get_metric
 from embedselect.ranking.io import to_jsonable
@@ -179,7 +179,7 @@ def no_candidate_embedded(results: list[Any], store: Any = None) -> CacheError |
     because of the cache (read-only, a full disk, a file-size limit), the cache's error, said once (exit 6): a
     read-only ``store``'s own message, else the first candidate's CacheError naming the others; otherwise
     :class:`AllCandidatesFailedError` naming each with its reason (exit 4)."""
-    if results and all(r.error_type in _cache_error_names() for r in results):
+    if results and all(r.error_type in cache_error_names() for r in results):
         if store is not None and all(r.error_type == "CacheReadOnlyError" for r in results):
             error = store.read_only_error("store the embeddings of any of the candidates (none is cached)")
             if error is not None:
@@ -191,12 +191,3 @@ def no_candidate_embedded(results: list[Any], store: Any = None) -> CacheError |
     return AllCandidatesFailedError(f"no candidate could be embedded ({'; '.join(f'{k}: {v}' for k, v in why.items())})",
                                     failed=list(why), reasons=why)
 
-
-def _cache_error_names() -> frozenset[str]:
-    """The names of :class:`CacheError` and its subclasses (a failed candidate's ``error_type``)."""
-    names, todo = set(), [CacheError]
-    while todo:
-        cls = todo.pop()
-        names.add(cls.__name__)
-        todo += cls.__subclasses__()
-    return frozenset(names)

@@ -6,7 +6,7 @@ import json
 import logging
 from typing import Any, Mapping
 
-from embedselect.errors import ConfigError, CacheError
+from embedselect.errors import ConfigError, CacheError, cache_error_names
 from embedselect.store.db import Database
 from embedselect.store.keys import utc_now
 
@@ -58,7 +58,8 @@ class RecordStore(Database):
         """Record why a candidate failed. ``message`` must already be free of secrets.
 
         Best effort: when the record cannot be written (a full disk, a cache that went away), a warning says so
-        and the run goes on; the failure itself is still in the result.
+        and the run goes on; the failure itself is still in the result. When the candidate itself failed because
+        the cache refused a write, the log line is INFO: the refusal is already said.
         """
         if not self.can_record("the failure"):
             return
@@ -71,8 +72,12 @@ class RecordStore(Database):
                     [utc_now(), spec, model_id, revision, stage, error_type, message, fingerprint],
                 )
         except (OSError, duckdb.Error, CacheError) as exc:
-            log.warning("could not record the failure of %s in the cache at %s (%s); it is only in this result",
-                        spec, self.root, exc)
+            # a candidate that failed because the cache refused a write: that refusal is already said (its row, or
+            # the run's one CacheError), so this is for --verbose; otherwise it is news (a full disk beside a model's
+            # own failure, which a night would plan again)
+            level = logging.INFO if error_type in cache_error_names() else logging.WARNING
+            log.log(level, "could not record the failure of %s in the cache at %s (%s); it is only in this result",
+                    spec, self.root, exc)
 
     # --- rankings ---------------------------------------------------------------------------------
     def save_ranking(self, ranking_id: str, ranking_json: dict[str, Any], metric_rows: list[dict[str, Any]]) -> None:
