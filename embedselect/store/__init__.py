@@ -75,7 +75,8 @@ class Store(VectorStore, RecordStore, StoreQueries):
     The public methods, by concern:
 
     - **Opening and writability**: :meth:`open`; :meth:`require_writable` (raise when a read-only cache must store
-      something), :meth:`can_record` (whether bookkeeping can be stored); attributes ``root``, ``db_path``,
+      something), :meth:`read_only_error` (that error, without raising), :meth:`can_record` (whether bookkeeping
+      can be stored); attributes ``root``, ``db_path``,
       ``vectors_dir``, ``read_only``, ``lock_timeout``.
     - **Embedding runs** (one ``.npy`` file and one row each): :meth:`get_run`, :meth:`load_vectors`,
       :meth:`save_run`, :meth:`run_lock` (one process computes a run key), :meth:`has_run`, :meth:`find_runs`,
