@@ -106,6 +106,25 @@ def test_strict_says_on_stderr_which_candidates_failed_and_why(tmp_path, capsys)
 
 
 @pytest.mark.fault
+def test_embed_json_says_on_stderr_that_no_candidate_could_be_embedded_as_rank_does(tmp_path, capsys):
+    """``embed --json`` when every candidate fails: exit 4 with the one ``error:`` line ``rank`` stops with, through
+    cli.rank.exit_status (stderr said nothing: the reasons were only in the JSON); ``--strict`` changes neither."""
+    bad = make_pickle_only_model(tmp_path / "bad")
+    (tmp_path / "empty").mkdir()
+    capsys.readouterr()  # the model's writer's own progress
+    base = [str(SAMPLE), "-c", "text", "-m", f"{bad},{tmp_path / 'empty'}", "--cache-dir", str(tmp_path / "c"), "-q",
+            "--json"]
+    assert main(["rank", *base, "--metrics", "task_prior"]) == 4
+    [ranks] = capsys.readouterr().err.splitlines()
+    assert ranks.startswith("embedselect: error: no candidate could be embedded (bad: UnsafeModelError: "), ranks
+    for strict in ([], ["--strict"]):
+        assert main(["embed", *base, *strict]) == 4
+        out, err = capsys.readouterr()
+        assert [r["status"] for r in json.loads(out)] == ["failed", "failed"]  # stdout: the JSON only
+        assert err.splitlines() == [ranks]
+
+
+@pytest.mark.fault
 def test_fail_on_an_unknown_condition_is_a_usage_error_before_any_work(tmp_path, capsys):
     code = main(["rank", str(SAMPLE), "-c", "text", "-m", "tfidf-svd", "--cache-dir", str(tmp_path / "c"),
                  "--fail-on", "undecided,baseline-wns"])

@@ -25,7 +25,7 @@ from embedselect.cli.common import (
 from embedselect._fs.outfile import EMBED_ROW_KEYS
 from embedselect._util.extras import require
 from embedselect.config import RankConfig
-from embedselect.errors import EXIT_CODES, ConfigError
+from embedselect.errors import EXIT_CODES, ConfigError, EmbedselectError
 from embedselect.metrics.base import DEFAULT_METRICS
 from embedselect.publish.text import terminal
 
@@ -61,13 +61,18 @@ def fail_on_hits(ranking: Any, codes: list[str]) -> list[str]:
     return hits
 
 
-def exit_status(failed: dict[str, str], *, strict: bool, hits: list[str]) -> int:
+def exit_status(failed: dict[str, str], *, strict: bool, hits: list[str],
+                stopped: EmbedselectError | None = None) -> int:
     """A finished command's exit status under ``--strict`` and ``--fail-on``, said on stderr, one line per reason:
-    8 (partial) with ``strict`` when some candidate failed (``failed``: name -> why), one line naming each with its
-    reason (the JSON, or the lines under the table, hold them too: a pipeline reading only stderr and the status
+    ``stopped``'s own status when no candidate could be embedded (``embed``: the error ``rank`` stops with,
+    :func:`~embedselect.pipeline.scoring.no_candidate_embedded`, 4 or 6), its one ``error:`` line as ``rank``'s;
+    else 8 (partial) with ``strict`` when some candidate failed (``failed``: name -> why), one line naming each with
+    its reason (the JSON, or the lines under the table, hold them too: a pipeline reading only stderr and the status
     learns why); else 11 when a ``--fail-on`` condition holds (``hits``, from :func:`fail_on_hits`), a line each;
     else 0."""
-    if strict and failed:
+    if stopped is not None:
+        lines, status = [f"error: {stopped}"], stopped.exit_code
+    elif strict and failed:
         why = "; ".join(f"{name} ({reason})" for name, reason in failed.items())
         lines, status = [f"--strict: {len(failed)} candidate(s) failed: {why}"], EXIT_CODES["partial"]
     else:
@@ -154,11 +159,12 @@ def cmd_embed(args) -> int:
     text = "\n".join(line(r, o.result.cache_scope) for r, o in zip(rows, outcomes))
     emit(args, json.dumps(rows, indent=2), text)
     failed = {r["name"]: f"{r['error_type']}: {r['error']}" for r in rows if r["status"] != "ok"}
-    if len(failed) == len(rows):  # the rows say each reason; the status is rank's (6 when the cache failed them all)
+    stopped = None
+    if len(failed) == len(rows):  # the status and the stderr line are rank's (6 when the cache failed them all)
         from embedselect.pipeline.scoring import no_candidate_embedded
 
-        return no_candidate_embedded([o.result for o in outcomes]).exit_code
-    return exit_status(failed, strict=args.strict, hits=[])
+        stopped = no_candidate_embedded([o.result for o in outcomes])
+    return exit_status(failed, strict=args.strict, hits=[], stopped=stopped)
 
 
 def cmd_metrics(args) -> int:
