@@ -40,8 +40,7 @@ WARNING_CODES: dict[str, str] = {
     "metric-excluded": "a metric did not score a candidate (degenerate for that metric)",
     "metric-note": "a metric's own caveat (its prior, its estimator, ...)",
     "duplicates": "the reference data holds duplicate items",
-    "not-stored": "the ranking, or metric results and pairs, were not stored: the cache is read-only, or could not "
-                  "store them (a full disk)",
+    "not-stored": "the ranking, metric results or pairs were not stored: a read-only cache, or a full disk",
     "answers": "what a person's answers to `ask`'s questions ruled out or decided between the contenders "
                "(candidates: the contenders left, the winner first)",
     "queries": "what your search queries (`--queries`) ruled out or decided between the contenders (candidates: as for answers)",
