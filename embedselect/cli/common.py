@@ -419,5 +419,5 @@ def emit(args, payload_json: str, text: str, ranking=None) -> None:
     if args.json and ranking is not None:  # stdout is one JSON document; a person reading the run still sees why
         from embedselect.cli.format import note_lines
 
-        for line in note_lines(ranking):
+        for line in note_lines(ranking, failures=not getattr(args, "strict", False)):
             print(line, file=sys.stderr)

@@ -190,12 +190,13 @@ def _cached_cell(c: Any) -> str:
     return "no"
 
 
-def note_lines(ranking: Any) -> list[str]:
-    """The ranking's warnings as ``note: ...`` lines (the dropped duplicates first), without a failed candidate's
-    own note, which its ``!`` line under the table already says: the end of the table, and stderr under ``--json``."""
+def note_lines(ranking: Any, *, failures: bool = False) -> list[str]:
+    """The ranking's warnings as ``note: ...`` lines (the dropped duplicates first): the end of the table, and stderr
+    under ``--json``. A failed candidate's own note only with ``failures`` (``--json`` without ``--strict``): the
+    table's ``!`` line, or ``--strict``'s line, says it otherwise."""
     from embedselect.data import dropped_duplicates_note
 
-    said = {c.failure_note for c in ranking.failed}
+    said = set() if failures else {c.failure_note for c in ranking.failed}
     dropped = dropped_duplicates_note(ranking.dataset or {})
     return [f"note: {w}" for w in ([dropped] if dropped else []) + list(ranking.warnings) if w not in said]
 
