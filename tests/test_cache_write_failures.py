@@ -249,3 +249,20 @@ def test_a_failure_the_full_cache_cannot_record_is_not_said_again_beside_the_cac
     assert line.startswith("embedselect: error: no candidate could be embedded: rp8: ") and "ulimit -f" in line, line
     verbose = _cli([a if a != "-q" else "-v" for a in two], max_file_bytes=1024)
     assert verbose.returncode == 6 and "could not record the failure of random-projection?dim=8" in verbose.stderr
+
+
+@pytest.mark.fault
+def test_a_refused_write_into_the_database_file_does_not_claim_the_cache_unchanged(tmp_path):
+    """A file-size limit below the database file's size left it damaged (a block written in part): the message
+    said "What the cache held is unchanged" all the same. It says so only of the other files now."""
+    import errno
+
+    from embedselect.store.keys import DB_NAME
+    from embedselect.store.write_failure import cache_write_error
+
+    refused = OSError(errno.EFBIG, "File too large")
+    on_db = str(cache_write_error(refused, what="store a metric result", path=tmp_path / DB_NAME, root=tmp_path))
+    assert "unchanged" not in on_db and "checks the database file" in on_db
+    on_vectors = str(cache_write_error(refused, what="store the embeddings of x", path=tmp_path / "vectors" / "ab.npy",
+                                       root=tmp_path))
+    assert "What the cache held is unchanged" in on_vectors

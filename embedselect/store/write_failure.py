@@ -12,6 +12,7 @@ import re
 from pathlib import Path
 
 from embedselect.errors import CacheError
+from embedselect.store.keys import DB_NAME
 
 _FULL = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
 _NOT_WRITABLE = {errno.EROFS, errno.EACCES, errno.EPERM}
@@ -65,8 +66,12 @@ def cache_write_error(exc: BaseException, *, what: str, path: Path | str, root: 
         todo = f"make {folder} writable, or set EMBEDSELECT_CACHE_READONLY=1 to use only what the cache holds"
     else:
         todo = "free disk space"
+    # a write into the database file itself may have left part of a block behind (seen under a file-size limit
+    # below the file's size); the next run checks the file and says so when it is damaged
+    kept = ("What the cache held is unchanged" if Path(where).name != DB_NAME else
+            "The next run checks the database file and says whether it is damaged")
     return CacheError(f"could not {what} in the cache at {root}: writing {where} failed ({reason}); {todo}, or "
-                      "choose another cache (--cache-dir / EMBEDSELECT_CACHE_DIR). What the cache held is unchanged")
+                      f"choose another cache (--cache-dir / EMBEDSELECT_CACHE_DIR). {kept}")
 
 
 __all__ = ["SHORT_WRITE", "cache_write_error", "refused_errno"]
