@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from embedselect._util.extras import require
+from embedselect._util.library_logs import library_logs_below
 from embedselect.ranking.result import Ranking
 
 __all__ = ["log_ranking", "metric_key", "ranking_metrics", "ranking_params", "ranking_tags"]
@@ -145,14 +146,10 @@ def _quiet() -> Iterator[None]:
     the caller's switch and MLflow logger level are put back."""
     before = os.environ.get(_NO_LINKS)
     os.environ[_NO_LINKS] = "true"
-    mlflow_log = logging.getLogger("mlflow")
-    level = mlflow_log.level
-    if not logging.getLogger("embedselect").isEnabledFor(logging.INFO):
-        mlflow_log.setLevel(max(mlflow_log.getEffectiveLevel(), logging.WARNING))
     try:
-        yield
+        with library_logs_below("mlflow", logging.WARNING):
+            yield
     finally:
-        mlflow_log.setLevel(level)
         if before is None:
             os.environ.pop(_NO_LINKS, None)
         else:

@@ -11,6 +11,7 @@ import re
 import sys
 from typing import Any, Iterator
 
+from embedselect._util.library_logs import library_logs_below
 from embedselect.errors import ConfigError
 
 _DEVICE_RE = re.compile(r"^(cpu|mps|cuda(:\d+)?)$")
@@ -146,14 +147,11 @@ def library_output() -> Iterator[None]:
 
     tf_was_on = tf_logging.is_progress_bar_enabled()
     hub_was_off = hub_utils.are_progress_bars_disabled()
-    verbosity = tf_logging.get_verbosity()
     tf_logging.disable_progress_bar()  # the hub's bars too
-    if not logging.getLogger("embedselect").isEnabledFor(logging.INFO):
-        tf_logging.set_verbosity(max(verbosity, logging.ERROR))
     try:
-        yield
+        with library_logs_below("transformers", logging.ERROR):  # transformers' verbosity is this logger's level
+            yield
     finally:
-        tf_logging.set_verbosity(verbosity)
         if tf_was_on:
             tf_logging.enable_progress_bar()  # turns the hub's on as well
         if hub_utils.are_progress_bars_disabled() != hub_was_off:
