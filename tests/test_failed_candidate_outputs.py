@@ -80,3 +80,33 @@ def test_a_tied_leaders_card_says_what_its_badge_says():
     assert "The leading candidates (a, c) could not be told apart: a is a baseline." in card
     assert "Ranked **#2 of 3** by" in update_card(None, r, "b")
     assert "Ranked **tied #1 of 3** by" in update_card(None, r, "a")
+
+
+@pytest.mark.fault
+def test_ask_says_a_candidate_that_failed_as_rank_does(ranked, tmp_path, capsys, caplog):
+    """``ask`` over a pool with a candidate that failed asked its questions from the others and said nothing of it
+    (CLI and ``embedselect.ask()``): it says it as ``rank`` does, a ``!`` line, a note on stderr under ``--json``,
+    ``--strict``'s line and exit 8, and ``strict=True`` / a warning and ``attrs["failed"]`` from Python."""
+    import embedselect
+    from embedselect.errors import CandidatesFailedError
+
+    pool = f"tfidf-svd,random-projection,broken={tmp_path / 'st'}"
+    args = ["ask", SAMPLE, "-c", "text", "-m", pool, "-n", "3"]
+    assert main([*args, "--out", str(tmp_path / "q.csv")]) == 0
+    out = capsys.readouterr().out
+    assert out.count(REASON) == 1 and "\n! broken: " in out
+    assert main([*args, "--json"]) == 0
+    cap = capsys.readouterr()
+    assert len(json.loads(cap.out)) == 3 and REASON not in cap.out
+    assert cap.err.count(REASON) == 1 and "note: broken failed (ModelLoadError): " in cap.err
+    assert main([*args, "--json", "--strict"]) == 8
+    cap = capsys.readouterr()
+    assert len(json.loads(cap.out)) == 3
+    assert cap.err.count(REASON) == 1 and "--strict: 1 candidate(s) failed: broken (ModelLoadError: " in cap.err
+    with caplog.at_level("WARNING", logger="embedselect"):
+        df = embedselect.ask(SAMPLE, pool, column="text", n=3)
+    assert len(df) == 3 and list(df.attrs["failed"]) == ["broken"] and REASON in df.attrs["failed"]["broken"]
+    assert sum(REASON in r.getMessage() for r in caplog.records) == 1
+    with pytest.raises(CandidatesFailedError) as info:
+        embedselect.ask(SAMPLE, pool, column="text", n=3, strict=True)
+    assert info.value.failed == ["broken"] and REASON in str(info.value)

@@ -32,21 +32,34 @@ def cmd_ask(args) -> int:
                           config=rank_config(args), runtime=runtime(args),
                           check_out=lambda p: check_output_path(p, option="--out", cache_dir=args.cache_dir,
                                                                 updatable=_is_questions_file(p, args)))
+    from embedselect.cli.format import failure_lines
+    from embedselect.cli.rank import exit_status
+
+    # a candidate that failed in the ranking is in no question: said as rank says it (its '!' line; on stderr under
+    # --json; --strict's line and exit 8)
+    failed = {c.name: f"{c.error_type}: {c.error}" for c in session.ranking.failed}
     if args.interactive:
-        return interactive(session, sys.stdin, sys.stdout, viewer=args.open)
+        for line in failure_lines(session.ranking):
+            print(line)
+        status = interactive(session, sys.stdin, sys.stdout, viewer=args.open)
+        return status or exit_status(failed, strict=args.strict, hits=[])
     from embedselect.validation.questions import questions_frame
 
     if args.json:
         print(json.dumps(questions_frame(session.questions).to_dict("records"), indent=2, ensure_ascii=False))
-        return 0
+        for c in [] if args.strict else session.ranking.failed:
+            print(f"note: {c.failure_note}", file=sys.stderr)
+        return exit_status(failed, strict=args.strict, hits=[])
     answered = sum(1 for q in session.questions if q.answer)
     where = f" in {session.out}" if session.out else ""
     print(f"{len(session.questions)} questions{where} ({session.n_new} new, {answered} answered) deciding between "
           f"{', '.join(session.contenders)}, the contenders of {session.ranking_note}.")
+    for line in failure_lines(session.ranking):
+        print(line)
     if session.out:
         print(f"answer them with --interactive, or fill the answer column with a, b or skip; then: embedselect rank "
               f"... --answers {session.out}")
-    return 0
+    return exit_status(failed, strict=args.strict, hits=[])
 
 
 # --- the interactive loop ------------------------------------------------------------------------------------------
@@ -237,4 +250,5 @@ def register(sub) -> None:
                    "is saved at once and the next run resumes")
     p.add_argument("--open", action="store_true", help="with --interactive: open images in the desktop's viewer")
     p.add_argument("--json", action="store_true", help="print the questions as JSON")
+    p.add_argument("--strict", action="store_true", help="exit 8 if any candidate failed (its questions are written)")
     p.set_defaults(func=cmd_ask, labels=None)

@@ -81,8 +81,7 @@ def format_table(ranking, width: int | None = None) -> str:
         a = ranking.answers
         lines.append(f"answers: the share of your {a.get('n_answered')} answered questions ({a.get('n_skipped')} "
                      "skipped) each candidate orders your way [95 % Wilson interval]")
-    for c in ranking.failed:
-        lines.append(f"! {c.name}: {c.error}")
+    lines += failure_lines(ranking)
     if ranking.validation:
         lines += ["", *format_validation(ranking)]
     if getattr(ranking, "retrieval", None):
@@ -188,6 +187,12 @@ def _cached_cell(c: Any) -> str:
     if c.stored_items and c.n:
         return f"{c.stored_items}/{c.n}"
     return "no"
+
+
+def failure_lines(ranking: Any) -> list[str]:
+    """A ``! NAME: why`` line per failed candidate of ``ranking``: under the table of ``rank``, under ``ask``'s
+    summary."""
+    return [f"! {c.name}: {c.error}" for c in ranking.failed]
 
 
 def note_lines(ranking: Any, *, failures: bool = False) -> list[str]:

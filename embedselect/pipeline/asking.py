@@ -15,6 +15,7 @@ from embedselect.config import RankConfig, Runtime, from_keywords
 from embedselect.errors import ConfigError
 from embedselect.pipeline.answers import load_answers, shown_of, usable_items
 from embedselect.pipeline.context import load_reference_data
+from embedselect.ranking.result import Ranking
 from embedselect.validation.answers import Answered, contenders, resolve
 from embedselect.validation.questions import (
     Question,
@@ -43,6 +44,8 @@ class AskSession:
         n_new: how many of them this call added.
         out: the questions file (None: the API was asked for a DataFrame only).
         ranking_note: which ranking named the contenders (a stored one, or the one this call made).
+        ranking: that ranking; its failed candidates (:attr:`~embedselect.ranking.result.Ranking.failed`) are in no
+            question, and are said as ``rank`` says them.
     """
 
     ref: Any
@@ -52,6 +55,7 @@ class AskSession:
     n_new: int
     out: Path | None
     ranking_note: str
+    ranking: Ranking = field(repr=False)
 
     def answered(self) -> Answered:
         """The answered questions as item positions (checked against the data)."""
@@ -89,15 +93,28 @@ def ask(data: Any, candidates: Any, *, n: int = DEFAULT_QUESTIONS, out: str | Pa
             added only up to ``n``. Written atomically; a file ``ask`` did not write is never replaced.
 
     Returns:
-        a pandas DataFrame with those columns, one row per question (``answer`` ``""`` until answered).
+        a pandas DataFrame with those columns, one row per question (``answer`` ``""`` until answered). A candidate
+        that failed in the ranking (it is in no question) is said as :func:`select` says it: in
+        ``frame.attrs["failed"]`` (name -> its note, "NAME failed (TYPE): why") and a logged warning each, and
+        with ``strict`` (``Runtime.strict``) as :class:`~embedselect.errors.CandidatesFailedError` once the
+        questions are written.
 
     Raises:
         ConfigError: ``n`` < 1, fewer than two candidates scored, or ``out`` is not a questions file of ``ask``.
         AnswersError: ``out`` holds answers to another data set or malformed rows (it is left as it is).
+        CandidatesFailedError: ``strict`` and some candidate failed (the error carries the ranking).
         DataError, AllCandidatesFailedError, CacheError: as for :func:`select`.
     """
+    from embedselect.pipeline.run import raise_if_failed
+
     session = prepare_ask(data, candidates, n=n, out=out, config=config, runtime=runtime, **keywords)
-    return questions_frame(session.questions)
+    if (runtime or from_keywords(**keywords)[1]).strict:
+        raise_if_failed(session.ranking)
+    frame = questions_frame(session.questions)
+    frame.attrs["failed"] = {c.name: c.failure_note for c in session.ranking.failed}
+    for note in frame.attrs["failed"].values():
+        log.warning("%s", note)
+    return frame
 
 
 def prepare_ask(data: Any, candidates: Any, *, n: int = DEFAULT_QUESTIONS, out: str | Path | None = None,
@@ -138,13 +155,13 @@ def prepare_ask(data: Any, candidates: Any, *, n: int = DEFAULT_QUESTIONS, out: 
 
         log.info("no stored ranking of this data and these candidates: ranking them first")
         ranking = select(ref, candidates, config=config.replace(column=None, id_column=None, max_items=None),
-                         runtime=runtime.replace(save=True)).to_dict()
-        note = f"the ranking made now ({ranking['ranking_id'][:12]})"
+                         runtime=runtime.replace(save=True, strict=False))
+        note = f"the ranking made now ({ranking.ranking_id[:12]})"
     else:
-        ranking = stored
-        note = f"the stored ranking {ranking['ranking_id'][:12]} of {ranking['created_at'][:19]}"
-    order = [c["name"] for c in ranking["candidates"] if c.get("status") == "ok"]
-    names_c = contenders(ranking.get("leaders") or order[:1], order, stored_families(ranking))
+        ranking = Ranking.from_dict(stored)
+        note = f"the stored ranking {ranking.ranking_id[:12]} of {ranking.created_at[:19]}"
+    order = [c.name for c in ranking.ok]
+    names_c = contenders(ranking.leaders or order[:1], order, stored_families(ranking.to_dict()))
     if len(names_c) < 2:
         raise ConfigError(f"only {len(order)} candidate(s) could be scored ({', '.join(order) or 'none'}): the "
                           "questions need two contenders; fix or add candidates")
@@ -165,7 +182,7 @@ def prepare_ask(data: Any, candidates: Any, *, n: int = DEFAULT_QUESTIONS, out: 
     first_id = max((q.question_id for q in old), default=0) + 1
     added = [Question(first_id + t, ref.ids[i], ref.ids[a], ref.ids[b], shown[i], shown[a], shown[b])
              for t, (i, a, b) in enumerate(new)]
-    session = AskSession(ref, names_c, vectors, old + added, len(added), path, note)
+    session = AskSession(ref, names_c, vectors, old + added, len(added), path, note, ranking)
     if path is not None and (added or not path.exists()):
         session.save()
     if len(old) + len(added) < n:
