@@ -28,7 +28,7 @@ from embedselect.errors import (
     EmbeddingAPITimeoutError,
 )
 from embedselect.models.backends import openai_api
-from embedselect.models.backends.openai_api import ApiEmbedder
+from embedselect.models.backends.openai_api import MAX_ERROR_BODY, ApiEmbedder
 from embedselect.models.candidates import parse_candidates
 from embedselect.ranking.result import Ranking
 from embedselect.store import Store
@@ -426,3 +426,15 @@ def test_a_run_only_variant_that_embedded_nothing_is_not_called_uncached(server,
     assert main(["embed", *argv, "--json"]) == 0
     assert {row["name"]: row["cached"] for row in json.loads(capsys.readouterr().out)} == {"api": False, "api8": None}
 
+
+
+@pytest.mark.fault
+@pytest.mark.parametrize("before", [MAX_ERROR_BODY - 12, MAX_ERROR_BODY - 4])
+def test_a_key_cut_by_the_quoted_part_of_an_error_body_leaves_no_piece_of_it(server, key, waits, before):
+    # the server echoes the key where the quote of its body ends: a piece of the key was quoted, unredacted
+    body = ("x" * before + f" {KEY} " + "y" * 40).encode()
+    server.faults = [{"status": 401, "body": body, "forever": True}]
+    with pytest.raises(EmbeddingAPIError, match="HTTP 401") as ei:
+        _embedder(server).embed(TEXTS[:2])
+    message = str(ei.value)
+    assert not [KEY[:i] for i in range(6, len(KEY) + 1) if KEY[:i] in message], message[-80:]

@@ -70,7 +70,7 @@ MAX_ANSWER_BYTES_PER_INPUT = 256 * 1024
 """An answer may hold at most this many bytes per input plus 1 MiB (a 3072-wide float vector is about 70 kB of
 JSON); a longer one is refused as it arrives (an untrusted server cannot fill the memory)."""
 MAX_ERROR_BODY = 300
-"""Characters of a server's error body quoted in a message (after redaction)."""
+"""Characters of a server's error body quoted in a message (cut after the whole body is redacted)."""
 
 API_OPTIONS: dict[str, type] = {
     "base_url": str, "dimensions": int, "key_env": str, "batch_size": int, "max_batch_tokens": int,
@@ -317,7 +317,8 @@ class ApiEmbedder:
                 return raw
             retryable = status == 429 or status >= 500
             if not retryable or attempt >= self.max_retries:
-                text = raw[:4 * MAX_ERROR_BODY].decode("utf-8", "replace")
+                # redacted whole, then cut: a key the cut went through would leave a piece that no longer matches
+                text = self._redacted(raw.decode("utf-8", "replace"), key)
                 tries = f" after {attempt + 1} tries" if retryable else ""
                 raise EmbeddingAPIError(self._redacted(
                     f"candidate {self.name!r}: the API at {self.base_url} answered HTTP {status}{tries}: "
