@@ -242,6 +242,42 @@ def test_remote_code_refused_then_allowed(models):
     assert emb.embed(TEXTS[:3]).shape == (3, 32)
 
 
+@pytest.mark.fault
+def test_a_pickle_beside_a_safetensors_file_the_library_does_not_read_first_is_refused(models, tmp_path):
+    """timm reads pytorch_model.bin before open_clip_model.safetensors, and a sentence-transformers module folder
+    reads pytorch_model.bin when it has no model.safetensors: any .safetensors file beside a pickle let the pickle
+    through without allow_pickle."""
+    import shutil
+
+    import torch
+    from safetensors.torch import load_file
+
+    from embedselect.models.backends.loader import check_local_files
+
+    decoy = shutil.copytree(models["timm"], tmp_path / "timm")
+    torch.save(load_file(str(decoy / "model.safetensors")), decoy / "pytorch_model.bin")
+    (decoy / "model.safetensors").rename(decoy / "open_clip_model.safetensors")
+    with pytest.raises(UnsafeModelError, match="allow_pickle") as ei:
+        _load(decoy, "image")
+    assert ei.value.reason == "pickle_only" and "open_clip_model.safetensors" in str(ei.value)
+    _, emb = _load(decoy, "image", policy=LoadPolicy(allow_pickle=True))  # the opt-in still loads it
+    assert emb.embed(models["images"][:2]).shape == (2, 32)
+
+    st = shutil.copytree(models["st"], tmp_path / "st")
+    (st / "2_Dense").mkdir()
+    (st / "2_Dense" / "pytorch_model.bin").write_bytes(b"a pickle")
+    (st / "2_Dense" / "weights.safetensors").write_bytes(b"{}")
+    with pytest.raises(UnsafeModelError, match="2_Dense/") as ei:
+        check_local_files(st, "sentence-transformers", LoadPolicy(), "st")
+    assert ei.value.reason == "pickle_only"
+
+    # a pickle beside model.safetensors is never read: the folder loads without the opt-in
+    both = shutil.copytree(models["timm"], tmp_path / "both")
+    (both / "pytorch_model.bin").write_bytes(b"not a pickle at all")
+    _, emb = _load(both, "image")
+    assert emb.embed(models["images"][:2]).shape == (2, 32)
+
+
 def test_per_model_opt_in_lifts_policy(models):
     (c,) = parse_candidates(str(models["pickle"]), modality="text")
     rc = resolve_candidate(c, policy=LoadPolicy())

@@ -11,6 +11,11 @@ from embedselect.config import DEFAULT_MAX_MODEL_BYTES, LoadPolicy  # the policy
 PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt", ".pkl", ".pickle")
 """Weight files that are unpickled on load (arbitrary code): refused unless ``allow_pickle``."""
 
+SAFETENSORS_READ_FIRST = ("model.safetensors", "model.safetensors.index.json")
+"""The safetensors files the loaders read in preference to pickle weights beside them: ``model.safetensors`` (timm,
+transformers, every sentence-transformers module), and at a transformers model's root also its shards' index
+(transformers, told ``use_safetensors``). A pickle beside any other ``.safetensors`` name is what gets read."""
+
 NOT_WEIGHTS = ("training_args.bin", "optimizer.pt", "scheduler.pt", "rng_state.pth")
 """Pickle files a model folder may carry that no backend loads (training state), so they never count as weights."""
 
@@ -73,5 +78,5 @@ def remedy(setting: str, model_id: str) -> str:
     return f"{lift} or opt in for this model (allow_models={{{model_id!r}}})"
 
 
-__all__ = ["DEFAULT_MAX_MODEL_BYTES", "NOT_WEIGHTS", "PICKLE_SUFFIXES", "ConfiguredBy", "LoadPolicy", "configured_by",
-           "remedy", "remote_code_reason"]
+__all__ = ["DEFAULT_MAX_MODEL_BYTES", "NOT_WEIGHTS", "PICKLE_SUFFIXES", "SAFETENSORS_READ_FIRST", "ConfiguredBy",
+           "LoadPolicy", "configured_by", "remedy", "remote_code_reason"]

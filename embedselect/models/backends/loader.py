@@ -13,7 +13,8 @@ from embedselect.models.backends.reduce import REDUCTION_OPTIONS
 from embedselect.errors import ConfigError, EmbedselectError, ModelLoadError, UnsafeModelError
 from embedselect._util.kinds import BACKENDS, BASELINES, is_baseline_id
 from embedselect.models.layout import read_json
-from embedselect.models.policy import NOT_WEIGHTS, PICKLE_SUFFIXES, LoadPolicy, remedy, remote_code_reason
+from embedselect.models.policy import (NOT_WEIGHTS, PICKLE_SUFFIXES, SAFETENSORS_READ_FIRST, LoadPolicy, remedy,
+                                       remote_code_reason)
 
 log = logging.getLogger(__name__)
 
@@ -71,9 +72,13 @@ def check_local_files(local_dir: Path, backend: str, policy: LoadPolicy, model_i
     """Refuse a model folder that ``policy`` does not allow, before any library touches it.
 
     Checks, per folder that holds weights (the root and sentence-transformers module folders such as
-    ``2_Dense``): pickle weights (``.bin``/``.pt``/``.pth``/``.ckpt``) without a safetensors file beside them
-    need ``allow_pickle``. Custom code (``auto_map`` in a ``config.json``, or a ``modules.json`` module type
-    outside ``sentence_transformers.``) needs ``trust_remote_code``.
+    ``2_Dense``): pickle weights (``.bin``/``.pt``/``.pth``/``.ckpt``) need ``allow_pickle`` unless a safetensors
+    file the libraries read before them is beside them (:data:`~embedselect.models.policy.SAFETENSORS_READ_FIRST`:
+    ``model.safetensors``, or at the root of a transformers / sentence-transformers model its shards' index). Any
+    other ``.safetensors`` name does not count: timm reads ``pytorch_model.bin`` before ``open_clip_model.safetensors``
+    and a sentence-transformers module folder reads ``pytorch_model.bin`` when it has no ``model.safetensors``.
+    Custom code (``auto_map`` in a ``config.json``, or a ``modules.json`` module type outside
+    ``sentence_transformers.``) needs ``trust_remote_code``.
 
     Raises:
         UnsafeModelError: ``reason="pickle_only"`` or ``reason="remote_code"``; the message names the option.
@@ -97,14 +102,22 @@ def check_local_files(local_dir: Path, backend: str, policy: LoadPolicy, model_i
         safe = [p for p in files if p.name.endswith(".safetensors")]
         pickles = [p for p in files if p.name.endswith(PICKLE_SUFFIXES) and p.name not in NOT_WEIGHTS]
         any_weights = any_weights or bool(safe or pickles)
-        if pickles and not safe and not policy.allow_pickle:
-            where = "the model folder" if folder == d else f"{folder.name}/"
-            raise UnsafeModelError(
-                f"{model_id} has only pickle weights in {where} ({', '.join(sorted(p.name for p in pickles))}); "
-                f"unpickling can run arbitrary code. {remedy('allow_pickle', model_id)} if you trust it, or "
-                f"convert it to safetensors.",
-                reason="pickle_only",
-            )
+        if not pickles or policy.allow_pickle:
+            continue
+        read_first = SAFETENSORS_READ_FIRST if folder == d and backend != "timm" else SAFETENSORS_READ_FIRST[:1]
+        if any(p.name in read_first for p in files):
+            continue
+        where = "the model folder" if folder == d else f"{folder.name}/"
+        pickled = ", ".join(sorted(p.name for p in pickles))
+        what = (f"has only pickle weights in {where} ({pickled})" if not safe else
+                f"has pickle weights in {where} ({pickled}) that the {backend} backend reads before the safetensors "
+                f"beside them ({', '.join(sorted(p.name for p in safe))}): it reads {read_first[0]} first, and "
+                f"there is none")
+        raise UnsafeModelError(
+            f"{model_id} {what}; unpickling can run arbitrary code. {remedy('allow_pickle', model_id)} if you "
+            f"trust it, or convert it to safetensors ({read_first[0]}).",
+            reason="pickle_only",
+        )
     if not any_weights:
         raise ModelLoadError(
             f"{model_id}: no weight files (*.safetensors) in {d}; the {backend} backend cannot load it"
