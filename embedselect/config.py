@@ -274,7 +274,7 @@ class Runtime:
         batch_size: embedding batch size (None: the backend's default).
         token: hub token (None: ``HF_TOKEN``); never in a repr, a log or a stored result.
         progress: show progress bars (only on a terminal).
-        save: store the ranking in the cache database.
+        save: store the ranking in the cache database (False: its ``ranking_id`` is None).
         strict: a failed candidate makes ``select()`` raise :class:`~embedselect.errors.CandidatesFailedError` (after
             ranking the others and storing the ranking) instead of returning a ranking with a failed row.
     """

@@ -392,3 +392,22 @@ def test_only_the_intervals_of_combined_scores_decide_the_lead():
     iv = {"task_prior_alignment": [0.1, 0.2], "sufficiency": [0.3, 0.4], "rankme": [1.0, 2.0]}
     w = {"task_prior": 1.0, "sufficiency": 0.0, "rankme": 1.0}
     assert pipeline_ranking._intervals_in_score(iv, w) == {"task_prior_alignment": [0.1, 0.2], "rankme": [1.0, 2.0]}
+
+
+def test_a_ranking_that_was_not_stored_names_no_stored_ranking(tmp_path):
+    """``select(save=False)`` returned a ``ranking_id`` that no stored ranking has (`leaderboard --ranking ID` could
+    not find it, a model card cited it): it is None, in the JSON too, and what prints the id says it is not stored.
+    A ranking the cache refused to store (``not-stored``) is the same (tests/test_cache_write_failures.py)."""
+    from embedselect.publish import leaderboard as lb
+    from embedselect.publish.cards import update_card
+
+    pool, cache = ["tfidf-svd", "random-projection"], tmp_path / "c"
+    r = embedselect.select(SAMPLE, pool, column="text", metrics=["alpha_req"], cache_dir=cache, save=False)
+    assert r.ranking_id is None and Store.open(cache).list_rankings().empty
+    text = r.to_json()
+    assert json.loads(text)["ranking_id"] is None and Ranking.from_json(text) == r
+    assert ", ranking not stored " in lb.to_markdown(r) and json.loads(lb.to_json(r))["ranking_id"] is None
+    assert "Ranking not stored, of " in update_card(None, r, r.ok[0].name)
+    stored = embedselect.select(SAMPLE, pool, column="text", metrics=["alpha_req"], cache_dir=cache)
+    assert stored.ranking_id and Store.open(cache).get_ranking(stored.ranking_id)["ranking_id"] == stored.ranking_id
+    assert f", ranking {stored.ranking_id[:12]} " in lb.to_markdown(stored)

@@ -199,6 +199,7 @@ def test_a_ranking_the_cache_cannot_store_is_returned_with_the_reason(tmp_path, 
     assert len(r.ok) == 2
     [w] = r.warnings_with("not-stored")
     assert "No space left on device" in w.message and "not stored" in w.message
+    assert r.ranking_id is None  # it named a ranking the store does not have
 
 
 @pytest.mark.fault

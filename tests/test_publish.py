@@ -141,7 +141,7 @@ def test_model_card_round_trip_keeps_everything_else_and_replaces_its_own_sectio
     # a new ranking of other data adds its own entries next to the first
     other = update_card(twice, _fake([("x", 0.2), ("org/model", 0.1)], fingerprint="e" * 64), "org/model")
     assert len([r for r in ModelCard(other).data.eval_results if r.source_name == "embedselect"]) == 4
-    with pytest.raises(ConfigError, match="not in ranking"):
+    with pytest.raises(ConfigError, match="is not in the ranking"):
         update_card(CARD, ranking, "no-such-candidate")
 
 

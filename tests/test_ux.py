@@ -360,6 +360,7 @@ def test_a_read_only_cache_serves_what_it_holds(tmp_path, capsys, monkeypatch, h
         r = json.loads(capsys.readouterr().out)
         assert all(c["cached"] and c["status"] == "ok" for c in r["candidates"])
         assert any(w["code"] == "not-stored" and "read-only" in w["message"] for w in r["warnings"])
+        assert r["ranking_id"] is None
         assert main([*rank, "-m", ",".join([*PAIR, "rp8=random-projection?dim=8"])]) == 0
         r = json.loads(capsys.readouterr().out)
         failed = [c for c in r["candidates"] if c["status"] != "ok"]

@@ -106,7 +106,7 @@ def ranking_tags(ranking: Ranking) -> dict[str, str]:
         "embedselect.leaders": ",".join(ranking.leaders),
         "embedselect.failed": ",".join(c.name for c in ranking.failed),
         "embedselect.warnings": ",".join(sorted({w.code for w in ranking.warnings})),
-        "embedselect.ranking_id": ranking.ranking_id,
+        "embedselect.ranking_id": ranking.ranking_id or "",  # "": not stored
     }
 
 
@@ -159,7 +159,7 @@ def _quiet() -> Iterator[None]:
 def _log(mlflow: Any, ranking: Ranking, *, run_name: str | None, html: bool) -> str:
     """Log ``ranking`` into the active run, or into a run of its own that it ends; the run id."""
     active = mlflow.active_run()
-    run = active or mlflow.start_run(run_name=run_name or f"embedselect {ranking.ranking_id[:8]}".strip())
+    run = active or mlflow.start_run(run_name=run_name or f"embedselect {(ranking.ranking_id or '')[:8]}".strip())
     try:
         mlflow.log_params(ranking_params(ranking))
         mlflow.log_metrics(ranking_metrics(ranking))

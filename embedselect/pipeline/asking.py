@@ -156,10 +156,10 @@ def prepare_ask(data: Any, candidates: Any, *, n: int = DEFAULT_QUESTIONS, out: 
         log.info("no stored ranking of this data and these candidates: ranking them first")
         ranking = select(ref, candidates, config=config.replace(column=None, id_column=None, max_items=None),
                          runtime=runtime.replace(save=True, strict=False))
-        note = f"the ranking made now ({ranking.ranking_id[:12]})"
+        note = f"the ranking made now ({ranking.short_id})"
     else:
         ranking = Ranking.from_dict(stored)
-        note = f"the stored ranking {ranking.ranking_id[:12]} of {ranking.created_at[:19]}"
+        note = f"the stored ranking {ranking.short_id} of {ranking.created_at[:19]}"
     order = [c.name for c in ranking.ok]
     names_c = contenders(ranking.leaders or order[:1], order, stored_families(ranking.to_dict()))
     if len(names_c) < 2:

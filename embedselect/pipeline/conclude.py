@@ -22,14 +22,16 @@ from embedselect.pipeline.queries import queries_stage, retrieval_stage
 def rank_embedded(ctx: RunContext, t_start: float, *, save: bool) -> Ranking:
     """Stages 3 to 6 over the candidates of ``ctx`` that are embedded: metrics, combined rank and decision (the answers
     and the search queries, if any, decide between the contenders), validation against labels (if any), the
-    :class:`~embedselect.ranking.result.Ranking` (stored when ``save``)."""
+    :class:`~embedselect.ranking.result.Ranking` (stored when ``save``; its ``ranking_id`` is None when it was not
+    stored: ``save`` False, a read-only cache, or a cache that refused it)."""
     metrics_stage(ctx)
     decision = answers_stage(ctx, _rank_stage(ctx))
     validation = _validate_stage(ctx)
     decision = _labels_settle(decision, validation)
     retrieval, reciprocal_ranks = retrieval_stage(ctx, _label_free_scores(ctx))
     decision = queries_stage(ctx, decision, retrieval, reciprocal_ranks)
-    if save and not ctx.store.can_record("the ranking"):
+    recordable = save and ctx.store.can_record("the ranking")
+    if save and not recordable:
         ctx.warnings.append(RankingWarning("not-stored", f"the cache at {ctx.store.root} is read-only: this ranking is "
                                            "not stored (leaderboard and history will not show it)"))
     ranking = _report(ctx, decision, validation)
@@ -37,6 +39,8 @@ def rank_embedded(ctx: RunContext, t_start: float, *, save: bool) -> Ranking:
     ctx.timings["total"] = time.perf_counter() - t_start
     if save:
         _save(ctx, ranking)
+    if not recordable or RANKING in ctx.savings.lost:  # its id would name a ranking the store does not have
+        ranking.ranking_id = None
     if (not_stored := ctx.savings.warning()) is not None:  # said once, by the ranking's notes
         ranking.warnings.append(not_stored)
     return ranking

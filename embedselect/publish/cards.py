@@ -93,7 +93,7 @@ def _candidate(ranking: Ranking, candidate: str):
         c = ranking[candidate]
     except KeyError:
         raise ConfigError(
-            f"candidate {candidate!r} is not in ranking {ranking.ranking_id[:12]}; it has: "
+            f"candidate {candidate!r} is not in the ranking ({ranking.short_id}); it has: "
             + ", ".join(x.name for x in ranking.candidates)
         ) from None
     if not c.ok:
@@ -138,7 +138,7 @@ def _section(ranking: Ranking, candidate: str, *, dataset: str | None, base_url:
         " by [embedselect](https://pypi.org/project/embedselect/) on "
         f"{md(_dataset_name(ranking, dataset))} ({ranking.dataset.get('n', '?')} items, fingerprint "
         f"`{str(ranking.dataset.get('fingerprint', ''))[:12]}`), label-free: {scores}. "
-        f"Ranking `{ranking.ranking_id[:12]}` of {md(ranking.created_at)}.",
+        f"Ranking {f'`{ranking.short_id}`' if ranking.ranking_id else 'not stored,'} of {md(ranking.created_at)}.",
     ]
     if not ranking.decided:
         lines.append(f"The leading candidates ({md(', '.join(ranking.leaders))}) could not be told apart: "

@@ -119,9 +119,9 @@ def _change(row: Row) -> str:
 def _provenance(ranking: Ranking, previous: Ranking | None) -> str:
     ds = ranking.dataset
     text = (f"{ds.get('n', '?')} {ds.get('modality', '')} items, data fingerprint "
-            f"{str(ds.get('fingerprint', ''))[:12]}, ranking {ranking.ranking_id[:12]} ({ranking.created_at})")
+            f"{str(ds.get('fingerprint', ''))[:12]}, ranking {ranking.short_id} ({ranking.created_at})")
     if previous is not None:
-        text += f"; changes against ranking {previous.ranking_id[:12]} ({previous.created_at})"
+        text += f"; changes against ranking {previous.short_id} ({previous.created_at})"
     return text
 
 

@@ -282,7 +282,8 @@ class Ranking:
         uncertainty: bootstrap results, when requested.
         warnings: things the user should know (small pool, failed candidates, ...), each a :class:`RankingWarning`
             with a stable ``code`` (:data:`WARNING_CODES`).
-        ranking_id / created_at: identity in the store.
+        ranking_id: its id in the store; None when it was not stored (``save=False``, a cache that refused it).
+        created_at: when it was made (UTC, ISO 8601).
         decided: False when the scores cannot separate the first candidate from others (a tie in the combined
             score, overlapping bootstrap intervals on every bootstrapped score, fewer than ``combine.MIN_POOL``
             model families, only two model families beside the reference points, or another candidate first when
@@ -318,7 +319,7 @@ class Ranking:
     retrieval: dict[str, Any] | None = None
     uncertainty: dict[str, Any] | None = None
     warnings: list[RankingWarning] = field(default_factory=list)
-    ranking_id: str = ""
+    ranking_id: str | None = None
     created_at: str = ""
     decided: bool = True
     leaders: list[str] = field(default_factory=list)
@@ -344,6 +345,11 @@ class Ranking:
     def ok(self) -> list[CandidateResult]:
         """Candidates that were scored, best first."""
         return [c for c in self.candidates if c.ok]
+
+    @property
+    def short_id(self) -> str:
+        """What outputs print of :attr:`ranking_id`: its first 12 characters, or "not stored"."""
+        return self.ranking_id[:12] if self.ranking_id else "not stored"
 
     @property
     def failed(self) -> list[CandidateResult]:
@@ -484,17 +490,5 @@ _NUMERIC_CANDIDATE_FIELDS = ("scores", "columns", "intervals", "combined_score",
 _NUMERIC_RANKING_FIELDS = ("details", "validation", "uncertainty", "timings")
 
 
-__all__ = [
-    "FORMAT_VERSION",
-    "OLDEST_FORMAT",
-    "WARNING_CODES",
-    "CandidateResult",
-    "MetricDetails",
-    "PolicySettings",
-    "Ranking",
-    "RankingSettings",
-    "RankingTimings",
-    "RankingWarning",
-    "Status",
-    "ValidationReport",
-]
+__all__ = ["FORMAT_VERSION", "OLDEST_FORMAT", "WARNING_CODES", "CandidateResult", "MetricDetails", "PolicySettings",
+           "Ranking", "RankingSettings", "RankingTimings", "RankingWarning", "Status", "ValidationReport"]
