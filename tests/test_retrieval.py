@@ -40,7 +40,7 @@ def test_relevant_items_by_id_by_ids_and_by_exact_text():
             {"query": "q3", "relevant": "alpha; beta"}, {"query": "q4", "relevant": "gamma"},
             {"query": "q5", "relevant": "delta;0"}, {"query": "q6", "relevant": [2, "3"]}]
     qs = load_queries(rows, ref)
-    assert qs.relevant == ((1,), (0, 2), (0,), (1, 3), (0, 2), (2, 3))
+    assert qs.relevant == ((1, 3), (0, 2), (0,), (1, 3), (0, 2), (1, 2, 3))  # "gamma" twice: both, by id too
     assert qs.rows == (1, 2, 3, 4, 5, 6) and qs.queries[0] == "q1"
     assert qs.fingerprint != load_queries(rows[:5], ref).fingerprint
 
@@ -89,6 +89,30 @@ def test_a_file_matches_the_reference_files_row_ids(tmp_path):
     q.write_text('{"query": "sky", "relevant": 2}\n{"query": "pet", "relevant": "big dog"}\n')
     qs = load_queries(q, ref)
     assert qs.relevant == ((1,), (2,)) and qs.source == str(q)
+
+
+def test_an_exact_copy_of_a_relevant_item_is_relevant_and_costs_no_candidate_a_place(tmp_path, cache_dir):
+    """The data hold one text twice (rows 1 and 40); the query names the second copy by its id. No embedding can tell
+    the copies apart and the search puts the first one first: counted irrelevant, it cost every candidate half of
+    that query's MRR@10 (validate said 0.750 for all three of a pool on two queries whose right text each found
+    first)."""
+    from embedselect.pipeline import select
+
+    items = texts()
+    items[39] = items[0]
+    data = tmp_path / "docs.csv"
+    pd.DataFrame({"text": items}).to_csv(data, index=False)
+    queries = tmp_path / "q.csv"
+    pd.DataFrame([{"query": items[0], "relevant": "40"}, {"query": items[5], "relevant": "6"}]).to_csv(queries,
+                                                                                                       index=False)
+    ref = ReferenceData.load(data, column="text")
+    assert load_queries(queries, ref).relevant == ((0, 39), (5,))
+    exact = make_tiny_sentence_transformer(tmp_path / "exact", seed=0)
+    ranking = select(data, [f"exact={exact}", "tfidf-svd"], column="text", queries=queries, metrics=["rankme"],
+                     cache_dir=cache_dir)
+    assert ranking.retrieval["queries"]["relevant_per_query"] == 1.5
+    for name in ("exact", "tfidf-svd"):
+        assert ranking.retrieval["scores"][name]["mrr@10"] == 1.0
 
 
 # --- select(queries=) and the CLI ----------------------------------------------------------------------------------

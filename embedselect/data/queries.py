@@ -7,7 +7,9 @@ The file is a table (CSV, TSV, JSONL, JSON, Parquet; ``.gz`` allowed except Parq
   every part (spaces around it stripped) is an id of the reference data (for a file, its 1-based data row, or the
   value of its ``id_column`` / ``--id-column``; see :mod:`embedselect.data`), those items are relevant. Otherwise the whole cell must be the exact text of an item
   (every item with that text is relevant), or else each ``;``-part must be an id or an item's exact text. In JSON /
-  JSONL a list (``[12, 40]``) is a list of parts.
+  JSONL a list (``[12, 40]``) is a list of parts. An exact copy of a relevant item (the same text under another id)
+  is relevant too: no embedding can tell the two apart, so the search ranks them together, and a copy left out
+  would cost every candidate the same place on a coin toss of their order.
 
 Rows are numbered as the reference data's are: the 1-based data row, the header not counted. A row whose query is
 empty, with no relevant item, or naming an id or text that is not among the reference items (left out by
@@ -174,6 +176,7 @@ def match_queries(rows: Sequence[Mapping[str, Any]], ids: Sequence[str], items: 
                 problems.append(f"row {n}: {', '.join(repr(u[:60]) for u in unknown[:3])} is neither an id of the "
                                 f"{len(ids)} reference items nor the exact text of one")
                 continue
+        found.update(r for f in list(found) if isinstance(items[f], str) for r in by_text[items[f]])  # its copies
         queries.append(str(q))
         relevant.append(tuple(sorted(found)))
         numbers.append(n)
