@@ -268,3 +268,18 @@ def test_with_one_model_family_the_queries_order_its_members_and_decide_nothing(
     assert [c.name for c in ranking.candidates][0] == "plain" and not ranking.decided and ranking.leaders == ["plain"]
     (note,) = [w for w in ranking.warnings if "every candidate is of one model family" in w]
     assert note.code == "small-pool"
+
+
+def test_the_search_checks_notes_name_the_queries_not_labels(tmp_path, cache_dir):
+    """A metric that scored too few candidates to be checked against MRR@10 is said to be not checked against your
+    queries (the search check said "not checked against the labels: 'rankme' scored 0 of the candidates with an
+    accuracy", on a run without labels)."""
+    from embedselect.pipeline import select
+
+    data, queries = write_case(tmp_path)  # 40 items: both baselines have at least 39 dimensions, rankme scores neither
+    ranking = select(data, ["tfidf-svd", "random-projection"], column="text", queries=queries,
+                     metrics=["rankme", "nn_agreement"], weights={"nn_agreement": 1.0}, cache_dir=cache_dir)
+    notes = ranking.retrieval["warnings"]
+    assert "not checked against your queries: 'rankme' scored 0 of the candidates with an MRR@10 (a ranking needs at " \
+           "least 2)" in notes, notes
+    assert not any("labels" in n or "accuracy" in n for n in notes), notes

@@ -51,7 +51,7 @@ def retrieval_stage(ctx: Any, label_free: Mapping[str, Mapping[str, float]]
                 by_name[name].columns[f"search.{key}"] = float(v)
         mrr = {n: s["mrr@10"] for n, s in scores.items()}
         try:
-            report = validate_scores(label_free, mrr, seed=ctx.seed)
+            report = validate_scores(label_free, mrr, seed=ctx.seed, truth="mrr@10")
             check = report.to_dict()
         except DataError as exc:
             why = (f"only {len(mrr)} candidate has search scores: they are reported, but a ranking needs at least "

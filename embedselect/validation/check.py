@@ -205,6 +205,11 @@ class ValidationReport:
         )
 
 
+_TRUTHS = {"accuracy": ("an accuracy", "the accuracies", "the labels"),
+           "mrr@10": ("an MRR@10", "the MRR@10 scores", "your queries")}
+"""What :func:`validate_scores` compares with, as its notes say it: one value, the values, what they come from."""
+
+
 def validate_scores(
     label_free: Mapping[str, Mapping[str, float]],
     accuracy: Mapping[str, float],
@@ -212,6 +217,7 @@ def validate_scores(
     n_boot: int = 1000,
     seed: int = 0,
     level: float = 0.9,
+    truth: str = "accuracy",
 ) -> ValidationReport:
     """Compare label-free scores with actual accuracies.
 
@@ -222,6 +228,8 @@ def validate_scores(
             replacement; replicates where a correlation is undefined are skipped).
         seed: bootstrap seed.
         level: coverage of the percentile intervals, in (0, 1).
+        truth: what ``accuracy`` holds, as the notes name it: ``"accuracy"`` (held-out probes on the labels) or
+            ``"mrr@10"`` (the search check's MRR@10 on the user's queries, :mod:`embedselect.pipeline.queries`).
 
     Returns:
         A :class:`ValidationReport`. Candidates missing from a metric, or with a NaN score or
@@ -235,6 +243,7 @@ def validate_scores(
         ConfigError: bad ``n_boot`` / ``level``.
     """
     check_bootstrap(n_boot, level, min_boot=0)
+    one, many, against = _TRUTHS[truth]
     if not label_free:
         raise DataError("no label-free scores to validate; pass {metric: {candidate: score}}")
     acc = {str(k): float(v) for k, v in accuracy.items() if v is not None and math.isfinite(float(v))}
@@ -248,7 +257,7 @@ def validate_scores(
         cands = sorted(set(sc) & set(acc))
         columns[metric] = {str(k): float(v) for k, v in scores.items()}
         if len(cands) < 2:
-            skipped.append(f"{metric!r} scored {len(cands)} of the candidates with an accuracy")
+            skipped.append(f"{metric!r} scored {len(cands)} of the candidates with {one}")
             continue
         s = np.array([sc[c] for c in cands])
         a = np.array([acc[c] for c in cands])
@@ -299,10 +308,10 @@ def validate_scores(
                 warnings.append(msg)
     if skipped and not results:
         raise DataError(
-            f"no metric shares 2 candidates with the accuracies ({'; '.join(skipped)}); a rank correlation needs at "
-            "least 2 candidates with both a finite score and an accuracy"
+            f"no metric shares 2 candidates with {many} ({'; '.join(skipped)}); a rank correlation needs at "
+            f"least 2 candidates with both a finite score and {one}"
         )
-    warnings += [f"not checked against the labels: {why} (a ranking needs at least 2)" for why in skipped]
+    warnings += [f"not checked against {against}: {why} (a ranking needs at least 2)" for why in skipped]
     table = pd.DataFrame(columns)
     table["accuracy"] = pd.Series(acc)
     table.index.name = "candidate"
