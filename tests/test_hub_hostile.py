@@ -236,6 +236,27 @@ def test_hub_ls_leaves_out_crawled_ids_the_hub_would_not_accept_and_counts_them(
     assert [ln.split()[0] for ln in capsys.readouterr().out.splitlines()[1:]] == ["acme/m0", "acme/m1", "acme/m2"]
 
 @pytest.mark.fault
+def test_a_line_break_in_a_models_hub_metadata_never_adds_a_row_to_the_hub_tables(hub, tmp_path, capsys, monkeypatch):
+    """A license tag or library name from the hub with a line break printed a second line in `crawl`'s and `hub ls`'s
+    tables that read as a model of its own (on a terminal too: the terminal's cleaning keeps line breaks)."""
+    forged = "evil/forged  sentence-transformers  text  1000000000"
+    hub.publish("acme/ok", files={"config.json": b"{}"}, library_name="sentence-transformers",
+                pipeline_tag="sentence-similarity", trending_score=5.0, license=f"mit\n{forged}")
+    hub.publish("acme/lib", files={"config.json": b"{}"}, library_name=f"timm\r\n{forged}",
+                pipeline_tag="image-feature-extraction", trending_score=4.0)
+    p, cache = _crawl_parser(), ["--cache-dir", str(tmp_path / "c")]
+    for tty in (False, True):
+        monkeypatch.setattr("sys.stdout.isatty", lambda: tty, raising=False)
+        for argv in (["crawl", "--limit", "10", *cache], ["hub", "ls", *cache]):
+            args = p.parse_args(argv)
+            assert args.func(args) == 0
+            lines = capsys.readouterr().out.splitlines()
+            rows = lines[lines.index(next(ln for ln in lines if ln.startswith("repo_id"))) + 1:]
+            assert sorted(ln.split()[0] for ln in rows) == ["acme/lib", "acme/ok"], (argv, tty, lines)
+            assert "evil/forged" in "\n".join(rows)  # the text is shown, on its model's line
+
+
+@pytest.mark.fault
 def test_crawls_table_leaves_out_crawled_ids_the_hub_would_not_accept_and_counts_them(hub, tmp_path, capsys):
     """`crawl`'s own table, and its --json, listed a crawled id that is no hub model id like any candidate (`hub ls`
     left it out); both follow hub ls's rule: left out with a count on stderr, --all lists it. The crawl records
