@@ -278,6 +278,27 @@ def test_a_pickle_beside_a_safetensors_file_the_library_does_not_read_first_is_r
     assert emb.embed(models["images"][:2]).shape == (2, 32)
 
 
+@pytest.mark.fault
+def test_a_router_whose_routes_use_a_custom_module_type_is_refused_as_remote_code(models, tmp_path):
+    """A sentence-transformers Router imports the module types of its router_config.json as modules.json's are
+    imported; a type outside sentence_transformers. is code from the folder. It passed the policy's check, and the
+    library's own refusal became a ModelLoadError that named no flag and suggested another backend."""
+    import shutil
+
+    d = shutil.copytree(models["st"], tmp_path / "router")
+    (d / "modules.json").write_text(json.dumps(
+        [{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.base.modules.router.Router"}]))
+    (d / "router_config.json").write_text(json.dumps({
+        "types": {"query_0_Transformer": "modeling_evil.Evil"},
+        "structure": {"query": ["query_0_Transformer"], "document": ["query_0_Transformer"]},
+        "parameters": {"default_route": "document", "allow_empty_key": True, "route_mappings": {}}}))
+    (d / "modeling_evil.py").write_text(f"open({str(tmp_path / 'ran')!r}, 'w').close()\n")
+    with pytest.raises(UnsafeModelError, match="trust_remote_code") as ei:
+        _load(d, "text")
+    assert ei.value.reason == "remote_code" and "router_config.json" in str(ei.value)
+    assert "modeling_evil.Evil" in str(ei.value) and not (tmp_path / "ran").exists()
+
+
 def test_per_model_opt_in_lifts_policy(models):
     (c,) = parse_candidates(str(models["pickle"]), modality="text")
     rc = resolve_candidate(c, policy=LoadPolicy())

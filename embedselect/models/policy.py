@@ -20,10 +20,12 @@ NOT_WEIGHTS = ("training_args.bin", "optimizer.pt", "scheduler.pt", "rng_state.p
 """Pickle files a model folder may carry that no backend loads (training state), so they never count as weights."""
 
 
-def remote_code_reason(tags: Sequence[str] = (), config: Any = None, modules: Any = None) -> str | None:
+def remote_code_reason(tags: Sequence[str] = (), config: Any = None, modules: Any = None,
+                       router: Any = None) -> str | None:
     """Why a model would run custom code, or None: the hub's ``custom_code`` tag, an ``auto_map`` in its
-    ``config.json`` (Python files in the repo), or a ``modules.json`` module type outside ``sentence_transformers.``.
-    The one rule for hub repos and local folders alike."""
+    ``config.json`` (Python files in the repo), a ``modules.json`` module type outside ``sentence_transformers.``, or
+    such a type among the ``types`` of a sentence-transformers Router's ``router_config.json`` (``router``: the routes'
+    modules, which the Router imports as modules.json's are). The one rule for hub repos and local folders alike."""
     if "custom_code" in set(tags or ()):
         return "the hub tags it 'custom_code'"
     if isinstance(config, dict) and config.get("auto_map"):
@@ -33,6 +35,11 @@ def remote_code_reason(tags: Sequence[str] = (), config: Any = None, modules: An
             t = m.get("type", "") if isinstance(m, dict) else ""
             if t and not t.startswith("sentence_transformers."):
                 return f"its modules.json uses the custom module type {t!r}"
+    types = router.get("types") if isinstance(router, dict) else None
+    if isinstance(types, dict):
+        for t in types.values():
+            if not (isinstance(t, str) and t.startswith("sentence_transformers.")):
+                return f"its router_config.json uses the custom module type {t!r}"
     return None
 
 

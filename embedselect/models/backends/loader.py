@@ -126,7 +126,7 @@ def check_local_files(local_dir: Path, backend: str, policy: LoadPolicy, model_i
 
 def _remote_code_reason(d: Path) -> str | None:
     """:func:`~embedselect.models.policy.remote_code_reason` for a local folder: its (and its module folders')
-    ``config.json`` and its ``modules.json``.
+    ``config.json`` and ``router_config.json``, and its ``modules.json``.
 
     Raises:
         ModelFileError: one of these files is damaged (not JSON), so what it asks for cannot be checked."""
@@ -135,6 +135,10 @@ def _remote_code_reason(d: Path) -> str | None:
         why = remote_code_reason(config=read_json(cfg_path), modules=modules if cfg_path == d / "config.json" else None)
         if why:
             return why if cfg_path == d / "config.json" else f"{cfg_path.parent.name}/: {why}"
+    for router_path in [d / "router_config.json", *sorted(d.glob("*/router_config.json"))]:
+        why = remote_code_reason(router=read_json(router_path))
+        if why:
+            return why if router_path.parent == d else f"{router_path.parent.name}/: {why}"
     return remote_code_reason(modules=modules)
 
 
