@@ -69,3 +69,37 @@ def test_jsonl_lines_nested_too_deep_or_with_a_100001_digit_number(tmp_path, cap
     code = main(["embed", str(p), "-c", "text", "-m", "random-projection?dim=8", "--cache-dir", str(tmp_path / "c")])
     out = capsys.readouterr()
     assert code == 3 and "Traceback" not in out.err and "line 5" in out.err
+
+
+@pytest.mark.fault
+def test_a_large_image_is_read_without_pils_warning_and_one_too_large_is_named_in_words(tmp_path, capsys,
+                                                                                      monkeypatch):
+    """An image over PIL's warning limit (a 12000 x 12000 photo, 144 million pixels) is read without PIL's
+    'DecompressionBombWarning: ... could be decompression bomb DOS attack' (printed with PIL's file and line, naming
+    no image, once for each reader of it: three times in one rank); one over the refusal limit is named with its size
+    in words (it said "not a readable image (Image size (400000000 pixels) exceeds limit of ...)"). The limits are
+    made small here, as if the images were that large."""
+    import warnings
+
+    from PIL import Image
+
+    monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 1000)
+    photos = tmp_path / "photos"
+    photos.mkdir()
+    for i in range(4):
+        Image.new("RGB", (8, 8), (60 * i, 20, 0)).save(photos / f"ok{i}.png")
+    Image.new("RGB", (40, 40), (0, 90, 0)).save(photos / "large.png")  # 1600 pixels: over 1000, under twice it
+    Image.new("RGB", (50, 50), (0, 0, 90)).save(photos / "huge.png")  # 2500: refused
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        with pytest.raises(DecodeError) as info:
+            ReferenceData.load(photos)
+        ref = ReferenceData.load(photos, on_error="skip")
+        code = main(["embed", str(photos), "-m", "random-projection?dim=4", "--on-error", "skip", "--cache-dir",
+                     str(tmp_path / "cache")])
+    assert code == 0, capsys.readouterr().err
+    assert not [w for w in seen if issubclass(w.category, Image.DecompressionBombWarning)], [str(w) for w in seen]
+    said = ("huge.png: too large to decode: 2500 pixels, over the limit of 2000 pixels for one image (a guard "
+            "against decompression bombs); shrink it")
+    assert said in str(info.value) and "large.png" not in str(info.value).replace("huge.png", "")
+    assert len(ref) == 5 and [e["reason"] for e in ref.report.skipped_examples] == [said.split(": ", 1)[1]]

@@ -17,6 +17,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from embedselect._util.arrays import is_missing
+from embedselect._util.images import open_image, too_large
 from embedselect._util.suggest import close_match
 from embedselect.errors import (
     ColumnNotFoundError,
@@ -70,17 +71,19 @@ class BadItem:
 
 
 def decode_image(data: bytes) -> Any:
-    """Fully decode image bytes with PIL; return the loaded image. Raises ImageInvalid."""
+    """Fully decode image bytes with PIL (:func:`embedselect._util.images.open_image`); return the loaded image.
+    Raises ImageInvalid."""
     from PIL import Image
 
     try:
-        img = Image.open(io.BytesIO(data))
-        img.load()
+        return open_image(io.BytesIO(data))
     except (OSError, SyntaxError, ValueError, Image.DecompressionBombError) as exc:
+        large = too_large(exc)
+        if large is not None:
+            raise ImageInvalid(large) from exc
         # PIL names the in-memory buffer ("cannot identify image file <_io.BytesIO object at 0x...>"): say "file"
         why = re.sub(r"\s*<_io\.BytesIO object at 0x[0-9a-fA-F]+>", "", str(exc)).strip() or type(exc).__name__
         raise ImageInvalid(f"not a readable image ({why})") from exc
-    return img
 
 
 def to_text(v: Any) -> tuple[str | None, tuple[str, str] | None]:

@@ -8,6 +8,7 @@ from typing import Any, Protocol, Sequence, runtime_checkable
 import numpy as np
 
 from embedselect._util.arrays import check_embeddings, nonfinite_rows
+from embedselect._util.images import open_image, too_large
 from embedselect._util.kinds import IMAGE, MODALITIES, TEXT  # noqa: F401 - re-exported for the backends
 
 
@@ -165,13 +166,12 @@ def load_image(item: Any, mode: str = "RGB"):
     if _is_pil_image(item):
         return item.convert(mode)
     try:
-        with Image.open(item) as im:
-            im.load()
+        with open_image(item) as im:
             return im.convert(mode)
     except FileNotFoundError as exc:
         raise DataFileNotFoundError(f"image file not found: {item}: check the path") from exc
-    except (UnidentifiedImageError, OSError, ValueError) as exc:
-        raise DecodeError(f"cannot decode image {item}: {exc}; remove or replace the file") from exc
+    except (UnidentifiedImageError, OSError, ValueError, Image.DecompressionBombError) as exc:
+        raise DecodeError(f"cannot decode image {item}: {too_large(exc) or exc}; remove or replace the file") from exc
 
 
 def as_embedding_matrix(x: Any, n: int, *, dtype: str = "float32") -> np.ndarray:
