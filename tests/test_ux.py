@@ -418,6 +418,34 @@ def test_images_that_fail_to_decode_are_named_without_internals(tmp_path):
     assert len(reasons) == 2 and not any("BytesIO" in r or "ImageInvalid" in r for r in reasons), reasons
 
 
+@pytest.mark.fault
+def test_images_left_out_with_on_error_skip_are_named_in_the_notes(tmp_path, capsys):
+    """rank --on-error skip said nothing of the images it left out (a truncated JPEG, an empty file): the table and
+    its notes were those of a folder without them; only the JSON's dataset.report counted them. Now a note (code
+    skipped-items) names them with the reason, in the table's notes, the JSON and the HTML."""
+    import numpy as np
+    from PIL import Image
+
+    photos = tmp_path / "photos"
+    photos.mkdir()
+    rng = np.random.default_rng(0)
+    for i in range(60):
+        Image.fromarray(rng.integers(0, 255, (8, 8, 3), dtype=np.uint8)).save(photos / f"p{i}.png")
+    (photos / "broken.jpg").write_bytes(b"\xff\xd8\xff\xe0 not really a jpeg")
+    (photos / "empty.png").write_bytes(b"")
+    html = tmp_path / "r.html"
+    argv = ["rank", str(photos), "-m", "pixel-pca,random-projection", "--metrics", "task_prior", "--on-error",
+            "skip", "--cache-dir", str(tmp_path / "c"), "-q"]
+    assert main([*argv, "--json", "--html", str(html)]) == 0
+    found = [w for w in json.loads(capsys.readouterr().out)["warnings"] if w["code"] == "skipped-items"]
+    assert len(found) == 1, found
+    said = found[0]["message"]
+    assert said.startswith("2 of the 62 images were left out (--on-error skip): broken.jpg (not a readable image"), said
+    assert "empty.png (" in said and said in html.read_text()
+    assert main(argv) == 0
+    assert f"note: {said}" in capsys.readouterr().out
+
+
 @pytest.mark.parametrize("suffix", ["csv", "parquet", "jsonl"])
 @pytest.mark.fault
 def test_a_numeric_column_given_as_the_text_column_is_refused(tmp_path, suffix):

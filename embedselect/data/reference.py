@@ -114,6 +114,19 @@ class ReferenceData(ReferenceItems):
             "remove them with --drop-duplicates exact (select(..., drop_duplicates='exact'))"
         )
 
+    def skipped_note(self) -> str | None:
+        """A sentence saying how many items the loader left out (``on_error="skip"``: undecodable or empty) and the
+        first of them with the reason, or None when it left out none."""
+        r = self.report
+        n = r.n_skipped_empty + r.n_skipped_undecodable
+        if not n:
+            return None
+        unit = "images" if self.modality == "image" else "items"
+        named = [f"{'' if self.modality == 'image' else 'item '}{e['id']} ({e['reason']})" for e in r.skipped_examples]
+        more = f" and {n - len(named)} more" if n > len(named) else ""
+        return (f"{n} of the {r.n_total} {unit} were left out (--on-error skip): {'; '.join(named)}{more}; the "
+                "ranking is of the others")
+
     def to_dict(self) -> dict[str, Any]:
         """JSON summary for ranking metadata: source, modality, n, fingerprint, has_labels, sampling, report."""
         return {

@@ -46,7 +46,7 @@ def _evidence_references(ctx: RunContext, references: frozenset[str], run_keys: 
 def metrics_stage(ctx: RunContext) -> None:
     """Stage 3: every metric over the embedded candidates (from the store or computed), with its bootstrap; fills
     ``ctx.per_metric``, ``ctx.details``, ``ctx.uncertainty``, each result's scores, per-metric ranks, columns and
-    intervals, and the warnings (failed candidates, duplicates in the data, the metrics' own warnings).
+    intervals, and the warnings (failed candidates, duplicates in the data, items it left out, the metrics' own warnings).
 
     Raises:
         AllCandidatesFailedError: no candidate could be embedded.
@@ -61,6 +61,8 @@ def metrics_stage(ctx: RunContext) -> None:
                  for r in results if (note := r.failure_note) is not None]  # None exactly when ok
     if ctx.ref.duplicates_note():
         warnings.append(RankingWarning("duplicates", ctx.ref.duplicates_note()))
+    if ctx.ref.skipped_note():
+        warnings.append(RankingWarning("skipped-items", ctx.ref.skipped_note()))
     run_keys = {r.name: r.run_key or "" for r in results if r.ok}  # an ok result always has its run key
     by_name = {r.name: r for r in results}
     references = frozenset(r.name for r in results if r.ok and is_baseline_id(r.model_id))

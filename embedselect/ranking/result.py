@@ -40,6 +40,7 @@ WARNING_CODES: dict[str, str] = {
     "metric-excluded": "a metric did not score a candidate (degenerate for that metric)",
     "metric-note": "a metric's own caveat (its prior, its estimator, ...)",
     "duplicates": "the reference data holds duplicate items",
+    "skipped-items": "items of the data were left out (--on-error skip: undecodable or empty); the note names them",
     "not-stored": "the ranking, metric results or pairs were not stored: a read-only cache, or a full disk",
     "answers": "what a person's answers to `ask`'s questions ruled out or decided between the contenders "
                "(candidates: the contenders left, the winner first)",
