@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import logging
+import re
 import subprocess
 import sys
 
@@ -456,3 +457,33 @@ def test_cache_ls_shows_the_unknown_seconds_of_a_run_put_together_from_earlier_r
     header, rows = lines[1].split(), {ln.split()[5]: ln.split() for ln in lines[2:]}
     assert "NaN" not in "\n".join(lines) and rows["100"][header.index("seconds")] == "-", lines
     assert float(rows["240"][header.index("seconds")]) > 0
+
+
+def _no_nan(constant: str):
+    raise ValueError(f"bare {constant} in the JSON")
+
+
+@pytest.mark.fault
+def test_an_interval_that_does_not_exist_is_never_nan(tmp_path, capsys):
+    """``rank --bootstrap`` where a metric leaves a candidate out (every row points one way): its interval was
+    ``["NaN", "NaN"]`` in the JSON (``to_pandas``' CSV and the report read it as a number). An interval that does not
+    exist is not there: none in the JSON (``intervals`` has no entry for it), empty cells in the CSV, no bracket in
+    the HTML report or the Markdown; the others keep theirs."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    np.save(tmp_path / "bad.npy", np.outer(rng.uniform(1, 2, 240), rng.normal(size=8)).astype(np.float32))
+    models = f"tfidf-svd,random-projection,bad=vectors:{tmp_path / 'bad.npy'}"
+    html, md = tmp_path / "r.html", tmp_path / "r.md"
+    assert main(["rank", SAMPLE, "-c", "text", "-m", models, "--metrics", "task_prior,rankme", "--bootstrap", "10",
+                 "--cache-dir", str(tmp_path / "c"), "--json", "-q", "--html", str(html), "--markdown", str(md)]) == 0
+    text = capsys.readouterr().out
+    d = json.loads(text, parse_constant=_no_nan)
+    intervals = {c["name"]: c["intervals"] for c in d["candidates"]}
+    assert intervals["bad"] == {} and set(intervals["tfidf-svd"]) == {"task_prior_alignment"}
+    r = Ranking.from_json(text)
+    assert r == Ranking.from_json(r.to_json())
+    csv = r.to_pandas().to_csv(index=False).lower()
+    assert "nan" not in csv and "inf" not in csv.replace("info", "")
+    assert not re.search(r"nan|\[-?inf", html.read_text(encoding="utf-8").lower().replace("nanosec", ""))
+    assert "nan" not in md.read_text(encoding="utf-8").lower()

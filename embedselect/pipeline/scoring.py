@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 import time
 from dataclasses import asdict
 from typing import Any, Mapping
@@ -125,7 +126,8 @@ def metrics_stage(ctx: RunContext) -> None:
             # (task_prior bootstraps its closed-form alignment, not the probes)
             key = m if boot.get("score_name") in (None, m, mr.details.get("headline")) else boot["score_name"]
             for name, (lo, hi) in boot["intervals"].items():
-                by_name[name].intervals[key] = [num(lo), num(hi)]
+                if math.isfinite(num(lo)) and math.isfinite(num(hi)):  # none where the metric left it out: not NaN
+                    by_name[name].intervals[key] = [num(lo), num(hi)]
     if not ctx.per_metric:
         raise MetricError("no metric could be computed: " + "; ".join(warnings))
     ctx.combined_weights = combined_weights(list(ctx.per_metric), ctx.ref.modality, ctx.weights)

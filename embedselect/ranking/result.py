@@ -200,7 +200,8 @@ class CandidateResult:
         ranks: metric name -> 1-based rank among the ok candidates (1 = best).
         columns: extra per-metric numbers, e.g. "task_prior.probe_acc_mean".
         combined_score / rank: the aggregate over metrics (see :mod:`embedselect.ranking.combine`).
-        intervals: score name -> [low, high] bootstrap confidence interval, when computed. The key is the
+        intervals: score name -> [low, high] bootstrap confidence interval, when computed (none, not NaN, where the
+            metric did not score this candidate). The key is the
             metric name when its headline score was bootstrapped, else the name of the bootstrapped score
             (e.g. ``task_prior_alignment``: the closed-form part of ``task_prior``, without probes).
         run_key: the cache key of the embedding run (None when the vectors are not cached across runs).
