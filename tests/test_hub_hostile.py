@@ -257,6 +257,23 @@ def test_a_line_break_in_a_models_hub_metadata_never_adds_a_row_to_the_hub_table
 
 
 @pytest.mark.fault
+def test_a_crawl_warning_about_a_malformed_listing_item_carries_no_escape_sequence(hub, tmp_path, capsys):
+    """A listing item the crawl cannot use is named in a warning on stderr by its id, which comes from the hub: an id
+    with an escape sequence (a window title, a cleared screen) or a bidi override was written to stderr as it was."""
+    _publish(hub, 2)
+    bad = "evil/\x1b]0;pwned\x07x\x1b[2J\u202etxt"
+    hub.publish(bad, files={"config.json": b"{}"}, library_name="sentence-transformers",
+                pipeline_tag="sentence-similarity", trending_score=20.0)
+    hub.repos[bad].extra = {"sha": "not-a-sha"}
+    p = _crawl_parser()
+    args = p.parse_args(["crawl", "--limit", "10", "--cache-dir", str(tmp_path / "c"), "-q"])
+    assert args.func(args) == 0
+    err = capsys.readouterr().err
+    assert "page 1 (item)" in err and "evil/" in err and "not a 40-hex commit id" in err, err
+    assert not [ch for ch in err if ch in "\x1b\x07\u202e"], repr(err)
+
+
+@pytest.mark.fault
 def test_crawls_table_leaves_out_crawled_ids_the_hub_would_not_accept_and_counts_them(hub, tmp_path, capsys):
     """`crawl`'s own table, and its --json, listed a crawled id that is no hub model id like any candidate (`hub ls`
     left it out); both follow hub ls's rule: left out with a count on stderr, --all lists it. The crawl records

@@ -13,7 +13,8 @@ import textwrap
 from typing import Any, Iterator, TextIO
 
 from embedselect._util.terminal import columns
-from embedselect.cli.common import add_data_args, add_model_args, check_output_path, output_option, rank_config, runtime
+from embedselect.cli.common import (add_data_args, add_model_args, check_output_path, output_option, rank_config,
+                                    runtime, stderr_line)
 from embedselect.errors import EXIT_CODES
 
 MAX_LINES = 8
@@ -48,7 +49,7 @@ def cmd_ask(args) -> int:
     if args.json:
         print(json.dumps(questions_frame(session.questions).to_dict("records"), indent=2, ensure_ascii=False))
         for c in [] if args.strict else session.ranking.failed:
-            print(f"note: {c.failure_note}", file=sys.stderr)
+            stderr_line(f"note: {c.failure_note}")
         return exit_status(failed, strict=args.strict, hits=[])
     answered = sum(1 for q in session.questions if q.answer)
     where = f" in {session.out}" if session.out else ""

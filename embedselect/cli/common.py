@@ -405,6 +405,16 @@ def write_atomic(path: Path, text: str, *, kind: str = "text", what: str = "outp
     outfile.write(Path(path), text, what=what, kind=kind)
 
 
+def stderr_line(text: str) -> None:
+    """Write ``text`` to stderr as one line a person reads: line breaks and runs of spaces as one space, without
+    terminal control sequences or bidirectional controls (:func:`embedselect.publish.text.terminal`), pipe or not.
+    The one rule for a warning, note or message on stderr that may quote untrusted text (a hub model's id or error,
+    a failure's reason, a pull request's URL), as the log lines' formatter and the one-line error have it."""
+    from embedselect.publish.text import terminal
+
+    print(terminal(" ".join(str(text).split())), file=sys.stderr)
+
+
 def emit(args, payload_json: str, text: str, ranking=None) -> None:
     if args.out:
         write_atomic(args.out, payload_json + "\n", kind="json", what="--out")
@@ -420,4 +430,4 @@ def emit(args, payload_json: str, text: str, ranking=None) -> None:
         from embedselect.cli.format import note_lines
 
         for line in note_lines(ranking, failures=not getattr(args, "strict", False)):
-            print(line, file=sys.stderr)
+            stderr_line(line)

@@ -13,7 +13,7 @@ import re
 import sys
 from typing import Any
 
-from embedselect.cli.common import add_cache_dir_arg, add_log_args
+from embedselect.cli.common import add_cache_dir_arg, add_log_args, stderr_line
 from embedselect.errors import EXIT_CODES, ConfigError
 
 _SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kKmMbBtT]?)\s*$")
@@ -144,7 +144,7 @@ def cmd_crawl(args) -> int:
             file=sys.stderr,
         )
     for e in result.errors:
-        print(f"embedselect: warning: page {e.page} ({e.kind}): {e.message}", file=sys.stderr)
+        stderr_line(f"embedselect: warning: page {e.page} ({e.kind}): {e.message}")  # the message quotes the hub
     if result.errors and not result.models:
         return EXIT_CODES["hub"]
     if result.errors and args.strict:

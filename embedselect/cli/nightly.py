@@ -8,9 +8,8 @@ ranked and published, but its crawl failed: new models may be missing), 2/3 bad 
 from __future__ import annotations
 
 import json
-import sys
 
-from embedselect.cli.common import add_log_args, input_option
+from embedselect.cli.common import add_log_args, input_option, stderr_line
 from embedselect.errors import EXIT_CODES
 
 
@@ -84,9 +83,9 @@ def cmd_nightly(args) -> int:
         print(_human(summary))
     else:  # no summary: a failed model is still said once, on stderr (a cron log keeps it)
         for f in summary.get("failed") or []:
-            print(f"embedselect: warning: failed {f['name']}: {f['error_type']}: {f['reason']}", file=sys.stderr)
+            stderr_line(f"embedselect: warning: failed {f['name']}: {f['error_type']}: {f['reason']}")
     if summary.get("status") == "degraded":
         for why in summary.get("degraded") or []:
-            print(f"embedselect: nightly degraded: {why}", file=sys.stderr)
+            stderr_line(f"embedselect: nightly degraded: {why}")
         return EXIT_CODES["degraded"]
     return 0

@@ -9,7 +9,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from embedselect.cli.common import add_cache_dir_arg, add_overwrite_arg, input_option, output_option, read_text_input, write_atomic
+from embedselect.cli.common import (add_cache_dir_arg, add_overwrite_arg, input_option, output_option, read_text_input,
+                                    stderr_line, write_atomic)
 
 
 def _ranking(args):
@@ -76,7 +77,7 @@ def cmd_card(args) -> int:
         print(f"wrote {args.out}", file=sys.stderr)
     if args.push:
         url = push_card(args.push, card)
-        print(f"opened a pull request on {args.push}: {url}", file=sys.stderr)
+        stderr_line(f"opened a pull request on {args.push}: {url}")  # the URL is the hub's answer
     if not args.out and not args.push:
         print(card)
     return 0

@@ -21,13 +21,13 @@ from embedselect.cli.common import (
     emit,
     rank_config,
     runtime,
+    stderr_line,
 )
 from embedselect._fs.outfile import EMBED_ROW_KEYS
 from embedselect._util.extras import require
 from embedselect.config import RankConfig
 from embedselect.errors import EXIT_CODES, ConfigError, EmbedselectError
 from embedselect.metrics.base import DEFAULT_METRICS
-from embedselect.publish.text import terminal
 
 log = logging.getLogger("embedselect")
 
@@ -78,7 +78,7 @@ def exit_status(failed: dict[str, str], *, strict: bool, hits: list[str],
     else:
         lines, status = [f"--fail-on: {hit}" for hit in hits], EXIT_CODES["fail_on"] if hits else 0
     for line in lines:
-        print(f"embedselect: {terminal(' '.join(line.split()))}", file=sys.stderr)
+        stderr_line(f"embedselect: {line}")
     return status
 
 
