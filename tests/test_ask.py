@@ -447,6 +447,57 @@ def test_interactive_stops_once_the_answers_separate_the_leaders(ranked, tmp_pat
     assert v.decided and v.winner == "tfidf-svd"
 
 
+class _SlowKeys(io.StringIO):
+    """Key presses that come a moment apart, as a person's do (the viewer started for a question has exited)."""
+
+    def readline(self, *args: object) -> str:  # type: ignore[override]
+        import time
+
+        time.sleep(0.5)
+        return super().readline()
+
+
+@pytest.mark.fault
+def test_open_says_when_no_viewer_can_show_the_images(tmp_path, monkeypatch):
+    """ask --interactive --open on a machine without a desktop: xdg-open (installed on many servers) finds no method,
+    exits 3 and shows nothing, and ask said nothing either. Now it says there is no desktop (DISPLAY and
+    WAYLAND_DISPLAY unset) and starts no viewer; with a desktop whose viewer fails, it says so once, after the first
+    question, and sends it no more."""
+    from PIL import Image
+
+    from embedselect.cli.ask import interactive
+    from embedselect.pipeline.asking import prepare_ask
+
+    photos = tmp_path / "photos"
+    photos.mkdir()
+    rng = np.random.default_rng(0)
+    for i in range(60):
+        Image.fromarray(rng.integers(0, 255, (8, 8, 3), dtype=np.uint8)).save(photos / f"p{i}.png")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    calls = tmp_path / "calls"
+    for name in ("xdg-open", "open", "gio"):
+        (bin_dir / name).write_text(f"#!/bin/sh\necho \"$@\" >> {calls}\nexit 3\n")
+        (bin_dir / name).chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
+    monkeypatch.setattr(sys, "platform", "linux")
+    session = prepare_ask(photos, ["pixel-pca", "random-projection"], n=4, out=tmp_path / "q.csv",
+                          cache_dir=tmp_path / "c", metrics=["task_prior"])
+    monkeypatch.delenv("DISPLAY", raising=False)
+    monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
+    screen = io.StringIO()
+    assert interactive(session, io.StringIO("a\nq\n"), screen, viewer=True) == 0
+    assert ("note: no desktop to show images on (DISPLAY and WAYLAND_DISPLAY are not set): --open shows nothing; "
+            "open the paths shown yourself") in screen.getvalue()
+    assert not calls.exists()
+    monkeypatch.setenv("DISPLAY", ":0")
+    screen = io.StringIO()
+    assert interactive(session, _SlowKeys("b\ns\nq\n"), screen, viewer=True) == 0
+    said = "note: xdg-open could not open the images (exit 3): open the paths shown yourself"
+    assert screen.getvalue().count(said) == 1, screen.getvalue()
+    assert len(calls.read_text().splitlines()) == 3  # the first question's three images, then no more
+
+
 @pytest.mark.slow
 @pytest.mark.fault
 def test_a_kill_in_the_middle_of_an_interactive_session_loses_no_answer(ranked, tmp_path):

@@ -112,12 +112,26 @@ def _wrap(text: str, width: int, indent: str = "    ") -> str:
     return "\n".join(indent + line for line in lines)
 
 
-def _viewer() -> list[str] | None:
-    """The command that opens a file in the desktop's viewer, where one exists."""
-    for cmd in (["xdg-open"], ["open"], ["gio", "open"]):
+def _viewer() -> tuple[list[str] | None, str]:
+    """The command that opens a file in the desktop's viewer, or None with why there is none (the note ``--open``
+    prints). macOS: ``open``. Elsewhere ``xdg-open`` or ``gio open``, and only with a desktop to show it on
+    (``DISPLAY`` or ``WAYLAND_DISPLAY`` set): without one xdg-open finds no method, exits 3 and shows nothing, and
+    ``open`` may be another program (Debian's ``openvt``)."""
+    if sys.platform == "darwin":
+        return (["open"], "") if shutil.which("open") else (None, "no image viewer found (open)")
+    if not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
+        return None, "no desktop to show images on (DISPLAY and WAYLAND_DISPLAY are not set)"
+    for cmd in (["xdg-open"], ["gio", "open"]):
         if shutil.which(cmd[0]):
-            return cmd
-    return None
+            return cmd, ""
+    return None, "no image viewer found (xdg-open / gio)"
+
+
+def _failed_opener(opener: list[str], started: list[subprocess.Popen]) -> str | None:
+    """Why the viewer ``opener`` did not show the last question's images (its exit status), or None while it runs
+    or when it succeeded; ``started``: the processes it was started as."""
+    code = next((c for c in (p.poll() for p in started) if c), None)
+    return None if code is None else f"{' '.join(opener)} could not open the images (exit {code})"
 
 
 def _show(q: Any, position: int, total: int, out: TextIO, width: int, image: bool) -> None:
@@ -144,9 +158,10 @@ def interactive(session: Any, stdin: TextIO, out: TextIO, *, viewer: bool = Fals
 
     width = columns(out)
     image = session.ref.modality == "image"
-    opener = _viewer() if (viewer and image) else None
+    opener, why = _viewer() if (viewer and image) else (None, "")
     if viewer and image and opener is None:
-        print("note: no image viewer found (xdg-open / open): open the paths shown yourself", file=out)
+        print(f"note: {why}: --open shows nothing; open the paths shown yourself", file=out)
+    started: list[subprocess.Popen] = []
     total = len(session.questions)
     print(f"deciding between {', '.join(session.contenders)} (the contenders of {session.ranking_note}); answers "
           f"are saved in {session.out} as you go", file=out)
@@ -173,11 +188,17 @@ def interactive(session: Any, stdin: TextIO, out: TextIO, *, viewer: bool = Fals
                 q = todo[0]
                 _show(q, total - len(todo) + 1, total, out, width, image)
                 if opener is not None:
+                    started = []
                     for p in (q.anchor, q.a, q.b):
                         with contextlib.suppress(OSError):
-                            subprocess.Popen([*opener, p], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                             stdin=subprocess.DEVNULL, start_new_session=True)
+                            started.append(subprocess.Popen(
+                                [*opener, p], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                stdin=subprocess.DEVNULL, start_new_session=True))
                 key = _next_key(keys, out)
+                failed = _failed_opener(opener, started) if opener is not None else None
+                if failed is not None:  # said once; the next questions are not sent to it
+                    print(f"note: {failed}: open the paths shown yourself", file=out, flush=True)
+                    opener = None
                 if key in (None, "q"):
                     done = sum(1 for x in session.questions if x.answer)
                     print(f"stopped: {done} of {total} answered, saved in {session.out}; run the same command to "
