@@ -250,6 +250,9 @@ def test_a_refusal_names_the_setting_the_way_the_run_is_configured(tmp_path, how
             refuse()
         m = str(ei.value)
         assert lift[setting] in m and opt_in in m and not any(n in m for n in never), m
+        # the opt-in offered beside the setting lifts every check: a pickle refusal's reader who takes it for the
+        # per-model form of the setting would run the model's code unwarned (it said only "opt in for this model")
+        assert "lifts every check for the model, remote code and pickle weights included" in m, m
     with pytest.raises(UnsafeModelError, match="allow_pickle=True"):  # outside the block: the Python wording
         refusals[0][1]()
 

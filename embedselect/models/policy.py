@@ -53,6 +53,11 @@ _FLAGS = {"allow_pickle": "--allow-pickle", "trust_remote_code": "--trust-remote
           "max_bytes": "--max-model-bytes"}
 
 
+OPT_IN_LIFTS = ", which lifts every check for the model, remote code and pickle weights included"
+"""What a refusal says of the per-model opt-in it offers beside the setting: a model refused for its pickle weights
+may ship code too, and the opt-in runs it (``LoadPolicy.for_model``), which the refusal did not say."""
+
+
 @contextlib.contextmanager
 def configured_by(how: ConfiguredBy) -> Iterator[None]:
     """Within the block, a refusal's remedy (:func:`remedy`) names the settings as ``how`` configures them (set by the
@@ -67,22 +72,23 @@ def configured_by(how: ConfiguredBy) -> Iterator[None]:
 def remedy(setting: str, model_id: str) -> str:
     """How to lift a refusal of ``model_id`` by the policy's ``setting`` (``allow_pickle``, ``trust_remote_code``,
     ``allow_gated`` or ``max_bytes``), in the words of the way the user configures the run they are in
-    (:func:`configured_by`): ``"Pass --allow-pickle or opt in for this model (--allow-model org/m)"`` for the CLI,
-    ``"Set allow_pickle: true under policy: in the nightly configuration, or opt in for this model (allow_models:
-    [org/m] under policy:)"`` for a night, ``"Pass allow_pickle=True or opt in for this model
-    (allow_models={'org/m'})"`` for :class:`LoadPolicy`. The one place every refusal's message takes it from."""
+    (:func:`configured_by`): ``"Pass --allow-pickle or opt in for this model (--allow-model org/m, which lifts
+    every check ...)"`` for the CLI, ``"Set allow_pickle: true under policy: in the nightly configuration, or opt in
+    for this model (allow_models: [org/m] under policy:, which lifts ...)"`` for a night, ``"Pass allow_pickle=True or
+    opt in for this model (allow_models={'org/m'}, which lifts ...)"`` for :class:`LoadPolicy`; the opt-in is said
+    to lift every check (:data:`OPT_IN_LIFTS`). The one place every refusal's message takes it from."""
     if setting not in _FLAGS:
         raise ValueError(f"no load-policy setting {setting!r}")
     how = _CONFIGURED_BY.get()
     if how == "cli":
         lift = f"Raise {_FLAGS[setting]}" if setting == "max_bytes" else f"Pass {_FLAGS[setting]}"
-        return f"{lift} or opt in for this model (--allow-model {model_id})"
+        return f"{lift} or opt in for this model (--allow-model {model_id}{OPT_IN_LIFTS})"
     if how == "nightly":
         lift = "Raise max_bytes" if setting == "max_bytes" else f"Set {setting}: true"
         return (f"{lift} under policy: in the nightly configuration, or opt in for this model (allow_models: "
-                f"[{model_id}] under policy:)")
+                f"[{model_id}] under policy:{OPT_IN_LIFTS})")
     lift = "Raise max_bytes" if setting == "max_bytes" else f"Pass {setting}=True"
-    return f"{lift} or opt in for this model (allow_models={{{model_id!r}}})"
+    return f"{lift} or opt in for this model (allow_models={{{model_id!r}}}{OPT_IN_LIFTS})"
 
 
 __all__ = ["DEFAULT_MAX_MODEL_BYTES", "NOT_WEIGHTS", "PICKLE_SUFFIXES", "SAFETENSORS_READ_FIRST", "ConfiguredBy",
