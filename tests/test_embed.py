@@ -279,6 +279,27 @@ def test_a_pickle_beside_a_safetensors_file_the_library_does_not_read_first_is_r
 
 
 @pytest.mark.fault
+def test_a_module_folder_that_links_to_pickle_weights_elsewhere_is_refused(models, tmp_path):
+    """sentence-transformers follows a module folder that is a link (2_Dense -> a folder elsewhere) and unpickles its
+    pytorch_model.bin; the policy's check skipped linked folders, so the pickle was read without allow_pickle."""
+    import os
+    import shutil
+
+    from embedselect.models.backends.loader import check_local_files
+
+    st = shutil.copytree(models["st"], tmp_path / "st")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "config.json").write_text(json.dumps({"in_features": 32, "out_features": 8, "bias": True}))
+    (elsewhere / "pytorch_model.bin").write_bytes(b"a pickle")
+    os.symlink(elsewhere, st / "2_Dense")
+    with pytest.raises(UnsafeModelError, match="2_Dense/") as ei:
+        check_local_files(st, "sentence-transformers", LoadPolicy(), "st")
+    assert ei.value.reason == "pickle_only" and "allow_pickle" in str(ei.value)
+    check_local_files(st, "sentence-transformers", LoadPolicy(allow_pickle=True), "st")  # the opt-in lifts it
+
+
+@pytest.mark.fault
 def test_a_router_whose_routes_use_a_custom_module_type_is_refused_as_remote_code(models, tmp_path):
     """A sentence-transformers Router imports the module types of its router_config.json as modules.json's are
     imported; a type outside sentence_transformers. is code from the folder. It passed the policy's check, and the

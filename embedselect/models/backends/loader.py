@@ -72,7 +72,7 @@ def check_local_files(local_dir: Path, backend: str, policy: LoadPolicy, model_i
     """Refuse a model folder that ``policy`` does not allow, before any library touches it.
 
     Checks, per folder that holds weights (the root and sentence-transformers module folders such as
-    ``2_Dense``): pickle weights (``.bin``/``.pt``/``.pth``/``.ckpt``) need ``allow_pickle`` unless a safetensors
+    ``2_Dense``, also one that is a link to a folder elsewhere, which the libraries follow): pickle weights (``.bin``/``.pt``/``.pth``/``.ckpt``) need ``allow_pickle`` unless a safetensors
     file the libraries read before them is beside them (:data:`~embedselect.models.policy.SAFETENSORS_READ_FIRST`:
     ``model.safetensors``, or at the root of a transformers / sentence-transformers model its shards' index). Any
     other ``.safetensors`` name does not count: timm reads ``pytorch_model.bin`` before ``open_clip_model.safetensors``
@@ -95,7 +95,8 @@ def check_local_files(local_dir: Path, backend: str, policy: LoadPolicy, model_i
                 f"Python. {remedy('trust_remote_code', model_id)} if you trust it.",
                 reason="remote_code",
             )
-    folders = [d] + sorted(p for p in d.iterdir() if p.is_dir() and not p.is_symlink() and not p.name.startswith("."))
+    # a module folder that is a link is checked where it leads: the libraries follow it (2_Dense -> a folder elsewhere)
+    folders = [d] + sorted(p for p in d.iterdir() if p.is_dir() and not p.name.startswith("."))
     any_weights = False
     for folder in folders:
         files = [p for p in folder.iterdir() if p.is_file()]
