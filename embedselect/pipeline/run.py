@@ -75,8 +75,7 @@ def select(
         bootstrap: number of bootstrap resamples of the reference items for score intervals (0 = off).
         token: hub token (never logged or stored); default from ``HF_TOKEN``.
         progress: show progress bars (only on a terminal).
-        save: store the ranking in the cache database; False (or a cache that cannot store it): its ``ranking_id``
-            is None, naming no stored ranking.
+        save: store the ranking in the cache database (not stored: its ``ranking_id`` is None).
         drop_duplicates: ``"exact"`` or ``"near"``: rank on the reference data without its duplicates (see
             :meth:`~embedselect.data.ReferenceData.drop_duplicates`; near duplicates are found on cheap text /
             pixel features, the same for every candidate); how many were dropped is in
