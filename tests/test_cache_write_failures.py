@@ -267,3 +267,18 @@ def test_a_refused_write_into_the_database_file_does_not_claim_the_cache_unchang
     on_vectors = str(cache_write_error(refused, what="store the embeddings of x", path=tmp_path / "vectors" / "ab.npy",
                                        root=tmp_path))
     assert "What the cache held is unchanged" in on_vectors
+
+
+@pytest.mark.fault
+def test_an_output_a_file_size_limit_refuses_says_what_to_do(tmp_path, monkeypatch):
+    """``rank --html`` under a file-size limit said "could not write --html to PATH: File too large; nothing was
+    written", not what to do: it says the remedy the cache's write failures say (``no_room.room_remedy``)."""
+    cache, html = tmp_path / "cache", tmp_path / "r.html"
+    assert _cli(_rank(cache, "tfidf-svd,random-projection")).returncode == 0
+    monkeypatch.setenv("EMBEDSELECT_CACHE_READONLY", "1")  # nothing written into the cache: only --html meets it
+    run = _cli([*_rank(cache, "tfidf-svd,random-projection"), "--html", str(html)], max_file_bytes=20 * 1024)
+    assert run.returncode == 2, run.stderr
+    assert run.stderr.splitlines()[-1] == (
+        f"embedselect: error: could not write --html to {html}: file too large; free disk space or raise the "
+        "file-size limit (ulimit -f) or choose another place; nothing was written")
+    assert not html.exists()

@@ -167,11 +167,12 @@ def check_replace(path: str | Path, *, what: str, overwrite: bool = False, updat
 
 
 def os_reason(exc: OSError) -> str:
-    """A failed write's reason in words that say what to do (a full disk or quota, a read-only file system)."""
-    if exc.errno == errno.ENOSPC:
-        return "no space left on device; free disk space or choose another place"
-    if exc.errno == errno.EDQUOT:
-        return "disk quota exceeded; free space in your quota or choose another place"
+    """A failed write's reason in words that say what to do (a full disk or quota, a file-size limit: the cache's
+    rule, :func:`embedselect._fs.no_room.room_remedy`; a read-only file system, a folder it may not write)."""
+    from embedselect._fs.no_room import room_remedy
+
+    if exc.errno is not None and (todo := room_remedy(exc.errno)) is not None:
+        return f"{os.strerror(exc.errno).lower()}; {todo} or choose another place"
     if exc.errno == errno.EROFS:
         return "the file system is read-only; choose another place"
     if exc.errno in (errno.EACCES, errno.EPERM):

@@ -11,12 +11,12 @@ import os
 import re
 from pathlib import Path
 
+from embedselect._fs.no_room import NO_ROOM, room_remedy
 from embedselect.errors import CacheError
 from embedselect.store.keys import DB_NAME
 
-_FULL = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
 _NOT_WRITABLE = {errno.EROFS, errno.EACCES, errno.EPERM}
-_PHRASES = {os.strerror(code).lower(): code for code in _FULL | _NOT_WRITABLE}
+_PHRASES = {os.strerror(code).lower(): code for code in NO_ROOM | _NOT_WRITABLE}
 """The C library's texts of those errors ("no space left on device", "file too large", "read-only file system",
 ...), as DuckDB quotes them in its I/O errors."""
 
@@ -34,7 +34,7 @@ def refused_errno(exc: BaseException) -> int | None:
     """The errno of a write the file system refused (one of ENOSPC, EDQUOT, EFBIG, EROFS, EACCES, EPERM), read from
     an ``OSError`` or from the text of a DuckDB error, or :data:`SHORT_WRITE`; None for any other error."""
     if isinstance(exc, OSError):
-        if exc.errno in _FULL | _NOT_WRITABLE:
+        if exc.errno in NO_ROOM | _NOT_WRITABLE:
             return exc.errno
         short = exc.errno is None and re.search(r"\d+ requested and \d+ written", str(exc))
         return SHORT_WRITE if short else None
@@ -59,13 +59,11 @@ def cache_write_error(exc: BaseException, *, what: str, path: Path | str, root: 
         reason = f"the file system took only part of it: {exc}"
     else:
         reason = os.strerror(code) if code is not None else (getattr(exc, "strerror", None) or str(exc))
-    if code in (errno.EFBIG, SHORT_WRITE):
-        todo = "free disk space or raise the file-size limit (ulimit -f)"
-    elif code in _NOT_WRITABLE:
+    if code in _NOT_WRITABLE:
         folder = where if Path(where).is_dir() else Path(where).parent
         todo = f"make {folder} writable, or set EMBEDSELECT_CACHE_READONLY=1 to use only what the cache holds"
-    else:
-        todo = "free disk space"
+    else:  # a full disk or quota, a file-size limit: the one rule the output files say too
+        todo = room_remedy(code, unsaid=code == SHORT_WRITE) or "free disk space"
     # a write into the database file itself may have left part of a block behind (seen under a file-size limit
     # below the file's size); the next run checks the file and says so when it is damaged
     kept = ("What the cache held is unchanged" if Path(where).name != DB_NAME else
