@@ -118,6 +118,18 @@ def test_invalid_specs_name_the_accepted_forms():
         parse_candidates("tfidf-svd", modality="audio")
 
 
+def test_a_name_over_80_characters_is_said_to_be_too_long():
+    """A candidate named with 83 characters was refused with "write NAME=SPEC with a non-empty name and spec": the
+    name was not empty; its length was the reason, and the message did not say so."""
+    name = "a-very-long-candidate-name-for-a-fine-tuned-multilingual-retrieval-model-v2-2026-11"
+    with pytest.raises(CandidateSpecError) as info:
+        parse_candidates(f"{name}=tfidf-svd")
+    assert f"its name has {len(name)} characters; give it a name of at most 80" in str(info.value)
+    assert [c.name for c in parse_candidates(f"{name[:80]}=tfidf-svd")] == [name[:80]]
+    with pytest.raises(CandidateSpecError, match="non-empty name and spec"):
+        parse_candidates(" =tfidf-svd")
+
+
 def test_duplicates_are_removed_in_order():
     cs = parse_candidates("org/a, tfidf-svd, org/a, org/b, tfidf-svd")
     assert [c.name for c in cs] == ["org/a", "tfidf-svd", "org/b"]

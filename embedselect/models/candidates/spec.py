@@ -59,7 +59,9 @@ def _split_options(spec: str) -> tuple[str, dict[str, Any]]:
     return head, opts
 
 
-_CAND_NAME_RE = re.compile(r"^[^=?/\\,]{1,80}$")
+_MAX_NAME = 80
+"""The longest name a candidate may be given (``NAME=SPEC``)."""
+_CAND_NAME_RE = re.compile(r"^[^=?/\\,]{1,%d}$" % _MAX_NAME)
 
 
 def split_name(text: str) -> tuple[str | None, str]:
@@ -69,6 +71,9 @@ def split_name(text: str) -> tuple[str | None, str]:
     if not eq or "?" in name or "/" in name or "\\" in name or ":" in name:
         return None, text
     name = name.strip()
+    if len(name) > _MAX_NAME:
+        raise CandidateSpecError(f"bad candidate {text!r}: its name has {len(name)} characters; give it a name of at "
+                                 f"most {_MAX_NAME}")
     if not _CAND_NAME_RE.match(name) or not rest.strip():
         raise CandidateSpecError(
             f"bad candidate {text!r}: write NAME=SPEC with a non-empty name and spec, e.g. minilm=./model"
