@@ -189,6 +189,8 @@ def test_validate_cli_search_check_and_its_errors(tmp_path, cache_dir, capsys):
     assert main([*argv, "--queries", str(queries)]) == 0
     text = capsys.readouterr().out
     assert "search check against your queries: 9 queries" in text and "MRR@10" in text
+    # a mean, said as one (write_case's nine queries: eight with one relevant item, one with two)
+    assert "1.111 relevant items per query on average; exact cosine search" in text
     bad = tmp_path / "bad.csv"
     bad.write_text("query,relevant\nfine,1\nlost,4000\n")
     assert main([*argv, "--queries", str(bad)]) == 3
@@ -241,6 +243,17 @@ def test_queries_order_the_table_and_decide_when_they_separate_the_best(tmp_path
     assert "MRR@10" in header.split() and first.split()[:4] == ["1", "exact", first.split()[2], "1"]
     assert retrieval_sentence(ranking.retrieval).endswith("they decide: exact beats the best of every other model "
                                                           "family.")
+    # the HTML report's table shows the MRR@10 it follows beside the score, as the CLI's does (it showed the score
+    # alone: a row above a higher score, with nothing beside it to say why)
+    import re
+
+    from embedselect.publish.report import to_html
+
+    page = to_html(ranking, plots=False).replace("\n", "")
+    assert "<th>score</th><th>MRR@10</th><th>rankme</th>" in page
+    rows = re.findall(r'<tr class="(?:lead|ok)">(.*?)</tr>', page)
+    mrr = [re.findall(r'<td class="num">([^<]*)</td>', r)[1] for r in rows[:2]]  # rank, MRR@10 (the score has a bar)
+    assert mrr == [f"{ranking[n].columns['search.mrr@10']:.4g}" for n in ("exact", "drowned")] and mrr[0] == "1"
 
     few = run(5)
     assert [c.name for c in few.candidates] == ["exact", "drowned"]

@@ -291,7 +291,8 @@ def format_retrieval(ranking) -> list[str]:
     pct = f"{100 * float(r.get('level') or 0.9):g}%"
     scores = r.get("scores") or {}
     lines = [f"search check against your queries: {fmt(q.get('n_queries'))} queries from {q.get('source')}, "
-             f"{fmt(q.get('relevant_per_query'))} relevant item(s) per query; exact cosine search over the items",
+             f"{fmt(q.get('relevant_per_query'))} relevant items per query on average; exact cosine search over the "
+             "items",
              f"  MRR@10 [{pct} bootstrap interval over the queries], nDCG@10, recall@1, recall@10 of each candidate:"]
     width = max((len(c.name) for c in ranking.ok if c.name in scores), default=0)
     for c in ranking.ok:

@@ -331,6 +331,11 @@ def to_html(ranking: Ranking, *, title: str = "embedselect ranking", plots: bool
         _answer(ranking),
         '<h2>Ranking</h2><div class="wrap"><table><thead><tr><th>rank</th><th>candidate</th><th>score</th>',
     ]
+    # what ordered the table besides the score, as the CLI's table shows it: the answers' agreement, MRR@10 on the
+    # queries (the table follows it; without it a row above a higher score had nothing beside it to say why)
+    follows = ([("answers", "answers.agreement")] if ranking.answers else []) + (
+        [("MRR@10", "search.mrr@10")] if ranking.retrieval else [])
+    out += [f"<th>{_e(head)}</th>" for head, _ in follows]
     out += [f"<th>{_e(m)}</th><th>#</th>" for m in ranking.metrics]
     params = any(c.parameters for c in ranking.candidates)
     tokens = any(c.api_tokens is not None for c in ranking.candidates)
@@ -354,11 +359,12 @@ def to_html(ranking: Ranking, *, title: str = "embedselect ranking", plots: bool
         if c.ok:
             row.append(f'<td class="num">{_e(_num(c.combined_score))}<br>'
                        f'<span class="bar" style="width:{width:.0f}px"></span></td>')
+            row += [f'<td class="num">{_e(_num(c.columns.get(key)))}</td>' for _, key in follows]
             for m in ranking.metrics:
                 row.append(_score_cell(c, m) + f'<td class="num">{_e(_num(c.ranks.get(m)))}</td>')
             row.append(f'<td class="num">{_e(_num(c.dim))}</td>')
         else:  # its reason where its scores would be, beside its name: in the last column it was out of sight
-            span = 2 + 2 * len(ranking.metrics)  # score, each metric and its rank, dim: the columns a phone keeps
+            span = 2 + len(follows) + 2 * len(ranking.metrics)  # score, answers / MRR@10, each metric and its rank, dim
             row.append(f'<td class="why" colspan="{span}">failed: {_e(c.error_type)}: {_e(c.error)}</td>')
         row += [
             f'<td class="num wide">{_e(_num(c.bytes_per_vector))}</td>',
