@@ -95,6 +95,32 @@ def test_a_pinned_candidate_that_cannot_be_parsed_or_found_is_a_config_error_bef
     assert hub.requests == []
 
 
+
+@pytest.mark.fault
+@pytest.mark.parametrize("images, pinned, says", [
+    (True, "tfidf-svd", "baseline 'tfidf-svd' embeds text only, not image"),
+    (False, "pixel-pca", "baseline 'pixel-pca' embeds image only, not text"),
+])
+def test_a_pinned_baseline_of_the_other_modality_is_a_config_error_before_any_crawl(hub, tmp_path, capsys, images,
+                                                                                    pinned, says):
+    """``tfidf-svd`` pinned for a folder of images (``pixel-pca`` for a text file): exit 2 when the configuration is
+    read, naming the entry; the hub is not asked anything. It was caught only when the night planned, after the
+    crawl. The data's modality is read from its path as the loader reads it (a folder: images)."""
+    from embedselect.cli import main
+
+    over = {"data": {"path": "photos"}, "metrics": ["alpha_req"]} if images else {}
+    if images:
+        from PIL import Image
+
+        (tmp_path / "photos").mkdir()
+        for i in range(12):
+            Image.new("RGB", (8, 8), (20 * i, 0, 0)).save(tmp_path / "photos" / f"{i}.png")
+    path = write_config(tmp_path, pinned=["random-projection", pinned], **over)
+    assert main(["nightly", "--config", str(path), "-q"]) == 2
+    err = capsys.readouterr().err
+    assert f"pinned[1]: {says}" in err, err
+    assert hub.requests == []
+
 def test_spec_against_makes_only_relative_paths_absolute(tmp_path):
     from embedselect.models.candidates.spec import spec_against
 

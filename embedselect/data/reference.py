@@ -20,6 +20,12 @@ from embedselect.errors import ConfigError, DataError, EmptyDataError, TooFewIte
 from embedselect.data.image_labels import image_load_options
 
 
+def path_modality(path: str | os.PathLike[str]) -> str:
+    """What :meth:`ReferenceData.load` reads a path as, without reading it: ``"image"`` for a folder (of images),
+    else ``"text"`` (a data file). The nightly configuration checks its pinned baselines with it."""
+    return "image" if Path(path).expanduser().is_dir() else "text"
+
+
 @dataclass(frozen=True, eq=False, repr=False)
 class ReferenceData(ReferenceItems):
     """Validated, fingerprinted reference items. Build it with :meth:`load` or a ``from_*`` classmethod.
@@ -198,7 +204,7 @@ class ReferenceData(ReferenceItems):
             return obj
         if isinstance(obj, (str, os.PathLike)):
             path = Path(obj).expanduser()
-            if path.is_dir():
+            if path_modality(path) == "image":
                 if kw.get("id_column") is not None:
                     raise ConfigError(f"{str(path)!r} is a folder of images: their ids are the files' paths relative to "
                                       f"it, and there is no id column; drop id_column={kw['id_column']!r} / --id-column")

@@ -258,13 +258,17 @@ def parse_config(obj: Any, *, base_dir: str | Path = ".", source: str = "") -> N
 def _check_pinned(cfg: NightlyConfig, source: str) -> None:
     """Each ``pinned`` entry parses as the night will parse it (relative paths from the configuration's folder,
     :attr:`NightlyConfig.pinned_specs`): a malformed spec, a missing vectors file or local folder is a
-    :class:`ConfigError` naming the entry (``pinned[1]: ...``), before the night crawls anything. Offline: a hub id
-    is not looked up, a baseline's modality is checked against the data when the night plans."""
+    :class:`ConfigError` naming the entry (``pinned[1]: ...``), before the night crawls anything, and so is a
+    baseline of the other modality (``tfidf-svd`` for a folder of images: the data's modality read from its path as
+    the loader reads it, :func:`~embedselect.data.reference.path_modality`, when it exists). Offline: a hub id is not
+    looked up (a hub model of the other modality is left out when the night plans)."""
+    from embedselect.data.reference import path_modality
     from embedselect.models.candidates import parse_candidates
 
+    modality = path_modality(cfg.data_path) if cfg.data_path.exists() else None
     for i, entry in enumerate(cfg.pinned):
         try:
-            parse_candidates(_entry_specs(entry, cfg.base_dir))
+            parse_candidates(_entry_specs(entry, cfg.base_dir), modality=modality)
         except (CandidateSpecError, ConfigError) as exc:
             raise ConfigError(f"invalid nightly configuration {source}:\n  pinned[{i}]: {exc}") from None
 
