@@ -103,3 +103,30 @@ def test_a_large_image_is_read_without_pils_warning_and_one_too_large_is_named_i
             "against decompression bombs); shrink it")
     assert said in str(info.value) and "large.png" not in str(info.value).replace("huge.png", "")
     assert len(ref) == 5 and [e["reason"] for e in ref.report.skipped_examples] == [said.split(": ", 1)[1]]
+
+
+@pytest.mark.fault
+def test_a_16_bit_greyscale_png_is_seen_by_its_scale_not_clipped_to_white(tmp_path):
+    """A 16-bit greyscale PNG (PIL's mode I;16) was made RGB by PIL's conversion, which clips every value over 255:
+    99.6 % of a noise image's pixels came out white, for every candidate. It is now scaled to 8 bits (the top 8 of its
+    16), by the backends' reading (load_image) and the reference data's (load_images) alike; an 8-bit image is as
+    it was."""
+    import numpy as np
+    from PIL import Image
+
+    from embedselect.models.backends.base import load_image
+
+    photos = tmp_path / "photos"
+    photos.mkdir()
+    ramp = np.tile(np.linspace(0, 65535, 64).astype(np.uint16), (16, 1))
+    Image.fromarray(ramp).save(photos / "deep.png")
+    assert Image.open(photos / "deep.png").mode.startswith("I")
+    eight = np.tile(np.arange(64, dtype=np.uint8) * 4, (16, 1))
+    Image.fromarray(eight).save(photos / "plain.png")
+    ref = ReferenceData.load(photos)
+    by_id = dict(zip(ref.ids, ref.load_images()))
+    for seen in (np.asarray(load_image(photos / "deep.png", "RGB")), np.asarray(by_id["deep.png"])):
+        assert seen.shape == (16, 64, 3) and (seen[..., 0] == (ramp >> 8)).all()
+        assert (seen == 255).mean() < 0.05
+    assert (np.asarray(load_image(photos / "plain.png", "RGB"))[..., 1] == eight).all()
+    assert (np.asarray(load_image(photos / "deep.png", "L")) == (ramp >> 8)).all()

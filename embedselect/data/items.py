@@ -11,6 +11,7 @@ import numpy as np
 
 from embedselect._util.names import storable_name
 from embedselect.data.load_report import LoadReport
+from embedselect._util.images import as_mode
 from embedselect.data.readers import ImageInvalid, decode_image
 from embedselect.errors import ConfigError, DecodeError
 
@@ -55,7 +56,7 @@ class ReferenceItems:
         for i in idx:
             path = self.items[i]
             try:
-                out.append(decode_image(path.read_bytes()).convert("RGB"))
+                out.append(as_mode(decode_image(path.read_bytes()), "RGB"))
             except OSError as exc:
                 raise DecodeError(
                     f"image {self.ids[i]} ({path}) can no longer be read: {exc}. Was it changed or moved "

@@ -8,7 +8,7 @@ from typing import Any, Protocol, Sequence, runtime_checkable
 import numpy as np
 
 from embedselect._util.arrays import check_embeddings, nonfinite_rows
-from embedselect._util.images import open_image, too_large
+from embedselect._util.images import as_mode, open_image, too_large
 from embedselect._util.kinds import IMAGE, MODALITIES, TEXT  # noqa: F401 - re-exported for the backends
 
 
@@ -164,10 +164,10 @@ def load_image(item: Any, mode: str = "RGB"):
     from embedselect.errors import DataFileNotFoundError, DecodeError
 
     if _is_pil_image(item):
-        return item.convert(mode)
+        return as_mode(item, mode)
     try:
         with open_image(item) as im:
-            return im.convert(mode)
+            return as_mode(im, mode)
     except FileNotFoundError as exc:
         raise DataFileNotFoundError(f"image file not found: {item}: check the path") from exc
     except (UnidentifiedImageError, OSError, ValueError, Image.DecompressionBombError) as exc:
