@@ -17,40 +17,12 @@ import termios
 import pytest
 
 from embedselect.data import sample_path
+from testkit.terminal import run_on_pty
 from testkit.tinymodels import make_tiny_sentence_transformer, make_tiny_transformers_text
 
 LIBRARY_BAR = re.compile(r"Batches|Loading weights|Loading checkpoint|transformers: +\d|\d+(it|item|img)/s\]")
 """What another bar than the run's own draws: sentence-transformers' "Batches", transformers' loading bars, a
 backend's per-item bar ("transformers:  13%|... 32/240 [00:01<00:11, 18.65item/s]"): tqdm's rate in brackets."""
-
-
-def _run_in_pty(argv: list[str], rows: int, cols: int, timeout: float = 300) -> tuple[str, int]:
-    """Run ``argv`` with stdin/stdout/stderr on a new pty of ``rows``×``cols``; returns everything it wrote (str) and
-    its exit status."""
-    env = {k: v for k, v in os.environ.items() if k != "TQDM_DISABLE"}  # set by earlier in-process cli.main() calls
-    pid, fd = pty.fork()
-    if pid == 0:  # pragma: no cover - the child
-        try:
-            os.execve(argv[0], argv, env)
-        finally:
-            os._exit(127)
-    fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
-    out = b""
-    while True:
-        ready, _, _ = select.select([fd], [], [], timeout)
-        if not ready:
-            os.kill(pid, 9)
-            break
-        try:
-            data = os.read(fd, 65536)
-        except OSError:  # the child closed the pty
-            break
-        if not data:
-            break
-        out += data
-    _, status = os.waitpid(pid, 0)
-    os.close(fd)
-    return out.decode("utf-8", "replace"), os.waitstatus_to_exitcode(status)
 
 
 @pytest.mark.fault
@@ -62,7 +34,8 @@ def test_on_a_terminal_only_the_runs_own_bar_is_drawn(tmp_path, rows, cols):
     argv = [sys.executable, "-m", "embedselect.cli", "rank", str(sample_path("texts")), "-m",
             f"{model},st={st},random-projection,tfidf-svd", "--column", "text", "--max-items", "30", "--metrics",
             "task_prior", "--batch-size", "8", "--cache-dir", str(tmp_path / "cache")]
-    screen, code = _run_in_pty(argv, rows, cols)
+    env = {k: v for k, v in os.environ.items() if k != "TQDM_DISABLE"}  # set by earlier in-process cli.main() calls
+    screen, code = run_on_pty(argv, size=(rows, cols), env=env, timeout=1800, read_timeout=300)
     assert code == 0, screen[-2000:]
     bar = LIBRARY_BAR.search(screen)
     assert bar is None, screen[max(bar.start() - 300, 0):bar.end() + 300]  # no bar of a library or a backend
