@@ -254,6 +254,11 @@ def test_queries_order_the_table_and_decide_when_they_separate_the_best(tmp_path
     rows = re.findall(r'<tr class="(?:lead|ok)">(.*?)</tr>', page)
     mrr = [re.findall(r'<td class="num">([^<]*)</td>', r)[1] for r in rows[:2]]  # rank, MRR@10 (the score has a bar)
     assert mrr == [f"{ranking[n].columns['search.mrr@10']:.4g}" for n in ("exact", "drowned")] and mrr[0] == "1"
+    from embedselect.publish.report import to_markdown
+
+    table = to_markdown(ranking).splitlines()
+    assert table[0].startswith("| rank | candidate | score | MRR@10 | rankme (rank) |")
+    assert table[2].split(" | ")[3] == "1" and table[3].split(" | ")[3] == mrr[1]  # exact, drowned
 
     few = run(5)
     assert [c.name for c in few.candidates] == ["exact", "drowned"]

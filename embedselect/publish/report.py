@@ -21,18 +21,30 @@ from embedselect.ranking.result import Ranking
 from embedselect.ranking.combine import no_clear_winner
 
 
+def _follows(ranking: Ranking) -> list[tuple[str, str]]:
+    """What orders the table besides the score, as the CLI's table shows it beside the score: (heading, the
+    candidates' column) for the answers' agreement (``rank --answers``) and MRR@10 on the queries (the table follows
+    it); a row above a higher score had nothing beside it to say why."""
+    return ([("answers", "answers.agreement")] if ranking.answers else []) + (
+        [("MRR@10", "search.mrr@10")] if ranking.retrieval else [])
+
+
 def to_markdown(ranking: Ranking) -> str:
-    """A Markdown leaderboard: rank, candidate, combined score, each metric's score and rank, dimension, bytes per
-    vector, items per second, and the parameters / API tokens when any candidate has them."""
+    """A Markdown leaderboard: rank, candidate, combined score, the answers' agreement and MRR@10 on the queries
+    where they order it, each metric's score and rank, dimension, bytes per vector, items per second, and the
+    parameters / API tokens when any candidate has them."""
     params = any(c.parameters for c in ranking.candidates)
     tokens = any(c.api_tokens is not None for c in ranking.candidates)
-    head = ["rank", "candidate", "score", *(f"{m} (rank)" for m in ranking.metrics), "dim", "bytes/vec", "items/s",
+    follows = _follows(ranking)
+    head = ["rank", "candidate", "score", *(h for h, _ in follows), *(f"{m} (rank)" for m in ranking.metrics), "dim",
+            "bytes/vec", "items/s",
             *(["params"] if params else []), *(["tokens"] if tokens else []), "revision"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for c in ranking.candidates:
         if not c.ok:
             continue
         cells = [_num(c.rank), _md(c.name), _num(c.combined_score)]
+        cells += [_num(c.columns.get(key)) for _, key in follows]
         cells += [f"{_num(c.scores.get(m))} ({_num(c.ranks.get(m))})" for m in ranking.metrics]
         cells += [_num(c.dim), _num(c.bytes_per_vector), _rate(c.items_per_second)]
         cells += ([_count(c.parameters)] if params else []) + ([_num(c.api_tokens)] if tokens else [])
@@ -331,10 +343,7 @@ def to_html(ranking: Ranking, *, title: str = "embedselect ranking", plots: bool
         _answer(ranking),
         '<h2>Ranking</h2><div class="wrap"><table><thead><tr><th>rank</th><th>candidate</th><th>score</th>',
     ]
-    # what ordered the table besides the score, as the CLI's table shows it: the answers' agreement, MRR@10 on the
-    # queries (the table follows it; without it a row above a higher score had nothing beside it to say why)
-    follows = ([("answers", "answers.agreement")] if ranking.answers else []) + (
-        [("MRR@10", "search.mrr@10")] if ranking.retrieval else [])
+    follows = _follows(ranking)
     out += [f"<th>{_e(head)}</th>" for head, _ in follows]
     out += [f"<th>{_e(m)}</th><th>#</th>" for m in ranking.metrics]
     params = any(c.parameters for c in ranking.candidates)
