@@ -280,8 +280,9 @@ def test_a_pickle_beside_a_safetensors_file_the_library_does_not_read_first_is_r
 
 @pytest.mark.fault
 def test_a_module_folder_that_links_to_pickle_weights_elsewhere_is_refused(models, tmp_path):
-    """sentence-transformers follows a module folder that is a link (2_Dense -> a folder elsewhere) and unpickles its
-    pytorch_model.bin; the policy's check skipped linked folders, so the pickle was read without allow_pickle."""
+    """sentence-transformers follows a module folder that is a link (2_Dense -> a folder elsewhere), and loads a
+    module from a modules.json path deeper than one folder, and unpickles its pytorch_model.bin; the policy's check
+    skipped linked folders and looked one folder deep only, so the pickle was read without allow_pickle."""
     import os
     import shutil
 
@@ -297,6 +298,17 @@ def test_a_module_folder_that_links_to_pickle_weights_elsewhere_is_refused(model
         check_local_files(st, "sentence-transformers", LoadPolicy(), "st")
     assert ei.value.reason == "pickle_only" and "allow_pickle" in str(ei.value)
     check_local_files(st, "sentence-transformers", LoadPolicy(allow_pickle=True), "st")  # the opt-in lifts it
+
+    # a module path of modules.json deeper than one folder (mods/2_Dense), which the check did not look into either
+    nested = shutil.copytree(models["st"], tmp_path / "nested")
+    shutil.copytree(elsewhere, nested / "mods" / "2_Dense")
+    modules = json.loads((nested / "modules.json").read_text())
+    modules.append({"idx": len(modules), "name": str(len(modules)), "path": "mods/2_Dense",
+                    "type": "sentence_transformers.models.Dense"})
+    (nested / "modules.json").write_text(json.dumps(modules))
+    with pytest.raises(UnsafeModelError, match="mods/2_Dense/") as ei:
+        check_local_files(nested, "sentence-transformers", LoadPolicy(), "nested")
+    assert ei.value.reason == "pickle_only"
 
 
 @pytest.mark.fault

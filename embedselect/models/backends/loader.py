@@ -71,9 +71,9 @@ def object_parameter_count(obj: Any) -> int | None:
 def check_local_files(local_dir: Path, backend: str, policy: LoadPolicy, model_id: str) -> None:
     """Refuse a model folder that ``policy`` does not allow, before any library touches it.
 
-    Checks, per folder that holds weights (the root and sentence-transformers module folders such as
-    ``2_Dense``, also one that is a link to a folder elsewhere, which the libraries follow): pickle weights (``.bin``/``.pt``/``.pth``/``.ckpt``) need ``allow_pickle`` unless a safetensors
-    file the libraries read before them is beside them (:data:`~embedselect.models.policy.SAFETENSORS_READ_FIRST`:
+    Checks, per folder that holds weights (the root and the module folders, :func:`_module_folders`): pickle weights
+    (``.bin``/``.pt``/``.pth``/``.ckpt``) need ``allow_pickle`` unless a safetensors file the libraries read before
+    them is beside them (:data:`~embedselect.models.policy.SAFETENSORS_READ_FIRST`:
     ``model.safetensors``, or at the root of a transformers / sentence-transformers model its shards' index). Any
     other ``.safetensors`` name does not count: timm reads ``pytorch_model.bin`` before ``open_clip_model.safetensors``
     and a sentence-transformers module folder reads ``pytorch_model.bin`` when it has no ``model.safetensors``.
@@ -95,8 +95,7 @@ def check_local_files(local_dir: Path, backend: str, policy: LoadPolicy, model_i
                 f"Python. {remedy('trust_remote_code', model_id)} if you trust it.",
                 reason="remote_code",
             )
-    # a module folder that is a link is checked where it leads: the libraries follow it (2_Dense -> a folder elsewhere)
-    folders = [d] + sorted(p for p in d.iterdir() if p.is_dir() and not p.name.startswith("."))
+    folders = [d] + _module_folders(d)
     any_weights = False
     for folder in folders:
         files = [p for p in folder.iterdir() if p.is_file()]
@@ -108,7 +107,7 @@ def check_local_files(local_dir: Path, backend: str, policy: LoadPolicy, model_i
         read_first = SAFETENSORS_READ_FIRST if folder == d and backend != "timm" else SAFETENSORS_READ_FIRST[:1]
         if any(p.name in read_first for p in files):
             continue
-        where = "the model folder" if folder == d else f"{folder.name}/"
+        where = "the model folder" if folder == d else f"{folder.relative_to(d).as_posix()}/"
         pickled = ", ".join(sorted(p.name for p in pickles))
         what = (f"has only pickle weights in {where} ({pickled})" if not safe else
                 f"has pickle weights in {where} ({pickled}) that the {backend} backend reads before the safetensors "
@@ -125,22 +124,38 @@ def check_local_files(local_dir: Path, backend: str, policy: LoadPolicy, model_i
         )
 
 
+def _module_folders(d: Path) -> list[Path]:
+    """The folders of the model folder ``d`` whose files a library may load, sorted: each folder directly inside
+    it (a link to a folder elsewhere too: the libraries follow it, as sentence-transformers does ``2_Dense``), and
+    each folder its ``modules.json`` names as a module's ``path`` (which may lie deeper: ``mods/2_Dense``).
+
+    Raises:
+        ModelFileError: ``modules.json`` is damaged (not JSON)."""
+    found = {p for p in d.iterdir() if p.is_dir() and not p.name.startswith(".")}
+    modules = read_json(d / "modules.json")
+    for m in modules if isinstance(modules, list) else ():
+        path = m.get("path") if isinstance(m, dict) else None
+        if not isinstance(path, str) or not path.strip("/.") or Path(path).is_absolute() or ".." in Path(path).parts:
+            continue  # the root itself, or a path sentence-transformers refuses to load from
+        if (d / path).is_dir():
+            found.add(d / path)
+    return sorted(found)
+
+
 def _remote_code_reason(d: Path) -> str | None:
-    """:func:`~embedselect.models.policy.remote_code_reason` for a local folder: its (and its module folders')
-    ``config.json`` and ``router_config.json``, and its ``modules.json``.
+    """:func:`~embedselect.models.policy.remote_code_reason` for a local folder: its (and its module folders',
+    :func:`_module_folders`) ``config.json`` and ``router_config.json``, and its ``modules.json``.
 
     Raises:
         ModelFileError: one of these files is damaged (not JSON), so what it asks for cannot be checked."""
     modules = read_json(d / "modules.json")
-    for cfg_path in [d / "config.json", *sorted(d.glob("*/config.json"))]:
-        why = remote_code_reason(config=read_json(cfg_path), modules=modules if cfg_path == d / "config.json" else None)
+    for folder in [d, *_module_folders(d)]:
+        where = "" if folder == d else f"{folder.relative_to(d).as_posix()}/: "
+        why = remote_code_reason(config=read_json(folder / "config.json"), modules=modules if folder == d else None)
+        why = why or remote_code_reason(router=read_json(folder / "router_config.json"))
         if why:
-            return why if cfg_path == d / "config.json" else f"{cfg_path.parent.name}/: {why}"
-    for router_path in [d / "router_config.json", *sorted(d.glob("*/router_config.json"))]:
-        why = remote_code_reason(router=read_json(router_path))
-        if why:
-            return why if router_path.parent == d else f"{router_path.parent.name}/: {why}"
-    return remote_code_reason(modules=modules)
+            return where + why
+    return None
 
 
 def load_embedder(
