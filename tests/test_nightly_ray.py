@@ -155,7 +155,7 @@ def test_the_ray_precompute_asks_for_exactly_the_pairs_the_scores_read(one_torch
     ex = RayExecutor.__new__(RayExecutor)  # no Ray: its calls run inline
     ex.ray, ex.cpus_per_task = _InlineRay(), 1.0
     store = MemoryPairCache()
-    n = ex.precompute_pairs(embs, keys, seed=0, options=options, store=store, device="cpu", references=refs,
+    n = ex.precompute_pairs(embs, keys, seed=0, options=options, pair_cache=store, device="cpu", references=refs,
                             families=fams)
     asked = [tuple(p) for batch in ex.ray.asked for p in batch]
     assert sorted(asked) == sorted(read) and n == len(read) == 7
@@ -170,7 +170,7 @@ def test_the_ray_precompute_asks_for_exactly_the_pairs_the_scores_read(one_torch
     alone = metric(MemoryPairCache())
     assert after.scores == pytest.approx(alone.scores, abs=1e-6)
     ex.ray.asked.clear()
-    assert ex.precompute_pairs(embs, keys, seed=0, options={**options, "pairs": "all"}, store=store, device="cpu",
+    assert ex.precompute_pairs(embs, keys, seed=0, options={**options, "pairs": "all"}, pair_cache=store, device="cpu",
                                references=refs, families=fams) == 20 - 7
     assert {tuple(p) for batch in ex.ray.asked for p in batch} == {
         (s, t) for s in embs for t in embs if s != t} - read
@@ -271,3 +271,66 @@ def test_make_test_installs_ray_and_runs_the_ray_nights():
     recipe = recipe_of("test")
     pytest_args = recipe.split("-m pytest", 1)[1]
     assert "scripts/setup.sh dev" in recipe and " -m " not in pytest_args and "slow" not in pytest_args
+
+
+def _pairs_inline():
+    """A local executor whose sufficiency pairs are the Ray executor's precompute, its Ray calls run inline."""
+    from embedselect.nightly.executors.local import LocalExecutor
+    from embedselect.nightly.executors.ray import RayExecutor
+
+    class PairsInline(LocalExecutor):
+        computes_pairs = True
+
+        def __init__(self):
+            super().__init__()
+            self.ray_side = RayExecutor.__new__(RayExecutor)
+            self.ray_side.ray, self.ray_side.cpus_per_task = _InlineRay(), 1.0
+
+        def precompute_pairs(self, embeddings, run_keys, **kw):
+            return self.ray_side.precompute_pairs(embeddings, run_keys, **kw)
+
+    return PairsInline()
+
+
+def _refused_pair_night(hub, tiny, folder, monkeypatch, executor):  # noqa: F811
+    """One night of two hub models and tfidf-svd ranked by sufficiency, in ``folder``, every write of pairs refused
+    by the cache (a file-size limit); returns its summary, its ranking and what it printed."""
+    from embedselect.cli.nightly import _human
+    from embedselect.errors import CacheError
+    from embedselect.ranking.result import Ranking
+    from embedselect.store import Store
+
+    def too_large(self, *a, **k):
+        raise CacheError(f"could not write its database in the cache at {folder}: writing embedselect.duckdb.wal "
+                         "failed (File too large); raise the file-size limit (ulimit -f)")
+
+    for i, name in enumerate(["a", "b"]):
+        publish_st(hub, f"acme/{name}", tiny[i], 10 - i)
+    folder.mkdir()
+    conf = load_config(write_config(folder, metrics=["sufficiency"],
+                                    metric_options={"sufficiency": {**SMALL_SUFFICIENCY, "max_repeats": 1}}))
+    with monkeypatch.context() as m:
+        m.setattr(Store, "put_many", too_large)
+        night = run_night(conf, executor=executor)
+    ranking = Ranking.from_json((folder / "site" / "ranking.json").read_text())
+    return night, ranking, _human(night)
+
+
+@pytest.mark.fault
+def test_pairs_estimated_on_ray_that_the_cache_refuses_are_ranked_and_said_once(hub, tiny, tmp_path,  # noqa: F811
+                                                                                 monkeypatch, one_torch_thread):
+    """The cache refuses the sufficiency pairs the Ray workers estimated (a file-size limit): the night goes on
+    (it ended with the cache's error), the metric ranks with the pairs the workers sent (carried in memory, none
+    estimated again), and run.json and the printed summary say once what was not stored and why."""
+    night, ranking, printed = _refused_pair_night(hub, tiny, tmp_path / "ray", monkeypatch, _pairs_inline())
+    assert night["status"] == "ok" and night["ranked"] == 3 and len(ranking.ok) == 3
+    n = night["pairs_on_executor"]
+    assert n > 0 and night["pairs"]["computed"] == n and night["pairs"]["total"] == n
+    assert ranking.metric_details("sufficiency")["pairs_computed"] == 0  # every pair read from the workers' values
+    note = night["not_stored"]
+    assert note.startswith("not stored in the cache: the pair results of metric nn_agreement, the pair results of "
+                           "metric sufficiency (a later run computes them again)") and "File too large" in note, note
+    assert json.dumps(night).count("not stored") == 1
+    assert printed.count("not stored") == 1 and f"note: {note}" in printed
+    assert [w.message for w in ranking.warnings_with("not-stored")] == [note]
+

@@ -61,6 +61,7 @@ def _human(s: dict) -> str:
     lines += [f"  failed {f['name']}: {f['error_type']}: {f['reason']}" for f in s["failed"]]
     lines += [f"  left for the next night: {x['name']} ({x['reason']})" for x in s["left"]]
     lines += [f"  degraded: {why}" for why in s.get("degraded") or []]
+    lines += [f"  note: {s['not_stored']}"] if s.get("not_stored") else []
     return "\n".join(lines)
 
 
@@ -84,6 +85,8 @@ def cmd_nightly(args) -> int:
     else:  # no summary: a failed model is still said once, on stderr (a cron log keeps it)
         for f in summary.get("failed") or []:
             stderr_line(f"embedselect: warning: failed {f['name']}: {f['error_type']}: {f['reason']}")
+        if summary.get("not_stored"):
+            stderr_line(f"embedselect: warning: {summary['not_stored']}")
     if summary.get("status") == "degraded":
         for why in summary.get("degraded") or []:
             stderr_line(f"embedselect: nightly degraded: {why}")

@@ -212,6 +212,7 @@ def _night(cfg: NightlyConfig, store: Any, *, dry_run: bool, executor: Any, toke
     if own_executor:
         executor = get_executor(cfg.executor.kind, **cfg.executor.model_dump(exclude={"kind"}))
     ranking = None
+    kept: dict[str, Any] = {}  # the rank step's sufficiency pair cache (Savings.pairs), once it is known
     pairs_before = store.count_pairs()
     try:
         with stages("embed"):
@@ -225,10 +226,12 @@ def _night(cfg: NightlyConfig, store: Any, *, dry_run: bool, executor: Any, toke
 
             summary["pairs_on_executor"] = 0
 
-            def pairs(references: frozenset[str], families: dict[str, str]) -> None:
+            def pairs(references: frozenset[str], families: dict[str, str], pair_cache: Any) -> None:
+                kept["pairs"] = pair_cache("sufficiency")  # the store's, its refused writes carried in memory
                 with stages("pairs"):
                     summary["pairs_on_executor"] = _pairs_on_executor(
-                        cfg, executor, store, [outcomes[p.name] for p in pool], ref.modality, references, families)
+                        cfg, executor, store, kept["pairs"], [outcomes[p.name] for p in pool], ref.modality,
+                        references, families)
 
             with stages("rank"):
                 try:
@@ -244,7 +247,7 @@ def _night(cfg: NightlyConfig, store: Any, *, dry_run: bool, executor: Any, toke
     failed = [_failure(r, planned[r.name]) for r in results if not r.ok]
     embedded = [r.name for r in results if r.ok and r.cached is False]  # precomputed vectors (None): neither list
     reused = [r.name for r in results if r.ok and r.cached]
-    pairs_computed = store.count_pairs() - pairs_before
+    pairs_computed = store.count_pairs() - pairs_before + _carried_pairs(kept.get("pairs"))
     n_ok = len(ranking.ok) if ranking is not None else 0
     suff = ranking.metric_details("sufficiency") if ranking is not None and "sufficiency" in ranking.metrics else None
     # the ordered pairs estimated (those the scores read, or every one: the metric's ``pairs`` option), once per
@@ -260,6 +263,9 @@ def _night(cfg: NightlyConfig, store: Any, *, dry_run: bool, executor: Any, toke
         "pairs": {"computed": pairs_computed, "reused": max(pairs_total - pairs_computed, 0), "total": pairs_total},
         "ranked": n_ok,
     })
+    not_stored = [w.message for w in ranking.warnings_with("not-stored")] if ranking is not None else []
+    if not_stored:  # what the cache refused to keep (pairs, metric results, the ranking): the night went on
+        summary["not_stored"] = not_stored[0]
     return _close_night(cfg, store, summary, stages, t_start, ranking=ranking, planned=planned, failed=failed)
 
 
@@ -352,13 +358,23 @@ def _failure(r: Any, p: Any) -> dict[str, Any]:
             "error_type": r.error_type, "reason": r.error, "transient": is_transient(r.error_type)}
 
 
-def _pairs_on_executor(cfg: NightlyConfig, executor: Any, store: Any, outcomes: list, modality: str,
-                       references: frozenset[str], families: dict[str, str]) -> int:
+def _carried_pairs(pair_cache: Any) -> int:
+    """How many sufficiency pairs the night computed that the cache refused to store: the run carried them in memory
+    (:attr:`embedselect.pipeline.savings.Savings.carried`), so ``count_pairs`` does not see them."""
+    from embedselect._util.kinds import PAIR_KEY_PREFIX
+
+    carried = getattr(pair_cache, "carried", None) or {}
+    return sum(1 for k in carried if k.startswith(PAIR_KEY_PREFIX))
+
+
+def _pairs_on_executor(cfg: NightlyConfig, executor: Any, store: Any, pair_cache: Any, outcomes: list,
+                       modality: str, references: frozenset[str], families: dict[str, str]) -> int:
     """Let the executor estimate the missing sufficiency pairs that select() will read (Ray spreads them over
-    workers; local does nothing and leaves them to the rank stage). ``references`` and ``families``: the pool's
-    reference points and families as select()'s metrics receive them
-    (:attr:`embedselect.metrics.base.MetricContext.references`, ``.families``). Returns the number of pairs computed
-    by the executor."""
+    workers; local does nothing and leaves them to the rank stage), into ``pair_cache``: the one the metric reads
+    (the store's, a write it refuses a saving carried in memory: :meth:`embedselect.pipeline.savings.Savings.pairs`).
+    ``store`` holds the vectors; ``references`` and ``families``: the pool's reference points and families as
+    select()'s metrics receive them (:attr:`embedselect.metrics.base.MetricContext.references`, ``.families``).
+    Returns the number of pairs computed by the executor."""
     if "sufficiency" not in cfg.metrics or not executor.computes_pairs:
         return 0
     embs, keys = {}, {}
@@ -371,5 +387,5 @@ def _pairs_on_executor(cfg: NightlyConfig, executor: Any, store: Any, outcomes: 
     from embedselect.pipeline.defaults import metric_options
 
     options = metric_options(cfg.metric_options, modality).get("sufficiency", {})  # as select() will read them
-    return executor.precompute_pairs(embs, keys, seed=cfg.seed, options=options, store=store,
+    return executor.precompute_pairs(embs, keys, seed=cfg.seed, options=options, pair_cache=pair_cache,
                                      device=cfg.device or "cpu", references=references, families=families)

@@ -21,6 +21,9 @@ from embedselect.metrics.base import get_spec
 from embedselect.pipeline.savings import Savings
 from embedselect.ranking.result import CandidateResult, RankingTimings, RankingWarning
 
+BeforeMetrics = Callable[[frozenset[str], dict[str, str], Callable[[str], Any]], Any]
+"""The hook :attr:`RunContext.before_metrics`: (reference points, families, metric name -> its pair cache) -> ignored."""
+
 
 @dataclass
 class EmbedOutcome:
@@ -207,8 +210,10 @@ class RunContext:
             (:func:`embedselect.pipeline.answers.answers_stage`), the Ranking's ``answers``.
         item_keys: the content key of each item of ``ref`` (:func:`embedselect.store.keys.item_key`), computed by
             the first candidate that needs them (the item index of the cache), else None.
-        before_metrics: called once by the metrics stage with the reference points the metrics set aside and the
-            embedded candidates' families (what every metric's context receives), before any metric, or None
+        before_metrics: called once by the metrics stage with the reference points the metrics set aside, the
+            embedded candidates' families (what every metric's context receives) and the run's pair caches (metric
+            name -> the pair cache that metric reads, whose writes are a saving: :meth:`Savings.pairs
+            <embedselect.pipeline.savings.Savings.pairs>`), before any metric, or None
             (:func:`~embedselect.pipeline.run.select_embedded`).
         savings: the writes that only save work later (metric results and pairs, the ranking) and what the cache
             could not keep of them (:class:`~embedselect.pipeline.savings.Savings`).
@@ -245,7 +250,7 @@ class RunContext:
     run_vectors: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
     reductions: dict[str, Any] = field(default_factory=dict, repr=False)
     item_keys: list[str] | None = field(default=None, repr=False)
-    before_metrics: Callable[[frozenset[str], dict[str, str]], Any] | None = field(default=None, repr=False)
+    before_metrics: BeforeMetrics | None = field(default=None, repr=False)
     savings: Savings = field(default_factory=Savings, repr=False)
 
     @property

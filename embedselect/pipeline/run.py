@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from embedselect.config import DropDuplicates, OnError, RankConfig, Runtime, from_keywords
 from embedselect.errors import CandidatesFailedError, ConfigError, CacheError, EmbedselectError
 from embedselect.metrics.base import DEFAULT_METRICS, get_spec
 from embedselect.models.policy import LoadPolicy
 from embedselect.ranking.result import Ranking
-from embedselect.pipeline.context import EmbedOutcome, load_reference_data, run_context
+from embedselect.pipeline.context import BeforeMetrics, EmbedOutcome, load_reference_data, run_context
 from embedselect.pipeline.embedding import embed_stage, record_candidate_failure
 from embedselect.pipeline.conclude import rank_embedded
 from embedselect.pipeline.answers import load_answers
@@ -204,15 +204,16 @@ def _require(ref: Any, config: RankConfig) -> None:
 
 def select_embedded(ref: Any, candidates: Sequence[Any], outcomes: Sequence[EmbedOutcome], *, store: Any,
                     config: RankConfig, runtime: Runtime,
-                    before_metrics: Callable[[frozenset[str], dict[str, str]], Any] | None = None) -> Ranking:
+                    before_metrics: BeforeMetrics | None = None) -> Ranking:
     """:func:`select` over ``candidates`` already resolved and embedded into ``store`` (the nightly job's executor
     did it): ``outcomes`` are their :class:`EmbedOutcome` objects, in order; an ok one's vectors are read back by run
     key, or are those it carries when no cache holds them (precomputed vectors, an API without a revision:
     :meth:`EmbedOutcome.stored_or_carried`); a failed one stays failed. Nothing is resolved (no hub request) or embedded again. ``ref`` was loaded with
     ``config`` (its sub-sample and error rule are recorded in the ranking's settings); ``runtime.cache_dir`` is not
-    read (``store`` is the cache). ``before_metrics``: called once with the reference points the metrics set aside
-    and the embedded candidates' families (``MetricContext.references``, ``.families``), before any metric (the
-    nightly job's executor estimates the sufficiency pairs there). The errors are :func:`select`'s."""
+    read (``store`` is the cache). ``before_metrics``: called once with the reference points the metrics set aside,
+    the embedded candidates' families (``MetricContext.references``, ``.families``) and the run's pair caches (metric
+    name -> the pair cache it reads: a write the cache refuses is a saving, kept in memory for the metric), before any
+    metric (the nightly job's executor estimates the sufficiency pairs there). The errors are :func:`select`'s."""
     if [c.name for c in candidates] != [o.result.name for o in outcomes]:
         raise ConfigError("select_embedded needs one outcome per candidate, in the same order")
     _require(ref, config)

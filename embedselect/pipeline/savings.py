@@ -1,7 +1,9 @@
 """What a run keeps in the cache only to save work later (the metrics' results and pairs, the ranking) and what the
 cache could not keep of it. A write there that the cache refuses (a full disk, a file-size limit:
 :class:`~embedselect.errors.CacheError`) does not end the run: the ranking computed is returned and printed, with one
-``not-stored`` warning saying what was not kept and why. The vectors are not a saving of this kind: a candidate
+``not-stored`` warning saying what was not kept and why. Pair results the cache refused are carried in memory for the
+rest of the run (:attr:`Savings.carried`): a metric that reads them after (the nightly job's pairs estimated on Ray
+workers, nn_agreement after the reference-point check) does not compute them again. The vectors are not a saving of this kind: a candidate
 whose vectors cannot be stored fails (:mod:`embedselect.pipeline.embedding`)."""
 
 from __future__ import annotations
@@ -17,11 +19,13 @@ RANKING = "this ranking (leaderboard and history will not show it)"
 
 class Savings:
     """The writes of one run that are only a saving, each tried once; ``lost`` names those the cache refused, in
-    order, and ``reason`` is the first refusal."""
+    order, and ``reason`` is the first refusal; ``carried`` holds the pair results the cache refused (key -> value),
+    which the run's pair caches (:meth:`pairs`) still read."""
 
     def __init__(self) -> None:
         self.lost: list[str] = []
         self.reason: CacheError | None = None
+        self.carried: dict[str, dict[str, Any]] = {}
 
     def keep(self, what: str, write: Callable[[], Any]) -> None:
         """Call ``write``; a :class:`CacheError` it raises is noted under ``what`` (e.g. "the result of metric X")
@@ -34,8 +38,9 @@ class Savings:
             self.reason = self.reason or exc
 
     def pairs(self, cache: Any, metric: str) -> Any:
-        """``cache`` (a :class:`~embedselect.metrics.base.PairCache`, or None) as metric ``metric`` should write to
-        it: its writes go through :meth:`keep`."""
+        """``cache`` (a :class:`~embedselect.metrics.base.PairCache`, or None) as metric ``metric`` (or whoever
+        computes its pairs for it) should use it: its writes go through :meth:`keep`, and what the cache refused is
+        kept in :attr:`carried`, which its reads include."""
         return None if cache is None else _KeptPairs(cache, self, f"the pair results of metric {metric}")
 
     def warning(self) -> RankingWarning | None:
@@ -53,16 +58,31 @@ class Savings:
 
 
 class _KeptPairs:
-    """A pair cache whose writes are a saving (:meth:`Savings.keep`); its reads are the cache's own."""
+    """A pair cache whose writes are a saving (:meth:`Savings.keep`); it reads the cache's own values and those the
+    cache refused in this run (:attr:`Savings.carried`)."""
 
     def __init__(self, cache: Any, savings: Savings, what: str) -> None:
         self._cache, self._savings, self._what = cache, savings, what
 
     def get_many(self, keys: list[str]) -> dict[str, dict[str, Any]]:
-        return self._cache.get_many(keys)
+        carried = self._savings.carried
+        got = self._cache.get_many([k for k in keys if k not in carried])
+        return {**got, **{k: carried[k] for k in keys if k in carried}}
+
+    @property
+    def carried(self) -> Mapping[str, dict[str, Any]]:
+        """The pair results the cache refused in this run, held in memory (:attr:`Savings.carried`)."""
+        return self._savings.carried
 
     def put_many(self, items: Mapping[str, dict[str, Any]]) -> None:
-        self._savings.keep(self._what, lambda: self._cache.put_many(items))
+        def write() -> None:
+            try:
+                self._cache.put_many(items)
+            except CacheError:
+                self._savings.carried.update({k: dict(v) for k, v in items.items()})
+                raise
+
+        self._savings.keep(self._what, write)
 
 
 __all__ = ["RANKING", "Savings"]

@@ -71,8 +71,8 @@ def metrics_stage(ctx: RunContext) -> None:
         ctx.copies, ctx.families = pool_relations(ctx)
         families = {k: v for k, v in ctx.families.items() if k in ok}
         references = _evidence_references(ctx, references, run_keys, families)
-    if ctx.before_metrics is not None:  # e.g. the nightly job's executor estimating the sufficiency pairs
-        ctx.before_metrics(references, families)
+    if ctx.before_metrics is not None:  # e.g. the nightly job's executor estimating the sufficiency pairs, into the
+        ctx.before_metrics(references, families, lambda m: ctx.savings.pairs(ctx.store, m))  # pair cache m reads
     shared = {f: [n for n, g in ctx.families.items() if g == f] for f in set(ctx.families.values())}
     if any(len(v) > 1 for v in shared.values()):  # who counted once in the pool's evidence (JSON: details.families)
         ctx.details["families"] = {f: v for f, v in sorted(shared.items()) if len(v) > 1}

@@ -96,11 +96,15 @@ class Executor(abc.ABC):
             (outcomes of the units that ran, in completion order; candidates left for the next night).
         """
 
-    def precompute_pairs(self, embeddings: dict, run_keys: dict, *, seed: int, options: dict, store: Any,
+    def precompute_pairs(self, embeddings: dict, run_keys: dict, *, seed: int, options: dict, pair_cache: Any,
                          device: str, references: frozenset[str] = frozenset(),
                          families: Mapping[str, str] | None = None) -> int:
-        """Estimate the sufficiency pairs that :func:`embedselect.select` will read and the store lacks, and put them
-        into its pair cache, so that ``select()`` only reads them. Returns the number of pairs computed here.
+        """Estimate the sufficiency pairs that :func:`embedselect.select` will read and ``pair_cache`` lacks, and put
+        them into it, so that ``select()`` only reads them. Returns the number of pairs computed here.
+
+        ``pair_cache`` is the one the metric reads: the store's, through the run's savings (a write the cache refuses
+        does not end the night; the pairs are carried in memory to the metric and the ranking's one ``not-stored``
+        warning says so: :mod:`embedselect.pipeline.savings`).
 
         ``options`` are the sufficiency metric's; ``references`` and ``families`` the pool's reference points and
         families as ``select()``'s metrics receive them: with the metric's ``pairs`` default, the pairs its scores

@@ -9,7 +9,8 @@ What runs where:
   float32 matrix and its provenance back. It writes nothing shared (its scratch store is a temporary folder).
 - **"estimate a batch of sufficiency pairs" task**: gets the embeddings of its pairs from the object store,
   estimates each directed pair (same per-pair seeds as :func:`embedselect.select`), sends the values back; the driver
-  puts them into the store's pair cache, and ``select()`` then only reads them. The pairs are those ``select()`` will
+  puts them into the pair cache ``select()`` reads (the store's; a write the cache refuses is a saving, carried in
+  memory: :mod:`embedselect.pipeline.savings`), and ``select()`` then only reads them. The pairs are those ``select()`` will
   read and the store lacks (:func:`~embedselect.metrics.sufficiency.score.missing_pairs`: with the metric's ``pairs``
   default, only those its scores read).
 
@@ -211,10 +212,10 @@ class RayExecutor(Executor):
             hub_models.record_refusal(store, repo_id, revision, reason, message)
         return UnitOutcome(hand_on(o), where=res["where"])
 
-    def precompute_pairs(self, embeddings: dict, run_keys: dict, *, seed: int, options: dict, store: Any,
+    def precompute_pairs(self, embeddings: dict, run_keys: dict, *, seed: int, options: dict, pair_cache: Any,
                          device: str, references: frozenset[str] = frozenset(),
                          families: Mapping[str, str] | None = None) -> int:
-        """Find the directed pairs ``select()`` will read that the store's pair cache lacks
+        """Find the directed pairs ``select()`` will read that ``pair_cache`` lacks
         (:func:`~embedselect.metrics.sufficiency.score.missing_pairs` with the pool's ``references`` and
         ``families``) and estimate them on the workers, in batches (about two per worker slot; both directions of
         two candidates in one batch); returns the number of directed pairs computed."""
@@ -225,7 +226,7 @@ class RayExecutor(Executor):
         order = {n: i for i, n in enumerate(names)}
         _, own = estimator_options(options)  # the estimator's own options (workers estimate pairs, not scores)
         n_items = len(next(iter(embeddings.values()))) if names else None
-        missing = missing_pairs({n: run_keys[n] for n in names}, store, seed=seed, n_items=n_items,
+        missing = missing_pairs({n: run_keys[n] for n in names}, pair_cache, seed=seed, n_items=n_items,
                                 references=references, families=families, **options)
         both: dict[tuple[str, str], list[tuple[str, str]]] = {}  # two candidates -> their directed pairs missing
         for p in missing:
@@ -245,7 +246,7 @@ class RayExecutor(Executor):
                                        device, *[refs[n] for n in used]))
         computed = 0
         for new in ray.get(tasks):
-            store.put_many(new)
+            pair_cache.put_many(new)
             computed += sum(1 for k in new if k.startswith(PAIR_KEY_PREFIX))
         return computed
 
