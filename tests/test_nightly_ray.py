@@ -334,3 +334,20 @@ def test_pairs_estimated_on_ray_that_the_cache_refuses_are_ranked_and_said_once(
     assert printed.count("not stored") == 1 and f"note: {note}" in printed
     assert [w.message for w in ranking.warnings_with("not-stored")] == [note]
 
+
+@pytest.mark.fault
+def test_local_and_ray_nights_rank_alike_and_say_alike_what_the_cache_refused(hub, tiny, tmp_path,  # noqa: F811
+                                                                               monkeypatch, one_torch_thread):
+    """The same night with the same refused pair writes on the local executor (the metric estimates the pairs) and on
+    Ray (the workers do): the same ranking, the same pairs counted, the same not-stored note."""
+    from embedselect.nightly.executors.local import LocalExecutor
+
+    local, r_local, _ = _refused_pair_night(hub, tiny, tmp_path / "local", monkeypatch, LocalExecutor())
+    ray, r_ray, _ = _refused_pair_night(hub, tiny, tmp_path / "ray", monkeypatch, _pairs_inline())
+    assert local["pairs_on_executor"] == 0 and ray["pairs_on_executor"] > 0
+    assert board(tmp_path / "local") == board(tmp_path / "ray")
+    assert [(r.name, r.rank) for r in r_local.ok] == [(r.name, r.rank) for r in r_ray.ok]
+    assert {r.name: r.scores["sufficiency"] for r in r_local.ok} == pytest.approx(
+        {r.name: r.scores["sufficiency"] for r in r_ray.ok}, abs=1e-6)
+    assert local["pairs"] == ray["pairs"]
+    assert local["not_stored"] == ray["not_stored"].replace(str(tmp_path / "ray"), str(tmp_path / "local"))
