@@ -55,6 +55,27 @@ def _write_json(path: Path, obj) -> None:
     path.write_text(json.dumps(obj, indent=2), encoding="utf-8")
 
 
+def as_trained(model, seed: int):
+    """Give every normalisation layer of ``model`` (a torch module; the layers ``untrained_norms`` of
+    embedselect.models.backends.weights counts) a weight of 1 + 0.1·N(0, 1) and a bias of 0.1·N(0, 1), from a
+    generator seeded with ``seed``, in place; returns ``model``. A tiny model built from its config holds its
+    initial norms, which the tool refuses as an untrained checkpoint; a trained one holds moved norms, as these
+    do."""
+    import torch
+
+    gen = torch.Generator().manual_seed(10_000 + seed)
+    with torch.no_grad():
+        for module in model.modules():
+            weight = module._parameters.get("weight")
+            if "Norm" not in type(module).__name__ or weight is None or weight.ndim != 1:
+                continue
+            weight.copy_(1 + 0.1 * torch.randn(weight.shape, generator=gen))
+            bias = module._parameters.get("bias")
+            if bias is not None:
+                bias.copy_(0.1 * torch.randn(bias.shape, generator=gen))
+    return model
+
+
 def _tiny_bert(directory: Path, seed: int, hidden: int = 32, layers: int = 2):
     """Save a random BertModel + BERT tokenizer in ``directory``; returns the model."""
     ensure_torchvision_importable()
@@ -75,7 +96,7 @@ def _tiny_bert(directory: Path, seed: int, hidden: int = 32, layers: int = 2):
         pad_token_id=0,
     )
     torch.manual_seed(seed)
-    model = BertModel(config).eval()
+    model = as_trained(BertModel(config).eval(), seed)
     model.save_pretrained(directory, safe_serialization=True)
     tok = BertTokenizer(vocab={t: i for i, t in enumerate(vocab)}, do_lower_case=True, model_max_length=128)
     tok.save_pretrained(directory)
@@ -166,6 +187,7 @@ def make_tiny_timm(directory, seed: int = 0) -> Path:
         depth=2,
         num_heads=2,
     ).eval()
+    as_trained(model, seed)
     save_for_hf(
         model,
         str(d),
@@ -218,7 +240,7 @@ def make_tiny_transformers_image(directory, seed: int = 0) -> Path:
         intermediate_size=64,
     )
     torch.manual_seed(seed)
-    model = ViTModel(config).eval()
+    model = as_trained(ViTModel(config).eval(), seed)
     model.save_pretrained(d, safe_serialization=True)
     proc = ViTImageProcessor(
         do_resize=True, size={"height": 32, "width": 32}, image_mean=[0.5, 0.5, 0.5], image_std=[0.5, 0.5, 0.5]
@@ -319,6 +341,6 @@ def make_tiny_clip(directory, seed: int = 0) -> Path:
         projection_dim=16,
     )
     torch.manual_seed(seed)
-    CLIPModel(config).eval().save_pretrained(d, safe_serialization=True)
+    as_trained(CLIPModel(config).eval(), seed).save_pretrained(d, safe_serialization=True)
     CLIPImageProcessor(size={"shortest_edge": 32}, crop_size={"height": 32, "width": 32}).save_pretrained(d)
     return d

@@ -1,5 +1,6 @@
-"""A checkpoint that does not hold all of its model's weights fails to load (models/backends/weights.py): transformers
-would fill the missing ones at random, and random models can be ranked first."""
+"""A checkpoint that does not hold all of its model's weights fails to load, and one that holds weights never
+trained is ranked with a warning (models/backends/weights.py): transformers would fill the missing ones at random, an
+untrained one is random throughout, and random models can be ranked first."""
 
 from __future__ import annotations
 
@@ -72,7 +73,7 @@ def test_a_checkpoint_saved_with_a_task_head_loads_without_transformers_report(t
     from transformers import AutoConfig, BertForMaskedLM
 
     d = tm.make_tiny_transformers_text(tmp_path / "mlm")
-    BertForMaskedLM(AutoConfig.from_pretrained(d)).save_pretrained(d, safe_serialization=True)
+    tm.as_trained(BertForMaskedLM(AutoConfig.from_pretrained(d)), 0).save_pretrained(d, safe_serialization=True)
     data = tmp_path / "t.csv"
     data.write_text("text\nthe cat sat\na dog runs\nmoney in the bank\n", encoding="utf-8")
     for verbose, cache in (([], "c1"), (["-v"], "c2")):
@@ -81,3 +82,66 @@ def test_a_checkpoint_saved_with_a_task_head_loads_without_transformers_report(t
                              capture_output=True, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"}, timeout=300)
         assert out.returncode == 0, out.stderr[-2000:]
         assert ("LOAD REPORT" in out.stderr) == bool(verbose), out.stderr[-2000:]
+
+
+def _untrained_copy(d):
+    """Overwrite the folder's weights with its architecture's initial ones (a checkpoint saved before training)."""
+    from transformers import AutoConfig, AutoModel
+
+    AutoModel.from_config(AutoConfig.from_pretrained(d)).save_pretrained(d, safe_serialization=True)
+    return d
+
+
+@pytest.mark.fault
+@pytest.mark.parametrize("backend", ["", "?backend=transformers"])
+def test_an_untrained_checkpoint_is_ranked_with_a_warning(tmp_path, caplog, backend):
+    trained = tm.make_tiny_sentence_transformer(tmp_path / "trained")
+    with caplog.at_level("WARNING", logger="embedselect"):
+        _load(f"{trained}{backend}")
+    assert "untrained" not in caplog.text
+    d = _untrained_copy(tm.make_tiny_sentence_transformer(tmp_path / "st"))
+    with caplog.at_level("WARNING", logger="embedselect"):
+        assert _load(f"{d}{backend}").embed(["a cat"]).shape == (1, 32)
+    msg = caplog.text
+    assert str(d) in msg and "5 normalisation layer(s)" in msg and "looks untrained" in msg
+    assert "validate" in msg and "ask" in msg
+
+
+@pytest.mark.fault
+def test_an_untrained_timm_checkpoint_is_ranked_with_a_warning(tmp_path, caplog):
+    import timm
+    from safetensors.torch import load_file, save_file
+
+    d = tm.make_tiny_timm(tmp_path / "vit")
+    fresh = timm.create_model("vit_tiny_patch16_224", pretrained=False, num_classes=10, img_size=32, patch_size=8,
+                              embed_dim=32, depth=2, num_heads=2).state_dict()
+    saved = load_file(d / "model.safetensors")
+    assert saved.keys() == fresh.keys()
+    save_file({k: v.contiguous() for k, v in fresh.items()}, str(d / "model.safetensors"), metadata={"format": "pt"})
+    with caplog.at_level("WARNING", logger="embedselect"):
+        _load_image(str(d))
+    assert "every one of its 5 normalisation layer(s)" in caplog.text and "looks untrained" in caplog.text
+
+
+def _load_image(spec: str):
+    (c,) = parse_candidates(spec, modality="image")
+    return load_embedder(resolve_candidate(c, policy=LoadPolicy()), device="cpu", policy=LoadPolicy())
+
+
+def test_untrained_norms_counts_only_when_every_norm_is_at_its_initial_values():
+    import torch
+
+    from embedselect.models.backends.weights import untrained_norms
+
+    net = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.LayerNorm(4), torch.nn.BatchNorm1d(4),
+                              torch.nn.LayerNorm(4, elementwise_affine=False))
+    assert untrained_norms(net) == 2  # the one without parameters is not counted
+    with torch.no_grad():
+        net[2].weight.zero_()  # a zero-initialised residual norm is still initial
+    assert untrained_norms(net) == 2
+    with torch.no_grad():
+        net[1].bias[0] = 0.01  # one moved value: trained
+    assert untrained_norms(net) == 0
+    assert untrained_norms(torch.nn.Sequential(torch.nn.Embedding(5, 3))) == 0  # a static table has no norm
+    assert untrained_norms(tm.as_trained(torch.nn.Sequential(torch.nn.LayerNorm(4)), 0)) == 0
+

@@ -37,7 +37,7 @@ def folders(tmp_path_factory):
 
     base = tmp_path_factory.mktemp("timm-options")
     torch.manual_seed(0)
-    cnn = timm.create_model("test_efficientnet", pretrained=False, num_classes=0).eval()  # ~0.1M parameters
+    cnn = tm.as_trained(timm.create_model("test_efficientnet", pretrained=False, num_classes=0).eval(), 0)  # ~0.1M
     return {"vit": tm.make_tiny_timm(base / "vit"), "cnn": save_timm(cnn, base / "cnn"),
             "images": tm.make_tiny_images(base / "images", n=8)}
 

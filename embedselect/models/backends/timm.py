@@ -21,6 +21,7 @@ from embedselect._util.extras import require
 from embedselect.models.backends.base import IMAGE, as_embedding_matrix, check_items, load_image
 from embedselect._util.progress import progress_enabled
 from embedselect.models.backends.device import progress_bar, resolve_dtype, torch_dtype
+from embedselect.models.backends.weights import check_checkpoint_weights
 from embedselect.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -70,6 +71,7 @@ class TimmEmbedder:
         # "local-dir:" makes timm read config.json and the weights (safetensors preferred) from the folder.
         source = f"local-dir:{Path(local_dir)}"
         model: Any = timm.create_model(source, pretrained=True, num_classes=0)
+        check_checkpoint_weights(model, str(local_dir))
         # checked before the model is built at that size or sees one image of it
         self.max_batch = None if resolution is None else _max_batch(model, resolution, device,
                                                                     torch_dtype(self.dtype).itemsize)

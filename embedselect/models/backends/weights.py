@@ -1,13 +1,18 @@
-"""Weights a checkpoint did not hold: a model whose checkpoint lacks some of its weights gets them initialised at
-random by transformers, with a warning and nothing else, and its vectors are then partly random. Label-free signals
-read random models as agreeing with each other (docs/validity.md, "Known limits"), so such a model could be ranked
-first; it fails to load instead (:func:`check_checkpoint_weights`)."""
+"""Weights that were never trained. A model whose checkpoint lacks some of its weights gets them initialised at
+random by transformers, with a report and nothing else, and its vectors are then partly random: it fails to load
+instead. A checkpoint saved before any training (a model built from its config and saved) holds random weights
+throughout: it is ranked, as a user may put an untrained network in the pool as a reference on purpose, with a
+warning. Label-free signals read random models as agreeing with each other (docs/validity.md, "Known limits"), so
+either could be ranked first (:func:`check_checkpoint_weights`)."""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from embedselect.errors import ModelLoadError
+
+log = logging.getLogger(__name__)
 
 LOADED_FLAG = "_is_hf_initialized"
 """The attribute transformers (5.x) sets to True on every parameter it filled from the checkpoint or tied to one; a
@@ -25,8 +30,11 @@ def missing_weights(model: Any, *, used_heads: tuple[str, ...] = ()) -> list[str
     the checkpoint lacked them, read from :data:`LOADED_FLAG`; heads in :data:`UNUSED_HEADS` are left out unless
     named in ``used_heads``. Empty when no parameter of a ``PreTrainedModel`` carries the flag (a model not loaded by
     ``from_pretrained``, or a transformers that no longer sets it): the check then finds nothing rather than
-    everything."""
-    from transformers import PreTrainedModel
+    everything; empty too when transformers is not installed (a timm model), as no module can then be one."""
+    try:
+        from transformers import PreTrainedModel
+    except ImportError:
+        return []
 
     ignored = tuple(h for h in UNUSED_HEADS if h not in used_heads)
     missing: list[str] = []
@@ -45,11 +53,40 @@ def missing_weights(model: Any, *, used_heads: tuple[str, ...] = ()) -> list[str
     return missing if flagged else []
 
 
+def untrained_norms(model: Any) -> int:
+    """How many normalisation layers ``model`` (a torch module) holds when every one of them still holds what
+    initialisation gives it, else 0. A normalisation layer is a module whose class name contains ``Norm``
+    (``LayerNorm``, ``BatchNorm2d``, ``GroupNorm``, ``RMSNorm``, a model's own ``T5LayerNorm``) and which owns a 1-d
+    ``weight`` parameter; initialisation leaves its weight constant (every element equal: ones, or zeros where a
+    library zero-initialises a residual branch's last norm) and its bias, if any, zero. Training moves them, so a
+    trained model has at least one that differs; a model without such layers (a static embedding table) gives 0."""
+    count = 0
+    for module in model.modules():
+        if "Norm" not in type(module).__name__:
+            continue
+        weight = module._parameters.get("weight")
+        if weight is None or weight.ndim != 1 or weight.numel() == 0:
+            continue
+        bias = module._parameters.get("bias")
+        if bool((weight != weight.reshape(-1)[0]).any()) or (bias is not None and bool(bias.any())):
+            return 0
+        count += 1
+    return count
+
+
 def check_checkpoint_weights(model: Any, ref: str, *, used_heads: tuple[str, ...] = ()) -> None:
-    """Raise :class:`~embedselect.errors.ModelLoadError` when :func:`missing_weights` finds any: the message names
-    the model (``ref``), how many parameters were not in its checkpoint and the first few of them."""
+    """Raise :class:`~embedselect.errors.ModelLoadError` when :func:`missing_weights` finds any (the message names
+    the model, ``ref``, how many parameters were not in its checkpoint and the first few of them); log a warning when
+    :func:`untrained_norms` says every normalisation layer holds its initial values (the checkpoint looks saved
+    before training)."""
     missing = missing_weights(model, used_heads=used_heads)
     if not missing:
+        norms = untrained_norms(model)
+        if norms:
+            log.warning("%s: every one of its %d normalisation layer(s) holds the values initialisation gives it (a "
+                        "constant weight and a zero bias): the checkpoint looks untrained, and its vectors random. It "
+                        "is ranked as it is; random models can agree with each other well enough to be ranked first, "
+                        "so check a pick it leads with a few labels (validate) or answers (ask)", ref, norms)
         return
     shown = ", ".join(missing[:SHOWN]) + (f", and {len(missing) - SHOWN} more" if len(missing) > SHOWN else "")
     raise ModelLoadError(
