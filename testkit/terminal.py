@@ -14,6 +14,8 @@ import termios
 import time
 from typing import Mapping, Sequence
 
+import pytest
+
 
 def run_on_pty(argv: Sequence[str], keys_at: Sequence[tuple[str, str]] = (), *, timeout: float = 120.0,
                env: Mapping[str, str] | None = None, kill_after: int | None = None,
@@ -25,7 +27,8 @@ def run_on_pty(argv: Sequence[str], keys_at: Sequence[tuple[str, str]] = (), *, 
     ``size``: the terminal's (rows, columns), set before the command draws anything ((0, 0): a terminal that says no
     size, as ``script`` gives); None leaves the pty's own. Returns (what the terminal showed, the exit status, or
     None when killed); a run past ``timeout`` seconds, or one that showed nothing for ``read_timeout`` seconds, is
-    killed and its status returned as the signal's."""
+    killed and fails the test saying which, with the last of what it showed (a slow or overloaded machine, or a
+    hang), not as a bare exit status."""
     pid, fd = pty.fork()
     if pid == 0:  # pragma: no cover - the child
         try:
@@ -34,12 +37,13 @@ def run_on_pty(argv: Sequence[str], keys_at: Sequence[tuple[str, str]] = (), *, 
             os._exit(127)
     if size is not None:
         fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", size[0], size[1], 0, 0))
-    screen, sent, mark, deadline, killed = "", 0, 0, time.monotonic() + timeout, False
+    screen, sent, mark, deadline, killed, stalled = "", 0, 0, time.monotonic() + timeout, False, ""
     last_read, decoder = time.monotonic(), codecs.getincrementaldecoder("utf-8")("replace")  # a character may
     try:  # be split between two reads
         while time.monotonic() < deadline:
             if read_timeout is not None and time.monotonic() - last_read > read_timeout:
                 os.kill(pid, signal.SIGKILL)
+                stalled = f"showed nothing for {read_timeout:.0f} s"
                 break
             if sent < len(keys_at) and keys_at[sent][0] in screen[mark:]:
                 os.write(fd, keys_at[sent][1].encode())
@@ -62,7 +66,11 @@ def run_on_pty(argv: Sequence[str], keys_at: Sequence[tuple[str, str]] = (), *, 
                 last_read = time.monotonic()
         else:
             os.kill(pid, signal.SIGKILL)
+            stalled = f"was still running after {timeout:.0f} s"
     finally:
         _, status = os.waitpid(pid, 0)
         os.close(fd)
+    if stalled:
+        pytest.fail(f"{' '.join(argv[1:4])} {stalled}; it was stopped (a slow or overloaded machine, or a hang); "
+                    f"what it showed last: {screen[-400:]!r}")
     return screen, None if killed else os.waitstatus_to_exitcode(status)

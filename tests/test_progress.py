@@ -3,20 +3,16 @@ pipe, with --quiet, or from the Python API unless asked."""
 
 from __future__ import annotations
 
-import fcntl
 import os
-import pty
 import re
-import select as _select
-import struct
 import subprocess
 import sys
-import termios
-import time
+from functools import partial
 
 import pytest
 
 from embedselect.data import sample_path
+from testkit.terminal import run_on_pty
 
 SAMPLE = str(sample_path("texts"))
 RATE = re.compile(r"\d+ items, \S+ items/s")
@@ -24,35 +20,9 @@ RATE = re.compile(r"\d+ items, \S+ items/s")
 "items/s" column header is not it."""
 
 
-def _run_in_pty(argv: list[str], env: dict[str, str], timeout: float = 300) -> tuple[int, str]:
-    """Run ``argv`` with stdout and stderr on a pseudo-terminal; return its exit code and what it drew."""
-    master, slave = pty.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))  # a terminal has a size
-    proc = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, env=env, close_fds=True)
-    os.close(slave)
-    chunks: list[bytes] = []
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        ready, _, _ = _select.select([master], [], [], 0.5)
-        if ready:
-            try:
-                data = os.read(master, 65536)
-            except OSError:  # the child closed the terminal
-                break
-            if not data:
-                break
-            chunks.append(data)
-        elif proc.poll() is not None:
-            break
-    os.close(master)
-    try:
-        code = proc.wait(timeout=30)
-    except subprocess.TimeoutExpired:  # still running past the limit: stop it and say so, not a bare time-out
-        proc.kill()
-        proc.wait()
-        pytest.fail(f"{' '.join(argv[2:4])} was still running after {timeout:.0f} s; it was stopped (a slow or "
-                    f"overloaded machine, or a hang); what it drew: {b''.join(chunks)[-400:]!r}")
-    return code, b"".join(chunks).decode("utf-8", "replace")
+on_terminal = partial(run_on_pty, size=(40, 120), timeout=300)
+"""Run on the pty every run here draws on (testkit.terminal.run_on_pty): a terminal has a size; a run past 300 s
+fails the test saying so. Returns (what it drew, its exit code)."""
 
 
 def _env(tmp_path) -> dict[str, str]:
@@ -70,7 +40,7 @@ full ones on the sample), which still shows as the "metric sufficiency" stage.""
 
 @pytest.mark.slow
 def test_a_terminal_gets_one_progress_display_for_the_whole_run(tmp_path):
-    code, drawn = _run_in_pty([*ARGV, "--cache-dir", str(tmp_path / "c")], _env(tmp_path))
+    drawn, code = on_terminal([*ARGV, "--cache-dir", str(tmp_path / "c")], env=_env(tmp_path))
     assert code == 0, drawn
     # every stage of every candidate, each metric and the validation are named while they run
     for stage in ("tfidf-svd: resolve", "tfidf-svd: embed", "random-projection: load", "random-projection: store",
@@ -84,7 +54,7 @@ def test_a_terminal_gets_one_progress_display_for_the_whole_run(tmp_path):
 @pytest.mark.slow
 @pytest.mark.fault
 def test_quiet_and_pipes_get_no_progress(tmp_path):
-    code, drawn = _run_in_pty([*ARGV, "--cache-dir", str(tmp_path / "c"), "-q"], _env(tmp_path))
+    drawn, code = on_terminal([*ARGV, "--cache-dir", str(tmp_path / "c"), "-q"], env=_env(tmp_path))
     assert code == 0, drawn
     assert not RATE.search(drawn) and "resolve" not in drawn and "/9 [" not in drawn, drawn
     assert "rank  candidate" in drawn
@@ -117,11 +87,11 @@ def test_no_library_bar_leaks_when_progress_is_off(tmp_path):
     model = make_tiny_sentence_transformer(tmp_path / "tiny")
     argv = [sys.executable, "-m", "embedselect.cli", "rank", SAMPLE, "-c", "text", "-m", f"tiny={model},tfidf-svd",
             "--metrics", "task_prior"]
-    code, drawn = _run_in_pty([*argv, "--cache-dir", str(tmp_path / "c"), "-q", "-v"], _env(tmp_path))
+    drawn, code = on_terminal([*argv, "--cache-dir", str(tmp_path / "c"), "-q", "-v"], env=_env(tmp_path))
     assert code == 0, drawn
     assert "Batches" not in drawn and "Loading weights" not in drawn and "it/s" not in drawn
     assert "rank  candidate" in drawn
-    code, drawn = _run_in_pty([*argv, "--cache-dir", str(tmp_path / "c2")], _env(tmp_path))
+    drawn, code = on_terminal([*argv, "--cache-dir", str(tmp_path / "c2")], env=_env(tmp_path))
     assert code == 0, drawn
     assert "tiny: embed" in drawn and RATE.search(drawn), drawn
     assert "Batches" not in drawn and "Loading weights" not in drawn and "it/s]" not in drawn, drawn
