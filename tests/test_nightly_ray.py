@@ -186,21 +186,6 @@ def test_a_night_hands_the_precompute_the_pools_roles_and_select_only_reads_its_
     workers are asked for exactly the pairs those make the scores read (``scored_targets``: none towards the variant,
     nor between it and its model), select() trains none and reads every one of them."""
     from embedselect.metrics.sufficiency.score import scored_targets
-    from embedselect.nightly.executors.local import LocalExecutor
-    from embedselect.nightly.executors.ray import RayExecutor
-
-    class PairsInline(LocalExecutor):
-        computes_pairs = True
-
-        def __init__(self):
-            super().__init__()
-            self.ray_side = RayExecutor.__new__(RayExecutor)
-            self.ray_side.ray, self.ray_side.cpus_per_task = _InlineRay(), 1.0
-            self.handed = []
-
-        def precompute_pairs(self, embeddings, run_keys, **kw):
-            self.handed.append((list(embeddings), kw["references"], dict(kw["families"])))
-            return self.ray_side.precompute_pairs(embeddings, run_keys, **kw)
 
     for i, name in enumerate(["a", "b"]):
         publish_st(hub, f"acme/{name}", tiny[i], 10 - i)
@@ -208,7 +193,7 @@ def test_a_night_hands_the_precompute_the_pools_roles_and_select_only_reads_its_
     variant = "acme/a?max_length=8"
     conf = load_config(write_config(tmp_path, metrics=["sufficiency"], metric_options={"sufficiency": fast},
                                     pinned=["tfidf-svd", "random-projection", variant]))
-    ex = PairsInline()
+    ex = _pairs_inline()
     night = run_night(conf, executor=ex)
     assert night["ranked"] == 5 and len(ex.handed) == 1
     names, references, families = ex.handed[0]
@@ -274,7 +259,8 @@ def test_make_test_installs_ray_and_runs_the_ray_nights():
 
 
 def _pairs_inline():
-    """A local executor whose sufficiency pairs are the Ray executor's precompute, its Ray calls run inline."""
+    """A local executor whose sufficiency pairs are the Ray executor's precompute, its Ray calls run inline; its
+    ``handed`` lists what each precompute was handed (the names, the reference points, the families)."""
     from embedselect.nightly.executors.local import LocalExecutor
     from embedselect.nightly.executors.ray import RayExecutor
 
@@ -285,8 +271,10 @@ def _pairs_inline():
             super().__init__()
             self.ray_side = RayExecutor.__new__(RayExecutor)
             self.ray_side.ray, self.ray_side.cpus_per_task = _InlineRay(), 1.0
+            self.handed = []
 
         def precompute_pairs(self, embeddings, run_keys, **kw):
+            self.handed.append((list(embeddings), kw["references"], dict(kw["families"])))
             return self.ray_side.precompute_pairs(embeddings, run_keys, **kw)
 
     return PairsInline()
