@@ -355,3 +355,53 @@ def test_every_public_store_method_is_listed_by_concern_and_the_connections_are_
     doc = Store.__doc__ or ""
     assert public and not [n for n in sorted(public) if f":meth:`{n}`" not in doc]
     assert {"write", "read", "record_failure"}.isdisjoint(public)
+
+
+def test_two_runs_needing_the_same_metric_result_compute_it_once(tmp_path, monkeypatch, caplog):
+    """Two runs at once on the same data and pool: the second waits for the first's metric result (saying so) and
+    reads it, rather than computing the metric (sufficiency, the slowest, was computed by both: 45 pairs each, each
+    run three times as long as alone on two shared cores)."""
+    import embedselect
+    import embedselect.pipeline.scoring as scoring
+    from embedselect.data import sample_path
+
+    real = scoring.get_metric
+    calls: list[str] = []
+    first_computing, go = threading.Event(), threading.Event()
+
+    def slow_first(name):
+        fn = real(name)
+
+        def metric(mctx):
+            calls.append(threading.current_thread().name)
+            if len(calls) == 1:
+                first_computing.set()
+                assert go.wait(60)
+            return fn(mctx)
+
+        return metric
+
+    monkeypatch.setattr(scoring, "get_metric", slow_first)
+    rankings: dict[str, object] = {}
+
+    def run(name):
+        rankings[name] = embedselect.select(str(sample_path("texts")), ["tfidf-svd", "random-projection"],
+                                            column="text", metrics=["nn_agreement"], cache_dir=tmp_path / "c")
+
+    first = threading.Thread(target=run, args=("first",), name="first")
+    first.start()
+    assert first_computing.wait(120)
+    second = threading.Thread(target=run, args=("second",), name="second")
+    with caplog.at_level("WARNING", logger="embedselect.store"):
+        second.start()
+        deadline = time.monotonic() + 60
+        while len(calls) < 2 and "another embedselect process is computing" not in caplog.text:
+            assert time.monotonic() < deadline and second.is_alive()
+            time.sleep(0.01)
+        go.set()
+        first.join(120)
+        second.join(120)
+    assert calls == ["first"], calls  # the second run read the first's result
+    a, b = rankings["first"], rankings["second"]
+    assert {r.name: r.scores for r in a.ok} == {r.name: r.scores for r in b.ok}  # type: ignore[attr-defined]
+    assert "metric nn_agreement: another embedselect process is computing this result" in caplog.text

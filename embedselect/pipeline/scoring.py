@@ -142,38 +142,41 @@ def metrics_stage(ctx: RunContext) -> None:
 def _run_metric(m: str, mctx: MetricContext, ctx: RunContext, *, run_keys: Mapping[str, str],
                 opts: Mapping[str, Any]) -> MetricResult | None:
     """One metric's result (from the store, or computed and stored, :attr:`RunContext.savings`), and its bootstrap
-    into ``ctx.uncertainty[m]`` when asked; None (with a warning) when the metric cannot be computed."""
+    into ``ctx.uncertainty[m]`` when asked; None (with a warning) when the metric cannot be computed. Under the
+    result's lock (:meth:`~embedselect.store.Store.metric_lock`): two runs at once on the same candidates compute it
+    once."""
     fn = get_metric(m)
     mkey = metric_key(m, run_keys, opts, ctx.seed, ctx.ref.labels if mctx.labels is not None else None,
                       references=mctx.references, families=mctx.families)
-    cached = ctx.store.get_metric_result(mkey)
-    if cached is not None:
-        mr = MetricResult(**cached)
-        mr.scores = {k: num(v) for k, v in mr.scores.items()}
-        mr.columns = {c: {k: num(v) for k, v in vals.items()} for c, vals in mr.columns.items()}
-        mr.intervals = {k: (v[0], v[1]) for k, v in mr.intervals.items()}
-        log.info("metric %s: cached", m)
-    else:
-        try:
-            mr = fn(mctx)
-        except MetricError as exc:
-            ctx.warnings.append(RankingWarning("metric-failed", f"metric {m} was not computed: {exc}"))
-            # said once, by the ranking's warning (the note under rank's table, the JSON, select()'s warnings): the
-            # log line is for --verbose
-            log.info("metric %s failed: %s", m, exc)
-            return None
-        value = to_jsonable(asdict(mr))
-        ctx.savings.keep(f"the result of metric {m}", lambda: ctx.store.put_metric_result(mkey, m, value))
-    if ctx.bootstrap and ctx.bootstrap > 0:
-        bkey = f"{mkey}:bootstrap:{ctx.bootstrap}"
-        boot = ctx.store.get_metric_result(bkey)
-        if boot is None:
-            from embedselect.ranking.bootstrap import bootstrap_metric
+    with ctx.store.metric_lock(mkey, m):  # a second run computing the same result waits, then reads it
+        cached = ctx.store.get_metric_result(mkey)
+        if cached is not None:
+            mr = MetricResult(**cached)
+            mr.scores = {k: num(v) for k, v in mr.scores.items()}
+            mr.columns = {c: {k: num(v) for k, v in vals.items()} for c, vals in mr.columns.items()}
+            mr.intervals = {k: (v[0], v[1]) for k, v in mr.intervals.items()}
+            log.info("metric %s: cached", m)
+        else:
+            try:
+                mr = fn(mctx)
+            except MetricError as exc:
+                ctx.warnings.append(RankingWarning("metric-failed", f"metric {m} was not computed: {exc}"))
+                # said once, by the ranking's warning (the note under rank's table, the JSON, select()'s warnings): the
+                # log line is for --verbose
+                log.info("metric %s failed: %s", m, exc)
+                return None
+            value = to_jsonable(asdict(mr))
+            ctx.savings.keep(f"the result of metric {m}", lambda: ctx.store.put_metric_result(mkey, m, value))
+        if ctx.bootstrap and ctx.bootstrap > 0:
+            bkey = f"{mkey}:bootstrap:{ctx.bootstrap}"
+            boot = ctx.store.get_metric_result(bkey)
+            if boot is None:
+                from embedselect.ranking.bootstrap import bootstrap_metric
 
-            boot = to_jsonable(bootstrap_metric(fn, mctx, n_boot=ctx.bootstrap, seed=ctx.seed).to_dict())
-            ctx.savings.keep(f"the bootstrap of metric {m}",
-                             lambda: ctx.store.put_metric_result(bkey, f"{m}:bootstrap", boot))
-        ctx.uncertainty[m] = boot
+                boot = to_jsonable(bootstrap_metric(fn, mctx, n_boot=ctx.bootstrap, seed=ctx.seed).to_dict())
+                ctx.savings.keep(f"the bootstrap of metric {m}",
+                                 lambda: ctx.store.put_metric_result(bkey, f"{m}:bootstrap", boot))
+            ctx.uncertainty[m] = boot
     return mr
 
 

@@ -6,6 +6,7 @@ Layout under the cache root (``--cache-dir`` > ``$EMBEDSELECT_CACHE_DIR`` > the 
                                 rankings, pair_cache (+ the hub models tables, see store/hub_models.py)
     vectors/ab/<run_key>.npy    float32 (n, d) embedding matrices, one per run
     locks/<run_key>.lock        per-run lock files: one process computes a run, others wait and read it
+    locks/metric-<key>.lock     per-metric-result lock files: the same for a metric's result (store/worklock.py)
     digests/ab/<id>.json        sha256 of big files of local model folders (embedselect/models/candidates/digests.py)
     .lock                       inter-process lock file
 
@@ -88,7 +89,7 @@ class Store(VectorStore, RecordStore, StoreQueries):
       place that records them).
     - **Rankings**: :meth:`save_ranking`, :meth:`get_ranking`, :meth:`latest_ranking`, :meth:`list_rankings`.
     - **Metric results and the pair cache**: :meth:`get_metric_result`, :meth:`put_metric_result`,
-      :meth:`get_many`, :meth:`put_many`, :meth:`count_pairs`.
+      :meth:`metric_lock` (one process computes a result), :meth:`get_many`, :meth:`put_many`, :meth:`count_pairs`.
     - **Reading by SQL**: :meth:`query_df` (a read-only query, a pandas DataFrame).
 
     The hub models tables and the nightly history are module functions over a Store

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping
 
 from embedselect.errors import ConfigError, CacheError, cache_error_names
 from embedselect.store.db import Database
 from embedselect.store.keys import utc_now
+from embedselect.store.worklock import work_lock
 
 log = logging.getLogger("embedselect.store")  # the store's logger, as before the split
 
@@ -140,6 +142,24 @@ class RecordStore(Database):
         with self._read() as con:
             row = con.execute("SELECT value FROM metric_cache WHERE key = ?", [key]).fetchone()
         return json.loads(row[0]) if row else None
+
+    @contextlib.contextmanager
+    def metric_lock(self, key: str, metric: str) -> Iterator[None]:
+        """Hold the lock of metric result ``key`` (``locks/metric-<key>.lock``) while it is looked up and, if not
+        cached, computed and stored: a second process (or thread) that needs the same result (the same metric,
+        options and runs) waits here, then reads it instead of computing it again. The result is only a saving, so a
+        lock file the cache cannot create (a read-only folder, a full disk) does not stop the metric: the block runs
+        without the lock. A no-op on a read-only cache."""
+        with contextlib.ExitStack() as held:
+            if not self.read_only:
+                try:
+                    held.enter_context(work_lock(
+                        self.root, f"metric-{key}", work=f"the result of metric {metric}",
+                        waiting=f"metric {metric}: another embedselect process is computing this result for the same "
+                                f"candidates in the cache at {self.root}"))
+                except CacheError as exc:
+                    log.info("metric %s: computed without its lock: %s", metric, exc)
+            yield
 
     def put_metric_result(self, key: str, metric: str, value: dict[str, Any]) -> None:
         if not self.can_record("the metric result"):

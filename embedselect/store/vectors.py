@@ -18,11 +18,12 @@ from typing import Any, Iterator, Mapping, Sequence
 import numpy as np
 
 from embedselect._util.arrays import check_embeddings
-from embedselect._fs.guard import fsync_dir, own_file
+from embedselect._fs.guard import fsync_dir
 from embedselect.errors import CacheError
 from embedselect.store.db import Database
 from embedselect.store.keys import RUN_KEY_RE, RunRecord, utc_now
 from embedselect.store.model_ids import matching_models
+from embedselect.store.worklock import work_lock
 from embedselect.store.write_failure import cache_write_error, refused_errno
 
 log = logging.getLogger("embedselect.store")  # the store's logger, as before the split
@@ -209,29 +210,12 @@ class VectorStore(Database):
         if self.read_only:
             yield
             return
-        import filelock
-
         self._vector_path(key)  # validates the key
-        locks = self.root / "locks"
-        path = own_file(locks / f"{key}.lock", what="the run's lock file", error=CacheError)
-        lock = filelock.FileLock(str(path))
-        try:
-            locks.mkdir(exist_ok=True)
-            try:
-                lock.acquire(timeout=0)
-            except filelock.Timeout:
-                log.warning("%s: another embedselect process is computing these embeddings in the cache at %s; "
-                            "waiting for it, then reading its result", what or key[:12], self.root)
-                lock.acquire()
-        except OSError as exc:  # the lock file cannot be created: a read-only folder, a full disk
-            if refused_errno(exc) is None:
-                raise
-            raise cache_write_error(exc, what=f"create the lock file of the embeddings of {what or key[:12]}",
-                                    path=path, root=self.root) from exc
-        try:
+        name = what or key[:12]
+        with work_lock(self.root, key, work=f"the embeddings of {name}",
+                       waiting=f"{name}: another embedselect process is computing these embeddings in the cache at "
+                               f"{self.root}"):
             yield
-        finally:
-            lock.release()
 
     def list_runs(self):
         """All cached embedding runs as a pandas DataFrame (newest first)."""
