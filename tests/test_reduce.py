@@ -143,7 +143,7 @@ def test_variants_rank_in_one_pool_below_their_parent_and_the_model_runs_once(ti
     cells = [v.strip() for v in next(x for x in lines if x.split("|")[2].strip() == "bin").split("|")]
     assert cells[5:7] == ["32", "4"]  # dim, bytes per vector
     page = to_html(r, plots=False)
-    assert "<th class=\"wide\">bytes/vec</th>" in page and "<th class=\"wide\">params</th>" in page
+    assert "<th>bytes/vec</th>" in page and "<th>params</th>" in page
 
 
 def test_cli_ranks_a_truncated_variant(tiny, tmp_path, capsys):

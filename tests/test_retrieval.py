@@ -250,7 +250,7 @@ def test_queries_order_the_table_and_decide_when_they_separate_the_best(tmp_path
     from embedselect.publish.report import to_html
 
     page = to_html(ranking, plots=False).replace("\n", "")
-    assert "<th>score</th><th>MRR@10</th><th>rankme</th>" in page
+    assert '<th>score</th><th>MRR@10</th><th title="score, then the rank by it">rankme <span class="rk">#</span></th>' in page
     rows = re.findall(r'<tr class="(?:lead|ok)">(.*?)</tr>', page)
     mrr = [re.findall(r'<td class="num">([^<]*)</td>', r)[1] for r in rows[:2]]  # rank, MRR@10 (the score has a bar)
     assert mrr == [f"{ranking[n].columns['search.mrr@10']:.4g}" for n in ("exact", "drowned")] and mrr[0] == "1"

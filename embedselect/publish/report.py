@@ -82,12 +82,13 @@ main{max-width:1100px;margin:0 auto;padding:16px}h1{font-size:1.4em;margin:.2em 
 table{border-collapse:collapse;width:100%;font-size:14px}th,td{border-bottom:1px solid var(--line);padding:6px 8px;
 text-align:left;vertical-align:top}th{background:#f9fafb;white-space:nowrap}td.num{text-align:right;font-variant-numeric:tabular-nums}
 tr.failed td{color:#9ca3af}tr.failed td.why{color:var(--warn)}tr.lead td:first-child{font-weight:600}.tie{color:var(--warn);font-weight:600}
-.ci{color:var(--muted);font-size:12px;white-space:nowrap}.bar{background:var(--accent);height:6px;display:inline-block;border-radius:3px}
+.ci{color:var(--muted);font-size:12px;white-space:nowrap}.rk{color:var(--muted);font-size:12px}
+td.name,th.name{position:sticky;left:0;background:#fff}th.name{background:#f9fafb}.bar{background:var(--accent);height:6px;display:inline-block;border-radius:3px}
 .figs{display:grid;grid-template-columns:repeat(auto-fit,minmax(320px,1fr));gap:16px}
 figure{margin:0;border:1px solid var(--line);border-radius:8px;padding:8px}figure svg{width:100%;height:auto}
 figure.span{grid-column:1/-1}
 figcaption{font-size:13px;color:var(--muted)}.note{color:var(--warn)}code{font-size:12px}td.src{white-space:nowrap}
-@media (max-width:700px){main{padding:10px}.wide{display:none}th,td{padding:5px 4px}}
+@media (max-width:700px){main{padding:10px}th,td{padding:5px 4px}}
 """
 
 _CAPTIONS = {
@@ -140,13 +141,15 @@ def _answer(ranking: Ranking) -> str:
             f'<div class="muted">{reasons}</div>{settle}</div>')
 
 
-def _tail(text: str, n: int = 48) -> str:
-    """Long local paths shown by their end (the model folder's name is what tells them apart)."""
+def _tail(text: str, n: int = 40) -> str:
+    """Long local paths shown by their last 40 characters (the model folder's name is what tells them apart; 40 keep
+    the size table within a laptop's window)."""
     return text if len(text) <= n else "…" + text[-(n - 1):]
 
 
 def _score_cell(c, m: str) -> str:
-    text = _e(_num(c.scores.get(m)))
+    """A metric's cell: the score, its rank by that metric beside it, the score's interval under them."""
+    text = f'{_e(_num(c.scores.get(m)))} <span class="rk">#{_e(_num(c.ranks.get(m)))}</span>'
     ci = c.intervals.get(m)
     if ci and len(ci) == 2:
         text += f'<br><span class="ci">[{_e(_num(ci[0], 3))}, {_e(_num(ci[1], 3))}]</span>'
@@ -322,12 +325,71 @@ def _notes(ranking: Ranking) -> list[str]:
     return ([dropped] if dropped else []) + [w for w in ranking.warnings if str(w) not in shown]
 
 
+def _ranking_table(ranking: Ranking) -> list[str]:
+    """The ranking: rank, candidate, combined score (with a bar over the ranking's own range), what the table follows
+    besides it (answers, MRR@10), each metric's score with its rank by that metric. A failed candidate's reason is
+    the cell beside its name, where its scores would be. Sized for a laptop: a pool of 8 with 40-character names and
+    the five default metrics fits a 1280-px window; what each model costs is :func:`_facts_table`."""
+    undecided = set() if ranking.decided or len(ranking.leaders) < 2 else set(ranking.leaders)
+    follows = _follows(ranking)
+    out = ['<h2>Ranking</h2><div class="wrap"><table class="ranking"><thead><tr><th>rank</th>'
+           '<th class="name">candidate</th><th>score</th>']
+    out += [f"<th>{_e(head)}</th>" for head, _ in follows]
+    out += [f'<th title="score, then the rank by it">{_e(m)} <span class="rk">#</span></th>' for m in ranking.metrics]
+    out.append("</tr></thead><tbody>")
+    # the bar spans the ranking's own range of combined scores (mean-z scores are unbounded)
+    finite = [float(c.combined_score) for c in ranking.candidates
+              if c.combined_score is not None and math.isfinite(float(c.combined_score))]
+    lo, hi = (min(finite), max(finite)) if finite else (0.0, 1.0)
+    for c in ranking.candidates:
+        v = None if c.combined_score is None else float(c.combined_score)
+        width = 0 if v is None or not math.isfinite(v) else (60.0 if hi == lo else 6 + 54 * (v - lo) / (hi - lo))
+        tie = ' <span class="tie" title="cannot be separated from the other leaders">≈ tie</span>' if c.name in undecided else ""
+        cls = "failed" if not c.ok else ("lead" if c.rank == 1 else "ok")
+        row = [f'<tr class="{cls}"><td class="num">{_e(_num(c.rank))}</td><td class="name">{_e(c.name)}{tie}</td>']
+        if c.ok:
+            row.append(f'<td class="num">{_e(_num(c.combined_score))}<br>'
+                       f'<span class="bar" style="width:{width:.0f}px"></span></td>')
+            row += [f'<td class="num">{_e(_num(c.columns.get(key)))}</td>' for _, key in follows]
+            row += [_score_cell(c, m) for m in ranking.metrics]
+        else:  # its reason where its scores would be, beside its name: in the last column it was out of sight
+            span = 1 + len(follows) + len(ranking.metrics)  # score, answers / MRR@10, each metric
+            row.append(f'<td class="why" colspan="{span}">failed: {_e(c.error_type)}: {_e(c.error)}</td>')
+        out.append("".join(row) + "</tr>")
+    out.append("</tbody></table></div>")
+    return out
+
+
+def _facts_table(ranking: Ranking) -> list[str]:
+    """What each candidate is and costs, failed ones too, in the ranking's order: dimension, bytes per vector, items
+    per second, parameters and API tokens (when any candidate has them), model id (a long path by its end) and
+    revision. A table of its own under the ranking: beside the scores it made the table wider than a laptop's
+    window."""
+    params = any(c.parameters for c in ranking.candidates)
+    tokens = any(c.api_tokens is not None for c in ranking.candidates)
+    out = ['<h2>Size, speed and source</h2><div class="wrap"><table><thead><tr><th class="name">candidate</th>'
+           "<th>dim</th><th>bytes/vec</th><th>items/s</th>" + ("<th>params</th>" if params else "")
+           + ("<th>tokens</th>" if tokens else "") + "<th>model</th><th>revision</th></tr></thead><tbody>"]
+    for c in ranking.candidates:
+        out.append("".join([
+            f'<tr class="{"ok" if c.ok else "failed"}"><td class="name">{_e(c.name)}</td>',
+            f'<td class="num">{_e(_num(c.dim))}</td>',
+            f'<td class="num">{_e(_num(c.bytes_per_vector))}</td>',
+            f'<td class="num">{_e(_rate(c.items_per_second))}</td>',
+            *([f'<td class="num">{_e(_count(c.parameters))}</td>'] if params else []),
+            *([f'<td class="num">{_e(_num(c.api_tokens))}</td>'] if tokens else []),
+            f'<td class="src"><code>{_e(_tail(c.model_id or ""))}</code></td>',
+            f'<td class="src"><code>{_e(short_revision(c.revision))}</code></td></tr>',
+        ]))
+    out.append("</tbody></table></div>")
+    return out
+
+
 def to_html(ranking: Ranking, *, title: str = "embedselect ranking", plots: bool = True) -> str:
     """One self-contained HTML page for a ranking: the answer at a glance, the table with intervals and ties
     marked, the figures (inline SVG, see :mod:`embedselect.publish.plots`), the check against labels when
     given, and notes. No scripts, no external resources; every string escaped."""
     ds = ranking.dataset
-    undecided = set() if ranking.decided or len(ranking.leaders) < 2 else set(ranking.leaders)
     out = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">',
@@ -341,51 +403,8 @@ def to_html(ranking: Ranking, *, title: str = "embedselect ranking", plots: bool
             _e(str(ds.get("fingerprint", ""))[:16]), _e(ranking.created_at),
         ),
         _answer(ranking),
-        '<h2>Ranking</h2><div class="wrap"><table><thead><tr><th>rank</th><th>candidate</th><th>score</th>',
     ]
-    follows = _follows(ranking)
-    out += [f"<th>{_e(head)}</th>" for head, _ in follows]
-    out += [f"<th>{_e(m)}</th><th>#</th>" for m in ranking.metrics]
-    params = any(c.parameters for c in ranking.candidates)
-    tokens = any(c.api_tokens is not None for c in ranking.candidates)
-    out.append('<th>dim</th><th class="wide">bytes/vec</th><th class="wide">items/s</th>'
-               + ('<th class="wide">params</th>' if params else "") + ('<th class="wide">tokens</th>' if tokens else "")
-               + '<th class="wide">model</th><th class="wide">revision</th><th>status</th></tr></thead><tbody>')
-    # the bar spans the ranking's own range of combined scores (mean-z scores are unbounded)
-    finite = [float(c.combined_score) for c in ranking.candidates
-              if c.combined_score is not None and math.isfinite(float(c.combined_score))]
-    lo, hi = (min(finite), max(finite)) if finite else (0.0, 1.0)
-    for c in ranking.candidates:
-        v = None if c.combined_score is None else float(c.combined_score)
-        width = 0 if v is None or not math.isfinite(v) else (60.0 if hi == lo else 6 + 54 * (v - lo) / (hi - lo))
-        tie = ' <span class="tie" title="cannot be separated from the other leaders">≈ tie</span>' if c.name in undecided else ""
-        cls = "failed" if not c.ok else ("lead" if c.rank == 1 else "ok")
-        row = [
-            f'<tr class="{cls}">',
-            f'<td class="num">{_e(_num(c.rank))}</td>',
-            f"<td>{_e(c.name)}{tie}</td>",
-        ]
-        if c.ok:
-            row.append(f'<td class="num">{_e(_num(c.combined_score))}<br>'
-                       f'<span class="bar" style="width:{width:.0f}px"></span></td>')
-            row += [f'<td class="num">{_e(_num(c.columns.get(key)))}</td>' for _, key in follows]
-            for m in ranking.metrics:
-                row.append(_score_cell(c, m) + f'<td class="num">{_e(_num(c.ranks.get(m)))}</td>')
-            row.append(f'<td class="num">{_e(_num(c.dim))}</td>')
-        else:  # its reason where its scores would be, beside its name: in the last column it was out of sight
-            span = 2 + len(follows) + 2 * len(ranking.metrics)  # score, answers / MRR@10, each metric and its rank, dim
-            row.append(f'<td class="why" colspan="{span}">failed: {_e(c.error_type)}: {_e(c.error)}</td>')
-        row += [
-            f'<td class="num wide">{_e(_num(c.bytes_per_vector))}</td>',
-            f'<td class="num wide">{_e(_rate(c.items_per_second))}</td>',
-            *([f'<td class="num wide">{_e(_count(c.parameters))}</td>'] if params else []),
-            *([f'<td class="num wide">{_e(_num(c.api_tokens))}</td>'] if tokens else []),
-            f'<td class="wide src"><code>{_e(_tail(c.model_id or ""))}</code></td>',
-            f'<td class="wide src"><code>{_e(short_revision(c.revision))}</code></td>',
-            f"<td>{'ok' if c.ok else 'failed'}</td></tr>",
-        ]
-        out.append("".join(row))
-    out.append("</tbody></table></div>")
+    out += _ranking_table(ranking)
     if ranking.answers:
         out.append(f"<h2>Your answers</h2><p>{_e(answers_sentence(ranking))}</p>")
         out.append('<div class="wrap"><table><thead><tr><th>candidate</th><th>agreement</th><th>95 % Wilson '
@@ -407,6 +426,7 @@ def to_html(ranking: Ranking, *, title: str = "embedselect ranking", plots: bool
                    + "; variants of one model and its copies count once as evidence about the data, and a quantised "
                      "or truncated copy of another candidate, the same model with a shorter max_length, or one its card "
                      "calls a distillation of it, is placed right below it.</p>")
+    out += _facts_table(ranking)
     if plots:
         figs = _figures(ranking)
         if figs:
