@@ -48,7 +48,7 @@ def test_a_failed_candidate_is_said_once_with_its_reason_and_never_as_embedded(r
     assert table.count(REASON) == 1
     # HTML: the reason is the cell beside the name, spanning the score and metric columns
     assert html.count(REASON) == 1
-    assert '<td class="name">broken</td><td class="why" colspan="2">failed: ModelLoadError: ' in html
+    assert '<td class="name"><span class="nb">broken</span></td><td class="why" colspan="2">failed: ModelLoadError: ' in html
     # the leaderboard (Markdown and HTML) ranks the others and names it under the table, once, with its reason
     md, page = lb.to_markdown(ranking), lb.to_html(ranking)
     assert "| broken |" not in md and md.count(REASON) == 1 and "- failed: broken — ModelLoadError: " in md

@@ -267,5 +267,5 @@ def test_a_failed_candidates_reason_keeps_a_readable_width():
     """At 400 px its reason, in the last column, wrapped a word a line (rows hundreds of pixels tall); on a laptop it
     was out of sight. It spans the score and metric columns beside the name, and the table scrolls."""
     html = to_html(_ranking(), plots=False)
-    assert '<td class="name">broken</td><td class="why" colspan="2">failed: ModelLoadError: ' in html
+    assert '<td class="name"><span class="nb">broken</span></td><td class="why" colspan="2">failed: ModelLoadError: ' in html
     assert "tr.failed td.why{color:var(--warn)}" in html

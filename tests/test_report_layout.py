@@ -29,10 +29,12 @@ addEventListener('load', () => {
   const table = document.querySelector('table.ranking') || document.querySelector('table');
   out.table = table.scrollWidth; out.box = table.parentElement.clientWidth; out.page = document.documentElement.clientWidth;
   out.tables = [...document.querySelectorAll('.wrap > table')].map(t => [t.scrollWidth, t.parentElement.clientWidth]);
-  out.names = [...table.querySelectorAll('tbody td:nth-child(2)')].map(td => {
+  // the lines each name takes (its cell up to a tie mark)
+  out.names = [...document.querySelectorAll('td.name')].map(td => {
     const r = document.createRange(); r.selectNodeContents(td);
-    const tops = new Set([...r.getClientRects()].map(x => Math.round(x.top)));
-    return [td.textContent, tops.size];
+    const tie = td.querySelector('.tie'); if (tie) r.setEndBefore(tie);
+    const tops = new Set([...r.getClientRects()].filter(x => x.width > 0).map(x => Math.round(x.top)));
+    return [r.toString().trim(), tops.size];
   });
   const pre = document.createElement('pre'); pre.id = 'measures'; pre.textContent = JSON.stringify(out);
   document.body.appendChild(pre);
@@ -81,4 +83,18 @@ def test_the_ranking_table_fits_a_laptops_window(tmp_path):
     m = _measure(to_html(_ranking(), plots=False), tmp_path)
     assert m["table"] <= m["box"] <= m["page"], m
     assert len(m["tables"]) == 2 and all(width <= box for width, box in m["tables"]), m  # the size table too
-    assert len(m["names"]) == 8
+    assert len(m["names"]) == 16  # the ranking and the size table
+
+
+def test_a_name_breaks_only_after_a_slash(tmp_path):
+    """Names wrapped at every hyphen ("paraphrase-" / "multilingual-" / "mpnet-" / "base-v0", four lines a row); a
+    name is one line, or breaks after its ``/`` (org/ then model), and the table still fits the page."""
+    m = _measure(to_html(_ranking(), plots=False), tmp_path)
+    lines = dict(m["names"])
+    assert set(lines) == {*NAMES, "multilingual-e5-large-instruct-broken"}, lines
+    assert all(n == 1 for name, n in lines.items() if "/" not in name), lines
+    assert lines["sentence-transformers/paraphrase-multilingual-mpnet-base-v2"] <= 2, lines
+    assert m["table"] <= m["box"], m
+    # on a phone the table scrolls inside its box (the name column stays at its left), and names stay whole
+    narrow = _measure(to_html(_ranking(), plots=False), tmp_path, width=400)
+    assert all(n == 1 for name, n in narrow["names"] if "/" not in name), narrow

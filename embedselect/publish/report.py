@@ -9,6 +9,7 @@ that would break out of a table cell or inject links/HTML.
 from __future__ import annotations
 
 import math
+import re
 from typing import Any, Mapping
 
 from embedselect.publish.text import esc as _e
@@ -16,6 +17,7 @@ from embedselect.publish.text import md as _md
 from embedselect.publish.text import count as _count
 from embedselect.publish.text import num as _num
 from embedselect.publish.text import rate as _rate
+from embedselect.publish.text import name_html as _name
 from embedselect.publish.text import MISSING, short_revision
 from embedselect.ranking.result import Ranking
 from embedselect.ranking.combine import no_clear_winner
@@ -81,8 +83,8 @@ main{max-width:1100px;margin:0 auto;padding:16px}h1{font-size:1.4em;margin:.2em 
 .muted{color:var(--muted)}.wrap{overflow-x:auto;-webkit-overflow-scrolling:touch}
 table{border-collapse:collapse;width:100%;font-size:14px}th,td{border-bottom:1px solid var(--line);padding:6px 8px;
 text-align:left;vertical-align:top}th{background:#f9fafb;white-space:nowrap}td.num{text-align:right;font-variant-numeric:tabular-nums}
-tr.failed td{color:#9ca3af}tr.failed td.why{color:var(--warn)}tr.lead td:first-child{font-weight:600}.tie{color:var(--warn);font-weight:600}
-.ci{color:var(--muted);font-size:12px;white-space:nowrap}.rk{color:var(--muted);font-size:12px}
+tr.failed td{color:#9ca3af}tr.failed td.why{color:var(--warn)}tr.lead td:first-child{font-weight:600}.tie{color:var(--warn);font-weight:600;white-space:nowrap}
+.ci{color:var(--muted);font-size:12px;white-space:nowrap}.nb{white-space:nowrap}.rk{color:var(--muted);font-size:12px}
 td.name,th.name{position:sticky;left:0;background:#fff}th.name{background:#f9fafb}.bar{background:var(--accent);height:6px;display:inline-block;border-radius:3px}
 .figs{display:grid;grid-template-columns:repeat(auto-fit,minmax(320px,1fr));gap:16px}
 figure{margin:0;border:1px solid var(--line);border-radius:8px;padding:8px}figure svg{width:100%;height:auto}
@@ -131,14 +133,24 @@ def _answer(ranking: Ranking) -> str:
     if ranking.decided:
         scores = ", ".join(f"{_e(m)} {_e(_num(best.scores.get(m)))}" for m in ranking.metrics)
         return (f'<div class="answer"><div class="muted">Most promising embedder for this data</div>'
-                f'<div class="big">{_e(best.name)}</div><div class="muted">{scores} · ranked first of '
+                f'<div class="big">{_name(best.name)}</div><div class="muted">{scores} · ranked first of '
                 f"{len(ranking.ok)}</div></div>")
     reasons = "; ".join(_e(r) for r in ranking.undecided_reasons)
     settle = f'<div class="muted">{_e(ranking.next_step[:1].upper() + ranking.next_step[1:])}.</div>' \
         if ranking.next_step else ""
     verdict = no_clear_winner(ranking.leaders)
-    return (f'<div class="answer undecided"><div class="big">{_e(verdict[0].upper() + verdict[1:])}</div>'
+    return (f'<div class="answer undecided"><div class="big">{_names_in(verdict[0].upper() + verdict[1:], ranking.leaders)}</div>'
             f'<div class="muted">{reasons}</div>{settle}</div>')
+
+
+def _names_in(text: str, names: list[str]) -> str:
+    """``text`` as HTML with each of ``names`` in it kept whole as :func:`~embedselect.publish.text.name_html` keeps
+    it (one pass, longest name first, so a name inside a longer one is not marked twice)."""
+    marked = {_e(n): _name(n) for n in names if n}
+    if not marked:
+        return _e(text)
+    pattern = "|".join(re.escape(k) for k in sorted(marked, key=len, reverse=True))
+    return re.sub(pattern, lambda m: marked[m.group()], _e(text))
 
 
 def _tail(text: str, n: int = 40) -> str:
@@ -174,7 +186,7 @@ def _validation_html(v: Mapping[str, Any]) -> list[str]:
         for name, r in rows:
             lo, hi = r.get(f"{col}_lo"), r.get(f"{col}_hi")
             iv = f"[{_num(lo)}, {_num(hi)}]" if lo is not None and hi is not None else MISSING
-            out.append(f"<tr><td>{_e(name)}</td><td class=\"num\">{_e(_num(r.get(col)))}</td>"
+            out.append(f"<tr><td>{_name(name)}</td><td class=\"num\">{_e(_num(r.get(col)))}</td>"
                        f"<td class=\"num\">{_e(iv)}</td></tr>")
         out.append("</tbody></table></div>")
         if chance is not None:
@@ -262,7 +274,7 @@ def _retrieval_html(r: Mapping[str, Any]) -> list[str]:
             f'<td class="num">{_e(_score(v))}'
             + (f'<br><span class="ci">[{_e(_score(lo))}, {_e(_score(hi))}]</span>' if lo is not None and hi is not None
                else "") + "</td>" for v, lo, hi in cells)
-        out.append(f"<tr><td>{_e(name)}</td>{tds}</tr>")
+        out.append(f"<tr><td>{_name(name)}</td>{tds}</tr>")
     out.append("</tbody></table></div>")
     if r.get("metrics"):
         out.append(f'<p class="muted">{_e(CHECK_LINE)}</p>')
@@ -346,7 +358,7 @@ def _ranking_table(ranking: Ranking) -> list[str]:
         width = 0 if v is None or not math.isfinite(v) else (60.0 if hi == lo else 6 + 54 * (v - lo) / (hi - lo))
         tie = ' <span class="tie" title="cannot be separated from the other leaders">≈ tie</span>' if c.name in undecided else ""
         cls = "failed" if not c.ok else ("lead" if c.rank == 1 else "ok")
-        row = [f'<tr class="{cls}"><td class="num">{_e(_num(c.rank))}</td><td class="name">{_e(c.name)}{tie}</td>']
+        row = [f'<tr class="{cls}"><td class="num">{_e(_num(c.rank))}</td><td class="name">{_name(c.name)}{tie}</td>']
         if c.ok:
             row.append(f'<td class="num">{_e(_num(c.combined_score))}<br>'
                        f'<span class="bar" style="width:{width:.0f}px"></span></td>')
@@ -372,7 +384,7 @@ def _facts_table(ranking: Ranking) -> list[str]:
            + ("<th>tokens</th>" if tokens else "") + "<th>model</th><th>revision</th></tr></thead><tbody>"]
     for c in ranking.candidates:
         out.append("".join([
-            f'<tr class="{"ok" if c.ok else "failed"}"><td class="name">{_e(c.name)}</td>',
+            f'<tr class="{"ok" if c.ok else "failed"}"><td class="name">{_name(c.name)}</td>',
             f'<td class="num">{_e(_num(c.dim))}</td>',
             f'<td class="num">{_e(_num(c.bytes_per_vector))}</td>',
             f'<td class="num">{_e(_rate(c.items_per_second))}</td>',
@@ -409,7 +421,7 @@ def to_html(ranking: Ranking, *, title: str = "embedselect ranking", plots: bool
         out.append(f"<h2>Your answers</h2><p>{_e(answers_sentence(ranking))}</p>")
         out.append('<div class="wrap"><table><thead><tr><th>candidate</th><th>agreement</th><th>95 % Wilson '
                    "interval</th><th>contender</th></tr></thead><tbody>")
-        out += [f'<tr><td>{_e(name)}</td><td class="num">{_e(_num(share))}</td><td class="ci">[{_e(_num(lo))}, '
+        out += [f'<tr><td>{_name(name)}</td><td class="num">{_e(_num(share))}</td><td class="ci">[{_e(_num(lo))}, '
                 f'{_e(_num(hi))}]</td><td>{"yes" if mark else ""}</td></tr>'
                 for name, share, lo, hi, mark in answers_rows(ranking)]
         out.append("</tbody></table></div>")

@@ -92,6 +92,14 @@ def esc(v: Any) -> str:
     return html.escape(clean(v), quote=True)
 
 
+def name_html(v: Any) -> str:
+    """A model or candidate name as HTML text that a browser breaks only after a ``/`` (``org/`` then ``model``), never
+    at a hyphen inside it (``random-`` / ``projection``): each ``/``-ended piece is a ``<span class="nb">`` (the
+    page's CSS keeps it on one line) with a ``<wbr>`` between pieces. Escaped as :func:`esc`."""
+    pieces = re.findall(r"[^/]*/|[^/]+", clean(v))
+    return "<wbr>".join(f'<span class="nb">{html.escape(p, quote=True)}</span>' for p in pieces)
+
+
 def md(v: Any) -> str:
     """Escape text for a Markdown table cell (no HTML, no links, no cell breaks, one line)."""
     return _MD_SPECIAL.sub(r"\\\1", " ".join(clean(v).split()))
