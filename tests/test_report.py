@@ -269,3 +269,35 @@ def test_a_failed_candidates_reason_keeps_a_readable_width():
     html = to_html(_ranking(), plots=False)
     assert '<td class="name"><span class="nb">broken</span></td><td class="why" colspan="2">failed: ModelLoadError: ' in html
     assert "tr.failed td.why{color:var(--warn)}" in html
+
+
+def test_task_prior_labels_stay_readable_when_points_coincide(monkeypatch):
+    """Three candidates at one place (copies) and two a hair apart drew their labels over each other: each label is
+    now clear of every other, the coinciding ones listed in one label, every name said once."""
+    from matplotlib.text import Text
+
+    from embedselect.publish import plots
+
+    at = {"copy-a": (70.0, 0.01), "copy-b": (70.0, 0.01), "copy-c": (70.0, 0.01), "random-projection-64": (8.5, 0.031),
+          "random-projection-32": (6.0, 0.034), "tfidf-svd": (8.4, 0.0312), "minilm": (40.0, 0.02)}
+    cands = [CandidateResult(name=n, spec=n, scores={"task_prior": m}, ranks={"task_prior": i + 1}, combined_score=m,
+                             rank=i + 1, dim=8, columns={"task_prior_mean": m, "task_prior_var": v})
+             for i, (n, (m, v)) in enumerate(at.items())]
+    ranking = Ranking(candidates=cands, metrics=["task_prior"], combine="mean-rank", dataset={"n": 240},
+                      settings={"seed": 0}, versions={"embedselect": "0"}, created_at="2026-11-29")
+    seen = {}
+    draw = plots._svg
+
+    def capture(plt, fig):
+        renderer = fig.canvas.get_renderer()
+        # the text's own box (an annotation's extent takes in its line back to the point)
+        seen["labels"] = [(t.get_text(), Text.get_window_extent(t, renderer)) for t in fig.gca().texts]
+        return draw(plt, fig)
+
+    monkeypatch.setattr(plots, "_svg", capture)
+    assert plots.task_prior_scatter(ranking)
+    labels = seen["labels"]
+    assert sorted(n for text, _ in labels for n in text.split("\n")) == sorted(at)
+    assert "copy-a\ncopy-b\ncopy-c" in [text for text, _ in labels]
+    boxes = [box for _, box in labels]
+    assert not [(i, j) for i, a in enumerate(boxes) for j, b in enumerate(boxes) if i < j and a.overlaps(b)], labels

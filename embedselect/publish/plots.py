@@ -61,6 +61,71 @@ def _short(name: str, n: int = 28) -> str:
     return name if len(name) <= n else name[: n - 1] + "…"
 
 
+def _label_points(fig: Any, ax: Any, points: list[tuple[str, float, float]], *, marker: float) -> None:
+    """Name each point of ``ax`` (name, x, y) in a label that stays readable when points coincide or crowd.
+
+    Points whose markers (``marker`` points wide) overlap on the drawn axes share one label listing their names, one
+    a line. Labels are placed top to bottom, each at the first place inside the axes that covers no marker and no
+    label placed before: beside its point (right, then left), else one label height further down or up at a time,
+    with a thin line back to its point; where none is free, below what is in its way.
+    Labels of points at one place drew over each other, unreadable."""
+    from matplotlib.transforms import Bbox
+
+    fig.canvas.draw()  # the axes' final limits: positions in pixels
+    renderer = fig.canvas.get_renderer()
+    near = marker * fig.dpi / 72.0
+    groups: list[tuple[Any, list[str]]] = []  # (pixel position, names)
+    for name, x, y in points:
+        px = ax.transData.transform((x, y))
+        for pos, names in groups:
+            if abs(pos[0] - px[0]) <= near and abs(pos[1] - px[1]) <= near:
+                names.append(name)
+                break
+        else:
+            groups.append((px, [name]))
+    r = near / 2.0  # every marker is in the way of the labels, not only the labels placed before
+    placed: list[Any] = [Bbox.from_extents(p[0] - r, p[1] - r, p[0] + r, p[1] + r) for p, _ in groups]
+    to_points = 72.0 / fig.dpi
+    inside = ax.bbox
+    for pos, names in sorted(groups, key=lambda g: (-g[0][1], g[0][0])):
+        xy = ax.transData.inverted().transform(pos)
+        text = "\n".join(_short(n) for n in names)
+        style = {"textcoords": "offset points", "fontsize": 8, "va": "center"}
+        label = ax.annotate(text, xy, xytext=(5.0, 0.0), ha="left", **style)
+        step = label.get_window_extent(renderer).height * to_points + 2.0
+        # beside the point (right, then left), else one label height further down or up at a time, in the axes
+        tries = [(dx, ha, k * step * sign) for k in range(12) for sign in ((0,) if k == 0 else (-1, 1))
+                 for dx, ha in ((5.0, "left"), (-5.0, "right"))]
+        chosen = tries[0]
+        for dx, ha, dy in tries:
+            label.set_ha(ha)
+            label.xyann = (dx, dy)
+            box = label.get_window_extent(renderer)
+            fits = inside.x0 <= box.x0 and box.x1 <= inside.x1 and inside.y0 <= box.y0 and box.y1 <= inside.y1
+            if fits and not any(b.overlaps(box) for b in placed):
+                chosen = (dx, ha, dy)
+                break
+        else:  # crowded: below the labels and markers in its way, as it must
+            dx, ha, dy = chosen
+            label.set_ha(ha)
+            label.xyann = (dx, dy)
+            box = label.get_window_extent(renderer)
+            for _ in range(len(placed) + 1):
+                hit = next((b for b in placed if b.overlaps(box)), None)
+                if hit is None:
+                    break
+                dy -= (box.y1 - hit.y0 + 2.0) * to_points
+                label.xyann = (dx, dy)
+                box = label.get_window_extent(renderer)
+            chosen = (dx, ha, dy)
+        dx, ha, dy = chosen
+        if abs(dy) > 6.0:  # moved off its point: a line back to it
+            label.remove()
+            label = ax.annotate(text, xy, xytext=(dx, dy), ha=ha, **style,
+                                arrowprops={"arrowstyle": "-", "lw": 0.5, "color": _GREY, "shrinkB": 3})
+        placed.append(label.get_window_extent(renderer))
+
+
 def task_prior_scatter(ranking: Ranking) -> str | None:
     """Task Prior alignment: mean E[Tr(MG)] vs its variance per candidate (both under the prior)."""
     pts = [(c.name, c.columns.get("task_prior_mean"), c.columns.get("task_prior_var")) for c in ranking.ok]
@@ -72,7 +137,8 @@ def task_prior_scatter(ranking: Ranking) -> str | None:
     best = set(ranking.leaders or ([ranking.best.name] if ranking.best else []))
     for name, mean, var in pts:
         ax.scatter(var, mean, s=36, color=_BLUE if name in best else _GREY, zorder=3)
-        ax.annotate(_short(name), (var, mean), textcoords="offset points", xytext=(5, 4), fontsize=8)
+    _label_points(fig, ax, [(name, float(var), float(mean)) for name, mean, var in pts if var is not None and mean is not None],
+                  marker=6.0)
     ax.set_xlabel("variance of the alignment under the prior")
     ax.set_ylabel("mean alignment under the prior")
     ax.set_title("Task Prior statistics (higher mean, lower variance is better)")
