@@ -315,3 +315,54 @@ def test_the_hub_table_on_a_terminal_is_aligned_without_escapes_and_says_which_r
     assert "\x1b" not in "".join(shown)
     assert len({ln.index(v) for ln, v in zip(shown[1:], ["no", "manual", "yes"])}) == 1  # one column
     assert "\x1b[31m" in _table(rows, ["repo_id", "gated"], terminal=False)  # a pipe gets the bytes as they are
+
+
+# --- credentials in HF_ENDPOINT --------------------------------------------------------------------------------
+SECRET = "s3cret-pass"
+
+
+@pytest.fixture
+def endpoint_with_credentials(hub, monkeypatch):
+    """HF_ENDPOINT as ``http://user:SECRET@127.0.0.1:PORT`` (the fake hub's own address, userinfo added)."""
+    from huggingface_hub import constants
+
+    url = hub.url.replace("://", f"://someone:{SECRET}@", 1)
+    monkeypatch.setattr(constants, "ENDPOINT", url)
+    return url
+
+
+def test_redact_hides_a_urls_userinfo():
+    assert H.redact(f"at https://someone:{SECRET}@hub.example/api and http://tok@h:8080/x") == \
+        "at https://***@hub.example/api and http://***@h:8080/x"
+    assert H.redact("mail someone@example.org, https://hub.example/a@b") == \
+        "mail someone@example.org, https://hub.example/a@b"  # no userinfo: an address, an @ in a path
+
+
+@pytest.mark.fault
+@pytest.mark.timeout(30)
+def test_credentials_in_hf_endpoint_are_never_printed_or_stored(hub, endpoint_with_credentials, retry):
+    """``HF_ENDPOINT=https://user:secret@host``: the crawl's "not the hub http://someone:s3cret-pass@..." and a
+    fetch's "was not found on the hub (http://someone:s3cret-pass@...)" and "cannot reach the hub at ..." said the
+    password; they say ``http://***@host``, by the one redaction rule."""
+    from huggingface_hub.errors import RepositoryNotFoundError
+
+    from embedselect.models.hub.http import map_error
+
+    host = hub.url.split("://", 1)[1]
+    other = FakeHub().start()
+    try:
+        _publish(hub, 2)
+        hub.page_size = 1
+        hub.listing_link = lambda cursor, size: f"{other.url}/api/models?cursor={cursor + size}"
+        res = H.crawl(limit=5, token=TOKEN, retry=retry)
+    finally:
+        other.stop()
+    assert [e.kind for e in res.errors] == ["origin"]
+    assert f"not the hub http://***@{host};" in res.errors[0].message
+    assert SECRET not in json.dumps(res.to_dict())
+    import httpx2
+
+    response = httpx2.Response(404, request=httpx2.Request("GET", f"{endpoint_with_credentials}/api/models/acme/x"))
+    for exc in (RepositoryNotFoundError("404", response=response), httpx2.ConnectError("refused")):
+        message = str(map_error(exc, "acme/x", None, None))
+        assert SECRET not in message and f"http://***@{host}" in message, message

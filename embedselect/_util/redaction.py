@@ -11,6 +11,8 @@ import os
 import re
 
 _TOKEN_RE = re.compile(r"\bhf_[A-Za-z0-9]{6,}\b")
+_USERINFO_RE = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/?#@\s]+@")
+"""A URL's userinfo (``https://user:secret@host``): the credentials an ``HF_ENDPOINT`` or a next link may carry."""
 _SECRET_ENVS: set[str] = {"HF_TOKEN", "HUGGING_FACE_HUB_TOKEN"}
 """Environment variables whose values are secrets: the hub's token variables and each API candidate's ``key_env``."""
 
@@ -23,10 +25,11 @@ def protect_env(name: str) -> None:
 
 def redact(text: str, token: str | None = None) -> str:
     """``text`` with any secret replaced by ``***``: a Hugging Face token (``hf_...``, the given ``token``,
-    ``$HF_TOKEN``) and the value of every variable :func:`protect_env` named. Every message that may reach a log or
-    the store goes through this."""
+    ``$HF_TOKEN``), the value of every variable :func:`protect_env` named, and a URL's userinfo
+    (``https://user:secret@host`` reads ``https://***@host``). Every message that may reach a log or the store goes
+    through this, and every endpoint the tool prints or stores."""
     out = str(text)
     secrets = [token] + [os.environ.get(name) for name in sorted(_SECRET_ENVS)]
     for secret in sorted((s.strip() for s in secrets if s and len(s.strip()) >= 4), key=len, reverse=True):
         out = out.replace(secret, "***")
-    return _TOKEN_RE.sub("***", out)
+    return _USERINFO_RE.sub(r"\1***@", _TOKEN_RE.sub("***", out))

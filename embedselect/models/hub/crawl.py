@@ -332,7 +332,7 @@ def crawl(
     except Exception as exc:  # noqa: BLE001 - huggingface_hub reads the hub's agent registry here; any shape may come
         raise HubError(
             f"could not build the hub request headers: {redact(short_error(exc), token)}. huggingface_hub reads "
-            f"{endpoint()}/api/agent-harnesses for its user agent, and that answer is unusable: check HF_ENDPOINT, "
+            f"{redact(endpoint())}/api/agent-harnesses for its user agent, and that answer is unusable: check HF_ENDPOINT, "
             "or set HF_HUB_DISABLE_TELEMETRY=1 to skip that lookup."
         ) from None
     started = now()

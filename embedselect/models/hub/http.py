@@ -354,7 +354,7 @@ def map_error(exc: BaseException, repo_id: str, revision: str | None, token: str
             return CandidateError(f"{repo_id} has no revision {rev!r} on the hub; check the branch, tag or sha.")
         if isinstance(e, RepositoryNotFoundError):
             return CandidateError(
-                f"{repo_id} was not found on the hub ({endpoint()}). Check the id; if it is private, set HF_TOKEN."
+                f"{repo_id} was not found on the hub ({redact(endpoint())}). Check the id; if it is private, set HF_TOKEN."
             )
         if isinstance(e, RemoteEntryNotFoundError):
             return hub_error(f"{repo_id}@{rev}: a listed file is missing on the hub ({detail}). Try again later.")
@@ -371,7 +371,7 @@ def map_error(exc: BaseException, repo_id: str, revision: str | None, token: str
         if isinstance(e, httpx2.TimeoutException):
             return hub_error(f"{repo_id}@{rev}: the hub did not answer in time after retries ({detail}).")
         if isinstance(e, (httpx2.TransportError,)):
-            return hub_error(f"{repo_id}@{rev}: cannot reach the hub at {endpoint()} ({detail}). Check the network.")
+            return hub_error(f"{repo_id}@{rev}: cannot reach the hub at {redact(endpoint())} ({detail}). Check the network.")
         if isinstance(e, (Malformed, json.JSONDecodeError)):
             return hub_error(f"{repo_id}@{rev}: the hub sent a malformed answer after retries: {e}")
         if isinstance(e, FileMetadataError):

@@ -76,7 +76,7 @@ def _stop_reason(next_url: str, pages: int, visited: set[str], empty: bool, max_
                  should_stop: Callable[[], bool] | None) -> tuple[str, str] | None:
     """Why the crawl must not request ``next_url`` after ``pages`` pages: (kind, message), or None to go on."""
     if _origin(next_url) != _origin(endpoint()):
-        return "origin", (f"the next link names another origin ({redact(next_url)}), not the hub {endpoint()}; "
+        return "origin", (f"the next link names another origin ({redact(next_url)}), not the hub {redact(endpoint())}; "
                           "not followed, so the token never goes there")
     if next_url in visited:
         return "loop", f"the next link repeats a page already read ({redact(next_url)}); the listing loops"
@@ -124,7 +124,7 @@ def read_pages(params: list[tuple[str, Any]], headers: dict[str, str], retry: Re
         try:
             items, next_url = fetch_page(url, page_params, headers, retry)
         except Exception as exc:  # noqa: BLE001 - recorded per page; the crawl never crashes on the hub
-            errors.append(PageError(pages, full, error_kind(exc), redact(short_error(exc), token)))
+            errors.append(PageError(pages, redact(full, token), error_kind(exc), redact(short_error(exc), token)))
             log.warning("crawl: page %d failed: %s", pages, errors[-1].message)
             url, page_params, empty = getattr(exc, "next_url", None), None, False
             continue
@@ -137,7 +137,8 @@ def read_pages(params: list[tuple[str, Any]], headers: dict[str, str], retry: Re
                 item.setdefault("siblings", None)
                 model = parse(item)
             except Exception as exc:  # noqa: BLE001 - one bad entry must not lose the page
-                errors.append(PageError(pages, url_for_log(url, page_params), "item", redact(short_error(exc), token)))
+                errors.append(PageError(pages, redact(url_for_log(url, page_params), token), "item",
+                                        redact(short_error(exc), token)))
                 continue
             if item["id"] in seen or not keep(model):
                 continue
