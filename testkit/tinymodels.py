@@ -56,21 +56,19 @@ def _write_json(path: Path, obj) -> None:
 
 
 def as_trained(model, seed: int):
-    """Give every normalisation layer of ``model`` (a torch module; the layers ``untrained_norms`` of
-    embedselect.models.backends.weights counts) a weight of 1 + 0.1·N(0, 1) and a bias of 0.1·N(0, 1), from a
-    generator seeded with ``seed``, in place; returns ``model``. A tiny model built from its config holds its
-    initial norms, which the tool refuses as an untrained checkpoint; a trained one holds moved norms, as these
-    do."""
+    """Give every normalisation layer of ``model`` (a torch module; the layers
+    :func:`embedselect.models.backends.weights.norm_layers` finds) a weight of 1 + 0.1·N(0, 1) and a bias of
+    0.1·N(0, 1), from a generator seeded with ``seed``, in place; returns ``model``. A tiny model built from its
+    config holds its initial norms, which the tool names as an untrained checkpoint in a warning; a trained one holds
+    moved norms, as these do."""
     import torch
+
+    from embedselect.models.backends.weights import norm_layers
 
     gen = torch.Generator().manual_seed(10_000 + seed)
     with torch.no_grad():
-        for module in model.modules():
-            weight = module._parameters.get("weight")
-            if "Norm" not in type(module).__name__ or weight is None or weight.ndim != 1:
-                continue
+        for weight, bias in list(norm_layers(model)):
             weight.copy_(1 + 0.1 * torch.randn(weight.shape, generator=gen))
-            bias = module._parameters.get("bias")
             if bias is not None:
                 bias.copy_(0.1 * torch.randn(bias.shape, generator=gen))
     return model

@@ -8,7 +8,7 @@ either could be ranked first (:func:`check_checkpoint_weights`)."""
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, Iterator
 
 from embedselect.errors import ModelLoadError
 
@@ -53,21 +53,26 @@ def missing_weights(model: Any, *, used_heads: tuple[str, ...] = ()) -> list[str
     return missing if flagged else []
 
 
-def untrained_norms(model: Any) -> int:
-    """How many normalisation layers ``model`` (a torch module) holds when every one of them still holds what
-    initialisation gives it, else 0. A normalisation layer is a module whose class name contains ``Norm``
-    (``LayerNorm``, ``BatchNorm2d``, ``GroupNorm``, ``RMSNorm``, a model's own ``T5LayerNorm``) and which owns a 1-d
-    ``weight`` parameter; initialisation leaves its weight constant (every element equal: ones, or zeros where a
-    library zero-initialises a residual branch's last norm) and its bias, if any, zero. Training moves them, so a
-    trained model has at least one that differs; a model without such layers (a static embedding table) gives 0."""
-    count = 0
+def norm_layers(model: Any) -> Iterator[tuple[Any, Any]]:
+    """``(weight, bias)`` of each normalisation layer of ``model`` (a torch module), ``bias`` None where it has none.
+    A normalisation layer is a module whose class name contains ``Norm`` (``LayerNorm``, ``BatchNorm2d``,
+    ``GroupNorm``, ``RMSNorm``, a model's own ``T5LayerNorm``) and which owns a non-empty 1-d ``weight`` parameter."""
     for module in model.modules():
         if "Norm" not in type(module).__name__:
             continue
         weight = module._parameters.get("weight")
-        if weight is None or weight.ndim != 1 or weight.numel() == 0:
-            continue
-        bias = module._parameters.get("bias")
+        if weight is not None and weight.ndim == 1 and weight.numel() > 0:
+            yield weight, module._parameters.get("bias")
+
+
+def untrained_norms(model: Any) -> int:
+    """How many normalisation layers (:func:`norm_layers`) ``model`` holds when every one of them still holds what
+    initialisation gives it, else 0: initialisation leaves a layer's weight constant (every element equal: ones, or
+    zeros where a library zero-initialises a residual branch's last norm) and its bias, if any, zero. Training moves
+    them, so a trained model has at least one that differs; a model without such layers (a static embedding table)
+    gives 0."""
+    count = 0
+    for weight, bias in norm_layers(model):
         if bool((weight != weight.reshape(-1)[0]).any()) or (bias is not None and bool(bias.any())):
             return 0
         count += 1
