@@ -23,7 +23,7 @@ from embedselect.cli.examples import add_examples
 from embedselect.cli.rank import demo_candidates
 from embedselect.errors import EXIT_CODES, EmbedselectError
 from embedselect.models.policy import configured_by
-from embedselect.publish.text import terminal
+from embedselect.publish.text import terminal, terminal_line
 
 GROUPS = ("rank", "ask", "cache", "hub", "search", "nightly", "publish")
 """Command groups, in the order ``--help`` lists them: modules of this package with ``register(subparsers)``."""
@@ -98,10 +98,19 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 class _TerminalFormatter(logging.Formatter):
-    """Log lines on stderr without terminal control sequences (:class:`TerminalText`)."""
+    """Log records on stderr, each message one line without terminal control sequences or bidirectional controls
+    (:func:`embedselect.publish.text.terminal_line`, the rule of every stderr line that may quote untrusted text: a
+    model id, a card field, an API error, a file name); a traceback a record carries keeps its lines, without
+    control sequences."""
 
-    def format(self, record: logging.LogRecord) -> str:
-        return terminal(super().format(record))
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        return terminal_line(super().formatMessage(record))
+
+    def formatException(self, ei: Any) -> str:
+        return terminal(super().formatException(ei))
+
+    def formatStack(self, stack_info: str) -> str:
+        return terminal(super().formatStack(stack_info))
 
 
 def _main(argv: Sequence[str] | None) -> int:
@@ -175,6 +184,6 @@ def closed_stdout() -> int:
 def one_line(exc: BaseException, limit: int = 2000) -> str:
     """An exception's message on one line (newlines and runs of spaces collapsed, no terminal control sequences), at
     most ``limit`` characters."""
-    text = " ".join(terminal(str(exc)).split()) or type(exc).__name__
+    text = terminal_line(exc) or type(exc).__name__
     return text if len(text) <= limit else text[: limit - 1] + "…"
 

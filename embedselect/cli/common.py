@@ -406,13 +406,13 @@ def write_atomic(path: Path, text: str, *, kind: str = "text", what: str = "outp
 
 
 def stderr_line(text: str) -> None:
-    """Write ``text`` to stderr as one line a person reads: line breaks and runs of spaces as one space, without
-    terminal control sequences or bidirectional controls (:func:`embedselect.publish.text.terminal`), pipe or not.
-    The one rule for a warning, note or message on stderr that may quote untrusted text (a hub model's id or error,
-    a failure's reason, a pull request's URL), as the log lines' formatter and the one-line error have it."""
-    from embedselect.publish.text import terminal
+    """Write ``text`` to stderr as one line a person reads (:func:`embedselect.publish.text.terminal_line`: line
+    breaks and runs of spaces as one space, without terminal control sequences or bidirectional controls), pipe or
+    not: a warning, note or message that may quote untrusted text (a hub model's id or error, a failure's reason, a
+    pull request's URL), by the rule the log lines' formatter and the one-line error follow."""
+    from embedselect.publish.text import terminal_line
 
-    print(terminal(" ".join(str(text).split())), file=sys.stderr)
+    print(terminal_line(text), file=sys.stderr)
 
 
 def emit(args, payload_json: str, text: str, ranking=None) -> None:

@@ -46,6 +46,14 @@ def terminal(text: str) -> str:
     return "".join(ch for ch in text if ch in "\n\t" or (unicodedata.category(ch) != "Cc" and ch not in _BIDI_CONTROLS))
 
 
+def terminal_line(text: Any) -> str:
+    """``text`` as one line for a person at a terminal: :func:`terminal`, then line breaks, tabs and runs of spaces
+    as one space. The one rule for a line on stderr that may quote untrusted text (a hub model's id or error, a file
+    name, a failure's reason): the CLI's warnings and notes, every log record's message and the one-line error, so
+    that a name holding a line break cannot print a line of its own that reads as another log line."""
+    return " ".join(terminal(str(text)).split())
+
+
 MISSING = "-"
 """The one placeholder of a missing value in a published table (Markdown, HTML), as in the CLI's tables."""
 
