@@ -279,6 +279,64 @@ def test_a_pickle_beside_a_safetensors_file_the_library_does_not_read_first_is_r
 
 
 @pytest.mark.fault
+def test_a_pickle_beside_the_safetensors_the_library_reads_first_loads_without_the_opt_in(models, tmp_path):
+    """Two safe layouts the pickle rule refused: an older sentence-transformers model whose 0_Transformer/ module
+    folder holds sharded safetensors (model.safetensors.index.json) beside a pickle pytorch_model.bin
+    (transformers reads the index first), and an open_clip checkpoint for timm, open_clip_pytorch_model.bin beside
+    open_clip_model.safetensors (timm reads the safetensors first). The pickles here are not pickles at all: read,
+    they would fail the load. Decoys stay refused: an index that names a .bin shard, a Dense folder's index
+    (its module reads model.safetensors or pytorch_model.bin, never an index)."""
+    import shutil
+
+    from transformers import BertModel
+
+    from embedselect.models.backends.loader import check_local_files
+
+    src = models["st"]
+    old = tmp_path / "old_st"
+    (old / "0_Transformer").mkdir(parents=True)
+    BertModel.from_pretrained(src).save_pretrained(old / "0_Transformer", max_shard_size="40KB")
+    shards = sorted(p.name for p in (old / "0_Transformer").glob("model-*-of-*.safetensors"))
+    assert len(shards) >= 2 and (old / "0_Transformer" / "model.safetensors.index.json").is_file()
+    for f in ("vocab.txt", "tokenizer_config.json", "special_tokens_map.json", "sentence_bert_config.json"):
+        if (src / f).is_file():
+            shutil.copy(src / f, old / "0_Transformer" / f)
+    (old / "0_Transformer" / "pytorch_model.bin").write_bytes(b"not a pickle at all")
+    shutil.copytree(src / "1_Pooling", old / "1_Pooling")
+    shutil.copytree(src / "2_Normalize", old / "2_Normalize")
+    shutil.copy(src / "config_sentence_transformers.json", old / "config_sentence_transformers.json")
+    (old / "modules.json").write_text(json.dumps([
+        {"idx": 0, "name": "0", "path": "0_Transformer", "type": "sentence_transformers.models.Transformer"},
+        {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+        {"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"}]))
+    _, emb = _load(old, "text")
+    _, ref = _load(src, "text")
+    np.testing.assert_allclose(emb.embed(TEXTS), ref.embed(TEXTS), atol=1e-5)
+
+    clip = shutil.copytree(models["timm"], tmp_path / "open_clip")
+    (clip / "model.safetensors").rename(clip / "open_clip_model.safetensors")
+    (clip / "open_clip_pytorch_model.bin").write_bytes(b"not a pickle at all")
+    _, emb = _load(clip, "image")
+    _, ref = _load(models["timm"], "image")
+    np.testing.assert_allclose(emb.embed(models["images"][:2]), ref.embed(models["images"][:2]), atol=1e-5)
+
+    # decoys: an index naming a pickle shard (transformers torch.loads it), a Dense folder's index (not read)
+    bad = shutil.copytree(old, tmp_path / "bad_index")
+    index = json.loads((bad / "0_Transformer" / "model.safetensors.index.json").read_text())
+    first = next(iter(index["weight_map"]))
+    index["weight_map"][first] = "pytorch_model.bin"
+    (bad / "0_Transformer" / "model.safetensors.index.json").write_text(json.dumps(index))
+    with pytest.raises(UnsafeModelError, match="0_Transformer/") as ei:
+        check_local_files(bad, "sentence-transformers", LoadPolicy(), "bad")
+    assert ei.value.reason == "pickle_only" and "pytorch_model.bin" in str(ei.value)
+    dense = shutil.copytree(src, tmp_path / "dense")
+    shutil.copytree(old / "0_Transformer", dense / "2_Dense")
+    with pytest.raises(UnsafeModelError, match="2_Dense/") as ei:
+        check_local_files(dense, "sentence-transformers", LoadPolicy(), "dense")
+    assert ei.value.reason == "pickle_only"
+
+
+@pytest.mark.fault
 def test_a_module_folder_that_links_to_pickle_weights_elsewhere_is_refused(models, tmp_path):
     """sentence-transformers follows a module folder that is a link (2_Dense -> a folder elsewhere), and loads a
     module from a modules.json path deeper than one folder, and unpickles its pytorch_model.bin; the policy's check

@@ -142,6 +142,32 @@ def test_fetch_timm_and_transformers_models_and_embed(hub, models, retry):
     assert out.shape == (1, 32)
 
 
+@pytest.mark.fault
+def test_an_open_clip_checkpoint_for_timm_is_fetched_by_the_safetensors_timm_reads(hub, models, retry):
+    """A timm repo holding an open_clip checkpoint (open_clip_model.safetensors + open_clip_pytorch_model.bin, no
+    model.safetensors) was refused as pickle-only, though timm reads the safetensors; a repo with both timm's and
+    open_clip's safetensors fetches the one timm reads, never the pickles."""
+    import shutil
+
+    from embedselect.models.backends.loader import check_local_files
+
+    folder = Path(models["timm"]).parent / "open_clip_hub"
+    if not folder.exists():
+        shutil.copytree(models["timm"], folder)
+        (folder / "model.safetensors").rename(folder / "open_clip_model.safetensors")
+    rid = _rid("clip")
+    hub.publish(rid, folder, library_name="timm", extra_files={"open_clip_pytorch_model.bin": b"x" * 10})
+    fm = H.fetch_model(rid, retry=retry)
+    assert fm.backend == "timm" and set(fm.files) == {"config.json", "open_clip_model.safetensors"}
+    check_local_files(fm.local_dir, "timm", LoadPolicy(), rid)
+
+    rid = _rid("clip-both")
+    hub.publish(rid, models["timm"], library_name="timm", extra_files={
+        "open_clip_model.safetensors": (Path(models["timm"]) / "model.safetensors").read_bytes(),
+        "open_clip_pytorch_model.bin": b"x" * 10, "pytorch_model.bin": b"x" * 10})
+    assert set(H.fetch_model(rid, retry=retry).files) == {"config.json", "model.safetensors"}
+
+
 def test_revision_is_pinned_to_a_commit(hub, models, retry):
     rid = _rid("st")
     old = hub.publish(rid, models["st"], library_name="sentence-transformers")

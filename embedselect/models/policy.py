@@ -4,17 +4,57 @@ from __future__ import annotations
 
 import contextlib
 from contextvars import ContextVar
-from typing import Any, Iterator, Literal, Sequence
+from typing import Any, Collection, Iterator, Literal, Sequence
 
 from embedselect.config import DEFAULT_MAX_MODEL_BYTES, LoadPolicy  # the policy is part of the run configuration
 
 PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt", ".pkl", ".pickle")
 """Weight files that are unpickled on load (arbitrary code): refused unless ``allow_pickle``."""
 
-SAFETENSORS_READ_FIRST = ("model.safetensors", "model.safetensors.index.json")
-"""The safetensors files the loaders read in preference to pickle weights beside them: ``model.safetensors`` (timm,
-transformers, every sentence-transformers module), and at a transformers model's root also its shards' index
-(transformers, told ``use_safetensors``). A pickle beside any other ``.safetensors`` name is what gets read."""
+WeightsReader = Literal["transformers", "timm", "module"]
+"""What reads a folder's weights: ``transformers`` (``from_pretrained``: a transformers model's root, a
+sentence-transformers model's root and its ``Transformer`` module folders), ``timm`` (``create_model("local-dir:")``
+at a timm model's root) or ``module`` (any other sentence-transformers module folder: ``Module.load_torch_weights``)."""
+
+WEIGHTS_READ_ORDER: dict[str, tuple[str, ...]] = {
+    "transformers": ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin",
+                     "pytorch_model.bin.index.json"),
+    "timm": ("model.safetensors", "pytorch_model.bin", "pytorch_model.pth", "model.pth", "open_clip_model.safetensors",
+             "open_clip_pytorch_model.safetensors", "open_clip_pytorch_model.bin", "open_clip_pytorch_model.pth"),
+    "module": ("model.safetensors", "pytorch_model.bin"),
+}
+"""The weight files each reader looks for, in the order it looks (read from the installed libraries: transformers
+5's ``_get_resolved_checkpoint_files``, timm 1.0's ``_hub._PREFERRED_FILES``, sentence-transformers 6's
+``Module.load_torch_weights``); the first one present is the one read."""
+
+_TIMM_FALLBACK = (".safetensors", ".pth", ".pth.tar", ".bin")
+"""timm's ``_EXT_PRIORITY``: with none of its preferred names present, it reads the first file (sorted) of the first
+of these suffixes present."""
+
+
+def weights_read(reader: WeightsReader, names: Collection[str], explicit: str | None = None) -> str | None:
+    """The weight file ``reader`` reads from a folder holding the files ``names`` (the first of
+    :data:`WEIGHTS_READ_ORDER` present; timm then falls back to the first file by suffix), or None when it reads
+    none. ``explicit``: a transformers ``config.json``'s ``transformers_weights``, which transformers reads instead.
+    The one rule for which file a library reads: pickle weights are refused unless this is safetensors
+    (:func:`is_safetensors`)."""
+    if reader == "transformers" and explicit:
+        return explicit
+    for name in WEIGHTS_READ_ORDER[reader]:
+        if name in names:
+            return name
+    if reader == "timm":
+        for ext in _TIMM_FALLBACK:
+            found = sorted(n for n in names if n.endswith(ext))
+            if found:
+                return found[0]
+    return None
+
+
+def is_safetensors(name: str | None) -> bool:
+    """Whether a weight file name (or shard index) is read as safetensors, never unpickled; a shard index is
+    safe only when every shard it names is too, which its reader checks."""
+    return bool(name) and str(name).endswith((".safetensors", ".safetensors.index.json"))
 
 NOT_WEIGHTS = ("training_args.bin", "optimizer.pt", "scheduler.pt", "rng_state.pth")
 """Pickle files a model folder may carry that no backend loads (training state), so they never count as weights."""
@@ -91,5 +131,6 @@ def remedy(setting: str, model_id: str) -> str:
     return f"{lift} or opt in for this model (allow_models={{{model_id!r}}}{OPT_IN_LIFTS})"
 
 
-__all__ = ["DEFAULT_MAX_MODEL_BYTES", "NOT_WEIGHTS", "PICKLE_SUFFIXES", "SAFETENSORS_READ_FIRST", "ConfiguredBy",
-           "LoadPolicy", "configured_by", "remedy", "remote_code_reason"]
+__all__ = ["DEFAULT_MAX_MODEL_BYTES", "NOT_WEIGHTS", "PICKLE_SUFFIXES", "WEIGHTS_READ_ORDER", "ConfiguredBy",
+           "LoadPolicy", "WeightsReader", "configured_by", "is_safetensors", "remedy", "remote_code_reason",
+           "weights_read"]

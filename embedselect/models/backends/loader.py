@@ -13,8 +13,8 @@ from embedselect.models.backends.reduce import REDUCTION_OPTIONS
 from embedselect.errors import ConfigError, EmbedselectError, ModelLoadError, UnsafeModelError
 from embedselect._util.kinds import BACKENDS, BASELINES, is_baseline_id
 from embedselect.models.layout import read_json
-from embedselect.models.policy import (NOT_WEIGHTS, PICKLE_SUFFIXES, SAFETENSORS_READ_FIRST, LoadPolicy, remedy,
-                                       remote_code_reason)
+from embedselect.models.policy import (NOT_WEIGHTS, PICKLE_SUFFIXES, LoadPolicy, WeightsReader, is_safetensors,
+                                       remedy, remote_code_reason, weights_read)
 
 log = logging.getLogger(__name__)
 
@@ -72,11 +72,13 @@ def check_local_files(local_dir: Path, backend: str, policy: LoadPolicy, model_i
     """Refuse a model folder that ``policy`` does not allow, before any library touches it.
 
     Checks, per folder that holds weights (the root and the module folders, :func:`_module_folders`): pickle weights
-    (``.bin``/``.pt``/``.pth``/``.ckpt``) need ``allow_pickle`` unless a safetensors file the libraries read before
-    them is beside them (:data:`~embedselect.models.policy.SAFETENSORS_READ_FIRST`:
-    ``model.safetensors``, or at the root of a transformers / sentence-transformers model its shards' index). Any
-    other ``.safetensors`` name does not count: timm reads ``pytorch_model.bin`` before ``open_clip_model.safetensors``
-    and a sentence-transformers module folder reads ``pytorch_model.bin`` when it has no ``model.safetensors``.
+    (``.bin``/``.pt``/``.pth``/``.ckpt``) need ``allow_pickle`` unless the file the library reads there is safetensors
+    (:func:`~embedselect.models.policy.weights_read`, by the folder's reader, :func:`_reader`): transformers reads
+    ``model.safetensors``, then its shards' index (whose shards must all be safetensors), then ``pytorch_model.bin``;
+    timm reads ``model.safetensors``, ``pytorch_model.bin``, ..., ``open_clip_model.safetensors``, ...; a
+    sentence-transformers module folder other than a ``Transformer`` reads ``model.safetensors`` else
+    ``pytorch_model.bin``. A safetensors file the library does not read first does not count: timm reads
+    ``pytorch_model.bin`` before ``open_clip_model.safetensors``, a ``Dense`` folder never reads a shard index.
     Custom code (``auto_map`` in a ``config.json``, or a ``modules.json`` module type outside
     ``sentence_transformers.``) needs ``trust_remote_code``.
 
@@ -104,24 +106,64 @@ def check_local_files(local_dir: Path, backend: str, policy: LoadPolicy, model_i
         any_weights = any_weights or bool(safe or pickles)
         if not pickles or policy.allow_pickle:
             continue
-        read_first = SAFETENSORS_READ_FIRST if folder == d and backend != "timm" else SAFETENSORS_READ_FIRST[:1]
-        if any(p.name in read_first for p in files):
+        names = {p.name for p in files}
+        reader = _reader(d, folder, backend)
+        config = read_json(folder / "config.json") if reader == "transformers" else None
+        explicit = config.get("transformers_weights") if isinstance(config, dict) else None
+        first = weights_read(reader, names, explicit if isinstance(explicit, str) else None)
+        unsafe = _unsafe_shards(folder, first) if first is not None and is_safetensors(first) else []
+        if is_safetensors(first) and not unsafe:
             continue
         where = "the model folder" if folder == d else f"{folder.relative_to(d).as_posix()}/"
         pickled = ", ".join(sorted(p.name for p in pickles))
-        what = (f"has only pickle weights in {where} ({pickled})" if not safe else
-                f"has pickle weights in {where} ({pickled}) that the {backend} backend reads before the safetensors "
-                f"beside them ({', '.join(sorted(p.name for p in safe))}): it reads {read_first[0]} first, and "
-                f"there is none")
+        if unsafe:
+            what = (f"has a shard index in {where} ({first}) that names pickle shards ({', '.join(unsafe)}), which "
+                    f"the {backend} backend unpickles")
+        elif first is not None and safe:
+            what = (f"has pickle weights in {where} ({pickled}) that the {backend} backend reads ({first}) before "
+                    f"the safetensors beside them ({', '.join(sorted(p.name for p in safe))})")
+        else:
+            what = f"has only pickle weights in {where} ({pickled})" if not safe else (
+                f"has pickle weights in {where} ({pickled}) and safetensors the {backend} backend does not read "
+                f"there ({', '.join(sorted(p.name for p in safe))})")
+        convert = weights_read(reader, {n for n in names if is_safetensors(n)} | {"model.safetensors"})
         raise UnsafeModelError(
             f"{model_id} {what}; unpickling can run arbitrary code. {remedy('allow_pickle', model_id)} if you "
-            f"trust it, or convert it to safetensors ({read_first[0]}).",
+            f"trust it, or convert it to safetensors ({convert}).",
             reason="pickle_only",
         )
     if not any_weights:
         raise ModelLoadError(
             f"{model_id}: no weight files (*.safetensors) in {d}; the {backend} backend cannot load it"
         )
+
+
+def _reader(d: Path, folder: Path, backend: str) -> WeightsReader:
+    """What reads the weights of ``folder`` in the model folder ``d``: timm at a timm model's root, transformers at
+    any other root and in a sentence-transformers ``Transformer`` module's folder (its ``modules.json`` type), the
+    module's own loader (``model.safetensors`` else ``pytorch_model.bin``) in every other folder."""
+    if folder == d:
+        return "timm" if backend == "timm" else "transformers"
+    modules = read_json(d / "modules.json") if backend == "sentence-transformers" else None
+    for m in modules if isinstance(modules, list) else ():
+        path, kind = (m.get("path"), m.get("type")) if isinstance(m, dict) else (None, None)
+        if isinstance(path, str) and isinstance(kind, str) and path.strip("/.") and (d / path) == folder:
+            return "transformers" if kind.rpartition(".")[2] == "Transformer" else "module"
+    return "module"
+
+
+def _unsafe_shards(folder: Path, first: str) -> list[str]:
+    """The shards a safetensors shard index ``first`` in ``folder`` names that are not safetensors (transformers
+    unpickles a ``.bin`` shard an index names, whatever the index's own name), sorted; [] for a single file.
+
+    Raises:
+        ModelFileError: the index is damaged (not JSON)."""
+    if not first.endswith(".index.json"):
+        return []
+    index = read_json(folder / first)
+    weight_map = index.get("weight_map") if isinstance(index, dict) else None
+    shards = weight_map.values() if isinstance(weight_map, dict) else ()
+    return sorted({str(s) for s in shards if not is_safetensors(str(s))})
 
 
 def _module_folders(d: Path) -> list[Path]:

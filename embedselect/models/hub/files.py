@@ -9,7 +9,7 @@ from typing import Any, Iterable, Mapping, Sequence
 from embedselect.errors import CandidateError, ConfigError, UnsafeModelError
 from embedselect._util.kinds import BACKENDS
 from embedselect.models.layout import TOKENIZER_FILES
-from embedselect.models.policy import PICKLE_SUFFIXES, LoadPolicy, remedy
+from embedselect.models.policy import PICKLE_SUFFIXES, WEIGHTS_READ_ORDER, LoadPolicy, is_safetensors, remedy, weights_read
 
 
 
@@ -46,14 +46,17 @@ def infer_backend(library: str | None, tags: Sequence[str] = (), files: Iterable
     return None
 
 
-def _weights_in(files: Iterable[str], folder: str = "") -> tuple[list[str], list[str]]:
-    """(safetensors files, pickle files) directly inside ``folder`` (repo-relative), incl. shard indexes."""
+def _weights_in(files: Iterable[str], folder: str = "", reader: str | None = None) -> tuple[list[str], list[str]]:
+    """(safetensors files, pickle files) directly inside ``folder`` (repo-relative), incl. shard indexes; with
+    ``reader`` (``"timm"``) also the other safetensors names it reads (:data:`WEIGHTS_READ_ORDER`:
+    ``open_clip_model.safetensors``, ...)."""
+    also = {n for n in WEIGHTS_READ_ORDER.get(reader or "", ()) if is_safetensors(n)}
     safe, pickle = [], []
     for f in files:
         parent, _, name = f.rpartition("/")
         if parent != folder:
             continue
-        if name == "model.safetensors" or name == "model.safetensors.index.json" or (
+        if name == "model.safetensors" or name == "model.safetensors.index.json" or name in also or (
             _SHARD_RE.match(name) and name.endswith(".safetensors")
         ):
             safe.append(f)
@@ -92,9 +95,11 @@ def select_files(
     weights: set[str] = set()
 
     def take_weights(folder: str, required: bool) -> None:
-        safe, pickle = _weights_in(files, folder)
+        safe, pickle = _weights_in(files, folder, backend if backend == "timm" else None)
         where = f"{folder}/" if folder else "the repo root"
-        if safe:
+        if safe and backend == "timm":  # the one file timm reads: an open_clip repo's other safetensors are not
+            chosen = [weights_read("timm", safe) or safe[0]]
+        elif safe:
             chosen = safe
         elif pickle and allow_pickle:
             chosen = pickle
@@ -119,7 +124,7 @@ def select_files(
         if "config.json" not in fileset:
             raise CandidateError(f"{repo_id} has no config.json, which timm needs. Is it a timm model?")
         wanted.add("config.json")
-        take_weights("", True)
+        take_weights("", True)  # an open_clip checkpoint's open_clip_model.safetensors too: timm reads it
     elif backend == "transformers":
         if "config.json" not in fileset:
             raise CandidateError(f"{repo_id} has no config.json, which transformers needs.")
