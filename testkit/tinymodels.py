@@ -342,3 +342,28 @@ def make_tiny_clip(directory, seed: int = 0) -> Path:
     as_trained(CLIPModel(config).eval(), seed).save_pretrained(d, safe_serialization=True)
     CLIPImageProcessor(size={"shortest_edge": 32}, crop_size={"height": 32, "width": 32}).save_pretrained(d)
     return d
+
+
+def make_tiny_router(directory, seed: int = 0) -> Path:
+    """A sentence-transformers Router model as ``SentenceTransformer.save`` writes one (``modules.json``: a
+    ``Router`` at the root + ``1_Normalize``; ``router_config.json`` at the root naming its routes' module folders
+    ``query_0_Transformer/``, ``query_1_Pooling/``, ``document_0_Transformer/``, ``document_1_Pooling/``): the tiny
+    model of :func:`make_tiny_sentence_transformer` on both routes, the document route's BERT built with ``seed + 1``
+    so the two routes differ. Default route ``document``; 32-d, L2-normalised."""
+    import shutil
+    import tempfile
+
+    ensure_torchvision_importable()
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.sentence_transformer.modules import Router
+
+    with tempfile.TemporaryDirectory() as tmp:
+        query = SentenceTransformer(str(make_tiny_sentence_transformer(Path(tmp) / "q", seed)), device="cpu")
+        document = SentenceTransformer(str(make_tiny_sentence_transformer(Path(tmp) / "d", seed + 1)), device="cpu")
+        router = Router.for_query_document([query[0], query[1]], [document[0], document[1]])
+        d = Path(directory)
+        if d.exists():
+            shutil.rmtree(d)
+        SentenceTransformer(modules=[router, query[2]], device="cpu").save(str(d))
+    (d / "README.md").unlink(missing_ok=True)  # a generated card naming library versions: not part of the model
+    return d

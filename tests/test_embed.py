@@ -390,6 +390,46 @@ def test_a_router_whose_routes_use_a_custom_module_type_is_refused_as_remote_cod
     assert "modeling_evil.Evil" in str(ei.value) and not (tmp_path / "ran").exists()
 
 
+@pytest.mark.fault
+def test_the_route_folders_of_a_router_below_the_root_are_checked_for_pickle_weights(tmp_path):
+    """A Router saved at a module path (0_Router/) loads its routes from 0_Router/query_1_Pooling/ and the like,
+    two folders deep: the pickle check looked one folder deep (and at modules.json's paths), so a route's
+    pytorch_model.bin was not seen. A route's Transformer folder reads its shard index as transformers does."""
+    import shutil
+
+    from embedselect.models.backends.loader import check_local_files
+
+    router = tm.make_tiny_router(tmp_path / "router")
+    d = tmp_path / "nested"
+    (d / "0_Router").mkdir(parents=True)
+    for p in router.iterdir():
+        if p.name not in ("modules.json", "config_sentence_transformers.json", "1_Normalize"):
+            shutil.move(str(p), d / "0_Router" / p.name)
+    shutil.copytree(router / "1_Normalize", d / "1_Normalize")
+    shutil.copy(router / "config_sentence_transformers.json", d)
+    modules = json.loads((router / "modules.json").read_text())
+    modules[0]["path"] = "0_Router"
+    (d / "modules.json").write_text(json.dumps(modules))
+    check_local_files(d, "sentence-transformers", LoadPolicy(), "nested")
+    (d / "0_Router" / "query_1_Pooling" / "pytorch_model.bin").write_bytes(b"a pickle")
+    with pytest.raises(UnsafeModelError, match="0_Router/query_1_Pooling/") as ei:
+        check_local_files(d, "sentence-transformers", LoadPolicy(), "nested")
+    assert ei.value.reason == "pickle_only"
+
+    from transformers import BertModel
+
+    route = tm.make_tiny_router(tmp_path / "sharded")
+    t = route / "query_0_Transformer"
+    BertModel.from_pretrained(t).save_pretrained(t, max_shard_size="40KB")
+    (t / "model.safetensors").unlink(missing_ok=True)
+    assert (t / "model.safetensors.index.json").is_file()
+    (t / "pytorch_model.bin").write_bytes(b"not a pickle at all")
+    check_local_files(route, "sentence-transformers", LoadPolicy(), "sharded")
+    (route / "query_1_Pooling" / "pytorch_model.bin").write_bytes(b"a pickle")
+    with pytest.raises(UnsafeModelError, match="query_1_Pooling/"):
+        check_local_files(route, "sentence-transformers", LoadPolicy(), "sharded")
+
+
 def test_per_model_opt_in_lifts_policy(models):
     (c,) = parse_candidates(str(models["pickle"]), modality="text")
     rc = resolve_candidate(c, policy=LoadPolicy())

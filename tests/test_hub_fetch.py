@@ -168,6 +168,45 @@ def test_an_open_clip_checkpoint_for_timm_is_fetched_by_the_safetensors_timm_rea
     assert set(H.fetch_model(rid, retry=retry).files) == {"config.json", "model.safetensors"}
 
 
+@pytest.mark.fault
+def test_a_router_model_from_the_hub_is_fetched_whole_and_ranked(hub, models, retry, tmp_path, capsys):
+    """A sentence-transformers Router keeps its routes' modules in folders named by route (query_0_Transformer/,
+    document_1_Pooling/, ...) and its own config in router_config.json: the hub fetch took neither (it takes numbered
+    module folders and the ST config files), so the snapshot could not be loaded. A Router whose routes use a
+    module type outside sentence_transformers. is refused as remote code when fetched, before its code is downloaded."""
+    import json as _json
+
+    from embedselect.cli import main
+    from embedselect.data import sample_path
+    from embedselect.ranking.result import Ranking
+
+    router = tm.make_tiny_router(tmp_path / "router")
+    rid = _rid("router")
+    hub.publish(rid, router, library_name="sentence-transformers")
+    fm = H.fetch_model(rid, retry=retry)
+    assert {"router_config.json", "query_0_Transformer/model.safetensors", "document_0_Transformer/model.safetensors",
+            "document_1_Pooling/config.json", "query_0_Transformer/tokenizer.json", "1_Normalize/config.json"} \
+        <= set(fm.files)
+    code = main(["rank", str(sample_path("texts")), "-c", "text", "-m", f"{rid},tfidf-svd", "--metrics", "task_prior",
+                 "--json", "-q", "--cache-dir", str(tmp_path / "c")])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    r = Ranking.from_json(out)
+    assert r[rid].ok and r[rid].dim == 32
+
+    evil = tmp_path / "evil"
+    router_config = _json.loads((router / "router_config.json").read_text())
+    router_config["types"]["query_0_Transformer"] = "modeling_evil.Evil"
+    rid = _rid("router-evil")
+    hub.publish(rid, router, library_name="sentence-transformers",
+                files={"router_config.json": _json.dumps(router_config).encode(),
+                       "modeling_evil.py": f"open({str(evil)!r}, 'w').close()\n".encode()})
+    err = _refused(hub, rid, "remote_code", retry=retry)
+    assert "router_config.json" in str(err) and "modeling_evil.Evil" in str(err) and not evil.exists()
+    assert "modeling_evil.py" not in _downloaded(hub, rid) and "query_0_Transformer/model.safetensors" not in \
+        _downloaded(hub, rid)
+
+
 def test_revision_is_pinned_to_a_commit(hub, models, retry):
     rid = _rid("st")
     old = hub.publish(rid, models["st"], library_name="sentence-transformers")

@@ -144,12 +144,37 @@ def _reader(d: Path, folder: Path, backend: str) -> WeightsReader:
     module's own loader (``model.safetensors`` else ``pytorch_model.bin``) in every other folder."""
     if folder == d:
         return "timm" if backend == "timm" else "transformers"
-    modules = read_json(d / "modules.json") if backend == "sentence-transformers" else None
+    kind = _module_types(d).get(folder) if backend == "sentence-transformers" else None
+    return "transformers" if kind is not None and kind.rpartition(".")[2] == "Transformer" else "module"
+
+
+def _module_types(d: Path) -> dict[Path, str]:
+    """The module type of each module folder of the sentence-transformers model folder ``d``: ``modules.json``'s
+    paths, and each Router's routes (the ``types`` of a ``router_config.json`` in ``d`` or in a module folder, whose
+    keys are folders beside it). Paths sentence-transformers refuses (absolute, ``..``) are left out.
+
+    Raises:
+        ModelFileError: ``modules.json`` or a ``router_config.json`` is damaged (not JSON)."""
+    found: dict[Path, str] = {}
+    modules = read_json(d / "modules.json")
     for m in modules if isinstance(modules, list) else ():
         path, kind = (m.get("path"), m.get("type")) if isinstance(m, dict) else (None, None)
-        if isinstance(path, str) and isinstance(kind, str) and path.strip("/.") and (d / path) == folder:
-            return "transformers" if kind.rpartition(".")[2] == "Transformer" else "module"
-    return "module"
+        if _relative(path) and isinstance(kind, str):
+            found[d / str(path)] = kind
+    for folder in [d, *[f for f in found if f.is_dir()]]:
+        router = read_json(folder / "router_config.json")
+        types = router.get("types") if isinstance(router, dict) else None
+        for name, kind in types.items() if isinstance(types, dict) else ():
+            if _relative(name) and isinstance(kind, str):
+                found[folder / name] = kind
+    return found
+
+
+def _relative(path: Any) -> bool:
+    """Whether ``path`` is a module path sentence-transformers loads from below the model folder: relative, not
+    the folder itself, no ``..``."""
+    return (isinstance(path, str) and bool(path.strip("/.")) and not Path(path).is_absolute()
+            and ".." not in Path(path).parts)
 
 
 def _unsafe_shards(folder: Path, first: str) -> list[str]:
@@ -169,18 +194,13 @@ def _unsafe_shards(folder: Path, first: str) -> list[str]:
 def _module_folders(d: Path) -> list[Path]:
     """The folders of the model folder ``d`` whose files a library may load, sorted: each folder directly inside
     it (a link to a folder elsewhere too: the libraries follow it, as sentence-transformers does ``2_Dense``), and
-    each folder its ``modules.json`` names as a module's ``path`` (which may lie deeper: ``mods/2_Dense``).
+    each module folder its ``modules.json`` or a Router's ``router_config.json`` names (:func:`_module_types`; which
+    may lie deeper: ``mods/2_Dense``, ``0_Router/query_0_Transformer``).
 
     Raises:
-        ModelFileError: ``modules.json`` is damaged (not JSON)."""
+        ModelFileError: ``modules.json`` or a ``router_config.json`` is damaged (not JSON)."""
     found = {p for p in d.iterdir() if p.is_dir() and not p.name.startswith(".")}
-    modules = read_json(d / "modules.json")
-    for m in modules if isinstance(modules, list) else ():
-        path = m.get("path") if isinstance(m, dict) else None
-        if not isinstance(path, str) or not path.strip("/.") or Path(path).is_absolute() or ".." in Path(path).parts:
-            continue  # the root itself, or a path sentence-transformers refuses to load from
-        if (d / path).is_dir():
-            found.add(d / path)
+    found.update(p for p in _module_types(d) if p.is_dir())
     return sorted(found)
 
 

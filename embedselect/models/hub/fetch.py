@@ -146,7 +146,8 @@ def fetch_model(
     Steps: one ``model_info`` request (with file sizes) pins the revision to a commit sha; the files are
     chosen with :func:`select_files`; the policy is applied (gated, remote code, pickle-only, size cap —
     ``policy.for_model(repo_id)`` so a per-model opt-in lifts all of them); the small config files are
-    downloaded and checked for remote code (``auto_map``, custom module types); then the rest is downloaded
+    downloaded and checked for remote code (``auto_map``, custom module types, a Router's ``router_config.json``
+    types); then the rest is downloaded
     with ``huggingface_hub.snapshot_download(revision=sha, allow_patterns=files)``, reusing the HF cache, and
     every file's size is checked against the hub's listing.
 
@@ -262,12 +263,13 @@ def _download_checked(repo_id: str, revision: str | None, sha: str, files: list[
             )
         )
 
-    small = [f for f in files if f in ("config.json", "modules.json")]
+    small = [f for f in files if f in ("config.json", "modules.json", "router_config.json")]
     try:  # huggingface_hub retries most download faults itself: only what it does not is retried here
         local = with_retries(lambda: download(small), retry, f"config of {repo_id}",
                              retryable=not_retried_by_hf) if small else None
         if local is not None:
-            remote = remote_code_reason(tags, read_json(local / "config.json"), read_json(local / "modules.json"))
+            remote = remote_code_reason(tags, read_json(local / "config.json"), read_json(local / "modules.json"),
+                                        read_json(local / "router_config.json"))
             check_policy(repo_id, policy, gated=None, remote_reason=remote, weights=(), sizes={})
         local = with_retries(lambda: download(files), retry, f"files of {repo_id}", retryable=not_retried_by_hf)
         _verify_sizes(repo_id, sha, local, files, sizes)
@@ -350,7 +352,8 @@ def _fetch_offline(repo_id: str, revision: str | None, backend: str | None, poli
     except CandidateError:
         raise not_cached from None
     sizes = {f: (snap / f).stat().st_size for f in files}
-    remote = remote_code_reason((), read_json(snap / "config.json"), read_json(snap / "modules.json"))
+    remote = remote_code_reason((), read_json(snap / "config.json"), read_json(snap / "modules.json"),
+                                read_json(snap / "router_config.json"))
     check_policy(repo_id, policy, gated=None, remote_reason=remote, weights=weights, sizes=sizes)
     try:
         local = Path(snapshot_download(repo_id, revision=sha, allow_patterns=files, local_files_only=True))

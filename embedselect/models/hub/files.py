@@ -18,13 +18,19 @@ _PROCESSOR_FILES = frozenset({"preprocessor_config.json", "processor_config.json
 
 
 _ST_CONFIG_FILES = frozenset(
-    {"modules.json", "sentence_bert_config.json", "config_sentence_transformers.json", "config.json"}
+    {"modules.json", "sentence_bert_config.json", "config_sentence_transformers.json", "config.json",
+     "router_config.json"}
 )
 
 
 
 
 _ST_MODULE_DIR = re.compile(r"^\d+_[A-Za-z0-9_\-]+$")
+
+_ST_ROUTE_DIR = re.compile(r"^[A-Za-z0-9_\-]+_\d+_[A-Za-z][A-Za-z0-9]*$")
+"""The module folders of a sentence-transformers Router saved at the root (``router_config.json`` beside
+``modules.json``): ``<route>_<index>_<module class>`` (``query_0_Transformer``, ``document_1_Pooling``), as
+``Router.save`` names them."""
 
 
 _SHARD_RE = re.compile(r"^(model|pytorch_model)-\d+-of-\d+\.(safetensors|bin)$")
@@ -75,7 +81,8 @@ def select_files(
     """The repo files ``backend`` needs, and which of them are weights.
 
     sentence-transformers: ``modules.json``, ST configs, ``config.json``, tokenizer files, root weights and the
-    files of numbered module folders (``1_Pooling/config.json``, ``2_Dense/...``). timm: ``config.json`` +
+    files of numbered module folders (``1_Pooling/config.json``, ``2_Dense/...``); a Router (``router_config.json`` at
+    the root) also its routes' module folders (``query_0_Transformer/...``), its root then needing no weights. timm: ``config.json`` +
     weights. transformers: ``config.json``, tokenizer / processor files, weights. Safetensors are preferred;
     pickle weights are taken only when there are no safetensors and ``allow_pickle``. Every backend also takes the
     model card, ``README.md``, when the repo has one (:mod:`embedselect.models.candidates.card` reads its ``base_model``).
@@ -134,8 +141,11 @@ def select_files(
         if "modules.json" not in fileset and "config.json" not in fileset:
             raise CandidateError(f"{repo_id} has neither modules.json nor config.json; is it a sentence-transformers model?")
         wanted.update(f for f in root if f in _ST_CONFIG_FILES or f in TOKENIZER_FILES or f in _PROCESSOR_FILES)
-        take_weights("", True)
-        folders = sorted({f.split("/", 1)[0] for f in files if "/" in f and _ST_MODULE_DIR.match(f.split("/", 1)[0])})
+        router = "router_config.json" in fileset  # a Router's weights are in its routes' folders, not the root
+        take_weights("", not router)
+        folder_re = (_ST_MODULE_DIR, _ST_ROUTE_DIR) if router else (_ST_MODULE_DIR,)
+        folders = sorted({f.split("/", 1)[0] for f in files
+                          if "/" in f and any(r.match(f.split("/", 1)[0]) for r in folder_re)})
         for folder in folders:
             inside = [f for f in files if f.startswith(folder + "/") and f.count("/") == 1]
             wanted.update(f for f in inside if f.endswith((".json", ".txt", ".model")) and not f.endswith(".index.json"))
