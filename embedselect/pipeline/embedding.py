@@ -1,5 +1,5 @@
-"""Stages 1 and 2 of a run: resolve each candidate, read its vectors from the cache or embed and store them, and
-record a candidate's failure (embed, embed_reference)."""
+"""Stages 1 and 2 of a run: resolve each candidate, read its vectors from the cache or embed and store them
+(embed, embed_reference); a candidate's failure is recorded by :mod:`embedselect.pipeline.failed`."""
 
 from __future__ import annotations
 
@@ -12,12 +12,13 @@ from typing import Any
 import numpy as np
 
 from embedselect._util.arrays import check_embeddings
-from embedselect.errors import ConfigError, EmbedselectError, MetricError
+from embedselect.errors import ConfigError, MetricError
 from embedselect._util.kinds import FITTED_BASELINES, is_baseline_id
 from embedselect.config import LoadPolicy, OnError, RankConfig, Runtime
 from embedselect.models.backends.reduce import REDUCTION_OPTIONS, bytes_per_vector, reduction_of
 from embedselect.ranking.result import CandidateResult, RankingWarning
 from embedselect.pipeline.context import STAGES_PER_CANDIDATE, EmbedOutcome, RunContext, load_reference_data, run_context
+from embedselect.pipeline.failed import record_candidate_failure
 
 log = logging.getLogger(__name__)
 
@@ -476,24 +477,3 @@ def _embed_queries(ctx: RunContext, cand: Any, pinned: _Pinned, vectors: np.ndar
         raise MetricError(f"{cand.name} embeds queries in {ctx.query_vectors[cand.name].shape[1]} dimensions but its "
                           f"items in {vectors.shape[1]}")
     ctx.query_prompts[cand.name] = prompts
-
-
-def record_candidate_failure(ctx: RunContext, cand: Any, res: CandidateResult, exc: Exception, step: dict[str, Any]) -> None:
-    """A candidate failed at ``step["stage"]``: mark its result failed (with no vectors: ``cached``, ``embedded_items``,
-    ``stored_items`` None), log it (INFO: the caller says it), record it (token-free; a hub revision's policy refusal in
-    ``hub_refusals`` too) through :func:`embedselect.store.failures.record_failure` and count its remaining steps."""
-    from embedselect.store.failures import record_failure
-
-    ctx.bar.advance(STAGES_PER_CANDIDATE - step["done"])  # the candidate's remaining stages will not run
-    stage = step["stage"]
-    hub_repo = cand.ref if cand.kind == "hub" else None
-    message = record_failure(ctx.store, spec=cand.spec, stage=stage, error=exc, model_id=res.model_id or hub_repo,
-                             revision=res.revision or cand.revision, fingerprint=ctx.ref.fingerprint,
-                             token=ctx.token, repo_id=hub_repo)
-    res.status, res.error_type, res.error = "failed", type(exc).__name__, message
-    if res.n is None:  # no vectors: the counts set before its load or embedding said what never happened
-        res.cached = res.embedded_items = res.stored_items = None
-    if not isinstance(exc, EmbedselectError):
-        log.debug("unexpected error for %s", cand.name, exc_info=exc)
-    # said once by the caller (rank's '!' line, embed's and neighbours' 'failed', a night's summary, select()'s warning)
-    log.info("%s failed at %s: %s: %s", cand.name, stage, type(exc).__name__, message)

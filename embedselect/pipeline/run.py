@@ -12,7 +12,8 @@ from embedselect.metrics.base import DEFAULT_METRICS, get_spec
 from embedselect.models.policy import LoadPolicy
 from embedselect.ranking.result import Ranking
 from embedselect.pipeline.context import BeforeMetrics, EmbedOutcome, load_reference_data, run_context
-from embedselect.pipeline.embedding import embed_stage, record_candidate_failure
+from embedselect.pipeline.embedding import embed_stage
+from embedselect.pipeline.failed import record_candidate_failure
 from embedselect.pipeline.conclude import rank_embedded
 from embedselect.pipeline.answers import load_answers
 
