@@ -145,3 +145,42 @@ def test_untrained_norms_counts_only_when_every_norm_is_at_its_initial_values():
     assert untrained_norms(torch.nn.Sequential(torch.nn.Embedding(5, 3))) == 0  # a static table has no norm
     assert untrained_norms(tm.as_trained(torch.nn.Sequential(torch.nn.LayerNorm(4)), 0)) == 0
 
+
+
+@pytest.mark.fault
+def test_an_untrained_checkpoint_is_a_note_of_the_ranking_also_when_its_vectors_come_from_the_cache(tmp_path, capsys):
+    """The warning was said only when the model was loaded: a second rank that read its vectors from the cache said
+    nothing, and no ranking (select()'s, the table's notes, the JSON, the HTML report) recorded it. The finding is
+    stored with the run's record in the cache and is an ``untrained-checkpoint`` note of that candidate; it is
+    still ranked."""
+    import json
+
+    import embedselect
+    from embedselect import cli
+    from embedselect.data import sample_path
+
+    d = _untrained_copy(tm.make_tiny_sentence_transformer(tmp_path / "fresh"))
+    trained = tm.make_tiny_sentence_transformer(tmp_path / "trained", seed=1)
+    models = f"{d},{trained},tfidf-svd,random-projection"
+    args = dict(column="text", max_items=60, metrics=["rankme", "nn_agreement"], cache_dir=tmp_path / "cache")
+    first = embedselect.select(sample_path("texts"), models, **args)
+    notes = [w for w in first.warnings if w.code == "untrained-checkpoint"]
+    assert [w.candidates for w in notes] == [("fresh",)], first.warnings
+    assert "5 normalisation layer(s)" in notes[0] and "looks untrained" in notes[0]
+    assert first["fresh"].ok and first["fresh"].rank is not None and not first["fresh"].cached
+
+    second = embedselect.select(sample_path("texts"), models, **args)  # every vector from the cache
+    assert second["fresh"].cached and second["trained"].cached
+    assert [w for w in second.warnings if w.code == "untrained-checkpoint"] == notes
+    capsys.readouterr()
+    html = tmp_path / "report.html"
+    code = cli.main(["rank", str(sample_path("texts")), "--column", "text", "--max-items", "60", "--metrics",
+                     "rankme,nn_agreement", "-m", models, "--cache-dir", str(tmp_path / "cache"), "--json",
+                     "--html", str(html)])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    doc = json.loads(out)
+    assert [w["candidates"] for w in doc["warnings"] if w["code"] == "untrained-checkpoint"] == [["fresh"]]
+    assert all(c["cached"] for c in doc["candidates"] if c["name"] in ("fresh", "trained"))
+    assert any(line.startswith("note: fresh: every one of its 5 normalisation layer(s)") for line in err.splitlines())
+    assert "fresh: every one of its 5 normalisation layer(s)" in html.read_text(encoding="utf-8")

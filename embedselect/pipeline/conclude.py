@@ -24,6 +24,7 @@ def rank_embedded(ctx: RunContext, t_start: float, *, save: bool) -> Ranking:
     and the search queries, if any, decide between the contenders), validation against labels (if any), the
     :class:`~embedselect.ranking.result.Ranking` (stored when ``save``; its ``ranking_id`` is None when it was not
     stored: ``save`` False, a read-only cache, or a cache that refused it)."""
+    ctx.warnings += _untrained_notes(ctx)
     metrics_stage(ctx)
     decision = answers_stage(ctx, _rank_stage(ctx))
     validation = _validate_stage(ctx)
@@ -44,6 +45,16 @@ def rank_embedded(ctx: RunContext, t_start: float, *, save: bool) -> Ranking:
     if (not_stored := ctx.savings.warning()) is not None:  # said once, by the ranking's notes
         ranking.warnings.append(not_stored)
     return ranking
+
+
+def _untrained_notes(ctx: RunContext) -> list[RankingWarning]:
+    """An ``untrained-checkpoint`` note for each embedded candidate whose model looked untrained
+    (:attr:`~embedselect.pipeline.context.EmbedOutcome.untrained_norms`: found at its load, or read from the cache's
+    record of its run): it is ranked, and the ranking says so whether its vectors were computed or read."""
+    from embedselect.models.backends.weights import untrained_message
+
+    return [RankingWarning("untrained-checkpoint", untrained_message(o.result.name, o.untrained_norms), [o.result.name])
+            for o in ctx.outcomes if o.result.ok and o.untrained_norms]
 
 
 def _rank_stage(ctx: RunContext) -> Any:

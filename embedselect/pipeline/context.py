@@ -41,6 +41,10 @@ class EmbedOutcome:
     card: tuple[str, tuple[str, ...], Any] | None = None
     """What the rank stage's copy rule needs from the resolved model (:attr:`RunContext.cards`); it travels with the
     outcome from wherever the candidate was resolved (a Ray worker) to the night's rank stage."""
+    untrained_norms: int = 0
+    """How many normalisation layers its model held at their initial values (its checkpoint looks untrained), found
+    when it was loaded or read from the cache's record of its run; 0: none, or not known. The rank stage makes it an
+    ``untrained-checkpoint`` note of the candidate."""
 
     def stored_or_carried(self, store: Any) -> np.ndarray | None:
         """Its vectors for a caller that did not embed it in its own run (the nightly job's rank stage): those it

@@ -16,6 +16,7 @@ from embedselect.errors import ConfigError, MetricError
 from embedselect._util.kinds import FITTED_BASELINES, is_baseline_id
 from embedselect.config import LoadPolicy, OnError, RankConfig, Runtime
 from embedselect.models.backends.reduce import REDUCTION_OPTIONS, bytes_per_vector, reduction_of
+from embedselect.models.backends.weights import UNTRAINED_SETTING
 from embedselect.ranking.result import CandidateResult, RankingWarning
 from embedselect.pipeline.context import STAGES_PER_CANDIDATE, EmbedOutcome, RunContext, load_reference_data, run_context
 from embedselect.pipeline.failed import record_candidate_failure
@@ -176,6 +177,7 @@ def _embed_candidate(ctx: RunContext, cand: Any, *, keep_vectors: bool) -> Embed
             _embed_queries(ctx, cand, pinned, vectors, loaded.get("embedder"))
         if keep_vectors:
             outcome.vectors = vectors
+        outcome.untrained_norms = int(loaded.get(UNTRAINED_SETTING) or 0)
     except (KeyboardInterrupt, SystemExit):
         raise
     except Exception as exc:  # noqa: BLE001 - one model's failure must not end the run
@@ -281,7 +283,9 @@ def _vectors(ctx: RunContext, cand: Any, pinned: _Pinned, res: CandidateResult, 
     (:meth:`~embedselect.store.Store.stored_items`, keyed by content) are read, only the others are embedded (the
     model is loaded only if there are any), and the assembled matrix is stored as this run's file with its item
     index rows. A fitted baseline (its vectors depend on the whole data) has no vector space: all its items are
-    embedded. A model it loads is left in ``loaded["embedder"]``."""
+    embedded. A model it loads is left in ``loaded["embedder"]``, and how many of its model's normalisation layers
+    held their initial values (found at its load, or the record of the stored run it read) in
+    ``loaded[UNTRAINED_SETTING]``."""
     from embedselect.models.backends.device import library_output
 
     rc, key, ref = pinned.rc, pinned.key, ctx.ref
@@ -302,6 +306,7 @@ def _vectors(ctx: RunContext, cand: Any, pinned: _Pinned, res: CandidateResult, 
     if vectors is not None:
         rec = ctx.store.get_run(key)
         res.cached, res.seconds = True, rec.seconds if rec else None
+        loaded[UNTRAINED_SETTING] = rec.settings.get(UNTRAINED_SETTING) if rec else None
         res.embedded_items, res.stored_items = 0, n
         if cand.kind == "api":
             res.api_tokens = 0  # nothing sent: a paid call is never repeated for stored vectors
@@ -361,12 +366,15 @@ def _vectors(ctx: RunContext, cand: Any, pinned: _Pinned, res: CandidateResult, 
     step["stage"] = "store"
     settings: dict[str, Any] = {}
     device: str | None = None
-    if embedder is not None:
+    if embedder is not None:  # with what its load found of its weights, for a later run that reads the cache
         settings, device = embedder.settings(), embedder.device
+        if getattr(embedder, UNTRAINED_SETTING, 0):
+            settings[UNTRAINED_SETTING] = loaded[UNTRAINED_SETTING] = getattr(embedder, UNTRAINED_SETTING)
     else:  # every item from the cache: the settings of a run they came from
         source = ctx.store.get_run(stored.runs[0]) if stored is not None and stored.runs else None
         if source is not None:
             settings, device = source.settings, source.device
+            loaded[UNTRAINED_SETTING] = settings.get(UNTRAINED_SETTING)
     with ctx.bar.stage(f"{cand.name}: store {vectors.nbytes / 2**20:,.1f} MiB", steps=0):  # named, not counted
         ctx.store.save_run(key=key, vectors=vectors, model_id=rc.model_id, revision=rc.revision, backend=rc.backend,
                            settings=settings, fingerprint=ref.fingerprint, device=device,

@@ -39,6 +39,8 @@ WARNING_CODES: dict[str, str] = {
     "metric-failed": "a metric could not be computed at all; the combined score is made of the others",
     "metric-excluded": "a metric did not score a candidate (degenerate for that metric)",
     "metric-note": "a metric's own caveat (its prior, its estimator, ...)",
+    "untrained-checkpoint": "a candidate's model looks untrained (every normalisation layer at its initial values): "
+                            "its vectors are random; it is ranked",
     "duplicates": "the reference data holds duplicate items",
     "skipped-items": "items of the data were left out (--on-error skip: undecodable or empty); the note names them",
     "not-stored": "the ranking, metric results or pairs were not stored: a read-only cache, or a full disk",

@@ -87,6 +87,9 @@ class Embedder(Protocol):
             "random-projection", "pixel-pca").
         modality: "text" or "image" — the kind of items :meth:`embed` accepts.
         device: torch device string the model runs on ("cpu", "cuda", "cuda:1").
+
+    A backend that checks its checkpoint's weights (sentence-transformers, transformers, timm) also has
+    ``untrained_norms``: :func:`~embedselect.models.backends.weights.check_checkpoint_weights`' count (0: trained).
     """
 
     backend: str

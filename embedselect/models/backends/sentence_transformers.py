@@ -69,7 +69,7 @@ class SentenceTransformerEmbedder:
             local_files_only=True,
             model_kwargs=model_kwargs,
         )
-        check_checkpoint_weights(self.model, str(local_dir))
+        self.untrained_norms = check_checkpoint_weights(self.model, str(local_dir))
         if device != "cpu":
             self.model.to(device)
         self.model.eval()

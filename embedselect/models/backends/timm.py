@@ -71,7 +71,7 @@ class TimmEmbedder:
         # "local-dir:" makes timm read config.json and the weights (safetensors preferred) from the folder.
         source = f"local-dir:{Path(local_dir)}"
         model: Any = timm.create_model(source, pretrained=True, num_classes=0)
-        check_checkpoint_weights(model, str(local_dir))
+        self.untrained_norms = check_checkpoint_weights(model, str(local_dir))
         # checked before the model is built at that size or sees one image of it
         self.max_batch = None if resolution is None else _max_batch(model, resolution, device,
                                                                     torch_dtype(self.dtype).itemsize)

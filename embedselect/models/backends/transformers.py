@@ -85,7 +85,8 @@ class TransformersEmbedder:
         if self.pooling not in allowed:
             raise ConfigError(f"pooling {self.pooling!r} is not one of {list(allowed)} for {modality}")
         # before the move to the device, which may drop the flags it reads
-        check_checkpoint_weights(model, str(local_dir), used_heads=("pooler.",) if self.pooling == "pooler" else ())
+        self.untrained_norms = check_checkpoint_weights(model, str(local_dir),
+                                                        used_heads=("pooler.",) if self.pooling == "pooler" else ())
         model.eval()
         self.model = model.to(device=device, dtype=torch_dtype(self.dtype))
         if self.pooling == "projection" and not has_proj:

@@ -22,6 +22,10 @@ UNUSED_HEADS = ("pooler.",)
 (``pooling='pooler'`` of the transformers backend): many sentence-transformers checkpoints leave the pooler out."""
 SHOWN = 3
 """How many of the missing parameters' names the error shows."""
+UNTRAINED_SETTING = "untrained_norms"
+"""The key, in an embedding run's recorded settings (the cache's ``embedding_runs.settings``), of how many
+normalisation layers its model held at their initial values (:func:`untrained_norms`; absent: none, or a run stored
+before it was recorded): a run read from the cache knows its model looked untrained without loading it."""
 
 
 def missing_weights(model: Any, *, used_heads: tuple[str, ...] = ()) -> list[str]:
@@ -79,20 +83,27 @@ def untrained_norms(model: Any) -> int:
     return count
 
 
-def check_checkpoint_weights(model: Any, ref: str, *, used_heads: tuple[str, ...] = ()) -> None:
+def untrained_message(ref: str, norms: int) -> str:
+    """What is said of a model (``ref``: its folder, or the candidate's name in a ranking's note) whose ``norms``
+    normalisation layers all hold their initial values: the load's warning and the ranking's note."""
+    return (f"{ref}: every one of its {norms} normalisation layer(s) holds the values initialisation gives it (a "
+            "constant weight and a zero bias): the checkpoint looks untrained, and its vectors random. It is ranked "
+            "as it is; random models can agree with each other well enough to be ranked first, so check a pick it "
+            "leads with a few labels (validate) or answers (ask)")
+
+
+def check_checkpoint_weights(model: Any, ref: str, *, used_heads: tuple[str, ...] = ()) -> int:
     """Raise :class:`~embedselect.errors.ModelLoadError` when :func:`missing_weights` finds any (the message names
     the model, ``ref``, how many parameters were not in its checkpoint and the first few of them); log a warning when
     :func:`untrained_norms` says every normalisation layer holds its initial values (the checkpoint looks saved
-    before training)."""
+    before training). Returns :func:`untrained_norms` (0: trained), which a backend keeps as its
+    ``untrained_norms`` for the run's record (:data:`UNTRAINED_SETTING`)."""
     missing = missing_weights(model, used_heads=used_heads)
     if not missing:
         norms = untrained_norms(model)
         if norms:
-            log.warning("%s: every one of its %d normalisation layer(s) holds the values initialisation gives it (a "
-                        "constant weight and a zero bias): the checkpoint looks untrained, and its vectors random. It "
-                        "is ranked as it is; random models can agree with each other well enough to be ranked first, "
-                        "so check a pick it leads with a few labels (validate) or answers (ask)", ref, norms)
-        return
+            log.warning("%s", untrained_message(ref, norms))
+        return norms
     shown = ", ".join(missing[:SHOWN]) + (f", and {len(missing) - SHOWN} more" if len(missing) > SHOWN else "")
     raise ModelLoadError(
         f"{ref}: {len(missing)} weight tensor(s) of the model are not in its checkpoint, and transformers filled them "
