@@ -186,6 +186,8 @@ def test_validate_cli_search_check_and_its_errors(tmp_path, cache_dir, capsys):
     got = json.loads(capsys.readouterr().out)
     assert got["retrieval"]["scores"]["tfidf-svd"]["mrr@10"] == 1.0
     assert got["validation"] is None
+    for m in got["retrieval"]["metrics"]:  # named for what it holds: the top pick's MRR@10 on the queries
+        assert m["top_pick_mrr@10"] == got["retrieval"]["scores"][m["top_pick"]]["mrr@10"]
     assert main([*argv, "--queries", str(queries)]) == 0
     text = capsys.readouterr().out
     assert "search check against your queries: 9 queries" in text and "MRR@10" in text
@@ -301,3 +303,20 @@ def test_the_search_checks_notes_name_the_queries_not_labels(tmp_path, cache_dir
     assert "not checked against your queries: 'rankme' scored 0 of the candidates with an MRR@10 (a ranking needs at " \
            "least 2)" in notes, notes
     assert not any("labels" in n or "accuracy" in n for n in notes), notes
+
+
+def test_the_search_checks_json_names_its_mrr_for_what_it_holds():
+    """The search check compares with MRR@10, not an accuracy: its JSON says so in ``top_pick_mrr@10``,
+    ``best_mrr@10`` and each wrong pair's ``mrr@10_diff`` (``"top_pick_" + score_column``...), beside the old names,
+    kept with the same values for readers of format-2 files; the label check's JSON keeps its own names only."""
+    from embedselect.validation.check import validate_scores
+
+    scores = {"m": {"a": 3.0, "b": 2.0, "c": 1.0}}
+    mrr = {"a": 0.2, "b": 0.5, "c": 0.9}
+    metric = validate_scores(scores, mrr, truth="mrr@10", n_boot=20).to_dict()["metrics"][0]
+    assert (metric["top_pick"], metric["top_pick_mrr@10"], metric["best_mrr@10"]) == ("a", 0.2, 0.9)
+    assert metric["top_pick_accuracy"] == 0.2 and metric["best_accuracy"] == 0.9
+    pairs = metric["wrong_pairs"]
+    assert len(pairs) == 3 and all(p["mrr@10_diff"] == p["accuracy_diff"] > 0 for p in pairs)
+    labels = validate_scores(scores, mrr, n_boot=20).to_dict()["metrics"][0]
+    assert not [k for k in labels if "mrr" in k] and not [k for p in labels["wrong_pairs"] for k in p if "mrr" in k]

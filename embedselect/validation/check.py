@@ -106,7 +106,8 @@ class MetricValidation:
             with replacement; NaN when fewer than 3 candidates).
         top_pick: candidate with the highest score; if several tie, the first of them by name (the package's
             one tie rule, :func:`embedselect.ranking.ties.tie_groups`: for the combined score it is the ranking's
-            first row and ``Ranking.best``); ``top_pick_accuracy`` its accuracy.
+            first row and ``Ranking.best``); ``top_pick_accuracy`` its accuracy (the search check: its MRR@10, also
+            ``top_pick_mrr@10`` in :meth:`ValidationReport.to_dict`; likewise ``best_accuracy``).
         best: candidate with the highest accuracy; ``regret`` = best accuracy − top pick's accuracy.
         wrong_pairs: every pair ordered opposite to the accuracies, largest accuracy gap first.
         top_tied: every candidate tied for the top score (``[top_pick]`` without a tie).
@@ -141,6 +142,8 @@ class ValidationReport:
         accuracy_column: which accuracy the correlations use (e.g. ``"logistic_acc"``).
         level, n_boot, seed: bootstrap settings.
         warnings: plain-language caveats (small pool, ties, dropped classes...).
+        truth: what the accuracies are (:func:`validate_scores`' ``truth``): ``"accuracy"``, or ``"mrr@10"`` for the
+            search check, whose :meth:`to_dict` also names its values for what they are.
     """
 
     metrics: list[MetricValidation]
@@ -151,6 +154,7 @@ class ValidationReport:
     seed: int = 0
     warnings: list[str] = field(default_factory=list)
     probe_settings: dict[str, Any] = field(default_factory=dict)
+    truth: str = "accuracy"
 
     def to_pandas(self) -> pd.DataFrame:
         """One row per metric: correlations, their intervals, top pick, regret, number of wrong pairs."""
@@ -175,7 +179,10 @@ class ValidationReport:
         return pd.DataFrame(rows).set_index("metric")
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-serialisable form (NaN becomes ``None``)."""
+        """JSON-serialisable form (NaN becomes ``None``). Each metric is :class:`MetricValidation`'s fields; where
+        :attr:`truth` is not ``"accuracy"`` (the search check: ``"mrr@10"``) it also holds ``top_pick_<truth>`` and
+        ``best_<truth>`` and each wrong pair ``<truth>_diff``, the same values as ``top_pick_accuracy``,
+        ``best_accuracy`` and ``accuracy_diff``, which stay for readers of the files written before."""
 
         def clean(v: Any) -> Any:
             if isinstance(v, dict):
@@ -199,10 +206,20 @@ class ValidationReport:
                 "seed": self.seed,
                 "warnings": list(self.warnings),
                 "probe_settings": self.probe_settings,
-                "metrics": [asdict(m) for m in self.metrics],
+                "metrics": [self._metric_dict(m) for m in self.metrics],
                 "table": table,
             }
         )
+
+
+    def _metric_dict(self, m: MetricValidation) -> dict[str, Any]:
+        """``asdict(m)`` with the values named for :attr:`truth` too (:meth:`to_dict`)."""
+        d = asdict(m)
+        if self.truth != "accuracy":
+            d[f"top_pick_{self.truth}"], d[f"best_{self.truth}"] = m.top_pick_accuracy, m.best_accuracy
+            for pair in d["wrong_pairs"]:
+                pair[f"{self.truth}_diff"] = pair["accuracy_diff"]
+        return d
 
 
 _TRUTHS = {"accuracy": ("an accuracy", "the accuracies", "the labels"),
@@ -316,7 +333,8 @@ def validate_scores(
     table["accuracy"] = pd.Series(acc)
     table.index.name = "candidate"
     return ValidationReport(
-        metrics=results, table=table, level=float(level), n_boot=int(n_boot), seed=seed, warnings=warnings
+        metrics=results, table=table, level=float(level), n_boot=int(n_boot), seed=seed, warnings=warnings,
+        truth=truth,
     )
 
 
