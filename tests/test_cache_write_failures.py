@@ -56,29 +56,32 @@ def test_a_file_size_limit_while_the_database_is_created_leaves_no_file_that_rea
 
 
 @pytest.mark.fault
-def test_a_file_size_limit_on_vectors_and_the_write_ahead_log_keeps_the_ranking_and_what_was_stored(tmp_path):
-    """A cache that holds tfidf-svd and random-projection; a run that must also store rp8 with files limited to
-    4 KB: rp8 fails with a CacheError naming its folder and the limit (it said only "7808 requested and 4096 written;
-    free disk space"),
-    the two cached ones are ranked and printed, exit 0, with the note that the ranking could not be stored and why
-    (the run ended with "unexpected TransactionException", exit 1, the ranking lost); the next run reads the two
-    from the cache and stores rp8."""
+def test_a_file_size_limit_on_vectors_keeps_the_ranking_and_what_was_stored(tmp_path):
+    """A cache that holds tfidf-svd and random-projection; a run that must also store rpbig (7.9 MB of vectors) with
+    files limited to the database file's size (the largest limit the database is opened for writing under, see
+    ``test_a_file_size_limit_below_the_database_files_size_refuses_the_write_and_keeps_what_was_stored``): rpbig
+    fails with a CacheError naming its folder and the limit (it said only "... requested and ... written; free disk
+    space"), the two cached ones are ranked and printed, exit 0, and the ranking is stored (in the write-ahead log:
+    the checkpoint that would grow the file is refused, harmlessly); the next run reads the two from the cache and
+    stores rpbig. (The test ran under a 4 KB limit, below the database file's size, which is refused at once
+    now.)"""
     cache = tmp_path / "cache"
     assert _cli(_rank(cache, "tfidf-svd,random-projection")).returncode == 0
-    three = "tfidf-svd,random-projection,rp8=random-projection?dim=8"
-    limited = _cli(_rank(cache, three), max_file_bytes=4 * 1024)
+    three = "tfidf-svd,random-projection,rpbig=random-projection?dim=8192"
+    limited = _cli(_rank(cache, three), max_file_bytes=(cache / DB_NAME).stat().st_size)
     assert limited.returncode == 0, limited.stderr
     r = json.loads(limited.stdout)
     status = {c["name"]: (c["status"], c["error_type"]) for c in r["candidates"]}
-    assert status == {"tfidf-svd": ("ok", None), "random-projection": ("ok", None), "rp8": ("failed", "CacheError")}
-    error = next(c["error"] for c in r["candidates"] if c["name"] == "rp8")
+    assert status == {"tfidf-svd": ("ok", None), "random-projection": ("ok", None),
+                      "rpbig": ("failed", "CacheError")}
+    error = next(c["error"] for c in r["candidates"] if c["name"] == "rpbig")
     assert "took only part of it" in error and str(cache / "vectors") in error and "ulimit -f" in error, error
-    [note] = [w["message"] for w in r["warnings"] if w["code"] == "not-stored"]
-    assert "File too large" in note and "unexpected" not in limited.stderr, note
+    assert not [w for w in r["warnings"] if w["code"] == "not-stored"] and "unexpected" not in limited.stderr
     after = _cli(_rank(cache, three))
     assert after.returncode == 0, after.stderr
     cached = {c["name"]: c["cached"] for c in json.loads(after.stdout)["candidates"]}
-    assert cached == {"tfidf-svd": True, "random-projection": True, "rp8": False}
+    assert cached == {"tfidf-svd": True, "random-projection": True, "rpbig": False}
+    assert Store.open(cache).query_df("SELECT count(*) AS n FROM rankings")["n"].tolist() == [3]
 
 
 def _refuse_under(monkeypatch, folder: Path) -> None:
@@ -235,21 +238,48 @@ def test_a_full_disk_while_scoring_keeps_the_ranking_and_says_what_was_not_store
 
 
 @pytest.mark.fault
-def test_a_failure_the_full_cache_cannot_record_is_not_said_again_beside_the_cache_error(tmp_path):
-    """Files limited to 1 KB: neither rp8's vectors nor the record of its failure can be written. stderr is the one
-    CacheError line (it had a 'WARNING ... could not record the failure of ...' line per candidate beside it, the
-    same refusal again); -v still shows that line. A failure of the candidate's own whose record the cache refuses
-    is news, and stays a warning (test_store.py::test_a_full_disk_while_writing_vectors_or_recording_a_failure)."""
+def test_a_failure_the_full_cache_cannot_record_is_not_said_again_beside_the_cache_error(tmp_path, monkeypatch,
+                                                                                           capfd, caplog):
+    """The file system refuses both rp8's vectors and the record of its failure (a file-size limit: EFBIG). stderr is
+    the one CacheError line (it had a 'WARNING ... could not record the failure of ...' line per candidate beside it,
+    the same refusal again); it is an INFO line, which -v shows. A failure of the candidate's own whose record the cache
+    refuses is news, and stays a warning (test_store.py::test_a_full_disk_while_writing_vectors_or_recording_a_failure).
+    (This ran under a real 1 KB limit, below the database file's size, which is now refused before any candidate:
+    ``test_a_file_size_limit_below_the_database_files_size_refuses_the_write_and_keeps_what_was_stored``.)"""
+    import numpy as np
+
+    import embedselect.store.records as records
+    from embedselect.cli import main
+    from embedselect.store.write_failure import cache_write_error
+
     cache = tmp_path / "cache"
-    embed = _cli(["embed", SAMPLE, "-c", "text", "-m", "tfidf-svd", "--cache-dir", str(cache), "-q"])
-    assert embed.returncode == 0, embed.stderr  # the database and the data set's row, written without a limit
+    argv = ["embed", SAMPLE, "-c", "text", "-m", "tfidf-svd", "--cache-dir", str(cache), "-q"]
+    assert main(argv) == 0  # the database and the data set's row, written without a refusal
+    capfd.readouterr()
+
+    real_now, full = records.utc_now, []
+
+    def too_large(*a, **k):
+        full.append(True)
+        raise OSError(errno.EFBIG, "File too large")
+
+    def now_or_refused():  # a write of the records after the vectors were refused: the failure's record
+        if not full:
+            return real_now()
+        raise cache_write_error(OSError(errno.EFBIG, "File too large"), what="write its database",
+                                path=cache / DB_NAME, root=cache)
+
+    monkeypatch.setattr(np, "save", too_large)
+    monkeypatch.setattr(records, "utc_now", now_or_refused)
     two = _rank(cache, "rp8=random-projection?dim=8,rp16=random-projection?dim=16")
-    limited = _cli(two, max_file_bytes=1024)
-    assert limited.returncode == 6, limited.stderr
-    [line] = limited.stderr.strip().splitlines()
+    assert main(two) == 6
+    [line] = capfd.readouterr().err.strip().splitlines()
     assert line.startswith("embedselect: error: no candidate could be embedded: rp8: ") and "ulimit -f" in line, line
-    verbose = _cli([a if a != "-q" else "-v" for a in two], max_file_bytes=1024)
-    assert verbose.returncode == 6 and "could not record the failure of random-projection?dim=8" in verbose.stderr
+    full.clear()
+    with caplog.at_level("INFO", logger="embedselect.store"):  # the line -v shows
+        assert main(two) == 6
+    assert [r.levelname for r in caplog.records if "could not record the failure of random-projection?dim=8"
+            in r.getMessage()] == ["INFO"], caplog.text
 
 
 @pytest.mark.fault
@@ -282,3 +312,29 @@ def test_an_output_a_file_size_limit_refuses_says_what_to_do(tmp_path, monkeypat
         f"embedselect: error: could not write --html to {html}: file too large; free disk space or raise the "
         "file-size limit (ulimit -f) or choose another place; nothing was written")
     assert not html.exists()
+
+
+@pytest.mark.fault
+def test_a_file_size_limit_below_the_database_files_size_refuses_the_write_and_keeps_what_was_stored(tmp_path):
+    """Files limited to 16 KB, below the size of the cache's database file (MBs): DuckDB's checkpoint rewrites a
+    block of that file in place, the limit cut the write short (4096 of 262144 bytes at offset 12288, then EFBIG),
+    and the next run said the database was damaged ("computed checksum ... does not match ... in block at location
+    12288"), the runs stored before lost. Now the run is refused before DuckDB opens the file to write: one line,
+    exit 6, naming the file, its size, the limit and what to do; the next run (no limit) reads both runs and the
+    ranking stored before."""
+    cache = tmp_path / "cache"
+    pair = "tfidf-svd,random-projection"
+    assert _cli(_rank(cache, pair)).returncode == 0
+    size = (cache / DB_NAME).stat().st_size
+    assert size > 16 * 1024
+    limited = _cli(_rank(cache, f"{pair},rp16=random-projection?dim=16"), max_file_bytes=16 * 1024)
+    assert limited.returncode == 6, limited.stderr
+    [line] = limited.stderr.strip().splitlines()
+    assert f"{cache / DB_NAME} ({size} bytes)" in line and "file-size limit (16384 bytes)" in line, line
+    assert "raise the file-size limit (ulimit -f)" in line and "nothing was written to it" in line, line
+    store = Store.open(cache)
+    assert len(store.list_runs()) == 2
+    assert store.query_df("SELECT count(*) AS n FROM rankings")["n"].tolist() == [1]
+    after = _cli(_rank(cache, pair))
+    assert after.returncode == 0, after.stderr
+    assert [c["cached"] for c in json.loads(after.stdout)["candidates"]] == [True, True]

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from embedselect.errors import CacheDatabaseCorruptError, CacheError, CacheLockedError
-from embedselect.store.write_failure import cache_write_error, refused_errno
+from embedselect.store.write_failure import cache_write_error, over_size_limit, refused_errno
 
 CORRUPTION_SIGNS = (
     "not a valid duckdb database",
@@ -40,11 +40,17 @@ def open_duckdb(db_path: Path, *, read_only: bool) -> Any:
     """``duckdb.connect`` of ``db_path`` with :data:`DUCKDB_CONFIG`: the one place the cache's connections are made.
 
     Raises:
-        CacheError: the file is another database's format (see :func:`foreign_format`).
+        CacheError: the file is another database's format (see :func:`foreign_format`), or it is to be opened for
+            writing under a file-size limit below its size (:func:`~embedselect.store.write_failure.over_size_limit`:
+            DuckDB would damage it).
         duckdb.Error: as ``duckdb.connect``.
     """
     import duckdb
 
+    if not read_only:
+        too_big = over_size_limit(db_path, root=db_path.parent)
+        if too_big is not None:
+            raise too_big
     kind = foreign_format(db_path)
     if kind is not None:
         raise CacheError(f"the cache database {db_path} is not a DuckDB database (it is {kind}); embedselect uses it "

@@ -72,4 +72,38 @@ def cache_write_error(exc: BaseException, *, what: str, path: Path | str, root: 
                       f"choose another cache (--cache-dir / EMBEDSELECT_CACHE_DIR). {kept}")
 
 
-__all__ = ["SHORT_WRITE", "cache_write_error", "refused_errno"]
+def file_size_limit() -> int | None:
+    """This process's file-size limit in bytes (``RLIMIT_FSIZE``, the soft limit ``ulimit -f`` sets), None when there
+    is none or the platform has none."""
+    try:
+        import resource
+    except ImportError:  # pragma: no cover - Windows
+        return None
+    soft, _ = resource.getrlimit(resource.RLIMIT_FSIZE)
+    return None if soft == resource.RLIM_INFINITY else soft
+
+
+def over_size_limit(db_path: Path, *, root: Path | str) -> CacheError | None:
+    """The :class:`CacheError` refusing to open the existing database file ``db_path`` for writing when this process's
+    file-size limit is below its size, else None.
+
+    DuckDB's checkpoint (at the close of every connection that wrote) rewrites blocks of the file in place, in use
+    ones included (its first metadata block, at byte 12288): under a limit below the file's size the write stops at
+    the limit (4096 of 262144 bytes), the block fails its checksum and the rows it held are lost. Under a limit at or
+    above the file's size every in-place write is whole and only growth is refused, which the failed checkpoint leaves
+    harmless (the header still names the old blocks; the write-ahead log is kept and replayed), so only the size is
+    compared. The message says the one remedy of a refused write for want of room (:func:`room_remedy`)."""
+    limit = file_size_limit()
+    try:
+        size = db_path.stat().st_size
+    except OSError:
+        return None
+    if limit is None or size <= limit:
+        return None
+    return CacheError(f"could not write its database in the cache at {root}: this process's file-size limit ({limit} "
+                      f"bytes) is below the size of {db_path} ({size} bytes), and a write into it cut short at the "
+                      f"limit would damage it; {room_remedy(errno.EFBIG)}, or choose another cache (--cache-dir / "
+                      "EMBEDSELECT_CACHE_DIR). The database was not opened for writing: nothing was written to it")
+
+
+__all__ = ["SHORT_WRITE", "cache_write_error", "file_size_limit", "over_size_limit", "refused_errno"]
