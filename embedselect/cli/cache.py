@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 
+from embedselect.cli.common import add_log_args
 from embedselect.errors import ConfigError
 from embedselect.store.model_ids import containing, is_pattern
 
@@ -33,7 +34,9 @@ def cmd_cache(args) -> int:
         print(store.root)
         return 0
     if args.cache_cmd == "gc":
-        print(f"removed {store.gc()} orphan file(s)")
+        removed = store.gc()
+        if not args.quiet:
+            print(f"removed {removed} orphan file(s)")
         return 0
     raise ConfigError("cache: choose ls, rm, gc or path")
 
@@ -54,13 +57,15 @@ def _rm(store, args) -> int:
             if args.model or args.fingerprint else set()
         chosen = runs[runs.run_key.map(lambda k: k in found or any(k.startswith(p) for p in args.run_key))]
     if chosen.empty:
-        print("removed 0 embedding run(s)" + _no_match(args.model, runs.model_id))
+        if not args.quiet:
+            print("removed 0 embedding run(s)" + _no_match(args.model, runs.model_id))
         return 0
     models = chosen.groupby("model_id", sort=False).agg(runs=("run_key", "size"), bytes=("bytes", "sum"))
-    print(f"cache {store.root}: {len(chosen)} embedding run(s) of {len(models)} model(s) to remove:")
-    for model_id, row in models.iterrows():
-        print(f"  {model_id}: {row.runs} run(s), {row.bytes / 1e6:.1f} MB")
     wide = None if args.yes else _wide(args, runs, chosen, len(models))
+    if not args.quiet or wide is not None:  # what a question (or its refusal) is about is always listed
+        print(f"cache {store.root}: {len(chosen)} embedding run(s) of {len(models)} model(s) to remove:")
+        for model_id, row in models.iterrows():
+            print(f"  {model_id}: {row.runs} run(s), {row.bytes / 1e6:.1f} MB")
     if wide is not None:
         what, question, narrower = wide
         if not _terminal():
@@ -71,7 +76,8 @@ def _rm(store, args) -> int:
             return 0
     n = store.delete_runs(list(chosen.run_key))
     removed = store.gc()
-    print(f"removed {n} embedding run(s)" + (f" and {removed} orphan file(s)" if removed else ""))
+    if not args.quiet:
+        print(f"removed {n} embedding run(s)" + (f" and {removed} orphan file(s)" if removed else ""))
     return 0
 
 
@@ -130,6 +136,8 @@ def register(sub) -> None:
     p = sub.add_parser("cache", help="inspect or clean the embedding cache")
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--cache-dir", help="the cache (default: $EMBEDSELECT_CACHE_DIR, else the user cache folder)")
+    add_log_args(common, quiet="print nothing but errors and what was asked for (ls's table, path's folder; rm lists "
+                               "what it asks about)")
     commands = p.add_subparsers(dest="cache_cmd", required=True, metavar="{ls,rm,gc,path}")
     ls = commands.add_parser("ls", parents=[common], help="list the cached embedding runs and their size")
     ls.add_argument("--json", action="store_true", help="one JSON record per run")

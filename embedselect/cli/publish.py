@@ -9,8 +9,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from embedselect.cli.common import (add_cache_dir_arg, add_overwrite_arg, input_option, output_option, read_text_input,
-                                    stderr_line, write_atomic)
+from embedselect.cli.common import (add_cache_dir_arg, add_log_args, add_overwrite_arg, input_option, output_option,
+                                    read_text_input, stderr_line, write_atomic)
+
+QUIET = "print nothing but errors (what --out and --push write is written all the same; --json and a result " \
+        "without --out are still printed)"
+"""What ``--quiet`` leaves out of badge, card, leaderboard and report: the lines that say what was written."""
 
 
 def _ranking(args):
@@ -33,7 +37,7 @@ def cmd_badge(args) -> int:
     written = write_badges(ranking, args.out, dataset=args.dataset, base_url=args.base_url)
     if args.json:
         print(json.dumps(written, indent=2))
-    else:
+    elif not args.quiet:
         for name, files in written.items():
             print(f"{name}: {files['svg']}\n  {files['markdown']}")
     return 0
@@ -68,16 +72,19 @@ def cmd_card(args) -> int:
     card_file = args.card
     if card_file is None and args.out and _card_updates(Path(args.out).expanduser(), args):
         card_file = args.out  # the existing card at --out is updated, never replaced by a new one
-        print(f"updating the model card {args.out} (its text and metadata are kept)", file=sys.stderr)
+        if not args.quiet:
+            print(f"updating the model card {args.out} (its text and metadata are kept)", file=sys.stderr)
     text = read_text_input(card_file, option="--card") if card_file else None  # before any work
     _, ranking = _ranking(args)
     card = update_card(text, ranking, args.candidate, dataset=args.dataset, base_url=args.base_url)
     if args.out:
         write_atomic(Path(args.out), card, kind="card", what="--out")
-        print(f"wrote {args.out}", file=sys.stderr)
+        if not args.quiet:
+            print(f"wrote {args.out}", file=sys.stderr)
     if args.push:
         url = push_card(args.push, card)
-        stderr_line(f"opened a pull request on {args.push}: {url}")  # the URL is the hub's answer
+        if not args.quiet:
+            stderr_line(f"opened a pull request on {args.push}: {url}")  # the URL is the hub's answer
     if not args.out and not args.push:
         print(card)
     return 0
@@ -128,7 +135,8 @@ def cmd_report(args) -> int:
 
     _, ranking = _ranking(args)
     write_atomic(Path(args.out), report.to_html(ranking), kind="html", what="--out")
-    print(f"wrote {args.out}", file=sys.stderr)
+    if not args.quiet:
+        print(f"wrote {args.out}", file=sys.stderr)
     return 0
 
 
@@ -137,6 +145,7 @@ def register(sub) -> None:
 
     def source(p):
         add_cache_dir_arg(p)
+        add_log_args(p, quiet=QUIET)
         p.add_argument("--ranking", metavar="ID", help="stored ranking id or a unique prefix (default: the latest)")
         p.add_argument("--fingerprint", metavar="FP", help="the latest ranking of this data fingerprint (prefix)")
 

@@ -295,6 +295,7 @@ def register(sub) -> None:
     p.set_defaults(func=cmd_validate)  # rank, with --labels and/or --queries: the checks are part of the ranking
 
     p = sub.add_parser("metrics", help="list the available metrics")
+    add_log_args(p, quiet="print the list only (it is all the command prints)")
     p.set_defaults(func=cmd_metrics)
 
     p = sub.add_parser("demo", help="offline quickstart: rank five embedders on a bundled sample")
