@@ -493,6 +493,28 @@ def test_validate_says_how_many_items_had_no_label(tmp_path):
 
 
 @pytest.mark.fault
+def test_validate_with_a_class_of_two_labelled_items_checks_the_ranking(tmp_path, capsys):
+    """Six labelled items, four of one topic and two of another: `validate --json` checks the ranking (two folds, the
+    logistic probe at a fixed C where a training fold holds one item of a class). It was exit 1, "unexpected
+    ValueError: This solver needs samples of at least 2 classes", and no JSON."""
+    import pandas as pd
+
+    frame = pd.read_csv(SAMPLE)
+    labels = frame["label"]
+    big, small = labels.unique()[:2]
+    keep = set(labels.index[labels == big][:4]) | set(labels.index[labels == small][:2])
+    frame["label"] = [v if i in keep else None for i, v in enumerate(labels)]
+    data = tmp_path / "few_labels.csv"
+    frame.to_csv(data, index=False)
+    argv = ["validate", str(data), "-c", "text", "--labels", "label", "-m", ",".join(PAIR), "--metrics",
+            "task_prior", "--cache-dir", str(tmp_path / "c"), "--json"]
+    assert main(argv) == 0, capsys.readouterr().err
+    got = json.loads(capsys.readouterr().out)
+    assert got["validation"]["probe_settings"]["n_folds"] == 2
+    assert all(row["n_labeled"] == 6 and row["logistic_C"] == 1.0 for row in got["validation"]["table"].values())
+
+
+@pytest.mark.fault
 def test_a_failed_candidate_is_reported_once_in_the_table(tmp_path):
     from embedselect.cli.format import format_table
     from testkit.tinymodels import make_pickle_only_model

@@ -281,3 +281,24 @@ def test_an_undecided_ranking_checked_against_labels_says_what_the_labels_show_n
     assert (out.decided, out.leaders, out.reasons) == (False, ["random", "good"], ["two model families"])
     decided = Decision(True, ["good"])
     assert _labels_settle(decided, rep) is decided and _labels_settle(undecided, None) is undecided
+
+
+def test_a_class_with_one_item_in_a_training_fold_still_gets_a_logistic_probe():
+    """Six labelled items, four of one class and two of the other: two folds, so each training fold holds a single
+    item of the small class. The inner CV that chooses C cannot hold one of it out and still train on it, and a split
+    of one class left sklearn's solver with one class (an unexpected ValueError, exit 1, from `validate`). The probe is
+    then fitted at the grid's middle setting; the accuracies come out like any other."""
+    emb, _ = _separable(n_per_class=10)
+    labels: list = [None] * 30
+    for i in (0, 1, 2, 3):
+        labels[i] = "food"
+    for i in (10, 11):
+        labels[i] = "tech"
+    df = probe_accuracies(emb, labels, cv=5, seed=0)
+    assert df.attrs["n_folds"] == 2 and (df["n_labeled"] == 6).all()
+    assert ((df["logistic_acc"] >= 0) & (df["logistic_acc"] <= 1)).all()
+    assert (df["logistic_C"] == 1.0).all() and (df["logistic_standardised"] == 1.0).all()
+    # two items of each class: every training fold holds one item of every class
+    labels[2] = labels[3] = None
+    df = probe_accuracies(emb, labels, cv=5, seed=0)
+    assert df.attrs["n_folds"] == 2 and (df["logistic_C"] == 1.0).all()

@@ -58,7 +58,12 @@ LOGISTIC_CS = (0.01, 0.1, 1.0, 10.0, 100.0)
 """Grid of inverse regularisation strengths searched by the logistic probe's inner cross-validation."""
 
 INNER_FOLDS = 3
-"""Inner folds used to choose ``C`` (reduced to the smallest class size of the training fold, min 2)."""
+"""Inner folds used to choose ``C`` (reduced to the smallest class size of the training fold, min 2; none where a
+class has a single item in the training fold: :func:`make_probe`)."""
+
+FIXED_C = 1.0
+"""The logistic probe's C where its inner CV cannot run (a class with one item in the training fold): the middle of
+:data:`LOGISTIC_CS`, with per-dimension standardisation."""
 
 KNN_NEIGHBORS = 5
 """k of the k-NN probe (reduced when a training fold has fewer items)."""
@@ -130,7 +135,10 @@ def make_probe(name: str, y_train: np.ndarray, *, seed: int):
     """The sklearn ``Pipeline`` of probe ``name`` for a training fold with labels ``y_train`` (int codes).
 
     The inner folds and k are reduced to what the training fold allows; everything else is fixed, so
-    every candidate gets the same probe.
+    every candidate gets the same probe. Where a class has a single item in the training fold (a class of two
+    labelled items, two outer folds), no inner split can hold it out and still train on it, and a split of one class
+    stops the solver: the logistic probe is then fitted at :data:`FIXED_C`, standardised (a one-point grid, "searched" on
+    the training fold itself), so that its chosen C and scaler are recorded as the searched ones are.
     """
     from sklearn.model_selection import StratifiedKFold
     from sklearn.preprocessing import StandardScaler
@@ -144,8 +152,12 @@ def make_probe(name: str, y_train: np.ndarray, *, seed: int):
 
         counts = np.bincount(y_train)
         smallest = int(counts[counts > 0].min())
-        inner = StratifiedKFold(n_splits=max(2, min(INNER_FOLDS, smallest)), shuffle=True, random_state=seed)
         pipe = Pipeline([("scale", StandardScaler()), ("clf", LogisticRegression(max_iter=1000, random_state=seed))])
+        if smallest < 2:
+            whole = np.arange(len(y_train))
+            fixed = {"scale": [StandardScaler()], "clf__C": [FIXED_C]}
+            return GridSearchCV(pipe, fixed, cv=[(whole, whole)], scoring="accuracy", refit=True, error_score="raise")
+        inner = StratifiedKFold(n_splits=max(2, min(INNER_FOLDS, smallest)), shuffle=True, random_state=seed)
         grid = {"scale": [StandardScaler(), "passthrough"], "clf__C": list(LOGISTIC_CS)}
         return GridSearchCV(pipe, grid, cv=inner, scoring="accuracy", refit=True, error_score="raise")
     elif name == "knn":
