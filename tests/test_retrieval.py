@@ -75,6 +75,10 @@ def test_bad_query_files_are_typed_errors(tmp_path):
         load_queries(tmp_path / "missing.csv", ref)
     with pytest.raises(QueryFileError, match="not a file"):
         load_queries(tmp_path, ref)
+    for bad in (empty, header, tmp_path / "missing.csv", tmp_path):  # select(queries=) as well as validate --queries:
+        with pytest.raises(DataError) as info:  # the file is named as such, not by the command line's flag
+            load_queries(bad, ref)
+        assert str(info.value).startswith("queries file "), info.value
     many = tmp_path / "m.csv"
     many.write_text("query,relevant\n" + "".join(f"q{i},{i + 10}\n" for i in range(8)))
     with pytest.raises(QueryFileError, match=r"row 1: .*row 5: .*\(and 3 more rows\)"):

@@ -87,10 +87,10 @@ def _read_rows(path: Path) -> list[dict[str, Any]]:
             try:
                 text = raw.decode("utf-8-sig")
             except UnicodeDecodeError as exc:
-                raise DecodeError(f"--queries {path} is not UTF-8 text ({exc.reason} at byte {exc.start}); save it "
+                raise DecodeError(f"queries file {path} is not UTF-8 text ({exc.reason} at byte {exc.start}); save it "
                                   "as UTF-8") from None
             if not text.strip():
-                raise EmptyDataError(f"--queries {path} is empty: write a header 'query,relevant' and one row per "
+                raise EmptyDataError(f"queries file {path} is empty: write a header 'query,relevant' and one row per "
                                      "query")
             if fmt in ("csv", "tsv"):
                 frame = pd.read_csv(io.StringIO(text), sep="," if fmt == "csv" else "\t", dtype=str,
@@ -103,7 +103,7 @@ def _read_rows(path: Path) -> list[dict[str, Any]]:
     except (QueryFileError, DecodeError, EmptyDataError):
         raise
     except (ValueError, TypeError, OSError) as exc:  # a malformed table or JSON line
-        raise QueryFileError(f"--queries {path} cannot be read as {fmt}: {exc}") from None
+        raise QueryFileError(f"queries file {path} cannot be read as {fmt}: {exc}") from None
     return frame.to_dict(orient="records")
 
 
@@ -134,11 +134,11 @@ def match_queries(rows: Sequence[Mapping[str, Any]], ids: Sequence[str], items: 
             is not a reference item; the message names the rows.
     """
     if not rows:
-        raise EmptyDataError(f"--queries {source} has no rows: add one row per query (columns query, relevant)")
+        raise EmptyDataError(f"queries file {source} has no rows: add one row per query (columns query, relevant)")
     columns = list(rows[0])
     missing = [c for c in (QUERY_COLUMN, RELEVANT_COLUMN) if c not in columns]
     if missing:
-        raise ColumnNotFoundError(f"--queries {source} has no column {' or '.join(repr(c) for c in missing)} (its "
+        raise ColumnNotFoundError(f"queries file {source} has no column {' or '.join(repr(c) for c in missing)} (its "
                                   f"columns: {', '.join(map(repr, columns)) or 'none'}); it needs 'query' and "
                                   "'relevant'")
     by_id = {str(i): r for r, i in enumerate(ids)}
@@ -186,7 +186,7 @@ def match_queries(rows: Sequence[Mapping[str, Any]], ids: Sequence[str], items: 
                  "the reference data's 1-based data rows (or positions for a list)")
         hint = (f" Ids are {which}; an id left out by --max-items is not among the items."
                 if any("neither an id" in p for p in problems) else "")
-        raise QueryFileError(f"--queries {source}: " + "; ".join(problems[:MAX_ROWS_IN_MESSAGE]) + more + "." + hint)
+        raise QueryFileError(f"queries file {source}: " + "; ".join(problems[:MAX_ROWS_IN_MESSAGE]) + more + "." + hint)
     h = hashlib.sha256(b"embedselect-queries-v1\0" + ref_fingerprint.encode() + b"\0")
     for q, rel in zip(queries, relevant):
         h.update(json.dumps([q, list(rel)]).encode() + b"\n")
@@ -212,9 +212,9 @@ def load_queries(obj: Any, ref: Any) -> QuerySet:
     if isinstance(obj, (str, Path)):
         path = Path(obj).expanduser()
         if not path.exists():
-            raise DataFileNotFoundError(f"--queries {path} does not exist")
+            raise DataFileNotFoundError(f"queries file {path} does not exist")
         if not path.is_file():
-            raise QueryFileError(f"--queries {path} is not a file (a folder, a device or a pipe); name the file")
+            raise QueryFileError(f"queries file {path} is not a file (a folder, a device or a pipe); name the file")
         rows, source = _read_rows(path), str(path)
     elif hasattr(obj, "to_dict") and hasattr(obj, "columns"):  # a DataFrame
         rows, source = obj.to_dict(orient="records"), f"<table of {len(obj)} queries>"
