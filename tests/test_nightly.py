@@ -265,6 +265,19 @@ def test_config_errors_name_the_key(tmp_path, patch, message):
 
 
 @pytest.mark.fault
+def test_a_config_with_two_problems_is_one_cli_line_that_keeps_them_apart(tmp_path, capsys):
+    """The CLI prints an error on one line (its newlines collapsed): the problems of a configuration are separated by
+    '; ' there, so the key of the second is not read as part of the first's message."""
+    from embedselect.cli import main
+
+    path = write_config(tmp_path, crawl={"sortt": "trending"}, budget_minutes=-1)
+    assert main(["nightly", "--config", str(path)]) == EXIT_CODES["usage"]
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert ("crawl.sortt: unknown key; budget_minutes: Input should be greater than 0 (got -1)" in err), err
+
+
+@pytest.mark.fault
 def test_the_old_store_key_is_a_config_error_saying_to_rename_it_to_cache(tmp_path):
     """The cache folder's key is ``cache:`` (the word the CLI and the environment use: ``--cache-dir``,
     ``EMBEDSELECT_CACHE_DIR``); a configuration still naming it ``store:`` is refused with what to rename."""

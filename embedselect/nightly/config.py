@@ -225,7 +225,8 @@ def _format(err: ValidationError, source: str) -> str:
         else:
             msg = e["msg"].removeprefix("Value error, ")
             lines.append(f"{loc}: {msg} (got {e.get('input')!r})")
-    return f"invalid nightly configuration {source}:\n  " + "\n  ".join(lines)
+    # one problem a line; '; ' ends each but the last, so the CLI's one line (newlines collapsed) keeps them apart
+    return f"invalid nightly configuration {source}:\n  " + ";\n  ".join(lines)
 
 
 def parse_config(obj: Any, *, base_dir: str | Path = ".", source: str = "") -> NightlyConfig:
