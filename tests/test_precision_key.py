@@ -6,7 +6,7 @@ import pytest
 
 import testkit.tinymodels as tm
 from embedselect.config import RankConfig, Runtime
-from embedselect.pipeline import context, embedding
+from embedselect.pipeline import context, pinning
 from embedselect.models.backends.device import key_precision, resolve_dtype
 from embedselect.data import ReferenceData
 from embedselect.errors import ConfigError
@@ -41,7 +41,7 @@ def test_an_explicit_float32_run_on_cuda_is_keyed_fp32_not_fp16(tmp_path):
     ctx.device = "cuda"
     cand = ctx.candidates[0]
     res = CandidateResult(name=cand.name, spec=cand.spec)
-    pinned = embedding._resolve(ctx, cand, res, {"done": 0})
+    pinned = pinning.pin_candidate(ctx, cand, res, {"done": 0})
     rc = pinned.rc
     expect = run_key(model_id=rc.model_id, revision=rc.revision, backend=rc.backend, options={"dtype": "float32"},
                      fingerprint=ref.fingerprint, precision="fp32")

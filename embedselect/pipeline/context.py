@@ -201,7 +201,7 @@ class RunContext:
         query_vectors: candidate name -> float32 (m, d) query vectors; search_vectors: candidate name -> float32
             (n, d) the items embedded with the model's document prompt (only for a model that has one); query_prompts:
             candidate name -> {"query": prompt name or None, "document": ...} (see
-            :func:`embedselect.pipeline.embedding._embed_queries`).
+            :func:`embedselect.pipeline.candidate_queries.embed_candidate_queries`).
         run_id: a key unique to this run: the cache key of vectors kept for the run only (an embedder object or
             API without a revision) is made of it (and, for an embedder object, of the object's identity, not its name),
             so a model's variants (``?truncate_dim=``, ``?precision=``) and one object's names share one computation

@@ -2,7 +2,7 @@
 queries and, for a model with a document prompt of its own, the reference items embedded as documents; read from the
 cache when an earlier run stored them.
 
-Cache keys, like the reference embeddings' (:func:`embedselect.pipeline.embedding._resolve`):
+Cache keys, like the reference embeddings' (:func:`embedselect.pipeline.pinning.pin_candidate`):
 
 - run key: :func:`~embedselect.store.keys.run_key` of the candidate's model, revision, backend, vector options and
   precision, with the option ``embed_role`` (``"query"`` / ``"document"``) added, over the texts' content (the
@@ -84,7 +84,7 @@ def role_vectors(ctx: Any, name: str, pinned: Any, what: RoleTexts, model: Calla
     Args:
         ctx: the run (:class:`~embedselect.pipeline.context.RunContext`: its store, batch size, progress bar).
         name: the candidate's name (messages).
-        pinned: the candidate's ``_Pinned`` (:mod:`embedselect.pipeline.embedding`): its resolved model, and its
+        pinned: the candidate's :class:`~embedselect.pipeline.pinning.Pinned`: its resolved model, and its
             key options and precision (None when its vectors are not cached across runs).
         model: returns the loaded embedder (loaded on the first call, only when some text must be embedded).
         prompts: the role prompts when already known (the query run's), else read from the store or the model.
