@@ -77,6 +77,7 @@ AREAS: dict[str, str] = {
     "test_hub_hostile": "hub fetching",
     "test_cache_hostile": "cache",
     "test_cache_write_failures": "cache",
+    "test_work_locks": "cache",
     "test_incremental_cache": "cache",
     "test_query_cache": "cache",
     "test_data_hostile": "data loading",

@@ -34,9 +34,10 @@ def cmd_cache(args) -> int:
         print(store.root)
         return 0
     if args.cache_cmd == "gc":
-        removed = store.gc()
+        files = store.gc()
+        locks = store.sweep_locks()
         if not args.quiet:
-            print(f"removed {removed} orphan file(s)")
+            print(f"removed {files} orphan file(s) and {locks} unused lock file(s)")
         return 0
     raise ConfigError("cache: choose ls, rm, gc or path")
 
@@ -152,6 +153,7 @@ def register(sub) -> None:
     rm.add_argument("--yes", "-y", action="store_true",
                     help="remove without asking what --all, a --model pattern naming several models or a run key "
                     "prefix naming several runs takes (asked on a terminal; without one, these need --yes)")
-    commands.add_parser("gc", parents=[common], help="remove vector files no run points at")
+    commands.add_parser("gc", parents=[common], help="remove vector files no run points at, and lock files no "
+                                                      "process holds")
     commands.add_parser("path", parents=[common], help="print where the cache is")
     p.set_defaults(func=cmd_cache)

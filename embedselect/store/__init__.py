@@ -89,7 +89,8 @@ class Store(VectorStore, RecordStore, StoreQueries):
       place that records them).
     - **Rankings**: :meth:`save_ranking`, :meth:`get_ranking`, :meth:`latest_ranking`, :meth:`list_rankings`.
     - **Metric results and the pair cache**: :meth:`get_metric_result`, :meth:`put_metric_result`,
-      :meth:`metric_lock` (one process computes a result), :meth:`get_many`, :meth:`put_many`, :meth:`count_pairs`.
+      :meth:`metric_lock` (one process computes a result), :meth:`sweep_locks` (``cache gc``'s lock files),
+      :meth:`get_many`, :meth:`put_many`, :meth:`count_pairs`.
     - **Reading by SQL**: :meth:`query_df` (a read-only query, a pandas DataFrame).
 
     The hub models tables and the nightly history are module functions over a Store

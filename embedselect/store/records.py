@@ -10,7 +10,7 @@ from typing import Any, Iterator, Mapping
 from embedselect.errors import ConfigError, CacheError, cache_error_names
 from embedselect.store.db import Database
 from embedselect.store.keys import utc_now
-from embedselect.store.worklock import work_lock
+from embedselect.store.worklock import sweep_locks, work_lock
 
 log = logging.getLogger("embedselect.store")  # the store's logger, as before the split
 
@@ -160,6 +160,16 @@ class RecordStore(Database):
                 except CacheError as exc:
                     log.info("metric %s: computed without its lock: %s", metric, exc)
             yield
+
+    def sweep_locks(self) -> int:
+        """Remove the per-work lock files (runs' and metric results', ``locks/``) that no process holds, and none the
+        tool did not make (:func:`~embedselect.store.worklock.sweep_locks`); returns how many. ``cache gc`` calls it.
+
+        Raises:
+            CacheReadOnlyError: the cache is read-only.
+        """
+        self.require_writable("remove files")
+        return sweep_locks(self.root)
 
     def put_metric_result(self, key: str, metric: str, value: dict[str, Any]) -> None:
         if not self.can_record("the metric result"):
