@@ -1,16 +1,24 @@
 """The cache's per-work lock files (``locks/``, store/worklock.py): ``cache gc`` removes those no process holds, never
-a held one nor a file the tool did not make."""
+a held one nor a file the tool did not make; a run killed while it holds a metric's lock leaves neither a lock that
+the next run waits on nor a result half written."""
 
 from __future__ import annotations
 
 import fcntl
+import json
 import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
 from pathlib import Path
 
 import pytest
 
 import embedselect
 from embedselect.data import sample_path
+from embedselect.store import Store
 from embedselect.store import worklock
 from embedselect.store.worklock import work_lock
 
@@ -80,3 +88,80 @@ def test_a_lock_file_removed_between_its_open_and_its_lock_is_opened_again(tmp_p
         finally:
             os.close(other)
 
+
+# The real CLI in a child process: metric nn_agreement writes the marker and hangs while it is computed
+# ("computing"), or once its result row is inserted and before the transaction commits ("storing").
+_CHILD = textwrap.dedent(
+    """
+    import pathlib, sys, time
+    marker, stage = pathlib.Path(sys.argv[1]), sys.argv[2]
+
+    def hang(what):
+        marker.write_text(what)
+        time.sleep(300)
+
+    if stage == "computing":
+        import embedselect.pipeline.scoring as scoring
+        real = scoring.get_metric
+
+        def get_metric(name):
+            fn = real(name)
+            return lambda mctx: hang("computing") or fn(mctx)
+
+        scoring.get_metric = get_metric
+    else:
+        from embedselect.store import Store
+        real_put = Store.put_metric_result
+
+        def put(self, key, metric, value):
+            with self._write():
+                real_put(self, key, metric, value)
+                hang("row inserted, not committed")
+
+        Store.put_metric_result = put
+    from embedselect.cli import main
+    sys.exit(main(sys.argv[3:]))
+    """
+)
+
+
+@pytest.mark.fault
+@pytest.mark.parametrize("stage", ["computing", "storing"])
+def test_a_rank_killed_while_it_holds_a_metric_lock_neither_blocks_nor_feeds_the_next_run(tmp_path, stage):
+    """``kill -9`` of a ``rank`` while it holds the lock of metric nn_agreement's result, computing it or storing it
+    (its row inserted, the transaction open): the system releases the lock with the process, so the next run does
+    not wait (it finishes well within its timeout, without the "another embedselect process is computing" line),
+    finds no result of the killed run (nothing half written is read) and computes it: the same scores as a run on
+    a cache that never saw the killed one."""
+    cache, marker = tmp_path / "cache", tmp_path / "marker"
+    argv = ["rank", SAMPLE, "-c", "text", "-m", ",".join(PAIR), "--metrics", "nn_agreement", "--cache-dir",
+            str(cache), "-q", "--json"]
+    env = {**os.environ, "PYTHONPATH": os.getcwd()}
+    child = subprocess.Popen([sys.executable, "-c", _CHILD, str(marker), stage, *argv], env=env,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 240
+        while not marker.exists():
+            assert child.poll() is None, "the run ended before it reached the metric"
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        locks = list((cache / "locks").glob("metric-*.lock"))
+        assert len(locks) == 1
+        probe = os.open(locks[0], os.O_RDWR)
+        try:
+            with pytest.raises(BlockingIOError):  # held by the run while it computes or stores
+                fcntl.flock(probe, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        finally:
+            os.close(probe)
+        os.kill(child.pid, signal.SIGKILL)
+    finally:
+        child.wait(timeout=60)
+    assert child.returncode == -signal.SIGKILL
+    assert Store.open(cache).query_df("SELECT count(*) AS n FROM metric_cache")["n"].tolist() == [0]
+    again = subprocess.run([sys.executable, "-m", "embedselect.cli", *argv], env=env, capture_output=True, text=True,
+                           timeout=240)
+    assert again.returncode == 0, again.stderr
+    assert "another embedselect process is computing" not in again.stderr
+    scores = {c["name"]: c["scores"] for c in json.loads(again.stdout)["candidates"]}
+    fresh = {c.name: c.scores for c in _rank(tmp_path / "fresh").ok}
+    assert scores == fresh
