@@ -37,6 +37,7 @@ AREAS: dict[str, str] = {
     "test_image_labels": "data loading",
     "test_embed": "models and backends",
     "test_checkpoint_weights": "models and backends",
+    "test_load_policy": "models and backends",
     "test_byo": "models and backends",
     "test_openai_api": "models and backends",
     "test_reduce": "models and backends",

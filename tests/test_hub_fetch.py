@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from embedselect.models import hub as H
-from embedselect.errors import CandidateError, ConfigError, HubError, UnsafeModelError
+from embedselect.errors import CandidateError, ConfigError, HubError, ModelLoadError, UnsafeModelError
 from embedselect.config import LoadPolicy
 from embedselect.store import Store
 from embedselect.store import hub_models
@@ -205,6 +205,37 @@ def test_a_router_model_from_the_hub_is_fetched_whole_and_ranked(hub, models, re
     assert "router_config.json" in str(err) and "modeling_evil.Evil" in str(err) and not evil.exists()
     assert "modeling_evil.py" not in _downloaded(hub, rid) and "query_0_Transformer/model.safetensors" not in \
         _downloaded(hub, rid)
+
+
+@pytest.mark.fault
+def test_a_peft_adapter_is_fetched_with_the_model_and_its_pickle_weights_refused(hub, models, retry, monkeypatch):
+    """The fetch left a repo's PEFT adapter (adapter_config.json, adapter_model.*) behind: the snapshot then loaded as
+    the base model alone, ranked under the adapter's name. It takes the adapter and the weights transformers reads
+    of it (adapter_model.safetensors first); a pickle-only adapter is refused before any weights are fetched."""
+    import json as _json
+
+    from embedselect.models.backends import loader
+
+    config = _json.dumps({"peft_type": "LORA", "base_model_name_or_path": "acme/base", "r": 2}).encode()
+    rid = _rid("adapter")
+    hub.publish(rid, models["text"], library_name="transformers",
+                extra_files={"adapter_config.json": config, "adapter_model.safetensors": b"{}",
+                             "adapter_model.bin": b"a pickle"})
+    fm = H.fetch_model(rid, retry=retry)
+    assert {"adapter_config.json", "adapter_model.safetensors", "model.safetensors"} <= set(fm.files)
+    assert "adapter_model.bin" not in _downloaded(hub, rid)
+    monkeypatch.setattr(loader, "_peft_available", lambda: False)
+    with pytest.raises(ModelLoadError, match="PEFT adapter"):  # not the base model, silently
+        loader.check_local_files(fm.local_dir, "transformers", LoadPolicy(), rid)
+
+    for backend, model in (("transformers", "text"), ("sentence-transformers", "st")):
+        rid = _rid("adapter-pickle")
+        hub.publish(rid, models[model], library_name=backend,
+                    extra_files={"adapter_config.json": config, "adapter_model.bin": b"a pickle"})
+        err = _refused(hub, rid, "pickle_only", retry=retry)
+        assert "PEFT adapter" in str(err) and "adapter_model.bin" in str(err) and "allow_pickle" in str(err)
+        fm = H.fetch_model(rid, policy=LoadPolicy(allow_pickle=True), retry=retry)
+        assert "adapter_model.bin" in fm.files
 
 
 def test_revision_is_pinned_to_a_commit(hub, models, retry):

@@ -11,10 +11,17 @@ from embedselect.config import DEFAULT_MAX_MODEL_BYTES, LoadPolicy  # the policy
 PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt", ".pkl", ".pickle")
 """Weight files that are unpickled on load (arbitrary code): refused unless ``allow_pickle``."""
 
-WeightsReader = Literal["transformers", "timm", "module"]
+WeightsReader = Literal["transformers", "timm", "module", "adapter"]
 """What reads a folder's weights: ``transformers`` (``from_pretrained``: a transformers model's root, a
-sentence-transformers model's root and its ``Transformer`` module folders), ``timm`` (``create_model("local-dir:")``
-at a timm model's root) or ``module`` (any other sentence-transformers module folder: ``Module.load_torch_weights``)."""
+sentence-transformers model's root and its ``Transformer`` module folders), ``timm``
+(``create_model("local-dir:")`` at a timm model's root), ``module`` (any other sentence-transformers module folder:
+``Module.load_torch_weights``) or ``adapter`` (a PEFT adapter beside a transformers model's weights,
+:data:`ADAPTER_CONFIG`: transformers' ``load_adapter``, which ``from_pretrained`` calls when peft is installed)."""
+
+ADAPTER_CONFIG = "adapter_config.json"
+"""The file that makes a folder read by transformers a PEFT adapter: with peft installed, ``from_pretrained`` (and
+sentence-transformers' ``Transformer``) then loads the adapter's weights too (:data:`WEIGHTS_READ_ORDER`
+``adapter``); without peft transformers loads the model without the adapter, and sentence-transformers fails."""
 
 WEIGHTS_READ_ORDER: dict[str, tuple[str, ...]] = {
     "transformers": ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin",
@@ -22,10 +29,12 @@ WEIGHTS_READ_ORDER: dict[str, tuple[str, ...]] = {
     "timm": ("model.safetensors", "pytorch_model.bin", "pytorch_model.pth", "model.pth", "open_clip_model.safetensors",
              "open_clip_pytorch_model.safetensors", "open_clip_pytorch_model.bin", "open_clip_pytorch_model.pth"),
     "module": ("model.safetensors", "pytorch_model.bin"),
+    "adapter": ("adapter_model.safetensors", "adapter_model.bin"),
 }
 """The weight files each reader looks for, in the order it looks (read from the installed libraries: transformers
 5's ``_get_resolved_checkpoint_files``, timm 1.0's ``_hub._PREFERRED_FILES``, sentence-transformers 6's
-``Module.load_torch_weights``); the first one present is the one read."""
+``Module.load_torch_weights``, transformers 5's ``PeftAdapterMixin.load_adapter``, which falls back to
+``adapter_model.bin`` even when called with ``use_safetensors=True``); the first one present is the one read."""
 
 _TIMM_FALLBACK = (".safetensors", ".pth", ".pth.tar", ".bin")
 """timm's ``_EXT_PRIORITY``: with none of its preferred names present, it reads the first file (sorted) of the first
@@ -131,6 +140,6 @@ def remedy(setting: str, model_id: str) -> str:
     return f"{lift} or opt in for this model (allow_models={{{model_id!r}}}{OPT_IN_LIFTS})"
 
 
-__all__ = ["DEFAULT_MAX_MODEL_BYTES", "NOT_WEIGHTS", "PICKLE_SUFFIXES", "WEIGHTS_READ_ORDER", "ConfiguredBy",
-           "LoadPolicy", "WeightsReader", "configured_by", "is_safetensors", "remedy", "remote_code_reason",
+__all__ = ["ADAPTER_CONFIG", "DEFAULT_MAX_MODEL_BYTES", "NOT_WEIGHTS", "PICKLE_SUFFIXES", "WEIGHTS_READ_ORDER",
+           "ConfiguredBy", "LoadPolicy", "WeightsReader", "configured_by", "is_safetensors", "remedy", "remote_code_reason",
            "weights_read"]

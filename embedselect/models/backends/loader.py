@@ -13,7 +13,7 @@ from embedselect.models.backends.reduce import REDUCTION_OPTIONS
 from embedselect.errors import ConfigError, EmbedselectError, ModelLoadError, UnsafeModelError
 from embedselect._util.kinds import BACKENDS, BASELINES, is_baseline_id
 from embedselect.models.layout import read_json
-from embedselect.models.policy import (NOT_WEIGHTS, PICKLE_SUFFIXES, LoadPolicy, WeightsReader, is_safetensors,
+from embedselect.models.policy import (ADAPTER_CONFIG, NOT_WEIGHTS, PICKLE_SUFFIXES, LoadPolicy, WeightsReader, is_safetensors,
                                        remedy, remote_code_reason, weights_read)
 
 log = logging.getLogger(__name__)
@@ -80,11 +80,13 @@ def check_local_files(local_dir: Path, backend: str, policy: LoadPolicy, model_i
     ``pytorch_model.bin``. A safetensors file the library does not read first does not count: timm reads
     ``pytorch_model.bin`` before ``open_clip_model.safetensors``, a ``Dense`` folder never reads a shard index.
     Custom code (``auto_map`` in a ``config.json``, or a ``modules.json`` module type outside
-    ``sentence_transformers.``) needs ``trust_remote_code``.
+    ``sentence_transformers.``) needs ``trust_remote_code``. A PEFT adapter in a folder transformers reads
+    (:func:`_check_adapter`) needs ``allow_pickle`` when its weights are a pickle, and peft installed.
 
     Raises:
         UnsafeModelError: ``reason="pickle_only"`` or ``reason="remote_code"``; the message names the option.
-        ModelLoadError: the folder is missing or has no weight files at all.
+        ModelLoadError: the folder is missing or has no weight files at all, or holds a PEFT adapter and peft is
+            not installed.
     """
     d = Path(local_dir)
     if not d.is_dir():
@@ -104,10 +106,12 @@ def check_local_files(local_dir: Path, backend: str, policy: LoadPolicy, model_i
         safe = [p for p in files if p.name.endswith(".safetensors")]
         pickles = [p for p in files if p.name.endswith(PICKLE_SUFFIXES) and p.name not in NOT_WEIGHTS]
         any_weights = any_weights or bool(safe or pickles)
-        if not pickles or policy.allow_pickle:
-            continue
         names = {p.name for p in files}
         reader = _reader(d, folder, backend)
+        if reader == "transformers" and ADAPTER_CONFIG in names:
+            _check_adapter(folder.relative_to(d).as_posix(), names, backend, policy, model_id)
+        if not pickles or policy.allow_pickle:
+            continue
         config = read_json(folder / "config.json") if reader == "transformers" else None
         explicit = config.get("transformers_weights") if isinstance(config, dict) else None
         first = weights_read(reader, names, explicit if isinstance(explicit, str) else None)
@@ -136,6 +140,45 @@ def check_local_files(local_dir: Path, backend: str, policy: LoadPolicy, model_i
         raise ModelLoadError(
             f"{model_id}: no weight files (*.safetensors) in {d}; the {backend} backend cannot load it"
         )
+
+
+def _check_adapter(where: str, names: set[str], backend: str, policy: LoadPolicy, model_id: str) -> None:
+    """Check the PEFT adapter (:data:`~embedselect.models.policy.ADAPTER_CONFIG`) in the folder ``where`` (relative
+    to the model folder, ``.`` for its root) holding the files ``names``, which transformers reads: with peft
+    installed, ``from_pretrained`` loads the adapter's weights after the model's (``weights_read("adapter")``:
+    ``adapter_model.safetensors``, else ``adapter_model.bin``, unpickled although the backend passes
+    ``use_safetensors=True``); without peft, transformers loads the model alone, the adapter left out, and
+    sentence-transformers fails.
+
+    Raises:
+        UnsafeModelError: ``reason="pickle_only"``: the adapter's weights that would be read are a pickle and
+            ``policy`` does not allow pickle (whether or not peft is installed).
+        ModelLoadError: peft is not installed, so the adapter would not be applied (the vectors would be the
+            base model's, ranked under the adapter's name)."""
+    place = "the model folder" if where == "." else f"{where}/"
+    adapter = weights_read("adapter", names)
+    if adapter is not None and not is_safetensors(adapter) and not policy.allow_pickle:
+        raise UnsafeModelError(
+            f"{model_id} has a PEFT adapter in {place} whose weights are a pickle ({adapter}); unpickling can run "
+            f"arbitrary code. {remedy('allow_pickle', model_id)} if you trust it, or convert it to safetensors "
+            "(adapter_model.safetensors).",
+            reason="pickle_only",
+        )
+    if not _peft_available():
+        raise ModelLoadError(
+            f"{model_id} is a PEFT adapter ({ADAPTER_CONFIG} in {place}), and the peft package is not installed: "
+            f"the {backend} backend would not apply the adapter (transformers loads the model without it, so the "
+            "vectors would not be the adapter's). Install peft, or merge the adapter into its model (peft's "
+            "merge_and_unload, then save_pretrained) and rank that folder."
+        )
+
+
+def _peft_available() -> bool:
+    """Whether peft is installed as transformers sees it (``is_peft_available``, what decides whether
+    ``from_pretrained`` loads an adapter)."""
+    from transformers.utils import is_peft_available
+
+    return bool(is_peft_available())
 
 
 def _reader(d: Path, folder: Path, backend: str) -> WeightsReader:

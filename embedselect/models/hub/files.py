@@ -9,7 +9,8 @@ from typing import Any, Iterable, Mapping, Sequence
 from embedselect.errors import CandidateError, ConfigError, UnsafeModelError
 from embedselect._util.kinds import BACKENDS
 from embedselect.models.layout import TOKENIZER_FILES
-from embedselect.models.policy import PICKLE_SUFFIXES, WEIGHTS_READ_ORDER, LoadPolicy, is_safetensors, remedy, weights_read
+from embedselect.models.policy import (ADAPTER_CONFIG, PICKLE_SUFFIXES, WEIGHTS_READ_ORDER, LoadPolicy, is_safetensors,
+                                       remedy, weights_read)
 
 
 
@@ -84,8 +85,10 @@ def select_files(
     files of numbered module folders (``1_Pooling/config.json``, ``2_Dense/...``); a Router (``router_config.json`` at
     the root) also its routes' module folders (``query_0_Transformer/...``), its root then needing no weights. timm: ``config.json`` +
     weights. transformers: ``config.json``, tokenizer / processor files, weights. Safetensors are preferred;
-    pickle weights are taken only when there are no safetensors and ``allow_pickle``. Every backend also takes the
-    model card, ``README.md``, when the repo has one (:mod:`embedselect.models.candidates.card` reads its ``base_model``).
+    pickle weights are taken only when there are no safetensors and ``allow_pickle``. A PEFT adapter at the root of a
+    transformers or sentence-transformers repo (``adapter_config.json``) is taken with the weights transformers reads
+    of it (``weights_read("adapter")``), a pickle only with ``allow_pickle``: left behind, the model would load
+    without it. Every backend also takes the model card, ``README.md``, when the repo has one (:mod:`embedselect.models.candidates.card` reads its ``base_model``).
 
     Returns:
         (files to download, the weight files among them), both sorted.
@@ -126,6 +129,21 @@ def select_files(
         wanted.update(chosen)
         weights.update(c for c in chosen if not c.endswith(".json"))
 
+    def take_adapter() -> None:
+        if ADAPTER_CONFIG not in fileset:
+            return
+        wanted.add(ADAPTER_CONFIG)
+        adapter = weights_read("adapter", [f for f in files if "/" not in f])
+        if adapter is not None and not is_safetensors(adapter) and not allow_pickle:
+            raise UnsafeModelError(
+                f"{repo_id} is a PEFT adapter whose weights are a pickle ({adapter}); loading them can run arbitrary "
+                f"code. {remedy('allow_pickle', repo_id)} if you trust it.",
+                reason="pickle_only",
+            )
+        if adapter is not None:
+            wanted.add(adapter)
+            weights.add(adapter)
+
     root = [f for f in files if "/" not in f]
     if backend == "timm":
         if "config.json" not in fileset:
@@ -136,12 +154,14 @@ def select_files(
         if "config.json" not in fileset:
             raise CandidateError(f"{repo_id} has no config.json, which transformers needs.")
         wanted.update(f for f in root if f == "config.json" or f in TOKENIZER_FILES or f in _PROCESSOR_FILES)
+        take_adapter()
         take_weights("", True)
     else:  # sentence-transformers
         if "modules.json" not in fileset and "config.json" not in fileset:
             raise CandidateError(f"{repo_id} has neither modules.json nor config.json; is it a sentence-transformers model?")
         wanted.update(f for f in root if f in _ST_CONFIG_FILES or f in TOKENIZER_FILES or f in _PROCESSOR_FILES)
         router = "router_config.json" in fileset  # a Router's weights are in its routes' folders, not the root
+        take_adapter()
         take_weights("", not router)
         folder_re = (_ST_MODULE_DIR, _ST_ROUTE_DIR) if router else (_ST_MODULE_DIR,)
         folders = sorted({f.split("/", 1)[0] for f in files

@@ -1,0 +1,88 @@
+"""The safe-loading rule on the layouts a library reads beyond a model's own weights (a PEFT adapter, a
+``transformers_weights`` file named in ``config.json``, a sentence-transformers ``CLIPModel`` module folder): which
+file the library reads there (``policy.weights_read``) decides, and a pickle is refused without the opt-in."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from embedselect.errors import ModelLoadError, UnsafeModelError
+from embedselect.models.backends import load_embedder
+from embedselect.models.backends import loader
+from embedselect.models.backends.loader import check_local_files
+from embedselect.models.candidates import parse_candidates, resolve_candidate
+from embedselect.models.policy import LoadPolicy
+from testkit import tinymodels as tm
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+ADAPTER = {"peft_type": "LORA", "base_model_name_or_path": "acme/base", "r": 2, "lora_alpha": 4,
+           "target_modules": ["query", "value"], "task_type": "FEATURE_EXTRACTION"}
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory):
+    base = tmp_path_factory.mktemp("tiny")
+    return {"hf_text": tm.make_tiny_transformers_text(base / "hf_text"),
+            "st": tm.make_tiny_sentence_transformer(base / "st")}
+
+
+def _load(path, policy=LoadPolicy()):
+    (c,) = parse_candidates(str(path), modality="text")
+    return load_embedder(resolve_candidate(c, policy=policy), device="cpu", policy=policy)
+
+
+def _adapter(folder, *weights: str) -> None:
+    """Make ``folder`` a PEFT adapter: its adapter_config.json and the adapter weight files ``weights`` (a
+    safetensors file with one tensor, a .bin that is no pickle at all: read, it would fail)."""
+    import torch
+    from safetensors.torch import save_file
+
+    (folder / "adapter_config.json").write_text(json.dumps(ADAPTER))
+    for name in weights:
+        if name.endswith(".safetensors"):
+            save_file({"lora_A": torch.zeros(2, 32)}, str(folder / name))
+        else:
+            (folder / name).write_bytes(b"a pickle")
+
+
+@pytest.mark.fault
+def test_a_peft_adapter_is_refused_without_peft_and_its_pickle_weights_without_the_opt_in(models, tmp_path,
+                                                                                          monkeypatch):
+    """transformers 5 loads a folder's PEFT adapter (adapter_config.json) only when peft is installed, reading
+    adapter_model.safetensors, else adapter_model.bin (unpickled, use_safetensors=True or not); without peft it
+    loads the model alone. peft is no dependency: the transformers backend ranked the base model under the
+    adapter's name, and sentence-transformers failed with an ImportError that suggested another backend."""
+    hf = shutil.copytree(models["hf_text"], tmp_path / "hf")
+    _adapter(hf, "adapter_model.safetensors")
+    monkeypatch.setattr(loader, "_peft_available", lambda: False, raising=False)  # as in the tests' environment
+    with pytest.raises(ModelLoadError, match="PEFT adapter .*peft package is not installed") as ei:
+        _load(hf)
+    assert "adapter_config.json in the model folder" in str(ei.value) and "merge_and_unload" in str(ei.value)
+    monkeypatch.setattr(loader, "_peft_available", lambda: True)  # peft installed: the safetensors adapter passes
+    check_local_files(hf, "transformers", LoadPolicy(), "hf")
+
+    (hf / "adapter_model.safetensors").unlink()
+    _adapter(hf, "adapter_model.bin")  # read by load_adapter when there is no adapter_model.safetensors
+    for peft in (True, False):  # refused whether or not peft is installed: the policy does not depend on it
+        monkeypatch.setattr(loader, "_peft_available", lambda: peft)
+        with pytest.raises(UnsafeModelError, match="allow_pickle") as ei:
+            check_local_files(hf, "transformers", LoadPolicy(), "hf")
+        assert ei.value.reason == "pickle_only" and "PEFT adapter" in str(ei.value)
+        assert "adapter_model.bin" in str(ei.value)
+    monkeypatch.setattr(loader, "_peft_available", lambda: True)
+    check_local_files(hf, "transformers", LoadPolicy(allow_pickle=True), "hf")  # the opt-in lifts it
+    _adapter(hf, "adapter_model.safetensors")  # read first: the pickle beside it is not read
+    check_local_files(hf, "transformers", LoadPolicy(), "hf")
+
+    st = shutil.copytree(models["st"], tmp_path / "st")  # sentence-transformers' Transformer at the root
+    _adapter(st, "adapter_model.bin")
+    with pytest.raises(UnsafeModelError, match="allow_pickle") as ei:
+        _load(st)
+    assert ei.value.reason == "pickle_only"
+    monkeypatch.setattr(loader, "_peft_available", lambda: False)
+    with pytest.raises(ModelLoadError, match="PEFT adapter"):
+        _load(st, LoadPolicy(allow_pickle=True))
