@@ -238,6 +238,32 @@ def test_a_peft_adapter_is_fetched_with_the_model_and_its_pickle_weights_refused
         assert "adapter_model.bin" in fm.files
 
 
+@pytest.mark.fault
+def test_pickle_weights_named_by_transformers_weights_are_refused_before_any_weights_are_fetched(hub, models, retry,
+                                                                                                  monkeypatch):
+    """transformers reads the file config.json names in transformers_weights (adapter_model.bin is the one pickle
+    name it takes there): the fetch took model.safetensors and left the named pickle behind, so the snapshot failed to
+    load. It is refused from the downloaded config, before any weights; online and offline."""
+    import json as _json
+
+    import huggingface_hub.constants as c
+
+    for backend, model in (("transformers", "text"), ("sentence-transformers", "st")):
+        config = _json.loads((models[model] / "config.json").read_text())
+        rid = _rid("named-pickle")
+        hub.publish(rid, models[model], library_name=backend,
+                    files={"config.json": _json.dumps({**config, "transformers_weights": "adapter_model.bin"}).encode(),
+                           "adapter_model.bin": b"a pickle"})
+        err = _refused(hub, rid, "pickle_only", retry=retry)
+        assert "transformers_weights: adapter_model.bin" in str(err) and "allow_pickle" in str(err)
+        assert H.fetch_model(rid, policy=LoadPolicy(allow_pickle=True), retry=retry).revision
+        monkeypatch.setattr(c, "HF_HUB_OFFLINE", True)  # the cached config is checked too
+        with pytest.raises(UnsafeModelError, match="transformers_weights") as ei:
+            H.fetch_model(rid, retry=retry)
+        assert ei.value.reason == "pickle_only"
+        monkeypatch.setattr(c, "HF_HUB_OFFLINE", False)
+
+
 def test_revision_is_pinned_to_a_commit(hub, models, retry):
     rid = _rid("st")
     old = hub.publish(rid, models["st"], library_name="sentence-transformers")

@@ -86,3 +86,22 @@ def test_a_peft_adapter_is_refused_without_peft_and_its_pickle_weights_without_t
     monkeypatch.setattr(loader, "_peft_available", lambda: False)
     with pytest.raises(ModelLoadError, match="PEFT adapter"):
         _load(st, LoadPolicy(allow_pickle=True))
+
+
+@pytest.mark.fault
+def test_pickle_weights_named_by_transformers_weights_in_config_json_are_refused(models, tmp_path):
+    """transformers 5 reads the file a config.json names in transformers_weights instead of its own order, and
+    accepts one pickle name there (adapter_model.bin, else only safetensors): beside model.safetensors, that
+    pickle is what gets read. The rule (weights_read's explicit) refused it; no test held it."""
+    for name, backend in (("hf_text", "transformers"), ("st", "sentence-transformers")):
+        d = shutil.copytree(models[name], tmp_path / name)
+        config = json.loads((d / "config.json").read_text())
+        (d / "config.json").write_text(json.dumps({**config, "transformers_weights": "adapter_model.bin"}))
+        (d / "adapter_model.bin").write_bytes(b"a pickle")
+        assert (d / "model.safetensors").is_file()
+        with pytest.raises(UnsafeModelError, match="allow_pickle") as ei:
+            check_local_files(d, backend, LoadPolicy(), name)
+        assert ei.value.reason == "pickle_only" and "adapter_model.bin" in str(ei.value)
+        check_local_files(d, backend, LoadPolicy(allow_pickle=True), name)  # the opt-in lifts it
+        (d / "config.json").write_text(json.dumps({**config, "transformers_weights": "model.safetensors"}))
+        check_local_files(d, backend, LoadPolicy(), name)  # a safetensors file named there: the pickle is not read

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
 from embedselect.errors import CandidateError, ConfigError, HubError, UnsafeModelError
-from embedselect.models.hub.files import check_policy, infer_backend, select_files
+from embedselect.models.hub.files import check_explicit_weights, check_policy, infer_backend, select_files
 from embedselect.models.hub.http import (
     SHA_RE,
     RetryPolicy,
@@ -184,7 +184,7 @@ def fetch_model(
 
     install_deadlines()  # every request below (info, tree, files) must be answered in full by a deadline
     info, sha, sizes, tags, chosen, files = _pin_and_check(repo_id, revision, backend, policy, token, retry)
-    local = _download_checked(repo_id, revision, sha, files, sizes, tags, policy, token, retry, progress)
+    local = _download_checked(repo_id, revision, sha, chosen, files, sizes, tags, policy, token, retry, progress)
     log.info("fetched %s@%s (%s, %d files)", repo_id, sha[:12], chosen, len(files))
     return FetchedModel(
         repo_id=repo_id,
@@ -244,11 +244,12 @@ def _pin_and_check(repo_id: str, revision: str | None, backend: str | None, poli
     return info, sha, sizes, tags, chosen, files
 
 
-def _download_checked(repo_id: str, revision: str | None, sha: str, files: list[str], sizes: dict[str, int | None],
-                      tags: list[str], policy: LoadPolicy, token: str | None, retry: RetryPolicy,
-                      progress: bool) -> Path:
-    """Download the config files first (remote code checked in them), then ``files`` at ``sha``; sizes verified
-    against the listing and the ref remembered. Returns the snapshot folder."""
+def _download_checked(repo_id: str, revision: str | None, sha: str, backend: str, files: list[str],
+                      sizes: dict[str, int | None], tags: list[str], policy: LoadPolicy, token: str | None,
+                      retry: RetryPolicy, progress: bool) -> Path:
+    """Download the config files first (remote code and ``backend``'s ``transformers_weights`` checked in them,
+    :func:`check_explicit_weights`), then ``files`` at ``sha``; sizes verified against the listing and the ref
+    remembered. Returns the snapshot folder."""
     from huggingface_hub import snapshot_download
 
     def download(patterns: list[str]) -> Path:
@@ -271,6 +272,7 @@ def _download_checked(repo_id: str, revision: str | None, sha: str, files: list[
             remote = remote_code_reason(tags, read_json(local / "config.json"), read_json(local / "modules.json"),
                                         read_json(local / "router_config.json"))
             check_policy(repo_id, policy, gated=None, remote_reason=remote, weights=(), sizes={})
+            check_explicit_weights(repo_id, backend, read_json(local / "config.json"), policy)
         local = with_retries(lambda: download(files), retry, f"files of {repo_id}", retryable=not_retried_by_hf)
         _verify_sizes(repo_id, sha, local, files, sizes)
         _remember_ref(local, revision, sha)
@@ -355,6 +357,7 @@ def _fetch_offline(repo_id: str, revision: str | None, backend: str | None, poli
     remote = remote_code_reason((), read_json(snap / "config.json"), read_json(snap / "modules.json"),
                                 read_json(snap / "router_config.json"))
     check_policy(repo_id, policy, gated=None, remote_reason=remote, weights=weights, sizes=sizes)
+    check_explicit_weights(repo_id, chosen, read_json(snap / "config.json"), policy)
     try:
         local = Path(snapshot_download(repo_id, revision=sha, allow_patterns=files, local_files_only=True))
     except Exception as exc:  # noqa: BLE001

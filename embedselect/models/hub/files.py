@@ -175,6 +175,26 @@ def select_files(
     return sorted(wanted), sorted(weights)
 
 
+def check_explicit_weights(repo_id: str, backend: str, config: Any, policy: LoadPolicy) -> None:
+    """Refuse a repo whose root ``config.json`` (``config``) names pickle weights in ``transformers_weights``, which
+    transformers' ``from_pretrained`` reads instead of its own order (``weights_read``'s ``explicit``) at the root of a
+    transformers or sentence-transformers repo, unless ``policy.allow_pickle``. Called once the config is downloaded,
+    before any weights are.
+
+    Raises:
+        UnsafeModelError(reason="pickle_only"): the named file is a pickle."""
+    explicit = config.get("transformers_weights") if isinstance(config, dict) and backend != "timm" else None
+    if not isinstance(explicit, str) or policy.allow_pickle:
+        return
+    read = weights_read("transformers", (), explicit)
+    if not is_safetensors(read):
+        raise UnsafeModelError(
+            f"{repo_id}'s config.json names pickle weights for transformers to read (transformers_weights: {read}); "
+            f"loading them can run arbitrary code. {remedy('allow_pickle', repo_id)} if you trust it.",
+            reason="pickle_only",
+        )
+
+
 def check_policy(
     repo_id: str,
     policy: LoadPolicy,
