@@ -105,3 +105,35 @@ def test_pickle_weights_named_by_transformers_weights_in_config_json_are_refused
         check_local_files(d, backend, LoadPolicy(allow_pickle=True), name)  # the opt-in lifts it
         (d / "config.json").write_text(json.dumps({**config, "transformers_weights": "model.safetensors"}))
         check_local_files(d, backend, LoadPolicy(), name)  # a safetensors file named there: the pickle is not read
+
+
+@pytest.mark.fault
+def test_a_clipmodel_module_folder_is_read_by_transformers_rules(tmp_path):
+    """sentence-transformers 6's CLIPModel module is a Transformer: transformers' from_pretrained reads its folder
+    (model.safetensors, then the shard index, then pytorch_model.bin; a config.json's transformers_weights first).
+    The check took it for a module read by load_torch_weights: it refused sharded safetensors beside a
+    pytorch_model.bin, and let through a pickle its config.json names."""
+    from transformers import CLIPModel
+
+    clip = tm.make_tiny_clip(tmp_path / "clip")
+    d = tmp_path / "st_clip"
+    folder = d / "0_CLIPModel"
+    CLIPModel.from_pretrained(clip).save_pretrained(folder, max_shard_size="40KB")
+    (folder / "model.safetensors").unlink(missing_ok=True)
+    assert (folder / "model.safetensors.index.json").is_file()
+    (folder / "pytorch_model.bin").write_bytes(b"not a pickle at all")  # never read: the index is read first
+    (d / "modules.json").write_text(json.dumps(
+        [{"idx": 0, "name": "0", "path": "0_CLIPModel", "type": "sentence_transformers.models.CLIPModel"}]))
+    check_local_files(d, "sentence-transformers", LoadPolicy(), "st_clip")
+
+    decoy = tmp_path / "decoy"
+    (decoy / "0_CLIPModel").mkdir(parents=True)
+    shutil.copy(d / "modules.json", decoy)
+    shutil.copy(clip / "model.safetensors", decoy / "0_CLIPModel")
+    config = json.loads((clip / "config.json").read_text())
+    (decoy / "0_CLIPModel" / "config.json").write_text(json.dumps({**config, "transformers_weights":
+                                                                   "adapter_model.bin"}))
+    (decoy / "0_CLIPModel" / "adapter_model.bin").write_bytes(b"a pickle")
+    with pytest.raises(UnsafeModelError, match="0_CLIPModel/") as ei:
+        check_local_files(decoy, "sentence-transformers", LoadPolicy(), "decoy")
+    assert ei.value.reason == "pickle_only" and "adapter_model.bin" in str(ei.value)

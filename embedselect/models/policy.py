@@ -13,10 +13,16 @@ PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt", ".pkl", ".pickle")
 
 WeightsReader = Literal["transformers", "timm", "module", "adapter"]
 """What reads a folder's weights: ``transformers`` (``from_pretrained``: a transformers model's root, a
-sentence-transformers model's root and its ``Transformer`` module folders), ``timm``
+sentence-transformers model's root and its module folders of a type in :data:`TRANSFORMERS_MODULES`), ``timm``
 (``create_model("local-dir:")`` at a timm model's root), ``module`` (any other sentence-transformers module folder:
 ``Module.load_torch_weights``) or ``adapter`` (a PEFT adapter beside a transformers model's weights,
 :data:`ADAPTER_CONFIG`: transformers' ``load_adapter``, which ``from_pretrained`` calls when peft is installed)."""
+
+TRANSFORMERS_MODULES = frozenset({"Transformer", "CLIPModel", "MLMTransformer"})
+"""The sentence-transformers module classes whose folder transformers' ``from_pretrained`` reads (the reader
+``transformers``): ``Transformer`` and its subclasses in sentence-transformers 6.2, the legacy ``CLIPModel``
+(``sentence_transformers.models.CLIPModel``, a ``Transformer`` since 5.4) and the sparse encoders'
+``MLMTransformer``. Every other module class reads its folder with ``Module.load_torch_weights`` (``module``)."""
 
 ADAPTER_CONFIG = "adapter_config.json"
 """The file that makes a folder read by transformers a PEFT adapter: with peft installed, ``from_pretrained`` (and
@@ -140,6 +146,6 @@ def remedy(setting: str, model_id: str) -> str:
     return f"{lift} or opt in for this model (allow_models={{{model_id!r}}}{OPT_IN_LIFTS})"
 
 
-__all__ = ["ADAPTER_CONFIG", "DEFAULT_MAX_MODEL_BYTES", "NOT_WEIGHTS", "PICKLE_SUFFIXES", "WEIGHTS_READ_ORDER",
-           "ConfiguredBy", "LoadPolicy", "WeightsReader", "configured_by", "is_safetensors", "remedy", "remote_code_reason",
+__all__ = ["ADAPTER_CONFIG", "DEFAULT_MAX_MODEL_BYTES", "NOT_WEIGHTS", "PICKLE_SUFFIXES", "TRANSFORMERS_MODULES",
+           "WEIGHTS_READ_ORDER", "ConfiguredBy", "LoadPolicy", "WeightsReader", "configured_by", "is_safetensors", "remedy", "remote_code_reason",
            "weights_read"]

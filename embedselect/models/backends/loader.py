@@ -13,7 +13,8 @@ from embedselect.models.backends.reduce import REDUCTION_OPTIONS
 from embedselect.errors import ConfigError, EmbedselectError, ModelLoadError, UnsafeModelError
 from embedselect._util.kinds import BACKENDS, BASELINES, is_baseline_id
 from embedselect.models.layout import read_json
-from embedselect.models.policy import (ADAPTER_CONFIG, NOT_WEIGHTS, PICKLE_SUFFIXES, LoadPolicy, WeightsReader, is_safetensors,
+from embedselect.models.policy import (ADAPTER_CONFIG, NOT_WEIGHTS, PICKLE_SUFFIXES, TRANSFORMERS_MODULES,
+                                       LoadPolicy, WeightsReader, is_safetensors,
                                        remedy, remote_code_reason, weights_read)
 
 log = logging.getLogger(__name__)
@@ -183,12 +184,14 @@ def _peft_available() -> bool:
 
 def _reader(d: Path, folder: Path, backend: str) -> WeightsReader:
     """What reads the weights of ``folder`` in the model folder ``d``: timm at a timm model's root, transformers at
-    any other root and in a sentence-transformers ``Transformer`` module's folder (its ``modules.json`` type), the
-    module's own loader (``model.safetensors`` else ``pytorch_model.bin``) in every other folder."""
+    any other root and in the folder of a sentence-transformers module whose class (its ``modules.json`` or
+    ``router_config.json`` type) is in :data:`~embedselect.models.policy.TRANSFORMERS_MODULES` (``Transformer``,
+    ``CLIPModel``, ...), the module's own loader (``model.safetensors`` else ``pytorch_model.bin``) in every other
+    folder."""
     if folder == d:
         return "timm" if backend == "timm" else "transformers"
     kind = _module_types(d).get(folder) if backend == "sentence-transformers" else None
-    return "transformers" if kind is not None and kind.rpartition(".")[2] == "Transformer" else "module"
+    return "transformers" if kind is not None and kind.rpartition(".")[2] in TRANSFORMERS_MODULES else "module"
 
 
 def _module_types(d: Path) -> dict[Path, str]:
