@@ -5,6 +5,7 @@ retitle the window or hide what follows; U+202E makes a name read as another).""
 from __future__ import annotations
 
 import io
+import re
 import sys
 
 import pytest
@@ -79,3 +80,47 @@ def test_a_log_line_quoting_a_crafted_file_name_stays_one_line_on_a_terminal(tmp
     assert len(lines) == 1, screen[-2000:]
     assert lines[0].startswith("WARNING embedselect.data") and "x ERROR embedselect: forged[2J line.png" in lines[0]
     assert "\x1b" not in screen
+
+
+FORGED = "m\nERROR forged: all good\x1b[31m"
+"""A model folder's name that printed a row of rank's table across two lines, the second reading as a log line."""
+
+
+def _forged_lines(text: str) -> list[str]:
+    """The lines of ``text`` that show the crafted name, each of which must hold it whole (its break a space)."""
+    lines = [ln for ln in text.splitlines() if "forged" in ln]
+    assert lines and all(re.search(r"\bm ERROR forged: all good", ln) for ln in lines), text
+    assert not [ln for ln in text.splitlines() if ln.lstrip().startswith("ERROR")], text
+    return lines
+
+
+@pytest.mark.fault
+def test_a_name_with_a_line_break_never_adds_a_line_to_a_table(monkeypatch, tmp_path):
+    """A local model in a folder named ``m\\nERROR forged: all good`` (an escape after it) printed rank's row across
+    two lines (``2     m`` / ``ERROR forged: all good  0.58 ...``), on a terminal too (its cleaning keeps line
+    breaks), and so did each note, cache ls's row and leaderboard --list's first. Each cell and each line under a
+    table is one line (cli.format.cell: publish.text.terminal_line on a terminal, its one_line half on a pipe)."""
+    import pandas as pd
+
+    from embedselect.cli.publish import _ranking_list
+    from testkit.tinymodels import make_tiny_sentence_transformer
+
+    monkeypatch.setenv("COLUMNS", "400")  # the terminal's width: the lines under the table are not wrapped
+    folder = make_tiny_sentence_transformer(tmp_path / FORGED, seed=1)
+    cache = ["--cache-dir", str(tmp_path / "cache")]
+    argv = ["rank", str(sample_path("texts")), "--column", "text", "--max-items", "60", "--metrics",
+            "nn_agreement,rankme", "-m", f"{folder},random-projection,tfidf-svd", "-q", *cache]
+    for out in (_Tty(), io.StringIO()):
+        monkeypatch.setattr(sys, "stdout", out)
+        assert cli.main(argv) == 0 and cli.main(["cache", "ls", *cache]) == 0
+        shown = out.getvalue()
+        rows = [ln for ln in _forged_lines(shown) if re.match(r"\d+ ", ln)]
+        assert len(rows) == 1, shown  # the ranking's row, whole
+        assert len([ln for ln in _forged_lines(shown) if "local:" in ln]) == 1, shown  # cache ls's row
+        assert ("\x1b" in shown) is not isinstance(out, _Tty)  # a pipe keeps the other characters
+    first = pd.DataFrame({"ranking_id": ["a" * 32], "created_at": ["2026-01-01T00:00:00Z"], "source": ["t.csv"],
+                          "fingerprint": ["f" * 64], "n_candidates": [3], "first": [FORGED], "decided": [True],
+                          "metrics": ["rankme"]})
+    for tty in (True, False):
+        monkeypatch.setattr(sys, "stdout", _Tty() if tty else io.StringIO())
+        assert len(_forged_lines(_ranking_list(first))) == 1

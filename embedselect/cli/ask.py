@@ -33,7 +33,7 @@ def cmd_ask(args) -> int:
                           config=rank_config(args), runtime=runtime(args),
                           check_out=lambda p: check_output_path(p, option="--out", cache_dir=args.cache_dir,
                                                                 updatable=_is_questions_file(p, args)))
-    from embedselect.cli.format import failure_lines
+    from embedselect.cli.format import cell, failure_lines, prose, stdout_is_terminal
     from embedselect.cli.rank import exit_status
 
     # a candidate that failed in the ranking is in no question: said as rank says it (its '!' line; on stderr under
@@ -41,7 +41,7 @@ def cmd_ask(args) -> int:
     failed = {c.name: f"{c.error_type}: {c.error}" for c in session.ranking.failed}
     if args.interactive:
         for line in failure_lines(session.ranking):
-            print(line)
+            print(prose(line, stdout_is_terminal()))
         status = interactive(session, sys.stdin, sys.stdout, viewer=args.open)
         return status or exit_status(failed, strict=args.strict, hits=[])
     from embedselect.validation.questions import questions_frame
@@ -53,10 +53,11 @@ def cmd_ask(args) -> int:
         return exit_status(failed, strict=args.strict, hits=[])
     answered = sum(1 for q in session.questions if q.answer)
     where = f" in {session.out}" if session.out else ""
-    print(f"{len(session.questions)} questions{where} ({session.n_new} new, {answered} answered) deciding between "
-          f"{', '.join(session.contenders)}, the contenders of {session.ranking_note}.")
+    tty = stdout_is_terminal()
+    print(cell(f"{len(session.questions)} questions{where} ({session.n_new} new, {answered} answered) deciding "
+               f"between {', '.join(session.contenders)}, the contenders of {session.ranking_note}.", tty))
     for line in failure_lines(session.ranking):
-        print(line)
+        print(prose(line, tty))
     if session.out:
         print(f"answer them with --interactive, or fill the answer column with a, b or skip; then: embedselect rank "
               f"... --answers {session.out}")
@@ -156,21 +157,23 @@ def interactive(session: Any, stdin: TextIO, out: TextIO, *, viewer: bool = Fals
     (:func:`embedselect.validation.duels.verdict`). Returns the exit status."""
     from embedselect.validation.questions import with_answer
 
-    width = columns(out)
+    from embedselect.cli.format import cell, stdout_is_terminal
+
+    width, tty = columns(out), stdout_is_terminal(out)
     image = session.ref.modality == "image"
     opener, why = _viewer() if (viewer and image) else (None, "")
     if viewer and image and opener is None:
         print(f"note: {why}: --open shows nothing; open the paths shown yourself", file=out)
     started: list[subprocess.Popen] = []
     total = len(session.questions)
-    print(f"deciding between {', '.join(session.contenders)} (the contenders of {session.ranking_note}); answers "
-          f"are saved in {session.out} as you go", file=out)
+    print(cell(f"deciding between {', '.join(session.contenders)} (the contenders of {session.ranking_note}); "
+               f"answers are saved in {session.out} as you go", tty), file=out)
     undo: list[int] = []
 
     def tally() -> Any:
         v = _tally(session)
         n_skip = sum(1 for q in session.questions if q.answer == "skip")
-        print(f"tally: {v.n_answered} answered, {n_skip} skipped; {v.summary()}", file=out, flush=True)
+        print(cell(f"tally: {v.n_answered} answered, {n_skip} skipped; {v.summary()}", tty), file=out, flush=True)
         return v
 
     if tally().decided:

@@ -20,13 +20,15 @@ def cmd_cache(args) -> int:
         elif df.empty:
             print(f"cache {store.root}: empty")
         else:
+            from embedselect.cli.format import frame_cells, stdout_is_terminal
             from embedselect.publish.text import MISSING, short_revision
 
             df = df.assign(run_key=df.run_key.str[:12], fingerprint=df.fingerprint.str[:12],
                            revision=df.revision.map(short_revision))
             print(f"cache {store.root}: {len(df)} embedding run(s), {df.bytes.sum() / 1e6:.1f} MB")
             # an unknown value (the seconds of a run put together from earlier runs) as every table shows one
-            print(df.drop(columns=["created_at"]).to_string(index=False, na_rep=MISSING))
+            shown = frame_cells(df.drop(columns=["created_at"]), stdout_is_terminal())
+            print(shown.to_string(index=False, na_rep=MISSING))
         return 0
     if args.cache_cmd == "rm":
         return _rm(store, args)

@@ -20,23 +20,52 @@ def fmt(v: Any) -> str:
     return str(v)
 
 
-def format_table(ranking, width: int | None = None) -> str:
+def cell(text: Any, tty: bool) -> str:
+    """``text`` as a cell of a table the CLI prints (the ranking's, hub ls's, cache ls's, leaderboard --list's), or
+    a line under one that quotes a name: always one line, so that a name holding a line break (a model folder named
+    ``m\\nERROR forged: ...``) cannot print a row across two lines or a line that reads as another; on a terminal
+    (``tty``) also without control and bidi characters, measured as the terminal shows it
+    (:func:`embedselect.publish.text.terminal_line`, the rule of stderr's lines too); to a pipe or a file the other
+    characters are kept as they are (:func:`embedselect.publish.text.one_line`)."""
+    from embedselect.publish.text import one_line, terminal_line
+
+    return terminal_line(text) if tty else one_line(text)
+
+
+def frame_cells(df: Any, tty: bool) -> Any:
+    """A DataFrame printed as a table (``cache ls``, ``leaderboard --list``) with each text cell :func:`cell`."""
+    return df.map(lambda v: cell(v, tty) if isinstance(v, str) else v)
+
+
+def prose(line: str, tty: bool) -> str:
+    """A line of words under a table (a note, a failure's ``!`` line, a check's line) as :func:`cell`, its leading
+    indent kept."""
+    body = line.lstrip(" ")
+    return line[:len(line) - len(body)] + cell(body, tty)
+
+
+def format_table(ranking, width: int | None = None, *, tty: bool | None = None) -> str:
     """A plain-text table of a Ranking, best first, with the lines that belong under it. A ``kind`` column (hub,
     local, baseline, vectors, api, embedder: :func:`~embedselect._util.kinds.kind_of_model_id`) follows the
     candidate's name when a row is one the user brought (precomputed vectors, a hosted API, an embedder object), as
     ``params`` and ``tokens`` appear only when a row has them.
 
     ``width`` (a terminal's columns; :func:`table_width`) fits the table to it by :func:`fit_columns`' order, with
-    a line naming what was left out, and wraps the lines under it at words; names are measured there as the
-    terminal shows them, without control characters. None (a pipe, a file, ``--wide``) prints every column."""
-    from embedselect.publish.text import count, rate, terminal
+    a line naming what was left out, and wraps the lines under it at words. None (a pipe, a file, ``--wide``) prints
+    every column.
+
+    Every cell and every line under the table is one line (:func:`cell`, :func:`prose`); ``tty`` (default: whether
+    ``width`` is given; ``rank`` passes whether stdout is a terminal, ``--wide`` too) also drops their control
+    characters, so that they are measured as the terminal shows them."""
+    from embedselect.publish.text import count, rate
 
     from embedselect._util.kinds import BROUGHT_KINDS, kind_of_model_id
 
     cands = ranking.candidates
     kinds = [kind_of_model_id(c.model_id) for c in cands]
-    names = [c.name if width is None else terminal(c.name) for c in cands]  # measured as the terminal shows them
-    cols = [Column("rank", "rank", [fmt(c.rank) for c in cands]), Column("candidate", "candidate", names)]
+    tty = width is not None if tty is None else tty
+    cols = [Column("rank", "rank", [fmt(c.rank) for c in cands]),
+            Column("candidate", "candidate", [c.name for c in cands])]
     if any(k in BROUGHT_KINDS for k in kinds):  # the kind column, when a row is vectors, an API or an object
         cols.append(Column("kind", "kind", [fmt(k) for k in kinds]))
     cols.append(Column("score", "score", [fmt(c.combined_score) for c in cands]))
@@ -59,6 +88,7 @@ def format_table(ranking, width: int | None = None) -> str:
         cols.append(Column("tokens", "tokens", [fmt(c.api_tokens) for c in cands]))
     cols += [Column("cached", "cached", [_cached_cell(c) for c in cands]),
              Column("status", "status", [c.status if c.ok else f"FAILED: {c.error_type}" for c in cands])]
+    cols = [replace(c, cells=[cell(v, tty) for v in c.cells]) for c in cols]
     left_out: list[str] = []
     if width is not None:
         weights = (ranking.settings or {}).get("combined_weights") or {}
@@ -82,14 +112,15 @@ def format_table(ranking, width: int | None = None) -> str:
         lines.append(f"answers: the share of your {a.get('n_answered')} answered questions ({a.get('n_skipped')} "
                      "skipped) each candidate orders your way [95 % Wilson interval]")
     lines += failure_lines(ranking)
+    lines[len(cands) + 2:] = [prose(line, tty) for line in lines[len(cands) + 2:]]
     if ranking.validation:
-        lines += ["", *format_validation(ranking)]
+        lines += ["", *format_validation(ranking, tty=tty)]
     if getattr(ranking, "retrieval", None):
-        lines += ["", *format_retrieval(ranking)]
-    lines += note_lines(ranking)
+        lines += ["", *format_retrieval(ranking, tty=tty)]
+    lines += [prose(line, tty) for line in note_lines(ranking)]
     timing = format_timings(getattr(ranking, "timings", None) or {})
     if timing:
-        lines.append(timing)
+        lines.append(prose(timing, tty))
     if width is not None:  # the lines under the table wrap at words, indented under their first word
         lines[len(cands) + 2:] = [part for line in lines[len(cands) + 2:] for part in _wrap(line, width)]
     return "\n".join(lines)
@@ -163,16 +194,21 @@ def fit_columns(cols: list[Column], width: int, weights: Mapping[str, float]) ->
     return cols, left_out
 
 
+def stdout_is_terminal(stream: Any = None) -> bool:
+    """Whether ``stream`` (default stdout) is a terminal: what a table printed there is cleaned for (:func:`cell`)."""
+    stream = sys.stdout if stream is None else stream
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
+
+
 def table_width(stream: Any = None, *, wide: bool = False) -> int | None:
     """The width a ranking table printed on ``stream`` (default stdout) is fitted to (:func:`format_table`): the
     terminal's columns when it is a terminal (:func:`embedselect._util.terminal.columns`, the progress line's rule
     too); None (every column) with ``wide`` (``--wide``) or when it is a pipe or a file."""
     stream = sys.stdout if stream is None else stream
-    try:
-        terminal = stream.isatty()
-    except (AttributeError, ValueError):
-        terminal = False
-    return columns(stream) if terminal and not wide else None
+    return columns(stream) if stdout_is_terminal(stream) and not wide else None
 
 
 def _cached_cell(c: Any) -> str:
@@ -225,29 +261,30 @@ def _interval(lo: Any, hi: Any, spec: str) -> str:
     return f"[{lo:{spec}}, {hi:{spec}}]"
 
 
-def format_validation(ranking) -> list[str]:
+def format_validation(ranking, *, tty: bool = False) -> list[str]:
     """The lines of a ranking's check against the user's labels (``Ranking.validation``): per candidate the
     held-out accuracy with its bootstrap interval and chance level, which probe produced it, each label-free
-    score's rank correlations with their intervals, its top pick and wrong pairs, and the validation's warnings."""
+    score's rank correlations with their intervals, its top pick and wrong pairs, and the validation's warnings.
+    Each line is one line, names as :func:`cell` shows them (``tty``: for a terminal)."""
     v = ranking.validation
     col = v.get("accuracy_column", "logistic_acc")
     probe = v.get("probe_settings") or {}
     table = v.get("table") or {}
     pct = f"{100 * float(v.get('level', 0.9)):g}%"
-    rows = [(c.name, table.get(c.name, {})) for c in ranking.ok]
+    rows = [(cell(c.name, tty), table.get(c.name, {})) for c in ranking.ok]
     chance = next((r.get("chance") for _, r in rows if r.get("chance") is not None), None)
     n_labeled = fmt(next((r.get("n_labeled") for _, r in rows), None))
-    lines = [
+    lines = [prose(line, tty) for line in [
         f"validation against your labels: held-out accuracy on {n_labeled} labelled items, "
         + f"{fmt(probe.get('n_classes'))} classes, {fmt(probe.get('n_folds'))}-fold cross-validation",
         f"  probe: {probe.get('accuracy_probe', col)}",
         f"  chance (always the most frequent class) {fmt3(chance)}",
         f"  accuracy [{pct} bootstrap interval] of each candidate:",
-    ]
+    ]]
     width = max((len(name) for name, _ in rows), default=0)
     for name, r in rows:
         lines.append(f"    {name.ljust(width)}  {fmt3(r.get(col))} {_interval(r.get(col + '_lo'), r.get(col + '_hi'), '.3f')}")
-    return lines + _score_check_lines(ranking, v, "accuracy", "these accuracies", pct)
+    return lines + [prose(line, tty) for line in _score_check_lines(ranking, v, "accuracy", "these accuracies", pct)]
 
 
 def _score_check_lines(ranking, check: dict, truth: str, predicted: str, pct: str) -> list[str]:
@@ -282,10 +319,11 @@ def _score_check_lines(ranking, check: dict, truth: str, predicted: str, pct: st
     return lines + [f"  note: {w}" for w in check.get("warnings") or []]
 
 
-def format_retrieval(ranking) -> list[str]:
+def format_retrieval(ranking, *, tty: bool = False) -> list[str]:
     """The lines of a ranking's search check against the user's queries (``Ranking.retrieval``): per candidate
     MRR@10 with its bootstrap interval, nDCG@10, recall@1 and recall@10 and the prompts it searched with, then each
-    label-free score's rank correlations with MRR@10, its top pick and wrong pairs, and the check's warnings."""
+    label-free score's rank correlations with MRR@10, its top pick and wrong pairs, and the check's warnings. Each
+    line is one line, names as :func:`cell` shows them (``tty``: for a terminal)."""
     r = ranking.retrieval
     q = r.get("queries") or {}
     pct = f"{100 * float(r.get('level') or 0.9):g}%"
@@ -294,17 +332,18 @@ def format_retrieval(ranking) -> list[str]:
              f"{fmt(q.get('relevant_per_query'))} relevant items per query on average; exact cosine search over the "
              "items",
              f"  MRR@10 [{pct} bootstrap interval over the queries], nDCG@10, recall@1, recall@10 of each candidate:"]
-    width = max((len(c.name) for c in ranking.ok if c.name in scores), default=0)
+    lines = [prose(line, tty) for line in lines]
+    width = max((len(cell(c.name, tty)) for c in ranking.ok if c.name in scores), default=0)
     for c in ranking.ok:
         s = scores.get(c.name)
         if s is None:
             continue
         prompts = (r.get("prompts") or {}).get(c.name) or {}
         used = ", ".join(f"{role} prompt {name!r}" for role, name in prompts.items() if name)
-        lines.append(f"    {c.name.ljust(width)}  {fmt3(s.get('mrr@10'))} {_interval(s.get('mrr@10_lo'), s.get('mrr@10_hi'), '.3f')}"
+        lines.append(f"    {cell(c.name, tty).ljust(width)}  {fmt3(s.get('mrr@10'))} {_interval(s.get('mrr@10_lo'), s.get('mrr@10_hi'), '.3f')}"
                      f"  {fmt3(s.get('ndcg@10'))}  {fmt3(s.get('recall@1'))}  {fmt3(s.get('recall@10'))}"
-                     + (f"  ({used})" if used else ""))
-    return lines + _score_check_lines(ranking, r, "MRR@10", "MRR@10", pct)
+                     + (f"  ({cell(used, tty)})" if used else ""))
+    return lines + [prose(line, tty) for line in _score_check_lines(ranking, r, "MRR@10", "MRR@10", pct)]
 
 
 def fmt2(v: Any) -> str:

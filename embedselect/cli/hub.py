@@ -11,7 +11,6 @@ import argparse
 import json
 import re
 import sys
-from typing import Any
 
 from embedselect.cli.common import add_cache_dir_arg, add_log_args, stderr_line
 from embedselect.errors import EXIT_CODES, ConfigError
@@ -87,20 +86,15 @@ def _fmt(v) -> str:
 
 
 def _table(rows: list[dict], cols: list[str], *, terminal: bool | None = None) -> str:
-    """The hub models as a plain table, one line per model: a cell's line breaks (a license tag or library name from
-    the hub holding one printed a line that read as another model's row) are spaces, to a pipe as on a terminal. On
-    a terminal (``terminal``, default: stdout is one) the cells also lose their terminal control characters before
-    they are measured: a crawled id with an escape sequence shifted its row (the characters were dropped only when
-    written)."""
-    from embedselect.publish.text import terminal as clean
+    """The hub models as a plain table, one line per model: each cell is :func:`embedselect.cli.format.cell` (a
+    license tag or library name from the hub holding a line break printed a line that read as another model's row),
+    to a pipe as on a terminal. On a terminal (``terminal``, default: stdout is one) the cells also lose their
+    terminal control characters before they are measured: a crawled id with an escape sequence shifted its row (the
+    characters were dropped only when written)."""
+    from embedselect.cli.format import cell, stdout_is_terminal
 
-    on_tty = sys.stdout.isatty() if terminal is None else terminal
-
-    def cell(v: Any) -> str:
-        text = " ".join(_fmt(v).splitlines())
-        return clean(text) if on_tty else text
-
-    cells = [[cell(r.get(c)) for c in cols] for r in rows]
+    on_tty = stdout_is_terminal() if terminal is None else terminal
+    cells = [[cell(_fmt(r.get(c)), on_tty) for c in cols] for r in rows]
     widths = [max(len(c), *(len(row[i]) for row in cells)) if cells else len(c) for i, c in enumerate(cols)]
     lines = ["  ".join(c.ljust(w) for c, w in zip(cols, widths))]
     lines += ["  ".join(v.ljust(w) for v, w in zip(row, widths)) for row in cells]

@@ -93,9 +93,12 @@ def cmd_card(args) -> int:
 def _ranking_list(df: Any) -> str:
     """``leaderboard --list`` for a person: each stored ranking by the 12-character prefix ``--ranking`` takes, its
     time, data file, size and first row (marked when the ranking did not decide), then its metrics (the JSON has
-    the full ids and fingerprints; the table was 64-hex fingerprints and 32-hex ids, over 200 characters wide)."""
+    the full ids and fingerprints; the table was 64-hex fingerprints and 32-hex ids, over 200 characters wide); each
+    text cell one line (:func:`embedselect.cli.format.cell`)."""
     import numpy as np
     import pandas as pd
+
+    from embedselect.cli.format import frame_cells, stdout_is_terminal
 
     if df.empty:
         return "no stored rankings: run embedselect rank first"
@@ -109,7 +112,7 @@ def _ranking_list(df: Any) -> str:
         "first": first,
         "metrics": df["metrics"],
     })
-    return view.to_string(index=False)
+    return frame_cells(view, stdout_is_terminal()).to_string(index=False)
 
 
 def cmd_leaderboard(args) -> int:

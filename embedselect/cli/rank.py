@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from embedselect.cli.format import format_table, table_width
+from embedselect.cli.format import format_table, stdout_is_terminal, table_width
 from embedselect.cli.common import (
     add_cache_dir_arg,
     add_log_args,
@@ -117,7 +117,8 @@ def cmd_rank(args) -> int:
     ranking = select(args.data, args.models, config=rank_config(args), runtime=runtime(args),
                      queries=getattr(args, "queries", None),
                      answers=getattr(args, "answers", None))
-    emit(args, ranking.to_json(), format_table(ranking, width=table_width(wide=args.wide)), ranking)
+    table = format_table(ranking, width=table_width(wide=args.wide), tty=stdout_is_terminal())
+    emit(args, ranking.to_json(), table, ranking)
     if tracking is not None:
         from embedselect.integrations.mlflow import log_ranking
 
@@ -228,7 +229,8 @@ def cmd_demo(args) -> int:
         print(f"embedselect demo: ranking {len(models)} candidates on {data.name} (bundled, offline)", file=sys.stderr)
     ranking = select(data, models, config=RankConfig(column="text", labels="label", seed=args.seed),
                      runtime=runtime(args))
-    emit(args, ranking.to_json(), format_table(ranking, width=table_width(wide=args.wide)), ranking)
+    table = format_table(ranking, width=table_width(wide=args.wide), tty=stdout_is_terminal())
+    emit(args, ranking.to_json(), table, ranking)
     return 0
 
 

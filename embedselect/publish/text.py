@@ -46,12 +46,20 @@ def terminal(text: str) -> str:
     return "".join(ch for ch in text if ch in "\n\t" or (unicodedata.category(ch) != "Cc" and ch not in _BIDI_CONTROLS))
 
 
+def one_line(text: Any) -> str:
+    """``text`` as one line: line breaks (``\\r`` too), tabs and runs of white space as one space. The line half of
+    :func:`terminal_line`, alone where the other characters are kept as they are (a table's cell on a pipe) and in
+    a Markdown cell (:func:`md`)."""
+    return " ".join(str(text).split())
+
+
 def terminal_line(text: Any) -> str:
-    """``text`` as one line for a person at a terminal: :func:`terminal`, then line breaks, tabs and runs of spaces
-    as one space. The one rule for a line on stderr that may quote untrusted text (a hub model's id or error, a file
-    name, a failure's reason): the CLI's warnings and notes, every log record's message and the one-line error, so
-    that a name holding a line break cannot print a line of its own that reads as another log line."""
-    return " ".join(terminal(str(text)).split())
+    """``text`` as one line for a person at a terminal: :func:`terminal`, then :func:`one_line`. The one rule for a
+    line on stderr that may quote untrusted text (a hub model's id or error, a file name, a failure's reason): the
+    CLI's warnings and notes, every log record's message and the one-line error, so that a name holding a line
+    break cannot print a line of its own that reads as another log line; and for each cell of a table the CLI
+    prints on a terminal (``cli.format.cell``)."""
+    return one_line(terminal(str(text)))
 
 
 MISSING = "-"
@@ -110,7 +118,7 @@ def name_html(v: Any) -> str:
 
 def md(v: Any) -> str:
     """Escape text for a Markdown table cell (no HTML, no links, no cell breaks, one line)."""
-    return _MD_SPECIAL.sub(r"\\\1", " ".join(clean(v).split()))
+    return _MD_SPECIAL.sub(r"\\\1", one_line(clean(v)))
 
 
 def safe_filename(name: str, *, max_len: int = 80) -> str:
