@@ -98,7 +98,15 @@ class Embedder(Protocol):
 
     def settings(self) -> dict[str, Any]:
         """JSON-serialisable settings that change the output (pooling, normalisation, max length,
-        image size, seed, dimension...). They are part of the cache key."""
+        image size, seed, dimension...). They are stored with the run in the cache, as its record
+        (``embedding_runs.settings``, beside the load's count of untrained weights) that a later run reads back.
+
+        They are not the cache key: a run's key (:func:`embedselect.store.keys.run_key`, built in
+        ``pipeline.embedding``) covers the candidate's options as given (``?pooling=cls``), not these. The
+        exception is a built-in baseline, whose key holds the ``settings()`` (less ``fit``) of a baseline built
+        from the options (:func:`~embedselect.models.backends.baselines.baseline_key_options`, so that a default
+        written out shares the key); a fitted baseline also keeps them in its ``fit_state``, and refuses a state
+        fitted with other settings."""
         ...
 
     def embed(
