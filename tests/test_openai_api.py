@@ -222,6 +222,19 @@ def test_cli_ranks_an_api_candidate_with_a_baseline(server, key, tmp_path, capsy
         {"api": "api", "tfidf-svd": "baseline"}, rows
 
 
+def test_an_index_of_an_api_needs_its_revision_and_says_so_before_any_call(server, key, tmp_path, capsys):
+    """`embedselect index` of a hosted API without ?revision= is a usage error naming the fix, before any request (it
+    was 'unexpected AssertionError', exit 1, after the items were paid for); with a revision the index is written."""
+    spec = f"api=openai:fake-embed?base_url={server.url}"
+    argv = ["index", str(SAMPLE), "-c", "text", "--cache-dir", str(tmp_path / "c")]
+    assert main([*argv, "--model", spec, "--out", str(tmp_path / "idx")]) == 2
+    err = capsys.readouterr().err
+    assert "?revision=" in err and "AssertionError" not in err, err
+    assert server.requests == [] and not (tmp_path / "idx").exists()
+    assert main([*argv, "--model", spec + "&revision=v1", "--out", str(tmp_path / "idx")]) == 0
+    assert (tmp_path / "idx" / "manifest.json").is_file()
+
+
 def test_rows_come_back_in_index_order_whatever_order_the_server_sends(server, key):
     server.faults = [{"reverse": True, "forever": True}]
     out = _embedder(server, batch_size=4).embed(TEXTS)

@@ -170,6 +170,11 @@ def build_index(
         log.info("best candidate of the stored ranking: %s", cand.name)
     else:
         cand = one_candidate(model, ref.modality)
+    if cand.kind in ("api", "embedder") and not cand.revision:  # its vectors are kept for one run only
+        fix = "add ?revision=NAME to its spec" if cand.kind == "api" else "give Candidate(..., revision=...)"
+        raise ConfigError(f"{cand.name}: an index needs a model pinned to a revision, so that a query is embedded by "
+                          f"the model that embedded the items; a {'hosted API' if cand.kind == 'api' else 'embedder'} "
+                          f"without one may change behind its name: {fix}")
     reduced = sorted(k for k in REDUCTION_OPTIONS if cand.options.get(k) is not None)
     if reduced:
         raise ConfigError(f"{cand.name} is a {'/'.join('?' + k + '=' for k in reduced)} variant of its model: an index "
