@@ -108,6 +108,32 @@ def test_decide_a_reference_point_first_is_not_a_decision():
     assert decide({"lite1": 0.9, "pixel-pca": 0.8, "lite0": 0.7, "lite2": 0.6}, references={"pixel-pca"}).decided
 
 
+def test_decide_an_untrained_checkpoint_first_is_not_a_decision():
+    from embedselect.ranking.combine import SETTLE, decide
+
+    # three model families and two reference points, the signals agree: decided, unless the first looks untrained
+    pool = {"fresh-a": 0.9, "fresh-b": 0.8, "trained": 0.7, "tfidf": 0.3, "random": 0.1}
+    refs = {"tfidf", "random"}
+    assert decide(pool, references=refs).decided
+    d = decide(pool, references=refs, untrained={"fresh-a", "fresh-b"})
+    assert not d.decided and d.leaders == ["fresh-a", "trained"] and d.codes == ["undecided"] and d.settle == SETTLE
+    assert d.reasons == ["fresh-a looks like an untrained checkpoint (every normalisation layer at its initial "
+                         "values), and it is first: its vectors are random, and random models can agree with each "
+                         "other well enough to lead; it is not a pick; trained is the first candidate that is neither "
+                         "untrained nor a reference point"]
+    # the plausible best skips the reference points and the untrained ones below the first, a variant included
+    d = decide({"fresh": 0.9, "tfidf": 0.8, "fresh2": 0.7, "a-cls": 0.6, "a": 0.5, "b": 0.4},
+               references={"tfidf"}, untrained={"fresh", "fresh2"}, families={"a-cls": "a"})
+    assert not d.decided and d.leaders == ["fresh", "a-cls"]
+    # no trained model: undecided, nobody joins
+    d = decide({"fresh": 0.9, "fresh2": 0.8, "fresh3": 0.7, "tfidf": 0.3, "random": 0.1}, references=refs,
+               untrained={"fresh", "fresh2", "fresh3"})
+    assert not d.decided and d.leaders == ["fresh"] and d.reasons[0].endswith(
+        "no candidate that is neither untrained nor a reference point scored")
+    # an untrained candidate below a trained first: the rule says nothing
+    assert decide(pool, references=refs, untrained={"fresh-b"}).decided
+
+
 def test_decide_when_the_signals_disagree_about_first_place():
     from embedselect.ranking.combine import combine_ranks, copies_below_parents, decide
 

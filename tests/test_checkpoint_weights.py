@@ -184,3 +184,53 @@ def test_an_untrained_checkpoint_is_a_note_of_the_ranking_also_when_its_vectors_
     assert all(c["cached"] for c in doc["candidates"] if c["name"] in ("fresh", "trained"))
     assert any(line.startswith("note: fresh: every one of its 5 normalisation layer(s)") for line in err.splitlines())
     assert "fresh: every one of its 5 normalisation layer(s)" in html.read_text(encoding="utf-8")
+
+
+@pytest.mark.fault
+def test_an_untrained_checkpoint_first_is_not_a_decision(tmp_path, capsys):
+    """Two untrained checkpoints agree with each other, and with nn_agreement alone combined the first of them led a
+    ranking that said it was decided (rules 1 to 7 had nothing against it). An untrained checkpoint first makes the
+    ranking undecided, with the best candidate that is neither untrained nor a reference point as a plausible best and
+    the reason in select()'s warnings, the table, the JSON and the HTML report; the order stays."""
+    import json
+
+    import torch
+
+    import embedselect
+    from embedselect import cli
+    from embedselect.data import sample_path
+    from embedselect.ranking.combine import SETTLE
+
+    torch.manual_seed(1)
+    a = _untrained_copy(tm.make_tiny_sentence_transformer(tmp_path / "fresh1"))
+    torch.manual_seed(2)
+    b = _untrained_copy(tm.make_tiny_sentence_transformer(tmp_path / "fresh2", seed=2))
+    trained = tm.make_tiny_sentence_transformer(tmp_path / "trained", seed=3)
+    models = f"{a},{b},{trained},tfidf-svd,random-projection"
+    r = embedselect.select(sample_path("texts"), models, column="text", max_items=60,
+                           metrics=["rankme", "nn_agreement"], weights={"nn_agreement": 1.0, "rankme": 0.0},
+                           cache_dir=tmp_path / "cache")
+    order = [c.name for c in r.candidates]
+    first = order[0]
+    assert sorted(order[:2]) == ["fresh1", "fresh2"] and order[2] == "trained", order  # the untrained pair agree best
+    assert not r.decided and r.leaders == [first, "trained"] and r.next_step == SETTLE
+    (why,) = [w for w in r.warnings if w.code == "undecided"]
+    assert f"{first} looks like an untrained checkpoint" in why and "trained is the first candidate that is neither " \
+        "untrained nor a reference point" in why and why.candidates == (first, "trained")
+
+    capsys.readouterr()
+    html = tmp_path / "report.html"
+    argv = ["rank", str(sample_path("texts")), "--column", "text", "--max-items", "60", "--metrics",
+            "rankme,nn_agreement", "--weight", "nn_agreement=1", "--weight", "rankme=0", "-m", models,
+            "--cache-dir", str(tmp_path / "cache")]
+    assert cli.main([*argv, "--json", "--html", str(html)]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["decided"] is False and doc["leaders"] == [first, "trained"]
+    assert [c["name"] for c in doc["candidates"]][:3] == order[:3]
+    assert any(w["code"] == "undecided" and f"{first} looks like an untrained checkpoint" in w["message"]
+               for w in doc["warnings"]), doc["warnings"]
+    assert f"{first} looks like an untrained checkpoint" in html.read_text(encoding="utf-8")
+    assert cli.main(argv) == 0
+    out, err = capsys.readouterr()
+    table = out + err
+    assert f"{first} looks like an untrained checkpoint" in table and SETTLE in table

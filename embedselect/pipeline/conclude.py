@@ -53,8 +53,14 @@ def _untrained_notes(ctx: RunContext) -> list[RankingWarning]:
     record of its run): it is ranked, and the ranking says so whether its vectors were computed or read."""
     from embedselect.models.backends.weights import untrained_message
 
-    return [RankingWarning("untrained-checkpoint", untrained_message(o.result.name, o.untrained_norms), [o.result.name])
-            for o in ctx.outcomes if o.result.ok and o.untrained_norms]
+    return [RankingWarning("untrained-checkpoint", untrained_message(name, norms), [name])
+            for name, norms in _untrained(ctx).items()]
+
+
+def _untrained(ctx: RunContext) -> dict[str, int]:
+    """The embedded candidates whose model looked untrained, each with its count of normalisation layers at their
+    initial values: the notes' candidates and :func:`~embedselect.ranking.combine.decide`'s ``untrained``."""
+    return {o.result.name: o.untrained_norms for o in ctx.outcomes if o.result.ok and o.untrained_norms}
 
 
 def _rank_stage(ctx: RunContext) -> Any:
@@ -62,7 +68,8 @@ def _rank_stage(ctx: RunContext) -> Any:
     metrics not named in ``weights`` keep their default weight, weights of metrics that failed are dropped), put derived copies below their
     parents (:func:`embedselect.ranking.combine.copies_below_parents`), give each result its combined score and rank,
     sort the outcomes best first (ties share a rank and are listed by name, so the first row, ``best`` and the
-    validation's top pick agree) and decide whether there is a clear winner.
+    validation's top pick agree) and decide whether there is a clear winner (the reference points and the untrained
+    checkpoints are not picks).
 
     Returns:
         the :class:`~embedselect.ranking.combine.Decision`.
@@ -104,7 +111,8 @@ def _rank_stage(ctx: RunContext) -> Any:
     references = frozenset(r.name for r in ctx.results if r.ok and is_baseline_id(r.model_id))
     decision = decide(combined, intervals={n: _intervals_in_score(by_name[n].intervals, full_weights) for n in combined},
                       per_metric=ctx.per_metric, weights=full_weights, method=default_method(modality),
-                      families=families, references=references, copies=[(d.copy, d.parent) for d in copies])
+                      families=families, references=references, copies=[(d.copy, d.parent) for d in copies],
+                      untrained=frozenset(_untrained(ctx)))
     ctx.warnings += [RankingWarning(code, f"no clear winner: {why}", decision.leaders)
                      for code, why in zip(decision.codes, decision.reasons)]
     ctx.warnings += _baseline_wins(ctx, decision.leaders)

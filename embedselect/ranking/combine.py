@@ -270,6 +270,20 @@ def _reference_first(first: str, models: Sequence[str],
                           f"add beyond it, it is not a pick; {models[0]} is the first model")]
 
 
+def _untrained_first(first: str, picks: Sequence[str],
+                     untrained: frozenset[str] | set[str]) -> list[tuple[list[str], str]]:
+    """:func:`decide`'s rule 8: when ``first`` is an untrained checkpoint, the first of ``picks`` (the members of
+    model families, best first, that are not untrained) and the reason; no candidate when there is none."""
+    if first not in untrained:
+        return []
+    said = (f"{first} looks like an untrained checkpoint (every normalisation layer at its initial values), and it is "
+            "first: its vectors are random, and random models can agree with each other well enough to lead; it is "
+            "not a pick")
+    if not picks:
+        return [([], f"{said}; no candidate that is neither untrained nor a reference point scored")]
+    return [([picks[0]], f"{said}; {picks[0]} is the first candidate that is neither untrained nor a reference point")]
+
+
 def _overlap(a: Sequence[float], b: Sequence[float]) -> bool:
     lo1, hi1 = float(a[0]), float(a[1])
     lo2, hi2 = float(b[0]), float(b[1])
@@ -327,6 +341,7 @@ def decide(
     references: frozenset[str] | set[str] = frozenset(),
     copies: Sequence[tuple[str, str]] = (),
     witnesses: Sequence[str] | None = None,
+    untrained: frozenset[str] | set[str] = frozenset(),
 ) -> Decision:
     """Can the combined ranking name a winner?
 
@@ -343,6 +358,8 @@ def decide(
         copies: (copy, parent) pairs, as given to :func:`copies_below_parents`.
         witnesses: signals of ``per_metric`` with weight 0 (shown, not combined) asked about first place too (rule
             6); None: :data:`WITNESSES`.
+        untrained: the candidates whose model looks untrained (every normalisation layer at its initial values;
+            ``EmbedOutcome.untrained_norms``), for rule 8.
 
     Rules (each adds to ``leaders`` / ``reasons``):
 
@@ -362,6 +379,9 @@ def decide(
        the first by rule 1 is not named, as in rule 5).
     7. **A reference point is first**: a built-in baseline in first place is a yardstick, not a pick; when a model
        family scored, its best member (the first model in the order) is a plausible best.
+    8. **An untrained checkpoint is first**: random vectors agree with each other and can lead; it is not a pick.
+       The first member of a model family that is not untrained (reference points aside) is a plausible best; the
+       ranking is undecided also when there is none.
 
     The first candidate (``leaders[0]``) is always the first row of :func:`rank_table` and ``Ranking.best``.
     """
@@ -424,6 +444,7 @@ def decide(
         against += _witnesses_against(first, per_metric, w, method, families, copies,
                                       WITNESSES if witnesses is None else witnesses, groups[0])
     against += _reference_first(first, [c for c in order if fam[c] in models], references)
+    against += _untrained_first(first, [c for c in order if fam[c] in models and c not in untrained], untrained)
     for others, why in against:
         add(others)
         reasons.append(why)
