@@ -301,3 +301,36 @@ def test_task_prior_labels_stay_readable_when_points_coincide(monkeypatch):
     assert "copy-a\ncopy-b\ncopy-c" in [text for text, _ in labels]
     boxes = [box for _, box in labels]
     assert not [(i, j) for i, a in enumerate(boxes) for j, b in enumerate(boxes) if i < j and a.overlaps(b)], labels
+
+
+def test_the_figures_cut_long_names_in_the_middle(monkeypatch):
+    """Three paraphrase-multilingual-mpnet-base-v1/v2/v3 style names were cut at their 28th character (their start
+    kept, an ellipsis at the end) and read alike in the figures. They are cut in the middle now, by the one rule for a
+    shortened name (``_util.names.cut_middle``, as the CLI's table does): the start and the end, an ellipsis between."""
+    from embedselect.publish import plots
+
+    names = [f"sentence-transformers/paraphrase-multilingual-mpnet-base-v{i}" for i in (1, 2, 3)]
+    cands = [CandidateResult(name=n, spec=n, scores={"task_prior": 0.5 - i / 10}, ranks={"task_prior": i + 1},
+                             combined_score=0.5 - i / 10, rank=i + 1, dim=8,
+                             columns={"task_prior_mean": 40.0 + 10 * i, "task_prior_var": 0.01 + i / 100,
+                                      "task_prior.probe_acc_mean": 0.8 - i / 10, "task_prior.probe_acc_std": 0.05,
+                                      "task_prior.probe_acc_p05": 0.7 - i / 10})
+             for i, n in enumerate(names)]
+    ranking = Ranking(candidates=cands, metrics=["task_prior"], combine="mean-rank", dataset={"n": 240},
+                      settings={"seed": 0}, versions={"embedselect": "0"}, created_at="2026-11-29")
+    seen: dict[str, list[str]] = {}
+    draw = plots._svg
+
+    def capture(plt, fig):
+        ax = fig.gca()
+        seen.setdefault("texts", []).extend(t.get_text() for t in ax.texts)
+        seen.setdefault("ticks", []).extend(t.get_text() for t in ax.get_yticklabels() if "sentence" in t.get_text())
+        return draw(plt, fig)
+
+    monkeypatch.setattr(plots, "_svg", capture)
+    assert plots.task_prior_scatter(ranking) and plots.task_accuracy(ranking)
+    for shown in (sorted(seen["texts"]), sorted(seen["ticks"])):
+        assert len(set(shown)) == 3, shown
+        assert all(len(s) == 28 and s.startswith("sentence-tran") and "…" in s for s in shown), shown
+        assert [s[-3:] for s in shown] == ["-v1", "-v2", "-v3"], shown
+    assert plots._short(names[0]) == "sentence-tran…-mpnet-base-v1"

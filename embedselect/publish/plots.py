@@ -12,6 +12,7 @@ import io
 import math
 from typing import Any
 
+from embedselect._util.names import cut_middle
 from embedselect.publish.text import clean
 from embedselect.ranking.result import Ranking
 
@@ -57,8 +58,10 @@ def _finite(v: Any) -> bool:
 
 
 def _short(name: str, n: int = 28) -> str:
-    name = clean(name)  # untrusted: no control or bidi characters in the figure's text
-    return name if len(name) <= n else name[: n - 1] + "…"
+    """A candidate's name in a figure: at most ``n`` characters, cut in the middle (its start and its end, an ellipsis
+    between: :func:`~embedselect._util.names.cut_middle`, the rule of the CLI's table), so that names that differ at
+    the end (``...-base-v1``, ``...-base-v2``) stay apart; untrusted, so no control or bidi characters."""
+    return cut_middle(clean(name), n)
 
 
 def _label_points(fig: Any, ax: Any, points: list[tuple[str, float, float]], *, marker: float) -> None:
