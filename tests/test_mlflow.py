@@ -81,6 +81,26 @@ def test_log_ranking_makes_odd_names_keys_and_logs_into_an_active_run(store, tmp
         "embedselect/ranking.json"}
 
 
+def test_an_unset_setting_is_left_out_of_the_params(store, tmp_path):
+    """A setting that was not set (``max_items`` without a cap, ``batch_size`` left to the backend) was logged as the
+    text "None", which MLflow cannot tell from a value and which compares as one across runs; it is left out of the
+    params now, and a set one is logged as before."""
+    from embedselect.integrations.mlflow import log_ranking, ranking_params
+    from embedselect.pipeline import select
+
+    r = select(SAMPLE, "tfidf-svd,random-projection,rp8=random-projection?dim=8", column="text",
+               metrics=["task_prior"], cache_dir=tmp_path / "c")
+    assert r.settings.get("max_items") is None  # the run's own record: unset
+    mlflow.set_tracking_uri(store)
+    mlflow.set_experiment("es-unset")
+    run_id = log_ranking(r, html=False)
+    params = mlflow.MlflowClient(store).get_run(run_id).data.params
+    assert "max_items" not in params and "None" not in params.values(), params
+    assert params["seed"] == "0" and params["metrics"] == "task_prior" and params == ranking_params(r)
+    r.settings["max_items"] = 60
+    assert ranking_params(r)["max_items"] == "60"
+
+
 @pytest.mark.fault
 def test_rank_mlflow_without_a_uri_or_without_mlflow_stops_before_any_work(tmp_path, capsys, monkeypatch):
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)

@@ -3,7 +3,8 @@
 One MLflow run per ranking:
 
 - **params**: the settings (seed, max_items, bootstrap, on_error, device, batch_size, metrics, combine, weights and
-  metric options as JSON), the data (modality, items, fingerprint) and the embedselect version;
+  metric options as JSON), the data (modality, items, fingerprint) and the embedselect version; a setting that is not
+  set (``max_items`` without a cap) is left out, not logged as ``"None"``;
 - **metrics**: for every scored candidate ``<candidate>.<metric>`` (its score), ``<candidate>.<metric>.rank``,
   ``<candidate>.combined_score`` and ``<candidate>.rank``; candidate names are made MLflow keys (characters
   other than letters, digits, ``_ - . / space`` become ``_``); non-finite scores are left out;
@@ -49,8 +50,11 @@ def metric_key(name: str) -> str:
 
 
 def ranking_params(ranking: Ranking) -> dict[str, str]:
-    """The run's params: settings, data and version, as strings (what MLflow stores)."""
+    """The run's params: settings, data and version, as strings (what MLflow stores). A setting that is not set
+    (``max_items`` without a cap, ``batch_size`` left to the backend, no weights recorded) is left out: MLflow has no
+    null param, and the text ``"None"`` would read as a value."""
     s = ranking.settings or {}
+    weights = s.get("combined_weights") or s.get("weights")
     data = ranking.dataset or {}
     params: dict[str, Any] = {
         "seed": s.get("seed"),
@@ -61,7 +65,7 @@ def ranking_params(ranking: Ranking) -> dict[str, str]:
         "batch_size": s.get("batch_size"),
         "metrics": ",".join(ranking.metrics),
         "combine": ranking.combine,
-        "weights": json.dumps(s.get("combined_weights") or s.get("weights"), sort_keys=True),
+        "weights": None if weights is None else json.dumps(weights, sort_keys=True),
         "metric_options": json.dumps(s.get("metric_options") or {}, sort_keys=True, default=str),
         "candidates": len(ranking.candidates),
         "data.modality": data.get("modality"),
@@ -69,7 +73,7 @@ def ranking_params(ranking: Ranking) -> dict[str, str]:
         "data.fingerprint": data.get("fingerprint"),
         "embedselect.version": (ranking.versions or {}).get("embedselect"),
     }
-    return {k: str(v) for k, v in params.items()}
+    return {k: str(v) for k, v in params.items() if v is not None}
 
 
 def ranking_metrics(ranking: Ranking) -> dict[str, float]:
