@@ -284,6 +284,20 @@ def _untrained_first(first: str, picks: Sequence[str],
     return [([picks[0]], f"{said}; {picks[0]} is the first candidate that is neither untrained nor a reference point")]
 
 
+def _overlapping(first: str, others: Sequence[str],
+                 intervals: Mapping[str, Mapping[str, Sequence[float]]]) -> list[str]:
+    """:func:`decide`'s rule 2: the candidates of ``others`` whose bootstrap interval overlaps ``first``'s on every
+    bootstrapped score they share (at least one), in the order given."""
+    mine = intervals.get(first) or {}
+    close = []
+    for c in others:
+        theirs = intervals.get(c) or {}
+        shared = [k for k in mine if k in theirs]
+        if shared and all(_overlap(mine[k], theirs[k]) for k in shared):
+            close.append(c)
+    return close
+
+
 def _overlap(a: Sequence[float], b: Sequence[float]) -> bool:
     lo1, hi1 = float(a[0]), float(a[1])
     lo2, hi2 = float(b[0]), float(b[1])
@@ -404,13 +418,7 @@ def decide(
             f"tie: {', '.join(groups[0])} have the same combined score; listed by name, not by merit"
         )
     if intervals:
-        mine = intervals.get(first) or {}
-        close = []
-        for c in order[len(groups[0]):]:
-            theirs = intervals.get(c) or {}
-            shared = [k for k in mine if k in theirs]
-            if shared and all(_overlap(mine[k], theirs[k]) for k in shared):
-                close.append(c)
+        close = _overlapping(first, order[len(groups[0]):], intervals)
         if close:
             add(close)
             reasons.append(
