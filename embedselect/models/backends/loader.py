@@ -100,6 +100,7 @@ def check_local_files(local_dir: Path, backend: str, policy: LoadPolicy, model_i
                 f"Python. {remedy('trust_remote_code', model_id)} if you trust it.",
                 reason="remote_code",
             )
+    types = _module_types(d) if backend == "sentence-transformers" else {}
     folders = [d] + _module_folders(d)
     any_weights = False
     for folder in folders:
@@ -108,7 +109,7 @@ def check_local_files(local_dir: Path, backend: str, policy: LoadPolicy, model_i
         pickles = [p for p in files if p.name.endswith(PICKLE_SUFFIXES) and p.name not in NOT_WEIGHTS]
         any_weights = any_weights or bool(safe or pickles)
         names = {p.name for p in files}
-        reader = _reader(d, folder, backend)
+        reader = _reader(d, folder, backend, types)
         if reader == "transformers" and ADAPTER_CONFIG in names:
             _check_adapter(folder.relative_to(d).as_posix(), names, backend, policy, model_id)
         if not pickles or policy.allow_pickle:
@@ -182,15 +183,15 @@ def _peft_available() -> bool:
     return bool(is_peft_available())
 
 
-def _reader(d: Path, folder: Path, backend: str) -> WeightsReader:
+def _reader(d: Path, folder: Path, backend: str, types: Mapping[Path, str]) -> WeightsReader:
     """What reads the weights of ``folder`` in the model folder ``d``: timm at a timm model's root, transformers at
-    any other root and in the folder of a sentence-transformers module whose class (its ``modules.json`` or
-    ``router_config.json`` type) is in :data:`~embedselect.models.policy.TRANSFORMERS_MODULES` (``Transformer``,
-    ``CLIPModel``, ...), the module's own loader (``model.safetensors`` else ``pytorch_model.bin``) in every other
-    folder."""
+    any other root and in the folder of a sentence-transformers module whose class (``types``, the model's
+    :func:`_module_types`: its ``modules.json`` or ``router_config.json`` type) is in
+    :data:`~embedselect.models.policy.TRANSFORMERS_MODULES` (``Transformer``, ``CLIPModel``, ...), the module's own
+    loader (``model.safetensors`` else ``pytorch_model.bin``) in every other folder."""
     if folder == d:
         return "timm" if backend == "timm" else "transformers"
-    kind = _module_types(d).get(folder) if backend == "sentence-transformers" else None
+    kind = types.get(folder) if backend == "sentence-transformers" else None
     return "transformers" if kind is not None and kind.rpartition(".")[2] in TRANSFORMERS_MODULES else "module"
 
 
