@@ -269,10 +269,11 @@ def _download_checked(repo_id: str, revision: str | None, sha: str, backend: str
         local = with_retries(lambda: download(small), retry, f"config of {repo_id}",
                              retryable=not_retried_by_hf) if small else None
         if local is not None:
-            remote = remote_code_reason(tags, read_json(local / "config.json"), read_json(local / "modules.json"),
+            config = read_json(local / "config.json")
+            remote = remote_code_reason(tags, config, read_json(local / "modules.json"),
                                         read_json(local / "router_config.json"))
             check_policy(repo_id, policy, gated=None, remote_reason=remote, weights=(), sizes={})
-            check_explicit_weights(repo_id, backend, read_json(local / "config.json"), policy)
+            check_explicit_weights(repo_id, backend, config, policy)
         local = with_retries(lambda: download(files), retry, f"files of {repo_id}", retryable=not_retried_by_hf)
         _verify_sizes(repo_id, sha, local, files, sizes)
         _remember_ref(local, revision, sha)
@@ -354,10 +355,10 @@ def _fetch_offline(repo_id: str, revision: str | None, backend: str | None, poli
     except CandidateError:
         raise not_cached from None
     sizes = {f: (snap / f).stat().st_size for f in files}
-    remote = remote_code_reason((), read_json(snap / "config.json"), read_json(snap / "modules.json"),
-                                read_json(snap / "router_config.json"))
+    config = read_json(snap / "config.json")
+    remote = remote_code_reason((), config, read_json(snap / "modules.json"), read_json(snap / "router_config.json"))
     check_policy(repo_id, policy, gated=None, remote_reason=remote, weights=weights, sizes=sizes)
-    check_explicit_weights(repo_id, chosen, read_json(snap / "config.json"), policy)
+    check_explicit_weights(repo_id, chosen, config, policy)
     try:
         local = Path(snapshot_download(repo_id, revision=sha, allow_patterns=files, local_files_only=True))
     except Exception as exc:  # noqa: BLE001
