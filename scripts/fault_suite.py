@@ -60,6 +60,7 @@ AREAS: dict[str, str] = {
     "test_nightly_brought": "nightly",
     "test_failures_and_queries": "nightly",
     "test_hub_fetch": "hub fetching",
+    "test_hub_fetch_layouts": "hub fetching",
     "test_nightly_ray": "Ray executor",
     "test_nothing_lost": "files and paths (nothing lost)",
     "test_nothing_lost_replay": "files and paths (nothing lost)",

@@ -344,12 +344,14 @@ def make_tiny_clip(directory, seed: int = 0) -> Path:
     return d
 
 
-def make_tiny_router(directory, seed: int = 0) -> Path:
+def make_tiny_router(directory, seed: int = 0, *, below: str = "") -> Path:
     """A sentence-transformers Router model as ``SentenceTransformer.save`` writes one (``modules.json``: a
     ``Router`` at the root + ``1_Normalize``; ``router_config.json`` at the root naming its routes' module folders
     ``query_0_Transformer/``, ``query_1_Pooling/``, ``document_0_Transformer/``, ``document_1_Pooling/``): the tiny
     model of :func:`make_tiny_sentence_transformer` on both routes, the document route's BERT built with ``seed + 1``
-    so the two routes differ. Default route ``document``; 32-d, L2-normalised."""
+    so the two routes differ. Default route ``document``; 32-d, L2-normalised. ``below``: the Router is saved in that
+    folder instead (``0_Router``, ``mods/0_Router``), which ``modules.json`` names as its path, its routes' folders
+    then one level deeper (``0_Router/query_0_Transformer/``)."""
     import shutil
     import tempfile
 
@@ -366,4 +368,13 @@ def make_tiny_router(directory, seed: int = 0) -> Path:
             shutil.rmtree(d)
         SentenceTransformer(modules=[router, query[2]], device="cpu").save(str(d))
     (d / "README.md").unlink(missing_ok=True)  # a generated card naming library versions: not part of the model
+    if below:
+        at = d / below
+        at.mkdir(parents=True)
+        for p in sorted(d.iterdir()):
+            if p.name not in ("modules.json", "config_sentence_transformers.json", "1_Normalize", below.split("/")[0]):
+                shutil.move(str(p), at / p.name)
+        modules = json.loads((d / "modules.json").read_text())
+        modules[0]["path"] = below
+        _write_json(d / "modules.json", modules)
     return d

@@ -3,16 +3,17 @@
 How a JSON file of a model folder or of the Hugging Face cache (``config.json``, ``modules.json``,
 ``1_Pooling/config.json``) is read: a missing file is ``None``, a damaged one a typed error that names the file;
 and which file names make up a tokenizer (:data:`TOKENIZER_FILES`: what the hub fetches for a text model, and how
-a local folder is recognised as a text model); and which files make up a local model folder
-(:func:`model_folder_files`: never following a link out of it).
+a local folder is recognised as a text model); which module folders a sentence-transformers model loads
+(:func:`module_types`: what the hub fetches of it, and what the local check reads); and which files make up a local
+model folder (:func:`model_folder_files`: never following a link out of it).
 """
 
 from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
-from typing import Any
+from pathlib import Path, PurePosixPath
+from typing import Any, Callable
 
 from embedselect.errors import ModelFileError
 from embedselect._fs.inside import real_inside
@@ -58,6 +59,56 @@ def read_json(path: str | Path) -> Any:
     except ValueError as exc:
         raise ModelFileError(f"{p} is not valid JSON ({exc}); the model folder is damaged: download or save it "
                              "again") from None
+
+
+ST_NO_MODULES_JSON = "sentence_transformers.models.Transformer"
+"""The module sentence-transformers makes of a model folder without ``modules.json``: a ``Transformer`` at its root
+(with a mean ``Pooling``, which reads no files)."""
+
+
+def module_types(read: Callable[[str], Any]) -> dict[str, str]:
+    """The module folders a sentence-transformers model loads, each with its module type: ``{folder: type}``, the
+    folder relative to the model's root in POSIX form (``""`` the root itself, ``1_Pooling``, ``mods/2_Dense``,
+    ``0_Router/query_0_Transformer``). The one rule for which folders of a sentence-transformers model are read: the
+    hub fetch takes their files, and the local check looks at their weights.
+
+    They are ``modules.json``'s paths and, for each ``router_config.json`` in the root or in one of those folders (a
+    Router), its ``types``' keys, folders beside that ``router_config.json``, at any depth. A folder without
+    ``modules.json`` is one ``Transformer`` at the root (:data:`ST_NO_MODULES_JSON`). Paths sentence-transformers
+    refuses (absolute, ``..``) and types that are no string are left out.
+
+    Args:
+        read: the JSON document at a path relative to the model's root (``modules.json``,
+            ``0_Router/router_config.json``), or None when there is no such file (:func:`read_json` of a folder, or of
+            a hub snapshot's downloaded files).
+    """
+    modules = read("modules.json")
+    if modules is None:
+        return {"": ST_NO_MODULES_JSON}
+    found: dict[str, str] = {}
+    for m in modules if isinstance(modules, list) else ():
+        path, kind = (m.get("path"), m.get("type")) if isinstance(m, dict) else (None, None)
+        folder = _below("", path)
+        if folder is not None and isinstance(kind, str):
+            found[folder] = kind
+    for folder in ["", *[f for f in found if f]]:
+        router = read(f"{folder}/router_config.json" if folder else "router_config.json")
+        types = router.get("types") if isinstance(router, dict) else None
+        for name, kind in types.items() if isinstance(types, dict) else ():
+            route = _below(folder, name)
+            if route and isinstance(kind, str):
+                found[route] = kind
+    return found
+
+
+def _below(folder: str, path: Any) -> str | None:
+    """``path`` (a module path of ``modules.json`` or a ``router_config.json``) joined to ``folder`` and normalised
+    (``./0_Router/`` is ``0_Router``, ``""`` and ``.`` the folder itself), or None when sentence-transformers would
+    not load it from below the model's root: not a string, absolute, or with ``..``."""
+    if not isinstance(path, str) or path.startswith("/") or ".." in PurePosixPath(path).parts:
+        return None
+    joined = PurePosixPath(folder, path).as_posix()
+    return "" if joined == "." else joined
 
 
 SKIPPED_DIRS = frozenset({".git", "__pycache__", ".cache", ".ipynb_checkpoints"})

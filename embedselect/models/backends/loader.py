@@ -12,7 +12,7 @@ from embedselect.models.backends.device import resolve_device
 from embedselect.models.backends.reduce import REDUCTION_OPTIONS
 from embedselect.errors import ConfigError, EmbedselectError, ModelLoadError, UnsafeModelError
 from embedselect._util.kinds import BACKENDS, BASELINES, is_baseline_id
-from embedselect.models.layout import read_json
+from embedselect.models.layout import module_types, read_json
 from embedselect.models.policy import (ADAPTER_CONFIG, NOT_WEIGHTS, PICKLE_SUFFIXES, TRANSFORMERS_MODULES,
                                        LoadPolicy, WeightsReader, is_safetensors,
                                        remedy, remote_code_reason, weights_read)
@@ -196,32 +196,17 @@ def _reader(d: Path, folder: Path, backend: str, types: Mapping[Path, str]) -> W
 
 
 def _module_types(d: Path) -> dict[Path, str]:
-    """The module type of each module folder of the sentence-transformers model folder ``d``: ``modules.json``'s
-    paths, and each Router's routes (the ``types`` of a ``router_config.json`` in ``d`` or in a module folder, whose
-    keys are folders beside it). Paths sentence-transformers refuses (absolute, ``..``) are left out.
+    """The module type of each module folder below the sentence-transformers model folder ``d``
+    (:func:`~embedselect.models.layout.module_types`, the one rule: ``modules.json``'s paths and each Router's routes,
+    at any depth), the root itself left out.
 
     Raises:
         ModelFileError: ``modules.json`` or a ``router_config.json`` is damaged (not JSON)."""
-    found: dict[Path, str] = {}
-    modules = read_json(d / "modules.json")
-    for m in modules if isinstance(modules, list) else ():
-        path, kind = (m.get("path"), m.get("type")) if isinstance(m, dict) else (None, None)
-        if _relative(path) and isinstance(kind, str):
-            found[d / str(path)] = kind
-    for folder in [d, *[f for f in found if f.is_dir()]]:
-        router = read_json(folder / "router_config.json")
-        types = router.get("types") if isinstance(router, dict) else None
-        for name, kind in types.items() if isinstance(types, dict) else ():
-            if _relative(name) and isinstance(kind, str):
-                found[folder / name] = kind
-    return found
+    def read(rel: str) -> Any:
+        path = d / rel
+        return read_json(path) if path.parent.is_dir() else None
 
-
-def _relative(path: Any) -> bool:
-    """Whether ``path`` is a module path sentence-transformers loads from below the model folder: relative, not
-    the folder itself, no ``..``."""
-    return (isinstance(path, str) and bool(path.strip("/.")) and not Path(path).is_absolute()
-            and ".." not in Path(path).parts)
+    return {d / rel: kind for rel, kind in module_types(read).items() if rel}
 
 
 def _unsafe_shards(folder: Path, first: str) -> list[str]:

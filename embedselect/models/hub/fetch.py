@@ -8,10 +8,11 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
-from embedselect.errors import CandidateError, ConfigError, HubError, UnsafeModelError
-from embedselect.models.hub.files import check_explicit_weights, check_policy, infer_backend, select_files
+from embedselect.errors import CandidateError, ConfigError, HubError, ModelFileError, UnsafeModelError
+from embedselect.models.hub.files import (check_explicit_weights, check_policy, infer_backend, layout_files,
+                                          select_files)
 from embedselect.models.hub.http import (
     SHA_RE,
     RetryPolicy,
@@ -23,7 +24,7 @@ from embedselect.models.hub.http import (
     with_retries,
 )
 from embedselect._util.kinds import BACKENDS
-from embedselect.models.layout import read_json
+from embedselect.models.layout import module_types, read_json
 from embedselect.models.policy import LoadPolicy, remote_code_reason
 
 if TYPE_CHECKING:
@@ -143,13 +144,15 @@ def fetch_model(
 ) -> FetchedModel:
     """Resolve ``repo_id`` to a commit, check it against ``policy`` and download the files ``backend`` needs.
 
-    Steps: one ``model_info`` request (with file sizes) pins the revision to a commit sha; the files are
-    chosen with :func:`select_files`; the policy is applied (gated, remote code, pickle-only, size cap —
-    ``policy.for_model(repo_id)`` so a per-model opt-in lifts all of them); the small config files are
-    downloaded and checked for remote code (``auto_map``, custom module types, a Router's ``router_config.json``
-    types); then the rest is downloaded
-    with ``huggingface_hub.snapshot_download(revision=sha, allow_patterns=files)``, reusing the HF cache, and
-    every file's size is checked against the hub's listing.
+    Steps: one ``model_info`` request (with file sizes) pins the revision to a commit sha, and the policy is
+    applied to what it says (gated, the ``custom_code`` tag; ``policy.for_model(repo_id)``, so a per-model opt-in
+    lifts every check); the small layout files (:func:`layout_files`: ``config.json``, ``modules.json``, the
+    ``router_config.json`` files) are downloaded and checked for remote code (``auto_map``, custom module types, a
+    Router's ``router_config.json`` types) and ``transformers_weights``; the files are chosen from them with
+    :func:`select_files` (a sentence-transformers model's module folders:
+    :func:`~embedselect.models.layout.module_types`) and the policy applied to them (pickle-only, size cap); then
+    they are downloaded with ``huggingface_hub.snapshot_download(revision=sha, allow_patterns=files)``, reusing the
+    HF cache, and every file's size is checked against the hub's listing.
 
     With ``HF_HUB_OFFLINE=1`` nothing is requested: the sha comes from the cache's refs (or ``revision`` if it
     is a sha), the files and backend from the cached snapshot.
@@ -183,8 +186,8 @@ def fetch_model(
         return _fetch_offline(repo_id, revision, backend, policy)
 
     install_deadlines()  # every request below (info, tree, files) must be answered in full by a deadline
-    info, sha, sizes, tags, chosen, files = _pin_and_check(repo_id, revision, backend, policy, token, retry)
-    local = _download_checked(repo_id, revision, sha, chosen, files, sizes, tags, policy, token, retry, progress)
+    info, sha, sizes, tags, chosen = _pin_and_check(repo_id, revision, backend, policy, token, retry)
+    local, files = _download_checked(repo_id, revision, sha, chosen, sizes, tags, policy, token, retry, progress)
     log.info("fetched %s@%s (%s, %d files)", repo_id, sha[:12], chosen, len(files))
     return FetchedModel(
         repo_id=repo_id,
@@ -198,9 +201,10 @@ def fetch_model(
 
 
 def _pin_and_check(repo_id: str, revision: str | None, backend: str | None, policy: LoadPolicy, token: str | None,
-                   retry: RetryPolicy) -> tuple[ModelInfo, str, dict[str, int | None], list[str], str, list[str]]:
-    """The one ``model_info`` request, its commit sha checked, the backend and files chosen and the policy applied
-    to what the listing says: (info, sha, file sizes, tags, backend, files). A refusal names the commit."""
+                   retry: RetryPolicy) -> tuple[ModelInfo, str, dict[str, int | None], list[str], str]:
+    """The one ``model_info`` request, its commit sha checked, the backend chosen and the policy applied to what the
+    listing says (gated, the ``custom_code`` tag, the ``auto_map`` of the config the hub shows): (info, sha, file
+    sizes, tags, backend). A refusal names the commit."""
     from huggingface_hub import HfApi
 
     api = HfApi(library_name="embedselect")
@@ -229,27 +233,41 @@ def _pin_and_check(repo_id: str, revision: str | None, backend: str | None, poli
             f"backend= one of {', '.join(repr(b) for b in BACKENDS)}."
         )
     try:
-        files, weights = select_files(repo_id, chosen, sizes, allow_pickle=policy.allow_pickle)
-        check_policy(
-            repo_id,
-            policy,
-            gated=info.gated,
-            remote_reason=remote_code_reason(tags, info.config if isinstance(info.config, dict) else None, None),
-            weights=weights,
-            sizes=sizes,
-        )
+        check_policy(repo_id, policy, gated=info.gated, weights=(), sizes=sizes,
+                     remote_reason=remote_code_reason(tags, info.config if isinstance(info.config, dict) else None))
     except UnsafeModelError as exc:
         exc.revision = sha  # a refusal is of this commit: recorded per revision, a new commit is looked at again
         raise
-    return info, sha, sizes, tags, chosen, files
+    return info, sha, sizes, tags, chosen
 
 
-def _download_checked(repo_id: str, revision: str | None, sha: str, backend: str, files: list[str],
-                      sizes: dict[str, int | None], tags: list[str], policy: LoadPolicy, token: str | None,
-                      retry: RetryPolicy, progress: bool) -> Path:
-    """Download the config files first (remote code and ``backend``'s ``transformers_weights`` checked in them,
-    :func:`check_explicit_weights`), then ``files`` at ``sha``; sizes verified against the listing and the ref
-    remembered. Returns the snapshot folder."""
+def _choose(repo_id: str, backend: str, present: Sequence[str], read: Callable[[str], Any], tags: Sequence[str],
+            policy: LoadPolicy, sizes: Mapping[str, int | None]) -> tuple[list[str], list[str]]:
+    """Which of the repo's files ``present`` to fetch and which of them are weights (:func:`select_files`), from its
+    layout files already at hand (``read``: the JSON at a repo path, None when absent; :func:`layout_files`), with the
+    policy applied to them: remote code (``auto_map``, ``modules.json``'s and every Router's module types),
+    ``transformers_weights``, pickle-only weights and the size cap. A sentence-transformers model's module folders are
+    :func:`~embedselect.models.layout.module_types` of them."""
+    modules = module_types(read) if backend == "sentence-transformers" else None
+    config = read("config.json")
+    routers = [read(f"{m}/router_config.json" if m else "router_config.json") for m in ["", *modules]] \
+        if modules is not None else []
+    remote = remote_code_reason(tags, config, read("modules.json") if modules is not None else None)
+    remote = remote or next(filter(None, (remote_code_reason(router=r) for r in routers)), None)
+    check_policy(repo_id, policy, gated=None, remote_reason=remote, weights=(), sizes={})
+    check_explicit_weights(repo_id, backend, config, policy)
+    files, weights = select_files(repo_id, backend, present, allow_pickle=policy.allow_pickle, modules=modules)
+    check_policy(repo_id, policy, gated=None, remote_reason=None, weights=weights, sizes=sizes)
+    return files, weights
+
+
+def _download_checked(repo_id: str, revision: str | None, sha: str, backend: str, sizes: dict[str, int | None],
+                      tags: list[str], policy: LoadPolicy, token: str | None, retry: RetryPolicy,
+                      progress: bool) -> tuple[Path, list[str]]:
+    """Download the layout files first (:func:`layout_files`: ``config.json``, then a sentence-transformers model's
+    ``modules.json`` and ``router_config.json`` files, those of the folders ``modules.json`` names too), choose the
+    files from them with the policy applied (:func:`_choose`), then download those at ``sha``; sizes verified against
+    the listing and the ref remembered. Returns (the snapshot folder, the files fetched)."""
     from huggingface_hub import snapshot_download
 
     def download(patterns: list[str]) -> Path:
@@ -264,17 +282,18 @@ def _download_checked(repo_id: str, revision: str | None, sha: str, backend: str
             )
         )
 
-    small = [f for f in files if f in ("config.json", "modules.json", "router_config.json")]
-    try:  # huggingface_hub retries most download faults itself: only what it does not is retried here
-        local = with_retries(lambda: download(small), retry, f"config of {repo_id}",
-                             retryable=not_retried_by_hf) if small else None
-        if local is not None:
-            config = read_json(local / "config.json")
-            remote = remote_code_reason(tags, config, read_json(local / "modules.json"),
-                                        read_json(local / "router_config.json"))
-            check_policy(repo_id, policy, gated=None, remote_reason=remote, weights=(), sizes={})
-            check_explicit_weights(repo_id, backend, config, policy)
-        local = with_retries(lambda: download(files), retry, f"files of {repo_id}", retryable=not_retried_by_hf)
+    def fetch(patterns: list[str], what: str) -> Path:  # huggingface_hub retries most download faults itself
+        return with_retries(lambda: download(patterns), retry, f"{what} of {repo_id}", retryable=not_retried_by_hf)
+
+    try:
+        layout = layout_files(backend, sizes)
+        local = fetch(layout, "config") if layout else None
+        read = (lambda rel: read_json(local / rel)) if local is not None else (lambda rel: None)
+        if backend == "sentence-transformers":  # a Router below the root: its router_config.json in its folder
+            deeper = [f for f in layout_files(backend, sizes, module_types(read)) if f not in layout]
+            local = fetch(layout + deeper, "config") if deeper else local
+        files, _ = _choose(repo_id, backend, list(sizes), read, tags, policy, sizes)
+        local = fetch(files, "files")
         _verify_sizes(repo_id, sha, local, files, sizes)
         _remember_ref(local, revision, sha)
     except UnsafeModelError as exc:
@@ -284,7 +303,7 @@ def _download_checked(repo_id: str, revision: str | None, sha: str, backend: str
         raise
     except Exception as exc:  # noqa: BLE001 - mapped to typed errors
         raise map_error(exc, repo_id, revision, token) from None
-    return local
+    return local, files
 
 
 def _remember_ref(snapshot: Path, revision: str | None, sha: str) -> None:
@@ -348,17 +367,13 @@ def _fetch_offline(repo_id: str, revision: str | None, backend: str | None, poli
         raise CandidateError(
             f"cannot tell which backend loads the cached {repo_id}@{sha[:12]}; pass backend= explicitly."
         )
+    sizes: dict[str, int | None] = {f: (snap / f).stat().st_size for f in present}
     try:
-        files, weights = select_files(repo_id, chosen, present, allow_pickle=policy.allow_pickle)
-    except (UnsafeModelError, ConfigError):
+        files, _ = _choose(repo_id, chosen, present, lambda rel: read_json(snap / rel), (), policy, sizes)
+    except (UnsafeModelError, ConfigError, ModelFileError):  # a damaged cached config is named, not "not cached"
         raise
     except CandidateError:
         raise not_cached from None
-    sizes = {f: (snap / f).stat().st_size for f in files}
-    config = read_json(snap / "config.json")
-    remote = remote_code_reason((), config, read_json(snap / "modules.json"), read_json(snap / "router_config.json"))
-    check_policy(repo_id, policy, gated=None, remote_reason=remote, weights=weights, sizes=sizes)
-    check_explicit_weights(repo_id, chosen, config, policy)
     try:
         local = Path(snapshot_download(repo_id, revision=sha, allow_patterns=files, local_files_only=True))
     except Exception as exc:  # noqa: BLE001

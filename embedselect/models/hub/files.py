@@ -8,7 +8,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from embedselect.errors import CandidateError, ConfigError, UnsafeModelError
 from embedselect._util.kinds import BACKENDS
-from embedselect.models.layout import TOKENIZER_FILES
+from embedselect.models.layout import ST_NO_MODULES_JSON, TOKENIZER_FILES
 from embedselect.models.policy import (ADAPTER_CONFIG, PICKLE_SUFFIXES, WEIGHTS_READ_ORDER, LoadPolicy, is_safetensors,
                                        remedy, weights_read)
 
@@ -26,12 +26,9 @@ _ST_CONFIG_FILES = frozenset(
 
 
 
-_ST_MODULE_DIR = re.compile(r"^\d+_[A-Za-z0-9_\-]+$")
-
-_ST_ROUTE_DIR = re.compile(r"^[A-Za-z0-9_\-]+_\d+_[A-Za-z][A-Za-z0-9]*$")
-"""The module folders of a sentence-transformers Router saved at the root (``router_config.json`` beside
-``modules.json``): ``<route>_<index>_<module class>`` (``query_0_Transformer``, ``document_1_Pooling``), as
-``Router.save`` names them."""
+_LAYOUT_FILES = ("config.json", "modules.json", "router_config.json")
+"""The files at a repo's root that say how the rest is read (remote code, ``transformers_weights``, a
+sentence-transformers model's module folders): downloaded and read before anything else (:func:`layout_files`)."""
 
 
 _SHARD_RE = re.compile(r"^(model|pytorch_model)-\d+-of-\d+\.(safetensors|bin)$")
@@ -76,25 +73,42 @@ def _weights_in(files: Iterable[str], folder: str = "", reader: str | None = Non
     return safe, pickle
 
 
+def layout_files(backend: str, files: Iterable[str], modules: Mapping[str, str] | None = None) -> list[str]:
+    """The small files of a repo (listing ``files``) that decide which of its other files ``backend`` needs and
+    whether it may load them, to be downloaded and read first: ``config.json`` (and for sentence-transformers
+    ``modules.json`` and a root ``router_config.json``); with ``modules`` (the module folders read from them,
+    :func:`~embedselect.models.layout.module_types`) also the ``router_config.json`` of each module folder, a Router
+    saved below the root (``0_Router/router_config.json``). Sorted."""
+    fileset = set(files)
+    names = list(_LAYOUT_FILES) if backend == "sentence-transformers" else ["config.json"]
+    names += [f"{m}/router_config.json" for m in modules or {} if m]
+    return sorted(f for f in set(names) if f in fileset)
+
+
 def select_files(
-    repo_id: str, backend: str, files: Iterable[str], *, allow_pickle: bool = False
+    repo_id: str, backend: str, files: Iterable[str], *, allow_pickle: bool = False,
+    modules: Mapping[str, str] | None = None,
 ) -> tuple[list[str], list[str]]:
     """The repo files ``backend`` needs, and which of them are weights.
 
-    sentence-transformers: ``modules.json``, ST configs, ``config.json``, tokenizer files, root weights and the
-    files of numbered module folders (``1_Pooling/config.json``, ``2_Dense/...``); a Router (``router_config.json`` at
-    the root) also its routes' module folders (``query_0_Transformer/...``), its root then needing no weights. timm: ``config.json`` +
-    weights. transformers: ``config.json``, tokenizer / processor files, weights. Safetensors are preferred;
-    pickle weights are taken only when there are no safetensors and ``allow_pickle``. A PEFT adapter at the root of a
-    transformers or sentence-transformers repo (``adapter_config.json``) is taken with the weights transformers reads
-    of it (``weights_read("adapter")``), a pickle only with ``allow_pickle``: left behind, the model would load
-    without it. Every backend also takes the model card, ``README.md``, when the repo has one (:mod:`embedselect.models.candidates.card` reads its ``base_model``).
+    sentence-transformers: ``modules.json``, ST configs, ``config.json``, tokenizer files, and the files of each module
+    folder ``modules`` names (the one rule, :func:`~embedselect.models.layout.module_types` of the repo's
+    ``modules.json`` and ``router_config.json`` files: ``1_Pooling/``, ``mods/2_Dense/``, a Router's routes
+    ``query_0_Transformer/`` or, for a Router saved below the root, ``0_Router/query_0_Transformer/``; None: read as
+    a repo without ``modules.json``, one ``Transformer`` at the root): each folder's configs, tokenizer files and
+    weights, not its subfolders. The root needs weights when a module other than a ``Router`` is read from it. timm:
+    ``config.json`` + weights. transformers: ``config.json``, tokenizer / processor files, weights. Safetensors are
+    preferred, in every folder; pickle weights are taken only when a folder has no safetensors and ``allow_pickle``.
+    A PEFT adapter at the root of a transformers or sentence-transformers repo (``adapter_config.json``) is taken with
+    the weights transformers reads of it (``weights_read("adapter")``), a pickle only with ``allow_pickle``: left
+    behind, the model would load without it. Every backend also takes the model card, ``README.md``, when the repo
+    has one (:mod:`embedselect.models.candidates.card` reads its ``base_model``).
 
     Returns:
         (files to download, the weight files among them), both sorted.
 
     Raises:
-        UnsafeModelError(reason="pickle_only"): only pickle weights and ``allow_pickle`` is False.
+        UnsafeModelError(reason="pickle_only"): a folder holds only pickle weights and ``allow_pickle`` is False.
         CandidateError: the repo lacks what the backend needs (no config, no weights).
     """
     if backend not in BACKENDS:
@@ -160,16 +174,19 @@ def select_files(
         if "modules.json" not in fileset and "config.json" not in fileset:
             raise CandidateError(f"{repo_id} has neither modules.json nor config.json; is it a sentence-transformers model?")
         wanted.update(f for f in root if f in _ST_CONFIG_FILES or f in TOKENIZER_FILES or f in _PROCESSOR_FILES)
-        router = "router_config.json" in fileset  # a Router's weights are in its routes' folders, not the root
-        take_adapter()
-        take_weights("", not router)
-        folder_re = (_ST_MODULE_DIR, _ST_ROUTE_DIR) if router else (_ST_MODULE_DIR,)
-        folders = sorted({f.split("/", 1)[0] for f in files
-                          if "/" in f and any(r.match(f.split("/", 1)[0]) for r in folder_re)})
-        for folder in folders:
-            inside = [f for f in files if f.startswith(folder + "/") and f.count("/") == 1]
+        modules = {"": ST_NO_MODULES_JSON} if modules is None else modules
+        take_adapter()  # a Router's weights are in its routes' folders, not in the folder of its router_config.json
+        take_weights("", "" in modules and modules[""].rpartition(".")[2] != "Router")
+        for folder in sorted(m for m in modules if m):
+            inside = [f for f in files if f.rpartition("/")[0] == folder]
             wanted.update(f for f in inside if f.endswith((".json", ".txt", ".model")) and not f.endswith(".index.json"))
             take_weights(folder, False)
+        if not weights:
+            raise CandidateError(
+                f"{repo_id} has no weight files (model.safetensors or shards) in the folders its modules.json names "
+                f"({', '.join(sorted(f'{m}/' if m else 'the repo root' for m in modules)) or 'none'}); it cannot be "
+                f"loaded with the {backend} backend. Pick another model or backend."
+            )
     if "README.md" in fileset:  # the model card: what it was made from (embedselect.models.candidates.card)
         wanted.add("README.md")
     return sorted(wanted), sorted(weights)
