@@ -332,3 +332,21 @@ def test_precomputed_vectors_are_not_called_uncached(tmp_path, capsys, ref):
                  "-q", "--cache-dir", str(tmp_path / "c")]) == 0
     rows = json.loads(capsys.readouterr().out)
     assert {row["name"]: row["cached"] for row in rows} == {"mine": None, "tfidf-svd": True}
+
+
+@pytest.mark.fault
+def test_an_id_given_twice_is_refused_not_overwritten(tmp_path, ref):
+    """ids= with an id twice kept the last row for it and ranked (the first vector silently dropped), and a mapping
+    with 1 and "1" failed with "'<' not supported between instances of 'str' and 'int'"; both are refused naming the
+    ids, as a Parquet file's repeated ids are."""
+    vecs = _vectors_for(ref)
+    twice = np.vstack([vecs, vecs[:1] + 1.0])
+    with pytest.raises(PrecomputedVectorsError, match=r"candidate 'mine': ids '1' appear more than once"):
+        Candidate.from_vectors("mine", twice, ids=[*ref.ids, "1"])
+    mapping: dict = {int(i): v for i, v in zip(ref.ids, vecs)}
+    mapping["1"] = vecs[0]
+    with pytest.raises(PrecomputedVectorsError, match=r"candidate 'mine': ids '1' appear more than once"):
+        Candidate.from_vectors("mine", mapping)
+    ints = Candidate.from_vectors("mine", {int(i): v for i, v in zip(ref.ids, vecs)})  # ints alone are ids
+    out = precomputed_vectors(ints.vectors, name="mine", ids=ref.ids, positions=None, n_source=len(ref))
+    np.testing.assert_array_equal(out, vecs)

@@ -170,6 +170,25 @@ def precomputed_vectors(source: Any, *, name: str, ids: Sequence[str], positions
                             error=PrecomputedVectorsError)
 
 
+def keyed_vectors(pairs: Any, *, name: str, where: str = "") -> dict[str, Any]:
+    """``pairs`` (item id, vector) as a mapping keyed by ``str(id)``, the form item ids take in a run.
+
+    Raises:
+        PrecomputedVectorsError: an id given more than once, also as another type (``1`` and ``"1"``): which vector
+            is the item's cannot be told (the ids named; ``where`` says where they came from, e.g. " in v.parquet").
+    """
+    keyed: dict[str, Any] = {}
+    seen: Counter[str] = Counter()
+    for key, vector in pairs:
+        keyed[str(key)] = vector
+        seen[str(key)] += 1
+    dup = sorted(k for k, count in seen.items() if count > 1)
+    if dup:
+        raise PrecomputedVectorsError(f"candidate {name!r}: ids {_few(dup)} appear more than once{where}; give one "
+                                      "vector per item id")
+    return keyed
+
+
 def _few(ids: Sequence[str], k: int = 5) -> str:
     shown = ", ".join(repr(i) for i in ids[:k])
     return shown + (f" and {len(ids) - k} more" if len(ids) > k else "")
@@ -192,9 +211,7 @@ def _read_file(path: Path, name: str) -> Any:
                                       "floats)")
     keys = [str(v) for v in table.column("id").to_pylist()]
     vectors = table.column("vector").to_pylist()
-    dup = sorted(k for k, count in Counter(keys).items() if count > 1)
-    if dup:
-        raise PrecomputedVectorsError(f"candidate {name!r}: ids {_few(dup)} appear more than once in {path}")
+    keyed_vectors(zip(keys, vectors), name=name, where=f" in {path}")
     absent = [k for k, v in zip(keys, vectors) if v is None]
     if absent:
         raise PrecomputedVectorsError(f"candidate {name!r}: ids {_few(absent)} have no vector in {path}")

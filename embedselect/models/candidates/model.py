@@ -159,6 +159,8 @@ class Candidate:
         Raises:
             CandidateSpecError: no name, a file that does not exist or is neither ``.npy`` nor ``.parquet``, or an
                 unsupported type.
+            PrecomputedVectorsError: a mapping or ``ids=`` that gives an id twice (also as ``1`` and ``"1"``: ids
+                are compared as text, the form item ids take).
         """
         import os
 
@@ -176,10 +178,12 @@ class Candidate:
                 raise CandidateSpecError(f"ids= goes with an array; the vectors file of {name!r} carries its own")
             return cls(name=name, vectors=path.resolve(), ref=str(path.resolve()), spec=f"{name}=vectors:{path}",
                        modality=modality)
+        from embedselect.models.backends.custom import keyed_vectors
+
         if isinstance(vectors, Mapping):
             if ids is not None:
                 raise CandidateSpecError(f"ids= goes with an array; the mapping of {name!r} is keyed by id already")
-            return cls(name=name, vectors=dict(vectors), modality=modality)
+            return cls(name=name, vectors=keyed_vectors(vectors.items(), name=name), modality=modality)
         if hasattr(vectors, "__array__") or isinstance(vectors, (list, tuple)):
             arr = np.asarray(vectors)
             if ids is not None:
@@ -187,7 +191,7 @@ class Candidate:
                 if len(ids) != len(arr):
                     raise CandidateSpecError(f"vectors of {name!r}: {len(arr)} rows but {len(ids)} ids; give one id "
                                              "per row")
-                return cls(name=name, vectors=dict(zip(ids, arr)), modality=modality)
+                return cls(name=name, vectors=keyed_vectors(zip(ids, arr), name=name), modality=modality)
             return cls(name=name, vectors=arr, modality=modality)
         raise CandidateSpecError(f"vectors of {name!r} is a {type(vectors).__name__}: give an (n, d) array, a "
                                  "mapping id -> vector, or a .npy / .parquet path")
