@@ -350,3 +350,27 @@ def test_an_id_given_twice_is_refused_not_overwritten(tmp_path, ref):
     ints = Candidate.from_vectors("mine", {int(i): v for i, v in zip(ref.ids, vecs)})  # ints alone are ids
     out = precomputed_vectors(ints.vectors, name="mine", ids=ref.ids, positions=None, n_source=len(ref))
     np.testing.assert_array_equal(out, vecs)
+
+
+@pytest.mark.fault
+def test_vectors_that_are_not_flat_lists_of_numbers_are_refused_naming_the_ids(tmp_path, ref):
+    """A Parquet file whose vectors hold text failed with numpy's "could not convert string to float: 'a'" (no
+    candidate, a ValueError), and one whose vectors are 2 x 2 lists was ranked as 4-wide vectors."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    kw = dict(name="mine", ids=ref.ids, positions=None, n_source=len(ref))
+    vecs = _vectors_for(ref).tolist()
+    text = [list(v) for v in vecs]
+    text[3] = ["a"] * WIDTH
+    pq.write_table(pa.table({"id": ref.ids, "vector": [[str(x) for x in v] for v in text]}), tmp_path / "s.parquet")
+    with pytest.raises(PrecomputedVectorsError, match=r"candidate 'mine': 240 of 240 vectors are not lists of numbers "
+                                                      r"\(ids '1', '2', '3', '4', '5' and 235 more\)"):
+        precomputed_vectors(tmp_path / "s.parquet", **kw)
+    nested = {i: np.reshape(v, (2, WIDTH // 2)) for i, v in zip(ref.ids, vecs)}
+    with pytest.raises(PrecomputedVectorsError, match=r"240 of 240 vectors are not flat lists of numbers"):
+        precomputed_vectors(nested, **kw)
+    one = {i: np.asarray(v) for i, v in zip(ref.ids, vecs)}
+    one["9"] = "oops"
+    with pytest.raises(PrecomputedVectorsError, match=r"1 of 240 vectors are not lists of numbers \(ids '9'\)"):
+        precomputed_vectors(one, **kw)

@@ -120,8 +120,8 @@ def precomputed_vectors(source: Any, *, name: str, ids: Sequence[str], positions
 
     Raises:
         PrecomputedVectorsError: the file cannot be read or lacks ``id`` / ``vector`` columns; an array of another
-            number of rows; items with no vector (the first few ids named); vectors of different widths; rows that
-            are not finite (their ids named).
+            number of rows; items with no vector (the first few ids named); vectors that are not flat lists of real
+            numbers, or of different widths; rows that are not finite (their ids named).
     """
     if isinstance(source, Path):
         source = _read_file(source, name)
@@ -133,7 +133,7 @@ def precomputed_vectors(source: Any, *, name: str, ids: Sequence[str], positions
                 f"candidate {name!r}: {len(missing)} of {len(ids)} items have no vector (ids {_few(missing)}); "
                 "give a vector for every item of the data (ids are the data's row numbers, 1-based for a file, or "
                 "the values of its --id-column / id_column=)")
-        rows = [np.asarray(keyed[i], dtype=np.float64).ravel() for i in ids]
+        rows = _flat_rows(keyed, ids, name)
         widths: dict[int, list[str]] = {}
         for i, r in zip(ids, rows):
             widths.setdefault(r.shape[0], []).append(i)
@@ -187,6 +187,32 @@ def keyed_vectors(pairs: Any, *, name: str, where: str = "") -> dict[str, Any]:
         raise PrecomputedVectorsError(f"candidate {name!r}: ids {_few(dup)} appear more than once{where}; give one "
                                       "vector per item id")
     return keyed
+
+
+def _flat_rows(keyed: Mapping[str, Any], ids: Sequence[str], name: str) -> list[np.ndarray]:
+    """The vector of each id of ``ids`` as a 1-D float64 array.
+
+    Raises:
+        PrecomputedVectorsError: vectors that are not lists of real numbers (text, None, booleans) or not flat (a
+            2 x 2 list was read as 4 numbers), their ids named.
+    """
+    rows: list[np.ndarray] = []
+    kinds: dict[str, list[str]] = {}
+    for i in ids:
+        try:
+            row = np.asarray(keyed[i])
+        except (TypeError, ValueError):  # ragged lists
+            row = np.asarray(None)
+        if row.dtype.kind not in "iuf":
+            kinds.setdefault("lists of numbers", []).append(i)
+        elif row.ndim != 1:
+            kinds.setdefault("flat lists of numbers", []).append(i)
+        rows.append(row)
+    if kinds:  # the first kind of fault found
+        what, odd = next(iter(kinds.items()))
+        raise PrecomputedVectorsError(f"candidate {name!r}: {len(odd)} of {len(ids)} vectors are not {what} (ids "
+                                      f"{_few(odd)}); give each item one list of real numbers")
+    return [r.astype(np.float64, copy=False) for r in rows]
 
 
 def _few(ids: Sequence[str], k: int = 5) -> str:
