@@ -366,3 +366,36 @@ def test_credentials_in_hf_endpoint_are_never_printed_or_stored(hub, endpoint_wi
     for exc in (RepositoryNotFoundError("404", response=response), httpx2.ConnectError("refused")):
         message = str(map_error(exc, "acme/x", None, None))
         assert SECRET not in message and f"http://***@{host}" in message, message
+
+
+@pytest.mark.fault
+@pytest.mark.timeout(180)
+def test_a_request_the_hub_client_retries_is_said_once_on_stderr(hub, tmp_path):
+    """huggingface_hub gives its logger a stderr handler of its own at import, and its records also reached the root
+    logger's handler: every warning it logs (a request it retries, in a night's cron mail) was printed twice, once
+    bare and once as ``WARNING huggingface_hub.utils._http: ...``. Through the real CLI, in a process of its own
+    (the logging set-up of ``main`` is what is tested; pytest's own handlers would hide it in-process)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from testkit import tinymodels as tm
+
+    hub.publish("acme/flaky", tm.make_tiny_sentence_transformer(tmp_path / "st", seed=0),
+                library_name="sentence-transformers", pipeline_tag="sentence-similarity")
+    hub.add_fault(r"^/acme/flaky/resolve/[0-9a-f]+/modules\.json$", status=503, method="HEAD", times=3)
+    (tmp_path / "texts.csv").write_text("text\n" + "".join(f"item {i} of the set\n" for i in range(12)))
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": str(root), "HF_ENDPOINT": hub.url, "TQDM_DISABLE": "1"}
+    done = subprocess.run(
+        [sys.executable, "-m", "embedselect.cli", "embed", str(tmp_path / "texts.csv"), "-c", "text",
+         "-m", "acme/flaky", "--cache-dir", str(tmp_path / "cache"), "-q"],
+        capture_output=True, text=True, env=env, cwd=str(tmp_path), timeout=170)
+    assert done.returncode == 0, done.stderr
+    said = [line for line in done.stderr.splitlines() if "HTTP Error 503" in line or "Retrying in" in line]
+    assert said, done.stderr  # the client retried (and said so)
+    # each line once, in embedselect's format: no bare copy of it from the library's own handler
+    assert all(line.startswith("WARNING huggingface_hub.") for line in said), done.stderr
+    errors, retries = (sum(what in line for line in said) for what in ("HTTP Error 503", "Retrying in"))
+    assert errors == retries, done.stderr  # one line per failed attempt, one per retry

@@ -113,6 +113,19 @@ class _TerminalFormatter(logging.Formatter):
         return terminal(super().formatStack(stack_info))
 
 
+def _hub_logs_through_ours() -> None:
+    """huggingface_hub gives its logger a stderr handler of its own when it is imported, and its records reach the
+    root logger's handler too: every warning it logs (each request it retries, in a night's cron mail) was printed
+    twice, once bare. Its own handler is taken off, so each record is one line in embedselect's format, cleaned as
+    every stderr line is (:class:`_TerminalFormatter`). The import is the light logging module only."""
+    import huggingface_hub.utils.logging  # noqa: F401 - adds the library's handler, once per process
+
+    hub_logger = logging.getLogger("huggingface_hub")
+    for h in list(hub_logger.handlers):
+        if type(h) is logging.StreamHandler:  # the library's bare one (a program's own handlers are of other kinds)
+            hub_logger.removeHandler(h)
+
+
 def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -122,6 +135,7 @@ def _main(argv: Sequence[str] | None) -> int:
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(_TerminalFormatter("%(levelname)s %(name)s: %(message)s"))
     logging.basicConfig(level=level, handlers=[handler])
+    _hub_logs_through_ours()
     if getattr(args, "quiet", False) or not sys.stderr.isatty():
         os.environ.setdefault("TQDM_DISABLE", "1")
     saved_before = _runs_saved()
