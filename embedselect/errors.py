@@ -185,6 +185,17 @@ class UnsafeModelError(CandidateError):
         self.revision: str | None = None  # the commit refused (set by the fetch that refused it)
 
 
+class AdapterOnlyError(CandidateError):
+    """A hub repo holds a PEFT adapter (``adapter_config.json``) without the weights of the model it adapts, which
+    embedselect does not fetch by a name the adapter records: :attr:`base_model` is the ``base_model_name_or_path``
+    of its ``adapter_config.json`` when that is a hub model id, else None. The message says to rank the base model,
+    or to merge the adapter and rank or upload the merged model. Exit code 4 (``candidate``)."""
+
+    def __init__(self, message: str, *, base_model: str | None = None) -> None:
+        super().__init__(message)
+        self.base_model = base_model
+
+
 class AllCandidatesFailedError(CandidateError):
     """No candidate could be embedded; nothing to rank (nothing stored). :attr:`failed` the names of the candidates,
     as :class:`CandidatesFailedError`'s, :attr:`reasons` candidate name -> why it failed (``"ModelLoadError: ..."``).
@@ -334,6 +345,7 @@ class ModelTimeoutError(CandidateError):
 
 
 __all__ = [
+    "AdapterOnlyError",
     "AllCandidatesFailedError",
     "AnswersError",
     "CacheDatabaseCorruptError",

@@ -4,6 +4,7 @@ routes' folders), and a repo that holds only a PEFT adapter."""
 
 from __future__ import annotations
 
+import json
 
 import numpy as np
 import pytest
@@ -63,3 +64,62 @@ def test_a_router_saved_below_the_root_is_fetched_whole_and_embeds_as_the_folder
     hub.repos[rid].commits[hub.repos[rid].main].pop(weights)
     err = _refused(hub, rid, "pickle_only", retry=retry)
     assert f"{below}/query_0_Transformer/" in str(err)
+
+
+@pytest.mark.fault
+def test_a_repo_of_a_peft_adapter_alone_is_refused_saying_what_it_is_and_what_to_do(hub, retry, tmp_path, capsys,
+                                                                                   monkeypatch):
+    """A repo holding only a PEFT adapter (adapter_config.json + adapter_model.safetensors) was refused for something
+    else: "cannot tell which backend loads" it (library_name peft), "has no config.json", "has neither modules.json
+    nor config.json", or "has no weight files" when it had a config.json. It is an AdapterOnlyError (exit 4) that says
+    it is an adapter, names the base model its adapter_config.json records (quoted, escapes and all, when that is
+    no hub model id) and what to do; before any weights are fetched, online and offline."""
+    import huggingface_hub.constants as c
+
+    from embedselect.cli import main
+    from embedselect.errors import AdapterOnlyError, EXIT_CODES
+
+    def adapter(base) -> bytes:
+        return json.dumps({"peft_type": "LORA", "base_model_name_or_path": base, "r": 2}).encode()
+
+    (tmp_path / "t.csv").write_text("text\n" + "\n".join(TEXTS) + "\n")
+    for library, extra in (("peft", {}), ("transformers", {}), ("sentence-transformers", {"modules.json": b"[]"}),
+                           ("transformers", {"config.json": b'{"model_type": "bert"}', "README.md": b"# card"})):
+        rid = _rid("adapter-only")
+        hub.publish(rid, files={"adapter_config.json": adapter("acme/base-model"), "adapter_model.safetensors": b"{}",
+                                **extra}, library_name=library)
+        hub.requests.clear()
+        with pytest.raises(AdapterOnlyError) as ei:
+            H.fetch_model(rid, retry=retry)
+        m = str(ei.value)
+        assert "PEFT adapter" in m and "rank acme/base-model instead" in m and "merge_and_unload" in m, m
+        assert ei.value.base_model == "acme/base-model"
+        assert _downloaded(hub, rid) == {"adapter_config.json"}, library
+        capsys.readouterr()
+        code = main(["embed", str(tmp_path / "t.csv"), "-c", "text", "-m", rid, "--cache-dir", str(tmp_path / "c")])
+        err = capsys.readouterr().err
+        assert code == EXIT_CODES["candidate"] == 4 and "AdapterOnlyError" in err and "acme/base-model" in err, err
+
+    from huggingface_hub import snapshot_download
+
+    snapshot_download(rid, revision=hub.repos[rid].main)  # in the HF cache whole (another tool fetched it): offline,
+    monkeypatch.setattr(c, "HF_HUB_OFFLINE", True)  # the fetch says the same of the cached snapshot
+    with pytest.raises(AdapterOnlyError, match="rank acme/base-model instead"):
+        H.fetch_model(rid, revision=hub.repos[rid].main, retry=retry)
+    monkeypatch.setattr(c, "HF_HUB_OFFLINE", False)
+
+    hostile = "/home/me/ckpt\n\x1b[2JERROR all good\u202e"  # untrusted text: a local path with escapes
+    for base, said in ((hostile, repr(hostile)), (None, "names no base model")):
+        rid = _rid("adapter-only-odd")
+        hub.publish(rid, files={"adapter_config.json": adapter(base), "adapter_model.safetensors": b"{}"},
+                    library_name="peft")
+        with pytest.raises(AdapterOnlyError) as ei:
+            H.fetch_model(rid, retry=retry)
+        m = str(ei.value)
+        assert said in m and "\n" not in m and "\x1b" not in m and "\u202e" not in m and ei.value.base_model is None
+
+    rid = _rid("adapter-with-model")  # an adapter beside its model's weights is fetched with them, as before
+    text = tm.make_tiny_transformers_text(tmp_path / "text2")
+    hub.publish(rid, text, library_name="transformers",
+                extra_files={"adapter_config.json": adapter("acme/base-model"), "adapter_model.safetensors": b"{}"})
+    assert {"adapter_config.json", "model.safetensors"} <= set(H.fetch_model(rid, retry=retry).files)

@@ -10,9 +10,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
-from embedselect.errors import CandidateError, ConfigError, HubError, ModelFileError, UnsafeModelError
-from embedselect.models.hub.files import (check_explicit_weights, check_policy, infer_backend, layout_files,
-                                          select_files)
+from embedselect.errors import (AdapterOnlyError, CandidateError, ConfigError, HubError, ModelFileError,
+                                UnsafeModelError)
+from embedselect.models.hub.files import (adapter_alone, check_explicit_weights, check_policy, infer_backend,
+                                          layout_files, select_files)
 from embedselect.models.hub.http import (
     SHA_RE,
     RetryPolicy,
@@ -25,7 +26,7 @@ from embedselect.models.hub.http import (
 )
 from embedselect._util.kinds import BACKENDS
 from embedselect.models.layout import module_types, read_json
-from embedselect.models.policy import LoadPolicy, remote_code_reason
+from embedselect.models.policy import ADAPTER_CONFIG, LoadPolicy, remote_code_reason
 
 if TYPE_CHECKING:
     from huggingface_hub import ModelInfo
@@ -200,6 +201,51 @@ def fetch_model(
     )
 
 
+MAX_ADAPTER_CONFIG_BYTES = 1 << 20
+"""The largest ``adapter_config.json`` read to name an adapter's base model (a few hundred bytes in practice)."""
+
+
+def _adapter_only(repo_id: str, config: Any) -> AdapterOnlyError:
+    """The error for a repo that is a PEFT adapter alone (:func:`~embedselect.models.hub.files.adapter_alone`), naming
+    the base model its ``adapter_config.json`` (``config``, parsed; None when absent, damaged or too large) records
+    in ``base_model_name_or_path``: untrusted text, shown as it is only when it is a hub model id
+    (:func:`check_repo_id`, the one rule), else quoted with its escapes (``repr``, cut to 100 characters) as
+    :func:`check_repo_id` quotes an id it refuses."""
+    raw = config.get("base_model_name_or_path") if isinstance(config, dict) else None
+    try:
+        base = check_repo_id(raw) if isinstance(raw, str) else None
+    except CandidateError:
+        base = None
+    if base is not None:
+        named = f"Its adapter_config.json names the base model {base}: rank {base} instead, or"
+    elif isinstance(raw, str) and raw:
+        named = (f"Its adapter_config.json names the base model {raw[:100]!r}, which is not a hub model id (a "
+                 "folder of whoever trained it?): rank that model from the hub instead, or")
+    else:
+        named = "Its adapter_config.json names no base model (base_model_name_or_path): rank the model it adapts, or"
+    return AdapterOnlyError(
+        f"{repo_id} is a PEFT adapter ({ADAPTER_CONFIG}) without the weights of the model it adapts; embedselect "
+        f"ranks whole models and does not fetch a model by the name an adapter records. {named} merge the adapter "
+        "into that model (peft's merge_and_unload, then save_pretrained) and rank the merged folder, or upload it and "
+        "rank that repo. (A local folder that holds an adapter beside its model's own weights is ranked with the "
+        "adapter applied when peft is installed.)",
+        base_model=base,
+    )
+
+
+def _download(repo_id: str, sha: str, patterns: list[str], token: str | None, retry: RetryPolicy, what: str,
+              progress: bool = False) -> Path:
+    """``patterns`` of ``repo_id`` at ``sha`` in the HF cache (``snapshot_download``), retried only for the faults
+    huggingface_hub does not retry itself (:func:`not_retried_by_hf`); the snapshot folder."""
+    from huggingface_hub import snapshot_download
+
+    return with_retries(
+        lambda: Path(snapshot_download(repo_id, revision=sha, allow_patterns=patterns, token=token,
+                                       library_name="embedselect", tqdm_class=None if progress else silent_tqdm())),
+        retry, f"{what} of {repo_id}", retryable=not_retried_by_hf,
+    )
+
+
 def _pin_and_check(repo_id: str, revision: str | None, backend: str | None, policy: LoadPolicy, token: str | None,
                    retry: RetryPolicy) -> tuple[ModelInfo, str, dict[str, int | None], list[str], str]:
     """The one ``model_info`` request, its commit sha checked, the backend chosen and the policy applied to what the
@@ -226,18 +272,30 @@ def _pin_and_check(repo_id: str, revision: str | None, backend: str | None, poli
         s.rfilename: (s.lfs.size if s.lfs is not None else s.size) for s in info.siblings
     }
     tags = list(info.tags or [])
-    chosen = backend or infer_backend(info.library_name, tags, sizes)
-    if chosen is None:
-        raise CandidateError(
-            f"cannot tell which backend loads {repo_id} (library_name={info.library_name!r}); pass "
-            f"backend= one of {', '.join(repr(b) for b in BACKENDS)}."
-        )
     try:
         check_policy(repo_id, policy, gated=info.gated, weights=(), sizes=sizes,
                      remote_reason=remote_code_reason(tags, info.config if isinstance(info.config, dict) else None))
     except UnsafeModelError as exc:
         exc.revision = sha  # a refusal is of this commit: recorded per revision, a new commit is looked at again
         raise
+    if adapter_alone(sizes):  # said before the backend: an adapter repo's library_name is "peft"
+        small = (sizes.get(ADAPTER_CONFIG) or 0) <= MAX_ADAPTER_CONFIG_BYTES
+        try:
+            local = _download(repo_id, sha, [ADAPTER_CONFIG], token, retry, "adapter config") if small else None
+            config = read_json(local / ADAPTER_CONFIG) if local is not None else None
+        except ModelFileError:  # damaged: it is still an adapter, whose base model is not known
+            config = None
+        except (HubError, CandidateError):
+            raise
+        except Exception as exc:  # noqa: BLE001 - mapped to typed errors
+            raise map_error(exc, repo_id, revision, token) from None
+        raise _adapter_only(repo_id, config)
+    chosen = backend or infer_backend(info.library_name, tags, sizes)
+    if chosen is None:
+        raise CandidateError(
+            f"cannot tell which backend loads {repo_id} (library_name={info.library_name!r}); pass "
+            f"backend= one of {', '.join(repr(b) for b in BACKENDS)}."
+        )
     return info, sha, sizes, tags, chosen
 
 
@@ -268,22 +326,8 @@ def _download_checked(repo_id: str, revision: str | None, sha: str, backend: str
     ``modules.json`` and ``router_config.json`` files, those of the folders ``modules.json`` names too), choose the
     files from them with the policy applied (:func:`_choose`), then download those at ``sha``; sizes verified against
     the listing and the ref remembered. Returns (the snapshot folder, the files fetched)."""
-    from huggingface_hub import snapshot_download
-
-    def download(patterns: list[str]) -> Path:
-        return Path(
-            snapshot_download(
-                repo_id,
-                revision=sha,
-                allow_patterns=patterns,
-                token=token,
-                library_name="embedselect",
-                tqdm_class=None if progress else silent_tqdm(),
-            )
-        )
-
     def fetch(patterns: list[str], what: str) -> Path:  # huggingface_hub retries most download faults itself
-        return with_retries(lambda: download(patterns), retry, f"{what} of {repo_id}", retryable=not_retried_by_hf)
+        return _download(repo_id, sha, patterns, token, retry, what, progress)
 
     try:
         layout = layout_files(backend, sizes)
@@ -362,6 +406,13 @@ def _fetch_offline(repo_id: str, revision: str | None, backend: str | None, poli
     except Exception as exc:  # LocalEntryNotFoundError and kin: not (usably) cached
         raise not_cached from exc
     present = sorted(str(p.relative_to(snap)).replace(os.sep, "/") for p in snap.rglob("*") if p.is_file())
+    if adapter_alone(present):
+        small = (snap / ADAPTER_CONFIG).stat().st_size <= MAX_ADAPTER_CONFIG_BYTES
+        try:
+            config = read_json(snap / ADAPTER_CONFIG) if small else None
+        except ModelFileError:
+            config = None
+        raise _adapter_only(repo_id, config)
     chosen = backend or infer_backend(None, (), present)
     if chosen is None:
         raise CandidateError(

@@ -73,6 +73,17 @@ def _weights_in(files: Iterable[str], folder: str = "", reader: str | None = Non
     return safe, pickle
 
 
+def adapter_alone(files: Iterable[str]) -> bool:
+    """Whether a repo of the files ``files`` is a PEFT adapter alone: ``adapter_config.json`` at its root, and no
+    weights of the model it adapts there (no ``model.safetensors``, shards or pickle weights: :func:`_weights_in`)
+    nor a Router's ``router_config.json`` (whose weights are in its routes' folders). transformers would fetch that
+    model by the name the adapter records, past every check of the fetch; :class:`~embedselect.errors.AdapterOnlyError`
+    says so."""
+    files = list(files)
+    safe, pickle = _weights_in(files, "")
+    return ADAPTER_CONFIG in files and not safe and not pickle and "router_config.json" not in files
+
+
 def layout_files(backend: str, files: Iterable[str], modules: Mapping[str, str] | None = None) -> list[str]:
     """The small files of a repo (listing ``files``) that decide which of its other files ``backend`` needs and
     whether it may load them, to be downloaded and read first: ``config.json`` (and for sentence-transformers
