@@ -128,6 +128,19 @@ def test_widths_that_change_between_batches_are_refused():
                          modality="text", revision=None)
     with pytest.raises(EmbedderOutputError, match="different widths"):
         emb.embed(["a", "b", "c"], batch_size=2)
+    # the embedding stops at the first batch of another width (every batch was embedded first: a costly embedder
+    # ran over all the data for a result that was then refused)
+    calls: list[int] = []
+
+    def narrower(items):
+        calls.append(len(items))
+        return np.ones((len(items), 8 if len(calls) == 1 else 6))
+
+    emb = ObjectEmbedder(narrower, name="w", modality="text", revision=None)
+    with pytest.raises(EmbedderOutputError, match=r"different widths: 6-wide vectors for items 11-20 of 100, but 8-wide "
+                                                  r"vectors for the items before \(the embedding stopped"):
+        emb.embed([str(i) for i in range(100)], batch_size=10)
+    assert calls == [10, 10]
 
 
 def test_a_failing_embedder_fails_only_its_candidate(cache_dir):

@@ -49,19 +49,23 @@ class ObjectEmbedder:
 
         Raises:
             EmbedderOutputError: the object raised, or returned something that is not an (n, d) array of finite real
-                numbers with one row per item (or batches of different widths); the message names the candidate.
+                numbers with one row per item, or a batch of another width than the first (the embedding stops at
+                the batch at fault); the message names the candidate.
         """
         items = list(items)
         size = int(batch_size or DEFAULT_BATCH_SIZE)
-        parts = [self._encode_batch(items[i:i + size], size, progress, start=i, total=len(items))
-                 for i in range(0, len(items), size)]
+        parts: list[np.ndarray] = []
+        for i in range(0, len(items), size):
+            part = self._encode_batch(items[i:i + size], size, progress, start=i, total=len(items))
+            if parts and part.shape[1] != parts[0].shape[1]:  # stop here: the result could not be used
+                raise EmbedderOutputError(
+                    f"candidate {self.name!r}: its embedder returned vectors of different widths: "
+                    f"{part.shape[1]}-wide vectors for items {i + 1}-{i + len(part)} of {len(items)}, but "
+                    f"{parts[0].shape[1]}-wide vectors for the items before (the embedding stopped at that batch); "
+                    "it must return one width for every item")
+            parts.append(part)
         if not parts:
             return np.zeros((0, 0), dtype=np.float32)
-        widths = sorted({p.shape[1] for p in parts})
-        if len(widths) > 1:
-            raise EmbedderOutputError(f"candidate {self.name!r}: its embedder returned vectors of different widths "
-                                      f"({', '.join(map(str, widths))}) for different batches; it must return one "
-                                      "width for every item")
         return np.ascontiguousarray(np.concatenate(parts, axis=0))
 
     def _encode_batch(self, batch: list[Any], size: int, progress: bool, *, start: int, total: int) -> np.ndarray:
