@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-PUBLIC = ["embedselect/__init__.py", "embedselect/config.py", "embedselect/errors.py", "embedselect/ranking/result.py"]
+PUBLIC = ["embedselect/__init__.py", "embedselect/config.py", "embedselect/errors.py", "embedselect/ranking/result.py",
+          "embedselect/ranking/candidate.py", "embedselect/ranking/warning_codes.py", "embedselect/ranking/form.py"]
 
 USER_SCRIPT = '''
 from __future__ import annotations
