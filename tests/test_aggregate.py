@@ -99,13 +99,38 @@ def test_decide_a_reference_point_first_is_not_a_decision():
     d = decide(pool, references={"pixel-pca", "random"}, families=fam)
     assert not d.decided and d.leaders == ["pixel-pca", "lite1"]
     assert d.reasons == ["pixel-pca, a reference point (a built-in baseline), is first: it measures what the models "
-                         "add beyond it, it is not a pick; lite1 is the first model"]
+                         "add beyond it, it is not a pick; lite1 is the first candidate that is neither untrained nor a "
+                         "reference point"]
     # the first model is a family's best member, a variant included
     d = decide({"tfidf": 0.9, "a-cls": 0.8, "a": 0.7, "b": 0.6, "c": 0.5}, references={"tfidf"},
                families={"a-cls": "a"})
     assert not d.decided and d.leaders == ["tfidf", "a-cls"]
     # a model first: the rule says nothing
     assert decide({"lite1": 0.9, "pixel-pca": 0.8, "lite0": 0.7, "lite2": 0.6}, references={"pixel-pca"}).decided
+
+
+def test_decide_a_reference_point_first_adds_a_model_that_is_not_untrained():
+    """Rule 7 added the first model below a reference point in first place even when that model looked untrained:
+    the plausible best it named was random vectors. Rules 7 and 8 add the same candidate: the first that is neither
+    untrained nor a reference point."""
+    from embedselect.ranking.combine import decide
+
+    pool = {"tfidf": 0.9, "fresh": 0.8, "trained": 0.7, "other": 0.6, "random": 0.1}
+    refs = {"tfidf", "random"}
+    d = decide(pool, references=refs, untrained={"fresh"})
+    assert not d.decided and d.leaders == ["tfidf", "trained"] and d.codes == ["undecided"]
+    assert d.reasons == ["tfidf, a reference point (a built-in baseline), is first: it measures what the models add "
+                         "beyond it, it is not a pick; trained is the first candidate that is neither untrained "
+                         "nor a reference point"]
+    # a variant of a trained model counts; every model untrained: undecided, nobody joins
+    d = decide({"tfidf": 0.9, "fresh": 0.8, "a-cls": 0.7, "a": 0.6, "b": 0.5}, references={"tfidf"},
+               untrained={"fresh"}, families={"a-cls": "a"})
+    assert d.leaders == ["tfidf", "a-cls"]
+    d = decide(pool, references=refs, untrained={"fresh", "trained", "other"})
+    assert not d.decided and d.leaders == ["tfidf"]
+    assert d.reasons == ["tfidf, a reference point (a built-in baseline), is first: it measures what the models add "
+                         "beyond it, it is not a pick; no candidate that is neither untrained nor a reference point "
+                         "scored"]
 
 
 def test_decide_an_untrained_checkpoint_first_is_not_a_decision():

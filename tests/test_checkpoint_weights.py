@@ -234,3 +234,31 @@ def test_an_untrained_checkpoint_first_is_not_a_decision(tmp_path, capsys):
     out, err = capsys.readouterr()
     table = out + err
     assert f"{first} looks like an untrained checkpoint" in table and SETTLE in table
+
+
+def test_a_baseline_first_adds_a_trained_model_not_the_untrained_one_below_it(tmp_path, monkeypatch):
+    """A built-in baseline first and an untrained checkpoint second: the ranking (rule 7 of decide()) named the
+    untrained one as the plausible best beside the baseline. It names the first candidate that is neither untrained
+    nor a reference point, as rule 8 does. The order is set by a registered metric that scores fixed values."""
+    import embedselect
+    from embedselect.data import sample_path
+    from embedselect.metrics import base
+
+    fresh = _untrained_copy(tm.make_tiny_sentence_transformer(tmp_path / "fresh"))
+    t1 = tm.make_tiny_sentence_transformer(tmp_path / "trained1", seed=1)
+    t2 = tm.make_tiny_sentence_transformer(tmp_path / "trained2", seed=2)
+    fixed = {"random-projection": 4.0, "fresh": 3.0, "trained1": 2.0, "trained2": 1.0}
+
+    def order(ctx):
+        return base.MetricResult("fixed_order", {k: fixed[k] for k in ctx.embeddings})
+
+    monkeypatch.setattr(base, "_SPECS", dict(base._SPECS))
+    base.register_metric(base.MetricSpec("fixed_order", order, min_items=5, description="a fixed order"))
+    r = embedselect.select(sample_path("texts"), f"random-projection,{fresh},{t1},{t2}", column="text",
+                           max_items=40, metrics=["fixed_order"], cache_dir=tmp_path / "cache")
+    assert [c.name for c in r.candidates] == ["random-projection", "fresh", "trained1", "trained2"]
+    assert [w.candidates for w in r.warnings if w.code == "untrained-checkpoint"] == [("fresh",)]
+    assert not r.decided and r.leaders == ["random-projection", "trained1"], r.undecided_reasons
+    (why,) = r.undecided_reasons
+    assert why.endswith("it is not a pick; trained1 is the first candidate that is neither untrained nor a "
+                        "reference point"), why

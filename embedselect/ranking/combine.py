@@ -260,28 +260,41 @@ def _witnesses_against(first: str, per_metric: Mapping[str, Mapping[str, float]]
     return out
 
 
-def _reference_first(first: str, models: Sequence[str],
+def _first_pick(order: Sequence[str], fam: Mapping[str, str], models: Sequence[str],
+                untrained: frozenset[str] | set[str]) -> str | None:
+    """The plausible best :func:`decide`'s rules 7 and 8 add: the first candidate of ``order`` (best first) that is
+    neither untrained nor a reference point (a member of one of ``models``, the model families; ``fam``: candidate ->
+    family key); None when there is none."""
+    return next((c for c in order if fam[c] in models and c not in untrained), None)
+
+
+def _not_a_pick(said: str, pick: str | None) -> list[tuple[list[str], str]]:
+    """Rules 7 and 8's entry: ``pick`` (:func:`_first_pick`) joins the leaders, and the reason ``said`` names it, or
+    says that there is none (then nobody joins)."""
+    if pick is None:
+        return [([], f"{said}; no candidate that is neither untrained nor a reference point scored")]
+    return [([pick], f"{said}; {pick} is the first candidate that is neither untrained nor a reference point")]
+
+
+def _reference_first(first: str, pick: str | None, models: Sequence[str],
                      references: frozenset[str] | set[str]) -> list[tuple[list[str], str]]:
-    """:func:`decide`'s rule 7: when ``first`` is a reference point and a model scored (``models``: the members of
-    model families, best first), the first model and the reason; else nothing."""
+    """:func:`decide`'s rule 7: when ``first`` is a reference point and a model family scored (``models``), the
+    reason, with ``pick`` (:func:`_first_pick`) as the plausible best; else nothing."""
     if first not in references or not models:
         return []
-    return [([models[0]], f"{first}, a reference point (a built-in baseline), is first: it measures what the models "
-                          f"add beyond it, it is not a pick; {models[0]} is the first model")]
+    return _not_a_pick(f"{first}, a reference point (a built-in baseline), is first: it measures what the models "
+                       "add beyond it, it is not a pick", pick)
 
 
-def _untrained_first(first: str, picks: Sequence[str],
+def _untrained_first(first: str, pick: str | None,
                      untrained: frozenset[str] | set[str]) -> list[tuple[list[str], str]]:
-    """:func:`decide`'s rule 8: when ``first`` is an untrained checkpoint, the first of ``picks`` (the members of
-    model families, best first, that are not untrained) and the reason; no candidate when there is none."""
+    """:func:`decide`'s rule 8: when ``first`` is an untrained checkpoint, the reason, with ``pick``
+    (:func:`_first_pick`) as the plausible best; no candidate when there is none."""
     if first not in untrained:
         return []
-    said = (f"{first} looks like an untrained checkpoint (every normalisation layer at its initial values), and it is "
-            "first: its vectors are random, and random models can agree with each other well enough to lead; it is "
-            "not a pick")
-    if not picks:
-        return [([], f"{said}; no candidate that is neither untrained nor a reference point scored")]
-    return [([picks[0]], f"{said}; {picks[0]} is the first candidate that is neither untrained nor a reference point")]
+    return _not_a_pick(f"{first} looks like an untrained checkpoint (every normalisation layer at its initial values), "
+                       "and it is first: its vectors are random, and random models can agree with each other well "
+                       "enough to lead; it is not a pick", pick)
 
 
 def _overlapping(first: str, others: Sequence[str],
@@ -392,9 +405,10 @@ def decide(
        copies below their parents), puts another candidate first; that candidate is a plausible best (one tied with
        the first by rule 1 is not named, as in rule 5).
     7. **A reference point is first**: a built-in baseline in first place is a yardstick, not a pick; when a model
-       family scored, its best member (the first model in the order) is a plausible best.
+       family scored, the first candidate that is neither untrained nor a reference point is a plausible best (the
+       ranking is undecided also when there is none).
     8. **An untrained checkpoint is first**: random vectors agree with each other and can lead; it is not a pick.
-       The first member of a model family that is not untrained (reference points aside) is a plausible best; the
+       The first candidate that is neither untrained nor a reference point is a plausible best, as in rule 7; the
        ranking is undecided also when there is none.
 
     The first candidate (``leaders[0]``) is always the first row of :func:`rank_table` and ``Ranking.best``.
@@ -451,8 +465,9 @@ def decide(
         against += _signals_against(first, per_metric, w, method, families, copies, groups[0])
         against += _witnesses_against(first, per_metric, w, method, families, copies,
                                       WITNESSES if witnesses is None else witnesses, groups[0])
-    against += _reference_first(first, [c for c in order if fam[c] in models], references)
-    against += _untrained_first(first, [c for c in order if fam[c] in models and c not in untrained], untrained)
+    pick = _first_pick(order, fam, models, untrained)
+    against += _reference_first(first, pick, models, references)
+    against += _untrained_first(first, pick, untrained)
     for others, why in against:
         add(others)
         reasons.append(why)
