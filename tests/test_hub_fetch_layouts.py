@@ -123,3 +123,31 @@ def test_a_repo_of_a_peft_adapter_alone_is_refused_saying_what_it_is_and_what_to
     hub.publish(rid, text, library_name="transformers",
                 extra_files={"adapter_config.json": adapter("acme/base-model"), "adapter_model.safetensors": b"{}"})
     assert {"adapter_config.json", "model.safetensors"} <= set(H.fetch_model(rid, retry=retry).files)
+
+
+@pytest.mark.fault
+def test_a_peft_adapter_in_a_transformer_module_folder_is_fetched_with_its_weights(hub, retry, tmp_path):
+    """transformers loads a PEFT adapter in any folder it reads, a sentence-transformers Transformer module's too
+    (the local check's rule, loader._reader): the fetch took such a folder's adapter_config.json and left its
+    adapter_model.safetensors behind (it took an adapter's weights at the root only), so the snapshot loaded without
+    the adapter's weights. It takes them, safetensors first; a pickle alone is refused before any weights are."""
+    router = tm.make_tiny_router(tmp_path / "router")
+    config = json.dumps({"peft_type": "LORA", "base_model_name_or_path": "acme/base", "r": 2}).encode()
+    rid = _rid("route-adapter")
+    hub.publish(rid, router, library_name="sentence-transformers",
+                extra_files={"query_0_Transformer/adapter_config.json": config,
+                             "query_0_Transformer/adapter_model.safetensors": b"{}",
+                             "query_0_Transformer/adapter_model.bin": b"a pickle",
+                             "query_1_Pooling/adapter_model.safetensors": b"{}"})  # no Transformer: not read there
+    files = set(H.fetch_model(rid, retry=retry).files)
+    assert {"query_0_Transformer/adapter_config.json", "query_0_Transformer/adapter_model.safetensors"} <= files
+    assert not {"query_0_Transformer/adapter_model.bin", "query_1_Pooling/adapter_model.safetensors"} & files
+
+    rid = _rid("route-adapter-pickle")
+    hub.publish(rid, router, library_name="sentence-transformers",
+                extra_files={"query_0_Transformer/adapter_config.json": config,
+                             "query_0_Transformer/adapter_model.bin": b"a pickle"})
+    err = _refused(hub, rid, "pickle_only", retry=retry)
+    assert "query_0_Transformer/adapter_model.bin" in str(err)
+    assert "query_0_Transformer/adapter_model.bin" in H.fetch_model(rid, policy=LoadPolicy(allow_pickle=True),
+                                                                    retry=retry).files

@@ -9,8 +9,8 @@ from typing import Any, Iterable, Mapping, Sequence
 from embedselect.errors import CandidateError, ConfigError, UnsafeModelError
 from embedselect._util.kinds import BACKENDS
 from embedselect.models.layout import ST_NO_MODULES_JSON, TOKENIZER_FILES
-from embedselect.models.policy import (ADAPTER_CONFIG, PICKLE_SUFFIXES, WEIGHTS_READ_ORDER, LoadPolicy, is_safetensors,
-                                       remedy, weights_read)
+from embedselect.models.policy import (ADAPTER_CONFIG, PICKLE_SUFFIXES, TRANSFORMERS_MODULES, WEIGHTS_READ_ORDER,
+                                       LoadPolicy, is_safetensors, remedy, weights_read)
 
 
 
@@ -110,9 +110,11 @@ def select_files(
     weights, not its subfolders. The root needs weights when a module other than a ``Router`` is read from it. timm:
     ``config.json`` + weights. transformers: ``config.json``, tokenizer / processor files, weights. Safetensors are
     preferred, in every folder; pickle weights are taken only when a folder has no safetensors and ``allow_pickle``.
-    A PEFT adapter at the root of a transformers or sentence-transformers repo (``adapter_config.json``) is taken with
-    the weights transformers reads of it (``weights_read("adapter")``), a pickle only with ``allow_pickle``: left
-    behind, the model would load without it. Every backend also takes the model card, ``README.md``, when the repo
+    A PEFT adapter (``adapter_config.json``) at the root of a transformers or sentence-transformers repo, or in the
+    folder of a sentence-transformers module that transformers reads (:data:`~embedselect.models.policy.
+    TRANSFORMERS_MODULES`: ``0_Transformer/``, a route's ``query_0_Transformer/``), is taken with the weights
+    transformers reads of it (``weights_read("adapter")``), a pickle only with ``allow_pickle``: left behind, the model
+    would load without it. Every backend also takes the model card, ``README.md``, when the repo
     has one (:mod:`embedselect.models.candidates.card` reads its ``base_model``).
 
     Returns:
@@ -154,20 +156,21 @@ def select_files(
         wanted.update(chosen)
         weights.update(c for c in chosen if not c.endswith(".json"))
 
-    def take_adapter() -> None:
-        if ADAPTER_CONFIG not in fileset:
+    def take_adapter(folder: str = "") -> None:  # in a folder transformers reads (the loader's _reader, one rule)
+        prefix = f"{folder}/" if folder else ""
+        if prefix + ADAPTER_CONFIG not in fileset:
             return
-        wanted.add(ADAPTER_CONFIG)
-        adapter = weights_read("adapter", [f for f in files if "/" not in f])
+        wanted.add(prefix + ADAPTER_CONFIG)
+        adapter = weights_read("adapter", [f[len(prefix):] for f in files if f.rpartition("/")[0] == folder])
         if adapter is not None and not is_safetensors(adapter) and not allow_pickle:
             raise UnsafeModelError(
-                f"{repo_id} is a PEFT adapter whose weights are a pickle ({adapter}); loading them can run arbitrary "
-                f"code. {remedy('allow_pickle', repo_id)} if you trust it.",
+                f"{repo_id} is a PEFT adapter whose weights are a pickle ({prefix}{adapter}); loading them can run "
+                f"arbitrary code. {remedy('allow_pickle', repo_id)} if you trust it.",
                 reason="pickle_only",
             )
         if adapter is not None:
-            wanted.add(adapter)
-            weights.add(adapter)
+            wanted.add(prefix + adapter)
+            weights.add(prefix + adapter)
 
     root = [f for f in files if "/" not in f]
     if backend == "timm":
@@ -192,6 +195,8 @@ def select_files(
             inside = [f for f in files if f.rpartition("/")[0] == folder]
             wanted.update(f for f in inside if f.endswith((".json", ".txt", ".model")) and not f.endswith(".index.json"))
             take_weights(folder, False)
+            if modules[folder].rpartition(".")[2] in TRANSFORMERS_MODULES:  # a Transformer loads the adapter beside it
+                take_adapter(folder)
         if not weights:
             raise CandidateError(
                 f"{repo_id} has no weight files (model.safetensors or shards) in the folders its modules.json names "
