@@ -350,3 +350,42 @@ def test_a_junk_hub_listing_is_reported_and_the_night_ranks_what_it_knows(hub, t
     assert "crawl: page 1 failed" in caplog.text and "Traceback" not in out.err
     names = {r["name"] for r in json.loads((tmp_path / "site" / "leaderboard.json").read_text())["rows"]}
     assert {"acme/a", "tfidf-svd"} <= names
+
+
+@pytest.mark.fault
+def test_the_leaderboard_says_which_of_last_nights_models_are_not_ranked_tonight_and_why(hub, tiny, tmp_path):
+    """The trending list changes between two nights: one model drops off it, one gets a broken new revision, one is
+    unchanged (and not among the previous top, keep_top 0). Tonight's table holds none of them; leaderboard.md,
+    leaderboard.json and run.json say each with its rank the previous night and why (they vanished without a word:
+    the baseline read as having climbed ▲3 past them), and the failed one with its reason."""
+    for i, name in enumerate(["a", "b", "c"]):
+        publish_st(hub, f"acme/{name}", tiny[i], 10 - i)
+    conf = load_config(write_config(tmp_path, keep_top=0))
+    first = run_night(conf)
+    assert first["status"] == "ok" and first["not_ranked"] == []
+    site = tmp_path / "site"
+    board1 = {r["name"]: r["rank"] for r in json.loads((site / "leaderboard.json").read_text())["rows"]}
+    assert len(board1) == 4
+
+    with hub.lock:  # acme/c is no longer listed
+        del hub.repos["acme/c"]
+    bad = tmp_path / "bad"
+    tm.make_tiny_sentence_transformer(bad, seed=5)
+    (bad / "model.safetensors").write_bytes(b"not a safetensors file")
+    publish_st(hub, "acme/b", bad, 9)  # a new revision that cannot be loaded
+    second = run_night(conf)
+    assert [r["name"] for r in json.loads((site / "leaderboard.json").read_text())["rows"]] == ["tfidf-svd"]
+    why = {g["name"]: (g["prev_rank"], g["why"]) for g in second["not_ranked"]}
+    assert why == {
+        "acme/a": (board1["acme/a"], "unchanged, and outside the previous night's top 0 (keep_top): not ranked again"),
+        "acme/b": (board1["acme/b"], "failed tonight"),
+        "acme/c": (board1["acme/c"], "no longer in the crawl"),
+    }
+    board = json.loads((site / "leaderboard.json").read_text())
+    assert board["not_ranked"] == second["not_ranked"]
+    assert [(f["name"], f["error_type"]) for f in board["failed"]] == [("acme/b", "ModelLoadError")]
+    text = (site / "leaderboard.md").read_text()
+    for name, (rank, said) in why.items():
+        assert f"- {name} (#{rank} the previous night): {said}" in text.replace("\\", ""), text
+    assert "- acme/b: ModelLoadError: " in text, text
+    assert json.loads((site / "run.json").read_text())["not_ranked"] == second["not_ranked"]

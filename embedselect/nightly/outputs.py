@@ -68,7 +68,25 @@ def _leaderboard_md(rows: list[dict[str, Any]], summary: dict[str, Any]) -> str:
     for r in rows:
         score = "-" if r["combined_score"] is None else f"{r['combined_score']:.3f}"
         lines.append(f"| {r['rank']} | {change(r)} | {md(r['name'])} | {md(_short(r['revision']))} | {score} |")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + _lines_under(summary)) + "\n"
+
+
+def _lines_under(summary: dict[str, Any]) -> list[str]:
+    """What the Markdown leaderboard says under its table: the previous night's candidates it does not hold (with
+    their rank then and why), then tonight's failed candidates with their reason (the table holds the ranked ones
+    only)."""
+    from embedselect.publish.text import md
+
+    lines: list[str] = []
+    gone = summary.get("not_ranked") or []
+    if gone:
+        lines += ["", "Ranked the previous night, not in tonight's table:", ""]
+        lines += [f"- {md(g['name'])} (#{g['prev_rank']} the previous night): {md(g['why'])}" for g in gone]
+    failed = summary.get("failed") or []
+    if failed:
+        lines += ["", "Failed tonight (tried again as docs/nightly.md, Failures and refusals, says):", ""]
+        lines += [f"- {md(f['name'])}: {md(f['error_type'])}: {md(f['reason'])}" for f in failed]
+    return lines
 
 
 def leader_badge(leaderboard: list[dict[str, Any]], summary: dict[str, Any]) -> dict[str, Any]:
@@ -89,15 +107,19 @@ def leader_badge(leaderboard: list[dict[str, Any]], summary: dict[str, Any]) -> 
 def write_site(folder: Path, ranking: Any, leaderboard: list[dict[str, Any]], summary: dict[str, Any]) -> None:
     """Write every output file of a night into ``folder`` (a fresh version folder).
 
-    Files: ``leaderboard.json`` / ``leaderboard.md`` (rank, change vs the previous night), ``ranking.json`` (the
+    Files: ``leaderboard.json`` / ``leaderboard.md`` (rank, change vs the previous night; the previous night's
+    candidates not ranked tonight and why, tonight's failed ones and why), ``ranking.json`` (the
     full :class:`~embedselect.ranking.result.Ranking`), ``report.html`` / ``report.md``, ``badges/leader.json`` (a
     shields.io endpoint badge naming the leader, or the leaders when no winner is clear: :func:`leader_badge`), ``badges/<candidate>.svg|.json`` + ``badges/badges.md`` (one
     badge per ranked candidate, :func:`embedselect.publish.write_badges`) and ``run.json`` (the run summary).
     """
     from embedselect.publish import report, write_badges
 
-    _write(folder / "leaderboard.json", json.dumps({"night": summary["started_at"], "run_id": summary["run_id"],
-                                                   "rows": leaderboard}, indent=2, default=str))
+    _write(folder / "leaderboard.json", json.dumps({
+        "night": summary["started_at"], "run_id": summary["run_id"], "rows": leaderboard,
+        "not_ranked": summary.get("not_ranked") or [],
+        "failed": [{k: f[k] for k in ("name", "revision", "error_type", "reason")} for f in summary.get("failed") or []],
+    }, indent=2, default=str))
     _write(folder / "leaderboard.md", _leaderboard_md(leaderboard, summary))
     _write(folder / "ranking.json", ranking.to_json())
     _write(folder / "report.html", report.to_html(ranking, title="embedselect nightly ranking"))

@@ -48,12 +48,14 @@ class Planned:
 @dataclass
 class NightPlan:
     """The plan: ``candidates`` to rank (in order: pinned, top, new/updated by trending), ``skipped`` crawled
-    models with the reason, ``deferred`` new models left for a later night by ``max_new``."""
+    models with the reason, ``deferred`` new models left for a later night by ``max_new``; ``previous_rows``: the
+    result rows of the previous night (``previous_run``), what tonight's leaderboard is compared with."""
 
     candidates: list[Planned]
     skipped: list[dict[str, Any]]
     deferred: list[Planned]
     previous_run: str | None
+    previous_rows: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def to_embed(self) -> list[Planned]:
@@ -159,4 +161,4 @@ def build_plan(cfg: Any, store: Any, crawl: Any, ref: Any, *, token: str | None 
             skipped = [s for s in skipped if s["name"] != r["name"]]
     for p in fresh:
         pool[p.name] = p
-    return NightPlan(list(pool.values()), skipped, deferred, prev_run)
+    return NightPlan(list(pool.values()), skipped, deferred, prev_run, prev_rows)

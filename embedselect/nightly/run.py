@@ -263,6 +263,8 @@ def _night(cfg: NightlyConfig, store: Any, *, dry_run: bool, executor: Any, toke
         "pairs": {"computed": pairs_computed, "reused": max(pairs_total - pairs_computed, 0), "total": pairs_total},
         "ranked": n_ok,
     })
+    summary["not_ranked"] = not_ranked(plan, crawled, {r.name for r in ranking.ok} if ranking is not None else set(),
+                                       summary, keep_top=cfg.keep_top)
     not_stored = [w.message for w in ranking.warnings_with("not-stored")] if ranking is not None else []
     if not_stored:  # what the cache refused to keep (pairs, metric results, the ranking): the night went on
         summary["not_stored"] = not_stored[0]
@@ -299,6 +301,37 @@ def _close_night(cfg: NightlyConfig, store: Any, summary: dict[str, Any], stages
     history.record_night(store, summary, leaderboard, failed)
     _save_summary(store, summary)
     return summary
+
+
+def not_ranked(plan: Any, crawled: Any, ranked: set[str], summary: dict[str, Any], *,
+               keep_top: int) -> list[dict[str, Any]]:
+    """The previous night's ranked candidates that tonight's leaderboard does not hold, best first, each with why:
+    ``failed tonight`` (its reason is in ``failed``), ``left for the next night`` (budget, ``max_new``), ``no longer
+    pinned``, ``no longer in the crawl`` (off the trending list), or unchanged and outside the previous night's top
+    ``keep_top`` (only new, updated, top and pinned candidates are ranked again)."""
+    from embedselect._util.kinds import kind_of_model_id
+
+    listed = {m.repo_id for m in (crawled.models if crawled is not None else ())}
+    failed = {f["name"] for f in summary.get("failed") or []}
+    left = {x["name"] for x in summary.get("left") or []}
+    out = []
+    for r in plan.previous_rows:
+        name = r["name"]
+        if r["status"] != "ok" or name in ranked:
+            continue
+        if name in failed:
+            why = "failed tonight"
+        elif name in left:
+            why = "left for the next night"
+        elif kind_of_model_id(r["model_id"]) != "hub":
+            why = "no longer pinned"
+        elif name not in listed:
+            why = "no longer in the crawl"
+        else:
+            why = f"unchanged, and outside the previous night's top {keep_top} (keep_top): not ranked again"
+        out.append({"name": name, "model_id": r["model_id"], "revision": r["revision"], "prev_rank": r["rank"],
+                    "why": why})
+    return out
 
 
 def night_status(summary: dict[str, Any], failed: list[dict[str, Any]]) -> str:
