@@ -313,3 +313,62 @@ def test_no_scores_raise_data_error():
         combine_ranks({})
     with pytest.raises(DataError):
         combine_ranks({"a": {"x": float("nan")}})
+
+
+def _every_reason_decide_gives():
+    """(decision, the cause it should name) for one pool per rule of decide()."""
+    from embedselect.ranking.combine import decide
+
+    four = {"a": 0.9, "b": 0.7, "c": 0.5, "d": 0.3}
+    split = {"m1": {"a": 3.0, "b": 2.0, "c": 1.0, "d": 0.0}, "m2": {"a": 0.0, "b": 3.0, "c": 2.0, "d": 1.0}}
+    return [
+        (decide({"a": 0.9, "b": 0.9, "c": 0.5, "d": 0.3}), "tie"),
+        (decide(four, intervals={"a": {"m": [0.5, 0.9]}, "b": {"m": [0.4, 0.6]}, "c": {"m": [0.0, 0.1]},
+                                 "d": {"m": [0.0, 0.1]}}), "overlap"),
+        (decide({"a": 0.9, "b": 0.5, "c": 0.1}), "few-families"),
+        (decide(four, references={"c", "d"}), "two-families"),
+        (decide(four, per_metric=split, weights={"m1": 2.0, "m2": 1.0}), "signals"),
+        (decide(four, per_metric={"m1": split["m1"], "nn_agreement": split["m2"]},
+                weights={"m1": 1.0, "nn_agreement": 0.0}), "witness"),
+        (decide({"t": 0.95, **four}, references={"t"}), "reference-first"),
+        (decide(four, untrained={"a"}), "untrained-first"),
+        (decide({}), "no-score"),
+    ]
+
+
+def test_every_reason_of_decide_names_one_of_the_causes_of_an_undecided_ranking():
+    """WARNING_CODES["undecided"] named three causes where decide() had more (a witness, a baseline first, an
+    untrained checkpoint first): the causes are one list, UNDECIDED_CAUSES, every reason names its cause and takes
+    its code from it, and the codes' texts are made from it."""
+    import re
+    from pathlib import Path
+
+    from embedselect.ranking.warning_codes import UNDECIDED_CAUSES, WARNING_CODES
+
+    seen = set()
+    for d, cause in _every_reason_decide_gives():
+        assert not d.decided and cause in d.causes, (cause, d)
+        assert len(d.causes) == len(d.reasons) == len(d.codes) and all(c in UNDECIDED_CAUSES for c in d.causes)
+        assert d.codes == [UNDECIDED_CAUSES[c][0] for c in d.causes]
+        seen |= set(d.causes)
+    pipeline = Path(__file__).resolve().parents[1] / "embedselect" / "pipeline"
+    named = {m for f in pipeline.glob("*.py") for m in re.findall(r'causes=\["([a-z-]+)"\]', f.read_text())}
+    assert named == {"contenders-left", "one-family"}  # answers or queries that decide nothing
+    assert seen | named == set(UNDECIDED_CAUSES), set(UNDECIDED_CAUSES) - seen - named
+    for code, why in UNDECIDED_CAUSES.values():
+        assert why in WARNING_CODES[code]
+
+
+def test_the_documented_causes_of_an_undecided_ranking_are_the_codes():
+    """docs/validation.md's warning-code table lists, for undecided and small-pool, the causes of UNDECIDED_CAUSES
+    (its row is WARNING_CODES' text, then what the doc adds after a semicolon)."""
+    from pathlib import Path
+
+    from embedselect.ranking.warning_codes import WARNING_CODES
+
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "validation.md").read_text(encoding="utf-8")
+    rows = {line.split(" | ")[0].strip("| `"): line.split(" | ", 1)[1].rstrip(" |").replace("`", "")
+            for line in doc[doc.index("## Warning codes"):].splitlines() if line.startswith("| `")}
+    for code in ("undecided", "small-pool"):
+        row = rows[code]
+        assert row == WARNING_CODES[code] or row.startswith(WARNING_CODES[code] + "; "), (code, row)

@@ -54,7 +54,7 @@ def fold_verdict(ctx: Any, decision: Any, names: list[str], v: Any, *, code: str
         return go_on
     why = f"{by} rule out {', '.join(v.ruled_out)} but do not separate {', '.join(v.remaining)}"
     ctx.warnings.append(RankingWarning("undecided", f"no clear winner: {why}", v.remaining))
-    return Decision(False, list(v.remaining), [why], ["undecided"], settle=settle)
+    return Decision(False, list(v.remaining), [why], ["undecided"], settle=settle, causes=["contenders-left"])
 
 
 def drop_label_free_notes(ctx: Any, decision: Any) -> None:

@@ -121,7 +121,7 @@ def queries_stage(ctx: Any, decision: Any, retrieval: dict[str, Any] | None,
     if len(names) < 2:  # one model family: its members are not compared with each other
         why = f"{said} put {order[0]} first, but every candidate is of one model family"
         ctx.warnings.append(RankingWarning("small-pool", f"no clear winner: {why}", [order[0]]))
-        return Decision(False, [order[0]], [why], ["small-pool"], settle=decision.settle)
+        return Decision(False, [order[0]], [why], ["small-pool"], settle=decision.settle, causes=["one-family"])
     if v.decided:
         beaten = ", ".join(f"{p['other']} ({p['wins']}:{p['losses']})" for p in v.pairs)
         ctx.warnings.append(RankingWarning("queries", f"decided by {said}: {v.winner} finds the relevant items best "
@@ -135,4 +135,4 @@ def queries_stage(ctx: Any, decision: Any, retrieval: dict[str, Any] | None,
                                        "label-free order)", v.remaining))
     ctx.warnings.append(RankingWarning("undecided", f"no clear winner: {why}", v.remaining))
     return Decision(False, list(v.remaining), [why], ["undecided"],
-                    settle="to settle it, add queries with their relevant items to the file")
+                    settle="to settle it, add queries with their relevant items to the file", causes=["contenders-left"])

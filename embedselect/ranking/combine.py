@@ -38,6 +38,7 @@ import pandas as pd
 from embedselect.errors import ConfigError, DataError
 from embedselect.metrics.pool import relative_positions, relative_z
 from embedselect.ranking.ties import finite_scores, just_below, order_by_score, rank_scores, tie_groups
+from embedselect.ranking.warning_codes import UNDECIDED_CAUSES
 
 __all__ = ["METHODS", "DEFAULT_METHOD", "MIN_POOL", "MIN_MODEL_FAMILIES", "SETTLE", "WITNESSES", "Decision", "metric_ranks", "combine_ranks",
            "rank_table", "decide",
@@ -174,8 +175,10 @@ class Decision:
             (the first is what ``Ranking.best`` returns; a single name when decided).
         reasons: plain-language reasons when undecided (empty when decided).
         codes: the warning code of each reason, in the same order (:data:`embedselect.ranking.result.WARNING_CODES`):
-            ``small-pool`` for the rules on the pool's families, ``undecided`` for the others.
+            ``small-pool`` for the rules on the pool's families, ``undecided`` for the others (each its cause's code).
         settle: how to settle it when undecided (:data:`SETTLE`; empty when decided).
+        causes: the cause of each reason, in the same order (a key of
+            :data:`embedselect.ranking.warning_codes.UNDECIDED_CAUSES`).
     """
 
     decided: bool
@@ -183,6 +186,7 @@ class Decision:
     reasons: list[str] = field(default_factory=list)
     codes: list[str] = field(default_factory=list)
     settle: str = ""
+    causes: list[str] = field(default_factory=list)
 
 
 SETTLE = ("to settle it, answer a few questions about your items (embedselect ask, then embedselect rank --answers) "
@@ -415,26 +419,24 @@ def decide(
     """
     groups = tie_groups(combined)
     if not groups:
-        return Decision(False, [], ["no candidate has a combined score"], ["undecided"], SETTLE)
+        return Decision(False, [], ["no candidate has a combined score"], ["undecided"], SETTLE, ["no-score"])
     order = [k for g in groups for k in g]
     first = order[0]
     leaders = list(groups[0])
     reasons: list[str] = []
-    small: set[int] = set()  # the reasons about the pool's families (code small-pool)
+    causes: list[str] = []  # the cause of each reason (UNDECIDED_CAUSES)
 
-    def add(names: Sequence[str]) -> list[str]:
-        new = [c for c in order if c in names and c not in leaders]
-        leaders.extend(new)
-        return new
+    def add(names: Sequence[str]) -> None:
+        leaders.extend([c for c in order if c in names and c not in leaders])
 
     if len(groups[0]) > 1:
-        reasons.append(
-            f"tie: {', '.join(groups[0])} have the same combined score; listed by name, not by merit"
-        )
+        causes.append("tie")
+        reasons.append(f"tie: {', '.join(groups[0])} have the same combined score; listed by name, not by merit")
     if intervals:
         close = _overlapping(first, order[len(groups[0]):], intervals)
         if close:
             add(close)
+            causes.append("overlap")
             reasons.append(
                 f"the bootstrap intervals of {first} overlap those of {', '.join(close)} on every bootstrapped "
                 "score: the data do not separate them (use more items, or read them as equals)"
@@ -446,7 +448,7 @@ def decide(
     models = [f for f, c in best_of.items() if not any(m in references for m in order if fam[m] == f)]
     if len(best_of) < min_pool:
         add([best_of[f] for f in models] or list(best_of.values()))
-        small.add(len(reasons))
+        causes.append("few-families")
         reasons.append(
             f"only {len(best_of)} model famil{'y' if len(best_of) == 1 else 'ies'} scored ({len(order)} candidates; "
             "the options and copies of one model count once): label-free scores compare candidates with each other "
@@ -454,23 +456,25 @@ def decide(
         )
     elif len(models) == 2:
         add([best_of[f] for f in models])
-        small.add(len(reasons))
+        causes.append("two-families")
         reasons.append(
             f"two model families ({' and '.join(models)}; the rest are reference points): the signals that judge a "
             "model by the others have one comparison, which cannot say which of the two is better"
         )
-    against: list[tuple[list[str], str]] = []
+    against: list[tuple[str, list[tuple[list[str], str]]]] = []  # (cause, what its rule found)
     if per_metric is not None:
         w = {m: float((weights or {}).get(m, 1.0 if weights is None else 0.0)) for m in per_metric}
-        against += _signals_against(first, per_metric, w, method, families, copies, groups[0])
-        against += _witnesses_against(first, per_metric, w, method, families, copies,
-                                      WITNESSES if witnesses is None else witnesses, groups[0])
+        against.append(("signals", _signals_against(first, per_metric, w, method, families, copies, groups[0])))
+        against.append(("witness", _witnesses_against(first, per_metric, w, method, families, copies,
+                                                      WITNESSES if witnesses is None else witnesses, groups[0])))
     pick = _first_pick(order, fam, models, untrained)
-    against += _reference_first(first, pick, models, references)
-    against += _untrained_first(first, pick, untrained)
-    for others, why in against:
-        add(others)
-        reasons.append(why)
+    against.append(("reference-first", _reference_first(first, pick, models, references)))
+    against.append(("untrained-first", _untrained_first(first, pick, untrained)))
+    for cause, found in against:
+        for others, why in found:
+            add(others)
+            causes.append(cause)
+            reasons.append(why)
     decided = not reasons
-    codes = ["small-pool" if i in small else "undecided" for i in range(len(reasons))]
-    return Decision(decided, leaders if not decided else [first], reasons, codes, "" if decided else SETTLE)
+    codes = [UNDECIDED_CAUSES[c][0] for c in causes]
+    return Decision(decided, leaders if not decided else [first], reasons, codes, "" if decided else SETTLE, causes)

@@ -10,12 +10,8 @@ log = logging.getLogger(__name__)
 
 WARNING_CODES: dict[str, str] = {
     "candidate-failed": "a candidate could not be resolved, loaded or embedded; it has no scores",
-    "undecided": "no clear winner: a tie in the combined score, bootstrap intervals that overlap the first "
-                 "candidate's on every bootstrapped score, or another candidate first when one signal is left out "
-                 "(candidates: the leaders)",
-    "small-pool": "too few model families scored for the label-free scores to be reliable (they compare candidates "
-                  "with each other; the options and copies of one model count once), or only two model families "
-                  "beside the reference points (candidates: the leaders)",
+    "undecided": "",  # from UNDECIDED_CAUSES, below
+    "small-pool": "",
     "baseline-wins": "a built-in baseline (tfidf-svd, random-projection, pixel-pca) is first or among the leaders: "
                      "no model beat it on this data",
     "baselines-central": "built-in baselines agree with the models' nearest neighbours as much as the models agree "
@@ -37,6 +33,36 @@ WARNING_CODES: dict[str, str] = {
 }
 """The stable codes of :class:`RankingWarning` (docs/validation.md lists them; ``rank --fail-on`` takes them).
 A code is never renamed; new codes may be added."""
+
+UNDECIDED_CAUSES: dict[str, tuple[str, str]] = {
+    "tie": ("undecided", "a tie in the combined score"),
+    "overlap": ("undecided", "bootstrap intervals that overlap the first candidate's on every bootstrapped score"),
+    "signals": ("undecided", "another candidate first when one combined signal is left out"),
+    "witness": ("undecided", "another candidate first on a signal shown beside the combination (a witness)"),
+    "reference-first": ("undecided", "a built-in baseline first"),
+    "untrained-first": ("undecided", "an untrained checkpoint first"),
+    "no-score": ("undecided", "no candidate with a combined score"),
+    "contenders-left": ("undecided", "answers or search queries that do not separate the contenders they leave"),
+    "few-families": ("small-pool", "too few model families scored for the label-free scores to be reliable (they "
+                                   "compare candidates with each other; the options and copies of one model count "
+                                   "once)"),
+    "two-families": ("small-pool", "only two model families beside the reference points"),
+    "one-family": ("small-pool", "search queries over candidates of one model family"),
+}
+"""Why a ranking is undecided: cause -> (its warning code, the cause in words). The one list of them: the texts of
+``WARNING_CODES["undecided"]`` and ``["small-pool"]`` are made from it, every reason of
+:func:`embedselect.ranking.combine.decide` (and of answers or queries that decide nothing) names its cause
+(``Decision.causes``) and takes its code from here, and docs/validation.md's warning-code table says the same
+(tests/test_aggregate.py checks both)."""
+
+
+def _listed(code: str) -> str:
+    said = [why for c, why in UNDECIDED_CAUSES.values() if c == code]
+    return ", ".join(said[:-1]) + f", or {said[-1]}" if len(said) > 1 else said[0]
+
+
+WARNING_CODES["undecided"] = f"no clear winner: {_listed('undecided')} (candidates: the leaders)"
+WARNING_CODES["small-pool"] = f"{_listed('small-pool')} (candidates: the leaders)"
 
 
 class RankingWarning(str):
@@ -99,4 +125,4 @@ class RankingWarning(str):
         raise RankingFormatError(f"a ranking warning must be a string or an object with a message; got {value!r}")
 
 
-__all__ = ["WARNING_CODES", "RankingWarning"]
+__all__ = ["UNDECIDED_CAUSES", "WARNING_CODES", "RankingWarning"]
