@@ -389,3 +389,19 @@ def test_the_leaderboard_says_which_of_last_nights_models_are_not_ranked_tonight
         assert f"- {name} (#{rank} the previous night): {said}" in text.replace("\\", ""), text
     assert "- acme/b: ModelLoadError: " in text, text
     assert json.loads((site / "run.json").read_text())["not_ranked"] == second["not_ranked"]
+
+
+def test_the_markdown_leaderboard_marks_a_model_ranked_at_a_new_revision():
+    """A model ranked tonight at a new revision (``why: updated``) has its change marked as such: it read ``=`` when it
+    kept its rank, as if nothing had changed, though its new weights were embedded and ranked."""
+    from embedselect.nightly.outputs import _leaderboard_md
+
+    rows = [{"rank": 1, "name": "acme/a", "revision": "a" * 40, "why": "top", "prev_rank": 1, "delta": 0,
+             "combined_score": 1.0},
+            {"rank": 2, "name": "acme/b", "revision": "b" * 40, "why": "updated", "prev_rank": 2, "delta": 0,
+             "combined_score": 0.5},
+            {"rank": 3, "name": "acme/c", "revision": "c" * 40, "why": "updated", "prev_rank": 1, "delta": -2,
+             "combined_score": 0.0}]
+    text = _leaderboard_md(rows, {"started_at": "2026-11-29T03:17:00+00:00", "decided": True})
+    assert "| 1 | = | acme/a |" in text
+    assert "| 2 | = new revision | acme/b |" in text and "| 3 | ▼2 new revision | acme/c |" in text, text

@@ -49,11 +49,12 @@ def _short(rev: str | None) -> str:
 def _leaderboard_md(rows: list[dict[str, Any]], summary: dict[str, Any]) -> str:
     from embedselect.publish.text import md  # hub text is untrusted: the one sanitiser of every published format
 
-    def change(r):
+    def change(r):  # a model ranked at a new revision (why "updated") says so beside its move
         if r["prev_rank"] is None:
             return "new"
         d = r["delta"]
-        return "=" if d == 0 else (f"▲{d}" if d > 0 else f"▼{-d}")
+        moved = "=" if d == 0 else (f"▲{d}" if d > 0 else f"▼{-d}")
+        return moved + (" new revision" if r.get("why") == "updated" else "")
 
     lines = [f"# embedselect nightly leaderboard ({md(summary['started_at'][:10])})", ""]
     if summary.get("decided") is False:
