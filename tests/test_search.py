@@ -264,7 +264,8 @@ def test_model_best_never_indexes_a_baseline_the_ranking_calls_no_pick_and_says_
         cand, seed = _top_of(ranking)
     assert cand.name == "acme/m" and cand.revision == "a" * 40 and seed == 2
     said = caplog.text
-    assert "tfidf-svd, a built-in baseline, is first" in said and "indexing the first model, acme/m" in said
+    assert "tfidf-svd is first in the ranking of these data, but it is a built-in baseline" in said
+    assert "indexing the first candidate that is neither untrained nor a baseline, acme/m" in said
     assert "named no clear winner (leaders: tfidf-svd, acme/m)" in said
     # a ranking of baselines only still gives its first row, and a decided ranking no warning
     caplog.clear()
@@ -272,6 +273,28 @@ def test_model_best_never_indexes_a_baseline_the_ranking_calls_no_pick_and_says_
     with caplog.at_level("WARNING", logger="embedselect.search"):
         assert _top_of(only)[0].name == "tfidf-svd"
     assert caplog.text == ""
+
+
+@pytest.mark.fault
+def test_model_best_never_indexes_a_checkpoint_the_ranking_notes_as_untrained(caplog):
+    """`index --model best` took the first row that was not a baseline, and indexed a checkpoint the ranking's
+    ``untrained-checkpoint`` note names (rule 8 of decide(): random vectors, not a pick), below a baseline or first."""
+    from embedselect.search.build import _top_of
+
+    def row(name, rank, model_id=None):
+        return {"name": name, "spec": name, "model_id": model_id or name, "rank": rank, "status": "ok"}
+
+    note = {"code": "untrained-checkpoint", "message": "acme/fresh looks untrained", "candidates": ["acme/fresh"]}
+    ranking = {"dataset": {"modality": "text"}, "settings": {"seed": 0}, "decided": False, "warnings": [note],
+               "leaders": ["tfidf-svd", "acme/m"],
+               "candidates": [row("tfidf-svd", 1, "baseline:tfidf-svd"), row("acme/fresh", 2), row("acme/m", 3)]}
+    with caplog.at_level("WARNING", logger="embedselect.search"):
+        assert _top_of(ranking)[0].name == "acme/m"
+    first = dict(ranking, leaders=["acme/fresh", "acme/m"], candidates=[row("acme/fresh", 1), row("acme/m", 2)])
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="embedselect.search"):
+        assert _top_of(first)[0].name == "acme/m"
+    assert "acme/fresh is first in the ranking of these data, but it looks like an untrained checkpoint" in caplog.text
 
 
 @pytest.mark.fault

@@ -49,8 +49,9 @@ def best_candidate(store, fingerprint: str) -> tuple[Any, int]:
 
 
 def _top_of(ranking: dict[str, Any]) -> tuple[Any, int]:
-    """The candidate ``--model best`` indexes: the stored ranking's first row, or its first model when a built-in
-    baseline is first; a warning says so, and names the leaders when the ranking did not decide."""
+    """The candidate ``--model best`` indexes: the stored ranking's first row, or, when that row is not a pick (a
+    built-in baseline, or a checkpoint its ``untrained-checkpoint`` notes name), its first row that is neither; a
+    warning says so, and names the leaders when the ranking did not decide."""
     from embedselect.models.candidates import parse_candidates
 
     ok = [c for c in ranking["candidates"] if c.get("status", "ok") == "ok" and c.get("rank") is not None]
@@ -60,12 +61,16 @@ def _top_of(ranking: dict[str, Any]) -> tuple[Any, int]:
 
     ok.sort(key=lambda c: c["rank"])
     top = ok[0]
-    models = [c for c in ok if kind_of_model_id(c.get("model_id")) != "baseline"]
-    if models and models[0] is not top:  # the ranking itself says a first baseline "is not a pick"
-        log.warning("--model best: %s, a built-in baseline, is first in the ranking of these data; a baseline "
-                    "measures what the models add and is not a pick: indexing the first model, %s", top["name"],
-                    models[0]["name"])
-        top = models[0]
+    untrained = {n for w in ranking.get("warnings") or [] if isinstance(w, dict)
+                 and w.get("code") == "untrained-checkpoint" for n in w.get("candidates") or []}
+    picks = [c for c in ok if kind_of_model_id(c.get("model_id")) != "baseline" and c["name"] not in untrained]
+    if picks and picks[0] is not top:  # the ranking itself says such a first row "is not a pick"
+        what = ("looks like an untrained checkpoint" if top["name"] in untrained else
+                "is a built-in baseline (it measures what the models add)")
+        log.warning("--model best: %s is first in the ranking of these data, but it %s, and is not a pick: indexing "
+                    "the first candidate that is neither untrained nor a baseline, %s", top["name"], what,
+                    picks[0]["name"])
+        top = picks[0]
     if ranking.get("decided") is False:
         log.warning("--model best: the ranking of these data named no clear winner (leaders: %s); indexing %s; "
                     "name another with --model NAME", ", ".join(ranking.get("leaders") or []), top["name"])
