@@ -387,7 +387,7 @@ def test_the_leaderboard_says_which_of_last_nights_models_are_not_ranked_tonight
     text = (site / "leaderboard.md").read_text()
     for name, (rank, said) in why.items():
         assert f"- {name} (#{rank} the previous night): {said}" in text.replace("\\", ""), text
-    assert "- acme/b: ModelLoadError: " in text, text
+    assert "- acme/b: ModelLoadError: " in text and "tried again the next night" not in text, text
     assert json.loads((site / "run.json").read_text())["not_ranked"] == second["not_ranked"]
 
 
@@ -405,3 +405,13 @@ def test_the_markdown_leaderboard_marks_a_model_ranked_at_a_new_revision():
     text = _leaderboard_md(rows, {"started_at": "2026-11-29T03:17:00+00:00", "decided": True})
     assert "| 1 | = | acme/a |" in text
     assert "| 2 | = new revision | acme/b |" in text and "| 3 | ▼2 new revision | acme/c |" in text, text
+
+
+def test_the_markdown_leaderboard_says_which_failed_model_is_tried_again_the_next_night():
+    from embedselect.nightly.outputs import _lines_under
+
+    failed = [{"name": "acme/l", "error_type": "HubError", "reason": "503 after retries", "transient": True},
+              {"name": "acme/g", "error_type": "ModelLoadError", "reason": "bad header", "transient": False}]
+    lines = _lines_under({"failed": failed})
+    assert "- acme/l: HubError: 503 after retries (a passing hub fault: tried again the next night)" in lines
+    assert "- acme/g: ModelLoadError: bad header" in lines

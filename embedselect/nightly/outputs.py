@@ -85,8 +85,10 @@ def _lines_under(summary: dict[str, Any]) -> list[str]:
         lines += [f"- {md(g['name'])} (#{g['prev_rank']} the previous night): {md(g['why'])}" for g in gone]
     failed = summary.get("failed") or []
     if failed:
-        lines += ["", "Failed tonight (tried again as docs/nightly.md, Failures and refusals, says):", ""]
-        lines += [f"- {md(f['name'])}: {md(f['error_type'])}: {md(f['reason'])}" for f in failed]
+        lines += ["", "Failed tonight:", ""]
+        lines += [f"- {md(f['name'])}: {md(f['error_type'])}: {md(f['reason'])}"
+                  + (" (a passing hub fault: tried again the next night)" if f.get("transient") else "")
+                  for f in failed]
     return lines
 
 
