@@ -151,3 +151,64 @@ def test_a_peft_adapter_in_a_transformer_module_folder_is_fetched_with_its_weigh
     assert "query_0_Transformer/adapter_model.bin" in str(err)
     assert "query_0_Transformer/adapter_model.bin" in H.fetch_model(rid, policy=LoadPolicy(allow_pickle=True),
                                                                     retry=retry).files
+
+
+@pytest.mark.fault
+@pytest.mark.parametrize("name", ["pytorch_model.pth", "model.pth"])
+def test_a_timm_repo_whose_weights_are_a_pth_pickle_is_refused_and_with_allow_pickle_fetched_and_embedded(
+        hub, retry, tmp_path, capsys, name):
+    """timm reads pytorch_model.pth and model.pth (policy.WEIGHTS_READ_ORDER), and the loader counts them as pickle
+    weights by their suffix, but the fetch had its own list of weight names without them: such a repo "has no weight
+    files", and --allow-pickle could not fetch it. It is a pickle_only refusal naming the file, before any weights
+    are fetched; allowed, the file is fetched and the model embeds as its folder does."""
+    import torch
+    from safetensors.torch import load_file
+
+    from embedselect.cli import main
+    from embedselect.models.backends.loader import load_embedder
+    from embedselect.models.candidates import parse_candidates, resolve_candidate
+
+    folder = tm.make_tiny_timm(tmp_path / "timm")
+    torch.save(load_file(folder / "model.safetensors"), folder / name)
+    (folder / "model.safetensors").unlink()
+    rid = _rid("timm-pth")
+    hub.publish(rid, folder, library_name="timm")
+    err = _refused(hub, rid, "pickle_only", retry=retry)
+    assert name in str(err) and "allow_pickle=True" in str(err) and name not in _downloaded(hub, rid)
+
+    images = tm.make_tiny_images(tmp_path / "imgs", n=6, size=32)[0].parent
+    code = main(["embed", str(images), "-m", rid, "-q", "--cache-dir", str(tmp_path / "c")])
+    assert code != 0 and "--allow-pickle" in capsys.readouterr().err and name not in _downloaded(hub, rid)
+    code = main(["embed", str(images), "-m", rid, "--allow-pickle", "-q", "--cache-dir", str(tmp_path / "c")])
+    assert code == 0, capsys.readouterr()
+    fm = H.fetch_model(rid, policy=LoadPolicy(allow_pickle=True), retry=retry)
+    assert name in fm.files
+    (cand,) = parse_candidates([rid], modality="image")
+    paths = sorted(str(p) for p in images.iterdir())
+    fetched = load_embedder(resolve_candidate(cand, policy=LoadPolicy(allow_pickle=True)), device="cpu",
+                            policy=LoadPolicy(allow_pickle=True)).embed(paths)
+    rc = resolve_candidate(parse_candidates([str(folder)], modality="image")[0], policy=LoadPolicy())
+    local = load_embedder(rc, device="cpu", policy=LoadPolicy(allow_pickle=True)).embed(paths)
+    assert np.allclose(fetched, local, atol=1e-5)
+
+
+@pytest.mark.fault
+def test_training_state_in_a_module_folder_is_not_weights_for_the_fetch_as_for_the_loader(hub, retry, tmp_path):
+    """A sentence-transformers module folder's training_args.bin is training state the loader ignores
+    (policy.NOT_WEIGHTS), but the fetch counted it as the folder's pickle weights: a Pooling folder holding one was
+    refused as pickle-only, and with --allow-pickle it was fetched as weights. The fetch leaves it, as the loader
+    does, and a pickle the loader reads there is still refused."""
+    router = tm.make_tiny_router(tmp_path / "router")
+    rid = _rid("training-args")
+    hub.publish(rid, router, library_name="sentence-transformers",
+                extra_files={"query_1_Pooling/training_args.bin": b"a pickle", "training_args.bin": b"a pickle"})
+    fm = H.fetch_model(rid, retry=retry)
+    assert "query_0_Transformer/model.safetensors" in fm.files and not any("training_args" in f for f in fm.files)
+    fm = H.fetch_model(rid, policy=LoadPolicy(allow_pickle=True), retry=retry)
+    assert not any("training_args" in f for f in fm.files)
+
+    rid = _rid("pooling-pickle")
+    hub.publish(rid, router, library_name="sentence-transformers",
+                extra_files={"query_1_Pooling/pytorch_model.bin": b"a pickle"})
+    err = _refused(hub, rid, "pickle_only", retry=retry)
+    assert "query_1_Pooling/pytorch_model.bin" in str(err)

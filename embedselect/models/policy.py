@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 from contextvars import ContextVar
-from typing import Any, Collection, Iterator, Literal, Sequence
+from typing import Any, Collection, Iterable, Iterator, Literal, Sequence
 
 from embedselect.config import DEFAULT_MAX_MODEL_BYTES, LoadPolicy  # the policy is part of the run configuration
 
@@ -71,8 +71,34 @@ def is_safetensors(name: str | None) -> bool:
     safe only when every shard it names is too, which its reader checks."""
     return bool(name) and str(name).endswith((".safetensors", ".safetensors.index.json"))
 
+
 NOT_WEIGHTS = ("training_args.bin", "optimizer.pt", "scheduler.pt", "rng_state.pth")
 """Pickle files a model folder may carry that no backend loads (training state), so they never count as weights."""
+
+WeightKind = Literal["safetensors", "pickle"]
+"""What a weight file is read as: safetensors (never unpickled) or a pickle (unpickled on load)."""
+
+
+def weight_kind(name: str) -> WeightKind | None:
+    """What the file ``name`` (a file name in a model folder) is, by its suffix: ``"safetensors"`` (a
+    ``.safetensors`` file or a shard index of them, :func:`is_safetensors`), ``"pickle"`` (a :data:`PICKLE_SUFFIXES`
+    file, ``model.pth`` or ``pytorch_model.bin``, or a shard index of them, ``pytorch_model.bin.index.json``, but not
+    the training state of :data:`NOT_WEIGHTS`), or None (not weights). The one rule for what a weight file is: the
+    loader's check of a local folder and the hub fetch's choice of files both read it; which of a folder's weight
+    files a library reads is :func:`weights_read`."""
+    if is_safetensors(name):
+        return "safetensors"
+    if name.removesuffix(".index.json").endswith(PICKLE_SUFFIXES) and name not in NOT_WEIGHTS:
+        return "pickle"
+    return None
+
+
+def split_weights(names: Iterable[str]) -> tuple[list[str], list[str]]:
+    """``(safetensors, pickle)``: the weight files among the file names ``names`` of one folder, each sorted, by
+    :func:`weight_kind`; every other name is left out."""
+    kinds = {n: weight_kind(n) for n in names}
+    return (sorted(n for n, k in kinds.items() if k == "safetensors"),
+            sorted(n for n, k in kinds.items() if k == "pickle"))
 
 
 def remote_code_reason(tags: Sequence[str] = (), config: Any = None, modules: Any = None,
@@ -147,5 +173,5 @@ def remedy(setting: str, model_id: str) -> str:
 
 
 __all__ = ["ADAPTER_CONFIG", "DEFAULT_MAX_MODEL_BYTES", "NOT_WEIGHTS", "PICKLE_SUFFIXES", "TRANSFORMERS_MODULES",
-           "WEIGHTS_READ_ORDER", "ConfiguredBy", "LoadPolicy", "WeightsReader", "configured_by", "is_safetensors", "remedy", "remote_code_reason",
-           "weights_read"]
+           "WEIGHTS_READ_ORDER", "ConfiguredBy", "LoadPolicy", "WeightKind", "WeightsReader", "configured_by", "is_safetensors",
+           "remedy", "remote_code_reason", "split_weights", "weight_kind", "weights_read"]

@@ -13,9 +13,9 @@ from embedselect.models.backends.reduce import REDUCTION_OPTIONS
 from embedselect.errors import ConfigError, EmbedselectError, ModelLoadError, UnsafeModelError
 from embedselect._util.kinds import BACKENDS, BASELINES, is_baseline_id
 from embedselect.models.layout import module_types, read_json
-from embedselect.models.policy import (ADAPTER_CONFIG, NOT_WEIGHTS, PICKLE_SUFFIXES, TRANSFORMERS_MODULES,
-                                       LoadPolicy, WeightsReader, is_safetensors,
-                                       remedy, remote_code_reason, weights_read)
+from embedselect.models.policy import (ADAPTER_CONFIG, TRANSFORMERS_MODULES, LoadPolicy, WeightsReader,
+                                       is_safetensors, remedy, remote_code_reason, split_weights, weight_kind,
+                                       weights_read)
 
 log = logging.getLogger(__name__)
 
@@ -27,8 +27,7 @@ def weight_bytes(local_dir: Path) -> int | None:
     d = Path(local_dir)
     if not d.is_dir():
         return None
-    total = sum(p.stat().st_size for p in d.rglob("*") if p.is_file() and p.name not in NOT_WEIGHTS
-                and (p.name.endswith(".safetensors") or p.name.endswith(PICKLE_SUFFIXES)))
+    total = sum(p.stat().st_size for p in d.rglob("*") if p.is_file() and weight_kind(p.name) is not None)
     return total or None
 
 
@@ -73,7 +72,8 @@ def check_local_files(local_dir: Path, backend: str, policy: LoadPolicy, model_i
     """Refuse a model folder that ``policy`` does not allow, before any library touches it.
 
     Checks, per folder that holds weights (the root and the module folders, :func:`_module_folders`): pickle weights
-    (``.bin``/``.pt``/``.pth``/``.ckpt``) need ``allow_pickle`` unless the file the library reads there is safetensors
+    (``.bin``/``.pt``/``.pth``/``.ckpt``, not training state: :func:`~embedselect.models.policy.weight_kind`, the
+    rule the hub fetch reads too) need ``allow_pickle`` unless the file the library reads there is safetensors
     (:func:`~embedselect.models.policy.weights_read`, by the folder's reader, :func:`_reader`): transformers reads
     ``model.safetensors``, then its shards' index (whose shards must all be safetensors), then ``pytorch_model.bin``;
     timm reads ``model.safetensors``, ``pytorch_model.bin``, ..., ``open_clip_model.safetensors``, ...; a
@@ -104,11 +104,9 @@ def check_local_files(local_dir: Path, backend: str, policy: LoadPolicy, model_i
     folders = [d] + _module_folders(d)
     any_weights = False
     for folder in folders:
-        files = [p for p in folder.iterdir() if p.is_file()]
-        safe = [p for p in files if p.name.endswith(".safetensors")]
-        pickles = [p for p in files if p.name.endswith(PICKLE_SUFFIXES) and p.name not in NOT_WEIGHTS]
+        names = {p.name for p in folder.iterdir() if p.is_file()}
+        safe, pickles = split_weights(names)  # the one rule, the hub fetch's too
         any_weights = any_weights or bool(safe or pickles)
-        names = {p.name for p in files}
         reader = _reader(d, folder, backend, types)
         if reader == "transformers" and ADAPTER_CONFIG in names:
             _check_adapter(folder.relative_to(d).as_posix(), names, backend, policy, model_id)
@@ -121,17 +119,17 @@ def check_local_files(local_dir: Path, backend: str, policy: LoadPolicy, model_i
         if is_safetensors(first) and not unsafe:
             continue
         where = "the model folder" if folder == d else f"{folder.relative_to(d).as_posix()}/"
-        pickled = ", ".join(sorted(p.name for p in pickles))
+        pickled = ", ".join(pickles)
         if unsafe:
             what = (f"has a shard index in {where} ({first}) that names pickle shards ({', '.join(unsafe)}), which "
                     f"the {backend} backend unpickles")
         elif first is not None and safe:
             what = (f"has pickle weights in {where} ({pickled}) that the {backend} backend reads ({first}) before "
-                    f"the safetensors beside them ({', '.join(sorted(p.name for p in safe))})")
+                    f"the safetensors beside them ({', '.join(safe)})")
         else:
             what = f"has only pickle weights in {where} ({pickled})" if not safe else (
                 f"has pickle weights in {where} ({pickled}) and safetensors the {backend} backend does not read "
-                f"there ({', '.join(sorted(p.name for p in safe))})")
+                f"there ({', '.join(safe)})")
         convert = weights_read(reader, {n for n in names if is_safetensors(n)} | {"model.safetensors"})
         raise UnsafeModelError(
             f"{model_id} {what}; unpickling can run arbitrary code. {remedy('allow_pickle', model_id)} if you "

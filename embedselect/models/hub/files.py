@@ -3,14 +3,13 @@ pickle-only weights, size cap, gated repos)."""
 
 from __future__ import annotations
 
-import re
 from typing import Any, Iterable, Mapping, Sequence
 
 from embedselect.errors import CandidateError, ConfigError, UnsafeModelError
 from embedselect._util.kinds import BACKENDS
 from embedselect.models.layout import ST_NO_MODULES_JSON, TOKENIZER_FILES
-from embedselect.models.policy import (ADAPTER_CONFIG, PICKLE_SUFFIXES, TRANSFORMERS_MODULES, WEIGHTS_READ_ORDER,
-                                       LoadPolicy, is_safetensors, remedy, weights_read)
+from embedselect.models.policy import (ADAPTER_CONFIG, TRANSFORMERS_MODULES, WEIGHTS_READ_ORDER, LoadPolicy,
+                                       WeightsReader, is_safetensors, remedy, split_weights, weights_read)
 
 
 
@@ -31,9 +30,6 @@ _LAYOUT_FILES = ("config.json", "modules.json", "router_config.json")
 sentence-transformers model's module folders): downloaded and read before anything else (:func:`layout_files`)."""
 
 
-_SHARD_RE = re.compile(r"^(model|pytorch_model)-\d+-of-\d+\.(safetensors|bin)$")
-
-
 def infer_backend(library: str | None, tags: Sequence[str] = (), files: Iterable[str] = ()) -> str | None:
     """The backend for a repo: from ``library_name``, then tags, then the files present; None if unknown."""
     if library in BACKENDS:
@@ -50,37 +46,31 @@ def infer_backend(library: str | None, tags: Sequence[str] = (), files: Iterable
     return None
 
 
-def _weights_in(files: Iterable[str], folder: str = "", reader: str | None = None) -> tuple[list[str], list[str]]:
-    """(safetensors files, pickle files) directly inside ``folder`` (repo-relative), incl. shard indexes; with
-    ``reader`` (``"timm"``) also the other safetensors names it reads (:data:`WEIGHTS_READ_ORDER`:
-    ``open_clip_model.safetensors``, ...)."""
-    also = {n for n in WEIGHTS_READ_ORDER.get(reader or "", ()) if is_safetensors(n)}
-    safe, pickle = [], []
-    for f in files:
-        parent, _, name = f.rpartition("/")
-        if parent != folder:
-            continue
-        if name == "model.safetensors" or name == "model.safetensors.index.json" or name in also or (
-            _SHARD_RE.match(name) and name.endswith(".safetensors")
-        ):
-            safe.append(f)
-        elif name in ("pytorch_model.bin", "pytorch_model.bin.index.json", "open_clip_pytorch_model.bin") or (
-            _SHARD_RE.match(name) and name.endswith(".bin")
-        ):
-            pickle.append(f)
-        elif folder and name.endswith(PICKLE_SUFFIXES):
-            pickle.append(f)
-    return safe, pickle
+def _weights_in(files: Iterable[str], folder: str, reader: WeightsReader) -> tuple[list[str], list[str]]:
+    """(the safetensors files ``reader`` reads, the pickle weights) directly inside ``folder`` (repo-relative), by
+    the one rule for what a weight file is (:func:`~embedselect.models.policy.split_weights`, the loader's too): of
+    the folder's safetensors, the one ``reader`` reads (:func:`~embedselect.models.policy.weights_read`:
+    ``model.safetensors``, timm's ``open_clip_model.safetensors``, ...) and, when that is a shard index, every other
+    safetensors file beside it (its shards); a PEFT adapter's weights (``adapter_model.*``) are left out of both, as
+    they are the adapter's (:func:`select_files`)."""
+    adapter = set(WEIGHTS_READ_ORDER["adapter"])
+    prefix = f"{folder}/" if folder else ""
+    names = [f[len(prefix):] for f in files if f.rpartition("/")[0] == folder and f[len(prefix):] not in adapter]
+    safe, pickle = split_weights(names)
+    read = weights_read(reader, safe)
+    chosen = [] if read is None else [n for n in safe if n == read or (read.endswith(".index.json") and
+                                                                         n.endswith(".safetensors"))]
+    return [prefix + n for n in chosen], [prefix + n for n in pickle]
 
 
 def adapter_alone(files: Iterable[str]) -> bool:
     """Whether a repo of the files ``files`` is a PEFT adapter alone: ``adapter_config.json`` at its root, and no
-    weights of the model it adapts there (no ``model.safetensors``, shards or pickle weights: :func:`_weights_in`)
+    weights of the model it adapts there (no safetensors transformers reads, no pickle weights: :func:`_weights_in`)
     nor a Router's ``router_config.json`` (whose weights are in its routes' folders). transformers would fetch that
     model by the name the adapter records, past every check of the fetch; :class:`~embedselect.errors.AdapterOnlyError`
     says so."""
     files = list(files)
-    safe, pickle = _weights_in(files, "")
+    safe, pickle = _weights_in(files, "", "transformers")
     return ADAPTER_CONFIG in files and not safe and not pickle and "router_config.json" not in files
 
 
@@ -108,8 +98,10 @@ def select_files(
     ``query_0_Transformer/`` or, for a Router saved below the root, ``0_Router/query_0_Transformer/``; None: read as
     a repo without ``modules.json``, one ``Transformer`` at the root): each folder's configs, tokenizer files and
     weights, not its subfolders. The root needs weights when a module other than a ``Router`` is read from it. timm:
-    ``config.json`` + weights. transformers: ``config.json``, tokenizer / processor files, weights. Safetensors are
-    preferred, in every folder; pickle weights are taken only when a folder has no safetensors and ``allow_pickle``.
+    ``config.json`` + weights. transformers: ``config.json``, tokenizer / processor files, weights. A weight file is
+    what the loader counts as one (:func:`_weights_in`, by suffix: training state such as ``training_args.bin`` is
+    not). Safetensors are preferred, in every folder (the one its library reads); pickle weights are taken only when
+    a folder has none and ``allow_pickle`` (timm's: the one it reads, ``pytorch_model.bin``, ``model.pth``, ...).
     A PEFT adapter (``adapter_config.json``) at the root of a transformers or sentence-transformers repo, or in the
     folder of a sentence-transformers module that transformers reads (:data:`~embedselect.models.policy.
     TRANSFORMERS_MODULES`: ``0_Transformer/``, a route's ``query_0_Transformer/``), is taken with the weights
@@ -131,15 +123,14 @@ def select_files(
     wanted: set[str] = set()
     weights: set[str] = set()
 
-    def take_weights(folder: str, required: bool) -> None:
-        safe, pickle = _weights_in(files, folder, backend if backend == "timm" else None)
+    def take_weights(folder: str, required: bool, reader: WeightsReader) -> None:
+        safe, pickle = _weights_in(files, folder, reader)
         where = f"{folder}/" if folder else "the repo root"
-        if safe and backend == "timm":  # the one file timm reads: an open_clip repo's other safetensors are not
-            chosen = [weights_read("timm", safe) or safe[0]]
-        elif safe:
+        if safe:  # the pickles are left behind, so the library reads these
             chosen = safe
-        elif pickle and allow_pickle:
-            chosen = pickle
+        elif pickle and allow_pickle:  # timm reads one file; the others read every pickle (shards and their index)
+            read = weights_read(reader, [p.rpartition("/")[2] for p in pickle]) if reader == "timm" else None
+            chosen = [p for p in pickle if p.rpartition("/")[2] == read] if read else pickle
         elif pickle:
             raise UnsafeModelError(
                 f"{repo_id} ships only pickle weights ({', '.join(pickle)}) in {where}; loading them can run "
@@ -177,25 +168,26 @@ def select_files(
         if "config.json" not in fileset:
             raise CandidateError(f"{repo_id} has no config.json, which timm needs. Is it a timm model?")
         wanted.add("config.json")
-        take_weights("", True)  # an open_clip checkpoint's open_clip_model.safetensors too: timm reads it
+        take_weights("", True, "timm")  # an open_clip checkpoint's open_clip_model.safetensors too: timm reads it
     elif backend == "transformers":
         if "config.json" not in fileset:
             raise CandidateError(f"{repo_id} has no config.json, which transformers needs.")
         wanted.update(f for f in root if f == "config.json" or f in TOKENIZER_FILES or f in _PROCESSOR_FILES)
         take_adapter()
-        take_weights("", True)
+        take_weights("", True, "transformers")
     else:  # sentence-transformers
         if "modules.json" not in fileset and "config.json" not in fileset:
             raise CandidateError(f"{repo_id} has neither modules.json nor config.json; is it a sentence-transformers model?")
         wanted.update(f for f in root if f in _ST_CONFIG_FILES or f in TOKENIZER_FILES or f in _PROCESSOR_FILES)
         modules = {"": ST_NO_MODULES_JSON} if modules is None else modules
         take_adapter()  # a Router's weights are in its routes' folders, not in the folder of its router_config.json
-        take_weights("", "" in modules and modules[""].rpartition(".")[2] != "Router")
+        take_weights("", "" in modules and modules[""].rpartition(".")[2] != "Router", "transformers")
         for folder in sorted(m for m in modules if m):
             inside = [f for f in files if f.rpartition("/")[0] == folder]
             wanted.update(f for f in inside if f.endswith((".json", ".txt", ".model")) and not f.endswith(".index.json"))
-            take_weights(folder, False)
-            if modules[folder].rpartition(".")[2] in TRANSFORMERS_MODULES:  # a Transformer loads the adapter beside it
+            transformer = modules[folder].rpartition(".")[2] in TRANSFORMERS_MODULES  # transformers reads its folder
+            take_weights(folder, False, "transformers" if transformer else "module")
+            if transformer:  # and loads the adapter beside its weights
                 take_adapter(folder)
         if not weights:
             raise CandidateError(
