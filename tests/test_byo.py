@@ -180,6 +180,34 @@ def test_one_embedder_object_under_two_names_is_called_once_in_a_run(cache_dir):
     assert enc.items == 480
 
 
+def test_matryoshka_variants_of_one_object_with_a_revision_are_one_model(cache_dir):
+    """One object ranked as the model and its ?truncate_dim= variants is embedded once and stored as one run: the
+    variants are computed from the model's vectors (each name was embedded and stored: 3 calls and 3 runs here)."""
+    enc = Encoder()
+
+    def pool(obj, names=("m", "m4", "m8")):
+        widths = {"m": None, "m4": 4, "m8": 8}
+        return [Candidate(name=n, embedder=obj, revision="v1",
+                          options={"truncate_dim": widths[n]} if widths[n] else {}) for n in names] + ["tfidf-svd"]
+
+    r = embedselect.select(SAMPLE, pool(enc), column="text", metrics=["task_prior"], batch_size=240)
+    assert all(c.ok for c in r), [c.failure_note for c in r]
+    assert enc.calls == 1 and enc.items == 240
+    assert (r["m"].embedded_items, r["m4"].embedded_items, r["m8"].embedded_items) == (240, 0, 0)
+    assert (r["m4"].dim, r["m8"].dim) == (4, 8) and len({r[n].run_key for n in ("m", "m4", "m8")}) == 3
+    assert {r[n].model_id for n in ("m", "m4", "m8")} == {"embedder:m"}
+    runs = Store.open(cache_dir).list_runs()
+    assert list(runs[runs["model_id"].str.startswith("embedder:")]["model_id"]) == ["embedder:m"]
+    # declared copies of the model, ranked below it
+    assert {("m4", "m"), ("m8", "m")} <= {(p["copy"], p["parent"]) for p in r.details["copies"]["pairs"]}
+    # a later run of the model and one variant (another object: the revision says it is the same model) reads the
+    # stored run
+    again = Encoder()
+    r2 = embedselect.select(SAMPLE, pool(again, ("m", "m8")), column="text", metrics=["task_prior"])
+    assert again.calls == 0 and r2["m8"].cached and r2["m8"].dim == 8
+    assert len(Store.open(cache_dir).list_runs()) == len(runs)
+
+
 # --- precomputed vectors ------------------------------------------------------------------------------------------
 def test_vectors_in_every_form_rank_in_one_pool_with_a_baseline(tmp_path, cache_dir, ref):
     import pyarrow as pa

@@ -417,6 +417,22 @@ def test_a_variant_of_an_api_model_is_computed_from_its_vectors_not_paid_for_aga
     assert r["api8"].rank > r["api"].rank
 
 
+def test_variants_of_an_api_model_with_a_revision_are_one_stored_run(server, key, cache_dir):
+    """The model and its ?truncate_dim= variants under a revision: one set of requests and one stored run (an API is
+    known by host, model and revision, not by the candidate's name), which a later run of a variant alone reads."""
+    url = f"base_url={server.url}&batch_size=120&revision=r1"
+    specs = [f"api=openai:fake-embed?{url}", f"api4=openai:fake-embed?{url}&truncate_dim=4",
+             f"api8=openai:fake-embed?{url}&truncate_dim=8"]
+    r = embedselect.select(SAMPLE, [*specs, "tfidf-svd"], column="text", metrics=["task_prior"])
+    assert all(c.ok for c in r), [c.failure_note for c in r]
+    assert len(server.requests) == 2 and (r["api4"].dim, r["api8"].dim) == (4, 8)
+    runs = Store.open(cache_dir).list_runs()
+    assert list(runs[runs["model_id"].str.startswith("openai:")]["model_id"]) == [r["api"].model_id]
+    r2 = embedselect.select(SAMPLE, [specs[2].replace("api8=", "small="), "tfidf-svd"], column="text",
+                            metrics=["task_prior"])
+    assert r2["small"].cached and r2["small"].dim == 8 and len(server.requests) == 2
+
+
 def test_a_run_only_variant_that_embedded_nothing_is_not_called_uncached(server, key, tmp_path, capsys):
     """A ?truncate_dim= variant of an API model without a revision takes the vectors the other variant embedded in
     this run: nothing embedded, nothing read from the cache. rank's table said "no" and its JSON false for it, embed

@@ -46,6 +46,11 @@ def kind_of_model_id(model_id: str | None) -> str | None:
             "embedder": "embedder"}.get(head, "hub")
 
 
+REDUCTION_OPTIONS = frozenset({"truncate_dim", "precision"})
+"""Candidate options computed by the run from the model's own vectors (:mod:`embedselect.models.backends.reduce`):
+not passed to a backend, not in the stored vectors' key (the model's vectors serve every variant), in the candidate's
+``run_key``; a candidate differing from another of the same model only in these is its variant (a declared copy)."""
+
 FITTED_BASELINES: tuple[str, ...] = ("tfidf-svd", "pixel-pca")
 """Baselines that learn from the data they embed (their fit can be saved and restored)."""
 

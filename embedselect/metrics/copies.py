@@ -49,6 +49,7 @@ import numpy as np
 from scipy.stats import rankdata
 
 from embedselect.metrics.kernels import as_matrix
+from embedselect._util.kinds import REDUCTION_OPTIONS
 
 THRESHOLD = 0.8
 """Median per-coordinate |Spearman| at or above which a pair is tested further (the screen)."""
@@ -291,10 +292,6 @@ def truncated_inputs(origins: Mapping[str, Any]) -> list[DerivedCopy]:
     return sorted(out, key=lambda d: (d.parent, d.copy))
 
 
-REDUCTION_OPTIONS = frozenset({"truncate_dim", "precision"})
-"""The vector options a run computes from a model's own vectors (:mod:`embedselect.models.backends.reduce`): a
-candidate that differs from another of the same model and revision only in these, with no more dimensions and no
-finer precision, is a declared copy of it (:func:`declared_reductions`)."""
 _PRECISION_ORDER = {None: 0, "float32": 0, "int8": 1, "binary": 2}
 
 

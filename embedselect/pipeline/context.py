@@ -203,8 +203,8 @@ class RunContext:
             candidate name -> {"query": prompt name or None, "document": ...} (see
             :func:`embedselect.pipeline.candidate_queries.embed_candidate_queries`).
         run_id: a key unique to this run: the cache key of vectors kept for the run only (an embedder object or
-            API without a revision) is made of it (and, for an embedder object, of the object's identity, not its name),
-            so a model's variants (``?truncate_dim=``, ``?precision=``) and one object's names share one computation
+            API without a revision) is made of it and of the model id (for an embedder object, the model its
+            candidates of one object share, not its name: ``parse_candidates``), so a model's variants (``?truncate_dim=``, ``?precision=``) and one object's names share one computation
             within the run and nothing across runs.
         run_vectors: such vectors, by that key (float32 (n, d), the model's own, before any reduction).
         reductions: candidate name -> the int8 ranges its reduction took from the reference items (float32 (2, d)),

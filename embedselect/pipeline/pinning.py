@@ -9,8 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from embedselect.errors import ConfigError
-from embedselect._util.kinds import FITTED_BASELINES, is_baseline_id
-from embedselect.models.backends.reduce import REDUCTION_OPTIONS
+from embedselect._util.kinds import FITTED_BASELINES, REDUCTION_OPTIONS, is_baseline_id
 from embedselect.ranking.result import CandidateResult
 from embedselect.pipeline.context import RunContext
 
@@ -78,10 +77,7 @@ def pin_candidate(ctx: RunContext, cand: Any, res: CandidateResult, step: dict[s
         reduced = {k: v for k, v in vector_options(cand.options).items() if k in REDUCTION_OPTIONS}
         base = {k: v for k, v in vector_options(cand.options).items() if k not in REDUCTION_OPTIONS}
         if res.cache_scope != "cache":
-            # an embedder object is known by its identity within the run, not by its name: one object under two
-            # names is called once (as two names of one hub model share one run key)
-            held = f"embedder:object-{id(cand.embedder)}" if cand.kind == "embedder" else rc.model_id
-            memo = run_key(model_id=held, revision=revision, backend=rc.backend, options=base,
+            memo = run_key(model_id=rc.model_id, revision=revision, backend=rc.backend, options=base,
                            fingerprint=ctx.ref.fingerprint, precision="as-given")
             # what the metrics and their caches know the vectors by
             res.run_key = memo if not reduced else run_key(

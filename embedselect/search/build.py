@@ -157,7 +157,7 @@ def build_index(
     from embedselect.version import __version__
     from embedselect.pipeline.context import load_reference_data
     from embedselect.pipeline.embedding import embed_reference
-    from embedselect.models.backends.reduce import REDUCTION_OPTIONS
+    from embedselect._util.kinds import REDUCTION_OPTIONS
     from embedselect.nn.knn import build_index as faiss_index
     from embedselect.nn.knn import index_device, is_exact, to_cpu
     from embedselect.nn.device import auto_device

@@ -9,7 +9,7 @@ from typing import Any, Mapping, Sequence
 
 from embedselect.models.backends.base import Embedder
 from embedselect.models.backends.device import resolve_device
-from embedselect.models.backends.reduce import REDUCTION_OPTIONS
+from embedselect._util.kinds import REDUCTION_OPTIONS
 from embedselect.errors import ConfigError, EmbedselectError, ModelLoadError, UnsafeModelError
 from embedselect._util.kinds import BACKENDS, BASELINES, is_baseline_id
 from embedselect.models.layout import module_types, read_json

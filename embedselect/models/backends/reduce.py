@@ -30,10 +30,6 @@ from typing import Any
 import numpy as np
 
 from embedselect.errors import CandidateSpecError
-
-REDUCTION_OPTIONS = frozenset({"truncate_dim", "precision"})
-"""Candidate options computed from the model's vectors: not passed to a backend, not part of the stored vectors' key
-(the parent's vectors serve every variant), part of the candidate's ``run_key``."""
 PRECISIONS = ("int8", "binary")
 
 

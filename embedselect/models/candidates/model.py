@@ -71,8 +71,11 @@ class Candidate:
         kind: ``"hub"``, ``"local"``, ``"baseline"``, ``"embedder"`` (a user's object), ``"vectors"``
             (precomputed vectors; these two are set from ``embedder=`` / ``vectors=``) or ``"api"`` (a hosted
             embedding API, ``openai:MODEL``: ref is the provider's model name, backend ``"openai"``).
-        ref: hub repo id | absolute local directory | baseline name | the candidate's name (an embedder, vectors
-            given as an array or mapping) | the absolute path of a vectors file.
+        ref: hub repo id | absolute local directory | baseline name | the candidate's name (vectors given as an
+            array or mapping) | the absolute path of a vectors file | for an embedder, the name of the model it
+            embeds with (its model id ``embedder:REF``): its own name, which ``parse_candidates`` replaces by the
+            name of the first candidate of the list giving the same object and revision that is not a
+            ``truncate_dim`` / ``precision`` variant (else the first of them).
         backend: ``"sentence-transformers"``, ``"timm"``, ``"transformers"``, the baseline name, or
             ``None`` (infer from the model's files).
         revision: requested hub revision (branch, tag or sha), or ``None`` (default branch).

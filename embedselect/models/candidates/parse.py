@@ -11,7 +11,7 @@ from embedselect.models.candidates.catalogs import load_catalog
 from embedselect.models.candidates.model import Candidate
 from embedselect.models.candidates.spec import ACCEPTED_FORMS, parse_spec, split_name
 from embedselect.errors import CandidateSpecError, ConfigError
-from embedselect._util.kinds import BASELINES, MODALITIES
+from embedselect._util.kinds import BASELINES, MODALITIES, REDUCTION_OPTIONS
 
 
 def parse_candidates(
@@ -102,7 +102,32 @@ def parse_candidates(
                 continue
         by_name[c.name] = c
         result.append(c)
-    return result
+    return _name_embedder_models(result)
+
+
+def _name_embedder_models(cands: list[Candidate]) -> list[Candidate]:
+    """Each embedder object's ``ref``: the name of the model it embeds with, which its model id and cache keys use
+    (``embedder:REF``). Candidates giving one object (the same Python object) with one revision are one model, named
+    after the first of them without ``truncate_dim`` / ``precision`` (the model itself), else after the first of them:
+    so the model and its variants (``m``, ``m4`` with ``truncate_dim=4``) share one embedding and one stored run, and
+    a later run that names the model alike reads it."""
+    heads: dict[tuple[int, str | None], str] = {}
+    for c in cands:
+        if c.kind == "embedder":
+            group = (id(c.embedder), c.revision)
+            if group not in heads or (not _is_variant(c) and _is_variant(_named(cands, heads[group]))):
+                heads[group] = c.name
+    return [dataclasses.replace(c, ref=heads[(id(c.embedder), c.revision)]) if c.kind == "embedder" else c
+            for c in cands]
+
+
+def _is_variant(c: Candidate) -> bool:
+    """Whether ``c`` asks for vectors the run computes from its model's own (``truncate_dim``, ``precision``)."""
+    return any(c.options.get(k) is not None for k in REDUCTION_OPTIONS)
+
+
+def _named(cands: list[Candidate], name: str) -> Candidate:
+    return next(c for c in cands if c.name == name)
 
 
 def input_files(specs: str) -> list[Path]:

@@ -166,8 +166,9 @@ def resolve_candidate(c: Candidate, *, policy: LoadPolicy = LoadPolicy(), token:
             raise CandidateSpecError(f"{c.name} is an embedding API, which embeds text, but the data is {requested}")
         return ResolvedCandidate(c, f"openai:{base_url_host(c.options)}/{c.ref}", c.revision or "", None, "openai",
                                  "text")
-    if c.kind in ("embedder", "vectors"):
-        return ResolvedCandidate(c, f"{c.kind}:{c.name}", _user_revision(c), None, c.kind, str(requested or "text"))
+    if c.kind in ("embedder", "vectors"):  # an embedder by the model it embeds with (parse_candidates sets its ref)
+        model = c.ref if c.kind == "embedder" else c.name
+        return ResolvedCandidate(c, f"{c.kind}:{model}", _user_revision(c), None, c.kind, str(requested or "text"))
     if c.kind == "local":
         d = Path(c.ref)
         # which library loads it, before any byte is hashed: a folder that holds no model (`-m ~`, `-m /`) is
