@@ -212,3 +212,20 @@ def test_training_state_in_a_module_folder_is_not_weights_for_the_fetch_as_for_t
                 extra_files={"query_1_Pooling/pytorch_model.bin": b"a pickle"})
     err = _refused(hub, rid, "pickle_only", retry=retry)
     assert "query_1_Pooling/pytorch_model.bin" in str(err)
+
+
+@pytest.mark.fault
+@pytest.mark.parametrize("below", ["0_Router", "mods/0_Router\u202e"])
+def test_a_nested_routers_remote_code_refusal_names_its_router_config_in_the_repo(hub, retry, tmp_path, below):
+    """A Router saved below the root whose router_config.json names a module type outside sentence_transformers. is
+    refused as remote code, but the refusal said "its router_config.json", not which folder's. It names the file's
+    path in the repo, quoted with its escapes (repo paths are untrusted text), before any weights are fetched."""
+    router = tm.make_tiny_router(tmp_path / "router", below=below)
+    config = json.loads((router / below / "router_config.json").read_text())
+    config["types"]["query_0_Transformer"] = "modeling_evil.Evil"
+    rid = _rid("router-below-evil")
+    hub.publish(rid, router, library_name="sentence-transformers",
+                files={f"{below}/router_config.json": json.dumps(config).encode()})
+    m = str(_refused(hub, rid, "remote_code", retry=retry))
+    assert f"its {f'{below}/router_config.json'!r} uses the custom module type 'modeling_evil.Evil'" in m, m
+    assert "\u202e" not in m

@@ -102,11 +102,12 @@ def split_weights(names: Iterable[str]) -> tuple[list[str], list[str]]:
 
 
 def remote_code_reason(tags: Sequence[str] = (), config: Any = None, modules: Any = None,
-                       router: Any = None) -> str | None:
+                       router: Any = None, router_file: str = "router_config.json") -> str | None:
     """Why a model would run custom code, or None: the hub's ``custom_code`` tag, an ``auto_map`` in its
     ``config.json`` (Python files in the repo), a ``modules.json`` module type outside ``sentence_transformers.``, or
     such a type among the ``types`` of a sentence-transformers Router's ``router_config.json`` (``router``: the routes'
-    modules, which the Router imports as modules.json's are). The one rule for hub repos and local folders alike."""
+    modules, which the Router imports as modules.json's are; ``router_file``: how the reason names that file, a
+    nested Router's path quoted by the caller). The one rule for hub repos and local folders alike."""
     if "custom_code" in set(tags or ()):
         return "the hub tags it 'custom_code'"
     if isinstance(config, dict) and config.get("auto_map"):
@@ -120,7 +121,7 @@ def remote_code_reason(tags: Sequence[str] = (), config: Any = None, modules: An
     if isinstance(types, dict):
         for t in types.values():
             if not (isinstance(t, str) and t.startswith("sentence_transformers.")):
-                return f"its router_config.json uses the custom module type {t!r}"
+                return f"its {router_file} uses the custom module type {t!r}"
     return None
 
 

@@ -308,10 +308,11 @@ def _choose(repo_id: str, backend: str, present: Sequence[str], read: Callable[[
     :func:`~embedselect.models.layout.module_types` of them."""
     modules = module_types(read) if backend == "sentence-transformers" else None
     config = read("config.json")
-    routers = [read(f"{m}/router_config.json" if m else "router_config.json") for m in ["", *modules]] \
-        if modules is not None else []
+    routers = [f"{m}/router_config.json" for m in modules if m] if modules is not None else []
     remote = remote_code_reason(tags, config, read("modules.json") if modules is not None else None)
-    remote = remote or next(filter(None, (remote_code_reason(router=r) for r in routers)), None)
+    remote = remote or remote_code_reason(router=read("router_config.json") if modules is not None else None)
+    for path in routers:  # a nested Router's file named by its path in the repo: untrusted text, quoted (repr)
+        remote = remote or remote_code_reason(router=read(path), router_file=repr(path))
     check_policy(repo_id, policy, gated=None, remote_reason=remote, weights=(), sizes={})
     check_explicit_weights(repo_id, backend, config, policy)
     files, weights = select_files(repo_id, backend, present, allow_pickle=policy.allow_pickle, modules=modules)
