@@ -395,21 +395,10 @@ def test_the_route_folders_of_a_router_below_the_root_are_checked_for_pickle_wei
     """A Router saved at a module path (0_Router/) loads its routes from 0_Router/query_1_Pooling/ and the like,
     two folders deep: the pickle check looked one folder deep (and at modules.json's paths), so a route's
     pytorch_model.bin was not seen. A route's Transformer folder reads its shard index as transformers does."""
-    import shutil
-
     from embedselect.models.backends.loader import check_local_files
 
-    router = tm.make_tiny_router(tmp_path / "router")
-    d = tmp_path / "nested"
-    (d / "0_Router").mkdir(parents=True)
-    for p in router.iterdir():
-        if p.name not in ("modules.json", "config_sentence_transformers.json", "1_Normalize"):
-            shutil.move(str(p), d / "0_Router" / p.name)
-    shutil.copytree(router / "1_Normalize", d / "1_Normalize")
-    shutil.copy(router / "config_sentence_transformers.json", d)
-    modules = json.loads((router / "modules.json").read_text())
-    modules[0]["path"] = "0_Router"
-    (d / "modules.json").write_text(json.dumps(modules))
+    d = tm.make_tiny_router(tmp_path / "nested", below="0_Router")
+    assert (d / "0_Router" / "query_1_Pooling").is_dir() and not (d / "query_1_Pooling").exists()
     check_local_files(d, "sentence-transformers", LoadPolicy(), "nested")
     (d / "0_Router" / "query_1_Pooling" / "pytorch_model.bin").write_bytes(b"a pickle")
     with pytest.raises(UnsafeModelError, match="0_Router/query_1_Pooling/") as ei:
