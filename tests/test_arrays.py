@@ -59,6 +59,25 @@ def test_non_finite_rows_are_counted_and_the_hint_says_what_to_do():
 
 
 @pytest.mark.fault
+@pytest.mark.parametrize("finite", [True, False])
+def test_finite_values_too_large_for_float32_are_named_so_without_a_numpy_warning(finite, recwarn):
+    """Finite float64 values beyond float32's range became inf in the cast, with numpy's "overflow encountered in
+    cast" warning, and were refused as "non-finite values (NaN or inf)"."""
+    x = np.ones((10, 3))
+    x[2, 1], x[7, 0], x[8, 2] = 1e300, -4e38, np.nan
+    with pytest.raises(DataError, match=r"m: 2 of 10 row\(s\) hold values too large for float32 \(the largest seen "
+                                        r"1e\+300; float32 holds up to 3.4e\+38\); rescale") as ei:
+        check_embeddings(x, what="m", hint="; rescale", finite=finite)
+    assert "NaN" not in str(ei.value) and not [w for w in recwarn if "overflow" in str(w.message)]
+    with pytest.raises(DataError, match=r"1 of 1 row\(s\) hold values too large for float32 \(the largest seen "
+                                        r"3.5e\+38"):
+        check_embeddings([[3.5e38, 0.0]], what="m")
+    edge = check_embeddings([[3.4e38, -3.4e38]], what="m")  # within range: kept
+    assert edge.dtype == np.float32 and np.isfinite(edge).all()
+    assert check_embeddings(x[:1], dtype=None) is not None  # no cast: nothing to lose
+
+
+@pytest.mark.fault
 @pytest.mark.parametrize("error", [MetricError, CacheError, ModelLoadError])
 def test_the_caller_chooses_the_error_class_of_its_layer(error):
     with pytest.raises(error):

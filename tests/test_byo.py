@@ -143,6 +143,28 @@ def test_widths_that_change_between_batches_are_refused():
     assert calls == [10, 10]
 
 
+@pytest.mark.fault
+def test_values_too_large_for_float32_are_named_so_for_an_object_and_a_npy_file(tmp_path, ref, recwarn):
+    """An object's float64 output or a float64 .npy holding 1e300 (finite) was refused as "NaN or inf", after numpy
+    printed "RuntimeWarning: overflow encountered in cast"."""
+    def big(items):
+        out = bag_of_words(items)
+        out[1, 3] = 1e300
+        return out
+
+    with pytest.raises(EmbedderOutputError, match=r"'big''s embedder: 1 of 5 row\(s\) hold values too large for "
+                                                  r"float32 \(the largest seen 1e\+300"):
+        ObjectEmbedder(big, name="big", modality="text", revision=None).embed(list(ref.items[:5]))
+    v = bag_of_words(list(ref.items))
+    v[4, 0] = -2e300
+    np.save(tmp_path / "v.npy", v)
+    with pytest.raises(PrecomputedVectorsError, match=r"'mine': 1 of 240 row\(s\) hold values too large for float32 "
+                                                      r"\(the largest seen 2e\+300"):
+        precomputed_vectors(tmp_path / "v.npy", name="mine", ids=ref.ids, positions=ref.source_positions(),
+                            n_source=ref.report.n_total)
+    assert not [w for w in recwarn if "overflow" in str(w.message)]
+
+
 def test_a_failing_embedder_fails_only_its_candidate(cache_dir):
     r = embedselect.select(SAMPLE, [Candidate(name="nan", embedder=lambda items: np.full((len(items), 4), np.inf)),
                                     bag_of_words, "tfidf-svd"], column="text", metrics=["task_prior"])

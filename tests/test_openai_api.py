@@ -300,6 +300,12 @@ def test_a_400_is_not_retried(server, key, waits):
     ({"status": 200, "body": b'{"data": "none"}'}, "no 'data' list"),
     ({"status": 200, "body": b" " * (10 * 256 * 1024 + 2**20 + 1)}, "answer is over"),
     ({"status": 200, "body": b'{"data": [{"index": 0, "embedding": [1.0, "x"]}]}'}, "1 vectors for 10 inputs"),
+    ({"status": 200, "body": json.dumps({"data": [{"index": i, "embedding": [1e300 if i == 3 else 1.0] * WIDTH}
+                                                  for i in range(10)]}).encode()},
+     r"1 of 10 row\(s\) hold values too large for float32 \(the largest seen 1e\+300"),
+    ({"status": 200, "body": json.dumps({"data": [{"index": i, "embedding": [float("nan") if i < 2 else 1.0] * WIDTH}
+                                                  for i in range(10)]}).encode()},
+     r"2 of 10 row\(s\) hold non-finite values \(NaN or inf\)"),
 ])
 def test_an_answer_that_cannot_be_used_is_a_typed_error_naming_the_candidate(server, key, fault, needle):
     server.faults = [fault]

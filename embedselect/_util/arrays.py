@@ -57,7 +57,9 @@ def check_embeddings(
         what: how the message names the matrix (e.g. "embeddings['bert']").
         n, d: the exact number of rows / columns required (None: any).
         min_rows, min_dims: the least number of rows / columns.
-        dtype: the dtype of the result (converted with :func:`numpy.asarray`); None keeps the input's.
+        dtype: the dtype of the result (converted with :func:`numpy.asarray`); None keeps the input's. Finite
+            values the conversion cannot hold (float64's 1e300 in float32) are refused whatever ``finite`` says,
+            naming the largest seen (the conversion would make them inf; numpy's overflow warning is not printed).
         finite: refuse rows holding NaN or inf (counted in row blocks, no matrix-sized mask).
         error: the :class:`~embedselect.errors.EmbedselectError` subclass raised (the caller's layer decides).
         hint: appended to the non-finite message: what to do about it.
@@ -66,10 +68,13 @@ def check_embeddings(
         The array (no copy when none is needed).
 
     Raises:
-        ``error``: not numeric, not real, not 2-D, the wrong number of rows or columns, or non-finite values.
+        ``error``: not numeric, not real, not 2-D, the wrong number of rows or columns, values too large for
+            ``dtype``, or non-finite values.
     """
     try:
-        a = np.asarray(x) if dtype is None else np.asarray(x, dtype=dtype)
+        given = np.asarray(x)
+        with np.errstate(over="ignore"):  # what the cast lost is counted below, and said in words
+            a = given if dtype is None else given.astype(dtype, copy=False)
     except (TypeError, ValueError) as exc:
         raise error(f"{what}: not numeric ({exc}); pass a 2-D float array of shape (n, d)") from None
     if not np.issubdtype(a.dtype, np.number) or np.issubdtype(a.dtype, np.complexfloating):
@@ -82,11 +87,32 @@ def check_embeddings(
         raise error(f"{what} has {a.shape[1]} columns (shape {a.shape}), expected {d}")
     if a.shape[0] < min_rows or a.shape[1] < min_dims:
         raise error(f"{what}: need at least {min_rows} row(s) and {min_dims} column(s), got shape {a.shape}")
+    lost, largest = _overflowed_rows(given, a)
+    if lost:
+        raise error(f"{what}: {lost} of {a.shape[0]} row(s) hold values too large for {a.dtype} (the largest seen "
+                    f"{largest:.3g}; {a.dtype} holds up to {float(np.finfo(a.dtype).max):.2g}){hint}")
     if finite:
         bad = nonfinite_rows(a)
         if bad:
             raise error(f"{what}: {bad} of {a.shape[0]} row(s) hold non-finite values (NaN or inf){hint}")
     return a
+
+
+def _overflowed_rows(given: np.ndarray, a: np.ndarray) -> tuple[int, float]:
+    """How many rows of ``given`` hold finite values that the cast ``a`` of it made infinite, and the largest magnitude
+    among those values (0, 0.0 when the cast could lose none: no cast, or to a type of no smaller range)."""
+    if a is given or not np.issubdtype(a.dtype, np.floating) or not np.issubdtype(given.dtype, np.number):
+        return 0, 0.0
+    kind = np.finfo if np.issubdtype(given.dtype, np.inexact) else np.iinfo
+    if float(kind(given.dtype).max) <= float(np.finfo(a.dtype).max):
+        return 0, 0.0
+    rows, largest = 0, 0.0
+    for src, out in zip(row_blocks(given), row_blocks(a)):
+        gone = ~np.isfinite(out) & np.isfinite(src)
+        if gone.any():
+            rows += int(np.count_nonzero(gone.any(axis=1)))
+            largest = max(largest, float(np.abs(src[gone]).max()))
+    return rows, largest
 
 
 def is_missing(v: Any) -> bool:

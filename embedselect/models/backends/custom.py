@@ -89,7 +89,8 @@ class ObjectEmbedder:
         if hasattr(out, "detach"):  # a torch tensor
             out = out.detach().float().cpu().numpy()
         arr = check_embeddings(out, what=f"the output of candidate {self.name!r}'s embedder", n=len(batch),
-                               finite=False, error=EmbedderOutputError)
+                               finite=False, error=EmbedderOutputError,
+                               hint="; its embedder must return numbers float32 can hold (rescale them)")
         bad = nonfinite_rows(arr)
         if bad:
             rows, stop = (f"{bad} of the {total} rows", "") if len(batch) == total else (

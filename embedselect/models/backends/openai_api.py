@@ -43,6 +43,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
 
+from embedselect._util.arrays import check_embeddings
 from embedselect._util.redaction import protect_env, redact
 from embedselect.errors import (
     CandidateSpecError,
@@ -372,14 +373,12 @@ class ApiEmbedder:
         if self.dimensions is not None and matrix.shape[1] != self.dimensions:
             raise EmbeddingAPIResponseError(f"{who}: the API returned vectors {matrix.shape[1]} wide, not the "
                                             f"?dimensions={self.dimensions} asked for")
-        bad = np.flatnonzero(~np.isfinite(matrix).all(axis=1))
-        if bad.size:
-            raise EmbeddingAPIResponseError(f"{who}: the API returned {bad.size} vectors holding NaN or inf")
+        vectors = check_embeddings(matrix, what=f"{who}: the API's vectors", error=EmbeddingAPIResponseError, hint="")
         usage = payload.get("usage")
         used = usage.get("total_tokens") if isinstance(usage, dict) else None
         if isinstance(used, (int, float)) and not isinstance(used, bool) and math.isfinite(used) and used >= 0:
-            return matrix.astype(np.float32), int(used)
-        return matrix.astype(np.float32), None
+            return vectors, int(used)
+        return vectors, None
 
 
 def _retry_after_seconds(value: str | None) -> float | None:
