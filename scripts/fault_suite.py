@@ -50,6 +50,7 @@ AREAS: dict[str, str] = {
     "test_store_schema": "cache",
     "test_arrays": "metrics",
     "test_resume": "cache",
+    "test_partial_runs": "cache",
     "test_report": "reports and publishing",
     "test_publish": "reports and publishing",
     "test_failed_candidate_outputs": "reports and publishing",

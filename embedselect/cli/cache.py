@@ -17,8 +17,10 @@ def cmd_cache(args) -> int:
         df = store.list_runs()
         if args.json:
             print(df.to_json(orient="records", date_format="iso", indent=2))
-        elif df.empty:
-            print(f"cache {store.root}: empty")
+            return 0
+        partial, df = df[df.partial], df[~df.partial].drop(columns=["partial"])
+        if df.empty:
+            print(f"cache {store.root}: empty" if partial.empty else f"cache {store.root}: no embedding run")
         else:
             from embedselect.cli.format import frame_cells, stdout_is_terminal
             from embedselect.publish.text import MISSING, short_revision
@@ -29,6 +31,10 @@ def cmd_cache(args) -> int:
             # an unknown value (the seconds of a run put together from earlier runs) as every table shows one
             shown = frame_cells(df.drop(columns=["created_at"]), stdout_is_terminal())
             print(shown.to_string(index=False, na_rep=MISSING))
+        if not partial.empty:  # chunks of embeddings still under way: not runs of the user's, but disk
+            print(f"and {int(partial.n.sum())} item(s) of {partial.model_id.nunique()} model(s) kept from interrupted "
+                  f"embeddings ({len(partial)} partial run(s), {partial.bytes.sum() / 1e6:.1f} MB): the next run of "
+                  "those models resumes from them; `cache rm --model ID` removes them")
         return 0
     if args.cache_cmd == "rm":
         return _rm(store, args)
@@ -36,10 +42,12 @@ def cmd_cache(args) -> int:
         print(store.root)
         return 0
     if args.cache_cmd == "gc":
+        chunks = store.drop_covered_chunks()  # partial runs whose items a whole run holds (a kill in between)
         files = store.gc()
         locks = store.sweep_locks()
         if not args.quiet:
-            print(f"removed {files} orphan file(s) and {locks} unused lock file(s)")
+            print(f"removed {files} orphan file(s) and {locks} unused lock file(s)"
+                  + (f", and {chunks} partial run(s) that whole runs hold" if chunks else ""))
         return 0
     raise ConfigError("cache: choose ls, rm, gc or path")
 

@@ -13,6 +13,8 @@ from embedselect._util.arrays import check_embeddings
 from embedselect.errors import MetricError
 from embedselect.ranking.result import CandidateResult
 from embedselect.models.backends.weights import UNTRAINED_SETTING
+from embedselect.store.keys import PARTIAL_SETTING
+from embedselect.pipeline.chunked import embed_in_chunks
 from embedselect.pipeline.context import STAGES_PER_CANDIDATE, RunContext
 from embedselect.pipeline.pinning import Pinned
 
@@ -90,7 +92,10 @@ def candidate_vectors(ctx: RunContext, cand: Any, pinned: Pinned, res: Candidate
             t0 = time.perf_counter()
             # progress=False: the run's line shows this stage and its items/s; the backend's own bar (sentence-
             # transformers' "Batches", a per-item bar) was drawn under it, two bars fighting for the terminal
-            new = embedder.embed(todo_items, batch_size=ctx.batch_size, progress=False)
+            if key is not None and pinned.space is not None:  # cached per item: kept in chunks as it goes
+                new = embed_in_chunks(ctx, cand, pinned, embedder, todo_items, [item_keys(ctx)[i] for i in todo])
+            else:
+                new = embedder.embed(todo_items, batch_size=ctx.batch_size, progress=False)
             seconds = time.perf_counter() - t0
         ctx.bar.rate(cand.name, len(todo), seconds)
         new = check_embeddings(new, what=f"the embeddings {cand.name} returned", n=len(todo), dtype=None,
@@ -122,11 +127,14 @@ def candidate_vectors(ctx: RunContext, cand: Any, pinned: Pinned, res: Candidate
         if source is not None:
             settings, device = source.settings, source.device
             loaded[UNTRAINED_SETTING] = settings.get(UNTRAINED_SETTING)
+            settings = {k: v for k, v in settings.items() if k != PARTIAL_SETTING}  # a chunk's: this run is whole
     with ctx.bar.stage(f"{cand.name}: store {vectors.nbytes / 2**20:,.1f} MiB", steps=0):  # named, not counted
         ctx.store.save_run(key=key, vectors=vectors, model_id=rc.model_id, revision=rc.revision, backend=rc.backend,
                            settings=settings, fingerprint=ref.fingerprint, device=device,
                            seconds=seconds if len(todo) == n else None,  # the time of this whole matrix only
                            items=(pinned.space, items) if pinned.space is not None and items is not None else None)
+    if pinned.space is not None:  # the chunks of an embedding this run has now stored whole
+        ctx.store.drop_covered_chunks(pinned.space)
     # hand on the stored file, memory-mapped, and let the in-memory matrix go: the run then holds at most one
     # candidate's matrix in its own memory at a time (the file was just written and checksummed: size check only)
     mapped = ctx.store.load_vectors(key, verify=False, mmap=True)

@@ -15,6 +15,9 @@ RUN_KEY_VERSION = 1
 """Part of every run key: bump it only to invalidate every cached embedding (not with the database schema)."""
 RUN_KEY_RE = re.compile(r"^[0-9a-f]{64}$")
 """What a run key looks like (sha256 hex); anything else never becomes a path."""
+PARTIAL_SETTING = "partial_of"
+"""The settings key that marks a stored run as a chunk of an embedding still under way (a partial run): its value is
+the run key of the whole run it is part of (:mod:`embedselect.pipeline.chunked`)."""
 
 
 def default_cache_dir() -> Path:
@@ -91,3 +94,8 @@ class RunRecord:
     vector_file: str
     sha256: str
     bytes: int
+
+    @property
+    def partial(self) -> bool:
+        """Whether the run is a chunk of an embedding still under way (:data:`PARTIAL_SETTING`), not a user's run."""
+        return PARTIAL_SETTING in self.settings

@@ -21,7 +21,7 @@ from embedselect._util.arrays import check_embeddings
 from embedselect._fs.guard import fsync_dir
 from embedselect.errors import CacheError
 from embedselect.store.db import Database
-from embedselect.store.keys import RUN_KEY_RE, RunRecord, utc_now
+from embedselect.store.keys import PARTIAL_SETTING, RUN_KEY_RE, RunRecord, utc_now
 from embedselect.store.model_ids import matching_models
 from embedselect.store.worklock import work_lock
 from embedselect.store.write_failure import cache_write_error, refused_errno
@@ -218,11 +218,33 @@ class VectorStore(Database):
             yield
 
     def list_runs(self):
-        """All cached embedding runs as a pandas DataFrame (newest first)."""
-        return self.query_df(
-            """SELECT run_key, model_id, revision, backend, fingerprint, n, dim, device, seconds, bytes, created_at
-               FROM embedding_runs ORDER BY created_at DESC"""
+        """All cached embedding runs as a pandas DataFrame (newest first); its column ``partial`` is True for a
+        chunk of an embedding still under way (:attr:`RunRecord.partial`), which ``cache ls`` does not list."""
+        df = self.query_df(
+            """SELECT run_key, model_id, revision, backend, fingerprint, n, dim, device, seconds, bytes, created_at,
+                      settings FROM embedding_runs ORDER BY created_at DESC"""
         )
+        return df.assign(partial=df.settings.map(lambda s: PARTIAL_SETTING in json.loads(s)).astype(bool)).drop(
+            columns=["settings"])
+
+    def drop_covered_chunks(self, space: str | None = None) -> int:
+        """Remove the partial runs (chunks, :attr:`RunRecord.partial`; of vector space ``space``, or of every space)
+        each item of which a whole run of the same space holds, through :meth:`delete_runs` (``cache rm``'s code):
+        their rows, index rows and files. Called once a whole run is stored, and by ``cache gc``. Returns how many."""
+        with self._read() as con:
+            partial = sorted(k for k, s in con.execute("SELECT run_key, settings FROM embedding_runs").fetchall()
+                             if PARTIAL_SETTING in json.loads(s))
+            if not partial:
+                return 0
+            marks = ",".join("?" * len(partial))
+            covered = [r[0] for r in con.execute(
+                f"""SELECT c.run_key FROM item_vectors c LEFT JOIN
+                      (SELECT DISTINCT space_key, item_hash FROM item_vectors WHERE run_key NOT IN ({marks})) f
+                      ON f.space_key = c.space_key AND f.item_hash = c.item_hash
+                    WHERE c.run_key IN ({marks}) {"AND c.space_key = ?" if space is not None else ""}
+                    GROUP BY c.run_key HAVING count(*) FILTER (WHERE f.item_hash IS NULL) = 0""",
+                [*partial, *partial, *([space] if space is not None else [])]).fetchall()]
+        return self.delete_runs(covered)
 
     def delete_runs(self, keys: list[str], *, only_if_sha256: Mapping[str, str] | None = None) -> int:
         """Delete runs: their rows (committed), then their files, in one critical section under the inter-process

@@ -121,6 +121,14 @@ class Embedder(Protocol):
         ...
 
 
+EMBEDDED_ROWS = "embedded_rows"
+"""The attribute an embedder may set on the exception its ``embed`` raises when it failed part-way: ``(rows,
+vectors)``, the positions (an int array) of the items it had embedded before the failure and their float32 vectors
+(len(rows), d). A run keeps them in the cache (:mod:`embedselect.pipeline.chunked`), so that the batches a hosted API
+answered (and billed) are not sent again by the next run (:class:`~embedselect.models.backends.openai_api.ApiEmbedder`
+sets it)."""
+
+
 # --- helpers shared by the backends ---------------------------------------------------------------
 
 
