@@ -18,6 +18,7 @@ from embedselect.cli import main
 from embedselect.data import sample_path
 from embedselect.store import Store
 from testkit.tinymodels import make_tiny_sentence_transformer
+from tests.test_openai_api import key, server  # noqa: F401 - the loopback fake API and its key, as fixtures
 
 N = 240  # items of the sample texts, all distinct
 
@@ -145,3 +146,35 @@ def test_a_kill_while_a_chunk_is_written_leaves_nothing_read_back(tmp_path, monk
     assert sum(calls) == N
     assert store.gc() == 1
     assert len(list(store.vectors_dir.glob("*/*.npy"))) == 1 and len(store.list_runs()) == 1
+
+
+@pytest.mark.fault
+def test_an_api_batch_that_fails_late_keeps_the_batches_before_it(server, key, tmp_path, monkeypatch):  # noqa: F811
+    """A hosted API whose 16th batch of 10 fails after its retries: the candidate fails with a message saying 150
+    items are kept and the next run resumes; that run sends only the other 90 items, its vectors are a cold run's,
+    and the chunk is removed once the whole run is stored."""
+    import embedselect.pipeline.chunked as chunked
+
+    monkeypatch.setattr(chunked, "CHUNK_SECONDS", 1e9)  # no chunk on time: what is kept comes from the failure
+    spec = f"api=openai:fake-embed?base_url={server.url}&revision=v1&batch_size=10&concurrency=1&max_retries=0"
+    cache = tmp_path / "cache"
+    server.faults = [{}] * 15 + [{"status": 500, "forever": True}]
+    (failed,) = api.embed(sample_path("texts"), spec, column="text", cache_dir=cache)
+    assert failed.result.status == "failed"
+    assert "the 150 of its 240 items embedded before this are kept in the cache: the next run resumes from them " \
+           "and embeds only the other 90" in failed.result.error, failed.result.error
+    store = Store.open(cache)
+    runs = store.list_runs()
+    assert len(runs) == 1 and runs.partial[0] and runs.n[0] == 150
+
+    server.faults, server.requests = [], []
+    (done,) = api.embed(sample_path("texts"), spec, column="text", cache_dir=cache, keep_vectors=True)
+    assert done.result.status == "ok" and (done.result.embedded_items, done.result.stored_items) == (90, 150)
+    assert sum(len(q["body"]["input"]) for q in server.requests) == 90  # the billed batches are not sent again
+    runs = store.list_runs()
+    assert len(runs) == 1 and not runs.partial[0] and runs.n[0] == N  # the chunk is gone with its file
+    assert len(list(store.vectors_dir.glob("*/*.npy"))) == 1
+
+    (cold,) = api.embed(sample_path("texts"), spec, column="text", cache_dir=tmp_path / "cold", keep_vectors=True)
+    assert cold.result.embedded_items == N
+    np.testing.assert_array_equal(done.vectors, cold.vectors)

@@ -204,9 +204,10 @@ class ApiEmbedder:
         out: list[np.ndarray | None] = [None] * len(batches)
         import httpx2
 
+        futures: dict[Future[np.ndarray], int] = {}
+        failure: BaseException | None = None
         with httpx2.Client(timeout=httpx2.Timeout(self.timeout)) as client, \
                 ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="embed-api") as pool:
-            futures: dict[Future[np.ndarray], int] = {}
             pending = list(range(len(batches)))
             try:
                 while pending or futures:
@@ -218,15 +219,35 @@ class ApiEmbedder:
                     done, _ = wait(list(futures), return_when=FIRST_COMPLETED)
                     for f in done:
                         out[futures.pop(f)] = f.result()
-            except BaseException:
+            except BaseException as exc:
                 for f in futures:
                     f.cancel()
-                raise
+                failure = exc
+        if failure is not None:  # the pool has ended: the requests in flight then are answered, or failed
+            for f, b in futures.items():
+                if f.done() and not f.cancelled() and f.exception() is None:
+                    out[b] = f.result()
+            self._keep_answered(failure, out, batches)
+            raise failure
         widths = sorted({m.shape[1] for m in out if m is not None})
         if len(widths) > 1:
             raise EmbeddingAPIResponseError(f"candidate {self.name!r}: the API returned vectors of different widths "
                                             f"({', '.join(map(str, widths))}) for different requests")
         return np.ascontiguousarray(np.concatenate([m for m in out if m is not None], axis=0))
+
+    @staticmethod
+    def _keep_answered(failure: BaseException, out: list[np.ndarray | None], batches: list[tuple[int, int]]) -> None:
+        """Put the batches answered before ``failure`` on it (:data:`~embedselect.models.backends.base.EMBEDDED_ROWS`:
+        their items' positions and vectors, of the first answer's width), so that the run keeps what was paid for."""
+        from embedselect.models.backends.base import EMBEDDED_ROWS
+
+        answered = [(batches[b], m) for b, m in enumerate(out) if m is not None]
+        if not answered:
+            return
+        width = answered[0][1].shape[1]
+        answered = [(span, m) for span, m in answered if m.shape[1] == width]
+        rows = np.concatenate([np.arange(start, stop) for (start, stop), _ in answered])
+        setattr(failure, EMBEDDED_ROWS, (rows, np.concatenate([m for _, m in answered], axis=0)))
 
     def _key(self) -> str:
         key = os.environ.get(self.key_env, "")
