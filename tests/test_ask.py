@@ -420,12 +420,27 @@ def test_interactive_saves_each_answer_undoes_and_resumes(ranked, tmp_path):
     answers = [q.answer for q in read_questions(out)]
     assert answers == ["a", "skip", "", "", "", ""]  # b undone, then skipped
     text = screen.getvalue()
-    assert "undone: question 2" in text and "press one of" in text and "stopped: 2 of 6" in text
+    assert "undone: question 2" in text and "press one of" in text
+    # a skip is no answer: the line says what the tally says (it read "stopped: 2 of 6 answered")
+    assert "stopped: 1 answered, 1 skipped, 4 to go of 6; saved in" in text
     session = prepare_ask(SAMPLE, POOL, column="text", n=6, out=out, cache_dir=ranked)
     screen = io.StringIO()
     assert interactive(session, io.StringIO("u\nb"), screen) == 0  # end of input: saved, like q
     assert [q.answer for q in read_questions(out)] == ["a", "b", "", "", "", ""]  # undo of the last answer in the file
     assert "question 2 of 6" in screen.getvalue()
+    screen = io.StringIO()
+    assert interactive(session, _CtrlCAfter("s\n"), screen) == 130  # Ctrl-C: the same count, exit 130
+    assert "interrupted: 2 answered, 1 skipped, 3 to go of 6; saved in" in screen.getvalue()
+
+
+class _CtrlCAfter(io.StringIO):
+    """Key presses, then Ctrl-C (KeyboardInterrupt) once they are read."""
+
+    def readline(self, *args: object) -> str:  # type: ignore[override]
+        line = super().readline()
+        if not line:
+            raise KeyboardInterrupt
+        return line
 
 
 def test_interactive_stops_once_the_answers_separate_the_leaders(ranked, tmp_path):

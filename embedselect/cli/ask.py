@@ -203,9 +203,7 @@ def interactive(session: Any, stdin: TextIO, out: TextIO, *, viewer: bool = Fals
                     print(f"note: {failed}: open the paths shown yourself", file=out, flush=True)
                     opener = None
                 if key in (None, "q"):
-                    done = sum(1 for x in session.questions if x.answer)
-                    print(f"stopped: {done} of {total} answered, saved in {session.out}; run the same command to "
-                          "go on", file=out)
+                    print(f"stopped: {_progress(session)}", file=out)
                     return 0
                 if key == "u":
                     last = undo.pop() if undo else next(
@@ -226,10 +224,18 @@ def interactive(session: Any, stdin: TextIO, out: TextIO, *, viewer: bool = Fals
                           file=out)
                     return 0
     except KeyboardInterrupt:
-        done = sum(1 for x in session.questions if x.answer)
-        print(f"\ninterrupted: {done} of {total} answered, saved in {session.out}; run the same command to go on",
-              file=out)
+        print(f"\ninterrupted: {_progress(session)}", file=out)
         return EXIT_CODES["interrupted"]
+
+
+def _progress(session: Any) -> str:
+    """Where a stopped session is, counted as the tally counts: "1 answered, 1 skipped, 38 to go of 40; saved in
+    q.csv; run the same command to go on" (a skipped question is no answer, and the next run does not ask it again)."""
+    n_skip = sum(1 for q in session.questions if q.answer == "skip")
+    n_answered = sum(1 for q in session.questions if q.answer in ("a", "b"))
+    todo = len(session.questions) - n_skip - n_answered
+    return (f"{n_answered} answered, {n_skip} skipped, {todo} to go of {len(session.questions)}; saved in "
+            f"{session.out}; run the same command to go on")
 
 
 def _next_key(keys: Iterator[str], out: TextIO) -> str | None:
