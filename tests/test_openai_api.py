@@ -400,6 +400,36 @@ def test_a_key_echoed_in_an_error_body_is_in_no_error_file_or_log_line(server, k
     assert not [rec for rec in caplog.records if KEY in rec.getMessage()]
 
 
+@pytest.mark.fault
+def test_a_key_given_as_key_env_is_in_no_file_log_line_or_message(server, tmp_path, caplog, capsys, monkeypatch):
+    """?key_env= holding the key itself (it names no variable): it was in the spec of the JSON, the reports and the
+    cache, and in the "set the environment variable <key>" error on stderr, in the log and the failure records."""
+    pasted = "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8s9T0"
+    monkeypatch.delenv(pasted, raising=False)
+    out, cache, md, html = tmp_path / "r.json", tmp_path / "c", tmp_path / "r.md", tmp_path / "r.html"
+    with caplog.at_level(logging.DEBUG):
+        code = main(["rank", str(SAMPLE), "-c", "text", "-m",
+                     f"api=openai:fake-embed?base_url={server.url}&key_env={pasted},tfidf-svd", "--metrics",
+                     "task_prior", "--out", str(out), "--markdown", str(md), "--html", str(html), "--cache-dir",
+                     str(cache)])
+    streams = capsys.readouterr()
+    assert code == 0 and server.requests == []
+    r = Ranking.from_json(out.read_text())
+    assert "the environment variable ?key_env= names is not set" in r["api"].error and "key_env=***" in r["api"].spec
+    assert "is not set" in streams.out + streams.err and pasted not in streams.out + streams.err
+    written = [p for p in [*cache.rglob("*"), out, md, html] if p.is_file()]
+    assert out in written and html in written and not [p for p in written if pasted.encode() in p.read_bytes()]
+    assert caplog.records and not [m for m in caplog.messages if pasted in m]
+    # a variable's name that is not set: not in the spec either, but named by the error (a typo to fix)
+    (c,) = parse_candidates(f"openai:fake-embed?key_env=MY_TYPO_KEY&base_url={server.url}")
+    assert "MY_TYPO_KEY" not in c.spec and "key_env=***" in c.spec
+    with pytest.raises(EmbeddingAPIError, match="set the environment variable MY_TYPO_KEY"):
+        _embedder(server, key_env="MY_TYPO_KEY").embed(TEXTS)
+    monkeypatch.setenv("MY_SET_KEY", KEY)  # a set variable's name is shown as written
+    (c,) = parse_candidates(f"openai:fake-embed?key_env=MY_SET_KEY&base_url={server.url}")
+    assert "key_env=MY_SET_KEY" in c.spec
+
+
 def test_the_key_is_not_in_the_embedder_repr_or_settings(server, key):
     emb = _embedder(server)
     emb.embed(TEXTS[:2])

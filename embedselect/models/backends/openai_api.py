@@ -44,7 +44,7 @@ from urllib.parse import urlsplit, urlunsplit
 import numpy as np
 
 from embedselect._util.arrays import check_embeddings
-from embedselect._util.redaction import protect_env, redact
+from embedselect._util.redaction import protect_env, protect_text, redact
 from embedselect.errors import (
     CandidateSpecError,
     EmbeddingAPIBudgetError,
@@ -82,6 +82,31 @@ part of the model id; the others are settings of the calls
 (:data:`~embedselect.models.backends.base.API_CALL_OPTIONS` and ``batch_size``)."""
 
 _ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_KEY_ENV_RE = re.compile(r"(?<=[?&])(\s*key_env\s*=)[^&]*")
+
+
+def looks_like_key(value: str) -> bool:
+    """Whether a ``?key_env=`` value looks like a key rather than a variable name a person chose: over 64 characters,
+    or 20 or more with a digit and either both cases or no ``_`` (``a1B2c3...``, 64 hex digits; not
+    ``OPENAI_API_KEY`` or ``my_service_key_2024``)."""
+    value = str(value)
+    if len(value) > 64:
+        return True
+    mixed = any(c.islower() for c in value) and any(c.isupper() for c in value)
+    return len(value) >= 20 and any(c.isdigit() for c in value) and (mixed or "_" not in value)
+
+
+def shown_spec(spec: str, options: Mapping[str, Any]) -> str:
+    """``spec`` as every message, the cache, the JSON and the reports show it: its ``?key_env=`` value as ``***``
+    when no environment variable of that name is set (it may be the key itself, given where its variable's name
+    belongs); such a value that :func:`looks_like_key` is also a secret of the process from now on
+    (:func:`~embedselect._util.redaction.protect_text`: every redacted message drops it)."""
+    value = options.get("key_env")
+    if value is None or str(value) in os.environ:
+        return spec
+    if looks_like_key(str(value)):
+        protect_text(str(value))
+    return _KEY_ENV_RE.sub(lambda m: m.group(1) + "***", spec)
 
 _sleep = time.sleep  # the back-off's wait (a test records the waits instead of sleeping)
 
@@ -157,6 +182,7 @@ class ApiEmbedder:
         self.base_url = urlunsplit((url.scheme, url.netloc, url.path.rstrip("/"), "", ""))
         self.key_env = str(options.get("key_env") or DEFAULT_KEY_ENV)
         protect_env(self.key_env)
+        shown_spec("", options)  # a key given as ?key_env= is a secret from now on
         dims = options.get("dimensions")
         self.dimensions = int(dims) if dims is not None else None
         self.batch_size = int(options.get("batch_size") or DEFAULT_BATCH_SIZE)
@@ -179,7 +205,7 @@ class ApiEmbedder:
         """What the store records of the run: model, base URL (no key, no user), dimensions, the key's variable
         name and the tokens used."""
         return {"model": self.model, "base_url": self.base_url, "dimensions": self.dimensions,
-                "key_env": self.key_env, "tokens_used": self.tokens_used}
+                "key_env": self.key_env if self.key_env in os.environ else "***", "tokens_used": self.tokens_used}
 
     # --- the run --------------------------------------------------------------------------------------------------
     def embed(self, items: Sequence[Any], *, batch_size: int | None = None, progress: bool = False) -> np.ndarray:
@@ -251,6 +277,10 @@ class ApiEmbedder:
 
     def _key(self) -> str:
         key = os.environ.get(self.key_env, "")
+        if not key.strip() and looks_like_key(self.key_env):  # perhaps the key itself: not repeated
+            raise EmbeddingAPIError(f"candidate {self.name!r}: no API key: the environment variable ?key_env= names "
+                                    "is not set (what ?key_env= holds looks like a key, not a variable's name: put "
+                                    "the key in an environment variable and give that variable's name)")
         if not key.strip():
             raise EmbeddingAPIError(f"candidate {self.name!r}: no API key: set the environment variable "
                                     f"{self.key_env} (or name another with ?key_env=)")

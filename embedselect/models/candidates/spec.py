@@ -175,8 +175,9 @@ def _api_spec(spec: str, model: str, opts: dict[str, Any], *, backend: str | Non
     the candidate's revision (the user's name for the model's current state): with one its vectors are cached
     across runs, without one for the run only. The other options are checked here
     (:func:`~embedselect.models.backends.openai_api.check_api_options`)."""
-    from embedselect.models.backends.openai_api import check_api_options
+    from embedselect.models.backends.openai_api import check_api_options, shown_spec
 
+    spec = shown_spec(spec, opts)  # a ?key_env= naming no variable (perhaps the key) is never repeated
     if not model or any(ch.isspace() for ch in model):
         raise CandidateSpecError(f"{spec!r}: write openai:MODEL with the provider's model name, e.g. "
                                  "openai:text-embedding-3-small?dimensions=256")
