@@ -4,11 +4,8 @@ failed part-way through one candidate keeps what it embedded, and the next run e
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
 import sys
 import textwrap
-import time
 
 import numpy as np
 import pytest
@@ -17,6 +14,7 @@ from embedselect import pipeline as api
 from embedselect.cli import main
 from embedselect.data import sample_path
 from embedselect.store import Store
+from testkit.kills import sigkill_when_marked
 from testkit.tinymodels import make_tiny_sentence_transformer
 from tests.test_openai_api import key, server  # noqa: F401 - the loopback fake API and its key, as fixtures
 
@@ -59,18 +57,8 @@ def _kill_at(tmp_path, model, hold_after: int) -> Store:
     cache, marker = tmp_path / "cache", tmp_path / "marker"
     argv = ["embed", str(sample_path("texts")), "--column", "text", "--models", str(model), "--cache-dir", str(cache),
             "-q"]
-    child = subprocess.Popen([sys.executable, "-c", _CHILD, str(marker), str(hold_after), *argv],
-                             env={**os.environ, "PYTHONPATH": os.getcwd()})
-    try:
-        deadline = time.monotonic() + 240
-        while not marker.exists() or not marker.read_text():
-            assert child.poll() is None, "child ended before reaching the stage"
-            assert time.monotonic() < deadline
-            time.sleep(0.05)
-        os.kill(child.pid, signal.SIGKILL)
-    finally:
-        child.wait(timeout=60)
-    assert child.returncode == -signal.SIGKILL
+    sigkill_when_marked([sys.executable, "-c", _CHILD, str(marker), str(hold_after), *argv], marker,
+                        env={**os.environ, "PYTHONPATH": os.getcwd()})
     return Store.open(cache)
 
 

@@ -14,6 +14,7 @@ import pytest
 
 from embedselect.data import sample_path
 from embedselect.store import Store
+from testkit.kills import sigkill_when_marked
 from testkit.tinymodels import make_tiny_sentence_transformer
 
 pytestmark = pytest.mark.slow
@@ -133,19 +134,8 @@ def test_a_kill_after_each_stored_candidate_keeps_exactly_what_was_stored(tmp_pa
     models = f"{st_dir},tfidf-svd,random-projection,tfidf-svd?dim=32"
     cache = tmp_path / "cache"
     marker = tmp_path / "marker"
-    env = {**os.environ, "PYTHONPATH": os.getcwd()}
-    child = subprocess.Popen([sys.executable, "-c", _CHILD_AT_STAGE, str(marker), str(hold_after),
-                              *_embed_args(cache, models)], env=env)
-    try:
-        deadline = time.monotonic() + 240
-        while not marker.exists() or not marker.read_text():
-            assert child.poll() is None, "child ended before reaching the stage"
-            assert time.monotonic() < deadline
-            time.sleep(0.05)
-        os.kill(child.pid, signal.SIGKILL)
-    finally:
-        child.wait(timeout=60)
-    assert child.returncode == -signal.SIGKILL
+    sigkill_when_marked([sys.executable, "-c", _CHILD_AT_STAGE, str(marker), str(hold_after),
+                         *_embed_args(cache, models)], marker, env={**os.environ, "PYTHONPATH": os.getcwd()})
     said = json.loads(marker.read_text())
     assert len(said["stored"]) == hold_after, said
 
