@@ -415,3 +415,36 @@ def test_the_markdown_leaderboard_says_which_failed_model_is_tried_again_the_nex
     lines = _lines_under({"failed": failed})
     assert "- acme/l: HubError: 503 after retries (a passing hub fault: tried again the next night)" in lines
     assert "- acme/g: ModelLoadError: bad header" in lines
+
+
+def test_a_badge_published_once_stays_when_its_model_is_not_ranked_again(hub, tiny, tmp_path):
+    """A README links to ``site/badges/<stem>.svg``: the night its model is not ranked (unchanged outside keep_top, or
+    gone from the crawl) the site kept no badge for it and the README showed a broken image. Its last place is carried
+    forward, grey, with the night it was ranked; from night to night as it was; a fresh badge once it is ranked again."""
+    from embedselect.publish.badges import LABEL
+    from embedselect.publish.text import safe_filename
+
+    for i, name in enumerate(["a", "b"]):
+        publish_st(hub, f"acme/{name}", tiny[i], 10 - i)
+    conf = load_config(write_config(tmp_path, keep_top=0))
+    first = run_night(conf)
+    badges = tmp_path / "site" / "badges"
+    then = {n: json.loads((badges / f"{safe_filename(n)}.json").read_text())["message"] for n in ("acme/a", "acme/b")}
+    with hub.lock:  # acme/b leaves the trending list; acme/a stays, unchanged (keep_top 0: not ranked again)
+        del hub.repos["acme/b"]
+    for night in (2, 3):
+        s = run_night(conf)
+        assert [r["name"] for r in json.loads((tmp_path / "site" / "leaderboard.json").read_text())["rows"]] == [
+            "tfidf-svd"], night
+        for name in ("acme/a", "acme/b"):
+            doc = json.loads((badges / f"{safe_filename(name)}.json").read_text())
+            place = then[name].split(" · ")[0]
+            assert doc == {"schemaVersion": 1, "label": LABEL, "message": f"{place} · {first['started_at'][:10]}",
+                           "color": "lightgrey"}, (night, name)
+            svg = (badges / f"{safe_filename(name)}.svg").read_text()
+            assert f"{place} · {first['started_at'][:10]}" in svg and "#9f9f9f" in svg, (night, name)
+        assert s["status"] == "ok"
+    publish_st(hub, "acme/a", tiny[2], 10)  # a new revision: ranked again, a fresh badge
+    run_night(conf)
+    fresh = json.loads((badges / f"{safe_filename('acme/a')}.json").read_text())
+    assert fresh["color"] != "lightgrey" and fresh["message"].endswith("texts.csv"), fresh

@@ -107,14 +107,17 @@ def leader_badge(leaderboard: list[dict[str, Any]], summary: dict[str, Any]) -> 
     return {"schemaVersion": 1, "label": "best embedder", "message": clean(leaderboard[0]["name"]), "color": "blue"}
 
 
-def write_site(folder: Path, ranking: Any, leaderboard: list[dict[str, Any]], summary: dict[str, Any]) -> None:
+def write_site(folder: Path, ranking: Any, leaderboard: list[dict[str, Any]], summary: dict[str, Any],
+               previous: Path | None = None) -> None:
     """Write every output file of a night into ``folder`` (a fresh version folder).
 
     Files: ``leaderboard.json`` / ``leaderboard.md`` (rank, change vs the previous night; the previous night's
     candidates not ranked tonight and why, tonight's failed ones and why), ``ranking.json`` (the
     full :class:`~embedselect.ranking.result.Ranking`), ``report.html`` / ``report.md``, ``badges/leader.json`` (a
     shields.io endpoint badge naming the leader, or the leaders when no winner is clear: :func:`leader_badge`), ``badges/<candidate>.svg|.json`` + ``badges/badges.md`` (one
-    badge per ranked candidate, :func:`embedselect.publish.write_badges`) and ``run.json`` (the run summary).
+    badge per ranked candidate, :func:`embedselect.publish.write_badges`; the badges of ``previous``, the site
+    published before, that tonight's ranking does not hold are carried forward: :func:`_carry_badges`) and
+    ``run.json`` (the run summary).
     """
     from embedselect.publish import report, write_badges
 
@@ -129,7 +132,41 @@ def write_site(folder: Path, ranking: Any, leaderboard: list[dict[str, Any]], su
     _write(folder / "report.md", report.to_markdown(ranking))
     _write(folder / "badges" / "leader.json", json.dumps(leader_badge(leaderboard, summary)))
     write_badges(ranking, folder / "badges", dataset=Path(str(ranking.dataset.get("source", "data"))).name)
+    if previous is not None:
+        _carry_badges(folder / "badges", previous)
     _write(folder / "run.json", json.dumps(summary, indent=2, default=str))
+
+
+def _carry_badges(badges: Path, previous: Path) -> None:
+    """A badge URL published once keeps working: every badge of the previous site (``previous``) that tonight's
+    ``badges`` folder lacks (its model was not ranked tonight: unchanged outside ``keep_top``, failed, left, no longer
+    pinned, gone from the crawl) is written into it. A model the previous night ranked gets its place then and that
+    night's date, in grey (:func:`embedselect.publish.badges.carried_badge`); one carried already is copied as it
+    was. Only files :func:`~embedselect.publish.badges.is_badge_file` knows as embedselect's, never through a link."""
+    from embedselect.publish.badges import carried_badge, is_badge_file
+    from embedselect.publish.text import safe_filename
+
+    old = previous / "badges"
+    if old.is_symlink() or not old.is_dir():
+        return
+    try:  # the models the previous night ranked, by badge file stem, and its date
+        board = json.loads((previous / "leaderboard.json").read_text(encoding="utf-8"))
+        night = str(board["night"])[:10]
+        ranked = {safe_filename(str(r["name"])): str(r["name"]) for r in board["rows"]}
+    except (OSError, ValueError, KeyError, TypeError):
+        night, ranked = "", {}
+    for doc in sorted(old.glob("*.json")):
+        svg = doc.with_suffix(".svg")
+        if (badges / doc.name).exists() or doc.is_symlink() or svg.is_symlink() or not (
+                is_badge_file(doc) and is_badge_file(svg)):
+            continue
+        if doc.stem in ranked:
+            b = carried_badge(ranked[doc.stem], json.loads(doc.read_text(encoding="utf-8")), night)
+            texts = {svg.name: b.svg(), doc.name: json.dumps(b.endpoint()) + "\n"}
+        else:
+            texts = {svg.name: svg.read_text(encoding="utf-8"), doc.name: doc.read_text(encoding="utf-8")}
+        for name, text in texts.items():
+            _write(badges / name, text)
 
 
 def versions_folder(output: Path) -> Path:
@@ -208,7 +245,7 @@ def publish(output: Path, run_id: str, ranking: Any, leaderboard: list[dict[str,
     tmp = versions / fsguard.temp_name(run_id, "partial")
     tmp.mkdir()
     try:
-        write_site(tmp, ranking, leaderboard, summary)
+        write_site(tmp, ranking, leaderboard, summary, previous=output if output.is_dir() else None)
         fsguard.mark_owned(tmp, "nightly-version")  # last: it lists every file written, a version is complete
         os.replace(tmp, final)
     except BaseException:

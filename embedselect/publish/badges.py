@@ -81,6 +81,15 @@ def badge_for(ranking: Ranking, candidate: CandidateResult | str, *, dataset: st
                  color=_colour(1 if tied else c.rank if c.ok else None, total), stem=safe_filename(c.name))
 
 
+def carried_badge(candidate: str, previous: dict[str, Any], night: str) -> Badge:
+    """The badge a site keeps for a model its newest ranking does not hold, so that a badge URL published once keeps
+    working: ``previous`` is the model's last badge (its endpoint document), ``night`` the date it was ranked; the
+    badge keeps its place then and names that date in place of the data set (``#3 of 6 · YYYY-MM-DD``), in grey."""
+    place = str(previous.get("message", "")).split(" · ", 1)[0]
+    return Badge(candidate=candidate, message=clean(f"{place} · {night}"), color="lightgrey",
+                 stem=safe_filename(candidate))
+
+
 def tied_leader(ranking: Ranking, c: CandidateResult) -> bool:
     """``c`` is one of the leaders of an undecided ranking: published as ``tied #1``, whatever its row."""
     return c.ok and c.rank is not None and not ranking.decided and c.name in ranking.leaders
