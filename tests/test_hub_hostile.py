@@ -368,13 +368,9 @@ def test_credentials_in_hf_endpoint_are_never_printed_or_stored(hub, endpoint_wi
         assert SECRET not in message and f"http://***@{host}" in message, message
 
 
-@pytest.mark.fault
-@pytest.mark.timeout(180)
-def test_a_request_the_hub_client_retries_is_said_once_on_stderr(hub, tmp_path):
-    """huggingface_hub gives its logger a stderr handler of its own at import, and its records also reached the root
-    logger's handler: every warning it logs (a request it retries, in a night's cron mail) was printed twice, once
-    bare and once as ``WARNING huggingface_hub.utils._http: ...``. Through the real CLI, in a process of its own
-    (the logging set-up of ``main`` is what is tested; pytest's own handlers would hide it in-process)."""
+def _embed_through_a_flaky_hub(hub, tmp_path, *flags: str):
+    """``embedselect embed`` of a model whose ``modules.json`` the hub answers with 503 three times, in a process of
+    its own (the logging set-up of ``main`` is what is tested; pytest's own handlers would hide it in-process)."""
     import os
     import subprocess
     import sys
@@ -390,12 +386,35 @@ def test_a_request_the_hub_client_retries_is_said_once_on_stderr(hub, tmp_path):
     env = {**os.environ, "PYTHONPATH": str(root), "HF_ENDPOINT": hub.url, "TQDM_DISABLE": "1"}
     done = subprocess.run(
         [sys.executable, "-m", "embedselect.cli", "embed", str(tmp_path / "texts.csv"), "-c", "text",
-         "-m", "acme/flaky", "--cache-dir", str(tmp_path / "cache"), "-q"],
+         "-m", "acme/flaky", "--cache-dir", str(tmp_path / "cache"), *flags],
         capture_output=True, text=True, env=env, cwd=str(tmp_path), timeout=170)
     assert done.returncode == 0, done.stderr
+    return done
+
+
+@pytest.mark.fault
+@pytest.mark.timeout(180)
+def test_a_request_the_hub_client_retries_is_said_once_on_stderr(hub, tmp_path):
+    """huggingface_hub gives its logger a stderr handler of its own at import, and its records also reached the root
+    logger's handler: every warning it logs (a request it retries) was printed twice, once bare and once as
+    ``WARNING huggingface_hub.utils._http: ...``. At the default verbosity each is one line, in embedselect's
+    format (at a terminal they say why the run waits)."""
+    done = _embed_through_a_flaky_hub(hub, tmp_path)
     said = [line for line in done.stderr.splitlines() if "HTTP Error 503" in line or "Retrying in" in line]
     assert said, done.stderr  # the client retried (and said so)
     # each line once, in embedselect's format: no bare copy of it from the library's own handler
     assert all(line.startswith("WARNING huggingface_hub.") for line in said), done.stderr
     errors, retries = (sum(what in line for line in said) for what in ("HTTP Error 503", "Retrying in"))
     assert errors == retries, done.stderr  # one line per failed attempt, one per retry
+
+
+@pytest.mark.fault
+@pytest.mark.timeout(180)
+def test_quiet_leaves_out_the_hub_clients_retry_lines(hub, tmp_path):
+    """``--quiet`` (a night's cron mail): the library's line per failed attempt and per retry is left out (one
+    unreachable model mailed ~22 of them beside its one ``failed`` line); a request that succeeded on a retry says
+    nothing at all, and one that outlived them is the command's own failure line."""
+    done = _embed_through_a_flaky_hub(hub, tmp_path, "-q")
+    assert len(hub.requests_to(r"^/acme/flaky/resolve/[0-9a-f]+/modules\.json$", "HEAD")) == 4  # it did retry
+    assert done.stderr == "", done.stderr
+

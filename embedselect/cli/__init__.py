@@ -13,6 +13,7 @@ import argparse
 import importlib
 import logging
 import os
+import re
 import sys
 import traceback
 from typing import Any, Sequence
@@ -113,17 +114,38 @@ class _TerminalFormatter(logging.Formatter):
         return terminal(super().formatStack(stack_info))
 
 
-def _hub_logs_through_ours() -> None:
+_HUB_RETRY_LINE = re.compile(r"^(HTTP Error \d+ thrown while requesting |'.*' thrown while requesting |"
+                             r"Retrying in \S+ \[Retry |Rate limited\. Waiting \S+ before retry \[Retry )", re.S)
+"""The lines huggingface_hub's ``http_backoff`` logs (a warning each) for each failed attempt and each retry of one
+request."""
+
+
+class _HubRetries(logging.Filter):
+    """Drops huggingface_hub's per-attempt retry lines (:data:`_HUB_RETRY_LINE`); every other record passes."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.name.startswith("huggingface_hub") and _HUB_RETRY_LINE.match(record.getMessage()))
+
+
+def _hub_logs_through_ours(handler: logging.Handler, *, quiet: bool) -> None:
     """huggingface_hub gives its logger a stderr handler of its own when it is imported, and its records reach the
     root logger's handler too: every warning it logs (each request it retries, in a night's cron mail) was printed
     twice, once bare. Its own handler is taken off, so each record is one line in embedselect's format, cleaned as
-    every stderr line is (:class:`_TerminalFormatter`). The import is the light logging module only."""
+    every stderr line is (:class:`_TerminalFormatter`). The import is the light logging module only.
+
+    The rule for its retry lines (one per failed attempt, one per retry: ~22 for one unreachable model): shown at
+    the default verbosity and with ``-v`` (at a terminal they say why the run waits up to half a minute per file);
+    with ``--quiet`` ``handler`` drops them (:class:`_HubRetries`): what outlived the retries is said once, as the
+    failure the command reports (a night's ``embedselect: warning: failed NAME: …``). The library's other warnings
+    are shown at every verbosity."""
     import huggingface_hub.utils.logging  # noqa: F401 - adds the library's handler, once per process
 
     hub_logger = logging.getLogger("huggingface_hub")
     for h in list(hub_logger.handlers):
         if type(h) is logging.StreamHandler:  # the library's bare one (a program's own handlers are of other kinds)
             hub_logger.removeHandler(h)
+    if quiet:
+        handler.addFilter(_HubRetries())
 
 
 def _main(argv: Sequence[str] | None) -> int:
@@ -135,7 +157,7 @@ def _main(argv: Sequence[str] | None) -> int:
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(_TerminalFormatter("%(levelname)s %(name)s: %(message)s"))
     logging.basicConfig(level=level, handlers=[handler])
-    _hub_logs_through_ours()
+    _hub_logs_through_ours(handler, quiet=bool(getattr(args, "quiet", False)))
     if getattr(args, "quiet", False) or not sys.stderr.isatty():
         os.environ.setdefault("TQDM_DISABLE", "1")
     saved_before = _runs_saved()
