@@ -418,3 +418,24 @@ def test_quiet_leaves_out_the_hub_clients_retry_lines(hub, tmp_path):
     assert len(hub.requests_to(r"^/acme/flaky/resolve/[0-9a-f]+/modules\.json$", "HEAD")) == 4  # it did retry
     assert done.stderr == "", done.stderr
 
+
+@pytest.mark.fault
+@pytest.mark.timeout(60)
+def test_a_hub_answering_503_to_every_retry_is_said_as_such_not_as_a_lost_connection(hub, tmp_path, monkeypatch):
+    """huggingface_hub turns a file's metadata request that outlived its retries into LocalEntryNotFoundError, whose
+    text tells the user to check their Internet connection: the HubError quoted it, though the hub did answer (503).
+    It now says what the hub answered, and that it is a passing fault on the hub's side."""
+    import huggingface_hub.utils._http as hf_http
+
+    from testkit import tinymodels as tm
+
+    monkeypatch.setattr(hf_http.time, "sleep", lambda s: None)  # huggingface_hub's own backoff, not timed here
+    hub.publish("acme/down", tm.make_tiny_sentence_transformer(tmp_path / "st", seed=0),
+                library_name="sentence-transformers", pipeline_tag="sentence-similarity")
+    hub.add_fault(r"^/acme/down/resolve/", status=503, method="HEAD", times=-1)
+    with pytest.raises(HubError) as ei:
+        H.fetch_model("acme/down", retry=H.RetryPolicy(max_retries=0, sleep=lambda s: None))
+    said = str(ei.value)
+    assert ei.value.status_code == 503 and "503 Service Unavailable" in said, said
+    assert "a passing fault on the hub's side" in said, said
+    assert "Internet" not in said and "check your connection" not in said.lower() and "not cached" not in said, said

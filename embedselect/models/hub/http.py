@@ -367,7 +367,7 @@ def map_error(exc: BaseException, repo_id: str, revision: str | None, token: str
         if isinstance(e, OSError) and "Consistency check failed" in str(e):
             return hub_error(f"{repo_id}@{rev}: a download was truncated (size mismatch) after retries. Try again.")
         if isinstance(e, HfHubHTTPError):
-            return hub_error(f"{repo_id}@{rev}: the hub answered with an error after retries: {detail}")
+            return hub_error(_answered(repo_id, rev, status_code, redact(short_error(e), token)))  # the answer's own text
         if isinstance(e, httpx2.TimeoutException):
             return hub_error(f"{repo_id}@{rev}: the hub did not answer in time after retries ({detail}).")
         if isinstance(e, (httpx2.TransportError,)):
@@ -376,6 +376,22 @@ def map_error(exc: BaseException, repo_id: str, revision: str | None, token: str
             return hub_error(f"{repo_id}@{rev}: the hub sent a malformed answer after retries: {e}")
         if isinstance(e, FileMetadataError):
             return hub_error(f"{repo_id}@{rev}: the hub's file metadata is unusable ({detail}).")
-        if isinstance(e, LocalEntryNotFoundError):
-            return hub_error(f"{repo_id}@{rev}: could not download the files and they are not cached ({detail}).")
+    if any(isinstance(e, LocalEntryNotFoundError) for e in causes(exc)):  # no answer of the hub's among its causes
+        return hub_error(f"{repo_id}@{rev}: could not download the files and they are not cached ({detail}).")
     return hub_error(f"{repo_id}@{rev}: fetching failed: {detail}")
+
+
+def _answered(repo_id: str, rev: str, status: int | None, detail: str) -> str:
+    """What a HubError says of an HTTP answer that outlived the retries: a 5xx (or 408 / 429) is the hub's own passing
+    fault, said as such (huggingface_hub's wrapper of a failed metadata request, LocalEntryNotFoundError, asks the
+    user to check their Internet connection: wrong, the hub answered); another status with the library's text."""
+    from http import HTTPStatus
+
+    if status is not None and status in _RETRY_STATUS:
+        try:
+            phrase = f"{status} {HTTPStatus(status).phrase}"
+        except ValueError:
+            phrase = str(status)
+        return (f"{repo_id}@{rev}: the hub answered {phrase}, to the last retry too: a passing fault on the hub's side, "
+                "not of this machine's connection; try again later (a night tries the model again the next night).")
+    return f"{repo_id}@{rev}: the hub answered with an error after retries: {detail}"
