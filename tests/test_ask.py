@@ -288,6 +288,33 @@ def test_ask_never_replaces_a_file_it_did_not_write(ranked, tmp_path):
     assert mine.read_text() == "name,score\nx,1\n"
 
 
+@pytest.mark.fault
+def test_ask_updates_its_file_after_a_spreadsheet_moved_its_columns(ranked, tmp_path, capsys):
+    """A questions file a spreadsheet saved with its columns moved (and a byte-order mark, CRLF, " A "): `rank
+    --answers` read it, but `ask --out` refused it as "not written by embedselect ... give --overwrite", an option ask
+    does not have. Now ask updates it (answers kept, ask's column order); a file of the user's own is refused without
+    offering --overwrite."""
+    import pandas as pd
+
+    path = tmp_path / "q.csv"
+    argv = ["ask", str(SAMPLE), "-c", "text", "-m", ",".join(POOL), "-n", "5", "--cache-dir", str(ranked), "--out"]
+    assert main([*argv, str(path)]) == 0
+    df = pd.read_csv(path, dtype=str, keep_default_na=False)
+    df["answer"] = [" A ", "b", "skip", "", ""]
+    moved = df[["answer", *[c for c in COLUMNS if c != "answer"]]]
+    path.write_bytes(moved.to_csv(index=False, lineterminator="\r\n").encode("utf-8-sig"))
+    capsys.readouterr()
+    assert main([*argv, str(path), "-n", "6"]) == 0, capsys.readouterr().err
+    assert path.read_text(encoding="utf-8").splitlines()[0] == ",".join(COLUMNS)
+    assert [q.answer for q in read_questions(path)] == ["a", "b", "skip", "", "", ""]
+    mine = tmp_path / "mine.csv"
+    mine.write_text("name,score\nx,1\n")
+    assert main([*argv, str(mine)]) == 2
+    err = capsys.readouterr().err
+    assert "not written by embedselect" in err and "--overwrite" not in err
+    assert mine.read_text() == "name,score\nx,1\n"
+
+
 def test_duplicates_are_never_asked_about(ranked, tmp_path):
     import pandas as pd
 

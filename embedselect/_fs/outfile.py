@@ -133,11 +133,12 @@ def check_not_read(out: str | Path, reads: Mapping[str, Iterable[str | Path]], *
                 raise ConfigError(f"{what} {out} holds {name} ({src}), an input of this command; choose another folder")
 
 
-def check_replace(path: str | Path, *, what: str, overwrite: bool = False, updatable: bool = False) -> str:
+def check_replace(path: str | Path, *, what: str, overwrite: bool | None = False, updatable: bool = False) -> str:
     """What writing ``path`` would do, refused unless the tool may: ``new`` (missing), ``ours`` (a file the tool
     wrote), ``overwrite`` (a user's regular file, with ``--overwrite``), ``update`` (``updatable``: the command
     updates this file's content, e.g. a model card), ``device`` (a character device or a named pipe: written into,
-    never replaced). Links, folders, block devices and sockets are refused.
+    never replaced). Links, folders, block devices and sockets are refused. ``overwrite`` None: the command has no
+    ``--overwrite`` (``ask``), and the refusal does not offer it.
 
     Raises:
         ConfigError: exit 2; the path is left as it is.
@@ -162,8 +163,9 @@ def check_replace(path: str | Path, *, what: str, overwrite: bool = False, updat
         return "ours"
     if overwrite:
         return "overwrite"
+    offer = "" if overwrite is None else ", or give --overwrite to replace it"
     raise ConfigError(f"{what} {path} already exists and was not written by embedselect; it was left as it is: "
-                      "choose another name, or give --overwrite to replace it")
+                      f"choose another name{offer}")
 
 
 def os_reason(exc: OSError) -> str:

@@ -32,7 +32,7 @@ def cmd_ask(args) -> int:
     session = prepare_ask(args.data, args.models, n=args.n or DEFAULT_QUESTIONS, out=args.out,
                           config=rank_config(args), runtime=runtime(args),
                           check_out=lambda p: check_output_path(p, option="--out", cache_dir=args.cache_dir,
-                                                                updatable=_is_questions_file(p, args)))
+                                                                overwrite=None, updatable=_is_questions_file(p, args)))
     from embedselect.cli.format import cell, failure_lines, prose, stdout_is_terminal
     from embedselect.cli.rank import exit_status
 
@@ -251,20 +251,14 @@ def _next_key(keys: Iterator[str], out: TextIO) -> str | None:
 
 
 def _is_questions_file(path: Any, args: Any) -> bool:
-    """``ask --out FILE``: an existing FILE is updated in place (its answers kept) when its first line is the
-    questions header (:data:`~embedselect.validation.questions.COLUMNS`); any other file, and anything that is not a
-    regular file (a named pipe would block the read; a link), is left to the output rule."""
-    import stat
+    """``ask --out FILE``: an existing FILE is updated in place (its answers kept) when it is a questions file
+    (:func:`embedselect.validation.questions.is_questions_file`, the rule ``ask`` replaces a file by); any other file
+    is left to the output rule."""
+    from pathlib import Path
 
-    from embedselect.validation.questions import COLUMNS
+    from embedselect.validation.questions import is_questions_file
 
-    try:
-        if not stat.S_ISREG(os.lstat(os.fspath(path)).st_mode):  # a link is left to the rule too
-            return False
-        with open(os.fspath(path), encoding="utf-8", newline="") as f:
-            return f.readline().strip().lstrip("\ufeff") == ",".join(COLUMNS)
-    except (OSError, UnicodeDecodeError):
-        return False
+    return is_questions_file(Path(os.fspath(path)))
 
 
 def register(sub) -> None:

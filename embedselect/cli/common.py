@@ -318,8 +318,8 @@ def run_reads(args, *, skip: str | None = None) -> dict[str, list[str]]:
 
 
 def check_output_path(path: Path | str | None, *, option: str, cache_dir: Path | str | None = None,
-                      reads: dict[str, list[str]] | None = None, overwrite: bool = False, updatable: bool = False,
-                      folder: bool = False) -> str | None:
+                      reads: dict[str, list[str]] | None = None, overwrite: bool | None = False,
+                      updatable: bool = False, folder: bool = False) -> str | None:
     """Refuse an output file that cannot or may not be written, before any work is done; returns what writing it
     will do (:func:`embedselect._fs.outfile.check_replace`: ``new``, ``ours``, ``overwrite``, ``update``,
     ``device``), None for no path.
@@ -327,9 +327,10 @@ def check_output_path(path: Path | str | None, *, option: str, cache_dir: Path |
     Raises:
         ConfigError: ``path`` is a link (never replaced nor written through), inside the cache (``cache_dir``,
             default the usual cache root), a file or inside a folder the run reads (``reads``), a directory, a
-            block device or socket, an existing file the tool did not write (unless ``overwrite``; ``updatable``:
-            the command updates it), its parent folder does not exist (it is not created silently), or the file or
-            its folder is not writable.
+            block device or socket, an existing file the tool did not write (unless ``overwrite``; None: the
+            command has no ``--overwrite``, and the message does not offer it; ``updatable``: the command updates
+            it), its parent folder does not exist (it is not created silently), or the file or its folder is not
+            writable.
     """
     if path is None or str(path) == "":
         if path is not None:
@@ -378,7 +379,7 @@ def check_run_paths(args) -> dict[str, str]:
         updatable = bool(action.embedselect_updatable and action.embedselect_updatable(Path(str(value)), args))
         reads = {**run_reads(args, skip=action.dest), "the cache": [str(cache)]}
         state = check_output_path(value, option=flag, cache_dir=cache, reads=reads,
-                                  overwrite=getattr(args, "overwrite", False), updatable=updatable,
+                                  overwrite=getattr(args, "overwrite", None), updatable=updatable,
                                   folder=action.embedselect_folder)
         real = Path(os.path.realpath(Path(str(value)).expanduser()))
         if real in seen and state != "device":

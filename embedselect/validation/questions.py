@@ -198,16 +198,21 @@ def questions_frame(questions: Sequence[Question]):
 
 
 def is_questions_file(path: Path) -> bool:
-    """True when ``path`` is a regular file whose first line is exactly the :data:`COLUMNS` header ``ask`` writes:
-    only such a file is ever replaced (a user's own CSV of the same name is not)."""
+    """True when ``path`` is a regular file whose header names exactly the :data:`COLUMNS` ``ask`` writes, each once,
+    in any order, as :func:`parse_questions` reads a header (a byte-order mark, spaces around a name, quotes and
+    ``\r\n`` line ends ignored): the file ``ask`` wrote, also after a spreadsheet saved it with its columns moved.
+    Only such a file is ever replaced (rewritten in ask's column order; every column it has is one ask writes); a
+    user's own CSV of the same name, or a questions file with a column added, is not. Not a link, not a named pipe
+    (its read would block)."""
     try:
         if path.is_symlink() or not path.is_file():
             return False
         with open(path, "rb") as fh:
-            first = fh.readline(4096)
-        return first.decode("utf-8-sig").strip() == ",".join(COLUMNS)
-    except (OSError, UnicodeDecodeError):
+            first = fh.readline(4096).decode("utf-8-sig")
+        header = [h.strip() for h in next(csv.reader([first]), [])]
+    except (OSError, UnicodeDecodeError, csv.Error):
         return False
+    return len(header) == len(COLUMNS) and set(header) == set(COLUMNS)
 
 
 def write_questions(path: str | os.PathLike, questions: Sequence[Question]) -> None:
