@@ -4,6 +4,7 @@ failed part-way through one candidate keeps what it embedded, and the next run e
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import textwrap
 
@@ -14,7 +15,7 @@ from embedselect import pipeline as api
 from embedselect.cli import main
 from embedselect.data import sample_path
 from embedselect.store import Store
-from testkit.kills import sigkill_when_marked
+from testkit.kills import signal_when_marked, sigkill_when_marked
 from testkit.tinymodels import make_tiny_sentence_transformer
 from tests.test_openai_api import key, server  # noqa: F401 - the loopback fake API and its key, as fixtures
 
@@ -134,6 +135,68 @@ def test_a_kill_while_a_chunk_is_written_leaves_nothing_read_back(tmp_path, monk
     assert sum(calls) == N
     assert store.gc() == 1
     assert len(list(store.vectors_dir.glob("*/*.npy"))) == 1 and len(store.list_runs()) == 1
+
+
+# The real CLI in a child that embeds in slices of 40 items and stores no chunk on time; it holds (until the parent
+# interrupts it) inside the embedder's third call, two slices (80 items) embedded since the embedding began.
+_CHILD_IN_SLICE = textwrap.dedent(
+    """
+    import pathlib, sys, time
+    import embedselect.pipeline.chunked as chunked
+    import embedselect.models.backends.loader as loader
+    marker = pathlib.Path(sys.argv[1])
+    chunked.SLICE_ITEMS, chunked.CHUNK_SECONDS = 40, 1e9
+    real_load, calls = loader.load_embedder, []
+    def load(rc, **kw):
+        emb = real_load(rc, **kw)
+        embed = emb.embed
+        def held(items, **k):
+            calls.append(len(items))
+            if len(calls) == 3:
+                marker.write_text("in the third slice")
+                time.sleep(600)
+            return embed(items, **k)
+        emb.embed = held
+        return emb
+    loader.load_embedder = load
+    from embedselect.cli import main
+    sys.exit(main(sys.argv[2:]))
+    """
+)
+
+
+@pytest.mark.slow
+@pytest.mark.fault
+def test_ctrl_c_in_the_middle_of_an_embedding_keeps_what_was_embedded(tmp_path, monkeypatch):
+    """Ctrl-C (SIGINT) to a real `embedselect embed` inside its third slice of 40 items, no chunk stored before: the
+    80 items embedded are stored as one chunk, one line says so, the exit status (130) and the last line are the
+    interrupt's as before (no whole run was finished); the next run embeds only the other 160, a cold run's
+    vectors."""
+    model = make_tiny_sentence_transformer(tmp_path / "tiny-st")
+    cache, marker = tmp_path / "cache", tmp_path / "marker"
+    argv = ["embed", str(sample_path("texts")), "--column", "text", "--models", str(model), "--cache-dir", str(cache),
+            "-q"]
+    done = signal_when_marked([sys.executable, "-c", _CHILD_IN_SLICE, str(marker), *argv], marker, signal.SIGINT,
+                              env={**os.environ, "PYTHONPATH": os.getcwd()})
+    assert done.returncode == 130, (done.returncode, done.stderr)
+    lines = done.stderr.strip().splitlines()
+    assert lines[-1] == "interrupted", done.stderr
+    kept = [line for line in lines if "kept in the cache" in line]
+    assert len(kept) == 1 and "interrupted; the 80 of its 240 items embedded before this are kept in the cache: " \
+        "the next run resumes from them and embeds only the other 160" in kept[0], done.stderr
+    store = Store.open(cache)
+    runs = store.list_runs()
+    assert len(runs) == 1 and runs.partial[0] and runs.n[0] == 80
+
+    calls = _counting_loads(monkeypatch)
+    (out,) = api.embed(sample_path("texts"), str(model), column="text", cache_dir=cache, keep_vectors=True)
+    assert out.result.status == "ok" and (out.result.embedded_items, out.result.stored_items) == (160, 80)
+    assert sum(calls) == 160
+    (cold,) = api.embed(sample_path("texts"), str(model), column="text", cache_dir=tmp_path / "cold",
+                        keep_vectors=True)
+    np.testing.assert_allclose(out.vectors, cold.vectors, rtol=0, atol=1e-6)
+    runs = store.list_runs()
+    assert len(runs) == 1 and not runs.partial[0] and runs.n[0] == N  # the chunk went once the whole run was stored
 
 
 @pytest.mark.fault

@@ -1,7 +1,8 @@
 """A cached candidate's embedding, kept as it goes (:func:`embed_in_chunks`): the items are embedded in slices of at
 most :data:`SLICE_ITEMS`, and what is embedded so far is stored as a partial run (a chunk) once :data:`CHUNK_SECONDS`
 have passed since the embedding began or since the last chunk, and when the embedding fails (with the rows an
-embedder that failed part-way says it had embedded: :data:`~embedselect.models.backends.base.EMBEDDED_ROWS`). A
+embedder that failed part-way says it had embedded: :data:`~embedselect.models.backends.base.EMBEDDED_ROWS`) or is
+interrupted (Ctrl-C: the interrupt is re-raised once what was embedded is stored). A
 chunk is a run of the store like any other (its own file of its rows, its item index rows committed with its row,
 checksummed on every read), marked partial in its settings (:data:`~embedselect.store.keys.PARTIAL_SETTING`); the
 next run of the same vector space reads its items through the index and embeds only the rest. Once the candidate's
@@ -63,20 +64,21 @@ def embed_in_chunks(ctx: RunContext, cand: Any, pinned: Pinned, embedder: Any, i
             if stop < n and time.monotonic() - last >= CHUNK_SECONDS:
                 kept += _store_chunk(ctx, pinned, embedder, np.concatenate(parts[stored_parts:]), keys[stored:stop])
                 stored_parts, stored, last = len(parts), stop, time.monotonic()
-    except Exception as exc:
+    except BaseException as exc:  # a failure, and Ctrl-C (KeyboardInterrupt) too: keep what is embedded, re-raise
         kept += _keep_on_failure(ctx, pinned, embedder, exc, parts[stored_parts:], stored, keys)
         if kept:
-            _say_kept(exc, kept, n)
+            _say_kept(exc, kept, n, name=pinned.rc.model_id)
         raise
     return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
 
-def _keep_on_failure(ctx: RunContext, pinned: Pinned, embedder: Any, exc: Exception, fresh: list[np.ndarray],
+def _keep_on_failure(ctx: RunContext, pinned: Pinned, embedder: Any, exc: BaseException, fresh: list[np.ndarray],
                      stored: int, keys: Sequence[str]) -> int:
     """Store as one chunk what the failed embedding had not stored yet: the slices ``fresh`` (items ``stored`` on),
     and the rows of the failing slice that follows them that the embedder says it had embedded (``exc``'s
     :data:`EMBEDDED_ROWS`, taken off it). A chunk that cannot be stored is logged and the failure stands. Returns how
-    many items were stored."""
+    many items were stored. A second Ctrl-C while the chunk is written is not caught: the write is atomic (at most
+    an orphan file, which ``cache gc`` removes, is left)."""
     start = stored + sum(len(p) for p in fresh)  # the failing slice's first item
     rows, vectors = list(range(stored, start)), list(fresh)
     extra = exc.__dict__.pop(EMBEDDED_ROWS, None)
@@ -112,11 +114,15 @@ def _store_chunk(ctx: RunContext, pinned: Pinned, embedder: Any, vectors: np.nda
     return len(keys)
 
 
-def _say_kept(exc: Exception, kept: int, n: int) -> None:
-    """Add to ``exc``'s message how many of the ``n`` items are kept in the cache, and that the next run resumes."""
-    note = (f"; the {kept} of its {n} items embedded before this are kept in the cache: the next run resumes from "
+def _say_kept(exc: BaseException, kept: int, n: int, *, name: str) -> None:
+    """Say that ``kept`` of the ``n`` items are kept in the cache and that the next run resumes: added to the message
+    of ``exc`` when it is an error with one (the candidate's failure says it); logged as one warning line for an
+    interrupt (Ctrl-C), whose own message and exit status stay the CLI's, or an error without a message."""
+    note = (f"the {kept} of its {n} items embedded before this are kept in the cache: the next run resumes from "
             f"them and embeds only the other {n - kept}")
-    if exc.args and isinstance(exc.args[0], str):
-        exc.args = (exc.args[0] + note, *exc.args[1:])
+    if isinstance(exc, Exception) and exc.args and isinstance(exc.args[0], str):
+        exc.args = (f"{exc.args[0]}; {note}", *exc.args[1:])
+    elif isinstance(exc, Exception):
+        log.info("%s: %s", name, note)
     else:
-        log.info("%s", note[2:])
+        log.warning("%s: interrupted; %s", name, note)

@@ -35,8 +35,9 @@ _saved_lock = threading.Lock()
 
 
 def runs_saved() -> int:
-    """How many embedding runs this process has stored (:meth:`VectorStore.save_run` committed them), in any store:
-    the CLI compares it before and after a command to say, when interrupted, whether the command stored any."""
+    """How many whole embedding runs this process has stored (:meth:`VectorStore.save_run` committed them; a chunk,
+    :attr:`RunRecord.partial`, is not one), in any store: the CLI compares it before and after a command to say, when
+    interrupted, whether the command finished any."""
     return _saved[0]
 
 
@@ -194,8 +195,9 @@ class VectorStore(Database):
                 fsync_dir(path.parent)  # tests hook this name: the instant between rename and commit
         finally:
             tmp.unlink(missing_ok=True)  # only still there when the row or the rename failed
-        with _saved_lock:
-            _saved[0] += 1
+        if not rec.partial:
+            with _saved_lock:
+                _saved[0] += 1
         return rec
 
     @contextlib.contextmanager
