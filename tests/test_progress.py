@@ -145,3 +145,33 @@ def test_an_interrupted_stage_is_not_counted_as_done(monkeypatch):
     assert bar._bar.n == 2
     bar.close()
     assert "3/3" not in sys.stderr.getvalue() and "2/3" in sys.stderr.getvalue()
+
+
+@pytest.mark.fault
+def test_a_night_run_at_a_terminal_draws_its_progress_and_quiet_draws_none(hub, tmp_path):
+    """`embedselect nightly` drew nothing on a terminal (its runtime had progress off) while a person running it by
+    hand waited through every download and embedding: it draws the line `rank` draws for each model it embeds and
+    for the ranking; `--quiet` (cron) draws none."""
+    import yaml
+
+    from testkit import tinymodels as tm
+
+    hub.publish("acme/a", tm.make_tiny_sentence_transformer(tmp_path / "st", seed=0),
+                library_name="sentence-transformers", pipeline_tag="sentence-similarity", trending_score=5)
+    (tmp_path / "texts.csv").write_text("text\n" + "".join(f"item {i} of the night's set\n" for i in range(30)))
+    config = {"data": {"path": "texts.csv", "column": "text"}, "crawl": {"library": "sentence-transformers",
+              "sort": "trending", "limit": 5}, "pinned": ["tfidf-svd"], "output": "./site", "cache": "./cache",
+              "metrics": ["task_prior"]}
+    env = {**_env(tmp_path), "HF_ENDPOINT": hub.url}
+    del env["HF_HUB_OFFLINE"]
+    for night, flags in (("loud", []), ("quiet", ["-q"])):
+        (tmp_path / night).mkdir()
+        (tmp_path / night / "texts.csv").write_bytes((tmp_path / "texts.csv").read_bytes())
+        (tmp_path / night / "nightly.yaml").write_text(yaml.safe_dump(config))
+        drawn, code = on_terminal([sys.executable, "-m", "embedselect.cli", "nightly", "--config",
+                                   str(tmp_path / night / "nightly.yaml"), *flags], env=env)
+        assert code == 0, drawn
+        if night == "loud":
+            assert "acme/a: embed" in drawn and RATE.search(drawn) and "metric task_prior" in drawn, drawn
+        else:
+            assert not RATE.search(drawn) and "acme/a: embed" not in drawn, drawn

@@ -71,7 +71,7 @@ def cmd_nightly(args) -> int:
     from embedselect.nightly import load_config, run_night
 
     try:
-        summary = run_night(load_config(args.config), dry_run=args.dry_run)
+        summary = run_night(load_config(args.config), dry_run=args.dry_run, progress=not args.quiet)
     except (NightlyEmptyError, NightlyLockedError) as exc:
         if args.json:  # the machine-readable summary also for the nights that exit non-zero
             status = "locked" if isinstance(exc, NightlyLockedError) else "empty"

@@ -163,11 +163,12 @@ class NightlyConfig(_Strict):
                           column=self.data.column, labels=self.data.labels, id_column=self.data.id_column,
                           policy=self.policy.load_policy())
 
-    def runtime(self, token: str | None = None) -> Runtime:
-        """The night's :class:`~embedselect.config.Runtime` (its cache, device and batch size; no progress bars;
-        the ranking is saved)."""
+    def runtime(self, token: str | None = None, *, progress: bool = False) -> Runtime:
+        """The night's :class:`~embedselect.config.Runtime` (its cache, device and batch size; the ranking is saved;
+        ``progress``: a progress line on a terminal, as ``rank`` draws, for each model embedded in this process
+        and for the ranking)."""
         return Runtime(cache_dir=self.cache_path, device=self.device, batch_size=self.batch_size, token=token,
-                       progress=False, save=True)
+                       progress=progress, save=True)
 
     @property
     def pinned_specs(self) -> tuple[str, ...]:

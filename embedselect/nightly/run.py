@@ -117,7 +117,7 @@ def _leaderboard(ranking: Any, planned: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def run_night(cfg: NightlyConfig, *, dry_run: bool = False, executor: Any = None,
-              token: str | None = None) -> dict[str, Any]:
+              token: str | None = None, progress: bool = False) -> dict[str, Any]:
     """Run one night (or, with ``dry_run``, only crawl and plan, writing nothing).
 
     Args:
@@ -125,6 +125,8 @@ def run_night(cfg: NightlyConfig, *, dry_run: bool = False, executor: Any = None
         dry_run: crawl the hub and print what would be embedded and computed; no store or output is written.
         executor: an :class:`~embedselect.nightly.executors.Executor`; default from ``cfg.executor``.
         token: hub token (default ``HF_TOKEN``); never logged or stored.
+        progress: draw a progress line on a terminal while models embed in this process and while the night ranks
+            (``embedselect nightly`` without ``--quiet``; a cron job has no terminal, so it draws nothing).
 
     Returns:
         the run summary (also written as ``run.json`` into the output folder): see docs/nightly.md.
@@ -146,18 +148,19 @@ def run_night(cfg: NightlyConfig, *, dry_run: bool = False, executor: Any = None
     store = Store.open(cfg.cache_path)
     with configured_by("nightly"):  # a refusal names the YAML's policy: keys, not the CLI's flags
         if dry_run:
-            return _night(cfg, store, dry_run=True, executor=None, token=token)
+            return _night(cfg, store, dry_run=True, executor=None, token=token, progress=progress)
         with night_lock(store.root):
-            return _night(cfg, store, dry_run=False, executor=executor, token=token)
+            return _night(cfg, store, dry_run=False, executor=executor, token=token, progress=progress)
 
 
-def _night(cfg: NightlyConfig, store: Any, *, dry_run: bool, executor: Any, token: str | None) -> dict[str, Any]:
+def _night(cfg: NightlyConfig, store: Any, *, dry_run: bool, executor: Any, token: str | None,
+           progress: bool) -> dict[str, Any]:
     from embedselect.nightly.executors import EmbedJob, get_executor
     from embedselect.pipeline.context import load_reference_data
     from embedselect.nightly.plan import build_plan
 
     t_start = _clock()
-    config, runtime = cfg.rank_config(), cfg.runtime(token)
+    config, runtime = cfg.rank_config(), cfg.runtime(token, progress=progress)
     budget_s = cfg.budget_minutes * 60.0
     embed_deadline = budget_s * (1.0 - cfg.rank_reserve)
     stages = _Stages()

@@ -292,10 +292,11 @@ class RunContext:
 
 
 def run_context(ref: Any, candidates: Any, *, store: Any, config: RankConfig, runtime: Runtime,
-                rank: bool = True) -> RunContext:
+                rank: bool = True, embedded: bool = False) -> RunContext:
     """The :class:`RunContext` of a run: records the data set in the store, parses the candidates for the data's
     modality, resolves the device once and sizes the progress display (per candidate, per metric, validation).
-    ``rank=False`` (``embed()``): no metrics.
+    ``rank=False`` (``embed()``): no metrics. ``embedded`` (:func:`~embedselect.pipeline.run.select_embedded`): the
+    candidates come embedded, so the display counts no stage of theirs.
 
     Raises:
         ConfigError: no candidates, or an unknown device.
@@ -314,7 +315,8 @@ def run_context(ref: Any, candidates: Any, *, store: Any, config: RankConfig, ru
         raise ConfigError("no candidates given: pass model ids, local directories, baselines or catalog:NAME")
     dev = resolve_device(runtime.device)
     metrics = list(config.metrics) if rank else []
-    steps = STAGES_PER_CANDIDATE * len(cands) + len(metrics) + (bool(metrics) and ref.labels is not None)
+    steps = (0 if embedded else STAGES_PER_CANDIDATE * len(cands)) + len(metrics) + (
+        bool(metrics) and ref.labels is not None)
     options = {m: dict(o) for m, o in config.metric_options.items()}
     return RunContext(
         ref=ref, candidates=cands, store=store, bar=RunProgress(steps, enabled=runtime.progress), device=dev,

@@ -218,7 +218,7 @@ def select_embedded(ref: Any, candidates: Sequence[Any], outcomes: Sequence[Embe
     if [c.name for c in candidates] != [o.result.name for o in outcomes]:
         raise ConfigError("select_embedded needs one outcome per candidate, in the same order")
     _require(ref, config)
-    ctx = run_context(ref, list(candidates), store=store, config=config, runtime=runtime.replace(progress=False))
+    ctx = run_context(ref, list(candidates), store=store, config=config, runtime=runtime, embedded=True)
     ctx.before_metrics = before_metrics
     try:
         t_start = time.perf_counter()
