@@ -49,7 +49,7 @@ def test_all_and_a_prefix_naming_several_runs_need_a_yes_without_a_terminal(tmp_
     assert main(["cache", "rm", "--all", "--cache-dir", cache]) == 2
     out = capsys.readouterr()
     assert "3 embedding run(s) of 2 model(s) to remove" in out.out and "baseline:tfidf-svd: 2 run(s)" in out.out
-    assert "--all takes every embedding run of the cache (3)" in out.err and "give --yes" in out.err
+    assert "--all takes every run of the cache (3 embedding run(s))" in out.err and "give --yes" in out.err
     assert _keys(cache) == keys
     prefix = _shared_prefix(keys)
     assert main(["cache", "rm", prefix, "--cache-dir", cache]) == 2
@@ -82,3 +82,36 @@ def test_on_a_terminal_all_and_a_wide_prefix_are_asked_and_only_a_y_removes(tmp_
                  "--cache-dir", cache, "-q"]) == 0
     screen, code = _on_a_pty(["cache", "rm", "--all", "--cache-dir", cache], "y\n")
     assert code == 0 and "removed 3 embedding run(s)" in screen and _keys(cache) == []
+
+
+@pytest.mark.fault
+def test_rm_says_partial_runs_apart_from_runs(tmp_path, capsys, monkeypatch):
+    """A cache holding one whole run and the 5 chunks a kill left (partial runs, docs/cache.md): `cache rm` listed
+    and removed "6 embedding run(s)" of a model that had one. It says them apart as `cache ls` does, in its listing,
+    its question and what it removed."""
+    import io
+
+    import embedselect.pipeline.chunked as chunked
+    from embedselect.store import Store
+
+    cache = str(tmp_path / "c")
+    monkeypatch.setattr(chunked, "SLICE_ITEMS", 40)
+    monkeypatch.setattr(chunked, "CHUNK_SECONDS", 0.0)
+    monkeypatch.setattr(Store, "drop_covered_chunks", lambda self, space=None: 0)  # as if killed before removal
+    assert main(["embed", SAMPLE, "-c", "text", "-m", "random-projection", "--cache-dir", cache, "-q"]) == 0
+    monkeypatch.undo()
+    runs = Store.open(cache).list_runs()
+    assert sorted(runs.partial) == [False] + [True] * 5
+    model = runs.model_id[0]
+    capsys.readouterr()
+    monkeypatch.setattr(sys, "stdin", io.StringIO("y\n"))  # not a terminal: asked, refused
+    assert main(["cache", "rm", "--all", "--cache-dir", cache]) == 2
+    out = capsys.readouterr()
+    said = "1 embedding run(s) and 5 partial run(s) kept from interrupted embeddings"
+    assert f"{said} of 1 model(s) to remove:" in out.out and f"{model}: 1 run(s) and 5 partial run(s)," in out.out
+    assert f"--all takes every run of the cache ({said})" in out.err, out.err
+    assert main(["cache", "rm", "--model", model, "--cache-dir", cache]) == 0
+    out = capsys.readouterr().out
+    assert f"{said} of 1 model(s) to remove:" in out, out
+    assert "removed 1 embedding run(s) and 5 partial run(s)\n" in out, out
+    assert _keys(cache) == []

@@ -71,12 +71,14 @@ def _rm(store, args) -> int:
         if not args.quiet:
             print("removed 0 embedding run(s)" + _no_match(args.model, runs.model_id))
         return 0
-    models = chosen.groupby("model_id", sort=False).agg(runs=("run_key", "size"), bytes=("bytes", "sum"))
+    models = chosen.assign(whole=~chosen.partial).groupby("model_id", sort=False).agg(
+        runs=("whole", "sum"), partial=("partial", "sum"), bytes=("bytes", "sum"))
     wide = None if args.yes else _wide(args, runs, chosen, len(models))
     if not args.quiet or wide is not None:  # what a question (or its refusal) is about is always listed
-        print(f"cache {store.root}: {len(chosen)} embedding run(s) of {len(models)} model(s) to remove:")
+        print(f"cache {store.root}: {_counted(chosen)} of {len(models)} model(s) to remove:")
         for model_id, row in models.iterrows():
-            print(f"  {model_id}: {row.runs} run(s), {row.bytes / 1e6:.1f} MB")
+            print(f"  {model_id}: {row.runs} run(s)" + (f" and {row.partial} partial run(s)" if row.partial else "")
+                  + f", {row.bytes / 1e6:.1f} MB")
     if wide is not None:
         what, question, narrower = wide
         if not _terminal():
@@ -85,11 +87,23 @@ def _rm(store, args) -> int:
         if not _confirm(f"{question} [y/N] "):
             print("nothing was removed")
             return 0
-    n = store.delete_runs(list(chosen.run_key))
+    n = store.delete_runs(list(chosen.run_key[~chosen.partial]))
+    chunks = store.delete_runs(list(chosen.run_key[chosen.partial]))
     removed = store.gc()
     if not args.quiet:
-        print(f"removed {n} embedding run(s)" + (f" and {removed} orphan file(s)" if removed else ""))
+        said = [f"{n} embedding run(s)"] + [f"{chunks} partial run(s)"] * bool(chunks) \
+            + [f"{removed} orphan file(s)"] * bool(removed)
+        print("removed " + (", ".join(said[:-1]) + " and " if len(said) > 1 else "") + said[-1])
     return 0
+
+
+def _counted(runs) -> str:
+    """How many runs the frame ``runs`` (rows of :meth:`~embedselect.store.Store.list_runs`) holds, its chunks
+    (column ``partial``, the store's one rule) said apart as ``cache ls`` says them: "3 embedding run(s)", "3
+    embedding run(s) and 2 partial run(s) kept from interrupted embeddings"."""
+    chunks = int(runs.partial.sum())
+    return f"{len(runs) - chunks} embedding run(s)" + (
+        f" and {chunks} partial run(s) kept from interrupted embeddings" if chunks else "")
 
 
 def _wide(args, runs, chosen, n_models: int) -> tuple[str, str, str] | None:
@@ -98,8 +112,8 @@ def _wide(args, runs, chosen, n_models: int) -> tuple[str, str, str] | None:
     names one run, an exact model id and ``--fingerprint`` do not ask. Returns (what was matched, the question, a
     narrower way to say it, or ""), or None when it need not ask."""
     if args.all:
-        return (f"--all takes every embedding run of the cache ({len(chosen)})",
-                f"remove all {len(chosen)} embedding run(s) of the cache?", "")
+        return (f"--all takes every run of the cache ({_counted(chosen)})",
+                f"remove all {_counted(chosen)} of the cache?", "")
     if args.model and n_models > 1 and is_pattern(args.model, runs.model_id):
         return (f"--model {args.model!r} matches {n_models} models", f"remove the runs of these {n_models} models?",
                 "one model's exact id (as cache ls shows it)")
@@ -107,7 +121,7 @@ def _wide(args, runs, chosen, n_models: int) -> tuple[str, str, str] | None:
     several = {p: n for p, n in several.items() if n > 1}
     if several:
         said = ", ".join(f"{p!r} matches {n} runs" for p, n in several.items())
-        return (f"the run key prefix {said}", f"remove these {len(chosen)} embedding run(s)?",
+        return (f"the run key prefix {said}", f"remove these {_counted(chosen)}?",
                 "a longer prefix that names one run (cache ls --json shows the whole keys)")
     return None
 
