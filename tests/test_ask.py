@@ -554,3 +554,28 @@ def test_a_kill_in_the_middle_of_an_interactive_session_loses_no_answer(ranked, 
     assert code == 0, screen
     assert "question 3 of 8" in screen and "question 1 of 8" not in screen  # resumed where it stopped
     assert [q.answer for q in read_questions(out)] == ["a", "b"] + [""] * 6  # the skip undone
+
+
+@pytest.mark.fault
+def test_interactive_lines_fit_a_60_column_terminal(ranked, tmp_path):
+    """At 60 columns the terminal broke ask's lines mid-word: the question with its keys (74 characters), the
+    opening line, the tallies and the "stopped:" line ran past the width, and the rule over a question grew with its
+    ids. Each line now fits the terminal's width (wrapped at words, as under rank's table), saying the same."""
+    import re
+
+    out = tmp_path / "q.csv"
+    argv = [sys.executable, "-m", "embedselect", "ask", str(SAMPLE), "-c", "text", "-m", ",".join(POOL), "-n", "12",
+            "--out", str(out), "--interactive", "--cache-dir", str(ranked)]
+    screen, code = run_on_pty(argv, [("q quit", "a")] + [("q quit", "s")] * 9 + [("question 11 of 12", "q")],
+                              size=(40, 60))
+    assert code == 0, screen
+    lines = [re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", ln).split("\r")[-1] for ln in screen.split("\r\n")]
+    assert max(len(ln) for ln in lines) <= 60, "\n".join(ln for ln in lines if len(ln) > 60)
+    rules = [ln for ln in lines if ln.startswith("── question")]
+    assert len(rules) == 11 and {len(ln) for ln in rules} == {59}, rules  # "(id 10)" too
+    said = " ".join(" ".join(lines).split())
+    assert "which of a and b is closer to the anchor? a / b s skip u undo q quit" in said
+    assert "tally: 1 answered, 9 skipped;" in said
+    glued = said.replace(" ", "")  # a path longer than the width is cut across lines
+    assert f"answersaresavedin{out}asyougo".replace(" ", "") in glued
+    assert f"stopped:1answered,9skipped,2togoof12;savedin{out};runthesamecommandtogoon".replace(" ", "") in glued

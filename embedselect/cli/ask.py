@@ -33,15 +33,16 @@ def cmd_ask(args) -> int:
                           config=rank_config(args), runtime=runtime(args),
                           check_out=lambda p: check_output_path(p, option="--out", cache_dir=args.cache_dir,
                                                                 overwrite=None, updatable=_is_questions_file(p, args)))
-    from embedselect.cli.format import cell, failure_lines, prose, stdout_is_terminal
+    from embedselect.cli.format import cell, failure_lines, prose, stdout_is_terminal, wrap_line
     from embedselect.cli.rank import exit_status
 
     # a candidate that failed in the ranking is in no question: said as rank says it (its '!' line; on stderr under
     # --json; --strict's line and exit 8)
     failed = {c.name: f"{c.error_type}: {c.error}" for c in session.ranking.failed}
     if args.interactive:
+        on_tty = stdout_is_terminal()
         for line in failure_lines(session.ranking):
-            print(prose(line, stdout_is_terminal()))
+            print("\n".join(wrap_line(prose(line, on_tty), columns(sys.stdout)) if on_tty else [prose(line, on_tty)]))
         status = interactive(session, sys.stdin, sys.stdout, viewer=args.open)
         return status or exit_status(failed, strict=args.strict, hits=[])
     from embedselect.validation.questions import questions_frame
@@ -135,12 +136,20 @@ def _failed_opener(opener: list[str], started: list[subprocess.Popen]) -> str | 
     return None if code is None else f"{' '.join(opener)} could not open the images (exit {code})"
 
 
+QUESTION = "which of a and b is closer to the anchor?"
+KEY_HELP = "a / b   s skip   u undo   q quit"
+
+
 def _show(q: Any, position: int, total: int, out: TextIO, width: int, image: bool) -> None:
-    print(f"\n── question {position} of {total} (id {q.question_id}) " + "─" * max(0, width - 30), file=out)
+    """One question: a rule naming it, filled to the terminal's width less one column, the three items (texts
+    wrapped by :func:`_wrap`), and the question with the keys, on two lines when one would not fit ``width``."""
+    head = f"── question {position} of {total} (id {q.question_id}) "
+    print("\n" + head + "─" * max(0, width - 1 - len(head)), file=out)
     for label, item_id, text in (("anchor", q.anchor_id, q.anchor), ("a", q.a_id, q.a), ("b", q.b_id, q.b)):
         print(f"{label} [{item_id}]:", file=out)
         print(f"    {text}" if image else _wrap(text, width), file=out)
-    print("which of a and b is closer to the anchor?  a / b   s skip   u undo   q quit", file=out, flush=True)
+    ask = f"{QUESTION}  {KEY_HELP}"
+    print(ask if len(ask) <= width else f"{QUESTION}\n  {KEY_HELP}", file=out, flush=True)
 
 
 def _tally(session: Any) -> Any:
@@ -157,36 +166,42 @@ def interactive(session: Any, stdin: TextIO, out: TextIO, *, viewer: bool = Fals
     (:func:`embedselect.validation.duels.verdict`). Returns the exit status."""
     from embedselect.validation.questions import with_answer
 
-    from embedselect.cli.format import cell, stdout_is_terminal
+    from embedselect.cli.format import cell, stdout_is_terminal, wrap_line
 
     width, tty = columns(out), stdout_is_terminal(out)
+
+    def say(line: str) -> None:
+        """A line of words: one line (:func:`~embedselect.cli.format.cell`), wrapped at words to the terminal's
+        width on a terminal (:func:`~embedselect.cli.format.wrap_line`, as under rank's table); whole to a pipe."""
+        text = cell(line, tty)
+        print("\n".join(wrap_line(text, width) if tty else [text]), file=out, flush=True)
+
     image = session.ref.modality == "image"
     opener, why = _viewer() if (viewer and image) else (None, "")
     if viewer and image and opener is None:
-        print(f"note: {why}: --open shows nothing; open the paths shown yourself", file=out)
+        say(f"note: {why}: --open shows nothing; open the paths shown yourself")
     started: list[subprocess.Popen] = []
     total = len(session.questions)
-    print(cell(f"deciding between {', '.join(session.contenders)} (the contenders of {session.ranking_note}); "
-               f"answers are saved in {session.out} as you go", tty), file=out)
+    say(f"deciding between {', '.join(session.contenders)} (the contenders of {session.ranking_note}); answers are "
+        f"saved in {session.out} as you go")
     undo: list[int] = []
 
     def tally() -> Any:
         v = _tally(session)
         n_skip = sum(1 for q in session.questions if q.answer == "skip")
-        print(cell(f"tally: {v.n_answered} answered, {n_skip} skipped; {v.summary()}", tty), file=out, flush=True)
+        say(f"tally: {v.n_answered} answered, {n_skip} skipped; {v.summary()}")
         return v
 
     if tally().decided:
-        print(f"the answers already separate the contenders: run embedselect rank ... --answers {session.out}",
-              file=out)
+        say(f"the answers already separate the contenders: run embedselect rank ... --answers {session.out}")
         return 0
     try:
         with _keys(stdin) as keys:
             while True:
                 todo = [q for q in session.questions if not q.answer]
                 if not todo:
-                    print(f"all {total} questions answered, and they do not separate the contenders yet: run again "
-                          f"with -n {2 * total} for more questions", file=out)
+                    say(f"all {total} questions answered, and they do not separate the contenders yet: run again "
+                        f"with -n {2 * total} for more questions")
                     return 0
                 q = todo[0]
                 _show(q, total - len(todo) + 1, total, out, width, image)
@@ -200,10 +215,10 @@ def interactive(session: Any, stdin: TextIO, out: TextIO, *, viewer: bool = Fals
                 key = _next_key(keys, out)
                 failed = _failed_opener(opener, started) if opener is not None else None
                 if failed is not None:  # said once; the next questions are not sent to it
-                    print(f"note: {failed}: open the paths shown yourself", file=out, flush=True)
+                    say(f"note: {failed}: open the paths shown yourself")
                     opener = None
                 if key in (None, "q"):
-                    print(f"stopped: {_progress(session)}", file=out)
+                    say(f"stopped: {_progress(session)}")
                     return 0
                 if key == "u":
                     last = undo.pop() if undo else next(
@@ -213,18 +228,18 @@ def interactive(session: Any, stdin: TextIO, out: TextIO, *, viewer: bool = Fals
                         continue
                     session.questions = with_answer(session.questions, last, "")
                     session.save()
-                    print(f"undone: question {last} is unanswered again", file=out)
+                    say(f"undone: question {last} is unanswered again")
                     tally()
                     continue
                 session.questions = with_answer(session.questions, q.question_id, "skip" if key == "s" else key)
                 session.save()
                 undo.append(q.question_id)
                 if tally().decided:
-                    print(f"the answers separate the contenders. Next: embedselect rank ... --answers {session.out}",
-                          file=out)
+                    say(f"the answers separate the contenders. Next: embedselect rank ... --answers {session.out}")
                     return 0
     except KeyboardInterrupt:
-        print(f"\ninterrupted: {_progress(session)}", file=out)
+        print(file=out)
+        say(f"interrupted: {_progress(session)}")
         return EXIT_CODES["interrupted"]
 
 

@@ -122,13 +122,14 @@ def format_table(ranking, width: int | None = None, *, tty: bool | None = None) 
     if timing:
         lines.append(prose(timing, tty))
     if width is not None:  # the lines under the table wrap at words, indented under their first word
-        lines[len(cands) + 2:] = [part for line in lines[len(cands) + 2:] for part in _wrap(line, width)]
+        lines[len(cands) + 2:] = [part for line in lines[len(cands) + 2:] for part in wrap_line(line, width)]
     return "\n".join(lines)
 
 
-def _wrap(line: str, width: int) -> list[str]:
+def wrap_line(line: str, width: int) -> list[str]:
     """``line`` in lines of at most ``width`` characters (at least 40), broken between words (a word longer than
-    that is cut), the continuations indented two more than the first."""
+    that is cut), the continuations indented two more than the first: how every line of words the CLI prints on a
+    terminal fits its width (under rank's table, ``ask --interactive``'s lines)."""
     indent = " " * (len(line) - len(line.lstrip(" ")))
     return textwrap.wrap(line, width=max(width, 40), subsequent_indent=indent + "  ", break_on_hyphens=False) or [line]
 
