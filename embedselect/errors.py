@@ -24,9 +24,17 @@ EXIT_CODES: dict[str, int] = {
     "empty": 10,  # `nightly`: the night produced nothing
     "fail_on": 11,  # `rank --fail-on CODES`: a named condition holds (the ranking was still written)
     "degraded": 12,  # `nightly`: the night ranked and published, but a part of it failed (the crawl)
-    "interrupted": 130,
+    "interrupted": 130,  # Ctrl-C: 128 + SIGINT
+    "terminated": 143,  # SIGTERM (a scheduler, `kill`, a container stopping): 128 + SIGTERM
     "broken_pipe": 141,  # stdout was closed before the output was written (`... | head -1`): 128 + SIGPIPE, quietly
 }
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised by the CLI's handler where the command is: a scheduler, ``kill`` or a stopping container ends
+    a command the way Ctrl-C does, so what a command keeps on Ctrl-C is kept (an embedding's chunk, the answers
+    given, locks released) before it exits with ``EXIT_CODES["terminated"]``. Without it SIGTERM ended the process
+    at once, as SIGKILL does. The Python API installs no handler."""
 
 
 def _rebuild(cls: type[BaseException], args: tuple[Any, ...], state: dict[str, Any]) -> BaseException:
@@ -383,6 +391,7 @@ __all__ = [
     "PrecomputedVectorsError",
     "RankingFormatError",
     "SearchIndexError",
+    "Terminated",
     "TooFewItemsError",
     "UnknownMetricError",
     "UnsafeModelError",

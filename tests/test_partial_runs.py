@@ -167,20 +167,23 @@ _CHILD_IN_SLICE = textwrap.dedent(
 
 @pytest.mark.slow
 @pytest.mark.fault
-def test_ctrl_c_in_the_middle_of_an_embedding_keeps_what_was_embedded(tmp_path, monkeypatch):
+@pytest.mark.parametrize("sig, code, last", [(signal.SIGINT, 130, "interrupted"),
+                                             (signal.SIGTERM, 143, "terminated (SIGTERM)")])
+def test_ctrl_c_in_the_middle_of_an_embedding_keeps_what_was_embedded(tmp_path, monkeypatch, sig, code, last):
     """Ctrl-C (SIGINT) to a real `embedselect embed` inside its third slice of 40 items, no chunk stored before: the
     80 items embedded are stored as one chunk, one line says so, the exit status (130) and the last line are the
     interrupt's as before (no whole run was finished); the next run embeds only the other 160, a cold run's
-    vectors."""
+    vectors. SIGTERM (a scheduler stopping the job) does the same, exit 143: it ended the process at once, as
+    SIGKILL does, and kept nothing since the last timed chunk."""
     model = make_tiny_sentence_transformer(tmp_path / "tiny-st")
     cache, marker = tmp_path / "cache", tmp_path / "marker"
     argv = ["embed", str(sample_path("texts")), "--column", "text", "--models", str(model), "--cache-dir", str(cache),
             "-q"]
-    done = signal_when_marked([sys.executable, "-c", _CHILD_IN_SLICE, str(marker), *argv], marker, signal.SIGINT,
+    done = signal_when_marked([sys.executable, "-c", _CHILD_IN_SLICE, str(marker), *argv], marker, sig,
                               env={**os.environ, "PYTHONPATH": os.getcwd()})
-    assert done.returncode == 130, (done.returncode, done.stderr)
+    assert done.returncode == code, (done.returncode, done.stderr)
     lines = done.stderr.strip().splitlines()
-    assert lines[-1] == "interrupted", done.stderr
+    assert lines[-1] == last, done.stderr
     kept = [line for line in lines if "kept in the cache" in line]
     assert len(kept) == 1 and "interrupted; the 80 of its 240 items embedded before this are kept in the cache: " \
         "the next run resumes from them and embeds only the other 160" in kept[0], done.stderr
@@ -197,6 +200,21 @@ def test_ctrl_c_in_the_middle_of_an_embedding_keeps_what_was_embedded(tmp_path, 
     np.testing.assert_allclose(out.vectors, cold.vectors, rtol=0, atol=1e-6)
     runs = store.list_runs()
     assert len(runs) == 1 and not runs.partial[0] and runs.n[0] == N  # the chunk went once the whole run was stored
+
+
+@pytest.mark.fault
+def test_the_cli_puts_back_the_sigterm_handler_it_found(tmp_path):
+    """main() turns SIGTERM into an interrupt while it runs a command (in-process too), and puts back the handler it
+    found when it returns: a program or test runner calling it keeps its own SIGTERM rule."""
+    def mine(signum, frame):
+        raise AssertionError("not called")
+
+    before = signal.signal(signal.SIGTERM, mine)
+    try:
+        assert main(["cache", "ls", "--cache-dir", str(tmp_path / "c"), "-q"]) == 0
+        assert signal.getsignal(signal.SIGTERM) is mine
+    finally:
+        signal.signal(signal.SIGTERM, before)
 
 
 @pytest.mark.fault

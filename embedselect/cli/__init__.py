@@ -3,8 +3,9 @@ neighbours | nightly | badge | card | leaderboard | report``, one module per com
 :data:`GROUPS`).
 
 Exit codes (for pipelines): 0 ok, 1 unexpected error, 2 usage/config, 3 data, 4 candidates, 5 hub, 6 cache,
-7 metric, 8 partial (some candidates failed and ``--strict`` was given), 130 interrupted, 141 stdout closed before
-the output was written (quietly, as a shell tool ended by SIGPIPE: ``embedselect cache ls | head -1``).
+7 metric, 8 partial (some candidates failed and ``--strict`` was given), 130 interrupted (Ctrl-C), 141 stdout closed
+before the output was written (quietly, as a shell tool ended by SIGPIPE: ``embedselect cache ls | head -1``), 143
+terminated (SIGTERM, stopped as Ctrl-C stops a command: :class:`~embedselect.errors.Terminated`).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import importlib
 import logging
 import os
 import re
+import signal
 import sys
 import traceback
 from typing import Any, Sequence
@@ -22,7 +24,7 @@ from embedselect.cli.common import annotate, check_run_paths
 from embedselect.cli.format import format_table
 from embedselect.cli.examples import add_examples
 from embedselect.cli.rank import demo_candidates
-from embedselect.errors import EXIT_CODES, EmbedselectError
+from embedselect.errors import EXIT_CODES, EmbedselectError, Terminated
 from embedselect.models.policy import configured_by
 from embedselect.publish.text import terminal, terminal_line
 
@@ -90,12 +92,30 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_CODES["usage"]
     if raw.isatty():
         sys.stdout = TerminalText(raw)
+    before = _on_sigterm(_terminate)
     try:
         return _main(argv)
     except BrokenPipeError:  # also from argparse's --help / --version, before any command runs
         return closed_stdout()
     finally:
         sys.stdout = raw
+        _on_sigterm(before)
+
+
+def _terminate(signum: int, frame: Any) -> None:
+    """The CLI's SIGTERM handler: :class:`~embedselect.errors.Terminated` where the command is."""
+    raise Terminated()
+
+
+def _on_sigterm(handler: Any) -> Any:
+    """Install ``handler`` for SIGTERM and return the one it replaces; nothing (None) off the main thread, where
+    Python cannot install one (a command run from a worker thread keeps the process's own SIGTERM rule)."""
+    if handler is None:
+        return None
+    try:
+        return signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread
+        return None
 
 
 class _TerminalFormatter(logging.Formatter):
@@ -169,8 +189,12 @@ def _main(argv: Sequence[str] | None) -> int:
         return code
     except BrokenPipeError:
         return closed_stdout()
-    except KeyboardInterrupt:
-        print(interrupted_message(_runs_saved() - saved_before), file=sys.stderr)
+    except KeyboardInterrupt as exc:  # Ctrl-C, and SIGTERM (Terminated)
+        said = interrupted_message(_runs_saved() - saved_before)
+        if isinstance(exc, Terminated):
+            print("terminated (SIGTERM)" + said.removeprefix("interrupted"), file=sys.stderr)
+            return EXIT_CODES["terminated"]
+        print(said, file=sys.stderr)
         return EXIT_CODES["interrupted"]
     except EmbedselectError as exc:
         if getattr(args, "verbose", False):

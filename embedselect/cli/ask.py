@@ -15,7 +15,7 @@ from typing import Any, Iterator, TextIO
 from embedselect._util.terminal import columns
 from embedselect.cli.common import (add_data_args, add_model_args, check_output_path, output_option, rank_config,
                                     runtime, stderr_line)
-from embedselect.errors import EXIT_CODES
+from embedselect.errors import EXIT_CODES, Terminated
 
 MAX_LINES = 8
 """At most this many wrapped lines of one text are shown (the rest is cut, marked with …)."""
@@ -237,10 +237,10 @@ def interactive(session: Any, stdin: TextIO, out: TextIO, *, viewer: bool = Fals
                 if tally().decided:
                     say(f"the answers separate the contenders. Next: embedselect rank ... --answers {session.out}")
                     return 0
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:  # Ctrl-C, and SIGTERM (Terminated)
         print(file=out)
         say(f"interrupted: {_progress(session)}")
-        return EXIT_CODES["interrupted"]
+        return EXIT_CODES["terminated" if isinstance(exc, Terminated) else "interrupted"]
 
 
 def _progress(session: Any) -> str:
