@@ -155,3 +155,37 @@ def test_the_cli_fits_a_terminal_and_prints_everything_to_a_pipe_or_with_wide(ra
     assert main([*argv, "--wide"]) == 0
     out = capsys.readouterr().out
     assert out.splitlines()[0].split() == FULL and "left out" not in out
+
+
+def _searched(ranking: Ranking, per_query: float = 1.0) -> Ranking:
+    """``ranking`` with a search check of five queries (its per-candidate scores as ``validate --queries`` stores
+    them)."""
+    from dataclasses import replace
+
+    scores = {c.name: {"mrr@10": 0.467, "mrr@10_lo": 0.133, "mrr@10_hi": 0.8, "ndcg@10": 0.5, "recall@1": 0.4,
+                       "recall@10": 0.6} for c in ranking.candidates}
+    retrieval = {"queries": {"source": "queries.csv", "n_queries": 5, "relevant_per_query": per_query},
+                 "level": 0.9, "scores": scores, "prompts": {}, "metrics": [], "warnings": []}
+    return replace(ranking, retrieval=retrieval)
+
+
+@pytest.mark.fault
+def test_the_search_checks_table_fits_a_narrow_terminal_with_a_header():
+    """At 60 columns each candidate's row of the search check split in two (every line under the ranking's table was
+    wrapped as words, recall@10 alone on the next line), under no header, and "1 relevant items per query". It is a
+    table of its own with a header, fitted as the ranking's is: columns left out and named."""
+    ranking = _searched(_ranking("random-projection"))
+    text = format_table(ranking, width=60)
+    lines = text.splitlines()
+    assert max(len(ln) for ln in lines) <= 60, text
+    at = next(i for i, ln in enumerate(lines) if ln.split()[:2] == ["candidate", "MRR@10"])
+    assert lines[at].split() == ["candidate", "MRR@10", "interval", "recall@10"], lines[at]
+    assert lines[at + 2].split() == ["random-projection", "0.467", "[0.133,", "0.800]", "0.600"], text
+    assert lines[at + 3].split() == ["tfidf-svd", "0.467", "[0.133,", "0.800]", "0.600"], text
+    assert "(left out to fit 60 columns: recall@1, nDCG@10;" in " ".join(" ".join(lines[at + 4:]).split())
+    assert "1 relevant item per query;" in " ".join(text.split())
+    assert "1.5 relevant items per query on average" in format_table(_searched(_ranking(), 1.5), width=60)
+    full = format_table(ranking)  # a pipe: every column, one row a candidate
+    head = next(ln for ln in full.splitlines() if ln.split()[:2] == ["candidate", "MRR@10"])
+    assert head.split() == ["candidate", "MRR@10", "interval", "nDCG@10", "recall@1", "recall@10"]
+    assert "left out to fit" not in full

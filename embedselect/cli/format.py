@@ -7,7 +7,7 @@ import math
 import sys
 import textwrap
 from dataclasses import dataclass, replace
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from embedselect._util.names import cut_middle
 from embedselect._util.terminal import columns
@@ -93,16 +93,12 @@ def format_table(ranking, width: int | None = None, *, tty: bool | None = None) 
     if width is not None:
         weights = (ranking.settings or {}).get("combined_weights") or {}
         cols, left_out = fit_columns(cols, width, {m: float(w or 0) for m, w in weights.items()})
-    widths = [max(len(c.header), *(len(v) for v in c.cells)) for c in cols]
-    lines = ["  ".join(c.header.ljust(w) for c, w in zip(cols, widths))]
-    lines.append("  ".join("-" * w for w in widths))
-    lines += ["  ".join(c.cells[i].ljust(w) for c, w in zip(cols, widths)) for i in range(len(cands))]
+    lines = table_lines(cols)
     shown_only = [m for m in shown_only if any(c.key == "weight-0" and c.metric == m for c in cols)]
     if shown_only:
         lines.append(f"* shown, not in the score (weight 0): {', '.join(shown_only)}")
     if left_out:
-        lines.append(f"(left out to fit {width} columns: {', '.join(left_out)}; --wide, --json or --markdown FILE "
-                     "shows every column)")
+        lines.append(left_out_line(width, left_out))
     if ranking.ok and not ranking.decided:
         from embedselect.ranking.combine import no_clear_winner
 
@@ -113,17 +109,33 @@ def format_table(ranking, width: int | None = None, *, tty: bool | None = None) 
                      "skipped) each candidate orders your way [95 % Wilson interval]")
     lines += failure_lines(ranking)
     lines[len(cands) + 2:] = [prose(line, tty) for line in lines[len(cands) + 2:]]
+
+    def wrapped(under: list[str]) -> list[str]:  # the lines under a table wrap at words, indented under their first
+        return under if width is None else [part for line in under for part in wrap_line(line, width)]
+
+    lines[len(cands) + 2:] = wrapped(lines[len(cands) + 2:])
     if ranking.validation:
-        lines += ["", *format_validation(ranking, tty=tty)]
-    if getattr(ranking, "retrieval", None):
-        lines += ["", *format_retrieval(ranking, tty=tty)]
-    lines += [prose(line, tty) for line in note_lines(ranking)]
+        lines += ["", *wrapped(format_validation(ranking, tty=tty))]
+    if getattr(ranking, "retrieval", None):  # a table of its own: it wraps only its lines of words
+        lines += ["", *format_retrieval(ranking, tty=tty, width=width)]
     timing = format_timings(getattr(ranking, "timings", None) or {})
-    if timing:
-        lines.append(prose(timing, tty))
-    if width is not None:  # the lines under the table wrap at words, indented under their first word
-        lines[len(cands) + 2:] = [part for line in lines[len(cands) + 2:] for part in wrap_line(line, width)]
+    lines += wrapped([prose(line, tty) for line in note_lines(ranking) + ([timing] if timing else [])])
     return "\n".join(lines)
+
+
+def table_lines(cols: list["Column"], indent: str = "") -> list[str]:
+    """``cols`` as the CLI prints a table: a header row, a row of dashes, then one row per cell, each column as wide
+    as its widest cell, two spaces between columns, each line after ``indent``."""
+    widths = [c.width for c in cols]
+    n = len(cols[0].cells) if cols else 0
+    rows = [[c.header for c in cols], ["-" * w for w in widths], *([c.cells[i] for c in cols] for i in range(n))]
+    return [indent + "  ".join(v.ljust(w) for v, w in zip(row, widths)) for row in rows]
+
+
+def left_out_line(width: int | None, left_out: list[str]) -> str:
+    """The line under a table :func:`fit_columns` narrowed, naming what it left out."""
+    return (f"(left out to fit {width} columns: {', '.join(left_out)}; --wide, --json or --markdown FILE shows every "
+            "column)")
 
 
 def wrap_line(line: str, width: int) -> list[str]:
@@ -155,20 +167,25 @@ at a time, the weight-0 signals from the last. Rank, candidate, score, answers, 
 then the candidates' names are cut (to :data:`NAME_FLOOR`, with an ellipsis in the middle), then the weighted signals
 go too, the lowest weight first."""
 
+SEARCH_DROP_ORDER = ("prompts", "recall@1", "nDCG@10", "interval", "recall@10")
+"""The columns of the search check's table (:func:`format_retrieval`) a narrow terminal loses, first to last; the
+candidate and its MRR@10 (what the table follows) stay, then the names are cut as in the ranking's table."""
+
 NAME_FLOOR = 16
 """The fewest characters a cut candidate name keeps (its ellipsis included)."""
 
 
-def fit_columns(cols: list[Column], width: int, weights: Mapping[str, float]) -> tuple[list[Column], list[str]]:
-    """``cols`` within ``width`` characters (two between columns) by :data:`DROP_ORDER`, and what was left out, in
-    words, in the order it went. ``weights`` (the combined score's) order the weighted signals' columns when even
-    those must go. A table that still does not fit (a terminal narrower than about 40 columns) is returned as
-    narrow as it gets."""
+def fit_columns(cols: list[Column], width: int, weights: Mapping[str, float],
+                order: Sequence[str] = DROP_ORDER) -> tuple[list[Column], list[str]]:
+    """``cols`` within ``width`` characters (two between columns) by ``order`` (the ranking table's
+    :data:`DROP_ORDER`; the search check's :data:`SEARCH_DROP_ORDER`), and what was left out, in words, in the order
+    it went. ``weights`` (the combined score's) order the weighted signals' columns when even those must go. A table
+    that still does not fit (a terminal narrower than about 40 columns) is returned as narrow as it gets."""
     def total(cs: list[Column]) -> int:
         return sum(c.width for c in cs) + 2 * (len(cs) - 1)
 
     left_out: list[str] = []
-    for key in DROP_ORDER:
+    for key in order:
         while total(cols) > width and any(c.key == key for c in cols):
             if key == "#":
                 cols = [c for c in cols if c.key != "#"]
@@ -320,31 +337,44 @@ def _score_check_lines(ranking, check: dict, truth: str, predicted: str, pct: st
     return lines + [f"  note: {w}" for w in check.get("warnings") or []]
 
 
-def format_retrieval(ranking, *, tty: bool = False) -> list[str]:
-    """The lines of a ranking's search check against the user's queries (``Ranking.retrieval``): per candidate
-    MRR@10 with its bootstrap interval, nDCG@10, recall@1 and recall@10 and the prompts it searched with, then each
-    label-free score's rank correlations with MRR@10, its top pick and wrong pairs, and the check's warnings. Each
-    line is one line, names as :func:`cell` shows them (``tty``: for a terminal)."""
+def format_retrieval(ranking, *, tty: bool = False, width: int | None = None) -> list[str]:
+    """The lines of a ranking's search check against the user's queries (``Ranking.retrieval``): a table of each
+    candidate's MRR@10 with its bootstrap interval, nDCG@10, recall@1, recall@10 and the prompts it searched with,
+    then each label-free score's rank correlations with MRR@10, its top pick and wrong pairs, and the check's warnings.
+    Each line is one line, names as :func:`cell` shows them (``tty``: for a terminal). ``width`` (a terminal's
+    columns) fits the table to it by :data:`SEARCH_DROP_ORDER` (with the line naming what was left out, as the
+    ranking's table) and wraps the other lines at words; None (a pipe, a file, ``--wide``) prints every column."""
+    from embedselect.publish.text import relevant_per_query
+
     r = ranking.retrieval
     q = r.get("queries") or {}
     pct = f"{100 * float(r.get('level') or 0.9):g}%"
     scores = r.get("scores") or {}
-    lines = [f"search check against your queries: {fmt(q.get('n_queries'))} queries from {q.get('source')}, "
-             f"{fmt(q.get('relevant_per_query'))} relevant items per query on average; exact cosine search over the "
-             "items",
-             f"  MRR@10 [{pct} bootstrap interval over the queries], nDCG@10, recall@1, recall@10 of each candidate:"]
-    lines = [prose(line, tty) for line in lines]
-    width = max((len(cell(c.name, tty)) for c in ranking.ok if c.name in scores), default=0)
-    for c in ranking.ok:
-        s = scores.get(c.name)
-        if s is None:
-            continue
-        prompts = (r.get("prompts") or {}).get(c.name) or {}
-        used = ", ".join(f"{role} prompt {name!r}" for role, name in prompts.items() if name)
-        lines.append(f"    {cell(c.name, tty).ljust(width)}  {fmt3(s.get('mrr@10'))} {_interval(s.get('mrr@10_lo'), s.get('mrr@10_hi'), '.3f')}"
-                     f"  {fmt3(s.get('ndcg@10'))}  {fmt3(s.get('recall@1'))}  {fmt3(s.get('recall@10'))}"
-                     + (f"  ({cell(used, tty)})" if used else ""))
-    return lines + [prose(line, tty) for line in _score_check_lines(ranking, r, "MRR@10", "MRR@10", pct)]
+    head = [f"search check against your queries: {fmt(q.get('n_queries'))} queries from {q.get('source')}, "
+            f"{relevant_per_query(q.get('relevant_per_query'))}; exact cosine search over the items",
+            f"  each candidate's scores on them ({pct} bootstrap interval of MRR@10 over the queries):"]
+    rows = [(c.name, scores[c.name]) for c in ranking.ok if c.name in scores]
+    prompts = {name: ", ".join(f"{role} {p!r}" for role, p in ((r.get("prompts") or {}).get(name) or {}).items() if p)
+               for name, _ in rows}
+    cols = [Column("candidate", "candidate", [name for name, _ in rows]),
+            Column("MRR@10", "MRR@10", [fmt3(s.get("mrr@10")) for _, s in rows]),
+            Column("interval", "interval", [_interval(s.get("mrr@10_lo"), s.get("mrr@10_hi"), ".3f") for _, s in rows]),
+            *(Column(key, key, [fmt3(s.get(key.lower())) for _, s in rows]) for key in ("nDCG@10", "recall@1",
+                                                                                           "recall@10"))]
+    if any(prompts.values()):
+        cols.append(Column("prompts", "prompts", [prompts[name] or "-" for name, _ in rows]))
+    cols = [replace(c, cells=[cell(v, tty) for v in c.cells]) for c in cols]
+    left_out: list[str] = []
+    if width is not None:
+        cols, left_out = fit_columns(cols, width - 4, {}, SEARCH_DROP_ORDER)
+    under = [prose(line, tty) for line in _score_check_lines(ranking, r, "MRR@10", "MRR@10", pct)]
+    if left_out:
+        under.insert(0, "  " + left_out_line(width, left_out))
+    lines = [prose(line, tty) for line in head]
+    if width is not None:
+        lines = [part for line in lines for part in wrap_line(line, width)]
+        under = [part for line in under for part in wrap_line(line, width)]
+    return lines + table_lines(cols, "    ") + under
 
 
 def fmt2(v: Any) -> str:

@@ -85,6 +85,14 @@ def num(v: Any, digits: int = 4) -> str:
     return str(v)
 
 
+def relevant_per_query(v: Any) -> str:
+    """How many relevant items a search check's queries name, in words: "1 relevant item per query" when each names
+    one, "1.111 relevant items per query on average" otherwise (``v``: the mean, :func:`num`'s digits)."""
+    if isinstance(v, (int, float)) and v == 1:
+        return "1 relevant item per query"
+    return f"{num(v)} relevant items per query on average"
+
+
 def rate(v: Any) -> str:
     """A rate (items per second) to 3 significant digits without an exponent (``1234.5`` -> ``1230``);
     :data:`MISSING` when missing or not finite."""
