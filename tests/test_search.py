@@ -224,10 +224,51 @@ def test_neighbours_view_and_cli_with_duplicates(tmp_path, cache_dir, tiny_st, c
 
 
 def test_printed_items_carry_no_terminal_escapes():
-    from embedselect.cli.search import _short
+    from types import SimpleNamespace
 
-    assert _short("evil\x1b[2Jtext\x07 and\nmore") == "evil[2Jtext and more"
-    assert len(_short("x" * 500)) == 100
+    from embedselect.cli.search import hit_lines
+
+    hit = SimpleNamespace(rank=1, score=0.5, id="7", item="evil\x1b[2Jtext\x07 and\nmore")
+    assert hit_lines("q", [hit], 80, True)[-1].endswith("  evil[2Jtext and more")  # a terminal: no escape
+    assert hit_lines("q", [hit], None, False)[-1].endswith("  evil\x1b[2Jtext\x07 and more")  # a pipe: one line
+
+
+@pytest.mark.fault
+def test_search_hits_fit_the_terminal_and_a_pipe_gets_whole_texts(tmp_path, cache_dir, capsys, monkeypatch):
+    """At 60 columns each hit's row was over 100 characters (its text cut at 100 whatever the width) and the
+    terminal broke it over lines. On a terminal each hit is one line within the width, its text cut with an
+    ellipsis (a multi-line item on one line); a pipe gets every text whole, on one line."""
+    import csv
+    import sys
+
+    from embedselect.cli import main
+
+    long = "the striker scored a late goal " * 6 + "in the rain"
+    data = tmp_path / "d.csv"
+    with data.open("w", newline="") as f:
+        csv.writer(f).writerows([["text"], *([t] for t in TEXTS), ["the goalkeeper\nsaved a penalty\nin the rain"],
+                                 [long]])
+    out = tmp_path / "idx"
+    assert main(["index", str(data), "-c", "text", "--model", "tfidf-svd", "--out", str(out), "-q"]) == 0
+    capsys.readouterr()
+    query = "which striker scored a late goal or saved a penalty in the rain this weekend"
+    assert main(["search", str(out), query, "-k", "3"]) == 0
+    piped = capsys.readouterr().out.splitlines()
+    assert piped[0] == f"query: {query}" and len(piped) == 5
+    assert f"  {long}" in piped[2] + piped[3] + piped[4] and "  the goalkeeper saved a penalty in the rain" in "".join(
+        piped[2:])
+    monkeypatch.setenv("COLUMNS", "60")
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True, raising=False)
+    assert main(["search", str(out), query, "-k", "3"]) == 0
+    shown = capsys.readouterr().out.splitlines()
+    assert max(len(ln) for ln in shown) <= 59, "\n".join(shown)
+    assert " ".join(" ".join(ln.strip() for ln in shown[:2]).split()) == f"query: {query}"  # wrapped at words
+    assert shown[2].split() == ["rank", "score", "id", "text"] and len(shown) == 6
+    rows = shown[3:]
+    assert all(re.match(r"  [123]  ", ln) for ln in rows), rows
+    cut = [ln for ln in rows if ln.endswith("…")]
+    assert cut and all(len(ln) == 59 for ln in cut), rows
+    assert any("the goalkeeper saved a pen" in ln for ln in rows), rows
 
 
 @pytest.mark.fault

@@ -105,11 +105,32 @@ def register(subparsers) -> None:
     p.set_defaults(func=cmd_neighbours)
 
 
-def _short(text: str, width: int = 100) -> str:
-    """One line of at most ``width`` characters; control characters (terminal escapes in data) dropped."""
-    text = "".join(ch for ch in str(text) if ch.isprintable() or ch.isspace())
-    text = " ".join(text.split())
-    return text if len(text) <= width else text[: width - 1] + "…"
+def _clip(text: str, room: int | None) -> str:
+    """``text`` (one line already) in at most ``room`` characters, an ellipsis as its last when cut; whole with
+    None."""
+    return text if room is None or len(text) <= room else text[: max(room - 1, 0)] + "…"
+
+
+def hit_lines(query: str, hits: list, width: int | None, tty: bool, *, cut: bool = True) -> list[str]:
+    """What ``embedselect search`` prints for one query: its line, a header row and a row a hit (columns two spaces
+    or more apart, the text last). Each text and id is one line through :func:`embedselect.cli.format.cell` (without
+    control characters on a terminal); on a terminal (``width``, its columns) each hit's text is cut to the width
+    less one column and the query line wraps at words; to a pipe (None) every text is whole. The id column is as
+    wide as the widest id shown (16 at most, an id cut in the middle beyond). ``cut`` False (an image index, whose
+    items are paths to open) keeps every item whole on a terminal too."""
+    from embedselect._util.names import cut_middle
+    from embedselect.cli.format import cell, wrap_line
+
+    ids = [cut_middle(cell(h.id, tty), 16) for h in hits]
+    id_width = max([2, *(len(i) for i in ids)])
+    head = f"  {'rank':<4}  {'score':<7}  {'id':<{id_width}}  "
+    line = f"query: {cell(query, tty)}"
+    lines = wrap_line(line, width) if width is not None else [line]
+    lines.append(head + "text")
+    room = None if width is None or not cut else max(width - 1 - len(head), 10)
+    lines += [f"  {h.rank:<4}  {h.score:<7.4f}  {i:<{id_width}}  {_clip(cell(h.item, tty), room)}"
+              for h, i in zip(hits, ids)]
+    return lines
 
 
 def cmd_index(args) -> int:
@@ -144,11 +165,11 @@ def cmd_search(args) -> int:
         }
         print(json.dumps(payload, indent=2, ensure_ascii=False))
         return 0
+    from embedselect.cli.format import stdout_is_terminal, table_width
+
     for q, hits in zip(args.query, results):  # per query a header row, then one row a hit, columns apart by 2 spaces
-        print(f"query: {_short(q)}")
-        print(f"  {'rank':<4}  {'score':<7}  {'id':<16}  text")
-        for h in hits:
-            print(f"  {h.rank:<4}  {h.score:<7.4f}  {_short(h.id, 16):<16}  {_short(h.item)}")
+        print("\n".join(hit_lines(q, hits, table_width(), stdout_is_terminal(),
+                                   cut=idx.manifest.modality == "text")))
     if not sys.stdout.isatty():
         sys.stdout.flush()
     return 0
