@@ -76,8 +76,16 @@ def test_verdict_needs_enough_answers_and_a_paired_lead():
     assert v.winner == "y" and v.decided and v.pairs[0]["wins"] == m
     few = verdict({"x": bad[:5], "y": good[:5]}, ["x", "y"])
     assert not few.decided  # fewer than MIN_ANSWERED
-    assert few.winner == "x" and few.need() == " (at least 10 answers needed)" and few.pair_counts() == "y 0:5"
-    assert few.summary() == "x, y not separated yet (at least 10 answers needed); x against the others: y 0:5"
+    assert few.winner == "x" and few.need() == " (at least 10 answers needed)"
+    # the counts say what they count ("x against the others: y 0:5" did not), short enough for 60 columns
+    assert few.pair_counts() == "x vs y 0:5 (answers only one of them orders your way)"
+    assert few.summary() == ("x, y not separated yet (at least 10 answers needed); x vs y 0:5 (answers only one of "
+                             "them orders your way)")
+    st = verdict({"st0": good, "st2": bad, "st1": good}, ["st0", "st2", "st1"], min_answered=20)
+    assert st.pair_counts() == "st0 vs st2 12:0, vs st1 0:0 (answers only one of them orders your way)"
+    assert len(verdict({"st0": good, "st2": bad}, ["st0", "st2"], min_answered=20).pair_counts()) <= 60
+    queries = verdict({"x": bad[:5] * 1.0, "y": good[:5] * 0.5}, ["x", "y"], unit="queries")
+    assert queries.pair_counts() == "x vs y 0:5 (queries where one of them ranks the first relevant item higher)"
     same = verdict({"x": good, "y": good}, ["x", "y"])
     assert same.winner == "x" and not same.decided  # no question separates them
 
@@ -366,7 +374,8 @@ def test_answers_decide_between_the_leaders(ranked, tmp_path):
     (note,) = [w for w in r5.warnings if w.code == "answers"]
     skipped = int((few["answer"] == "skip").sum())
     assert note.startswith(f"your 5 answers ({skipped} skipped) do not separate random-projection, tfidf-svd yet (at "
-                           "least 10 answers needed); random-projection against the others: tfidf-svd "), note
+                           "least 10 answers needed); random-projection vs tfidf-svd "), note
+    assert "(answers only one of them orders your way)" in note
     assert "not separated yet" not in note
     # the DataFrame ask() returned is accepted as it is
     assert embedselect.select(SAMPLE, POOL, column="text", metrics=["alpha_req"], cache_dir=ranked, answers=df,

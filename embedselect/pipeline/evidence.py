@@ -37,7 +37,7 @@ def fold_verdict(ctx: Any, decision: Any, names: list[str], v: Any, *, code: str
     go_on = decision if decision.decided else replace(decision, settle=settle)
     if not v.ruled_out:
         ctx.warnings.append(RankingWarning(code, f"{said} do not separate {', '.join(names)} yet{v.need()}; "
-                                           f"{v.winner} against the others: {v.pair_counts()}; {more}", names))
+                                           f"{v.pair_counts()}; {more}", names))
         return go_on
     reorder(ctx, names, v.remaining + [c for c in names if c in v.ruled_out])
     out = "; ".join(f"{c} by {r['by']} ({r['wins']}:{r['losses']} on {on_what})" for c, r in v.ruled_out.items())

@@ -79,6 +79,11 @@ def contenders(leaders: Sequence[str], order: Sequence[str], families: Mapping[s
     return list(best.values())[: max(2, top)]
 
 
+COUNTED = {"answers": "answers only one of them orders your way",
+           "queries": "queries where one of them ranks the first relevant item higher"}
+"""Per unit of evidence, the questions a pair's counts are taken on (:meth:`Verdict.pair_counts`)."""
+
+
 @dataclass(frozen=True)
 class Verdict:
     """What the evidence says about the contenders.
@@ -114,14 +119,17 @@ class Verdict:
             return f"no {self.unit} yet"
         out = "; ".join(f"{c} ruled out by {r['by']} ({r['wins']}:{r['losses']})" for c, r in self.ruled_out.items())
         if self.decided:
-            return f"{self.winner} is separated from every other contender ({self.pair_counts()})"
+            return f"{self.winner} is separated from every other contender: {self.pair_counts()}"
         return (f"{(out + '; ') if out else ''}{', '.join(self.remaining)} not separated yet{self.need()}; "
-                f"{self.winner} against the others: {self.pair_counts()}")
+                f"{self.pair_counts()}")
 
     def pair_counts(self) -> str:
-        """The winner's paired counts against each other contender: "b 3:1, c 2:2" (wins:losses on the questions
-        where the two score differently)."""
-        return ", ".join(f"{p['other']} {p['wins']}:{p['losses']}" for p in self.pairs)
+        """The winner's paired counts against each other contender, and what they count: "a vs b 3:1, vs c 2:2
+        (answers only one of them orders your way)" (wins:losses on the questions where the two score differently;
+        :data:`COUNTED` says which those are). The one wording of these counts: ``ask``'s tally, ``rank --answers``'
+        note and the ``--queries`` note."""
+        counts = ", vs ".join(f"{p['other']} {p['wins']}:{p['losses']}" for p in self.pairs)
+        return f"{self.winner} vs {counts} ({COUNTED.get(self.unit, self.unit + ' where the two differ')})"
 
     def need(self) -> str:
         """The note " (at least N answers needed)" while fewer than :data:`MIN_ANSWERED` questions are settled; else
