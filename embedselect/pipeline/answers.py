@@ -41,7 +41,7 @@ def usable_items(ref: Any) -> np.ndarray:
 
 def load_answers(source: Any, ref: Any) -> Answered:
     """The answers of ``source`` (the questions CSV's path, or the DataFrame :func:`embedselect.ask` returned)
-    checked against ``ref``: item ids it has and, for texts, the same texts.
+    checked against ``ref`` (:func:`resolve_against`).
 
     Raises:
         AnswersError (exit 3): see :func:`embedselect.validation.questions.read_questions` and
@@ -49,7 +49,13 @@ def load_answers(source: Any, ref: Any) -> Answered:
     """
     questions = read_questions(source)
     name = str(source) if isinstance(source, (str, bytes)) or hasattr(source, "__fspath__") else "<DataFrame>"
-    return resolve(questions, ref.ids, shown_of(ref) if ref.modality == "text" else None, source=name)
+    return resolve_against(questions, ref, name)
+
+
+def resolve_against(questions: Any, ref: Any, source: str) -> Answered:
+    """``questions`` checked against ``ref`` (:func:`~embedselect.validation.answers.resolve`: its ids, and what
+    the file shows of each item: the texts, or the images' files) and the answered ones as item positions."""
+    return resolve(questions, ref.ids, shown_of(ref), images=ref.modality != "text", source=source)
 
 
 def answers_stage(ctx: Any, decision: Any) -> Any:

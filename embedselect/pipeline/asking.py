@@ -13,10 +13,10 @@ import numpy as np
 
 from embedselect.config import RankConfig, Runtime, from_keywords
 from embedselect.errors import ConfigError
-from embedselect.pipeline.answers import load_answers, shown_of, usable_items
+from embedselect.pipeline.answers import load_answers, resolve_against, shown_of, usable_items
 from embedselect.pipeline.context import load_reference_data
 from embedselect.ranking.result import Ranking
-from embedselect.validation.answers import Answered, contenders, resolve
+from embedselect.validation.answers import Answered, contenders
 from embedselect.validation.questions import (
     Question,
     is_questions_file,
@@ -59,8 +59,7 @@ class AskSession:
 
     def answered(self) -> Answered:
         """The answered questions as item positions (checked against the data)."""
-        return resolve(self.questions, self.ref.ids, shown_of(self.ref) if self.ref.modality == "text" else None,
-                       source=str(self.out or "questions"))
+        return resolve_against(self.questions, self.ref, str(self.out or "questions"))
 
     def save(self) -> None:
         """Write :attr:`questions` to :attr:`out` atomically (nothing when there is no file)."""

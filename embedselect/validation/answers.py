@@ -14,7 +14,9 @@ question scored 1 for a contender that orders it the person's way and 0 otherwis
 
 from __future__ import annotations
 
+import filecmp
 import math
+import os
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -35,13 +37,26 @@ from embedselect.validation.duels import (
 from embedselect.validation.questions import Question
 
 __all__ = ["DECIDE_LEVEL", "MIN_ANSWERED", "TOP_CONTENDERS", "Z95", "Z_DECIDE", "Agreement", "Answered", "Verdict",
-           "agrees", "centre_of", "contenders", "orders", "resolve", "same_text", "verdict", "wilson"]
+           "agrees", "centre_of", "contenders", "orders", "resolve", "same_image", "same_text", "verdict", "wilson"]
 
 
 # --- the answers against the data ----------------------------------------------------------------------------------
 def same_text(a: str, b: str) -> bool:
     """Texts equal up to runs of white space (a spreadsheet may change line ends and trailing spaces)."""
     return " ".join(a.split()) == " ".join(b.split())
+
+
+def same_image(cell: str, path: str) -> bool:
+    """Whether a questions file's image cell (the image's path when ``ask`` wrote the file) can show the data's image
+    at ``path``: the same path, a cell that names no file any more (the folder moved; its id decides), or a file
+    with the same bytes (a copy of the folder). False only when the cell names another file with other bytes: an
+    image of another folder whose files have the same names (as two cameras name their photos)."""
+    if os.path.abspath(cell) == os.path.abspath(path):
+        return True
+    try:
+        return not os.path.isfile(cell) or filecmp.cmp(cell, path, shallow=False)
+    except OSError:  # unreadable: the id decides
+        return True
 
 
 @dataclass(frozen=True)
@@ -69,19 +84,22 @@ class Answered:
 
 
 def resolve(questions: Sequence[Question], ids: Sequence[str], shown: Sequence[str] | None, *,
-            source: str = "") -> Answered:
+            images: bool = False, source: str = "") -> Answered:
     """Check ``questions`` against the reference data and return the answered ones as item positions.
 
     Args:
         questions: from :func:`~embedselect.validation.questions.read_questions`.
         ids: the data's item ids (``ReferenceData.ids``), in order.
-        shown: the data's texts (compared with the file's ``anchor`` / ``a`` / ``b`` up to white space), or None
-            for images (their ids, the relative paths, identify them).
+        shown: what the file shows of each item (``anchor`` / ``a`` / ``b``): the data's texts, compared up to
+            white space (:func:`same_text`), or with ``images`` the images' paths (:func:`same_image`); None: the
+            ids alone.
+        images: ``shown`` holds image paths.
         source: named in messages.
 
     Raises:
-        AnswersError (exit 3): an id the data does not have, or a text that differs from the data's item of that
-            id (answers to another data set, or data changed since); the message names the row.
+        AnswersError (exit 3): an id the data does not have, a text that differs from the data's item of that id, or
+            an image cell naming another file with other bytes (answers to another data set, or data changed since);
+            the message names the row.
     """
     pos = {str(x): i for i, x in enumerate(ids)}
     name = source or "answers"
@@ -96,7 +114,12 @@ def resolve(questions: Sequence[Question], ids: Sequence[str], shown: Sequence[s
                                    "came from another --id-column); run `embedselect ask` on this data for a new file",
                                    row=q.row)
             i = pos[item_id]
-            if shown is not None and not same_text(text, shown[i]):
+            if shown is not None and images and not same_image(text, shown[i]):
+                raise AnswersError(f"{where}the {col} image {text[:200]!r} is another file than item {item_id} of "
+                                   f"this data ({shown[i][:200]!r}): these answers belong to another data set (a "
+                                   "folder whose images have the same names); run `embedselect ask` on this data for "
+                                   "a new file", row=q.row)
+            if shown is not None and not images and not same_text(text, shown[i]):
                 raise AnswersError(f"{where}the {col} text differs from item {item_id} of this data: these answers "
                                    "belong to another data set (or the data changed since `ask` wrote them)",
                                    row=q.row)
