@@ -306,6 +306,24 @@ def make_tiny_images(directory, n: int = 6, *, size: int = 40, seed: int = 0) ->
     return paths
 
 
+def make_dark_light_photos(folder, seed: int = 0) -> Path:
+    """60 small (12×12) noisy RGB PNGs in two subfolders, ``dark/`` and ``light/`` (odd and even i), named
+    ``img00.png``…``img59.png`` whatever the seed (as two cameras name theirs): an image folder with two labels by
+    folder. Returns ``folder``."""
+    import numpy as np
+    from PIL import Image
+
+    folder = Path(folder)
+    rng = np.random.default_rng(seed)
+    for i in range(60):
+        sub = folder / ("dark" if i % 2 else "light")
+        sub.mkdir(parents=True, exist_ok=True)
+        base = 40 if i % 2 else 200
+        Image.fromarray((base + rng.integers(-30, 30, size=(12, 12, 3))).clip(0, 255).astype(np.uint8)).save(
+            sub / f"img{i:02d}.png")
+    return folder
+
+
 def latent_views(n: int, dims, seed: int, *, noise_step: float = 0.2) -> dict:
     """Synthetic candidates for the sufficiency benchmarks and GPU tests: candidate k is ``tanh`` of a random linear
     map of one shared 32-d Gaussian latent plus Gaussian noise of std 0.1 + ``noise_step``·k, so later candidates

@@ -4,34 +4,20 @@ error naming the row (exit 3), and leave the cache database and the questions fi
 from __future__ import annotations
 
 import shutil
-from pathlib import Path
 
-import numpy as np
 import pytest
 
 import embedselect
 from embedselect.cli import main
 
+from testkit.tinymodels import make_dark_light_photos
+
 POOL = ["pixel-pca", "random-projection"]
-
-
-def _photos(folder: Path, seed: int) -> Path:
-    """60 small PNGs under ``folder``/dark and /light, the same names for every seed (as two cameras name theirs)."""
-    from PIL import Image
-
-    rng = np.random.default_rng(seed)
-    for i in range(60):
-        sub = folder / ("dark" if i % 2 else "light")
-        sub.mkdir(parents=True, exist_ok=True)
-        base = 40 if i % 2 else 200
-        Image.fromarray((base + rng.integers(-30, 30, size=(12, 12, 3))).clip(0, 255).astype(np.uint8)).save(
-            sub / f"img{i:02d}.png")
-    return folder
 
 
 @pytest.mark.fault
 def test_answers_about_another_folder_of_images_with_the_same_names_are_refused(tmp_path, capsys):
-    photos, other = _photos(tmp_path / "photos", 0), _photos(tmp_path / "other", 1)
+    photos, other = make_dark_light_photos(tmp_path / "photos", 0), make_dark_light_photos(tmp_path / "other", 1)
     cache = tmp_path / "cache"
     out = tmp_path / "q.csv"
     df = embedselect.ask(photos, POOL, n=6, out=out, cache_dir=cache, metrics=["alpha_req"])

@@ -415,16 +415,9 @@ def test_answers_that_do_not_decide_say_to_answer_more_not_to_start_asking(ranke
 
 
 def test_images_ids_are_relative_paths(tmp_path):
-    from PIL import Image
+    from testkit.tinymodels import make_dark_light_photos
 
-    rng = np.random.default_rng(0)
-    folder = tmp_path / "photos"
-    for i in range(60):
-        sub = folder / ("dark" if i % 2 else "light")
-        sub.mkdir(parents=True, exist_ok=True)
-        base = 40 if i % 2 else 200
-        Image.fromarray((base + rng.integers(-30, 30, size=(12, 12, 3))).clip(0, 255).astype(np.uint8)).save(
-            sub / f"img{i:02d}.png")
+    folder = make_dark_light_photos(tmp_path / "photos")
     cache = tmp_path / "cache"
     pool = ["pixel-pca", "random-projection"]
     embedselect.select(folder, pool, metrics=["alpha_req"], cache_dir=cache)
