@@ -324,3 +324,21 @@ def test_the_search_checks_json_names_its_mrr_for_what_it_holds():
     assert len(pairs) == 3 and all(p["mrr@10_diff"] == p["accuracy_diff"] > 0 for p in pairs)
     labels = validate_scores(scores, mrr, n_boot=20).to_dict()["metrics"][0]
     assert not [k for k in labels if "mrr" in k] and not [k for p in labels["wrong_pairs"] for k in p if "mrr" in k]
+
+
+def test_one_query_is_said_in_the_singular(tmp_path, cache_dir, capsys):
+    """A queries file of one query read "1 queries from ..." in the table's head and the report, and "your 1 query do
+    not separate ..." in the notes."""
+    from embedselect.cli import main
+    from embedselect.publish.report import retrieval_sentence
+
+    data, _ = write_case(tmp_path)
+    one = tmp_path / "one.csv"
+    one.write_text("query,relevant\nfine,1\n")
+    assert main(["validate", str(data), "-c", "text", "-m", "tfidf-svd,random-projection", "--metrics",
+                 "task_prior", "--cache-dir", str(cache_dir), "--queries", str(one)]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "search check against your queries: 1 query from" in text and "1 queries" not in text
+    assert "your 1 query does not separate" in text and "query do not" not in text
+    said = retrieval_sentence({"queries": {"n_queries": 1, "source": "one.csv", "relevant_per_query": 1}})
+    assert said.startswith("1 query from one.csv (1 relevant item per query)")

@@ -344,13 +344,14 @@ def format_retrieval(ranking, *, tty: bool = False, width: int | None = None) ->
     Each line is one line, names as :func:`cell` shows them (``tty``: for a terminal). ``width`` (a terminal's
     columns) fits the table to it by :data:`SEARCH_DROP_ORDER` (with the line naming what was left out, as the
     ranking's table) and wraps the other lines at words; None (a pipe, a file, ``--wide``) prints every column."""
-    from embedselect.publish.text import relevant_per_query
+    from embedselect.publish.text import counted, relevant_per_query
 
     r = ranking.retrieval
     q = r.get("queries") or {}
     pct = f"{100 * float(r.get('level') or 0.9):g}%"
     scores = r.get("scores") or {}
-    head = [f"search check against your queries: {fmt(q.get('n_queries'))} queries from {q.get('source')}, "
+    head = [f"search check against your queries: {counted(q.get('n_queries'), 'query', 'queries')} from "
+            f"{q.get('source')}, "
             f"{relevant_per_query(q.get('relevant_per_query'))}; exact cosine search over the items",
             f"  each candidate's scores on them ({pct} bootstrap interval of MRR@10 over the queries):"]
     rows = [(c.name, scores[c.name]) for c in ranking.ok if c.name in scores]

@@ -129,7 +129,7 @@ def queries_stage(ctx: Any, decision: Any, retrieval: dict[str, Any] | None,
                                            "where one of the two finds the first relevant item higher "
                                            f"({DECIDE_LEVEL:.1%} Wilson interval above one half)", [str(v.winner)]))
         return Decision(True, [str(v.winner)], [], [])
-    why = f"{said} do not separate {', '.join(v.remaining)} yet{v.need()}; {v.pair_counts()}"
+    why = f"{said} {'does' if n == 1 else 'do'} not separate {', '.join(v.remaining)} yet{v.need()}; {v.pair_counts()}"
     ctx.warnings.append(RankingWarning("queries", f"the table follows {said} (MRR@10 on them; equal scores keep the "
                                        "label-free order)", v.remaining))
     ctx.warnings.append(RankingWarning("undecided", f"no clear winner: {why}", v.remaining))

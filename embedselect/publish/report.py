@@ -16,7 +16,7 @@ from embedselect.publish.text import esc as _e
 from embedselect.publish.text import md as _md
 from embedselect.publish.text import count as _count
 from embedselect.publish.text import num as _num
-from embedselect.publish.text import relevant_per_query
+from embedselect.publish.text import counted, relevant_per_query
 from embedselect.publish.text import rate as _rate
 from embedselect.publish.text import name_html as _name
 from embedselect.publish.text import MISSING, short_revision
@@ -248,7 +248,7 @@ def retrieval_sentence(r: Mapping[str, Any]) -> str:
     q = r.get("queries") or {}
     level = r.get("level")
     prompted = {n: p for n, p in (r.get("prompts") or {}).items() if p and (p.get("query") or p.get("document"))}
-    text = (f"{q.get('n_queries', '?')} queries from {q.get('source', '?')} "
+    text = (f"{counted(q.get('n_queries'), 'query', 'queries')} from {q.get('source', '?')} "
             f"({relevant_per_query(q.get('relevant_per_query'))}); each candidate searches "
             "the reference items by exact cosine similarity"
             + (f"; intervals: {_num(100 * level)}% bootstrap over the queries" if level else "") + ".")

@@ -85,6 +85,13 @@ def num(v: Any, digits: int = 4) -> str:
     return str(v)
 
 
+def counted(n: Any, one: str, many: str) -> str:
+    """``n`` and the noun that agrees with it: "1 query", "5 queries"; a missing count reads "? queries"."""
+    if n is None:
+        return f"? {many}"
+    return f"{n} {one if n == 1 else many}"
+
+
 def relevant_per_query(v: Any) -> str:
     """How many relevant items a search check's queries name, in words: "1 relevant item per query" when each names
     one, "1.111 relevant items per query on average" otherwise (``v``: the mean, :func:`num`'s digits)."""
