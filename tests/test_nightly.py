@@ -224,7 +224,7 @@ def test_a_failed_model_is_said_once_by_the_summary_and_with_quiet_on_stderr(tmp
                "pairs": {"computed": 0, "reused": 0, "total": 0}, "wall_seconds": 1.0, "stages": {"rank": 1.0},
                "output": str(tmp_path / "site")}
     monkeypatch.setattr(nightly, "load_config", lambda path: None)
-    monkeypatch.setattr(nightly, "run_night", lambda cfg, dry_run=False: summary)
+    monkeypatch.setattr(nightly, "run_night", lambda cfg, dry_run=False, progress=False: summary)
     assert main(["nightly", "--config", str(write_config(tmp_path))]) == 0
     out = capsys.readouterr()
     assert (out.out + out.err).count("only pickle weights") == 1 and "failed acme/pickled: " in out.out

@@ -141,7 +141,10 @@ def test_a_kill_while_a_chunk_is_written_leaves_nothing_read_back(tmp_path, monk
 # interrupts it) inside the embedder's third call, two slices (80 items) embedded since the embedding began.
 _CHILD_IN_SLICE = textwrap.dedent(
     """
-    import pathlib, sys, time
+    import pathlib, signal, sys, time
+    # a person's Ctrl-C at a terminal: Python ignores SIGINT when it starts with it ignored (a job started in the
+    # background by a shell without job control, as a CI runner may start the tests), so put its handler back
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     import embedselect.pipeline.chunked as chunked
     import embedselect.models.backends.loader as loader
     marker = pathlib.Path(sys.argv[1])
