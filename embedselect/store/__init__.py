@@ -81,7 +81,8 @@ class Store(VectorStore, RecordStore, StoreQueries):
       ``vectors_dir``, ``read_only``, ``lock_timeout``.
     - **Embedding runs** (one ``.npy`` file and one row each): :meth:`get_run`, :meth:`load_vectors`,
       :meth:`save_run`, :meth:`run_lock` (one process computes a run key), :meth:`has_run`, :meth:`find_runs`,
-      :meth:`list_runs`, :meth:`delete_runs`, :meth:`gc`.
+      :meth:`list_runs`, :meth:`delete_runs`, :meth:`drop_covered_chunks` (the partial runs of a long embedding
+      that whole runs now hold), :meth:`gc`.
     - **The item index** (vectors per item content, reused across data sets): :meth:`stored_items`,
       :meth:`needs_index`, :meth:`index_run`.
     - **Data sets and models seen**: :meth:`record_dataset`, :meth:`record_model`, :meth:`model_rows`.
