@@ -5,15 +5,25 @@ and read from (:func:`ranking_to_dict`, :func:`ranking_from_dict`) and that dict
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
-from typing import TYPE_CHECKING, Any, Mapping
+from dataclasses import Field, asdict
+from typing import Any, ClassVar, Mapping, Protocol, Sequence, TypeVar
 
 from embedselect.ranking.candidate import CandidateResult
 from embedselect.ranking.io import from_jsonable, known_fields, to_jsonable
 from embedselect.ranking.warning_codes import RankingWarning
 
-if TYPE_CHECKING:
-    from embedselect.ranking.result import Ranking
+
+class _RankingFields(Protocol):
+    """What the form reads of a :class:`~embedselect.ranking.result.Ranking` (a dataclass with ``warnings``); typed
+    so, this module need not import the class that imports it."""
+
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]]
+
+    @property
+    def warnings(self) -> Sequence[Any]: ...
+
+
+_R = TypeVar("_R", bound=_RankingFields)
 
 FORMAT_VERSION = 2
 """The ranking JSON's format. 2: ``warnings`` are objects ``{"code", "message", "candidates"}`` and scores that are
@@ -26,7 +36,7 @@ _NUMERIC_CANDIDATE_FIELDS = ("scores", "columns", "intervals", "combined_score",
 _NUMERIC_RANKING_FIELDS = ("details", "validation", "uncertainty", "timings")
 
 
-def ranking_to_dict(ranking: Ranking) -> dict[str, Any]:
+def ranking_to_dict(ranking: _RankingFields) -> dict[str, Any]:
     """Plain JSON-ready values (format :data:`FORMAT_VERSION`): non-finite numbers as ``"NaN"`` /
     ``"Infinity"`` / ``"-Infinity"``, warnings as objects (:meth:`Ranking.to_dict`)."""
     d = asdict(ranking)
@@ -36,12 +46,12 @@ def ranking_to_dict(ranking: Ranking) -> dict[str, Any]:
     return out
 
 
-def ranking_to_json(ranking: Ranking, *, indent: int | None = 2) -> str:
+def ranking_to_json(ranking: _RankingFields, *, indent: int | None = 2) -> str:
     """Strict JSON text of :func:`ranking_to_dict` (no bare NaN; non-finite numbers are its strings)."""
     return json.dumps(ranking_to_dict(ranking), indent=indent, allow_nan=False)
 
 
-def ranking_from_dict(cls: type[Ranking], d: Mapping[str, Any]) -> Ranking:
+def ranking_from_dict(cls: type[_R], d: Mapping[str, Any]) -> _R:
     """A ``cls`` (:class:`Ranking`) from :func:`ranking_to_dict`'s form, of this format or an older one down to
     :data:`OLDEST_FORMAT` (:meth:`Ranking.from_dict`).
 
@@ -81,7 +91,7 @@ def ranking_from_dict(cls: type[Ranking], d: Mapping[str, Any]) -> Ranking:
     return ranking
 
 
-def ranking_from_json(cls: type[Ranking], text: str) -> Ranking:
+def ranking_from_json(cls: type[_R], text: str) -> _R:
     """:func:`ranking_from_dict` of JSON text.
 
     Raises:
