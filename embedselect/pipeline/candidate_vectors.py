@@ -14,7 +14,7 @@ from embedselect.errors import MetricError
 from embedselect.ranking.result import CandidateResult
 from embedselect.models.backends.weights import UNTRAINED_SETTING
 from embedselect.store.keys import PARTIAL_SETTING
-from embedselect.pipeline.chunked import embed_in_chunks
+from embedselect.pipeline.chunked import embed_in_chunks, run_settings
 from embedselect.pipeline.context import STAGES_PER_CANDIDATE, RunContext
 from embedselect.pipeline.pinning import Pinned
 
@@ -119,9 +119,9 @@ def candidate_vectors(ctx: RunContext, cand: Any, pinned: Pinned, res: Candidate
     settings: dict[str, Any] = {}
     device: str | None = None
     if embedder is not None:  # with what its load found of its weights, for a later run that reads the cache
-        settings, device = embedder.settings(), embedder.device
-        if getattr(embedder, UNTRAINED_SETTING, 0):
-            settings[UNTRAINED_SETTING] = loaded[UNTRAINED_SETTING] = getattr(embedder, UNTRAINED_SETTING)
+        settings, device = run_settings(embedder), embedder.device
+        if UNTRAINED_SETTING in settings:
+            loaded[UNTRAINED_SETTING] = settings[UNTRAINED_SETTING]
     else:  # every item from the cache: the settings of a run they came from
         source = ctx.store.get_run(stored.runs[0]) if stored is not None and stored.runs else None
         if source is not None:

@@ -97,6 +97,16 @@ def _keep_on_failure(ctx: RunContext, pinned: Pinned, embedder: Any, exc: BaseEx
         return 0
 
 
+def run_settings(embedder: Any) -> dict[str, Any]:
+    """The settings a run ``embedder`` embedded is stored with (whole or a chunk): its own, and the count of
+    normalisation layers its load found at their initial values when there are any (:data:`UNTRAINED_SETTING`),
+    for a later run that reads the cache."""
+    settings: dict[str, Any] = embedder.settings()
+    if getattr(embedder, UNTRAINED_SETTING, 0):
+        settings[UNTRAINED_SETTING] = getattr(embedder, UNTRAINED_SETTING)
+    return settings
+
+
 def _store_chunk(ctx: RunContext, pinned: Pinned, embedder: Any, vectors: np.ndarray, keys: Sequence[str]) -> int:
     """Store ``vectors`` (the rows of the items ``keys``) as a partial run of ``pinned``'s run through
     :meth:`~embedselect.store.Store.save_run`; its key is a hash of the run key and the items, so a chunk of the same
@@ -104,9 +114,7 @@ def _store_chunk(ctx: RunContext, pinned: Pinned, embedder: Any, vectors: np.nda
     assert pinned.key is not None and pinned.space is not None
     rc = pinned.rc
     chunk = hashlib.sha256("\n".join([pinned.key, "chunk", *keys]).encode()).hexdigest()
-    settings = {**embedder.settings(), PARTIAL_SETTING: pinned.key}
-    if getattr(embedder, UNTRAINED_SETTING, 0):
-        settings[UNTRAINED_SETTING] = getattr(embedder, UNTRAINED_SETTING)
+    settings = {**run_settings(embedder), PARTIAL_SETTING: pinned.key}
     ctx.store.save_run(key=chunk, vectors=vectors, model_id=rc.model_id, revision=rc.revision, backend=rc.backend,
                        settings=settings, fingerprint=ctx.ref.fingerprint, device=embedder.device, seconds=None,
                        items=(pinned.space, list(keys)))
